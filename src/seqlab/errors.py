@@ -1,0 +1,34 @@
+"""The one exception class of seqlab.
+
+Every bad input the library refuses raises :class:`SeqlabError` with a one-line message
+that names the bad value and the accepted range. Front ends (CLI, web) catch it and turn
+it into exit code 2 or HTTP 422.
+"""
+
+
+class SeqlabError(ValueError):
+    """Bad input to a seqlab function: the message names the value and what was expected.
+
+    >>> raise SeqlabError("T must be an integer >= 1, received 0")
+    Traceback (most recent call last):
+    ...
+    seqlab.errors.SeqlabError: T must be an integer >= 1, received 0
+    """
+
+
+def require_positive_int(name: str, value: object, maximum: int | None = None) -> int:
+    """Return ``value`` if it is an integer in ``[1, maximum]``, else raise :class:`SeqlabError`.
+
+    >>> require_positive_int("T", 8)
+    8
+
+    Raises:
+        SeqlabError: ``value`` is not an int (bools are refused), is < 1, or is > ``maximum``.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SeqlabError(f"{name} must be an integer >= 1, received {value!r}")
+    if value < 1:
+        raise SeqlabError(f"{name} must be an integer >= 1, received {value}")
+    if maximum is not None and value > maximum:
+        raise SeqlabError(f"{name} must be an integer in [1, {maximum}], received {value}")
+    return value
