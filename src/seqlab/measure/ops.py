@@ -1,0 +1,240 @@
+"""What each ATen op is, for the engine: a contraction with a multiplication count, a free op, or unknown.
+
+The engine sees a forward pass as the stream of ATen ops that PyTorch dispatches (through
+``TorchDispatchMode``). This module sorts those ops into three kinds, once, for both measurements:
+
+* **contractions** — matrix products, convolutions and fused attention / recurrent kernels, the ops
+  whose multiplications grow as a product of sizes. ``torch.utils.flop_counter`` has formulas for
+  most of them; :data:`EXTRA_FORMULAS` adds the CPU kernels it misses (the fused LSTM of oneDNN,
+  the fused CPU attention of SDPA, the ``nn.MultiheadAttention`` and ``nn.TransformerEncoderLayer``
+  fast paths, matrix–vector and vector–vector products).
+* **movement** — views, aliases, metadata, copies, concatenation, indexing and tensor creation: they
+  move or make data and compute nothing. They cost 0 multiplications and 0 steps of span.
+* **compute without multiplications counted** — element-wise ops (bias adds, activations, gates),
+  reductions, softmax and normalisations. By the convention of the lesson (L5, L6) they are not
+  counted as multiplications (they grow as T·d, not as a product of widths), but each is one step
+  of span.
+
+Anything else is *unknown*: the work counter names it instead of counting it as 0.
+
+Units: formulas here return **FLOPs in PyTorch's convention** (one multiply-add = 2 FLOPs), because
+they plug into ``FlopCounterMode``; :mod:`seqlab.measure.work` divides by 2 to report
+multiplications. Shapes: B batch (any leading dims), H heads, L query positions, S key positions,
+E / Ev widths of query-key and value vectors.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import torch
+from torch.utils.flop_counter import flop_registry
+
+aten = torch.ops.aten
+
+Shape = Sequence[int]
+
+
+def _numel(shape: Shape) -> int:
+    return math.prod(shape)
+
+
+def matrix_vector_flop(matrix_shape: Shape, vector_shape: Shape, *args, out_shape=None, **kwargs) -> int:
+    """FLOPs of ``mv``: a (n, m) matrix times an (m,) vector is n·m multiply-adds.
+
+    >>> matrix_vector_flop((4, 8), (8,))  # 2 * 4 * 8
+    64
+    """
+    return 2 * _numel(matrix_shape)
+
+
+def add_matrix_vector_flop(self_shape: Shape, matrix_shape: Shape, vector_shape: Shape, *args, out_shape=None,
+                           **kwargs) -> int:
+    """FLOPs of ``addmv`` (bias + matrix @ vector): n·m multiply-adds, the bias add excluded."""
+    return 2 * _numel(matrix_shape)
+
+
+def dot_flop(a_shape: Shape, b_shape: Shape, *args, out_shape=None, **kwargs) -> int:
+    """FLOPs of ``dot`` / ``vdot``: n multiply-adds for two (n,) vectors.
+
+    >>> dot_flop((8,), (8,))
+    16
+    """
+    return 2 * _numel(a_shape)
+
+
+def add_batched_matrix_flop(self_shape: Shape, batch1_shape: Shape, batch2_shape: Shape, *args, out_shape=None,
+                            **kwargs) -> int:
+    """FLOPs of ``addbmm``: (b, n, m) @ (b, m, p) summed over b is b·n·m·p multiply-adds."""
+    b, n, m = batch1_shape
+    return 2 * b * n * m * batch2_shape[-1]
+
+
+def add_outer_product_flop(self_shape: Shape, vec1_shape: Shape, vec2_shape: Shape, *args, out_shape=None,
+                           **kwargs) -> int:
+    """FLOPs of ``addr`` (a rank-1 update, BLAS ``ger``): n·m multiplications, counted as multiply-adds."""
+    return 2 * _numel(vec1_shape) * _numel(vec2_shape)
+
+
+def attention_kernel_flop(query_shape: Shape, key_shape: Shape, value_shape: Shape, *args, out_shape=None,
+                          **kwargs) -> int:
+    """FLOPs of a fused attention kernel: scores Q Kᵀ plus the mix A V (L6).
+
+    ``query`` (…, L, E), ``key`` (…, S, E), ``value`` (…, S, Ev): every query row takes S·E
+    multiply-adds for its scores and S·Ev for its mix, so B·H·L·S·(E + Ev) multiply-adds, with the
+    leading dims of the query (batch, heads; keys may be shared across heads). Softmax, scaling and
+    the causal-mask saving are not counted (a causal kernel is charged the full square).
+
+    >>> attention_kernel_flop((1, 12, 64, 64), (1, 12, 64, 64), (1, 12, 64, 64)) // 2
+    6291456
+    """
+    *leading, length_q, width_qk = query_shape
+    length_k = key_shape[-2]
+    width_v = value_shape[-1]
+    return 2 * _numel(leading) * length_q * length_k * (width_qk + width_v)
+
+
+def _multi_head_attention_multiply_adds(batch: int, length_q: int, length_k: int, embed_dim: int) -> int:
+    projections = batch * (length_q + 2 * length_k) * embed_dim * embed_dim  # Q, K, V: E -> E each
+    output_projection = batch * length_q * embed_dim * embed_dim
+    scores_and_mix = batch * length_q * length_k * 2 * embed_dim  # all heads: H · L · S · (d_k + d_v)
+    return projections + output_projection + scores_and_mix
+
+
+def _batch_and_length(shape: Shape) -> tuple[int, int]:
+    """(B, T) of a (B, T, E) or unbatched (T, E) activation."""
+    return (_numel(shape[:-2]) if len(shape) > 2 else 1), shape[-2]
+
+
+def native_multi_head_attention_flop(query_shape: Shape, key_shape: Shape, value_shape: Shape, embed_dim: int,
+                                     *args, out_shape=None, **kwargs) -> int:
+    """FLOPs of ``_native_multi_head_attention``, the ``nn.MultiheadAttention`` fast path.
+
+    Q, K, V projections (E → E each), scores and mix over all heads, and the output projection:
+    B·(L + 2S)·E² + B·L·E² + 2·B·L·S·E multiply-adds (biases excluded).
+
+    >>> native_multi_head_attention_flop((1, 50, 512), (1, 50, 512), (1, 50, 512), 512) // 2
+    54988800
+    """
+    batch, length_q = _batch_and_length(query_shape)
+    _, length_k = _batch_and_length(key_shape)
+    return 2 * _multi_head_attention_multiply_adds(batch, length_q, length_k, embed_dim)
+
+
+def transformer_encoder_layer_flop(src_shape: Shape, embed_dim: int, *rest, out_shape=None, **kwargs) -> int:
+    """FLOPs of ``_transformer_encoder_layer_fwd``, the ``nn.TransformerEncoderLayer`` fast path.
+
+    Self-attention as in :func:`native_multi_head_attention_flop` with L = S = T, plus the
+    position-wise feed-forward: B·T·(|W_1| + |W_2|) multiply-adds. Norms and biases excluded.
+
+    >>> transformer_encoder_layer_flop((1, 64, 512), 512, 4, (1536, 512), (1536,), (512, 512), (512,),
+    ...     False, False, 1e-5, (512,), (512,), (512,), (512,), (512, 512), (512,), (512, 512)) // 2
+    104857600
+    """
+    # Schema: (src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu,
+    #          norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2,
+    #          ffn_weight_1, ffn_bias_1, ffn_weight_2, ...): ffn weights sit at 14 and 16.
+    ffn_weight_1_shape, ffn_weight_2_shape = rest[12], rest[14]
+    batch, length = _batch_and_length(src_shape)
+    attention = _multi_head_attention_multiply_adds(batch, length, length, embed_dim)
+    feed_forward = batch * length * (_numel(ffn_weight_1_shape) + _numel(ffn_weight_2_shape))
+    return 2 * (attention + feed_forward)
+
+
+def fused_recurrent_layer_flop(input_shape: Shape, weight_input_shape: Shape, weight_hidden_shape: Shape,
+                               *args, out_shape=None, **kwargs) -> int:
+    """FLOPs of ``mkldnn_rnn_layer``, oneDNN's fused CPU recurrence (one layer, one direction).
+
+    Every position t (of every sequence; packed inputs carry only real positions) multiplies
+    W_ih (G·d_h, d_in) by x_t and W_hh (G·d_h, d_h) by h_{t-1}, G = 4 gates for LSTM, 3 for GRU,
+    1 for a tanh RNN: positions·(|W_ih| + |W_hh|) multiply-adds (L5, with gates). Gate products,
+    activations and biases excluded.
+
+    >>> fused_recurrent_layer_flop((1, 250, 12), (512, 12), (512, 128)) // 2  # 250 * 512 * (12 + 128)
+    17920000
+    """
+    positions = _numel(input_shape[:-1])
+    return 2 * positions * (_numel(weight_input_shape) + _numel(weight_hidden_shape))
+
+
+EXTRA_FORMULAS: dict[object, Callable[..., int]] = {
+    aten.mv: matrix_vector_flop,
+    aten.addmv: add_matrix_vector_flop,
+    aten.dot: dot_flop,
+    aten.vdot: dot_flop,
+    aten.addbmm: add_batched_matrix_flop,
+    aten.addr: add_outer_product_flop,
+    aten._scaled_dot_product_flash_attention_for_cpu: attention_kernel_flop,
+    aten._scaled_dot_product_fused_attention_overrideable: attention_kernel_flop,
+    aten._native_multi_head_attention: native_multi_head_attention_flop,
+    aten._transformer_encoder_layer_fwd: transformer_encoder_layer_flop,
+    aten.mkldnn_rnn_layer: fused_recurrent_layer_flop,
+}
+"""Formulas (FLOPs) for contraction ops that ``torch.utils.flop_counter`` has no entry for."""
+
+FUSED_OPS = frozenset({
+    aten._scaled_dot_product_flash_attention_for_cpu,
+    aten._scaled_dot_product_fused_attention_overrideable,
+    aten._scaled_dot_product_flash_attention,
+    aten._scaled_dot_product_efficient_attention,
+    aten._scaled_dot_product_cudnn_attention,
+    aten._flash_attention_forward,
+    aten._efficient_attention_forward,
+    aten._native_multi_head_attention,
+    aten._transformer_encoder_layer_fwd,
+    aten.mkldnn_rnn_layer,
+    aten._cudnn_rnn,
+    aten.miopen_rnn,
+})
+"""Kernels that run a whole chain of steps as one op: their inner span is invisible to a trace."""
+
+_MOVEMENT_NAMES = frozenset("""
+    clone copy_ _to_copy _copy_from _copy_from_and_resize contiguous cat stack hstack vstack
+    unsafe_split unsafe_split_with_sizes unsafe_chunk split_copy split_with_sizes_copy unbind_copy
+    index index_select gather embedding take masked_select nonzero
+    scatter scatter_ index_put index_put_ index_copy index_copy_ slice_scatter select_scatter
+    _unsafe_view _reshape_alias view_as_real view_as_complex lift_fresh lift_fresh_copy
+    constant_pad_nd repeat flip roll tril triu tril_ triu_ _pack_padded_sequence
+    zeros zeros_like ones ones_like empty empty_like empty_strided full full_like fill_ zero_
+    new_zeros new_ones new_empty new_full scalar_tensor arange randn rand randint normal_ uniform_
+    bernoulli_ randperm _local_scalar_dense resize_ set_ detach_ _assert_tensor_metadata
+""".split())
+
+_COMPUTE_NAMES = frozenset("""
+    _softmax _safe_softmax _log_softmax softmax log_softmax native_layer_norm native_group_norm native_batch_norm
+    _native_batch_norm_legit _native_batch_norm_legit_no_training native_dropout sort topk
+    max min amax amin argmax argmin cumsum cumprod logsumexp
+""".split())
+"""Compute ops with no counted multiplications that carry no ``pointwise`` or ``reduction`` tag."""
+
+
+def op_name(func: torch._ops.OpOverload) -> str:
+    """Short, readable name of an ATen op: ``aten.bmm`` (the overload packet, without ``.default``)."""
+    return str(func.overloadpacket)
+
+
+def is_contraction(func: torch._ops.OpOverload) -> bool:
+    """Whether the op's multiplications are counted: PyTorch's flop registry or :data:`EXTRA_FORMULAS`."""
+    packet = func.overloadpacket
+    return packet in flop_registry or packet in EXTRA_FORMULAS
+
+
+def is_movement(func: torch._ops.OpOverload) -> bool:
+    """Whether the op only views, aliases, copies, creates or rearranges data (0 multiplications, 0 span)."""
+    if func.is_view or torch.Tag.inplace_view in func.tags:
+        return True
+    return func.overloadpacket.__name__ in _MOVEMENT_NAMES
+
+
+def is_uncounted_compute(func: torch._ops.OpOverload) -> bool:
+    """Whether the op computes without multiplications the convention counts (element-wise, reductions, softmax, norms)."""
+    tags = func.tags
+    if torch.Tag.pointwise in tags or torch.Tag.reduction in tags:
+        return True
+    return func.overloadpacket.__name__ in _COMPUTE_NAMES
+
+
+def is_unknown(func: torch._ops.OpOverload) -> bool:
+    """Whether the engine cannot account for the op's multiplications: it is named, never counted as 0."""
+    return not (is_contraction(func) or is_movement(func) or is_uncounted_compute(func))

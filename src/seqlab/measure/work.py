@@ -1,0 +1,122 @@
+"""Counted work: the multiplications a layer really performs, counted while it runs (L5, L6, L9).
+
+Built on ``torch.utils.flop_counter.FlopCounterMode``, which sees every ATen op the forward pass
+dispatches — whichever kernel PyTorch picks (fused CPU LSTM, fused SDPA, the ``MultiheadAttention``
+fast path...). The formulas it lacks come from :data:`seqlab.measure.ops.EXTRA_FORMULAS`; a census
+mode underneath records every op that really ran, so an op whose multiplications nobody can count is
+*named* in :attr:`WorkCount.unaccounted` rather than silently counted as 0.
+
+Convention (the lesson's unit): **multiplications**, one per multiply-add of a matrix product,
+convolution or attention kernel. FLOPs in PyTorch's convention are twice that
+(:attr:`WorkCount.flops`). Element-wise ops (bias adds, activations, gate products), softmax,
+normalisations and reductions are not counted; a causal mask saves nothing in the count.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import FlopCounterMode
+
+from seqlab.measure.ops import EXTRA_FORMULAS, is_unknown, op_name
+
+
+@dataclass(frozen=True)
+class WorkCount:
+    """Multiplications counted on one run, with where they came from and what could not be counted.
+
+    Attributes:
+        multiplications: total multiply-adds in contractions (the lesson's unit, L5/L6).
+        by_op: multiplications per op name (``"aten.addmm"``, ``"aten.mkldnn_rnn_layer"``...).
+        by_module: multiplications per module path as ``FlopCounterMode`` reports it (``"Global"``
+            is the whole call; nested modules such as ``"SelfAttention.query"`` are included in
+            their parents).
+        calls: how many times each op ran (every op, counted or not).
+        unaccounted: ops that ran and may multiply but have no formula, with their number of calls.
+            Empty means the count is complete.
+    """
+
+    multiplications: int
+    by_op: Mapping[str, int]
+    by_module: Mapping[str, int]
+    calls: Mapping[str, int]
+    unaccounted: Mapping[str, int]
+
+    @property
+    def flops(self) -> int:
+        """FLOPs in PyTorch's convention: 2 per multiply-add."""
+        return 2 * self.multiplications
+
+    @property
+    def complete(self) -> bool:
+        """True when every op that ran was accounted for (counted, or known to do no counted work)."""
+        return not self.unaccounted
+
+    def module(self, name: str) -> int:
+        """Multiplications inside the module ``name`` (0 if it did no counted work).
+
+        Raises:
+            KeyError: never; an unknown name simply did no counted work.
+        """
+        return self.by_module.get(name, 0)
+
+
+class _OpCensus(TorchDispatchMode):
+    """Records every ATen op that really executes (sits under ``FlopCounterMode`` so it sees decompositions)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: Counter[torch._ops.OpOverload] = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.calls[func] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def count_multiplications(function: Callable[..., Any], *args: Any, **kwargs: Any) -> WorkCount:
+    """Run ``function(*args, **kwargs)`` once and count the multiplications it performs.
+
+    The call runs as it would anyway (same kernels, same mode, same grad setting), so what is
+    counted is what ran.
+
+    >>> layer = torch.nn.Linear(3, 8)
+    >>> count_multiplications(layer, torch.randn(5, 10, 3)).multiplications  # 5 * 10 * 3 * 8
+    1200
+    >>> count_multiplications(torch.mv, torch.randn(4, 8), torch.randn(8)).multiplications
+    32
+
+    Args:
+        function: any callable that runs PyTorch ops (a module, a function, a lambda).
+        *args, **kwargs: passed through to ``function``.
+
+    Returns:
+        A :class:`WorkCount` in multiplications (``.flops`` for 2×).
+
+    Raises:
+        Whatever ``function`` raises; nothing of its own.
+    """
+    counter = FlopCounterMode(display=False, custom_mapping=dict(EXTRA_FORMULAS))
+    census = _OpCensus()
+    with census, counter:
+        function(*args, **kwargs)
+    flop_counts = counter.get_flop_counts()
+    by_op = {str(packet): flop // 2 for packet, flop in flop_counts.get("Global", {}).items()}
+    by_module = {name: sum(ops.values()) // 2 for name, ops in flop_counts.items()}
+    calls: Counter[str] = Counter()
+    unaccounted: Counter[str] = Counter()
+    for func, number in census.calls.items():
+        calls[op_name(func)] += number
+        if is_unknown(func):
+            unaccounted[op_name(func)] += number
+    return WorkCount(
+        multiplications=counter.get_total_flops() // 2,
+        by_op=by_op,
+        by_module=by_module,
+        calls=dict(calls),
+        unaccounted=dict(unaccounted),
+    )
