@@ -1,0 +1,324 @@
+"""Text in: the built-in texts, reading a file or standard input, tokens, and a seeded embedding.
+
+Everything seqlab measures starts from a text of T tokens turned into T vectors x_1 … x_T, the
+inputs of the recurrence (L1: one step per token, 800 tokens → 800 steps in a row) and of attention
+(L2). The built-in Spanish text is about 800 o200k_base tokens, the size the lesson uses; its English
+twin is a faithful translation. Data flows one way: bytes → ``Text`` → ``Tokens`` → (T, d_model).
+
+Shape letters: T positions (tokens), d_model embedding width.
+"""
+
+from __future__ import annotations
+
+import codecs
+import functools
+import importlib.resources
+import os
+import re
+import sys
+import typing
+import warnings
+from dataclasses import dataclass, field
+
+import torch
+
+from seqlab.errors import SeqlabError, require_positive_int
+
+MAX_TEXT_BYTES = 8 * 1024 * 1024  # largest text read_text accepts: 8 MiB
+LANGUAGES = ("es", "en")
+TOKENIZERS = ("o200k_base", "words")
+MAX_SYNTHETIC_TOKENS = 2**22  # 4_194_304 tokens, twice what 8 MiB of Spanish prose gives
+
+_BOM = codecs.BOM_UTF8
+_MAX_CONTROL_SHARE = 0.10  # above this share of control characters a text is taken as binary
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")  # Cc minus \t \n \f \r
+_WORDS = re.compile(r"\w+|[^\w\s]")  # a run of letters/digits, or one punctuation mark
+_CHUNK_CHARS = 50_000  # ≤ 200_000 UTF-8 bytes, so ≤ bpe_openai's 200_000-token limit per call
+_CUT = re.compile(r"(?<=\n)(?=\S)|(?<=\S)(?= [^\W\d_])")  # o200k pre-token boundaries: after a
+# newline run, or before " word"; a piece is cut at the last one, so chunks encode as one call would
+_MASK64 = (1 << 64) - 1
+
+
+@dataclass(frozen=True)
+class Text:
+    """A text to study: where it came from (``source``) and its characters (``content``)."""
+
+    source: str  # "built-in (es)", a file path, or "stdin"
+    content: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """T tokens: their ids, the piece of text each one covers, and the tokenizer's name."""
+
+    ids: tuple[int, ...]
+    pieces: tuple[str, ...]
+    tokenizer: str
+
+    def __post_init__(self) -> None:
+        if len(self.ids) != len(self.pieces):
+            raise SeqlabError(f"Tokens needs one piece per id, received {len(self.ids)} ids "
+                              f"and {len(self.pieces)} pieces")
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __repr__(self) -> str:
+        head = ", ".join(repr(p) for p in self.pieces[:6]) + (", …" if len(self) > 6 else "")
+        return f"Tokens(tokenizer={self.tokenizer!r}, T={len(self)}, pieces=({head}))"
+
+
+def builtin_text(lang: str = "es") -> Text:
+    """Return the built-in text: a short story about reading a message in order (~800 tokens).
+
+    >>> len(tokenize(builtin_text("es").content))
+    835
+
+    Args:
+        lang: "es" (the original, Spanish) or "en" (its English translation).
+
+    Returns:
+        ``Text`` with source ``"built-in (es)"`` or ``"built-in (en)"``.
+
+    Raises:
+        SeqlabError: ``lang`` is not one of ``LANGUAGES``.
+
+    Source: L1 (a text of 800 tokens needs 800 steps in a row).
+    """
+    if lang not in LANGUAGES:
+        raise SeqlabError(f"lang must be one of {', '.join(map(repr, LANGUAGES))}, received {lang!r}")
+    path = importlib.resources.files("seqlab").joinpath(f"data/builtin-{lang}.txt")
+    return Text(source=f"built-in ({lang})", content=path.read_text(encoding="utf-8"))
+
+
+def read_text(path: str, stdin: typing.TextIO | typing.BinaryIO | None = None) -> Text:
+    r"""Read a UTF-8 text file, or standard input when ``path`` is ``"-"``, refusing what is not text.
+
+    The bytes are read first (at most ``MAX_TEXT_BYTES`` + 1; a file is sized with ``stat`` before
+    it is opened), a UTF-8 BOM is dropped, and ``\r\n`` / ``\r`` become ``\n``.
+
+    >>> import io
+    >>> text = read_text("-", stdin=io.BytesIO("\ufeff¿Llegamos?\r\n".encode()))
+    >>> text.source, text.content
+    ('stdin', '¿Llegamos?\n')
+
+    Args:
+        path: a file path, or ``"-"`` for standard input.
+        stdin: the stream read for ``"-"`` (binary or text); ``sys.stdin.buffer`` when None.
+
+    Returns:
+        ``Text`` whose source is ``path`` (or ``"stdin"``).
+
+    Raises:
+        SeqlabError: missing file, a directory, unreadable, larger than ``MAX_TEXT_BYTES``, empty or
+            only whitespace, not valid UTF-8 (the byte offset is named), or binary (NUL bytes, or
+            more than 10 % control characters other than tab, newline, form feed, carriage return).
+    """
+    path = os.fspath(path)
+    if path == "-":
+        label, source = "standard input ('-')", "stdin"
+        stream = sys.stdin.buffer if stdin is None else stdin
+        try:
+            data = getattr(stream, "buffer", stream).read(MAX_TEXT_BYTES + 1)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SeqlabError(f"cannot read {label}: {exc}; expected UTF-8 text") from exc
+        if isinstance(data, str):
+            data = data.encode("utf-8", errors="surrogatepass")
+    else:
+        label, source = f"text file {path!r}", path
+        if not os.path.exists(path):
+            raise SeqlabError(f"{label} does not exist; expected a UTF-8 text file or '-' for stdin")
+        if os.path.isdir(path):
+            raise SeqlabError(f"{label} is a directory; expected a UTF-8 text file")
+        try:
+            size = os.stat(path).st_size
+            if size > MAX_TEXT_BYTES:
+                raise SeqlabError(f"{label} is {size} bytes; expected at most {MAX_TEXT_BYTES} bytes")
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_TEXT_BYTES + 1)
+        except OSError as exc:
+            raise SeqlabError(f"cannot read {label}: {exc.strerror or exc}; expected a readable "
+                              "UTF-8 text file") from exc
+    return Text(source=source, content=_decode(data, label))
+
+
+def _decode(data: bytes, label: str) -> str:
+    """Check raw bytes and decode them as UTF-8 text; ``label`` names the input in messages."""
+    if len(data) > MAX_TEXT_BYTES:
+        raise SeqlabError(f"{label} is more than {MAX_TEXT_BYTES} bytes; expected at most "
+                          f"{MAX_TEXT_BYTES} bytes")
+    skipped = len(_BOM) if data.startswith(_BOM) else 0
+    data = data[skipped:]
+    if not data:
+        raise SeqlabError(f"{label} is empty; expected some UTF-8 text")
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise SeqlabError(f"{label} looks binary: NUL byte at offset {nul + skipped}; "
+                          "expected UTF-8 text")
+    try:
+        content = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = data[exc.start]
+        raise SeqlabError(f"{label} is not valid UTF-8: byte 0x{bad:02x} at offset "
+                          f"{exc.start + skipped}; expected UTF-8 text") from None
+    share = len(_CONTROL.findall(content)) / len(content)
+    if share > _MAX_CONTROL_SHARE:
+        raise SeqlabError(f"{label} looks binary: {share:.0%} control characters; expected "
+                          f"UTF-8 text with at most {_MAX_CONTROL_SHARE:.0%}")
+    if not content.strip():
+        raise SeqlabError(f"{label} contains only whitespace ({len(content)} characters); "
+                          "expected some text")
+    return content.replace("\r\n", "\n").replace("\r", "\n")
+
+
+@functools.lru_cache(maxsize=1)
+def _o200k() -> typing.Any:
+    with warnings.catch_warnings():  # bpe_openai 0.1.x loads its data with a deprecated call
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import bpe_openai  # imported here: only this tokenizer needs it
+
+        return bpe_openai.get_encoding("o200k_base")
+
+
+def _chunks(text: str) -> typing.Iterator[str]:
+    """Cut ``text`` into pieces of ≤ ``_CHUNK_CHARS`` characters at ``_CUT`` boundaries.
+
+    Only a run of ``_CHUNK_CHARS`` characters with no newline and no " word" is cut blindly.
+    """
+    start = 0
+    while len(text) - start > _CHUNK_CHARS:
+        cuts = [m.start() for m in _CUT.finditer(text, start + 1, start + _CHUNK_CHARS)]
+        end = cuts[-1] if cuts else start + _CHUNK_CHARS
+        yield text[start:end]
+        start = end
+    yield text[start:]
+
+
+def tokenize(text: str, tokenizer: str = "o200k_base") -> Tokens:
+    """Split ``text`` into T tokens with the named tokenizer.
+
+    ``"o200k_base"`` is GPT-4o's byte-level BPE (offline, via ``bpe_openai``); its pieces are the
+    text each token completes, so ``"".join(pieces) == text`` (a character split over two tokens
+    sits in the piece of the token that ends it). ``"words"`` needs nothing: runs of letters or
+    digits and single punctuation marks, ids by first appearance (0, 1, 2, …), so a repeated word
+    repeats its id (case matters); whitespace is dropped.
+
+    >>> tokenize("la luz, la luz", "words").ids
+    (0, 1, 2, 0, 1)
+    >>> tokenize("Barco sin timón.").pieces
+    ('Bar', 'co', ' sin', ' tim', 'ón', '.')
+
+    Args:
+        text: the characters to split.
+        tokenizer: one of ``TOKENIZERS``.
+
+    Returns:
+        ``Tokens`` with T ≥ 1 ids and pieces.
+
+    Raises:
+        SeqlabError: ``text`` not a str, unknown tokenizer, ``bpe_openai`` missing or failing, or
+            no tokens at all.
+    """
+    if not isinstance(text, str):
+        raise SeqlabError(f"text must be a str, received {type(text).__name__}")
+    if tokenizer == "words":
+        vocab: dict[str, int] = {}
+        pieces = tuple(_WORDS.findall(text))
+        ids = tuple(vocab.setdefault(piece, len(vocab)) for piece in pieces)
+    elif tokenizer == "o200k_base":
+        try:
+            enc = _o200k()
+            ids = tuple(i for chunk in _chunks(text) for i in enc.encode_ordinary(chunk))
+            raw = enc.decode_tokens_bytes(list(ids))
+        except Exception as exc:  # ImportError, a missing data file, an encoder limit …
+            raise SeqlabError(f"tokenizer 'o200k_base' failed ({type(exc).__name__}: {exc}); "
+                              "install bpe-openai or use tokenizer 'words'") from exc
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        pieces = tuple(decoder.decode(b) for b in raw)
+    else:
+        raise SeqlabError(f"tokenizer must be one of {', '.join(map(repr, TOKENIZERS))}, "
+                          f"received {tokenizer!r}")
+    if not ids:
+        raise SeqlabError(f"text of {len(text)} characters gives no tokens with tokenizer "
+                          f"{tokenizer!r}; expected at least one token")
+    return Tokens(ids=ids, pieces=pieces, tokenizer=tokenizer)
+
+
+@functools.lru_cache(maxsize=None)
+def _builtin_tokens(tokenizer: str) -> Tokens:
+    return tokenize(builtin_text("es").content, tokenizer)
+
+
+def synthetic_tokens(length: int, tokenizer: str = "o200k_base") -> Tokens:
+    """Return exactly ``length`` tokens: the built-in Spanish text's tokens, repeated from the start.
+
+    Token t is token ``t % n`` of the built-in text (n = its token count): any T, real token ids.
+
+    >>> len(synthetic_tokens(2000))
+    2000
+
+    Args:
+        length: T, the number of tokens, in [1, ``MAX_SYNTHETIC_TOKENS``].
+        tokenizer: one of ``TOKENIZERS``.
+
+    Raises:
+        SeqlabError: ``length`` is not an integer in range, or the tokenizer is unknown/unavailable.
+    """
+    require_positive_int("length", length, maximum=MAX_SYNTHETIC_TOKENS)
+    base = _builtin_tokens(tokenizer)
+    n = len(base)
+    return Tokens(ids=tuple(base.ids[t % n] for t in range(length)),
+                  pieces=tuple(base.pieces[t % n] for t in range(length)), tokenizer=tokenizer)
+
+
+def _splitmix64(x: int) -> int:
+    """SplitMix64's finaliser: a fixed 64-bit mix, the same in every process (unlike ``hash``)."""
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
+
+
+def embed(tokens: Tokens, d_model: int, seed: int = 0,
+          dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Give each token a vector x_t ∈ R^{d_model}: the same id, the same vector, in any run.
+
+    Each distinct id gets d_model i.i.d. N(0, 1) entries from a ``torch.Generator`` seeded with
+    splitmix64(splitmix64(seed) xor id), drawn in float32 and cast to ``dtype``. Only the distinct
+    ids of this text are drawn: memory is (distinct ids) × d_model, never the tokenizer's
+    vocabulary (o200k_base has ~200k ids).
+
+    >>> x = embed(tokenize("la luz, la luz", "words"), d_model=8)
+    >>> tuple(x.shape), bool(torch.equal(x[0], x[3]))
+    ((5, 8), True)
+
+    Args:
+        tokens: T ≥ 1 tokens.
+        d_model: width of each vector, an integer ≥ 1.
+        seed: any integer; another seed gives other vectors.
+        dtype: a floating-point dtype.
+
+    Returns:
+        Tensor of shape (T, d_model), dtype ``dtype``, on the CPU.
+
+    Raises:
+        SeqlabError: ``d_model`` not a positive integer, ``seed`` not an integer, ``dtype`` not
+            floating point, or no tokens.
+
+    Source: L1 and L2 (the inputs x_1 … x_T both machines read).
+    """
+    require_positive_int("d_model", d_model)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise SeqlabError(f"seed must be an integer, received {seed!r}")
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise SeqlabError(f"dtype must be a floating-point torch dtype, received {dtype!r}")
+    if len(tokens) == 0:
+        raise SeqlabError("embed needs at least one token, received 0")
+    ids = torch.tensor(tokens.ids, dtype=torch.int64)  # (T,)
+    unique, inverse = torch.unique(ids, return_inverse=True)  # (U,), (T,)
+    mixed_seed = _splitmix64(seed & _MASK64)
+    rows = torch.empty(len(unique), d_model, dtype=torch.float32)  # (U, d_model)
+    for u, token_id in enumerate(unique.tolist()):
+        generator = torch.Generator().manual_seed(_splitmix64(mixed_seed ^ (token_id & _MASK64)))
+        rows[u] = torch.randn(d_model, generator=generator)
+    return rows.to(dtype)[inverse]  # (T, d_model)
