@@ -1,0 +1,241 @@
+"""Order: does a sequence layer notice when its input rows, or its key-value pairs, are shuffled?
+
+Inside an attention score e_ij = a(q_i, k_j) the indices only pick vectors and the mix
+c_i = sum_j alpha_ij v_j is a sum, so attention is blind to order (L10):
+
+* permuting the input rows permutes the output rows the same way and changes no number
+  (permutation *equivariance*: f(x[pi]) == f(x)[pi]);
+* permuting the (k_j, v_j) pairs together leaves every output unchanged
+  (key-value permutation *invariance*: attend(q, k[pi], v[pi]) == attend(q, k, v)).
+
+A recurrence reads in order and fails both; so does any layer that adds a position-dependent
+term. The check draws one seeded permutation that is never the identity and reports the largest
+change next to a tolerance scaled to the output and the dtype, because the permuted sums are
+added in another order and differ by rounding.
+
+Shapes: T rows (positions) of x, T_q queries, T_k keys/values, d_k, d_v widths.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from seqlab.errors import SeqlabError
+
+#: Rounding allowance per unit of eps, see :func:`tolerance`.
+TOLERANCE_ULPS = 64
+
+_ROWS = "rows"
+_PAIRS = "key-value pairs"
+
+
+@dataclass(frozen=True)
+class OrderResult:
+    """Largest change of a layer's output under one permutation, and the verdict.
+
+    Attributes:
+        kind: ``"rows"`` (input rows permuted, equivariance tested) or ``"key-value pairs"``
+            ((k, v) pairs permuted together, invariance tested).
+        permutation: the permutation pi used, as a tuple of 0-based indices (never identity).
+        max_abs_change: for rows max |f(x[pi]) - f(x)[pi]|; for pairs
+            max |attend(q, k[pi], v[pi]) - attend(q, k, v)|; in output units.
+        max_abs_output: max |output| of the unpermuted call, the scale of the tolerance.
+        tolerance: the allowance for rounding, see :func:`tolerance`.
+        holds: the symmetry of this kind holds (``max_abs_change <= tolerance``).
+        dtype: dtype of the output, e.g. ``"float32"``.
+        seed: seed the permutation was drawn with.
+    """
+
+    kind: str
+    permutation: tuple[int, ...]
+    max_abs_change: float
+    max_abs_output: float
+    tolerance: float
+    holds: bool
+    dtype: str
+    seed: int
+
+    @property
+    def equivariant(self) -> bool:
+        """Rows permuted: the output rows moved the same way and nothing else changed."""
+        if self.kind != _ROWS:
+            raise SeqlabError(f"equivariant applies to kind 'rows', received kind {self.kind!r}")
+        return self.holds
+
+    @property
+    def invariant(self) -> bool:
+        """(k, v) pairs permuted: every output stayed the same."""
+        if self.kind != _PAIRS:
+            raise SeqlabError(
+                f"invariant applies to kind {_PAIRS!r}, received kind {self.kind!r}"
+            )
+        return self.holds
+
+
+def tolerance(max_abs_output: float, n: int, dtype: torch.dtype) -> float:
+    """Allowance for rounding: 64 * eps(dtype) * max(1, max_abs_output) * sqrt(n).
+
+    A permuted input is summed in another order, so each output may move by a few units in the
+    last place of the output scale, growing like sqrt(n) with the n terms summed.
+
+    >>> tolerance(1.0, 4, torch.float64) == 64 * 2.0 ** -52 * 2
+    True
+
+    Args:
+        max_abs_output: largest |output| (output units).
+        n: number of permuted rows or pairs.
+        dtype: floating dtype of the output.
+
+    Returns:
+        The tolerance, in output units.
+    """
+    eps = float(torch.finfo(dtype).eps)
+    return TOLERANCE_ULPS * eps * max(1.0, max_abs_output) * math.sqrt(n)
+
+
+def _permutation(n: int, seed: int) -> Tensor:
+    """A seeded random permutation of range(n), n >= 2, never the identity: (n,) int64."""
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    if torch.equal(perm, torch.arange(n)):
+        perm = perm.roll(1)  # a cyclic shift: not the identity for n >= 2
+    return perm
+
+
+def _check_common(name: str, t: object, seed: object) -> Tensor:
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise SeqlabError(f"seed must be an integer, received {seed!r}")
+    if not isinstance(t, Tensor) or t.dim() != 2:
+        got = f"{t.dim()}-dim tensor" if isinstance(t, Tensor) else type(t).__name__
+        raise SeqlabError(f"{name} must be a 2-dim tensor, received {got}")
+    return t
+
+
+def _output(out: object, rows: int, who: str) -> Tensor:
+    y = out[0] if isinstance(out, tuple) else out
+    if not isinstance(y, Tensor) or y.dim() < 1 or y.shape[0] != rows:
+        got = tuple(y.shape) if isinstance(y, Tensor) else type(y).__name__
+        raise SeqlabError(f"{who} must return a tensor with {rows} rows, received {got}")
+    if not y.dtype.is_floating_point:
+        raise SeqlabError(f"{who} must return a floating tensor, received {y.dtype}")
+    if not bool(torch.isfinite(y).all()):
+        raise SeqlabError(f"{who} returned non-finite values; order cannot be judged")
+    return y
+
+
+def _result(kind: str, perm: Tensor, change: Tensor, y: Tensor, n: int, seed: int) -> OrderResult:
+    max_change = float(change.abs().max()) if change.numel() else 0.0
+    max_out = float(y.abs().max()) if y.numel() else 0.0
+    tol = tolerance(max_out, n, y.dtype)
+    return OrderResult(
+        kind=kind,
+        permutation=tuple(int(i) for i in perm),
+        max_abs_change=max_change,
+        max_abs_output=max_out,
+        tolerance=tol,
+        holds=max_change <= tol,
+        dtype=str(y.dtype).removeprefix("torch."),
+        seed=seed,
+    )
+
+
+def measure_order(layer: Callable[[Tensor], Tensor], x: Tensor, *, seed: int = 0) -> OrderResult:
+    """Permute the T input rows and report max |f(x[pi]) - f(x)[pi]| (0 for attention).
+
+    >>> r = measure_order(lambda x: x.cumsum(0), torch.eye(3, dtype=torch.float64))
+    >>> r.kind, len(r.permutation), r.equivariant
+    ('rows', 3, False)
+
+    Args:
+        layer: maps x (T, d_in) to y (T, ...); a tuple result is read at element 0. Run in
+            ``eval()`` mode: dropout breaks equivariance. Called twice under ``no_grad``.
+        x: input rows, shape (T, d_in), T >= 2, any dtype the layer accepts.
+        seed: seed of the permutation pi of the T rows (pi is never the identity).
+
+    Returns:
+        An :class:`OrderResult` of kind ``"rows"``; ``equivariant`` is its verdict, judged
+        against :func:`tolerance` with n = T.
+
+    Raises:
+        SeqlabError: x not 2-D, T < 2, or the layer's output lacks T rows, changes shape
+            under the permutation, or is not finite.
+
+    Source: lesson claim L10 (shuffled rows come out shuffled the same way, unchanged).
+    """
+    _check_common("x", x, seed)
+    T = x.shape[0]
+    if T < 2:
+        raise SeqlabError(f"x must have T >= 2 rows to permute, received T = {T}")
+    perm = _permutation(T, seed)
+    with torch.no_grad():
+        y = _output(layer(x), T, "layer")  # (T, ...)
+        y_perm = _output(layer(x[perm.to(x.device)]), T, "layer")  # (T, ...)
+    if y_perm.shape != y.shape:
+        raise SeqlabError(
+            f"layer output shape changed under permutation: {tuple(y.shape)} vs "
+            f"{tuple(y_perm.shape)}"
+        )
+    change = y_perm - y[perm.to(y.device)]  # (T, ...)
+    return _result(_ROWS, perm, change, y, T, seed)
+
+
+def measure_key_value_order(
+    attend: Callable[[Tensor, Tensor, Tensor], Tensor],
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    *,
+    seed: int = 0,
+) -> OrderResult:
+    """Permute the (k, v) pairs together; report max |attend(q, k[pi], v[pi]) - attend(q, k, v)|.
+
+    >>> attend = lambda q, k, v: torch.softmax(q @ k.T, dim=-1) @ v
+    >>> q = k = v = torch.eye(4, dtype=torch.float64)
+    >>> r = measure_key_value_order(attend, q, k, v)
+    >>> r.kind, r.invariant
+    ('key-value pairs', True)
+
+    Args:
+        attend: maps q (T_q, d_k), k (T_k, d_k), v (T_k, d_v) to an output with T_q rows; a
+            tuple result is read at element 0. Called twice under ``no_grad``.
+        q: queries, shape (T_q, d_k); not permuted.
+        k: keys, shape (T_k, d_k), T_k >= 2.
+        v: values, shape (T_k, d_v); row j is paired with key j.
+        seed: seed of the permutation pi of the T_k pairs (pi is never the identity).
+
+    Returns:
+        An :class:`OrderResult` of kind ``"key-value pairs"``; ``invariant`` is its verdict,
+        judged against :func:`tolerance` with n = T_k.
+
+    Raises:
+        SeqlabError: q, k or v not 2-D, k and v with different row counts, T_k < 2, or the
+            output lacks T_q rows, changes shape, or is not finite.
+
+    Source: lesson claim L10 (indices only select vectors; the mix is a sum).
+    """
+    _check_common("q", q, seed)
+    _check_common("k", k, seed)
+    _check_common("v", v, seed)
+    T_k = k.shape[0]
+    if v.shape[0] != T_k:
+        raise SeqlabError(
+            f"k and v must have the same number of rows, received {T_k} and {v.shape[0]}"
+        )
+    if T_k < 2:
+        raise SeqlabError(f"k and v must have T_k >= 2 rows to permute, received T_k = {T_k}")
+    perm = _permutation(T_k, seed)
+    with torch.no_grad():
+        out = _output(attend(q, k, v), q.shape[0], "attend")  # (T_q, d_v)
+        out_perm = _output(
+            attend(q, k[perm.to(k.device)], v[perm.to(v.device)]), q.shape[0], "attend"
+        )  # (T_q, d_v)
+    if out_perm.shape != out.shape:
+        raise SeqlabError(
+            f"attend output shape changed under permutation: {tuple(out.shape)} vs "
+            f"{tuple(out_perm.shape)}"
+        )
+    return _result(_PAIRS, perm, out_perm - out, out, T_k, seed)

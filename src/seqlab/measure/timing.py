@@ -1,0 +1,183 @@
+"""Timing: wall-clock time of one forward call, with its spread, thread count and first call.
+
+The lesson's argument for attention is about time, not work (L8): attention does more
+multiplications on long texts but spreads them over processors in a few large products, while
+the recurrence waits T times in a row. Measuring that needs a clock used with care: the first
+call (allocation, kernel selection, lazy initialisation) is timed apart; the function is warmed
+up; the device is synchronised; the thread count is fixed and reported; and a median with its
+interquartile range is given, never a single time.
+
+Built on :class:`torch.utils.benchmark.Timer`, whose clock synchronises the accelerator.
+All calls run under ``torch.no_grad()``: this times the forward pass only.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from seqlab.errors import SeqlabError, require_positive_int
+
+#: A result whose IQR exceeds this fraction of the median is flagged noisy.
+NOISY_IQR_FRACTION = 0.10
+#: Untimed calls after the first call, before the timed blocks.
+WARMUP_CALLS = 1
+_DEVICES = ("cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Time per call of a function: raw samples, median, spread and the conditions.
+
+    Attributes:
+        label: what was timed, as given.
+        samples: seconds per call, one per timed block (block time / calls in the block).
+        median_s: median of ``samples`` (seconds).
+        iqr_s: interquartile range of ``samples`` (seconds).
+        first_call_s: the very first call, timed alone (seconds).
+        runs: total timed calls (blocks x calls per block); warm-up and the first call excluded.
+        threads: intra-op CPU threads torch used while timing.
+        device: ``"cpu"`` or ``"cuda"`` (synchronised around every clock reading).
+        noisy: torch's Measurement warned, or ``iqr_s > 0.10 * median_s``.
+        min_run_time: seconds of timed blocks asked for.
+    """
+
+    label: str
+    samples: tuple[float, ...]
+    median_s: float
+    iqr_s: float
+    first_call_s: float
+    runs: int
+    threads: int
+    device: str
+    noisy: bool
+    min_run_time: float
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def measure_time(
+    fn: Callable[[], object],
+    *,
+    label: str,
+    threads: int | None = None,
+    min_run_time: float = 0.2,
+    device: str = "cpu",
+) -> Timing:
+    """Time ``fn()`` (forward only, under ``no_grad``): first call apart, then median and IQR.
+
+    Steps: fix the threads; time the first call with ``perf_counter`` (synchronised on cuda);
+    run one warm-up call; then ``Timer(...).blocked_autorange(min_run_time)`` times blocks of
+    calls until at least ``min_run_time`` seconds have been timed.
+
+    >>> t = measure_time(lambda: torch.ones(8) @ torch.ones(8), label="dot", threads=1,
+    ...                  min_run_time=0.001)
+    >>> t.label, t.threads, t.device, t.median_s > 0
+    ('dot', 1, 'cpu', True)
+
+    Args:
+        fn: a callable with no arguments, e.g. ``lambda: layer(x)``; its result is discarded.
+        label: name of what is timed (reported back).
+        threads: intra-op CPU threads (int >= 1); None keeps ``torch.get_num_threads()``.
+            Restored afterwards.
+        min_run_time: seconds of timed blocks (finite, > 0).
+        device: ``"cpu"`` or ``"cuda"``; says where ``fn`` runs, so the clock synchronises it.
+
+    Returns:
+        A :class:`Timing` in seconds.
+
+    Raises:
+        SeqlabError: threads < 1, min_run_time not finite and > 0, label not a string, device
+            not in {"cpu", "cuda"}, or cuda asked for without a CUDA device.
+
+    Source: lesson claim L8 (more work, but spread over processors instead of T waits).
+    """
+    from torch.utils.benchmark import Timer
+
+    if not callable(fn):
+        raise SeqlabError(f"fn must be callable with no arguments, received {type(fn).__name__}")
+    if not isinstance(label, str):
+        raise SeqlabError(f"label must be a string, received {label!r}")
+    if threads is not None:
+        require_positive_int("threads", threads)
+    if (
+        isinstance(min_run_time, bool)
+        or not isinstance(min_run_time, (int, float))
+        or not math.isfinite(min_run_time)
+        or min_run_time <= 0
+    ):
+        raise SeqlabError(
+            f"min_run_time must be a finite number > 0 seconds, received {min_run_time!r}"
+        )
+    if device not in _DEVICES:
+        raise SeqlabError(f"device must be one of {_DEVICES}, received {device!r}")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise SeqlabError("device 'cuda' requested but no CUDA device is present")
+
+    n_threads = threads or torch.get_num_threads()
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(n_threads)
+    try:
+        with torch.no_grad():
+            _sync(device)
+            start = time.perf_counter()
+            fn()
+            _sync(device)
+            first_call_s = time.perf_counter() - start
+            for _ in range(WARMUP_CALLS):
+                fn()
+            _sync(device)
+            timer = Timer(stmt="fn()", globals={"fn": fn}, num_threads=n_threads, label=label)
+            m = timer.blocked_autorange(min_run_time=float(min_run_time))
+    finally:
+        torch.set_num_threads(previous_threads)
+
+    samples = tuple(float(s) for s in m.times)  # seconds per call, one per block
+    median_s, iqr_s = float(m.median), float(m.iqr)
+    return Timing(
+        label=label,
+        samples=samples,
+        median_s=median_s,
+        iqr_s=iqr_s,
+        first_call_s=first_call_s,
+        runs=int(m.number_per_run) * len(m.raw_times),
+        threads=n_threads,
+        device=device,
+        noisy=bool(m.has_warnings) or iqr_s > NOISY_IQR_FRACTION * median_s,
+        min_run_time=float(min_run_time),
+    )
+
+
+def format_seconds(s: float) -> str:
+    """Write a duration in engineering units with three significant figures.
+
+    >>> format_seconds(0.000812), format_seconds(0.0241), format_seconds(1.3212)
+    ('812 µs', '24.1 ms', '1.32 s')
+
+    Args:
+        s: seconds (finite, >= 0).
+
+    Returns:
+        The value in s, ms, µs or ns, e.g. ``"24.1 ms"``; below 1 ns it stays in ns.
+
+    Raises:
+        SeqlabError: s is negative or not finite.
+    """
+    if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or s < 0:
+        raise SeqlabError(f"seconds must be a finite number >= 0, received {s!r}")
+    if s == 0:
+        return "0 s"
+    r = float(f"{s:.3g}")  # round first, so 0.0009996 s becomes "1.00 ms", not "1000 µs"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if r >= scale or unit == "ns":
+            v = r / scale
+            break
+    digits = 0 if v >= 100 else 1 if v >= 10 else 2
+    return f"{v:.{digits}f} {unit}"

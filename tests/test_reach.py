@@ -1,0 +1,210 @@
+"""Tests for seqlab.measure.reach: exact == full Jacobian, Hutchinson ~ exact, L3 decay, L4 flat."""
+
+import math
+
+import pytest
+import torch
+
+from seqlab.errors import SeqlabError
+from seqlab.measure.reach import Reach, auto_probes, measure_reach
+
+F64 = torch.float64
+
+
+def _rnn(d_in: int, d_h: int, seed: int, radius: float | None = None) -> torch.nn.RNN:
+    """A float64 torch.nn.RNN in eval mode, W_hh rescaled to spectral radius ``radius``."""
+    torch.manual_seed(seed)
+    rnn = torch.nn.RNN(d_in, d_h).to(F64).eval()
+    if radius is not None:
+        with torch.no_grad():
+            w = rnn.weight_hh_l0
+            rho = torch.linalg.eigvals(w).abs().max().real
+            w.mul_(radius / rho)
+            assert torch.linalg.eigvals(w).abs().max().item() == pytest.approx(radius, rel=1e-9)
+    return rnn
+
+
+def _self_attention(d: int, seed: int, scale: float, dtype: torch.dtype = F64):
+    """softmax(Q K^T / sqrt(d)) V with q = k = v = x @ W, no mask: (T, d) -> (T, d)."""
+    gen = torch.Generator().manual_seed(seed)
+    w = (scale * torch.randn(d, d, generator=gen)).to(dtype)  # (d, d)
+
+    def attend(x: torch.Tensor) -> torch.Tensor:
+        q = k = v = x @ w  # (T, d)
+        a = torch.softmax(q @ k.T / math.sqrt(d), dim=-1)  # (T, T)
+        return a @ v  # (T, d)
+
+    return attend
+
+
+def _full_jacobian_norms(layer, x: torch.Tensor, position: int) -> torch.Tensor:
+    jac = torch.autograd.functional.jacobian(lambda z: layer(z)[0][position], x)  # (d_out, T, d_in)
+    return jac.pow(2).sum(dim=(0, 2)).sqrt()  # (T,)
+
+
+@pytest.mark.parametrize("position", [0, 3, -1])
+def test_exact_equals_full_jacobian(position: int) -> None:
+    rnn = _rnn(3, 4, seed=1)
+    x = torch.randn(6, 3, generator=torch.Generator().manual_seed(2), dtype=F64)  # (T=6, d_in=3)
+    r = measure_reach(rnn, x, position=position)
+    expected = _full_jacobian_norms(rnn, x, position)
+    torch.testing.assert_close(torch.tensor(r.norms, dtype=F64), expected, rtol=1e-10, atol=0)
+    assert r.estimator == "exact" and r.backward == "batched"
+    assert r.position == position % 6
+    # causal recurrence: outputs never depend on later inputs
+    assert all(n == 0.0 for n in r.norms[r.position + 1 :])
+    assert r.zeros == 6 - 1 - r.position
+
+
+def test_exact_equals_full_jacobian_attention() -> None:
+    attend = _self_attention(5, seed=3, scale=0.5)
+    x = torch.randn(7, 5, generator=torch.Generator().manual_seed(4), dtype=F64)
+    r = measure_reach(attend, x, position=2)
+    jac = torch.autograd.functional.jacobian(lambda z: attend(z)[2], x)  # (5, 7, 5)
+    torch.testing.assert_close(
+        torch.tensor(r.norms, dtype=F64), jac.pow(2).sum(dim=(0, 2)).sqrt(), rtol=1e-10, atol=0
+    )
+    assert r.zeros == 0  # every position reaches every other
+
+
+def test_hutchinson_close_to_exact() -> None:
+    rnn = _rnn(4, 6, seed=5)
+    x = torch.randn(8, 4, generator=torch.Generator().manual_seed(6), dtype=F64)
+    exact = measure_reach(rnn, x)
+    est = measure_reach(rnn, x, probes=2000, seed=7)
+    assert est.estimator == "hutchinson-2000"
+    for e, h in zip(exact.norms, est.norms):
+        assert h == pytest.approx(e, rel=0.10)
+    # seeded: the same seed gives the same estimate, another seed a different one
+    assert measure_reach(rnn, x, probes=2000, seed=7).norms == est.norms
+    assert measure_reach(rnn, x, probes=2000, seed=8).norms != est.norms
+
+
+def test_rnn_reach_decays_with_distance() -> None:
+    # L3: spectral radius 0.5 -> each step back multiplies reach by at most ~0.5 (tanh shrinks more)
+    T = 30
+    rnn = _rnn(8, 8, seed=11, radius=0.5)
+    x = torch.randn(T, 8, generator=torch.Generator().manual_seed(12), dtype=F64)
+    r = measure_reach(rnn, x, position=T - 1)
+    assert r.norms[0] > 0.0  # float64 keeps it: 0.5**29 ~ 1.9e-9, far above 2.2e-308
+    assert r.norms[0] * 1e3 <= r.norms[T - 2]
+    assert r.decay_per_step() < 0.6
+    assert r.ratio_first_to_last is not None and r.ratio_first_to_last < 1e-3
+    assert r.first == r.norms[0]
+
+
+def test_attention_reach_does_not_decay() -> None:
+    # L4: one weight alpha_Ti between any two positions, so reach is flat in distance
+    T, d = 30, 8
+    attend = _self_attention(d, seed=13, scale=0.1)  # small weights -> spread attention
+    x = torch.randn(T, d, generator=torch.Generator().manual_seed(14), dtype=F64)
+    r = measure_reach(attend, x)
+    earlier = r.norms[: T - 1]
+    assert min(earlier) > 0.0
+    assert max(earlier) / min(earlier) <= 10.0
+    assert 0.8 <= r.decay_per_step() <= 1.25
+
+
+def test_fp32_underflows_to_zero_and_float64_does_not() -> None:
+    # h_t = 0.01 h_{t-1} + x_t: reach from distance s is 0.01**s * sqrt(d); at s = 29 it is
+    # ~1e-58, below fp32's smallest subnormal 2**-149 ~ 1.4e-45 but well inside float64.
+    def scan(x: torch.Tensor) -> torch.Tensor:
+        h, out = torch.zeros_like(x[0]), []
+        for x_t in x:
+            h = 0.01 * h + x_t
+            out.append(h)
+        return torch.stack(out)  # (T, d)
+
+    x = torch.randn(30, 2, generator=torch.Generator().manual_seed(15))
+    r32 = measure_reach(scan, x, dtype=torch.float32)
+    r64 = measure_reach(scan, x)
+    assert r32.dtype == "float32" and r64.dtype == "float64"
+    assert r32.tiny == torch.finfo(torch.float32).tiny == 2.0**-126
+    assert r32.smallest_subnormal == 2.0**-149
+    assert r64.tiny == torch.finfo(F64).tiny == 2.0**-1022
+    assert r64.smallest_subnormal == 2.0**-1074
+    assert r64.zeros == 0
+    assert r64.norms[0] == pytest.approx(0.01**29 * math.sqrt(2), rel=1e-9)
+    # 0.01**s underflows past 2**-149 from s = 23 on: positions 0..6 are exactly 0 in fp32
+    assert r32.zeros >= 7 and r32.norms[0] == 0.0
+    assert r32.zeros == sum(1 for n in r32.norms if n == 0.0)
+    assert r32.subnormals == sum(1 for n in r32.norms if 0.0 < n < 2.0**-126)
+    assert r32.decay_per_step() == pytest.approx(0.01, rel=1e-3)
+
+
+def test_tuple_output_and_constant_output() -> None:
+    x = torch.randn(4, 3, dtype=F64)
+    r = measure_reach(lambda z: (2.0 * z, "extra"), x, position=1)
+    assert r.norms == (0.0, 2.0 * math.sqrt(3), 0.0, 0.0)  # ||2 I_3||_F = 2 sqrt(3)
+    r0 = measure_reach(lambda z: torch.ones(4, 2, dtype=F64), x)
+    assert r0.norms == (0.0,) * 4 and r0.zeros == 4 and r0.ratio_first_to_last is None
+
+
+def test_decay_per_step_needs_two_points() -> None:
+    r = measure_reach(lambda z: 2.0 * z, torch.randn(4, 3, dtype=F64), position=0)
+    with pytest.raises(SeqlabError, match="at least 2 nonzero"):
+        r.decay_per_step()
+
+
+def test_reach_is_frozen() -> None:
+    r = Reach((1.0, 1.0), 1, "exact", "float64", 1e-308, 5e-324, 0, 0, "batched")
+    with pytest.raises(AttributeError):
+        r.position = 0  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "x", "match"),
+    [
+        ({}, torch.randn(5), "2-dim"),
+        ({}, torch.randn(2, 3, 4), "2-dim"),
+        ({}, torch.randn(1, 3), "T >= 2"),
+        ({"position": 4}, torch.randn(4, 3), "position"),
+        ({"position": -5}, torch.randn(4, 3), "position"),
+        ({"position": True}, torch.randn(4, 3), "position"),
+        ({"probes": 0}, torch.randn(4, 3), "probes"),
+        ({"dtype": torch.int64}, torch.randn(4, 3), "dtype"),
+        ({"seed": 1.5}, torch.randn(4, 3), "seed"),
+    ],
+)
+def test_bad_inputs(kwargs: dict, x: torch.Tensor, match: str) -> None:
+    with pytest.raises(SeqlabError, match=match):
+        measure_reach(lambda z: z, x, **kwargs)
+
+
+def test_bad_layer_outputs() -> None:
+    x = torch.randn(4, 3, dtype=F64)
+    with pytest.raises(SeqlabError, match="shape"):
+        measure_reach(lambda z: z.sum(0), x)
+    with pytest.raises(SeqlabError, match="shape"):
+        measure_reach(lambda z: z[:2], x)
+    with pytest.raises(SeqlabError, match="cast the layer"):
+        measure_reach(lambda z: z.float(), x)
+
+
+def test_auto_probes() -> None:
+    assert auto_probes(64, 10_000) is None  # d_out <= 64: exact
+    assert auto_probes(512, 128) is None  # 512 * 128 = 65,536: still exact
+    assert auto_probes(512, 129) == 16
+    with pytest.raises(SeqlabError):
+        auto_probes(0, 10)
+
+
+class _DoubleNoVmap(torch.autograd.Function):
+    """y = 2x whose backward calls .item(), which vmap cannot batch."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        return 2.0 * x
+
+    @staticmethod
+    def backward(ctx, g: torch.Tensor) -> torch.Tensor:
+        _ = g.abs().max().item()
+        return 2.0 * g
+
+
+def test_loop_fallback_when_backward_cannot_be_batched() -> None:
+    x = torch.randn(4, 3, dtype=F64)
+    r = measure_reach(lambda z: _DoubleNoVmap.apply(z).cumsum(0), x)
+    assert r.backward == "loop"
+    # y_3 = 2 (x_0 + ... + x_3): every block is 2 I_3, norm 2 sqrt(3)
+    assert r.norms == pytest.approx((2.0 * math.sqrt(3),) * 4, rel=1e-12)
