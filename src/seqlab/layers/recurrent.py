@@ -182,8 +182,8 @@ class ElmanRNN(torch.nn.Module):
         xb = x if batched else x.unsqueeze(0)  # (B, T, d_model)
         h = xb.new_zeros(xb.shape[0], self.d_h)  # (B, d_h): h_0 = 0
         states = []
-        for t in range(xb.shape[1]):
-            x_t = xb[:, t, :]  # (B, d_model)
+        # unbind, not xb[:, t]: the backward of T slices would write T full-size zero tensors (O(T²)).
+        for x_t in xb.unbind(dim=1):  # x_t: (B, d_model)
             from_past = h @ self.weight_hh.T  # (B, d_h): W_hh h_{t-1}, waits for the last step
             from_input = x_t @ self.weight_xh.T  # (B, d_h): W_xh x_t, independent of the past
             pre = from_past + from_input  # (B, d_h)

@@ -166,6 +166,65 @@ def _vjp_rows(y_p: Tensor, x: Tensor, rows: Tensor) -> tuple[Tensor, str]:
     return g, backward  # (R, T, d_in)
 
 
+def _backward_rows(d_out: int, probes: int | None, seed: int, x: Tensor) -> tuple[Tensor, str]:
+    """The vectors pushed back through dy_p/dx: identity rows (exact) or seeded Gaussian probes."""
+    if probes is None:
+        return torch.eye(d_out, dtype=x.dtype, device=x.device), "exact"  # (d_out, d_out)
+    generator = torch.Generator().manual_seed(seed)
+    rows = torch.randn(probes, d_out, generator=generator, dtype=x.dtype)  # (k, d_out)
+    return rows.to(x.device), f"hutchinson-{probes}"
+
+
+def _checked_output(y: object, x: Tensor, leading: tuple[int, ...]) -> Tensor:
+    """The layer's output if it has shape leading + (d_out,) and x's dtype, else SeqlabError."""
+    if not isinstance(y, Tensor) or y.dim() != len(leading) + 1 or tuple(y.shape[:-1]) != leading:
+        got = tuple(y.shape) if isinstance(y, Tensor) else type(y).__name__
+        raise SeqlabError(f"layer must return shape {leading} + (d_out,), received {got}")
+    if y.dtype != x.dtype:
+        raise SeqlabError(f"layer returned {y.dtype} for {x.dtype} input; cast the layer to {x.dtype} first")
+    return y
+
+
+def _replicated_rows(layer: Callable[[Tensor], Tensor], x: Tensor, p: int, copies_count: int,
+                     probes: int | None, seed: int) -> tuple[Tensor, str]:
+    """rows^T J by one backward through R copies of x (R = probes, or d_out when exact): -> (R, T, d_in)."""
+    copies = x.detach().unsqueeze(0).repeat(copies_count, 1, 1).requires_grad_(True)  # (R, T, d_in)
+    y = _checked_output(_first_output(layer(copies)), x, tuple(copies.shape[:2]))  # (R, T, d_out)
+    rows, estimator = _backward_rows(y.shape[-1], probes, seed, x)  # (R, d_out)
+    if not y.requires_grad:  # the output is a constant of x
+        return torch.zeros_like(copies), estimator
+    (g,) = torch.autograd.grad((y[:, p] * rows).sum(), copies, allow_unused=True)
+    return (torch.zeros_like(copies) if g is None else g), estimator
+
+
+def _single_forward_rows(layer: Callable[[Tensor], Tensor], x: Tensor, p: int, probes: int | None,
+                         seed: int, batched: bool) -> tuple[Tensor, str, str]:
+    """rows^T J from one forward of x (T, d_in): a vmapped backward, or R copies when ``batched``."""
+    y_p = _checked_output(_first_output(layer(x)), x, (x.shape[0],))[p]  # (d_out,)
+    rows, estimator = _backward_rows(y_p.shape[0], probes, seed, x)  # (R, d_out)
+    if not y_p.requires_grad:  # the output is a constant of x
+        return torch.zeros((rows.shape[0], *x.shape), dtype=x.dtype, device=x.device), estimator, "batched"
+    if batched:  # exact rows through d_out copies
+        g, estimator = _replicated_rows(layer, x, p, rows.shape[0], probes, seed)
+        return g, estimator, "replicated batch"
+    g, backward = _vjp_rows(y_p, x, rows)  # (R, T, d_in)
+    return g, estimator, backward
+
+
+def _block_norms(g: Tensor, mean: bool) -> Tensor:
+    """||J_i||_F per position from rows^T J (R, T, d_in), summed (exact) or averaged (probes), in float64.
+
+    Each position is scaled by its largest entry before squaring, so gradients near the dtype's
+    floor (1e-300 in float64) do not underflow a second time when squared.
+    """
+    g = g.to(torch.float64)  # (R, T, d_in)
+    scale = g.abs().amax(dim=(0, 2))  # (T,)
+    safe = torch.where(scale > 0, scale, torch.ones_like(scale))
+    squares = (g / safe[None, :, None]).pow(2).sum(dim=2)  # (R, T)
+    fro_sq = squares.mean(dim=0) if mean else squares.sum(dim=0)  # (T,)
+    return fro_sq.sqrt() * scale
+
+
 def measure_reach(
     layer: Callable[[Tensor], Tensor],
     x: Tensor,
@@ -174,6 +233,7 @@ def measure_reach(
     probes: int | None = None,
     seed: int = 0,
     dtype: torch.dtype = torch.float64,
+    batched: bool = False,
 ) -> Reach:
     """Measure ||dy_position / dx_i||_F for every input position i in one batched backward.
 
@@ -200,6 +260,10 @@ def measure_reach(
         probes: None for exact, or k >= 1 Hutchinson probes.
         seed: seed of the probe generator (used only with ``probes``).
         dtype: floating dtype the gradients are computed in.
+        batched: the layer also maps (R, T, d_in) to (R, T, d_out) row by row (as every layer with
+            a batch dimension does). Then x is replicated R times (one copy per backward row) and a
+            single ordinary backward gives all rows — much faster than vmapping the backward of a
+            long loop. Use it only for layers whose batch elements do not interact.
 
     Returns:
         A :class:`Reach` with T norms (units of y per unit of x).
@@ -229,33 +293,13 @@ def measure_reach(
 
     with torch.enable_grad():
         xd = x.detach().to(dtype).requires_grad_(True)  # (T, d_in)
-        y = _first_output(layer(xd))
-        if not isinstance(y, Tensor) or y.dim() != 2 or y.shape[0] != T:
-            got = tuple(y.shape) if isinstance(y, Tensor) else type(y).__name__
-            raise SeqlabError(f"layer must return shape (T={T}, d_out), received {got}")
-        if y.dtype != dtype:
-            raise SeqlabError(
-                f"layer returned {y.dtype} for {dtype} input; cast the layer to {dtype} first"
-            )
-        y_p = y[p]  # (d_out,)
-        d_out = y_p.shape[0]
-        if probes is None:
-            rows = torch.eye(d_out, dtype=dtype, device=xd.device)  # (d_out, d_out)
-            estimator = "exact"
+        if batched and probes is not None:  # R = probes is known: one forward of R copies, one backward
+            g, estimator = _replicated_rows(layer, xd, p, probes, probes, seed)  # (k, T, d_in)
+            backward = "replicated batch"
         else:
-            gen = torch.Generator().manual_seed(seed)
-            rows = torch.randn(probes, d_out, generator=gen, dtype=dtype)  # (k, d_out)
-            rows = rows.to(xd.device)
-            estimator = f"hutchinson-{probes}"
-        if y_p.requires_grad:
-            g, backward = _vjp_rows(y_p, xd, rows)  # (R, T, d_in)
-        else:  # the output is a constant of x
-            g, backward = torch.zeros((rows.shape[0], *xd.shape), dtype=dtype), "batched"
+            g, estimator, backward = _single_forward_rows(layer, xd, p, probes, seed, batched)
 
-    # Reduce in float64 so squaring a tiny fp32 gradient does not underflow a second time.
-    sq = g.detach().to(torch.float64).pow(2).sum(dim=2)  # (R, T)
-    fro_sq = sq.sum(dim=0) if probes is None else sq.mean(dim=0)  # (T,)
-    norms = tuple(float(v) for v in fro_sq.sqrt().cpu())
+    norms = tuple(float(v) for v in _block_norms(g.detach(), mean=probes is not None).cpu())
 
     info = torch.finfo(dtype)
     tiny = float(info.tiny)

@@ -1,0 +1,103 @@
+"""Languages: English and Spanish output through gettext catalogues (``locale/<lang>/LC_MESSAGES``).
+
+Message ids are the English sentences; ``es`` has a compiled catalogue (``seqlab.mo``, built from
+``seqlab.po`` with Babel: ``pybabel compile -d src/seqlab/locale -D seqlab``; a test checks the
+compiled file is current). Numbers are formatted per language with Babel.
+"""
+
+from __future__ import annotations
+
+import gettext
+import math
+import os
+from collections.abc import Callable
+from functools import lru_cache
+from importlib import resources
+
+from seqlab.errors import SeqlabError
+
+LANGUAGES = ("en", "es")
+DOMAIN = "seqlab"
+
+
+def default_language() -> str:
+    """The language the environment asks for (LANGUAGE, LC_ALL, LC_MESSAGES, LANG): ``es`` or ``en``.
+
+    >>> import os; os.environ.get("SEQLAB_DOC", "") or default_language() in LANGUAGES
+    True
+    """
+    for variable in ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG"):
+        value = os.environ.get(variable, "")
+        if value:
+            return "es" if value.lower().startswith("es") else "en"
+    return "en"
+
+
+def check_language(lang: str) -> str:
+    """Return ``lang`` if it is one of :data:`LANGUAGES`.
+
+    Raises:
+        SeqlabError: any other value; the message lists the languages.
+    """
+    if lang not in LANGUAGES:
+        raise SeqlabError(f"language must be one of {', '.join(LANGUAGES)}; received {lang!r}")
+    return lang
+
+
+@lru_cache(maxsize=None)
+def translator(lang: str) -> Callable[[str], str]:
+    """The gettext function for ``lang``: English message id in, sentence in that language out.
+
+    >>> translator("es")("Measurement")
+    'Medida'
+    >>> translator("en")("Measurement")
+    'Measurement'
+
+    Raises:
+        SeqlabError: unknown language, or the Spanish catalogue is missing from the package.
+    """
+    check_language(lang)
+    if lang == "en":
+        return gettext.NullTranslations().gettext
+    localedir = resources.files("seqlab") / "locale"
+    try:
+        catalogue = gettext.translation(DOMAIN, localedir=str(localedir), languages=[lang])
+    except OSError as error:
+        raise SeqlabError(f"the {lang!r} catalogue is missing from {localedir}: {error}") from error
+    return catalogue.gettext
+
+
+def format_integer(value: int, lang: str) -> str:
+    """An exact integer with the language's digit grouping.
+
+    >>> format_integer(26214400, "en"), format_integer(26214400, "es")
+    ('26,214,400', '26.214.400')
+    """
+    from babel.numbers import format_decimal
+
+    return format_decimal(value, locale=check_language(lang), group_separator=True)
+
+
+def format_number(value: float, lang: str, digits: int = 3) -> str:
+    """A float with ``digits`` significant digits, per language; scientific outside [0.001, 10⁶).
+
+    >>> format_number(0.09765625, "en"), format_number(0.09765625, "es"), format_number(3.2e-190, "en")
+    ('0.0977', '0,0977', '3.20e-190')
+    >>> format_number(0.0, "en"), format_number(1.5e7, "es")
+    ('0', '1,50e7')
+    """
+    from babel.numbers import format_decimal
+
+    lang = check_language(lang)
+    if value == 0 or not math.isfinite(value):
+        return format_decimal(value, locale=lang)
+    exponent = math.floor(math.log10(abs(value)))
+    if 1e-3 <= abs(value) < 1e6:
+        decimals = max(0, digits - 1 - exponent)
+        pattern = "#,##0." + "0" * decimals if decimals else "#,##0"
+        return format_decimal(round(value, decimals), format=pattern, locale=lang)
+    mantissa = round(value / 10**exponent, digits - 1)
+    if abs(mantissa) >= 10:  # rounding carried into a new digit
+        mantissa, exponent = mantissa / 10, exponent + 1
+    pattern = "0." + "0" * (digits - 1)
+    return f"{format_decimal(mantissa, format=pattern, locale=lang)}e{exponent}"

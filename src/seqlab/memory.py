@@ -1,0 +1,107 @@
+"""Refuse work that would not fit in memory, before allocating anything.
+
+A study estimates the bytes its largest tensors will take (attention's T×T maps dominate; reach in
+float64 with a batch of backward vectors multiplies them) and compares the estimate with the memory
+this machine has available now. The estimate is deliberately generous: it is a guard against a
+swap storm or an out-of-memory kill, not a prediction of the peak.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from seqlab.errors import SeqlabError
+
+GIB = 1024**3
+
+FLOAT32_BYTES = 4
+FLOAT64_BYTES = 8
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Bytes a study expects to need, and what they are for.
+
+    Attributes:
+        total_bytes: the estimate, in bytes.
+        largest: a short description of the largest term (for the refusal message).
+    """
+
+    total_bytes: int
+    largest: str
+
+    @property
+    def gib(self) -> float:
+        """The estimate in GiB (2**30 bytes)."""
+        return self.total_bytes / GIB
+
+
+def available_memory_bytes() -> int:
+    """Memory available to new allocations now, in bytes (Linux ``MemAvailable``; else physical memory).
+
+    >>> available_memory_bytes() > 0
+    True
+    """
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def estimate_compare_bytes(T: int, d_model: int, d_h: int, d_k: int, d_v: int, probes: int) -> MemoryEstimate:
+    """Estimate the memory ``seqlab compare`` needs for one text of T tokens.
+
+    Terms (bytes): attention maps — scores, weights and their traced copies in float32 plus the
+    float64 reach pass whose batched backward holds ``probes`` copies: T²·(6·4 + 4·8·(1 + probes));
+    activations — T·(d_model + d_h + 2·d_k + 2·d_v)·(12·4 + 4·8·(1 + probes)); weights — every
+    matrix in float32 and float64, 3 copies.
+
+    >>> estimate_compare_bytes(800, 512, 512, 512, 512, 16).gib < 2
+    True
+
+    Raises:
+        Nothing; sizes are validated by the caller.
+    """
+    batched = 1 + probes
+    maps = T * T * (6 * FLOAT32_BYTES + 4 * FLOAT64_BYTES * batched)
+    activations = T * (d_model + d_h + 2 * d_k + 2 * d_v) * (12 * FLOAT32_BYTES + 4 * FLOAT64_BYTES * batched)
+    weights = 3 * (FLOAT32_BYTES + FLOAT64_BYTES) * (
+        d_h * (d_h + d_model) + d_model * (2 * d_k + d_v) + d_k * d_k
+    )
+    terms = {
+        f"attention maps of {T}×{T}": maps,
+        f"activations of {T} positions": activations,
+        f"weights of width {max(d_model, d_h, d_k, d_v)}": weights,
+    }
+    largest = max(terms, key=terms.__getitem__)
+    return MemoryEstimate(total_bytes=maps + activations + weights, largest=largest)
+
+
+def require_fits(estimate: MemoryEstimate, what: str, available: int | None = None, share: float = 0.8) -> None:
+    """Raise :class:`SeqlabError` unless ``estimate`` fits in ``share`` of the available memory.
+
+    >>> require_fits(MemoryEstimate(3 * GIB, "maps"), "T = 9", available=2 * GIB)
+    Traceback (most recent call last):
+    ...
+    seqlab.errors.SeqlabError: T = 9 would need about 3.0 GiB (mostly maps); this machine has 2.0 GiB available, of which seqlab uses at most 80%
+
+    Args:
+        estimate: from an ``estimate_*`` function.
+        what: the sizes asked for, named for the message (``"T = 20000 at d_model = 512"``).
+        available: bytes available (default: :func:`available_memory_bytes`).
+        share: the fraction of the available memory seqlab allows itself.
+
+    Raises:
+        SeqlabError: the estimate exceeds ``share × available``; the message says how many GiB.
+    """
+    available = available_memory_bytes() if available is None else available
+    if estimate.total_bytes > share * available:
+        raise SeqlabError(
+            f"{what} would need about {estimate.gib:.1f} GiB (mostly {estimate.largest}); this machine has "
+            f"{available / GIB:.1f} GiB available, of which seqlab uses at most {share:.0%}"
+        )

@@ -1,0 +1,296 @@
+"""``seqlab compare``: the recurrence against attention on one text, every figure measured (L1–L10).
+
+Builds the two machines of the lesson on the same token vectors — an Elman RNN written as the loop
+of L1 and self-attention (three projections, then the attention call of L2) — and measures, for each:
+multiplications (closed form beside counted, both on the explicit machine and on the fastest library
+implementation, ``nn.RNN`` and SDPA), span (ops and matrix products in a row), reach from position 1
+to T by autograd, the order tests of L10 and wall time. Returns a frozen :class:`CompareResult`;
+rendering is :mod:`seqlab.render.compare`'s job.
+
+Shapes: T tokens, d_model token width, d_h hidden width, d_k query/key width, d_v value width.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from fractions import Fraction
+
+import torch
+import torch.nn.functional as F
+
+from seqlab import cost
+from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.layers.attention import SCORES, SelfAttention
+from seqlab.layers.recurrent import ElmanRNN, spectral_radius
+from seqlab.measure.order import OrderResult, measure_key_value_order, measure_order
+from seqlab.measure.reach import Reach, auto_probes, measure_reach
+from seqlab.measure.timing import Timing, measure_time
+from seqlab.measure.trace import Span, measure_span
+from seqlab.measure.work import WorkCount, count_multiplications
+from seqlab.memory import estimate_compare_bytes, require_fits
+from seqlab.text import Tokens, embed
+
+#: Widest width ``compare`` accepts (d_model, d_h, d_k, d_v); the memory guard still applies below it.
+MAX_WIDTH = 65_536
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    """What to build and measure. Widths default to ``d_model`` (the lesson's all-equal case).
+
+    Attributes:
+        d_model: token-vector width (default 512, the paper's d_model).
+        d_h, d_k, d_v: hidden, query/key and value widths (None: equal to d_model).
+        score: attention score, one of ``seqlab.layers.attention.SCORES``.
+        seed: seeds the embedding, every weight and every permutation.
+        spectral_radius: rescale W_hh to this spectral radius (None: keep PyTorch's init, ≈ 0.58).
+        probes: Gaussian probes of the Hutchinson estimate of reach (default 8: within a few per cent on
+            attention's blocks, about ±25% on the recurrence's nearly rank-one far blocks — plenty for
+            norms that differ by hundreds of orders of magnitude). None: exact when cheap, else 16
+            (``seqlab.measure.reach.auto_probes``).
+        exact_reach: push back every output direction (exact Frobenius norms; d_h and d_v times the cost).
+        time: measure wall time of the library implementations (False skips it, for quick runs and tests).
+        time_explicit: also time the explicit machines (the detailed output).
+        min_run_time: seconds of timed runs per implementation.
+    """
+
+    d_model: int = 512
+    d_h: int | None = None
+    d_k: int | None = None
+    d_v: int | None = None
+    score: str = "scaled_dot"
+    seed: int = 0
+    spectral_radius: float | None = None
+    probes: int | None = 8
+    exact_reach: bool = False
+    time: bool = True
+    time_explicit: bool = False
+    min_run_time: float = 0.2
+
+    def widths(self) -> tuple[int, int, int, int]:
+        """(d_model, d_h, d_k, d_v), validated, each in [1, MAX_WIDTH].
+
+        Raises:
+            SeqlabError: a width is not an integer in [1, MAX_WIDTH].
+        """
+        d_model = require_positive_int("d_model", self.d_model, MAX_WIDTH)
+        resolved = [d_model]
+        for name in ("d_h", "d_k", "d_v"):
+            value = getattr(self, name)
+            resolved.append(d_model if value is None else require_positive_int(name, value, MAX_WIDTH))
+        return tuple(resolved)  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class MachineMeasurements:
+    """Everything measured on one machine.
+
+    Attributes:
+        closed_form: multiplications by the lesson's formula (L5 or L6; projections excluded).
+        counted: multiplications counted on the explicit machine, same scope as ``closed_form``.
+        counted_library: multiplications counted on the library implementation (``nn.RNN`` / SDPA).
+        projections_closed_form, projections_counted: the Q, K, V projections (attention only; 0 for
+            the recurrence, whose W_xh products are part of L5's count).
+        span: longest chain of the whole layer from x (ops and matrix products in a row).
+        reach: ‖∂y_T/∂x_i‖ for every i (float64).
+        order: rows permuted (L10).
+        key_value_order: (k, v) pairs permuted (attention only).
+        time_library, time_explicit: wall time per forward pass (None when not timed).
+    """
+
+    closed_form: int
+    counted: WorkCount
+    counted_library: WorkCount
+    projections_closed_form: int
+    projections_counted: WorkCount | None
+    span: Span
+    reach: Reach
+    order: OrderResult
+    key_value_order: OrderResult | None
+    time_library: Timing | None
+    time_explicit: Timing | None
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """The recurrence and attention measured side by side on one text.
+
+    Attributes:
+        source, tokenizer: where the tokens came from.
+        T: number of tokens; d_model, d_h, d_k, d_v: widths; score: attention score.
+        spectral_radius: spectral radius of W_hh as measured on the built layer.
+        work_ratio: attention / recurrence multiplications by the closed forms (= T/d when equal, L7).
+        crossover: the T at which the closed forms are equal (= d when widths are equal, L7).
+        recurrence, attention: the measurements.
+        threads: CPU threads torch used; torch_version: the PyTorch that ran.
+    """
+
+    source: str
+    tokenizer: str
+    T: int
+    d_model: int
+    d_h: int
+    d_k: int
+    d_v: int
+    score: str
+    seed: int
+    spectral_radius: float
+    work_ratio: Fraction
+    crossover: Fraction
+    recurrence: MachineMeasurements
+    attention: MachineMeasurements
+    threads: int
+    torch_version: str
+
+
+def check_compare_size(T: int, config: CompareConfig) -> None:
+    """Refuse, before anything is allocated, a T and widths whose tensors would not fit in memory.
+
+    Raises:
+        SeqlabError: bad widths, T < 1, or the memory estimate exceeds what this machine has.
+    """
+    require_positive_int("T", T)
+    d_model, d_h, d_k, d_v = config.widths()
+    probes = _probes(config, max(d_h, d_v), T) or max(d_h, d_v)
+    estimate = estimate_compare_bytes(T, d_model, d_h, d_k, d_v, probes)
+    require_fits(estimate, f"T = {T} at d_model = {d_model}")
+
+
+def _generator(seed: int, offset: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed * 1_000_003 + offset)
+
+
+def _build(config: CompareConfig) -> tuple[ElmanRNN, SelfAttention]:
+    d_model, d_h, d_k, d_v = config.widths()
+    if config.score not in SCORES:
+        raise SeqlabError(f"score must be one of {', '.join(SCORES)}; received {config.score!r}")
+    recurrence = ElmanRNN(d_model, d_h, generator=_generator(config.seed, 1)).eval()
+    if config.spectral_radius is not None:
+        recurrence.set_spectral_radius(config.spectral_radius)
+    attention = SelfAttention(d_model, d_k=d_k, d_v=d_v, score=config.score,
+                              generator=_generator(config.seed, 2)).eval()
+    return recurrence, attention
+
+
+def _first(output):
+    return output[0] if isinstance(output, tuple) else output
+
+
+def _probes(config: CompareConfig, d_out: int, T: int) -> int | None:
+    """Probes for the reach estimate (None = exact), as the config asks."""
+    if config.exact_reach:
+        return None
+    return config.probes if config.probes is not None else auto_probes(d_out, T)
+
+
+def _reach(layer: torch.nn.Module, x: torch.Tensor, d_out: int, config: CompareConfig) -> Reach:
+    layer64 = copy.deepcopy(layer).double()
+    probes, seed = _probes(config, d_out, x.shape[0]), config.seed
+    return measure_reach(lambda rows: _first(layer64(rows)), x.double(), probes=probes, seed=seed, batched=True)
+
+
+def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig) -> MachineMeasurements:
+    T, d_model = x.shape
+    library = rnn.to_torch(batch_first=True).eval()
+    batch = x.unsqueeze(0)  # (1, T, d_model)
+    with torch.no_grad():
+        counted = count_multiplications(rnn, x)
+        counted_library = count_multiplications(library, batch)
+        order = measure_order(rnn, x, seed=config.seed)
+    timed = config.time
+    return MachineMeasurements(
+        closed_form=cost.recurrence_multiplications(T, d_model, rnn.d_h),
+        counted=counted,
+        counted_library=counted_library,
+        projections_closed_form=0,
+        projections_counted=None,
+        span=measure_span(rnn, x),
+        reach=_reach(rnn, x, rnn.d_h, config),
+        order=order,
+        key_value_order=None,
+        time_library=_time(lambda: library(batch), "nn.RNN", config) if timed else None,
+        time_explicit=_time(lambda: rnn(x), "ElmanRNN (loop)", config) if config.time_explicit else None,
+    )
+
+
+def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareConfig) -> MachineMeasurements:
+    T = x.shape[0]
+    with torch.no_grad():
+        projections = count_multiplications(layer.project, x)
+        q, k, v = layer.project(x)  # (T, d_k), (T, d_k), (T, d_v)
+        counted = count_multiplications(layer.attention, q, k, v)
+        order = measure_order(lambda rows: layer(rows)[0], x, seed=config.seed)
+        pairs = measure_key_value_order(lambda q_, k_, v_: layer.attention(q_, k_, v_)[0], q, k, v,
+                                        seed=config.seed)
+        library_only = config.score == "scaled_dot"
+        batched = (q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0))  # (1, T, ·)
+        counted_library = count_multiplications(F.scaled_dot_product_attention, *batched) if library_only \
+            else counted
+    timed = config.time
+    return MachineMeasurements(
+        closed_form=cost.attention_multiplications(T, layer.d_k, layer.d_v),
+        counted=counted,
+        counted_library=counted_library,
+        projections_closed_form=cost.projection_multiplications(T, layer.d_model, layer.d_k, layer.d_v),
+        projections_counted=projections,
+        span=measure_span(layer, x),
+        reach=_reach(layer, x, layer.d_v, config),
+        order=order,
+        key_value_order=pairs,
+        time_library=_time(lambda: F.scaled_dot_product_attention(*batched), "SDPA", config)
+        if timed and library_only else None,
+        time_explicit=_time(lambda: layer.attention(q, k, v), "Attention (explicit)", config)
+        if config.time_explicit else None,
+    )
+
+
+def _time(function, label: str, config: CompareConfig) -> Timing:
+    return measure_time(function, label=label, min_run_time=config.min_run_time)
+
+
+def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConfig()) -> CompareResult:
+    """Measure the recurrence against attention on ``tokens``.
+
+    >>> from seqlab.text import tokenize
+    >>> result = run_compare(tokenize("el perro muerde al cartero", "words"), "example",
+    ...                      CompareConfig(d_model=8, time=False))
+    >>> result.T, result.recurrence.closed_form, result.attention.closed_form  # 5*(64+64), 25*16
+    (5, 640, 400)
+
+    Args:
+        tokens: the text's tokens (T = len(tokens) ≥ 2).
+        source: a label for where the text came from (shown in the report).
+        config: widths, score, seed and options.
+
+    Returns:
+        A :class:`CompareResult`.
+
+    Raises:
+        SeqlabError: fewer than 2 tokens, bad widths or score, or sizes that would not fit in memory.
+    """
+    T = len(tokens)
+    if T < 2:
+        raise SeqlabError(f"compare needs a text of at least 2 tokens, received {T}")
+    check_compare_size(T, config)
+    recurrence, attention = _build(config)
+    x = embed(tokens, recurrence.d_model, seed=config.seed)  # (T, d_model)
+    d_model, d_h, d_k, d_v = config.widths()
+    return CompareResult(
+        source=source,
+        tokenizer=tokens.tokenizer,
+        T=T,
+        d_model=d_model,
+        d_h=d_h,
+        d_k=d_k,
+        d_v=d_v,
+        score=config.score,
+        seed=config.seed,
+        spectral_radius=spectral_radius(recurrence.weight_hh.detach()),
+        work_ratio=cost.work_ratio(T, d_model, d_h, d_k, d_v),
+        crossover=cost.crossover_length(d_model, d_h, d_k, d_v),
+        recurrence=_measure_recurrence(recurrence, x, config),
+        attention=_measure_attention(attention, x, config),
+        threads=torch.get_num_threads(),
+        torch_version=torch.__version__,
+    )
