@@ -9,11 +9,18 @@ it into exit code 2 or HTTP 422.
 class SeqlabError(ValueError):
     """Bad input to a seqlab function: the message names the value and what was expected.
 
-    >>> raise SeqlabError("T must be an integer >= 1, received 0")
+    ``parameter``, when given, names the argument at fault (``"d_model"``, ``"T"``...), so a front
+    end can point at its own option or field.
+
+    >>> raise SeqlabError("T must be an integer >= 1, received 0", parameter="T")
     Traceback (most recent call last):
     ...
     seqlab.errors.SeqlabError: T must be an integer >= 1, received 0
     """
+
+    def __init__(self, message: str, parameter: str | None = None) -> None:
+        super().__init__(message)
+        self.parameter = parameter
 
 
 def require_positive_int(name: str, value: object, maximum: int | None = None) -> int:
@@ -26,9 +33,9 @@ def require_positive_int(name: str, value: object, maximum: int | None = None) -
         SeqlabError: ``value`` is not an int (bools are refused), is < 1, or is > ``maximum``.
     """
     if isinstance(value, bool) or not isinstance(value, int):
-        raise SeqlabError(f"{name} must be an integer >= 1, received {value!r}")
+        raise SeqlabError(f"{name} must be an integer >= 1, received {value!r}", parameter=name)
     if value < 1:
-        raise SeqlabError(f"{name} must be an integer >= 1, received {value}")
+        raise SeqlabError(f"{name} must be an integer >= 1, received {value}", parameter=name)
     if maximum is not None and value > maximum:
-        raise SeqlabError(f"{name} must be an integer in [1, {maximum}], received {value}")
+        raise SeqlabError(f"{name} must be an integer in [1, {maximum}], received {value}", parameter=name)
     return value

@@ -1,8 +1,9 @@
 """Languages: English and Spanish output through gettext catalogues (``locale/<lang>/LC_MESSAGES``).
 
-Message ids are the English sentences; ``es`` has a compiled catalogue (``seqlab.mo``, built from
-``seqlab.po`` with Babel: ``pybabel compile -d src/seqlab/locale -D seqlab``; a test checks the
-compiled file is current). Numbers are formatted per language with Babel.
+Message ids are the English sentences; ``es`` has compiled catalogues, one per domain (``seqlab.mo``
+for compare, one per later command), built from the ``.po`` files with Babel
+(``pybabel compile -d src/seqlab/locale -D <domain>``; a test checks every compiled file is current).
+Numbers are formatted per language with Babel.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import gettext
 import math
 import os
 from collections.abc import Callable
+from fractions import Fraction
 from functools import lru_cache
 from importlib import resources
 
@@ -45,8 +47,10 @@ def check_language(lang: str) -> str:
 
 
 @lru_cache(maxsize=None)
-def translator(lang: str) -> Callable[[str], str]:
+def translator(lang: str, domain: str = DOMAIN) -> Callable[[str], str]:
     """The gettext function for ``lang``: English message id in, sentence in that language out.
+
+    Each command may keep its messages in a catalogue of its own (``domain``, the ``.po`` file name).
 
     >>> translator("es")("Measurement")
     'Medida'
@@ -61,9 +65,9 @@ def translator(lang: str) -> Callable[[str], str]:
         return gettext.NullTranslations().gettext
     localedir = resources.files("seqlab") / "locale"
     try:
-        catalogue = gettext.translation(DOMAIN, localedir=str(localedir), languages=[lang])
+        catalogue = gettext.translation(domain, localedir=str(localedir), languages=[lang])
     except OSError as error:
-        raise SeqlabError(f"the {lang!r} catalogue is missing from {localedir}: {error}") from error
+        raise SeqlabError(f"the {lang!r} catalogue {domain!r} is missing from {localedir}: {error}") from error
     return catalogue.gettext
 
 
@@ -83,21 +87,32 @@ def format_number(value: float, lang: str, digits: int = 3) -> str:
 
     >>> format_number(0.09765625, "en"), format_number(0.09765625, "es"), format_number(3.2e-190, "en")
     ('0.0977', '0,0977', '3.20e-190')
-    >>> format_number(0.0, "en"), format_number(1.5e7, "es")
-    ('0', '1,50e7')
+    >>> format_number(0.0, "en"), format_number(1.5e7, "es"), format_number(5e-324, "en")
+    ('0', '1,50e7', '4.94e-324')
+    >>> format_number(999_999.7, "en")
+    '1.00e6'
     """
     from babel.numbers import format_decimal
 
     lang = check_language(lang)
     if value == 0 or not math.isfinite(value):
         return format_decimal(value, locale=lang)
-    exponent = math.floor(math.log10(abs(value)))
-    if 1e-3 <= abs(value) < 1e6:
+    mantissa_text, exponent_text = f"{value:.{digits - 1}e}".split("e")  # rounding done once, by Python
+    exponent = int(exponent_text)
+    if -3 <= exponent < 6:
         decimals = max(0, digits - 1 - exponent)
         pattern = "#,##0." + "0" * decimals if decimals else "#,##0"
         return format_decimal(round(value, decimals), format=pattern, locale=lang)
-    mantissa = round(value / 10**exponent, digits - 1)
-    if abs(mantissa) >= 10:  # rounding carried into a new digit
-        mantissa, exponent = mantissa / 10, exponent + 1
     pattern = "0." + "0" * (digits - 1)
-    return f"{format_decimal(mantissa, format=pattern, locale=lang)}e{exponent}"
+    return f"{format_decimal(float(mantissa_text), format=pattern, locale=lang)}e{exponent}"
+
+
+def format_fraction(value: Fraction, lang: str, digits: int = 3) -> str:
+    """An exact ratio: an integer when it is whole, else ``digits`` significant digits.
+
+    >>> format_fraction(Fraction(512), "en"), format_fraction(Fraction(1000, 512), "es")
+    ('512', '1,95')
+    """
+    if value.denominator == 1:
+        return format_integer(value.numerator, lang)
+    return format_number(float(value), lang, digits)

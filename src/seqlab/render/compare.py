@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from seqlab.errors import SeqlabError
-from seqlab.i18n import format_integer, format_number, translator
+from seqlab.i18n import format_fraction, format_integer, format_number, translator
 from seqlab.measure.order import OrderResult
 from seqlab.measure.reach import Reach
 from seqlab.measure.timing import Timing, format_seconds
@@ -140,8 +140,8 @@ def caption(result: CompareResult, lang: str = "en") -> str:
 def _work_sentence(result: CompareResult, f: _Formatter) -> str:
     _ = f._
     ratio = float(result.work_ratio)
-    values = dict(T=f.integer(result.T), d=result.d_model, ratio=f.number(ratio),
-                  crossover=f.number(float(result.crossover)))
+    values = dict(T=f.integer(result.T), d=result.d_model, ratio=format_fraction(result.work_ratio, f.lang),
+                  crossover=format_fraction(result.crossover, f.lang))
     if ratio < 1:
         message = _("At T = {T} and d_model = {d}, attention does {ratio} times the recurrence's "
                     "multiplications: less work, below the crossover at T = {crossover}.")

@@ -164,7 +164,7 @@ def _generator(seed: int, offset: int) -> torch.Generator:
 def _build(config: CompareConfig) -> tuple[ElmanRNN, SelfAttention]:
     d_model, d_h, d_k, d_v = config.widths()
     if config.score not in SCORES:
-        raise SeqlabError(f"score must be one of {', '.join(SCORES)}; received {config.score!r}")
+        raise SeqlabError(f"score must be one of {', '.join(SCORES)}; received {config.score!r}", parameter="score")
     recurrence = ElmanRNN(d_model, d_h, generator=_generator(config.seed, 1)).eval()
     if config.spectral_radius is not None:
         recurrence.set_spectral_radius(config.spectral_radius)
@@ -271,7 +271,7 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
     """
     T = len(tokens)
     if T < 2:
-        raise SeqlabError(f"compare needs a text of at least 2 tokens, received {T}")
+        raise SeqlabError(f"compare needs a text of at least 2 tokens, received {T}", parameter="T")
     check_compare_size(T, config)
     recurrence, attention = _build(config)
     x = embed(tokens, recurrence.d_model, seed=config.seed)  # (T, d_model)

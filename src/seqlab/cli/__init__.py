@@ -1,0 +1,31 @@
+"""The ``seqlab`` command line: parse, call a study, render. Nothing here measures.
+
+One module per command registers itself on :data:`app`. Bad usage exits with code 2 and one
+``Error: Invalid value for '--option': …`` line (click's convention, with a ``--help`` hint).
+"""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="seqlab",
+    help="Measure what recurrence costs and what attention buys, on your own text and hardware.",
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@app.callback()
+def root() -> None:
+    """Measure what recurrence costs and what attention buys, on your own text and hardware."""
+
+
+def main() -> None:
+    """Console-script entry point (``seqlab``)."""
+    app()
+
+
+from seqlab.cli import compare as _compare  # noqa: E402,F401  (registers its command)

@@ -1,0 +1,68 @@
+"""Option parsers and error mapping shared by every command.
+
+Parsers raise ``typer.BadParameter`` with the received value in the message (typer's own range
+messages leave it out); :func:`bad_parameter` turns a library :class:`~seqlab.errors.SeqlabError`
+into the same one-line usage error, naming the option that maps to the error's parameter.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import typer
+
+from seqlab.errors import SeqlabError
+
+LANG_HELP = "Language of the output: en or es (default: from the environment's locale)."
+
+
+def integer_at_least(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """A parser for an integer option in [minimum, maximum] whose error names the received text.
+
+    >>> integer_at_least(2)("7")
+    7
+    """
+    accepted = f"an integer >= {minimum}" if maximum is None else f"an integer in [{minimum}, {maximum}]"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(str(text), 10)
+        except ValueError:
+            raise typer.BadParameter(f"expected {accepted}, received {text!r}") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            raise typer.BadParameter(f"expected {accepted}, received {value}")
+        return value
+
+    return parse
+
+
+def positive_float(text: str) -> float:
+    """A parser for a finite number > 0 whose error names the received text.
+
+    >>> positive_float("0.5")
+    0.5
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise typer.BadParameter(f"expected a number > 0, received {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"expected a finite number > 0, received {text}")
+    return value
+
+
+def bad_parameter(error: SeqlabError, options: dict[str, str], fallback: str) -> typer.BadParameter:
+    """The usage error for ``error``, pointing at ``options[error.parameter]`` or at ``fallback``."""
+    option = options.get(error.parameter or "", fallback)
+    return typer.BadParameter(str(error), param_hint=option)
+
+
+def language(lang: str | None) -> str:
+    """Resolve ``--lang``: the given language if valid, else the environment's (usage error if unknown)."""
+    from seqlab.i18n import check_language, default_language
+
+    try:
+        return check_language(lang) if lang is not None else default_language()
+    except SeqlabError as error:
+        raise typer.BadParameter(str(error), param_hint="'--lang'") from None

@@ -1,0 +1,297 @@
+"""``seqlab compare`` in-process (Typer's CliRunner): exit codes, the table's numbers, JSON, bad usage.
+
+Bad usage must exit 2 with one click-style ``Error: Invalid value for '--option': …`` line naming the
+option and the value, a ``--help`` hint, and never a traceback. The lesson's L9 numbers (T = 50,
+d_model = 512) are asserted literally in both languages.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+
+import seqlab.studies.compare
+import seqlab.text
+from seqlab import cost
+from seqlab.i18n import format_integer
+from seqlab.layers.attention import SCORES
+from seqlab.text import read_text, tokenize
+
+
+def cells(output: str, label: str) -> list[str]:
+    """The two value cells of the table row whose first cell is ``label``."""
+    for line in output.splitlines():
+        parts = [part.strip() for part in line.split("│")]
+        if len(parts) == 5 and parts[1] == label:
+            return parts[2:4]
+    raise AssertionError(f"no table row {label!r} in:\n{output}")
+
+
+def ok(result) -> str:
+    assert result.exit_code == 0, result.output
+    assert result.exception is None, repr(result.exception)
+    return result.output
+
+
+def error_line(result, option: str) -> str:
+    """Check click's bad-usage shape (exit 2, one Error line for ``option``, no traceback); return the line."""
+    assert result.exit_code == 2, result.output
+    assert isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1, result.output
+    assert "--help" in result.output  # click's "Try 'seqlab compare --help' for help."
+    assert errors[0].startswith(f"Error: Invalid value for '{option}'"), errors[0]
+    return errors[0]
+
+
+# --- The table --------------------------------------------------------------------------------------
+
+def test_table_shows_the_closed_forms_in_english(invoke):
+    output = ok(invoke("--tokens", "50", "--d-model", "32", "--no-time", "--lang", "en"))
+    recurrence = cost.recurrence_multiplications(50, 32, 32)  # 50 * (32**2 + 32*32) = 102_400
+    attention = cost.attention_multiplications(50, 32, 32)  # 50**2 * (32 + 32) = 160_000
+    projections = cost.projection_multiplications(50, 32, 32, 32)  # 50 * 32 * 96 = 153_600
+    assert (recurrence, attention, projections) == (102_400, 160_000, 153_600)
+    assert "Recurrence against attention" in output
+    assert cells(output, "Multiplications by the lesson's formula (L5, L6)") == ["102,400", "160,000"]
+    assert cells(output, "Multiplications counted, explicit machine") == \
+        ["102,400 (= formula)", "160,000 (= formula)"]
+    assert cells(output, "Multiplications counted, nn.RNN / SDPA") == ["102,400 (= formula)", "160,000 (= formula)"]
+    assert cells(output, "Q, K, V projections (apart from the formula)") == ["—", "153,600 (= formula)"]
+    assert cells(output, "Span: matrix products in a row") == ["50", "3"]
+    assert cells(output, "Span: operations in a row") == ["200", "5"]  # 4 ops per step; attention's 5
+    assert cells(output, "Wall time, nn.RNN / SDPA") == ["—", "—"]  # --no-time
+    assert "T = 50 tokens (o200k_base); d_model = 32" in output
+    # 160_000 / 102_400 = 1.5625 -> "1.56", past the crossover at T = 32
+    assert "attention does 1.56 times the recurrence's multiplications: more work" in output
+    assert "Wall time, explicit machine" not in output  # only with --detailed
+
+
+@pytest.mark.parametrize(("lang", "title", "recurrence", "attention"), [
+    ("en", "Recurrence against attention", "26,214,400", "2,560,000"),
+    ("es", "Recurrencia frente a atención", "26.214.400", "2.560.000"),
+])
+def test_lessons_worked_numbers_in_both_languages(invoke, lang, title, recurrence, attention):
+    # L9: recurrence 2 * 50 * 512**2 = 26_214_400; attention 2 * 50**2 * 512 = 2_560_000
+    output = ok(invoke("--tokens", "50", "--no-time", "--lang", lang))
+    assert title in output
+    assert cells(output, {"en": "Multiplications by the lesson's formula (L5, L6)",
+                          "es": "Multiplicaciones según la fórmula de la lección (L5, L6)"}[lang]) == \
+        [recurrence, attention]
+    assert f"{recurrence} (= {'formula' if lang == 'en' else 'fórmula'})" in output
+    # ratio 50/512 = 0.0977 (L9: "about ten times less work")
+    assert ("0.0977" if lang == "en" else "0,0977") in output
+
+
+def test_detailed_adds_the_explicit_machine_rows(invoke):
+    output = ok(invoke("--tokens", "50", "--d-model", "32", "--no-time", "--lang", "en", "--detailed"))
+    assert cells(output, "Wall time, explicit machine") == ["—", "—"]  # --no-time wins over --detailed
+    assert cells(output, "Reach estimator, dtype") == ["hutchinson-8, float64", "hutchinson-8, float64"]
+    # work in ops: the recurrence's 50 steps of mm, add, add, tanh + 50 independent W_xh x_t products
+    assert cells(output, "Operations in the pass (work in ops)") == ["250", "7"]
+    assert cells(output, "Parallelism: operations / span") == ["1.25", "1.40"]  # 250/200, 7/5
+    assert cells(output, "Ops the counter could not account for") == ["none", "none"]
+    decay = cells(output, "Reach decay per step (log-linear fit)")
+    assert 0 < float(decay[0]) < 1 and 0.8 <= float(decay[1]) <= 1.25
+
+
+# --- JSON -------------------------------------------------------------------------------------------
+
+def test_json_has_exact_values(invoke):
+    data = json.loads(ok(invoke("--tokens", "50", "--d-model", "32", "--no-time", "--json")))
+    assert (data["T"], data["d_model"], data["d_h"], data["d_k"], data["d_v"]) == (50, 32, 32, 32, 32)
+    assert (data["source"], data["tokenizer"], data["score"], data["seed"]) == \
+        ("synthetic (50 tokens)", "o200k_base", "scaled_dot", 0)
+    rec, att = data["recurrence"], data["attention"]
+    assert rec["closed_form"] == rec["counted"]["multiplications"] == rec["counted_library"]["multiplications"] \
+        == 102_400  # 50 * (32**2 + 32*32)
+    assert att["closed_form"] == att["counted"]["multiplications"] == att["counted_library"]["multiplications"] \
+        == 160_000  # 50**2 * (32 + 32)
+    assert att["projections_closed_form"] == att["projections_counted"]["multiplications"] == 153_600
+    assert data["work_ratio"] == {"fraction": "25/16", "value": 1.5625}  # 160_000 / 102_400
+    assert data["crossover"] == {"fraction": "32", "value": 32.0}
+    assert rec["span"]["products"] == 50 and att["span"]["products"] == 3
+    assert len(rec["reach"]["norms"]) == len(att["reach"]["norms"]) == 50
+    assert rec["order"]["holds"] is False and att["order"]["holds"] is True
+    assert att["key_value_order"]["holds"] is True and rec["key_value_order"] is None
+    assert rec["time_library"] is None and att["time_explicit"] is None
+
+
+def test_text_file(invoke, tmp_path):
+    content = "El perro muerde al cartero. Al cartero muerde el perro.\n"
+    path = tmp_path / "frase.txt"
+    path.write_text(content, encoding="utf-8")
+    T = len(tokenize(content))
+    data = json.loads(ok(invoke("--text", str(path), "--d-model", "16", "--no-time", "--json")))
+    assert data["source"] == str(path) and data["T"] == T
+    assert data["recurrence"]["closed_form"] == T * (16 * 16 + 16 * 16)  # T * 512
+    assert data["attention"]["closed_form"] == T * T * (16 + 16)  # T**2 * 32
+    output = ok(invoke("--text", str(path), "--d-model", "16", "--no-time", "--lang", "es"))
+    assert "Recurrencia frente a atención" in output
+    assert cells(output, "Multiplicaciones según la fórmula de la lección (L5, L6)") == \
+        [format_integer(T * 512, "es"), format_integer(T * T * 32, "es")]
+
+
+def test_text_from_stdin(invoke):
+    content = "¿Quién lee en orden? La recurrencia.\n"
+    T = len(tokenize(content))
+    data = json.loads(ok(invoke("--text", "-", "--d-model", "16", "--no-time", "--json",
+                                input=content.encode("utf-8"))))
+    assert data["source"] == "stdin" and data["T"] == T
+    assert data["attention"]["counted"]["multiplications"] == T * T * 32  # T**2 * (16 + 16)
+
+
+# --- Bad usage --------------------------------------------------------------------------------------
+
+@pytest.fixture()
+def files(tmp_path):
+    """Files that are not acceptable text, by name."""
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    bom_nul = tmp_path / "utf16.txt"
+    bom_nul.write_bytes(b"\xff\xfe\x00abc")
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("café au lait".encode("latin-1"))
+    binary = tmp_path / "random.bin"
+    binary.write_bytes(bytes(range(256)) * 4)
+    return {"empty": empty, "utf16": bom_nul, "latin1": latin1, "binary": binary, "dir": tmp_path}
+
+
+@pytest.mark.parametrize(("args", "option", "value"), [
+    (["--tokens", "0"], "--tokens", "0"),
+    (["--tokens", "abc"], "--tokens", "abc"),
+    (["--tokens", "1.5"], "--tokens", "1.5"),
+    (["--d-model", "0"], "--d-model", "0"),
+    (["--d-model", "-3"], "--d-model", "-3"),
+    (["--d-h", "0"], "--d-h", "0"),
+    (["--score", "foo"], "--score", "'foo'"),
+    (["--lang", "fr"], "--lang", "'fr'"),
+    (["--spectral-radius", "0"], "--spectral-radius", "received 0"),
+    (["--spectral-radius", "-1"], "--spectral-radius", "received -1"),
+    (["--spectral-radius", "nan"], "--spectral-radius", "received nan"),
+    (["--spectral-radius", "inf"], "--spectral-radius", "received inf"),
+    (["--text", "missing.txt"], "--text", "'missing.txt' does not exist"),
+    (["--tokenizer", "nope"], "--tokenizer", "'nope'"),
+    (["--d-model", "100000"], "--d-model", "100000"),
+])
+def test_bad_value_names_option_and_value(invoke, args, option, value):
+    line = error_line(invoke("--no-time", "--lang", "en", *args), option)
+    assert re.search(rf"(?<![\w.-]){re.escape(value)}(?![\w.])", line), line  # the value as a whole word
+
+
+@pytest.mark.parametrize(("args", "option"), [
+    (["--tokens", "0"], "--tokens"),
+    (["--tokens", "abc"], "--tokens"),
+    (["--tokens", "1.5"], "--tokens"),
+    (["--d-model", "0"], "--d-model"),
+    (["--d-model", "-3"], "--d-model"),
+    (["--d-h", "0"], "--d-h"),
+])
+def test_bad_number_is_refused_by_its_option(invoke, args, option):
+    line = error_line(invoke("--no-time", *args), option)
+    assert "integer" in line
+
+
+def test_score_error_lists_the_scores(invoke):
+    line = error_line(invoke("--no-time", "--score", "foo"), "--score")
+    assert all(score in line for score in SCORES)
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("dir", "is a directory"),
+    ("empty", "is empty"),
+    ("utf16", "NUL byte at offset 2"),  # b"\xff\xfe\x00abc": the NUL is found before the bad UTF-8
+    ("latin1", "not valid UTF-8: byte 0xe9 at offset 3"),  # "caf" then é in Latin-1
+    ("binary", "looks binary"),
+])
+def test_unacceptable_text_file(invoke, files, name, expected):
+    path = files[name]
+    line = error_line(invoke("--no-time", "--text", str(path)), "--text")
+    assert repr(str(path)) in line and expected in line
+
+
+def test_text_and_tokens_together(invoke, files):
+    line = error_line(invoke("--no-time", "--text", str(files["latin1"]), "--tokens", "5"), "--text")
+    assert "--tokens" in line and "not both" in line
+
+
+def test_empty_stdin(invoke):
+    line = error_line(invoke("--no-time", "--text", "-", input=b""), "--text")
+    assert "standard input" in line and "empty" in line
+
+
+def test_huge_tokens_fails_fast_without_building_anything(invoke, monkeypatch):
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("the refusal must come before any tokens or tensors are built")
+
+    monkeypatch.setattr(seqlab.text, "synthetic_tokens", must_not_run)
+    monkeypatch.setattr(seqlab.studies.compare, "run_compare", must_not_run)
+    start = time.perf_counter()
+    result = invoke("--no-time", "--tokens", "10000000")
+    elapsed = time.perf_counter() - start
+    line = error_line(result, "--tokens")
+    assert "T = 10000000" in line and "GiB" in line
+    assert elapsed < 5
+
+
+def test_too_wide_model(invoke):
+    line = error_line(invoke("--no-time", "--d-model", "100000"), "--d-model")
+    assert "100000" in line and ("GiB" in line or "65536" in line)
+
+
+def test_memory_refusal_at_an_accepted_width(invoke):
+    # d_model = 65536 is within range but its weights alone are hundreds of GiB
+    line = error_line(invoke("--no-time", "--tokens", "2", "--d-model", "65536"), "--tokens")
+    assert "d_model = 65536" in line and "GiB" in line
+
+
+@pytest.mark.parametrize(("args", "option", "value"), [
+    (["--tokens", "1"], "--tokens", "received 1"),  # says '--d-model'
+    (["--tokens", "5", "--d-model", "100000"], "--d-model", "100000"),
+    (["--d-h", "100000"], "--d-h", "100000"),  # says '--d-model'
+    (["--tokens", "5", "--tokenizer", "nope"], "--tokenizer", "'nope'"),
+    (["--text", "__OK_TXT__", "--d-model", "100000"], "--d-model", "100000"),
+])
+def test_error_names_the_option_at_fault(invoke, files, args, option, value):
+    args = [str(files["dir"] / "ok.txt") if arg == "__OK_TXT__" else arg for arg in args]
+    (files["dir"] / "ok.txt").write_text("El perro muerde al cartero.\n", encoding="utf-8")
+    line = error_line(invoke("--no-time", *args), option)
+    assert value in line
+
+
+def test_saturated_recurrence_renders(invoke):
+    # radius 1000 saturates tanh: every reach norm of the recurrence is exactly 0.0 in float64
+    output = ok(invoke("--tokens", "20", "--d-model", "16", "--no-time", "--lang", "en",
+                       "--spectral-radius", "1000"))
+    assert "0: below the smallest float64" in output
+
+
+# --- Acceptance: a real Spanish text of about 3,000 tokens -----------------------------------------
+
+def test_acceptance_quijote_table(invoke, quijote_path):
+    T = len(tokenize(read_text(str(quijote_path)).content))
+    assert T > 2000
+    output = ok(invoke("--text", str(quijote_path), "--no-time", "--lang", "es"))
+    assert "Recurrencia frente a atención" in output
+    assert f"T = {format_integer(T, 'es')} tokens (o200k_base); d_model = 512" in output
+    # 2 * T * 512**2 and 2 * T**2 * 512 with every width 512 (L7)
+    assert cells(output, "Multiplicaciones según la fórmula de la lección (L5, L6)") == \
+        [format_integer(2 * T * 512**2, "es"), format_integer(2 * T**2 * 512, "es")]
+
+
+def test_acceptance_quijote_json(invoke, quijote_path):
+    T = len(tokenize(read_text(str(quijote_path)).content))
+    assert T > 2000
+    data = json.loads(ok(invoke("--text", str(quijote_path), "--no-time", "--d-model", "16", "--json")))
+    assert data["T"] == T and data["source"] == str(quijote_path)
+    assert data["recurrence"]["closed_form"] == data["recurrence"]["counted"]["multiplications"] == T * 512
+    assert data["attention"]["closed_form"] == data["attention"]["counted"]["multiplications"] == T * T * 32
+    assert data["recurrence"]["span"]["products"] == T and data["attention"]["span"]["products"] == 3
+    assert data["attention"]["order"]["holds"] is True and data["recurrence"]["order"]["holds"] is False
+    # at T ≈ 2,900 the recurrence's reach from position 1 underflows float64 (L3); attention's does not (L4)
+    assert data["recurrence"]["reach"]["norms"][0] == 0.0 and data["recurrence"]["reach"]["zeros"] > 0
+    assert data["attention"]["reach"]["norms"][0] > 0 and data["attention"]["reach"]["zeros"] == 0
