@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from seqlab.errors import SeqlabError
-from seqlab.measure.timing import format_seconds, measure_time
+from seqlab.i18n import format_seconds
+from seqlab.measure.timing import measure_time
 
 FAST = 0.01  # seconds of timed blocks: enough for structure, keeps the suite quick
 
@@ -90,7 +91,7 @@ def test_cuda_without_device() -> None:
         (1.3212, "1.32 s"),
         (0.0009996, "1.00 ms"),  # rounds up into the next unit, not "1000 µs"
         (2.5e-9, "2.50 ns"),
-        (4e-10, "0.40 ns"),
+        (4e-10, "0.400 ns"),
         (0.0, "0 s"),
         (123.4, "123 s"),
     ],

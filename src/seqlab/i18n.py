@@ -116,3 +116,25 @@ def format_fraction(value: Fraction, lang: str, digits: int = 3) -> str:
     if value.denominator == 1:
         return format_integer(value.numerator, lang)
     return format_number(float(value), lang, digits)
+
+
+def format_seconds(seconds: float, lang: str = "en") -> str:
+    """A duration in engineering units (s, ms, µs, ns) with three significant digits, per language.
+
+    >>> format_seconds(0.000812), format_seconds(0.0241), format_seconds(1.3212), format_seconds(0.0241, "es")
+    ('812 µs', '24.1 ms', '1.32 s', '24,1 ms')
+    >>> format_seconds(0.0009996)  # rounded first, so it reads 1.00 ms, not 1000 µs
+    '1.00 ms'
+
+    Raises:
+        SeqlabError: ``seconds`` is negative or not finite.
+    """
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
+            or seconds < 0:
+        raise SeqlabError(f"seconds must be a finite number >= 0, received {seconds!r}")
+    if seconds == 0:
+        return "0 s"
+    rounded = float(f"{seconds:.3g}")
+    units = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6))
+    unit, scale = next(((unit, scale) for unit, scale in units if rounded >= scale), ("ns", 1e-9))
+    return f"{format_number(rounded / scale, lang)} {unit}"

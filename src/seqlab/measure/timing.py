@@ -153,31 +153,3 @@ def measure_time(
         noisy=bool(m.has_warnings) or iqr_s > NOISY_IQR_FRACTION * median_s,
         min_run_time=float(min_run_time),
     )
-
-
-def format_seconds(s: float) -> str:
-    """Write a duration in engineering units with three significant figures.
-
-    >>> format_seconds(0.000812), format_seconds(0.0241), format_seconds(1.3212)
-    ('812 µs', '24.1 ms', '1.32 s')
-
-    Args:
-        s: seconds (finite, >= 0).
-
-    Returns:
-        The value in s, ms, µs or ns, e.g. ``"24.1 ms"``; below 1 ns it stays in ns.
-
-    Raises:
-        SeqlabError: s is negative or not finite.
-    """
-    if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or s < 0:
-        raise SeqlabError(f"seconds must be a finite number >= 0, received {s!r}")
-    if s == 0:
-        return "0 s"
-    r = float(f"{s:.3g}")  # round first, so 0.0009996 s becomes "1.00 ms", not "1000 µs"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
-        if r >= scale or unit == "ns":
-            v = r / scale
-            break
-    digits = 0 if v >= 100 else 1 if v >= 10 else 2
-    return f"{v:.{digits}f} {unit}"

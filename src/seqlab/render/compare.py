@@ -11,10 +11,10 @@ from rich.table import Table
 from rich.text import Text
 
 from seqlab.errors import SeqlabError
-from seqlab.i18n import format_fraction, format_integer, format_number, translator
+from seqlab.i18n import format_fraction, format_integer, format_number, format_seconds, translator
 from seqlab.measure.order import OrderResult
 from seqlab.measure.reach import Reach
-from seqlab.measure.timing import Timing, format_seconds
+from seqlab.measure.timing import Timing
 from seqlab.studies.compare import CompareResult, MachineMeasurements
 
 DASH = "—"
@@ -37,7 +37,8 @@ class _Formatter:
         if timing is None:
             return DASH
         text = self._("{median} (IQR {spread}, {runs} runs)").format(
-            median=format_seconds(timing.median_s), spread=format_seconds(timing.iqr_s), runs=timing.runs)
+            median=format_seconds(timing.median_s, self.lang), spread=format_seconds(timing.iqr_s, self.lang),
+            runs=timing.runs)
         return text + (" " + self._("noisy") if timing.noisy else "")
 
     def reach(self, reach: Reach) -> str:
@@ -191,7 +192,8 @@ def _time_sentence(result: CompareResult, f: _Formatter) -> str | None:
     message = f._("On {threads} threads nn.RNN takes {rec} and SDPA {att}: attention finishes {ratio} times "
                   "as fast.") if ratio >= 1 else f._("On {threads} threads nn.RNN takes {rec} and SDPA {att}: "
                                                       "the recurrence finishes {ratio} times as fast.")
-    return message.format(threads=rec.threads, rec=format_seconds(rec.median_s), att=format_seconds(att.median_s),
+    return message.format(threads=rec.threads, rec=format_seconds(rec.median_s, f.lang),
+                          att=format_seconds(att.median_s, f.lang),
                           ratio=f.number(ratio if ratio >= 1 else 1 / ratio))
 
 
