@@ -50,6 +50,7 @@ __all__ = [
     "projection_multiplications",
     "recurrence_multiplications",
     "recurrence_sequential_steps",
+    "scored_attention_multiplications",
     "work_ratio",
 ]
 
@@ -103,6 +104,38 @@ def attention_multiplications(T: int, d_k: int, d_v: int, T_k: int | None = None
     d_v = require_positive_int("d_v", d_v)
     T_k = T if T_k is None else require_positive_int("T_k", T_k)
     return T * T_k * (d_k + d_v)
+
+
+def scored_attention_multiplications(score: str, T: int, d_k: int, d_v: int, T_k: int | None = None,
+                                     d_attention: int | None = None) -> int:
+    """Multiplications of one attention call with the given score (L2's pluggable a(q_i, k_j)).
+
+    * ``dot``, ``scaled_dot``: T T_k (d_k + d_v), as :func:`attention_multiplications` (L6);
+    * ``general`` (Luong, e = q^T W k): the product Q W adds T d_k^2 (queries of width d_k);
+    * ``additive`` (Bahdanau, e = w^T tanh(W_q q + W_k k)): no Q K^T; instead W_q q and W_k k,
+      T d_a d_k + T_k d_a d_k, and w^T of every (i, j) hidden vector, T T_k d_a; the mix A V
+      stays T T_k d_v. d_a (``d_attention``) defaults to d_k.
+
+    >>> scored_attention_multiplications("general", 40, 16, 16)  # 40*40*32 + 40*16*16
+    61440
+    >>> scored_attention_multiplications("additive", 40, 16, 16)  # 2*40*16*16 + 40*40*16 + 40*40*16
+    71680
+
+    Raises:
+        SeqlabError: an unknown score, or a size that is not an integer >= 1.
+    """
+    T_k = T if T_k is None else require_positive_int("T_k", T_k)
+    if score in ("dot", "scaled_dot"):
+        return attention_multiplications(T, d_k, d_v, T_k)
+    if score == "general":
+        return attention_multiplications(T, d_k, d_v, T_k) + T * d_k * d_k
+    if score == "additive":
+        d_a = d_k if d_attention is None else require_positive_int("d_attention", d_attention)
+        T = require_positive_int("T", T)
+        d_k, d_v = require_positive_int("d_k", d_k), require_positive_int("d_v", d_v)
+        return (T + T_k) * d_a * d_k + T * T_k * d_a + T * T_k * d_v
+    raise SeqlabError(f"score must be one of dot, scaled_dot, general, additive; received {score!r}",
+                      parameter="score")
 
 
 def projection_multiplications(T: int, d_model: int, d_k: int, d_v: int) -> int:
@@ -220,6 +253,7 @@ def flops(multiplications: int) -> int:
 CLOSED_FORMS: dict[str, Callable[..., int | Fraction]] = {
     "recurrence_multiplications": recurrence_multiplications,
     "attention_multiplications": attention_multiplications,
+    "scored_attention_multiplications": scored_attention_multiplications,
     "projection_multiplications": projection_multiplications,
     "work_ratio": work_ratio,
     "crossover_length": crossover_length,

@@ -53,11 +53,13 @@ def available_memory_bytes() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def estimate_compare_bytes(T: int, d_model: int, d_h: int, d_k: int, d_v: int, probes: int) -> MemoryEstimate:
+def estimate_compare_bytes(T: int, d_model: int, d_h: int, d_k: int, d_v: int, probes: int,
+                           score_width: int = 0) -> MemoryEstimate:
     """Estimate the memory ``seqlab compare`` needs for one text of T tokens.
 
     Terms (bytes): attention maps — scores, weights and their traced copies in float32 plus the
-    float64 reach pass whose batched backward holds ``probes`` copies: T²·(6·4 + 4·8·(1 + probes));
+    float64 reach pass whose batched backward holds ``probes`` copies: T²·(6·4 + 4·8·(1 + probes)),
+    times (1 + score_width) when the score builds a hidden vector per pair (additive: a T×T×d_a tensor);
     activations — T·(d_model + d_h + 2·d_k + 2·d_v)·(12·4 + 4·8·(1 + probes)); weights — every
     matrix in float32 and float64, 3 copies.
 
@@ -68,7 +70,7 @@ def estimate_compare_bytes(T: int, d_model: int, d_h: int, d_k: int, d_v: int, p
         Nothing; sizes are validated by the caller.
     """
     batched = 1 + probes
-    maps = T * T * (6 * FLOAT32_BYTES + 4 * FLOAT64_BYTES * batched)
+    maps = T * T * (6 * FLOAT32_BYTES + 4 * FLOAT64_BYTES * batched) * (1 + score_width)
     activations = T * (d_model + d_h + 2 * d_k + 2 * d_v) * (12 * FLOAT32_BYTES + 4 * FLOAT64_BYTES * batched)
     weights = 3 * (FLOAT32_BYTES + FLOAT64_BYTES) * (
         d_h * (d_h + d_model) + d_model * (2 * d_k + d_v) + d_k * d_k

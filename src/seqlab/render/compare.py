@@ -118,7 +118,8 @@ def compare_table(result: CompareResult, lang: str = "en", detailed: bool = Fals
     """The side-by-side Rich table: one row per measurement, recurrence and attention as columns."""
     f = _Formatter(lang)
     _ = f._
-    table = Table(title=_("Recurrence against attention"), caption=caption(result, lang), title_justify="left")
+    table = Table(title=_("Recurrence against attention"), caption=caption(result, lang), title_justify="left",
+                  caption_justify="left")
     table.add_column(_("Measurement"))
     table.add_column(_("Recurrence (Elman RNN, L1)"))
     table.add_column(_("Attention ({score}, L2)").format(score=result.score))

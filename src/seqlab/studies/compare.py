@@ -87,7 +87,8 @@ class MachineMeasurements:
     """Everything measured on one machine.
 
     Attributes:
-        closed_form: multiplications by the lesson's formula (L5 or L6; projections excluded).
+        closed_form: multiplications by the closed form (L5, or L6 for dot scores and its extension to
+            the general and additive scores; projections excluded).
         counted: multiplications counted on the explicit machine, same scope as ``closed_form``.
         counted_library: multiplications counted on the library implementation (``nn.RNN`` / SDPA).
         projections_closed_form, projections_counted: the Q, K, V projections (attention only; 0 for
@@ -153,7 +154,8 @@ def check_compare_size(T: int, config: CompareConfig) -> None:
     require_positive_int("T", T)
     d_model, d_h, d_k, d_v = config.widths()
     probes = _probes(config, max(d_h, d_v), T) or max(d_h, d_v)
-    estimate = estimate_compare_bytes(T, d_model, d_h, d_k, d_v, probes)
+    estimate = estimate_compare_bytes(T, d_model, d_h, d_k, d_v, probes,
+                                      score_width=d_k if config.score == "additive" else 0)
     require_fits(estimate, f"T = {T} at d_model = {d_model}")
 
 
@@ -229,7 +231,7 @@ def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareCon
             else counted
     timed = config.time
     return MachineMeasurements(
-        closed_form=cost.attention_multiplications(T, layer.d_k, layer.d_v),
+        closed_form=cost.scored_attention_multiplications(config.score, T, layer.d_k, layer.d_v),
         counted=counted,
         counted_library=counted_library,
         projections_closed_form=cost.projection_multiplications(T, layer.d_model, layer.d_k, layer.d_v),
