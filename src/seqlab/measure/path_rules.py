@@ -158,8 +158,14 @@ def contraction(func, args, kwargs, out: Tensor, read: Read, step: Step, sources
     return None if result is None else step(result)
 
 
-def _constant_zeros(tensor: Tensor, closeness: Closeness) -> Tensor:
-    """Elements that are exactly 0 and depend on no source: their products contribute nothing."""
+def _constant_zeros(tensor: Tensor, closeness: Closeness, read: Read) -> Tensor:
+    """Elements that are exactly 0 and depend on no source: their products contribute nothing.
+
+    For a constant (no closeness) the reader may cache the answer: a weight read at every step of a
+    recurrence is checked once.
+    """
+    if closeness is None and hasattr(read, "constant_zeros"):
+        return read.constant_zeros(tensor)
     zeros = tensor == 0
     return zeros if closeness is None else zeros & (closeness.amax(dim=0) == 0)
 
@@ -177,8 +183,8 @@ def _matrix_product(left: Tensor, right: Tensor, read: Read) -> tuple[Closeness,
     plain rule: row maxima of A and column maxima of B.
     """
     c_left, c_right = read(left), read(right)
-    zero_left = _constant_zeros(left, c_left) if c_right is not None else None
-    zero_right = _constant_zeros(right, c_right) if c_left is not None else None
+    zero_left = _constant_zeros(left, c_left, read) if c_right is not None else None
+    zero_right = _constant_zeros(right, c_right, read) if c_left is not None else None
     if not (zero_left is not None and zero_left.any()) and not (zero_right is not None and zero_right.any()):
         return _rows(c_left), _columns(c_right)
     from_left = None if c_left is None else _max_times(c_left, (~zero_right).to(torch.float64))

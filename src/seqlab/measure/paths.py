@@ -7,7 +7,7 @@ y_j. The lesson's two cases: through an Elman recurrence x_i reaches h_j after j
 products apart, however far the positions are (L4).
 
 Method (min-plus propagation): beside every storage the pass writes, the tracer keeps a closeness
-tensor of shape (S, storage elements) per unit — for each source position s, 1 / (1 + the least
+tensor of shape (2·S, storage elements) — for each unit and source position s, 1 / (1 + the least
 distance from x_s to that element), 0 where there is no dependency. Each dispatched op maps the
 closeness of its inputs to its outputs by a rule of :mod:`seqlab.measure.path_rules`; views read the
 storage through their own strides, so views and in-place writes need no rule. An op without a rule
@@ -81,8 +81,13 @@ class _PathTracer(TorchDispatchMode):
 
     def __init__(self, sources: int, budget_bytes: float) -> None:
         super().__init__()
-        self.sources = sources
-        self.closeness: dict[str, dict[int, Tensor]] = {unit: {} for unit in UNITS}
+        # Both units ride in one tensor: rows [0, S) count products, rows [S, 2S) count ops, so every
+        # rule runs once per op; only ``step`` tells the halves apart.
+        self.sources = len(UNITS) * sources
+        self.per_unit = sources
+        self.closeness: dict[int, Tensor] = {}
+        self.zeros_of_constants: dict[tuple, Tensor] = {}
+        self.reader = _Reader(self)
         self.alive: list[Tensor] = []  # keeps storages alive so their keys are never reused
         self.fallbacks: Counter[str] = Counter()
         self.budget_bytes = budget_bytes
@@ -93,23 +98,31 @@ class _PathTracer(TorchDispatchMode):
     def _key(tensor: Tensor) -> int:
         return tensor.untyped_storage()._cdata
 
-    def read(self, unit: str, tensor: Tensor) -> Tensor | None:
-        storage = self.closeness[unit].get(self._key(tensor))
+    def constant_zeros(self, tensor: Tensor) -> Tensor:
+        """``tensor == 0`` for a tensor with no closeness, computed once per storage, view and version."""
+        key = (self._key(tensor), tensor._version, tuple(tensor.shape), tensor.stride(), tensor.storage_offset())
+        if key not in self.zeros_of_constants:
+            self.zeros_of_constants[key] = tensor == 0
+            self.alive.append(tensor)  # its storage key must not be reused while cached
+        return self.zeros_of_constants[key]
+
+    def read(self, tensor: Tensor) -> Tensor | None:
+        storage = self.closeness.get(self._key(tensor))
         if storage is None:
             return None
         return storage.as_strided((self.sources, *tensor.shape), (storage.stride(0), *tensor.stride()),
                                   tensor.storage_offset())
 
-    def write(self, unit: str, tensor: Tensor, value: Tensor | None) -> None:
+    def write(self, tensor: Tensor, value: Tensor | None) -> None:
         key = self._key(tensor)
-        storage = self.closeness[unit].get(key)
+        storage = self.closeness.get(key)
         if storage is None:
             if value is None:
                 return
             elements = tensor.untyped_storage().nbytes() // tensor.element_size()
             self._charge(self.sources * elements * 8)
             storage = torch.zeros((self.sources, elements), dtype=torch.float64)
-            self.closeness[unit][key] = storage
+            self.closeness[key] = storage
             self.alive.append(tensor)
         view = storage.as_strided((self.sources, *tensor.shape), (storage.stride(0), *tensor.stride()),
                                   tensor.storage_offset())
@@ -120,7 +133,7 @@ class _PathTracer(TorchDispatchMode):
         if self.used_bytes > self.budget_bytes:
             raise SeqlabError(
                 f"path analysis needs more than {self.budget_bytes / GIB:.1f} GiB here (half the memory "
-                f"available) for {self.sources} source positions; measure fewer sources or a smaller T or d")
+                f"available) for {self.per_unit} source positions; measure fewer sources or a smaller T or d")
 
     # dispatch -------------------------------------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -131,18 +144,20 @@ class _PathTracer(TorchDispatchMode):
         outs = [leaf for leaf in tree_flatten(out)[0] if isinstance(leaf, Tensor)]
         if not outs:
             return out
-        for unit in UNITS:
-            values = self._propagate(unit, func, args, kwargs, outs)
-            for tensor, value in zip(outs, values):
-                self.write(unit, tensor, value)
+        for tensor, value in zip(outs, self._propagate(func, args, kwargs, outs)):
+            self.write(tensor, value)
         return out
 
-    def _propagate(self, unit: str, func, args, kwargs, outs: list[Tensor]) -> list[Tensor | None]:
-        read = lambda tensor: self.read(unit, tensor)  # noqa: E731
-        costs = unit == "ops" or is_contraction(func)
+    def _propagate(self, func, args, kwargs, outs: list[Tensor]) -> list[Tensor | None]:
+        read = self.reader
+        product = is_contraction(func)
+        S = self.per_unit
 
         def step(c: Tensor) -> Tensor:
-            return c / (1.0 + c) if costs else c
+            """One op (and, for a contraction, one product) further: c -> c / (1 + c) in the units it costs."""
+            if product:
+                return c / (1.0 + c)
+            return torch.cat([c[:S], c[S:] / (1.0 + c[S:])])
 
         if is_movement(func):
             moved = rules.movement(func, args, kwargs, outs, read, self.sources)
@@ -156,11 +171,23 @@ class _PathTracer(TorchDispatchMode):
             return rules.reduction(func, args, kwargs, outs, read, step, self.sources)
         elif torch.Tag.pointwise in func.tags and len(outs) == 1:
             return [rules.pointwise(func, args, kwargs, outs[0], read, step, self.sources)]
-        if unit == UNITS[0]:
-            self.fallbacks[op_name(func)] += 1
+        self.fallbacks[op_name(func)] += 1
         inputs = [read(t) for t in tree_flatten((args, kwargs))[0] if isinstance(t, Tensor)]
         spread = [rules.everything(inputs, o.shape, self.sources) for o in outs]
         return [None if c is None else step(c) for c in spread]
+
+
+class _Reader:
+    """What a rule may ask of the tracer: a tensor's closeness, and a constant's zeros (cached)."""
+
+    def __init__(self, tracer: _PathTracer) -> None:
+        self.tracer = tracer
+
+    def __call__(self, tensor: Tensor) -> Tensor | None:
+        return self.tracer.read(tensor)
+
+    def constant_zeros(self, tensor: Tensor) -> Tensor:
+        return self.tracer.constant_zeros(tensor)
 
 
 def _distances(closeness: Tensor | None, sources: int, length: int) -> tuple[tuple[int | None, ...], ...]:
@@ -214,8 +241,7 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
         raise SeqlabError(f"sources must be positions in [0, {T - 1}], received {sources!r}")
     x = x.detach().clone()
     tracer = _PathTracer(len(sources), budget_bytes=available_memory_bytes() / 2)
-    for unit in UNITS:
-        tracer.write(unit, x, _seed_closeness(x, sources))
+    tracer.write(x, _seed_closeness(x, sources).repeat(len(UNITS), *([1] * x.dim())))
     with reference_kernels(), torch.no_grad(), tracer:
         result = layer(x)
     selected = outputs(result) if outputs is not None else [result[0] if isinstance(result, tuple) else result]
@@ -224,9 +250,11 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
         if not isinstance(y, Tensor) or y.dim() < 2 or y.shape[-2] != T:
             raise SeqlabError(f"an output must have the {T} positions on dim -2, received "
                               f"{getattr(y, 'shape', type(y))}")
+        closeness = tracer.read(y)
+        halves = (None, None) if closeness is None else (closeness[:len(sources)], closeness[len(sources):])
         matrices.append(PathMatrix(
-            products=_distances(tracer.read("products", y), len(sources), T),
-            ops=_distances(tracer.read("ops", y), len(sources), T),
+            products=_distances(halves[0], len(sources), T),
+            ops=_distances(halves[1], len(sources), T),
             sources=sources,
             fallbacks=dict(tracer.fallbacks),
         ))

@@ -13,6 +13,7 @@ from rich.text import Text
 from seqlab.errors import SeqlabError
 from seqlab.i18n import format_fraction, format_integer, format_number, format_seconds, translator
 from seqlab.measure.order import OrderResult
+from seqlab.measure.paths import PathMatrix
 from seqlab.measure.reach import Reach
 from seqlab.measure.timing import Timing
 from seqlab.studies.compare import CompareResult, MachineMeasurements
@@ -40,6 +41,12 @@ class _Formatter:
             median=format_seconds(timing.median_s, self.lang), spread=format_seconds(timing.iqr_s, self.lang),
             runs=timing.runs)
         return text + (" " + self._("noisy") if timing.noisy else "")
+
+    def path(self, path: PathMatrix) -> str:
+        products, ops = path.products[0][-1], path.ops[0][-1]
+        if products is None:
+            return self._("no path")
+        return f"{self.integer(products)} ({self.integer(ops)})"
 
     def reach(self, reach: Reach) -> str:
         if reach.first == 0.0:
@@ -85,6 +92,7 @@ def _rows(result: CompareResult, f: _Formatter, detailed: bool) -> list[tuple[st
          if att.projections_counted is not None else DASH),
         (_("Span: operations in a row"), f.integer(rec.span.ops), f.integer(att.span.ops)),
         (_("Span: matrix products in a row"), f.integer(rec.span.products), f.integer(att.span.products)),
+        (_("Path from position 1 to T: matrix products (ops)"), f.path(rec.path), f.path(att.path)),
         (_("Reach from position 1 to T, ‖∂y_T/∂x_1‖"), f.reach(rec.reach), f.reach(att.reach)),
         (_("Token rows shuffled"), f.order(rec.order), f.order(att.order)),
         (_("Keys and values shuffled together"), f.order(rec.key_value_order), f.order(att.key_value_order)),
@@ -167,8 +175,13 @@ def _span_sentence(result: CompareResult, f: _Formatter) -> str:
 
 def _reach_order_sentence(result: CompareResult, f: _Formatter) -> str:
     rec, att = result.recurrence, result.attention
-    reach = f._("Position 1 reaches position T with a gradient of norm {rec} through the recurrence and {att} "
+    reach = f._("Its gradient arrives with norm {rec} through the recurrence and {att} "
                 "through attention.").format(rec=f.reach(rec.reach), att=f.reach(att.reach))
+    products = rec.path.products[0][-1], att.path.products[0][-1]
+    if None not in products:
+        reach = f._("Position 1's signal crosses {rec} matrix products to reach position T through the "
+                    "recurrence, and {att} through attention.").format(
+            rec=f.integer(products[0]), att=f.integer(products[1])) + " " + reach
     decay = f.decay(rec.reach)
     if decay is not None and decay != 1.0:
         message = f._("Through the recurrence the gradient shrinks by a factor of about {decay} per step; "

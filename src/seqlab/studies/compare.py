@@ -3,8 +3,9 @@
 Builds the two machines of the lesson on the same token vectors — an Elman RNN written as the loop
 of L1 and self-attention (three projections, then the attention call of L2) — and measures, for each:
 multiplications (closed form beside counted, both on the explicit machine and on the fastest library
-implementation, ``nn.RNN`` and SDPA), span (ops and matrix products in a row), reach from position 1
-to T by autograd, the order tests of L10 and wall time. Returns a frozen :class:`CompareResult`;
+implementation, ``nn.RNN`` and SDPA), span (ops and matrix products in a row), the path from position
+1 to T (least products on a dependency path, L3/L4), reach from position 1 to T by autograd, the order
+tests of L10 and wall time. Returns a frozen :class:`CompareResult`;
 rendering is :mod:`seqlab.render.compare`'s job.
 
 Shapes: T tokens, d_model token width, d_h hidden width, d_k query/key width, d_v value width.
@@ -24,6 +25,7 @@ from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.layers.attention import SCORES, SelfAttention
 from seqlab.layers.recurrent import ElmanRNN, spectral_radius
 from seqlab.measure.order import OrderResult, measure_key_value_order, measure_order
+from seqlab.measure.paths import PathMatrix, measure_paths
 from seqlab.measure.reach import Reach, auto_probes, measure_reach
 from seqlab.measure.timing import Timing, measure_time
 from seqlab.measure.trace import Span, measure_span
@@ -94,6 +96,8 @@ class MachineMeasurements:
         projections_closed_form, projections_counted: the Q, K, V projections (attention only; 0 for
             the recurrence, whose W_xh products are part of L5's count).
         span: longest chain of the whole layer from x (ops and matrix products in a row).
+        path: least matrix products (and ops) on a dependency path from position 1 to every position,
+            measured op by op (``seqlab.measure.paths``; the recurrence: T, attention: 2).
         reach: ‖∂y_T/∂x_i‖ for every i (float64).
         order: rows permuted (L10).
         key_value_order: (k, v) pairs permuted (attention only).
@@ -106,6 +110,7 @@ class MachineMeasurements:
     projections_closed_form: int
     projections_counted: WorkCount | None
     span: Span
+    path: PathMatrix
     reach: Reach
     order: OrderResult
     key_value_order: OrderResult | None
@@ -208,6 +213,7 @@ def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig) -
         projections_closed_form=0,
         projections_counted=None,
         span=measure_span(rnn, x),
+        path=measure_paths(rnn, x, sources=(0,)),
         reach=_reach(rnn, x, rnn.d_h, config),
         order=order,
         key_value_order=None,
@@ -237,6 +243,7 @@ def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareCon
         projections_closed_form=cost.projection_multiplications(T, layer.d_model, layer.d_k, layer.d_v),
         projections_counted=projections,
         span=measure_span(layer, x),
+        path=measure_paths(lambda rows: layer(rows)[0], x, sources=(0,)),
         reach=_reach(layer, x, layer.d_v, config),
         order=order,
         key_value_order=pairs,
