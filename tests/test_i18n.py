@@ -1,19 +1,21 @@
 """Languages (seqlab.i18n): the Spanish catalogue is complete, compiled and matches the code; numbers per language.
 
-The catalogue checks read ``src/seqlab/locale/es/LC_MESSAGES/seqlab.po`` with Babel, compile it in memory
-and compare it with the committed ``seqlab.mo``; every ``_("…")`` literal in the package must be a msgid.
+The catalogue checks read every ``src/seqlab/locale/es/LC_MESSAGES/<domain>.po`` with Babel (one domain per
+command: ``seqlab`` for compare, ``table1``, ``bench``…), compile it in memory and compare it with the committed
+``.mo``; every ``_("…")`` literal in a module must be a msgid of the domain its ``translator`` names.
 """
 
 from __future__ import annotations
 
 import gettext
 import io
+import re
 import string
 from importlib import resources
 from pathlib import Path
 
 import pytest
-from babel.messages.extract import extract_from_dir
+from babel.messages.extract import extract_from_file
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 
@@ -22,18 +24,21 @@ from seqlab.i18n import LANGUAGES, check_language, default_language, format_inte
 
 PACKAGE = Path(str(resources.files("seqlab")))
 MESSAGES = PACKAGE / "locale" / "es" / "LC_MESSAGES"
-COMPILE = "pybabel compile -d src/seqlab/locale -D seqlab"
+DOMAINS = sorted(path.stem for path in MESSAGES.glob("*.po"))
 LOCALE_VARIABLES = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
+DOMAIN_CALL = re.compile(r"translator\([^()]*?,\s*[\"'](\w+)[\"']\)")
 
 
-@pytest.fixture(scope="module")
-def catalogue():
-    with open(MESSAGES / "seqlab.po", "rb") as po:
+def compile_command(domain: str) -> str:
+    return f"pybabel compile -d src/seqlab/locale -D {domain} -l es"
+
+
+def read_catalogue(domain: str):
+    with open(MESSAGES / f"{domain}.po", "rb") as po:
         return read_po(po, locale="es")
 
 
-@pytest.fixture(scope="module")
-def messages(catalogue):
+def real_messages(catalogue) -> dict[str, str]:
     """msgid -> msgstr for every real message (the header excluded)."""
     return {message.id: message.string for message in catalogue if message.id}
 
@@ -42,45 +47,64 @@ def placeholders(text: str) -> set[str]:
     return {field for _, field, _, _ in string.Formatter().parse(text) if field is not None}
 
 
-# --- The catalogue ----------------------------------------------------------------------------------
+def used_by_domain() -> dict[str, dict[str, str]]:
+    """domain -> {msgid: where} for every _("…") literal, by the domain its module's translator names."""
+    used: dict[str, dict[str, str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        domains = set(DOMAIN_CALL.findall(source)) or {"seqlab"}
+        assert len(domains) == 1, f"{path}: one catalogue domain per module, found {domains}"
+        domain = domains.pop()
+        for lineno, message, _comments, _context in extract_from_file("python", str(path), keywords={"_": None}):
+            assert isinstance(message, str) and message, f"{path}:{lineno}: _() needs one string literal"
+            used.setdefault(domain, {}).setdefault(message, f"{path.name}:{lineno}")
+    return used
 
-def test_every_message_is_translated_with_the_same_placeholders(messages):
-    assert len(messages) >= 40
+
+# --- The catalogues ---------------------------------------------------------------------------------
+
+def test_the_main_catalogue_exists():
+    assert "seqlab" in DOMAINS
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_every_message_is_translated_with_the_same_placeholders(domain):
+    messages = real_messages(read_catalogue(domain))
+    assert messages, f"{domain}.po has no messages"
     for msgid, msgstr in messages.items():
         assert isinstance(msgid, str), f"plural entries are not expected: {msgid!r}"
         assert msgstr.strip(), f"empty translation for {msgid!r}"
         assert placeholders(msgstr) == placeholders(msgid), f"placeholders differ in {msgid!r} -> {msgstr!r}"
 
 
-def test_no_message_is_fuzzy(catalogue):
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_nothing_is_fuzzy(domain):
+    catalogue = read_catalogue(domain)
+    assert not catalogue.fuzzy, f"remove '#, fuzzy' from {domain}.po's header, or `{compile_command(domain)}` skips it"
     fuzzy = [message.id for message in catalogue if message.id and message.fuzzy]
     assert fuzzy == [], f"fuzzy translations are skipped when compiling: {fuzzy}"
 
 
-def test_catalogue_header_is_not_fuzzy(catalogue):
-    assert not catalogue.fuzzy, f"remove '#, fuzzy' from seqlab.po's header, or `{COMPILE}` will not compile it"
-
-
-def test_compiled_catalogue_is_current(catalogue):
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_compiled_catalogue_is_current(domain):
     compiled = io.BytesIO()
-    write_mo(compiled, catalogue)
+    write_mo(compiled, read_catalogue(domain))
     expected = gettext.GNUTranslations(io.BytesIO(compiled.getvalue()))._catalog
-    with open(MESSAGES / "seqlab.mo", "rb") as mo:
+    with open(MESSAGES / f"{domain}.mo", "rb") as mo:
         committed = gettext.GNUTranslations(mo)._catalog
-    assert committed == expected, f"seqlab.mo is out of date with seqlab.po: run `{COMPILE}`"
+    assert committed == expected, f"{domain}.mo is out of date with {domain}.po: run `{compile_command(domain)}`"
 
 
-def test_every_translated_string_in_the_code_is_in_the_catalogue(messages):
-    extracted = list(extract_from_dir(str(PACKAGE), method_map=[("**.py", "python")]))
-    used = {}
-    for filename, lineno, message, _comments, _context in extracted:
-        assert isinstance(message, str) and message, f"{filename}:{lineno}: _() needs one string literal"
-        used.setdefault(message, f"{filename}:{lineno}")
-    assert len(used) >= 40  # the extractor really found the renderer's messages
-    missing = {message: where for message, where in used.items() if message not in messages}
-    assert missing == {}, f"strings outside the catalogue (add them to seqlab.po, then `{COMPILE}`): {missing}"
-    unused = set(messages) - set(used)
-    assert unused == set(), f"msgids no code uses any more: {unused}"
+def test_every_translated_string_in_the_code_is_in_its_catalogue():
+    used = used_by_domain()
+    assert len(used.get("seqlab", {})) >= 40  # the extractor really found the compare renderer's messages
+    for domain, messages_used in used.items():
+        assert domain in DOMAINS, f"no catalogue {domain}.po for {sorted(messages_used.values())[:3]}"
+        messages = real_messages(read_catalogue(domain))
+        missing = {m: where for m, where in messages_used.items() if m not in messages}
+        assert missing == {}, f"strings outside {domain}.po (add them, then `{compile_command(domain)}`): {missing}"
+        unused = set(messages) - set(messages_used)
+        assert unused == set(), f"msgids of {domain}.po no code uses any more: {unused}"
 
 
 def test_translator():
