@@ -1,0 +1,63 @@
+"""``seqlab profile``: work, span and path of your own module (parse, build, call the study, render)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from seqlab.cli import app
+from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
+from seqlab.errors import SeqlabError
+
+#: Which option each library parameter comes from, to point an error at the right one.
+OPTIONS = {"factory": "'FACTORY'", "module": "'FACTORY'", "d_model": "'--d-model'", "x": "'--seq-len'",
+           "sources": "'--all-sources'"}
+
+#: Longest sequence ``profile`` accepts; the path analysis's own memory guard still applies below it.
+MAX_SEQ_LEN = 65_536
+
+
+@app.command()
+def profile(
+    factory: Annotated[str, typer.Argument(metavar="FACTORY",
+                                           help="module.path:factory — called with d_model, it returns an "
+                                                "nn.Module that maps x (B, T, d_model) to (B, T, d_out).")],
+    seq_len: Annotated[int, typer.Option("--seq-len", parser=integer_at_least(1, MAX_SEQ_LEN), metavar="INTEGER",
+                                         help="Number of positions T of the input.")] = 64,
+    d_model: Annotated[int, typer.Option("--d-model", parser=integer_at_least(1), metavar="INTEGER",
+                                         help="Width of the input, passed to the factory.")] = 128,
+    batch: Annotated[int, typer.Option("--batch", parser=integer_at_least(1, 4096), metavar="INTEGER",
+                                       help="Batch size B of the input.")] = 1,
+    seed: Annotated[int, typer.Option("--seed", parser=integer_at_least(0), metavar="INTEGER",
+                                      help="Seed of the random input and of the factory's weights.")] = 0,
+    all_sources: Annotated[bool, typer.Option("--all-sources", help="Measure paths from every position, not "
+                                              "only the two ends (memory grows with T).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON.")] = False,
+    lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
+) -> None:
+    """Work, span and path length of your own sequence module: Table 1's three columns for any layer."""
+    import torch
+
+    from seqlab.studies.profile import build_from_factory
+    from seqlab.studies.profile import profile as measure_profile
+
+    lang = language(lang)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            module = build_from_factory(factory, d_model)
+        x = torch.randn(batch, seq_len, d_model, generator=torch.Generator().manual_seed(seed))  # (B, T, d)
+        result = measure_profile(module, x, sources="all" if all_sources else None)
+    except SeqlabError as error:
+        raise bad_parameter(error, OPTIONS, "'FACTORY'") from None
+    if as_json:
+        from seqlab.render.json_output import to_json
+
+        typer.echo(to_json(result))
+        return
+    from rich.console import Console
+
+    from seqlab.render.table1 import profile_table
+
+    Console().print(profile_table(result, lang))

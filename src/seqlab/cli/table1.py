@@ -1,0 +1,102 @@
+"""``seqlab table1``: Table 1 of the paper, measured (parse, call the study, render)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from seqlab.cli import app
+from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
+from seqlab.errors import SeqlabError
+
+#: Which option each library parameter comes from, to point an error at the right one.
+OPTIONS = {"lengths": "'--lengths'", "T": "'--lengths'", "d_model": "'--d-model'", "kernel": "'--kernel'",
+           "window": "'--window'"}
+
+
+def integer_list(text: str, minimum: int, option: str) -> tuple[int, ...]:
+    """Parse ``16,32,64``: integers >= ``minimum`` separated by commas; the error names the option and text.
+
+    >>> integer_list("16, 32,64", 2, "'--lengths'")
+    (16, 32, 64)
+    """
+    parts = [part.strip() for part in str(text).split(",")]
+    try:
+        values = tuple(int(part, 10) for part in parts)
+    except ValueError:
+        values = ()
+    if not values or any(value < minimum for value in values):
+        raise typer.BadParameter(f"expected integers >= {minimum} separated by commas, received {text!r}",
+                                 param_hint=option)
+    return values
+
+
+def _plot_stem(plot: str) -> Path:
+    """``--plot PATH``: a directory gets table1.png/.svg inside; otherwise PATH.png and PATH.svg."""
+    path = Path(plot)
+    if path.is_dir():
+        return path / "table1"
+    if path.suffix.lower() in (".png", ".svg"):
+        path = path.with_suffix("")
+    if not path.parent.is_dir():
+        raise typer.BadParameter(f"the folder of {plot!r} does not exist", param_hint="'--plot'")
+    return path
+
+
+@app.command()
+def table1(
+    lengths: Annotated[Optional[str], typer.Option(
+        "--lengths", metavar="T1,T2,...",
+        help="Sequence lengths, at least 3, each >= 2 (default 16,32,64,128,256; --quick: 16,32,64).")] = None,
+    d_model: Annotated[Optional[str], typer.Option(
+        "--d-model", metavar="D[,D...]",
+        help="Width d of every layer; several separated by commas also fit the work against d "
+             "(default 64; --quick: 32).")] = None,
+    kernel: Annotated[int, typer.Option("--kernel", parser=integer_at_least(3), metavar="INTEGER",
+                                        help="Convolution kernel width k, odd and >= 3. The dilated stack's depth "
+                                             "⌈log_b T⌉, b = (k + 1)/2, grows in even steps at lengths that "
+                                             "are powers of b (16…256 for k = 3; 9,27,81,243 for k = 5).")] = 3,
+    window: Annotated[int, typer.Option("--window", parser=integer_at_least(1), metavar="INTEGER",
+                                        help="Restricted attention window r: position i sees |j - i| <= r.")] = 4,
+    quick: Annotated[bool, typer.Option("--quick", help="Fewer lengths and a smaller d (a few seconds).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print every raw measurement and fit as JSON.")] = False,
+    plot: Annotated[Optional[str], typer.Option(
+        "--plot", metavar="PATH", help="Also draw work, span and path against T: writes PATH.png and PATH.svg "
+                                       "(PATH/table1.png and .svg when PATH is a folder).")] = None,
+    lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
+) -> None:
+    """Table 1 of "Attention Is All You Need" by measurement: work, sequential operations and path length."""
+    from seqlab.studies.table1 import (DEFAULT_D_MODEL, DEFAULT_LENGTHS, QUICK_D_MODEL, QUICK_LENGTHS, Table1Config,
+                                       check_table1_size, run_table1)
+
+    lang = language(lang)
+    parsed_lengths = integer_list(lengths, 2, "'--lengths'") if lengths is not None else \
+        (QUICK_LENGTHS if quick else DEFAULT_LENGTHS)
+    widths = integer_list(d_model, 1, "'--d-model'") if d_model is not None else \
+        ((QUICK_D_MODEL if quick else DEFAULT_D_MODEL),)
+    stem = _plot_stem(plot) if plot is not None else None
+    config = Table1Config(lengths=parsed_lengths, d_models=widths, kernel=kernel, window=window)
+    try:
+        config = check_table1_size(config)
+        result = run_table1(config)
+    except SeqlabError as error:
+        raise bad_parameter(error, OPTIONS, "'--lengths' / '--d-model'") from None
+    if stem is not None:
+        from seqlab.render.table1 import plot_table1
+
+        try:
+            plot_table1(result, stem, lang)
+        except OSError as error:
+            raise typer.BadParameter(f"cannot write {str(stem)!r}: {error}", param_hint="'--plot'") from None
+    if as_json:
+        from seqlab.render.json_output import to_json
+
+        typer.echo(to_json(result))
+        return
+    from rich.console import Console
+
+    from seqlab.render.table1 import render_table1
+
+    Console().print(render_table1(result, lang))

@@ -1,0 +1,301 @@
+"""``seqlab profile``: Table 1's three measurements on any sequence module of your own (L1–L4).
+
+Given a module that maps x (B, T, d) to y (B, T, d_out) — or a tuple whose first element is y — this
+measures, on one real forward pass each:
+
+* **work** — multiplications counted while it runs (:func:`~seqlab.measure.work.count_multiplications`:
+  one per multiply-add; ops that may multiply but have no formula are named, never counted as 0);
+* **span** — the longest chain of dependent ops, in ops and in matrix products
+  (:func:`~seqlab.measure.trace.measure_span`; fused kernels are switched off and any that still ran
+  are named);
+* **path** — least products and ops between input and output positions
+  (:func:`~seqlab.measure.paths.measure_paths`), summarised as the longest path among the measured
+  sources and the path from position 0 to T - 1; ops without a path rule are named.
+
+The module is measured in eval mode (dropout would change each pass) and put back in the mode it was
+in. The traces are counts, not times, and run on one CPU thread (the caller's setting is restored):
+their many small tensors go much faster that way. If any of the three traces fails inside PyTorch or the engine, the error names the ATen op that
+was running (or the last one that ran), so you know what to rewrite or report.
+
+Shapes: B batch, T positions, d input width, d_out output width, S measured source positions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.measure.ops import op_name
+from seqlab.measure.paths import measure_paths
+from seqlab.measure.trace import measure_span
+from seqlab.measure.work import count_multiplications
+
+__all__ = ["PathSummary", "ProfileResult", "build_from_factory", "load_factory", "profile"]
+
+
+@dataclass(frozen=True)
+class PathSummary:
+    """What the path matrix says, in both units.
+
+    Attributes:
+        sources: input positions measured (0-based).
+        longest_products, longest_ops: the longest least-path over every measured source and every
+            output position that depends on it (Table 1's "maximum path length"); None if no output
+            depends on any measured source.
+        first_to_last_products, first_to_last_ops: from input position 0 to output position T - 1
+            (None when y_{T-1} does not depend on x_0).
+        last_to_first_products, last_to_first_ops: from T - 1 back to 0 (None for a causal module).
+        fallbacks: ops with no path rule, treated as all-to-all (name → calls).
+    """
+
+    sources: tuple[int, ...]
+    longest_products: int | None
+    longest_ops: int | None
+    first_to_last_products: int | None
+    first_to_last_ops: int | None
+    last_to_first_products: int | None
+    last_to_first_ops: int | None
+    fallbacks: dict[str, int]
+
+
+@dataclass(frozen=True)
+class ProfileResult:
+    """The three measurements of one module on one input.
+
+    Attributes:
+        module: the module's class name.
+        shape: the input's shape; T its positions (dim -2), d_model its width.
+        multiplications: counted (multiply-adds; FLOPs are 2×); by_op: per op name.
+        unaccounted: ops that ran and may multiply but have no formula (name → calls).
+        span_ops, span_products: the longest chain in ops and in matrix products.
+        total_ops, total_products: every compute op and product of the pass (work in ops).
+        fused: fused kernels that still ran as one op, their inner chain unseen (name → calls).
+        path: :class:`PathSummary`.
+        dtype: the input's dtype; threads: CPU threads the traces ran on (1); torch_version.
+    """
+
+    module: str
+    shape: tuple[int, ...]
+    T: int
+    d_model: int
+    multiplications: int
+    by_op: dict[str, int]
+    unaccounted: dict[str, int]
+    span_ops: int
+    span_products: int
+    total_ops: int
+    total_products: int
+    fused: dict[str, int]
+    path: PathSummary
+    dtype: str
+    threads: int
+    torch_version: str
+
+    @property
+    def complete(self) -> bool:
+        """True when every op was counted, traced and given a path rule."""
+        return not (self.unaccounted or self.fused or self.path.fallbacks)
+
+
+class _OpRecorder(TorchDispatchMode):
+    """Remembers the ATen op being dispatched (``current``) and the last one that finished (``last``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.current: str | None = None
+        self.last: str | None = None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.current = op_name(func)
+        out = func(*args, **(kwargs or {}))
+        self.last, self.current = self.current, None
+        return out
+
+
+def _first(output: object) -> object:
+    return output[0] if isinstance(output, tuple) and output else output
+
+
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    """Run on one CPU thread, then restore the caller's setting."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@contextlib.contextmanager
+def _eval_mode(module: object) -> Iterator[None]:
+    """Eval mode while measuring, then the module's own mode again."""
+    if not isinstance(module, torch.nn.Module):
+        yield
+        return
+    was_training = module.training
+    module.eval()
+    try:
+        yield
+    finally:
+        module.train(was_training)
+
+
+def _traced(stage: str, module: Callable[..., Any], x: Tensor, measure: Callable[[Callable[..., Any]], Any]) -> Any:
+    """Run one measurement; if it fails, raise SeqlabError naming the stage and the ATen op."""
+    recorder = _OpRecorder()
+
+    def recorded(z: Tensor) -> Any:
+        with recorder:  # entered inside the engine's own mode, so it sees every op first
+            return module(z)
+
+    try:
+        return measure(recorded)
+    except SeqlabError:
+        raise
+    except Exception as error:  # noqa: BLE001 - any failure inside a trace is reported with its op
+        name = type(module).__name__
+        if recorder.current is not None:
+            where = f"op {recorder.current} failed"
+        elif recorder.last is not None:
+            where = f"failed after op {recorder.last}"
+        else:
+            where = "failed before any op ran"
+        raise SeqlabError(f"the {stage} cannot trace {name}: {where} ({type(error).__name__}: {error})",
+                          parameter="module") from error
+
+
+def _check_input(module: object, x: object) -> Tensor:
+    if not callable(module):
+        raise SeqlabError(f"module must be a torch.nn.Module (or callable) taking x (B, T, d), received "
+                          f"{type(module).__name__}", parameter="module")
+    if not isinstance(x, Tensor) or x.dim() not in (2, 3) or not x.is_floating_point() or x.shape[-2] < 1:
+        got = f"{x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, Tensor) else type(x).__name__
+        raise SeqlabError(f"x must be a floating tensor of shape (B, T, d) or (T, d) with T >= 1, received {got}",
+                          parameter="x")
+    return x
+
+
+def _resolve_sources(sources: Sequence[int] | str | None, T: int) -> tuple[int, ...]:
+    if sources is None:
+        return (0,) if T == 1 else (0, T - 1)
+    if sources == "all":
+        return tuple(range(T))
+    if isinstance(sources, str) or not isinstance(sources, Sequence) or not sources or any(
+            isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < T for s in sources):
+        raise SeqlabError(f"sources must be 'all' or positions in [0, {T - 1}], received {sources!r}",
+                          parameter="sources")
+    return tuple(dict.fromkeys(sources))
+
+
+def profile(module: Callable[..., Any], x: Tensor, *, sources: Sequence[int] | str | None = None) -> ProfileResult:
+    """Measure work, span and path of ``module`` on ``x``: Table 1's three columns for your own layer.
+
+    >>> rnn = torch.nn.RNN(4, 4, batch_first=True)
+    >>> result = profile(rnn, torch.randn(1, 6, 4))
+    >>> result.multiplications, result.span_products, result.path.first_to_last_products  # 6 * (16 + 16)
+    (192, 6, 6)
+
+    Args:
+        module: maps x to y (…, T, d_out), or to a tuple whose first element is y (as ``nn.RNN``).
+        x: (B, T, d) or (T, d), floating.
+        sources: input positions to measure paths from: None for the two ends 0 and T - 1 (enough for
+            the layers of Table 1, and cheap), ``"all"`` for every position, or a list of positions.
+            Path memory grows with their number.
+
+    Returns:
+        A :class:`ProfileResult`.
+
+    Raises:
+        SeqlabError: ``module`` is not callable; ``x`` is not a floating (B, T, d) or (T, d) tensor;
+            the module fails on ``x`` or returns no (…, T, d_out) tensor; ``sources`` are out of range;
+            or a trace fails (the message names the op); or the path analysis would not fit in memory.
+    """
+    x = _check_input(module, x)
+    T = x.shape[-2]
+    chosen = _resolve_sources(sources, T)
+    with _eval_mode(module), _one_thread():
+        threads = torch.get_num_threads()
+        try:
+            with torch.no_grad():
+                y = _first(module(x))
+        except Exception as error:  # noqa: BLE001 - the user's module failing on its input
+            raise SeqlabError(f"{type(module).__name__} fails on x of shape {tuple(x.shape)}: "
+                              f"{type(error).__name__}: {error}", parameter="module") from error
+        if not isinstance(y, Tensor) or y.dim() < 2 or y.shape[-2] != T:
+            got = f"shape {tuple(y.shape)}" if isinstance(y, Tensor) else type(y).__name__
+            raise SeqlabError(f"{type(module).__name__} must return a tensor with the {T} positions on dim -2 "
+                              f"(or a tuple whose first element is one), received {got}", parameter="module")
+        with torch.no_grad():
+            work = _traced("work counter", module, x, lambda run: count_multiplications(run, x))
+        span = _traced("span tracer", module, x, lambda run: measure_span(run, x))
+        paths = _traced("path tracer", module, x, lambda run: measure_paths(run, x, sources=chosen))
+
+    def between(source: int, target: int, unit: str) -> int | None:
+        return paths.row(source, unit)[target] if source in chosen else None
+
+    summary = PathSummary(
+        sources=chosen, longest_products=paths.longest("products"), longest_ops=paths.longest("ops"),
+        first_to_last_products=between(0, T - 1, "products"), first_to_last_ops=between(0, T - 1, "ops"),
+        last_to_first_products=between(T - 1, 0, "products"), last_to_first_ops=between(T - 1, 0, "ops"),
+        fallbacks=dict(paths.fallbacks))
+    return ProfileResult(
+        module=type(module).__name__, shape=tuple(x.shape), T=T, d_model=x.shape[-1],
+        multiplications=work.multiplications, by_op=dict(work.by_op), unaccounted=dict(work.unaccounted),
+        span_ops=span.ops, span_products=span.products, total_ops=span.total_ops,
+        total_products=span.total_products, fused=dict(span.fused), path=summary,
+        dtype=str(x.dtype).removeprefix("torch."), threads=threads, torch_version=torch.__version__)
+
+
+def load_factory(spec: str) -> Callable[[int], Any]:
+    """Import ``module.path:attribute`` and return the attribute, a factory called with d_model.
+
+    >>> load_factory("torch.nn:Identity")
+    <class 'torch.nn.modules.linear.Identity'>
+
+    Raises:
+        SeqlabError: the text is not ``module:attribute``, the module cannot be imported, it has no
+            such attribute, or the attribute is not callable.
+    """
+    module_name, sep, attribute = spec.partition(":") if isinstance(spec, str) else ("", "", "")
+    if not sep or not module_name or not attribute:
+        raise SeqlabError(f"expected module.path:factory, received {spec!r}", parameter="factory")
+    try:
+        imported = importlib.import_module(module_name)
+    except Exception as error:  # noqa: BLE001 - ImportError, or whatever the imported module raises
+        raise SeqlabError(f"cannot import {module_name!r} from {spec!r}: {type(error).__name__}: {error}",
+                          parameter="factory") from error
+    factory: Any = imported
+    for part in attribute.split("."):
+        if not hasattr(factory, part):
+            raise SeqlabError(f"{module_name!r} has no attribute {attribute!r} (from {spec!r})", parameter="factory")
+        factory = getattr(factory, part)
+    if not callable(factory):
+        raise SeqlabError(f"{spec!r} is a {type(factory).__name__}, not a callable factory", parameter="factory")
+    return factory
+
+
+def build_from_factory(spec: str, d_model: int) -> torch.nn.Module:
+    """``load_factory(spec)(d_model)``, checked to be a module.
+
+    Raises:
+        SeqlabError: as :func:`load_factory`; the factory fails; or it returns no ``nn.Module``.
+    """
+    d_model = require_positive_int("d_model", d_model)
+    factory = load_factory(spec)
+    try:
+        module = factory(d_model)
+    except Exception as error:  # noqa: BLE001 - the user's factory failing
+        raise SeqlabError(f"{spec}({d_model}) failed: {type(error).__name__}: {error}", parameter="factory") from error
+    if not isinstance(module, torch.nn.Module):
+        raise SeqlabError(f"{spec}({d_model}) must return a torch.nn.Module, received {type(module).__name__}",
+                          parameter="factory")
+    return module

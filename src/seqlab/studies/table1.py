@@ -1,0 +1,637 @@
+"""``seqlab table1``: Table 1 of "Attention Is All You Need", measured instead of quoted (L1–L4, L7).
+
+The paper compares layer types on three columns, as orders of growth in the length n (= T):
+
+=================================  ==============  ================  ======================
+layer type                         work per layer  sequential ops    maximum path length
+=================================  ==============  ================  ======================
+self-attention                     O(n²·d)         O(1)              O(1)
+recurrent (Elman RNN, LSTM, GRU)   O(n·d²)         O(n)              O(n)
+convolutional, contiguous          O(k·n·d²)       O(1)              O(n/k)
+convolutional, dilated             O(k·n·d²)       O(1)              O(log_k(n))
+self-attention (restricted)        O(r·n·d)        O(1)              O(n/r)
+=================================  ==============  ================  ======================
+
+For every layer type and every T this study builds the layer (seeded, eval mode, float32, batch 1)
+and measures, with the engine of :mod:`seqlab.measure`:
+
+* **work** — multiplications counted while ONE layer runs (:func:`~seqlab.measure.work.count_multiplications`).
+  Scope: recurrences and convolutions, the whole layer (input and recurrent products; bias, gates and
+  activations are not multiplications by the lesson's convention); the two attention types, the
+  attention call only — scores and mix, Q/K/V projections excluded — which is what the paper's
+  O(n²·d) and O(r·n·d) count (L6). Each count is checked against its closed form.
+* **sequential operations** — the span of ONE layer (:func:`~seqlab.measure.trace.measure_span`), in
+  compute ops and in matrix products, projections included.
+* **maximum path length** — on the *stack that connects all positions* (one layer for attention and
+  the recurrences; :func:`~seqlab.layers.convolution.layers_to_connect` and
+  :func:`~seqlab.layers.restricted.layers_to_connect` layers otherwise), the least path from position
+  0 to T - 1 and from T - 1 to 0 (:func:`~seqlab.measure.paths.measure_paths` with ``sources=(0, T-1)``
+  and every layer's output in one trace): the shallowest depth at which the two ends connect, the
+  longer of the two directions that connect.
+
+The verdicts use **ops**, the paper's unit for both columns: in matrix products the gated recurrences'
+cell state is a path that crosses no W_hh (1 product however far), yet it still takes a few ops per
+position (L3: a bypass, not a shortcut); products are measured and reported beside.
+
+Each series is fitted against T by least squares two ways: a power law (slope of ln y on ln T: the
+exponent) and a logarithm (y ≈ a + b·ln T). The model with the smaller RMS error of ln(ŷ/y) is kept —
+the logarithm only when its error is under half the power law's, so a constant stays "n^0". A cell
+*matches* when the kept model is the paper's and, for a power, the exponent is within 0.1 of it
+(0 for O(1), 1 for n, 2 for n²).
+
+Measurements are counts, not times: they run on one CPU thread (restored afterwards), which is much
+faster for the many small tensors of a trace.
+
+Shapes: T positions, d = d_model = d_k = d_v = d_h, k kernel width, r window.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from seqlab import cost
+from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.layers import convolution, restricted
+from seqlab.layers.attention import SelfAttention
+from seqlab.layers.convolution import ConvolutionStack, convolution_multiplications
+from seqlab.layers.recurrent import ElmanRNN
+from seqlab.layers.restricted import RestrictedAttentionStack, RestrictedSelfAttention
+from seqlab.measure.paths import PathMatrix, measure_paths
+from seqlab.measure.trace import measure_span
+from seqlab.measure.work import WorkCount, count_multiplications
+from seqlab.memory import MemoryEstimate, require_fits
+
+DEFAULT_LENGTHS = (16, 32, 64, 128, 256)
+QUICK_LENGTHS = (16, 32, 64)
+DEFAULT_D_MODEL = 64
+QUICK_D_MODEL = 32
+DEFAULT_KERNEL = 3
+DEFAULT_WINDOW = 4
+MAX_LENGTH = 4096
+MAX_WIDTH = 4096
+#: A power-law exponent within this of the paper's matches it.
+TOLERANCE = 0.1
+#: The logarithm is kept only when its error is below this share of the power law's.
+LOG_PREFERENCE = 0.5
+
+LAYER_TYPES = ("self_attention", "rnn", "lstm", "gru", "convolution", "dilated_convolution", "restricted")
+
+
+@dataclass(frozen=True)
+class Growth:
+    """An order of growth in T: ``model`` "power" with ``exponent`` (n^exponent), or "log" (log n)."""
+
+    model: str
+    exponent: float = 0.0
+
+    def matches(self, fit: Fit) -> bool:
+        """Whether a fit shows this growth: same model and, for a power, exponent within :data:`TOLERANCE`."""
+        if fit.model != self.model:
+            return False
+        return self.model == "log" or abs(fit.exponent - self.exponent) <= TOLERANCE
+
+
+CONSTANT, LINEAR, QUADRATIC, LOGARITHMIC = Growth("power", 0.0), Growth("power", 1.0), Growth("power", 2.0), \
+    Growth("log")
+
+
+@dataclass(frozen=True)
+class PaperRow:
+    """One row of the paper's Table 1: the three entries as printed and the growth in T each means.
+
+    ``width_exponent`` is the growth of the work in d at fixed T (2 for d², 1 for d).
+    """
+
+    complexity: str
+    sequential: str
+    path: str
+    work: Growth
+    span: Growth
+    path_growth: Growth
+    width_exponent: float
+
+
+PAPER = {
+    "self_attention": PaperRow("O(n²·d)", "O(1)", "O(1)", QUADRATIC, CONSTANT, CONSTANT, 1.0),
+    "rnn": PaperRow("O(n·d²)", "O(n)", "O(n)", LINEAR, LINEAR, LINEAR, 2.0),
+    "lstm": PaperRow("O(n·d²)", "O(n)", "O(n)", LINEAR, LINEAR, LINEAR, 2.0),
+    "gru": PaperRow("O(n·d²)", "O(n)", "O(n)", LINEAR, LINEAR, LINEAR, 2.0),
+    "convolution": PaperRow("O(k·n·d²)", "O(1)", "O(n/k)", LINEAR, CONSTANT, LINEAR, 2.0),
+    "dilated_convolution": PaperRow("O(k·n·d²)", "O(1)", "O(log_k(n))", LINEAR, CONSTANT, LOGARITHMIC, 2.0),
+    "restricted": PaperRow("O(r·n·d)", "O(1)", "O(n/r)", LINEAR, CONSTANT, LINEAR, 1.0),
+}
+"""Table 1 of Vaswani et al. (2017), one entry per layer type measured here (n = T)."""
+
+
+# --- closed forms and fits -----------------------------------------------------------------------
+
+def gated_recurrence_multiplications(T: int, d_model: int, d_h: int, gates: int) -> int:
+    """Multiplications of a gated recurrence (G gates: LSTM 4, GRU 3, tanh RNN 1): T·G·d_h·(d_model + d_h).
+
+    Every step multiplies the input by W_ih (G·d_h × d_model) and the state by W_hh (G·d_h × d_h);
+    gate products, activations and biases are not counted (L5 with gates).
+
+    >>> gated_recurrence_multiplications(256, 64, 64, 4)  # 256 * 4 * 64 * 128
+    8388608
+
+    Raises:
+        SeqlabError: an argument is not an integer >= 1.
+    """
+    T, d_model, d_h = (require_positive_int(n, v) for n, v in (("T", T), ("d_model", d_model), ("d_h", d_h)))
+    return T * require_positive_int("gates", gates) * d_h * (d_model + d_h)
+
+
+def closed_form_work(layer: str, T: int, d: int, kernel: int, window: int) -> int:
+    """Multiplications of one layer of type ``layer`` by its closed form (the scope of :func:`run_table1`).
+
+    >>> closed_form_work("self_attention", 16, 8, 3, 4), closed_form_work("restricted", 16, 8, 3, 4)
+    (4096, 2304)
+
+    Raises:
+        SeqlabError: unknown layer type or a size that is not a positive integer.
+    """
+    forms: dict[str, Callable[[], int]] = {
+        "self_attention": lambda: cost.attention_multiplications(T, d, d),
+        "rnn": lambda: cost.recurrence_multiplications(T, d, d),
+        "lstm": lambda: gated_recurrence_multiplications(T, d, d, 4),
+        "gru": lambda: gated_recurrence_multiplications(T, d, d, 3),
+        "convolution": lambda: convolution_multiplications(T, d, kernel),
+        "dilated_convolution": lambda: convolution_multiplications(T, d, kernel),
+        "restricted": lambda: restricted.restricted_attention_multiplications(T, window, d, d),
+    }
+    if layer not in forms:
+        raise SeqlabError(f"layer must be one of {', '.join(LAYER_TYPES)}; received {layer!r}", parameter="layer")
+    return forms[layer]()
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Growth of a series y(x) fitted two ways by least squares, and the model kept.
+
+    Attributes:
+        model: "power" or "log", the kept model (see :func:`fit_growth`).
+        exponent: slope of ln y on ln x (the power law's exponent).
+        prefactor: exp(intercept): y ≈ prefactor · x^exponent.
+        log_intercept, log_slope: a and b of y ≈ a + b·ln x.
+        power_error, log_error: RMS of ln(ŷ/y) of each model (inf where the logarithm predicts y ≤ 0).
+    """
+
+    model: str
+    exponent: float
+    prefactor: float
+    log_intercept: float
+    log_slope: float
+    power_error: float
+    log_error: float
+
+
+def _least_squares(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    """(intercept, slope) of the least-squares line through the points."""
+    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
+    s_xx = sum((x - mean_x) ** 2 for x in xs)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / s_xx
+    return mean_y - slope * mean_x, slope
+
+
+def fit_growth(xs: Sequence[int], ys: Sequence[float]) -> Fit:
+    """Fit y ≈ c·x^p and y ≈ a + b·ln x; keep the logarithm only if its error is under half the power law's.
+
+    Errors are compared in the same space, RMS of ln(ŷ/y), so a constant (both exact) stays a power
+    law of exponent 0.
+
+    >>> round(fit_growth([16, 32, 64], [512, 2048, 8192]).exponent, 6)  # y = 2 x²
+    2.0
+    >>> fit = fit_growth([16, 32, 64, 128], [4, 5, 6, 7])  # y = log2 x
+    >>> fit.model, round(fit.log_slope * math.log(2), 6)
+    ('log', 1.0)
+
+    Args:
+        xs: at least 3 distinct positive sizes.
+        ys: as many positive values.
+
+    Returns:
+        A :class:`Fit`.
+
+    Raises:
+        SeqlabError: fewer than 3 points, lengths differ, repeated or non-positive x, or y ≤ 0.
+    """
+    if len(xs) != len(ys) or len(set(xs)) < 3:
+        raise SeqlabError(f"a growth fit needs at least 3 distinct sizes with one value each, received "
+                          f"{list(xs)} and {list(ys)}")
+    if any(x <= 0 for x in xs) or any(y is None or not y > 0 for y in ys):
+        raise SeqlabError(f"a growth fit needs positive sizes and values, received {list(xs)} and {list(ys)}")
+    log_x = [math.log(x) for x in xs]
+    log_y = [math.log(y) for y in ys]
+    intercept, exponent = _least_squares(log_x, log_y)
+    power_error = math.sqrt(sum((intercept + exponent * lx - ly) ** 2 for lx, ly in zip(log_x, log_y)) / len(xs))
+    a, b = _least_squares(log_x, [float(y) for y in ys])
+    predicted = [a + b * lx for lx in log_x]
+    log_error = math.inf if any(p <= 0 for p in predicted) else \
+        math.sqrt(sum((math.log(p) - ly) ** 2 for p, ly in zip(predicted, log_y)) / len(xs))
+    keep_log = b > 0 and log_error < LOG_PREFERENCE * power_error
+    return Fit(model="log" if keep_log else "power", exponent=exponent, prefactor=math.exp(intercept),
+               log_intercept=a, log_slope=b, power_error=power_error, log_error=log_error)
+
+
+# --- measurements --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Sample:
+    """Everything measured on one layer type at one (T, d).
+
+    Attributes:
+        T, d_model: the sizes.
+        multiplications: counted on one layer (scope: see the module docstring).
+        closed_form: the same by its closed form (:func:`closed_form_work`).
+        unaccounted: ops the work counter could not count (name → calls); empty when complete.
+        span_ops, span_products: longest chain of one layer, in ops and in matrix products.
+        path_ops, path_products: least path between positions 0 and T - 1 (the longer direction of
+            those that connect) on the stack that connects all positions; None if they never connect.
+        depth: layers in that stack.
+        first_depth: the shallowest depth at which positions 0 and T - 1 connect (None if never).
+        fallbacks: ops the path engine had no rule for (treated as all-to-all), name → calls.
+    """
+
+    T: int
+    d_model: int
+    multiplications: int
+    closed_form: int
+    unaccounted: dict[str, int]
+    span_ops: int
+    span_products: int
+    path_ops: int | None
+    path_products: int | None
+    depth: int
+    first_depth: int | None
+    fallbacks: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of the table: the paper's entry, the fit of the measured series, the verdict."""
+
+    paper: str
+    expected: Growth
+    fit: Fit
+    matches: bool
+
+
+@dataclass(frozen=True)
+class LayerRow:
+    """One layer type at one width: its raw samples (one per T) and the three cells.
+
+    ``path_products_fit`` is the path fitted in matrix products (reported, not judged).
+    """
+
+    layer: str
+    d_model: int
+    samples: tuple[Sample, ...]
+    work: Cell
+    span: Cell
+    path: Cell
+    path_products_fit: Fit
+
+    @property
+    def matches(self) -> bool:
+        """All three cells match the paper."""
+        return self.work.matches and self.span.matches and self.path.matches
+
+
+@dataclass(frozen=True)
+class WidthFit:
+    """Work against d at the largest T, when several widths were measured (d² or d, per the paper)."""
+
+    layer: str
+    T: int
+    d_models: tuple[int, ...]
+    multiplications: tuple[int, ...]
+    expected_exponent: float
+    fit: Fit
+    matches: bool
+
+
+@dataclass(frozen=True)
+class Table1Config:
+    """What to measure. ``lengths``: at least 3 distinct T in [2, MAX_LENGTH]; ``d_models``: widths."""
+
+    lengths: tuple[int, ...] = DEFAULT_LENGTHS
+    d_models: tuple[int, ...] = (DEFAULT_D_MODEL,)
+    kernel: int = DEFAULT_KERNEL
+    window: int = DEFAULT_WINDOW
+    seed: int = 0
+
+    def validated(self) -> Table1Config:
+        """The same config with sorted, de-duplicated sizes.
+
+        Raises:
+            SeqlabError: a T outside [2, MAX_LENGTH], fewer than 3 distinct T, a width outside
+                [1, MAX_WIDTH], an even or too small kernel, a window < 1.
+        """
+        if isinstance(self.lengths, (str, bytes)) or not isinstance(self.lengths, Sequence):
+            raise SeqlabError(f"lengths must be a sequence of integers, received {self.lengths!r}",
+                              parameter="lengths")
+        for T in self.lengths:
+            require_positive_int("T", T, MAX_LENGTH)
+            if T < 2:
+                raise SeqlabError(f"every length must be an integer in [2, {MAX_LENGTH}], received {T}",
+                                  parameter="lengths")
+        lengths = tuple(sorted(set(self.lengths)))
+        if len(lengths) < 3:
+            raise SeqlabError(f"lengths must hold at least 3 distinct values to fit a growth, received "
+                              f"{list(self.lengths)}", parameter="lengths")
+        if isinstance(self.d_models, (str, bytes)) or not isinstance(self.d_models, Sequence) or not self.d_models:
+            raise SeqlabError(f"d_models must be a non-empty sequence of integers, received {self.d_models!r}",
+                              parameter="d_model")
+        d_models = tuple(sorted({require_positive_int("d_model", d, MAX_WIDTH) for d in self.d_models}))
+        convolution.dilation_base(self.kernel)  # odd, >= 3
+        require_positive_int("window", self.window)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise SeqlabError(f"seed must be an integer >= 0, received {self.seed!r}", parameter="seed")
+        return Table1Config(lengths, d_models, self.kernel, self.window, self.seed)
+
+
+@dataclass(frozen=True)
+class Table1Result:
+    """Table 1 measured: every raw sample, the fits, the verdicts.
+
+    Attributes:
+        lengths, d_models, kernel, window, seed: what was measured.
+        rows: one :class:`LayerRow` per layer type and width (widths in order, layer types as in
+            :data:`LAYER_TYPES`).
+        width_fits: work against d at the largest T (empty unless several widths).
+        dtype: dtype of every layer and input; threads: CPU threads the measurements ran on;
+        torch_version: the PyTorch that ran.
+    """
+
+    lengths: tuple[int, ...]
+    d_models: tuple[int, ...]
+    kernel: int
+    window: int
+    seed: int
+    rows: tuple[LayerRow, ...]
+    width_fits: tuple[WidthFit, ...]
+    dtype: str
+    threads: int
+    torch_version: str
+
+    @property
+    def matched(self) -> int:
+        """Cells (three per row, plus the width fits) that match the paper."""
+        cells = [c.matches for row in self.rows for c in (row.work, row.span, row.path)]
+        return sum(cells) + sum(w.matches for w in self.width_fits)
+
+    @property
+    def cells(self) -> int:
+        """Number of cells judged."""
+        return 3 * len(self.rows) + len(self.width_fits)
+
+    @property
+    def all_match(self) -> bool:
+        """Every cell matches the paper."""
+        return self.matched == self.cells
+
+
+# --- building and measuring each layer type ------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Built:
+    """A layer type built at one (T, d): the one layer to count and trace, and the connecting stack."""
+
+    work: Callable[[Tensor], WorkCount]  # counts exactly the scope of the work column
+    layer: Callable[[Tensor], object]  # one whole layer (span)
+    stack: Callable[[Tensor], list[Tensor]]  # every layer's output of the connecting stack (path)
+    depth: int
+
+
+def _seeded(seed: int, make: Callable[[], torch.nn.Module]) -> torch.nn.Module:
+    """A library module built from the global RNG under ``seed``, without changing the caller's RNG."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return make().eval()
+
+
+def _build(layer: str, T: int, d: int, kernel: int, window: int, seed: int) -> _Built:
+    generator = torch.Generator().manual_seed(seed)
+    if layer == "self_attention":
+        attention = SelfAttention(d, generator=generator).eval()
+        return _Built(lambda x: count_multiplications(attention.attention, *attention.project(x)), attention,
+                      lambda x: [attention(x)[0]], 1)
+    if layer in ("rnn", "lstm", "gru"):
+        module = ElmanRNN(d, d, generator=generator).eval() if layer == "rnn" else _seeded(
+            seed, lambda: (torch.nn.LSTM if layer == "lstm" else torch.nn.GRU)(d, d, batch_first=True))
+        output = (lambda x: module(x)) if layer == "rnn" else (lambda x: module(x)[0])
+        return _Built(lambda x: count_multiplications(output, x), output, lambda x: [output(x)], 1)
+    if layer in ("convolution", "dilated_convolution"):
+        dilated = layer == "dilated_convolution"
+        one = ConvolutionStack(d, kernel, layers=1, generator=generator).eval()
+        stack = ConvolutionStack.connecting(T, d, kernel, dilated=dilated, generator=generator).eval()
+        return _Built(lambda x: count_multiplications(one, x), one, stack.forward_all, stack.depth)
+    if layer == "restricted":
+        one = RestrictedSelfAttention(d, window, generator=generator).eval()
+        stack = RestrictedAttentionStack.connecting(T, d, window, generator=generator).eval()
+        return _Built(lambda x: count_multiplications(one.attend, *one.project(x)), lambda x: one(x)[0],
+                      stack.forward_all, stack.depth)
+    raise SeqlabError(f"layer must be one of {', '.join(LAYER_TYPES)}; received {layer!r}", parameter="layer")
+
+
+def _least_over_depths(per_depth: Sequence[PathMatrix], source: int, target: int, unit: str
+                       ) -> tuple[int | None, int | None]:
+    """(least path from ``source`` to ``target`` over all depths, the first depth that connects them)."""
+    values = [(matrix.row(source, unit)[target], depth + 1) for depth, matrix in enumerate(per_depth)]
+    connected = [(value, depth) for value, depth in values if value is not None]
+    if not connected:
+        return None, None
+    return min(v for v, _ in connected), min(depth for _, depth in connected)
+
+
+def _path(per_depth: Sequence[PathMatrix], T: int, unit: str) -> tuple[int | None, int | None]:
+    """The longer of the two directions 0 → T-1, T-1 → 0 that connect, and its first depth."""
+    directions = [_least_over_depths(per_depth, s, t, unit) for s, t in ((0, T - 1), (T - 1, 0))]
+    connected = [d for d in directions if d[0] is not None]
+    return max(connected) if connected else (None, None)
+
+
+def measure_sample(layer: str, T: int, d: int, kernel: int = DEFAULT_KERNEL, window: int = DEFAULT_WINDOW,
+                   seed: int = 0) -> Sample:
+    """Measure work, span and path of one layer type at one (T, d).
+
+    >>> s = measure_sample("rnn", 8, 4)
+    >>> s.multiplications == s.closed_form == 8 * (16 + 16), s.span_products, s.path_products
+    (True, 8, 8)
+
+    Args:
+        layer: one of :data:`LAYER_TYPES`.
+        T: positions (>= 2); d: width (d_model = d_k = d_v = d_h).
+        kernel, window: convolution width k (odd, >= 3) and restricted window r (>= 1).
+        seed: seeds the weights and the input.
+
+    Returns:
+        A :class:`Sample`.
+
+    Raises:
+        SeqlabError: an unknown layer type or a bad size.
+    """
+    built = _build(layer, T, d, kernel, window, seed)
+    x = torch.randn(1, T, d, generator=torch.Generator().manual_seed(seed + 1))  # (1, T, d)
+    with torch.no_grad():
+        work = built.work(x)
+    span = measure_span(built.layer, x)
+    per_depth = measure_paths(built.stack, x, sources=(0, T - 1), outputs=lambda outputs: outputs)
+    path_ops, first_depth = _path(per_depth, T, "ops")
+    path_products, _ = _path(per_depth, T, "products")
+    fallbacks: dict[str, int] = {}
+    for matrix in per_depth[-1:]:  # the tracer's census is shared by every output of the trace
+        fallbacks.update(matrix.fallbacks)
+    return Sample(T=T, d_model=d, multiplications=work.multiplications,
+                  closed_form=closed_form_work(layer, T, d, kernel, window), unaccounted=dict(work.unaccounted),
+                  span_ops=span.ops, span_products=span.products, path_ops=path_ops, path_products=path_products,
+                  depth=built.depth, first_depth=first_depth, fallbacks=fallbacks)
+
+
+def _cell(paper: str, expected: Growth, lengths: Sequence[int], values: Sequence[int | None]) -> Cell:
+    fit = fit_growth(lengths, values)
+    return Cell(paper=paper, expected=expected, fit=fit, matches=expected.matches(fit))
+
+
+def _row(layer: str, d: int, samples: tuple[Sample, ...]) -> LayerRow:
+    paper = PAPER[layer]
+    lengths = [s.T for s in samples]
+    for sample in samples:
+        if sample.path_ops is None:
+            raise SeqlabError(f"the {layer} stack never connected positions 0 and {sample.T - 1} at T = {sample.T}")
+    return LayerRow(
+        layer=layer, d_model=d, samples=samples,
+        work=_cell(paper.complexity, paper.work, lengths, [s.multiplications for s in samples]),
+        span=_cell(paper.sequential, paper.span, lengths, [s.span_ops for s in samples]),
+        path=_cell(paper.path, paper.path_growth, lengths, [s.path_ops for s in samples]),
+        path_products_fit=fit_growth(lengths, [s.path_products for s in samples]),
+    )
+
+
+def _width_fit(layer: str, rows: Sequence[LayerRow]) -> WidthFit:
+    """Work against d at the largest T; a power law of the paper's exponent in d (2 or 1)."""
+    d_models = tuple(row.d_model for row in rows)
+    work = tuple(row.samples[-1].multiplications for row in rows)
+    fit = fit_growth(d_models, work) if len(d_models) >= 3 else _two_point_fit(d_models, work)
+    expected = PAPER[layer].width_exponent
+    return WidthFit(layer=layer, T=rows[0].samples[-1].T, d_models=d_models, multiplications=work,
+                    expected_exponent=expected, fit=fit,
+                    matches=fit.model == "power" and abs(fit.exponent - expected) <= TOLERANCE)
+
+
+def _two_point_fit(xs: Sequence[int], ys: Sequence[int]) -> Fit:
+    """The power law through two points (no model choice is possible with two)."""
+    exponent = math.log(ys[1] / ys[0]) / math.log(xs[1] / xs[0])
+    return Fit(model="power", exponent=exponent, prefactor=ys[0] / xs[0] ** exponent, log_intercept=math.nan,
+               log_slope=math.nan, power_error=0.0, log_error=math.nan)
+
+
+# --- memory and the study --------------------------------------------------------------------------
+
+#: Bytes per element the path tracer keeps: closeness of 2 sources × 2 units in float64, plus the value.
+_PATH_BYTES_PER_ELEMENT = 2 * 2 * 8 + 4
+_FIXED_BYTES = 256 * 2**20
+
+
+def _elements(layer: str, T: int, d: int, kernel: int, window: int) -> int:
+    """Generous count of the elements the traced pass of a layer type's connecting stack writes."""
+    if layer == "self_attention":
+        return 8 * T * d + 8 * T * T
+    if layer == "rnn":
+        return 8 * T * d
+    if layer in ("lstm", "gru"):
+        return 40 * T * d
+    if layer in ("convolution", "dilated_convolution"):
+        return (convolution.layers_to_connect(T, kernel, layer == "dilated_convolution") * 3 + 1) * T * d
+    slots = 2 * window + 1
+    per_layer = 10 * T * d + T * d * slots // 2 + 8 * T * slots
+    return restricted.layers_to_connect(T, window) * per_layer
+
+
+def estimate_table1_bytes(config: Table1Config) -> MemoryEstimate:
+    """Memory the largest single measurement of the study needs (measurements run one at a time).
+
+    The path analysis dominates: every element its traced pass writes keeps a float64 closeness for 2
+    sources and 2 units beside the float32 value (element counts calibrated on measured peaks, with
+    room to spare), plus 256 MiB for the interpreter's working set.
+
+    >>> estimate = estimate_table1_bytes(Table1Config())
+    >>> round(estimate.gib, 1), estimate.largest
+    (0.8, 'the path analysis of the restricted stack at T = 256, d = 64')
+    """
+    worst, largest = 0, ""
+    for d in config.d_models:
+        for T in config.lengths:
+            for layer in LAYER_TYPES:
+                nbytes = _FIXED_BYTES + _PATH_BYTES_PER_ELEMENT * _elements(layer, T, d, config.kernel, config.window)
+                if nbytes > worst:
+                    worst, largest = nbytes, f"the path analysis of the {layer} stack at T = {T}, d = {d}"
+    return MemoryEstimate(total_bytes=worst, largest=largest)
+
+
+def check_table1_size(config: Table1Config) -> Table1Config:
+    """Validate ``config`` and refuse sizes whose measurements would not fit in memory, before building anything.
+
+    Returns:
+        The validated config.
+
+    Raises:
+        SeqlabError: a bad size (see :meth:`Table1Config.validated`) or too little memory.
+    """
+    config = config.validated()
+    require_fits(estimate_table1_bytes(config), f"T up to {max(config.lengths)} at d_model = {max(config.d_models)}")
+    return config
+
+
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    """Run on one CPU thread, then restore the caller's setting."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def run_table1(config: Table1Config | None = None, *, layers: Sequence[str] = LAYER_TYPES) -> Table1Result:
+    """Measure every layer type of Table 1 at every T and d, fit the growth with T, judge each cell.
+
+    >>> result = run_table1(Table1Config(lengths=(8, 16, 32), d_models=(4,)), layers=("rnn",))
+    >>> [s.span_products for s in result.rows[0].samples], round(result.rows[0].span.fit.exponent, 6)
+    ([8, 16, 32], 1.0)
+
+    Args:
+        config: sizes (default :class:`Table1Config`: T = 16…256, d = 64, k = 3, r = 4).
+        layers: the layer types to measure (default all of :data:`LAYER_TYPES`).
+
+    Returns:
+        A :class:`Table1Result`.
+
+    Raises:
+        SeqlabError: a bad size, an unknown layer type, or sizes that would not fit in memory.
+    """
+    config = check_table1_size(config or Table1Config())
+    unknown = [layer for layer in layers if layer not in LAYER_TYPES]
+    if unknown or not layers:
+        raise SeqlabError(f"layers must be among {', '.join(LAYER_TYPES)}; received {list(layers)}",
+                          parameter="layer")
+    rows: list[LayerRow] = []
+    with _one_thread():
+        for d in config.d_models:
+            for layer in layers:
+                samples = tuple(measure_sample(layer, T, d, config.kernel, config.window, config.seed)
+                                for T in config.lengths)
+                rows.append(_row(layer, d, samples))
+    width_fits = ()
+    if len(config.d_models) >= 2:
+        width_fits = tuple(_width_fit(layer, [row for row in rows if row.layer == layer]) for layer in layers)
+    return Table1Result(lengths=config.lengths, d_models=config.d_models, kernel=config.kernel,
+                        window=config.window, seed=config.seed, rows=tuple(rows), width_fits=width_fits,
+                        dtype="float32", threads=1, torch_version=torch.__version__)

@@ -1,0 +1,213 @@
+"""``seqlab.profile`` and ``seqlab profile`` (seqlab.studies.profile): work, span and path of any module.
+
+The CLI imports its factory by name from ``example_layers`` (this folder, put on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+from typer.testing import CliRunner
+
+import seqlab
+from seqlab.cli import app
+from seqlab.errors import SeqlabError
+from seqlab.layers.attention import SelfAttention
+from seqlab.layers.recurrent import ElmanRNN
+from seqlab.studies.profile import ProfileResult, build_from_factory, load_factory, profile
+
+TESTS = Path(__file__).resolve().parent
+ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
+
+
+@pytest.fixture()
+def example_layers(monkeypatch):
+    monkeypatch.syspath_prepend(str(TESTS))
+    import example_layers
+
+    return example_layers
+
+
+@pytest.fixture()
+def run(example_layers):
+    def invoke(*args: str):
+        return CliRunner().invoke(app, ["profile", *args], env=ENV)
+
+    return invoke
+
+
+# --- The Python API -------------------------------------------------------------------------------------
+
+def test_lazy_export_keeps_import_light():
+    code = "import sys, seqlab; assert 'torch' not in sys.modules; seqlab.profile; assert 'torch' in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert seqlab.profile is profile
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        seqlab.nope  # noqa: B018
+
+
+def test_elman_rnn():
+    result = seqlab.profile(ElmanRNN(4, 4), torch.randn(1, 7, 4))
+    assert isinstance(result, ProfileResult)
+    assert result.multiplications == 7 * (16 + 16)  # T (d_h² + d_h d_model) = 224
+    assert (result.span_products, result.span_ops) == (7, 28)  # 4 ops per step: mm, add, add, tanh
+    path = result.path
+    assert path.sources == (0, 6)
+    assert (path.first_to_last_products, path.first_to_last_ops) == (7, 28)  # j - i + 1 products
+    assert (path.last_to_first_products, path.last_to_first_ops) == (None, None)  # never backwards
+    assert path.longest_products == 7 and path.fallbacks == {}
+    assert result.unaccounted == {} and result.fused == {} and result.complete
+    assert (result.T, result.d_model, result.shape, result.dtype) == (7, 4, (1, 7, 4), "float32")
+
+
+def test_traces_run_on_one_thread_and_restore_the_setting():
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert profile(nn.Linear(3, 3), torch.randn(1, 4, 3)).threads == 1
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_self_attention_and_all_sources():
+    layer = SelfAttention(8, generator=torch.Generator().manual_seed(0))
+    result = profile(layer, torch.randn(1, 6, 8), sources="all")  # returns (outputs, weights): outputs read
+    assert result.path.sources == tuple(range(6))
+    assert result.path.longest_products == result.path.first_to_last_products == 2  # W_v, then A V (L4)
+    assert result.span_products == 3  # a projection, Q Kᵀ, A V
+    assert result.multiplications == 6 * 8 * 24 + 6 * 6 * 16  # projections 2_304 + attention 576
+
+
+def test_library_module_with_a_tuple_output(example_layers):
+    result = profile(example_layers.make_rnn(4), torch.randn(2, 5, 4), sources=[1, 3])
+    assert result.multiplications == 2 * 5 * (16 + 16)  # B T (d² + d²) = 320
+    assert result.path.sources == (1, 3)
+    assert result.path.first_to_last_products is None  # 0 was not measured
+    assert result.path.longest_products == 4  # from 1 to 4: 4 - 1 + 1
+
+
+def test_measured_in_eval_mode_and_mode_restored(example_layers):
+    module = example_layers.make_layer(8).train()
+    first = profile(module, torch.randn(1, 10, 8))
+    assert module.training  # put back
+    assert first.multiplications == 3 * 10 * 64 + 10 * 8 * 24 + 10 * 10 * 16 + 10 * 64  # conv, in-proj, SDPA, out
+    assert first.path.first_to_last_products == 4  # conv, in-projection (v), A V, out-projection
+    assert profile(module, torch.randn(1, 10, 8)) == first  # dropout off: the same every time
+
+
+# --- What cannot be measured is said ------------------------------------------------------------------
+
+def test_a_module_the_engine_cannot_trace_names_the_op(example_layers):
+    with pytest.raises(SeqlabError, match=r"cannot trace SparseMix: op aten\._to_sparse failed") as error:
+        profile(example_layers.make_sparse(4), torch.randn(1, 5, 4))
+    assert error.value.parameter == "module"
+
+
+def test_fallback_ops_are_named():
+    class Distances(nn.Module):
+        def forward(self, x):
+            return torch.cdist(x, x)  # (B, T, T): no path rule for cdist
+
+    result = profile(Distances(), torch.randn(1, 4, 3))
+    assert result.path.fallbacks == {"aten._cdist_forward": 1}
+    assert not result.complete
+
+
+@pytest.mark.parametrize(("module", "x", "message"), [
+    ("not a module", torch.randn(1, 4, 3), "module must be a torch.nn.Module"),
+    (nn.Identity(), torch.randn(4), r"x must be a floating tensor of shape \(B, T, d\) or \(T, d\)"),
+    (nn.Identity(), torch.ones(1, 4, 3, dtype=torch.long), "received torch.int64 tensor"),
+    (nn.Linear(5, 5), torch.randn(1, 4, 3), r"Linear fails on x of shape \(1, 4, 3\)"),
+    (nn.Flatten(1), torch.randn(2, 4, 3), "must return a tensor with the 4 positions on dim -2"),
+])
+def test_bad_module_or_input(module, x, message):
+    with pytest.raises(SeqlabError, match=message):
+        profile(module, x)
+
+
+@pytest.mark.parametrize("sources", [[], [9], [-1], "some", [True]])
+def test_bad_sources(sources):
+    with pytest.raises(SeqlabError, match=r"sources must be 'all' or positions in \[0, 3\]"):
+        profile(nn.Identity(), torch.randn(1, 4, 3), sources=sources)
+
+
+# --- Factories ------------------------------------------------------------------------------------------
+
+def test_load_factory(example_layers):
+    assert load_factory("example_layers:make_layer") is example_layers.make_layer
+    assert load_factory("torch.nn:Linear") is nn.Linear
+    assert isinstance(build_from_factory("example_layers:make_rnn", 6), nn.RNN)
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("example_layers", "expected module.path:factory, received 'example_layers'"),
+    (":make_layer", "expected module.path:factory"),
+    ("no_such_module_here:make", "cannot import 'no_such_module_here'"),
+    ("example_layers:missing", "'example_layers' has no attribute 'missing'"),
+    ("example_layers:NOT_CALLABLE", "is a int, not a callable factory"),
+    ("example_layers:make_not_a_module", "must return a torch.nn.Module, received str"),
+    ("example_layers:make_broken", r"make_broken\(4\) failed: ValueError: cannot build width 4"),
+])
+def test_bad_factories(example_layers, spec, message):
+    with pytest.raises(SeqlabError, match=message):
+        build_from_factory(spec, 4)
+
+
+# --- The command line -----------------------------------------------------------------------------------
+
+def ok(result) -> str:
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_cli_table(run):
+    output = ok(run("example_layers:make_layer", "--seq-len", "16", "--d-model", "8", "--lang", "en"))
+    assert "Profile of ConvThenAttention" in output
+    # 3*16*64 + 16*8*24 + 16*16*16 + 16*64 = 3_072 + 3_072 + 4_096 + 1_024
+    assert "│ Multiplications counted" in output and "11,264" in output
+    assert "4 products, 6 ops" in output  # path from position 1 to T
+    assert "input (1, 16, 8), float32; CPU threads: 1" in output
+
+
+def test_cli_spanish(run):
+    output = ok(run("example_layers:make_rnn", "--seq-len", "12", "--d-model", "4", "--lang", "es"))
+    assert "Perfil de RNN" in output and "Camino de la posición T a la 1" in output
+    assert "sin conexión" in output  # a recurrence never reaches backwards
+    assert "12 productos, 36 operaciones" in output  # x_1 -> h_T through 12 products by W_hh
+
+
+def test_cli_json(run):
+    data = json.loads(ok(run("example_layers:make_rnn", "--seq-len", "10", "--d-model", "4", "--json",
+                             "--all-sources", "--batch", "2")))
+    assert data["multiplications"] == 2 * 10 * 32  # B T (d² + d²)
+    assert data["shape"] == [2, 10, 4] and data["T"] == 10
+    assert data["path"]["sources"] == list(range(10))
+    assert data["path"]["first_to_last_products"] == 10 and data["path"]["last_to_first_products"] is None
+    assert data["span_products"] == 10 and data["unaccounted"] == {}
+
+
+@pytest.mark.parametrize(("args", "option", "value"), [
+    (["example_layers"], "FACTORY", "'example_layers'"),
+    (["example_layers:missing"], "FACTORY", "'missing'"),
+    (["example_layers:make_sparse"], "FACTORY", "aten._to_sparse"),
+    (["example_layers:make_pooled"], "FACTORY", "received shape (1, 8)"),
+    (["example_layers:make_layer", "--seq-len", "0"], "--seq-len", "received 0"),
+    (["example_layers:make_layer", "--seq-len", "abc"], "--seq-len", "'abc'"),
+    (["example_layers:make_layer", "--d-model", "-1"], "--d-model", "received -1"),
+    (["example_layers:make_layer", "--lang", "fr"], "--lang", "'fr'"),
+])
+def test_cli_bad_usage(run, args, option, value):
+    defaults = ["--seq-len", "4", "--d-model", "8"]
+    result = run(*defaults, *args)  # the options given last win
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and "--help" in result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"Error: Invalid value for '{option}'"), result.output
+    assert value in errors[0]
