@@ -1,0 +1,292 @@
+"""Render a :class:`~seqlab.studies.bench.BenchResult`: tables, sentences, CSV, JSON and plots (L7, L8).
+
+Results in, pictures and files out: nothing here measures. The table puts, for each thread setting and
+d, the median ± IQR of every machine beside the time ratio recurrence / attention (measured and
+predicted by the work–span model) and the work ratio d/T it is to be read against: attention does T/d
+times the recurrence's multiplications, so recurrence / attention *work* is d/T, and a time ratio above
+d/T is what spreading the work over processors buys (L8).
+
+Sentences go through the gettext domain ``bench`` (``locale/es/LC_MESSAGES/bench.po``). The translation
+function is called ``tr`` rather than ``_`` so that the ``seqlab`` catalogue's scan of ``_()`` does
+not claim these messages; extract them with ``pybabel extract -k tr``. Plots use matplotlib's
+object API on the Agg canvas (no pyplot, no global backend change), imported only when a plot is made.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from seqlab.errors import SeqlabError
+from seqlab.i18n import format_fraction, format_integer, format_number, format_seconds, translator
+from seqlab.render.json_output import to_json
+from seqlab.studies.bench import MACHINES, PAIRS, BenchResult, Crossover
+
+DOMAIN = "bench"
+NOISY_MARK = "†"
+DASH = "—"  # the spread of a single timed block
+CSV_FIELDS = ("device", "threads", "d_model", "batch", "T", "machine", "multiplications", "span_ops",
+              "predicted_s", "bound", "median_s", "iqr_s", "first_call_s", "runs", "noisy", "sample", "sample_s")
+
+
+def bench_translator(lang: str) -> Callable[[str], str]:
+    """The gettext function of the ``bench`` domain for ``lang``.
+
+    >>> bench_translator("es")("work d/T")
+    'trabajo d/T'
+    """
+    return translator(lang, DOMAIN)
+
+
+def _threads_text(threads: int, lang: str) -> str:
+    tr = bench_translator(lang)
+    return tr("1 thread") if threads == 1 else tr("{threads} threads").format(threads=threads)
+
+
+def _pairs(result: BenchResult) -> list[tuple[str, str]]:
+    return [(rec, att) for rec, att in PAIRS if rec in result.machines and att in result.machines]
+
+
+def _median(result: BenchResult, machine: str, threads: int, d: int, T: int) -> float:
+    return result.point(machine, threads, d, T).timing.median_s
+
+
+def _ratio(result: BenchResult, pair: tuple[str, str], threads: int, d: int, T: int, predicted: bool = False) -> float:
+    rec, att = (result.point(key, threads, d, T) for key in pair)
+    return rec.predicted_s / att.predicted_s if predicted else rec.timing.median_s / att.timing.median_s
+
+
+# --- Table and sentences ------------------------------------------------------------------------------
+
+def bench_table(result: BenchResult, threads: int, d: int, lang: str = "en") -> Table:
+    """T × machine: median ± IQR per call, then recurrence / attention time (measured, model) and work d/T."""
+    tr = bench_translator(lang)
+    calibration = result.calibration(threads)
+    title = tr("Forward pass per call, median ± IQR: {threads}, d_model = {d}").format(
+        threads=_threads_text(threads, lang), d=format_integer(d, lang))
+    caption = tr("{device} ({name}), PyTorch {torch}, float32, batch {batch}. Model: {flops} FLOP/s from a "
+                 "{n}×{n} matmul, {latency} per op from a chain of {ops} ops. {mark} noisy: IQR over a tenth of "
+                 "the median.").format(
+        device=result.device, name=result.device_name, torch=result.torch_version, batch=result.batch,
+        flops=format_number(calibration.flops_per_s, lang), n=calibration.matmul_size,
+        latency=format_seconds(calibration.latency_s, lang), ops=calibration.chain_ops, mark=NOISY_MARK)
+    table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
+    table.add_column("T", justify="right")
+    for key in result.machines:
+        table.add_column(MACHINES[key].label, justify="right")
+    pair = _pairs(result)[:1]  # the fastest pair present; the other one is in the sentences and files
+    names = [dict(rec=MACHINES[rec].label, att=MACHINES[att].label) for rec, att in pair]
+    for column in (tr("{rec} / {att} time"), tr("{rec} / {att} model")) if pair else ():
+        table.add_column(column.format(**names[0]), justify="right")
+    if pair:
+        table.add_column(tr("work d/T"), justify="right")
+    for T in result.lengths:
+        row = [format_integer(T, lang)]
+        for key in result.machines:
+            timing = result.point(key, threads, d, T).timing
+            spread = format_seconds(timing.iqr_s, lang) if len(timing.samples) > 1 else DASH
+            mark = f" {NOISY_MARK}" if timing.noisy else ""
+            row.append(f"{format_seconds(timing.median_s, lang)} ± {spread}{mark}")
+        if pair:
+            row += [format_number(_ratio(result, pair[0], threads, d, T, model), lang) for model in (False, True)]
+            row.append(format_number(d / T, lang))
+        table.add_row(*row)
+    return table
+
+
+def _crossover_sentence(c: Crossover, result: BenchResult, lang: str) -> str:
+    tr = bench_translator(lang)
+    values = dict(threads=_threads_text(c.threads, lang), d=format_integer(c.d_model, lang),
+                  rec=MACHINES[c.recurrence].label, att=MACHINES[c.attention].label,
+                  work=format_fraction(c.work_T, lang), first=format_integer(result.lengths[0], lang),
+                  last=format_integer(result.lengths[-1], lang),
+                  ratio=format_number(result.lengths[-1] / float(c.work_T), lang))
+    if c.time_where == "within":
+        low, high = c.time_bracket
+        text = tr("{threads}, d_model = {d}: {att} becomes slower than {rec} from about T = {T} (between "
+                  "{low} and {high}); it does more multiplications past T = {work}.").format(
+            T=format_number(c.time_T, lang), low=format_integer(low, lang), high=format_integer(high, lang),
+            **values)
+    elif c.time_where == "below":
+        text = tr("{threads}, d_model = {d}: {att} is slower than {rec} at every length measured, from T = "
+                  "{first}; it does more multiplications past T = {work}.").format(**values)
+    elif result.lengths[-1] <= c.work_T:
+        text = tr("{threads}, d_model = {d}: {att} is still faster than {rec} at T = {last}, the longest length "
+                  "measured, where it also does fewer multiplications (work crosses over at T = {work}).").format(
+            **values)
+    else:
+        text = tr("{threads}, d_model = {d}: {att} is still faster than {rec} at T = {last}, the longest length "
+                  "measured, although it does more multiplications past T = {work} ({ratio} times as many "
+                  "there).").format(**values)
+    if c.predicted_T is None:
+        model = tr("In the work–span model it never becomes slower.")
+    elif c.predicted_T == 0:
+        model = tr("In the work–span model it is slower at every length.")
+    else:
+        model = tr("The work–span model puts the crossing at T = {T}.").format(T=format_number(c.predicted_T, lang))
+    return f"{text} {model}"
+
+
+def _scaling_sentence(result: BenchResult, pair: tuple[str, str], d: int, lang: str) -> str:
+    tr = bench_translator(lang)
+    few, many, T = result.threads[0], result.threads[-1], result.lengths[-1]
+    changes = []
+    for key in pair:
+        speedup = _median(result, key, few, d, T) / _median(result, key, many, d, T)
+        message = tr("{machine} runs {factor} times as fast") if speedup >= 1 else \
+            tr("{machine} takes {factor} times as long")
+        changes.append(message.format(machine=MACHINES[key].label,
+                                      factor=format_number(speedup if speedup >= 1 else 1 / speedup, lang)))
+    return tr("From {few} to {many} at T = {T}, d_model = {d}: {rec_change}; {att_change}.").format(
+        few=_threads_text(few, lang), many=_threads_text(many, lang), T=format_integer(T, lang),
+        d=format_integer(d, lang), rec_change=changes[0], att_change=changes[1])
+
+
+def _model_sentence(result: BenchResult, threads: int, d: int, lang: str) -> str:
+    tr = bench_translator(lang)
+    T = result.lengths[-1]
+    ratios = ", ".join(f"{MACHINES[key].label} {format_number(p.timing.median_s / p.predicted_s, lang)}"
+                       for key in result.machines for p in [result.point(key, threads, d, T)])
+    return tr("{threads}, d_model = {d}: measured over predicted time at T = {T}: {ratios}.").format(
+        threads=_threads_text(threads, lang), d=format_integer(d, lang), T=format_integer(T, lang), ratios=ratios)
+
+
+def _kernel_sentence(result: BenchResult, lang: str) -> str:
+    tr = bench_translator(lang)
+    check = result.checks[0]
+    kernels = "; ".join(f"{MACHINES[c.machine].label} {', '.join(c.kernels + c.unaccounted)}"
+                        for c in result.checks if c.d_model == check.d_model)
+    wrong, no_formula = [], tr("no formula")
+    for c in result.checks:
+        if c.unaccounted:
+            wrong.append(f"{MACHINES[c.machine].label} ({', '.join(c.unaccounted)}: {no_formula})")
+        elif c.counted != c.closed_form:
+            wrong.append(MACHINES[c.machine].label)
+    values = dict(T=format_integer(check.T, lang), d=format_integer(check.d_model, lang), kernels=kernels,
+                  machines=", ".join(dict.fromkeys(wrong)))
+    if wrong:
+        return tr("Kernels that did the multiplications at T = {T}, d_model = {d}: {kernels}. The counted "
+                  "multiplications differ from the closed forms for {machines}.").format(**values)
+    return tr("Kernels that did the multiplications at T = {T}, d_model = {d}: {kernels}. The counted "
+              "multiplications equal the closed forms.").format(**values)
+
+
+def bench_sentences(result: BenchResult, lang: str = "en") -> list[str]:
+    """Where time crosses over against where work does, per thread setting; and what more threads buy (L8)."""
+    sentences = [_crossover_sentence(c, result, lang) for c in result.crossovers]
+    sentences += [_model_sentence(result, threads, d, lang) for threads in result.threads for d in result.d_models]
+    if len(result.threads) > 1:
+        sentences += [_scaling_sentence(result, pair, d, lang) for d in result.d_models for pair in _pairs(result)]
+    return sentences + ([_kernel_sentence(result, lang)] if result.checks else [])
+
+
+def render_bench(result: BenchResult, lang: str = "en") -> Group:
+    """Every table (one per thread setting and d) and the sentences, as one Rich renderable."""
+    tables = [bench_table(result, threads, d, lang) for threads in result.threads for d in result.d_models]
+    return Group(*tables, *(Text(sentence) for sentence in bench_sentences(result, lang)))
+
+
+# --- Files ---------------------------------------------------------------------------------------------
+
+def to_csv(result: BenchResult) -> str:
+    """Every timed sample, one row each, with its point's conditions, work, span and prediction (seconds)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_FIELDS)
+    for p in result.points:
+        t = p.timing
+        for index, sample in enumerate(t.samples):
+            writer.writerow((result.device, p.threads, p.d_model, result.batch, p.T, p.machine, p.multiplications,
+                             p.span_ops, repr(p.predicted_s), p.bound, repr(t.median_s), repr(t.iqr_s),
+                             repr(t.first_call_s), t.runs, t.noisy, index, repr(sample)))
+    return out.getvalue()
+
+
+def plot_bench(result: BenchResult, lang: str = "en"):
+    """A matplotlib Figure: time vs T per thread setting (log axes), and recurrence / attention vs T with d/T.
+
+    Raises:
+        SeqlabError: matplotlib is not installed.
+    """
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+        from matplotlib.ticker import NullFormatter
+    except ImportError as error:
+        raise SeqlabError(f"plots need matplotlib (pip install matplotlib): {error}") from None
+    tr = bench_translator(lang)
+    pairs = _pairs(result)
+    columns, rows = len(result.threads), 2 if pairs else 1
+    figure = Figure(figsize=(5.5 * columns, 4.2 * rows), layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.subplots(rows, columns, squeeze=False, sharex=True, sharey="row")
+    styles = ("-", "--", "-.", ":")
+    for column, threads in enumerate(result.threads):
+        ax = axes[0][column]
+        for i, d in enumerate(result.d_models):
+            suffix = f" (d = {d})" if len(result.d_models) > 1 else ""
+            for n, key in enumerate(result.machines):
+                medians = [_median(result, key, threads, d, T) for T in result.lengths]
+                ax.plot(result.lengths, medians, styles[i % 4], marker="o", markersize=3, color=f"C{n}",
+                        label=MACHINES[key].label + suffix)
+                if pairs and key in pairs[0]:  # the model beside the measurement, for the pair in the table
+                    ax.plot(result.lengths, [result.point(key, threads, d, T).predicted_s for T in result.lengths],
+                            ":", color=f"C{n}", linewidth=1,
+                            label=tr("{machine}, model").format(machine=MACHINES[key].label) + suffix)
+        ax.set(xscale="log", yscale="log", xlabel=tr("T (positions)"), ylabel=tr("seconds per forward call"),
+               title=_threads_text(threads, lang))
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize="small")
+        if not pairs:
+            continue
+        ax = axes[1][column]
+        rec, att = pairs[0]
+        for i, d in enumerate(result.d_models):
+            suffix = f" (d = {d})" if len(result.d_models) > 1 else ""
+            ax.plot(result.lengths, [_ratio(result, pairs[0], threads, d, T) for T in result.lengths],
+                    styles[i % 4], marker="o", markersize=3, color="C0", label=tr("time, measured") + suffix)
+            ax.plot(result.lengths, [_ratio(result, pairs[0], threads, d, T, True) for T in result.lengths],
+                    styles[i % 4], color="C1", alpha=0.7, label=tr("time, model") + suffix)
+            ax.plot(result.lengths, [d / T for T in result.lengths], styles[i % 4], color="C7",
+                    label=tr("work, d/T") + suffix)
+            ax.axvline(d, color="C7", linewidth=0.8, linestyle=styles[i % 4])  # the work crossover, T = d
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set(xscale="log", yscale="log", xlabel=tr("T (positions)"),
+               ylabel=tr("{rec} / {att}").format(rec=MACHINES[rec].label, att=MACHINES[att].label),
+               title=_threads_text(threads, lang))
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize="small")
+    for ax in axes[-1]:  # shared x: label the measured lengths themselves
+        ax.set_xticks(result.lengths, [str(T) for T in result.lengths], fontsize="small", rotation=45)
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    figure.suptitle(f"{result.device_name}, PyTorch {result.torch_version}, float32, batch {result.batch}")
+    return figure
+
+
+def write_plots(result: BenchResult, base: str | Path, lang: str = "en") -> tuple[Path, Path]:
+    """Save the figure as ``base.png`` and ``base.svg`` (a suffix .png/.svg on ``base`` is dropped)."""
+    base = Path(base)
+    if base.suffix.lower() in (".png", ".svg"):
+        base = base.with_suffix("")
+    figure = plot_bench(result, lang)
+    png, svg = base.with_name(base.name + ".png"), base.with_name(base.name + ".svg")
+    figure.savefig(png, dpi=120)
+    figure.savefig(svg, metadata={"Date": None})
+    return png, svg
+
+
+def write_all(result: BenchResult, directory: str | Path, lang: str = "en") -> dict[str, Path]:
+    """bench.json, bench.csv, bench.png and bench.svg in ``directory`` (created if missing)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {"json": directory / "bench.json", "csv": directory / "bench.csv"}
+    paths["json"].write_text(to_json(result) + "\n", encoding="utf-8")
+    paths["csv"].write_text(to_csv(result), encoding="utf-8")
+    paths["png"], paths["svg"] = write_plots(result, directory / "bench", lang)
+    return paths

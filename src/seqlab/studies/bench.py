@@ -1,0 +1,709 @@
+"""``seqlab bench``: does one big matrix product beat T small waits? The clock's answer (L7, L8).
+
+L7 counts: with every width d, attention does T/d times the recurrence's multiplications, so from
+T = d on it does *more* work. L8 says it still finishes first, because its work is a few large
+products that spread over processors while the recurrence waits T times in a row. This module sweeps
+T (and d) and times six machines on the forward pass, fp32, batch B:
+
+* recurrences — ``nn.RNN`` (the fastest a user would pick), the explicit :class:`ElmanRNN` loop, and
+  ``nn.LSTM`` / ``nn.GRU`` for context;
+* attention calls on given Q, K, V (projections not included, as in L6) — SDPA
+  (``F.scaled_dot_product_attention`` on (B, 1, T, d), its fused CPU kernel) and the explicit
+  :class:`Attention` (``scaled_dot``).
+
+Each point is a :class:`~seqlab.measure.timing.Timing` (first call apart, warm-up, median and IQR of
+every sample) at a fixed thread count: 1 and all (``torch.get_num_threads()`` at start) by default.
+
+Beside the clock sits a **work–span model**, one per machine and thread setting:
+
+    predicted time = max(work / throughput, span × latency)
+
+* work: multiplications from the closed forms of :mod:`seqlab.cost` — T·g·2d² for a recurrence with g
+  gate blocks (RNN 1, GRU 3, LSTM 4), 2T²d for attention — times B;
+* span: compute ops in a row, measured by :func:`seqlab.measure.trace.measure_span` on CPU reference
+  kernels at d = 8 and T = 4, 8 and extended linearly (a + b·T: b = 3, 4, 10, 11 ops per step for
+  nn.RNN, the loop, LSTM, GRU; b = 0 for attention, whose 4 ops do not grow with T). The span is a
+  property of the algorithm, not of the kernel, so it is measured once, on CPU, whatever the device;
+* throughput: multiplications per second of one large n×n matmul (n³ multiplications);
+* latency: seconds per op of a chain of tiny dependent ops (``h = tanh(h @ W)``, (1, 8) by (8, 8)).
+
+The study reports where **time** crosses over (from which T on attention is the slower machine),
+measured and predicted, against where **work** crosses over (T = d), per thread setting and d.
+What the model leaves out, on purpose: memory traffic. At batch 1 a recurrence step is a
+matrix–vector product that reads every weight once per step, and such products run well below the
+throughput of a large matmul, so the model tends to under-predict the recurrences; the renderer shows
+measured / predicted for every machine rather than hiding the gap. The kernel that did each machine's
+multiplications is recorded (counted at the first length beside the closed form, :class:`WorkCheck`).
+
+Sizes are refused before anything is allocated when they would not fit in memory
+(:func:`estimate_bench_bytes`). Shape letters: B batch, T positions, d = d_model = d_h = d_k = d_v.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from fractions import Fraction
+
+import torch
+import torch.nn.functional as F
+
+from seqlab import cost
+from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.measure.timing import Timing, measure_time
+from seqlab.memory import FLOAT32_BYTES, MemoryEstimate, available_memory_bytes, require_fits
+
+#: T = 16, 32, …, 4096: nine lengths, doubling, across the work crossover at d = 512.
+DEFAULT_LENGTHS = tuple(16 * 2**i for i in range(9))
+#: The ``--quick`` lengths: one below the work crossover at d = 512, one near it, one well past it.
+QUICK_LENGTHS = (64, 512, 2048)
+MAX_LENGTH = 1_048_576
+MAX_WIDTH = 65_536
+MAX_BATCH = 65_536
+DEVICES = ("cpu", "cuda")
+#: Lengths at which the span is traced (CPU reference kernels, d = 8) before it is extended linearly.
+SPAN_LENGTHS = (4, 8)
+SPAN_WIDTH = 8
+#: A point times at most this many ``min_run_time`` to reach ``min_samples`` (a bad estimate cannot run away).
+MAX_RUN_TIME_FACTOR = 10
+
+
+@dataclass(frozen=True)
+class Machine:
+    """One machine of the sweep: its key (``--machines``), label, family and gate blocks g."""
+
+    key: str
+    label: str
+    family: str  # "recurrence" or "attention"
+    gates: int = 1
+
+
+MACHINES: dict[str, Machine] = {m.key: m for m in (
+    Machine("rnn", "nn.RNN", "recurrence"),
+    Machine("loop", "ElmanRNN loop", "recurrence"),
+    Machine("lstm", "nn.LSTM", "recurrence", gates=4),
+    Machine("gru", "nn.GRU", "recurrence", gates=3),
+    Machine("sdpa", "SDPA", "attention"),
+    Machine("attention", "Attention (explicit)", "attention"),
+)}
+#: The (recurrence, attention) pairs whose crossovers are reported: the fastest of each, the explicit pair.
+PAIRS = (("rnn", "sdpa"), ("loop", "attention"))
+
+
+def multiplications(machine: str, T: int, d: int, batch: int = 1) -> int:
+    """Multiplications of one forward pass: g·T(d² + d²)·B for a recurrence, T²(d + d)·B for attention.
+
+    >>> multiplications("rnn", 1000, 512), multiplications("sdpa", 1000, 512)  # L9: 2*1000*512**2, 2*1000**2*512
+    (524288000, 1024000000)
+    >>> multiplications("lstm", 50, 512) // multiplications("rnn", 50, 512)  # four gate blocks
+    4
+
+    Raises:
+        SeqlabError: unknown machine or a size that is not an integer >= 1.
+    """
+    spec = _machine(machine)
+    if spec.family == "recurrence":
+        return spec.gates * cost.recurrence_multiplications(T, d, d) * require_positive_int("batch", batch)
+    return cost.attention_multiplications(T, d, d) * require_positive_int("batch", batch)
+
+
+def _machine(key: str) -> Machine:
+    if key not in MACHINES:
+        raise SeqlabError(f"machine must be one of {', '.join(MACHINES)}; received {key!r}", parameter="machines")
+    return MACHINES[key]
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """What to sweep. Thread settings are ints or ``"all"`` (``torch.get_num_threads()`` at start).
+
+    ``min_run_time`` is the least timed seconds per point; a point also gets at least ``min_samples``
+    timed blocks, using its call time extrapolated from the previous length (linearly for a recurrence,
+    quadratically for attention), so slow points still have a spread — capped at 10 × ``min_run_time``
+    (see ``_time_point``).
+    ``matmul_size`` None: 1024 on cpu, 4096 on cuda.
+    """
+
+    lengths: tuple[int, ...] = DEFAULT_LENGTHS
+    d_models: tuple[int, ...] = (512,)
+    batch: int = 1
+    threads: tuple[int | str, ...] = (1, "all")
+    device: str = "cpu"
+    machines: tuple[str, ...] = tuple(MACHINES)
+    min_run_time: float = 0.2
+    min_samples: int = 5
+    matmul_size: int | None = None
+    chain_links: int = 64
+    seed: int = 0
+
+    @classmethod
+    def quick(cls, **changes: object) -> BenchConfig:
+        """A few points at d = 512 with short timing runs (under a minute on two cores)."""
+        values = dict(lengths=QUICK_LENGTHS, min_run_time=0.05, min_samples=3, matmul_size=512)
+        return cls(**{**values, **changes})
+
+
+@dataclass(frozen=True)
+class BenchPlan:
+    """A validated :class:`BenchConfig`: sorted unique lengths and widths, thread counts resolved."""
+
+    lengths: tuple[int, ...]
+    d_models: tuple[int, ...]
+    threads: tuple[int, ...]
+    machines: tuple[str, ...]
+    batch: int
+    device: str
+    matmul_size: int
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The two constants of the model on one device and thread count, with the timings behind them.
+
+    Attributes:
+        throughput: multiplications per second of an n×n matmul (n³ multiplications / median time).
+        latency_s: seconds per op of a chain of dependent tiny ops (median time / ops in the chain).
+    """
+
+    device: str
+    threads: int
+    matmul_size: int
+    matmul: Timing
+    chain_ops: int
+    chain: Timing
+    throughput: float
+    latency_s: float
+
+    @property
+    def flops_per_s(self) -> float:
+        """Throughput in PyTorch's FLOPs (2 per multiply-add)."""
+        return 2 * self.throughput
+
+
+def calibrate(device: str, threads: int, matmul_size: int, matmul: Timing, chain_ops: int,
+              chain: Timing) -> Calibration:
+    """Fit the model's constants from the two timings: throughput = n³ / t_matmul, latency = t_chain / ops.
+
+    >>> from dataclasses import replace
+    >>> t = Timing("x", (0.5,), 0.5, 0.0, 0.5, 1, 1, "cpu", False, 0.1)
+    >>> c = calibrate("cpu", 1, 1000, t, 100, replace(t, median_s=0.001))
+    >>> c.throughput, c.latency_s  # 1000**3 / 0.5, 0.001 / 100
+    (2000000000.0, 1e-05)
+    """
+    return Calibration(device=device, threads=threads, matmul_size=matmul_size, matmul=matmul, chain_ops=chain_ops,
+                       chain=chain, throughput=matmul_size**3 / matmul.median_s,
+                       latency_s=chain.median_s / chain_ops)
+
+
+@dataclass(frozen=True)
+class SpanFit:
+    """Ops in a row of one machine as ``intercept + per_step · T``, from traces at small T (L1, L2)."""
+
+    machine: str
+    traced_lengths: tuple[int, ...]
+    traced_ops: tuple[int, ...]
+    intercept: int
+    per_step: int
+
+    def ops(self, T: int) -> int:
+        """The span at length T, extended linearly."""
+        return self.intercept + self.per_step * T
+
+
+@dataclass(frozen=True)
+class WorkCheck:
+    """Multiplications counted on the real kernel at one small size, beside the closed form."""
+
+    machine: str
+    T: int
+    d_model: int
+    counted: int
+    closed_form: int
+    kernels: tuple[str, ...]  # ops that did the multiplications (which kernel ran)
+    unaccounted: tuple[str, ...] = ()  # ops that ran with no formula to count them (named, never skipped)
+
+
+@dataclass(frozen=True)
+class BenchPoint:
+    """One machine at one (threads, d, T): the timing, the work and span, and the model's prediction."""
+
+    machine: str
+    threads: int
+    d_model: int
+    T: int
+    multiplications: int
+    span_ops: int
+    timing: Timing
+    predicted_s: float
+    bound: str  # "work" (throughput-bound) or "span" (latency-bound), whichever term of the model is larger
+
+
+@dataclass(frozen=True)
+class Crossover:
+    """Where attention becomes the slower machine, against where it starts doing more work.
+
+    Attributes:
+        work_T: T at which both do the same multiplications (closed form; d for these pairs).
+        time_T: measured: from this T on, through the end of the sweep, attention's median is larger
+            (log-log interpolation inside ``time_bracket``); None when ``time_where`` is not "within".
+        time_where: "within" the sweep, "below" its first length (slower everywhere), "beyond" its last.
+        time_bracket: (last length where attention was not slower, first length of the slower run).
+        predicted_T: the same crossing in the model (0.0: slower at every T; None: never slower).
+    """
+
+    threads: int
+    d_model: int
+    recurrence: str
+    attention: str
+    work_T: Fraction
+    time_T: float | None
+    time_where: str
+    time_bracket: tuple[int, int] | None
+    predicted_T: float | None
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """Every sample of a sweep, the model's constants and the crossovers it implies."""
+
+    lengths: tuple[int, ...]
+    d_models: tuple[int, ...]
+    threads: tuple[int, ...]
+    machines: tuple[str, ...]
+    batch: int
+    device: str
+    device_name: str
+    dtype: str
+    torch_version: str
+    cpu_count: int
+    started: str
+    elapsed_s: float
+    min_run_time: float
+    calibrations: tuple[Calibration, ...]
+    spans: tuple[SpanFit, ...]
+    checks: tuple[WorkCheck, ...]
+    points: tuple[BenchPoint, ...]
+    crossovers: tuple[Crossover, ...]
+    kernel_flags: dict[str, bool] = field(default_factory=dict)
+
+    def point(self, machine: str, threads: int, d_model: int, T: int) -> BenchPoint:
+        """The point for these coordinates (KeyError if it was not measured)."""
+        for p in self.points:
+            if (p.machine, p.threads, p.d_model, p.T) == (machine, threads, d_model, T):
+                return p
+        raise KeyError((machine, threads, d_model, T))
+
+    def calibration(self, threads: int) -> Calibration:
+        """The model's constants at this thread count."""
+        return next(c for c in self.calibrations if c.threads == threads)
+
+
+# --- Validation and memory ---------------------------------------------------------------------------
+
+def estimate_bench_bytes(T: int, d: int, batch: int, machines: tuple[str, ...]) -> MemoryEstimate:
+    """Generous float32 bytes for one point: attention maps, activations, weights.
+
+    Maps: the explicit call holds scores, scaled scores and weights, 4·B·T² floats with a spare; SDPA's
+    fused kernel needs none, but its math fallback does, so B·T² is kept for it. Activations:
+    16·B·T·d floats (inputs, Q, K, V, states, LSTM gates, outputs). Weights: 18·d² (every recurrence).
+
+    >>> estimate_bench_bytes(4096, 512, 1, ("sdpa", "attention")).largest
+    'attention maps of 4096×4096'
+    """
+    maps = (4 if "attention" in machines else 1 if "sdpa" in machines else 0) * batch * T * T
+    terms = {f"attention maps of {T}×{T}": maps * FLOAT32_BYTES,
+             f"activations of {T} positions": 16 * batch * T * d * FLOAT32_BYTES,
+             f"weights of width {d}": 18 * d * d * FLOAT32_BYTES}
+    largest = max(terms, key=terms.__getitem__)
+    return MemoryEstimate(total_bytes=sum(terms.values()), largest=largest)
+
+
+def _positive_ints(name: str, values: object, maximum: int) -> tuple[int, ...]:
+    if isinstance(values, (int, str)) or not hasattr(values, "__iter__"):
+        raise SeqlabError(f"{name} must be a sequence of integers, received {values!r}", parameter=name)
+    checked = tuple(require_positive_int(name, v, maximum) for v in values)
+    if not checked:
+        raise SeqlabError(f"{name} must hold at least one integer, received none", parameter=name)
+    return tuple(sorted(set(checked)))
+
+
+def _threads(settings: object) -> tuple[int, ...]:
+    available = torch.get_num_threads()
+    maximum = max(os.cpu_count() or 1, available)
+    if isinstance(settings, (int, str)) or not settings:
+        raise SeqlabError(f"threads must be a sequence of integers or 'all', received {settings!r}",
+                          parameter="threads")
+    resolved = {available if s == "all" else require_positive_int("threads", s, maximum) for s in settings}
+    return tuple(sorted(resolved))
+
+
+def check_bench_config(config: BenchConfig) -> BenchPlan:
+    """Validate every size, thread count, machine and device; refuse what would not fit. Allocates nothing.
+
+    >>> check_bench_config(BenchConfig(lengths=(64, 16, 64), threads=(1,))).lengths
+    (16, 64)
+
+    Raises:
+        SeqlabError: the message names the value; ``parameter`` is lengths, d_model, batch, threads,
+            machines, device, min_run_time or min_samples.
+    """
+    lengths = _positive_ints("T", config.lengths, MAX_LENGTH)
+    d_models = _positive_ints("d_model", config.d_models, MAX_WIDTH)
+    batch = require_positive_int("batch", config.batch, MAX_BATCH)
+    threads = _threads(config.threads)
+    if isinstance(config.machines, str) or not config.machines:
+        raise SeqlabError(f"machines must name at least one of {', '.join(MACHINES)}, received {config.machines!r}",
+                          parameter="machines")
+    machines = tuple(k for k in MACHINES if k in {_machine(m).key for m in config.machines})
+    if config.device not in DEVICES:
+        raise SeqlabError(f"device must be one of {', '.join(DEVICES)}, received {config.device!r}",
+                          parameter="device")
+    if config.device == "cuda" and not torch.cuda.is_available():
+        raise SeqlabError("device 'cuda' requested but no CUDA device is present", parameter="device")
+    run_time = config.min_run_time
+    if isinstance(run_time, bool) or not isinstance(run_time, (int, float)) or not 0 < run_time <= 60:
+        raise SeqlabError(f"min_run_time must be a number of seconds in (0, 60], received {run_time!r}",
+                          parameter="min_run_time")
+    require_positive_int("min_samples", config.min_samples, 1000)
+    default_size = 4096 if config.device == "cuda" else 1024
+    matmul_size = require_positive_int("matmul_size", config.matmul_size or default_size, 16_384)
+    T, d = lengths[-1], d_models[-1]
+    estimate = estimate_bench_bytes(T, d, batch, machines)
+    available = torch.cuda.mem_get_info()[0] if config.device == "cuda" else available_memory_bytes()
+    try:
+        require_fits(estimate, f"T = {T} at d_model = {d}, batch {batch}", available)
+    except SeqlabError as error:  # blame the batch when one sequence would fit, else the larger term
+        single = estimate_bench_bytes(T, d, 1, machines).total_bytes <= 0.8 * available
+        parameter = "batch" if single else "d_model" if estimate.largest.startswith("weights") else "T"
+        raise SeqlabError(str(error), parameter=parameter) from None
+    return BenchPlan(lengths, d_models, threads, machines, batch, config.device, matmul_size)
+
+
+# --- Building and timing the machines ------------------------------------------------------------------
+
+def _uniform_(module: torch.nn.Module, generator: torch.Generator) -> torch.nn.Module:
+    """Fill every parameter from U(-1/√d, 1/√d) with ``generator`` (PyTorch's RNN init, global RNG untouched)."""
+    with torch.no_grad():
+        for parameter in module.parameters():
+            bound = 1.0 / math.sqrt(module.hidden_size)
+            parameter.copy_(torch.empty(parameter.shape).uniform_(-bound, bound, generator=generator))
+    return module
+
+
+def _build(d: int, device: str, generator: torch.Generator) -> dict[str, torch.nn.Module]:
+    """The modules of every machine at width d, on ``device``, in eval mode."""
+    from seqlab.layers.attention import Attention
+    from seqlab.layers.recurrent import ElmanRNN
+
+    loop = ElmanRNN(d, d, generator=generator)
+    modules = {
+        "rnn": loop.to_torch(batch_first=True),
+        "loop": loop,
+        "lstm": _uniform_(torch.nn.LSTM(d, d, batch_first=True, device="meta").to_empty(device="cpu"), generator),
+        "gru": _uniform_(torch.nn.GRU(d, d, batch_first=True, device="meta").to_empty(device="cpu"), generator),
+        "attention": Attention("scaled_dot"),
+    }
+    return {key: module.to(device).eval() for key, module in modules.items()}
+
+
+def _calls(modules: dict[str, torch.nn.Module], T: int, d: int, batch: int, device: str,
+           generator: torch.Generator) -> dict[str, Callable[[], object]]:
+    """One no-argument forward call per machine on fresh random inputs of length T."""
+    x = torch.randn(batch, T, d, generator=generator).to(device)  # (B, T, d)
+    q, k, v = torch.randn(3, batch, T, d, generator=generator).to(device).unbind(0)  # 3 × (B, T, d)
+    q4, k4, v4 = q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1)  # (B, 1, T, d): SDPA's fused kernel
+    calls = {key: (lambda m=module: m(x)) for key, module in modules.items() if key != "attention"}
+    calls["sdpa"] = lambda: F.scaled_dot_product_attention(q4, k4, v4)  # (B, 1, T, d)
+    calls["attention"] = lambda: modules["attention"](q, k, v)  # (B, T, d), (B, T, T)
+    return calls
+
+
+def fit_spans(machines: tuple[str, ...]) -> tuple[SpanFit, ...]:
+    """Trace each machine at T = 4 and 8 (CPU reference kernels, d = 8) and extend its span linearly."""
+    from seqlab.measure.trace import measure_span
+
+    generator = torch.Generator().manual_seed(0)
+    modules = _build(SPAN_WIDTH, "cpu", generator)
+    fits = []
+    for key in machines:
+        ops = []
+        for T in SPAN_LENGTHS:
+            calls = _calls(modules, T, SPAN_WIDTH, 1, "cpu", generator)
+            ops.append(measure_span(calls[key]).ops)
+        (t0, t1), (s0, s1) = SPAN_LENGTHS, ops
+        per_step = (s1 - s0) // (t1 - t0)
+        fits.append(SpanFit(key, SPAN_LENGTHS, tuple(ops), intercept=s0 - per_step * t0, per_step=per_step))
+    return tuple(fits)
+
+
+def _check_work(modules: dict[str, torch.nn.Module], plan: BenchPlan, d: int,
+                generator: torch.Generator) -> tuple[WorkCheck, ...]:
+    """Count the multiplications of every machine at the first length, on the real kernels."""
+    from seqlab.measure.work import count_multiplications
+
+    T = plan.lengths[0]
+    calls = _calls(modules, T, d, plan.batch, plan.device, generator)
+    checks = []
+    with torch.no_grad():
+        for key in plan.machines:
+            counted = count_multiplications(calls[key])
+            checks.append(WorkCheck(key, T, d, counted.multiplications, multiplications(key, T, d, plan.batch),
+                                    tuple(sorted(counted.by_op)), tuple(sorted(counted.unaccounted))))
+    return tuple(checks)
+
+
+def measure_calibration(device: str, threads: int, matmul_size: int, links: int, min_run_time: float) -> Calibration:
+    """Time an n×n matmul and a chain of ``links`` × (tiny matmul, tanh) at ``threads``; fit the constants."""
+    generator = torch.Generator().manual_seed(0)
+    a, b = torch.randn(2, matmul_size, matmul_size, generator=generator).to(device).unbind(0)  # (n, n) each
+    w, h0 = torch.eye(SPAN_WIDTH, device=device), torch.ones(1, SPAN_WIDTH, device=device)  # (8, 8), (1, 8)
+
+    def chain() -> torch.Tensor:
+        h = h0
+        for _ in range(links):
+            h = torch.tanh(h @ w)  # (1, 8): two ops, each waiting for the one before
+        return h
+
+    matmul = measure_time(lambda: a @ b, label=f"matmul {matmul_size}", threads=threads,
+                          min_run_time=min_run_time, device=device)
+    chained = measure_time(chain, label=f"chain of {2 * links} ops", threads=threads,
+                           min_run_time=min_run_time, device=device)
+    return calibrate(device, threads, matmul_size, matmul, 2 * links, chained)
+
+
+# --- The work–span model and the crossovers ------------------------------------------------------------
+
+def predict(work: int, span_ops: int, calibration: Calibration) -> tuple[float, str]:
+    """(max(work / throughput, span × latency) in seconds, which term is larger: "work" or "span").
+
+    >>> t = Timing("x", (1.0,), 1.0, 0.0, 1.0, 1, 1, "cpu", False, 0.1)
+    >>> c = calibrate("cpu", 1, 1000, t, 1, Timing("c", (1e-5,), 1e-5, 0.0, 1e-5, 1, 1, "cpu", False, 0.1))
+    >>> predict(2 * 10**9, 100, c), predict(10**6, 1000, c)  # 2e9 / 1e9 s; 1000 × 10 µs
+    ((2.0, 'work'), (0.01, 'span'))
+    """
+    by_work, by_span = work / calibration.throughput, span_ops * calibration.latency_s
+    return (by_work, "work") if by_work >= by_span else (by_span, "span")
+
+
+Poly = tuple[float, float, float]  # (c2, c1, c0): c2·T² + c1·T + c0 seconds
+
+
+def model_terms(machine: str, d: int, batch: int, span: SpanFit, calibration: Calibration) -> tuple[Poly, Poly]:
+    """The model's two terms for one machine as polynomials in T: (work / throughput, span × latency)."""
+    if MACHINES[machine].family == "recurrence":
+        work = (0.0, multiplications(machine, 1, d, batch) / calibration.throughput, 0.0)  # g·2d²·B·T
+    else:
+        work = (multiplications(machine, 1, d, batch) / calibration.throughput, 0.0, 0.0)  # 2d·B·T²
+    return work, (0.0, span.per_step * calibration.latency_s, span.intercept * calibration.latency_s)
+
+
+def _value(poly: Poly, T: float) -> float:
+    return (poly[0] * T + poly[1]) * T + poly[2]
+
+
+def _positive_roots(p: Poly, q: Poly) -> list[float]:
+    a, b, c = (x - y for x, y in zip(p, q))
+    if a == 0:
+        return [-c / b] if b != 0 and -c / b > 0 else []
+    disc = b * b - 4 * a * c
+    if disc < 0:
+        return []
+    root = math.sqrt(disc)
+    return [r for r in ((-b - root) / (2 * a), (-b + root) / (2 * a)) if r > 0]
+
+
+def predicted_crossover(recurrence: tuple[Poly, Poly], attention: tuple[Poly, Poly]) -> float | None:
+    """The T from which on the model's attention time, max of its two terms, exceeds the recurrence's.
+
+    Every T where two of the four terms meet is a candidate; the sign of the difference is constant
+    between candidates, so it is read at one point inside each interval, from the last one backwards.
+
+    >>> rnn, sdpa = ((0, 2.0, 0), (0, 1.0, 0)), ((0.5, 0, 0), (0, 0, 3.0))  # work 2T vs 0.5T²: equal at T = 4
+    >>> predicted_crossover(rnn, sdpa)
+    4.0
+
+    Returns:
+        The crossing T (0.0: attention is slower at every T > 0), or None when it never gets slower.
+    """
+    terms = (*recurrence, *attention)
+    candidates = sorted({r for i, p in enumerate(terms) for q in terms[i + 1:] for r in _positive_roots(p, q)})
+    bounds = [0.0, *candidates]
+
+    def slower(T: float) -> bool:
+        return max(_value(p, T) for p in attention) > max(_value(p, T) for p in recurrence)
+
+    if not slower(2 * bounds[-1] + 1):
+        return None
+    for i in range(len(bounds) - 1, 0, -1):  # bounds[i - 1]..bounds[i]
+        if not slower((bounds[i - 1] + bounds[i]) / 2):
+            return bounds[i]
+    return 0.0
+
+
+def measured_crossover(lengths: tuple[int, ...], recurrence_s: tuple[float, ...],
+                       attention_s: tuple[float, ...]) -> tuple[str, float | None, tuple[int, int] | None]:
+    """From which length on, to the end of the sweep, attention's median time exceeds the recurrence's.
+
+    Inside the bracket (last length where attention was not slower, next length) the crossing is
+    interpolated on log T against log(attention / recurrence).
+
+    >>> measured_crossover((100, 400), (1.0, 4.0), (0.5, 8.0))  # ratio 0.5 then 2: halfway on log T
+    ('within', 200.0, (100, 400))
+    >>> measured_crossover((100, 400), (1.0, 4.0), (0.5, 1.0))[:2], measured_crossover((1,), (1.0,), (2.0,))[:2]
+    (('beyond', None), ('below', None))
+
+    Returns:
+        (where, T, bracket): where is "within", "below" (slower at every length) or "beyond".
+    """
+    logs = [math.log(a / r) for r, a in zip(recurrence_s, attention_s)]
+    not_slower = [i for i, value in enumerate(logs) if value <= 0]
+    if not not_slower:
+        return "below", None, None
+    i = not_slower[-1]
+    if i == len(lengths) - 1:
+        return "beyond", None, None
+    t0, t1 = math.log(lengths[i]), math.log(lengths[i + 1])
+    crossing = t0 + (t1 - t0) * (0 - logs[i]) / (logs[i + 1] - logs[i])
+    return "within", round(math.exp(crossing), 9), (lengths[i], lengths[i + 1])
+
+
+def crossovers(points: tuple[BenchPoint, ...], calibrations: tuple[Calibration, ...], spans: tuple[SpanFit, ...],
+               batch: int) -> tuple[Crossover, ...]:
+    """Measured, predicted and work crossovers for each pair of :data:`PAIRS`, thread count and d."""
+    span_of = {s.machine: s for s in spans}
+    found = []
+    for c in calibrations:
+        for d in sorted({p.d_model for p in points}):
+            for rec, att in PAIRS:
+                rows = {p.machine: {} for p in points}
+                for p in points:
+                    if p.threads == c.threads and p.d_model == d:
+                        rows[p.machine][p.T] = p.timing.median_s
+                if not rows.get(rec) or not rows.get(att):
+                    continue
+                lengths = tuple(sorted(rows[rec]))
+                where, T, bracket = measured_crossover(lengths, tuple(rows[rec][t] for t in lengths),
+                                                       tuple(rows[att][t] for t in lengths))
+                predicted = predicted_crossover(model_terms(rec, d, batch, span_of[rec], c),
+                                                model_terms(att, d, batch, span_of[att], c))
+                work_T = Fraction(multiplications(rec, 1, d), multiplications(att, 1, d))  # g·2d² / 2d
+                found.append(Crossover(c.threads, d, rec, att, work_T, T, where, bracket, predicted))
+    return tuple(found)
+
+
+# --- The sweep ----------------------------------------------------------------------------------------
+
+def _time_point(call: Callable[[], object], label: str, threads: int, device: str, estimate_s: float,
+                config: BenchConfig) -> Timing:
+    """Time one point for long enough to get ``min_samples`` blocks, as far as the cap allows.
+
+    The run time asked for is min_samples × the estimated call time (from the previous length),
+    at least ``min_run_time`` and at most 10 × ``min_run_time``. Without an estimate, or when the
+    estimate was far too low, the first measurement is a pilot: it is repeated once with the time
+    its own median calls for, and only the repeat is kept.
+    """
+    cap = MAX_RUN_TIME_FACTOR * config.min_run_time
+
+    def run_time(call_s: float) -> float:
+        return max(config.min_run_time, min(config.min_samples * call_s, cap))
+
+    asked = run_time(estimate_s)
+    timing = measure_time(call, label=label, threads=threads, device=device, min_run_time=asked)
+    if len(timing.samples) < config.min_samples and run_time(timing.median_s) > 1.5 * asked:
+        timing = measure_time(call, label=label, threads=threads, device=device,
+                              min_run_time=run_time(timing.median_s))
+    return timing
+
+
+def _device_name(device: str) -> str:
+    if device == "cuda":
+        return torch.cuda.get_device_name()
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def run_bench(config: BenchConfig = BenchConfig(),
+              progress: Callable[[int, int, str], None] | None = None) -> BenchResult:
+    """Time every machine at every (threads, d, T), fit the model and find the crossovers (L7, L8).
+
+    >>> r = run_bench(BenchConfig(lengths=(4, 8), d_models=(8,), threads=(1,), machines=("rnn", "sdpa"),
+    ...                           min_run_time=0.001, min_samples=1, matmul_size=32))
+    >>> [(p.machine, p.T, p.multiplications) for p in r.points]  # 4*2*8*8, 4*4*2*8, ...
+    [('rnn', 4, 512), ('sdpa', 4, 256), ('rnn', 8, 1024), ('sdpa', 8, 1024)]
+    >>> r.crossovers[0].work_T  # T = d
+    Fraction(8, 1)
+
+    Args:
+        config: what to sweep; validated first by :func:`check_bench_config`, nothing allocated before.
+        progress: called as ``progress(done, total, what)`` after each step (span traces, calibrations,
+            points), for a progress bar.
+
+    Returns:
+        A frozen :class:`BenchResult` with every sample; the thread count is restored afterwards.
+
+    Raises:
+        SeqlabError: see :func:`check_bench_config`.
+    """
+    plan = check_bench_config(config)
+    started, clock = datetime.now(timezone.utc).isoformat(timespec="seconds"), time.perf_counter()
+    total = len(plan.machines) + len(plan.threads) * (1 + len(plan.d_models) * len(plan.lengths) * len(plan.machines))
+    done = 0
+
+    def step(what: str) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, total, what)
+
+    spans = fit_spans(plan.machines)
+    for key in plan.machines:
+        step(f"span · {MACHINES[key].label}")
+    calibrations = []
+    for threads in plan.threads:
+        calibrations.append(measure_calibration(plan.device, threads, plan.matmul_size, config.chain_links,
+                                                config.min_run_time))
+        step(f"calibration · threads = {threads}")
+    span_of, cal_of = {s.machine: s for s in spans}, {c.threads: c for c in calibrations}
+    generator = torch.Generator().manual_seed(config.seed)
+    points, checks, last = [], [], {}
+    for d in plan.d_models:
+        modules = _build(d, plan.device, generator)
+        checks += _check_work(modules, plan, d, generator)
+        for T in plan.lengths:
+            calls = _calls(modules, T, d, plan.batch, plan.device, generator)
+            for key in plan.machines:
+                power = 1 if MACHINES[key].family == "recurrence" else 2
+                work, span = multiplications(key, T, d, plan.batch), span_of[key].ops(T)
+                for threads in plan.threads:  # interleaved, so a change of load hits every setting alike
+                    previous = last.get((key, threads, d))
+                    estimate = previous[1] * (T / previous[0]) ** power if previous else 0.0
+                    timing = _time_point(calls[key], f"{MACHINES[key].label}, T = {T}, d = {d}", threads,
+                                         plan.device, estimate, config)
+                    last[(key, threads, d)] = (T, timing.median_s)
+                    predicted, bound = predict(work, span, cal_of[threads])
+                    points.append(BenchPoint(key, threads, d, T, work, span, timing, predicted, bound))
+                    step(f"{MACHINES[key].label} · T = {T} · d = {d} · threads = {threads}")
+            del calls
+    order = {key: i for i, key in enumerate(MACHINES)}
+    points.sort(key=lambda p: (p.threads, p.d_model, p.T, order[p.machine]))
+    flags = {"mkldnn": torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled,
+             "cuda_tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+             "cudnn_tf32": bool(torch.backends.cudnn.allow_tf32)}
+    return BenchResult(
+        lengths=plan.lengths, d_models=plan.d_models, threads=plan.threads, machines=plan.machines,
+        batch=plan.batch, device=plan.device, device_name=_device_name(plan.device), dtype="float32",
+        torch_version=torch.__version__, cpu_count=os.cpu_count() or 1, started=started,
+        elapsed_s=time.perf_counter() - clock, min_run_time=float(config.min_run_time),
+        calibrations=tuple(calibrations), spans=spans, checks=tuple(checks), points=tuple(points),
+        crossovers=crossovers(tuple(points), tuple(calibrations), spans, plan.batch), kernel_flags=flags)

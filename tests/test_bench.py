@@ -1,0 +1,387 @@
+"""``seqlab bench`` (studies/bench, render/bench, cli/bench, benchmarks/gpu_bench.py): L7, L8.
+
+No test here asserts a wall time or which machine is faster: the sweep is run at toy sizes for its
+logic (points, order, threads restored, files), and the work–span model and the crossovers are checked
+on SYNTHETIC timings whose answers are worked out by hand next to each assertion.
+"""
+
+from __future__ import annotations
+
+import csv
+import gettext
+import importlib.util
+import io
+import json
+import string
+import xml.etree.ElementTree as ElementTree
+from dataclasses import replace
+from fractions import Fraction
+from importlib import resources
+from pathlib import Path
+
+import pytest
+import torch
+from babel.messages.extract import extract_from_file
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po
+
+import seqlab.studies.bench as bench
+from seqlab.errors import SeqlabError
+from seqlab.measure.timing import Timing
+from seqlab.measure.trace import measure_span
+from seqlab.measure.work import count_multiplications
+from seqlab.render.bench import CSV_FIELDS, bench_sentences, bench_table, render_bench, to_csv, write_all
+from seqlab.render.json_output import to_json
+from seqlab.studies.bench import (BenchConfig, BenchPoint, BenchResult, SpanFit, WorkCheck, calibrate,
+                                  check_bench_config, crossovers, measured_crossover, model_terms, multiplications,
+                                  predict, predicted_crossover, run_bench)
+
+PACKAGE = Path(str(resources.files("seqlab")))
+REPO = Path(__file__).resolve().parents[1]
+#: A wide, colourless console for in-process CLI runs (as conftest's CLI_ENV for compare).
+CLI_ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
+TINY = dict(lengths=(4, 8), d_models=(8,), threads=(1, "all"), min_run_time=0.001, min_samples=1,
+            matmul_size=32, chain_links=4)
+
+
+def timing(median: float, label: str = "synthetic", threads: int = 1) -> Timing:
+    """A synthetic Timing: three samples whose median is ``median``."""
+    return Timing(label=label, samples=(median * 0.9, median, median * 1.1), median_s=median, iqr_s=0.1 * median,
+                  first_call_s=median, runs=3, threads=threads, device="cpu", noisy=False, min_run_time=0.1)
+
+
+@pytest.fixture(scope="module")
+def tiny() -> tuple[BenchResult, list[tuple[int, int, str]], int, int]:
+    """Every machine at T = 4, 8, d = 8, threads 1 and all; with the progress calls and threads before/after."""
+    calls: list[tuple[int, int, str]] = []
+    before = torch.get_num_threads()
+    result = run_bench(BenchConfig(**TINY), progress=lambda done, total, what: calls.append((done, total, what)))
+    return result, calls, before, torch.get_num_threads()
+
+
+# --- The sweep -----------------------------------------------------------------------------------------
+
+def test_sweep_has_every_point_in_order(tiny):
+    result, _, before, _ = tiny
+    threads = tuple(sorted({1, before}))
+    assert result.threads == threads and result.lengths == (4, 8) and result.d_models == (8,)
+    assert result.machines == ("rnn", "loop", "lstm", "gru", "sdpa", "attention")
+    expected = [(n, 8, T, key) for n in threads for T in (4, 8) for key in result.machines]
+    assert [(p.threads, p.d_model, p.T, p.machine) for p in result.points] == expected
+    for p in result.points:
+        assert p.timing.threads == p.threads and p.timing.device == "cpu" and len(p.timing.samples) >= 1
+        assert p.predicted_s > 0 and p.bound in ("work", "span")
+    assert [c.threads for c in result.calibrations] == list(threads)
+
+
+def test_threads_are_restored_and_progress_counts_every_step(tiny):
+    result, calls, before, after = tiny
+    assert after == before
+    total = 6 + len(result.threads) * (1 + 2 * 6)  # span fits + per thread setting (calibration + points)
+    assert [done for done, _, _ in calls] == list(range(1, total + 1))
+    assert {t for _, t, _ in calls} == {total}
+
+
+def test_work_is_the_closed_form_and_matches_the_counted_kernels(tiny):
+    result, *_ = tiny
+    assert result.point("rnn", 1, 8, 4).multiplications == 512  # 4 * (8*8 + 8*8)
+    assert result.point("lstm", 1, 8, 4).multiplications == 2048  # 4 gate blocks * 512
+    assert result.point("gru", 1, 8, 8).multiplications == 3072  # 3 * 8 * 128
+    assert result.point("sdpa", 1, 8, 8).multiplications == 1024  # 8 * 8 * (8 + 8)
+    assert all(c.counted == c.closed_form and c.kernels and not c.unaccounted for c in result.checks)
+    assert {c.machine for c in result.checks} == set(result.machines)
+
+
+@pytest.mark.parametrize("machine", list(bench.MACHINES))
+def test_counted_multiplications_equal_the_closed_form_with_a_batch(machine):
+    generator = torch.Generator().manual_seed(1)
+    calls = bench._calls(bench._build(8, "cpu", generator), 6, 8, 2, "cpu", generator)
+    with torch.no_grad():
+        counted = count_multiplications(calls[machine])
+    assert counted.complete
+    assert counted.multiplications == multiplications(machine, 6, 8, batch=2)
+
+
+def test_l9_numbers():
+    assert multiplications("rnn", 1000, 512) == 524_288_000  # 2 * 1000 * 512**2
+    assert multiplications("sdpa", 1000, 512) == 1_024_000_000  # 2 * 1000**2 * 512
+    assert Fraction(multiplications("sdpa", 1000, 512), multiplications("rnn", 1000, 512)) == Fraction(1000, 512)
+
+
+def test_span_grows_linearly_for_recurrences_and_not_for_attention():
+    fits = {fit.machine: fit for fit in bench.fit_spans(tuple(bench.MACHINES))}
+    assert {k: (f.intercept, f.per_step) for k, f in fits.items()} == {
+        "rnn": (0, 3), "loop": (0, 4), "lstm": (0, 10), "gru": (0, 11), "sdpa": (4, 0), "attention": (4, 0)}
+    generator = torch.Generator().manual_seed(0)
+    calls = bench._calls(bench._build(8, "cpu", generator), 12, 8, 1, "cpu", generator)
+    for key, fit in fits.items():  # the linear extension holds at a length that was not traced
+        assert measure_span(calls[key]).ops == fit.ops(12)
+
+
+# --- The model on synthetic timings ------------------------------------------------------------------
+
+#: throughput 1000**3 / 0.5 s = 2e9 multiplications/s; latency 1e-3 s / 100 ops = 1e-5 s per op.
+CALIBRATION = calibrate("cpu", 1, 1000, timing(0.5), 100, timing(1e-3))
+SPANS = {"rnn": SpanFit("rnn", (4, 8), (12, 24), 0, 3), "sdpa": SpanFit("sdpa", (4, 8), (4, 4), 4, 0)}
+
+
+def test_calibration_and_prediction():
+    assert CALIBRATION.throughput == 2e9 and CALIBRATION.flops_per_s == 4e9
+    assert CALIBRATION.latency_s == pytest.approx(1e-5, rel=1e-12)
+    # nn.RNN at T = 1000, d = 512: 524,288,000 / 2e9 = 0.262144 s > span 3000 ops * 1e-5 = 0.03 s
+    assert predict(524_288_000, 3000, CALIBRATION) == (pytest.approx(0.262144, rel=1e-12), "work")
+    # SDPA at T = 8, d = 512: 8**2 * 1024 / 2e9 = 3.2768e-5 s < span 4 ops * 1e-5 = 4e-5 s
+    assert predict(65_536, 4, CALIBRATION) == (pytest.approx(4e-5, rel=1e-12), "span")
+
+
+def test_throughput_bound_model_crosses_exactly_where_work_does():
+    rec = model_terms("rnn", 512, 1, SPANS["rnn"], CALIBRATION)  # 524,288 T / 2e9 against 3e-5 T
+    att = model_terms("sdpa", 512, 1, SPANS["sdpa"], CALIBRATION)  # 1024 T² / 2e9 against 4e-5
+    # 1024 T² = 524,288 T  =>  T = 512 = d (L7); the spans never take over near there
+    assert predicted_crossover(rec, att) == pytest.approx(512, rel=1e-12)
+
+
+def test_latency_bound_recurrence_moves_the_time_crossover_past_the_work_crossover():
+    slow = calibrate("cpu", 1, 1000, timing(0.5), 100, timing(0.1))  # 1e-3 s per op
+    rec = model_terms("rnn", 512, 1, SPANS["rnn"], slow)  # max(2.62144e-4 T, 3e-3 T) = 3e-3 T
+    att = model_terms("sdpa", 512, 1, SPANS["sdpa"], slow)  # max(5.12e-7 T², 4e-3)
+    # attention is slower below T = 4/3 (its 4 ops against 3 per step), faster after, and slower again
+    # from 5.12e-7 T² = 3e-3 T, T = 3e-3 / 5.12e-7 = 5859.375
+    assert predicted_crossover(rec, att) == pytest.approx(5859.375, rel=1e-9)
+
+
+def test_predicted_crossover_edge_cases():
+    constant = ((0.0, 0.0, 0.0), (0.0, 0.0, 0.5))  # attention: 0.5 s whatever T
+    assert predicted_crossover(((0.0, 1.0, 0.0), (0.0, 0.0, 0.0)), constant) is None  # recurrence T s: never again
+    assert predicted_crossover(((0.0, 0.0, 0.1), (0.0, 0.0, 0.0)), constant) == 0.0  # 0.5 > 0.1 at every T
+
+
+@pytest.mark.parametrize(("ratios", "expected"), [
+    ((0.25, 0.5, 2.0), ("within", 2000.0, (1000, 4000))),  # log-halfway between 1000 and 4000
+    ((2.0, 0.5, 2.0), ("within", 2000.0, (1000, 4000))),  # slower at the first length, then faster: ignored
+    ((0.25, 1.0, 4.0), ("within", 1000.0, (1000, 4000))),  # equal is not slower; the crossing is at 1000
+    ((2.0, 3.0, 4.0), ("below", None, None)),
+    ((0.25, 0.5, 0.9), ("beyond", None, None)),
+])
+def test_measured_crossover(ratios, expected):
+    lengths = (250, 1000, 4000)
+    recurrence = (1.0, 2.0, 3.0)
+    attention = tuple(r * a for r, a in zip(recurrence, ratios))
+    assert measured_crossover(lengths, recurrence, attention) == expected
+
+
+def synthetic_result(lang_threads: tuple[int, ...] = (1, 2)) -> BenchResult:
+    """nn.RNN and SDPA at T = 250, 1000, 4000, d = 512: SDPA/RNN time 0.25, 0.5, 2 at 1 thread, faster at 2."""
+    points = []
+    for threads in lang_threads:
+        speedup = {"rnn": 1.0, "sdpa": 1.0 if threads == 1 else 4.0}
+        for T, rec_s, ratio in ((250, 1.0, 0.25), (1000, 2.0, 0.5), (4000, 3.0, 2.0)):
+            for key, seconds in (("rnn", rec_s), ("sdpa", rec_s * ratio)):
+                work, span = multiplications(key, T, 512), SPANS[key].ops(T)
+                predicted, bound = predict(work, span, replace(CALIBRATION, threads=threads))
+                points.append(BenchPoint(key, threads, 512, T, work, span,
+                                         timing(seconds / speedup[key], threads=threads), predicted, bound))
+    calibrations = tuple(replace(CALIBRATION, threads=n) for n in lang_threads)
+    spans = (SPANS["rnn"], SPANS["sdpa"])
+    return BenchResult(
+        lengths=(250, 1000, 4000), d_models=(512,), threads=lang_threads, machines=("rnn", "sdpa"), batch=1,
+        device="cpu", device_name="Synthetic CPU", dtype="float32", torch_version=torch.__version__, cpu_count=2,
+        started="2026-01-01T00:00:00+00:00", elapsed_s=1.0, min_run_time=0.1, calibrations=calibrations,
+        spans=spans, checks=(), points=tuple(points), crossovers=crossovers(tuple(points), calibrations, spans, 1))
+
+
+def test_crossovers_of_a_synthetic_sweep():
+    result = synthetic_result()
+    one, two = result.crossovers
+    assert (one.threads, one.recurrence, one.attention, one.work_T) == (1, "rnn", "sdpa", Fraction(512))
+    assert (one.time_where, one.time_T, one.time_bracket) == ("within", 2000.0, (1000, 4000))
+    assert one.predicted_T == pytest.approx(512, rel=1e-12)
+    # at 2 threads SDPA is 4x faster: ratios 1/16, 1/8, 1/2 -> still faster at the last length
+    assert (two.threads, two.time_where, two.time_T) == (2, "beyond", None)
+
+
+def test_sentences_in_both_languages():
+    en = bench_sentences(synthetic_result(), "en")
+    assert en[0] == ("1 thread, d_model = 512: SDPA becomes slower than nn.RNN from about T = 2,000 (between 1,000 "
+                     "and 4,000); it does more multiplications past T = 512. The work–span model puts the crossing "
+                     "at T = 512.")
+    assert en[1].startswith("2 threads, d_model = 512: SDPA is still faster than nn.RNN at T = 4,000, the longest "
+                            "length measured, although it does more multiplications past T = 512 (7.81 times")
+    # nn.RNN 3 s / (2 * 4000 * 512**2 / 2e9 = 1.048576 s) = 2.86; SDPA 6 s / (2 * 4000**2 * 512 / 2e9 = 8.192 s)
+    assert en[2] == "1 thread, d_model = 512: measured over predicted time at T = 4,000: nn.RNN 2.86, SDPA 0.732."
+    # 4000 / 512 = 7.8125; from 1 to 2 threads SDPA runs 4x as fast, nn.RNN 1x
+    assert en[4] == ("From 1 thread to 2 threads at T = 4,000, d_model = 512: nn.RNN runs 1.00 times as fast; "
+                     "SDPA runs 4.00 times as fast.")
+    es = bench_sentences(synthetic_result(), "es")
+    assert es[0].startswith("1 hilo, d_model = 512: SDPA pasa a tardar más que nn.RNN a partir de T ≈ 2.000 "
+                            "(entre 1.000 y 4.000)")
+    assert "7,81 veces" in es[1] and es[4].startswith("De 1 hilo a 2 hilos, con T = 4.000")
+
+
+def test_an_uncounted_kernel_is_named_not_skipped():
+    checks = (WorkCheck("rnn", 250, 512, 0, 131_072_000, (), ("aten._cudnn_rnn",)),  # 2 * 250 * 512**2
+              WorkCheck("sdpa", 250, 512, 64_000_000, 64_000_000, ("aten._efficient_attention_forward",)))
+    sentence = bench_sentences(replace(synthetic_result(), checks=checks), "en")[-1]
+    assert sentence == ("Kernels that did the multiplications at T = 250, d_model = 512: nn.RNN aten._cudnn_rnn; "
+                        "SDPA aten._efficient_attention_forward. The counted multiplications differ from the "
+                        "closed forms for nn.RNN (aten._cudnn_rnn: no formula).")
+
+
+def test_table_shows_the_time_ratio_beside_the_work_ratio():
+    from rich.console import Console
+
+    console = Console(width=200, record=True, color_system=None)
+    console.print(bench_table(synthetic_result(), 1, 512, "en"))
+    row = next(line for line in console.export_text().splitlines() if line.startswith("│ 1,000"))
+    cells = [cell.strip() for cell in row.split("│")[1:-1]]
+    # T, nn.RNN, SDPA, time RNN/SDPA = 2 / 1, model = 0.262144 / 0.512 = 0.512, work d/T = 512/1000
+    assert cells == ["1,000", "2.00 s ± 200 ms", "1.00 s ± 100 ms", "2.00", "0.512", "0.512"]
+    console.print(render_bench(synthetic_result(), "es"))
+    assert "trabajo d/T" in console.export_text()
+
+
+# --- Files ---------------------------------------------------------------------------------------------
+
+def test_csv_has_a_row_per_sample(tiny):
+    result, *_ = tiny
+    rows = list(csv.reader(io.StringIO(to_csv(result))))
+    assert tuple(rows[0]) == CSV_FIELDS
+    assert len(rows) - 1 == sum(len(p.timing.samples) for p in result.points)
+    first = dict(zip(rows[0], rows[1]))
+    assert (first["machine"], first["T"], first["multiplications"], first["sample"]) == ("rnn", "4", "512", "0")
+
+
+def test_json_keeps_every_sample(tiny):
+    result, *_ = tiny
+    data = json.loads(to_json(result))
+    assert {"points", "crossovers", "calibrations", "spans", "checks", "device_name", "torch_version"} <= set(data)
+    assert len(data["points"]) == len(result.points)
+    assert data["points"][0]["timing"]["samples"] == list(result.points[0].timing.samples)
+    assert data["crossovers"][0]["work_T"] == {"fraction": "8", "value": 8.0}
+
+
+def test_write_all_writes_valid_files(tiny, tmp_path):
+    pytest.importorskip("matplotlib")
+    result, *_ = tiny
+    paths = write_all(result, tmp_path / "out", "es")
+    assert sorted(p.name for p in paths.values()) == ["bench.csv", "bench.json", "bench.png", "bench.svg"]
+    assert paths["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert ElementTree.parse(paths["svg"]).getroot().tag == "{http://www.w3.org/2000/svg}svg"
+    assert json.loads(paths["json"].read_text(encoding="utf-8"))["lengths"] == [4, 8]
+
+
+# --- The command line ----------------------------------------------------------------------------------
+
+@pytest.fixture()
+def run_cli(runner):
+    from seqlab.cli import app
+
+    return lambda *args: runner.invoke(app, ["bench", *args], env=CLI_ENV)
+
+
+def test_cli_tiny_sweep_prints_the_table_and_writes_files(run_cli, tmp_path):
+    pytest.importorskip("matplotlib")
+    result = run_cli("--lengths", "8,16", "--d-model", "8", "--min-run-time", "0.001", "--threads", "1",
+                     "--csv", str(tmp_path / "s.csv"), "--plot", str(tmp_path / "p"), "--lang", "en")
+    assert result.exit_code == 0, result.output
+    assert "Forward pass per call, median ± IQR: 1 thread, d_model = 8" in result.output
+    assert "nn.RNN / SDPA time" in result.output and "work d/T" in result.output
+    assert (tmp_path / "s.csv").is_file() and (tmp_path / "p.png").is_file() and (tmp_path / "p.svg").is_file()
+    assert f"Wrote {tmp_path / 's.csv'}" in result.stderr
+
+
+def test_cli_json_and_out(run_cli, tmp_path):
+    result = run_cli("--lengths", "8", "--d-model", "4,8", "--d-model", "8", "--machines", "rnn,sdpa",
+                     "--threads", "1,1", "--min-run-time", "0.001", "--json", "--out", str(tmp_path / "o"))
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["d_models"] == [4, 8] and data["threads"] == [1] and data["machines"] == ["rnn", "sdpa"]
+    assert len(data["points"]) == 4  # 2 machines * 2 widths * 1 length * 1 thread setting
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["bench.csv", "bench.json", "bench.png",
+                                                                  "bench.svg"]
+
+
+@pytest.mark.parametrize(("args", "option", "value"), [
+    (["--lengths", "0"], "--lengths", "0"),
+    (["--lengths", "8,x"], "--lengths", "'x'"),
+    (["--lengths", "8,,16"], "--lengths", "'8,,16'"),
+    (["--lengths", "2000000"], "--lengths", "2000000"),  # over MAX_LENGTH
+    (["--lengths", "100000"], "--lengths", "T = 100000"),  # would need about 150 GiB of attention maps
+    (["--d-model", "0"], "--d-model", "0"),
+    (["--d-model", "100000"], "--d-model", "100000"),
+    (["--batch", "0"], "--batch", "0"),
+    (["--batch", "-3"], "--batch", "-3"),
+    (["--threads", "0"], "--threads", "0"),
+    (["--threads", "many"], "--threads", "'many'"),
+    (["--threads", "100000"], "--threads", "100000"),
+    (["--device", "tpu"], "--device", "'tpu'"),
+    (["--machines", "rnn,transformer"], "--machines", "'transformer'"),
+    (["--min-run-time", "-1"], "--min-run-time", "-1"),
+    (["--min-run-time", "1000"], "--min-run-time", "1000"),
+    (["--csv", "/no/such/folder/x.csv"], "--csv", "/no/such/folder"),
+    (["--lang", "fr"], "--lang", "'fr'"),
+])
+def test_bad_input_exits_2_with_one_line_and_allocates_nothing(run_cli, monkeypatch, args, option, value):
+    monkeypatch.setattr(bench, "run_bench", lambda *a, **k: pytest.fail("the sweep must not start"))
+    result = run_cli(*args)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and "--help" in result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1, result.output
+    assert errors[0].startswith(f"Error: Invalid value for '{option}'") and value in errors[0], errors[0]
+
+
+def test_cuda_requested_without_a_device(run_cli, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(bench, "run_bench", lambda *a, **k: pytest.fail("the sweep must not start"))
+    result = run_cli("--device", "cuda")
+    assert result.exit_code == 2
+    assert "Error: Invalid value for '--device': device 'cuda' requested but no CUDA device is present" in result.output
+    with pytest.raises(SeqlabError) as error:
+        check_bench_config(BenchConfig(device="cuda"))
+    assert error.value.parameter == "device"
+
+
+@pytest.mark.parametrize(("changes", "parameter"), [
+    (dict(lengths=()), "T"), (dict(lengths=(4, 0)), "T"), (dict(d_models=(True,)), "d_model"),
+    (dict(threads=("some",)), "threads"), (dict(machines=("rnn", "cnn")), "machines"), (dict(machines=()), "machines"),
+    (dict(device="gpu"), "device"), (dict(min_run_time=0), "min_run_time"), (dict(batch=0), "batch"),
+    (dict(lengths=(4096,), batch=60_000), "batch"),  # one sequence fits; 60,000 of them do not
+])
+def test_config_errors_name_their_parameter(changes, parameter):
+    with pytest.raises(SeqlabError) as error:
+        check_bench_config(BenchConfig(**changes))
+    assert error.value.parameter == parameter
+
+
+# --- benchmarks/gpu_bench.py ---------------------------------------------------------------------------
+
+def test_gpu_bench_without_a_gpu_exits_with_a_clear_message(monkeypatch, capsys):
+    spec = importlib.util.spec_from_file_location("gpu_bench", REPO / "benchmarks" / "gpu_bench.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert module.main([]) == 1
+    assert "no CUDA device" in capsys.readouterr().err
+
+
+# --- The bench catalogue ---------------------------------------------------------------------------------
+
+def test_bench_catalogue_is_complete_current_and_not_fuzzy():
+    with open(PACKAGE / "locale" / "es" / "LC_MESSAGES" / "bench.po", "rb") as po:
+        catalogue = read_po(po, locale="es")
+    assert not catalogue.fuzzy and not [m.id for m in catalogue if m.id and m.fuzzy]
+    messages = {m.id: m.string for m in catalogue if m.id}
+    used = {message for name in ("render/bench.py", "cli/bench.py")
+            for _, message, _, _ in extract_from_file("python", PACKAGE / name, keywords={"tr": None})}
+    assert used == set(messages), "run `pybabel extract --no-default-keywords -k tr` and update bench.po"
+
+    def fields(text: str) -> set[str]:
+        return {f for _, f, _, _ in string.Formatter().parse(text) if f is not None}
+
+    for msgid, msgstr in messages.items():
+        assert msgstr.strip() and fields(msgstr) == fields(msgid), msgid
+    compiled = io.BytesIO()
+    write_mo(compiled, catalogue)
+    with open(PACKAGE / "locale" / "es" / "LC_MESSAGES" / "bench.mo", "rb") as mo:
+        assert gettext.GNUTranslations(mo)._catalog == gettext.GNUTranslations(io.BytesIO(compiled.getvalue()))._catalog
