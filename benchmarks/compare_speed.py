@@ -34,6 +34,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="runs per command (default 3)")
     repeats = parser.parse_args().repeats
+    if repeats < 1:
+        parser.error(f"--repeats must be >= 1, received {repeats}")
+    import os
+
+    load = os.getloadavg()[0]
+    print(f"load average {load:.2f} on {os.cpu_count()} CPUs (timings mean little above about 0.5)")
     print(f"{'what':34} {'median':>9} {'min':>9} {'max':>9} {'goal':>7} {'ratio':>7}")
     for label, (command, goal) in GOALS.items():
         times = wall_times(command, repeats)

@@ -132,3 +132,16 @@ def test_modules_are_broken_down():
     assert work.module("Sequential.2") == 36  # 3 * 6 * 2
     assert work.module("Sequential") == 108
     assert work.module("nothing") == 0
+
+
+def test_contraction_written_as_broadcast_product_is_counted():
+    q, k = torch.randn(40, 16), torch.randn(50, 16)
+    # 40 * 50 * 16 = 32_000 multiplications, done as an outer product before the sum
+    work = count_multiplications(lambda a, b: (a[:, None, :] * b[None, :, :]).sum(-1), q, k)
+    assert work.multiplications == 32_000
+    assert work.by_op == {"aten.mul (outer product)": 32_000}
+
+
+def test_gate_products_and_scalings_are_not_counted():
+    x = torch.randn(10, 8)
+    assert count_multiplications(lambda a: torch.sigmoid(a) * a * 0.5, x).multiplications == 0

@@ -51,6 +51,7 @@ __all__ = [
     "recurrence_multiplications",
     "recurrence_sequential_steps",
     "scored_attention_multiplications",
+    "scored_crossover_length",
     "work_ratio",
 ]
 
@@ -136,6 +137,33 @@ def scored_attention_multiplications(score: str, T: int, d_k: int, d_v: int, T_k
         return (T + T_k) * d_a * d_k + T * T_k * d_a + T * T_k * d_v
     raise SeqlabError(f"score must be one of dot, scaled_dot, general, additive; received {score!r}",
                       parameter="score")
+
+
+def scored_crossover_length(score: str, d_model: int, d_h: int, d_k: int, d_v: int,
+                            d_attention: int | None = None) -> Fraction | None:
+    """The T at which attention with ``score`` and the recurrence do equal work, or None if never (L7).
+
+    Every score's count is a·T² + b·T (see :func:`scored_attention_multiplications`) and the
+    recurrence's is c·T, so they cross at T = (c - b) / a; when b ≥ c (the additive score with equal
+    widths: its W_q q and W_k k products alone cost as much as the recurrence) attention costs more at
+    every length and there is no crossover.
+
+    >>> scored_crossover_length("scaled_dot", 512, 512, 512, 512)
+    Fraction(512, 1)
+    >>> scored_crossover_length("general", 16, 16, 16, 16)  # (512 - 256) / 32
+    Fraction(8, 1)
+    >>> scored_crossover_length("additive", 16, 16, 16, 16) is None
+    True
+
+    Raises:
+        SeqlabError: an unknown score, or a width that is not an integer >= 1.
+    """
+    quadratic = scored_attention_multiplications(score, 2, d_k, d_v, d_attention=d_attention) \
+        - 2 * scored_attention_multiplications(score, 1, d_k, d_v, d_attention=d_attention)  # 2a
+    a = Fraction(quadratic, 2)
+    b = scored_attention_multiplications(score, 1, d_k, d_v, d_attention=d_attention) - a
+    c = recurrence_multiplications(1, d_model, d_h)
+    return (c - b) / a if c > b else None
 
 
 def projection_multiplications(T: int, d_model: int, d_k: int, d_v: int) -> int:
@@ -254,6 +282,7 @@ CLOSED_FORMS: dict[str, Callable[..., int | Fraction]] = {
     "recurrence_multiplications": recurrence_multiplications,
     "attention_multiplications": attention_multiplications,
     "scored_attention_multiplications": scored_attention_multiplications,
+    "scored_crossover_length": scored_crossover_length,
     "projection_multiplications": projection_multiplications,
     "work_ratio": work_ratio,
     "crossover_length": crossover_length,

@@ -245,14 +245,15 @@ def tokenize(text: str, tokenizer: str = "o200k_base") -> Tokens:
 
 
 @functools.lru_cache(maxsize=None)
-def _builtin_tokens(tokenizer: str) -> Tokens:
-    return tokenize(builtin_text("es").content, tokenizer)
+def _builtin_tokens(tokenizer: str, lang: str = "es") -> Tokens:
+    return tokenize(builtin_text(lang).content, tokenizer)
 
 
-def synthetic_tokens(length: int, tokenizer: str = "o200k_base") -> Tokens:
-    """Return exactly ``length`` tokens: the built-in Spanish text's tokens, repeated from the start.
+def synthetic_tokens(length: int, tokenizer: str = "o200k_base", lang: str = "es") -> Tokens:
+    """Return exactly ``length`` tokens: the built-in text's tokens (``lang``), repeated from the start.
 
     Token t is token ``t % n`` of the built-in text (n = its token count): any T, real token ids.
+    ``seqlab compare --tokens`` cycles the text of the output language.
 
     >>> len(synthetic_tokens(2000))
     2000
@@ -260,12 +261,14 @@ def synthetic_tokens(length: int, tokenizer: str = "o200k_base") -> Tokens:
     Args:
         length: T, the number of tokens, in [1, ``MAX_SYNTHETIC_TOKENS``].
         tokenizer: one of ``TOKENIZERS``.
+        lang: which built-in text to cycle, ``"es"`` or ``"en"``.
 
     Raises:
-        SeqlabError: ``length`` is not an integer in range, or the tokenizer is unknown/unavailable.
+        SeqlabError: ``length`` is not an integer in range, the tokenizer is unknown/unavailable, or
+            ``lang`` is not a built-in language.
     """
     require_positive_int("length", length, maximum=MAX_SYNTHETIC_TOKENS)
-    base = _builtin_tokens(tokenizer)
+    base = _builtin_tokens(tokenizer, lang)
     n = len(base)
     return Tokens(ids=tuple(base.ids[t % n] for t in range(length)),
                   pieces=tuple(base.pieces[t % n] for t in range(length)), tokenizer=tokenizer)

@@ -7,12 +7,12 @@ from typing import Annotated, Optional
 import typer
 
 from seqlab.cli import app
-from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language, positive_float
+from seqlab.cli.options import LANG_HELP, bad_parameter, float_between, integer_at_least, language
 from seqlab.errors import SeqlabError
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"d_model": "'--d-model'", "d_h": "'--d-h'", "d_k": "'--d-k'", "d_v": "'--d-v'", "score": "'--score'",
-           "tokenizer": "'--tokenizer'", "probes": "'--probes'"}
+           "tokenizer": "'--tokenizer'", "probes": "'--probes'", "spectral_radius": "'--spectral-radius'"}
 
 
 def _tokens(text: Optional[str], tokens: Optional[int], tokenizer: str, lang: str):
@@ -22,7 +22,7 @@ def _tokens(text: Optional[str], tokens: Optional[int], tokenizer: str, lang: st
     option = "'--tokens'" if tokens is not None else "'--text'"
     try:
         if tokens is not None:
-            return synthetic_tokens(tokens, tokenizer), f"synthetic ({tokens} tokens)"
+            return synthetic_tokens(tokens, tokenizer, lang), f"synthetic ({tokens} tokens)"
         source = builtin_text(lang) if text is None else read_text(text)
         return tokenize(source.content, tokenizer), source.source
     except SeqlabError as error:
@@ -35,7 +35,7 @@ def compare(
                                                 "Default: the built-in text in the output language.")] = None,
     tokens: Annotated[Optional[int], typer.Option("--tokens", parser=integer_at_least(2), metavar="INTEGER",
                                                   help="Use a synthetic text of exactly N >= 2 tokens "
-                                                       "(the built-in text, cycled).")] = None,
+                                                       "(the built-in text of --lang, cycled).")] = None,
     tokenizer: Annotated[str, typer.Option(help="o200k_base (GPT-4o's subwords, offline) or words.")] = "o200k_base",
     d_model: Annotated[int, typer.Option("--d-model", parser=integer_at_least(1), metavar="INTEGER",
                                          help="Token-vector width (the paper's 512).")] = 512,
@@ -46,10 +46,10 @@ def compare(
     d_v: Annotated[Optional[int], typer.Option("--d-v", parser=integer_at_least(1), metavar="INTEGER",
                                                help="Value width (default d_model).")] = None,
     score: Annotated[str, typer.Option(help="Attention score: dot, scaled_dot, additive, general.")] = "scaled_dot",
-    spectral_radius: Annotated[Optional[float], typer.Option("--spectral-radius", parser=positive_float,
+    spectral_radius: Annotated[Optional[float], typer.Option("--spectral-radius", parser=float_between(1e-3, 1e3),
                                                              metavar="FLOAT", help="Rescale W_hh to this "
-                                                             "spectral radius (> 0).")] = None,
-    seed: Annotated[int, typer.Option(parser=integer_at_least(0), metavar="INTEGER",
+                                                             "spectral radius, in [0.001, 1000].")] = None,
+    seed: Annotated[int, typer.Option(parser=integer_at_least(0, 2**32 - 1), metavar="INTEGER",
                                       help="Seed for the embedding, weights and permutations.")] = 0,
     probes: Annotated[int, typer.Option(parser=integer_at_least(1, 4096), metavar="INTEGER",
                                         help="Random probes of the reach estimate.")] = 8,
@@ -78,7 +78,9 @@ def compare(
                            time=not no_time, time_explicit=detailed and not no_time)
     length_option = "'--tokens'" if tokens is not None else "'--text'"
     options = {**OPTIONS, "T": length_option}
-    size_options = length_option + " / '--d-model'"
+    # a memory refusal comes from the sizes together: name every option that fed the estimate
+    size_options = " / ".join([length_option, "'--d-model'"] + (["'--exact-reach'"] if exact_reach else
+                              ["'--probes'"] if probes != 8 else []) + (["'--score'"] if score == "additive" else []))
     try:
         config.widths()
         if tokens is not None:  # refuse an absurd length before building the tokens

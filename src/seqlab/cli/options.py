@@ -27,11 +27,33 @@ def integer_at_least(minimum: int, maximum: int | None = None) -> Callable[[str]
 
     def parse(text: str) -> int:
         try:
+            if not str(text).isascii():  # int() would also take other scripts' digits
+                raise ValueError(text)
             value = int(str(text), 10)
         except ValueError:
             raise typer.BadParameter(f"expected {accepted}, received {text!r}") from None
         if value < minimum or (maximum is not None and value > maximum):
             raise typer.BadParameter(f"expected {accepted}, received {value}")
+        return value
+
+    return parse
+
+
+def float_between(minimum: float, maximum: float) -> Callable[[str], float]:
+    """A parser for a number in [minimum, maximum] whose error names the received text.
+
+    >>> float_between(0.001, 1000)("0.5")
+    0.5
+    """
+    accepted = f"a number in [{minimum:g}, {maximum:g}]"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise typer.BadParameter(f"expected {accepted}, received {text!r}") from None
+        if not (math.isfinite(value) and minimum <= value <= maximum):
+            raise typer.BadParameter(f"expected {accepted}, received {text}")
         return value
 
     return parse

@@ -102,7 +102,11 @@ def with_spectral_radius(weight: Tensor, radius: float) -> Tensor:
     if current == 0.0 or current <= floor:
         raise SeqlabError(f"cannot rescale a matrix whose spectral radius is 0 "
                           f"(received radius {current:.3g}); every eigenvalue is 0")
-    return (w64 * (radius / current)).to(weight.dtype)
+    scaled = (w64 * (radius / current)).to(weight.dtype)
+    if not torch.isfinite(scaled).all() or not scaled.any():
+        raise SeqlabError(f"spectral radius {radius:g} does not fit in {str(weight.dtype).removeprefix('torch.')}: "
+                          f"the rescaled weights overflow or underflow to 0", parameter="spectral_radius")
+    return scaled
 
 
 class ElmanRNN(torch.nn.Module):

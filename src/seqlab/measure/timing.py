@@ -42,7 +42,8 @@ class Timing:
         runs: total timed calls (blocks x calls per block); warm-up and the first call excluded.
         threads: intra-op CPU threads torch used while timing.
         device: ``"cpu"`` or ``"cuda"`` (synchronised around every clock reading).
-        noisy: torch's Measurement warned, or ``iqr_s > 0.10 * median_s``.
+        noisy: torch's Measurement warned, fewer than 3 samples (no spread to speak of), or
+            ``iqr_s > 0.10 * median_s``.
         min_run_time: seconds of timed blocks asked for.
     """
 
@@ -150,6 +151,6 @@ def measure_time(
         runs=int(m.number_per_run) * len(m.raw_times),
         threads=n_threads,
         device=device,
-        noisy=bool(m.has_warnings) or iqr_s > NOISY_IQR_FRACTION * median_s,
+        noisy=bool(m.has_warnings) or len(m.times) < 3 or iqr_s > NOISY_IQR_FRACTION * median_s,
         min_run_time=float(min_run_time),
     )

@@ -9,7 +9,11 @@ mode underneath records every op that really ran, so an op whose multiplications
 Convention (the lesson's unit): **multiplications**, one per multiply-add of a matrix product,
 convolution or attention kernel. FLOPs in PyTorch's convention are twice that
 (:attr:`WorkCount.flops`). Element-wise ops (bias adds, activations, gate products), softmax,
-normalisations and reductions are not counted; a causal mask saves nothing in the count.
+normalisations and reductions are not counted; a causal mask saves nothing in the count. One
+exception keeps hand-written contractions honest: an element-wise product whose output is larger
+than both factors (an outer product, as in ``(q[:, None] * k[None]).sum(-1)``) is counted, one
+multiplication per output element. A same-shape product followed by a sum (``torch.linalg.vecdot``)
+looks exactly like a gate product and is not counted.
 """
 
 from __future__ import annotations
@@ -25,6 +29,11 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from seqlab.measure.ops import EXTRA_FORMULAS, is_unknown, op_name
 
+aten = torch.ops.aten
+
+#: by_op key for multiplications done as broadcast element-wise products (outer products).
+OUTER_PRODUCT = "aten.mul (outer product)"
+
 
 @dataclass(frozen=True)
 class WorkCount:
@@ -33,7 +42,8 @@ class WorkCount:
     Attributes:
         multiplications: total multiply-adds in contractions (the lesson's unit, L5/L6).
         by_op: multiplications per op name (``"aten.addmm"``, ``"aten.mkldnn_rnn_layer"``...).
-        by_module: multiplications per module path as ``FlopCounterMode`` reports it (``"Global"``
+        by_module: multiplications per module path as ``FlopCounterMode`` reports it (outer products
+            are in the total and in ``by_op`` only) (``"Global"``
             is the whole call; nested modules such as ``"SelfAttention.query"`` are included in
             their parents).
         calls: how many times each op ran (every op, counted or not).
@@ -72,10 +82,22 @@ class _OpCensus(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
         self.calls: Counter[torch._ops.OpOverload] = Counter()
+        self.outer_products = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         self.calls[func] += 1
-        return func(*args, **(kwargs or {}))
+        out = func(*args, **(kwargs or {}))
+        if func.overloadpacket in (aten.mul, aten.mul_) and _is_outer_product(args, out):
+            self.outer_products += out.numel()
+        return out
+
+
+def _is_outer_product(args: tuple, out: object) -> bool:
+    """A multiplication whose output is larger than either factor: a contraction written as
+    broadcast-multiply-then-sum (``(q[:, None] * k[None]).sum(-1)``) does its work here."""
+    factors = [a for a in args[:2] if isinstance(a, torch.Tensor)]
+    return (len(factors) == 2 and isinstance(out, torch.Tensor)
+            and out.numel() > max(factors[0].numel(), factors[1].numel()))
 
 
 def count_multiplications(function: Callable[..., Any], *args: Any, **kwargs: Any) -> WorkCount:
@@ -106,6 +128,8 @@ def count_multiplications(function: Callable[..., Any], *args: Any, **kwargs: An
         function(*args, **kwargs)
     flop_counts = counter.get_flop_counts()
     by_op = {str(packet): flop // 2 for packet, flop in flop_counts.get("Global", {}).items()}
+    if census.outer_products:
+        by_op[OUTER_PRODUCT] = census.outer_products
     by_module = {name: sum(ops.values()) // 2 for name, ops in flop_counts.items()}
     calls: Counter[str] = Counter()
     unaccounted: Counter[str] = Counter()
@@ -114,7 +138,7 @@ def count_multiplications(function: Callable[..., Any], *args: Any, **kwargs: An
         if is_unknown(func):
             unaccounted[op_name(func)] += number
     return WorkCount(
-        multiplications=counter.get_total_flops() // 2,
+        multiplications=counter.get_total_flops() // 2 + census.outer_products,
         by_op=by_op,
         by_module=by_module,
         calls=dict(calls),

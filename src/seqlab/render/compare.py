@@ -16,6 +16,7 @@ from seqlab.measure.order import OrderResult
 from seqlab.measure.paths import PathMatrix
 from seqlab.measure.reach import Reach
 from seqlab.measure.timing import Timing
+from seqlab.measure.work import WorkCount
 from seqlab.studies.compare import CompareResult, MachineMeasurements
 
 DASH = "—"
@@ -37,7 +38,7 @@ class _Formatter:
     def time(self, timing: Timing | None) -> str:
         if timing is None:
             return DASH
-        text = self._("{median} (IQR {spread}, {runs} runs)").format(
+        text = self._("{median} (IQR {spread}, n = {runs})").format(
             median=format_seconds(timing.median_s, self.lang), spread=format_seconds(timing.iqr_s, self.lang),
             runs=timing.runs)
         return text + (" " + self._("noisy") if timing.noisy else "")
@@ -60,7 +61,10 @@ class _Formatter:
         except SeqlabError:  # fewer than two representable norms: nothing to fit
             return None
 
-    def counted(self, counted: int, closed_form: int) -> str:
+    def counted(self, counted: WorkCount | None, closed_form: int) -> str:
+        if counted is None:
+            return DASH
+        counted = counted.multiplications
         mark = "= " + self._("formula") if counted == closed_form else "≠ " + self._("formula")
         return f"{self.integer(counted)} ({mark})"
 
@@ -79,17 +83,14 @@ def _rows(result: CompareResult, f: _Formatter, detailed: bool) -> list[tuple[st
     _ = f._
     rec, att = result.recurrence, result.attention
     rows = [
-        (_("Multiplications by the lesson's formula (L5, L6)"), f.integer(rec.closed_form),
+        (_("Multiplications, closed form (L5, L6)"), f.integer(rec.closed_form),
          f.integer(att.closed_form)),
         (_("Multiplications counted, explicit machine"),
-         f.counted(rec.counted.multiplications, rec.closed_form),
-         f.counted(att.counted.multiplications, att.closed_form)),
+         f.counted(rec.counted, rec.closed_form), f.counted(att.counted, att.closed_form)),
         (_("Multiplications counted, nn.RNN / SDPA"),
-         f.counted(rec.counted_library.multiplications, rec.closed_form),
-         f.counted(att.counted_library.multiplications, att.closed_form)),
+         f.counted(rec.counted_library, rec.closed_form), f.counted(att.counted_library, att.closed_form)),
         (_("Q, K, V projections (apart from the formula)"), DASH,
-         f.counted(att.projections_counted.multiplications, att.projections_closed_form)
-         if att.projections_counted is not None else DASH),
+         f.counted(att.projections_counted, att.projections_closed_form)),
         (_("Span: operations in a row"), f.integer(rec.span.ops), f.integer(att.span.ops)),
         (_("Span: matrix products in a row"), f.integer(rec.span.products), f.integer(att.span.products)),
         (_("Path from position 1 to T: matrix products (ops)"), f.path(rec.path), f.path(att.path)),
@@ -107,7 +108,8 @@ def _detail_rows(rec: MachineMeasurements, att: MachineMeasurements, f: _Formatt
     _ = f._
 
     def unaccounted(machine: MachineMeasurements) -> str:
-        names = {**machine.counted.unaccounted, **machine.counted_library.unaccounted}
+        names = {**machine.counted.unaccounted,
+                 **(machine.counted_library.unaccounted if machine.counted_library is not None else {})}
         return ", ".join(sorted(names)) or _("none")
 
     return [
@@ -149,9 +151,12 @@ def caption(result: CompareResult, lang: str = "en") -> str:
 
 def _work_sentence(result: CompareResult, f: _Formatter) -> str:
     _ = f._
-    ratio = float(result.work_ratio)
-    values = dict(T=f.integer(result.T), d=result.d_model, ratio=format_fraction(result.work_ratio, f.lang),
-                  crossover=format_fraction(result.crossover, f.lang))
+    ratio = result.work_ratio
+    values = dict(T=f.integer(result.T), d=result.d_model, ratio=format_fraction(ratio, f.lang))
+    if result.crossover is None:
+        return _("At T = {T} and d_model = {d}, attention does {ratio} times the recurrence's "
+                 "multiplications; with this score it does more at every length.").format(**values)
+    values["crossover"] = format_fraction(result.crossover, f.lang)
     if ratio < 1:
         message = _("At T = {T} and d_model = {d}, attention does {ratio} times the recurrence's "
                     "multiplications: less work, below the crossover at T = {crossover}.")
@@ -165,12 +170,14 @@ def _work_sentence(result: CompareResult, f: _Formatter) -> str:
 
 
 def _span_sentence(result: CompareResult, f: _Formatter) -> str:
-    rec, att = result.recurrence.span, result.attention.span
-    return f._("The recurrence must run {rec_ops} operations one after another ({rec_products} matrix products, "
-               "one more per token); attention needs {att_ops} ({att_products} products), a chain that does "
-               "not lengthen with T.").format(
-        rec_ops=f.integer(rec.ops), rec_products=f.integer(rec.products),
-        att_ops=f.integer(att.ops), att_products=f.integer(att.products))
+    rec, att = result.recurrence, result.attention
+    return f._("The recurrence must run {rec_ops} operations one after another ({rec_products} matrix products); "
+               "attention's call needs {att_ops} ({att_products} products). From T = {half} to T = {T} the "
+               "recurrence's chain grows by {rec_growth} operations and attention's by {att_growth}.").format(
+        rec_ops=f.integer(rec.span.ops), rec_products=f.integer(rec.span.products),
+        att_ops=f.integer(att.span.ops), att_products=f.integer(att.span.products),
+        half=f.integer(result.T // 2), T=f.integer(result.T),
+        rec_growth=f.integer(rec.span.ops - rec.span_half.ops), att_growth=f.integer(att.span.ops - att.span_half.ops))
 
 
 def _reach_order_sentence(result: CompareResult, f: _Formatter) -> str:
@@ -182,13 +189,10 @@ def _reach_order_sentence(result: CompareResult, f: _Formatter) -> str:
         reach = f._("Position 1's signal crosses {rec} matrix products to reach position T through the "
                     "recurrence, and {att} through attention.").format(
             rec=f.integer(products[0]), att=f.integer(products[1])) + " " + reach
-    decay = f.decay(rec.reach)
-    if decay is not None and decay != 1.0:
-        message = f._("Through the recurrence the gradient shrinks by a factor of about {decay} per step; "
-                      "through attention it does not depend on the distance.") if decay < 1 else \
-            f._("Through the recurrence the gradient grows by a factor of about {decay} per step; "
-                "through attention it does not depend on the distance.")
-        reach += " " + message.format(decay=f.number(decay))
+    decays = f.decay(rec.reach), f.decay(att.reach)
+    if None not in decays:
+        reach += " " + f._("Per step of distance the gradient is multiplied by about {rec} through the recurrence "
+                           "and {att} through attention.").format(rec=f.number(decays[0]), att=f.number(decays[1]))
     if att.order.holds and not rec.order.holds:
         order = f._("Shuffling the tokens only shuffles attention's outputs, while it changes the recurrence's "
                     "by up to {change}: attention alone cannot tell the order.").format(

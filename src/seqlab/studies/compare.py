@@ -33,8 +33,9 @@ from seqlab.measure.work import WorkCount, count_multiplications
 from seqlab.memory import estimate_compare_bytes, require_fits
 from seqlab.text import Tokens, embed
 
-#: Widest width ``compare`` accepts (d_model, d_h, d_k, d_v); the memory guard still applies below it.
-MAX_WIDTH = 65_536
+#: Widest width ``compare`` accepts (d_model, d_h, d_k, d_v): the spectral radius of W_hh is an O(d_h³)
+#: eigen-solve (seconds at 4096, minutes at 8192); the memory guard still applies below it.
+MAX_WIDTH = 4096
 
 
 @dataclass(frozen=True)
@@ -92,10 +93,13 @@ class MachineMeasurements:
         closed_form: multiplications by the closed form (L5, or L6 for dot scores and its extension to
             the general and additive scores; projections excluded).
         counted: multiplications counted on the explicit machine, same scope as ``closed_form``.
-        counted_library: multiplications counted on the library implementation (``nn.RNN`` / SDPA).
+        counted_library: multiplications counted on the library implementation (``nn.RNN`` / SDPA, with
+            4-D inputs so its fused kernel runs); None for scores SDPA cannot compute.
         projections_closed_form, projections_counted: the Q, K, V projections (attention only; 0 for
             the recurrence, whose W_xh products are part of L5's count).
-        span: longest chain of the whole layer from x (ops and matrix products in a row).
+        span: longest chain of ops (and of matrix products) in a row, in the scope of ``closed_form``:
+            the whole recurrence; attention's call on Q, K, V (the projections add one product ahead).
+        span_half: the same at T // 2 tokens, to show how the span grows with T.
         path: least matrix products (and ops) on a dependency path from position 1 to every position,
             measured op by op (``seqlab.measure.paths``; the recurrence: T, attention: 2).
         reach: ‖∂y_T/∂x_i‖ for every i (float64).
@@ -106,10 +110,11 @@ class MachineMeasurements:
 
     closed_form: int
     counted: WorkCount
-    counted_library: WorkCount
+    counted_library: WorkCount | None
     projections_closed_form: int
     projections_counted: WorkCount | None
     span: Span
+    span_half: Span
     path: PathMatrix
     reach: Reach
     order: OrderResult
@@ -127,7 +132,8 @@ class CompareResult:
         T: number of tokens; d_model, d_h, d_k, d_v: widths; score: attention score.
         spectral_radius: spectral radius of W_hh as measured on the built layer.
         work_ratio: attention / recurrence multiplications by the closed forms (= T/d when equal, L7).
-        crossover: the T at which the closed forms are equal (= d when widths are equal, L7).
+        crossover: the T at which the closed forms are equal (= d when widths are equal, L7); None
+            when attention with this score costs more at every length.
         recurrence, attention: the measurements.
         threads: CPU threads torch used; torch_version: the PyTorch that ran.
     """
@@ -143,7 +149,7 @@ class CompareResult:
     seed: int
     spectral_radius: float
     work_ratio: Fraction
-    crossover: Fraction
+    crossover: Fraction | None
     recurrence: MachineMeasurements
     attention: MachineMeasurements
     threads: int
@@ -165,7 +171,7 @@ def check_compare_size(T: int, config: CompareConfig) -> None:
 
 
 def _generator(seed: int, offset: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed * 1_000_003 + offset)
+    return torch.Generator().manual_seed((seed * 1_000_003 + offset) % 2**63)
 
 
 def _build(config: CompareConfig) -> tuple[ElmanRNN, SelfAttention]:
@@ -213,6 +219,7 @@ def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig) -
         projections_closed_form=0,
         projections_counted=None,
         span=measure_span(rnn, x),
+        span_half=measure_span(rnn, x[: T // 2]),
         path=measure_paths(rnn, x, sources=(0,)),
         reach=_reach(rnn, x, rnn.d_h, config),
         order=order,
@@ -222,8 +229,18 @@ def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig) -
     )
 
 
+def _library_attention(score: str):
+    """SDPA for the dot scores (scale 1 for ``dot``), None for scores SDPA cannot compute."""
+    if score == "scaled_dot":
+        return F.scaled_dot_product_attention
+    if score == "dot":
+        return lambda q, k, v: F.scaled_dot_product_attention(q, k, v, scale=1.0)
+    return None
+
+
 def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareConfig) -> MachineMeasurements:
     T = x.shape[0]
+    library = _library_attention(config.score)
     with torch.no_grad():
         projections = count_multiplications(layer.project, x)
         q, k, v = layer.project(x)  # (T, d_k), (T, d_k), (T, d_v)
@@ -231,24 +248,25 @@ def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareCon
         order = measure_order(lambda rows: layer(rows)[0], x, seed=config.seed)
         pairs = measure_key_value_order(lambda q_, k_, v_: layer.attention(q_, k_, v_)[0], q, k, v,
                                         seed=config.seed)
-        library_only = config.score == "scaled_dot"
-        batched = (q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0))  # (1, T, ·)
-        counted_library = count_multiplications(F.scaled_dot_product_attention, *batched) if library_only \
-            else counted
-    timed = config.time
+        # (1, 1, T, ·): with a head dimension SDPA takes its fused CPU kernel, not the math fallback
+        heads = tuple(t[None, None] for t in (q, k, v))
+        counted_library = count_multiplications(library, *heads) if library is not None else None
+    half = T // 2
     return MachineMeasurements(
         closed_form=cost.scored_attention_multiplications(config.score, T, layer.d_k, layer.d_v),
         counted=counted,
         counted_library=counted_library,
         projections_closed_form=cost.projection_multiplications(T, layer.d_model, layer.d_k, layer.d_v),
         projections_counted=projections,
-        span=measure_span(layer, x),
+        # the call on Q, K, V: the scope of the work count (projections add one product in front)
+        span=measure_span(layer.attention, q, k, v),
+        span_half=measure_span(layer.attention, q[:half], k[:half], v[:half]),
         path=measure_paths(lambda rows: layer(rows)[0], x, sources=(0,)),
         reach=_reach(layer, x, layer.d_v, config),
         order=order,
         key_value_order=pairs,
-        time_library=_time(lambda: F.scaled_dot_product_attention(*batched), "SDPA", config)
-        if timed and library_only else None,
+        time_library=_time(lambda: library(*heads), "SDPA", config)
+        if config.time and library is not None else None,
         time_explicit=_time(lambda: layer.attention(q, k, v), "Attention (explicit)", config)
         if config.time_explicit else None,
     )
@@ -280,11 +298,13 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
     """
     T = len(tokens)
     if T < 2:
-        raise SeqlabError(f"compare needs a text of at least 2 tokens, received {T}", parameter="T")
+        raise SeqlabError(f"compare needs a text of at least 2 tokens; {source} has {T}", parameter="T")
     check_compare_size(T, config)
     recurrence, attention = _build(config)
     x = embed(tokens, recurrence.d_model, seed=config.seed)  # (T, d_model)
     d_model, d_h, d_k, d_v = config.widths()
+    recurrence_measured = _measure_recurrence(recurrence, x, config)
+    attention_measured = _measure_attention(attention, x, config)
     return CompareResult(
         source=source,
         tokenizer=tokens.tokenizer,
@@ -296,10 +316,10 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
         score=config.score,
         seed=config.seed,
         spectral_radius=spectral_radius(recurrence.weight_hh.detach()),
-        work_ratio=cost.work_ratio(T, d_model, d_h, d_k, d_v),
-        crossover=cost.crossover_length(d_model, d_h, d_k, d_v),
-        recurrence=_measure_recurrence(recurrence, x, config),
-        attention=_measure_attention(attention, x, config),
+        work_ratio=Fraction(attention_measured.closed_form, recurrence_measured.closed_form),
+        crossover=cost.scored_crossover_length(config.score, d_model, d_h, d_k, d_v),
+        recurrence=recurrence_measured,
+        attention=attention_measured,
         threads=torch.get_num_threads(),
         torch_version=torch.__version__,
     )
