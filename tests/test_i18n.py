@@ -26,7 +26,9 @@ PACKAGE = Path(str(resources.files("seqlab")))
 MESSAGES = PACKAGE / "locale" / "es" / "LC_MESSAGES"
 DOMAINS = sorted(path.stem for path in MESSAGES.glob("*.po"))
 LOCALE_VARIABLES = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
-DOMAIN_CALL = re.compile(r"translator\([^()]*?,\s*[\"'](\w+)[\"']\)")
+#: Names the renderers give their gettext function: _ (compare), tr (table1, bench), tl (learn).
+KEYWORDS = {"_": None, "tr": None, "tl": None}
+DOMAIN_CALL = re.compile(r"translator\([^()]*?,\s*[\"'](\w+)[\"']\)|^DOMAIN = [\"'](\w+)[\"']", re.M)
 
 
 def compile_command(domain: str) -> str:
@@ -47,16 +49,20 @@ def placeholders(text: str) -> set[str]:
     return {field for _, field, _, _ in string.Formatter().parse(text) if field is not None}
 
 
-def used_by_domain() -> dict[str, dict[str, str]]:
-    """domain -> {msgid: where} for every _("…") literal, by the domain its module's translator names."""
-    used: dict[str, dict[str, str]] = {}
+def used_by_domain() -> dict[str | None, dict[str, str]]:
+    """domain -> {msgid: where} for every translated literal, by the domain its module names.
+
+    A module that names no domain (a CLI module using its renderer's function) maps to None: its
+    strings may live in any catalogue.
+    """
+    used: dict[str | None, dict[str, str]] = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         source = path.read_text(encoding="utf-8")
-        domains = set(DOMAIN_CALL.findall(source)) or {"seqlab"}
-        assert len(domains) == 1, f"{path}: one catalogue domain per module, found {domains}"
-        domain = domains.pop()
-        for lineno, message, _comments, _context in extract_from_file("python", str(path), keywords={"_": None}):
-            assert isinstance(message, str) and message, f"{path}:{lineno}: _() needs one string literal"
+        domains = {call or constant for call, constant in DOMAIN_CALL.findall(source)}
+        assert len(domains) <= 1, f"{path}: one catalogue domain per module, found {domains}"
+        domain = domains.pop() if domains else ("seqlab" if re.search(r"\btranslator\(", source) else None)
+        for lineno, message, _comments, _context in extract_from_file("python", str(path), keywords=KEYWORDS):
+            assert isinstance(message, str) and message, f"{path}:{lineno}: a translated call needs one literal"
             used.setdefault(domain, {}).setdefault(message, f"{path.name}:{lineno}")
     return used
 
@@ -98,12 +104,17 @@ def test_compiled_catalogue_is_current(domain):
 def test_every_translated_string_in_the_code_is_in_its_catalogue():
     used = used_by_domain()
     assert len(used.get("seqlab", {})) >= 40  # the extractor really found the compare renderer's messages
+    catalogues = {domain: real_messages(read_catalogue(domain)) for domain in DOMAINS}
+    anywhere = set().union(*catalogues.values())
+    loose = used.pop(None, {})
+    missing = {m: where for m, where in loose.items() if m not in anywhere}
+    assert missing == {}, f"strings in no catalogue: {missing}"
     for domain, messages_used in used.items():
-        assert domain in DOMAINS, f"no catalogue {domain}.po for {sorted(messages_used.values())[:3]}"
-        messages = real_messages(read_catalogue(domain))
+        assert domain in catalogues, f"no catalogue {domain}.po for {sorted(messages_used.values())[:3]}"
+        messages = catalogues[domain]
         missing = {m: where for m, where in messages_used.items() if m not in messages}
         assert missing == {}, f"strings outside {domain}.po (add them, then `{compile_command(domain)}`): {missing}"
-        unused = set(messages) - set(messages_used)
+        unused = set(messages) - set(messages_used) - set(loose)
         assert unused == set(), f"msgids of {domain}.po no code uses any more: {unused}"
 
 

@@ -1,0 +1,136 @@
+"""``seqlab learn``: train tiny models on three synthetic tasks; accuracy against T (parse, run, render).
+
+Every option is checked, and the memory weighed, before anything trains; bad input exits 2 with one
+line naming the option and the value. The time the sweep may take is measured (one step of each model
+and length) and printed on stderr before it starts; a Rich progress bar on stderr follows the runs
+when stderr is a terminal. Ctrl-C stops the sweep, prints what finished and exits 130.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from seqlab.cli import app
+from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
+from seqlab.errors import SeqlabError
+
+#: Which option each library parameter comes from, to point an error at the right one.
+OPTIONS = {"tasks": "'--tasks'", "models": "'--models'", "T": "'--lengths'", "seeds": "'--seeds'"}
+#: Exit status after Ctrl-C (128 + SIGINT), as shells report it.
+INTERRUPTED = 130
+
+
+def _tokens(text: str, option: str) -> tuple[str, ...]:
+    tokens = tuple(token.strip() for token in text.split(","))
+    if not text.strip() or any(not token for token in tokens):
+        raise typer.BadParameter(f"expected a comma-separated list, received {text!r}", param_hint=option)
+    return tokens
+
+
+def _lengths(text: str) -> tuple[int, ...]:
+    values = []
+    for token in _tokens(text, "'--lengths'"):
+        try:
+            value = int(token, 10)
+        except ValueError:
+            raise typer.BadParameter(f"expected integers >= 1, received {token!r} in {text!r}",
+                                     param_hint="'--lengths'") from None
+        if value < 1:
+            raise typer.BadParameter(f"expected integers >= 1, received {token} in {text!r}", param_hint="'--lengths'")
+        values.append(value)
+    return tuple(values)
+
+
+@app.command()
+def learn(
+    quick: Annotated[bool, typer.Option("--quick", help="Short lengths, 2 seeds, at most 600 steps per run "
+                                        "(under 2 minutes on two cores).")] = False,
+    tasks: Annotated[Optional[str], typer.Option("--tasks", help="Comma-separated: recall, order, position "
+                                                 "(default all three).")] = None,
+    models: Annotated[Optional[str], typer.Option("--models", help="Comma-separated: elman, lstm, gru, attention, "
+                                                  "attention-pe, mlp (default: each task's own).")] = None,
+    lengths: Annotated[Optional[str], typer.Option("--lengths", help="Comma-separated lengths T for every task "
+                                                   "(default: each task's own).")] = None,
+    seeds: Annotated[Optional[int], typer.Option("--seeds", parser=integer_at_least(1, 10), metavar="INTEGER",
+                                                 help="Seeds 0..N-1 per cell (default 3; --quick 2).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print every run and the summary as JSON.")] = False,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the plot to PATH.png and PATH.svg.")] = None,
+    lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
+) -> None:
+    """Train tiny models and see path length decide what they learn: recall, order, position (L3, L4, L10)."""
+    from seqlab.studies.learn import LearnConfig, check_learn_config
+
+    lang = language(lang)
+    changes: dict[str, object] = {}
+    if tasks is not None:
+        changes["tasks"] = _tokens(tasks, "'--tasks'")
+    if models is not None:
+        changes["models"] = _tokens(models, "'--models'")
+    if lengths is not None:
+        changes["lengths"] = _lengths(lengths)
+    if seeds is not None:
+        changes["seeds"] = seeds
+    config = LearnConfig.quick(**changes) if quick else LearnConfig(**changes)
+    try:
+        check_learn_config(config)
+    except SeqlabError as error:
+        raise bad_parameter(error, OPTIONS, "'--lengths'") from None
+    if plot is not None:
+        if not plot.parent.is_dir():
+            raise typer.BadParameter(f"the folder {str(plot.parent)!r} does not exist, received {str(plot)!r}",
+                                     param_hint="'--plot'")
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise typer.BadParameter("plots need matplotlib (pip install matplotlib)", param_hint="'--plot'") from None
+    result = _run(config, lang)
+    _emit(result, lang, as_json, plot)
+    if result.partial:
+        raise typer.Exit(INTERRUPTED)
+
+
+def _run(config, lang: str):
+    """Price the sweep (stderr), then run it under a Rich progress bar on stderr (shown only on a terminal)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from seqlab.render.learn import duration_text, learn_translator, progress_text
+    from seqlab.studies.learn import estimate_learn, run_learn
+
+    tl = learn_translator(lang)
+    try:
+        estimate = estimate_learn(config)
+    except KeyboardInterrupt:
+        typer.echo(tl("Interrupted before training started."), err=True)
+        raise typer.Exit(INTERRUPTED) from None
+    typer.echo(tl("Estimated time: at most {time} for {runs} runs (per-step cost measured now, every run to "
+                  "its step limit); runs that learn the task stop earlier.").format(
+        time=duration_text(estimate.seconds, lang), runs=estimate.runs), err=True)
+    console = Console(stderr=True)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
+        task = bar.add_task(tl("Training"), total=estimate.runs)
+        return run_learn(config, lambda done, total, run: bar.update(
+            task, completed=done, total=total, description=progress_text(run, lang)))
+
+
+def _emit(result, lang: str, as_json: bool, plot: Optional[Path]) -> None:
+    """Print the tables (or JSON) on stdout; write the plot; name files and interruptions on stderr."""
+    from rich.console import Console
+
+    from seqlab.render.learn import learn_json, learn_translator, render_learn, write_plots
+
+    tl = learn_translator(lang)
+    if as_json:
+        typer.echo(learn_json(result))
+    else:
+        Console().print(render_learn(result, lang))
+    if plot is not None and result.runs:
+        for path in write_plots(result, plot, lang):
+            typer.echo(tl("Wrote {path}").format(path=path), err=True)
+    if result.partial:
+        typer.echo(tl("Interrupted: kept {done} of {planned} runs.").format(done=len(result.runs),
+                                                                          planned=result.planned), err=True)

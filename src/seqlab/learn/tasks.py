@@ -1,0 +1,182 @@
+"""Three synthetic tasks, each isolating one claim of the lesson (L3, L4, L10).
+
+Every example is a row of T token ids and one label; the model reads the row and answers at its
+last position. Data come from a seeded ``torch.Generator``, so the same seed gives the same batches.
+
+* ``recall`` (L3, L4): position 1 holds one of :data:`KEYS` key tokens, positions 2..T-1 hold
+  distractors and position T a query mark "?"; the label is the key. The key must travel T-1
+  positions: through T-1 products by W_hh in a recurrence, through one weight alpha_T1 in attention.
+  Keys and distractors are disjoint, so attention can find the key by its content alone, without
+  knowing where it is. The fixed mark gives attention's readout the same query row in every example
+  (with a random distractor there instead, about one seed in eight stalls with a key class that the
+  query never learns to pick out). Chance 1/8.
+* ``order`` (L10): two marked tokens A and B sit at two different positions among 1..T-1, the rest
+  are distractors; the label says whether A comes before B. Swapping A and B gives the same *set*
+  of rows, so attention without positional encoding cannot do better than chance (1/2). The test
+  set is built in such swapped twins. The last position never holds a marker, so the query row of
+  the readout is a distractor in every example.
+* ``position`` (L10, the concatenated MLP): a word W is present (label 1) or absent (label 0).
+  In training W only sits in the first half, positions 1..T//2; in the test it sits in the second
+  half, positions T//2+1..T-1 (never the last, whose row is the readout's query). A model that
+  shares its weights over positions can carry what it learnt to the new positions; a model with
+  one weight block per position has never trained the blocks of the test positions. A recurrence
+  read at position T meets a later word at a *shorter distance* from the readout than any it was
+  trained on, so for it the test is one of generalising over distances.
+
+Token ids (V = vocabulary size): recall keys 0..7, distractors 8..23, mark 24 (V = 25); order A = 0,
+B = 1, distractors 2..17 (V = 18); position W = 0, distractors 1..16 (V = 17).
+
+Shape letters: N examples, T positions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from seqlab.errors import SeqlabError, require_positive_int
+
+__all__ = ["DISTRACTORS", "KEYS", "QUERY_MARK", "SPLITS", "TASKS", "TaskSpec", "make_batch", "training_positions",
+           "evaluation_positions"]
+
+#: Key tokens of the recall task (its classes).
+KEYS = 8
+#: Distractor tokens of every task.
+DISTRACTORS = 16
+#: The recall task's query mark, the last token of every example.
+QUERY_MARK = KEYS + DISTRACTORS
+SPLITS = ("train", "test")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """What a task is: its name, the claims it tests, vocabulary, classes and the least T it needs.
+
+    >>> TASKS["recall"].chance, TASKS["recall"].vocab, TASKS["order"].vocab
+    (0.125, 25, 18)
+    """
+
+    name: str
+    claims: str
+    vocab: int
+    classes: int
+    min_length: int
+
+    @property
+    def chance(self) -> float:
+        """Accuracy of guessing: 1 / classes (the test sets are balanced)."""
+        return 1.0 / self.classes
+
+
+TASKS = {
+    "recall": TaskSpec("recall", "L3, L4", KEYS + DISTRACTORS + 1, KEYS, 2),
+    "order": TaskSpec("order", "L10", 2 + DISTRACTORS, 2, 3),
+    "position": TaskSpec("position", "L10", 1 + DISTRACTORS, 2, 4),
+}
+
+
+def training_positions(T: int) -> range:
+    """0-based positions the word may take in the position task's training set: the first half.
+
+    >>> training_positions(16)
+    range(0, 8)
+    """
+    return range(0, T // 2)
+
+
+def evaluation_positions(T: int) -> range:
+    """0-based positions the word takes in the position task's test set: the second half but the last.
+
+    >>> evaluation_positions(16)
+    range(8, 15)
+    """
+    return range(T // 2, T - 1)
+
+
+def _labels(n: int, classes: int, generator: torch.Generator) -> Tensor:
+    return torch.randint(0, classes, (n,), generator=generator)  # (N,)
+
+
+def _distractors(n: int, T: int, first: int, generator: torch.Generator) -> Tensor:
+    return torch.randint(first, first + DISTRACTORS, (n, T), generator=generator)  # (N, T)
+
+
+def _recall(n: int, T: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    tokens = _distractors(n, T, KEYS, generator)  # (N, T)
+    labels = _labels(n, KEYS, generator)  # (N,)
+    tokens[:, 0] = labels  # the key at position 1
+    tokens[:, -1] = QUERY_MARK  # "?" at position T
+    return tokens, labels
+
+
+def _order(n: int, T: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    tokens = _distractors(n, T, 2, generator)  # (N, T)
+    first = torch.randint(0, T - 1, (n,), generator=generator)  # (N,) in [0, T-2]
+    offset = torch.randint(1, T - 1, (n,), generator=generator)  # (N,) in [1, T-2]
+    second = (first + offset) % (T - 1)  # (N,): another position in [0, T-2]
+    labels = _labels(n, 2, generator)  # (N,): 1 = A before B
+    early, late = torch.minimum(first, second), torch.maximum(first, second)
+    rows = torch.arange(n)
+    tokens[rows, early] = 1 - labels  # A (0) first when the label is 1
+    tokens[rows, late] = labels
+    return tokens, labels
+
+
+def _swapped_twins(tokens: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
+    """Each example followed by its twin with A and B exchanged (same set of tokens, other label)."""
+    twin = tokens.clone()  # (N, T)
+    twin[tokens == 0], twin[tokens == 1] = 1, 0
+    both = torch.stack((tokens, twin), dim=1).flatten(0, 1)  # (2N, T): example, twin, example, ...
+    return both, torch.stack((labels, 1 - labels), dim=1).flatten()  # (2N,)
+
+
+def _position(n: int, T: int, generator: torch.Generator, split: str) -> tuple[Tensor, Tensor]:
+    tokens = _distractors(n, T, 1, generator)  # (N, T)
+    labels = _labels(n, 2, generator)  # (N,): 1 = the word is present
+    where = training_positions(T) if split == "train" else evaluation_positions(T)
+    position = torch.randint(where.start, where.stop, (n,), generator=generator)  # (N,)
+    rows = torch.arange(n)
+    tokens[rows, position] = torch.where(labels == 1, 0, tokens[rows, position])
+    return tokens, labels
+
+
+def make_batch(task: str, n: int, T: int, generator: torch.Generator,
+               split: str = "train") -> tuple[Tensor, Tensor]:
+    """``n`` examples of ``task`` at length ``T``: token ids (N, T) int64 and labels (N,) int64.
+
+    >>> tokens, labels = make_batch("recall", 4, 6, torch.Generator().manual_seed(0))
+    >>> tokens.shape, bool((tokens[:, 0] == labels).all()), bool((tokens[:, 1:] >= KEYS).all())
+    (torch.Size([4, 6]), True, True)
+    >>> tokens[:, -1].tolist()  # the query mark
+    [24, 24, 24, 24]
+
+    Args:
+        task: one of :data:`TASKS`.
+        n: number of examples (>= 1; even for the order task's test split, which comes in twins).
+        T: positions per example, at least the task's ``min_length``.
+        generator: the seeded source of every random choice.
+        split: ``"train"`` or ``"test"``; only the order task (twins) and the position task (the
+            second half) build their test sets differently.
+
+    Raises:
+        SeqlabError: unknown task or split, n or T out of range.
+    """
+    if task not in TASKS:
+        raise SeqlabError(f"task must be one of {', '.join(TASKS)}; received {task!r}", parameter="tasks")
+    if split not in SPLITS:
+        raise SeqlabError(f"split must be one of {', '.join(SPLITS)}; received {split!r}")
+    require_positive_int("n", n)
+    spec = TASKS[task]
+    if isinstance(T, bool) or not isinstance(T, int) or T < spec.min_length:
+        raise SeqlabError(f"the {task} task needs T >= {spec.min_length}, received {T!r}", parameter="T")
+    if task == "recall":
+        return _recall(n, T, generator)
+    if task == "position":
+        return _position(n, T, generator, split)
+    if split == "train":
+        return _order(n, T, generator)
+    if n % 2:
+        raise SeqlabError(f"the order task's test set comes in swapped twins and needs an even n, received {n}")
+    return _swapped_twins(*_order(n // 2, T, generator))
