@@ -1,6 +1,8 @@
 """Measured span (seqlab.measure.trace): linear in T for the recurrence, constant for attention (L1, L2)."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -90,3 +92,13 @@ def test_independent_branches_are_parallel():
     span = measure_span(branches, torch.randn(3))
     assert (span.ops, span.total_ops) == (3, 5)
     assert span.parallelism == pytest.approx(5 / 3)
+
+
+@settings(max_examples=15, deadline=None)
+@given(T=st.integers(1, 12), d=st.integers(1, 6), layer=st.sampled_from(["rnn", "attention", "lstm"]))
+def test_span_never_decreases_when_T_grows(T, d, layer):
+    module = {"rnn": nn.RNN(d, d), "lstm": nn.LSTM(d, d), "attention": nn.MultiheadAttention(d, 1)}[layer].eval()
+    run = (lambda x: module(x, x, x)) if layer == "attention" else module
+    short, long = measure_span(run, torch.randn(T, 1, d)), measure_span(run, torch.randn(T + 1, 1, d))
+    assert (long.ops, long.products) >= (short.ops, short.products)
+    assert long.ops >= short.ops and long.products >= short.products
