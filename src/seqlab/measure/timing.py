@@ -13,9 +13,10 @@ All calls run under ``torch.no_grad()``: this times the forward pass only.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -154,3 +155,22 @@ def measure_time(
         noisy=bool(m.has_warnings) or len(m.times) < 3 or iqr_s > NOISY_IQR_FRACTION * median_s,
         min_run_time=float(min_run_time),
     )
+
+
+@contextlib.contextmanager
+def fixed_threads(count: int) -> Iterator[None]:
+    """Run the block on ``count`` CPU threads, then restore the caller's setting.
+
+    Tracing measurements (span, paths) pay per op; on a shared machine one thread avoids idle
+    threads spinning on busy cores.
+
+    >>> with fixed_threads(1):
+    ...     torch.get_num_threads()
+    1
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(require_positive_int("threads", count))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

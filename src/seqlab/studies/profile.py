@@ -35,6 +35,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.measure.ops import op_name
 from seqlab.measure.paths import measure_paths
+from seqlab.measure.timing import fixed_threads
 from seqlab.measure.trace import measure_span
 from seqlab.measure.work import count_multiplications
 
@@ -125,17 +126,6 @@ def _first(output: object) -> object:
 
 
 @contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
-    """Run on one CPU thread, then restore the caller's setting."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-@contextlib.contextmanager
 def _eval_mode(module: object) -> Iterator[None]:
     """Eval mode while measuring, then the module's own mode again."""
     if not isinstance(module, torch.nn.Module):
@@ -222,7 +212,7 @@ def profile(module: Callable[..., Any], x: Tensor, *, sources: Sequence[int] | s
     x = _check_input(module, x)
     T = x.shape[-2]
     chosen = _resolve_sources(sources, T)
-    with _eval_mode(module), _one_thread():
+    with _eval_mode(module), fixed_threads(1):
         threads = torch.get_num_threads()
         try:
             with torch.no_grad():

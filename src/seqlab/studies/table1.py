@@ -47,9 +47,8 @@ Shapes: T positions, d = d_model = d_k = d_v = d_h, k kernel width, r window.
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -63,6 +62,7 @@ from seqlab.layers.convolution import ConvolutionStack, convolution_multiplicati
 from seqlab.layers.recurrent import ElmanRNN
 from seqlab.layers.restricted import RestrictedAttentionStack, RestrictedSelfAttention
 from seqlab.measure.paths import PathMatrix, measure_paths
+from seqlab.measure.timing import fixed_threads
 from seqlab.measure.trace import measure_span
 from seqlab.measure.work import WorkCount, count_multiplications
 from seqlab.memory import MemoryEstimate, require_fits
@@ -589,17 +589,6 @@ def check_table1_size(config: Table1Config) -> Table1Config:
     return config
 
 
-@contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
-    """Run on one CPU thread, then restore the caller's setting."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def run_table1(config: Table1Config | None = None, *, layers: Sequence[str] = LAYER_TYPES) -> Table1Result:
     """Measure every layer type of Table 1 at every T and d, fit the growth with T, judge each cell.
 
@@ -623,7 +612,7 @@ def run_table1(config: Table1Config | None = None, *, layers: Sequence[str] = LA
         raise SeqlabError(f"layers must be among {', '.join(LAYER_TYPES)}; received {list(layers)}",
                           parameter="layer")
     rows: list[LayerRow] = []
-    with _one_thread():
+    with fixed_threads(1):
         for d in config.d_models:
             for layer in layers:
                 samples = tuple(measure_sample(layer, T, d, config.kernel, config.window, config.seed)
