@@ -23,8 +23,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from seqlab.errors import SeqlabError
 from seqlab.i18n import format_fraction, format_integer, format_number, format_seconds, translator
+from seqlab.render.figures import new_figure, save_png_svg
 from seqlab.render.json_output import to_json
 from seqlab.studies.bench import MACHINES, PAIRS, BenchResult, Crossover
 
@@ -214,17 +214,11 @@ def plot_bench(result: BenchResult, lang: str = "en"):
     Raises:
         SeqlabError: matplotlib is not installed.
     """
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-        from matplotlib.ticker import NullFormatter
-    except ImportError as error:
-        raise SeqlabError(f"plots need matplotlib (pip install matplotlib): {error}") from None
     tr = bench_translator(lang)
     pairs = _pairs(result)
     columns, rows = len(result.threads), 2 if pairs else 1
-    figure = Figure(figsize=(5.5 * columns, 4.2 * rows), layout="constrained")
-    FigureCanvasAgg(figure)
+    figure = new_figure(figsize=(5.5 * columns, 4.2 * rows), layout="constrained")
+    from matplotlib.ticker import NullFormatter
     axes = figure.subplots(rows, columns, squeeze=False, sharex=True, sharey="row")
     styles = ("-", "--", "-.", ":")
     for column, threads in enumerate(result.threads):
@@ -271,14 +265,7 @@ def plot_bench(result: BenchResult, lang: str = "en"):
 
 def write_plots(result: BenchResult, base: str | Path, lang: str = "en") -> tuple[Path, Path]:
     """Save the figure as ``base.png`` and ``base.svg`` (a suffix .png/.svg on ``base`` is dropped)."""
-    base = Path(base)
-    if base.suffix.lower() in (".png", ".svg"):
-        base = base.with_suffix("")
-    figure = plot_bench(result, lang)
-    png, svg = base.with_name(base.name + ".png"), base.with_name(base.name + ".svg")
-    figure.savefig(png, dpi=120)
-    figure.savefig(svg, metadata={"Date": None})
-    return png, svg
+    return save_png_svg(plot_bench(result, lang), base)
 
 
 def write_all(result: BenchResult, directory: str | Path, lang: str = "en") -> dict[str, Path]:

@@ -20,11 +20,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from seqlab.errors import SeqlabError
 from seqlab.i18n import format_integer, format_number, format_seconds, translator
 from seqlab.learn.models import LABELS, RECURRENT
 from seqlab.learn.tasks import TASKS, evaluation_positions, training_positions
 from seqlab.learn.training import Run
+from seqlab.render.figures import new_figure, save_png_svg
 from seqlab.studies.learn import Cell, LearnResult, PlannedRun, near_chance
 
 DOMAIN = "learn"
@@ -269,16 +269,10 @@ def plot_learn(result: LearnResult, lang: str = "en"):
     Raises:
         SeqlabError: matplotlib is not installed.
     """
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError as error:
-        raise SeqlabError(f"plots need matplotlib (pip install matplotlib): {error}") from None
     tl = learn_translator(lang)
     labels, titles = _model_labels(tl), _task_titles(tl)
     tasks = list(result.lengths)
-    figure = Figure(figsize=(5.2 * len(tasks), 4.4), layout="constrained")
-    FigureCanvasAgg(figure)
+    figure = new_figure(figsize=(5.2 * len(tasks), 4.4), layout="constrained")
     axes = figure.subplots(1, len(tasks), squeeze=False)[0]
     colours = {m: f"C{i}" for i, m in enumerate(("elman", "lstm", "gru", "attention", "attention-pe", "mlp"))}
     for ax, task in zip(axes, tasks):
@@ -312,14 +306,7 @@ def plot_learn(result: LearnResult, lang: str = "en"):
 
 def write_plots(result: LearnResult, base: str | Path, lang: str = "en") -> tuple[Path, Path]:
     """Save the figure as ``base.png`` and ``base.svg`` (a suffix .png/.svg on ``base`` is dropped)."""
-    base = Path(base)
-    if base.suffix.lower() in (".png", ".svg"):
-        base = base.with_suffix("")
-    figure = plot_learn(result, lang)
-    png, svg = base.with_name(base.name + ".png"), base.with_name(base.name + ".svg")
-    figure.savefig(png, dpi=120)
-    figure.savefig(svg, metadata={"Date": None})
-    return png, svg
+    return save_png_svg(plot_learn(result, lang), base)
 
 
 def learn_json(result: LearnResult) -> str:

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from seqlab.i18n import format_integer, translator
+from seqlab.render.figures import save_png_svg
 from seqlab.studies.profile import ProfileResult
 from seqlab.studies.table1 import TOLERANCE, Cell, Fit, Table1Result
 
@@ -244,13 +245,10 @@ def plot_table1(result: Table1Result, stem: str | Path, lang: str = "en") -> tup
     handles, labels = axes[0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="outside lower center", ncol=4, fontsize="small")
     figure.suptitle(tr("Table 1 of \"Attention Is All You Need\", measured"))
-    png, svg = stem.with_name(stem.name + ".png"), stem.with_name(stem.name + ".svg")
     try:
-        figure.savefig(png, dpi=120)
-        figure.savefig(svg, metadata={"Date": None})
+        return save_png_svg(figure, stem)
     finally:
         plt.close(figure)
-    return png, svg
 
 
 # --- seqlab profile ----------------------------------------------------------------------------------
