@@ -1,0 +1,235 @@
+"""Mixing: does output row j of a block depend on input row i != j? A T_out x T_in dependency matrix.
+
+Figure 1 of "Attention Is All You Need" lights three of its fifteen boxes: the attention boxes, the
+only ones whose output at one position reads other positions (L11). Here that flag is measured, not
+declared. For a block y = f(x, ...) whose inputs and output are batch-first sequences, entry (j, i)
+of the dependency matrix is the strength of output row j's dependence on input row i:
+
+* for a float input, the Frobenius norm of the Jacobian block dy_j / dx_i (d_out x d_in), estimated
+  with seeded Gaussian probes (Hutchinson) through one forward pass and batched backward passes;
+* for an integer input (token ids), the norm of the change of y_j when token i alone is replaced by
+  another id (a finite difference: there is no derivative with respect to a token).
+
+A structural zero stays an exact 0.0 under both methods: autograd returns exact zeros for rows the
+graph does not connect, and a row that is never read does not move. So "depends" means "strength is
+not zero", and the pattern (per-row, causal, all-to-all, cross) follows from where the nonzeros lie.
+Like :mod:`seqlab.measure.reach`, the dependence is numerical: an attention weight that underflowed to
+exactly 0 cuts it. Compute in float64 to make that practically impossible.
+
+Shapes: B = 1 batch row, T_in input positions, T_out output positions, d_in / d_out widths,
+k probes.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from seqlab.errors import SeqlabError, require_positive_int
+
+#: Probes per output row for float inputs; any k >= 1 finds every nonzero block with probability 1.
+DEFAULT_PROBES = 2
+
+PER_ROW = "per-row"
+CAUSAL = "causal"
+ALL_TO_ALL = "all-to-all"
+CROSS = "cross"
+PARTIAL = "partial"
+NONE = "none"
+#: Every pattern :func:`classify` can return.
+PATTERNS = (PER_ROW, CAUSAL, ALL_TO_ALL, CROSS, PARTIAL, NONE)
+
+
+@dataclass(frozen=True)
+class DependencyMatrix:
+    """How strongly each output row depends on each row of one input.
+
+    Attributes:
+        input_name: the input measured (a keyword of the block's call).
+        strength: T_out rows of T_in floats; entry [j][i] is ||dy_j/dx_i||_F (float input, probe
+            estimate) or ||y_j(x with token i replaced) - y_j(x)|| (integer input). Exactly 0.0 where
+            output row j does not depend on input row i.
+        method: ``"jacobian-k"`` (k Gaussian probes) or ``"token-replacement"``.
+        other_sequence: the input is another sequence (the encoder's memory read by the decoder), so
+            its rows are not the output's positions and any dependence on it mixes positions.
+    """
+
+    input_name: str
+    strength: tuple[tuple[float, ...], ...]
+    method: str
+    other_sequence: bool = False
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(T_out, T_in)."""
+        return len(self.strength), len(self.strength[0]) if self.strength else 0
+
+    @property
+    def depends(self) -> tuple[tuple[bool, ...], ...]:
+        """T_out x T_in booleans: strength is not zero."""
+        return tuple(tuple(value != 0.0 for value in row) for row in self.strength)
+
+    @property
+    def pattern(self) -> str:
+        """One of :data:`PATTERNS`, by :func:`classify`."""
+        return classify(self.depends, other_sequence=self.other_sequence)
+
+    @property
+    def mixes(self) -> bool:
+        """Some output row reads an input row at another position (or any row of another sequence)."""
+        return self.pattern not in (PER_ROW, NONE)
+
+
+def classify(depends: tuple[tuple[bool, ...], ...], *, other_sequence: bool = False) -> str:
+    """The pattern of a dependency matrix (T_out x T_in booleans).
+
+    * ``"none"``: no output row depends on any input row;
+    * ``"cross"``: the input is another sequence and some output row depends on it;
+    * ``"per-row"``: output row j depends on input row j at most (the other eleven boxes of L11);
+    * ``"causal"``: every j depends on every i <= j and on no i > j (masked self-attention);
+    * ``"all-to-all"``: every output row depends on every input row (self-attention, L4);
+    * ``"partial"``: anything else that mixes (a band, a dilated convolution…).
+
+    >>> classify(((True, False), (False, True)))
+    'per-row'
+    >>> classify(((True, False), (True, True)))
+    'causal'
+    >>> classify(((True, True), (True, True)))
+    'all-to-all'
+    >>> classify(((True, True, False), (False, True, True), (False, False, True)))
+    'partial'
+    >>> classify(((True, True, True),), other_sequence=True)
+    'cross'
+    """
+    rows = len(depends)
+    columns = len(depends[0]) if rows else 0
+    if not any(any(row) for row in depends):
+        return NONE
+    if other_sequence:
+        return CROSS
+    if all(not value for j, row in enumerate(depends) for i, value in enumerate(row) if i != j):
+        return PER_ROW
+    if all(all(row) for row in depends):
+        return ALL_TO_ALL
+    if rows == columns and all(value == (i <= j) for j, row in enumerate(depends) for i, value in enumerate(row)):
+        return CAUSAL
+    return PARTIAL
+
+
+def _first_tensor(out: object) -> Tensor:
+    value = out[0] if isinstance(out, (tuple, list)) else out
+    if not isinstance(value, Tensor) or value.dim() < 2:
+        got = tuple(value.shape) if isinstance(value, Tensor) else type(value).__name__
+        raise SeqlabError(f"block must return a batch-first tensor (1, T_out, ...), received {got}")
+    return value
+
+
+def _rows_flat(y: Tensor) -> Tensor:
+    """(1, T_out, ...) -> (T_out, features)."""
+    if y.shape[0] != 1:
+        raise SeqlabError(f"dependency matrices are measured on one sequence (batch 1), received batch {y.shape[0]}")
+    return y[0].reshape(y.shape[1], -1)
+
+
+def _jacobian_strength(block: Callable[..., object], inputs: Mapping[str, Tensor], name: str,
+                       probes: int, seed: int) -> tuple[tuple[float, ...], ...]:
+    """||dy_j/dx_i||_F estimated with k probes per output row: one forward, batched backward passes."""
+    x = inputs[name].detach().clone().requires_grad_(True)
+    arguments = {key: (x if key == name else value) for key, value in inputs.items()}
+    y = _first_tensor(block(**arguments))
+    rows = _rows_flat(y)  # (T_out, F)
+    T_out, features = rows.shape
+    T_in = x.shape[1]
+    if not rows.requires_grad:
+        return tuple((0.0,) * T_in for _ in range(T_out))
+    generator = torch.Generator().manual_seed(seed)
+    probe = torch.randn(T_out, probes, features, generator=generator, dtype=torch.float64).to(rows)
+    # grad_outputs[j, k] puts probe (j, k) on output row j only: (T_out * k, T_out, F)
+    grad_outputs = torch.zeros(T_out, probes, T_out, features, dtype=rows.dtype, device=rows.device)
+    index = torch.arange(T_out)
+    grad_outputs[index, :, index] = probe
+    grad_outputs = grad_outputs.reshape(T_out * probes, T_out, features)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*performance drop.*")
+            (g,) = torch.autograd.grad(rows, x, grad_outputs=grad_outputs, is_grads_batched=True,
+                                       retain_graph=True, allow_unused=True)
+    except RuntimeError:  # an op whose backward has no batching rule: one backward per vector
+        parts = [torch.autograd.grad(rows, x, grad_outputs=v, retain_graph=True, allow_unused=True)[0]
+                 for v in grad_outputs]
+        g = None if parts[0] is None else torch.stack(parts)
+    if g is None:
+        return tuple((0.0,) * T_in for _ in range(T_out))
+    g = g.reshape(T_out, probes, 1, T_in, -1).to(torch.float64)  # (T_out, k, 1, T_in, d_in)
+    strength = (g.square().sum(dim=(2, 4)).mean(dim=1)).sqrt()  # (T_out, T_in)
+    return tuple(tuple(float(v) for v in row) for row in strength)
+
+
+def _replacement_strength(block: Callable[..., object], inputs: Mapping[str, Tensor], name: str,
+                          vocabulary: int) -> tuple[tuple[float, ...], ...]:
+    """||y_j(token i replaced) - y_j|| for every i: one batched forward of T_in + 1 sequences."""
+    ids = inputs[name]
+    T_in = ids.shape[1]
+    variants = ids.repeat(T_in + 1, *([1] * (ids.dim() - 1)))  # row 0: unchanged; row 1 + i: token i replaced
+    positions = torch.arange(T_in)
+    variants[1 + positions, positions] = (ids[0, positions] + 1) % vocabulary
+    arguments = {key: (variants if key == name else value.expand(T_in + 1, *value.shape[1:]))
+                 for key, value in inputs.items()}
+    with torch.no_grad():
+        y = _first_tensor(block(**arguments))
+    flat = y.reshape(T_in + 1, y.shape[1], -1).to(torch.float64)  # (1 + T_in, T_out, F)
+    change = (flat[1:] - flat[:1]).norm(dim=-1)  # (T_in, T_out)
+    return tuple(tuple(float(v) for v in row) for row in change.T)
+
+
+def dependency_matrix(block: Callable[..., object], inputs: Mapping[str, Tensor], name: str, *,
+                      other_sequence: bool = False, probes: int = DEFAULT_PROBES, seed: int = 0,
+                      vocabulary: int | None = None) -> DependencyMatrix:
+    """Measure how each output row of ``block(**inputs)`` depends on each row of ``inputs[name]``.
+
+    Args:
+        block: a callable taking the inputs as keywords and returning a batch-first tensor
+            (1, T_out, ...) or a tuple whose first item is one (as ``nn.MultiheadAttention`` does).
+            Put modules in ``eval()`` mode first: dropout would change rows between calls.
+        inputs: keyword -> batch-first tensor (1, T, ...). Float inputs are differentiated;
+            integer inputs (token ids, shape (1, T)) are perturbed one position at a time.
+        name: the input to measure against; the others are held fixed.
+        other_sequence: ``inputs[name]`` is another sequence (encoder memory), see
+            :attr:`DependencyMatrix.other_sequence`.
+        probes: Gaussian probes per output row (float inputs), int >= 1.
+        seed: seed of the probes.
+        vocabulary: for integer inputs, the number of token ids (the replacement is id + 1 mod it).
+
+    Returns:
+        A :class:`DependencyMatrix` of shape (T_out, T_in).
+
+    Raises:
+        SeqlabError: ``name`` not among the inputs, a batch other than 1, an integer input without
+            ``vocabulary``, a bad ``probes``, or a block that does not return a batch-first tensor.
+
+    >>> import torch
+    >>> x = torch.randn(1, 4, 3, dtype=torch.float64)
+    >>> dependency_matrix(lambda x: x.cumsum(dim=1), {"x": x}, "x").pattern
+    'causal'
+    >>> dependency_matrix(lambda x: x.tanh(), {"x": x}, "x").mixes
+    False
+    """
+    if name not in inputs:
+        raise SeqlabError(f"input {name!r} is not among the block's inputs {sorted(inputs)}")
+    require_positive_int("probes", probes)
+    tensor = inputs[name]
+    if tensor.dim() < 2 or tensor.shape[0] != 1:
+        raise SeqlabError(f"input {name!r} must be batch-first with batch 1, received shape {tuple(tensor.shape)}")
+    if tensor.is_floating_point():
+        strength = _jacobian_strength(block, inputs, name, probes, seed)
+        method = f"jacobian-{probes}"
+    else:
+        if vocabulary is None or vocabulary < 2:
+            raise SeqlabError(f"integer input {name!r} needs vocabulary >= 2 token ids, received {vocabulary}")
+        strength = _replacement_strength(block, inputs, name, vocabulary)
+        method = "token-replacement"
+    return DependencyMatrix(name, strength, method, other_sequence)
