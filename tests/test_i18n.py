@@ -27,7 +27,7 @@ MESSAGES = PACKAGE / "locale" / "es" / "LC_MESSAGES"
 DOMAINS = sorted(path.stem for path in MESSAGES.glob("*.po"))
 LOCALE_VARIABLES = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
 #: Names the renderers give their gettext function: _ (compare), tr (table1, bench), tl (learn).
-KEYWORDS = {"_": None, "tr": None, "tl": None}
+KEYWORDS = {"_": None, "tr": None, "tl": None, "N_": None}  # N_: marked, translated later (figure)
 DOMAIN_CALL = re.compile(r"translator\([^()]*?,\s*[\"'](\w+)[\"']\)|^DOMAIN = [\"'](\w+)[\"']", re.M)
 
 

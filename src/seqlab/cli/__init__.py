@@ -33,3 +33,4 @@ from seqlab.cli import table1 as _table1  # noqa: E402,F401  (registers its comm
 from seqlab.cli import profile as _profile  # noqa: E402,F401  (registers its command)
 from seqlab.cli import bench as _bench  # noqa: E402,F401
 from seqlab.cli import learn as _learn  # noqa: E402,F401
+from seqlab.cli import figure as _figure  # noqa: E402,F401
