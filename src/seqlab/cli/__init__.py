@@ -34,3 +34,4 @@ from seqlab.cli import profile as _profile  # noqa: E402,F401  (registers its co
 from seqlab.cli import bench as _bench  # noqa: E402,F401
 from seqlab.cli import learn as _learn  # noqa: E402,F401
 from seqlab.cli import figure as _figure  # noqa: E402,F401
+from seqlab.cli import model as _model  # noqa: E402,F401

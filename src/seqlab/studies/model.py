@@ -1,0 +1,495 @@
+"""A trained Transformer under the microscope: which modules mix positions, order, and α (L4, L10, L11).
+
+:func:`inspect_model` reads one window of a text with all-MiniLM-L6-v2 (:mod:`seqlab.layers.pretrained`,
+float64, eval mode) and measures three things on the real forward pass:
+
+* **Mixing (L11).** Forward pre-hooks record the real inputs of every submodule of the embeddings
+  and of every encoder layer (dropout, the identity in eval mode, is left out); each module is then
+  called again on them and :func:`seqlab.measure.mixing.dependency_matrix` measures whether output
+  row j depends on input row i ≠ j (Jacobian probes for float inputs, token replacement for ids).
+  Only the modules that contain the self-attention mix, all-to-all; the Q, K, V projections,
+  dense layers, LayerNorms, the GELU feed-forward and the three embedding tables act per row. The
+  Jacobians are T·d × T·d, so this runs on the window's first ``mixing_tokens`` positions.
+* **Order (L10).** The window's tokens are shuffled by one seeded permutation π (never the
+  identity) and every layer's output is compared with the unshuffled output shuffled by π,
+  max |f(x[π]) − f(x)[π]|, against :func:`seqlab.measure.order.tolerance`. With the position
+  vectors switched off (:func:`~seqlab.layers.pretrained.without_positions`) the stack only moves
+  its rows; with them on the numbers change.
+* **One attention step (L4).** The weights α of one layer and head (T × T, rows sum to 1), the
+  single weight α_T1 by which position 1 enters position T's output of that head, against the
+  T − 1 products a recurrence would chain (L3), and the measured ‖∂c_T/∂x_1‖ of that head's output
+  through the same module, nonzero.
+
+Returns a frozen :class:`ModelResult`; drawing and printing are :mod:`seqlab.render.model`'s job.
+
+Shapes: B = 1, T positions of the window, T_m = mixing positions, d_model = 384, H heads,
+d_head = d_model / H, L layers.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.layers.pretrained import (
+    MIN_TOKENS,
+    EncodedText,
+    Encoder,
+    encode,
+    load_encoder,
+    model_config,
+    without_positions,
+)
+from seqlab.measure.mixing import DependencyMatrix, classify, dependency_matrix
+from seqlab.measure.order import OrderResult, measure_order, tolerance
+
+#: Default and largest number of positions the mixing Jacobians are measured on.
+MIXING_TOKENS = 32
+MAX_MIXING_TOKENS = 64
+#: Probes per output row of each Jacobian (see :mod:`seqlab.measure.mixing`).
+PROBES = 2
+
+
+@dataclass(frozen=True)
+class ModuleMixing:
+    """Whether one module's output rows read other positions, measured.
+
+    Attributes:
+        name: the module's path in the model, e.g. ``"encoder.layer.0.attention.self"``.
+        kind: its class, e.g. ``"BertSelfAttention"``, ``"Linear"``, ``"LayerNorm"``.
+        layer: encoder layer, 1-based; 0 for the embeddings.
+        inputs: the inputs measured (sequence tensors of its call), e.g. ``("hidden_states",)``.
+        method: how, ``"jacobian-2"`` or ``"token-replacement"``.
+        pattern: over all measured inputs together, one of :data:`seqlab.measure.mixing.PATTERNS`.
+        mixes: some output row depends on another position's input row.
+        contains_attention: the module is, or contains, a self-attention (BertSelfAttention).
+        max_off_diagonal: largest strength of output row j on input row i ≠ j (exactly 0 per row).
+        min_off_diagonal: smallest such strength (> 0 when every pair is connected).
+        max_diagonal: largest strength of row j on row j, the scale of the two above.
+    """
+
+    name: str
+    kind: str
+    layer: int
+    inputs: tuple[str, ...]
+    method: str
+    pattern: str
+    mixes: bool
+    contains_attention: bool
+    max_off_diagonal: float
+    min_off_diagonal: float
+    max_diagonal: float
+
+
+@dataclass(frozen=True)
+class LayerOrder:
+    """The order test read at one depth: 0 = the embeddings' output, l = encoder layer l."""
+
+    depth: int
+    max_abs_change: float
+    max_abs_output: float
+    tolerance: float
+    holds: bool
+
+
+@dataclass(frozen=True)
+class OrderCheck:
+    """Shuffle the window's tokens; do the outputs of every depth just move with them? (L10)
+
+    Attributes:
+        positions: the position vectors were on (the model as trained) or switched off.
+        overall: :func:`seqlab.measure.order.measure_order` on all depths stacked (T, L + 1, d_model).
+        depths: the same two passes read per depth, each judged against its own tolerance.
+    """
+
+    positions: bool
+    overall: OrderResult
+    depths: tuple[LayerOrder, ...]
+
+
+@dataclass(frozen=True)
+class AttentionMap:
+    """The attention weights of one layer and head, and the one-step path from position 1 to T (L4).
+
+    Attributes:
+        layer, head: 1-based.
+        weights: T rows of T floats, α_ij (row i: how query position i spreads over key positions j).
+        max_row_sum_error: max_i |Σ_j α_ij − 1|.
+        alpha_T1: α_T1, the single weight that carries v_1 into position T's output of this head.
+        uniform: 1 / T, the weight every position would get from an even spread.
+        reach_T1: ‖∂c_T/∂x_1‖_F of this head's output row T (d_head wide) with respect to the
+            module's input row 1 (Jacobian probe estimate, float64): nonzero, through one module.
+        reach_method: how reach_T1 was measured, e.g. ``"jacobian-2"``.
+        attention_steps: weights on the path from position 1 to T inside this head: 1.
+        recurrence_steps: products by W_hh a recurrence puts on that path: T − 1 (L3).
+    """
+
+    layer: int
+    head: int
+    weights: tuple[tuple[float, ...], ...]
+    max_row_sum_error: float
+    alpha_T1: float
+    uniform: float
+    reach_T1: float
+    reach_method: str
+    attention_steps: int
+    recurrence_steps: int
+
+
+@dataclass(frozen=True)
+class ModelResult:
+    """Everything :func:`inspect_model` measured on one window of a text.
+
+    Attributes:
+        model: the model's published name.
+        source: where the text came from (a path, ``"stdin"``, ``"built-in (es)"``).
+        layers, heads, d_model, max_positions: the model's sizes, from its config.
+        T: positions in the window, ``[CLS]`` and ``[SEP]`` included.
+        pieces: the T tokens as strings.
+        text_pieces, kept_pieces: word pieces in the whole text and in the window.
+        window_chars, text_chars: characters the window covers, of the whole text's.
+        mixing_tokens: T_m, the first positions the mixing Jacobians were measured on.
+        modules: one :class:`ModuleMixing` per module, embeddings first, then layer by layer.
+        order_without_positions, order_with_positions: :class:`OrderCheck` with p_t = 0 and as trained.
+        attention: the chosen layer and head, :class:`AttentionMap`.
+        dtype: the dtype every measurement ran in.
+        seed: seed of the permutation and of the Jacobian probes.
+        threads: torch threads used.
+        versions: (torch, transformers) versions.
+    """
+
+    model: str
+    source: str
+    layers: int
+    heads: int
+    d_model: int
+    max_positions: int
+    T: int
+    pieces: tuple[str, ...]
+    text_pieces: int
+    kept_pieces: int
+    window_chars: int
+    text_chars: int
+    mixing_tokens: int
+    modules: tuple[ModuleMixing, ...]
+    order_without_positions: OrderCheck
+    order_with_positions: OrderCheck
+    attention: AttentionMap
+    dtype: str
+    seed: int
+    threads: int
+    versions: tuple[str, str]
+
+    @property
+    def windowed(self) -> bool:
+        """The text had more word pieces than the window holds."""
+        return self.kept_pieces < self.text_pieces
+
+
+# --- Capturing and calling modules -------------------------------------------------------------------
+
+def _modules_of_interest(model: torch.nn.Module) -> list[tuple[str, torch.nn.Module, int]]:
+    """(name, module, layer) for the embeddings, every encoder layer and their submodules; no dropout."""
+    chosen = []
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Dropout):
+            continue
+        if name == "embeddings" or name.startswith("embeddings."):
+            chosen.append((name, module, 0))
+        elif name.startswith("encoder.layer."):
+            chosen.append((name, module, int(name.split(".")[2]) + 1))
+    return chosen
+
+
+def _capture(model: torch.nn.Module, names: list[str], **call: Tensor) -> dict[str, tuple[tuple, dict]]:
+    """Run ``model(**call)`` once and return each named module's (args, kwargs), tensors cloned."""
+    captured: dict[str, tuple[tuple, dict]] = {}
+
+    def keep(value: object) -> object:
+        return value.detach().clone() if isinstance(value, Tensor) else value
+
+    def hook_for(name: str):
+        def hook(_module, args, kwargs):
+            captured[name] = (tuple(keep(a) for a in args), {k: keep(v) for k, v in kwargs.items()})
+        return hook
+
+    handles = [model.get_submodule(name).register_forward_pre_hook(hook_for(name), with_kwargs=True)
+               for name in names]
+    try:
+        with torch.no_grad():
+            model(**call)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return captured
+
+
+def _sequence_inputs(module: torch.nn.Module, args: tuple, kwargs: dict, T: int) -> dict[str, tuple[object, Tensor]]:
+    """label -> (slot, tensor) for the inputs that are sequences of the window: (1, T, ...).
+
+    Float tensors are measured; integer ones only where the module embeds token ids (``nn.Embedding``
+    and the embeddings block). A slot is a positional index or a keyword.
+    """
+    parameters = [p.name for p in inspect.signature(module.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    embeds = isinstance(module, torch.nn.Embedding) or type(module).__name__.endswith("Embeddings")
+    found: dict[str, tuple[object, Tensor]] = {}
+    for slot, value in [*enumerate(args), *kwargs.items()]:
+        if not (isinstance(value, Tensor) and value.dim() >= 2 and value.shape[0] == 1 and value.shape[1] == T):
+            continue
+        if value.is_floating_point() or embeds:
+            label = slot if isinstance(slot, str) else (parameters[slot] if slot < len(parameters) else f"arg{slot}")
+            found[label] = (slot, value)
+    return found
+
+
+def _block(module: torch.nn.Module, args: tuple, kwargs: dict, slots: Mapping[str, object]):
+    """``module`` as a function of its sequence inputs by label, everything else held as recorded."""
+    def call(**measured: Tensor):
+        positional, keywords = list(args), dict(kwargs)
+        for label, tensor in measured.items():
+            slot = slots[label]
+            if isinstance(slot, str):
+                keywords[slot] = tensor
+            else:
+                positional[slot] = tensor
+        return module(*positional, **keywords)
+    return call
+
+
+def _vocabulary(module: torch.nn.Module, encoder: Encoder) -> int:
+    return module.num_embeddings if isinstance(module, torch.nn.Embedding) else encoder.config.vocabulary
+
+
+def _contains_attention(module: torch.nn.Module) -> bool:
+    return any(type(m).__name__.endswith("SelfAttention") for m in module.modules())
+
+
+def _measure_module(encoder: Encoder, name: str, module: torch.nn.Module, layer: int, captured: tuple[tuple, dict],
+                    T: int, seed: int) -> ModuleMixing:
+    """One module's dependency matrices on its recorded inputs, joined into one pattern."""
+    args, kwargs = captured
+    sequences = _sequence_inputs(module, args, kwargs, T)
+    if not sequences:
+        raise SeqlabError(f"module {name} received no sequence input of {T} positions")
+    block = _block(module, args, kwargs, {label: slot for label, (slot, _) in sequences.items()})
+    inputs = {label: tensor for label, (_, tensor) in sequences.items()}
+    matrices: list[DependencyMatrix] = [
+        dependency_matrix(block, inputs, label, probes=PROBES, seed=seed,
+                          vocabulary=None if tensor.is_floating_point() else _vocabulary(module, encoder))
+        for label, tensor in inputs.items()]
+    strength = torch.tensor([m.strength for m in matrices], dtype=torch.float64).amax(dim=0)  # (T, T)
+    off = ~torch.eye(T, dtype=torch.bool)
+    pattern = classify(tuple(tuple(bool(v != 0) for v in row) for row in strength))
+    return ModuleMixing(
+        name=name, kind=type(module).__name__, layer=layer, inputs=tuple(inputs),
+        method="+".join(sorted({m.method for m in matrices})), pattern=pattern,
+        mixes=pattern not in ("per-row", "none"), contains_attention=_contains_attention(module),
+        max_off_diagonal=float(strength[off].max()), min_off_diagonal=float(strength[off].min()),
+        max_diagonal=float(strength.diagonal().max()))
+
+
+def measure_mixing(encoder: Encoder, ids: Tensor, *, seed: int = 0) -> tuple[ModuleMixing, ...]:
+    """Classify every module of the embeddings and of every encoder layer by measurement (L11).
+
+    >>> encoder = load_encoder()
+    >>> rows = measure_mixing(encoder, torch.tensor([encode(encoder, "la luz entra", 5).ids]))
+    >>> [r.name for r in rows if r.mixes and r.layer == 1]
+    ['encoder.layer.0', 'encoder.layer.0.attention', 'encoder.layer.0.attention.self']
+
+    Args:
+        encoder: from :func:`~seqlab.layers.pretrained.load_encoder`.
+        ids: token ids, shape (1, T_m), T_m >= 2; keep T_m small (the Jacobians are T_m·d wide).
+
+    Returns:
+        One :class:`ModuleMixing` per module, in the model's order (embeddings first).
+
+    Raises:
+        SeqlabError: ``ids`` not of shape (1, T_m) with T_m >= 2.
+    """
+    if ids.dim() != 2 or ids.shape[0] != 1 or ids.shape[1] < 2:
+        raise SeqlabError(f"ids must have shape (1, T) with T >= 2, received {tuple(ids.shape)}")
+    T = ids.shape[1]
+    chosen = _modules_of_interest(encoder.model)
+    captured = _capture(encoder.model, [name for name, _, _ in chosen], input_ids=ids)
+    return tuple(_measure_module(encoder, name, module, layer, captured[name], T, seed)
+                 for name, module, layer in chosen)
+
+
+# --- Order -----------------------------------------------------------------------------------------------
+
+def measure_model_order(encoder: Encoder, ids: Tensor, *, positions: bool, seed: int = 0) -> OrderCheck:
+    """Shuffle the tokens by a seeded π and compare every depth's output with the original, shuffled (L10).
+
+    >>> encoder = load_encoder()
+    >>> ids = torch.tensor([encode(encoder, "el perro muerde al cartero").ids])
+    >>> measure_model_order(encoder, ids, positions=False).overall.equivariant
+    True
+    >>> measure_model_order(encoder, ids, positions=True).overall.equivariant
+    False
+
+    Args:
+        encoder: from :func:`~seqlab.layers.pretrained.load_encoder`.
+        ids: token ids, shape (1, T), T >= 2.
+        positions: keep the learned position vectors (True) or switch them off (False).
+        seed: seed of π.
+
+    Returns:
+        An :class:`OrderCheck`; depth 0 is the embeddings' output, depth l the output of layer l.
+
+    Raises:
+        SeqlabError: ``ids`` not of shape (1, T) with T >= 2.
+    """
+    if ids.dim() != 2 or ids.shape[0] != 1 or ids.shape[1] < 2:
+        raise SeqlabError(f"ids must have shape (1, T) with T >= 2, received {tuple(ids.shape)}")
+    passes: list[tuple[Tensor, Tensor]] = []
+
+    def stack(column: Tensor) -> Tensor:  # (T, 1) ids -> (T, L + 1, d_model), every depth's output
+        hidden = encoder.model(input_ids=column.T, output_hidden_states=True).hidden_states
+        y = torch.stack(hidden, dim=2)[0]
+        passes.append((column, y))
+        return y
+
+    if positions:
+        overall = measure_order(stack, ids.T, seed=seed)
+    else:
+        with without_positions(encoder.model):
+            overall = measure_order(stack, ids.T, seed=seed)
+    perm = torch.tensor(overall.permutation)
+    (y,) = [out for column, out in passes if torch.equal(column, ids.T)]  # (T, L + 1, d_model)
+    (y_shuffled,) = [out for column, out in passes if torch.equal(column, ids.T[perm])]
+    T = ids.shape[1]
+    depths = []
+    for depth in range(y.shape[1]):
+        change = float((y_shuffled[:, depth] - y[perm, depth]).abs().max())
+        scale = float(y[:, depth].abs().max())
+        allowed = tolerance(scale, T, y.dtype)
+        depths.append(LayerOrder(depth, change, scale, allowed, change <= allowed))
+    return OrderCheck(positions, overall, tuple(depths))
+
+
+# --- One layer and head --------------------------------------------------------------------------------
+
+def measure_attention(encoder: Encoder, ids: Tensor, layer: int, head: int, *, seed: int = 0) -> AttentionMap:
+    """α of one layer and head on the whole window, α_T1, and ‖∂c_T/∂x_1‖ through that module (L4).
+
+    >>> encoder = load_encoder()
+    >>> a = measure_attention(encoder, torch.tensor([encode(encoder, "la luz entra").ids]), 1, 1)
+    >>> len(a.weights), a.recurrence_steps, a.attention_steps, a.reach_T1 > 0
+    (6, 5, 1, True)
+
+    Args:
+        encoder: from :func:`~seqlab.layers.pretrained.load_encoder`.
+        ids: token ids, shape (1, T), T >= 2.
+        layer: 1-based, in [1, L]; head: 1-based, in [1, H].
+        seed: seed of the Jacobian probes.
+
+    Returns:
+        An :class:`AttentionMap`.
+
+    Raises:
+        SeqlabError: layer or head out of range (parameter ``"layer"`` / ``"head"``), bad ``ids``.
+    """
+    config = encoder.config
+    _check_range("layer", layer, config.layers)
+    _check_range("head", head, config.heads)
+    if ids.dim() != 2 or ids.shape[0] != 1 or ids.shape[1] < 2:
+        raise SeqlabError(f"ids must have shape (1, T) with T >= 2, received {tuple(ids.shape)}")
+    T = ids.shape[1]
+    name = f"encoder.layer.{layer - 1}.attention.self"
+    seen: dict[str, Tensor] = {}
+    module = encoder.model.get_submodule(name)
+    handle = module.register_forward_pre_hook(lambda _m, args: seen.setdefault("x", args[0].detach().clone()))
+    try:
+        with torch.no_grad():
+            attentions = encoder.model(input_ids=ids, output_attentions=True).attentions
+    finally:
+        handle.remove()
+    alpha = attentions[layer - 1][0, head - 1].to(torch.float64)  # (T, T)
+    width = config.d_model // config.heads
+    columns = slice((head - 1) * width, head * width)
+    # c_T of this head: the last output row, this head's d_head columns, as a function of the input rows
+    reach = dependency_matrix(lambda x: module(x)[0][:, -1:, columns], {"x": seen["x"]}, "x",
+                              probes=PROBES, seed=seed)  # (1, T)
+    return AttentionMap(
+        layer=layer, head=head, weights=tuple(tuple(float(v) for v in row) for row in alpha),
+        max_row_sum_error=float((alpha.sum(dim=-1) - 1).abs().max()), alpha_T1=float(alpha[-1, 0]),
+        uniform=1.0 / T, reach_T1=reach.strength[0][0], reach_method=reach.method,
+        attention_steps=1, recurrence_steps=T - 1)
+
+
+def _check_range(name: str, value: object, count: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= count:
+        raise SeqlabError(f"{name} must be an integer in [1, {count}] (the model has {count} {name}s), "
+                          f"received {value!r}", parameter=name)
+    return value
+
+
+def check_model_options(layer: int, head: int, max_tokens: int | None, mixing_tokens: int) -> None:
+    """Refuse out-of-range options from the model's config alone, before any weight is loaded.
+
+    Raises:
+        SeqlabError: the first bad option, with ``parameter`` naming it; a missing package.
+    """
+    config = model_config()
+    _check_range("layer", layer, config.layers)
+    _check_range("head", head, config.heads)
+    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
+                                   or not MIN_TOKENS <= max_tokens <= config.max_positions):
+        raise SeqlabError(f"max_tokens must be an integer in [{MIN_TOKENS}, {config.max_positions}] (the model "
+                          f"reads at most {config.max_positions} positions), received {max_tokens!r}",
+                          parameter="max_tokens")
+    require_positive_int("mixing_tokens", mixing_tokens, maximum=MAX_MIXING_TOKENS)
+    if mixing_tokens < 2:
+        raise SeqlabError(f"mixing_tokens must be an integer in [2, {MAX_MIXING_TOKENS}], received {mixing_tokens}",
+                          parameter="mixing_tokens")
+
+
+def inspect_model(text: str, *, source: str = "text", layer: int = 1, head: int = 1, max_tokens: int | None = None,
+                  mixing_tokens: int = MIXING_TOKENS, seed: int = 0) -> ModelResult:
+    """Put all-MiniLM-L6-v2 under the microscope on one window of ``text``: mixing, order and α (L4, L10, L11).
+
+    >>> r = inspect_model("En un lugar de la Mancha", max_tokens=8, mixing_tokens=4)
+    >>> r.T, r.order_without_positions.overall.equivariant, r.order_with_positions.overall.equivariant
+    (8, True, False)
+
+    Args:
+        text: the text; a longer one is windowed to its first ``max_tokens`` positions (see
+            :func:`~seqlab.layers.pretrained.encode`).
+        source: where it came from, for the report.
+        layer, head: the attention map to read, 1-based (layer 1 is nearest the embeddings).
+        max_tokens: positions in the window, [3, 512]; None: the model's maximum.
+        mixing_tokens: the first positions the mixing Jacobians are measured on, [2, 64].
+        seed: seed of the permutation and of the Jacobian probes, an integer >= 0.
+
+    Returns:
+        A :class:`ModelResult`; every measurement in float64.
+
+    Raises:
+        SeqlabError: an option out of range (``parameter`` names it), a text without word pieces,
+            or a missing package (the message gives the install command).
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise SeqlabError(f"seed must be an integer >= 0, received {seed!r}", parameter="seed")
+    check_model_options(layer, head, max_tokens, mixing_tokens)
+    import transformers
+
+    encoder = load_encoder(torch.float64)
+    window: EncodedText = encode(encoder, text, max_tokens)
+    ids = torch.tensor([window.ids])  # (1, T)
+    T_m = min(mixing_tokens, len(window))
+    config = encoder.config
+    return ModelResult(
+        model=config.name, source=source, layers=config.layers, heads=config.heads, d_model=config.d_model,
+        max_positions=config.max_positions, T=len(window), pieces=window.pieces, text_pieces=window.text_pieces,
+        kept_pieces=window.kept_pieces, window_chars=window.window_chars, text_chars=window.text_chars,
+        mixing_tokens=T_m, modules=measure_mixing(encoder, ids[:, :T_m], seed=seed),
+        order_without_positions=measure_model_order(encoder, ids, positions=False, seed=seed),
+        order_with_positions=measure_model_order(encoder, ids, positions=True, seed=seed),
+        attention=measure_attention(encoder, ids, layer, head, seed=seed), dtype=encoder.dtype, seed=seed,
+        threads=torch.get_num_threads(), versions=(torch.__version__, transformers.__version__))
