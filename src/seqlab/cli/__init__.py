@@ -33,5 +33,8 @@ from seqlab.cli import table1 as _table1  # noqa: E402,F401  (registers its comm
 from seqlab.cli import profile as _profile  # noqa: E402,F401  (registers its command)
 from seqlab.cli import bench as _bench  # noqa: E402,F401
 from seqlab.cli import learn as _learn  # noqa: E402,F401
-from seqlab.cli import figure as _figure  # noqa: E402,F401
+from seqlab.cli import quiz as _quiz  # noqa: E402,F401
 from seqlab.cli import model as _model  # noqa: E402,F401
+from seqlab.cli import figure as _figure  # noqa: E402,F401
+from seqlab.cli import check as _check  # noqa: E402,F401
+from seqlab.cli import report as _report  # noqa: E402,F401

@@ -1,0 +1,140 @@
+"""``seqlab quiz``: the lesson's four self-check questions in the terminal (L12).
+
+Asks each question with Rich prompts on standard input (so answers can be piped in, one per line),
+shows the hint on ``?``, asks again on an answer it cannot read, then prints the feedback on every
+option and, at the end, the score. The questions, their right answers and the grading come from
+:mod:`seqlab.studies.quiz`; this module only asks and prints. End of input stops the quiz early and
+still prints the score (exit code 0).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from seqlab.cli import app
+from seqlab.cli.options import LANG_HELP, language
+from seqlab.errors import SeqlabError
+from seqlab.i18n import translator
+
+RIGHT, WRONG = "✓", "✗"
+
+
+def _tr(lang: str):
+    return translator(lang, "quiz")
+
+
+def _ask_label(kind: str, lang: str) -> str:
+    _ = _tr(lang)
+    return {"single": _("Your answer (one letter, ? for a hint)"),
+            "numeric": _("Your answer (a whole number, ? for a hint)"),
+            "multiple": _("Your answer (every true letter, e.g. a, c; ? for a hint)")}[kind]
+
+
+def _unreadable(kind: str, answer: str, lang: str) -> str:
+    _ = _tr(lang)
+    text = {"single": _("Could not read {answer}: type one of the letters shown."),
+            "numeric": _("Could not read {answer}: type a whole number such as 100."),
+            "multiple": _("Could not read {answer}: type the letters of the true statements, e.g. a, c.")}[kind]
+    return text.format(answer=repr(answer))
+
+
+def _show_question(console, q, number: int, total: int, lang: str) -> None:
+    from rich.text import Text
+
+    _ = _tr(lang)
+    console.print()
+    console.print(Text(_("Question {number} of {total} ({claims})").format(
+        number=number, total=total, claims=", ".join(q.claims)), style="bold"))
+    _lines(console, q.prompt, 0)
+    if q.kind != "numeric":  # a numeric question's options are feedback for common slips, not choices
+        for option in q.options:
+            _lines(console, f"  {option.key}) {option.text}", 5)
+
+
+def _show_grade(console, q, result, lang: str) -> None:
+    from rich.text import Text
+
+    _ = _tr(lang)
+    if result.correct:
+        console.print(Text(f"{RIGHT} " + _("Right."), style="bold green"))
+    else:
+        console.print(Text(f"{WRONG} " + _("Not quite: the answer is {answer}.").format(answer=result.right_answer),
+                           style="bold red"))
+    for item in result.feedback:
+        mark = RIGHT if item.correct else WRONG
+        chosen = "  ← " + _("your answer") if item.chosen and q.kind != "numeric" else ""
+        label = item.text if q.kind == "numeric" else f"{item.key}) {item.text}"
+        _lines(console, f"  {mark} {label}{chosen}", 4, style="bold" if item.chosen else "")
+        _lines(console, item.explanation, 6, first=6)
+    _lines(console, q.explanation, 0, style="italic")
+
+
+def _lines(console, text: str, indent: int, first: int = 0, style: str = "") -> None:
+    """Print ``text`` wrapped to the console with a hanging indent and no trailing spaces."""
+    import textwrap
+
+    from rich.text import Text
+
+    for row in textwrap.wrap(text, max(console.width, 40), initial_indent=" " * first,
+                             subsequent_indent=" " * indent) or [""]:
+        console.print(Text(row, style=style))
+
+
+def _read(console, q, lang: str):
+    """Ask until the answer can be graded; None at end of input. '?' shows the hint."""
+    from rich.markup import escape
+    from rich.prompt import Prompt
+    from rich.text import Text
+
+    from seqlab.studies.quiz import grade
+
+    _ = _tr(lang)
+    while True:
+        try:
+            raw = Prompt.ask(escape(_ask_label(q.kind, lang)), console=console)
+        except EOFError:
+            console.print()
+            return None
+        if not sys.stdin.isatty():  # piped answers are not echoed by the terminal: show them
+            console.print(Text(raw), highlight=False)
+        if raw.strip() == "?":
+            _lines(console, _("Hint: {hint}").format(hint=q.hint), 0, style="cyan")
+            continue
+        try:
+            return grade(q.key, raw, lang)
+        except SeqlabError:
+            console.print(Text(_unreadable(q.kind, raw, lang), style="yellow"))
+
+
+@app.command()
+def quiz(
+    lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
+) -> None:
+    """Four self-check questions from the lesson, answered in the terminal (L12). Type ? for a hint."""
+    from rich.console import Console
+    from rich.text import Text
+
+    from seqlab.studies.quiz import questions
+
+    lang = language(lang)
+    _ = _tr(lang)
+    console = Console(highlight=False)
+    asked = questions(lang)
+    console.print(Text(_("Check your intuition: {total} questions on recurrence and attention.").format(
+        total=len(asked)), style="bold"))
+    right = answered = 0
+    for number, q in enumerate(asked, start=1):
+        _show_question(console, q, number, len(asked), lang)
+        result = _read(console, q, lang)
+        if result is None:
+            console.print(Text(_("End of input: stopped after {answered} of {total} questions.").format(
+                answered=answered, total=len(asked)), style="yellow"))
+            break
+        answered += 1
+        right += result.correct
+        _show_grade(console, q, result, lang)
+    console.print()
+    console.print(Text(_("Score: {right} of {total}.").format(right=right, total=len(asked)), style="bold"))

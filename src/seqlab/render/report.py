@@ -1,0 +1,274 @@
+"""Render a :class:`~seqlab.studies.report.ReportResult` as one self-contained HTML page.
+
+Each section reuses its command's renderer — the Rich tables and sentences of ``compare``, ``table1``,
+``bench`` and ``figure``, the claim texts of ``check`` — and turns the tables into HTML tables; every plot
+is drawn by matplotlib and embedded as a base64 PNG. The page links to nothing outside itself (no fonts,
+scripts or styles from elsewhere), so it opens offline and can be mailed as one file. The page is a Jinja2
+template kept in this module, autoescaped.
+
+Nothing here measures; the words are English message ids of the gettext domain ``report``.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from seqlab.i18n import format_seconds, translator
+from seqlab.studies.report import ReportResult
+
+DOMAIN = "report"
+#: Resolution of the embedded plots.
+DPI = 96
+
+TEMPLATE = """<!DOCTYPE html>
+<html lang="{{ lang }}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{ title }}</title>
+<style>
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 72rem;
+       padding: 1.5rem; color: #1d1d1f; line-height: 1.45; }
+h1 { margin-bottom: 0.2rem; } h2 { border-bottom: 2px solid #d0d7de; padding-bottom: 0.2rem; margin-top: 2.5rem; }
+.subtitle { font-size: 1.1rem; color: #444; margin-top: 0; } .meta, footer { color: #666; font-size: 0.9rem; }
+nav ol { columns: 2; } table { border-collapse: collapse; margin: 1rem 0; font-size: 0.88rem; }
+th, td { border: 1px solid #d0d7de; padding: 0.3rem 0.55rem; text-align: left; vertical-align: top; }
+th { background: #f3f5f7; } caption { text-align: left; padding: 0.3rem 0; }
+caption.title { font-weight: bold; caption-side: top; } .table-caption { color: #555; font-size: 0.85rem; }
+figure { margin: 1rem 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { color: #555; font-size: 0.85rem; }
+ol.claims { list-style: none; padding-left: 0; } ol.claims li { margin: 0.9rem 0; padding-left: 0.8rem;
+       border-left: 4px solid #2da44e; } ol.claims li.fails { border-left-color: #cf222e; }
+.verdict { font-weight: bold; } .holds .verdict { color: #1a7f37; } .fails .verdict { color: #cf222e; }
+.claim-line { margin: 0.15rem 0; } .note { color: #555; } .summary { font-weight: bold; }
+</style>
+</head>
+<body>
+<header>
+<h1>{{ title }}</h1>
+<p class="subtitle">{{ subtitle }}</p>
+<p class="meta">{{ meta }}</p>
+<nav><ol>{% for s in sections %}<li><a href="#{{ s.key }}">{{ s.heading }}</a></li>{% endfor %}</ol></nav>
+</header>
+<main>
+{% for s in sections %}
+<section id="{{ s.key }}" class="report-section">
+<h2>{{ s.heading }}</h2>
+{% for line in s.intro %}<p>{{ line }}</p>{% endfor %}
+{% for t in s.tables %}
+<table>
+{% if t.title %}<caption class="title">{{ t.title }}</caption>{% endif %}
+<thead><tr>{% for h in t.headers %}<th>{{ h | join("<br>"|safe) }}</th>{% endfor %}</tr></thead>
+<tbody>{% for row in t.rows %}<tr>{% for cell in row %}<td>{{ cell }}</td>{% endfor %}</tr>{% endfor %}</tbody>
+</table>
+{% if t.caption %}<p class="table-caption">{{ t.caption }}</p>{% endif %}
+{% endfor %}
+{% for line in s.sentences %}<p>{{ line }}</p>{% endfor %}
+{% for p in s.plots %}
+<figure class="plot"><img src="data:image/png;base64,{{ p.png }}" alt="{{ p.caption }}">
+<figcaption>{{ p.caption }}</figcaption></figure>
+{% endfor %}
+{% if s.claims %}
+<ol class="claims">
+{% for c in s.claims %}
+<li class="{{ 'holds' if c.holds else 'fails' }}">
+<div class="claim-line"><span class="verdict">{{ '✓' if c.holds else '✗' }} {{ c.claim }} {{ c.verdict }}</span>:
+{{ c.statement }}</div>
+<div class="claim-line">{{ labels.measured }} {{ c.measured }}</div>
+<div class="claim-line">{{ labels.figure }} {{ c.figure }}</div>
+{% if c.note %}<div class="claim-line note">{{ labels.note }} {{ c.note }}</div>{% endif %}</li>
+{% endfor %}
+</ol>
+<p class="summary">{{ s.summary }}</p>
+{% endif %}
+</section>
+{% endfor %}
+</main>
+<footer><p>{{ footer }}</p></footer>
+</body>
+</html>
+"""
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One embedded plot: the PNG as base64 text and its caption."""
+
+    png: str
+    caption: str
+
+
+@dataclass
+class Section:
+    """What one section shows; ``key`` is its HTML id."""
+
+    key: str
+    heading: str
+    intro: list[str] = field(default_factory=list)
+    tables: list[dict] = field(default_factory=list)
+    sentences: list[str] = field(default_factory=list)
+    plots: list[Plot] = field(default_factory=list)
+    claims: list[Any] = field(default_factory=list)
+    summary: str = ""
+
+
+def _plain(value: Any) -> str:
+    """Text of a Rich cell, title or caption (str, ``Text`` or None)."""
+    if value is None:
+        return ""
+    return value.plain if hasattr(value, "plain") else str(value)
+
+
+def table_data(table: Any) -> dict:
+    """A Rich ``Table`` as plain data for the template: title, caption, header lines, rows of cell texts.
+
+    >>> from rich.table import Table
+    >>> t = Table(title="T"); t.add_column("a\\nb"); t.add_row("1")
+    >>> table_data(t)
+    {'title': 'T', 'caption': '', 'headers': [['a', 'b']], 'rows': [('1',)]}
+    """
+    headers = [_plain(column.header).split("\n") for column in table.columns]
+    columns = [[_plain(cell) for cell in column.cells] for column in table.columns]
+    return {"title": _plain(table.title), "caption": _plain(table.caption), "headers": headers,
+            "rows": list(zip(*columns))}
+
+
+def _collect(renderable: Any, section: Section) -> None:
+    """Put the tables and lines of a Rich renderable (a Group, a Table or Text) into ``section``."""
+    from rich.console import Group
+    from rich.table import Table
+
+    if isinstance(renderable, Group):
+        for inner in renderable.renderables:
+            _collect(inner, section)
+    elif isinstance(renderable, Table):
+        section.tables.append(table_data(renderable))
+    else:
+        text = _plain(renderable).strip()
+        if text:
+            section.sentences.append(text)
+
+
+def png_base64(figure: Any) -> str:
+    """A matplotlib ``Figure`` as base64 PNG text (no metadata naming a web site)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def reach_plot(result: ReportResult, lang: str) -> Any:
+    """‖∂y_T/∂x_i‖ against the distance T - i, for both machines of the compare study (log scale)."""
+    from seqlab.render.figures import new_figure
+
+    _ = translator(lang, DOMAIN)
+    compare = result.compare
+    figure = new_figure(figsize=(8.5, 4.2), layout="constrained")
+    ax = figure.subplots()
+    for machine, label, colour in ((compare.recurrence, _("recurrence (Elman RNN)"), "C0"),
+                                   (compare.attention, _("attention ({score})").format(score=compare.score), "C1")):
+        norms = machine.reach.norms  # (T,), by input position
+        points = [(compare.T - 1 - i, value) for i, value in enumerate(norms) if value > 0]
+        ax.plot([p[0] for p in points], [p[1] for p in points], color=colour, label=label, linewidth=1.2)
+    ax.set(yscale="log", xlabel=_("distance T - i (positions)"), ylabel="‖∂y_T/∂x_i‖",
+           title=_("How strongly the last output depends on each input position (T = {T})").format(T=compare.T))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    return figure
+
+
+def _table1_png(result: ReportResult, lang: str) -> str:
+    """Table 1's plot, drawn by its own renderer into a temporary file and read back."""
+    from seqlab.render.table1 import plot_table1
+
+    with tempfile.TemporaryDirectory() as folder:
+        png, _svg = plot_table1(result.table1, Path(folder) / "table1", lang)
+        return base64.b64encode(png.read_bytes()).decode("ascii")
+
+
+def sections(result: ReportResult, lang: str = "en") -> list[Section]:
+    """The five sections of the page, in order: compare, Table 1, bench, Figure 1, check."""
+    from seqlab.render.bench import plot_bench, render_bench
+    from seqlab.render.check import claim_text, summary
+    from seqlab.render.compare import render_compare
+    from seqlab.render.figure import draw_figure, figure_table
+    from seqlab.render.table1 import render_table1
+
+    _ = translator(lang, DOMAIN)
+    compare = Section("compare", _("Recurrence against attention on {source}").format(source=result.source))
+    compare.intro.append(_("Both machines read the same token vectors; every figure below is counted, traced or "
+                           "timed in this run (L1–L10)."))
+    _collect(render_compare(result.compare, lang), compare)
+    compare.plots.append(Plot(png_base64(reach_plot(result, lang)),
+                              _("Reach by autograd, float64: through the recurrence it falls step by step with the "
+                                "distance; through attention it does not depend on it. Exact zeros are left out.")))
+
+    table1 = Section("table1", _("Table 1 of the paper, measured at small sizes"))
+    table1.intro.append(_("Work per layer, sequential operations and maximum path length of seven layer types, "
+                          "measured at several T, fitted and set against the paper's orders (L7)."))
+    _collect(render_table1(result.table1, lang), table1)
+    table1.plots.append(Plot(_table1_png(result, lang), _("Work, sequential operations and path length against T, "
+                                                          "log axes.")))
+
+    bench = Section("bench", _("Time: one large product against T small waits"))
+    bench.intro.append(_("A short timing sweep on this machine, nn.RNN against SDPA, on one thread and on all "
+                         "(L8). Few points and short runs: seqlab bench measures more."))
+    _collect(render_bench(result.bench, lang), bench)
+    bench.plots.append(Plot(png_base64(plot_bench(result.bench, lang)),
+                            _("Time per forward call against T, measured and modelled; below, recurrence over "
+                              "attention in time and in work.")))
+
+    figure = Section("figure", _("Figure 1, measured box by box"))
+    figure.intro.append(_("Which of the fifteen boxes lets an output row read other positions, measured on a "
+                          "one-layer Transformer (L11)."))
+    _collect(figure_table(result.figure, lang), figure)
+    figure.plots.append(Plot(png_base64(draw_figure(result.figure, lang)),
+                             _("Figure 1 with the boxes that mix positions highlighted, as measured.")))
+
+    check = Section("check", _("The lesson's claims, measured"))
+    check.intro.append(_("Each claim of the lesson against the measurement that tests it (seqlab check)."))
+    check.claims = [claim_text(claim, lang) for claim in result.check.checks]
+    check.summary = summary(result.check, lang)
+    return [compare, table1, bench, figure, check]
+
+
+def render_report(result: ReportResult, lang: str = "en") -> str:
+    """The whole page as HTML text (UTF-8, self-contained).
+
+    Raises:
+        SeqlabError: unknown language, or matplotlib missing.
+    """
+    import jinja2
+
+    from seqlab import __version__
+
+    _ = translator(lang, DOMAIN)
+    parts = ", ".join(f"{name} {format_seconds(seconds, lang)}" for name, seconds in result.seconds.items())
+    environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    return environment.from_string(TEMPLATE).render(
+        lang=lang,
+        title=_("seqlab report"),
+        subtitle=_("What recurrence costs and what attention buys, measured on this machine"),
+        meta=_("Run {started} (UTC) on {threads} threads, PyTorch {torch}; it took {elapsed} ({parts}).").format(
+            started=result.started, threads=result.compare.threads, torch=result.compare.torch_version,
+            elapsed=format_seconds(result.elapsed_s, lang), parts=parts),
+        sections=sections(result, lang),
+        labels={"measured": _("Measured:"), "figure": _("Figure:"), "note": _("Note:")},
+        footer=_("Made by seqlab {version}. Every number on this page was computed or measured in this run; none "
+                 "is quoted.").format(version=__version__),
+    )
+
+
+def write_report(result: ReportResult, path: str | Path, lang: str = "en") -> Path:
+    """Write the page to ``path`` (UTF-8) and return the path.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    path = Path(path)
+    path.write_text(render_report(result, lang), encoding="utf-8")
+    return path

@@ -1,0 +1,462 @@
+"""The lesson's four self-check questions as data, with their answers recomputed and a grader (L12).
+
+Each :class:`Question` has a key (``q1`` … ``q4``), a kind (``single``: one letter, ``numeric``: a
+whole number, ``multiple``: every true letter), a prompt, a hint, options that each say why they are
+right or wrong, and an overall explanation. The right answers are not typed in: :func:`measure_facts`
+recomputes them on tiny layers (float64, seeded, a few hundred milliseconds) and every ``correct`` flag
+follows from a figure:
+
+* q1 (L1) — span (:mod:`seqlab.measure.trace`) at two lengths of the Elman loop, of its W_xh x_t half
+  done as one product, and of a row softmax: only the chain of states grows with T;
+* q2 (L7) — :func:`seqlab.cost.crossover_length` with every width 512;
+* q3 (L10) — :func:`seqlab.measure.order.measure_order` on self-attention: shuffled rows in, the same
+  rows shuffled alike out; also how far the outputs are from the unshuffled ones;
+* q4 (L3, L4) — least products from position 1 to T (:mod:`seqlab.measure.paths`) on the loop and on
+  self-attention at two lengths, and the gradient's reach back to position 1
+  (:mod:`seqlab.measure.reach`).
+
+:func:`questions` returns the four in English or Spanish (gettext domain ``quiz``);
+:func:`grade` marks an answer and explains every option. For a numeric question the options are the
+right value and common slips (2d, d/2, d², one past the crossing), each with its explanation; they are
+feedback, not choices to show.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from functools import cache, lru_cache
+
+from seqlab import cost
+from seqlab.errors import SeqlabError
+from seqlab.i18n import check_language, format_fraction, format_integer, format_number, translator
+
+DOMAIN = "quiz"
+KEYS = ("q1", "q2", "q3", "q4")
+KINDS = ("single", "numeric", "multiple")
+#: The width of question 2 (the paper's d_model) and the two lengths the measurements run at.
+WIDTH = 512
+LENGTHS = (8, 16)
+#: Width of the tiny layers the facts are measured on.
+FACT_WIDTH = 4
+
+
+@dataclass(frozen=True)
+class Option:
+    """One answer a reader may give: its key (a letter, or the number for numeric questions), its text,
+    whether it is right, and why."""
+
+    key: str
+    text: str
+    correct: bool
+    explanation: str
+
+
+@dataclass(frozen=True)
+class Question:
+    """A self-check question (L12). ``answer`` is the right answer as a reader would type it
+    (``"c"``, ``"512"``, ``"a, b, c"``); ``claims`` are the lesson claims it checks."""
+
+    key: str
+    kind: str
+    prompt: str
+    hint: str
+    options: tuple[Option, ...]
+    explanation: str
+    answer: str
+    claims: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OptionFeedback:
+    """How one option fared: chosen by the reader or not, right or not, and why."""
+
+    key: str
+    text: str
+    chosen: bool
+    correct: bool
+    explanation: str
+
+
+@dataclass(frozen=True)
+class Grade:
+    """The verdict on one answer: ``correct``, the answer as understood (``"b"``, ``"512"``, ``"a, c"``),
+    the right answer, feedback per option (numeric: one entry, for the value given) and the explanation."""
+
+    key: str
+    correct: bool
+    answer: str
+    right_answer: str
+    feedback: tuple[OptionFeedback, ...]
+    explanation: str
+
+
+@dataclass(frozen=True)
+class QuizFacts:
+    """The figures the answers are computed from (float64 layers of width 4, seed 0).
+
+    Attributes:
+        lengths: the two T measured (8 and 16).
+        recurrence_span: matrix products in a row through the Elman loop at each T (L1: T).
+        input_span: matrix products in a row of the W_xh x_t half done as one product, at each T.
+        softmax_span: ops in a row of a row softmax over a T x T grid, at each T.
+        crossover: T where attention's and the recurrence's counts are equal, every width 512 (L7).
+        crossover_count: multiplications of each machine at that T.
+        shuffled_change: max |f(x[pi]) - f(x)[pi]| of self-attention (0 up to rounding, L10).
+        shuffled_tolerance: the rounding allowance it is judged against.
+        unshuffled_change: max |f(x[pi]) - f(x)|: how far the shuffled call is from the original order.
+        recurrence_path: least products from x_1 to h_T through the loop, at each T (L3: T, W_xh then
+            T-1 by W_hh).
+        attention_path: least products from x_1 to y_T through self-attention, at each T (L4).
+        attention_reach_ratio: ||dy_T/dx_1|| / ||dy_T/dx_T|| through self-attention at the longer T.
+    """
+
+    lengths: tuple[int, int]
+    recurrence_span: tuple[int, int]
+    input_span: tuple[int, int]
+    softmax_span: tuple[int, int]
+    crossover: Fraction
+    crossover_count: int
+    shuffled_change: float
+    shuffled_tolerance: float
+    unshuffled_change: float
+    recurrence_path: tuple[int, int]
+    attention_path: tuple[int, int]
+    attention_reach_ratio: float
+
+
+@lru_cache(maxsize=1)
+def measure_facts(seed: int = 0) -> QuizFacts:
+    """Measure everything the answers rest on, on tiny seeded float64 layers (cached).
+
+    >>> facts = measure_facts()
+    >>> facts.crossover, facts.recurrence_span, facts.attention_path  # 512, T products, 2 products
+    (Fraction(512, 1), (8, 16), (2, 2))
+
+    Returns:
+        A :class:`QuizFacts`; spans and paths in matrix products (softmax: ops).
+    """
+    import torch
+
+    from seqlab.layers.attention import SelfAttention
+    from seqlab.layers.recurrent import ElmanRNN
+    from seqlab.measure.order import measure_order
+    from seqlab.measure.paths import measure_paths
+    from seqlab.measure.reach import measure_reach
+    from seqlab.measure.trace import measure_span
+
+    generator = torch.Generator().manual_seed(seed)
+    d = FACT_WIDTH
+    rnn = ElmanRNN(d, d, generator=generator, dtype=torch.float64).eval()
+    attention = SelfAttention(d, generator=generator, dtype=torch.float64).eval()
+
+    def attend(rows):
+        return attention(rows)[0]  # (T, d_v)
+
+    spans, inputs, softmaxes, rnn_paths, att_paths = [], [], [], [], []
+    for T in LENGTHS:
+        x = torch.randn(T, d, generator=generator, dtype=torch.float64)  # (T, d_model)
+        spans.append(measure_span(rnn, x).products)
+        inputs.append(measure_span(lambda rows: rows @ rnn.weight_xh.T, x).products)  # (T, d_h), one product
+        softmaxes.append(measure_span(lambda e: torch.softmax(e, dim=-1), x @ x.T).ops)  # (T, T) grid
+        rnn_paths.append(measure_paths(rnn, x, sources=(0,)).products[0][-1])
+        att_paths.append(measure_paths(attend, x, sources=(0,)).products[0][-1])
+    order = measure_order(attend, x, seed=seed)
+    with torch.no_grad():
+        unshuffled = float((attend(x[list(order.permutation)]) - attend(x)).abs().max())
+    reach = measure_reach(attend, x)
+    count = cost.recurrence_multiplications(int(cost.crossover_length(WIDTH, WIDTH, WIDTH, WIDTH)), WIDTH, WIDTH)
+    return QuizFacts(
+        lengths=LENGTHS, recurrence_span=tuple(spans), input_span=tuple(inputs), softmax_span=tuple(softmaxes),
+        crossover=cost.crossover_length(WIDTH, WIDTH, WIDTH, WIDTH), crossover_count=count,
+        shuffled_change=order.max_abs_change, shuffled_tolerance=order.tolerance, unshuffled_change=unshuffled,
+        recurrence_path=tuple(rnn_paths), attention_path=tuple(att_paths),
+        attention_reach_ratio=reach.first / reach.norms[-1])
+
+
+def _grows_with_T(pair: tuple[int, int]) -> bool:
+    """The measured chain equals T at both lengths: one step per position."""
+    return tuple(pair) == LENGTHS
+
+
+def _q1(_, f: QuizFacts, lang: str) -> Question:
+    T1, T2 = (format_integer(T, lang) for T in f.lengths)
+    options = (
+        Option("a", _("Splitting the text into tokens"), False,
+               _("The question hands you the tokens ready-made; splitting the text happens before the layer "
+                 "runs and is no link of its chain.")),
+        Option("b", _("The products W_xh x_t, one per token"), _grows_with_T(f.input_span),
+               _("Each W_xh x_t reads only its own token, so all T fit in one matrix product: measured, that "
+                 "half is a chain of {a} product at T = {T1} and {b} at T = {T2}.").format(
+                   a=f.input_span[0], b=f.input_span[1], T1=T1, T2=T2)),
+        Option("c", _("The states h_t, each waiting for h_{t-1}"), _grows_with_T(f.recurrence_span),
+               _("h_t cannot start until h_{{t-1}} is done, and that one waits for h_{{t-2}}: measured, the loop is "
+                 "a chain of {a} products at T = {T1} and {b} at T = {T2}, one per position.").format(
+                   a=f.recurrence_span[0], b=f.recurrence_span[1], T1=T1, T2=T2)),
+        Option("d", _("A softmax over the positions"), _grows_with_T(f.softmax_span),
+               _("The recurrence has no softmax, and attention's normalises each row by itself without waiting "
+                 "for the others: measured, a row softmax is a chain of {a} op at T = {T1} and {b} at "
+                 "T = {T2}.").format(a=f.softmax_span[0], b=f.softmax_span[1], T1=T1, T2=T2)),
+    )
+    return Question(
+        "q1", "single",
+        _("You have as many processors as you want and the text is already tokenised. In an Elman "
+          "recurrence, what still takes T steps that cannot overlap?"),
+        _("Look at h_t = tanh(W_hh h_{t-1} + W_xh x_t + b). Which of the two terms needs the result of the "
+          "previous step?"),
+        options,
+        _("Only W_hh h_{t-1} waits: each state needs the one before it, so the states form a chain T long that "
+          "no number of processors shortens. The W_xh x_t half spreads over processors like any matrix "
+          "product."),
+        "", ("L1",))
+
+
+def _q2(_, f: QuizFacts, lang: str) -> Question:
+    d = WIDTH
+    crossing = f.crossover
+
+    def at(T: int) -> str:
+        return format_fraction(cost.work_ratio(T, d, d, d, d), lang)
+
+    slips = (
+        (2 * d, _("{value} is 2d. The factor 2 sits in both counts, 2Td² and 2T²d, and cancels: at T = {value} "
+                  "attention already does {ratio} times the recurrence's multiplications.")),
+        (d // 2, _("{value} is d/2. There attention does {ratio} times the recurrence's multiplications: still "
+                   "cheaper.")),
+        (d * d, _("{value} is d², a cost per step rather than a length; at T = {value} attention does {ratio} "
+                  "times the recurrence's multiplications.")),
+        (int(crossing) + 1, _("At T = {value} attention already does more, {attention} multiplications against "
+                              "{recurrence}, but the two counts meet one position earlier, where they are equal.")),
+    )
+
+    def counts(T: int) -> dict[str, str]:
+        return {"attention": format_integer(cost.attention_multiplications(T, d, d), lang),
+                "recurrence": format_integer(cost.recurrence_multiplications(T, d, d), lang)}
+
+    right = Option(str(int(crossing)), format_integer(int(crossing), lang), True,
+                   _("At T = {value} both machines do {count} multiplications; one position later attention does "
+                     "more.").format(value=format_integer(int(crossing), lang),
+                                     count=format_integer(f.crossover_count, lang)))
+    options = (right,) + tuple(
+        Option(str(value), format_integer(value, lang), Fraction(value) == crossing,
+               text.format(value=format_integer(value, lang), ratio=at(value), **counts(value)))
+        for value, text in slips)
+    return Question(
+        "q2", "numeric",
+        _("Take d_h = d_model = d_k = d_v = {d}. At which length T do the two counts meet, so that from there "
+          "on attention's grid costs more multiplications than the recurrence?").format(d=d),
+        _("Write both counts with one width d: the recurrence does T(d² + d·d), attention T²(d + d). Divide one "
+          "by the other."),
+        options,
+        _("With one width d the recurrence does 2Td² multiplications and attention 2T²d, so attention does T/d "
+          "times as many: the counts meet at T = d = {value}, and past it attention is the expensive one.").format(
+            value=format_integer(int(crossing), lang)),
+        right.key, ("L7", "L9"))
+
+
+def _q3(_, f: QuizFacts, lang: str) -> Question:
+    equivariant = f.shuffled_change <= f.shuffled_tolerance
+    options = (
+        Option("a", _("The same outputs, in the original order"), f.unshuffled_change <= f.shuffled_tolerance,
+               _("Each output row belongs to its query, so moving the queries moves their outputs: measured, the "
+                 "shuffled call differs from the original outputs by up to {change}.").format(
+                   change=format_number(f.unshuffled_change, lang))),
+        Option("b", _("The same output rows, shuffled the same way"), equivariant,
+               _("Measured on a self-attention layer: shuffling the input rows and shuffling the output rows give "
+                 "outputs that differ by at most {change}, within rounding ({tolerance}).").format(
+                   change=format_number(f.shuffled_change, lang), tolerance=format_number(f.shuffled_tolerance, lang))),
+        Option("c", _("Different numbers: the new order changes the scores"), not equivariant,
+               _("A score e_ij = a(q_i, k_j) reads two vectors and no position, and the mix is a sum, which does "
+                 "not care about the order of its terms.")),
+        Option("d", _("An error: the call needs the positions in order"), False,
+               _("Nothing in the call reads a position number, so it takes the rows in any order without "
+                 "complaint; the measurement above ran it on shuffled rows.")),
+    )
+    return Question(
+        "q3", "single",
+        _("You give the attention call the same rows as before, in another order. What comes out?"),
+        _("In e_ij = a(q_i, k_j), do i and j enter the arithmetic, or do they only pick which vectors go in?"),
+        options,
+        _("The indices only pick vectors and the mix is a sum, so attention sees a set of rows, not a sequence: "
+          "the outputs come out shuffled exactly as the inputs were. 'el perro muerde al cartero' and 'al "
+          "cartero muerde el perro' reach it as the same vectors; positional encoding, later, adds where each "
+          "row was."),
+        "", ("L10",))
+
+
+def _q4(_, f: QuizFacts, lang: str) -> Question:
+    T1, T2 = (format_integer(T, lang) for T in f.lengths)
+    steps = tuple(p - 1 for p in f.recurrence_path)  # W_xh once, then W_hh at every later step
+    flat = f.attention_path[0] == f.attention_path[1]
+    options = (
+        Option("a", _("In the recurrence it crosses T-1 products by W_hh"),
+               steps == tuple(T - 1 for T in f.lengths),
+               _("Measured on the Elman loop: x_1 reaches h_T after {a} products at T = {T1} and {b} at T = {T2}, "
+                 "one by W_xh and the rest by W_hh.").format(a=f.recurrence_path[0], b=f.recurrence_path[1],
+                                                            T1=T1, T2=T2)),
+        Option("b", _("In attention it carries a single weight, α_T1, however large T is"), flat,
+               _("Measured on self-attention: position 1 reaches position T in {a} products at T = {T1} and {b} "
+                 "at T = {T2}, the value projection and then the weighted sum, whatever lies between.").format(
+                   a=f.attention_path[0], b=f.attention_path[1], T1=T1, T2=T2)),
+        Option("c", _("The repeated product by one matrix behind vanishing gradients is gone from that path"),
+               flat and max(f.attention_path) < min(f.lengths) - 1,
+               _("No W_hh sits on attention's path and its length does not grow with T, so nothing is multiplied "
+                 "over and over on the way.")),
+        Option("d", _("The backward path still has length T-1, because gradients go back step by step"),
+               f.attention_path[1] == f.lengths[1] - 1,
+               _("The gradient goes back along the path the signal came forward on, just as short: measured by "
+                 "autograd at T = {T}, it reaches position 1 with {ratio} times the strength it has at position "
+                 "T itself.").format(T=T2, ratio=format_number(f.attention_reach_ratio, lang))),
+    )
+    return Question(
+        "q4", "multiple",
+        _("About the path from position 1 to position T, which statements are true? Give every true letter."),
+        _("Follow x_1 forward. In the recurrence, through how many states does it pass before h_T? In attention, "
+          "what multiplies v_1 inside c_T?"),
+        options,
+        _("The recurrence carries position 1 through every state in between, T-1 products by the same W_hh, "
+          "and that repetition shrinks or blows up the gradient. Attention adds α_T1 v_1 straight into c_T: one "
+          "weight whatever T is, and the gradient returns along that same short path."),
+        "", ("L3", "L4"))
+
+
+def _with_answer(question_: Question) -> Question:
+    """Fill in ``answer`` for lettered questions from the options' measured ``correct`` flags."""
+    if question_.kind == "numeric":
+        return question_
+    return replace(question_, answer=", ".join(option.key for option in question_.options if option.correct))
+
+
+@cache
+def questions(lang: str = "en") -> tuple[Question, ...]:
+    """The four questions in ``lang``, their right answers computed from :func:`measure_facts`.
+
+    >>> [(q.key, q.kind, q.answer) for q in questions("en")]
+    [('q1', 'single', 'c'), ('q2', 'numeric', '512'), ('q3', 'single', 'b'), ('q4', 'multiple', 'a, b, c')]
+
+    Raises:
+        SeqlabError: ``lang`` is not ``en`` or ``es``.
+    """
+    _ = translator(check_language(lang), DOMAIN)
+    facts = measure_facts()
+    return tuple(_with_answer(build(_, facts, lang)) for build in (_q1, _q2, _q3, _q4))
+
+
+def question(key: str, lang: str = "en") -> Question:
+    """One question by key (``q1`` … ``q4``).
+
+    Raises:
+        SeqlabError: an unknown key (the message lists the keys) or language.
+    """
+    for q in questions(lang):
+        if q.key == key:
+            return q
+    raise SeqlabError(f"question must be one of {', '.join(KEYS)}; received {key!r}", parameter="key")
+
+
+_SEPARATORS = re.compile(r"[\s,;/+&]+")
+
+
+def parse_number(answer: object, lang: str = "en") -> int:
+    """Read a whole-number answer leniently: ``"512"``, ``" 512 "``, ``"512.0"``, ``"5.12e2"``, and the
+    language's own digits (``"1.024"`` in Spanish, ``"1,024"`` in English).
+
+    >>> parse_number(" 512 "), parse_number("512.0"), parse_number("1.024", "es"), parse_number(512)
+    (512, 512, 1024, 512)
+
+    Raises:
+        SeqlabError: not a number, not whole, or below 1; the message shows the value received.
+    """
+    if isinstance(answer, bool) or not isinstance(answer, (int, float, str)):
+        raise SeqlabError(f"expected a whole number T >= 1, received {answer!r}", parameter="answer")
+    value: float | None = None
+    if isinstance(answer, str):
+        text = answer.strip()
+        try:
+            value = float(text)
+        except ValueError:
+            value = None
+        if value is None or (math.isfinite(value) and value != int(value)):
+            from babel.numbers import NumberFormatError, parse_decimal
+
+            try:
+                value = float(parse_decimal(text, locale=lang, strict=True))
+            except (NumberFormatError, ValueError):
+                pass
+    else:
+        value = float(answer)
+    if value is None or not math.isfinite(value):
+        raise SeqlabError(f"expected a whole number T >= 1, received {answer!r}", parameter="answer")
+    if value != int(value) or value < 1:
+        raise SeqlabError(f"expected a whole number T >= 1, received {answer!r}", parameter="answer")
+    return int(value)
+
+
+def parse_choice(question_: Question, answer: object) -> tuple[str, ...]:
+    """The option letters in ``answer``: ``"b"``, ``" B "``, ``"b)"``; for ``multiple`` also ``"a, c"``,
+    ``"ac"``, ``"a c"`` or an iterable of letters. Sorted and without repeats.
+
+    Raises:
+        SeqlabError: empty, an unknown letter, or more than one letter for a single-choice question; the
+            message shows the value and the letters accepted.
+    """
+    keys = tuple(option.key for option in question_.options)
+    if isinstance(answer, str):
+        text = answer.strip().lower().replace(")", " ").replace(".", " ")
+        parts = [p for p in _SEPARATORS.split(text) if p]
+        if len(parts) == 1 and question_.kind == "multiple" and all(ch in keys for ch in parts[0]):
+            parts = list(parts[0])  # "ac"
+    elif isinstance(answer, Iterable):
+        parts = [str(p).strip().lower() for p in answer]
+    else:
+        parts = []
+    accepted = ", ".join(keys)
+    wanted = "one letter" if question_.kind == "single" else "letters"
+    if not parts or any(p not in keys for p in parts):
+        raise SeqlabError(f"expected {wanted} among {accepted}, received {answer!r}", parameter="answer")
+    chosen = tuple(sorted(set(parts)))
+    if question_.kind == "single" and len(chosen) != 1:
+        raise SeqlabError(f"expected one letter among {accepted}, received {answer!r}", parameter="answer")
+    return chosen
+
+
+def grade(key: str, answer: object, lang: str = "en") -> Grade:
+    """Mark ``answer`` to question ``key`` and explain every option (L12).
+
+    >>> grade("q2", " 512.0 ").correct, grade("q4", "a,b").correct, grade("q3", "B").correct
+    (True, False, True)
+
+    Args:
+        key: ``q1`` … ``q4``.
+        answer: a letter (single), letters (multiple: ``"a, c"``, ``"ac"`` or a list), or a whole number
+            (numeric: int, float or text; see :func:`parse_number`).
+        lang: language of the feedback.
+
+    Returns:
+        A :class:`Grade`.
+
+    Raises:
+        SeqlabError: an unknown key or language, or an answer that cannot be read (the message shows it).
+    """
+    q = question(key, lang)
+    _ = translator(lang, DOMAIN)
+    if q.kind == "numeric":
+        value = parse_number(answer, lang)
+        right = next(option for option in q.options if option.correct)
+        match = next((option for option in q.options if option.key == str(value)), None)
+        if match is None:
+            ratio = format_fraction(cost.work_ratio(value, WIDTH, WIDTH, WIDTH, WIDTH), lang)
+            text = (_("At T = {value} attention does {ratio} times the recurrence's multiplications: less work, "
+                      "so the counts have not met yet.") if value < int(right.key) else
+                    _("At T = {value} attention does {ratio} times the recurrence's multiplications: the counts "
+                      "met earlier.")).format(value=format_integer(value, lang), ratio=ratio)
+            match = Option(str(value), format_integer(value, lang), False, text)
+        feedback = (OptionFeedback(match.key, match.text, True, match.correct, match.explanation),)
+        return Grade(q.key, match.correct, str(value), q.answer, feedback, q.explanation)
+    chosen = parse_choice(q, answer)
+    feedback = tuple(OptionFeedback(o.key, o.text, o.key in chosen, o.correct, o.explanation) for o in q.options)
+    right = tuple(o.key for o in q.options if o.correct)
+    return Grade(q.key, chosen == right, ", ".join(chosen), q.answer, feedback, q.explanation)

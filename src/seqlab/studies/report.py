@@ -1,0 +1,134 @@
+"""``seqlab report``: every study of the lesson run once, for one self-contained HTML page (L1–L12).
+
+Runs, in order, and keeps the frozen results for :mod:`seqlab.render.report` to draw:
+
+* ``compare`` on the chosen text (:mod:`seqlab.studies.compare`: work, span, path, reach, order, time);
+* Table 1 of the paper measured at small sizes (:mod:`seqlab.studies.table1`);
+* a tiny timing sweep of ``nn.RNN`` against SDPA on 1 and all threads (:mod:`seqlab.studies.bench`);
+* Figure 1's fifteen boxes measured (:mod:`seqlab.studies.figure`);
+* the twelve claims checked (:mod:`seqlab.studies.check`).
+
+Nothing is measured here that those studies do not measure; this module only chooses sizes and runs them.
+:meth:`ReportConfig.quick` shrinks every part (a few seconds; used by the tests).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+
+from seqlab.studies.bench import BenchConfig, BenchResult
+from seqlab.studies.check import CheckConfig, CheckResult
+from seqlab.studies.compare import CompareConfig, CompareResult
+from seqlab.studies.figure import FigureResult
+from seqlab.studies.table1 import QUICK_D_MODEL, QUICK_LENGTHS, Table1Config, Table1Result
+from seqlab.text import Tokens
+
+#: The parts of a report, in the order they are run and shown.
+PARTS = ("compare", "table1", "bench", "figure", "check")
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """Sizes of every part. The defaults take well under two minutes on two busy cores.
+
+    Attributes:
+        compare: the compare study (d_model 512, timed).
+        table1: Table 1 at small sizes (T = 16, 32, 64; d = 32).
+        bench: lengths 64, 256, 1024 at d = 128, ``nn.RNN`` and SDPA, 1 and all threads, short runs.
+        figure: (S, T, d_model, heads) of Figure 1.
+        check: which claims, and at which sizes.
+    """
+
+    compare: CompareConfig = field(default_factory=CompareConfig)
+    table1: Table1Config = field(default_factory=lambda: Table1Config(lengths=QUICK_LENGTHS,
+                                                                       d_models=(QUICK_D_MODEL,)))
+    bench: BenchConfig = field(default_factory=lambda: BenchConfig(
+        lengths=(64, 256, 1024), d_models=(128,), machines=("rnn", "sdpa"), min_run_time=0.05, min_samples=3,
+        matmul_size=256))
+    figure: tuple[int, int, int, int] = (10, 10, 512, 8)
+    check: CheckConfig = field(default_factory=CheckConfig)
+
+    @classmethod
+    def quick(cls, **changes: object) -> ReportConfig:
+        """Every part tiny (d = 16 or 32, T up to 64, millisecond timings): seconds, for tests and previews."""
+        values = {
+            "compare": CompareConfig(d_model=32, min_run_time=0.02),
+            "table1": Table1Config(lengths=QUICK_LENGTHS, d_models=(16,)),
+            "bench": BenchConfig(lengths=(16, 32, 64), d_models=(16,), machines=("rnn", "sdpa"),
+                                 min_run_time=0.005, min_samples=3, matmul_size=64, chain_links=16),
+            "figure": (5, 5, 32, 4),
+            "check": CheckConfig(claims=("L2", "L5", "L7", "L12")),
+        }
+        return cls(**{**values, **changes})
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """What one report shows: the five results, the text's label, when and how long it took."""
+
+    source: str
+    compare: CompareResult
+    table1: Table1Result
+    bench: BenchResult
+    figure: FigureResult
+    check: CheckResult
+    started: str
+    elapsed_s: float
+    seconds: dict[str, float]
+
+
+def run_report(tokens: Tokens, source: str, config: ReportConfig = ReportConfig(),
+               progress: Callable[[int, int, str], None] | None = None) -> ReportResult:
+    """Run every part of the report on ``tokens`` (the compare study's text) and keep the results.
+
+    Args:
+        tokens: the text for the compare study (T >= 2).
+        source: a label for where the text came from.
+        config: sizes of every part.
+        progress: called as ``progress(done, total, part)`` before each part.
+
+    Returns:
+        A :class:`ReportResult` with the seconds each part took.
+
+    Raises:
+        SeqlabError: bad sizes or a text the compare study refuses (checked before the long parts run:
+            the compare study's size check comes first).
+    """
+    from seqlab.studies.bench import run_bench
+    from seqlab.studies.check import run_check
+    from seqlab.studies.compare import check_compare_size, run_compare
+    from seqlab.studies.figure import check_figure_arguments, measure_figure
+    from seqlab.studies.table1 import check_table1_size, run_table1
+
+    check_compare_size(len(tokens), config.compare)
+    table1_config = check_table1_size(config.table1)
+    check_figure_arguments(*config.figure, seed=0)
+    started, clock = datetime.now(timezone.utc).isoformat(timespec="seconds"), time.perf_counter()
+    runs = {
+        "compare": lambda: run_compare(tokens, source, config.compare),
+        "table1": lambda: run_table1(table1_config),
+        "bench": lambda: run_bench(config.bench),
+        "figure": lambda: measure_figure(*config.figure),
+        "check": lambda: run_check(config.check),
+    }
+    results, seconds = {}, {}
+    for done, part in enumerate(PARTS):
+        if progress is not None:
+            progress(done, len(PARTS), part)
+        part_clock = time.perf_counter()
+        results[part] = runs[part]()
+        seconds[part] = time.perf_counter() - part_clock
+    return ReportResult(source=source, started=started, elapsed_s=time.perf_counter() - clock, seconds=seconds,
+                        **results)
+
+
+def with_compare(config: ReportConfig, **changes: object) -> ReportConfig:
+    """``config`` with the compare study's settings changed (e.g. ``d_model``).
+
+    >>> with_compare(ReportConfig.quick(), d_model=64).compare.d_model
+    64
+    """
+    return replace(config, compare=replace(config.compare, **changes))

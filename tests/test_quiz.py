@@ -1,0 +1,198 @@
+"""The self-check quiz (L12): answers recomputed from measurements, grading with feedback, and ``seqlab quiz``.
+
+Every question is graded right and wrong and the feedback is checked option by option; numeric answers are
+read leniently and bad answers refused with the value named; the command is driven with piped answers in
+English and Spanish.
+"""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from seqlab import cost
+from seqlab.cli import app
+from seqlab.errors import SeqlabError
+from seqlab.studies import quiz
+from seqlab.studies.quiz import KEYS, grade, measure_facts, parse_number, question, questions
+
+#: A wide, colourless console for in-process CLI runs (as conftest's CLI_ENV for compare).
+CLI_ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
+RIGHT = {"q1": "c", "q2": "512", "q3": "b", "q4": "a, b, c"}
+WRONG = {"q1": "b", "q2": "1024", "q3": "a", "q4": "a, b, c, d"}
+
+
+# --- The answers are computed, not typed ------------------------------------------------------------
+
+def test_the_facts_behind_the_answers():
+    facts = measure_facts()
+    assert facts.lengths == (8, 16)
+    assert facts.recurrence_span == (8, 16)  # L1: one product by W_hh per position
+    assert facts.input_span == (1, 1)  # the W_xh x_t half is one product, whatever T
+    assert facts.softmax_span == (1, 1)  # a row softmax does not wait on other rows
+    assert facts.crossover == cost.crossover_length(512, 512, 512, 512) == 512  # L7
+    assert facts.crossover_count == 2 * 512 * 512**2  # 268,435,456 each at T = d
+    assert facts.shuffled_change <= facts.shuffled_tolerance < facts.unshuffled_change  # L10
+    assert facts.recurrence_path == (8, 16)  # L3: W_xh once, then T-1 products by W_hh
+    assert facts.attention_path == (2, 2)  # L4: W_v, then A V, whatever T
+    assert 0.1 < facts.attention_reach_ratio < 10  # the gradient reaches position 1 undiminished
+
+
+def test_questions_have_the_lessons_answers():
+    asked = questions("en")
+    assert [q.key for q in asked] == list(KEYS)
+    assert [q.kind for q in asked] == ["single", "numeric", "single", "multiple"]
+    assert {q.key: q.answer for q in asked} == RIGHT
+    for q in asked:
+        assert q.prompt and q.hint and q.explanation and q.claims
+        assert all(option.explanation for option in q.options)
+        assert sum(option.correct for option in q.options) >= 1
+
+
+def test_a_different_measurement_changes_the_answer(monkeypatch):
+    """The correct flags follow the facts: a recurrence whose chain did not grow would make q1 have no answer."""
+    facts = measure_facts()
+    fake = quiz.QuizFacts(**{**facts.__dict__, "recurrence_span": (1, 1), "input_span": (8, 16)})
+    monkeypatch.setattr(quiz, "measure_facts", lambda: fake)
+    quiz.questions.cache_clear()
+    try:
+        assert quiz.questions("en")[0].answer == "b"
+    finally:
+        quiz.questions.cache_clear()
+
+
+def test_spanish_questions_are_translated_with_the_same_answers():
+    english, spanish = questions("en"), questions("es")
+    for en, es in zip(english, spanish):
+        assert en.answer == es.answer and en.kind == es.kind
+        assert en.prompt != es.prompt and en.hint != es.hint
+    assert "¿" in spanish[0].prompt
+    assert "268.435.456" in spanish[1].options[0].explanation  # Spanish digit grouping
+
+
+# --- Grading ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("key", KEYS)
+def test_right_answer(key):
+    result = grade(key, RIGHT[key])
+    assert result.correct and result.right_answer == RIGHT[key]
+    assert result.explanation == question(key).explanation
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_wrong_answer(key):
+    result = grade(key, WRONG[key])
+    assert not result.correct and result.right_answer == RIGHT[key]
+    chosen = [item for item in result.feedback if item.chosen]
+    assert chosen and all(item.explanation for item in chosen)
+
+
+def test_single_choice_feedback_covers_every_option():
+    result = grade("q1", "b")
+    assert [(f.key, f.chosen, f.correct) for f in result.feedback] == [
+        ("a", False, False), ("b", True, False), ("c", False, True), ("d", False, False)]
+    assert "1 product at T = 8" in result.feedback[1].explanation  # the measured span of the W_xh half
+
+
+def test_multiple_choice_feedback_marks_the_false_statement():
+    result = grade("q4", "abcd")
+    assert result.answer == "a, b, c, d" and not result.correct
+    d = result.feedback[3]
+    assert d.chosen and not d.correct and "autograd" in d.explanation
+    assert not grade("q4", "a, b").correct  # a true statement left out is wrong too
+    assert grade("q4", ["c", "b", "a", "a"]).correct  # order and repeats do not matter
+
+
+@pytest.mark.parametrize("answer", ["512", " 512 ", "512.0", "5.12e2", 512, 512.0, "+512"])
+def test_numeric_answers_are_read_leniently(answer):
+    assert grade("q2", answer).correct
+
+
+def test_numeric_answers_in_the_languages_own_digits():
+    assert parse_number("512,0", "es") == 512
+    assert parse_number("1.024", "es") == 1024 and parse_number("1,024", "en") == 1024
+    assert not grade("q2", "1.024", "es").correct  # 1,024 = 2d
+
+
+@pytest.mark.parametrize(("answer", "expected"), [
+    ("1024", "is 2d"),  # a known slip gets its own explanation
+    ("513", "one position earlier"),
+    ("100", "have not met yet"),  # any other value: its ratio, computed
+    ("600", "met earlier"),
+])
+def test_numeric_feedback(answer, expected):
+    result = grade("q2", answer)
+    assert not result.correct
+    (item,) = result.feedback
+    assert item.chosen and not item.correct and expected in item.explanation
+
+
+def test_numeric_feedback_computes_the_ratio():
+    ratio = cost.work_ratio(100, 512, 512, 512, 512)  # 100 / 512 = 0.1953125
+    assert "0.195 times" in grade("q2", "100").feedback[0].explanation and float(ratio) == 0.1953125
+
+
+@pytest.mark.parametrize(("key", "answer"), [
+    ("q2", "abc"), ("q2", ""), ("q2", "0"), ("q2", "-3"), ("q2", "512.5"), ("q2", "nan"), ("q2", True),
+    ("q1", "ab"), ("q1", "e"), ("q1", ""), ("q3", "2"), ("q4", "xyz"), ("q4", ""),
+])
+def test_bad_answers_name_the_value(key, answer):
+    with pytest.raises(SeqlabError) as error:
+        grade(key, answer)
+    assert repr(answer) in str(error.value)
+
+
+def test_unknown_question_and_language():
+    with pytest.raises(SeqlabError, match="'q5'"):
+        grade("q5", "a")
+    with pytest.raises(SeqlabError, match="'fr'"):
+        questions("fr")
+
+
+def test_grade_in_spanish():
+    result = grade("q3", "a", "es")
+    assert not result.correct and "barajad" in result.feedback[0].explanation
+
+
+# --- The command ------------------------------------------------------------------------------------
+
+def run_quiz(answers: str, *args: str):
+    return CliRunner().invoke(app, ["quiz", *args], input=answers, env=CLI_ENV)
+
+
+def test_cli_all_right_in_english():
+    result = run_quiz("c\n512\nb\na, b, c\n", "--lang", "en")
+    assert result.exit_code == 0, result.output
+    assert "Question 1 of 4 (L1)" in result.output and result.output.count("✓ Right.") == 4
+    assert "Score: 4 of 4." in result.output
+
+
+def test_cli_hint_retry_and_feedback_in_english():
+    result = run_quiz("?\nc\n1024\nz\nb\nabcd\n", "--lang", "en")
+    assert result.exit_code == 0, result.output
+    assert "Hint: Look at h_t" in result.output
+    assert "Not quite: the answer is 512." in result.output and "1,024 is 2d" in result.output
+    assert "Could not read 'z'" in result.output
+    assert "Not quite: the answer is a, b, c." in result.output
+    assert "Score: 2 of 4." in result.output
+
+
+def test_cli_in_spanish():
+    result = run_quiz("c\n512,0\na\na b c\n", "--lang", "es")
+    assert result.exit_code == 0, result.output
+    assert "Pregunta 1 de 4 (L1)" in result.output and result.output.count("✓ Correcto.") == 3
+    assert "No exactamente: la respuesta es b." in result.output and "← tu respuesta" in result.output
+    assert "Puntuación: 3 de 4." in result.output
+
+
+def test_cli_end_of_input_stops_with_the_score():
+    result = run_quiz("c\n", "--lang", "en")
+    assert result.exit_code == 0, result.output
+    assert "End of input: stopped after 1 of 4 questions." in result.output
+    assert "Score: 1 of 4." in result.output
+
+
+def test_cli_bad_language():
+    result = run_quiz("", "--lang", "fr")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "Error: Invalid value for '--lang'" in result.output and "'fr'" in result.output
