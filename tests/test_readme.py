@@ -41,6 +41,11 @@ MARKERS = {
     "profile": ("Profile of", "Perfil de"),
     "bench": ("Forward pass per call", "Pasada"),
     "learn": ("Recall the first token", "Recordar el primer token"),
+    "figure": ("Figure 1 of", "Figura 1 de"),
+    "model": ("under the microscope", "microscopio"),
+    "quiz": ("Check your intuition", "Comprueba tu intuición"),
+    "check": ("claims hold", "afirmaciones"),
+    "report": ("Wrote", "Escrito"),
 }
 
 
