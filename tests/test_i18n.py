@@ -28,6 +28,8 @@ DOMAINS = sorted(path.stem for path in MESSAGES.glob("*.po"))
 LOCALE_VARIABLES = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
 #: Names the renderers give their gettext function: _ (compare), tr (table1, bench), tl (learn).
 KEYWORDS = {"_": None, "tr": None, "tl": None, "N_": None}  # N_: marked, translated later (figure)
+#: Templates of the web lab; their _("…") calls belong to the ``web`` catalogue.
+TEMPLATES = PACKAGE / "web" / "templates"
 DOMAIN_CALL = re.compile(r"translator\([^()]*?,\s*[\"'](\w+)[\"']\)|^DOMAIN = [\"'](\w+)[\"']", re.M)
 
 
@@ -64,6 +66,11 @@ def used_by_domain() -> dict[str | None, dict[str, str]]:
         for lineno, message, _comments, _context in extract_from_file("python", str(path), keywords=KEYWORDS):
             assert isinstance(message, str) and message, f"{path}:{lineno}: a translated call needs one literal"
             used.setdefault(domain, {}).setdefault(message, f"{path.name}:{lineno}")
+    for path in sorted(TEMPLATES.glob("*.html")):  # the web lab's pages: Jinja2's i18n calls, domain "web"
+        for lineno, message, _comments, _context in extract_from_file(
+                "jinja2.ext:babel_extract", str(path), keywords=KEYWORDS, options={"extensions": "jinja2.ext.i18n"}):
+            assert isinstance(message, str) and message, f"{path}:{lineno}: a translated call needs one literal"
+            used.setdefault("web", {}).setdefault(message, f"{path.name}:{lineno}")
     return used
 
 

@@ -37,4 +37,5 @@ from seqlab.cli import quiz as _quiz  # noqa: E402,F401
 from seqlab.cli import model as _model  # noqa: E402,F401
 from seqlab.cli import figure as _figure  # noqa: E402,F401
 from seqlab.cli import check as _check  # noqa: E402,F401
+from seqlab.cli import serve as _serve  # noqa: E402,F401
 from seqlab.cli import report as _report  # noqa: E402,F401

@@ -1,0 +1,147 @@
+"""Load test of the web lab's API: 50 concurrent clients for 60 s on loopback (``seqlab serve``'s app).
+
+Starts Uvicorn in a subprocess on a free port of 127.0.0.1, warms every endpoint once, then runs N
+asynchronous httpx clients in a closed loop (each sends its next request when the last one answers) over
+a fixed mix of requests: the panels' JSON endpoints with the parameters the pages use, a few pages and
+the quiz's grading. Prints throughput (requests per second), latency percentiles and the errors (any
+status other than 200, or a failed connection); exits 1 if there was any error.
+
+    python benchmarks/load_test.py                    # 50 clients, 60 s
+    python benchmarks/load_test.py --clients 10 --duration 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import httpx
+
+#: (method, path, JSON body) — what the pages ask for, with a handful of slider positions.
+MIX = [
+    *[("GET", f"/api/cost?T={T}&lang={lang}", None) for T in (50, 128, 512, 1000, 2000) for lang in ("en", "es")],
+    *[("GET", f"/api/chain?T={T}&d_model=16&spectral_radius={rho}", None) for T in (8, 12, 16) for rho in (0.5, 0.9)],
+    ("POST", "/api/order", {"sentence": "el perro muerde al cartero", "reordered": "al cartero muerde el perro"}),
+    ("POST", "/api/order", {"sentence": "el perro muerde al cartero", "reordered": "muerde el cartero al perro"}),
+    ("GET", "/api/figure?lang=en", None),
+    ("GET", "/api/figure?lang=es", None),
+    ("GET", "/api/quiz?lang=es", None),
+    ("POST", "/api/quiz/q2", {"answer": "512"}),
+    ("POST", "/api/quiz/q4", {"answer": ["a", "b", "c"]}),
+    ("GET", "/api/time", None),
+    ("GET", "/cost?lang=es", None),
+    ("GET", "/figure", None),
+    ("GET", "/openapi.json", None),
+]
+
+
+def free_port() -> int:
+    """A port of 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start_server(port: int) -> subprocess.Popen:
+    """Uvicorn with the lab's app factory, in its own process; returns once the port answers."""
+    command = [sys.executable, "-m", "uvicorn", "--factory", "seqlab.web.app:create_app", "--host", "127.0.0.1",
+               "--port", str(port), "--log-level", "warning", "--no-access-log"]
+    server = subprocess.Popen(command)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"the server exited with code {server.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return server
+        except OSError:
+            time.sleep(0.1)
+    server.terminate()
+    raise SystemExit("the server did not start within 60 s")
+
+
+async def send(client: httpx.AsyncClient, method: str, path: str, body: object) -> int:
+    """One request; its status code."""
+    response = await client.request(method, path, json=body)
+    return response.status_code
+
+
+async def run(base: str, clients: int, duration: float, seed: int) -> tuple[list[float], Counter, int, float]:
+    """Warm up, then ``clients`` closed-loop workers for ``duration`` s: (latencies, errors, answered, elapsed)."""
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
+        for method, path, body in MIX:  # warm-up: the first call of each computes and fills the caches
+            status = await send(client, method, path, body)
+            if status != 200:
+                raise SystemExit(f"warm-up {method} {path} answered {status}")
+        latencies: list[float] = []
+        errors: Counter = Counter()
+        stop = time.perf_counter() + duration
+
+        async def worker(index: int) -> None:
+            """Send requests drawn from MIX one after another until the time is up."""
+            rng = random.Random(seed + index)
+            while time.perf_counter() < stop:
+                method, path, body = rng.choice(MIX)
+                started = time.perf_counter()
+                try:
+                    status = await send(client, method, path, body)
+                except httpx.HTTPError as error:
+                    errors[f"{type(error).__name__} on {method} {path}"] += 1
+                    continue
+                latencies.append(time.perf_counter() - started)
+                if status != 200:
+                    errors[f"{status} on {method} {path}"] += 1
+
+        began = time.perf_counter()
+        await asyncio.gather(*(worker(i) for i in range(clients)))
+        elapsed = time.perf_counter() - began
+    return latencies, errors, len(latencies), elapsed
+
+
+def percentile(values: list[float], share: float) -> float:
+    """The nearest-rank percentile (share in [0, 1])."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
+
+
+def main() -> int:
+    """Parse the options, run the load, print the summary; 1 on any error."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of load")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    port = free_port()
+    server = start_server(port)
+    try:
+        latencies, errors, answered, elapsed = asyncio.run(
+            run(f"http://127.0.0.1:{port}", args.clients, args.duration, args.seed))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    failed = sum(errors.values())
+    print(f"{args.clients} clients for {elapsed:.1f} s on 127.0.0.1 ({os.cpu_count()} CPUs, load average {load:.2f})")
+    print(f"requests answered   {answered:,}")
+    print(f"throughput          {answered / elapsed:,.1f} requests/s")
+    if latencies:
+        print(f"latency p50         {1000 * statistics.median(latencies):,.1f} ms")
+        print(f"latency p99         {1000 * percentile(latencies, 0.99):,.1f} ms")
+        print(f"latency max         {1000 * max(latencies):,.1f} ms")
+    print(f"errors              {failed}")
+    for what, count in errors.most_common():
+        print(f"  {count:6d}  {what}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

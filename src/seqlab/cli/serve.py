@@ -1,0 +1,73 @@
+"""``seqlab serve``: run the web lab on this computer (FastAPI under Uvicorn; parse, then serve).
+
+Bound to 127.0.0.1 by default, so only this computer can reach it; ``--open`` opens the lab in the
+default browser once the server is listening. Everything the pages load ships in the package.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from seqlab.cli import app
+from seqlab.cli.options import LANG_HELP, integer_at_least, language
+
+
+def _open_when_ready(url: str, host: str, port: int, timeout_s: float = 20.0) -> None:
+    """Open ``url`` in the browser as soon as the port accepts connections (in a background thread)."""
+    import socket
+    import threading
+    import time
+    import webbrowser
+
+    def wait_then_open() -> None:
+        """Poll the port every 0.1 s; open the browser on the first connection."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection((host, port), timeout=0.5):
+                    webbrowser.open(url)
+                    return
+            except OSError:
+                time.sleep(0.1)
+
+    threading.Thread(target=wait_then_open, daemon=True).start()
+
+
+def _check_address(host: str, port: int) -> None:
+    """Bind and release ``host:port`` once, so a taken port or a foreign address is a usage error, not a trace."""
+    import socket
+
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as error:  # the port is taken, or the address is not this computer's
+        raise typer.BadParameter(f"cannot listen on {host}:{port}: {error.strerror or error}",
+                                 param_hint="'--host' / '--port'") from None
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(metavar="ADDRESS",
+                                      help="Address to listen on (127.0.0.1: this computer only).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(parser=integer_at_least(1, 65535), metavar="INTEGER",
+                                      help="Port to listen on.")] = 8000,
+    open_browser: Annotated[bool, typer.Option("--open", help="Open the lab in the default browser.")] = False,
+    lang: Annotated[Optional[str], typer.Option("--lang", metavar="en|es", help=LANG_HELP)] = None,
+) -> None:
+    """Run the web lab: Figure 1, cost, chain and path, order, time and the self-check, in en or es."""
+    import uvicorn
+
+    from seqlab.web.app import create_app
+
+    lang = language(lang)
+    _check_address(host, port)
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else shown}:{port}/?lang={lang}"
+    typer.echo(f"seqlab lab: {url}  (Ctrl+C stops it)", err=True)
+    if open_browser:
+        _open_when_ready(url, "127.0.0.1" if host in ("0.0.0.0", "::") else host, port)
+    uvicorn.run(create_app(lang), host=host, port=port, log_level="warning")

@@ -1,0 +1,131 @@
+"""The FastAPI application of ``seqlab serve``: pages, JSON endpoints, static files, error mapping.
+
+One page per panel (``/figure``, ``/cost``, ``/chain``, ``/order``, ``/time``, ``/quiz``; ``/`` lists
+them), each rendered by Jinja2 in English or Spanish (``?lang=es``; gettext domain ``web`` through
+Jinja's i18n extension) and drawn in the browser from its ``/api/...`` endpoint. Every script and style
+ships in the package; Plotly's bundle is served from the installed ``plotly`` package, so the lab works
+offline. Bad input of any kind is a 422 whose message names the value and the range
+(:mod:`seqlab.web.validation`); :class:`~seqlab.errors.SeqlabError` maps to 422 too.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Literal
+from urllib.parse import urlencode
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from seqlab.errors import SeqlabError
+from seqlab.i18n import LANGUAGES, check_language, translator
+from seqlab.web import validation
+
+DOMAIN = "web"
+PACKAGE = Path(str(resources.files("seqlab"))) / "web"
+#: Panel keys, in the order of the navigation bar.
+PANELS = ("figure", "cost", "chain", "order", "time", "quiz")
+#: The ``?lang=`` of every page: en or es; absent means the app's default.
+Lang = Annotated[Literal["en", "es"] | None, Query(description="page language")]
+
+
+@lru_cache(maxsize=None)
+def environment(lang: str):
+    """The Jinja2 environment of one language: templates from the package, gettext from the ``web`` catalogue.
+
+    >>> environment("es").globals["lang"]
+    'es'
+    """
+    import jinja2
+
+    tr = translator(check_language(lang), DOMAIN)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(PACKAGE / "templates")),
+                             autoescape=jinja2.select_autoescape(["html"]), undefined=jinja2.StrictUndefined,
+                             extensions=["jinja2.ext.i18n"], trim_blocks=True, lstrip_blocks=True)
+    env.install_gettext_callables(tr, lambda singular, plural, n: tr(singular if n == 1 else plural),
+                                  newstyle=True)
+    env.globals.update(lang=lang, panels=PANELS)
+    return env
+
+
+def plotly_bundle() -> Path | None:
+    """The ``plotly.min.js`` the installed plotly package ships, or None without plotly."""
+    try:
+        import plotly
+    except ImportError:
+        return None
+    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    return path if path.is_file() else None
+
+
+def render_page(panel: str, lang: str, request: Request) -> HTMLResponse:
+    """Render one panel's page in ``lang``; the language links keep the page and its other query parameters."""
+    others = [(key, value) for key, value in request.query_params.multi_items() if key != "lang"]
+    switch = {code: f"{request.url.path}?{urlencode(others + [('lang', code)])}" for code in LANGUAGES}
+    html = environment(lang).get_template(f"{panel}.html").render(
+        panel=panel, switch=switch, plotly=plotly_bundle() is not None)
+    return HTMLResponse(html)
+
+
+def create_app(default_lang: str = "en") -> FastAPI:
+    """Build the web lab. Pages default to ``default_lang`` when a request names no ``lang``.
+
+    >>> app = create_app("es")
+    >>> sorted(app.openapi()["paths"])[:3]
+    ['/api/chain', '/api/cost', '/api/figure']
+
+    Raises:
+        SeqlabError: ``default_lang`` is not ``en`` or ``es``.
+    """
+    from seqlab.web.panels import chain, cost, figure, order, quiz, timing
+
+    check_language(default_lang)
+    app = FastAPI(title="seqlab lab", version="0.1.0",
+                  description="What recurrence costs and what attention buys, measured live: one JSON "
+                              "endpoint per panel of the web lab (lesson claims L1–L12).")
+    app.add_exception_handler(RequestValidationError, validation.validation_response)
+    app.add_exception_handler(SeqlabError, validation.seqlab_error_response)
+    app.add_exception_handler(StarletteHTTPException, validation.http_error_response)
+
+    @app.middleware("http")
+    async def limit_body(request: Request, call_next):
+        """Refuse a body over the size limit from its Content-Length, before reading it."""
+        length = request.headers.get("content-length", "0")
+        if length.isdigit() and int(length) > validation.MAX_BODY_BYTES:
+            return validation.body_too_large(int(length))
+        return await call_next(request)
+
+    for module in (figure, cost, chain, order, timing, quiz):
+        app.include_router(module.router)
+    app.mount("/static", StaticFiles(directory=str(PACKAGE / "static")), name="static")
+
+    @app.get("/vendor/plotly.min.js", include_in_schema=False)
+    def plotly_js():
+        """Plotly's bundle from the installed package: the charts work offline."""
+        path = plotly_bundle()
+        if path is None:
+            return JSONResponse(status_code=404, content={"message": "plotly is not installed"})
+        return FileResponse(path, media_type="text/javascript")
+
+    @app.get("/", include_in_schema=False)
+    def index(request: Request, lang: Lang = None):
+        """The list of panels."""
+        return render_page("index", lang or default_lang, request)
+
+    def page(panel: str):
+        """The route handler of one panel's page."""
+        def handler(request: Request, lang: Lang = None):
+            """Render the panel's page in the requested (or the default) language."""
+            return render_page(panel, lang or default_lang, request)
+        handler.__name__ = f"{panel}_page"
+        return handler
+
+    for panel in PANELS:
+        app.add_api_route(f"/{panel}", page(panel), methods=["GET"], include_in_schema=False,
+                          response_class=HTMLResponse)
+    return app

@@ -1,0 +1,158 @@
+"""Chain and path panel: T steps in a row against two products, and how far a signal travels (L1–L4).
+
+For a short text (the first T words of the built-in story, seeded embedding of :mod:`seqlab.text`) it
+builds the lesson's two machines — :class:`~seqlab.layers.recurrent.ElmanRNN` with W_hh rescaled to the
+requested spectral radius, and :class:`~seqlab.layers.attention.SelfAttention` — and measures on them:
+
+* the span (:func:`seqlab.measure.trace.measure_span`): the recurrence's whole pass, attention's call on
+  Q, K, V (the scope of L2 and of ``seqlab compare``);
+* the path matrix (:func:`seqlab.measure.paths.measure_paths`): least matrix products from every input
+  position i to every output position j, through the recurrence and through the whole self-attention;
+* the reach (:func:`seqlab.measure.reach.measure_reach`): ‖∂y_T/∂x_i‖ for every i, exact, in float64,
+  and its per-step factor (L3: about the spectral radius and below; L4: about 1).
+
+Shapes: T positions, d = d_model = d_h = d_k = d_v.
+"""
+
+from __future__ import annotations
+
+import copy
+from functools import lru_cache
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+
+from seqlab import cost
+from seqlab.errors import SeqlabError
+from seqlab.memory import FLOAT64_BYTES, MemoryEstimate
+from seqlab.web.budget import COMPUTE_LOCK, MIB, require_within_budget
+
+router = APIRouter()
+
+MAX_T = 128
+MAX_WIDTH = 64
+MAX_RADIUS = 8.0
+MAX_SEED = 2**31 - 1
+#: Largest temporary of the path tracer's chunked (max, ×) product (see seqlab.measure.path_rules).
+PATH_CHUNK_BYTES = 128 * MIB
+
+
+class Span(BaseModel):
+    """Longest chain of one pass."""
+
+    ops: int = Field(description="compute ops in a row")
+    products: int = Field(description="matrix products in a row")
+    total_ops: int = Field(description="compute ops in the whole pass (the work in ops)")
+
+
+class Machine(BaseModel):
+    """Everything measured on one machine."""
+
+    span: Span
+    span_scope: str = Field(description="what the span was measured on")
+    levels: list[int | None] = Field(description="least products from x_1 to each y_j (row 1 of the path matrix)")
+    paths: list[list[int | None]] = Field(description="paths[i][j]: least products from x_i to y_j; None: no path")
+    reach: list[float] = Field(description="‖∂y_T/∂x_i‖_F for every i (float64, exact)")
+    reach_per_step: float | None = Field(description="per-step factor of a log-linear fit of reach on distance")
+    reach_zeros: int = Field(description="norms that are exactly 0")
+
+
+class ChainResponse(BaseModel):
+    """What the chain-and-path panel draws."""
+
+    T: int
+    d_model: int
+    spectral_radius: float = Field(description="spectral radius of W_hh, measured after rescaling")
+    seed: int
+    words: list[str] = Field(description="the T words the positions stand for")
+    closed_form: dict[str, int] = Field(description="recurrence: T steps (L1); attention: 2 products (L2)")
+    recurrence: Machine
+    attention: Machine
+
+
+def estimate_chain_bytes(T: int, d: int) -> MemoryEstimate:
+    """Bytes of the path analysis, the heaviest step: a float64 closeness per source, unit and written element.
+
+    Written elements, generously: 8·T·d (states, products, sums; Q, K, V and outputs) plus 4·T² (scores,
+    scaled scores, weights); times 2 units × T sources × 8 bytes; plus the tracer's product temporary,
+    2T·T·d·T float64 values capped at its 128 MiB chunk.
+
+    >>> estimate_chain_bytes(16, 16).total_bytes < 64 * MIB
+    True
+    """
+    elements = 8 * T * d + 4 * T * T
+    closeness = 2 * T * elements * FLOAT64_BYTES
+    temporary = min(2 * T * T * d * T * FLOAT64_BYTES, PATH_CHUNK_BYTES)
+    terms = {f"path closeness of {T} sources": closeness, f"a {T}×{d}×{T} product temporary": temporary}
+    return MemoryEstimate(total_bytes=sum(terms.values()), largest=max(terms, key=terms.__getitem__))
+
+
+def _machine(layer, x, span, scope: str) -> Machine:
+    import torch
+
+    from seqlab.measure.paths import measure_paths
+    from seqlab.measure.reach import measure_reach
+
+    first = lambda out: out[0] if isinstance(out, tuple) else out  # noqa: E731
+    paths = measure_paths(lambda rows: first(layer(rows)), x)
+    layer64 = copy.deepcopy(layer).double()
+    reach = measure_reach(lambda rows: first(layer64(rows)), x.to(torch.float64), batched=True)
+    try:
+        per_step = reach.decay_per_step()
+    except SeqlabError:  # every earlier norm underflowed: no slope to fit
+        per_step = None
+    return Machine(span=Span(ops=span.ops, products=span.products, total_ops=span.total_ops), span_scope=scope,
+                   levels=list(paths.row(0)), paths=[list(row) for row in paths.products],
+                   reach=list(reach.norms), reach_per_step=per_step, reach_zeros=reach.zeros)
+
+
+@lru_cache(maxsize=64)
+def measure_chain(T: int, d: int, radius: float, seed: int, lang: str) -> ChainResponse:
+    """Build both machines at width d on the first T words of the built-in text and measure them.
+
+    >>> r = measure_chain(6, 4, 0.9, 0, "en")
+    >>> r.recurrence.levels, r.attention.levels  # x_1 reaches y_j after j products; attention: 2
+    ([1, 2, 3, 4, 5, 6], [2, 2, 2, 2, 2, 2])
+
+    Raises:
+        SeqlabError: sizes over one request's budget (checked before anything is allocated).
+    """
+    require_within_budget(estimate_chain_bytes(T, d), f"T = {T} at d_model = {d}", "T")
+    import torch
+
+    from seqlab.layers.attention import SelfAttention
+    from seqlab.layers.recurrent import ElmanRNN, spectral_radius
+    from seqlab.measure.trace import measure_span
+    from seqlab.text import embed, synthetic_tokens
+
+    tokens = synthetic_tokens(T, tokenizer="words", lang=lang)
+    x = embed(tokens, d, seed=seed)  # (T, d)
+    rnn = ElmanRNN(d, d, generator=torch.Generator().manual_seed(2 * seed + 1)).eval()
+    rnn.set_spectral_radius(radius)
+    attention = SelfAttention(d, generator=torch.Generator().manual_seed(2 * seed + 2)).eval()
+    with COMPUTE_LOCK:
+        with torch.no_grad():
+            q, k, v = attention.project(x)  # (T, d) each
+        recurrence = _machine(rnn, x, measure_span(rnn, x), "recurrence: the whole pass")
+        attended = _machine(attention, x, measure_span(attention.attention, q, k, v),
+                            "attention: the call on Q, K, V")
+    return ChainResponse(
+        T=T, d_model=d, spectral_radius=spectral_radius(rnn.weight_hh.detach()), seed=seed,
+        words=list(tokens.pieces),
+        closed_form={"recurrence": cost.recurrence_sequential_steps(T),
+                     "attention": cost.attention_sequential_products()},
+        recurrence=recurrence, attention=attended)
+
+
+@router.get("/api/chain", response_model=ChainResponse, tags=["chain"],
+            summary="Span, path matrix and reach of both machines on a short text (L1–L4)")
+def chain_panel(
+    T: Annotated[int, Query(ge=2, le=MAX_T, description="positions (words of the built-in text)")] = 12,
+    d_model: Annotated[int, Query(ge=2, le=MAX_WIDTH, description="every width")] = 16,
+    spectral_radius: Annotated[float, Query(gt=0, le=MAX_RADIUS, description="spectral radius of W_hh")] = 0.9,
+    seed: Annotated[int, Query(ge=0, le=MAX_SEED, description="seeds the embedding and the weights")] = 0,
+    lang: Annotated[Literal["en", "es"], Query(description="which built-in text gives the words")] = "en",
+) -> ChainResponse:
+    """Measure span, path matrix and reach of the recurrence and of self-attention."""
+    return measure_chain(T, d_model, float(spectral_radius), seed, lang)

@@ -1,0 +1,126 @@
+"""Figure 1 panel: the fifteen boxes of the Transformer, each measured for whether it mixes positions (L11).
+
+The endpoint calls :func:`seqlab.studies.figure.measure_figure` (a seeded one-layer encoder–decoder on
+the built-in story's tokens; a dependency matrix per input of every box) and returns its JSON form
+(:func:`seqlab.render.json_output.to_jsonable`) with each title and lesson translated through the
+study's gettext domain. The page lays the boxes out by ``column`` and ``row`` and lights those whose
+measured ``mixes`` is true. When the study is not installed the endpoint says so (``available`` false)
+and the page shows that instead of a figure.
+
+Shapes: S = T_source source positions, T = T_target target positions, d_model width, h heads.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import lru_cache
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+
+from seqlab.errors import SeqlabError
+from seqlab.web.budget import COMPUTE_LOCK, require_within_budget
+
+router = APIRouter()
+
+MAX_LENGTH = 32
+MAX_WIDTH = 1024
+MAX_HEADS = 16
+MAX_SEED = 2**31 - 1
+
+
+class Dependency(BaseModel):
+    """One input of one box: how strongly each output row reads each input row."""
+
+    input_name: str
+    strength: list[list[float]] = Field(description="T_out × T_in; exactly 0 where row j does not read row i")
+    method: str
+    other_sequence: bool
+    pattern: str
+    mixes: bool
+
+
+class Box(BaseModel):
+    """One box of Figure 1, measured."""
+
+    key: str
+    stack: str
+    title: str = Field(description="in the requested language")
+    lesson: str = Field(description="the lesson that builds it, in the requested language")
+    column: int = Field(description="0 encoder, 1 decoder")
+    row: int = Field(description="0 at the bottom of its stack")
+    mixes: bool
+    pattern: str
+    dependencies: list[Dependency]
+
+
+class FigureResponse(BaseModel):
+    """Figure 1 measured, or why it cannot be."""
+
+    available: bool = Field(description="false when seqlab.studies.figure is not installed")
+    reason: str | None = None
+    T_source: int | None = None
+    T_target: int | None = None
+    d_model: int | None = None
+    heads: int | None = None
+    seed: int | None = None
+    source_words: list[str] = Field(default_factory=list)
+    target_words: list[str] = Field(default_factory=list)
+    lit: list[str] = Field(default_factory=list, description="keys of the boxes that mix positions")
+    boxes: list[Box] = Field(default_factory=list)
+
+
+def _translate(lang: str):
+    """The figure study's catalogue for ``lang``; English ids unchanged when it has none."""
+    from seqlab.i18n import translator
+
+    try:
+        return translator(lang, "figure")
+    except SeqlabError:
+        return lambda message: message
+
+
+@lru_cache(maxsize=32)
+def measure(T_source: int, T_target: int, d_model: int, heads: int, seed: int, lang: str) -> FigureResponse:
+    """Measure Figure 1 with :func:`seqlab.studies.figure.measure_figure` and translate its labels.
+
+    >>> r = measure(4, 3, 8, 2, 0, "en")
+    >>> r.available, len(r.boxes), r.lit[0]
+    (True, 15, 'encoder.self_attention')
+
+    Raises:
+        SeqlabError: sizes the study refuses (heads not dividing d_model …) or over one request's budget.
+    """
+    try:
+        figure = importlib.import_module("seqlab.studies.figure")
+    except ImportError as error:
+        return FigureResponse(available=False, reason=f"seqlab.studies.figure is not available ({error})")
+    from seqlab.render.json_output import to_jsonable
+
+    figure.check_figure_arguments(T_source, T_target, d_model, heads, seed)
+    require_within_budget(figure.estimate_figure_bytes(T_source, T_target, d_model, heads),
+                          f"S = {T_source}, T = {T_target} at d_model = {d_model}", "d_model")
+    with COMPUTE_LOCK:
+        data = to_jsonable(figure.measure_figure(T_source=T_source, T_target=T_target, d_model=d_model,
+                                                 heads=heads, seed=seed))
+    source, target = figure.figure_tokens(T_source, T_target)
+    translate = _translate(lang)
+    for box in data["boxes"]:
+        box["title"], box["lesson"] = translate(box["title"]), translate(box["lesson"])
+    return FigureResponse(available=True, source_words=list(source.pieces), target_words=list(target.pieces),
+                          **data)
+
+
+@router.get("/api/figure", response_model=FigureResponse, tags=["figure"],
+            summary="Figure 1's fifteen boxes, each measured for whether it mixes positions (L11)")
+def figure_panel(
+    T_source: Annotated[int, Query(ge=2, le=MAX_LENGTH, description="source tokens S")] = 8,
+    T_target: Annotated[int, Query(ge=2, le=MAX_LENGTH, description="target tokens T")] = 8,
+    d_model: Annotated[int, Query(ge=1, le=MAX_WIDTH, description="row width, a multiple of heads")] = 512,
+    heads: Annotated[int, Query(ge=1, le=MAX_HEADS, description="attention heads h")] = 8,
+    seed: Annotated[int, Query(ge=0, le=MAX_SEED, description="seeds the weights and the probes")] = 0,
+    lang: Annotated[Literal["en", "es"], Query(description="language of titles and lessons")] = "en",
+) -> FigureResponse:
+    """Measure every box's dependency matrices; ``lit`` names the boxes that read other positions."""
+    return measure(T_source, T_target, d_model, heads, seed, lang)

@@ -1,0 +1,171 @@
+"""Order panel: the same words in another order, through both machines (L10).
+
+The sentence is split with seqlab's ``words`` tokenizer and every word gets its seeded vector
+(:func:`seqlab.text.embed`); the reordered sentence must use the same words, and each of its words gets
+the *same id* as in the first sentence, so its rows are exactly the first sentence's rows permuted,
+x' = x[π]. Both machines run on x and on x' in float64:
+
+* self-attention is permutation-equivariant: f(x[π]) = f(x)[π], every number the same up to rounding;
+* the recurrence reads in order, so f(x[π]) and f(x)[π] differ.
+
+The largest change max |f(x[π]) − f(x)[π]| is judged against :func:`seqlab.measure.order.tolerance`,
+the rounding allowance of the order engine. The key–value check of
+:func:`seqlab.measure.order.measure_key_value_order` (pairs shuffled together: nothing changes) is
+reported beside it.
+
+Shapes: T words, d = d_model = d_h = d_k = d_v.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from functools import lru_cache
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+
+from seqlab.errors import SeqlabError
+from seqlab.memory import FLOAT64_BYTES, MemoryEstimate
+from seqlab.web.budget import COMPUTE_LOCK, require_within_budget
+
+router = APIRouter()
+
+MAX_CHARACTERS = 300
+MAX_WORDS = 40
+MAX_WIDTH = 64
+MAX_SEED = 2**31 - 1
+#: Output numbers shown per row (the first few of d).
+SHOWN = 4
+
+
+class OrderRequest(BaseModel):
+    """Two sentences with the same words, the width of the machines and the seed."""
+
+    sentence: str = Field("el perro muerde al cartero", min_length=1, max_length=MAX_CHARACTERS,
+                          description="the sentence, at most 300 characters and 40 words")
+    reordered: str = Field("al cartero muerde el perro", min_length=1, max_length=MAX_CHARACTERS,
+                           description="the same words in another order")
+    d_model: int = Field(8, ge=2, le=MAX_WIDTH, description="every width of both machines")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="seeds the word vectors and the weights")
+
+
+class MachineOrder(BaseModel):
+    """One machine's outputs on both orders, and the verdict."""
+
+    rows: list[list[float]] = Field(description="f(x): first numbers of each output row, sentence order")
+    rows_reordered: list[list[float]] = Field(description="f(x[π]): first numbers of each row, reordered")
+    row_change: list[float] = Field(description="max |f(x[π])_r − f(x)_π(r)| for every reordered row r")
+    max_abs_change: float
+    tolerance: float = Field(description="rounding allowance (seqlab.measure.order.tolerance)")
+    same_numbers: bool = Field(description="max_abs_change ≤ tolerance: the rows only moved")
+
+
+class OrderResponse(BaseModel):
+    """What the order panel draws."""
+
+    words: list[str]
+    reordered_words: list[str]
+    permutation: list[int] = Field(description="reordered word r is word permutation[r] of the sentence")
+    identity: bool = Field(description="the reordered sentence has the words in the same order")
+    d_model: int
+    seed: int
+    shown: int = Field(description="numbers shown per row")
+    recurrence: MachineOrder
+    attention: MachineOrder
+    key_value_change: float = Field(description="attention's call with (k, v) pairs shuffled: max |Δ|")
+    key_value_tolerance: float
+
+
+def permutation_of(words: tuple[str, ...], reordered: tuple[str, ...]) -> tuple[int, ...]:
+    """π with reordered[r] == words[π[r]]; repeated words are matched in order of appearance.
+
+    >>> permutation_of(("el", "perro", "muerde"), ("muerde", "el", "perro"))
+    (2, 0, 1)
+
+    Raises:
+        SeqlabError: the two do not hold the same words (the message names what differs).
+    """
+    if sorted(words) != sorted(reordered):
+        missing = sorted(set(words) - set(reordered)) or sorted(set(reordered) - set(words))
+        raise SeqlabError(f"reordered must use exactly the words of sentence, in any order; received "
+                          f"{len(reordered)} words for {len(words)}, differing in {missing or 'repetitions'}",
+                          parameter="reordered")
+    queues: dict[str, list[int]] = defaultdict(list)
+    for index, word in enumerate(words):
+        queues[word].append(index)
+    return tuple(queues[word].pop(0) for word in reordered)
+
+
+def _split(text: str, name: str) -> tuple[str, ...]:
+    from seqlab.text import tokenize
+
+    pieces = tokenize(text, "words").pieces if text.strip() else ()
+    if not 2 <= len(pieces) <= MAX_WORDS:
+        raise SeqlabError(f"{name} must hold between 2 and {MAX_WORDS} words, received {len(pieces)}",
+                          parameter=name)
+    return pieces
+
+
+def _machine(layer, x, perm, shown: int) -> MachineOrder:
+    import torch
+
+    from seqlab.measure.order import tolerance
+
+    with torch.no_grad():
+        y = layer(x)  # (T, d)
+        y_reordered = layer(x[perm])  # (T, d)
+    change = (y_reordered - y[perm]).abs()  # (T, d)
+    largest = float(change.max())
+    allowed = tolerance(float(y.abs().max()), x.shape[0], y.dtype)
+    return MachineOrder(rows=y[:, :shown].tolist(), rows_reordered=y_reordered[:, :shown].tolist(),
+                        row_change=change.amax(dim=1).tolist(), max_abs_change=largest, tolerance=allowed,
+                        same_numbers=largest <= allowed)
+
+
+@lru_cache(maxsize=128)
+def measure_reordering(sentence: str, reordered: str, d: int, seed: int) -> OrderResponse:
+    """Run both machines on the sentence and on its reordering; compare row by row.
+
+    >>> r = measure_reordering("el perro muerde al cartero", "al cartero muerde el perro", 8, 0)
+    >>> r.permutation, r.attention.same_numbers, r.recurrence.same_numbers
+    ([3, 4, 2, 0, 1], True, False)
+
+    Raises:
+        SeqlabError: fewer than 2 or more than 40 words, or different words in the two sentences.
+    """
+    import torch
+
+    from seqlab.layers.attention import SelfAttention
+    from seqlab.layers.recurrent import ElmanRNN
+    from seqlab.measure.order import measure_key_value_order
+    from seqlab.text import Tokens, embed, tokenize
+
+    words, moved = _split(sentence, "sentence"), _split(reordered, "reordered")
+    perm = permutation_of(words, moved)
+    T = len(words)
+    require_within_budget(MemoryEstimate(16 * T * d * FLOAT64_BYTES + 8 * d * d * FLOAT64_BYTES,
+                                         f"activations of {T} words"), f"{T} words at d_model = {d}", "sentence")
+    tokens = tokenize(" ".join(words), "words")
+    x = embed(Tokens(tokens.ids, tokens.pieces, "words"), d, seed=seed, dtype=torch.float64)  # (T, d)
+    rnn = ElmanRNN(d, d, generator=torch.Generator().manual_seed(2 * seed + 1), dtype=torch.float64).eval()
+    attention = SelfAttention(d, generator=torch.Generator().manual_seed(2 * seed + 2), dtype=torch.float64).eval()
+    index = torch.tensor(perm)
+    shown = min(SHOWN, d)
+    with COMPUTE_LOCK:
+        recurrence = _machine(rnn, x, index, shown)
+        attended = _machine(lambda rows: attention(rows)[0], x, index, shown)
+        with torch.no_grad():
+            q, k, v = attention.project(x)
+        pairs = measure_key_value_order(lambda q_, k_, v_: attention.attention(q_, k_, v_)[0], q, k, v, seed=seed)
+    return OrderResponse(words=list(words), reordered_words=list(moved), permutation=list(perm),
+                         identity=list(perm) == list(range(T)), d_model=d, seed=seed, shown=shown,
+                         recurrence=recurrence, attention=attended,
+                         key_value_change=pairs.max_abs_change, key_value_tolerance=pairs.tolerance)
+
+
+@router.post("/api/order", response_model=OrderResponse, tags=["order"],
+             summary="The same words in another order through both machines (L10)")
+def order_panel(request: OrderRequest) -> OrderResponse:
+    """Attention's rows come out permuted with identical numbers; the recurrence's change."""
+    return measure_reordering(request.sentence, request.reordered, request.d_model, request.seed)
+

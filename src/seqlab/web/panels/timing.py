@@ -1,0 +1,190 @@
+"""Time panel: the clock on this machine, and the GPU run recorded in the repository (L7, L8).
+
+A short live sweep runs through :func:`seqlab.studies.bench.run_bench` — ``nn.RNN`` against SDPA, at
+all CPU threads, lengths doubling from 64, a tight timing cap — and is kept in memory until the next
+run. Beside it: every ``benchmarks/results/gpu-*.json`` found next to the package in a source checkout
+(``benchmarks/gpu_bench.py`` writes them); an installed package has none, and the panel says the GPU
+was not recorded.
+
+Units: seconds per forward call (median and interquartile range); work ratios from the closed forms.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from fractions import Fraction
+from pathlib import Path
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+
+from seqlab import cost
+from seqlab.i18n import format_fraction, format_number, format_seconds
+from seqlab.web.budget import COMPUTE_LOCK, require_within_budget
+
+router = APIRouter()
+
+#: The repository root when running from a checkout (src/seqlab/web/panels/timing.py → four levels up).
+REPOSITORY = Path(__file__).resolve().parents[4]
+WIDTHS = (64, 128, 256, 512)
+MAX_LENGTH = 2048
+FIRST_LENGTH = 64
+MIN_RUN_TIME = 0.02
+
+Lang = Literal["en", "es"]
+_last_run: dict[str, object] = {}
+_last_run_lock = threading.Lock()
+
+
+class BenchRequest(BaseModel):
+    """The live sweep: one width, lengths doubling from 64 to ``max_T``."""
+
+    d_model: Literal[64, 128, 256, 512] = Field(256, description="d = d_model = d_h = d_k = d_v")
+    max_T: int = Field(1024, ge=FIRST_LENGTH, le=MAX_LENGTH, description="longest length (64 … 2048)")
+
+
+class LocalRow(BaseModel):
+    """One length of the live sweep."""
+
+    T: int
+    rnn_s: float
+    rnn_iqr_s: float
+    sdpa_s: float
+    sdpa_iqr_s: float
+    rnn_text: str
+    sdpa_text: str
+    time_ratio: float = Field(description="nn.RNN time / SDPA time")
+    time_ratio_text: str
+    work_ratio_text: str = Field(description="recurrence / attention multiplications = d/T")
+    noisy: bool
+
+
+class LocalBench(BaseModel):
+    """The live sweep on this machine."""
+
+    device_name: str
+    torch_version: str
+    threads: int
+    d_model: int
+    started: str
+    elapsed_s: float
+    rows: list[LocalRow]
+    work_crossover: int = Field(description="T at which attention starts doing more multiplications (= d)")
+    time_where: str = Field(description="measured time crossover: within, below or beyond the lengths timed")
+    time_T_text: str | None
+    predicted_T_text: str | None = Field(description="the work–span model's time crossover")
+
+
+class GpuPoint(BaseModel):
+    """One length of a recorded GPU run."""
+
+    d_model: int
+    T: int
+    work_ratio: float = Field(description="attention / recurrence multiplications")
+    rnn_s: float
+    sdpa_s: float
+    time_ratio: float = Field(description="nn.RNN (cuDNN) time / SDPA time")
+    rnn_text: str
+    sdpa_text: str
+    time_ratio_text: str
+
+
+class GpuRecord(BaseModel):
+    """A GPU run as recorded in ``benchmarks/results``."""
+
+    file: str
+    gpu: str
+    torch: str
+    date: str
+    points: list[GpuPoint]
+    predicted_T_text: dict[str, str] = Field(description="d_model → the model's time crossover, nn.RNN vs SDPA")
+
+
+class TimeResponse(BaseModel):
+    """What the time panel draws."""
+
+    local: LocalBench | None = Field(description="the last live sweep, None before the first")
+    gpu: list[GpuRecord] = Field(description="recorded GPU runs; empty: not recorded")
+
+
+def gpu_records(lang: str, folder: Path | None = None) -> list[GpuRecord]:
+    """Every ``gpu-*.json`` in the repository's ``benchmarks/results`` (none outside a checkout), newest first.
+
+    >>> records = gpu_records("en")
+    >>> all(record.points for record in records)
+    True
+    """
+    if folder is None:
+        if not (REPOSITORY / "pyproject.toml").is_file():  # an installed package: no checkout around it
+            return []
+        folder = REPOSITORY / "benchmarks" / "results"
+    records = []
+    for path in sorted(folder.glob("gpu-*.json"), reverse=True):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            points = [GpuPoint(d_model=p["d_model"], T=p["T"], work_ratio=p["work_ratio_attention_over_recurrence"],
+                               rnn_s=p["rnn_s"], sdpa_s=p["sdpa_s"], time_ratio=p["time_ratio_rnn_over_sdpa"],
+                               rnn_text=format_seconds(p["rnn_s"], lang), sdpa_text=format_seconds(p["sdpa_s"], lang),
+                               time_ratio_text=format_number(p["time_ratio_rnn_over_sdpa"], lang))
+                      for p in data["summary"]["points"]]
+            predicted = {str(c["d_model"]): format_number(c["predicted_T"], lang)
+                         for c in data["summary"]["crossovers"]
+                         if c["recurrence"] == "rnn" and c.get("predicted_T") is not None}
+            records.append(GpuRecord(file=path.name, gpu=data["gpu"], torch=data["torch"], date=data["date"],
+                                     points=points, predicted_T_text=predicted))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a file of another shape is not a GPU record this panel can read
+    return records
+
+
+def _local(result, lang: str) -> LocalBench:
+    """Shape a :class:`~seqlab.studies.bench.BenchResult` for the page."""
+    threads, d = result.threads[-1], result.d_models[0]
+    rows = []
+    for T in result.lengths:
+        rnn, sdpa = result.point("rnn", threads, d, T).timing, result.point("sdpa", threads, d, T).timing
+        work = Fraction(cost.recurrence_multiplications(T, d, d), cost.attention_multiplications(T, d, d))
+        rows.append(LocalRow(T=T, rnn_s=rnn.median_s, rnn_iqr_s=rnn.iqr_s, sdpa_s=sdpa.median_s,
+                             sdpa_iqr_s=sdpa.iqr_s, rnn_text=format_seconds(rnn.median_s, lang),
+                             sdpa_text=format_seconds(sdpa.median_s, lang),
+                             time_ratio=rnn.median_s / sdpa.median_s,
+                             time_ratio_text=format_number(rnn.median_s / sdpa.median_s, lang),
+                             work_ratio_text=format_fraction(work, lang), noisy=rnn.noisy or sdpa.noisy))
+    crossing = next(c for c in result.crossovers if c.recurrence == "rnn")
+    return LocalBench(
+        device_name=result.device_name, torch_version=result.torch_version, threads=threads, d_model=d,
+        started=result.started, elapsed_s=result.elapsed_s, rows=rows, work_crossover=int(crossing.work_T),
+        time_where=crossing.time_where,
+        time_T_text=None if crossing.time_T is None else format_number(crossing.time_T, lang),
+        predicted_T_text=None if crossing.predicted_T is None else format_number(crossing.predicted_T, lang))
+
+
+@router.get("/api/time", response_model=TimeResponse, tags=["time"],
+            summary="The last live sweep on this machine and the recorded GPU runs (L8)")
+def time_panel(lang: Annotated[Lang, Query(description="language of the formatted numbers")] = "en") -> TimeResponse:
+    """The last live sweep (None before the first) and every recorded GPU run."""
+    with _last_run_lock:
+        result = _last_run.get("result")
+    return TimeResponse(local=None if result is None else _local(result, lang), gpu=gpu_records(lang))
+
+
+@router.post("/api/time/run", response_model=TimeResponse, tags=["time"],
+             summary="Run a short sweep on this machine: nn.RNN against SDPA, lengths doubling from 64")
+def run_time(request: BenchRequest,
+             lang: Annotated[Lang, Query(description="language of the formatted numbers")] = "en") -> TimeResponse:
+    """Time nn.RNN and SDPA at all threads, T = 64, 128, … up to ``max_T`` (a few seconds)."""
+    from seqlab.studies.bench import BenchConfig, estimate_bench_bytes, run_bench
+
+    lengths = tuple(T for T in (FIRST_LENGTH * 2**i for i in range(6)) if T <= request.max_T)
+    d = request.d_model
+    require_within_budget(estimate_bench_bytes(lengths[-1], d, 1, ("rnn", "sdpa")),
+                          f"T = {lengths[-1]} at d_model = {d}", "max_T")
+    config = BenchConfig(lengths=lengths, d_models=(d,), threads=("all",), machines=("rnn", "sdpa"),
+                         min_run_time=MIN_RUN_TIME, min_samples=3, matmul_size=256)
+    with COMPUTE_LOCK:
+        result = run_bench(config)
+    with _last_run_lock:
+        _last_run["result"] = result
+    return TimeResponse(local=_local(result, lang), gpu=gpu_records(lang))

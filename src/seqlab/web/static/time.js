@@ -1,0 +1,100 @@
+// Time panel: a short live bench on this computer (POST /api/time/run) and the recorded GPU runs.
+"use strict";
+
+(() => {
+  const { t } = Lab;
+  const $ = (id) => document.getElementById(id);
+  const statusNode = $("bench-status");
+
+  function localSection(local) {
+    const box = Lab.element("div", { id: "local-result" });
+    if (local === null) {
+      box.appendChild(Lab.element("p", { class: "note" }, t("notRun")));
+      return box;
+    }
+    box.appendChild(Lab.element("p", {}, t("machine", {
+      device: local.device_name, torch: local.torch_version, threads: local.threads, d: local.d_model,
+      seconds: Lab.fmtNum(local.elapsed_s),
+    })));
+    const rows = local.rows.map((row) => [Lab.fmtInt(row.T), `${row.rnn_text}${row.noisy ? " †" : ""}`,
+                                          row.sdpa_text, row.time_ratio_text, row.work_ratio_text]);
+    box.appendChild(Lab.table([t("T"), t("rnn"), t("sdpa"), t("timeRatio"), t("workRatio")], rows));
+    if (local.rows.some((row) => row.noisy)) box.appendChild(Lab.element("p", { class: "note" }, t("noisy")));
+    const sentences = [t("work", { T: Lab.fmtInt(local.work_crossover) }),
+                       t(local.time_where, { T: local.time_T_text })];
+    if (local.predicted_T_text) sentences.push(t("predicted", { T: local.predicted_T_text }));
+    box.appendChild(Lab.element("p", { class: "verdict" }, sentences.join(" ")));
+    const chart = Lab.element("div", { id: "local-chart", class: "chart" });
+    box.appendChild(chart);
+    return box;
+  }
+
+  function plot(id, T, series, title = "") {
+    if (!Lab.plotlyReady()) return;
+    window.Plotly.react(id, series.map(([name, values, color]) => ({
+      x: T, y: values, name, mode: "lines+markers", line: { color } })), {
+      margin: { l: 70, r: 10, t: title ? 40 : 10, b: 50 }, height: 300, legend: { orientation: "h", y: 1.15 },
+      title: title ? { text: title, font: { size: 13 }, x: 0.98, xanchor: "right" } : undefined,
+      xaxis: { type: "log", title: { text: t("axisT") } },
+      yaxis: { type: "log", title: { text: t("axisTime") }, exponentformat: "power" },
+      separators: Lab.lang === "es" ? ",." : ".,",
+    }, Lab.plotConfig);
+  }
+
+  function gpuSection(records) {
+    const box = Lab.element("div", { id: "gpu-result" });
+    if (records.length === 0) {
+      box.appendChild(Lab.element("p", { class: "unavailable", id: "gpu-not-recorded" }, t("notRecorded")));
+      return box;
+    }
+    for (const record of records) {
+      box.appendChild(Lab.element("p", {}, t("gpuHeading", record)));
+      const widths = [...new Set(record.points.map((p) => p.d_model))];
+      for (const d of widths) {
+        const points = record.points.filter((p) => p.d_model === d);
+        box.appendChild(Lab.element("h3", {}, t("dModel", { d })));
+        box.appendChild(Lab.table([t("T"), t("gpuWork"), t("gpuRnn"), "SDPA", t("timeRatio")],
+          points.map((p) => [Lab.fmtInt(p.T), Lab.fmtNum(p.work_ratio), p.rnn_text, p.sdpa_text, p.time_ratio_text])));
+        if (record.predicted_T_text[String(d)]) {
+          box.appendChild(Lab.element("p", { class: "note" },
+                                      t("gpuPredicted", { T: record.predicted_T_text[String(d)], d })));
+        }
+      }
+      const main = record.points.filter((p) => p.d_model === widths[0]);
+      const chart = Lab.element("div", { id: `gpu-chart-${record.file.replace(/\W/g, "-")}`, class: "chart" });
+      box.appendChild(chart);
+      requestAnimationFrame(() => plot(chart.id, main.map((p) => p.T), [
+        [t("gpuRnn"), main.map((p) => p.rnn_s), "#c0392b"], ["SDPA", main.map((p) => p.sdpa_s), "#1f6fb2"]],
+        `${record.gpu} · ${t("dModel", { d: widths[0] })}`));
+    }
+    return box;
+  }
+
+  function render(data) {
+    $("local").replaceChildren(localSection(data.local));
+    if (data.local !== null) {
+      const rows = data.local.rows;
+      plot("local-chart", rows.map((r) => r.T), [["nn.RNN", rows.map((r) => r.rnn_s), "#c0392b"],
+                                                  ["SDPA", rows.map((r) => r.sdpa_s), "#1f6fb2"]]);
+    }
+    $("gpu").replaceChildren(gpuSection(data.gpu));
+  }
+
+  $("bench-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const button = $("bench-run");
+    button.disabled = true;
+    Lab.status(statusNode, t("loading"));
+    try {
+      const body = { d_model: Number($("bench-d").value), max_T: Number($("bench-T").value) };
+      render(await Lab.postJSON(`/api/time/run?lang=${Lab.lang}`, body));
+      Lab.status(statusNode, "");
+    } catch (error) {
+      Lab.showError(statusNode, error);
+    } finally {
+      button.disabled = false;
+    }
+  });
+
+  Lab.getJSON(`/api/time?lang=${Lab.lang}`).then(render).catch((error) => Lab.showError(statusNode, error));
+})();

@@ -1,0 +1,389 @@
+"""The web lab's JSON API and pages (seqlab.web), in process through FastAPI's TestClient.
+
+Every endpoint's numbers are checked against seqlab's library by a second route: the closed forms of
+seqlab.cost (L5–L7, L9), the span and path engines (L1–L4), the order check (L10), the Figure 1 study
+(L11) and the quiz study (L12). Bad input of every kind must be a 422 whose message names the value and
+the range, never a 500; both languages' pages must render with every sentence translated.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the web lab needs fastapi")
+pytest.importorskip("httpx", reason="FastAPI's TestClient needs httpx")
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from seqlab import cost  # noqa: E402
+from seqlab.web.app import PANELS, create_app  # noqa: E402
+
+PAGES = ("/",) + tuple(f"/{panel}" for panel in PANELS)
+WEB_PO = Path(str(resources.files("seqlab"))) / "locale" / "es" / "LC_MESSAGES" / "web.po"
+
+
+@lru_cache(maxsize=1)
+def english_only_messages() -> list[str]:
+    """English msgids of ``web.po`` (two words or more) whose Spanish is different: markers of a missed translation."""
+    from babel.messages.pofile import read_po
+
+    with open(WEB_PO, "rb") as po:
+        catalogue = read_po(po, locale="es")
+    return [m.id for m in catalogue if m.id and m.string != m.id and " " in m.id and "{" not in m.id]
+
+
+def untranslated(page: str) -> list[str]:
+    """The English-only sentences that appear in ``page`` as whole words (not inside a longer Spanish one)."""
+    return [text for text in english_only_messages()
+            if re.search(rf"(?<!\w){re.escape(text)}(?!\w)", page)]
+
+
+@pytest.fixture(scope="module")
+def client():
+    """One app for the module (its caches make repeated measurements free)."""
+    with TestClient(create_app("en")) as test_client:
+        yield test_client
+
+
+def message(response) -> str:
+    assert response.status_code == 422, response.text
+    body = response.json()
+    assert body["detail"] and all({"loc", "msg", "type"} <= set(item) for item in body["detail"])
+    return body["message"]
+
+
+# --- Pages ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", PAGES)
+def test_pages_render_in_both_languages(client, path):
+    english, spanish = client.get(f"{path}?lang=en"), client.get(f"{path}?lang=es")
+    assert english.status_code == spanish.status_code == 200
+    assert '<html lang="en">' in english.text and '<html lang="es">' in spanish.text
+    for page in (english.text, spanish.text):
+        assert not re.search(r"\{\{|\{%|%\(|\b_\(", page), "a template marker was left in the page"
+        assert "cdn." not in page and "https://" not in page  # offline: every script ships in the package
+    assert untranslated(spanish.text) == [], "a sentence is untranslated on the Spanish page"
+    assert f'href="{path}?lang=es"' in english.text and f'href="{path}?lang=en"' in spanish.text
+
+
+def test_default_language_of_the_app():
+    with TestClient(create_app("es")) as spanish_client:
+        assert '<html lang="es">' in spanish_client.get("/cost").text
+        assert '<html lang="en">' in spanish_client.get("/cost?lang=en").text
+
+
+def test_static_files_and_the_offline_plotly_bundle(client):
+    assert client.get("/static/lab.js").status_code == 200
+    assert client.get("/static/lab.css").headers["content-type"].startswith("text/css")
+    plotly = client.get("/vendor/plotly.min.js")
+    assert plotly.status_code == 200 and len(plotly.content) > 1_000_000
+
+
+def test_openapi_schema_lists_every_endpoint(client):
+    schema = client.get("/openapi.json").json()
+    assert {"/api/figure", "/api/cost", "/api/chain", "/api/order", "/api/time", "/api/time/run", "/api/quiz",
+            "/api/quiz/{key}"} <= set(schema["paths"])
+    assert "/cost" not in schema["paths"]  # pages are not API
+
+
+# --- Cost (L5–L7, L9) ------------------------------------------------------------------------------
+
+def test_cost_matches_the_closed_forms(client):
+    data = client.get("/api/cost", params={"T": 1000, "lang": "en"}).json()
+    assert data["crossover"]["fraction"] == "512/1" and data["crossover"]["text"] == "512"  # L7: T = d
+    assert data["first_T_attention_costs_more"] == 513
+    at = data["at_T"]
+    assert at["recurrence"] == cost.recurrence_multiplications(1000, 512, 512) == 524_288_000  # 2*1000*512**2
+    assert at["attention"] == cost.attention_multiplications(1000, 512, 512) == 1_024_000_000  # 2*1000**2*512
+    assert at["projections"] == cost.projection_multiplications(1000, 512, 512, 512)
+    assert at["ratio"]["fraction"] == "125/64" and at["ratio"]["text"] == "1.95"
+    assert at["spans"] == {"T": 1000, "method": "measured", "traced_width": 8, "trace_limit": 4096,
+                           "recurrence": {"products": 1000, "ops": 4000}, "attention": {"products": 2, "ops": 4}}
+
+
+def test_cost_worked_cases_of_the_lesson(client):
+    worked = client.get("/api/cost", params={"lang": "es"}).json()["worked"]
+    assert [case["T"] for case in worked] == [50, 1000, 2000]
+    assert (worked[0]["recurrence"], worked[0]["attention"]) == (26_214_400, 2_560_000)  # L9: 2*50*512**2, 2*50**2*512
+    assert worked[0]["recurrence_text"] == "26.214.400" and worked[0]["ratio"]["text"] == "0,0977"
+    assert (worked[1]["recurrence"], worked[1]["attention"]) == (524_288_000, 1_024_000_000)
+    assert worked[2]["ratio"]["fraction"] == "125/32" and worked[2]["ratio"]["value"] == 3.90625  # 2000/512
+    assert [case["spans"]["recurrence"]["products"] for case in worked] == [50, 1000, 2000]  # L1: T in a row
+    assert {case["spans"]["attention"]["products"] for case in worked} == {2}  # L2: Q K^T, then A V
+
+
+@pytest.mark.parametrize(("widths", "crossover"), [
+    ({"d_model": 256, "d_h": 256, "d_k": 256, "d_v": 256}, "256/1"),
+    ({"d_model": 256, "d_h": 128, "d_k": 64, "d_v": 32}, "512/1"),  # 128 * 384 / 96
+    ({"d_model": 512, "d_h": 512, "d_k": 512, "d_v": 1024}, "1024/3"),
+])
+def test_cost_crossover_follows_the_widths(client, widths, crossover):
+    data = client.get("/api/cost", params={"T": 64, **widths}).json()
+    assert data["crossover"]["fraction"] == crossover
+    curves = data["curves"]
+    assert curves["T"] == sorted(curves["T"]) and 64 in curves["T"]
+    index = curves["T"].index(64)
+    assert curves["recurrence"][index] == cost.recurrence_multiplications(64, widths["d_model"], widths["d_h"])
+
+
+def test_cost_beyond_the_trace_limit_says_closed_form(client):
+    spans = client.get("/api/cost", params={"T": 100_000}).json()["at_T"]["spans"]
+    assert spans["method"] == "closed form" and spans["recurrence"] == {"products": 100_000, "ops": None}
+
+
+# --- Chain and path (L1–L4) -------------------------------------------------------------------------
+
+def test_chain_measures_span_path_and_reach(client):
+    data = client.get("/api/chain", params={"T": 10, "d_model": 8, "spectral_radius": 0.5}).json()
+    rnn, att = data["recurrence"], data["attention"]
+    assert rnn["span"]["products"] == 10 and att["span"]["products"] == 2  # L1, L2
+    assert rnn["levels"] == list(range(1, 11)) and att["levels"] == [2] * 10  # L3, L4
+    assert rnn["paths"][3][:3] == [None, None, None]  # the future does not reach the past
+    assert all(value == 2 for row in att["paths"] for value in row)
+    assert data["spectral_radius"] == pytest.approx(0.5, rel=1e-6)
+    assert rnn["reach"][0] < 1e-3 * rnn["reach"][-1]  # shrinks over 9 products by W_hh (rho = 0.5)
+    assert rnn["reach_per_step"] < 0.5 < att["reach_per_step"]  # tanh only adds shrinkage; attention ≈ 1
+    assert len(data["words"]) == 10 and data["closed_form"] == {"recurrence": 10, "attention": 2}
+
+
+def test_chain_spectral_radius_changes_the_reach(client):
+    small = client.get("/api/chain", params={"T": 8, "d_model": 8, "spectral_radius": 0.3}).json()
+    large = client.get("/api/chain", params={"T": 8, "d_model": 8, "spectral_radius": 2.5}).json()
+    assert small["recurrence"]["reach"][0] < large["recurrence"]["reach"][0]
+    assert small["attention"]["reach"] == large["attention"]["reach"]  # attention has no W_hh
+
+
+# --- Order (L10) --------------------------------------------------------------------------------------
+
+def test_order_attention_permutes_the_recurrence_changes(client):
+    data = client.post("/api/order", json={"sentence": "el perro muerde al cartero",
+                                           "reordered": "al cartero muerde el perro"}).json()
+    assert data["permutation"] == [3, 4, 2, 0, 1]
+    att, rnn = data["attention"], data["recurrence"]
+    assert att["same_numbers"] and att["max_abs_change"] <= att["tolerance"]
+    assert not rnn["same_numbers"] and rnn["max_abs_change"] > 1e-3
+    for r, source in enumerate(data["permutation"]):  # attention's rows only moved, with their words
+        assert att["rows_reordered"][r] == pytest.approx(att["rows"][source], abs=1e-12)
+    assert data["key_value_change"] <= data["key_value_tolerance"]
+
+
+def test_order_with_repeated_words_and_the_same_order(client):
+    repeated = client.post("/api/order", json={"sentence": "la luz y la sombra", "reordered": "la sombra y la luz"})
+    assert repeated.status_code == 200 and repeated.json()["permutation"] == [0, 4, 2, 3, 1]
+    same = client.post("/api/order", json={"sentence": "uno dos", "reordered": "uno dos"}).json()
+    assert same["identity"] and same["recurrence"]["same_numbers"]
+
+
+# --- Figure 1 (L11) and the self-check (L12) ------------------------------------------------------------
+
+def test_figure_lights_the_three_attention_boxes(client):
+    data = client.get("/api/figure", params={"T_source": 4, "T_target": 3, "d_model": 16, "heads": 2}).json()
+    assert data["available"]
+    assert len(data["boxes"]) == 15
+    assert set(data["lit"]) == {"encoder.self_attention", "decoder.masked_self_attention",
+                                "decoder.cross_attention"}
+    assert {box["key"] for box in data["boxes"] if box["mixes"]} == set(data["lit"])
+    cross = next(box for box in data["boxes"] if box["key"] == "decoder.cross_attention")
+    memory = next(dep for dep in cross["dependencies"] if dep["input_name"] == "memory")
+    assert memory["other_sequence"] and len(memory["strength"]) == 3 and len(memory["strength"][0]) == 4
+    embedding = data["boxes"][0]
+    strength = embedding["dependencies"][0]["strength"]
+    assert all(strength[j][i] == 0.0 for j in range(4) for i in range(4) if i != j)  # one row at a time
+    assert {(box["column"], box["row"]) for box in data["boxes"]} == \
+        {(0, row) for row in range(6)} | {(1, row) for row in range(9)}
+
+
+def test_quiz_questions_hide_the_answers_and_grading_explains_every_option(client):
+    from seqlab.studies.quiz import questions
+
+    data = client.get("/api/quiz", params={"lang": "es"}).json()
+    assert [q["key"] for q in data["questions"]] == ["q1", "q2", "q3", "q4"]
+    assert [q["prompt"] for q in data["questions"]] == [q.prompt for q in questions("es")]
+    assert "correct" not in str(data["questions"])
+    right = client.post("/api/quiz/q2", json={"answer": "512"}).json()
+    assert right["correct"] and right["right_answer"] == "512"  # L7: T = d = 512
+    wrong = client.post("/api/quiz/q1", json={"answer": "a"}, params={"lang": "es"}).json()
+    assert not wrong["correct"] and wrong["right_answer"] == "c" and len(wrong["feedback"]) == 4
+    assert all(item["explanation"] for item in wrong["feedback"])
+    several = client.post("/api/quiz/q4", json={"answer": ["a", "b", "c"]}).json()
+    assert several["correct"]
+
+
+def test_a_missing_engine_is_said_plainly_never_faked(monkeypatch):
+    import sys
+
+    from seqlab.web.panels.figure import measure
+
+    monkeypatch.setitem(sys.modules, "seqlab.studies.figure", None)  # import fails as if not installed
+    monkeypatch.setitem(sys.modules, "seqlab.studies.quiz", None)
+    figure = measure.__wrapped__(4, 3, 8, 2, 0, "en")
+    assert not figure.available and "seqlab.studies.figure is not available" in figure.reason
+    assert figure.boxes == [] and figure.lit == []
+    with TestClient(create_app("en")) as fresh:
+        quiz = fresh.get("/api/quiz").json()
+        assert quiz == {"available": False, "reason": quiz["reason"], "questions": []}
+        assert not fresh.post("/api/quiz/q1", json={"answer": "c"}).json()["available"]
+
+
+# --- Time (L8) -------------------------------------------------------------------------------------------
+
+def test_time_reads_the_recorded_gpu_run(client):
+    data = client.get("/api/time").json()
+    recorded = sorted((Path(__file__).resolve().parents[1] / "benchmarks" / "results").glob("gpu-*.json"))
+    assert len(data["gpu"]) == len(recorded)
+    if recorded:
+        point = next(p for p in data["gpu"][0]["points"] if p["d_model"] == 512 and p["T"] == 2048)
+        assert point["work_ratio"] == 4.0  # 2048 / 512
+        assert point["time_ratio"] == pytest.approx(point["rnn_s"] / point["sdpa_s"])
+
+
+def test_time_without_recorded_runs_says_so(tmp_path):
+    from seqlab.web.panels.timing import gpu_records
+
+    assert gpu_records("en", tmp_path) == []
+    (tmp_path / "gpu-broken.json").write_text("{", encoding="utf-8")
+    assert gpu_records("en", tmp_path) == []
+
+
+# --- Refusals: 422 with the value and the range, never 500 --------------------------------------------------
+
+@pytest.mark.parametrize(("path", "params", "expected"), [
+    ("/api/cost", {"T": 0}, "query parameter T must be an integer in [1, 10000000]; received 0"),
+    ("/api/cost", {"T": 10**8}, "received 100000000"),
+    ("/api/cost", {"d_k": "wide"}, "d_k must be an integer in [1, 65536]; received wide"),
+    ("/api/cost", {"lang": "fr"}, "lang must be one of 'en', 'es'; received fr"),
+    ("/api/chain", {"T": 1}, "T must be an integer in [2, 128]; received 1"),
+    ("/api/chain", {"spectral_radius": "nan"}, "spectral_radius must be a number in (0, 8]; received nan"),
+    ("/api/chain", {"spectral_radius": 0}, "received 0"),
+    ("/api/figure", {"heads": 0}, "heads must be an integer in [1, 16]; received 0"),
+    ("/api/figure", {"d_model": 30, "heads": 4}, "heads must divide d_model, received d_model = 30 and heads = 4"),
+    ("/api/cost", {"T": "1.5"}, "received 1.5"),
+])
+def test_bad_query_values_are_422_naming_value_and_range(client, path, params, expected):
+    assert expected in message(client.get(path, params=params))
+
+
+def test_compute_cap_refuses_before_allocating(client):
+    text = message(client.get("/api/chain", params={"T": 128, "d_model": 64}))
+    assert re.search(r"T = 128 at d_model = 64 would need about [\d,]+ MiB .*at most 256 MiB", text)
+    text = message(client.get("/api/figure", params={"T_source": 32, "T_target": 32, "d_model": 1024, "heads": 16}))
+    assert "would need about" in text and "MiB" in text
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ({"sentence": "x " * 200}, "field sentence must be text of 1 to 300 characters"),
+    ({"sentence": "uno", "reordered": "uno"}, "sentence must hold between 2 and 40 words, received 1"),
+    ({"sentence": "el perro", "reordered": "el gato"}, "reordered must use exactly the words of sentence"),
+    ({"sentence": 42}, "field sentence must be text of 1 to 300 characters; received 42"),
+    ({"d_model": 1000}, "field d_model must be an integer in [2, 64]; received 1000"),
+    ({"seed": -1}, "received -1"),
+])
+def test_bad_order_requests_are_422(client, body, expected):
+    assert expected in message(client.post("/api/order", json=body))
+
+
+def test_malformed_and_oversized_bodies_are_422(client):
+    json_header = {"content-type": "application/json"}
+    assert "JSON" in message(client.post("/api/order", content=b"{not json", headers=json_header))
+    assert "JSON text in UTF-8" in message(
+        client.post("/api/order", content=b"\xff\xfe\x00", headers={"content-type": "application/json"}))
+    huge = b'{"sentence": "' + b"a" * 100_000 + b'"}'
+    assert "at most 65,536 bytes; received 100,0" in message(
+        client.post("/api/order", content=huge, headers={"content-type": "application/json"}))
+    assert "answer must be at most 64 characters" in message(client.post("/api/quiz/q1", json={"answer": "a" * 65}))
+    assert "expected one letter among a, b, c, d" in message(client.post("/api/quiz/q1", json={"answer": "z"}))
+    assert "key must be one of 'q1', 'q2', 'q3', 'q4'; received q5" in message(
+        client.post("/api/quiz/q5", json={"answer": "a"}))
+    assert "max_T must be an integer in [64, 2048]; received 4096" in message(
+        client.post("/api/time/run", json={"max_T": 4096}))
+    assert "d_model must be one of 64, 128, 256, 512; received 100" in message(
+        client.post("/api/time/run", json={"d_model": 100}))
+
+
+def test_a_short_bench_runs(client):
+    data = client.post("/api/time/run", json={"d_model": 64, "max_T": 128}).json()
+    local = data["local"]
+    assert [row["T"] for row in local["rows"]] == [64, 128] and local["work_crossover"] == 64  # T = d
+    assert all(row["rnn_s"] > 0 and row["sdpa_s"] > 0 for row in local["rows"])
+    assert client.get("/api/time").json()["local"]["rows"] == local["rows"]  # kept for the page
+
+
+def test_pages_refuse_an_unknown_language(client):
+    assert "lang must be one of 'en', 'es'; received fr" in message(client.get("/cost?lang=fr"))
+
+
+# --- seqlab serve -------------------------------------------------------------------------------------------
+
+def test_serve_starts_uvicorn_on_loopback_by_default(monkeypatch):
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    calls = []
+    monkeypatch.setattr(uvicorn, "run", lambda application, **options: calls.append((application, options)))
+    result = CliRunner().invoke(app, ["serve", "--port", str(port), "--lang", "es"])
+    assert result.exit_code == 0, result.output
+    (application, options), = calls
+    assert options["host"] == "127.0.0.1" and options["port"] == port
+    assert f"http://127.0.0.1:{port}/?lang=es" in result.output
+    assert '<html lang="es">' in TestClient(application).get("/cost").text  # --lang sets the pages' default
+
+
+@pytest.mark.parametrize(("arguments", "expected"), [
+    (["--port", "70000"], "expected an integer in [1, 65535], received 70000"),
+    (["--port", "web"], "expected an integer in [1, 65535], received 'web'"),
+    (["--lang", "fr"], "language must be one of en, es; received 'fr'"),
+])
+def test_serve_refuses_bad_options(arguments, expected):
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+
+    result = CliRunner().invoke(app, ["serve", *arguments])
+    assert result.exit_code == 2 and expected in result.output
+
+
+def test_serve_refuses_a_port_in_use():
+    import socket
+
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(app, ["serve", "--port", str(port)])
+    assert result.exit_code == 2 and f"cannot listen on 127.0.0.1:{port}" in result.output
+
+
+# --- Schemathesis: the OpenAPI schema, fuzzed, never answers 500 ----------------------------------------------
+
+schemathesis = pytest.importorskip("schemathesis", reason="schemathesis is optional")
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+SCHEMA = schemathesis.openapi.from_asgi("/openapi.json", create_app("en"))
+# In the suite: a quick, seeded pass (examples and random fuzzing, both valid and invalid data). The
+# boundary-value "coverage" phase and many more examples run in benchmarks/schemathesis_run.sh.
+SCHEMA.config.phases.update(phases=["examples", "fuzzing"])
+
+
+@SCHEMA.exclude(path="/api/time/run").parametrize()
+@settings(max_examples=5, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+def test_no_input_makes_a_server_error(case):
+    from schemathesis.checks import not_a_server_error
+
+    case.call_and_validate(checks=[not_a_server_error])
