@@ -3,6 +3,11 @@
 import json
 import re
 import shlex
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -49,11 +54,45 @@ MARKERS = {
 }
 
 
+def serve_and_fetch(arguments: list[str]) -> None:
+    """Start ``seqlab serve`` as the README shows it, on a free port, and read a page and an endpoint."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    if "--port" in arguments:
+        arguments[arguments.index("--port") + 1] = str(port)
+    else:
+        arguments += ["--port", str(port)]
+    server = subprocess.Popen([sys.executable, "-m", "seqlab.cli", *arguments],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:
+                    page = response.read().decode()
+                break
+            except OSError:
+                assert server.poll() is None, server.stderr.read().decode()
+                assert time.monotonic() < deadline, "seqlab serve did not answer within 60 s"
+                time.sleep(0.3)
+        assert "seqlab" in page
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/openapi.json", timeout=5) as response:
+            schema = json.loads(response.read())
+        assert schema["paths"]
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)
+
+
 @pytest.mark.parametrize("command", readme_commands())
 def test_readme_command_runs(command, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "chapter.txt").write_text(builtin_text("es").content, encoding="utf-8")
     arguments = shlex.split(command)[1:]
+    if arguments[0] == "serve":  # a server: start it, read it, stop it
+        serve_and_fetch(arguments)
+        return
     result = CliRunner().invoke(app, arguments, input="")
     assert result.exit_code == 0, result.output
     if "--json" in command:
