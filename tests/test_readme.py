@@ -32,7 +32,7 @@ def readme_commands() -> list[str]:
                 commands.append(line)
             elif "&& seqlab " in line:  # the set-up commands: the part after the install
                 commands.append("seqlab " + line.split("&& seqlab ", 1)[1])
-    return commands
+    return list(dict.fromkeys(commands))  # a command shown twice runs once
 
 
 def test_the_readme_shows_commands():
