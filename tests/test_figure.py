@@ -8,9 +8,11 @@ measured, so it can fail: a feed-forward box that mixes makes the count four. Si
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -20,9 +22,17 @@ import seqlab.memory
 from seqlab.cli import app
 from seqlab.errors import SeqlabError
 from seqlab.layers.transformer import BOX_KEYS, Transformer, compose, shift_right, sinusoidal_encoding
-from seqlab.render.figure import MIXES_FILL, PLAIN_FILL, draw_figure, write_figure
+from seqlab.render.figure import (
+    MIXES_FILL,
+    PLAIN_FILL,
+    draw_figure,
+    figure_table,
+    figure_translator,
+    wrap_lines,
+    write_figure,
+)
 from seqlab.render.json_output import to_jsonable
-from seqlab.studies.figure import check_figure_arguments, measure_boxes, measure_figure
+from seqlab.studies.figure import BOX_SPECS, check_figure_arguments, measure_boxes, measure_figure
 
 CLI_ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
 ATTENTION = {"encoder.self_attention": "all-to-all", "decoder.masked_self_attention": "causal",
@@ -131,6 +141,10 @@ def test_a_given_text_gives_the_same_verdict():
     ((5, 5, 30, 4, 0), "heads", "30"),
     ((5, 5, 0, 1, 0), "d_model", "0"),
     ((5, 5, 16, 2, -1), "seed", "-1"),
+    ((5, 5, 16, 2, 2**32), "seed", "[0, 4294967295]"),
+    ((5, 5, 16, 0, 0), "heads", "heads must be an integer in [1, 16] dividing d_model = 16, received 0"),
+    ((5, 5, 16, 32, 0), "heads", "heads must be an integer in [1, 16] dividing d_model = 16, received 32"),
+    ((5, 5, 16, 3, 0), "heads", "expected a divisor of 16 in [1, 16]"),
 ])
 def test_bad_arguments_are_refused_by_name(arguments, parameter, shown):
     with pytest.raises(SeqlabError) as error:
@@ -228,12 +242,24 @@ def test_json_goes_to_stdout(tmp_path):
 
 
 @pytest.mark.parametrize(("args", "option", "shown"), [
-    (("--d-model", "30", "--heads", "4"), "--heads", "30"),
-    (("--length", "1"), "--length", "1"),
+    (("--d-model", "30", "--heads", "4"), "--heads' / '--d-model",
+     "expected an integer in [1, 30] that divides --d-model (30), received 4"),
+    (("--length", "1"), "--length", "expected an integer in [2, 256], received 1"),
     (("--length", "ten"), "--length", "ten"),
-    (("--d-model", "0"), "--d-model", "0"),
-    (("--heads", "0"), "--heads", "0"),
-    (("--seed", "-3"), "--seed", "-3"),
+    (("--d-model", "0"), "--d-model", "expected an integer in [1, 4096], received 0"),
+    # every bad --heads states the whole accepted range, [1, d_model] and dividing it
+    (("--heads", "0"), "--heads", "expected an integer in [1, 512] that divides --d-model (512), received 0"),
+    (("--heads", "1000000000"), "--heads",
+     "expected an integer in [1, 512] that divides --d-model (512), received 1000000000"),
+    (("--heads", "x"), "--heads", "expected an integer in [1, 512] that divides --d-model (512), received 'x'"),
+    (("--heads", "3"), "--heads", "expected an integer in [1, 512] that divides --d-model (512), received 3"),
+    # only --d-model given: it is the one blamed, against the default --heads
+    (("--d-model", "1"), "--d-model", "expected a multiple of --heads (8, its default) in [8, 4096], received 1"),
+    (("--d-model", "7"), "--d-model", "expected a multiple of --heads (8, its default) in [8, 4096], received 7"),
+    (("--seed", "-3"), "--seed", "expected an integer in [0, 4294967295], received -3"),
+    (("--seed", "18446744073709551616"), "--seed",
+     "expected an integer in [0, 4294967295], received 18446744073709551616"),
+    (("--seed", "4294967296"), "--seed", "expected an integer in [0, 4294967295], received 4294967296"),
     (("--lang", "fr"), "--lang", "fr"),
 ])
 def test_bad_input_exits_2_with_one_line(args, option, shown, tmp_path):
@@ -246,13 +272,101 @@ def test_bad_input_exits_2_with_one_line(args, option, shown, tmp_path):
     assert list(tmp_path.iterdir()) == []  # refused before anything was written
 
 
-def test_an_out_that_is_a_file_exits_2(tmp_path):
+def test_the_largest_seed_runs(tmp_path):
+    run = invoke("--out", str(tmp_path), "--json", "--seed", "4294967295", *SMALL)
+    assert run.exit_code == 0, run.output
+    assert json.loads(run.output)["seed"] == 4294967295
+
+
+@pytest.fixture()
+def no_work(monkeypatch):
+    """Make any measurement fail: a bad --out must be refused before it."""
+    def refuse(**_options):
+        raise AssertionError("measured before --out was checked")
+
+    monkeypatch.setattr("seqlab.studies.figure.measure_figure", refuse)
+
+
+def _error_line(run) -> str:
+    assert run.exit_code == 2 and "Traceback" not in run.output, run.output
+    errors = [line for line in run.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1, run.output
+    return errors[0]
+
+
+def test_an_out_that_is_a_file_exits_2(tmp_path, no_work):
     blocker = tmp_path / "taken"
     blocker.write_text("x", encoding="utf-8")
-    run = invoke("--out", str(blocker), *SMALL)
-    assert run.exit_code == 2 and "Traceback" not in run.output
-    assert [line for line in run.output.splitlines() if line.startswith("Error:")][0].startswith(
-        "Error: Invalid value for '--out'")
+    assert _error_line(invoke("--out", str(blocker), *SMALL)) == \
+        f"Error: Invalid value for '--out': {str(blocker)!r} is a file, not a folder"
+    assert _error_line(invoke("--out", str(blocker / "inside"), *SMALL)).startswith(
+        f"Error: Invalid value for '--out': cannot create the folder {str(blocker / 'inside')!r}: ")
+
+
+def test_an_unwritable_out_exits_2_before_any_work(tmp_path, monkeypatch, no_work):
+    def refuse(*_args, **_options):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("seqlab.cli.options.tempfile.NamedTemporaryFile", refuse)
+    assert _error_line(invoke("--out", str(tmp_path), *SMALL)) == \
+        f"Error: Invalid value for '--out': cannot write in {str(tmp_path)!r}: Permission denied"
+
+
+@pytest.mark.skipif(not Path("/sys/kernel").is_dir(), reason="no /sys/kernel here")
+def test_out_in_sysfs_exits_2_before_any_work(no_work):
+    assert _error_line(invoke("--out", "/sys/kernel", *SMALL)) == \
+        "Error: Invalid value for '--out': cannot write in '/sys/kernel': Permission denied"
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_box_names_are_whole_at_80_columns(tmp_path, lang):
+    run = CliRunner().invoke(app, ["figure", "--out", str(tmp_path), "--lang", lang, *SMALL],
+                             env={**CLI_ENV, "COLUMNS": "80"})
+    assert run.exit_code == 0, run.output
+    rows = [line for line in run.stdout.splitlines() if line.startswith("│")]
+    assert len(rows) >= 15 and all(len(line) <= 80 for line in run.stdout.splitlines())
+    tr = figure_translator(lang)
+    for spec in BOX_SPECS:  # e.g. "Encoder–decoder attention", "Autoatención multicabeza enmascarada"
+        assert any(tr(spec.title) in row for row in rows), tr(spec.title)
+    assert "…" not in run.stdout
+
+
+def test_the_table_is_a_rich_table_for_the_report(result):
+    from rich.table import Table
+
+    assert isinstance(figure_table(result).renderables[0], Table)  # seqlab report reads its cells
+
+
+def test_one_head_is_singular(tmp_path):
+    run = invoke("--out", str(tmp_path), "--lang", "en", "--length", "4", "--d-model", "8", "--heads", "1")
+    assert run.exit_code == 0, run.output
+    assert "1 head, seed 0" in run.stdout and "1 heads" not in run.stdout
+
+
+def test_wrapping_leaves_no_word_alone_on_the_last_line():
+    assert wrap_lines("d_model = 512, 8 cabezas, semilla 0.", 34) == ["d_model = 512, 8 cabezas,", "semilla 0."]
+    assert wrap_lines("one two three", 40) == ["one two three"]
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_the_legend_of_the_paper_sizes_keeps_the_seed_with_its_number(result, lang):
+    paper = dataclasses.replace(result, T_source=10, T_target=10, d_model=512, heads=8, seed=0)
+    texts = [text.get_text() for text in draw_figure(paper, lang).axes[0].texts]
+    (sizes,) = [text for text in texts if text.startswith("S = 10")]
+    assert all(len(line.split()) > 1 for line in sizes.splitlines()), sizes
+    assert sizes.splitlines()[-1].endswith(("seed 0.", "semilla 0."))
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_the_n_labels_stand_clear_of_every_line(result, lang):
+    figure = draw_figure(result, lang)
+    ax, renderer = figure.axes[0], figure.canvas.get_renderer()
+    labels = [text for text in ax.texts if text.get_text() == "N×"]
+    assert len(labels) == 2
+    for label in labels:
+        clearance = label.get_window_extent(renderer).padded(6)  # 6 px all round
+        for line in ax.lines:
+            assert not line.get_path().transformed(line.get_transform()).intersects_bbox(clearance, filled=False)
 
 
 def test_a_size_too_large_for_memory_exits_2(monkeypatch, tmp_path):

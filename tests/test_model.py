@@ -7,9 +7,11 @@ stays well under a minute and a half on two busy cores.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -17,8 +19,8 @@ import torch
 from seqlab.errors import SeqlabError
 from seqlab.i18n import format_number
 from seqlab.layers.pretrained import INSTALL, encode, load_encoder, model_config, without_positions
-from seqlab.render.model import plot_attention, render_model, write_attention_plot
-from seqlab.studies.model import inspect_model, measure_model_order
+from seqlab.render.model import model_json, model_sentences, plot_attention, render_model, write_attention_plot
+from seqlab.studies.model import LayerOrder, check_model_options, inspect_model, measure_model_order
 from seqlab.text import builtin_text
 
 #: A wide, colourless console for in-process CLI runs (as conftest's CLI_ENV for compare).
@@ -192,6 +194,98 @@ def test_report_and_json(result):
     json.dumps(data)
 
 
+def test_the_json_keeps_each_row_of_alpha_on_one_line(result):
+    from seqlab.render.json_output import to_json, to_jsonable
+
+    text = model_json(result)
+    assert json.loads(text) == to_jsonable(result)  # the same keys and the same numbers
+    lines = text.splitlines()
+    rows = {line.strip().rstrip(",") for line in lines}
+    assert all(json.dumps(list(row), separators=(", ", ": ")) in rows for row in result.attention.weights)
+    assert len(lines) < len(to_json(result).splitlines()) - result.T ** 2  # not one line per number
+
+
+def _text(renderable, width: int) -> str:
+    from rich.console import Console
+
+    console = Console(width=width, record=True, color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_module_names_are_whole_at_80_columns(result, lang):
+    text = _text(render_model(result, lang), 80)
+    assert all(len(line) <= 80 for line in text.splitlines())
+    rows = [line for line in text.splitlines() if line.startswith("│")]
+    for name in ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+                 "embeddings.token_type_embeddings", "intermediate.intermediate_act_fn"):
+        assert any(f"│{name} " in row or f"│ {name} " in row for row in rows), name
+    assert "…" not in text
+    wide = _text(render_model(result, lang), 200)
+    assert "BertSelfAttention" in wide  # the Type column, left out only where there is no room
+
+
+def _order(depths):
+    return tuple(LayerOrder(depth, change, 1.0, tol, change <= tol) for depth, (change, tol) in enumerate(depths))
+
+
+def test_the_order_sentence_names_one_depth_with_its_own_tolerance(result):
+    # the largest |Δ| (layer 1) and the largest tolerance (layer 2) are not the closest call (layer 3)
+    depths = _order([(1e-15, 1e-13), (5e-14, 1e-12), (1e-15, 9e-12), (4e-14, 1e-13)])
+    off = dataclasses.replace(result.order_without_positions, depths=depths)
+    sentences = model_sentences(dataclasses.replace(result, order_without_positions=off), "en")
+    (sentence,) = [s for s in sentences if "(L10)" in s]
+    assert "each depth within its own rounding tolerance (closest to it: layer 3, max |Δ| = 4.00e-14 against a " \
+           "tolerance of 1.00e-13)" in sentence, sentence
+    failing = _order([(1e-15, 1e-13), (5e-12, 1e-12), (1e-15, 9e-12), (4e-14, 1e-13)])
+    off = dataclasses.replace(result.order_without_positions, depths=failing)
+    (sentence,) = [s for s in model_sentences(dataclasses.replace(result, order_without_positions=off), "es")
+                   if "(L10)" in s]
+    assert sentence.startswith("No como dice la lección (L10): sin los vectores de posición, capa 1 cambió 5,00e-12 "
+                               "frente a una tolerancia de 1,00e-12 en esa profundidad"), sentence
+
+
+@pytest.mark.parametrize(("lang", "singular", "exact", "thread"), [
+    ("en", "the window holds only the first of the text's 749 word pieces", "Every row of α sums to exactly 1.",
+     "; 1 thread;"),
+    ("es", "la ventana recoge solo la primera de las 749 piezas de palabra", "Cada fila de α suma exactamente 1.",
+     "; 1 hilo;"),
+])
+def test_singulars_and_exact_sums_are_worded(result, lang, singular, exact, thread):
+    tiny = dataclasses.replace(result, T=3, kept_pieces=1, text_pieces=749, threads=1,
+                               attention=dataclasses.replace(result.attention, max_row_sum_error=0.0))
+    text = " ".join(model_sentences(tiny, lang))
+    assert singular in text and exact in text and thread in text
+    assert "first 1 of" not in text and "within 0" not in text and "1 threads" not in text
+    assert "sums to 1 within" in " ".join(model_sentences(result, "en"))  # a nonzero error is still given
+
+
+def _cut(result, T: int):
+    """The result cut to its first T positions (α renormalised), to draw a heat map of any small T."""
+    weights = [row[:T] for row in result.attention.weights[:T]]
+    weights = tuple(tuple(value / sum(row) for value in row) for row in weights)
+    attention = dataclasses.replace(result.attention, weights=weights, alpha_T1=weights[-1][0])
+    return dataclasses.replace(result, T=T, pieces=result.pieces[:T], attention=attention)
+
+
+@pytest.mark.parametrize("T", [3, 40])
+def test_the_alpha_label_is_boxed_and_clear_of_the_ticks(result, T):
+    figure = plot_attention(result if T == 40 else _cut(result, T), "en")
+    figure.canvas.draw()
+    ax, renderer = figure.axes[0], figure.canvas.get_renderer()
+    (label,) = [text for text in ax.texts if text.get_text().startswith("α_T1")]
+    patch = label.get_bbox_patch()
+    assert patch is not None and patch.get_facecolor()[:3] == (1.0, 1.0, 1.0)
+    extent = label.get_window_extent(renderer)
+    inside = ax.get_window_extent(renderer)
+    assert inside.x0 <= extent.x0 and extent.x1 <= inside.x1 and inside.y0 <= extent.y0 and extent.y1 <= inside.y1
+    others = [*ax.get_xticklabels(), *ax.get_yticklabels(), ax.xaxis.label, ax.yaxis.label, ax.title]
+    for other in others:
+        if other.get_text():
+            assert not extent.overlaps(other.get_window_extent(renderer)), other.get_text()
+
+
 # --- The command ---------------------------------------------------------------------------------------------
 
 @pytest.fixture()
@@ -230,12 +324,28 @@ def test_cli_reads_standard_input_and_prints_json(model_cli):
     assert data["order_with_positions"]["overall"]["holds"] is False
 
 
+LAYERS = "expected an integer in [1, 6] (the model has 6 layers), received "
+HEADS = "expected an integer in [1, 12] (the model has 12 heads), received "
+WINDOW = "expected an integer in [3, 512] (the model reads at most 512 positions), received "
+
+
 @pytest.mark.parametrize(("args", "option", "fragment"), [
-    (("--layer", "7"), "--layer", "[1, 6]"),
-    (("--layer", "0"), "--layer", "received 0"),
-    (("--head", "13"), "--head", "[1, 12]"),
-    (("--max-tokens", "513"), "--max-tokens", "[3, 512]"),
-    (("--mixing-tokens", "65"), "--mixing-tokens", "65"),
+    # every bad value of one option states the one accepted range
+    (("--layer", "7"), "--layer", LAYERS + "7"),
+    (("--layer", "0"), "--layer", LAYERS + "0"),
+    (("--layer", "-1"), "--layer", LAYERS + "-1"),
+    (("--layer", "x"), "--layer", LAYERS + "'x'"),
+    (("--head", "13"), "--head", HEADS + "13"),
+    (("--head", "0"), "--head", HEADS + "0"),
+    (("--head", "x"), "--head", HEADS + "'x'"),
+    (("--max-tokens", "513"), "--max-tokens", WINDOW + "513"),
+    (("--max-tokens", "2"), "--max-tokens", WINDOW + "2"),
+    (("--max-tokens", "0"), "--max-tokens", WINDOW + "0"),
+    (("--mixing-tokens", "0"), "--mixing-tokens", "expected an integer in [2, 64], received 0"),
+    (("--mixing-tokens", "1"), "--mixing-tokens", "expected an integer in [2, 64], received 1"),
+    (("--mixing-tokens", "65"), "--mixing-tokens", "expected an integer in [2, 64], received 65"),
+    (("--seed", "18446744073709551616"), "--seed",
+     "expected an integer in [0, 4294967295], received 18446744073709551616"),
     (("missing-file.txt",), "FILE", "does not exist"),
 ])
 def test_cli_bad_input_exits_2_with_one_line(model_cli, args, option, fragment):
@@ -244,7 +354,74 @@ def test_cli_bad_input_exits_2_with_one_line(model_cli, args, option, fragment):
     assert "Traceback" not in result.output and "--help" in result.output
     errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and errors[0].startswith(f"Error: Invalid value for '{option}'"), result.output
-    assert fragment in errors[0]
+    assert errors[0].endswith(fragment) if "received" in fragment else fragment in errors[0]
+    assert "max_tokens" not in errors[0] and "mixing_tokens" not in errors[0]  # option names, not parameters
+
+
+@pytest.mark.parametrize("mixing_tokens", [0, 1, 65])
+def test_the_library_and_the_parser_agree_on_mixing_tokens(mixing_tokens):
+    import seqlab.cli.model as cli
+    import seqlab.layers.pretrained as pretrained
+    import seqlab.studies.model as study
+
+    assert (cli.MIN_MIXING_TOKENS, cli.MAX_MIXING_TOKENS) == (study.MIN_MIXING_TOKENS, study.MAX_MIXING_TOKENS)
+    assert cli.MIN_TOKENS == pretrained.MIN_TOKENS
+    with pytest.raises(SeqlabError, match=r"mixing_tokens must be an integer in \[2, 64\]") as error:
+        check_model_options(1, 1, None, mixing_tokens)
+    assert error.value.parameter == "mixing_tokens"
+
+
+@pytest.fixture()
+def no_work(monkeypatch):
+    """Make the measurement fail: a bad --out or FILE must be refused before it."""
+    def refuse(*_args, **_options):
+        raise AssertionError("measured before the input was checked")
+
+    monkeypatch.setattr("seqlab.studies.model.inspect_model", refuse)
+
+
+def _error_line(run) -> str:
+    assert run.exit_code == 2 and "Traceback" not in run.output, run.output
+    errors = [line for line in run.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1, run.output
+    return errors[0]
+
+
+def test_cli_bad_out_exits_2_before_measuring(model_cli, tmp_path, monkeypatch, no_work):
+    blocker = tmp_path / "afile"
+    blocker.write_text("x", encoding="utf-8")
+    assert _error_line(model_cli(*SMALL, "--out", str(blocker))) == \
+        f"Error: Invalid value for '--out': {str(blocker)!r} is a file, not a folder"
+    assert _error_line(model_cli(*SMALL, "--out", str(blocker / "maps"))).startswith(
+        f"Error: Invalid value for '--out': cannot create the folder {str(blocker / 'maps')!r}: ")
+
+    def refuse(*_args, **_options):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("seqlab.cli.options.tempfile.NamedTemporaryFile", refuse)
+    assert _error_line(model_cli(*SMALL, "--out", str(tmp_path))) == \
+        f"Error: Invalid value for '--out': cannot write in {str(tmp_path)!r}: Permission denied"
+
+
+@pytest.mark.skipif(not Path("/sys/kernel").is_dir(), reason="no /sys/kernel here")
+def test_cli_out_in_sysfs_exits_2_before_measuring(model_cli, no_work):
+    assert _error_line(model_cli(*SMALL, "--out", "/sys/kernel")) == \
+        "Error: Invalid value for '--out': cannot write in '/sys/kernel': Permission denied"
+
+
+def test_cli_text_over_the_cap_is_refused_in_mib(model_cli, tmp_path, no_work):
+    big = tmp_path / "big.txt"
+    with open(big, "wb") as handle:
+        handle.truncate(10_734_984)  # sparse: 10.2 MiB of size, no time to write
+    assert _error_line(model_cli(*SMALL, "--json", str(big))) == (
+        f"Error: Invalid value for 'FILE': text file {str(big)!r} is 10.2 MiB; expected at most 8 MiB (only the "
+        "first --max-tokens positions are measured: the text's beginning is enough)")
+    line = _error_line(model_cli(*SMALL, "--json", "-", input="a" * (8 * 1024**2 + 1)))
+    assert line.startswith("Error: Invalid value for 'FILE': standard input ('-') is more than 8 MiB; expected at "
+                           "most 8 MiB")
+    assert "bytes" not in line
+    help_text = model_cli("--help").output
+    assert "at most 8 MiB" in " ".join(help_text.split()) and "a longer text is cut there" in " ".join(help_text.split())
 
 
 def test_cli_missing_package_is_one_line(model_cli, monkeypatch):

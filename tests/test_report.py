@@ -95,8 +95,35 @@ def test_cli_writes_the_page(invoke, tmp_path):
     output = invoke("--out", str(out), "--quick", "--lang", "en")
     assert output.exit_code == 0, output.output
     assert f"Wrote {out}" in output.output and "4 of 4 claims hold" in output.output
-    assert "No PDF written" in output.output
     assert list(sections_of(out.read_text(encoding="utf-8"))) == list(PARTS)
+    pdf = out.with_suffix(".pdf")
+    assert f"Wrote {pdf}" in output.output
+    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 50_000  # the embedded plots came along
+
+
+def test_without_weasyprint_the_page_is_the_report(invoke, tmp_path, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_weasyprint(name, *args, **kwargs):
+        if name == "weasyprint":
+            raise ImportError("No module named 'weasyprint'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_weasyprint)
+    out = tmp_path / "page.html"
+    output = invoke("--out", str(out), "--quick", "--lang", "en")
+    assert output.exit_code == 0, output.output
+    assert "No PDF written: WeasyPrint is not available" in output.output and "pip install weasyprint" in output.output
+    assert out.exists() and not out.with_suffix(".pdf").exists()
+
+
+def test_no_pdf_option_skips_it(invoke, tmp_path):
+    out = tmp_path / "page.html"
+    output = invoke("--out", str(out), "--quick", "--no-pdf")
+    assert output.exit_code == 0, output.output
+    assert out.exists() and not out.with_suffix(".pdf").exists() and "PDF" not in output.output
 
 
 def test_cli_in_spanish(invoke, tmp_path):

@@ -71,6 +71,18 @@ def translator(lang: str, domain: str = DOMAIN) -> Callable[[str], str]:
     return catalogue.gettext
 
 
+def format_source(source: str, lang: str) -> str:
+    """Where a text came from, in ``lang``: a built-in text is named in words, a path or ``stdin`` as is.
+
+    >>> format_source("built-in (es)", "es"), format_source("built-in (en)", "en"), format_source("a.txt", "es")
+    ('el texto incluido (es)', 'the built-in text (en)', 'a.txt')
+    """
+    if source.startswith("built-in (") and source.endswith(")"):
+        _ = translator(lang)
+        return _("the built-in text ({language})").format(language=source[len("built-in ("):-1])
+    return source
+
+
 def format_integer(value: int, lang: str) -> str:
     """An exact integer with the language's digit grouping.
 

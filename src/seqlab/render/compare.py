@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from seqlab.errors import SeqlabError
-from seqlab.i18n import format_fraction, format_integer, format_number, format_seconds, translator
+from seqlab.i18n import format_fraction, format_integer, format_number, format_seconds, format_source, translator
 from seqlab.measure.order import OrderResult
 from seqlab.measure.paths import PathMatrix
 from seqlab.measure.reach import Reach
@@ -144,7 +144,7 @@ def caption(result: CompareResult, lang: str = "en") -> str:
     return _("{source}: T = {T} tokens ({tokenizer}); d_model = {d_model}, d_h = {d_h}, d_k = {d_k}, "
              "d_v = {d_v}; spectral radius of W_hh {radius}; seed {seed}; {threads} threads; "
              "PyTorch {torch}; multiplications = multiply-adds (FLOPs = 2×)").format(
-        source=result.source, T=format_integer(result.T, lang), tokenizer=result.tokenizer, d_model=result.d_model,
+        source=format_source(result.source, lang), T=format_integer(result.T, lang), tokenizer=result.tokenizer, d_model=result.d_model,
         d_h=result.d_h, d_k=result.d_k, d_v=result.d_v, radius=format_number(result.spectral_radius, lang),
         seed=result.seed, threads=result.threads, torch=result.torch_version)
 

@@ -7,7 +7,8 @@ encoder's output entering the encoder–decoder attention — with the fifteen b
 is filled with highlighter yellow only when the measurement found it mixing positions; each box shows
 its title, its measured pattern, the lesson that builds it and, at its right end, the measured
 dependency matrix itself (output rows down, input rows across; dark = depends). Each box patch has the
-SVG id ``box-<key>``. :func:`figure_table` lists the fifteen boxes for the terminal (Rich).
+SVG id ``box-<key>``. :func:`figure_table` lists the fifteen boxes for the terminal (Rich), as a
+:class:`FittedTable`: laid out for the width it is printed at, its box names are never cut.
 
 Words come from the gettext domain ``figure`` (``locale/es/LC_MESSAGES/figure.po``) through ``tr``;
 the study's titles and lessons are English message ids of the same catalogue. matplotlib is imported
@@ -22,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 
 from seqlab.i18n import translator
 from seqlab.render.figures import new_figure, save_png_svg
+from seqlab.render.tables import FittedTable
 from seqlab.studies.figure import BoxResult, FigureResult
 
 DOMAIN = "figure"
@@ -70,6 +71,30 @@ def _stacks(tr: Callable[[str], str]) -> dict[str, str]:
     return {"encoder": tr("Encoder"), "decoder": tr("Decoder")}
 
 
+def heads_text(heads: int, lang: str = "en") -> str:
+    """The number of heads in words, singular or plural, in the language of ``lang``.
+
+    >>> heads_text(1), heads_text(8, "es")
+    ('1 head', '8 cabezas')
+    """
+    tr = figure_translator(lang)
+    return tr("1 head") if heads == 1 else tr("{heads} heads").format(heads=heads)
+
+
+def wrap_lines(text: str, width: int) -> list[str]:
+    """``textwrap.wrap``, but a last line of a single short word takes the word before it along.
+
+    >>> wrap_lines("d_model = 512, 8 cabezas, semilla 0.", 34)
+    ['d_model = 512, 8 cabezas,', 'semilla 0.']
+    """
+    lines = textwrap.wrap(text, width)
+    if len(lines) > 1 and len(lines[-1].split()) == 1 and len(lines[-2].split()) > 1:
+        head, moved = lines[-2].rsplit(" ", 1)
+        if len(moved) + 1 + len(lines[-1]) <= width:
+            lines[-2:] = [head, f"{moved} {lines[-1]}"]
+    return lines
+
+
 def lit_sentence(result: FigureResult, lang: str = "en") -> str:
     """The closing line: how many boxes mix positions, and which, with their patterns (from the result)."""
     tr = figure_translator(lang)
@@ -82,23 +107,26 @@ def lit_sentence(result: FigureResult, lang: str = "en") -> str:
 def figure_table(result: FigureResult, lang: str = "en") -> Group:
     """The fifteen boxes as a Rich table (stack, box, measured pattern, mixes, lesson) and two lines under it.
 
+    The table is a :class:`FittedTable`: at any width from 80 columns up, every box name stays whole.
+
     The first line names the sizes and says what "mixes" means; it speaks of the built-in story, the
     text ``seqlab figure`` measures. The second is :func:`lit_sentence`. Mixing rows are bold.
     """
     tr = figure_translator(lang)
     stacks = _stacks(tr)
-    table = Table(title=tr('Figure 1 of "Attention Is All You Need", box by box (L11)'), title_justify="left")
-    for header in (tr("Stack"), tr("Box"), tr("Measured pattern"), tr("Mixes positions"), tr("Lesson")):
-        table.add_column(header)
+    table = FittedTable(title=tr('Figure 1 of "Attention Is All You Need", box by box (L11)'), title_justify="left")
+    for header in (tr("Stack"), tr("Box"), tr("Measured pattern"), tr("Mixes"), tr("Lesson")):
+        table.add_column(header, no_wrap=header == tr("Box"))  # a box's name is never cut, whatever the width
     for box in result.boxes:
         style = "bold" if box.mixes else None
         table.add_row(stacks[box.stack], tr(box.title), pattern_text(box.pattern, lang),
                       tr("yes") if box.mixes else tr("no"), tr(box.lesson), style=style)
     note = tr("Measured on {source} source and {target} target tokens of the built-in story, d_model = {d_model}, "
-              "{heads} heads, seed {seed}, float64, one layer per stack. A box mixes positions when one of its "
-              "output rows depends on an input row at another position: a nonzero Jacobian block, or for token "
-              "ids a row that changes when another token is replaced.").format(
-        source=result.T_source, target=result.T_target, d_model=result.d_model, heads=result.heads, seed=result.seed)
+              "{heads}, seed {seed}, float64, one layer per stack. A box mixes positions when one of its output rows "
+              "depends on an input row at another position: a nonzero Jacobian block, or for token ids a row that "
+              "changes when another token is replaced.").format(
+        source=result.T_source, target=result.T_target, d_model=result.d_model, heads=heads_text(result.heads, lang),
+        seed=result.seed)
     return Group(table, Text(note), Text(lit_sentence(result, lang)))
 
 
@@ -146,10 +174,14 @@ def _box(ax: Any, box: BoxResult, tr: Callable[[str], str], lang: str) -> None:
 
 
 def _frame(ax: Any, column: int, rows: tuple[int, int], label_side: int) -> None:
-    """The N× frame around one layer's sublayers, its label outside on ``label_side`` (-1 left, +1 right)."""
+    """The N× frame around one layer's sublayers, its label outside on ``label_side`` (-1 left, +1 right).
+
+    The residual links run on the same side as the label (left of the encoder, right of the decoder).
+    """
     from matplotlib.patches import FancyBboxPatch
 
-    left = CENTRES[column] - BOX_WIDTH / 2 - RESIDUAL_OFFSET - 0.17
+    # the frame takes in the residual links, which run on the label's side: the label stays clear of them
+    left = CENTRES[column] - BOX_WIDTH / 2 - 0.17 - (RESIDUAL_OFFSET if label_side < 0 else 0)
     width = BOX_WIDTH + RESIDUAL_OFFSET + 0.34
     bottom, top = _bottom(rows[0]) - 0.3, _bottom(rows[1]) + BOX_HEIGHT + 0.12
     ax.add_patch(FancyBboxPatch((left, bottom), width, top - bottom, boxstyle="round,pad=0,rounding_size=0.15",
@@ -218,7 +250,8 @@ def _legend(ax: Any, result: FigureResult, tr: Callable[[str], str], lang: str) 
     top = FIGURE_SIZE[1] - 0.35
     ax.text(0.3, top, tr('Figure 1 of "Attention Is All You Need", measured box by box'), fontsize=13,
             weight="bold", va="top")
-    ax.text(0.3, top - 0.42, textwrap.fill(lit_sentence(result, lang), LEGEND_CHARACTERS[0]), fontsize=9, va="top")
+    ax.text(0.3, top - 0.42, "\n".join(wrap_lines(lit_sentence(result, lang), LEGEND_CHARACTERS[0])), fontsize=9,
+            va="top")
     x, y = 0.3, top - 1.25
     for fill, edge, label in ((MIXES_FILL, MIXES_EDGE, tr("mixes positions (measured)")),
                               (PLAIN_FILL, PLAIN_EDGE, tr("one row at a time (measured)"))):
@@ -227,11 +260,11 @@ def _legend(ax: Any, result: FigureResult, tr: Callable[[str], str], lang: str) 
         y -= 0.36
     lines = (tr("Small square in each box: the measured dependencies, output rows down, input rows across."),
              tr("N× : the paper stacks N = 6 layers; one layer of each stack is measured here."),
-             tr("S = {source} source tokens, T = {target} target tokens, d_model = {d_model}, {heads} heads, "
+             tr("S = {source} source tokens, T = {target} target tokens, d_model = {d_model}, {heads}, "
                 "seed {seed}.").format(source=result.T_source, target=result.T_target, d_model=result.d_model,
-                                       heads=result.heads, seed=result.seed))
+                                       heads=heads_text(result.heads, lang), seed=result.seed))
     for line in lines:
-        wrapped = textwrap.wrap(line, LEGEND_CHARACTERS[1])
+        wrapped = wrap_lines(line, LEGEND_CHARACTERS[1])
         ax.text(x, y + 0.08, "\n".join(wrapped), fontsize=8.2, va="top", color="#333333")
         y -= 0.14 * len(wrapped) + 0.16
 

@@ -20,7 +20,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from seqlab.i18n import format_integer, format_number, translator
+from seqlab.i18n import format_integer, format_number, format_source, translator
+from seqlab.render.tables import FittedTable
 from seqlab.render.figures import new_figure, save_png_svg
 from seqlab.studies.model import ModelResult, ModuleMixing, OrderCheck
 
@@ -67,18 +68,22 @@ def _span(layers: list[int]) -> str:
 
 
 def mixing_table(result: ModelResult, lang: str = "en") -> Table:
-    """One row per module of the embeddings and per module of a layer (layers 1…L together)."""
+    """One row per module of the embeddings and per module of a layer (layers 1…L together).
+
+    A :class:`~seqlab.render.tables.FittedTable`: module names are never cut; below about 100
+    columns the Type column (the module's class) is left out to make room for them.
+    """
     tr = model_translator(lang)
     groups: dict[str, list[ModuleMixing]] = {}
     for module in result.modules:
         groups.setdefault(_local_name(module), []).append(module)
-    table = Table(title=tr("Which modules mix positions (first {T} positions of the window)").format(
-        T=result.mixing_tokens), title_justify="left", caption_justify="left", caption=tr(
+    table = FittedTable(title=tr("Which modules mix positions (first {T} positions of the window)").format(
+        T=result.mixing_tokens), title_justify="left", caption_justify="left", droppable=(1,), caption=tr(
         "Does output row j read input row i ≠ j? Measured in {dtype}: Jacobian probes for vectors, one token "
         "replaced at a time for token ids. Off-diagonal strength: the smallest (mixing modules) or largest "
         "(per-row modules) norm of ∂y_j/∂x_i over i ≠ j; 0 means exactly zero. Dropout is the identity in eval "
         "mode and is left out.").format(dtype=result.dtype))
-    table.add_column(tr("Module"))
+    table.add_column(tr("Module"), no_wrap=True)  # query, key and value differ only in the last word
     table.add_column(tr("Type"))
     table.add_column(tr("Layers"), justify="right")
     table.add_column(tr("Pattern"))
@@ -142,14 +147,21 @@ def order_table(result: ModelResult, lang: str = "en") -> Table:
 
 def _window_sentence(result: ModelResult, lang: str) -> str:
     tr = model_translator(lang)
-    values = dict(source=result.source, model=result.model, T=format_integer(result.T, lang),
+    values = dict(source=format_source(result.source, lang), model=result.model, T=format_integer(result.T, lang),
                   kept=format_integer(result.kept_pieces, lang), total=format_integer(result.text_pieces, lang),
                   chars=format_integer(result.window_chars, lang), text_chars=format_integer(result.text_chars, lang),
                   limit=format_integer(result.max_positions, lang))
+    if result.windowed and result.kept_pieces == 1:
+        return tr("{source}: the window holds only the first of the text's {total} word pieces (characters 1 to "
+                  "{chars} of {text_chars}), T = {T} positions with [CLS] and [SEP]; the rest of the text is left "
+                  "out ({model} reads at most {limit} positions).").format(**values)
     if result.windowed:
         return tr("{source}: the window holds the first {kept} of the text's {total} word pieces (characters 1 to "
-                  "{chars} of {text_chars}), T = {T} positions with [CLS] and [SEP]; {model} reads at most {limit} "
-                  "positions, and the rest of the text is left out.").format(**values)
+                  "{chars} of {text_chars}), T = {T} positions with [CLS] and [SEP]; the rest of the text is left "
+                  "out ({model} reads at most {limit} positions).").format(**values)
+    if result.text_pieces == 1:
+        return tr("{source}: the text's only word piece, T = {T} positions with [CLS] and [SEP] ({model} reads at "
+                  "most {limit}).").format(**values)
     return tr("{source}: all {total} word pieces of the text, T = {T} positions with [CLS] and [SEP] ({model} "
               "reads at most {limit}).").format(**values)
 
@@ -169,20 +181,28 @@ def _mixing_sentence(result: ModelResult, lang: str) -> str:
               "self-attention, or they do not mix all-to-all; see the table.").format(**values)
 
 
+def _closest_depth(check: OrderCheck):
+    """The depth whose change comes closest to its own tolerance (largest |Δ| / tolerance)."""
+    return max(check.depths, key=lambda row: row.max_abs_change / row.tolerance if row.tolerance else math.inf)
+
+
 def _order_sentence(result: ModelResult, lang: str) -> str:
+    """L10 in a sentence; each |Δ| is named with the tolerance of its own depth."""
     tr = model_translator(lang)
     off, on = result.order_without_positions, result.order_with_positions
     last = len(on.depths) - 1
-    values = dict(T=format_integer(result.T, lang), off=format_number(off.overall.max_abs_change, lang),
-                  tol=format_number(off.overall.tolerance, lang), layer=last,
-                  on=format_number(on.depths[last].max_abs_change, lang))
-    if off.overall.holds and not on.depths[last].holds:
+    closest = _closest_depth(off)
+    values = dict(T=format_integer(result.T, lang), depth=_depth_name(closest.depth, lang),
+                  off=format_number(closest.max_abs_change, lang), tol=format_number(closest.tolerance, lang),
+                  layer=last, on=format_number(on.depths[last].max_abs_change, lang))
+    if all(row.holds for row in off.depths) and not on.depths[last].holds:
         return tr("As the lesson says (L10): with the position vectors off, shuffling the {T} tokens only shuffled "
-                  "every layer's output rows (max |Δ| = {off} over all depths, tolerance {tol}); with them on, the "
-                  "output of layer {layer} changed by up to {on}. Only the position vectors tell this model the "
-                  "order.").format(**values)
-    return tr("Not as the lesson says (L10): with the position vectors off the largest change is {off} (tolerance "
-              "{tol}); with them on, layer {layer} changed by {on}; see the table.").format(**values)
+                  "every layer's output rows, each depth within its own rounding tolerance (closest to it: {depth}, "
+                  "max |Δ| = {off} against a tolerance of {tol}); with them on, the output of layer {layer} changed "
+                  "by up to {on}. Only the position vectors tell this model the order.").format(**values)
+    return tr("Not as the lesson says (L10): with the position vectors off, {depth} changed by {off} against a "
+              "tolerance of {tol} there (the largest change for its tolerance); with them on, layer {layer} changed "
+              "by {on}; see the table.").format(**values)
 
 
 def _attention_sentences(result: ModelResult, lang: str) -> list[str]:
@@ -197,11 +217,14 @@ def _attention_sentences(result: ModelResult, lang: str) -> list[str]:
                     "({last}) through one weight, α_T1 = {alpha} (an even spread would give {uniform}); a "
                     "recurrence would put {steps} products by W_hh on that path.").format(**values)]
     if a.reach_T1 > 0:
-        sentences.append(tr("Measured backwards: ‖∂c_T/∂x_1‖ of that head through that one module is {reach}, not "
-                            "zero; every row of α sums to 1 within {error}.").format(**values))
+        reach = tr("Measured backwards: ‖∂c_T/∂x_1‖ of that head through that one module is {reach}, not "
+                   "zero.").format(**values)
     else:
-        sentences.append(tr("Not as the lesson says (L4): ‖∂c_T/∂x_1‖ of that head through that module measured "
-                            "exactly 0; every row of α sums to 1 within {error}.").format(**values))
+        reach = tr("Not as the lesson says (L4): ‖∂c_T/∂x_1‖ of that head through that module measured "
+                   "exactly 0.")
+    sums = tr("Every row of α sums to 1 within {error}.").format(**values) if a.max_row_sum_error else \
+        tr("Every row of α sums to exactly 1.")
+    sentences.append(f"{reach} {sums}")
     return sentences
 
 
@@ -209,10 +232,11 @@ def run_line(result: ModelResult, lang: str = "en") -> str:
     """How it was measured: model sizes, dtype, seed, threads and versions."""
     tr = model_translator(lang)
     torch_version, transformers_version = result.versions
+    threads = tr("1 thread") if result.threads == 1 else tr("{count} threads").format(count=result.threads)
     return tr("{model}: {layers} layers, {heads} heads, d_model = {d}; {dtype}, eval mode, eager attention; seed "
-              "{seed}; {threads} threads; PyTorch {torch}, transformers {transformers}.").format(
+              "{seed}; {threads}; PyTorch {torch}, transformers {transformers}.").format(
         model=result.model, layers=result.layers, heads=result.heads, d=result.d_model, dtype=result.dtype,
-        seed=result.seed, threads=result.threads, torch=torch_version, transformers=transformers_version)
+        seed=result.seed, threads=threads, torch=torch_version, transformers=transformers_version)
 
 
 def model_sentences(result: ModelResult, lang: str = "en", figures: tuple[Path, ...] = ()) -> list[str]:
@@ -271,8 +295,14 @@ def plot_attention(result: ModelResult, lang: str = "en"):
     ax.set_xticks(ticks, labels, rotation=90, fontsize=size)
     ax.set_yticks(ticks, labels, fontsize=size)
     ax.add_patch(Rectangle((-0.5, T - 1.5), 1, 1, fill=False, edgecolor="red", linewidth=1.5))
+    # the label sits inside the axes (never on the tick labels), just above and right of the α_T1 cell,
+    # on a white box so that it reads on any colour of the map
+    corner = 1 / T + 0.04  # the cell's far corner, in axes fractions, and a little more
     ax.annotate(tr("α_T1 = {alpha}").format(alpha=format_number(a.alpha_T1, lang)), xy=(0, T - 1),
-                xytext=(0.06 * T, 0.9 * T), color="red", fontsize=9, arrowprops={"arrowstyle": "->", "color": "red"})
+                xytext=(max(0.08, corner), max(0.1, corner)), textcoords="axes fraction", color="red", fontsize=9,
+                ha="left", va="bottom", bbox={"boxstyle": "round,pad=0.25", "facecolor": "white", "edgecolor": "red",
+                                              "linewidth": 0.8, "alpha": 0.9},
+                arrowprops={"arrowstyle": "->", "color": "red"})
     ax.set_xlabel(tr("key position j (the row that is read)"))
     ax.set_ylabel(tr("query position i (the output that reads)"))
     ax.set_title(tr("{model}: attention weights α of layer {layer}, head {head} (T = {T}, rows sum to 1)").format(
@@ -288,7 +318,7 @@ def write_attention_plot(result: ModelResult, folder: str | Path, lang: str = "e
 
 
 def model_json(result: ModelResult) -> str:
-    """The whole result (every module, both order checks, α) as indented JSON."""
-    from seqlab.render.json_output import to_json
+    """The whole result (every module, both order checks, α) as JSON: indented, each row of α on one line."""
+    from seqlab.render.json_output import compact_json, to_jsonable
 
-    return to_json(result)
+    return compact_json(to_jsonable(result))

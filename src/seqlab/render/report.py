@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seqlab.i18n import format_seconds, translator
+from seqlab.i18n import format_seconds, format_source, translator
 from seqlab.studies.report import ReportResult
 
 DOMAIN = "report"
@@ -199,7 +199,7 @@ def sections(result: ReportResult, lang: str = "en") -> list[Section]:
     from seqlab.render.table1 import render_table1
 
     _ = translator(lang, DOMAIN)
-    compare = Section("compare", _("Recurrence against attention on {source}").format(source=result.source))
+    compare = Section("compare", _("Recurrence against attention on {source}").format(source=format_source(result.source, lang)))
     compare.intro.append(_("Both machines read the same token vectors; every figure below is counted, traced or "
                            "timed in this run (L1–L10)."))
     _collect(render_compare(result.compare, lang), compare)
@@ -272,3 +272,27 @@ def write_report(result: ReportResult, path: str | Path, lang: str = "en") -> Pa
     path = Path(path)
     path.write_text(render_report(result, lang), encoding="utf-8")
     return path
+
+
+def write_pdf(html_path: str | Path, pdf_path: str | Path) -> Path:
+    """Print the written page ``html_path`` to ``pdf_path`` with WeasyPrint (no browser) and return the path.
+
+    WeasyPrint lays the page out itself from the HTML and its CSS, with Pango for text; the plots are the
+    same embedded PNGs, so the PDF holds what the page holds. It is an optional dependency: the ``test``
+    extra installs it; without it (or without the Pango library it loads) the HTML is still the report.
+
+    Raises:
+        SeqlabError: WeasyPrint is not installed or cannot load its system libraries (the message says
+            how to install it).
+        OSError: the PDF cannot be written.
+    """
+    from seqlab.errors import SeqlabError
+
+    try:
+        import weasyprint
+    except (ImportError, OSError) as error:  # OSError: cffi could not open libpango
+        raise SeqlabError(f"WeasyPrint is not available ({type(error).__name__}: {error}); "
+                          "pip install weasyprint (it needs the Pango library) to get a PDF") from None
+    pdf_path = Path(pdf_path)
+    weasyprint.HTML(filename=str(html_path)).write_pdf(str(pdf_path))
+    return pdf_path

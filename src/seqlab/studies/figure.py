@@ -45,6 +45,7 @@ DEFAULT_HEADS = 8
 MIN_LENGTH = 2  # one position cannot show whether a box reads another one
 MAX_LENGTH = 256
 MAX_D_MODEL = 4096
+MAX_SEED = 2**32 - 1  # torch.manual_seed takes larger ones, but every command keeps seeds to 32 bits
 
 
 def N_(message: str) -> str:
@@ -249,24 +250,26 @@ def check_figure_arguments(T_source: int, T_target: int, d_model: int, heads: in
     >>> check_figure_arguments(10, 10, 30, 4, 0)
     Traceback (most recent call last):
     ...
-    seqlab.errors.SeqlabError: heads must divide d_model, received d_model = 30 and heads = 4
+    seqlab.errors.SeqlabError: heads must divide d_model, received d_model = 30 and heads = 4; expected a divisor of 30 in [1, 30]
 
     Raises:
-        SeqlabError: a length outside [2, 256], ``d_model`` outside [1, 4096], ``heads`` < 1 or not
-            dividing ``d_model``, ``seed`` not an integer >= 0, or a size too large for this machine;
-            ``parameter`` names the argument.
+        SeqlabError: a length outside [2, 256], ``d_model`` outside [1, 4096], ``heads`` outside
+            [1, d_model] or not dividing ``d_model``, ``seed`` outside [0, 2**32 - 1], or a size too
+            large for this machine; ``parameter`` names the argument.
     """
     for name, value in (("T_source", T_source), ("T_target", T_target)):
         if isinstance(value, bool) or not isinstance(value, int) or not MIN_LENGTH <= value <= MAX_LENGTH:
             raise SeqlabError(f"{name} must be an integer in [{MIN_LENGTH}, {MAX_LENGTH}], received {value!r}",
                               parameter=name)
     require_positive_int("d_model", d_model, MAX_D_MODEL)
-    require_positive_int("heads", heads)
+    if isinstance(heads, bool) or not isinstance(heads, int) or not 1 <= heads <= d_model:
+        raise SeqlabError(f"heads must be an integer in [1, {d_model}] dividing d_model = {d_model}, received "
+                          f"{heads!r}", parameter="heads")
     if d_model % heads:
-        raise SeqlabError(f"heads must divide d_model, received d_model = {d_model} and heads = {heads}",
-                          parameter="heads")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise SeqlabError(f"seed must be an integer >= 0, received {seed!r}", parameter="seed")
+        raise SeqlabError(f"heads must divide d_model, received d_model = {d_model} and heads = {heads}; expected "
+                          f"a divisor of {d_model} in [1, {d_model}]", parameter="heads")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise SeqlabError(f"seed must be an integer in [0, {MAX_SEED}], received {seed!r}", parameter="seed")
     require_fits(estimate_figure_bytes(T_source, T_target, d_model, heads),
                  f"S = {T_source}, T = {T_target} at d_model = {d_model}")
 
@@ -307,8 +310,8 @@ def measure_figure(T_source: int = DEFAULT_LENGTH, T_target: int = DEFAULT_LENGT
         T_source: S, source tokens, in [2, 256].
         T_target: T, target tokens, in [2, 256] (the decoder reads a start id and the first T - 1).
         d_model: row width, in [1, 4096], a multiple of ``heads``.
-        heads: attention heads h.
-        seed: seeds the weights (and the probes); token vectors come from :func:`seqlab.text.embed`.
+        heads: attention heads h, in [1, d_model], dividing ``d_model``.
+        seed: in [0, 2**32 - 1]; seeds the weights (and the probes); token vectors come from :func:`seqlab.text.embed`.
         text: None for the built-in story (source: Spanish, target: its English twin), else a text
             whose first S tokens are the source and the next T the target.
 

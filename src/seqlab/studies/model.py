@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import SeqlabError
 from seqlab.layers.pretrained import (
     MIN_TOKENS,
     EncodedText,
@@ -48,8 +48,9 @@ from seqlab.layers.pretrained import (
 from seqlab.measure.mixing import DependencyMatrix, classify, dependency_matrix
 from seqlab.measure.order import OrderResult, measure_order, tolerance
 
-#: Default and largest number of positions the mixing Jacobians are measured on.
+#: Default, fewest and largest number of positions the mixing Jacobians are measured on.
 MIXING_TOKENS = 32
+MIN_MIXING_TOKENS = 2  # one position cannot show whether a module reads another one
 MAX_MIXING_TOKENS = 64
 #: Probes per output row of each Jacobian (see :mod:`seqlab.measure.mixing`).
 PROBES = 2
@@ -433,6 +434,11 @@ def _check_range(name: str, value: object, count: int) -> int:
 def check_model_options(layer: int, head: int, max_tokens: int | None, mixing_tokens: int) -> None:
     """Refuse out-of-range options from the model's config alone, before any weight is loaded.
 
+    >>> check_model_options(1, 1, None, 1)
+    Traceback (most recent call last):
+    ...
+    seqlab.errors.SeqlabError: mixing_tokens must be an integer in [2, 64], received 1
+
     Raises:
         SeqlabError: the first bad option, with ``parameter`` naming it; a missing package.
     """
@@ -444,10 +450,10 @@ def check_model_options(layer: int, head: int, max_tokens: int | None, mixing_to
         raise SeqlabError(f"max_tokens must be an integer in [{MIN_TOKENS}, {config.max_positions}] (the model "
                           f"reads at most {config.max_positions} positions), received {max_tokens!r}",
                           parameter="max_tokens")
-    require_positive_int("mixing_tokens", mixing_tokens, maximum=MAX_MIXING_TOKENS)
-    if mixing_tokens < 2:
-        raise SeqlabError(f"mixing_tokens must be an integer in [2, {MAX_MIXING_TOKENS}], received {mixing_tokens}",
-                          parameter="mixing_tokens")
+    if (isinstance(mixing_tokens, bool) or not isinstance(mixing_tokens, int)
+            or not MIN_MIXING_TOKENS <= mixing_tokens <= MAX_MIXING_TOKENS):
+        raise SeqlabError(f"mixing_tokens must be an integer in [{MIN_MIXING_TOKENS}, {MAX_MIXING_TOKENS}], "
+                          f"received {mixing_tokens!r}", parameter="mixing_tokens")
 
 
 def inspect_model(text: str, *, source: str = "text", layer: int = 1, head: int = 1, max_tokens: int | None = None,
