@@ -3,10 +3,11 @@
 :func:`inspect_model` reads one window of a text with all-MiniLM-L6-v2 (:mod:`seqlab.layers.pretrained`,
 float64, eval mode) and measures three things on the real forward pass:
 
-* **Mixing (L11).** Forward pre-hooks record the real inputs of every submodule of the embeddings
-  and of every encoder layer (dropout, the identity in eval mode, is left out); each module is then
-  called again on them and :func:`seqlab.measure.mixing.dependency_matrix` measures whether output
-  row j depends on input row i ≠ j (Jacobian probes for float inputs, token replacement for ids).
+* **Mixing (L11).** :func:`seqlab.measure.modules.measure_submodules` records the real inputs of every
+  submodule of the embeddings and of every encoder layer (dropout, the identity in eval mode, is left
+  out), calls each module again on them and measures whether output row j depends on input row i ≠ j
+  (Jacobian probes for float inputs, token replacement for ids); this study picks the modules, numbers
+  their layers and marks those that hold a ``BertSelfAttention``.
   Only the modules that contain the self-attention mix, all-to-all; the Q, K, V projections,
   dense layers, LayerNorms, the GELU feed-forward and the three embedding tables act per row. The
   Jacobians are T·d × T·d, so this runs on the window's first ``mixing_tokens`` positions.
@@ -28,8 +29,6 @@ d_head = d_model / H, L layers.
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
@@ -45,7 +44,8 @@ from seqlab.layers.pretrained import (
     model_config,
     without_positions,
 )
-from seqlab.measure.mixing import DependencyMatrix, classify, dependency_matrix
+from seqlab.measure.mixing import dependency_matrix
+from seqlab.measure.modules import measure_submodules, record_inputs
 from seqlab.measure.order import OrderResult, measure_order, tolerance
 
 #: Default, fewest and largest number of positions the mixing Jacobians are measured on.
@@ -192,107 +192,23 @@ class ModelResult:
         return self.kept_pieces < self.text_pieces
 
 
-# --- Capturing and calling modules -------------------------------------------------------------------
+# --- Mixing ---------------------------------------------------------------------------------------------
 
-def _modules_of_interest(model: torch.nn.Module) -> list[tuple[str, torch.nn.Module, int]]:
-    """(name, module, layer) for the embeddings, every encoder layer and their submodules; no dropout."""
+def _modules_of_interest(model: torch.nn.Module) -> list[tuple[str, int]]:
+    """(name, layer) for the embeddings, every encoder layer and their submodules; no dropout."""
     chosen = []
     for name, module in model.named_modules():
         if isinstance(module, torch.nn.Dropout):
             continue
         if name == "embeddings" or name.startswith("embeddings."):
-            chosen.append((name, module, 0))
+            chosen.append((name, 0))
         elif name.startswith("encoder.layer."):
-            chosen.append((name, module, int(name.split(".")[2]) + 1))
+            chosen.append((name, int(name.split(".")[2]) + 1))
     return chosen
-
-
-def _capture(model: torch.nn.Module, names: list[str], **call: Tensor) -> dict[str, tuple[tuple, dict]]:
-    """Run ``model(**call)`` once and return each named module's (args, kwargs), tensors cloned."""
-    captured: dict[str, tuple[tuple, dict]] = {}
-
-    def keep(value: object) -> object:
-        return value.detach().clone() if isinstance(value, Tensor) else value
-
-    def hook_for(name: str):
-        def hook(_module, args, kwargs):
-            captured[name] = (tuple(keep(a) for a in args), {k: keep(v) for k, v in kwargs.items()})
-        return hook
-
-    handles = [model.get_submodule(name).register_forward_pre_hook(hook_for(name), with_kwargs=True)
-               for name in names]
-    try:
-        with torch.no_grad():
-            model(**call)
-    finally:
-        for handle in handles:
-            handle.remove()
-    return captured
-
-
-def _sequence_inputs(module: torch.nn.Module, args: tuple, kwargs: dict, T: int) -> dict[str, tuple[object, Tensor]]:
-    """label -> (slot, tensor) for the inputs that are sequences of the window: (1, T, ...).
-
-    Float tensors are measured; integer ones only where the module embeds token ids (``nn.Embedding``
-    and the embeddings block). A slot is a positional index or a keyword.
-    """
-    parameters = [p.name for p in inspect.signature(module.forward).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    embeds = isinstance(module, torch.nn.Embedding) or type(module).__name__.endswith("Embeddings")
-    found: dict[str, tuple[object, Tensor]] = {}
-    for slot, value in [*enumerate(args), *kwargs.items()]:
-        if not (isinstance(value, Tensor) and value.dim() >= 2 and value.shape[0] == 1 and value.shape[1] == T):
-            continue
-        if value.is_floating_point() or embeds:
-            label = slot if isinstance(slot, str) else (parameters[slot] if slot < len(parameters) else f"arg{slot}")
-            found[label] = (slot, value)
-    return found
-
-
-def _block(module: torch.nn.Module, args: tuple, kwargs: dict, slots: Mapping[str, object]):
-    """``module`` as a function of its sequence inputs by label, everything else held as recorded."""
-    def call(**measured: Tensor):
-        positional, keywords = list(args), dict(kwargs)
-        for label, tensor in measured.items():
-            slot = slots[label]
-            if isinstance(slot, str):
-                keywords[slot] = tensor
-            else:
-                positional[slot] = tensor
-        return module(*positional, **keywords)
-    return call
-
-
-def _vocabulary(module: torch.nn.Module, encoder: Encoder) -> int:
-    return module.num_embeddings if isinstance(module, torch.nn.Embedding) else encoder.config.vocabulary
 
 
 def _contains_attention(module: torch.nn.Module) -> bool:
     return any(type(m).__name__.endswith("SelfAttention") for m in module.modules())
-
-
-def _measure_module(encoder: Encoder, name: str, module: torch.nn.Module, layer: int, captured: tuple[tuple, dict],
-                    T: int, seed: int) -> ModuleMixing:
-    """One module's dependency matrices on its recorded inputs, joined into one pattern."""
-    args, kwargs = captured
-    sequences = _sequence_inputs(module, args, kwargs, T)
-    if not sequences:
-        raise SeqlabError(f"module {name} received no sequence input of {T} positions")
-    block = _block(module, args, kwargs, {label: slot for label, (slot, _) in sequences.items()})
-    inputs = {label: tensor for label, (_, tensor) in sequences.items()}
-    matrices: list[DependencyMatrix] = [
-        dependency_matrix(block, inputs, label, probes=PROBES, seed=seed,
-                          vocabulary=None if tensor.is_floating_point() else _vocabulary(module, encoder))
-        for label, tensor in inputs.items()]
-    strength = torch.tensor([m.strength for m in matrices], dtype=torch.float64).amax(dim=0)  # (T, T)
-    off = ~torch.eye(T, dtype=torch.bool)
-    pattern = classify(tuple(tuple(bool(v != 0) for v in row) for row in strength))
-    return ModuleMixing(
-        name=name, kind=type(module).__name__, layer=layer, inputs=tuple(inputs),
-        method="+".join(sorted({m.method for m in matrices})), pattern=pattern,
-        mixes=pattern not in ("per-row", "none"), contains_attention=_contains_attention(module),
-        max_off_diagonal=float(strength[off].max()), min_off_diagonal=float(strength[off].min()),
-        max_diagonal=float(strength.diagonal().max()))
 
 
 def measure_mixing(encoder: Encoder, ids: Tensor, *, seed: int = 0) -> tuple[ModuleMixing, ...]:
@@ -315,11 +231,15 @@ def measure_mixing(encoder: Encoder, ids: Tensor, *, seed: int = 0) -> tuple[Mod
     """
     if ids.dim() != 2 or ids.shape[0] != 1 or ids.shape[1] < 2:
         raise SeqlabError(f"ids must have shape (1, T) with T >= 2, received {tuple(ids.shape)}")
-    T = ids.shape[1]
     chosen = _modules_of_interest(encoder.model)
-    captured = _capture(encoder.model, [name for name, _, _ in chosen], input_ids=ids)
-    return tuple(_measure_module(encoder, name, module, layer, captured[name], T, seed)
-                 for name, module, layer in chosen)
+    measured = measure_submodules(encoder.model, {"input_ids": ids}, names=[name for name, _ in chosen],
+                                  vocabulary=encoder.config.vocabulary, probes=PROBES, seed=seed)
+    return tuple(
+        ModuleMixing(name=m.name, kind=m.kind, layer=layer, inputs=m.inputs, method=m.method, pattern=m.pattern,
+                     mixes=m.mixes, contains_attention=_contains_attention(encoder.model.get_submodule(m.name)),
+                     max_off_diagonal=m.max_off_diagonal, min_off_diagonal=m.min_off_diagonal,
+                     max_diagonal=m.max_diagonal)
+        for m, (_, layer) in zip(measured, chosen, strict=True))
 
 
 # --- Order -----------------------------------------------------------------------------------------------
@@ -403,19 +323,15 @@ def measure_attention(encoder: Encoder, ids: Tensor, layer: int, head: int, *, s
         raise SeqlabError(f"ids must have shape (1, T) with T >= 2, received {tuple(ids.shape)}")
     T = ids.shape[1]
     name = f"encoder.layer.{layer - 1}.attention.self"
-    seen: dict[str, Tensor] = {}
     module = encoder.model.get_submodule(name)
-    handle = module.register_forward_pre_hook(lambda _m, args: seen.setdefault("x", args[0].detach().clone()))
-    try:
-        with torch.no_grad():
-            attentions = encoder.model(input_ids=ids, output_attentions=True).attentions
-    finally:
-        handle.remove()
+    with record_inputs(encoder.model, [name]) as calls, torch.no_grad():
+        attentions = encoder.model(input_ids=ids, output_attentions=True).attentions
+    x = calls[name].args[0]  # (1, T, d_model), the hidden states the module really received
     alpha = attentions[layer - 1][0, head - 1].to(torch.float64)  # (T, T)
     width = config.d_model // config.heads
     columns = slice((head - 1) * width, head * width)
     # c_T of this head: the last output row, this head's d_head columns, as a function of the input rows
-    reach = dependency_matrix(lambda x: module(x)[0][:, -1:, columns], {"x": seen["x"]}, "x",
+    reach = dependency_matrix(lambda x: module(x)[0][:, -1:, columns], {"x": x}, "x",
                               probes=PROBES, seed=seed)  # (1, T)
     return AttentionMap(
         layer=layer, head=head, weights=tuple(tuple(float(v) for v in row) for row in alpha),
