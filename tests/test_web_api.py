@@ -8,7 +8,9 @@ the range, never a 500; both languages' pages must render with every sentence tr
 
 from __future__ import annotations
 
+import json
 import re
+from fractions import Fraction
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -102,7 +104,7 @@ def test_cost_matches_the_closed_forms(client):
     assert at["attention"] == cost.attention_multiplications(1000, 512, 512) == 1_024_000_000  # 2*1000**2*512
     assert at["projections"] == cost.projection_multiplications(1000, 512, 512, 512)
     assert at["ratio"]["fraction"] == "125/64" and at["ratio"]["text"] == "1.95"
-    assert at["spans"] == {"T": 1000, "method": "measured", "traced_width": 8, "trace_limit": 4096,
+    assert at["spans"] == {"T": 1000, "method": "measured", "traced_width": 8, "trace_limit": 4096, "busy": False,
                            "recurrence": {"products": 1000, "ops": 4000}, "attention": {"products": 2, "ops": 4}}
 
 
@@ -257,7 +259,7 @@ def test_time_without_recorded_runs_says_so(tmp_path):
     ("/api/cost", {"T": 10**8}, "received 100000000"),
     ("/api/cost", {"d_k": "wide"}, "d_k must be an integer in [1, 65536]; received wide"),
     ("/api/cost", {"lang": "fr"}, "lang must be one of 'en', 'es'; received fr"),
-    ("/api/chain", {"T": 1}, "T must be an integer in [2, 128]; received 1"),
+    ("/api/chain", {"T": 1}, "T must be an integer in [2, 96]; received 1"),
     ("/api/chain", {"spectral_radius": "nan"}, "spectral_radius must be a number in (0, 8]; received nan"),
     ("/api/chain", {"spectral_radius": 0}, "received 0"),
     ("/api/figure", {"heads": 0}, "heads must be an integer in [1, 16]; received 0"),
@@ -269,10 +271,19 @@ def test_bad_query_values_are_422_naming_value_and_range(client, path, params, e
 
 
 def test_compute_cap_refuses_before_allocating(client):
-    text = message(client.get("/api/chain", params={"T": 128, "d_model": 64}))
-    assert re.search(r"T = 128 at d_model = 64 would need about [\d,]+ MiB .*at most 256 MiB", text)
+    from seqlab.web.budget import REQUEST_BUDGET_BYTES
+    from seqlab.web.panels.chain import MAX_T, MAX_WIDTH, estimate_chain_bytes
+
+    # the schema's ranges are what fits: every T the chain accepts fits one request at every width
+    assert estimate_chain_bytes(MAX_T, MAX_WIDTH).total_bytes <= REQUEST_BUDGET_BYTES
+    assert "T must be an integer in [2, 96]; received 128" in message(
+        client.get("/api/chain", params={"T": 128, "d_model": 64}))
     text = message(client.get("/api/figure", params={"T_source": 32, "T_target": 32, "d_model": 1024, "heads": 16}))
-    assert "would need about" in text and "MiB" in text
+    assert re.search(r"would need about [\d,]+ MiB .*at most 256 MiB; at S = 32, T = 32 with 16 heads, d_model may be "
+                     r"at most 368$", text)  # the refusal names the accepted range
+    spanish = message(client.get("/api/figure", params={"T_source": 32, "T_target": 32, "d_model": 1024,
+                                                        "heads": 16, "lang": "es"}))
+    assert "necesitaría unos" in spanish and "d_model puede valer como mucho 368" in spanish
 
 
 @pytest.mark.parametrize(("body", "expected"), [
@@ -336,8 +347,27 @@ def test_serve_starts_uvicorn_on_loopback_by_default(monkeypatch):
     assert result.exit_code == 0, result.output
     (application, options), = calls
     assert options["host"] == "127.0.0.1" and options["port"] == port
-    assert f"http://127.0.0.1:{port}/?lang=es" in result.output
+    assert f"laboratorio de seqlab: http://127.0.0.1:{port}/?lang=es  (Ctrl+C lo detiene)" in result.output
+    assert "Aviso" not in result.output and "Warning" not in result.output  # loopback: no warning
     assert '<html lang="es">' in TestClient(application).get("/cost").text  # --lang sets the pages' default
+
+
+def test_serve_warns_when_the_lab_is_reachable_from_the_network(monkeypatch):
+    import socket
+
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+
+    with socket.socket() as probe:
+        probe.bind(("0.0.0.0", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setattr(uvicorn, "run", lambda application, **options: None)
+    result = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--port", str(port), "--lang", "en"])
+    assert result.exit_code == 0, result.output
+    assert f"seqlab lab: http://127.0.0.1:{port}/?lang=en" in result.output
+    assert "Warning: listening on 0.0.0.0, so other computers on the network can open the lab" in result.output
 
 
 @pytest.mark.parametrize(("arguments", "expected"), [
@@ -367,6 +397,245 @@ def test_serve_refuses_a_port_in_use():
         port = taken.getsockname()[1]
         result = CliRunner().invoke(app, ["serve", "--port", str(port)])
     assert result.exit_code == 2 and f"cannot listen on 127.0.0.1:{port}" in result.output
+
+
+# --- A live server: chunked bodies, a busy lab ----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def live_url():
+    """Uvicorn on a free loopback port, in a thread: what a browser or curl talks to."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app("en"), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "the Uvicorn server did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_a_chunked_body_is_refused_from_the_bytes_received(live_url):
+    import httpx
+
+    sent = []
+
+    def chunks():  # no Content-Length: Transfer-Encoding: chunked, 64 KiB at a time, up to 8 MiB
+        for _ in range(128):
+            sent.append(1)
+            yield b"a" * 65_536
+
+    with httpx.Client(timeout=30) as http:
+        try:
+            response = http.post(f"{live_url}/api/order", content=chunks(),
+                                 headers={"content-type": "application/json"})
+        except httpx.TransportError:  # the server closed the connection while we still wrote: not read
+            response = None
+    if response is not None:
+        assert response.status_code == 422
+        assert "request body must be at most 65,536 bytes; received more than" in response.json()["message"]
+    assert len(sent) < 128  # the server stopped reading long before the end
+
+
+def test_the_body_limit_stops_reading_at_the_limit():
+    """At the ASGI level: the app pulls no chunk past the one that crosses the limit, and answers 422."""
+    import asyncio
+
+    from seqlab.web.validation import MAX_BODY_BYTES
+
+    app = create_app("en")
+    pulled, sent = [], []
+
+    async def receive():
+        pulled.append(1)
+        return {"type": "http.request", "body": b"x" * 16_384, "more_body": True}  # endless, chunked
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": "/api/order", "raw_path": b"/api/order", "query_string": b"lang=es", "root_path": "",
+             "headers": [(b"content-type", b"application/json"), (b"transfer-encoding", b"chunked")],
+             "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
+    asyncio.run(app(scope, receive, send))
+    assert len(pulled) == MAX_BODY_BYTES // 16_384 + 1  # the first chunk past 64 KiB, and not one more
+    assert sent[0]["status"] == 422
+    body = json.loads(b"".join(message.get("body", b"") for message in sent[1:]))
+    assert body["message"].startswith("el cuerpo de la petición debe tener como mucho 65.536 bytes")
+
+
+def test_a_busy_lab_answers_503_at_once_and_pages_never_wait(live_url, monkeypatch):
+    import threading
+    import time
+
+    import httpx
+
+    from seqlab.studies import bench
+    from seqlab.web.budget import COMPUTE
+
+    release = threading.Event()
+
+    def slow_bench(config):  # holds the compute gate until released
+        release.wait(20)
+        raise RuntimeError("the slow bench was only a stand-in")
+
+    monkeypatch.setattr(bench, "run_bench", slow_bench)
+    monkeypatch.setattr(COMPUTE, "wait_s", 0.5)
+    heavy = {"d_model": 512, "max_T": 2048}
+    with httpx.Client(base_url=live_url, timeout=30) as http:
+        first = threading.Thread(target=lambda: http.post("/api/time/run", json=heavy))
+        first.start()
+        try:
+            deadline = time.monotonic() + 10
+            while not COMPUTE.busy:
+                assert time.monotonic() < deadline, "the first request never took the gate"
+                time.sleep(0.01)
+            started = time.monotonic()
+            second = http.post("/api/time/run", json=heavy, params={"lang": "es"})
+            assert second.status_code == 503 and time.monotonic() - started < 2  # wait_s, not the bench
+            assert second.headers["retry-after"] == "5"
+            assert second.json()["message"] == ("el laboratorio está ocupado midiendo otra petición; "
+                                                "inténtalo de nuevo en unos segundos")
+            for path in ("/", "/cost?lang=es", "/static/lab.js", "/api/cost?T=100000", "/api/cost?T=77",
+                         "/api/time", "/openapi.json"):
+                started = time.monotonic()
+                response = http.get(path)
+                assert response.status_code == 200 and time.monotonic() - started < 1.5, path
+            spans = http.get("/api/cost", params={"T": 91}).json()["at_T"]["spans"]
+            assert spans["method"] == "closed form" and spans["busy"]  # not traced, not waited for
+            assert http.get("/api/chain", params={"T": 5, "d_model": 4}).status_code == 503  # a new measurement
+        finally:
+            release.set()
+            first.join(timeout=30)
+    from seqlab.web.panels.cost import measured_spans
+
+    assert measured_spans(91).method == "measured"  # the busy answer was not cached
+
+
+# --- Languages of the messages --------------------------------------------------------------------------------
+
+def test_refusals_come_in_the_requests_language(client):
+    order = client.post("/api/order", params={"lang": "es"}, json={"sentence": "uno", "reordered": "uno"})
+    assert message(order) == "sentence debe tener entre 2 y 40 palabras; se recibieron 1"
+    quiz = client.post("/api/quiz/q2", params={"lang": "es"}, json={"answer": "muchos"})
+    assert message(quiz) == "se esperaba un número entero T ≥ 1; se recibió 'muchos'"
+    cost_ = client.get("/api/cost", params={"T": 0, "lang": "es"})
+    assert message(cost_).startswith("el parámetro de consulta T debe ser un entero en [1, 10000000]; se recibió 0 (")
+    by_header = client.get("/api/cost", params={"T": 0}, headers={"Accept-Language": "es-ES,es;q=0.9"})
+    assert message(by_header).startswith("el parámetro de consulta T debe ser")
+    assert message(client.get("/api/cost", params={"T": 0})).startswith("query parameter T must be")
+    with TestClient(create_app("es")) as spanish:  # seqlab serve --lang es: Spanish unless asked otherwise
+        assert message(spanish.get("/api/chain", params={"T": 1})).startswith("el parámetro de consulta T")
+
+
+def test_quiz_numbers_are_read_as_the_language_writes_them(client):
+    thousand = client.post("/api/quiz/q2", params={"lang": "es"}, json={"answer": "1.000"}).json()
+    assert thousand["answer"] == "1000" and not thousand["correct"]  # "1.000" is a thousand in Spanish
+    ambiguous = message(client.post("/api/quiz/q2", params={"lang": "es"}, json={"answer": "1,000"}))
+    assert "en español podría ser 1 o 1000; escríbelo sin separadores" in ambiguous
+    digits = "12345678901234567890123"
+    assert client.post("/api/quiz/q2", json={"answer": digits}).json()["answer"] == digits  # exact, no float
+    assert client.post("/api/quiz/q2", json={"answer": 512}).json()["correct"]  # a JSON number too
+    assert client.post("/api/quiz/q2", json={"answer": "512"}).json()["correct"]
+
+
+# --- Clear refusals ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("request_", "expected"), [
+    (("POST", "/api/order", {"content": b"", "headers": {"content-type": "application/json"}}), None),
+    (("POST", "/api/order", {"content": b"{not json", "headers": {"content-type": "application/json"}}),
+     "request body is not valid JSON: Expecting property name enclosed in double quotes at character 1"),
+    (("POST", "/api/order", {"content": b'{"sentence": "a b"}', "headers": {"content-type": "text/plain"}}),
+     "request body must be a JSON object sent with Content-Type: application/json; received Content-Type text/plain"),
+    (("POST", "/api/order", {"json": [1, 2]}), "request body must be a JSON object; received [1, 2]"),
+    (("POST", "/api/quiz/q1", {"json": {"answer": True}}),
+     'answer must be a letter ("c"), letters ("a, b" or ["a", "b"]) or a whole number (512); received true'),
+    (("POST", "/api/quiz/q1", {"json": {"answer": None}}), "received null"),
+    (("POST", "/api/quiz/q1", {"json": {"answer": {"x": 1}}}), 'received {"x": 1}'),
+    (("GET", "/api/cost?T=", {}), "query parameter T must be an integer in [1, 10000000]; received an empty value ("),
+    (("GET", "/api/cost?t=5", {}), "query parameter t is not accepted; accepted: T, d_model, d_h, d_k, d_v, lang"),
+    (("GET", "/api/quiz?lang=en&answer=c", {}), "query parameter answer is not accepted; accepted: lang"),
+    (("POST", "/api/order", {"json": {"sentence": "a b", "reordered": "b a", "extra": 1}}),
+     "field extra is not accepted; accepted: sentence, reordered, d_model, seed"),
+    (("POST", "/api/time/run", {"json": {"d_model": "512"}}),
+     'field d_model must be one of 64, 128, 256, 512; received "512"'),
+    (("POST", "/api/time/run", {"json": {"max_T": "1024"}}),
+     'field max_T must be an integer in [64, 2048]; received "1024"'),  # strict for every number
+])
+def test_refusals_say_what_was_wrong_in_plain_words(client, request_, expected):
+    method, url, options = request_
+    text = message(client.request(method, url, **options))
+    assert "str" not in text.replace("string", "") or "Content" in text  # no pydantic type names
+    assert "True" not in text and "None" not in text and "b'" not in text
+    if expected:
+        assert expected in text
+
+
+def test_unknown_query_parameters_are_refused_but_pages_keep_their_state(client):
+    assert client.get("/api/cost", params={"T": 5}).status_code == 200
+    assert client.get("/cost", params={"T": 5, "d": 64, "lang": "es"}).status_code == 200  # a page's state
+    page = client.get("/order", params={"sentence": "El perro", "reordered": "perro el", "lang": "en"}).text
+    assert 'href="/order?sentence=El+perro&amp;reordered=perro+el&amp;lang=es"' in page  # the toggle carries it
+
+
+def test_order_compares_words_without_capitals(client):
+    data = client.post("/api/order", json={"sentence": "El perro muerde al cartero",
+                                           "reordered": "Al cartero muerde el perro"}).json()
+    assert data["permutation"] == [3, 4, 2, 0, 1]
+    assert data["words"][0] == "El" and data["reordered_words"][0] == "Al"  # shown as typed
+    assert data["attention"]["same_numbers"] and not data["recurrence"]["same_numbers"]
+    assert "differing in gato, perro" in message(
+        client.post("/api/order", json={"sentence": "El perro", "reordered": "el gato"}))
+
+
+def test_both_time_tables_give_the_work_ratio_one_way_and_one_format(client):
+    from seqlab.web.panels.timing import work_ratio
+
+    assert work_ratio(256, 512) == Fraction(1, 2)  # attention / recurrence = T/d, as the cost panel
+    gpu = client.get("/api/time").json()["gpu"]
+    if gpu:
+        point = next(p for p in gpu[0]["points"] if p["d_model"] == 512 and p["T"] == 256)
+        assert point["work_ratio_text"] == "0.500" and point["work_ratio"] == 0.5
+        assert "\u00a0" in point["rnn_text"]  # the unit never wraps away from its number
+
+
+# --- Pages: offline, and errors a person can read --------------------------------------------------------------
+
+EXTERNAL = re.compile(r"(?:https?:)?//(?!127\.0\.0\.1|localhost)[\w-]+(?:\.[\w-]+)+")
+
+
+def test_no_page_loads_anything_from_another_host(client):
+    assert client.get("/docs").status_code == client.get("/redoc").status_code == 404  # CDN-built pages: off
+    assert client.get("/openapi.json").status_code == 200
+    served = [f"{path}?lang={lang}" for path in PAGES for lang in ("en", "es")]
+    served += [f"/static/{name}" for name in ("lab.js", "lab.css", "cost.js", "chain.js", "order.js", "time.js",
+                                              "quiz.js", "figure.js", "favicon.svg")]
+    for path in served + ["/nowhere", "/cost?lang=fr"]:
+        text = client.get(path, headers={"Accept": "text/html"}).text
+        found = [hit for hit in EXTERNAL.findall(text) if not hit.endswith("//www.w3.org")]  # SVG's namespace
+        assert found == [], f"{path} names another host: {found}"
+
+
+def test_a_person_gets_an_error_page_the_api_gets_json(client):
+    missing = client.get("/nowhere", params={"lang": "es"}, headers={"Accept": "text/html,*/*"})
+    assert missing.status_code == 404 and missing.headers["content-type"].startswith("text/html")
+    assert "Página no encontrada" in missing.text and "/nowhere no es una página del laboratorio" in missing.text
+    bad = client.get("/cost", params={"lang": "fr"}, headers={"Accept": "text/html"})
+    assert bad.status_code == 422 and "<h1>This page cannot be shown</h1>" in bad.text
+    assert "lang must be one of &#39;en&#39;, &#39;es&#39;; received fr" in bad.text
+    assert 'href="/cost?lang=es"' in bad.text  # the language links lead to a page that works
+    api = client.get("/api/nowhere", headers={"Accept": "text/html"})
+    assert api.status_code == 404 and api.json()["message"] == "nothing here: /api/nowhere is not a page of the lab"
 
 
 # --- Schemathesis: the OpenAPI schema, fuzzed, never answers 500 ----------------------------------------------

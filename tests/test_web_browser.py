@@ -6,7 +6,10 @@ until its numbers have arrived from the API, checked for script errors and saved
 ``test-artifacts/screenshots/``. Then: the highlighter lights exactly the three attention boxes (L11),
 the keyboard walks the figure, a width slider moves the crossover label (L7), the shuffle demo keeps
 attention's numbers and changes the recurrence's (L10), the self-check grades right and wrong answers
-(L12), and a short bench runs.
+(L12), and a short bench runs. Every page is loaded again at a phone's width (390 px) and must not be wider
+than the screen (screenshots ``<panel>-<lang>-390.png``); no page may request anything from another host;
+stale results are greyed out, the language toggle keeps what was set, and a busy lab is said in the page's
+language.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import socket
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -31,6 +35,7 @@ SCREENSHOTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "screensh
 PANELS = ("index", "figure", "cost", "chain", "order", "time", "quiz")
 ATTENTION_BOXES = {"encoder.self_attention", "decoder.masked_self_attention", "decoder.cross_attention"}
 TIMEOUT_MS = 60_000  # a busy two-core machine: the first figure and chain requests compute for seconds
+PHONE_WIDTH = 390
 
 
 def untranslated(text: str) -> list[str]:
@@ -76,16 +81,44 @@ def browser():
         chromium.close()
 
 
-@pytest.fixture()
-def page(browser):
-    """A fresh page that fails the test on any script error or failed request."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+def _open_page(browser, width: int):
+    """A fresh page of ``width`` CSS pixels that records script errors, failed requests and any request that
+    leaves this computer (the lab works offline: everything it loads comes from the server on 127.0.0.1)."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     errors: list[str] = []
+
+    def on_console(message) -> None:
+        # A 503 is the lab saying it is busy; the page shows it (test_a_busy_lab_is_said_in_the_pages_language).
+        if message.type == "error" and "status of 503" not in message.text:
+            errors.append(f"console: {message.text}")
+
+    def on_request(request) -> None:
+        host = urlsplit(request.url).hostname
+        if request.url.startswith(("http:", "https:")) and host not in ("127.0.0.1", "localhost"):
+            errors.append(f"request to another host: {request.url}")
+
     page.on("pageerror", lambda error: errors.append(f"script error: {error}"))
-    page.on("console", lambda message: errors.append(f"console: {message.text}") if message.type == "error" else None)
+    page.on("console", on_console)
     page.on("requestfailed", lambda request: errors.append(f"request failed: {request.url}"))
+    page.on("request", on_request)
+    return context, page, errors
+
+
+@pytest.fixture()
+def page(browser):
+    """A fresh desktop-sized page that fails the test on any script error, failed or external request."""
+    context, page, errors = _open_page(browser, 1280)
+    yield page
+    context.close()
+    assert errors == []
+
+
+@pytest.fixture()
+def phone(browser):
+    """The same at a phone's width, 390 CSS pixels."""
+    context, page, errors = _open_page(browser, PHONE_WIDTH)
     yield page
     context.close()
     assert errors == []
@@ -123,6 +156,27 @@ def test_every_page_renders_in_both_languages(page, base_url, panel, lang):
         assert untranslated(text) == [], "English left on the Spanish page"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{panel}-{lang}.png"), full_page=True)
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+@pytest.mark.parametrize("panel", PANELS)
+def test_every_page_fits_a_phone(phone, base_url, panel, lang):
+    """At 390 px nothing widens the page: tables scroll inside their cards, charts and text fit."""
+    path = "/" if panel == "index" else f"/{panel}"
+    phone.goto(f"{base_url}{path}?lang={lang}")
+    _ready(phone, panel)
+    phone.wait_for_timeout(300)  # charts lay themselves out on the next frames
+    width = phone.evaluate("document.documentElement.scrollWidth")
+    assert width <= PHONE_WIDTH + 1, f"the page is {width} px wide on a {PHONE_WIDTH} px screen"
+    assert phone.evaluate("document.querySelector('header').getBoundingClientRect().width") <= PHONE_WIDTH + 1
+    if panel == "chain":  # the depth chart is laid out for the phone: its labels stay readable
+        height = phone.evaluate("Math.min(...[...document.querySelectorAll('#chain-svg text')]"
+                                ".map((node) => node.getBoundingClientRect().height))")
+        assert height >= 9, f"chart text {height:.1f} px high"
+    if panel in ("cost", "time", "order"):
+        assert phone.locator(".table-scroll").count() >= 1  # the wide tables scroll inside their cards
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    phone.screenshot(path=str(SCREENSHOTS / f"{panel}-{lang}-{PHONE_WIDTH}.png"), full_page=True)
 
 
 def test_highlighter_lights_exactly_the_three_attention_boxes(page, base_url):
@@ -174,6 +228,57 @@ def test_width_slider_moves_the_crossover_label(page, base_url):
     page.wait_for_function("document.querySelector('#at-T-title').textContent === 'At T = 50'")
     worked = page.inner_text("#worked")
     assert "26,214,400" in worked and "2,560,000" in worked and "1,024,000,000" in worked  # L9
+    assert page.locator(".modebar").count() == 0  # no Plotly toolbar (its tooltips would be English)
+
+
+def test_cost_greys_out_stale_results_and_says_why(page, base_url):
+    page.goto(f"{base_url}/cost?lang=es")
+    _ready(page, "cost")
+    page.click("#advanced summary")
+    page.fill("#d_h", "0")  # refused in the page: nothing is asked, the old numbers are marked
+    assert "d_h debe ser un número entero de 1 a 65.536" in page.inner_text("#cost-status")
+    assert "stale" in page.get_attribute("#at-T", "class") and "stale" in page.get_attribute("#worked", "class")
+    page.fill("#d_h", "256")
+    page.wait_for_function("!document.querySelector('#at-T').classList.contains('stale')")
+    assert page.inner_text("#cost-status") == ""
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("d_model=1&d_h=1&d_k=65536&d_v=65536",
+     ("Attention does more multiplications than the recurrence at every length T ≥ 1: the curves would only meet "
+      "at T = 1.526e-5")),
+    ("d_model=512&d_h=65536&d_k=512&d_v=512",
+     "The recurrence does more multiplications at every length this slider reaches (up to T = 4,096)"),
+])
+def test_cost_says_where_the_curves_meet_when_it_is_off_the_slider(page, base_url, query, expected):
+    page.goto(f"{base_url}/cost?lang=en&{query}")
+    _ready(page, "cost")
+    assert expected in page.inner_text("#crossover-label")
+    assert page.evaluate("document.getElementById('cost-chart').layout.xaxis.range[0]") == 0  # T ≥ 1 only
+
+
+def test_switching_language_keeps_what_was_set(page, base_url):
+    page.goto(f"{base_url}/cost?lang=en")
+    _ready(page, "cost")
+    page.fill("#d", "256")
+    page.fill("#T", "50")
+    page.click("#lang-es")
+    page.wait_for_selector("html[lang=es]")
+    _ready(page, "cost")
+    assert page.input_value("#d") == "256" and page.input_value("#T") == "50" and page.input_value("#d_v") == "256"
+    assert "T = 256." in page.inner_text("#crossover-label")
+    page.goto(f"{base_url}/order?lang=en")
+    _ready(page, "order")
+    page.fill("#sentence", "La luz y la sombra")
+    page.fill("#reordered", "la sombra y La luz")
+    page.click("#compare")
+    page.wait_for_function("document.querySelector('#order-status').textContent === ''")
+    page.click("#lang-es")
+    page.wait_for_selector("html[lang=es]")
+    _ready(page, "order")
+    assert page.input_value("#sentence") == "La luz y la sombra"  # capitals compared aside, kept as typed
+    assert page.input_value("#reordered") == "la sombra y La luz"
+    assert page.get_attribute("#order-attention .verdict", "data-same") == "true"
 
 
 def test_shuffle_keeps_attention_numbers_and_changes_the_recurrence(page, base_url):
@@ -190,6 +295,7 @@ def test_shuffle_keeps_attention_numbers_and_changes_the_recurrence(page, base_u
     page.fill("#reordered", "el gato muerde al cartero")
     page.click("#compare")
     assert "same words" in page.inner_text("#order-status")
+    assert "stale" in page.get_attribute("#order-result", "class")  # the rows below are for other sentences
 
 
 def test_quiz_grades_right_and_wrong_answers(page, base_url):
@@ -238,4 +344,22 @@ def test_a_short_bench_runs_and_the_gpu_record_shows(page, base_url):
     page.wait_for_function("document.querySelector('#bench-run').disabled === false")
     assert page.locator("#local-result tbody tr").count() == 3  # T = 64, 128, 256
     page.screenshot(path=str(SCREENSHOTS / "time-run-es.png"), full_page=True)
+    work = page.locator("#local-result thead th").nth(4).inner_text()
+    if any(recorded.glob("gpu-*.json")):  # one direction, one format in both tables
+        assert page.locator("#gpu-result thead th").nth(4).inner_text() == work == "trabajo atención / recurrencia"
+        assert page.locator("#local-result tbody tr").nth(2).locator("td").nth(3).inner_text() == "4"  # 256 / 64
+
+
+def test_a_busy_lab_is_said_in_the_pages_language(page, base_url):
+    def busy(route):
+        route.fulfill(status=503, headers={"Retry-After": "5", "Content-Type": "application/json"},
+                      body='{"detail": [], "message": "busy"}')
+
+    page.route("**/api/time/run*", busy)
+    page.goto(f"{base_url}/time?lang=es")
+    _ready(page, "time")
+    page.click("#bench-run")
+    page.wait_for_function("document.querySelector('#bench-run').disabled === false")
+    assert page.inner_text("#bench-status") == ("El laboratorio está ocupado midiendo otra petición; inténtalo de "
+                                                "nuevo en unos segundos.")
 

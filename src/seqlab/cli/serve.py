@@ -1,7 +1,9 @@
 """``seqlab serve``: run the web lab on this computer (FastAPI under Uvicorn; parse, then serve).
 
-Bound to 127.0.0.1 by default, so only this computer can reach it; ``--open`` opens the lab in the
-default browser once the server is listening. Everything the pages load ships in the package.
+Bound to 127.0.0.1 by default, so only this computer can reach it (any other address prints a warning on
+stderr: the lab's bench then runs for whoever on the network asks); ``--open`` opens the lab in the
+default browser once the server is listening. Everything the pages load ships in the package. The start
+line and the warning are in the lab's language (the ``web`` catalogue).
 """
 
 from __future__ import annotations
@@ -49,6 +51,22 @@ def _check_address(host: str, port: int) -> None:
                                  param_hint="'--host' / '--port'") from None
 
 
+def _is_loopback(host: str) -> bool:
+    """Whether ``host`` names this computer only (127.0.0.0/8, ::1, localhost).
+
+    >>> _is_loopback("127.0.0.1"), _is_loopback("localhost"), _is_loopback("0.0.0.0"), _is_loopback("::")
+    (True, True, False, False)
+    """
+    import ipaddress
+
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name other than localhost: it may resolve to any interface
+        return False
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(metavar="ADDRESS",
@@ -61,13 +79,19 @@ def serve(
     """Run the web lab: Figure 1, cost, chain and path, order, time and the self-check, in en or es."""
     import uvicorn
 
+    from seqlab.i18n import translator
     from seqlab.web.app import create_app
 
     lang = language(lang)
+    _ = translator(lang, "web")
     _check_address(host, port)
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else shown}:{port}/?lang={lang}"
-    typer.echo(f"seqlab lab: {url}  (Ctrl+C stops it)", err=True)
+    typer.echo(_("seqlab lab: {url}  (Ctrl+C stops it)").format(url=url), err=True)
+    if not _is_loopback(host):
+        typer.echo(_("Warning: listening on {host}, so other computers on the network can open the lab and make "
+                     "this one run its CPU-heavy measurements; use --host 127.0.0.1 to keep it to this computer.")
+                   .format(host=host), err=True)
     if open_browser:
         _open_when_ready(url, "127.0.0.1" if host in ("0.0.0.0", "::") else host, port)
     uvicorn.run(create_app(lang), host=host, port=port, log_level="warning")

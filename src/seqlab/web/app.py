@@ -4,8 +4,11 @@ One page per panel (``/figure``, ``/cost``, ``/chain``, ``/order``, ``/time``, `
 them), each rendered by Jinja2 in English or Spanish (``?lang=es``; gettext domain ``web`` through
 Jinja's i18n extension) and drawn in the browser from its ``/api/...`` endpoint. Every script and style
 ships in the package; Plotly's bundle is served from the installed ``plotly`` package, so the lab works
-offline. Bad input of any kind is a 422 whose message names the value and the range
-(:mod:`seqlab.web.validation`); :class:`~seqlab.errors.SeqlabError` maps to 422 too.
+offline (and FastAPI's /docs and /redoc, which load theirs from CDNs, are off; /openapi.json stays). Bad
+input of any kind is a 422 whose message names the value and the range, in the request's language
+(:mod:`seqlab.web.validation`); :class:`~seqlab.errors.SeqlabError` maps to 422 too; a measurement that
+cannot start because another one runs is a 503 with ``Retry-After`` (:mod:`seqlab.web.budget`). A browser
+asking for a page gets its errors as a small translated page, the API as JSON.
 """
 
 from __future__ import annotations
@@ -72,6 +75,34 @@ def render_page(panel: str, lang: str, request: Request) -> HTMLResponse:
     return HTMLResponse(html)
 
 
+def wants_html(request: Request) -> bool:
+    """Whether an error should be a page: a browser (Accept: text/html) asking for a path outside the API."""
+    path = request.url.path
+    return not path.startswith(("/api/", "/api", "/static/", "/vendor/", "/openapi")) and \
+        "text/html" in request.headers.get("accept", "")
+
+
+def error_page(request: Request, status: int, message: str) -> HTMLResponse:
+    """A small page for a refused page request, in the request's language, with a way back."""
+    lang = validation.request_lang(request)
+    _ = validation.tr(lang)
+    title = {404: _("Page not found"), 422: _("This page cannot be shown")}.get(
+        status, _("This request cannot be answered"))
+    others = [(key, value) for key, value in request.query_params.multi_items() if key != "lang"]
+    switch = {code: f"{request.url.path}?{urlencode(others + [('lang', code)])}" for code in LANGUAGES}
+    html = environment(lang).get_template("error.html").render(
+        panel="error", switch=switch, plotly=False, status=status, title=title, message=message)
+    return HTMLResponse(html, status_code=status)
+
+
+def respond(request: Request, status: int, detail: list[dict], headers: dict[str, str] | None = None):
+    """An error as JSON (``detail`` and ``message``), or as a page for a browser asking for a page."""
+    body = validation.error_body(detail)
+    if wants_html(request):
+        return error_page(request, status, body["message"])
+    return JSONResponse(status_code=status, content=body, headers=headers)
+
+
 def create_app(default_lang: str = "en") -> FastAPI:
     """Build the web lab. Pages default to ``default_lang`` when a request names no ``lang``.
 
@@ -82,44 +113,61 @@ def create_app(default_lang: str = "en") -> FastAPI:
     Raises:
         SeqlabError: ``default_lang`` is not ``en`` or ``es``.
     """
+    from fastapi import Depends
+
+    from seqlab.web.budget import LabBusy
     from seqlab.web.panels import chain, cost, figure, order, quiz, timing
 
     check_language(default_lang)
-    app = FastAPI(title="seqlab lab", version="0.1.0",
+    # No /docs or /redoc: their pages load scripts and fonts from CDNs, blank offline. /openapi.json stays.
+    app = FastAPI(title="seqlab lab", version="0.1.0", docs_url=None, redoc_url=None,
                   description="What recurrence costs and what attention buys, measured live: one JSON "
                               "endpoint per panel of the web lab (lesson claims L1–L12).")
-    app.add_exception_handler(RequestValidationError, validation.validation_response)
-    app.add_exception_handler(SeqlabError, validation.seqlab_error_response)
-    app.add_exception_handler(StarletteHTTPException, validation.http_error_response)
+    app.state.default_lang = default_lang
 
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next):
-        """Refuse a body over the size limit from its Content-Length, before reading it."""
-        length = request.headers.get("content-length", "0")
-        if length.isdigit() and int(length) > validation.MAX_BODY_BYTES:
-            return validation.body_too_large(int(length))
-        return await call_next(request)
+    async def on_validation_error(request: Request, exc: RequestValidationError):
+        return respond(request, 422, validation.validation_detail(request, exc))
+
+    async def on_seqlab_error(request: Request, exc: SeqlabError):
+        return respond(request, 422, validation.seqlab_error_detail(request, exc))
+
+    async def on_http_error(request: Request, exc: StarletteHTTPException):
+        status, detail = validation.http_error_detail(request, exc)
+        headers = dict(getattr(exc, "headers", None) or {})
+        if isinstance(exc, validation.BodyTooLarge):
+            headers["Connection"] = "close"  # the rest of the body is never read
+        return respond(request, status, detail, headers or None)
+
+    async def on_busy(request: Request, exc: LabBusy):
+        return respond(request, 503, validation.busy_detail(request), {"Retry-After": str(exc.retry_after_s)})
+
+    app.add_exception_handler(RequestValidationError, on_validation_error)
+    app.add_exception_handler(SeqlabError, on_seqlab_error)
+    app.add_exception_handler(StarletteHTTPException, on_http_error)
+    app.add_exception_handler(LabBusy, on_busy)
+    app.add_middleware(validation.BodyLimit, limit=validation.MAX_BODY_BYTES)
 
     for module in (figure, cost, chain, order, timing, quiz):
-        app.include_router(module.router)
+        app.include_router(module.router, dependencies=[Depends(validation.reject_unknown_query)])
     app.mount("/static", StaticFiles(directory=str(PACKAGE / "static")), name="static")
 
     @app.get("/vendor/plotly.min.js", include_in_schema=False)
-    def plotly_js():
+    async def plotly_js():
         """Plotly's bundle from the installed package: the charts work offline."""
         path = plotly_bundle()
         if path is None:
             return JSONResponse(status_code=404, content={"message": "plotly is not installed"})
         return FileResponse(path, media_type="text/javascript")
 
+    # Pages are async: rendering a cached template never waits for a thread, so a busy lab still serves them.
     @app.get("/", include_in_schema=False)
-    def index(request: Request, lang: Lang = None):
+    async def index(request: Request, lang: Lang = None):
         """The list of panels."""
         return render_page("index", lang or default_lang, request)
 
     def page(panel: str):
         """The route handler of one panel's page."""
-        def handler(request: Request, lang: Lang = None):
+        async def handler(request: Request, lang: Lang = None):
             """Render the panel's page in the requested (or the default) language."""
             return render_page(panel, lang or default_lang, request)
         handler.__name__ = f"{panel}_page"

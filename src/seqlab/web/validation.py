@@ -1,116 +1,284 @@
-"""HTTP 422 for every bad input: one sentence per error naming the field, the range and the value received.
+"""Every refusal of the web lab as one sentence naming the field, the range and the value received, in en or es.
 
-FastAPI validates each request against its pydantic declaration; :func:`validation_response` rewrites
+FastAPI validates each request against its pydantic declaration; :func:`validation_detail` rewrites
 pydantic's messages ("Input should be less than or equal to 128") so they also say what the field
-accepts and what arrived ("query parameter T must be an integer in [2, 128]; received 500").
-:func:`seqlab_error_response` does the same for the library's :class:`~seqlab.errors.SeqlabError`
-(sizes over the compute budget, words that differ…). Both keep FastAPI's body shape,
+accepts and what arrived ("query parameter T must be an integer in [2, 96]; received 500"), in the
+request's language (:func:`request_lang`: ``?lang=``, else ``Accept-Language``, else the app's default).
+Pydantic's own phrase stays English, inside the translated sentence. Refusals of the library
+(:class:`~seqlab.errors.SeqlabError`: sizes over the compute budget, words that differ…) are translated by
+:func:`localize`, which recognises the lab's known sentences (:data:`MESSAGES`, msgids of the ``web``
+catalogue) and leaves any other as it is. Error bodies keep FastAPI's shape,
 ``{"detail": [{"loc", "msg", "type"}]}``, and add ``"message"``, all errors in one line.
+
+Also here: unknown query parameters are refused (:func:`reject_unknown_query`), and
+:class:`BodyLimit` refuses a request body over :data:`MAX_BODY_BYTES` from the bytes actually received,
+chunked or not, without reading any further.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import types
 import typing
+from functools import cache
 from typing import Any
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from seqlab.errors import SeqlabError
+from seqlab.i18n import LANGUAGES, translator
 
-#: Largest request body accepted (bytes); anything longer is refused before it is parsed.
+DOMAIN = "web"
+#: Largest request body accepted (bytes); anything longer is refused as soon as it passes the limit.
 MAX_BODY_BYTES = 64 * 1024
-WHERE = {"query": "query parameter", "path": "path parameter", "body": "field", "header": "header"}
+
+
+def N_(message: str) -> str:
+    """Mark a message for the ``web`` catalogue; it is translated later, in the request's language."""
+    return message
+
+
+#: Where a value came from, by FastAPI's first ``loc`` element.
+WHERE = {"query": N_("query parameter {name}"), "path": N_("path parameter {name}"), "body": N_("field {name}"),
+         "header": N_("header {name}")}
+
+#: Sentences the library and the panels refuse with, recognised in English and translated (see :func:`localize`).
+MESSAGES = (
+    N_("{name} must hold between 2 and {most} words, received {count}"),
+    N_("reordered must use exactly the words of sentence (capitals aside), in any order; received {count} words "
+       "for {expected}, differing in {words}"),
+    N_("reordered must use exactly the words of sentence (capitals aside), in any order; received {count} words "
+       "for {expected}, differing in how often words repeat"),
+    N_("{what} would need about {size} MiB (mostly {largest}); one request may use at most {budget} MiB"),
+    N_("{what} would need about {size} MiB (mostly {largest}); one request may use at most {budget} MiB; "
+       "{hint}"),
+    N_("{what} would need about {size} GiB (mostly {largest}); this machine has {available} GiB available, of "
+       "which seqlab uses at most {share}"),
+    N_("at S = {source}, T = {target} with {heads} heads, d_model may be at most {width}"),
+    N_("at S = {source}, T = {target} with {heads} heads, no d_model fits"),
+    N_("T = {T} at d_model = {d}"),
+    N_("S = {source}, T = {target} at d_model = {d}"),
+    N_("path closeness of {count} sources"),
+    N_("a {a}×{b}×{c} product temporary"),
+    N_("the batched backward over {count} probe vectors"),
+    N_("the weights of width {d}"),
+    N_("heads must divide d_model, received d_model = {d} and heads = {heads}; expected a divisor of {d2} in "
+       "[1, {d3}]"),
+    N_("expected a whole number T >= 1, received {answer}"),
+    N_("expected a whole number T >= 1, received {answer}: in {language} it could be {one} or {other}; write "
+       "it without separators"),
+    N_("expected one letter among {letters}, received {answer}"),
+    N_("expected letters among {letters}, received {answer}"),
+    N_("answer must be at most {most} characters, received {count}"),
+    N_("answer must list at most {most} letters, received {count}"),
+    N_("answer must be a letter (\"c\"), letters (\"a, b\" or [\"a\", \"b\"]) or a whole number (512); "
+       "received {received}"),
+    N_("English"),
+    N_("Spanish"),
+)
+#: The 503 of a busy lab, and the refusal of an oversized body.
+BUSY = N_("the lab is busy measuring another request; try again in a few seconds")
+TOO_LARGE = N_("request body must be at most {most} bytes; received more than {received}")
+TOO_LARGE_DECLARED = N_("request body must be at most {most} bytes; received {received}")
+
+
+def tr(lang: str):
+    """The ``web`` catalogue's gettext for ``lang`` (English ids unchanged for en or an unknown language)."""
+    return translator(lang if lang in LANGUAGES else "en", DOMAIN)
+
+
+def request_lang(request: Request) -> str:
+    """The language of a request's messages: ``?lang=``, else the first en/es of ``Accept-Language``, else
+    the app's default."""
+    value = request.query_params.get("lang")
+    if value in LANGUAGES:
+        return value
+    for part in request.headers.get("accept-language", "").split(","):
+        tag = part.split(";")[0].strip().lower()[:2]
+        if tag in LANGUAGES:
+            return tag
+    return getattr(request.app.state, "default_lang", "en")
+
+
+@cache
+def _pattern(msgid: str) -> re.Pattern[str]:
+    """A regular expression matching the English sentence ``msgid`` with any text in its placeholders."""
+    parts = re.split(r"\{(\w+)\}", msgid)
+    return re.compile("".join(re.escape(part) if i % 2 == 0 else f"(?P<{part}>.+?)"
+                              for i, part in enumerate(parts)), re.DOTALL)
+
+
+def localize(text: str, lang: str) -> str:
+    """``text`` in ``lang`` when it is one of :data:`MESSAGES` (recursively for the parts it quotes), else as is.
+
+    >>> localize("sentence must hold between 2 and 40 words, received 1", "es")
+    'sentence debe tener entre 2 y 40 palabras; se recibieron 1'
+    >>> localize("T = 128 at d_model = 64", "es"), localize("anything else", "es")
+    ('T = 128 con d_model = 64', 'anything else')
+    """
+    if lang == "en":
+        return text
+    matches = [(len(re.sub(r"\{\w+\}", "", msgid)), msgid, match) for msgid in MESSAGES
+               if (match := _pattern(msgid).fullmatch(text))]
+    if not matches:
+        return text
+    _, msgid, match = max(matches, key=lambda found: found[0])  # the most specific sentence that fits
+    values = {name: localize(value, lang) for name, value in match.groupdict().items()}
+    return tr(lang)(msgid).format(**values)
+
+
+def lab_error(msgid: str, **values: Any):
+    """A pydantic error whose message is ``msgid`` (one of :data:`MESSAGES`), translated when it is reported.
+
+    Raise it from a validator; :func:`sentence` fills the catalogue's sentence with ``values``.
+    """
+    from pydantic_core import PydanticCustomError
+
+    return PydanticCustomError("lab_value", msgid, {**values, "msgid": msgid})
 
 
 def _number(value: float) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def describe(annotation: Any, metadata: list[Any]) -> str:
+def describe(annotation: Any, metadata: list[Any], lang: str = "en") -> str:
     """What a field accepts, in words, from its type and its pydantic constraints.
 
     >>> from annotated_types import Ge, Le
-    >>> describe(int, [Ge(1), Le(128)])
-    'an integer in [1, 128]'
+    >>> describe(int, [Ge(1), Le(128)]), describe(int, [Ge(1), Le(128)], "es")
+    ('an integer in [1, 128]', 'un entero en [1, 128]')
     >>> describe(typing.Literal["en", "es"], [])
     "one of 'en', 'es'"
     """
+    _ = tr(lang)
     bounds = {name: getattr(item, name) for item in metadata
               for name in ("ge", "gt", "le", "lt", "max_length", "min_length") if getattr(item, name, None) is not None}
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):  # Optional[X]: describe X
         kept = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
-        return describe(kept[0], metadata) if len(kept) == 1 else ""
+        return describe(kept[0], metadata, lang) if len(kept) == 1 else ""
     if typing.get_origin(annotation) is typing.Literal:
-        return "one of " + ", ".join(repr(value) for value in typing.get_args(annotation))
+        return _("one of {values}").format(values=", ".join(repr(value) for value in typing.get_args(annotation)))
     if annotation is int or annotation is float:
-        kind = "an integer" if annotation is int else "a number"
         low = ("[" + _number(bounds["ge"]) if "ge" in bounds
                else "(" + _number(bounds["gt"]) if "gt" in bounds else None)
         high = (_number(bounds["le"]) + "]" if "le" in bounds
                 else _number(bounds["lt"]) + ")" if "lt" in bounds else None)
         if low and high:
-            return f"{kind} in {low}, {high}"
-        return kind
+            interval = f"{low}, {high}"
+            return (_("an integer in {interval}") if annotation is int else _("a number in {interval}")).format(
+                interval=interval)
+        return _("an integer") if annotation is int else _("a number")
     if annotation is str:
         low, high = bounds.get("min_length"), bounds.get("max_length")
         if high is not None:
-            return f"text of {low or 0} to {high} characters"
-        return "text"
+            return _("text of {low} to {high} characters").format(low=low or 0, high=high)
+        return _("text")
     return ""
 
 
-def _fields(request: Request) -> dict[tuple[str, str], tuple[Any, list[Any]]]:
+Fields = dict[tuple[str, str], tuple[Any, list[Any]]]
+
+
+def _params(dependant, kind: str) -> list[Any]:
+    """The ``kind`` parameters (query_params, path_params, body_params) of a dependant and its dependencies."""
+    found = list(getattr(dependant, kind))
+    for sub in dependant.dependencies:
+        found += _params(sub, kind)
+    return found
+
+
+def _fields(request: Request) -> Fields:
     """(place, name) -> (type, constraints) for every parameter and body field of the matched route."""
     route = request.scope.get("route")
     dependant = getattr(route, "dependant", None)
-    fields: dict[tuple[str, str], tuple[Any, list[Any]]] = {}
+    fields: Fields = {}
     if dependant is None:
         return fields
-    for place, params in (("query", dependant.query_params), ("path", dependant.path_params)):
-        for param in params:
+    for place, kind in (("query", "query_params"), ("path", "path_params")):
+        for param in _params(dependant, kind):
             info = param.field_info
             fields[(place, param.alias)] = (info.annotation, list(info.metadata))
-    for param in dependant.body_params:
+    for param in _params(dependant, "body_params"):
         model = param.field_info.annotation
         for name, info in getattr(model, "model_fields", {}).items():
             fields[("body", info.alias or name)] = (info.annotation, list(info.metadata))
     return fields
 
 
-def _received(value: Any) -> str:
-    """The value as received, cut to 60 characters (an oversized text is named by its length)."""
+def shown(value: Any, lang: str = "en", plain: bool = False) -> str:
+    """A value as received, for a message: JSON's spelling (``true``, ``null``, ``"text"``), cut to 60 characters.
+
+    ``plain``: a query or path value, shown without quotes. An empty value is named as such.
+
+    >>> shown(True), shown(None), shown("abc"), shown("abc", plain=True), shown("", "es", plain=True)
+    ('true', 'null', '"abc"', 'abc', 'un valor vacío')
+    """
+    _ = tr(lang)
+    if value == "" and isinstance(value, str):
+        return _("an empty value")
+    if isinstance(value, (bytes, bytearray)):
+        value = bytes(value[:60]).decode("utf-8", "replace")
     if isinstance(value, str) and len(value) > 60:
-        return f"{value[:40]!r}… ({len(value):,} characters)"
-    text = repr(value)
+        head = value[:40] if plain else json.dumps(value[:40], ensure_ascii=False)
+        from seqlab.i18n import format_integer
+
+        return _("{start}… ({count} characters)").format(
+            start=head, count=format_integer(len(value), lang if lang in LANGUAGES else "en"))
+    if plain and isinstance(value, str):
+        return value
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = str(value)
     return text if len(text) <= 60 else f"{text[:57]}…"
 
 
-def sentence(error: dict[str, Any], fields: dict[tuple[str, str], tuple[Any, list[Any]]]) -> str:
+def sentence(error: dict[str, Any], fields: Fields, lang: str = "en", content_type: str = "") -> str:
     """One error as a sentence: where, which field, what it accepts, what arrived.
 
-    >>> sentence({"loc": ("query", "T"), "msg": "Input should be less than or equal to 128", "input": "500",
+    >>> sentence({"loc": ("query", "T"), "msg": "Input should be less than or equal to 96", "input": "500",
     ...           "type": "less_than_equal"}, {})
-    'query parameter T: Input should be less than or equal to 128; received 500'
+    'query parameter T: Input should be less than or equal to 96; received 500'
     """
+    _ = tr(lang)
     loc = tuple(error.get("loc", ()))
     place = str(loc[0]) if loc else ""
-    name = ".".join(str(part) for part in loc[1:]) or "body"
-    where = f"{WHERE.get(place, place)} {name}".strip()
-    if error.get("type") == "missing":
-        return f"{where} is required"
+    name = ".".join(str(part) for part in loc[1:])
+    kind = str(error.get("type", ""))
+    detail = str(error.get("msg", ""))
+    value = error.get("input")
+    ctx = error.get("ctx") or {}
+    if kind == "lab_value" and "msgid" in ctx:  # the lab's own checks (lab_error): a catalogue sentence
+        return _(ctx["msgid"]).format(**{key: value for key, value in ctx.items() if key != "msgid"})
+    if kind == "json_invalid":
+        position = loc[1] if len(loc) > 1 else 0
+        return _("request body is not valid JSON: {error} at character {position}").format(
+            error=ctx.get("error", detail), position=position)
+    if place == "body" and not name and kind == "missing":
+        return _("request body is required: a JSON object sent with Content-Type: application/json")
+    if place == "body" and not name:  # the body as a whole is not an object
+        if isinstance(value, (bytes, bytearray)):
+            return _("request body must be a JSON object sent with Content-Type: application/json; received "
+                     "Content-Type {content_type}").format(content_type=content_type or _("(none)"))
+        return _("request body must be a JSON object; received {received}").format(received=shown(value, lang))
+    where = _(WHERE[place]).format(name=name) if place in WHERE else f"{place} {name}".strip()
+    if kind == "missing":
+        return _("{where} is required").format(where=where)
+    if kind == "extra_forbidden":
+        accepted = ", ".join(field for kind_, field in fields if kind_ == place) or "—"
+        return _("{where} is not accepted; accepted: {accepted}").format(where=where, accepted=accepted)
     expected = ""
     if len(loc) >= 2 and (place, str(loc[1])) in fields:
-        expected = describe(*fields[(place, str(loc[1]))])
-    value = error.get("input")
-    received = value if place in ("query", "path") and isinstance(value, str) and len(value) <= 60 \
-        else _received(value)
+        expected = describe(*fields[(place, str(loc[1]))], lang)
+    received = shown(value, lang, plain=place in ("query", "path"))
     if expected:
-        return f"{where} must be {expected}; received {received} ({error.get('msg', '')})"
-    return f"{where}: {error.get('msg', '')}; received {received}"
+        return _("{where} must be {expected}; received {received} ({detail})").format(
+            where=where, expected=expected, received=received, detail=detail)
+    return _("{where}: {detail}; received {received}").format(where=where, detail=detail, received=received)
 
 
 def _clean(value: Any) -> Any:
@@ -126,34 +294,138 @@ def _clean(value: Any) -> Any:
     return str(value)
 
 
-async def validation_response(request: Request, exc: RequestValidationError) -> JSONResponse:
-    """FastAPI's 422 with every message rewritten by :func:`sentence`."""
-    fields = _fields(request)
-    detail = [{"loc": _clean(list(error.get("loc", ()))), "msg": sentence(error, fields),
-               "type": str(error.get("type", "value_error"))} for error in exc.errors()]
-    return JSONResponse(status_code=422, content={"detail": detail,
-                                                  "message": "; ".join(item["msg"] for item in detail)})
+def error_body(detail: list[dict[str, Any]]) -> dict[str, Any]:
+    """FastAPI's error body plus ``message``: every sentence in one line."""
+    return {"detail": detail, "message": "; ".join(item["msg"] for item in detail)}
 
 
-async def seqlab_error_response(request: Request, exc: SeqlabError) -> JSONResponse:
-    """A library refusal as 422, pointing at the parameter it names."""
+def validation_detail(request: Request, exc: RequestValidationError) -> list[dict[str, Any]]:
+    """FastAPI's 422 detail with every message rewritten by :func:`sentence` in the request's language."""
+    fields, lang = _fields(request), request_lang(request)
+    content_type = request.headers.get("content-type", "")
+    return [{"loc": _clean(list(error.get("loc", ()))), "msg": sentence(error, fields, lang, content_type),
+             "type": str(error.get("type", "value_error"))} for error in exc.errors()]
+
+
+def seqlab_error_detail(request: Request, exc) -> list[dict[str, Any]]:
+    """A library refusal, translated, pointing at the parameter it names."""
     loc = ["query" if request.method == "GET" else "body"] + ([exc.parameter] if exc.parameter else [])
-    detail = [{"loc": loc, "msg": str(exc), "type": "value_error"}]
-    return JSONResponse(status_code=422, content={"detail": detail, "message": str(exc)})
+    return [{"loc": loc, "msg": localize(str(exc), request_lang(request)), "type": "value_error"}]
 
 
-async def http_error_response(request: Request, exc) -> JSONResponse:
+def busy_detail(request: Request) -> list[dict[str, Any]]:
+    """The 503 of a busy lab."""
+    translate = tr(request_lang(request))
+    return [{"loc": [], "msg": translate(BUSY), "type": "busy"}]
+
+
+def http_error_detail(request: Request, exc: StarletteHTTPException) -> tuple[int, list[dict[str, Any]]]:
     """Starlette's HTTP errors as they are, except a body FastAPI cannot parse (400), which is bad input: 422."""
+    _ = tr(request_lang(request))
+    if isinstance(exc, BodyTooLarge):
+        return 422, body_too_large_detail(exc.received, request_lang(request), exc.declared)
+    if exc.status_code == 404:
+        message = _("nothing here: {path} is not a page of the lab").format(path=request.url.path)
+        return 404, [{"loc": ["path"], "msg": message, "type": "not_found"}]
+    if exc.status_code == 405:
+        message = _("{method} is not accepted at {path}").format(method=request.method, path=request.url.path)
+        return 405, [{"loc": ["path"], "msg": message, "type": "method_not_allowed"}]
     if exc.status_code != 400:
-        return JSONResponse(status_code=exc.status_code, content={"detail": exc.detail, "message": str(exc.detail)},
-                            headers=getattr(exc, "headers", None))
-    message = f"request body must be JSON text in UTF-8; it could not be read ({exc.detail})"
-    return JSONResponse(status_code=422, content={"detail": [{"loc": ["body"], "msg": message, "type": "json_invalid"}],
-                                                  "message": message})
+        return exc.status_code, [{"loc": [], "msg": str(exc.detail), "type": "http_error"}]
+    message = _("request body must be JSON text in UTF-8; it could not be read ({detail})").format(detail=exc.detail)
+    return 422, [{"loc": ["body"], "msg": message, "type": "json_invalid"}]
 
 
-def body_too_large(length: int) -> JSONResponse:
-    """422 for a body over :data:`MAX_BODY_BYTES`, before it is read."""
-    message = f"request body must be at most {MAX_BODY_BYTES:,} bytes; received {length:,}"
-    return JSONResponse(status_code=422, content={"detail": [{"loc": ["body"], "msg": message,
-                                                              "type": "value_error"}], "message": message})
+def body_too_large_detail(received: int, lang: str, declared: bool) -> list[dict[str, Any]]:
+    """422 for a body over :data:`MAX_BODY_BYTES` (its declared length, or the bytes received so far)."""
+    from seqlab.i18n import format_integer
+
+    lang = lang if lang in LANGUAGES else "en"
+    message = tr(lang)(TOO_LARGE_DECLARED if declared else TOO_LARGE).format(
+        most=format_integer(MAX_BODY_BYTES, lang), received=format_integer(received, lang))
+    return [{"loc": ["body"], "msg": message, "type": "value_error"}]
+
+
+# --- Unknown query parameters ------------------------------------------------------------------------------
+
+def reject_unknown_query(request: Request) -> None:
+    """A dependency of every ``/api`` route: a query parameter the route does not declare is a 422.
+
+    Raises:
+        RequestValidationError: naming each unknown parameter; the message lists the accepted ones.
+    """
+    dependant = getattr(request.scope.get("route"), "dependant", None)
+    if dependant is None:
+        return
+    accepted = {param.alias for param in _params(dependant, "query_params")}
+    unknown = [(key, value) for key, value in request.query_params.multi_items() if key not in accepted]
+    if unknown:
+        raise RequestValidationError([{"type": "extra_forbidden", "loc": ("query", key), "input": value,
+                                       "msg": "Extra inputs are not permitted"} for key, value in unknown])
+
+
+# --- The body limit -----------------------------------------------------------------------------------------
+
+class BodyTooLarge(StarletteHTTPException):
+    """Raised from ``receive`` when a body passes the limit; FastAPI passes HTTP exceptions through."""
+
+    def __init__(self, received: int, declared: bool = False) -> None:
+        super().__init__(status_code=422, detail="request body too large")
+        self.received = received
+        self.declared = declared
+
+
+class BodyLimit:
+    """Pure ASGI middleware: refuse a request body over ``limit`` bytes (422), counting what ``receive`` returns.
+
+    A declared ``Content-Length`` over the limit is refused before anything is read; a chunked body (or a
+    lying ``Content-Length``) is refused at the first message that passes the limit, and nothing more is
+    read. Nothing is buffered here: the app reads the body as usual, through a counting ``receive``.
+    """
+
+    def __init__(self, app, limit: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = next((value for key, value in scope.get("headers", []) if key == b"content-length"), b"")
+        if declared.isdigit() and int(declared) > self.limit:
+            await self._refuse(scope, receive, send, int(declared), declared=True)
+            return
+        received = 0
+        started = False
+
+        async def counting_receive():
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.limit:
+                    raise BodyTooLarge(received)
+            return message
+
+        async def watching_send(message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, watching_send)
+        except BodyTooLarge as error:  # read outside a route (FastAPI's routes answer it through the handler)
+            if started:
+                raise
+            await self._refuse(scope, receive, send, error.received, declared=False)
+
+    @staticmethod
+    async def _refuse(scope, receive, send, received: int, declared: bool) -> None:
+        from starlette.requests import Request as StarletteRequest
+
+        request = StarletteRequest(scope)
+        lang = request.query_params.get("lang", "en")
+        response = JSONResponse(status_code=422, content=error_body(body_too_large_detail(received, lang, declared)),
+                                headers={"Connection": "close"})
+        await response(scope, receive, send)

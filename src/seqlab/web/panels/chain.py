@@ -26,11 +26,13 @@ from pydantic import BaseModel, Field
 from seqlab import cost
 from seqlab.errors import SeqlabError
 from seqlab.memory import FLOAT64_BYTES, MemoryEstimate
-from seqlab.web.budget import COMPUTE_LOCK, MIB, require_within_budget
+from seqlab.web.budget import COMPUTE, MIB, require_within_budget
 
 router = APIRouter()
 
-MAX_T = 128
+#: Longest text: every T up to it fits one request's budget at every width up to MAX_WIDTH (T = 100 would
+#: not at d = 64; see estimate_chain_bytes).
+MAX_T = 96
 MAX_WIDTH = 64
 MAX_RADIUS = 8.0
 MAX_SEED = 2**31 - 1
@@ -79,6 +81,9 @@ def estimate_chain_bytes(T: int, d: int) -> MemoryEstimate:
     2T·T·d·T float64 values capped at its 128 MiB chunk.
 
     >>> estimate_chain_bytes(16, 16).total_bytes < 64 * MIB
+    True
+    >>> from seqlab.web.budget import REQUEST_BUDGET_BYTES
+    >>> estimate_chain_bytes(MAX_T, MAX_WIDTH).total_bytes <= REQUEST_BUDGET_BYTES  # the schema's ranges all fit
     True
     """
     elements = 8 * T * d + 4 * T * T
@@ -131,7 +136,7 @@ def measure_chain(T: int, d: int, radius: float, seed: int, lang: str) -> ChainR
     rnn = ElmanRNN(d, d, generator=torch.Generator().manual_seed(2 * seed + 1)).eval()
     rnn.set_spectral_radius(radius)
     attention = SelfAttention(d, generator=torch.Generator().manual_seed(2 * seed + 2)).eval()
-    with COMPUTE_LOCK:
+    with COMPUTE.slot():
         with torch.no_grad():
             q, k, v = attention.project(x)  # (T, d) each
         recurrence = _machine(rnn, x, measure_span(rnn, x), "recurrence: the whole pass")

@@ -6,7 +6,8 @@ T²(d_k + d_v), projections apart — and the crossover is :func:`seqlab.cost.cr
 :class:`~seqlab.layers.recurrent.ElmanRNN` and the attention call are traced with
 :func:`seqlab.measure.trace.measure_span` at the requested T on width-8 copies (the chain is a property
 of the graph, not of the width, which is what lets it be traced at T = 4096 in a fraction of a second).
-Above :data:`SPAN_TRACE_MAX` the closed forms T and 2 are returned instead, and the response says so.
+Above :data:`SPAN_TRACE_MAX` the closed forms T and 2 are returned instead, and the response says so; so
+they are while another request holds the compute gate (``busy``): this panel answers at once, never queueing.
 
 Shapes: T positions, d_model input width, d_h state width, d_k query/key width, d_v value width.
 """
@@ -23,7 +24,7 @@ from pydantic import BaseModel, Field
 
 from seqlab import cost
 from seqlab.i18n import format_fraction, format_integer
-from seqlab.web.budget import COMPUTE_LOCK
+from seqlab.web.budget import COMPUTE, LabBusy
 
 router = APIRouter()
 
@@ -63,6 +64,7 @@ class Spans(BaseModel):
     method: Literal["measured", "closed form"]
     traced_width: int | None = Field(description="width of the traced copies; None for the closed form")
     trace_limit: int = Field(SPAN_TRACE_MAX, description="longest T that is traced")
+    busy: bool = Field(False, description="the tracer was busy with another request: closed forms, not cached")
     recurrence: Chain
     attention: Chain
 
@@ -108,20 +110,19 @@ def _ratio(value: Fraction, lang: str, digits: int = 3) -> Ratio:
                  text=format_fraction(value, lang, digits=digits))
 
 
-@lru_cache(maxsize=256)
-def measured_spans(T: int) -> Spans:
-    """Trace both machines at length T on width-8 copies (T ≤ :data:`SPAN_TRACE_MAX`), else the closed forms.
+def _closed_spans(T: int, busy: bool = False) -> Spans:
+    return Spans(T=T, method="closed form", traced_width=None, busy=busy,
+                 recurrence=Chain(products=cost.recurrence_sequential_steps(T), ops=None),
+                 attention=Chain(products=cost.attention_sequential_products(), ops=None))
 
-    >>> s = measured_spans(50)
-    >>> s.method, s.recurrence.products, s.attention.products  # 50 steps in a row; Q K^T then A V
-    ('measured', 50, 2)
-    >>> measured_spans(10**6).method
-    'closed form'
+
+@lru_cache(maxsize=256)
+def _traced_spans(T: int) -> Spans:
+    """Trace both machines at length T under the compute gate (a short wait at most).
+
+    Raises:
+        LabBusy: the gate stayed busy (not cached: the next request tries again).
     """
-    if T > SPAN_TRACE_MAX:
-        return Spans(T=T, method="closed form", traced_width=None,
-                     recurrence=Chain(products=cost.recurrence_sequential_steps(T), ops=None),
-                     attention=Chain(products=cost.attention_sequential_products(), ops=None))
     import torch
 
     from seqlab.layers.attention import Attention
@@ -133,12 +134,33 @@ def measured_spans(T: int) -> Spans:
     attention = Attention("scaled_dot").eval()
     x = torch.randn(T, SPAN_WIDTH, generator=generator)  # (T, d)
     q, k, v = torch.randn(3, T, SPAN_WIDTH, generator=generator).unbind(0)  # 3 × (T, d)
-    with COMPUTE_LOCK:
-        recurrence = measure_span(rnn, x)
-        call = measure_span(attention, q, k, v)
+    done, spans = COMPUTE.try_run(lambda: (measure_span(rnn, x), measure_span(attention, q, k, v)))
+    if not done:
+        raise LabBusy()
+    recurrence, call = spans
     return Spans(T=T, method="measured", traced_width=SPAN_WIDTH,
                  recurrence=Chain(products=recurrence.products, ops=recurrence.ops),
                  attention=Chain(products=call.products, ops=call.ops))
+
+
+def measured_spans(T: int) -> Spans:
+    """Trace both machines at length T on width-8 copies (T ≤ :data:`SPAN_TRACE_MAX`), else the closed forms.
+
+    Never waits behind another measurement: while the compute gate is busy the closed forms come back,
+    marked ``busy``.
+
+    >>> s = measured_spans(50)
+    >>> s.method, s.recurrence.products, s.attention.products  # 50 steps in a row; Q K^T then A V
+    ('measured', 50, 2)
+    >>> measured_spans(10**6).method
+    'closed form'
+    """
+    if T > SPAN_TRACE_MAX:
+        return _closed_spans(T)
+    try:
+        return _traced_spans(T)
+    except LabBusy:
+        return _closed_spans(T, busy=True)
 
 
 def counts(T: int, d_model: int, d_h: int, d_k: int, d_v: int, lang: str) -> Counts:

@@ -20,7 +20,7 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
 from seqlab.errors import SeqlabError
-from seqlab.web.budget import COMPUTE_LOCK, require_within_budget
+from seqlab.web.budget import COMPUTE, REQUEST_BUDGET_BYTES, require_within_budget
 
 router = APIRouter()
 
@@ -81,6 +81,23 @@ def _translate(lang: str):
         return lambda message: message
 
 
+def widest_fitting(T_source: int, T_target: int, heads: int, estimate) -> int | None:
+    """The largest d_model (a multiple of ``heads``, at most :data:`MAX_WIDTH`) whose estimate fits one request.
+
+    >>> from seqlab.studies.figure import estimate_figure_bytes
+    >>> widest_fitting(32, 32, 16, estimate_figure_bytes), widest_fitting(8, 8, 8, estimate_figure_bytes)
+    (368, 608)
+    """
+    low, high = 0, MAX_WIDTH // heads  # multiples of heads: low fits (or is 0), high + 1 does not exist
+    while low < high:
+        middle = (low + high + 1) // 2
+        if estimate(T_source, T_target, middle * heads, heads).total_bytes <= REQUEST_BUDGET_BYTES:
+            low = middle
+        else:
+            high = middle - 1
+    return low * heads if low else None
+
+
 @lru_cache(maxsize=32)
 def measure(T_source: int, T_target: int, d_model: int, heads: int, seed: int, lang: str) -> FigureResponse:
     """Measure Figure 1 with :func:`seqlab.studies.figure.measure_figure` and translate its labels.
@@ -99,9 +116,15 @@ def measure(T_source: int, T_target: int, d_model: int, heads: int, seed: int, l
     from seqlab.render.json_output import to_jsonable
 
     figure.check_figure_arguments(T_source, T_target, d_model, heads, seed)
-    require_within_budget(figure.estimate_figure_bytes(T_source, T_target, d_model, heads),
-                          f"S = {T_source}, T = {T_target} at d_model = {d_model}", "d_model")
-    with COMPUTE_LOCK:
+    estimate = figure.estimate_figure_bytes(T_source, T_target, d_model, heads)
+    hint = ""
+    if estimate.total_bytes > REQUEST_BUDGET_BYTES:
+        widest = widest_fitting(T_source, T_target, heads, figure.estimate_figure_bytes)
+        hint = (f"at S = {T_source}, T = {T_target} with {heads} heads, no d_model fits" if widest is None else
+                f"at S = {T_source}, T = {T_target} with {heads} heads, d_model may be at most {widest}")
+    require_within_budget(estimate, f"S = {T_source}, T = {T_target} at d_model = {d_model}", "d_model",
+                          hint=hint)
+    with COMPUTE.slot():
         data = to_jsonable(figure.measure_figure(T_source=T_source, T_target=T_target, d_model=d_model,
                                                  heads=heads, seed=seed))
     source, target = figure.figure_tokens(T_source, T_target)

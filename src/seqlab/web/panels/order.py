@@ -1,7 +1,8 @@
 """Order panel: the same words in another order, through both machines (L10).
 
 The sentence is split with seqlab's ``words`` tokenizer and every word gets its seeded vector
-(:func:`seqlab.text.embed`); the reordered sentence must use the same words, and each of its words gets
+(:func:`seqlab.text.embed`); the reordered sentence must use the same words (compared without regard to
+capitals: "El perro" and "el perro" hold the same words; both are shown as typed), and each of its words gets
 the *same id* as in the first sentence, so its rows are exactly the first sentence's rows permuted,
 x' = x[π]. Both machines run on x and on x' in float64:
 
@@ -20,13 +21,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from functools import lru_cache
+from typing import Annotated, Literal
 
-from fastapi import APIRouter
-from pydantic import BaseModel, Field
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field
 
 from seqlab.errors import SeqlabError
 from seqlab.memory import FLOAT64_BYTES, MemoryEstimate
-from seqlab.web.budget import COMPUTE_LOCK, require_within_budget
+from seqlab.web.budget import COMPUTE, require_within_budget
 
 router = APIRouter()
 
@@ -40,6 +42,8 @@ SHOWN = 4
 
 class OrderRequest(BaseModel):
     """Two sentences with the same words, the width of the machines and the seed."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     sentence: str = Field("el perro muerde al cartero", min_length=1, max_length=MAX_CHARACTERS,
                           description="the sentence, at most 300 characters and 40 words")
@@ -77,23 +81,27 @@ class OrderResponse(BaseModel):
 
 
 def permutation_of(words: tuple[str, ...], reordered: tuple[str, ...]) -> tuple[int, ...]:
-    """π with reordered[r] == words[π[r]]; repeated words are matched in order of appearance.
+    """π with reordered[r] == words[π[r]], capitals aside; repeated words are matched in order of appearance.
 
     >>> permutation_of(("el", "perro", "muerde"), ("muerde", "el", "perro"))
     (2, 0, 1)
+    >>> permutation_of(("El", "perro", "muerde", "al", "cartero"), ("Al", "cartero", "muerde", "el", "perro"))
+    (3, 4, 2, 0, 1)
 
     Raises:
         SeqlabError: the two do not hold the same words (the message names what differs).
     """
-    if sorted(words) != sorted(reordered):
-        missing = sorted(set(words) - set(reordered)) or sorted(set(reordered) - set(words))
-        raise SeqlabError(f"reordered must use exactly the words of sentence, in any order; received "
-                          f"{len(reordered)} words for {len(words)}, differing in {missing or 'repetitions'}",
-                          parameter="reordered")
+    folded, moved = [word.lower() for word in words], [word.lower() for word in reordered]
+    if sorted(folded) != sorted(moved):
+        differing = sorted(set(folded) ^ set(moved))
+        where = (f"differing in {', '.join(differing)}" if differing
+                 else "differing in how often words repeat")
+        raise SeqlabError(f"reordered must use exactly the words of sentence (capitals aside), in any order; "
+                          f"received {len(reordered)} words for {len(words)}, {where}", parameter="reordered")
     queues: dict[str, list[int]] = defaultdict(list)
-    for index, word in enumerate(words):
+    for index, word in enumerate(folded):
         queues[word].append(index)
-    return tuple(queues[word].pop(0) for word in reordered)
+    return tuple(queues[word].pop(0) for word in moved)
 
 
 def _split(text: str, name: str) -> tuple[str, ...]:
@@ -151,7 +159,7 @@ def measure_reordering(sentence: str, reordered: str, d: int, seed: int) -> Orde
     attention = SelfAttention(d, generator=torch.Generator().manual_seed(2 * seed + 2), dtype=torch.float64).eval()
     index = torch.tensor(perm)
     shown = min(SHOWN, d)
-    with COMPUTE_LOCK:
+    with COMPUTE.slot():
         recurrence = _machine(rnn, x, index, shown)
         attended = _machine(lambda rows: attention(rows)[0], x, index, shown)
         with torch.no_grad():
@@ -165,7 +173,12 @@ def measure_reordering(sentence: str, reordered: str, d: int, seed: int) -> Orde
 
 @router.post("/api/order", response_model=OrderResponse, tags=["order"],
              summary="The same words in another order through both machines (L10)")
-def order_panel(request: OrderRequest) -> OrderResponse:
-    """Attention's rows come out permuted with identical numbers; the recurrence's change."""
+def order_panel(request: OrderRequest,
+                lang: Annotated[Literal["en", "es"], Query(description="language of the messages")] = "en"
+                ) -> OrderResponse:
+    """Attention's rows come out permuted with identical numbers; the recurrence's change.
+
+    ``lang`` sets the language of a refusal's message only (the numbers have none).
+    """
     return measure_reordering(request.sentence, request.reordered, request.d_model, request.seed)
 

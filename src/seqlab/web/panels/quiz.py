@@ -8,16 +8,19 @@ answering. When the study is not installed the endpoints say so (``available`` f
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from seqlab.web.validation import lab_error, shown
 
 router = APIRouter()
 
 Lang = Literal["en", "es"]
 Key = Literal["q1", "q2", "q3", "q4"]
 MAX_ANSWER = 64
+MAX_LETTERS = 8
 
 
 class Choice(BaseModel):
@@ -47,21 +50,34 @@ class QuizResponse(BaseModel):
 
 
 class Answer(BaseModel):
-    """A reader's answer: a letter (``"c"``), letters (``"a, b"`` or a list) or a whole number (``"512"``)."""
+    """A reader's answer: a letter (``"c"``), letters (``"a, b"`` or a list) or a whole number (``"512"`` or 512)."""
 
-    answer: str | list[Annotated[str, Field(max_length=8)]] = Field(
-        description="at most 64 characters, or a list of at most 8 letters")
+    model_config = ConfigDict(extra="forbid")
 
-    def value(self) -> str | list[str]:
-        """The answer, checked for size (the grader reads its content)."""
-        from seqlab.errors import SeqlabError
+    answer: str | int | float | list[Annotated[str, Field(max_length=8)]] = Field(
+        description="text of at most 64 characters, a JSON number, or a list of at most 8 letters")
 
-        if isinstance(self.answer, str) and len(self.answer) > MAX_ANSWER:
-            raise SeqlabError(f"answer must be at most {MAX_ANSWER} characters, received {len(self.answer)}",
-                              parameter="answer")
-        if isinstance(self.answer, list) and len(self.answer) > 8:
-            raise SeqlabError(f"answer must list at most 8 letters, received {len(self.answer)}",
-                              parameter="answer")
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _shape(cls, value: Any) -> Any:
+        """One readable sentence for any other shape (never pydantic's names of the union's members)."""
+        if isinstance(value, str):
+            if len(value) > MAX_ANSWER:
+                raise lab_error("answer must be at most {most} characters, received {count}", most=MAX_ANSWER,
+                                count=len(value))
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value
+        if isinstance(value, list) and all(isinstance(item, str) and len(item) <= 8 for item in value):
+            if len(value) > MAX_LETTERS:
+                raise lab_error("answer must list at most {most} letters, received {count}", most=MAX_LETTERS,
+                                count=len(value))
+            return value
+        raise lab_error("answer must be a letter (\"c\"), letters (\"a, b\" or [\"a\", \"b\"]) or a whole number "
+                        "(512); received {received}", received=shown(value))
+
+    def value(self) -> str | int | float | list[str]:
+        """The answer (its shape checked; the grader reads its content)."""
         return self.answer
 
 

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from seqlab import cost
 from seqlab.i18n import format_fraction, format_number, format_seconds
-from seqlab.web.budget import COMPUTE_LOCK, require_within_budget
+from seqlab.web.budget import COMPUTE, require_within_budget
 
 router = APIRouter()
 
@@ -39,7 +39,9 @@ _last_run_lock = threading.Lock()
 
 
 class BenchRequest(BaseModel):
-    """The live sweep: one width, lengths doubling from 64 to ``max_T``."""
+    """The live sweep: one width, lengths doubling from 64 to ``max_T`` (JSON numbers, not text)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     d_model: Literal[64, 128, 256, 512] = Field(256, description="d = d_model = d_h = d_k = d_v")
     max_T: int = Field(1024, ge=FIRST_LENGTH, le=MAX_LENGTH, description="longest length (64 … 2048)")
@@ -57,7 +59,7 @@ class LocalRow(BaseModel):
     sdpa_text: str
     time_ratio: float = Field(description="nn.RNN time / SDPA time")
     time_ratio_text: str
-    work_ratio_text: str = Field(description="recurrence / attention multiplications = d/T")
+    work_ratio_text: str = Field(description="attention / recurrence multiplications = T/d")
     noisy: bool
 
 
@@ -86,6 +88,7 @@ class GpuPoint(BaseModel):
     rnn_s: float
     sdpa_s: float
     time_ratio: float = Field(description="nn.RNN (cuDNN) time / SDPA time")
+    work_ratio_text: str = Field(description="attention / recurrence multiplications = T/d, as the local table")
     rnn_text: str
     sdpa_text: str
     time_ratio_text: str
@@ -109,6 +112,24 @@ class TimeResponse(BaseModel):
     gpu: list[GpuRecord] = Field(description="recorded GPU runs; empty: not recorded")
 
 
+def work_ratio(T: int, d: int) -> Fraction:
+    """Attention's multiplications over the recurrence's at length T, every width d: T/d, exact.
+
+    >>> work_ratio(256, 512), work_ratio(2048, 512)
+    (Fraction(1, 2), Fraction(4, 1))
+    """
+    return Fraction(cost.attention_multiplications(T, d, d), cost.recurrence_multiplications(T, d, d))
+
+
+def seconds(value: float, lang: str) -> str:
+    """:func:`~seqlab.i18n.format_seconds` with a no-break space: the unit never wraps away from its number.
+
+    >>> seconds(0.0273, "en")
+    '27.3\xa0ms'
+    """
+    return format_seconds(value, lang).replace(" ", "\u00a0")
+
+
 def gpu_records(lang: str, folder: Path | None = None) -> list[GpuRecord]:
     """Every ``gpu-*.json`` in the repository's ``benchmarks/results`` (none outside a checkout), newest first.
 
@@ -126,7 +147,8 @@ def gpu_records(lang: str, folder: Path | None = None) -> list[GpuRecord]:
             data = json.loads(path.read_text(encoding="utf-8"))
             points = [GpuPoint(d_model=p["d_model"], T=p["T"], work_ratio=p["work_ratio_attention_over_recurrence"],
                                rnn_s=p["rnn_s"], sdpa_s=p["sdpa_s"], time_ratio=p["time_ratio_rnn_over_sdpa"],
-                               rnn_text=format_seconds(p["rnn_s"], lang), sdpa_text=format_seconds(p["sdpa_s"], lang),
+                               work_ratio_text=format_fraction(work_ratio(p["T"], p["d_model"]), lang),
+                               rnn_text=seconds(p["rnn_s"], lang), sdpa_text=seconds(p["sdpa_s"], lang),
                                time_ratio_text=format_number(p["time_ratio_rnn_over_sdpa"], lang))
                       for p in data["summary"]["points"]]
             predicted = {str(c["d_model"]): format_number(c["predicted_T"], lang)
@@ -145,13 +167,12 @@ def _local(result, lang: str) -> LocalBench:
     rows = []
     for T in result.lengths:
         rnn, sdpa = result.point("rnn", threads, d, T).timing, result.point("sdpa", threads, d, T).timing
-        work = Fraction(cost.recurrence_multiplications(T, d, d), cost.attention_multiplications(T, d, d))
         rows.append(LocalRow(T=T, rnn_s=rnn.median_s, rnn_iqr_s=rnn.iqr_s, sdpa_s=sdpa.median_s,
-                             sdpa_iqr_s=sdpa.iqr_s, rnn_text=format_seconds(rnn.median_s, lang),
-                             sdpa_text=format_seconds(sdpa.median_s, lang),
+                             sdpa_iqr_s=sdpa.iqr_s, rnn_text=seconds(rnn.median_s, lang),
+                             sdpa_text=seconds(sdpa.median_s, lang),
                              time_ratio=rnn.median_s / sdpa.median_s,
                              time_ratio_text=format_number(rnn.median_s / sdpa.median_s, lang),
-                             work_ratio_text=format_fraction(work, lang), noisy=rnn.noisy or sdpa.noisy))
+                             work_ratio_text=format_fraction(work_ratio(T, d), lang), noisy=rnn.noisy or sdpa.noisy))
     crossing = next(c for c in result.crossovers if c.recurrence == "rnn")
     return LocalBench(
         device_name=result.device_name, torch_version=result.torch_version, threads=threads, d_model=d,
@@ -183,7 +204,7 @@ def run_time(request: BenchRequest,
                           f"T = {lengths[-1]} at d_model = {d}", "max_T")
     config = BenchConfig(lengths=lengths, d_models=(d,), threads=("all",), machines=("rnn", "sdpa"),
                          min_run_time=MIN_RUN_TIME, min_samples=3, matmul_size=256)
-    with COMPUTE_LOCK:
+    with COMPUTE.slot():
         result = run_bench(config)
     with _last_run_lock:
         _last_run["result"] = result

@@ -7,20 +7,29 @@
   const $ = (id) => document.getElementById(id);
   const inputs = { T: $("T"), d: $("d"), radius: $("radius") };
   const statusNode = $("chain-status");
+  const results = [$("chain-svg"), $("spans"), $("paths-recurrence"), $("paths-attention"), $("reach-chart"),
+                   $("reach-summary")];
   const COLORS = { recurrence: "#c0392b", attention: "#1f6fb2" };
   let sequence = 0;
 
+  /** The depth chart, laid out for the width it is shown at (at least 340 units), so its text stays
+   * readable on a phone instead of shrinking with a fixed viewBox. */
   function drawDepths(data) {
     const node = $("chain-svg");
     node.replaceChildren();
     const T = data.T;
     const deepest = Math.max(...data.recurrence.levels.filter((v) => v !== null),
                              ...data.attention.levels.filter((v) => v !== null));
-    const left = 110, right = 880, rowHeight = 115, top = 20;
+    const width = Math.max(340, Math.min(900, Math.round(node.getBoundingClientRect().width || 900)));
+    const narrow = width < 600;
+    const left = narrow ? 84 : 110, right = width - 20, rowHeight = narrow ? 95 : 115, top = 20;
+    const height = top + 2 * rowHeight + 40;
+    node.setAttribute("viewBox", `0 0 ${width} ${height}`);
     const x = (depth) => left + (depth / Math.max(deepest, 1)) * (right - left);
     node.appendChild(Lab.svg("line", { class: "axis", x1: left, y1: top + 2 * rowHeight, x2: right,
                                        y2: top + 2 * rowHeight }));
-    for (let depth = 0; depth <= deepest; depth += Math.max(1, Math.ceil(deepest / 16))) {
+    const ticks = Math.max(2, Math.floor((right - left) / 36));  // at most one label per 36 units
+    for (let depth = 0; depth <= deepest; depth += Math.max(1, Math.ceil(deepest / ticks))) {
       node.appendChild(Lab.svg("text", { x: x(depth), y: top + 2 * rowHeight + 16, "text-anchor": "middle" },
                                Lab.fmtInt(depth)));
     }
@@ -90,12 +99,15 @@
       { x: positions, y: positive(att.reach), name: t("attention"), mode: "lines+markers",
         line: { color: COLORS.attention } },
     ], {
-      margin: { l: 70, r: 10, t: 10, b: 50 }, height: 320, legend: { orientation: "h", y: 1.12 },
+      margin: { l: 64, r: 12, t: 36, b: 48 }, height: 320,
+      legend: { orientation: "h", x: 0, xanchor: "left", y: 1, yanchor: "bottom" },
       xaxis: { title: { text: t("reachAxis") }, dtick: positions.length > 16 ? 2 : 1 },
       yaxis: { type: "log", title: { text: t("reachNorm") }, exponentformat: "power" },
-      separators: Lab.lang === "es" ? ",." : ".,",
+      separators: Lab.separators,
     }, Lab.plotConfig);
   }
+
+  let last = null;
 
   async function update() {
     const mine = ++sequence;
@@ -103,24 +115,35 @@
     const query = new URLSearchParams({ T: inputs.T.value, d_model: inputs.d.value,
                                         spectral_radius: inputs.radius.value, lang: Lab.lang });
     try {
-      const data = await Lab.getJSON(`/api/chain?${query}`);
+      const data = await Lab.getJSON(`/api/chain?${query}`, { onBusy: (error) => Lab.showError(statusNode, error) });
       if (mine !== sequence) return;
       Lab.status(statusNode, "");
+      last = data;
       drawDepths(data);
       spans(data);
       pathGrid("recurrence", data);
       pathGrid("attention", data);
       reach(data);
+      Lab.stale(results, false);
     } catch (error) {
-      if (mine === sequence) Lab.showError(statusNode, error);
+      if (mine !== sequence) return;
+      Lab.showError(statusNode, error);
+      Lab.stale(results, true);
     }
   }
   const later = Lab.debounce(update, 150);
   const outputs = { T: (v) => Lab.fmtInt(v), d: (v) => Lab.fmtInt(v), radius: (v) => Lab.fmtNum(Number(v)) };
+  const names = { T: "T", d: "d", radius: "radius" };
   for (const [name, input] of Object.entries(inputs)) {
+    input.value = Lab.initial(names[name], input.value);  // the state a language switch carried, if any
     const show = () => { $(`${name}-out`).textContent = outputs[name](input.value); };
-    input.addEventListener("input", () => { show(); later(); });
+    input.addEventListener("input", () => {
+      show();
+      Lab.keepState({ T: inputs.T.value, d: inputs.d.value, radius: inputs.radius.value });
+      later();
+    });
     show();
   }
+  window.addEventListener("resize", Lab.debounce(() => { if (last) drawDepths(last); }, 150));
   update();
 })();

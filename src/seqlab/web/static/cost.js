@@ -8,12 +8,20 @@
   const sliders = { T: $("T"), d: $("d") };
   const widths = ["d_model", "d_h", "d_k", "d_v"].map((name) => $(name));
   const statusNode = $("cost-status");
+  const results = [$("crossover-label"), $("cost-chart"), $("at-T"), $("at-T-title"), $("span-method"), $("worked")];
   let sequence = 0;
 
   function parameters() {
     const query = new URLSearchParams({ T: sliders.T.value, lang: Lab.lang });
     widths.forEach((input) => query.set(input.id, input.value));
     return query;
+  }
+
+  /** The state a language switch keeps: T, and d or each width when they differ. */
+  function keep() {
+    const state = { T: sliders.T.value, d: sliders.d.value };
+    widths.forEach((input) => { state[input.id] = input.value; });
+    Lab.keepState(state);
   }
 
   function chainCell(chain) { return Lab.fmtInt(chain.products); }
@@ -31,9 +39,11 @@
       rows.push([t("opsInRow"), Lab.fmtInt(at.spans.recurrence.ops), Lab.fmtInt(at.spans.attention.ops)]);
     }
     $("at-T").replaceChildren(Lab.table([t("quantity"), t("recurrence"), t("attention")], rows));
-    $("span-method").textContent = at.spans.method === "measured"
-      ? t("measured", { width: at.spans.traced_width })
-      : t("closedForm", { limit: Lab.fmtInt(at.spans.trace_limit) });
+    let method;
+    if (at.spans.method === "measured") method = t("measured", { width: at.spans.traced_width });
+    else if (at.spans.busy) method = t("closedFormBusy");
+    else method = t("closedForm", { limit: Lab.fmtInt(at.spans.trace_limit) });
+    $("span-method").textContent = method;
   }
 
   function renderWorked(data) {
@@ -47,24 +57,39 @@
        t("how")], rows, "worked"));
   }
 
+  /** Where the curves meet, said for every case: below T = 1, within the slider, or past its end. */
+  function crossoverText(data) {
+    const crossing = data.crossover.value, limit = Number(sliders.T.max);
+    if (crossing < 1) return t("attentionAlways", { T: data.crossover.text });
+    if (crossing > limit) return t("recurrenceUpTo", { T: data.crossover.text, limit: Lab.fmtInt(limit) });
+    return `${t("crossover", { T: data.crossover.text })} ${
+      t("crossoverNote", { first: Lab.fmtInt(data.first_T_attention_costs_more) })}`;
+  }
+
   function renderChart(data) {
     if (!Lab.plotlyReady()) { Lab.status(statusNode, t("noPlotly")); return; }
     const c = data.curves, crossing = data.crossover.value, T = data.at_T.T;
+    const last = c.T[c.T.length - 1];
     const traces = [
       { x: c.T, y: c.recurrence, name: t("recurrence"), mode: "lines", line: { color: "#c0392b", width: 2.5 } },
       { x: c.T, y: c.attention, name: t("attention"), mode: "lines", line: { color: "#1f6fb2", width: 2.5 } },
-      { x: [crossing], y: [crossing * (data.d_h * data.d_h + data.d_h * data.d_model)], name: t("meet"),
-        mode: "markers", marker: { size: 11, color: "#1d2330", symbol: "diamond" } },
     ];
+    if (crossing >= 1 && crossing <= last) {  // the meeting point only where the axis shows it (T ≥ 1)
+      traces.push({ x: [crossing], y: [crossing * (data.d_h * data.d_h + data.d_h * data.d_model)], name: t("meet"),
+                    mode: "markers", marker: { size: 11, color: "#1d2330", symbol: "diamond" } });
+    }
+    const right = Math.log10(T) > Math.log10(last) / 2;  // the T label on the side with room
     const layout = {
-      margin: { l: 70, r: 10, t: 10, b: 50 }, height: 340, legend: { orientation: "h", y: 1.12 },
-      xaxis: { type: "log", title: { text: t("axisT") } },
+      margin: { l: 64, r: 12, t: 36, b: 48 }, height: 340,
+      legend: { orientation: "h", x: 0, xanchor: "left", y: 1, yanchor: "bottom" },
+      xaxis: { type: "log", range: [0, Math.log10(last)], title: { text: t("axisT") } },
       yaxis: { type: "log", title: { text: t("axisCount") }, exponentformat: "power" },
       shapes: [{ type: "line", xref: "x", yref: "paper", x0: T, x1: T, y0: 0, y1: 1,
                  line: { dash: "dot", color: "#5b6475" } }],
-      annotations: [{ x: Math.log10(T), y: 1, xref: "x", yref: "paper", text: t("hereT", { T: Lab.fmtInt(T) }),
-                      showarrow: false, yanchor: "bottom", font: { size: 11 } }],
-      separators: Lab.lang === "es" ? ",." : ".,",
+      annotations: [{ x: Math.log10(T), y: 0.02, xref: "x", yref: "paper", text: t("hereT", { T: Lab.fmtInt(T) }),
+                      showarrow: false, yanchor: "bottom", xanchor: right ? "right" : "left", xshift: right ? -4 : 4,
+                      font: { size: 11 }, bgcolor: "rgba(255,255,255,0.85)" }],
+      separators: Lab.separators,
     };
     window.Plotly.react("cost-chart", traces, layout, Lab.plotConfig);
   }
@@ -76,29 +101,52 @@
       const data = await Lab.getJSON(`/api/cost?${parameters()}`);
       if (mine !== sequence) return;
       Lab.status(statusNode, "");
-      $("crossover-label").textContent = `${t("crossover", { T: data.crossover.text })} ${
-        t("crossoverNote", { first: Lab.fmtInt(data.first_T_attention_costs_more) })}`;
+      $("crossover-label").textContent = crossoverText(data);
       renderAtT(data);
       renderWorked(data);
       renderChart(data);
+      Lab.stale(results, false);
     } catch (error) {
-      if (mine === sequence) Lab.showError(statusNode, error);
+      if (mine !== sequence) return;
+      Lab.showError(statusNode, error);
+      Lab.stale(results, true);
     }
   }
   const later = Lab.debounce(update, 120);
 
-  sliders.T.addEventListener("input", () => { $("T-out").textContent = Lab.fmtInt(sliders.T.value); later(); });
+  /** An input the server would refuse: say so, grey out the old results, ask nothing. */
+  function invalid(input) {
+    sequence += 1;  // an answer still on its way is for older values
+    Lab.status(statusNode, t("badWidth", { name: input.id, min: input.min, max: Lab.fmtInt(Number(input.max)) }),
+               "error");
+    Lab.stale(results, true);
+  }
+
+  sliders.T.addEventListener("input", () => {
+    $("T-out").textContent = Lab.fmtInt(sliders.T.value);
+    keep();
+    later();
+  });
   sliders.d.addEventListener("input", () => {
     $("d-out").textContent = Lab.fmtInt(sliders.d.value);
     widths.forEach((input) => { input.value = sliders.d.value; });
+    keep();
     later();
   });
   widths.forEach((input) => input.addEventListener("input", () => {
     const values = new Set(widths.map((w) => w.value));
     $("d-out").textContent = values.size === 1 ? Lab.fmtInt(input.value) : "—";
-    if (input.checkValidity() && input.value !== "") later();
+    if (input.value === "" || !input.checkValidity()) { invalid(input); return; }
+    keep();
+    later();
   }));
+
+  // The state a language switch carried in the URL, if any.
+  sliders.T.value = Lab.initial("T", sliders.T.value);
+  sliders.d.value = Lab.initial("d", sliders.d.value);
+  widths.forEach((input) => { input.value = Lab.initial(input.id, sliders.d.value); });
+  if (new Set(widths.map((w) => w.value)).size > 1) $("advanced").open = true;
   $("T-out").textContent = Lab.fmtInt(sliders.T.value);
-  $("d-out").textContent = Lab.fmtInt(sliders.d.value);
+  $("d-out").textContent = new Set(widths.map((w) => w.value)).size === 1 ? Lab.fmtInt(widths[0].value) : "—";
   update();
 })();

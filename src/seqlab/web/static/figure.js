@@ -172,7 +172,7 @@
   button.addEventListener("click", () => { lit = !lit; applyHighlighter(); });
   button.textContent = t("highlighterOff");
 
-  Lab.getJSON(`/api/figure?lang=${Lab.lang}`).then((data) => {
+  Lab.getJSON(`/api/figure?lang=${Lab.lang}`, { onBusy: (error) => Lab.showError(statusNode, error) }).then((data) => {
     if (!data.available) {
       Lab.status(statusNode, t("unavailable", { reason: data.reason }), "unavailable");
       button.disabled = true;

@@ -20,29 +20,71 @@ const Lab = (() => {
 
   function has(key) { return key in messages; }
 
-  /** The message of a failed call: the server's 422 sentence, or the HTTP status. */
+  const sleep = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
+
+  /** An /api URL with the page's language, so the server's messages come in it. */
+  function withLang(url) {
+    const parsed = new URL(url, window.location.origin);
+    if (parsed.pathname.startsWith("/api/") && !parsed.searchParams.has("lang")) parsed.searchParams.set("lang", lang);
+    return parsed.pathname + parsed.search;
+  }
+
+  /** The error of a failed call: the server's sentence (in the page's language), or the HTTP status. */
   async function failure(response) {
     let detail = `HTTP ${response.status}`;
     try {
       const body = await response.json();
       if (body && body.message) detail = body.message;
     } catch (error) { /* not JSON */ }
-    return new Error(detail);
+    const error = new Error(detail);
+    if (response.status === 503) {
+      error.busy = true;
+      error.message = t("busy");
+      error.retryAfter = Number(response.headers.get("Retry-After")) || 5;
+    }
+    return error;
   }
 
-  async function getJSON(url) {
-    const response = await fetch(url, { headers: { Accept: "application/json" } });
+  /** fetch with a time limit (AbortController): past it, a translated "did not answer" error. */
+  async function call(url, init, timeoutMs) {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), timeoutMs);
+    let response;
+    try {
+      response = await fetch(withLang(url), { ...init, signal: controller.signal });
+    } catch (error) {
+      if (error.name === "AbortError") {
+        const late = new Error(t("timeout", { seconds: Math.round(timeoutMs / 1000) }));
+        late.timeout = true;
+        throw late;
+      }
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
     if (!response.ok) throw await failure(response);
     return response.json();
   }
 
-  async function postJSON(url, body) {
-    const response = await fetch(url, {
+  /** GET an /api endpoint. A busy lab (503) is asked again after its Retry-After, `retries` times, telling
+   * `onBusy` meanwhile; then the busy error is thrown. */
+  async function getJSON(url, { timeoutMs = 60000, retries = 2, onBusy = null } = {}) {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return await call(url, { headers: { Accept: "application/json" } }, timeoutMs);
+      } catch (error) {
+        if (!error.busy || attempt >= retries) throw error;
+        if (onBusy) onBusy(error);
+        await sleep(Math.min(error.retryAfter, 10) * 1000);
+      }
+    }
+  }
+
+  async function postJSON(url, body, { timeoutMs = 60000 } = {}) {
+    return call(url, {
       method: "POST", headers: { "Content-Type": "application/json", Accept: "application/json" },
       body: JSON.stringify(body),
-    });
-    if (!response.ok) throw await failure(response);
-    return response.json();
+    }, timeoutMs);
   }
 
   function debounce(fn, ms) {
@@ -70,7 +112,37 @@ const Lab = (() => {
     node.textContent = text || "";
     node.className = text ? kind : "";
   }
-  function showError(node, error) { status(node, t("error", { message: error.message }), "error"); }
+  function showError(node, error) {
+    status(node, error.busy || error.timeout ? error.message : t("error", { message: error.message }), "error");
+  }
+
+  /** Grey out results that no longer match the inputs (a failed request, an invalid value), or restore them. */
+  function stale(nodes, on) {
+    for (const node of nodes) {
+      if (!node) continue;
+      node.classList.toggle("stale", on);
+      if (on) node.setAttribute("title", t("stale")); else node.removeAttribute("title");
+    }
+  }
+
+  /** The page's query string: the state a language switch carries (see keepState). */
+  const query = new URLSearchParams(window.location.search);
+  function initial(name, fallback) { return query.has(name) ? query.get(name) : fallback; }
+
+  /** Write the panel's state into the URL and into both language links, so switching keeps it. */
+  function keepState(values) {
+    for (const [name, value] of Object.entries(values)) query.set(name, String(value));
+    query.set("lang", lang);
+    window.history.replaceState(null, "", `${window.location.pathname}?${query}`);
+    for (const code of ["en", "es"]) {
+      const link = document.getElementById(`lang-${code}`);
+      if (!link) continue;
+      const other = new URLSearchParams(query);
+      other.delete("lang");
+      other.set("lang", code);
+      link.setAttribute("href", `${window.location.pathname}?${other}`);
+    }
+  }
 
   function element(tag, attributes = {}, text = null) {
     const node = document.createElement(tag);
@@ -85,7 +157,8 @@ const Lab = (() => {
     return node;
   }
 
-  /** A table from a header row and body rows of text (cells may be {text, className}). */
+  /** A table from a header row and body rows of text (cells may be {text, className}), in a box that
+   * scrolls sideways when the table is wider than the page (phones). */
   function table(head, rows, className = "") {
     const node = element("table", className ? { class: className } : {});
     const thead = element("thead");
@@ -106,12 +179,16 @@ const Lab = (() => {
       tbody.appendChild(line);
     });
     node.appendChild(tbody);
-    return node;
+    const box = element("div", { class: "table-scroll" });
+    box.appendChild(node);
+    return box;
   }
 
   const plotlyReady = () => typeof window.Plotly !== "undefined";
-  const plotConfig = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
+  // No mode bar: its tooltips are Plotly's English, and the charts need no zoom tools.
+  const plotConfig = { displaylogo: false, displayModeBar: false, responsive: true };
+  const separators = lang === "es" ? ",." : ".,";
 
-  return { lang, t, has, getJSON, postJSON, debounce, fmtInt, fmtNum, status, showError, element, svg, table,
-           plotlyReady, plotConfig };
+  return { lang, t, has, getJSON, postJSON, debounce, fmtInt, fmtNum, status, showError, stale, initial,
+           keepState, element, svg, table, plotlyReady, plotConfig, separators };
 })();

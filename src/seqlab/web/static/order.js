@@ -15,8 +15,10 @@
                                          { minimumFractionDigits: 4, maximumFractionDigits: 4, signDisplay: "always" });
   const fixed = (value) => decimals.format(value);
 
+  /** The same words in any order, capitals aside ("El" is "el"), as the server compares them. */
   function sameWords(a, b) {
-    const x = [...a].sort(), y = [...b].sort();
+    const fold = (list) => list.map((word) => word.toLowerCase()).sort();
+    const x = fold(a), y = fold(b);
     return x.length === y.length && x.every((word, i) => word === y[i]);
   }
 
@@ -49,20 +51,28 @@
     return section;
   }
 
+  let sequence = 0;
+
   async function compare() {
+    const mine = ++sequence;
     const sentence = $("sentence").value, reordered = $("reordered").value;
     if (!sameWords(words(sentence), words(reordered))) {
       Lab.status(statusNode, t("mismatch", { words: words(sentence).join(" ") }), "error");
+      Lab.stale([resultNode], true);  // the rows below are for other sentences
       return;
     }
     Lab.status(statusNode, t("loading"));
     try {
       const data = await Lab.postJSON("/api/order", { sentence, reordered });
+      if (mine !== sequence) return;
       Lab.status(statusNode, data.identity ? t("identity") : "");
       const note = Lab.element("p", { class: "note" }, t("shown", { shown: data.shown, d: data.d_model }));
       resultNode.replaceChildren(machineTable("attention", data), machineTable("recurrence", data), note);
+      Lab.stale([resultNode], false);
     } catch (error) {
+      if (mine !== sequence) return;
       Lab.showError(statusNode, error);
+      Lab.stale([resultNode], true);
     }
   }
 
@@ -78,10 +88,17 @@
       if (list.join(" ") !== original) break;
     }
     $("reordered").value = list.join(" ");
+    keep();
     compare();
   }
 
   form.addEventListener("submit", (event) => { event.preventDefault(); compare(); });
+  const keep = () => Lab.keepState({ sentence: $("sentence").value, reordered: $("reordered").value });
+  $("sentence").addEventListener("input", keep);
+  $("reordered").addEventListener("input", keep);
   $("shuffle").addEventListener("click", shuffle);
+  // The sentences a language switch carried in the URL, if any.
+  $("sentence").value = Lab.initial("sentence", $("sentence").value);
+  $("reordered").value = Lab.initial("reordered", $("reordered").value);
   compare();
 })();

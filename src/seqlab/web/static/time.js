@@ -29,15 +29,16 @@
     return box;
   }
 
-  function plot(id, T, series, title = "") {
+  /** A log–log chart of seconds per call; its title is a heading above it (never over the legend). */
+  function plot(id, T, series) {
     if (!Lab.plotlyReady()) return;
     window.Plotly.react(id, series.map(([name, values, color]) => ({
       x: T, y: values, name, mode: "lines+markers", line: { color } })), {
-      margin: { l: 70, r: 10, t: title ? 40 : 10, b: 50 }, height: 300, legend: { orientation: "h", y: 1.15 },
-      title: title ? { text: title, font: { size: 13 }, x: 0.98, xanchor: "right" } : undefined,
+      margin: { l: 64, r: 12, t: 36, b: 48 }, height: 300,
+      legend: { orientation: "h", x: 0, xanchor: "left", y: 1, yanchor: "bottom" },
       xaxis: { type: "log", title: { text: t("axisT") } },
       yaxis: { type: "log", title: { text: t("axisTime") }, exponentformat: "power" },
-      separators: Lab.lang === "es" ? ",." : ".,",
+      separators: Lab.separators,
     }, Lab.plotConfig);
   }
 
@@ -53,19 +54,19 @@
       for (const d of widths) {
         const points = record.points.filter((p) => p.d_model === d);
         box.appendChild(Lab.element("h3", {}, t("dModel", { d })));
-        box.appendChild(Lab.table([t("T"), t("gpuWork"), t("gpuRnn"), "SDPA", t("timeRatio")],
-          points.map((p) => [Lab.fmtInt(p.T), Lab.fmtNum(p.work_ratio), p.rnn_text, p.sdpa_text, p.time_ratio_text])));
+        box.appendChild(Lab.table([t("T"), t("gpuRnn"), "SDPA", t("timeRatio"), t("workRatio")],
+          points.map((p) => [Lab.fmtInt(p.T), p.rnn_text, p.sdpa_text, p.time_ratio_text, p.work_ratio_text])));
         if (record.predicted_T_text[String(d)]) {
           box.appendChild(Lab.element("p", { class: "note" },
                                       t("gpuPredicted", { T: record.predicted_T_text[String(d)], d })));
         }
       }
       const main = record.points.filter((p) => p.d_model === widths[0]);
+      box.appendChild(Lab.element("h3", { class: "chart-title" }, `${record.gpu} · ${t("dModel", { d: widths[0] })}`));
       const chart = Lab.element("div", { id: `gpu-chart-${record.file.replace(/\W/g, "-")}`, class: "chart" });
       box.appendChild(chart);
       requestAnimationFrame(() => plot(chart.id, main.map((p) => p.T), [
-        [t("gpuRnn"), main.map((p) => p.rnn_s), "#c0392b"], ["SDPA", main.map((p) => p.sdpa_s), "#1f6fb2"]],
-        `${record.gpu} · ${t("dModel", { d: widths[0] })}`));
+        [t("gpuRnn"), main.map((p) => p.rnn_s), "#c0392b"], ["SDPA", main.map((p) => p.sdpa_s), "#1f6fb2"]]));
     }
     return box;
   }
@@ -87,14 +88,24 @@
     Lab.status(statusNode, t("loading"));
     try {
       const body = { d_model: Number($("bench-d").value), max_T: Number($("bench-T").value) };
-      render(await Lab.postJSON(`/api/time/run?lang=${Lab.lang}`, body));
+      render(await Lab.postJSON(`/api/time/run?lang=${Lab.lang}`, body, { timeoutMs: 300000 }));
       Lab.status(statusNode, "");
+      Lab.stale([$("local")], false);
     } catch (error) {
       Lab.showError(statusNode, error);
+      Lab.stale([$("local")], true);
     } finally {
       button.disabled = false;
     }
   });
+
+  // The bench's settings a language switch carried in the URL, if any; kept as they change.
+  for (const [id, name] of [["bench-d", "d"], ["bench-T", "T"]]) {
+    const select = $(id);
+    const value = Lab.initial(name, select.value);
+    if ([...select.options].some((option) => option.value === value)) select.value = value;
+    select.addEventListener("change", () => Lab.keepState({ d: $("bench-d").value, T: $("bench-T").value }));
+  }
 
   Lab.getJSON(`/api/time?lang=${Lab.lang}`).then(render).catch((error) => Lab.showError(statusNode, error));
 })();
