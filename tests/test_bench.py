@@ -240,6 +240,48 @@ def test_table_shows_the_time_ratio_beside_the_work_ratio():
     assert "trabajo d/T" in console.export_text()
 
 
+def with_timings(result: BenchResult, change) -> BenchResult:
+    """``result`` with every point's Timing passed through ``change(point)``."""
+    return replace(result, points=tuple(replace(p, timing=change(p)) for p in result.points))
+
+
+def one_block(point: BenchPoint) -> Timing:
+    return replace(point.timing, samples=point.timing.samples[:1], iqr_s=0.0, noisy=True)
+
+
+def test_one_timed_block_shows_no_iqr_and_says_so():
+    from rich.console import Console
+
+    console = Console(width=200, record=True, color_system=None)
+    table = bench_table(with_timings(synthetic_result(), one_block), 1, 512, "en")
+    console.print(table)
+    row = next(line for line in console.export_text().splitlines() if line.startswith("│ 1,000"))
+    assert [cell.strip() for cell in row.split("│")[1:3]] == ["1,000", "2.00 s (one block)"]  # no "± —", no †
+    assert table.caption.endswith("Each time comes from a single timed block. Fewer than 3 blocks give no IQR: "
+                                  "those times are rough.")
+    assert bench_table(synthetic_result(), 1, 512, "en").caption.endswith(
+        "Each time is the median of 3 timed blocks.")
+
+
+def test_sentences_carry_the_caveat_when_timings_are_noisy_or_rough():
+    steady = bench_sentences(synthetic_result(), "en")
+    assert not any("Noisy" in s or "rough" in s for s in steady)
+    noisy = bench_sentences(with_timings(synthetic_result(), lambda p: replace(p.timing, noisy=True)), "en")
+    assert noisy[0].endswith("(Noisy: the spread of some of these times is over a tenth of the median, the machine "
+                             "was busy; read it loosely.)")
+    rough = bench_sentences(with_timings(synthetic_result(), one_block), "es")
+    assert all(s.endswith("sin dispersión con la que juzgarlos.)") for s in rough[:5])  # crossings, model, threads
+
+
+def test_the_plot_speaks_spanish():
+    from seqlab.render.bench import plot_bench
+
+    figure = plot_bench(synthetic_result(), "es")
+    assert figure.get_suptitle() == f"Synthetic CPU, PyTorch {torch.__version__}, float32, lote 1"
+    labels = [label.get_text() for label in figure.axes[-1].get_xticklabels()]
+    assert labels == ["250", "1.000", "4.000"]  # the lengths written as the text writes them
+
+
 # --- Files ---------------------------------------------------------------------------------------------
 
 def test_csv_has_a_row_per_sample(tiny):

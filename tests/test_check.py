@@ -7,6 +7,7 @@ with that result patched in, with a real run of a few claims, and with a measure
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from fractions import Fraction
 
 import pytest
@@ -79,10 +80,57 @@ def test_notes_where_the_lesson_simplifies(result):
 def test_parse_claims():
     assert parse_claims("L8,1, l1") == ("L1", "L8")
     assert parse_claims(["L12", "L2"]) == ("L2", "L12")
-    for bad in ("L13", "L0", "", "x", "L1,,L2"):
+    for bad in ("L13", "L0", "", "x", "L1,,L2", "L1, x"):
         with pytest.raises(SeqlabError) as error:
             parse_claims(bad)
         assert error.value.parameter == "claims"
+        assert f"received {bad!r}" in str(error.value) and "(such as L1,L8 or 1,8)" in str(error.value)
+    with pytest.raises(SeqlabError, match="'L1,,L2', which has an empty item"):
+        parse_claims("L1,,L2")
+    with pytest.raises(SeqlabError, match="'L1, x', in which 'x' is not one"):
+        parse_claims("L1, x")
+
+
+def test_l8_states_what_its_verdict_tests(result):
+    """The headline is the verdict, time_ratio < work_ratio, with both ratios: not 'attention is faster'."""
+    l8 = next(c for c in result.checks if c.claim == "L8")
+    text = claim_text(l8, "en")
+    work, time = l8.values["work_ratio"], l8.values["time_ratio"]
+    assert l8.holds == (time < work)
+    from seqlab.i18n import format_number
+
+    assert text.statement == (f"Time does not follow work: attention does 32 times the recurrence's multiplications "
+                              f"and takes {format_number(time, 'en')} times its time")
+    assert "buys time" not in text.statement and text.figure.startswith("attention / recurrence: work ×32, time ×")
+    blocks = (l8.values["recurrence_blocks"], l8.values["attention_blocks"])
+    assert min(blocks) >= 1 and f"medians of {blocks[0]} and {blocks[1]} timed blocks" in text.measured
+    rough = replace(l8, values={**l8.values, "recurrence_blocks": 1})
+    assert "The timings are rough (fewer than 3 timed blocks" in claim_text(rough, "en").note
+
+
+def test_the_gru_has_no_cell_state(result):
+    l3 = next(c for c in result.checks if c.claim == "L3")
+    english, spanish = claim_text(l3, "en").note, claim_text(l3, "es").note
+    assert "the cell state c_t in the LSTM, the (1 − z_t) ⊙ h_{t−1} term in the GRU, which has no cell state" in english
+    assert "bypass through the cell state" not in english and "(1 − z_t) ⊙ h_{t−1} en la GRU" in spanish
+
+
+def test_numbers_in_the_notes_follow_the_language(result):
+    l9 = next(c for c in result.checks if c.claim == "L9")
+    assert "3.9 for the last" in claim_text(l9, "en").note
+    spanish = claim_text(l9, "es").note
+    assert "3,9 para la última" in spanish and "3.9" not in spanish and "2.000/512 = 3,906" in spanish
+
+
+def test_the_report_footer_names_no_option_it_lacks(result):
+    from seqlab.render.check import summary
+
+    assert "--full for larger ones" in summary(result, "en")
+    footer = summary(result, "en", command="report")
+    assert footer.startswith("12 of 12 claims hold (the default sizes of seqlab check; seqlab check --full runs "
+                             "larger ones;")
+    preview = replace(result, checks=result.checks[:4])
+    assert "(a preview: 4 of the 12 claims; seqlab check checks all of them;" in summary(preview, "en", "report")
 
 
 def test_a_raising_measurement_is_reported_not_skipped(monkeypatch):
@@ -159,6 +207,7 @@ def test_json_of_a_failed_claim(monkeypatch):
 @pytest.mark.parametrize(("args", "option", "value"), [
     (("--only", "L13"), "--only", "'L13'"),
     (("--only", ""), "--only", "''"),
+    (("--only", "L1,,L2"), "--only", "'L1,,L2', which has an empty item"),
     (("--lang", "fr"), "--lang", "'fr'"),
 ])
 def test_bad_usage_exits_2(args, option, value):

@@ -226,3 +226,45 @@ def test_builtin_spanish_text_at_the_papers_width():
         == 437_780_480
     assert result.work_ratio == Fraction(835, 512)  # T/d, past the crossover at 512
     assert result.recurrence.span.products == 835 and result.attention.span.products == 2
+
+
+# --- How timings are shown (L8): timed blocks, no IQR from fewer than 3, the caveat in the prose ----------
+
+def synthetic_timing(median: float, blocks: int, spread: float = 0.01, label: str = "t") -> Timing:
+    """A Timing of ``blocks`` timed blocks of 4 calls each around ``median``; noisy as measure_time decides."""
+    samples = tuple(median * (1 + spread * (i - blocks // 2)) for i in range(blocks))
+    iqr = median * spread * 2 if blocks >= 3 else 0.0
+    return Timing(label=label, samples=samples, median_s=median, iqr_s=iqr, first_call_s=median, runs=4 * blocks,
+                  threads=2, device="cpu", noisy=blocks < 3 or iqr > 0.1 * median, min_run_time=0.02)
+
+
+def timed(result: CompareResult, recurrence: Timing, attention: Timing) -> CompareResult:
+    from dataclasses import replace
+
+    return replace(result, recurrence=replace(result.recurrence, time_library=recurrence),
+                   attention=replace(result.attention, time_library=attention))
+
+
+def test_a_timing_shows_its_blocks_not_its_calls():
+    from seqlab.render.compare import _Formatter
+
+    f = _Formatter("en")
+    assert f.time(synthetic_timing(0.693, 1)) == "693 ms (one timed block, no spread)"  # no "IQR 0 s, n = 1"
+    assert f.time(synthetic_timing(0.693, 2)) == "693 ms (2 timed blocks, no spread)"
+    assert f.time(synthetic_timing(0.024, 8)) == "24.0 ms (IQR 480 µs, 8 timed blocks)"  # 8 blocks, 32 calls
+    assert f.time(synthetic_timing(0.024, 8, spread=0.2)) == "24.0 ms (IQR 9.60 ms, 8 timed blocks) noisy"
+    assert _Formatter("es").time(synthetic_timing(0.693, 1)) == "693 ms (un solo bloque cronometrado, sin dispersión)"
+
+
+def test_the_time_sentence_carries_the_caveat(small_result):
+    from seqlab.render.compare import compare_sentences
+
+    steady = compare_sentences(timed(small_result, synthetic_timing(0.02, 8), synthetic_timing(0.01, 8)), "en")[-1]
+    assert steady == "On 2 threads nn.RNN takes 20.0 ms and SDPA 10.0 ms: attention finishes 2.00 times as fast."
+    noisy = compare_sentences(timed(small_result, synthetic_timing(0.02, 8, spread=0.2),
+                                    synthetic_timing(0.01, 8)), "en")[-1]
+    assert noisy.endswith("attention finishes 2.00 times as fast (noisy: the spread is over a tenth of the median, "
+                          "the machine was busy).")
+    rough = compare_sentences(timed(small_result, synthetic_timing(0.693, 1), synthetic_timing(0.024, 1)), "es")[-1]
+    assert rough.endswith("veces más rápido (cifra aproximada: se cronometró en un solo bloque, así que no se midió "
+                          "la dispersión).")

@@ -375,3 +375,9 @@ def test_a_size_too_large_for_memory_exits_2(monkeypatch, tmp_path):
     assert run.exit_code == 2, run.output
     errors = [line for line in run.output.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and "would need about" in errors[0]
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_the_legend_writes_n_times_without_a_stray_space(result, lang):
+    texts = "\n".join(text.get_text() for text in draw_figure(result, lang).axes[0].texts)
+    assert "N×:" in texts and "N× :" not in texts

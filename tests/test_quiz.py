@@ -112,6 +112,27 @@ def test_numeric_answers_in_the_languages_own_digits():
     assert parse_number("512,0", "es") == 512
     assert parse_number("1.024", "es") == 1024 and parse_number("1,024", "en") == 1024
     assert not grade("q2", "1.024", "es").correct  # 1,024 = 2d
+    assert parse_number("1.000", "es") == 1000 and parse_number("1.000.000", "es") == 1_000_000  # "." groups
+    assert parse_number("1 000", "es") == parse_number("1,000", "en") == 1000
+
+
+@pytest.mark.parametrize(("answer", "lang", "readings"), [
+    ("1,000", "es", "could be 1 or 1000"),  # a decimal comma here, a thousands comma in English
+    ("1.000", "en", "could be 1 or 1000"),
+    ("512.000", "en", "could be 512 or 512000"),
+])
+def test_ambiguous_numbers_are_refused_with_both_readings(answer, lang, readings):
+    with pytest.raises(SeqlabError) as error:
+        parse_number(answer, lang)
+    assert readings in str(error.value) and repr(answer) in str(error.value)
+
+
+def test_long_numbers_stay_exact():
+    digits = "12345678901234567890123"
+    assert parse_number(digits) == int(digits) and grade("q2", digits).answer == digits
+    assert parse_number(10**30) == 10**30
+    with pytest.raises(SeqlabError):
+        parse_number("9e99999999")  # refused at once, not expanded
 
 
 @pytest.mark.parametrize(("answer", "expected"), [
@@ -189,7 +210,53 @@ def test_cli_end_of_input_stops_with_the_score():
     result = run_quiz("c\n", "--lang", "en")
     assert result.exit_code == 0, result.output
     assert "End of input: stopped after 1 of 4 questions." in result.output
-    assert "Score: 1 of 4." in result.output
+    assert "Score: 1 of 1 answered (4 questions)." in result.output
+
+
+def test_cli_end_of_input_after_three_scores_the_three():
+    result = run_quiz("c\n512\nb\n", "--lang", "en")
+    assert result.exit_code == 0, result.output
+    assert "Score: 3 of 3 answered (4 questions)." in result.output and "Score: 3 of 4." not in result.output
+    assert "Puntuación: 1 de 1 respondidas (4 preguntas)." in run_quiz("c\n", "--lang", "es").output
+
+
+def test_cli_ctrl_c_prints_the_score_so_far_and_exits_130(monkeypatch):
+    from rich.prompt import Prompt
+
+    answers = iter(["c", "1024"])
+
+    def ask(*args, **kwargs):
+        try:
+            return next(answers)
+        except StopIteration:
+            raise KeyboardInterrupt from None
+
+    monkeypatch.setattr(Prompt, "ask", ask)
+    result = run_quiz("", "--lang", "en")
+    assert result.exit_code == 130, result.output
+    lines = result.output.splitlines()
+    assert "Interrupted: stopped after 2 of 4 questions." in lines and "Traceback" not in result.output
+    assert lines[-1] == "Score: 1 of 2 answered (4 questions)."
+
+
+def test_cli_empty_answer_asks_again_with_a_hint():
+    result = run_quiz("\n  \nc\n512\nb\na, b, c\n", "--lang", "en")
+    assert result.exit_code == 0, result.output
+    assert result.output.count("Type an answer, or ? for a hint.") == 2
+    assert "Could not read" not in result.output and "Score: 4 of 4." in result.output
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+@pytest.mark.parametrize("columns", ["80", "100"])
+def test_cli_your_answer_stays_with_its_option(lang, columns):
+    result = CliRunner().invoke(app, ["quiz", "--lang", lang], input="b\n1024\na\na, b, c, d\n",
+                                env={**CLI_ENV, "COLUMNS": columns})
+    assert result.exit_code == 0, result.output
+    marker = "← your answer" if lang == "en" else "← tu respuesta"
+    marked = [line for line in result.output.splitlines() if "←" in line]
+    assert len(marked) == 6  # q1, q3 and the four letters of q4
+    for line in marked:
+        assert line.endswith(marker) and line.split("←")[0].strip() and len(line) <= int(columns), line
 
 
 def test_cli_bad_language():

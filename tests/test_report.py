@@ -81,6 +81,98 @@ def test_spanish_page(result):
     assert "Las afirmaciones de la lección, medidas" in html and "se cumple" in html
 
 
+def test_the_footer_is_worded_for_the_report(page):
+    html = page.read_text(encoding="utf-8")
+    assert "4 of 4 claims hold (a preview: 4 of the 12 claims; seqlab check checks all of them;" in html
+    assert "--full for larger ones" not in html  # report has no --full
+
+
+def test_plot_titles_write_numbers_as_the_text_does(result):
+    from dataclasses import replace
+
+    from seqlab.render.report import reach_plot
+
+    long = replace(result, compare=replace(result.compare, T=2917))
+    assert reach_plot(long, "es").axes[0].get_title().endswith("(T = 2.917)")
+    assert reach_plot(long, "en").axes[0].get_title().endswith("(T = 2,917)")
+
+
+def printed_sizes(figure) -> list[tuple[str, float]]:
+    """Every visible text of a drawn figure with its size in points once the PDF scales it to the page."""
+    from matplotlib.text import Text
+
+    from seqlab.render.report import print_scale
+
+    figure.canvas.draw()
+    scale = print_scale(figure.get_figwidth())
+    return [(text.get_text(), text.get_fontsize() * scale) for text in figure.findobj(Text)
+            if text.get_text().strip() and text.get_visible()]
+
+
+def test_table1_plot_prints_at_7_points_or_more(result, monkeypatch):
+    import seqlab.render.table1 as table1_render
+    from seqlab.render.report import MIN_PRINT_PT, _table1_png
+
+    drawn = []
+    real = table1_render.save_png_svg
+
+    def keep(figure, base):
+        paths = real(figure, base)  # drawn under the report's fonts
+        drawn.append(printed_sizes(figure))
+        return paths
+
+    monkeypatch.setattr(table1_render, "save_png_svg", keep)
+    _table1_png(result, "en")
+    (sizes,) = drawn
+    assert len(sizes) > 20 and min(size for _, size in sizes) >= MIN_PRINT_PT - 1e-9, sorted(sizes, key=lambda s: s[1])[:3]
+
+
+def test_bench_and_reach_plots_print_at_7_points_or_more(result):
+    from seqlab.render.bench import plot_bench
+    from seqlab.render.report import MIN_PRINT_PT, legible, reach_plot
+
+    for figure in (plot_bench(result.bench, "en"), reach_plot(result, "en")):
+        sizes = printed_sizes(legible(figure))
+        assert min(size for _, size in sizes) >= MIN_PRINT_PT - 1e-9, sorted(sizes, key=lambda s: s[1])[:3]
+
+
+def test_the_pdf_keeps_rows_claims_and_plots_whole(page):
+    """Laid out by WeasyPrint: no table row, claim or plot split across pages, nothing wider than the page."""
+    weasyprint = pytest.importorskip("weasyprint", reason="WeasyPrint is not installed")
+
+    def boxes(box, head=False):  # (box, inside a table header)
+        head = head or getattr(box, "element_tag", None) == "thead"
+        yield box, head
+        for child in getattr(box, "children", None) or []:
+            yield from boxes(child, head)
+
+    document = weasyprint.HTML(filename=str(page)).render()
+    pages_of, too_wide = {}, []
+    for number, sheet in enumerate(document.pages):
+        root = sheet._page_box
+        right = root.content_box_x() + root.width
+        for box, head in boxes(root):
+            element = getattr(box, "element", None)
+            if element is None:
+                continue
+            classes = (element.get("class") or "").split()
+            if (box.element_tag in ("tr", "figure", "img") or "claim" in classes) and not head:  # headers repeat
+                pages_of.setdefault(element, set()).add(number)
+            if box.element_tag in ("img", "table", "p", "div") and box.position_x + box.margin_width() > right + 0.5:
+                too_wide.append((number, box.element_tag))
+    split = [(element.tag, sorted(pages)) for element, pages in pages_of.items() if len(pages) > 1]
+    assert len(document.pages) > 1 and split == [] and too_wide == []
+    assert sum(1 for element in pages_of if "claim" in (element.get("class") or "")) == 4
+
+
+def test_the_page_has_print_rules_and_scrolling_tables(page):
+    html = page.read_text(encoding="utf-8")
+    assert "@page { size: A4;" in html and "@media print" in html
+    assert "tr, .claim, figure, img, caption { break-inside: avoid; }" in html
+    assert html.count('<div class="table-wrap"><table>') == html.count("<table>") > 0
+    assert ".table-wrap { max-width: 100%; overflow: auto; }" in html and "img { max-width: 100%;" in html
+
+
 # --- The command -----------------------------------------------------------------------------------------
 
 @pytest.fixture()
@@ -136,15 +228,106 @@ def test_cli_in_spanish(invoke, tmp_path):
 @pytest.mark.parametrize(("args", "option", "value"), [
     (("--out", "/no/such/folder/r.html"), "--out", "'/no/such/folder'"),
     (("--out", "."), "--out", "'.'"),
+    (("--out", "rep.pdf"), "--out", "ending in .html or .htm (the PDF is written beside it, with .pdf), received "
+                                    "'rep.pdf'"),
+    (("--out", "rep"), "--out", "received 'rep'"),
     (("--text", "/no/such/file.txt"), "--text", "'/no/such/file.txt'"),
     (("--d-model", "0"), "--d-model", "0"),
+    (("--quick", "--d-model", "4096"), "--d-model", "expected an integer in [1, 256] under --quick (a preview in "
+                                                    "seconds), received 4096"),
+    (("--quick", "--max-tokens", "5000"), "--max-tokens", "[2, 1000] under --quick"),
+    (("--max-tokens", "1"), "--max-tokens", "1"),
     (("--lang", "fr"), "--lang", "'fr'"),
 ])
-def test_bad_usage_exits_2(invoke, args, option, value):
+def test_bad_usage_exits_2(invoke, monkeypatch, args, option, value):
+    monkeypatch.setattr(report_study, "run_report", measuring)
     output = invoke(*args)
     assert output.exit_code == 2 and "Traceback" not in output.output
     errors = [line for line in output.output.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and errors[0].startswith(f"Error: Invalid value for '{option}'") and value in errors[0]
+
+
+def measuring(*args, **kwargs):
+    raise AssertionError("the report measured before refusing its options")
+
+
+def test_an_unwritable_folder_is_refused_before_measuring(invoke, monkeypatch, tmp_path):
+    import seqlab.cli.options
+
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(report_study, "run_report", measuring)
+    monkeypatch.setattr(seqlab.cli.options.tempfile, "NamedTemporaryFile", denied)
+    output = invoke("--out", str(tmp_path / "r.html"))
+    assert output.exit_code == 2, output.output
+    errors = [line for line in output.output.splitlines() if line.startswith("Error:")]
+    assert errors == [f"Error: Invalid value for '--out': cannot write in {str(tmp_path)!r}: Permission denied"]
+
+
+def test_quick_takes_d_model_up_to_its_maximum(invoke, tmp_path):
+    output = invoke("--out", str(tmp_path / "r.html"), "--quick", "--d-model", "256", "--no-pdf")
+    assert output.exit_code == 0, output.output
+
+
+def text_file(folder: Path, words: int) -> Path:
+    path = folder / "long.txt"
+    path.write_text(" ".join(f"w{i}" for i in range(words)), encoding="utf-8")
+    return path
+
+
+def test_quick_compares_the_first_thousand_tokens(invoke, monkeypatch, result, tmp_path):
+    seen = []
+    monkeypatch.setattr(report_study, "run_report",
+                        lambda tokens, source, config, progress=None: seen.append(len(tokens)) or result)
+    long = text_file(tmp_path, 3000)
+    output = invoke("--out", str(tmp_path / "r.html"), "--quick", "--text", str(long), "--no-pdf", "--lang", "en")
+    assert output.exit_code == 0, output.output
+    assert seen == [1000] and "--quick compares the first 1,000 of the text's" in output.output
+    output = invoke("--out", str(tmp_path / "r.html"), "--quick", "--text", str(long), "--max-tokens", "40",
+                    "--no-pdf")
+    assert output.exit_code == 0 and seen[-1] == 40 and "--quick compares" not in output.output
+
+
+def test_a_text_too_long_for_memory_names_the_max_tokens_that_fits(invoke, monkeypatch, result, tmp_path):
+    import seqlab.studies.compare as compare_study
+    from seqlab.errors import SeqlabError
+
+    def check_size(T, config):  # this "machine" holds T <= 300
+        if T > 300:
+            raise SeqlabError(f"T = {T} at d_model = {config.d_model} would need about 40.3 GiB")
+
+    seen = []
+    monkeypatch.setattr(compare_study, "check_compare_size", check_size)
+    monkeypatch.setattr(report_study, "run_report",
+                        lambda tokens, source, config, progress=None: seen.append(len(tokens)) or result)
+    long = text_file(tmp_path, 2000)
+    output = invoke("--out", str(tmp_path / "r.html"), "--text", str(long), "--no-pdf")
+    assert output.exit_code == 2 and seen == [], output.output
+    errors = [line for line in output.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and errors[0].startswith("Error: Invalid value for '--text': T = ")
+    assert errors[0].endswith("would need about 40.3 GiB; --max-tokens 300 keeps the first 300 tokens, the most "
+                              "that fit")
+    output = invoke("--out", str(tmp_path / "r.html"), "--text", str(long), "--max-tokens", "300", "--no-pdf")
+    assert output.exit_code == 0 and seen == [300], output.output
+
+
+def test_without_weasyprint_in_spanish_the_line_is_spanish(invoke, tmp_path, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_weasyprint(name, *args, **kwargs):
+        if name == "weasyprint":
+            raise ImportError("No module named 'weasyprint'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_weasyprint)
+    output = invoke("--out", str(tmp_path / "informe.html"), "--quick", "--lang", "es")
+    assert output.exit_code == 0, output.output
+    (line,) = [line for line in output.output.splitlines() if line.startswith("No se escribe PDF")]
+    assert line == ("No se escribe PDF: WeasyPrint no está disponible (ImportError: No module named 'weasyprint'); "
+                    "instálalo con pip install weasyprint (necesita la biblioteca Pango) para obtener un PDF.")
 
 
 # --- In a browser ------------------------------------------------------------------------------------------
@@ -175,6 +358,9 @@ def test_the_page_in_chromium(page):
             assert tab.locator("ol.claims li.holds").count() == 4
             assert outside == []  # nothing fetched from outside the file
             tab.screenshot(path=str(SCREENSHOTS / "report.png"), full_page=True)
+            narrow = browser.new_page(viewport={"width": 420, "height": 900})  # a phone: nothing scrolls sideways
+            narrow.goto(page.as_uri())
+            assert narrow.evaluate("document.documentElement.scrollWidth") <= 420
         finally:
             browser.close()
     assert (SCREENSHOTS / "report.png").stat().st_size > 10_000

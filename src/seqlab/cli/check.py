@@ -20,9 +20,11 @@ FAILED = 1
 @app.command()
 def check(
     full: Annotated[bool, typer.Option("--full", help="Larger sizes (longer chains, T = 2,048 timed, a longer "
-                                       "Figure 1): about twice as long.")] = False,
+                                       "Figure 1): a few seconds more than the default, whose run is mostly "
+                                       "start-up and fixed-size checks.")] = False,
     only: Annotated[Optional[str], typer.Option("--only", metavar="L1,L8,...",
-                                                help="Check only these claims (default: all twelve).")] = None,
+                                                help="Check only these claims, separated by commas: L1,L8 or 1,8 "
+                                                     "(default: all twelve).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print every claim, its figures and verdict as "
                                           "JSON.")] = False,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,

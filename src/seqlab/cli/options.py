@@ -83,11 +83,15 @@ def bad_parameter(error: SeqlabError, options: dict[str, str], fallback: str) ->
 
 
 def language(lang: str | None) -> str:
-    """Resolve ``--lang``: the given language if valid, else the environment's (usage error if unknown)."""
+    """Resolve ``--lang``: the given language if valid (any case, ``ES`` too), else the environment's.
+
+    Raises:
+        typer.BadParameter: an unknown language (exit 2).
+    """
     from seqlab.i18n import check_language, default_language
 
     try:
-        return check_language(lang) if lang is not None else default_language()
+        return check_language(lang.strip().lower()) if lang is not None else default_language()
     except SeqlabError as error:
         raise typer.BadParameter(str(error), param_hint="'--lang'") from None
 

@@ -1,10 +1,11 @@
 """``seqlab quiz``: the lesson's four self-check questions in the terminal (L12).
 
 Asks each question with Rich prompts on standard input (so answers can be piped in, one per line),
-shows the hint on ``?``, asks again on an answer it cannot read, then prints the feedback on every
-option and, at the end, the score. The questions, their right answers and the grading come from
+shows the hint on ``?``, asks again on an empty answer or one it cannot read, then prints the feedback on
+every option and, at the end, the score. The questions, their right answers and the grading come from
 :mod:`seqlab.studies.quiz`; this module only asks and prints. End of input stops the quiz early and
-still prints the score (exit code 0).
+still prints the score over the questions answered (exit code 0); Ctrl-C does the same on a new line and
+exits with 130, the shell's code for an interrupt.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from seqlab.errors import SeqlabError
 from seqlab.i18n import translator
 
 RIGHT, WRONG = "✓", "✗"
+#: Exit code after Ctrl-C (128 + SIGINT), as shells report an interrupted command.
+INTERRUPTED = 130
+#: Joins words that must stay on one line when wrapped (turned back into spaces when printed).
+GLUE = "\xa0"
 
 
 def _tr(lang: str):
@@ -65,9 +70,12 @@ def _show_grade(console, q, result, lang: str) -> None:
                            style="bold red"))
     for item in result.feedback:
         mark = RIGHT if item.correct else WRONG
-        chosen = "  ← " + _("your answer") if item.chosen and q.kind != "numeric" else ""
         label = item.text if q.kind == "numeric" else f"{item.key}) {item.text}"
-        _lines(console, f"  {mark} {label}{chosen}", 4, style="bold" if item.chosen else "")
+        if item.chosen and q.kind != "numeric":  # the marker stays on the line of the option's last word
+            head, _space, last = label.rpartition(" ")
+            marker = GLUE.join([last, "", "←", *_("your answer").split()])  # "last  ← your answer", unbreakable
+            label = f"{head} {marker}" if head else marker
+        _lines(console, f"  {mark} {label}", 4, style="bold" if item.chosen else "")
         _lines(console, item.explanation, 6, first=6)
     _lines(console, q.explanation, 0, style="italic")
 
@@ -79,12 +87,13 @@ def _lines(console, text: str, indent: int, first: int = 0, style: str = "") -> 
     from rich.text import Text
 
     for row in textwrap.wrap(text, max(console.width, 40), initial_indent=" " * first,
-                             subsequent_indent=" " * indent) or [""]:
-        console.print(Text(row, style=style))
+                             subsequent_indent=" " * indent, break_long_words=False) or [""]:
+        console.print(Text(row.replace(GLUE, " "), style=style))
 
 
 def _read(console, q, lang: str):
-    """Ask until the answer can be graded; None at end of input. '?' shows the hint."""
+    """Ask until the answer can be graded; None at end of input. '?' shows the hint; an empty answer is asked
+    again with a reminder. Ctrl-C (KeyboardInterrupt) is left to the caller."""
     from rich.markup import escape
     from rich.prompt import Prompt
     from rich.text import Text
@@ -102,6 +111,9 @@ def _read(console, q, lang: str):
             console.print(Text(raw), highlight=False)
         if raw.strip() == "?":
             _lines(console, _("Hint: {hint}").format(hint=q.hint), 0, style="cyan")
+            continue
+        if not raw.strip():
+            console.print(Text(_("Type an answer, or ? for a hint."), style="yellow"))
             continue
         try:
             return grade(q.key, raw, lang)
@@ -126,15 +138,35 @@ def quiz(
     console.print(Text(_("Check your intuition: {total} questions on recurrence and attention.").format(
         total=len(asked)), style="bold"))
     right = answered = 0
-    for number, q in enumerate(asked, start=1):
-        _show_question(console, q, number, len(asked), lang)
-        result = _read(console, q, lang)
-        if result is None:
-            console.print(Text(_("End of input: stopped after {answered} of {total} questions.").format(
-                answered=answered, total=len(asked)), style="yellow"))
-            break
-        answered += 1
-        right += result.correct
-        _show_grade(console, q, result, lang)
+    try:
+        for number, q in enumerate(asked, start=1):
+            _show_question(console, q, number, len(asked), lang)
+            result = _read(console, q, lang)
+            if result is None:
+                console.print(Text(_("End of input: stopped after {answered} of {total} questions.").format(
+                    answered=answered, total=len(asked)), style="yellow"))
+                break
+            answered += 1
+            right += result.correct
+            _show_grade(console, q, result, lang)
+    except KeyboardInterrupt:  # Ctrl-C: end the prompt's line, then the score so far
+        console.print()
+        console.print(Text(_("Interrupted: stopped after {answered} of {total} questions.").format(
+            answered=answered, total=len(asked)), style="yellow"))
+        _score(console, right, answered, len(asked), lang)
+        raise typer.Exit(INTERRUPTED) from None
+    _score(console, right, answered, len(asked), lang)
+
+
+def _score(console, right: int, answered: int, total: int, lang: str) -> None:
+    """The score line: over every question, or over those answered when the quiz stopped early."""
+    from rich.text import Text
+
+    _ = _tr(lang)
     console.print()
-    console.print(Text(_("Score: {right} of {total}.").format(right=right, total=len(asked)), style="bold"))
+    if answered == total:
+        text = _("Score: {right} of {total}.").format(right=right, total=total)
+    else:
+        text = _("Score: {right} of {answered} answered ({total} questions).").format(
+            right=right, answered=answered, total=total)
+    console.print(Text(text, style="bold"))

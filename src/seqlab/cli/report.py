@@ -3,22 +3,31 @@
 The page is self-contained (plots embedded as PNG, no outside links) and opens offline. Beside it, the same
 report as a PDF (same name, ``.pdf``) when WeasyPrint is installed — it lays the page out without a browser;
 without it the command says so on stderr and the HTML is the report. ``--no-pdf`` skips the PDF.
+
+Everything that can be refused is refused before the measuring starts (exit 2, one ``Error:`` line):
+``--out`` must end in .html or .htm (the PDF takes the same name with .pdf, so it cannot be the page) and its
+folder must take a file; ``--quick`` takes ``--d-model`` up to 256 and compares at most the first 1,000
+tokens; a text too long for memory is refused with the ``--max-tokens`` that fits.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from seqlab.cli import app
-from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
+from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language, writable_folder
 from seqlab.errors import SeqlabError
-from seqlab.i18n import translator
+from seqlab.i18n import format_integer, translator
+from seqlab.studies.report import QUICK_MAX_D_MODEL, QUICK_MAX_TOKENS
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"d_model": "'--d-model'", "T": "'--text'", "tokenizer": "'--text'"}
+#: What --out may end in: the page is HTML, and the PDF beside it takes the same name with .pdf.
+HTML_SUFFIXES = (".html", ".htm")
 
 
 def _tr(lang: str):
@@ -36,16 +45,71 @@ def _text(text: Optional[str], lang: str):
         raise bad_parameter(error, OPTIONS, "'--text'") from None
 
 
+def _check_out(out: Path, pdf: bool) -> None:
+    """Refuse, before any measuring, an --out that is a folder, does not end in .html/.htm, lies in a missing
+    folder or one that takes no file, or whose page or PDF cannot be written over (exit 2)."""
+    if out.is_dir():
+        raise typer.BadParameter(f"expected a file name, received the folder {str(out)!r}", param_hint="'--out'")
+    if out.suffix.lower() not in HTML_SUFFIXES:
+        raise typer.BadParameter(f"expected a file name ending in .html or .htm (the PDF is written beside it, "
+                                 f"with .pdf), received {str(out)!r}", param_hint="'--out'")
+    if not out.parent.is_dir():
+        raise typer.BadParameter(f"the folder {str(out.parent)!r} does not exist, received {str(out)!r}",
+                                 param_hint="'--out'")
+    writable_folder(out.parent)  # a probe file written and removed: the same words as figure's and model's
+    for path in (out, out.with_suffix(".pdf")) if pdf else (out,):
+        if path.is_dir():
+            raise typer.BadParameter(f"cannot write {str(path)!r}: it is a folder", param_hint="'--out'")
+        if path.exists() and not os.access(path, os.W_OK):
+            raise typer.BadParameter(f"cannot write {str(path)!r}: Permission denied", param_hint="'--out'")
+
+
+def _fit_text(tokens, config, max_tokens: Optional[int], quick: bool, lang: str):
+    """Keep the first --max-tokens tokens (under --quick at most 1,000), then refuse a text still too long for
+    memory, naming the --max-tokens that fits."""
+    from seqlab.studies.compare import check_compare_size
+    from seqlab.studies.report import first_tokens, largest_fitting_length
+
+    if quick and max_tokens is not None and max_tokens > QUICK_MAX_TOKENS:
+        raise typer.BadParameter(f"expected an integer in [2, {QUICK_MAX_TOKENS}] under --quick (a preview in "
+                                 f"seconds), received {max_tokens}; leave out --quick to compare more tokens",
+                                 param_hint="'--max-tokens'")
+    limit = max_tokens if max_tokens is not None else QUICK_MAX_TOKENS if quick else None
+    if limit is not None and len(tokens) > limit:
+        if max_tokens is None:
+            tl = _tr(lang)
+            typer.echo(tl("--quick compares the first {kept} of the text's {total} tokens (--max-tokens sets how "
+                          "many, up to {kept}).").format(
+                kept=format_integer(limit, lang), total=format_integer(len(tokens), lang)), err=True)
+        tokens = first_tokens(tokens, limit)
+    try:
+        check_compare_size(len(tokens), config.compare)
+    except SeqlabError as error:
+        fitting = largest_fitting_length(config, len(tokens) - 1) if len(tokens) > 2 else None
+        if fitting is None:
+            raise bad_parameter(error, OPTIONS, "'--text' / '--d-model'") from None
+        raise typer.BadParameter(f"{error}; --max-tokens {fitting} keeps the first {fitting} tokens, the most "
+                                 "that fit", param_hint="'--text'") from None
+    return tokens
+
+
 @app.command()
 def report(
-    out: Annotated[Path, typer.Option("--out", help="The HTML file to write.")] = Path("report.html"),
+    out: Annotated[Path, typer.Option("--out", help="The HTML file to write, ending in .html or .htm; the PDF goes "
+                                      "beside it with .pdf.")] = Path("report.html"),
     text: Annotated[Optional[str], typer.Option("--text", help="A UTF-8 text file for the compare section, or - "
                                                 "for standard input. Default: the built-in text.")] = None,
+    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", parser=integer_at_least(2), metavar="N",
+                                                      help="Compare only the first N tokens of the text (for a "
+                                                           "text too long for memory; --quick: at most "
+                                                           f"{QUICK_MAX_TOKENS:,}).")] = None,
     d_model: Annotated[Optional[int], typer.Option("--d-model", parser=integer_at_least(1), metavar="INTEGER",
                                                    help="Token-vector width of the compare section (default: the "
-                                                        "paper's 512; --quick: 32).")] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="Tiny sizes everywhere and four claims checked: a "
-                                        "preview in seconds, not a measurement to quote.")] = False,
+                                                        f"paper's 512; --quick: 32, at most {QUICK_MAX_D_MODEL})."
+                                                   )] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="Tiny sizes everywhere, four claims checked, --d-model at "
+                                        f"most {QUICK_MAX_D_MODEL} and the first {QUICK_MAX_TOKENS:,} tokens of the "
+                                        "text: a preview in seconds, not a measurement to quote.")] = False,
     pdf: Annotated[bool, typer.Option("--pdf/--no-pdf", help="Also print the page to a PDF beside it (same name, "
                                       ".pdf) with WeasyPrint, when it is installed.")] = True,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
@@ -55,15 +119,16 @@ def report(
 
     lang = language(lang)
     tl = _tr(lang)
-    if out.is_dir():
-        raise typer.BadParameter(f"expected a file name, received the folder {str(out)!r}", param_hint="'--out'")
-    if not out.parent.is_dir():
-        raise typer.BadParameter(f"the folder {str(out.parent)!r} does not exist, received {str(out)!r}",
-                                 param_hint="'--out'")
+    _check_out(out, pdf)
+    if quick and d_model is not None and d_model > QUICK_MAX_D_MODEL:
+        raise typer.BadParameter(f"expected an integer in [1, {QUICK_MAX_D_MODEL}] under --quick (a preview in "
+                                 f"seconds), received {d_model}; leave out --quick to measure at that width",
+                                 param_hint="'--d-model'")
     tokens, source = _text(text, lang)
     config = ReportConfig.quick() if quick else ReportConfig()
     if d_model is not None:
         config = with_compare(config, d_model=d_model)
+    tokens = _fit_text(tokens, config, max_tokens, quick, lang)
     try:
         result = _run(tokens, source, config, lang)
     except SeqlabError as error:
@@ -83,12 +148,13 @@ def report(
 
 def _write_pdf(path: Path, tl) -> None:
     """The PDF beside the page, or one line on stderr saying why there is none (not an error: exit 0)."""
-    from seqlab.render.report import write_pdf
+    from seqlab.render.report import PdfUnavailable, write_pdf
 
     try:
         written = write_pdf(path, path.with_suffix(".pdf"))
-    except SeqlabError as error:
-        typer.echo(tl("No PDF written: {reason}.").format(reason=error), err=True)
+    except PdfUnavailable as error:
+        typer.echo(tl("No PDF written: WeasyPrint is not available ({detail}); pip install weasyprint (it needs "
+                      "the Pango library) to get a PDF.").format(detail=error.detail), err=True)
         return
     except OSError as error:
         raise typer.BadParameter(f"cannot write {str(path.with_suffix('.pdf'))!r}: {error.strerror or error}",

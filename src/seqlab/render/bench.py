@@ -24,13 +24,13 @@ from rich.table import Table
 from rich.text import Text
 
 from seqlab.i18n import format_fraction, format_integer, format_number, format_seconds, translator
+from seqlab.render.compare import MIN_BLOCKS, timed_blocks, timing_quality
 from seqlab.render.figures import new_figure, save_png_svg
 from seqlab.render.json_output import to_json
 from seqlab.studies.bench import MACHINES, PAIRS, BenchResult, Crossover
 
 DOMAIN = "bench"
 NOISY_MARK = "†"
-DASH = "—"  # the spread of a single timed block
 CSV_FIELDS = ("device", "threads", "d_model", "batch", "T", "machine", "multiplications", "span_ops",
               "predicted_s", "bound", "median_s", "iqr_s", "first_call_s", "runs", "noisy", "sample", "sample_s")
 
@@ -70,12 +70,14 @@ def bench_table(result: BenchResult, threads: int, d: int, lang: str = "en") -> 
     calibration = result.calibration(threads)
     title = tr("Forward pass per call, median ± IQR: {threads}, d_model = {d}").format(
         threads=_threads_text(threads, lang), d=format_integer(d, lang))
+    blocks = [timed_blocks(result.point(key, threads, d, T).timing) for key in result.machines for T in result.lengths]
     caption = tr("{device} ({name}), PyTorch {torch}, float32, batch {batch}. Model: {flops} FLOP/s from a "
                  "{n}×{n} matmul, {latency} per op from a chain of {ops} ops. {mark} noisy: IQR over a tenth of "
                  "the median.").format(
         device=result.device, name=result.device_name, torch=result.torch_version, batch=result.batch,
         flops=format_number(calibration.flops_per_s, lang), n=calibration.matmul_size,
         latency=format_seconds(calibration.latency_s, lang), ops=calibration.chain_ops, mark=NOISY_MARK)
+    caption += " " + _blocks_text(min(blocks), max(blocks), lang)
     table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
     table.add_column("T", justify="right")
     for key in result.machines:
@@ -89,15 +91,54 @@ def bench_table(result: BenchResult, threads: int, d: int, lang: str = "en") -> 
     for T in result.lengths:
         row = [format_integer(T, lang)]
         for key in result.machines:
-            timing = result.point(key, threads, d, T).timing
-            spread = format_seconds(timing.iqr_s, lang) if len(timing.samples) > 1 else DASH
-            mark = f" {NOISY_MARK}" if timing.noisy else ""
-            row.append(f"{format_seconds(timing.median_s, lang)} ± {spread}{mark}")
+            row.append(_cell(result.point(key, threads, d, T).timing, lang))
         if pair:
             row += [format_number(_ratio(result, pair[0], threads, d, T, model), lang) for model in (False, True)]
             row.append(format_number(d / T, lang))
         table.add_row(*row)
     return table
+
+
+def _cell(timing, lang: str) -> str:
+    """``median ± IQR`` (``†`` when noisy); from fewer than 3 timed blocks the median alone, saying so."""
+    tr = bench_translator(lang)
+    median, blocks = format_seconds(timing.median_s, lang), timed_blocks(timing)
+    if blocks == 1:
+        return tr("{median} (one block)").format(median=median)
+    if blocks < MIN_BLOCKS:
+        return tr("{median} ({blocks} blocks)").format(median=median, blocks=blocks)
+    mark = f" {NOISY_MARK}" if timing.noisy else ""
+    return f"{median} ± {format_seconds(timing.iqr_s, lang)}{mark}"
+
+
+def _blocks_text(fewest: int, most: int, lang: str) -> str:
+    """How many timed blocks each median comes from, and that fewer than 3 give no IQR."""
+    tr = bench_translator(lang)
+    if most == 1:
+        text = tr("Each time comes from a single timed block.")
+    elif fewest == most:
+        text = tr("Each time is the median of {blocks} timed blocks.").format(blocks=fewest)
+    else:
+        text = tr("Each time is the median of {fewest} to {most} timed blocks.").format(fewest=fewest, most=most)
+    if fewest < MIN_BLOCKS:
+        text += " " + tr("Fewer than 3 blocks give no IQR: those times are rough.")
+    return text
+
+
+def _caveat(result: BenchResult, threads: tuple[int, ...], d: int, lang: str, machines: tuple[str, ...] = (),
+            lengths: tuple[int, ...] = ()) -> str:
+    """A sentence to append when a timing behind a sentence is rough or noisy (L8), else ``""``."""
+    tr = bench_translator(lang)
+    timings = [result.point(key, n, d, T).timing for n in threads for key in machines or result.machines
+               for T in lengths or result.lengths]
+    quality = timing_quality(*timings)
+    if quality == "few":
+        return " " + tr("(A rough figure: some of these times come from fewer than 3 timed blocks, with no spread "
+                        "to judge them by.)")
+    if quality == "noisy":
+        return " " + tr("(Noisy: the spread of some of these times is over a tenth of the median, the machine was "
+                        "busy; read it loosely.)")
+    return ""
 
 
 def _crossover_sentence(c: Crossover, result: BenchResult, lang: str) -> str:
@@ -130,7 +171,7 @@ def _crossover_sentence(c: Crossover, result: BenchResult, lang: str) -> str:
         model = tr("In the work–span model it is slower at every length.")
     else:
         model = tr("The work–span model puts the crossing at T = {T}.").format(T=format_number(c.predicted_T, lang))
-    return f"{text} {model}"
+    return f"{text} {model}" + _caveat(result, (c.threads,), c.d_model, lang, (c.recurrence, c.attention))
 
 
 def _scaling_sentence(result: BenchResult, pair: tuple[str, str], d: int, lang: str) -> str:
@@ -145,7 +186,8 @@ def _scaling_sentence(result: BenchResult, pair: tuple[str, str], d: int, lang: 
                                       factor=format_number(speedup if speedup >= 1 else 1 / speedup, lang)))
     return tr("From {few} to {many} at T = {T}, d_model = {d}: {rec_change}; {att_change}.").format(
         few=_threads_text(few, lang), many=_threads_text(many, lang), T=format_integer(T, lang),
-        d=format_integer(d, lang), rec_change=changes[0], att_change=changes[1])
+        d=format_integer(d, lang), rec_change=changes[0], att_change=changes[1]) + _caveat(
+        result, (few, many), d, lang, pair, (T,))
 
 
 def _model_sentence(result: BenchResult, threads: int, d: int, lang: str) -> str:
@@ -154,7 +196,8 @@ def _model_sentence(result: BenchResult, threads: int, d: int, lang: str) -> str
     ratios = ", ".join(f"{MACHINES[key].label} {format_number(p.timing.median_s / p.predicted_s, lang)}"
                        for key in result.machines for p in [result.point(key, threads, d, T)])
     return tr("{threads}, d_model = {d}: measured over predicted time at T = {T}: {ratios}.").format(
-        threads=_threads_text(threads, lang), d=format_integer(d, lang), T=format_integer(T, lang), ratios=ratios)
+        threads=_threads_text(threads, lang), d=format_integer(d, lang), T=format_integer(T, lang),
+        ratios=ratios) + _caveat(result, (threads,), d, lang, lengths=(T,))
 
 
 def _kernel_sentence(result: BenchResult, lang: str) -> str:
@@ -224,7 +267,7 @@ def plot_bench(result: BenchResult, lang: str = "en"):
     for column, threads in enumerate(result.threads):
         ax = axes[0][column]
         for i, d in enumerate(result.d_models):
-            suffix = f" (d = {d})" if len(result.d_models) > 1 else ""
+            suffix = f" (d = {format_integer(d, lang)})" if len(result.d_models) > 1 else ""
             for n, key in enumerate(result.machines):
                 medians = [_median(result, key, threads, d, T) for T in result.lengths]
                 ax.plot(result.lengths, medians, styles[i % 4], marker="o", markersize=3, color=f"C{n}",
@@ -242,7 +285,7 @@ def plot_bench(result: BenchResult, lang: str = "en"):
         ax = axes[1][column]
         rec, att = pairs[0]
         for i, d in enumerate(result.d_models):
-            suffix = f" (d = {d})" if len(result.d_models) > 1 else ""
+            suffix = f" (d = {format_integer(d, lang)})" if len(result.d_models) > 1 else ""
             ax.plot(result.lengths, [_ratio(result, pairs[0], threads, d, T) for T in result.lengths],
                     styles[i % 4], marker="o", markersize=3, color="C0", label=tr("time, measured") + suffix)
             ax.plot(result.lengths, [_ratio(result, pairs[0], threads, d, T, True) for T in result.lengths],
@@ -257,9 +300,11 @@ def plot_bench(result: BenchResult, lang: str = "en"):
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize="small")
     for ax in axes[-1]:  # shared x: label the measured lengths themselves
-        ax.set_xticks(result.lengths, [str(T) for T in result.lengths], fontsize="small", rotation=45)
+        ax.set_xticks(result.lengths, [format_integer(T, lang) for T in result.lengths], fontsize="small",
+                      rotation=45)
         ax.xaxis.set_minor_formatter(NullFormatter())
-    figure.suptitle(f"{result.device_name}, PyTorch {result.torch_version}, float32, batch {result.batch}")
+    figure.suptitle(tr("{name}, PyTorch {torch}, float32, batch {batch}").format(
+        name=result.device_name, torch=result.torch_version, batch=format_integer(result.batch, lang)))
     return figure
 
 

@@ -15,12 +15,16 @@ from typing import Any
 
 from seqlab.i18n import format_fraction, format_integer, format_number, format_seconds, translator
 from seqlab.render.json_output import to_jsonable
-from seqlab.studies.check import CheckResult, ClaimCheck
+from seqlab.studies.check import CLAIMS, CheckResult, ClaimCheck
 
 DOMAIN = "check"
 HOLDS, FAILS = "✓", "✗"
 #: Columns of the hanging indent under each claim.
 INDENT = 7
+#: The lesson's rounding of 2000/512 = 3.906 (L9), formatted per language in the note.
+LESSON_LAST_RATIO = 3.9
+#: Fewest timed blocks with a spread worth quoting (as in the compare and bench tables).
+MIN_BLOCKS = 3
 
 
 @dataclass(frozen=True)
@@ -92,8 +96,9 @@ def _l3(_, v, n):
                 g1=n(gru[0][1]), g2=n(gru[1][1]), p=n(lstm[1][0])),
             _("At h = 0 (no input, no bias) tanh' is 1, so the gradient is exactly the repeated product and its "
               "per-step factor approaches ρ; with inputs tanh only shrinks it. The gated layers' path still grows "
-              "in ops; in products it stays at the bypass through the cell state. Gradient clipping is not "
-              "measured: it scales large gradients down and cannot bring small ones back."))
+              "in ops; in products it stays flat, along an additive bypass that crosses no W_hh: the cell state "
+              "c_t in the LSTM, the (1 − z_t) ⊙ h_{t−1} term in the GRU, which has no cell state. Gradient "
+              "clipping is not measured: it scales large gradients down and cannot bring small ones back."))
 
 
 def _l4(_, v, n):
@@ -140,19 +145,27 @@ def _l7(_, v, n):
 
 
 def _l8(_, v, n):
+    """L8 states what the verdict tests, time_ratio < work_ratio, with both ratios; not that attention is faster."""
     (T_half, (rec_half, att_half)), (_T, (rec_full, att_full)) = v["multiplications_per_link"].items()
+    blocks = (v.get("recurrence_blocks", MIN_BLOCKS), v.get("attention_blocks", MIN_BLOCKS))
     note = _("Compared: nn.RNN with its W_xh products against SDPA's fused kernel without the projections, the "
              "scopes of the two closed forms, one thread each. The verdict is that time does not follow work, not "
              "that attention is always faster: on one thread and long enough texts it is not (seqlab bench).")
-    if v["noisy"]:
+    margin = n(float(v["work_ratio"]) / v["time_ratio"])
+    if min(blocks) < MIN_BLOCKS:
+        note += " " + _("The timings are rough (fewer than 3 timed blocks, so no spread was measured). The margin "
+                        "is ×{margin}.").format(margin=margin)
+    elif v["noisy"]:
         note += " " + _("The timings were noisy (spread over a tenth of the median): the machine is busy. The "
-                        "margin is ×{margin}.").format(margin=n(float(v["work_ratio"]) / v["time_ratio"]))
-    return (_("Attention buys time with work: more multiplications, spread over processors instead of T waits"),
-            _("Wall time of SDPA and nn.RNN on one thread at T = {T}, d = {d} (median of timed blocks) against their "
-              "work ratio; multiplications per link of the chain (work / span) at T = {T_half} and {T}").format(
-                T=n(v["T"]), d=n(v["d"]), T_half=n(T_half)),
-            _("work ×{work}, time ×{time} (nn.RNN {rec}, SDPA {att}); per link: recurrence {r1} → {r2}, attention "
-              "{a1} → {a2}").format(
+                        "margin is ×{margin}.").format(margin=margin)
+    return (_("Time does not follow work: attention does {work} times the recurrence's multiplications and takes "
+              "{time} times its time").format(work=n(v["work_ratio"]), time=n(v["time_ratio"])),
+            _("Wall time of SDPA and nn.RNN on one thread at T = {T}, d = {d} (medians of {rb} and {ab} timed "
+              "blocks) against their work ratio; multiplications per link of the chain (work / span) at T = "
+              "{T_half} and {T}").format(T=n(v["T"]), d=n(v["d"]), T_half=n(T_half), rb=n(blocks[0]),
+                                        ab=n(blocks[1])),
+            _("attention / recurrence: work ×{work}, time ×{time} (nn.RNN {rec}, SDPA {att}); per link: recurrence "
+              "{r1} → {r2}, attention {a1} → {a2}").format(
                 work=n(v["work_ratio"]), time=n(v["time_ratio"]), rec=format_seconds(v["recurrence_s"], n.lang),
                 att=format_seconds(v["attention_s"], n.lang), r1=n(rec_half), r2=n(rec_full), a1=n(att_half),
                 a2=n(att_full)),
@@ -170,8 +183,8 @@ def _l9(_, v, n):
             _("Multiplications counted on nn.RNN and SDPA at d = {d}, and chain depth in matrix products").format(
                 d=n(v["d"])),
             "; ".join(parts),
-            _("The lesson rounds its ratios: {exact}; it writes 'about ten times less' for the first and 3.9 for "
-              "the last.").format(exact=exact))
+            _("The lesson rounds its ratios: {exact}; it writes 'about ten times less' for the first and {rounded} "
+              "for the last.").format(exact=exact, rounded=format_number(LESSON_LAST_RATIO, n.lang, 2)))
 
 
 def _l10(_, v, n):
@@ -235,10 +248,20 @@ def claim_text(check: ClaimCheck, lang: str = "en") -> ClaimText:
     return ClaimText(check.claim, check.holds, verdict, statement, measured, figure, note)
 
 
-def summary(result: CheckResult, lang: str = "en") -> str:
-    """One line: how many claims hold, at which sizes, in how long."""
+def summary(result: CheckResult, lang: str = "en", command: str = "check") -> str:
+    """One line: how many claims hold, at which sizes, in how long.
+
+    ``command`` is where the line is shown: ``"check"`` points at its own ``--full``; ``"report"`` (which has
+    no ``--full``) says which claims and sizes the report ran and names ``seqlab check`` for the rest.
+    """
     _ = translator(lang, DOMAIN)
-    sizes = _("full sizes") if result.full else _("default sizes; --full for larger ones")
+    if command == "report":
+        sizes = (_("the default sizes of seqlab check; seqlab check --full runs larger ones")
+                 if len(result.checks) == len(CLAIMS) else
+                 _("a preview: {checked} of the {total} claims; seqlab check checks all of them").format(
+                     checked=len(result.checks), total=len(CLAIMS)))
+    else:
+        sizes = _("full sizes") if result.full else _("default sizes; --full for larger ones")
     return _("{held} of {total} claims hold ({sizes}; {seconds}, CPU threads: {threads}, PyTorch {torch}).").format(
         held=result.held, total=len(result.checks), sizes=sizes, seconds=format_seconds(result.elapsed_s, lang),
         threads=result.threads, torch=result.torch_version)

@@ -20,6 +20,29 @@ from seqlab.measure.work import WorkCount
 from seqlab.studies.compare import CompareResult, MachineMeasurements
 
 DASH = "—"
+#: Fewest timed blocks whose interquartile range means anything; below it no IQR is shown.
+MIN_BLOCKS = 3
+
+
+def timed_blocks(timing: Timing) -> int:
+    """How many timed blocks the median comes from (``Timing.runs`` counts calls, not blocks)."""
+    return len(timing.samples)
+
+
+def timing_quality(*timings: Timing | None) -> str | None:
+    """Why some of ``timings`` should be read loosely: ``"few"`` (a timing from fewer than 3 timed blocks,
+    so no spread was measured), ``"noisy"`` (a spread over a tenth of the median, or torch warned: the
+    machine was busy), or None when every one is steady.
+
+    ``Timing.noisy`` also holds for fewer than 3 blocks; the two causes are told apart here, so the words
+    say which one it was.
+    """
+    present = [timing for timing in timings if timing is not None]
+    if any(timed_blocks(timing) < MIN_BLOCKS for timing in present):
+        return "few"
+    if any(timing.noisy for timing in present):
+        return "noisy"
+    return None
 
 
 class _Formatter:
@@ -36,11 +59,16 @@ class _Formatter:
         return format_number(value, self.lang)
 
     def time(self, timing: Timing | None) -> str:
+        """Median with its spread and the number of timed blocks; no IQR from fewer than 3 blocks (L8)."""
         if timing is None:
             return DASH
-        text = self._("{median} (IQR {spread}, n = {runs})").format(
-            median=format_seconds(timing.median_s, self.lang), spread=format_seconds(timing.iqr_s, self.lang),
-            runs=timing.runs)
+        median, blocks = format_seconds(timing.median_s, self.lang), timed_blocks(timing)
+        if blocks == 1:
+            return self._("{median} (one timed block, no spread)").format(median=median)
+        if blocks < MIN_BLOCKS:
+            return self._("{median} ({blocks} timed blocks, no spread)").format(median=median, blocks=blocks)
+        text = self._("{median} (IQR {spread}, {blocks} timed blocks)").format(
+            median=median, spread=format_seconds(timing.iqr_s, self.lang), blocks=blocks)
         return text + (" " + self._("noisy") if timing.noisy else "")
 
     def path(self, path: PathMatrix) -> str:
@@ -208,11 +236,22 @@ def _time_sentence(result: CompareResult, f: _Formatter) -> str | None:
         return None
     ratio = rec.median_s / att.median_s
     message = f._("On {threads} threads nn.RNN takes {rec} and SDPA {att}: attention finishes {ratio} times "
-                  "as fast.") if ratio >= 1 else f._("On {threads} threads nn.RNN takes {rec} and SDPA {att}: "
-                                                      "the recurrence finishes {ratio} times as fast.")
+                  "as fast{caveat}.") if ratio >= 1 else f._("On {threads} threads nn.RNN takes {rec} and SDPA "
+                                                             "{att}: the recurrence finishes {ratio} times as "
+                                                             "fast{caveat}.")
+    quality = timing_quality(rec, att)
+    if quality == "few":
+        blocks = min(timed_blocks(rec), timed_blocks(att))
+        caveat = " (" + (f._("a rough figure: timed in one block, so no spread was measured") if blocks == 1 else
+                         f._("a rough figure: timed in {blocks} blocks, too few for a spread").format(
+                             blocks=blocks)) + ")"
+    elif quality == "noisy":
+        caveat = " (" + f._("noisy: the spread is over a tenth of the median, the machine was busy") + ")"
+    else:
+        caveat = ""
     return message.format(threads=rec.threads, rec=format_seconds(rec.median_s, f.lang),
                           att=format_seconds(att.median_s, f.lang),
-                          ratio=f.number(ratio if ratio >= 1 else 1 / ratio))
+                          ratio=f.number(ratio if ratio >= 1 else 1 / ratio), caveat=caveat)
 
 
 def compare_sentences(result: CompareResult, lang: str = "en") -> list[str]:

@@ -259,7 +259,7 @@ def _legend(ax: Any, result: FigureResult, tr: Callable[[str], str], lang: str) 
         ax.text(x + 0.55, y, label, fontsize=9, va="center")
         y -= 0.36
     lines = (tr("Small square in each box: the measured dependencies, output rows down, input rows across."),
-             tr("N× : the paper stacks N = 6 layers; one layer of each stack is measured here."),
+             tr("N×: the paper stacks N = 6 layers; one layer of each stack is measured here."),
              tr("S = {source} source tokens, T = {target} target tokens, d_model = {d_model}, {heads}, "
                 "seed {seed}.").format(source=result.T_source, target=result.T_target, d_model=result.d_model,
                                        heads=heads_text(result.heads, lang), seed=result.seed))

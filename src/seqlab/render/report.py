@@ -12,18 +12,39 @@ Nothing here measures; the words are English message ids of the gettext domain `
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seqlab.i18n import format_seconds, format_source, translator
+from seqlab.errors import SeqlabError
+from seqlab.i18n import format_integer, format_seconds, format_source, translator
 from seqlab.studies.report import ReportResult
 
 DOMAIN = "report"
 #: Resolution of the embedded plots.
 DPI = 96
+#: The PDF's page: A4 with 15 mm margins, so plots are scaled to at most 180 mm (7.09 in) across.
+PAGE_MARGIN_MM = 15
+PRINT_WIDTH_IN = (210 - 2 * PAGE_MARGIN_MM) / 25.4
+#: The smallest text a plot may have once scaled to the printed page's width, in points.
+MIN_PRINT_PT = 7.0
+#: Width of Table 1's plot as :func:`seqlab.render.table1.plot_table1` draws it (inches).
+TABLE1_WIDTH_IN = 15.0
+#: matplotlib's size of "small" text against the base font size.
+SMALL = 0.833
+
+
+class PdfUnavailable(SeqlabError):
+    """WeasyPrint cannot be imported; ``detail`` says why (the words around it are the caller's to translate)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"WeasyPrint is not available ({detail}); pip install weasyprint (it needs the Pango "
+                         "library) to get a PDF")
+        self.detail = detail
 
 TEMPLATE = """<!DOCTYPE html>
 <html lang="{{ lang }}">
@@ -40,12 +61,24 @@ nav ol { columns: 2; } table { border-collapse: collapse; margin: 1rem 0; font-s
 th, td { border: 1px solid #d0d7de; padding: 0.3rem 0.55rem; text-align: left; vertical-align: top; }
 th { background: #f3f5f7; } caption { text-align: left; padding: 0.3rem 0; }
 caption.title { font-weight: bold; caption-side: top; } .table-caption { color: #555; font-size: 0.85rem; }
-figure { margin: 1rem 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figure { margin: 1rem 0; } img { max-width: 100%; height: auto; box-sizing: border-box; } figure img { border: 1px solid #eee; }
 figcaption { color: #555; font-size: 0.85rem; }
+.table-wrap { max-width: 100%; overflow: auto; } main, section, p, li { overflow-wrap: anywhere; }
 ol.claims { list-style: none; padding-left: 0; } ol.claims li { margin: 0.9rem 0; padding-left: 0.8rem;
        border-left: 4px solid #2da44e; } ol.claims li.fails { border-left-color: #cf222e; }
 .verdict { font-weight: bold; } .holds .verdict { color: #1a7f37; } .fails .verdict { color: #cf222e; }
 .claim-line { margin: 0.15rem 0; } .note { color: #555; } .summary { font-weight: bold; }
+@media screen and (max-width: 40rem) { body { padding: 0.75rem; } nav ol { columns: 1; } }
+@page { size: A4; margin: {{ margin }}mm; }
+@media print {
+  body { max-width: none; padding: 0; font-size: 10pt; }
+  h2 { break-after: avoid; } nav { break-after: page; }
+  .table-wrap { overflow: visible; }
+  table { width: 100%; font-size: 7.5pt; } th, td { padding: 0.15rem 0.3rem; }
+  thead { display: table-header-group; }
+  tr, .claim, figure, img, caption { break-inside: avoid; }
+  img { max-width: 100%; }
+}
 </style>
 </head>
 <body>
@@ -61,22 +94,22 @@ ol.claims { list-style: none; padding-left: 0; } ol.claims li { margin: 0.9rem 0
 <h2>{{ s.heading }}</h2>
 {% for line in s.intro %}<p>{{ line }}</p>{% endfor %}
 {% for t in s.tables %}
-<table>
+<div class="table-wrap"><table>
 {% if t.title %}<caption class="title">{{ t.title }}</caption>{% endif %}
 <thead><tr>{% for h in t.headers %}<th>{{ h | join("<br>"|safe) }}</th>{% endfor %}</tr></thead>
 <tbody>{% for row in t.rows %}<tr>{% for cell in row %}<td>{{ cell }}</td>{% endfor %}</tr>{% endfor %}</tbody>
-</table>
+</table></div>
 {% if t.caption %}<p class="table-caption">{{ t.caption }}</p>{% endif %}
 {% endfor %}
 {% for line in s.sentences %}<p>{{ line }}</p>{% endfor %}
 {% for p in s.plots %}
-<figure class="plot"><img src="data:image/png;base64,{{ p.png }}" alt="{{ p.caption }}">
+<figure class="plot"><img src="data:image/png;base64,{{ p.png }}" alt="{{ p.caption }}"{% if p.width %} width="{{ p.width }}"{% endif %}>
 <figcaption>{{ p.caption }}</figcaption></figure>
 {% endfor %}
 {% if s.claims %}
 <ol class="claims">
 {% for c in s.claims %}
-<li class="{{ 'holds' if c.holds else 'fails' }}">
+<li class="claim {{ 'holds' if c.holds else 'fails' }}">
 <div class="claim-line"><span class="verdict">{{ '✓' if c.holds else '✗' }} {{ c.claim }} {{ c.verdict }}</span>:
 {{ c.statement }}</div>
 <div class="claim-line">{{ labels.measured }} {{ c.measured }}</div>
@@ -97,10 +130,11 @@ ol.claims { list-style: none; padding-left: 0; } ol.claims li { margin: 0.9rem 0
 
 @dataclass(frozen=True)
 class Plot:
-    """One embedded plot: the PNG as base64 text and its caption."""
+    """One embedded plot: the PNG as base64 text, its caption and its width in CSS pixels (0: the PNG's own)."""
 
     png: str
     caption: str
+    width: int = 0
 
 
 @dataclass
@@ -161,6 +195,57 @@ def png_base64(figure: Any) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+def print_scale(width_in: float) -> float:
+    """How much a plot ``width_in`` inches wide is shrunk to fit the PDF's page width (1: not at all).
+
+    >>> print_scale(5.0), round(print_scale(15.0), 3)
+    (1.0, 0.472)
+    """
+    return min(1.0, PRINT_WIDTH_IN / width_in)
+
+
+def min_font_pt(width_in: float) -> float:
+    """The smallest font size a plot ``width_in`` inches wide may use to print at :data:`MIN_PRINT_PT` or more."""
+    return MIN_PRINT_PT / print_scale(width_in)
+
+
+def legible(figure: Any) -> Any:
+    """Raise every text of ``figure`` (titles, labels, ticks, legends) to :func:`min_font_pt` of its width.
+
+    Returns the figure, whose layout (constrained) is redone when it is saved.
+    """
+    from matplotlib.text import Text
+
+    least = min_font_pt(figure.get_figwidth())
+    for text in figure.findobj(Text):
+        if text.get_fontsize() < least:
+            text.set_fontsize(least)
+    for ax in figure.axes:  # tick labels made at draw time take the axis's label size
+        for axis, name in ((ax.xaxis, "x"), (ax.yaxis, "y")):
+            labels = axis.get_ticklabels()
+            size = labels[0].get_fontsize() if labels else least
+            ax.tick_params(axis=name, which="both", labelsize=max(size, least))
+    return figure
+
+
+@contextlib.contextmanager
+def legible_defaults(width_in: float) -> Iterator[None]:
+    """matplotlib defaults under which a plot ``width_in`` inches wide, drawn by another renderer with relative
+    sizes ("small" legends), keeps every text at :data:`MIN_PRINT_PT` or more once scaled to the page."""
+    import matplotlib
+
+    least = min_font_pt(width_in)
+    with matplotlib.rc_context({"font.size": least / SMALL, "xtick.labelsize": least, "ytick.labelsize": least,
+                                "axes.labelsize": least, "axes.titlesize": least, "figure.titlesize": least * 1.2,
+                                "legend.fontsize": least}):
+        yield
+
+
+def css_width(width_in: float) -> int:
+    """The CSS pixels (96 per inch) of a plot ``width_in`` inches wide, whatever the PNG's resolution."""
+    return round(width_in * 96)
+
+
 def reach_plot(result: ReportResult, lang: str) -> Any:
     """‖∂y_T/∂x_i‖ against the distance T - i, for both machines of the compare study (log scale)."""
     from seqlab.render.figures import new_figure
@@ -175,19 +260,26 @@ def reach_plot(result: ReportResult, lang: str) -> Any:
         points = [(compare.T - 1 - i, value) for i, value in enumerate(norms) if value > 0]
         ax.plot([p[0] for p in points], [p[1] for p in points], color=colour, label=label, linewidth=1.2)
     ax.set(yscale="log", xlabel=_("distance T - i (positions)"), ylabel="‖∂y_T/∂x_i‖",
-           title=_("How strongly the last output depends on each input position (T = {T})").format(T=compare.T))
+           title=_("How strongly the last output depends on each input position (T = {T})").format(
+               T=format_integer(compare.T, lang)))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     return figure
 
 
 def _table1_png(result: ReportResult, lang: str) -> str:
-    """Table 1's plot, drawn by its own renderer into a temporary file and read back."""
+    """Table 1's plot, drawn by its own renderer into a temporary file and read back, with fonts large enough
+    to stay at :data:`MIN_PRINT_PT` or more when the PDF scales its 15 inches to the page's width."""
     from seqlab.render.table1 import plot_table1
 
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder, legible_defaults(TABLE1_WIDTH_IN):
         png, _svg = plot_table1(result.table1, Path(folder) / "table1", lang)
         return base64.b64encode(png.read_bytes()).decode("ascii")
+
+
+def _plot(figure: Any, caption: str) -> Plot:
+    """An embedded plot whose fonts print at :data:`MIN_PRINT_PT` or more, shown at its drawn size."""
+    return Plot(png_base64(legible(figure)), caption, css_width(figure.get_figwidth()))
 
 
 def sections(result: ReportResult, lang: str = "en") -> list[Section]:
@@ -203,7 +295,7 @@ def sections(result: ReportResult, lang: str = "en") -> list[Section]:
     compare.intro.append(_("Both machines read the same token vectors; every figure below is counted, traced or "
                            "timed in this run (L1–L10)."))
     _collect(render_compare(result.compare, lang), compare)
-    compare.plots.append(Plot(png_base64(reach_plot(result, lang)),
+    compare.plots.append(_plot(reach_plot(result, lang),
                               _("Reach by autograd, float64: through the recurrence it falls step by step with the "
                                 "distance; through attention it does not depend on it. Exact zeros are left out.")))
 
@@ -212,13 +304,13 @@ def sections(result: ReportResult, lang: str = "en") -> list[Section]:
                           "measured at several T, fitted and set against the paper's orders (L7)."))
     _collect(render_table1(result.table1, lang), table1)
     table1.plots.append(Plot(_table1_png(result, lang), _("Work, sequential operations and path length against T, "
-                                                          "log axes.")))
+                                                          "log axes."), css_width(TABLE1_WIDTH_IN)))
 
     bench = Section("bench", _("Time: one large product against T small waits"))
     bench.intro.append(_("A short timing sweep on this machine, nn.RNN against SDPA, on one thread and on all "
                          "(L8). Few points and short runs: seqlab bench measures more."))
     _collect(render_bench(result.bench, lang), bench)
-    bench.plots.append(Plot(png_base64(plot_bench(result.bench, lang)),
+    bench.plots.append(_plot(plot_bench(result.bench, lang),
                             _("Time per forward call against T, measured and modelled; below, recurrence over "
                               "attention in time and in work.")))
 
@@ -232,7 +324,7 @@ def sections(result: ReportResult, lang: str = "en") -> list[Section]:
     check = Section("check", _("The lesson's claims, measured"))
     check.intro.append(_("Each claim of the lesson against the measurement that tests it (seqlab check)."))
     check.claims = [claim_text(claim, lang) for claim in result.check.checks]
-    check.summary = summary(result.check, lang)
+    check.summary = summary(result.check, lang, command="report")
     return [compare, table1, bench, figure, check]
 
 
@@ -251,6 +343,7 @@ def render_report(result: ReportResult, lang: str = "en") -> str:
     environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     return environment.from_string(TEMPLATE).render(
         lang=lang,
+        margin=PAGE_MARGIN_MM,
         title=_("seqlab report"),
         subtitle=_("What recurrence costs and what attention buys, measured on this machine"),
         meta=_("Run {started} (UTC) on {threads} threads, PyTorch {torch}; it took {elapsed} ({parts}).").format(
@@ -282,17 +375,14 @@ def write_pdf(html_path: str | Path, pdf_path: str | Path) -> Path:
     extra installs it; without it (or without the Pango library it loads) the HTML is still the report.
 
     Raises:
-        SeqlabError: WeasyPrint is not installed or cannot load its system libraries (the message says
-            how to install it).
+        PdfUnavailable: WeasyPrint is not installed or cannot load its system libraries (the message says
+            how to install it; ``detail`` is the import error alone).
         OSError: the PDF cannot be written.
     """
-    from seqlab.errors import SeqlabError
-
     try:
         import weasyprint
     except (ImportError, OSError) as error:  # OSError: cffi could not open libpango
-        raise SeqlabError(f"WeasyPrint is not available ({type(error).__name__}: {error}); "
-                          "pip install weasyprint (it needs the Pango library) to get a PDF") from None
+        raise PdfUnavailable(f"{type(error).__name__}: {error}") from None
     pdf_path = Path(pdf_path)
     weasyprint.HTML(filename=str(html_path)).write_pdf(str(pdf_path))
     return pdf_path

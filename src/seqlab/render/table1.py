@@ -173,9 +173,10 @@ def table1_sentences(result: Table1Result, lang: str = "en") -> list[str]:
              and row.path_products_fit.exponent < 0.5 <= row.path.fit.exponent]
     if gated:
         names = {("lstm",): tr("the LSTM"), ("gru",): tr("the GRU"), ("lstm", "gru"): tr("the LSTM and the GRU")}
-        sentences.append(tr("Counted in matrix products, the path through {layers} does not grow: the cell state "
-                            "carries position 1 to the end without crossing W_hh. Counted in operations it grows "
-                            "as n, like the Elman RNN's (L3: a bypass, not a shortcut).").format(
+        sentences.append(tr("Counted in matrix products, the path through {layers} does not grow: an additive bypass "
+                            "(the LSTM's cell state, the GRU's (1 − z) ⊙ h_{{t−1}} term) carries position 1 to the "
+                            "end without crossing W_hh. Counted in operations it grows as n, like the Elman RNN's "
+                            "(L3: a bypass, not a shortcut).").format(
             layers=names[tuple(sorted((row.layer for row in gated), key=("lstm", "gru").index))]))
     dilated = [row for row in result.rows if row.layer == "dilated_convolution" and not row.path.matches]
     if dilated:

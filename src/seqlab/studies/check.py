@@ -107,18 +107,25 @@ def parse_claims(claims: Sequence[str] | str) -> tuple[str, ...]:
     ('L1', 'L8')
 
     Raises:
-        SeqlabError: empty, or a claim outside L1–L12 (the message shows it).
+        SeqlabError: empty, an empty item (``"L1,,L2"``), or a claim outside L1–L12; the message shows the
+            whole value received, the item at fault and the accepted form.
     """
     parts = claims.split(",") if isinstance(claims, str) else list(claims)
+    accepted = "claims among L1–L12 separated by commas (such as L1,L8 or 1,8)"
+    whole = claims if isinstance(claims, str) else ",".join(map(str, parts))
+    if not whole.strip():
+        raise SeqlabError(f"expected {accepted}, received {whole!r}", parameter="claims")
     wanted = set()
     for part in parts:
         text = str(part).strip().upper()
+        if not text:
+            raise SeqlabError(f"expected {accepted}, received {whole!r}, which has an empty item",
+                              parameter="claims")
         name = text if text.startswith("L") else f"L{text}"
         if name not in CHECKS:
-            raise SeqlabError(f"claims must be among L1–L12, received {part!r}", parameter="claims")
+            which = f", in which {str(part).strip()!r} is not one" if len(parts) > 1 else ""
+            raise SeqlabError(f"expected {accepted}, received {whole!r}{which}", parameter="claims")
         wanted.add(name)
-    if not wanted:
-        raise SeqlabError(f"claims must name at least one of L1–L12, received {claims!r}", parameter="claims")
     return tuple(claim for claim in CLAIMS if claim in wanted)
 
 

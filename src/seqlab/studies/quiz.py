@@ -360,38 +360,73 @@ def question(key: str, lang: str = "en") -> Question:
 _SEPARATORS = re.compile(r"[\s,;/+&]+")
 
 
+#: How each language writes numbers: (decimal mark, thousands separator), and its name in the messages.
+_NUMBER_MARKS = {"en": (".", ","), "es": (",", ".")}
+_LANGUAGE_NAMES = {"en": "English", "es": "Spanish"}
+
+
 def parse_number(answer: object, lang: str = "en") -> int:
-    """Read a whole-number answer leniently: ``"512"``, ``" 512 "``, ``"512.0"``, ``"5.12e2"``, and the
-    language's own digits (``"1.024"`` in Spanish, ``"1,024"`` in English).
+    """Read a whole-number answer as the language writes numbers, exactly (no float in between).
+
+    ``"512"``, ``" 512 "``, ``"+512"``, ``"512.0"`` in English (``"512,0"`` in Spanish), ``"5.12e2"``,
+    thousands grouped the language's way (``"1,024"`` in English, ``"1.024"`` in Spanish), or a JSON
+    number. A text that reads as a small decimal here but as a thousands group elsewhere (``"1.000"`` in
+    English, ``"1,000"`` in Spanish) is ambiguous and refused, with both readings in the message.
 
     >>> parse_number(" 512 "), parse_number("512.0"), parse_number("1.024", "es"), parse_number(512)
     (512, 512, 1024, 512)
+    >>> parse_number("1.000", "es"), parse_number("12345678901234567890123")
+    (1000, 12345678901234567890123)
+    >>> parse_number("1,000", "es")
+    Traceback (most recent call last):
+    ...
+    seqlab.errors.SeqlabError: expected a whole number T >= 1, received '1,000': in Spanish it could be 1 or 1000; write it without separators
 
     Raises:
-        SeqlabError: not a number, not whole, or below 1; the message shows the value received.
+        SeqlabError: not a number, not whole, below 1, or ambiguous; the message shows the value received.
     """
-    if isinstance(answer, bool) or not isinstance(answer, (int, float, str)):
-        raise SeqlabError(f"expected a whole number T >= 1, received {answer!r}", parameter="answer")
-    value: float | None = None
-    if isinstance(answer, str):
-        text = answer.strip()
-        try:
-            value = float(text)
-        except ValueError:
-            value = None
-        if value is None or (math.isfinite(value) and value != int(value)):
-            from babel.numbers import NumberFormatError, parse_decimal
+    from decimal import Decimal, InvalidOperation
 
-            try:
-                value = float(parse_decimal(text, locale=lang, strict=True))
-            except (NumberFormatError, ValueError):
-                pass
+    def refuse() -> SeqlabError:
+        return SeqlabError(f"expected a whole number T >= 1, received {answer!r}", parameter="answer")
+
+    lang = check_language(lang)
+    if isinstance(answer, bool) or not isinstance(answer, (int, float, str)):
+        raise refuse()
+    if isinstance(answer, int):
+        value = Decimal(answer)
+    elif isinstance(answer, float):
+        if not math.isfinite(answer):
+            raise refuse()
+        value = Decimal(answer)
     else:
-        value = float(answer)
-    if value is None or not math.isfinite(value):
-        raise SeqlabError(f"expected a whole number T >= 1, received {answer!r}", parameter="answer")
-    if value != int(value) or value < 1:
-        raise SeqlabError(f"expected a whole number T >= 1, received {answer!r}", parameter="answer")
+        decimal_mark, _group = _NUMBER_MARKS[lang]
+        text = answer.strip().replace("\u00a0", " ").replace("\u202f", " ")
+        if re.fullmatch(r"\+?\d{1,3}( \d{3})+", text):  # thousands grouped by spaces, in any language
+            text = text.replace(" ", "")
+        try:
+            if re.fullmatch(r"\+?\d+", text):
+                value = Decimal(text)
+            elif re.fullmatch(r"[+-]?\d+([.,]\d+)?[eE][+-]?\d+", text):  # scientific: either mark
+                value = Decimal(text.replace(",", "."))
+            else:
+                ambiguous = re.fullmatch(rf"[+-]?\d{{1,3}}{re.escape(decimal_mark)}\d{{3}}", text)
+                if ambiguous:  # "1.000" in English: 1 here, a thousand where "." groups thousands
+                    grouped = text.replace(decimal_mark, "")
+                    raise SeqlabError(
+                        f"expected a whole number T >= 1, received {answer!r}: in {_LANGUAGE_NAMES[lang]} it could "
+                        f"be {Decimal(text.replace(decimal_mark, '.')).normalize():f} or {int(grouped)}; write it "
+                        f"without separators", parameter="answer")
+                from babel.numbers import NumberFormatError, parse_decimal
+
+                try:
+                    value = parse_decimal(text, locale=lang, strict=True)
+                except NumberFormatError:
+                    raise refuse() from None
+        except InvalidOperation:
+            raise refuse() from None
+    if not value.is_finite() or value.adjusted() >= 64 or value != value.to_integral_value() or value < 1:
+        raise refuse()  # (over 64 digits: no length of text is that long, and int() of 9e99999999 would take ages)
     return int(value)
 
 

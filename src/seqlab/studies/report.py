@@ -9,7 +9,10 @@ Runs, in order, and keeps the frozen results for :mod:`seqlab.render.report` to 
 * the twelve claims checked (:mod:`seqlab.studies.check`).
 
 Nothing is measured here that those studies do not measure; this module only chooses sizes and runs them.
-:meth:`ReportConfig.quick` shrinks every part (a few seconds; used by the tests).
+:meth:`ReportConfig.quick` shrinks every part (a few seconds; used by the tests); a preview stays that short
+only up to :data:`QUICK_MAX_D_MODEL` and :data:`QUICK_MAX_TOKENS`, which ``seqlab report --quick`` enforces.
+:func:`largest_fitting_length` says how much of a long text the compare study can take, and
+:func:`first_tokens` keeps that much.
 """
 
 from __future__ import annotations
@@ -28,6 +31,12 @@ from seqlab.text import Tokens
 
 #: The parts of a report, in the order they are run and shown.
 PARTS = ("compare", "table1", "bench", "figure", "check")
+#: The widest compare section a --quick preview takes: at 256 the built-in text's compare runs in about 2 s
+#: on two busy cores, at 512 in about 16 s and at 4,096 in minutes.
+QUICK_MAX_D_MODEL = 256
+#: The longest text a --quick preview compares (the first tokens of a longer one): about 3 s at T = 1,000 and
+#: d_model = 32, 11 s at T = 4,000.
+QUICK_MAX_TOKENS = 1000
 
 
 @dataclass(frozen=True)
@@ -123,6 +132,42 @@ def run_report(tokens: Tokens, source: str, config: ReportConfig = ReportConfig(
         seconds[part] = time.perf_counter() - part_clock
     return ReportResult(source=source, started=started, elapsed_s=time.perf_counter() - clock, seconds=seconds,
                         **results)
+
+
+def first_tokens(tokens: Tokens, count: int) -> Tokens:
+    """The first ``count`` tokens of ``tokens`` (all of them when there are fewer).
+
+    >>> from seqlab.text import synthetic_tokens
+    >>> len(first_tokens(synthetic_tokens(10), 4)), len(first_tokens(synthetic_tokens(3), 4))
+    (4, 3)
+    """
+    return Tokens(tokens.ids[:count], tokens.pieces[:count], tokens.tokenizer)
+
+
+def largest_fitting_length(config: ReportConfig, longest: int) -> int | None:
+    """The largest T <= ``longest`` whose compare study fits in memory (bisection on its size check); None when
+    not even T = 2 fits, so the widths, not the length, are at fault.
+
+    >>> largest_fitting_length(ReportConfig.quick(), 500)
+    500
+    """
+    from seqlab.errors import SeqlabError
+    from seqlab.studies.compare import check_compare_size
+
+    def fits(T: int) -> bool:
+        try:
+            check_compare_size(T, config.compare)
+        except SeqlabError:
+            return False
+        return True
+
+    if not fits(2):
+        return None
+    low, high = 2, longest  # fits(low); the answer lies in [low, high]
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle - 1)
+    return low
 
 
 def with_compare(config: ReportConfig, **changes: object) -> ReportConfig:
