@@ -18,30 +18,29 @@ follows from a figure:
 :func:`questions` returns the four in English or Spanish (gettext domain ``quiz``);
 :func:`grade` marks an answer and explains every option. For a numeric question the options are the
 right value and common slips (2d, d/2, d², one past the crossing), each with its explanation; they are
-feedback, not choices to show.
+feedback, not choices to show. The measuring lives in :mod:`seqlab.studies.quiz_facts` and the reading
+of answers in :mod:`seqlab.studies.quiz_answers`; their public names are importable from here too.
 """
 
 from __future__ import annotations
 
-import math
-import re
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from functools import cache, lru_cache
+from functools import cache
 
 from seqlab import cost
 from seqlab.errors import SeqlabError
 from seqlab.i18n import check_language, format_fraction, format_integer, format_number, translator
+from seqlab.studies.quiz_answers import parse_choice, parse_number
+from seqlab.studies.quiz_facts import FACT_WIDTH, LENGTHS, WIDTH, QuizFacts, measure_facts
+
+__all__ = ["DOMAIN", "FACT_WIDTH", "KEYS", "KINDS", "LENGTHS", "WIDTH", "Grade", "Option", "OptionFeedback",
+           "Question", "QuizFacts", "grade", "measure_facts", "parse_choice", "parse_number", "question",
+           "questions"]
 
 DOMAIN = "quiz"
 KEYS = ("q1", "q2", "q3", "q4")
 KINDS = ("single", "numeric", "multiple")
-#: The width of question 2 (the paper's d_model) and the two lengths the measurements run at.
-WIDTH = 512
-LENGTHS = (8, 16)
-#: Width of the tiny layers the facts are measured on.
-FACT_WIDTH = 4
 
 
 @dataclass(frozen=True)
@@ -94,87 +93,6 @@ class Grade:
     explanation: str
 
 
-@dataclass(frozen=True)
-class QuizFacts:
-    """The figures the answers are computed from (float64 layers of width 4, seed 0).
-
-    Attributes:
-        lengths: the two T measured (8 and 16).
-        recurrence_span: matrix products in a row through the Elman loop at each T (L1: T).
-        input_span: matrix products in a row of the W_xh x_t half done as one product, at each T.
-        softmax_span: ops in a row of a row softmax over a T x T grid, at each T.
-        crossover: T where attention's and the recurrence's counts are equal, every width 512 (L7).
-        crossover_count: multiplications of each machine at that T.
-        shuffled_change: max |f(x[pi]) - f(x)[pi]| of self-attention (0 up to rounding, L10).
-        shuffled_tolerance: the rounding allowance it is judged against.
-        unshuffled_change: max |f(x[pi]) - f(x)|: how far the shuffled call is from the original order.
-        recurrence_path: least products from x_1 to h_T through the loop, at each T (L3: T, W_xh then
-            T-1 by W_hh).
-        attention_path: least products from x_1 to y_T through self-attention, at each T (L4).
-        attention_reach_ratio: ||dy_T/dx_1|| / ||dy_T/dx_T|| through self-attention at the longer T.
-    """
-
-    lengths: tuple[int, int]
-    recurrence_span: tuple[int, int]
-    input_span: tuple[int, int]
-    softmax_span: tuple[int, int]
-    crossover: Fraction
-    crossover_count: int
-    shuffled_change: float
-    shuffled_tolerance: float
-    unshuffled_change: float
-    recurrence_path: tuple[int, int]
-    attention_path: tuple[int, int]
-    attention_reach_ratio: float
-
-
-@lru_cache(maxsize=1)
-def measure_facts(seed: int = 0) -> QuizFacts:
-    """Measure everything the answers rest on, on tiny seeded float64 layers (cached).
-
-    >>> facts = measure_facts()
-    >>> facts.crossover, facts.recurrence_span, facts.attention_path  # 512, T products, 2 products
-    (Fraction(512, 1), (8, 16), (2, 2))
-
-    Returns:
-        A :class:`QuizFacts`; spans and paths in matrix products (softmax: ops).
-    """
-    import torch
-
-    from seqlab.layers.attention import SelfAttention
-    from seqlab.layers.recurrent import ElmanRNN
-    from seqlab.measure.order import measure_order
-    from seqlab.measure.paths import measure_paths
-    from seqlab.measure.reach import measure_reach
-    from seqlab.measure.trace import measure_span
-
-    generator = torch.Generator().manual_seed(seed)
-    d = FACT_WIDTH
-    rnn = ElmanRNN(d, d, generator=generator, dtype=torch.float64).eval()
-    attention = SelfAttention(d, generator=generator, dtype=torch.float64).eval()
-
-    def attend(rows):
-        return attention(rows)[0]  # (T, d_v)
-
-    spans, inputs, softmaxes, rnn_paths, att_paths = [], [], [], [], []
-    for T in LENGTHS:
-        x = torch.randn(T, d, generator=generator, dtype=torch.float64)  # (T, d_model)
-        spans.append(measure_span(rnn, x).products)
-        inputs.append(measure_span(lambda rows: rows @ rnn.weight_xh.T, x).products)  # (T, d_h), one product
-        softmaxes.append(measure_span(lambda e: torch.softmax(e, dim=-1), x @ x.T).ops)  # (T, T) grid
-        rnn_paths.append(measure_paths(rnn, x, sources=(0,)).products[0][-1])
-        att_paths.append(measure_paths(attend, x, sources=(0,)).products[0][-1])
-    order = measure_order(attend, x, seed=seed)
-    with torch.no_grad():
-        unshuffled = float((attend(x[list(order.permutation)]) - attend(x)).abs().max())
-    reach = measure_reach(attend, x)
-    count = cost.recurrence_multiplications(int(cost.crossover_length(WIDTH, WIDTH, WIDTH, WIDTH)), WIDTH, WIDTH)
-    return QuizFacts(
-        lengths=LENGTHS, recurrence_span=tuple(spans), input_span=tuple(inputs), softmax_span=tuple(softmaxes),
-        crossover=cost.crossover_length(WIDTH, WIDTH, WIDTH, WIDTH), crossover_count=count,
-        shuffled_change=order.max_abs_change, shuffled_tolerance=order.tolerance, unshuffled_change=unshuffled,
-        recurrence_path=tuple(rnn_paths), attention_path=tuple(att_paths),
-        attention_reach_ratio=reach.first / reach.norms[-1])
 
 
 def _grows_with_T(pair: tuple[int, int]) -> bool:
@@ -357,105 +275,6 @@ def question(key: str, lang: str = "en") -> Question:
     raise SeqlabError(f"question must be one of {', '.join(KEYS)}; received {key!r}", parameter="key")
 
 
-_SEPARATORS = re.compile(r"[\s,;/+&]+")
-
-
-#: How each language writes numbers: (decimal mark, thousands separator), and its name in the messages.
-_NUMBER_MARKS = {"en": (".", ","), "es": (",", ".")}
-_LANGUAGE_NAMES = {"en": "English", "es": "Spanish"}
-
-
-def parse_number(answer: object, lang: str = "en") -> int:
-    """Read a whole-number answer as the language writes numbers, exactly (no float in between).
-
-    ``"512"``, ``" 512 "``, ``"+512"``, ``"512.0"`` in English (``"512,0"`` in Spanish), ``"5.12e2"``,
-    thousands grouped the language's way (``"1,024"`` in English, ``"1.024"`` in Spanish), or a JSON
-    number. A text that reads as a small decimal here but as a thousands group elsewhere (``"1.000"`` in
-    English, ``"1,000"`` in Spanish) is ambiguous and refused, with both readings in the message.
-
-    >>> parse_number(" 512 "), parse_number("512.0"), parse_number("1.024", "es"), parse_number(512)
-    (512, 512, 1024, 512)
-    >>> parse_number("1.000", "es"), parse_number("12345678901234567890123")
-    (1000, 12345678901234567890123)
-    >>> parse_number("1,000", "es")
-    Traceback (most recent call last):
-    ...
-    seqlab.errors.SeqlabError: expected a whole number T >= 1, received '1,000': in Spanish it could be 1 or 1000; write it without separators
-
-    Raises:
-        SeqlabError: not a number, not whole, below 1, or ambiguous; the message shows the value received.
-    """
-    from decimal import Decimal, InvalidOperation
-
-    def refuse() -> SeqlabError:
-        return SeqlabError(f"expected a whole number T >= 1, received {answer!r}", parameter="answer")
-
-    lang = check_language(lang)
-    if isinstance(answer, bool) or not isinstance(answer, (int, float, str)):
-        raise refuse()
-    if isinstance(answer, int):
-        value = Decimal(answer)
-    elif isinstance(answer, float):
-        if not math.isfinite(answer):
-            raise refuse()
-        value = Decimal(answer)
-    else:
-        decimal_mark, _group = _NUMBER_MARKS[lang]
-        text = answer.strip().replace("\u00a0", " ").replace("\u202f", " ")
-        if re.fullmatch(r"\+?\d{1,3}( \d{3})+", text):  # thousands grouped by spaces, in any language
-            text = text.replace(" ", "")
-        try:
-            if re.fullmatch(r"\+?\d+", text):
-                value = Decimal(text)
-            elif re.fullmatch(r"[+-]?\d+([.,]\d+)?[eE][+-]?\d+", text):  # scientific: either mark
-                value = Decimal(text.replace(",", "."))
-            else:
-                ambiguous = re.fullmatch(rf"[+-]?\d{{1,3}}{re.escape(decimal_mark)}\d{{3}}", text)
-                if ambiguous:  # "1.000" in English: 1 here, a thousand where "." groups thousands
-                    grouped = text.replace(decimal_mark, "")
-                    raise SeqlabError(
-                        f"expected a whole number T >= 1, received {answer!r}: in {_LANGUAGE_NAMES[lang]} it could "
-                        f"be {Decimal(text.replace(decimal_mark, '.')).normalize():f} or {int(grouped)}; write it "
-                        f"without separators", parameter="answer")
-                from babel.numbers import NumberFormatError, parse_decimal
-
-                try:
-                    value = parse_decimal(text, locale=lang, strict=True)
-                except NumberFormatError:
-                    raise refuse() from None
-        except InvalidOperation:
-            raise refuse() from None
-    if not value.is_finite() or value.adjusted() >= 64 or value != value.to_integral_value() or value < 1:
-        raise refuse()  # (over 64 digits: no length of text is that long, and int() of 9e99999999 would take ages)
-    return int(value)
-
-
-def parse_choice(question_: Question, answer: object) -> tuple[str, ...]:
-    """The option letters in ``answer``: ``"b"``, ``" B "``, ``"b)"``; for ``multiple`` also ``"a, c"``,
-    ``"ac"``, ``"a c"`` or an iterable of letters. Sorted and without repeats.
-
-    Raises:
-        SeqlabError: empty, an unknown letter, or more than one letter for a single-choice question; the
-            message shows the value and the letters accepted.
-    """
-    keys = tuple(option.key for option in question_.options)
-    if isinstance(answer, str):
-        text = answer.strip().lower().replace(")", " ").replace(".", " ")
-        parts = [p for p in _SEPARATORS.split(text) if p]
-        if len(parts) == 1 and question_.kind == "multiple" and all(ch in keys for ch in parts[0]):
-            parts = list(parts[0])  # "ac"
-    elif isinstance(answer, Iterable):
-        parts = [str(p).strip().lower() for p in answer]
-    else:
-        parts = []
-    accepted = ", ".join(keys)
-    wanted = "one letter" if question_.kind == "single" else "letters"
-    if not parts or any(p not in keys for p in parts):
-        raise SeqlabError(f"expected {wanted} among {accepted}, received {answer!r}", parameter="answer")
-    chosen = tuple(sorted(set(parts)))
-    if question_.kind == "single" and len(chosen) != 1:
-        raise SeqlabError(f"expected one letter among {accepted}, received {answer!r}", parameter="answer")
-    return chosen
 
 
 def grade(key: str, answer: object, lang: str = "en") -> Grade:

@@ -27,7 +27,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from seqlab.errors import SeqlabError
 from seqlab.i18n import LANGUAGES, check_language, translator
-from seqlab.web import validation
+from seqlab.web import limits, validation
 
 DOMAIN = "web"
 PACKAGE = Path(str(resources.files("seqlab"))) / "web"
@@ -145,10 +145,10 @@ def create_app(default_lang: str = "en") -> FastAPI:
     app.add_exception_handler(SeqlabError, on_seqlab_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(LabBusy, on_busy)
-    app.add_middleware(validation.BodyLimit, limit=validation.MAX_BODY_BYTES)
+    app.add_middleware(limits.BodyLimit, limit=limits.MAX_BODY_BYTES)
 
     for module in (figure, cost, chain, order, timing, quiz):
-        app.include_router(module.router, dependencies=[Depends(validation.reject_unknown_query)])
+        app.include_router(module.router, dependencies=[Depends(limits.reject_unknown_query)])
     app.mount("/static", StaticFiles(directory=str(PACKAGE / "static")), name="static")
 
     @app.get("/vendor/plotly.min.js", include_in_schema=False)

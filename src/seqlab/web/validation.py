@@ -10,9 +10,8 @@ Pydantic's own phrase stays English, inside the translated sentence. Refusals of
 catalogue) and leaves any other as it is. Error bodies keep FastAPI's shape,
 ``{"detail": [{"loc", "msg", "type"}]}``, and add ``"message"``, all errors in one line.
 
-Also here: unknown query parameters are refused (:func:`reject_unknown_query`), and
-:class:`BodyLimit` refuses a request body over :data:`MAX_BODY_BYTES` from the bytes actually received,
-chunked or not, without reading any further.
+Also here: :class:`BodyTooLarge`, the refusal of a body over :data:`MAX_BODY_BYTES`; the checks that
+refuse unknown query parameters and oversized bodies are in :mod:`seqlab.web.limits`.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ from typing import Any
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from seqlab.i18n import LANGUAGES, translator
@@ -183,11 +181,11 @@ def describe(annotation: Any, metadata: list[Any], lang: str = "en") -> str:
 Fields = dict[tuple[str, str], tuple[Any, list[Any]]]
 
 
-def _params(dependant, kind: str) -> list[Any]:
+def endpoint_params(dependant, kind: str) -> list[Any]:
     """The ``kind`` parameters (query_params, path_params, body_params) of a dependant and its dependencies."""
     found = list(getattr(dependant, kind))
     for sub in dependant.dependencies:
-        found += _params(sub, kind)
+        found += endpoint_params(sub, kind)
     return found
 
 
@@ -199,10 +197,10 @@ def _fields(request: Request) -> Fields:
     if dependant is None:
         return fields
     for place, kind in (("query", "query_params"), ("path", "path_params")):
-        for param in _params(dependant, kind):
+        for param in endpoint_params(dependant, kind):
             info = param.field_info
             fields[(place, param.alias)] = (info.annotation, list(info.metadata))
-    for param in _params(dependant, "body_params"):
+    for param in endpoint_params(dependant, "body_params"):
         model = param.field_info.annotation
         for name, info in getattr(model, "model_fields", {}).items():
             fields[("body", info.alias or name)] = (info.annotation, list(info.metadata))
@@ -346,24 +344,6 @@ def body_too_large_detail(received: int, lang: str, declared: bool) -> list[dict
     return [{"loc": ["body"], "msg": message, "type": "value_error"}]
 
 
-# --- Unknown query parameters ------------------------------------------------------------------------------
-
-def reject_unknown_query(request: Request) -> None:
-    """A dependency of every ``/api`` route: a query parameter the route does not declare is a 422.
-
-    Raises:
-        RequestValidationError: naming each unknown parameter; the message lists the accepted ones.
-    """
-    dependant = getattr(request.scope.get("route"), "dependant", None)
-    if dependant is None:
-        return
-    accepted = {param.alias for param in _params(dependant, "query_params")}
-    unknown = [(key, value) for key, value in request.query_params.multi_items() if key not in accepted]
-    if unknown:
-        raise RequestValidationError([{"type": "extra_forbidden", "loc": ("query", key), "input": value,
-                                       "msg": "Extra inputs are not permitted"} for key, value in unknown])
-
-
 # --- The body limit -----------------------------------------------------------------------------------------
 
 class BodyTooLarge(StarletteHTTPException):
@@ -374,58 +354,3 @@ class BodyTooLarge(StarletteHTTPException):
         self.received = received
         self.declared = declared
 
-
-class BodyLimit:
-    """Pure ASGI middleware: refuse a request body over ``limit`` bytes (422), counting what ``receive`` returns.
-
-    A declared ``Content-Length`` over the limit is refused before anything is read; a chunked body (or a
-    lying ``Content-Length``) is refused at the first message that passes the limit, and nothing more is
-    read. Nothing is buffered here: the app reads the body as usual, through a counting ``receive``.
-    """
-
-    def __init__(self, app, limit: int = MAX_BODY_BYTES) -> None:
-        self.app = app
-        self.limit = limit
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        declared = next((value for key, value in scope.get("headers", []) if key == b"content-length"), b"")
-        if declared.isdigit() and int(declared) > self.limit:
-            await self._refuse(scope, receive, send, int(declared), declared=True)
-            return
-        received = 0
-        started = False
-
-        async def counting_receive():
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.limit:
-                    raise BodyTooLarge(received)
-            return message
-
-        async def watching_send(message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, counting_receive, watching_send)
-        except BodyTooLarge as error:  # read outside a route (FastAPI's routes answer it through the handler)
-            if started:
-                raise
-            await self._refuse(scope, receive, send, error.received, declared=False)
-
-    @staticmethod
-    async def _refuse(scope, receive, send, received: int, declared: bool) -> None:
-        from starlette.requests import Request as StarletteRequest
-
-        request = StarletteRequest(scope)
-        lang = request.query_params.get("lang", "en")
-        response = JSONResponse(status_code=422, content=error_body(body_too_large_detail(received, lang, declared)),
-                                headers={"Connection": "close"})
-        await response(scope, receive, send)
