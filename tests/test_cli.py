@@ -295,3 +295,13 @@ def test_acceptance_quijote_json(invoke, quijote_path):
     # at T ≈ 2,900 the recurrence's reach from position 1 underflows float64 (L3); attention's does not (L4)
     assert data["recurrence"]["reach"]["norms"][0] == 0.0 and data["recurrence"]["reach"]["zeros"] > 0
     assert data["attention"]["reach"]["norms"][0] > 0 and data["attention"]["reach"]["zeros"] == 0
+
+
+def test_the_command_line_starts_without_torch():
+    """Every command imports its study when it runs, so `seqlab --help` answers in a fraction of a second."""
+    import subprocess
+    import sys
+
+    probe = "import sys, seqlab.cli; print(sorted(m for m in ('torch', 'transformers', 'fastapi') if m in sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"

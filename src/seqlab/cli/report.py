@@ -22,7 +22,14 @@ from seqlab.cli import app
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language, writable_folder
 from seqlab.errors import SeqlabError
 from seqlab.i18n import format_integer, translator
-from seqlab.studies.report import QUICK_MAX_D_MODEL, QUICK_MAX_TOKENS
+
+# The --quick limits live here, not in the study, so that `seqlab --help` does not import torch.
+#: The widest compare section a --quick preview takes: at 256 the built-in text's compare runs in about 2 s
+#: on two busy cores, at 512 in about 16 s and at 4,096 in minutes.
+QUICK_MAX_D_MODEL = 256
+#: The longest text a --quick preview compares (the first tokens of a longer one): about 3 s at T = 1,000 and
+#: d_model = 32, 11 s at T = 4,000.
+QUICK_MAX_TOKENS = 1000
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"d_model": "'--d-model'", "T": "'--text'", "tokenizer": "'--text'"}

@@ -10,7 +10,7 @@ Runs, in order, and keeps the frozen results for :mod:`seqlab.render.report` to 
 
 Nothing is measured here that those studies do not measure; this module only chooses sizes and runs them.
 :meth:`ReportConfig.quick` shrinks every part (a few seconds; used by the tests); a preview stays that short
-only up to :data:`QUICK_MAX_D_MODEL` and :data:`QUICK_MAX_TOKENS`, which ``seqlab report --quick`` enforces.
+only for small widths and texts, limits that ``seqlab report --quick`` enforces (:mod:`seqlab.cli.report`).
 :func:`largest_fitting_length` says how much of a long text the compare study can take, and
 :func:`first_tokens` keeps that much.
 """
@@ -31,12 +31,6 @@ from seqlab.text import Tokens
 
 #: The parts of a report, in the order they are run and shown.
 PARTS = ("compare", "table1", "bench", "figure", "check")
-#: The widest compare section a --quick preview takes: at 256 the built-in text's compare runs in about 2 s
-#: on two busy cores, at 512 in about 16 s and at 4,096 in minutes.
-QUICK_MAX_D_MODEL = 256
-#: The longest text a --quick preview compares (the first tokens of a longer one): about 3 s at T = 1,000 and
-#: d_model = 32, 11 s at T = 4,000.
-QUICK_MAX_TOKENS = 1000
 
 
 @dataclass(frozen=True)
