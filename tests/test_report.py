@@ -193,7 +193,9 @@ def test_cli_writes_the_page(invoke, tmp_path):
     assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 50_000  # the embedded plots came along
 
 
-def test_without_weasyprint_the_page_is_the_report(invoke, tmp_path, monkeypatch):
+@pytest.fixture()
+def without_weasyprint(monkeypatch):
+    """Imports of ``weasyprint`` fail, as on a machine where it is not installed."""
     import builtins
 
     real_import = builtins.__import__
@@ -204,6 +206,9 @@ def test_without_weasyprint_the_page_is_the_report(invoke, tmp_path, monkeypatch
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_weasyprint)
+
+
+def test_without_weasyprint_the_page_is_the_report(invoke, tmp_path, without_weasyprint):
     out = tmp_path / "page.html"
     output = invoke("--out", str(out), "--quick", "--lang", "en")
     assert output.exit_code == 0, output.output
@@ -312,17 +317,7 @@ def test_a_text_too_long_for_memory_names_the_max_tokens_that_fits(invoke, monke
     assert output.exit_code == 0 and seen == [300], output.output
 
 
-def test_without_weasyprint_in_spanish_the_line_is_spanish(invoke, tmp_path, monkeypatch):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def no_weasyprint(name, *args, **kwargs):
-        if name == "weasyprint":
-            raise ImportError("No module named 'weasyprint'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_weasyprint)
+def test_without_weasyprint_in_spanish_the_line_is_spanish(invoke, tmp_path, without_weasyprint):
     output = invoke("--out", str(tmp_path / "informe.html"), "--quick", "--lang", "es")
     assert output.exit_code == 0, output.output
     (line,) = [line for line in output.output.splitlines() if line.startswith("No se escribe PDF")]
