@@ -49,6 +49,7 @@ class WorkCount:
         calls: how many times each op ran (every op, counted or not).
         unaccounted: ops that ran and may multiply but have no formula, with their number of calls.
             Empty means the count is complete.
+        device: the device the counted call ran on (``"cpu"``; ``"meta"`` for :func:`count_on_meta`).
     """
 
     multiplications: int
@@ -56,6 +57,25 @@ class WorkCount:
     by_module: Mapping[str, int]
     calls: Mapping[str, int]
     unaccounted: Mapping[str, int]
+    device: str = "cpu"
+
+    @property
+    def seqlab_formula_ops(self) -> tuple[str, ...]:
+        """Ops whose multiplications come from seqlab's own formulas (:data:`~seqlab.measure.ops.EXTRA_FORMULAS`
+        or the outer-product rule) rather than from PyTorch's flop registry, sorted by name."""
+        own = {str(packet) for packet in EXTRA_FORMULAS} | {OUTER_PRODUCT}
+        return tuple(sorted(name for name, count in self.by_op.items() if name in own and count))
+
+    @property
+    def source(self) -> str:
+        """Where the count comes from: ``"pytorch"`` when every counted op has a formula in PyTorch's own
+        ``torch.utils.flop_counter`` registry (a count independent of seqlab's closed forms),
+        ``"seqlab"`` when every one is seqlab's, ``"mixed"`` otherwise, ``"none"`` when nothing multiplied."""
+        own = set(self.seqlab_formula_ops)
+        counted = {name for name, count in self.by_op.items() if count}
+        if not counted:
+            return "none"
+        return "seqlab" if counted <= own else "pytorch" if not own else "mixed"
 
     @property
     def flops(self) -> int:
@@ -143,4 +163,49 @@ def count_multiplications(function: Callable[..., Any], *args: Any, **kwargs: An
         by_module=by_module,
         calls=dict(calls),
         unaccounted=dict(unaccounted),
+        device=_device_of(args, kwargs),
     )
+
+
+def _device_of(args: tuple, kwargs: dict) -> str:
+    """The device of the first tensor among the arguments (``"cpu"`` when none is a tensor)."""
+    from torch.utils._pytree import tree_leaves
+
+    return next((leaf.device.type for leaf in tree_leaves((args, kwargs)) if isinstance(leaf, torch.Tensor)),
+                "cpu")
+
+
+def count_on_meta(function: Callable[..., Any], *args: Any, **kwargs: Any) -> WorkCount:
+    """Count ``function(*args, **kwargs)`` on the meta device: an independent second route to the count.
+
+    On ``meta`` tensors PyTorch runs no fused CPU kernel: ``nn.LSTM``, SDPA and ``nn.MultiheadAttention``
+    decompose into ``addmm`` / ``bmm``, which PyTorch's own ``torch.utils.flop_counter`` formulas count. So a
+    count whose :attr:`WorkCount.source` is ``"pytorch"`` owes nothing to seqlab's formulas (for fused kernels)
+    nor to its closed forms, and no global flag is flipped to get it. Nothing is computed and no memory is
+    allocated for the data, so the sizes may be large.
+
+    >>> layer = torch.nn.LSTM(12, 128, batch_first=True)
+    >>> counted = count_on_meta(layer, torch.randn(1, 250, 12))  # 4 gates * 250 * 128 * (12 + 128)
+    >>> counted.multiplications, counted.source, counted.device
+    (17920000, 'pytorch', 'meta')
+
+    Args:
+        function: a callable; an ``nn.Module`` is deep-copied to the meta device (the original is untouched).
+        *args, **kwargs: passed through, every tensor replaced by an empty meta tensor of its shape and dtype.
+
+    Returns:
+        A :class:`WorkCount` in multiplications, ``device == "meta"``.
+
+    Raises:
+        Whatever ``function`` raises on meta tensors (an op with no meta kernel raises NotImplementedError).
+    """
+    import copy
+
+    from torch.utils._pytree import tree_map
+
+    def to_meta(value: Any) -> Any:
+        return torch.empty_like(value, device="meta") if isinstance(value, torch.Tensor) else value
+
+    if isinstance(function, torch.nn.Module):
+        function = copy.deepcopy(function).to("meta")
+    return count_multiplications(function, *tree_map(to_meta, args), **tree_map(to_meta, kwargs))
