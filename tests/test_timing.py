@@ -104,3 +104,58 @@ def test_format_seconds(seconds: float, text: str) -> None:
 def test_format_seconds_refuses(bad: float) -> None:
     with pytest.raises(SeqlabError):
         format_seconds(bad)
+
+
+# --- At least three blocks, and the machine's load ------------------------------------------------------
+
+def test_a_call_longer_than_min_run_time_still_gets_three_timed_blocks() -> None:
+    from seqlab.measure.timing import MIN_BLOCKS
+
+    t = measure_time(lambda: time.sleep(0.01), label="slow", threads=1, min_run_time=0.001)
+    assert MIN_BLOCKS == 3 and len(t.samples) >= 3  # blocked_autorange alone stops after one block here
+    assert t.runs >= 3 and all(s >= 0.01 for s in t.samples)
+    assert 0.0 <= t.iqr_s <= max(t.samples) - min(t.samples)
+
+
+def _patch_load(monkeypatch, load_1min: float, cpus: int = 4) -> None:
+    import os
+
+    monkeypatch.setattr(os, "getloadavg", lambda: (load_1min, 0.0, 0.0))
+    monkeypatch.setattr(os, "cpu_count", lambda: cpus)
+
+
+@pytest.mark.parametrize(("load_1min", "busy"), [(0.3, False), (1.99, False), (2.0, True), (7.5, True)])
+def test_machine_load_is_busy_from_half_a_task_per_cpu(monkeypatch, load_1min: float, busy: bool) -> None:
+    from seqlab.measure.timing import BUSY_LOAD_PER_CPU, machine_load
+
+    _patch_load(monkeypatch, load_1min, cpus=4)
+    load = machine_load()
+    assert BUSY_LOAD_PER_CPU == 0.5  # 0.5 * 4 CPUs = 2.0 tasks
+    assert (load.load_1min, load.cpus, load.busy) == (load_1min, 4, busy)
+    assert load.per_cpu == pytest.approx(load_1min / 4)
+
+
+def test_without_a_load_average_nothing_is_claimed(monkeypatch) -> None:
+    import os
+
+    from seqlab.measure.timing import machine_load
+
+    def unavailable():
+        raise OSError("no load average")
+
+    monkeypatch.setattr(os, "getloadavg", unavailable)
+    load = machine_load()
+    assert load.load_1min is None and load.busy is False and load.per_cpu is None
+
+
+def test_every_timing_carries_the_load_it_began_under(monkeypatch) -> None:
+    from seqlab.measure.timing import MachineLoad, busiest
+
+    _patch_load(monkeypatch, 6.0, cpus=4)
+    busy = measure_time(lambda: None, label="busy", min_run_time=FAST)
+    _patch_load(monkeypatch, 0.5, cpus=4)
+    quiet = measure_time(lambda: None, label="quiet", min_run_time=FAST)
+    assert busy.load == MachineLoad(6.0, 4, True) and quiet.load == MachineLoad(0.5, 4, False)
+    given = MachineLoad(1.0, 8, False)
+    assert measure_time(lambda: None, label="given", min_run_time=FAST, load=given).load is given
+    assert busiest([quiet, busy, None]) is busy.load and busiest([quiet]) is quiet.load

@@ -5,7 +5,12 @@ multiplications on long texts but spreads them over processors in a few large pr
 the recurrence waits T times in a row. Measuring that needs a clock used with care: the first
 call (allocation, kernel selection, lazy initialisation) is timed apart; the function is warmed
 up; the device is synchronised; the thread count is fixed and reported; and a median with its
-interquartile range is given, never a single time.
+interquartile range of at least :data:`MIN_BLOCKS` timed blocks is given, never a single time.
+
+A clock reads long on a busy machine, so every :class:`Timing` also carries the machine's load when it began
+(:class:`MachineLoad`: ``os.getloadavg()[0]`` against ``os.cpu_count()``). This is the one place that decides
+whether a time needs the busy-machine caveat; every front end (``seqlab bench``, the report, the web lab's
+Time panel, and ``compare`` / ``check``) words that decision, none re-derives it.
 
 Built on :class:`torch.utils.benchmark.Timer`, whose clock synchronises the accelerator.
 All calls run under ``torch.no_grad()``: this times the forward pass only.
@@ -15,8 +20,9 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -27,7 +33,68 @@ from seqlab.errors import SeqlabError, require_positive_int
 NOISY_IQR_FRACTION = 0.10
 #: Untimed calls after the first call, before the timed blocks.
 WARMUP_CALLS = 1
+#: Fewest timed blocks of every measurement: an interquartile range needs at least three.
+MIN_BLOCKS = 3
+#: The machine is busy when its 1-minute load average is at least this many runnable tasks per logical CPU:
+#: other work then holds half the cores (on average) that the timed threads would use.
+BUSY_LOAD_PER_CPU = 0.5
 _DEVICES = ("cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class MachineLoad:
+    """How loaded the machine was when a measurement began: ``os.getloadavg()[0]`` against ``os.cpu_count()``.
+
+    Attributes:
+        load_1min: runnable tasks averaged over the last minute (the OS's load average), or None where the
+            OS keeps none (Windows): then nothing is claimed either way.
+        cpus: logical CPUs (``os.cpu_count()``).
+        busy: ``load_1min >= threshold_per_cpu * cpus``: times may read long and spread wide.
+        threshold_per_cpu: :data:`BUSY_LOAD_PER_CPU` when this was measured.
+    """
+
+    load_1min: float | None
+    cpus: int
+    busy: bool
+    threshold_per_cpu: float = BUSY_LOAD_PER_CPU
+
+    @property
+    def per_cpu(self) -> float | None:
+        """``load_1min / cpus`` (None without a load average)."""
+        return None if self.load_1min is None else self.load_1min / self.cpus
+
+
+def machine_load() -> MachineLoad:
+    """The machine's load now, as data: the condition behind every busy-machine caveat (one place only).
+
+    The 1-minute load average includes this process's own recent work; a sweep therefore reads it once,
+    before it starts, and passes it to every :func:`measure_time` of the sweep.
+
+    >>> load = machine_load()
+    >>> load.cpus >= 1 and load.busy == (load.load_1min is not None and load.load_1min >= 0.5 * load.cpus)
+    True
+    """
+    cpus = os.cpu_count() or 1
+    try:
+        load = float(os.getloadavg()[0])
+    except (AttributeError, OSError):  # no load average on this OS
+        return MachineLoad(None, cpus, False)
+    return MachineLoad(load, cpus, load >= BUSY_LOAD_PER_CPU * cpus)
+
+
+def busiest(loads: Iterable[MachineLoad | Timing | None]) -> MachineLoad | None:
+    """The most loaded of ``loads`` (a Timing stands for its ``load``): busy first, then the highest per-CPU
+    load; None when none is known. What a table or sentence of several times is captioned with.
+
+    >>> quiet, busy = MachineLoad(0.1, 2, False), MachineLoad(3.0, 2, True)
+    >>> busiest([quiet, None, busy]) is busy, busiest([]) is None
+    (True, True)
+    """
+    known = [item.load if isinstance(item, Timing) else item for item in loads]
+    known = [load for load in known if load is not None]
+    if not known:
+        return None
+    return max(known, key=lambda load: (load.busy, load.per_cpu if load.per_cpu is not None else -1.0))
 
 
 @dataclass(frozen=True)
@@ -46,6 +113,8 @@ class Timing:
         noisy: torch's Measurement warned, fewer than 3 samples (no spread to speak of), or
             ``iqr_s > 0.10 * median_s``.
         min_run_time: seconds of timed blocks asked for.
+        load: the machine's load when the timing began (:func:`machine_load`); None for a Timing built
+            by hand. ``load.busy`` calls for the busy-machine caveat beside the time.
     """
 
     label: str
@@ -58,6 +127,7 @@ class Timing:
     device: str
     noisy: bool
     min_run_time: float
+    load: MachineLoad | None = None
 
 
 def _sync(device: str) -> None:
@@ -72,12 +142,15 @@ def measure_time(
     threads: int | None = None,
     min_run_time: float = 0.2,
     device: str = "cpu",
+    load: MachineLoad | None = None,
 ) -> Timing:
     """Time ``fn()`` (forward only, under ``no_grad``): first call apart, then median and IQR.
 
     Steps: fix the threads; time the first call with ``perf_counter`` (synchronised on cuda);
     run one warm-up call; then ``Timer(...).blocked_autorange(min_run_time)`` times blocks of
-    calls until at least ``min_run_time`` seconds have been timed.
+    calls until at least ``min_run_time`` seconds have been timed, and more blocks of the same size
+    follow until there are :data:`MIN_BLOCKS` (a call longer than ``min_run_time`` would otherwise
+    give one block and no spread).
 
     >>> t = measure_time(lambda: torch.ones(8) @ torch.ones(8), label="dot", threads=1,
     ...                  min_run_time=0.001)
@@ -91,6 +164,7 @@ def measure_time(
             Restored afterwards.
         min_run_time: seconds of timed blocks (finite, > 0).
         device: ``"cpu"`` or ``"cuda"``; says where ``fn`` runs, so the clock synchronises it.
+        load: the machine's load to record; None reads :func:`machine_load` before the first call.
 
     Returns:
         A :class:`Timing` in seconds.
@@ -123,6 +197,7 @@ def measure_time(
     if device == "cuda" and not torch.cuda.is_available():
         raise SeqlabError("device 'cuda' requested but no CUDA device is present")
 
+    load = machine_load() if load is None else load
     n_threads = threads or torch.get_num_threads()
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(n_threads)
@@ -138,6 +213,8 @@ def measure_time(
             _sync(device)
             timer = Timer(stmt="fn()", globals={"fn": fn}, num_threads=n_threads, label=label)
             m = timer.blocked_autorange(min_run_time=float(min_run_time))
+            if len(m.raw_times) < MIN_BLOCKS:
+                m = _more_blocks(fn, m, device)
     finally:
         torch.set_num_threads(previous_threads)
 
@@ -154,7 +231,24 @@ def measure_time(
         device=device,
         noisy=bool(m.has_warnings) or len(m.times) < 3 or iqr_s > NOISY_IQR_FRACTION * median_s,
         min_run_time=float(min_run_time),
+        load=load,
     )
+
+
+def _more_blocks(fn: Callable[[], object], m, device: str):
+    """``m`` with timed blocks of ``m.number_per_run`` calls added until there are :data:`MIN_BLOCKS`,
+    each timed as ``Timer`` times its blocks (``perf_counter``, synchronised on cuda)."""
+    from torch.utils.benchmark import Measurement
+
+    raw = list(m.raw_times)
+    while len(raw) < MIN_BLOCKS:
+        _sync(device)
+        start = time.perf_counter()
+        for _ in range(m.number_per_run):
+            fn()
+        _sync(device)
+        raw.append(time.perf_counter() - start)
+    return Measurement(m.number_per_run, raw, m.task_spec, m.metadata)
 
 
 @contextlib.contextmanager
