@@ -273,6 +273,46 @@ def test_sentences_carry_the_caveat_when_timings_are_noisy_or_rough():
     assert all(s.endswith("sin dispersión con la que juzgarlos.)") for s in rough[:5])  # crossings, model, threads
 
 
+def _patch_load(monkeypatch, load_1min: float, cpus: int = 2) -> None:
+    """Make os.getloadavg / os.cpu_count report ``load_1min`` on ``cpus`` CPUs (what machine_load reads)."""
+    import os
+
+    monkeypatch.setattr(os, "getloadavg", lambda: (load_1min, 0.0, 0.0))
+    monkeypatch.setattr(os, "cpu_count", lambda: cpus)
+
+
+def test_the_busy_machine_caveat_follows_the_load_in_every_table():
+    from seqlab.measure.timing import MachineLoad
+
+    busy = replace(synthetic_result(), load=MachineLoad(3.5, 2, True))  # 3.5 >= 0.5 * 2 CPUs
+    caption = bench_table(busy, 1, 512, "en").caption
+    assert caption.endswith("The machine was busy: its load average was 3.50 on 2 CPUs when the sweep began, so "
+                            "these times may read long and spread wide; time again on a quiet machine before "
+                            "comparing them.")
+    assert "su carga media era 3,50 con 2 CPU" in bench_table(busy, 2, 512, "es").caption
+    quiet = replace(synthetic_result(), load=MachineLoad(0.4, 2, False))
+    assert "busy" not in bench_table(quiet, 1, 512, "en").caption
+    assert "busy" not in bench_table(synthetic_result(), 1, 512, "en").caption  # load unknown: nothing claimed
+    one_busy_point = with_timings(quiet, lambda p: replace(p.timing, load=MachineLoad(5.0, 2, True)) if p.T == 250
+                                  else p.timing)
+    assert "load average was 5.00 on 2 CPUs" in bench_table(one_busy_point, 1, 512, "en").caption
+
+
+@pytest.mark.parametrize(("load_1min", "busy"), [(6.0, True), (0.1, False)])
+def test_cli_says_the_machine_was_busy_only_when_it_was(run_cli, monkeypatch, load_1min, busy):
+    _patch_load(monkeypatch, load_1min, cpus=2)
+    result = run_cli("--lengths", "8", "--d-model", "8", "--machines", "rnn,sdpa", "--threads", "1",
+                     "--min-run-time", "0.001", "--lang", "es")
+    assert result.exit_code == 0, result.output
+    said = "La máquina estaba ocupada: su carga media era" in " ".join(result.output.split())  # the caption wraps
+    assert said is busy
+    data = json.loads(run_cli("--lengths", "8", "--d-model", "8", "--machines", "rnn,sdpa", "--threads", "1",
+                              "--min-run-time", "0.001", "--json").stdout)
+    assert data["load"] == {"load_1min": load_1min, "cpus": 2, "busy": busy, "threshold_per_cpu": 0.5}
+    assert all(point["timing"]["load"]["busy"] is busy for point in data["points"])
+    assert all(len(point["timing"]["samples"]) >= 3 for point in data["points"])  # a spread behind every median
+
+
 def test_the_plot_speaks_spanish():
     from seqlab.render.bench import plot_bench
 
@@ -291,6 +331,7 @@ def test_csv_has_a_row_per_sample(tiny):
     assert len(rows) - 1 == sum(len(p.timing.samples) for p in result.points)
     first = dict(zip(rows[0], rows[1]))
     assert (first["machine"], first["T"], first["multiplications"], first["sample"]) == ("rnn", "4", "512", "0")
+    assert first["busy"] in ("True", "False") and first["busy"] == str(result.load.busy)
 
 
 def test_json_keeps_every_sample(tiny):

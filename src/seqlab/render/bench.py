@@ -24,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from seqlab.i18n import format_fraction, format_integer, format_number, format_seconds, translator
+from seqlab.measure.timing import MachineLoad, busiest
 from seqlab.render.compare import MIN_BLOCKS, timed_blocks, timing_quality
 from seqlab.render.figures import new_figure, save_png_svg
 from seqlab.render.json_output import to_json
@@ -32,7 +33,7 @@ from seqlab.studies.bench import MACHINES, PAIRS, BenchResult, Crossover
 DOMAIN = "bench"
 NOISY_MARK = "†"
 CSV_FIELDS = ("device", "threads", "d_model", "batch", "T", "machine", "multiplications", "span_ops",
-              "predicted_s", "bound", "median_s", "iqr_s", "first_call_s", "runs", "noisy", "sample", "sample_s")
+              "predicted_s", "bound", "median_s", "iqr_s", "first_call_s", "runs", "noisy", "load_1min", "busy", "sample", "sample_s")
 
 
 def bench_translator(lang: str) -> Callable[[str], str]:
@@ -78,6 +79,8 @@ def bench_table(result: BenchResult, threads: int, d: int, lang: str = "en") -> 
         flops=format_number(calibration.flops_per_s, lang), n=calibration.matmul_size,
         latency=format_seconds(calibration.latency_s, lang), ops=calibration.chain_ops, mark=NOISY_MARK)
     caption += " " + _blocks_text(min(blocks), max(blocks), lang)
+    caveat = load_caveat(sweep_load(result), lang)
+    caption += f" {caveat}" if caveat else ""
     table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
     table.add_column("T", justify="right")
     for key in result.machines:
@@ -123,6 +126,28 @@ def _blocks_text(fewest: int, most: int, lang: str) -> str:
     if fewest < MIN_BLOCKS:
         text += " " + tr("Fewer than 3 blocks give no IQR: those times are rough.")
     return text
+
+
+def sweep_load(result: BenchResult) -> MachineLoad | None:
+    """The machine's load behind a sweep's times: the busiest of the sweep's own reading and its timings'."""
+    return busiest([result.load, *(point.timing for point in result.points)])
+
+
+def load_caveat(load: MachineLoad | None, lang: str = "en") -> str:
+    """The busy-machine caveat in the ``bench`` catalogue's words, or ``""`` on a quiet machine or an unknown load.
+
+    The condition is :attr:`seqlab.measure.timing.MachineLoad.busy`, decided in one place; only the words are here.
+
+    >>> load_caveat(MachineLoad(3.0, 2, True))[:22], load_caveat(MachineLoad(0.2, 2, False))
+    ('The machine was busy: ', '')
+    """
+    if load is None or not load.busy:
+        return ""
+    tr = bench_translator(lang)
+    return tr(
+        "The machine was busy: its load average was {load} on {cpus} CPUs when the sweep began, so these times may "
+        "read long and spread wide; time again on a quiet machine before comparing them.").format(
+        load=format_number(load.load_1min, lang), cpus=format_integer(load.cpus, lang))
 
 
 def _caveat(result: BenchResult, threads: tuple[int, ...], d: int, lang: str, machines: tuple[str, ...] = (),
@@ -247,7 +272,9 @@ def to_csv(result: BenchResult) -> str:
         for index, sample in enumerate(t.samples):
             writer.writerow((result.device, p.threads, p.d_model, result.batch, p.T, p.machine, p.multiplications,
                              p.span_ops, repr(p.predicted_s), p.bound, repr(t.median_s), repr(t.iqr_s),
-                             repr(t.first_call_s), t.runs, t.noisy, index, repr(sample)))
+                             repr(t.first_call_s), t.runs, t.noisy,
+                             "" if t.load is None or t.load.load_1min is None else repr(t.load.load_1min),
+                             "" if t.load is None else t.load.busy, index, repr(sample)))
     return out.getvalue()
 
 

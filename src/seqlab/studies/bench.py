@@ -53,7 +53,7 @@ import torch
 import torch.nn.functional as F
 
 from seqlab.errors import SeqlabError, require_positive_int
-from seqlab.measure.timing import Timing, measure_time
+from seqlab.measure.timing import MachineLoad, Timing, machine_load, measure_time
 from seqlab.studies.bench_model import (  # noqa: F401  (re-exported: the result types and the model)
     MACHINES, PAIRS, BenchPoint, _machine, Calibration, Crossover, Machine, Poly, SpanFit, calibrate, crossovers,
     measured_crossover, model_terms, multiplications, predict, predicted_crossover,
@@ -154,6 +154,7 @@ class BenchResult:
     points: tuple[BenchPoint, ...]
     crossovers: tuple[Crossover, ...]
     kernel_flags: dict[str, bool] = field(default_factory=dict)
+    load: MachineLoad | None = None  # the machine's load before the sweep began; every point's timing carries it
 
     def point(self, machine: str, threads: int, d_model: int, T: int) -> BenchPoint:
         """The point for these coordinates (KeyError if it was not measured)."""
@@ -343,7 +344,7 @@ def measure_calibration(device: str, threads: int, matmul_size: int, links: int,
 # --- The sweep ----------------------------------------------------------------------------------------
 
 def _time_point(call: Callable[[], object], label: str, threads: int, device: str, estimate_s: float,
-                config: BenchConfig) -> Timing:
+                config: BenchConfig, load: MachineLoad | None = None) -> Timing:
     """Time one point for long enough to get ``min_samples`` blocks, as far as the cap allows.
 
     The run time asked for is min_samples × the estimated call time (from the previous length),
@@ -357,10 +358,10 @@ def _time_point(call: Callable[[], object], label: str, threads: int, device: st
         return max(config.min_run_time, min(config.min_samples * call_s, cap))
 
     asked = run_time(estimate_s)
-    timing = measure_time(call, label=label, threads=threads, device=device, min_run_time=asked)
+    timing = measure_time(call, label=label, threads=threads, device=device, min_run_time=asked, load=load)
     if len(timing.samples) < config.min_samples and run_time(timing.median_s) > 1.5 * asked:
         timing = measure_time(call, label=label, threads=threads, device=device,
-                              min_run_time=run_time(timing.median_s))
+                              min_run_time=run_time(timing.median_s), load=load)
     return timing
 
 
@@ -400,6 +401,7 @@ def run_bench(config: BenchConfig = BenchConfig(),
         SeqlabError: see :func:`check_bench_config`.
     """
     plan = check_bench_config(config)
+    load = machine_load()  # before the sweep: its own threads must not count as the machine being busy
     started, clock = datetime.now(timezone.utc).isoformat(timespec="seconds"), time.perf_counter()
     total = len(plan.machines) + len(plan.threads) * (1 + len(plan.d_models) * len(plan.lengths) * len(plan.machines))
     done = 0
@@ -433,7 +435,7 @@ def run_bench(config: BenchConfig = BenchConfig(),
                     previous = last.get((key, threads, d))
                     estimate = previous[1] * (T / previous[0]) ** power if previous else 0.0
                     timing = _time_point(calls[key], f"{MACHINES[key].label}, T = {T}, d = {d}", threads,
-                                         plan.device, estimate, config)
+                                         plan.device, estimate, config, load)
                     last[(key, threads, d)] = (T, timing.median_s)
                     predicted, bound = predict(work, span, cal_of[threads])
                     points.append(BenchPoint(key, threads, d, T, work, span, timing, predicted, bound))
@@ -450,4 +452,4 @@ def run_bench(config: BenchConfig = BenchConfig(),
         torch_version=torch.__version__, cpu_count=os.cpu_count() or 1, started=started,
         elapsed_s=time.perf_counter() - clock, min_run_time=float(config.min_run_time),
         calibrations=tuple(calibrations), spans=spans, checks=tuple(checks), points=tuple(points),
-        crossovers=crossovers(tuple(points), tuple(calibrations), spans, plan.batch), kernel_flags=flags)
+        crossovers=crossovers(tuple(points), tuple(calibrations), spans, plan.batch), kernel_flags=flags, load=load)
