@@ -244,6 +244,29 @@ def test_time_reads_the_recorded_gpu_run(client):
         assert point["time_ratio"] == pytest.approx(point["rnn_s"] / point["sdpa_s"])
 
 
+def test_recorded_times_carry_the_spread_their_record_holds(tmp_path):
+    from seqlab.web.panels.timing import gpu_records
+
+    point = {"d_model": 512, "T": 1024, "work_ratio_attention_over_recurrence": 2.0, "rnn_s": 0.002, "sdpa_s": 0.0005,
+             "time_ratio_rnn_over_sdpa": 4.0}
+    timings = [{"machine": "rnn", "d_model": 512, "T": 1024,
+                "timing": {"median_s": 0.002, "iqr_s": 0.0001, "samples": [0.0019, 0.002, 0.0021]}},
+               {"machine": "sdpa", "d_model": 512, "T": 1024,
+                "timing": {"median_s": 0.0005, "iqr_s": 0.0, "samples": [0.0005]}}]
+    record = {"gpu": "Some GPU", "torch": "2.x", "date": "2026-01-01", "summary": {"points": [point], "crossovers": []},
+              "result": {"points": timings, "load": {"load_1min": 12.0, "cpus": 8, "busy": True,
+                                                     "threshold_per_cpu": 0.5}}}
+    (tmp_path / "gpu-some.json").write_text(json.dumps(record), encoding="utf-8")
+    (shown,) = gpu_records("en", tmp_path)
+    assert (shown.points[0].rnn_text, shown.points[0].sdpa_text) == ("2.00\xa0ms ± 100\xa0µs",
+                                                                     "500\xa0µs (one timed block, no spread)")
+    assert shown.caveat.startswith("This computer was busy: its load average was 12.0 on 8 CPUs")
+    del record["result"]  # an older record: the medians alone, said so; no load, no caveat claimed
+    (tmp_path / "gpu-some.json").write_text(json.dumps(record), encoding="utf-8")
+    (older,) = gpu_records("es", tmp_path)
+    assert older.points[0].rnn_text == "2,00\xa0ms (dispersión no registrada)" and older.caveat is None
+
+
 def test_time_without_recorded_runs_says_so(tmp_path):
     from seqlab.web.panels.timing import gpu_records
 
@@ -321,7 +344,33 @@ def test_a_short_bench_runs(client):
     local = data["local"]
     assert [row["T"] for row in local["rows"]] == [64, 128] and local["work_crossover"] == 64  # T = d
     assert all(row["rnn_s"] > 0 and row["sdpa_s"] > 0 for row in local["rows"])
-    assert client.get("/api/time").json()["local"]["rows"] == local["rows"]  # kept for the page
+    later = client.get("/api/time").json()["local"]
+    assert later["rows"] == local["rows"]  # kept for the page, but said to be the server's latest, not yours
+    assert (local["origin"], later["origin"]) == ("this_request", "last_on_server")
+    assert later["started"] == local["started"]
+
+
+@pytest.mark.parametrize(("load_1min", "busy"), [(9.0, True), (0.25, False)])
+def test_a_short_bench_carries_its_spread_and_the_busy_caveat_only_when_busy(client, monkeypatch, load_1min, busy):
+    import os
+
+    monkeypatch.setattr(os, "getloadavg", lambda: (load_1min, 0.0, 0.0))  # what machine_load reads
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # busy from 0.5 * 2 = 1.0 task on average
+    local = client.post("/api/time/run", params={"lang": "es"}, json={"d_model": 64, "max_T": 64}).json()["local"]
+    assert local["load"] == {"load_1min": load_1min, "cpus": 2, "busy": busy, "threshold_per_cpu": 0.5}
+    if busy:
+        assert local["caveat"] == ("Este ordenador estaba ocupado: su carga media era 9,00 con 2 CPU al empezar la "
+                                   "medición, así que estos tiempos pueden salir largos y dispersos. Vuelve a medir "
+                                   "con la máquina tranquila antes de sacar conclusiones.")
+    else:
+        assert local["caveat"] is None
+    row = local["rows"][0]
+    assert row["blocks"] >= 3  # at least three timed blocks behind every median: a spread to show
+    assert row["rnn_text"].count(" ± ") == row["sdpa_text"].count(" ± ") == 1
+    assert row["rnn_iqr_s"] >= 0 and row["sdpa_iqr_s"] >= 0
+    english = client.get("/api/time").json()["local"]  # the same run, shown to the next visitor in English
+    assert english["origin"] == "last_on_server" and (english["caveat"] or "").startswith(
+        "This computer was busy: its load average was 9.00 on 2 CPUs" if busy else "")
 
 
 def test_pages_refuse_an_unknown_language(client):

@@ -1,16 +1,24 @@
 """Time panel: the clock on this machine, and the GPU run recorded in the repository (L7, L8).
 
 A short live sweep runs through :func:`seqlab.studies.bench.run_bench` — ``nn.RNN`` against SDPA, at
-all CPU threads, lengths doubling from 64, a tight timing cap — and is kept in memory until the next
-run. Beside it: every ``benchmarks/results/gpu-*.json`` found next to the package in a source checkout
-(``benchmarks/gpu_bench.py`` writes them); an installed package has none, and the panel says the GPU
-was not recorded.
+all CPU threads, lengths doubling from 64, a tight timing cap. Its answer goes to whoever ran it
+(``origin: "this_request"``); the server keeps the latest sweep and shows it to later visitors as what it is,
+the latest run on this server by anyone, with when it started (``origin: "last_on_server"``), never as theirs.
+Beside it: every ``benchmarks/results/gpu-*.json`` found next to the package in a source checkout
+(``benchmarks/gpu_bench.py`` writes them), labelled as recorded; an installed package has none, and the panel
+says the GPU was not recorded.
+
+Every time carries its spread (median ± IQR, or the number of timed blocks when there are too few for one),
+and a sweep begun on a busy machine carries the busy-machine caveat: the condition is
+:func:`seqlab.measure.timing.machine_load` (``os.getloadavg()[0]`` against ``os.cpu_count()``), the words are
+:func:`load_caveat`'s, in the ``web`` catalogue.
 
 Units: seconds per forward call (median and interquartile range); work ratios from the closed forms.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from fractions import Fraction
@@ -23,7 +31,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from seqlab import cost
 from seqlab.i18n import format_fraction, format_number, format_seconds
 from seqlab.web.budget import COMPUTE, require_within_budget
+from seqlab.web.validation import tr
 
+DOMAIN = "web"
 router = APIRouter()
 
 #: The repository root when running from a checkout (src/seqlab/web/panels/timing.py → four levels up).
@@ -32,6 +42,8 @@ WIDTHS = (64, 128, 256, 512)
 MAX_LENGTH = 2048
 FIRST_LENGTH = 64
 MIN_RUN_TIME = 0.02
+#: Fewest timed blocks with an interquartile range worth showing.
+MIN_BLOCKS = 3
 
 Lang = Literal["en", "es"]
 _last_run: dict[str, object] = {}
@@ -47,6 +59,15 @@ class BenchRequest(BaseModel):
     max_T: int = Field(1024, ge=FIRST_LENGTH, le=MAX_LENGTH, description="longest length (64 … 2048)")
 
 
+class Load(BaseModel):
+    """The machine's load when a sweep began (:func:`seqlab.measure.timing.machine_load`)."""
+
+    load_1min: float | None = Field(description="os.getloadavg()[0]; None where the OS keeps no load average")
+    cpus: int = Field(description="os.cpu_count()")
+    busy: bool = Field(description="load_1min >= threshold_per_cpu × cpus: times may read long and spread wide")
+    threshold_per_cpu: float
+
+
 class LocalRow(BaseModel):
     """One length of the live sweep."""
 
@@ -55,8 +76,9 @@ class LocalRow(BaseModel):
     rnn_iqr_s: float
     sdpa_s: float
     sdpa_iqr_s: float
-    rnn_text: str
-    sdpa_text: str
+    rnn_text: str = Field(description="median ± IQR (or the median and its few timed blocks)")
+    sdpa_text: str = Field(description="median ± IQR (or the median and its few timed blocks)")
+    blocks: int = Field(description="fewest timed blocks behind the two medians")
     time_ratio: float = Field(description="nn.RNN time / SDPA time")
     time_ratio_text: str
     work_ratio_text: str = Field(description="attention / recurrence multiplications = T/d")
@@ -64,8 +86,12 @@ class LocalRow(BaseModel):
 
 
 class LocalBench(BaseModel):
-    """The live sweep on this machine."""
+    """A live sweep on this machine: the one this request ran, or the server's latest, labelled as such."""
 
+    origin: Literal["this_request", "last_on_server"] = Field(
+        description="this_request: the sweep this request ran; last_on_server: the latest sweep anyone ran here")
+    load: Load | None = Field(description="the machine's load when the sweep began")
+    caveat: str | None = Field(description="the busy-machine caveat in the request's language; None when quiet")
     device_name: str
     torch_version: str
     threads: int
@@ -87,10 +113,12 @@ class GpuPoint(BaseModel):
     work_ratio: float = Field(description="attention / recurrence multiplications")
     rnn_s: float
     sdpa_s: float
+    rnn_iqr_s: float | None = Field(description="None when the record has no samples of this point")
+    sdpa_iqr_s: float | None = Field(description="None when the record has no samples of this point")
     time_ratio: float = Field(description="nn.RNN (cuDNN) time / SDPA time")
     work_ratio_text: str = Field(description="attention / recurrence multiplications = T/d, as the local table")
-    rnn_text: str
-    sdpa_text: str
+    rnn_text: str = Field(description="median ± IQR as recorded, or the median with what its spread lacks")
+    sdpa_text: str = Field(description="median ± IQR as recorded, or the median with what its spread lacks")
     time_ratio_text: str
 
 
@@ -103,12 +131,16 @@ class GpuRecord(BaseModel):
     date: str
     points: list[GpuPoint]
     predicted_T_text: dict[str, str] = Field(description="d_model → the model's time crossover, nn.RNN vs SDPA")
+    load: Load | None = Field(None, description="the recording machine's load, if the record has it")
+    caveat: str | None = Field(None, description="the busy-machine caveat of the recorded run; None when quiet or "
+                                                 "not recorded")
 
 
 class TimeResponse(BaseModel):
     """What the time panel draws."""
 
-    local: LocalBench | None = Field(description="the last live sweep, None before the first")
+    local: LocalBench | None = Field(description="the sweep this request ran (POST), or the latest anyone ran on this "
+                                                 "server (GET), labelled by ``origin``; None before the first")
     gpu: list[GpuRecord] = Field(description="recorded GPU runs; empty: not recorded")
 
 
@@ -130,6 +162,38 @@ def seconds(value: float, lang: str) -> str:
     return format_seconds(value, lang).replace(" ", "\u00a0")
 
 
+def time_text(median_s: float, iqr_s: float | None, blocks: int | None, lang: str) -> str:
+    """A time as the panel shows it: median ± IQR, or the median and why no spread is given.
+
+    >>> time_text(0.0273, 0.0011, 5, "en"), time_text(0.0273, 0.0, 1, "es")
+    ('27.3\xa0ms ± 1.10\xa0ms', '27,3\xa0ms (un bloque cronometrado, sin dispersión)')
+    """
+    _ = tr(lang)
+    if blocks is None or iqr_s is None:
+        return _("{median} (spread not recorded)").format(median=seconds(median_s, lang))
+    if blocks == 1:
+        return _("{median} (one timed block, no spread)").format(median=seconds(median_s, lang))
+    if blocks < MIN_BLOCKS:
+        return _("{median} ({blocks} timed blocks, no spread)").format(median=seconds(median_s, lang), blocks=blocks)
+    return f"{seconds(median_s, lang)} ± {seconds(iqr_s, lang)}"
+
+
+def load_caveat(load, lang: str) -> str | None:
+    """The busy-machine caveat of a sweep in the ``web`` catalogue's words; None on a quiet machine or an
+    unknown load. The condition, :attr:`seqlab.measure.timing.MachineLoad.busy`, is decided there, not here.
+
+    >>> from seqlab.measure.timing import MachineLoad
+    >>> load_caveat(MachineLoad(3.0, 2, True), "en")[:26], load_caveat(MachineLoad(0.1, 2, False), "en")
+    ('This computer was busy: it', None)
+    """
+    if load is None or not load.busy:
+        return None
+    _ = tr(lang)
+    return _("This computer was busy: its load average was {load} on {cpus} CPUs when the bench began, so these "
+             "times may read long and spread wide. Run it again when the machine is quiet before drawing a "
+             "conclusion.").format(load=format_number(load.load_1min, lang), cpus=load.cpus)
+
+
 def gpu_records(lang: str, folder: Path | None = None) -> list[GpuRecord]:
     """Every ``gpu-*.json`` in the repository's ``benchmarks/results`` (none outside a checkout), newest first.
 
@@ -145,37 +209,58 @@ def gpu_records(lang: str, folder: Path | None = None) -> list[GpuRecord]:
     for path in sorted(folder.glob("gpu-*.json"), reverse=True):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            points = [GpuPoint(d_model=p["d_model"], T=p["T"], work_ratio=p["work_ratio_attention_over_recurrence"],
-                               rnn_s=p["rnn_s"], sdpa_s=p["sdpa_s"], time_ratio=p["time_ratio_rnn_over_sdpa"],
-                               work_ratio_text=format_fraction(work_ratio(p["T"], p["d_model"]), lang),
-                               rnn_text=seconds(p["rnn_s"], lang), sdpa_text=seconds(p["sdpa_s"], lang),
-                               time_ratio_text=format_number(p["time_ratio_rnn_over_sdpa"], lang))
-                      for p in data["summary"]["points"]]
+            timings = {(p["machine"], p["d_model"], p["T"]): p["timing"]
+                       for p in data.get("result", {}).get("points", ())}
+            points = [_gpu_point(p, timings, lang) for p in data["summary"]["points"]]
             predicted = {str(c["d_model"]): format_number(c["predicted_T"], lang)
                          for c in data["summary"]["crossovers"]
                          if c["recurrence"] == "rnn" and c.get("predicted_T") is not None}
+            load = data.get("result", {}).get("load")
+            load = None if load is None else Load(**load)
             records.append(GpuRecord(file=path.name, gpu=data["gpu"], torch=data["torch"], date=data["date"],
-                                     points=points, predicted_T_text=predicted))
+                                     points=points, predicted_T_text=predicted, load=load,
+                                     caveat=load_caveat(load, lang)))
         except (OSError, ValueError, KeyError, TypeError):
             continue  # a file of another shape is not a GPU record this panel can read
     return records
 
 
-def _local(result, lang: str) -> LocalBench:
+def _gpu_point(p: dict, timings: dict, lang: str) -> GpuPoint:
+    """One recorded point, each time with the spread its record holds (median ± IQR when 3 blocks or more)."""
+    spread = {}
+    for key in ("rnn", "sdpa"):
+        timing = timings.get((key, p["d_model"], p["T"]))
+        iqr = None if timing is None else timing["iqr_s"]
+        blocks = None if timing is None else len(timing["samples"])
+        spread[key] = (iqr, time_text(p[f"{key}_s"], iqr, blocks, lang))
+    return GpuPoint(d_model=p["d_model"], T=p["T"], work_ratio=p["work_ratio_attention_over_recurrence"],
+                    rnn_s=p["rnn_s"], sdpa_s=p["sdpa_s"], rnn_iqr_s=spread["rnn"][0], sdpa_iqr_s=spread["sdpa"][0],
+                    time_ratio=p["time_ratio_rnn_over_sdpa"],
+                    work_ratio_text=format_fraction(work_ratio(p["T"], p["d_model"]), lang),
+                    rnn_text=spread["rnn"][1], sdpa_text=spread["sdpa"][1],
+                    time_ratio_text=format_number(p["time_ratio_rnn_over_sdpa"], lang))
+
+
+def _local(result, lang: str, origin: str) -> LocalBench:
     """Shape a :class:`~seqlab.studies.bench.BenchResult` for the page."""
+    from seqlab.measure.timing import busiest
+
     threads, d = result.threads[-1], result.d_models[0]
     rows = []
     for T in result.lengths:
         rnn, sdpa = result.point("rnn", threads, d, T).timing, result.point("sdpa", threads, d, T).timing
         rows.append(LocalRow(T=T, rnn_s=rnn.median_s, rnn_iqr_s=rnn.iqr_s, sdpa_s=sdpa.median_s,
-                             sdpa_iqr_s=sdpa.iqr_s, rnn_text=seconds(rnn.median_s, lang),
-                             sdpa_text=seconds(sdpa.median_s, lang),
+                             sdpa_iqr_s=sdpa.iqr_s, rnn_text=time_text(rnn.median_s, rnn.iqr_s, len(rnn.samples), lang),
+                             sdpa_text=time_text(sdpa.median_s, sdpa.iqr_s, len(sdpa.samples), lang),
+                             blocks=min(len(rnn.samples), len(sdpa.samples)),
                              time_ratio=rnn.median_s / sdpa.median_s,
                              time_ratio_text=format_number(rnn.median_s / sdpa.median_s, lang),
                              work_ratio_text=format_fraction(work_ratio(T, d), lang), noisy=rnn.noisy or sdpa.noisy))
     crossing = next(c for c in result.crossovers if c.recurrence == "rnn")
+    load = busiest([result.load, *(p.timing for p in result.points)])
     return LocalBench(
-        device_name=result.device_name, torch_version=result.torch_version, threads=threads, d_model=d,
+        origin=origin, load=None if load is None else Load(**dataclasses.asdict(load)),
+        caveat=load_caveat(load, lang), device_name=result.device_name, torch_version=result.torch_version, threads=threads, d_model=d,
         started=result.started, elapsed_s=result.elapsed_s, rows=rows, work_crossover=int(crossing.work_T),
         time_where=crossing.time_where,
         time_T_text=None if crossing.time_T is None else format_number(crossing.time_T, lang),
@@ -188,7 +273,8 @@ def time_panel(lang: Annotated[Lang, Query(description="language of the formatte
     """The last live sweep (None before the first) and every recorded GPU run."""
     with _last_run_lock:
         result = _last_run.get("result")
-    return TimeResponse(local=None if result is None else _local(result, lang), gpu=gpu_records(lang))
+    return TimeResponse(local=None if result is None else _local(result, lang, "last_on_server"),
+                        gpu=gpu_records(lang))
 
 
 @router.post("/api/time/run", response_model=TimeResponse, tags=["time"],
@@ -208,4 +294,4 @@ def run_time(request: BenchRequest,
         result = run_bench(config)
     with _last_run_lock:
         _last_run["result"] = result
-    return TimeResponse(local=_local(result, lang), gpu=gpu_records(lang))
+    return TimeResponse(local=_local(result, lang, "this_request"), gpu=gpu_records(lang))

@@ -12,6 +12,10 @@
       box.appendChild(Lab.element("p", { class: "note" }, t("notRun")));
       return box;
     }
+    box.appendChild(Lab.element("p", { class: "origin", "data-origin": local.origin },
+                                t(local.origin === "this_request" ? "thisRequest" : "lastOnServer",
+                                  { started: local.started.replace("T", " ").replace("+00:00", "") })));
+    if (local.caveat) box.appendChild(Lab.element("p", { class: "caveat", id: "load-caveat" }, local.caveat));
     box.appendChild(Lab.element("p", {}, t("machine", {
       device: local.device_name, torch: local.torch_version, threads: local.threads, d: local.d_model,
       seconds: Lab.fmtNum(local.elapsed_s),
@@ -51,10 +55,11 @@
     for (const record of records) {
       box.appendChild(Lab.element("p", {}, t("gpuHeading", record)));
       const widths = [...new Set(record.points.map((p) => p.d_model))];
+      if (record.caveat) box.appendChild(Lab.element("p", { class: "caveat" }, record.caveat));
       for (const d of widths) {
         const points = record.points.filter((p) => p.d_model === d);
         box.appendChild(Lab.element("h3", {}, t("dModel", { d })));
-        box.appendChild(Lab.table([t("T"), t("gpuRnn"), "SDPA", t("timeRatio"), t("workRatio")],
+        box.appendChild(Lab.table([t("T"), t("gpuRnnSpread"), t("sdpa"), t("timeRatio"), t("workRatio")],
           points.map((p) => [Lab.fmtInt(p.T), p.rnn_text, p.sdpa_text, p.time_ratio_text, p.work_ratio_text])));
         if (record.predicted_T_text[String(d)]) {
           box.appendChild(Lab.element("p", { class: "note" },
