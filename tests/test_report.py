@@ -359,3 +359,67 @@ def test_the_page_in_chromium(page):
         finally:
             browser.close()
     assert (SCREENSHOTS / "report.png").stat().st_size > 10_000
+
+
+# --- Times and the machine's load -------------------------------------------------------------------------
+
+def _with_load(value, load):
+    """``value`` with every Timing inside it (and every recorded reading) set to ``load``: the measurement of
+    the machine's load patched, whatever the result's shape."""
+    import dataclasses
+
+    from seqlab.measure.timing import Timing
+
+    if isinstance(value, Timing):
+        return dataclasses.replace(value, load=load)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(value, **{
+            f.name: load if f.name == "load" else _with_load(getattr(value, f.name), load)
+            for f in dataclasses.fields(value) if f.init})
+    if type(value) in (tuple, list):
+        return type(value)(_with_load(item, load) for item in value)
+    if isinstance(value, dict):
+        return {key: _with_load(item, load) for key, item in value.items()}
+    return value
+
+
+def test_the_report_says_when_the_machine_was_busy_and_only_then(result):
+    from seqlab.measure.timing import MachineLoad
+
+    assert result.load is not None and result.bench.load == result.load  # read once, before the first part
+    busy = _with_load(result, MachineLoad(5.0, 2, True))  # os.getloadavg()[0] = 5 on 2 CPUs
+    html = render_report(busy, "en")
+    meta = re.search(r'<p class="meta">(.*?)</p>', html, flags=re.DOTALL).group(1)
+    assert meta.endswith("The machine was busy (load average 5.00 on 2 CPUs when measuring began): the times in "
+                         "this report may read long and spread wide.")
+    assert "The machine was busy: its load average was 5.00 on 2 CPUs" in sections_of(html)["bench"]
+    assert "La máquina estaba ocupada (carga media 5,00 con 2 CPU" in render_report(busy, "es")
+    quiet = render_report(_with_load(result, MachineLoad(0.2, 2, False)), "en")
+    assert "The machine was busy (load" not in quiet and "load average was" not in quiet
+
+
+@pytest.mark.parametrize(("load_1min", "busy"), [(4.0, True), (0.1, False)])
+def test_the_load_is_read_before_the_first_part_and_reaches_the_page(result, monkeypatch, load_1min, busy):
+    """os.getloadavg patched (busy, then quiet): the report reads it before any part, hands the reading to the
+    bench sweep, and the page's caveat follows it. The parts are stand-ins that record what they were given."""
+    import os
+
+    import seqlab.studies.bench as bench_study
+    import seqlab.studies.check as check_study
+    import seqlab.studies.compare as compare_study
+    import seqlab.studies.figure as figure_study
+    import seqlab.studies.table1 as table1_study
+    from seqlab.measure.timing import machine_load
+
+    monkeypatch.setattr(os, "getloadavg", lambda: (load_1min, 0.0, 0.0))
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # busy from 0.5 * 2 = 1.0
+    monkeypatch.setattr(compare_study, "run_compare", lambda *args: _with_load(result.compare, machine_load()))
+    monkeypatch.setattr(table1_study, "run_table1", lambda *args: result.table1)
+    monkeypatch.setattr(bench_study, "run_bench", lambda config, load=None: _with_load(result.bench, load))
+    monkeypatch.setattr(figure_study, "measure_figure", lambda *args: result.figure)
+    monkeypatch.setattr(check_study, "run_check", lambda *args: result.check)
+    run = run_report(synthetic_tokens(48, lang="en"), "synthetic (48 tokens)", ReportConfig.quick())
+    assert run.load.busy is busy and run.bench.load == run.load and run.load.load_1min == load_1min
+    html = render_report(run, "es")
+    assert ("La máquina estaba ocupada (carga media 4,00 con 2 CPU" in html) is busy
+    assert ("La máquina estaba ocupada: su carga media era 4,00 con 2 CPU" in sections_of(html)["bench"]) is busy

@@ -97,6 +97,27 @@ def busiest(loads: Iterable[MachineLoad | Timing | None]) -> MachineLoad | None:
     return max(known, key=lambda load: (load.busy, load.per_cpu if load.per_cpu is not None else -1.0))
 
 
+def timings_in(value: object) -> Iterator[Timing]:
+    """Every :class:`Timing` inside a result (through dataclass fields, tuples, lists and dict values), so a
+    front end can caption all the times of a result with :func:`busiest` whatever the result's shape.
+
+    >>> t = Timing("x", (1.0,), 1.0, 0.0, 1.0, 1, 1, "cpu", False, 0.1)
+    >>> [found.label for found in timings_in({"a": (t, 3), "b": [t]})]
+    ['x', 'x']
+    """
+    import dataclasses
+
+    if isinstance(value, Timing):
+        yield value
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for item in dataclasses.fields(value):
+            yield from timings_in(getattr(value, item.name))
+    elif isinstance(value, (tuple, list, dict)):
+        for item in value.values() if isinstance(value, dict) else value:
+            if not isinstance(item, (int, float, str)):  # long rows of numbers hold no timing
+                yield from timings_in(item)
+
+
 @dataclass(frozen=True)
 class Timing:
     """Time per call of a function: raw samples, median, spread and the conditions.

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from seqlab.errors import SeqlabError
-from seqlab.i18n import format_integer, format_seconds, format_source, translator
+from seqlab.i18n import format_integer, format_number, format_seconds, format_source, translator
 from seqlab.studies.report import ReportResult
 
 DOMAIN = "report"
@@ -328,6 +328,17 @@ def sections(result: ReportResult, lang: str = "en") -> list[Section]:
     return [compare, table1, bench, figure, check]
 
 
+def busy_note(result: ReportResult, lang: str = "en") -> str:
+    """The busy-machine caveat over the report's times, or ``""`` on a quiet machine (the condition is
+    :attr:`seqlab.measure.timing.MachineLoad.busy`, read before the first part and on every compare timing)."""
+    from seqlab.measure.timing import busiest, timings_in
+
+    load, _ = busiest([result.load, result.bench.load, *timings_in(result.compare)]), translator(lang, DOMAIN)
+    return "" if load is None or not load.busy else _(
+        "The machine was busy (load average {load} on {cpus} CPUs when measuring began): the times in this report "
+        "may read long and spread wide.").format(load=format_number(load.load_1min, lang), cpus=load.cpus)
+
+
 def render_report(result: ReportResult, lang: str = "en") -> str:
     """The whole page as HTML text (UTF-8, self-contained).
 
@@ -348,7 +359,7 @@ def render_report(result: ReportResult, lang: str = "en") -> str:
         subtitle=_("What recurrence costs and what attention buys, measured on this machine"),
         meta=_("Run {started} (UTC) on {threads} threads, PyTorch {torch}; it took {elapsed} ({parts}).").format(
             started=result.started, threads=result.compare.threads, torch=result.compare.torch_version,
-            elapsed=format_seconds(result.elapsed_s, lang), parts=parts),
+            elapsed=format_seconds(result.elapsed_s, lang), parts=parts) + f" {busy_note(result, lang)}".rstrip(),
         sections=sections(result, lang),
         labels={"measured": _("Measured:"), "figure": _("Figure:"), "note": _("Note:")},
         footer=_("Made by seqlab {version}. Every number on this page was computed or measured in this run; none "

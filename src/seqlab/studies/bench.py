@@ -379,7 +379,8 @@ def _device_name(device: str) -> str:
 
 
 def run_bench(config: BenchConfig = BenchConfig(),
-              progress: Callable[[int, int, str], None] | None = None) -> BenchResult:
+              progress: Callable[[int, int, str], None] | None = None,
+              load: MachineLoad | None = None) -> BenchResult:
     """Time every machine at every (threads, d, T), fit the model and find the crossovers (L7, L8).
 
     >>> r = run_bench(BenchConfig(lengths=(4, 8), d_models=(8,), threads=(1,), machines=("rnn", "sdpa"),
@@ -393,6 +394,8 @@ def run_bench(config: BenchConfig = BenchConfig(),
         config: what to sweep; validated first by :func:`check_bench_config`, nothing allocated before.
         progress: called as ``progress(done, total, what)`` after each step (span traces, calibrations,
             points), for a progress bar.
+        load: the machine's load to record on every timing; None reads it now, before the sweep (a caller
+            that ran other work first, such as the report, passes the reading it took before that work).
 
     Returns:
         A frozen :class:`BenchResult` with every sample; the thread count is restored afterwards.
@@ -401,7 +404,7 @@ def run_bench(config: BenchConfig = BenchConfig(),
         SeqlabError: see :func:`check_bench_config`.
     """
     plan = check_bench_config(config)
-    load = machine_load()  # before the sweep: its own threads must not count as the machine being busy
+    load = load or machine_load()  # before the sweep: its own threads must not count as the machine being busy
     started, clock = datetime.now(timezone.utc).isoformat(timespec="seconds"), time.perf_counter()
     total = len(plan.machines) + len(plan.threads) * (1 + len(plan.d_models) * len(plan.lengths) * len(plan.machines))
     done = 0

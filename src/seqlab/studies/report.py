@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
+from seqlab.measure.timing import MachineLoad, machine_load
 from seqlab.studies.bench import BenchConfig, BenchResult
 from seqlab.studies.check import CheckConfig, CheckResult
 from seqlab.studies.compare import CompareConfig, CompareResult
@@ -81,6 +82,7 @@ class ReportResult:
     started: str
     elapsed_s: float
     seconds: dict[str, float]
+    load: MachineLoad | None = None  # the machine's load before the first part (the parts' own work not in it)
 
 
 def run_report(tokens: Tokens, source: str, config: ReportConfig = ReportConfig(),
@@ -109,11 +111,12 @@ def run_report(tokens: Tokens, source: str, config: ReportConfig = ReportConfig(
     check_compare_size(len(tokens), config.compare)
     table1_config = check_table1_size(config.table1)
     check_figure_arguments(*config.figure, seed=0)
+    load = machine_load()  # before any part: the report's own work must not read as a busy machine
     started, clock = datetime.now(timezone.utc).isoformat(timespec="seconds"), time.perf_counter()
     runs = {
         "compare": lambda: run_compare(tokens, source, config.compare),
         "table1": lambda: run_table1(table1_config),
-        "bench": lambda: run_bench(config.bench),
+        "bench": lambda: run_bench(config.bench, load=load),
         "figure": lambda: measure_figure(*config.figure),
         "check": lambda: run_check(config.check),
     }
@@ -125,7 +128,7 @@ def run_report(tokens: Tokens, source: str, config: ReportConfig = ReportConfig(
         results[part] = runs[part]()
         seconds[part] = time.perf_counter() - part_clock
     return ReportResult(source=source, started=started, elapsed_s=time.perf_counter() - clock, seconds=seconds,
-                        **results)
+                        load=load, **results)
 
 
 def first_tokens(tokens: Tokens, count: int) -> Tokens:
