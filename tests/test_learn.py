@@ -1,10 +1,13 @@
 """``seqlab learn``: tasks, models, training, the three claims it shows (L3, L4, L10), rendering and CLI.
 
-The qualitative claims are asserted with margins on seeded runs at the smallest sizes that show them
-(checked over seeds 0–2 or 0–4 before relying on them): recall at T = 128, where attention learns and
-the Elman RNN does not (L3, L4); order at T = 8, where attention without positional encoding sits at
-chance and with it learns (L10); position at T = 16, where the per-position MLP fails and attention
-does not (L10). No test reads the clock.
+The qualitative claims are asserted with margins on seeds 0–4 at the smallest sizes that show them:
+recall at T = 128, where attention learns in every seed and the Elman RNN is near chance on average
+(L3, L4); order at T = 8, where attention without positional encoding sits at chance and with it learns
+(L10); position at T = 16, where the per-position MLP fails and attention does not (L10). Training is
+deterministic per seed on one machine, not bit for bit across CPUs, so nothing here asserts a trained
+figure exactly, nor the reach of a trained Elman RNN (ρ > 1: chaotic). No test reads the clock.
+Verdict sentences, rate selection and rendering are tested on hand-made results in
+test_learn_verdicts.py.
 """
 
 from __future__ import annotations
@@ -28,9 +31,8 @@ from seqlab.errors import SeqlabError
 from seqlab.learn.models import MODELS, TaskModel, parameter_count, sinusoidal_encoding, width_for_budget
 from seqlab.learn.tasks import KEYS, QUERY_MARK, TASKS, make_batch, evaluation_positions, training_positions
 from seqlab.learn.training import Run, TrainSettings, deterministic_torch, train_run
-from seqlab.render.learn import learn_json, learn_sentences, learn_table, render_learn, write_plots
-from seqlab.studies.learn import (MAX_LENGTH, LearnConfig, LearnResult, check_learn_config, estimate_learn,
-                                  run_learn, summarise)
+from seqlab.studies.learn import MAX_LENGTH, LearnConfig, LearnResult, check_learn_config, estimate_learn, run_learn
+from seqlab.studies.learn_verdicts import learn_findings
 
 LOCALE = Path(study.__file__).resolve().parents[1] / "locale" / "es" / "LC_MESSAGES"
 SOURCES = Path(study.__file__).resolve().parents[1]
@@ -130,11 +132,15 @@ def test_recurrent_weight_is_square_and_reach_layer_is_float64():
     assert mlp.recurrent_weight() is None and mlp.reach_layer() is None
 
 
-# --- The claims, trained (seeded) --------------------------------------------------------------------
+# --- The claims, trained (seeded, seeds 0-4) --------------------------------------------------------
+
+SEEDS = 5
+
 
 def _train(task: str, models: tuple[str, ...], T: int, steps: int) -> LearnResult:
-    config = LearnConfig(tasks=(task,), models=models, lengths=(T,), seeds=2,
-                         settings=TrainSettings(steps=steps, test_size=500))
+    """Seeds 0-4 at one rate (the grid is tested apart, on its own, in test_learn_verdicts.py)."""
+    config = LearnConfig(tasks=(task,), models=models, lengths=(T,), seeds=SEEDS, rates=(1e-2,),
+                         settings=TrainSettings(steps=steps, test_size=500, validation_size=200))
     return run_learn(config)
 
 
@@ -154,33 +160,49 @@ def position() -> LearnResult:
 
 
 def test_recall_attention_learns_where_the_elman_rnn_does_not(recall):  # L3, L4
-    # seeds 0-4 measured: attention 1.0 in each, the Elman RNN 0.10-0.26 (chance 0.125)
+    # measured here, seeds 0-4: attention 1.0 in each; the Elman RNN 0.104-0.256 (mean 0.149, chance 0.125);
+    # reported on an AMD EPYC: 0.11-0.26. The reach of the trained Elman RNN (rho > 1, chaotic) is not asserted.
     attention, elman = recall.cell("recall", "attention", 128), recall.cell("recall", "elman", 128)
-    assert attention.low >= 0.9
-    assert elman.high <= 0.35 and elman.mean <= 0.3
-    # the measured path explains it: the gradient from y_T to x_1 is orders of magnitude weaker
-    assert elman.reach < 1e-3 * attention.reach
+    assert attention.seeds == elman.seeds == tuple(range(SEEDS))
+    assert attention.low >= 0.9  # every seed
+    assert elman.mean <= 0.3  # near chance on average: 0.125 + 0.175 of margin
+    kinds = [f.kind for f in learn_findings(recall)]
+    assert kinds[0] in ("recall_every_seed", "recall_on_average")  # either way the sentence says "as the lesson"
     assert elman.spectral_radius is not None and attention.spectral_radius is None
 
 
 def test_order_attention_is_blind_without_encoding_and_learns_with_it(order):  # L10
-    assert abs(order.cell("order", "attention", 8).mean - 0.5) <= 0.05
-    assert order.cell("order", "attention-pe", 8).mean >= 0.75
+    # measured here, seeds 0-4: attention 0.5 in each (twins give it equal rows), with encoding 0.82-1.0
+    attention, pe = order.cell("order", "attention", 8), order.cell("order", "attention-pe", 8)
+    assert max(abs(a - 0.5) for a in attention.accuracies) <= 0.05
+    assert pe.mean >= 0.75 and pe.low > 0.6
     assert order.cell("order", "elman", 8).mean >= 0.9
+    assert [f.kind for f in learn_findings(order)] == ["order_holds"]
 
 
 def test_position_mlp_fails_where_shared_weights_succeed(position):  # L10
-    assert position.cell("position", "mlp", 16).high <= 0.65
+    # measured here, seeds 0-4: MLP 0.478-0.534 on the test half, 1.0 on validation (the trained half)
+    mlp = position.cell("position", "mlp", 16)
+    assert mlp.high <= 0.65
     assert position.cell("position", "attention", 16).low >= 0.9
     assert position.cell("position", "gru", 16).low >= 0.9
+    assert [f.kind for f in learn_findings(position)] == ["position_holds"]
+
+
+def test_validation_comes_from_the_training_distribution_and_the_test_does_not(position):
+    """The MLP answers the held-out validation rows (word in the trained half) and fails the test rows."""
+    mlp_runs = [r for r in position.runs if r.model == "mlp"]
+    assert len(mlp_runs) == SEEDS
+    assert min(r.validation_accuracy for r in mlp_runs) >= 0.9 and max(r.accuracy for r in mlp_runs) <= 0.65
 
 
 def test_same_seed_same_numbers():
-    settings = TrainSettings(steps=60, test_size=200)
+    settings = TrainSettings(steps=60, test_size=200, validation_size=100)
     with deterministic_torch(1):
         first, again = (train_run("position", "elman", 8, 3, settings) for _ in range(2))
         other = train_run("position", "elman", 8, 4, settings)
-    fields = ("accuracy", "steps", "params", "spectral_radius", "reach", "reach_last")
+    fields = ("accuracy", "validation_accuracy", "validation_loss", "steps", "params", "spectral_radius", "reach",
+              "reach_last")
     assert [getattr(first, f) for f in fields] == [getattr(again, f) for f in fields]
     assert (other.spectral_radius, other.reach) != (first.spectral_radius, first.reach)
 
@@ -201,6 +223,9 @@ def test_deterministic_torch_restores_the_global_settings():
     ({"tasks": ("order",), "lengths": (2,)}, "T", "order task needs T >= 3, received 2"),
     ({"seeds": 0}, "seeds", "received 0"),
     ({"seeds": 11}, "seeds", "in [1, 10], received 11"),
+    ({"rates": ()}, "rates", "list of 1 to 5 learning rates, received ()"),
+    ({"rates": (1e-2, 0.0)}, "rates", "numbers in (0, 1], received 0.0"),
+    ({"rates": (float("nan"),)}, "rates", "numbers in (0, 1], received nan"),
 ])
 def test_bad_config_is_refused_with_the_valid_values(changes, parameter, message):
     with pytest.raises(SeqlabError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")) \
@@ -218,15 +243,15 @@ def test_sizes_that_would_not_fit_are_refused_before_training(monkeypatch):
 
 def test_estimate_prices_every_run():
     config = LearnConfig(tasks=("recall", "position"), models=("elman", "mlp"), lengths=(4, 8), seeds=2,
-                         settings=TrainSettings(steps=10, test_size=20))
+                         settings=TrainSettings(steps=10, test_size=20), rates=(1e-2, 1e-3))
     estimate = estimate_learn(config)
-    assert estimate.runs == 2 * 2 * 2 * 2  # tasks × models × lengths × seeds
+    assert estimate.runs == 2 * 2 * 2 * 2 * 2  # tasks × models × lengths × seeds × rates
     assert len(estimate.step_seconds) == 8 and estimate.seconds > 0 and estimate.threads == 1
 
 
 def _tiny(**changes) -> LearnConfig:
-    values = dict(tasks=("position",), models=("mlp", "attention"), lengths=(4, 8), seeds=2,
-                  settings=TrainSettings(steps=5, test_size=20))
+    values = dict(tasks=("position",), models=("mlp", "attention"), lengths=(4, 8), seeds=2, rates=(1e-2,),
+                  settings=TrainSettings(steps=5, test_size=20, validation_size=20))
     return LearnConfig(**{**values, **changes})
 
 
@@ -260,77 +285,6 @@ def test_ctrl_c_during_training_keeps_the_finished_runs(monkeypatch):
     assert result.partial and len(result.runs) == 1 and result.summary[0].accuracies == (result.runs[0].accuracy,)
 
 
-# --- Rendering ------------------------------------------------------------------------------------------
-
-def _run(task, model, T, seed, accuracy, rho=None, reach=None) -> Run:
-    return Run(task, model, T, seed, accuracy, TASKS[task].chance, 1990, 28, 100, accuracy > 0.99, rho, reach,
-               1.0 if reach is not None else None, 0.5)
-
-
-@pytest.fixture(scope="module")
-def made_up() -> LearnResult:
-    """A result built by hand (no training): every task, one cell missing, partial."""
-    runs = []
-    for seed, (low, high) in enumerate(((0.12, 1.0), (0.14, 0.98))):
-        runs += [_run("recall", "elman", 8, seed, 1.0, 0.9, 0.5), _run("recall", "elman", 64, seed, low, 2.5, 1e-9),
-                 _run("recall", "attention", 8, seed, 1.0, None, 9.0),
-                 _run("recall", "attention", 64, seed, high, None, 8.0),
-                 _run("order", "attention", 8, seed, 0.5, None, 0.3), _run("order", "attention-pe", 8, seed, 0.97),
-                 _run("position", "mlp", 16, seed, 0.52), _run("position", "attention", 16, seed, 1.0, None, 0.5)]
-    config = LearnConfig(seeds=2)
-    return LearnResult(config=config, models={"recall": ("elman", "attention"), "order": ("attention", "attention-pe"),
-                                              "position": ("mlp", "gru", "attention")},
-                       lengths={"recall": (8, 64), "order": (8,), "position": (16,)}, runs=tuple(runs),
-                       summary=summarise(tuple(runs)), planned=20, partial=True, threads=1, deterministic=True,
-                       torch_version=torch.__version__, seconds=75.0)
-
-
-def _text(renderable) -> str:
-    from rich.console import Console
-
-    console = Console(width=200, record=True, no_color=True)
-    console.print(renderable)
-    return console.export_text()
-
-
-def test_tables_show_mean_and_half_range_and_the_measured_path(made_up):
-    text = _text(learn_table(made_up, "recall"))
-    assert "Recall the first token, T-1 positions back (L3, L4)" in text and "T = 64" in text
-    assert "0.130 ± 0.010" in text and "0.990 ± 0.010" in text  # elman (0.12, 0.14); attention (1.0, 0.98)
-    assert "ρ 2.5 · ∂ 1.0e-9" in text and "∂ 8.0" in text
-    assert "Elman RNN (1,990)" in text
-    position = _text(learn_table(made_up, "position"))
-    assert "GRU" in position and "—" in position  # a model with no finished run
-
-
-def test_sentences_say_what_was_measured_in_both_languages(made_up):
-    english = " ".join(learn_sentences(made_up, "en"))
-    assert "As the lesson says (L3, L4): at T = 64 the Elman RNN is near chance in every seed (0.130, chance 0.125)" \
-        in english
-    assert "attention without positional encoding scores 0.500" in english
-    assert "the per-position MLP scores 0.520" in english and "positions 9–15" in english
-    assert "Interrupted: 16 of 20 runs finished" in english and "1 min 15 s" in english
-    spanish = " ".join(learn_sentences(made_up, "es"))
-    assert "con T = 64 la RNN de Elman se queda cerca del azar en todas las semillas (0,130" in spanish
-    assert "Atención + CP 0,970" in spanish and "Interrumpido: terminaron 16 de 20" in spanish
-    assert "Recordar el primer token" in _text(render_learn(made_up, "es"))
-
-
-def test_json_keeps_every_run_and_the_partial_flag(made_up):
-    data = json.loads(learn_json(made_up))
-    assert len(data["runs"]) == 16 and data["partial"] is True and data["planned"] == 20
-    assert data["runs"][1]["reach"] == 1e-9 and data["summary"][0]["accuracies"] == [1.0, 1.0]
-    assert data["config"]["settings"]["steps"] == 1200
-
-
-def test_plot_writes_png_and_svg(made_up, tmp_path):
-    pytest.importorskip("matplotlib")
-    png, svg = write_plots(made_up, tmp_path / "learn.png", "es")
-    assert (png.name, svg.name) == ("learn.png", "learn.svg")
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "<svg" in svg.read_text(encoding="utf-8")
-    assert "exactitud en la prueba" in svg.read_text(encoding="utf-8")
-
-
 # --- Command line ----------------------------------------------------------------------------------------
 
 @pytest.fixture()
@@ -353,10 +307,15 @@ def test_cli_trains_and_prints_the_table_estimate_and_plot(learn_cli, tmp_path):
 
 
 def test_cli_json(learn_cli):
-    result = learn_cli("--tasks", "recall", "--models", "elman", "--lengths", "3", "--seeds", "1", "--json")
+    result = learn_cli("--tasks", "recall", "--models", "elman", "--lengths", "3", "--seeds", "1", "--json",
+                       "--rates", "1e-2, 1e-7")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert [(r["model"], r["T"]) for r in data["runs"]] == [("elman", 3)]
+    assert [(r["model"], r["T"], r["lr"]) for r in data["runs"]] == [("elman", 3, 1e-2), ("elman", 3, 1e-7)]
+    assert data["summary"][0]["lr"] == 1e-2  # 1e-7 cannot move the weights in 2,000 steps: validation says so
+    assert data["cuts"] == [{"what": "seeds", "used": [1], "full": [5], "task": None},
+                            {"what": "rates", "used": [1e-2, 1e-7], "full": [1e-2, 3e-3, 1e-3], "task": None}]
+    assert [f["kind"] for f in data["findings"]] == []  # no attention cell: nothing to compare
 
 
 @pytest.mark.parametrize(("args", "option", "expected"), [
@@ -366,6 +325,8 @@ def test_cli_json(learn_cli):
     (("--lengths", "100000"), "--lengths", "received 100000"),
     (("--tasks", "position", "--lengths", "2"), "--lengths", "T >= 4, received 2"),
     (("--seeds", "0"), "--seeds", "received 0"),
+    (("--rates", "1e-2,fast"), "--rates", "received 'fast' in '1e-2,fast'"),
+    (("--rates", "1e-2,2"), "--rates", "numbers in (0, 1], received 2.0"),
     (("--tasks", ""), "--tasks", "received ''"),
     (("--plot", "/no/such/folder/p"), "--plot", "does not exist"),
 ])
@@ -387,7 +348,7 @@ def test_cli_ctrl_c_prints_what_finished_and_exits_130(learn_cli, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(study, "train_run", interrupted)
-    result = learn_cli("--tasks", "position", "--models", "mlp", "--lengths", "4,6", "--seeds", "1")
+    result = learn_cli("--tasks", "position", "--models", "mlp", "--lengths", "4,6", "--seeds", "1", "--rates", "1e-2")
     assert result.exit_code == 130, result.output
     assert "Interrupted: kept 1 of 2 runs." in result.output and "MLP (per position)" in result.output
 
@@ -415,7 +376,7 @@ def test_learn_catalogue_is_complete_current_and_matches_the_code(catalogue):
     with open(LOCALE / "learn.mo", "rb") as mo:
         assert gettext.GNUTranslations(mo)._catalog == expected, f"learn.mo is out of date: run `{COMPILE}`"
     used = set()
-    for relative in ("render/learn.py", "cli/learn.py"):
+    for relative in ("render/learn.py", "render/learn_text.py", "cli/learn.py"):
         path = SOURCES / relative
         found = extract_from_dir(str(path.parent), method_map=[(path.name, "python")], keywords={"tl": None})
         used |= {message for _, _, message, _, _ in found}

@@ -3,14 +3,20 @@
 A run: fresh batches from a seeded generator, Adam, cross-entropy on the answer at the last
 position, gradient norm clipped at ``clip``; it stops after ``steps`` optimiser steps, or earlier once
 ``patience`` training batches in a row are answered without a mistake (the run is then marked
-``learnt``). Then, on a held-out test set of ``test_size`` examples (the same for every model at one
-task, T and seed), the accuracy; and for the trained layer, in float64 on the first test example,
+``learnt``). Then two held-out sets are scored. The **validation** set (``validation_size`` examples)
+comes from the training distribution through a generator of its own: the study picks each model's
+learning rate on it (:mod:`seqlab.learn.selection`), so the choice never looks at the test set. The
+**test** set (``test_size`` examples, the same for every model and rate at one task, T and seed) gives
+the accuracy that is reported; for the order and position tasks it is built differently from the
+training data (swapped twins; the second half). Then, for the trained layer, in float64 on the first test example,
 the reach ||dy_T/dx_1||_F (:func:`~seqlab.measure.reach.measure_reach`: exact, by autograd) and, for
 a recurrence, the spectral radius of its learned W_hh (:func:`~seqlab.layers.recurrent.spectral_radius`).
 
 Reproducibility: every random draw comes from generators seeded by (task, T, seed) — and the model
 name for the initial weights — so one seed gives the same numbers run after run on one machine, as
-long as :func:`deterministic_torch` fixes the threads and asks for deterministic kernels.
+long as :func:`deterministic_torch` fixes the threads and asks for deterministic kernels. Between
+machines the floating-point rounding of the kernels differs, and a trained recurrence amplifies the
+difference: its accuracy, ρ and reach are not bitwise portable (the tests assert only margins).
 
 Shape letters: B batch, T positions, d_model embedding width, w layer width.
 """
@@ -47,10 +53,11 @@ class TrainSettings:
     Attributes:
         steps: most optimiser steps per run.
         batch: examples per step (B).
-        lr: Adam's learning rate.
+        lr: Adam's learning rate (the study tries several: :data:`~seqlab.learn.selection.FULL_RATES`).
         clip: largest gradient norm (``clip_grad_norm_``), the same for every model.
         patience: stop once this many training batches in a row have no mistake.
         test_size: held-out examples per run (even: the order task's test set comes in twins).
+        validation_size: examples from the training distribution, held out, to choose the rate on.
         d_model: embedding width.
         budget: most parameters per model (embedding + layer + readout).
     """
@@ -61,6 +68,7 @@ class TrainSettings:
     clip: float = 1.0
     patience: int = 20
     test_size: int = 1000
+    validation_size: int = 500
     d_model: int = 16
     budget: int = 2000
 
@@ -70,7 +78,7 @@ class TrainSettings:
         Raises:
             SeqlabError: a field out of range; the message names it.
         """
-        for name in ("steps", "batch", "patience", "test_size", "d_model", "budget"):
+        for name in ("steps", "batch", "patience", "test_size", "validation_size", "d_model", "budget"):
             require_positive_int(name, getattr(self, name))
         if self.test_size % 2:
             raise SeqlabError(f"test_size must be even (the order task's twins), received {self.test_size}",
@@ -89,7 +97,10 @@ class Run:
 
     Attributes:
         task, model, T, seed: what was trained.
+        lr: the learning rate it was trained with.
         accuracy: fraction of the test set answered right.
+        validation_accuracy, validation_loss: fraction right and mean cross-entropy (nats) on the
+            validation set (training distribution, held out): what the rate is chosen on.
         chance: accuracy of guessing (1 / classes).
         params: parameters of the model (embedding + layer + readout).
         width: its hidden size (recurrence, MLP) or d_k = d_v (attention).
@@ -107,7 +118,10 @@ class Run:
     model: str
     T: int
     seed: int
+    lr: float
     accuracy: float
+    validation_accuracy: float
+    validation_loss: float
     chance: float
     params: int
     width: int
@@ -169,27 +183,31 @@ def _step(net: TaskModel, optimizer: torch.optim.Optimizer, task: str, T: int, s
     return bool((logits.argmax(dim=1) == labels).all())
 
 
-def _accuracy(net: TaskModel, tokens: torch.Tensor, labels: torch.Tensor) -> float:
+def _score(net: TaskModel, tokens: torch.Tensor, labels: torch.Tensor) -> tuple[float, float]:
+    """(fraction right, mean cross-entropy in nats) of ``net`` on tokens (N, T), labels (N,)."""
     net.eval()
+    right, loss = 0, 0.0
     with torch.no_grad():
-        right = sum(int((net(t).argmax(dim=1) == y).sum())
-                    for t, y in zip(tokens.split(EVAL_CHUNK), labels.split(EVAL_CHUNK)))
-    return right / labels.shape[0]
+        for t, y in zip(tokens.split(EVAL_CHUNK), labels.split(EVAL_CHUNK)):
+            logits = net(t)  # (chunk, C)
+            right += int((logits.argmax(dim=1) == y).sum())
+            loss += float(F.cross_entropy(logits, y, reduction="sum"))
+    return right / labels.shape[0], loss / labels.shape[0]
 
 
 def train_run(task: str, model: str, T: int, seed: int, settings: TrainSettings = TrainSettings()) -> Run:
     """Train ``model`` on ``task`` at length ``T`` from ``seed``; test it; measure its reach.
 
-    >>> run = train_run("position", "attention", 4, 0, TrainSettings(steps=3, test_size=8))
-    >>> run.steps, run.params <= 2000, run.spectral_radius is None, run.reach > 0
-    (3, True, True, True)
+    >>> run = train_run("position", "attention", 4, 0, TrainSettings(steps=3, test_size=8, validation_size=8))
+    >>> run.steps, run.params <= 2000, run.spectral_radius is None, run.reach > 0, run.lr
+    (3, True, True, True, 0.01)
 
     Args:
         task: a name of :data:`~seqlab.learn.tasks.TASKS`.
         model: a name of :data:`~seqlab.learn.models.MODELS`.
         T: positions per example (at least the task's ``min_length``).
         seed: integer >= 0; the same seed gives the same data and initial weights.
-        settings: budgets and optimiser.
+        settings: budgets and optimiser (``settings.lr`` is the rate of this run).
 
     Returns:
         A :class:`Run`.
@@ -206,6 +224,8 @@ def train_run(task: str, model: str, T: int, seed: int, settings: TrainSettings 
     net = _build(task, model, T, seed, settings)
     test_tokens, test_labels = make_batch(task, settings.test_size, T,
                                           torch.Generator().manual_seed(seed_for(seed, task, T, "test")), "test")
+    validation = make_batch(task, settings.validation_size, T,
+                            torch.Generator().manual_seed(seed_for(seed, task, T, "validation")), "train")
     data = torch.Generator().manual_seed(seed_for(seed, task, T, "train"))
     optimizer = torch.optim.Adam(net.parameters(), lr=settings.lr)
     net.train()
@@ -213,14 +233,16 @@ def train_run(task: str, model: str, T: int, seed: int, settings: TrainSettings 
     while steps < settings.steps and streak < settings.patience:
         streak = streak + 1 if _step(net, optimizer, task, T, settings, data) else 0
         steps += 1
-    accuracy = _accuracy(net, test_tokens, test_labels)
+    accuracy, _ = _score(net, test_tokens, test_labels)
+    validation_accuracy, validation_loss = _score(net, *validation)
     weight = net.recurrent_weight()
     layer = net.reach_layer()
     reach = None
     if layer is not None:
         x = net.inputs(test_tokens[:1])[0].detach()  # (T, d_model): the layer's input rows
         reach = measure_reach(layer, x, batched=True, dtype=torch.float64)
-    return Run(task=task, model=model, T=T, seed=seed, accuracy=accuracy, chance=TASKS[task].chance,
+    return Run(task=task, model=model, T=T, seed=seed, lr=settings.lr, accuracy=accuracy,
+               validation_accuracy=validation_accuracy, validation_loss=validation_loss, chance=TASKS[task].chance,
                params=net.parameter_count(), width=net.width, steps=steps, learnt=streak >= settings.patience,
                spectral_radius=None if weight is None else spectral_radius(weight),
                reach=None if reach is None else reach.first,

@@ -6,14 +6,19 @@ the consequence. Models of one parameter budget (:mod:`seqlab.learn.models`: Elm
 one self-attention layer without and with sinusoidal positional encoding, a per-position MLP) are
 trained on the CPU on three synthetic tasks (:mod:`seqlab.learn.tasks`), at several T and seeds:
 
-* ``recall`` (L3, L4): the recurrence falls towards chance as T grows; attention does not;
+* ``recall`` (L3, L4): the recurrence falls towards chance as T grows; attention does not; LSTM and
+  GRU, with their additive bypass, should hold out longer than the Elman RNN;
 * ``order`` (L10): attention without positional encoding stays at chance, with it it learns, and the
   recurrence learns;
 * ``position`` (L10): the per-position MLP fails on positions it never trained (about 0.5); models
   that share their weights over positions do not.
 
-Beside each accuracy sit the measured spectral radius of the learned W_hh and the reach
-||dy_T/dx_1|| (:mod:`seqlab.learn.training`), so the curve is explained by the measured path.
+Fairness: every model is trained at each rate of a small grid (:data:`FULL_RATES`) and keeps the rate
+that does best on a validation split (:mod:`seqlab.learn.selection`); the full run uses
+:data:`FULL_SEEDS` seeds and reports each cell's range over them. ``--quick`` cuts seeds, steps,
+lengths and the grid (:data:`QUICK_SETTINGS`); :func:`quick_cuts` lists what it cut, so that what
+is printed can say so. Which sentences the measurements support is decided in
+:mod:`seqlab.studies.learn_verdicts`.
 
 Everything is checked, and the memory weighed, before training starts (:func:`check_learn_config`);
 :func:`estimate_learn` prices the run from a measured per-step cost; :func:`run_learn` trains, and on
@@ -23,7 +28,8 @@ interrupted sweep still holds every task, model and T for its first seeds.
 
 from __future__ import annotations
 
-import statistics
+import dataclasses
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,12 +38,13 @@ import torch
 
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.learn.models import MODELS, width_for_budget
+from seqlab.learn.selection import LEARNT, NEAR_CHANCE, Cell, near_chance, summarise
 from seqlab.learn.tasks import TASKS
 from seqlab.learn.training import EVAL_CHUNK, Run, TrainSettings, deterministic_torch, step_seconds, train_run
 from seqlab.memory import FLOAT32_BYTES, MemoryEstimate, require_fits
 
-__all__ = ["Cell", "Estimate", "LearnConfig", "LearnPlan", "LearnResult", "PlannedRun", "check_learn_config",
-           "estimate_learn", "near_chance", "run_learn", "summarise"]
+__all__ = ["LEARNT", "NEAR_CHANCE", "Cell", "Cut", "Estimate", "LearnConfig", "LearnPlan", "LearnResult",
+           "PlannedRun", "check_learn_config", "estimate_learn", "near_chance", "quick_cuts", "run_learn", "summarise"]
 
 #: Each task's models, in table order.
 TASK_MODELS = {
@@ -53,32 +60,36 @@ PRESETS = ("full", "quick")
 MAX_LENGTH = 512
 MAX_SEEDS = 10
 #: The full run's training budget, and ``--quick``'s.
-FULL_SETTINGS = TrainSettings(steps=1200, test_size=1000)
-QUICK_SETTINGS = TrainSettings(steps=600, test_size=500)
-#: A cell has learnt the task when its mean accuracy reaches this.
-LEARNT = 0.9
-#: A cell is near chance when its mean is within this share of the way from chance to 1.
-NEAR_CHANCE = 0.15
+FULL_SETTINGS = TrainSettings(steps=2000, test_size=1000, validation_size=500)
+QUICK_SETTINGS = TrainSettings(steps=500, test_size=500, validation_size=250)
+#: Adam learning rates tried for every (task, model, T); the full run's and ``--quick``'s.
+FULL_RATES = (1e-2, 3e-3, 1e-3)
+QUICK_RATES = (1e-2, 1e-3)
+MAX_RATES = 5
+#: Seeds per cell in the full run and with ``--quick``.
+FULL_SEEDS = 5
+QUICK_SEEDS = 2
 
 
 @dataclass(frozen=True)
 class LearnConfig:
     """What to train. ``models`` / ``lengths`` None: each task's own (:data:`TASK_MODELS`, and
     :data:`LENGTHS` or, with ``preset="quick"``, :data:`QUICK_LENGTHS`); given, they apply to every task.
-    Seeds are 0 .. ``seeds``-1."""
+    Seeds are 0 .. ``seeds``-1. Every run is trained at each of ``rates`` (``settings.lr`` is not used)."""
 
     tasks: tuple[str, ...] = tuple(TASKS)
     models: tuple[str, ...] | None = None
     lengths: tuple[int, ...] | None = None
-    seeds: int = 3
+    seeds: int = FULL_SEEDS
     preset: str = "full"
     threads: int = 1
     settings: TrainSettings = FULL_SETTINGS
+    rates: tuple[float, ...] = FULL_RATES
 
     @classmethod
     def quick(cls, **changes: object) -> LearnConfig:
-        """Two seeds, short lengths, at most 600 steps and 500 test examples per run."""
-        values = dict(seeds=2, preset="quick", settings=QUICK_SETTINGS)
+        """The ``--quick`` preset: fewer seeds, lengths, steps and rates (see :func:`quick_cuts`)."""
+        values = dict(seeds=QUICK_SEEDS, preset="quick", settings=QUICK_SETTINGS, rates=QUICK_RATES)
         return cls(**{**values, **changes})
 
 
@@ -90,6 +101,7 @@ class PlannedRun:
     model: str
     T: int
     seed: int
+    lr: float
 
 
 @dataclass(frozen=True)
@@ -126,17 +138,28 @@ def estimate_learn_bytes(T: int, batch: int, width: int, d_model: int) -> Memory
     return MemoryEstimate(maps + states, "attention maps" if maps >= states else "layer states")
 
 
+def _rates(rates: object) -> tuple[float, ...]:
+    if isinstance(rates, (str, bytes)) or not isinstance(rates, (tuple, list)) or not 1 <= len(rates) <= MAX_RATES:
+        raise SeqlabError(f"rates must be a list of 1 to {MAX_RATES} learning rates, received {rates!r}",
+                          parameter="rates")
+    for rate in rates:
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate) \
+                or not 0 < rate <= 1:
+            raise SeqlabError(f"rates must be numbers in (0, 1], received {rate!r}", parameter="rates")
+    return tuple(dict.fromkeys(float(r) for r in rates))
+
+
 def check_learn_config(config: LearnConfig) -> LearnPlan:
     """Validate everything and weigh the memory before any training; return the plan.
 
     >>> plan = check_learn_config(LearnConfig(tasks=("order",), models=("attention",), lengths=(8,), seeds=2))
-    >>> len(plan.runs), plan.runs[0]
-    (2, PlannedRun(task='order', model='attention', T=8, seed=0))
+    >>> len(plan.runs), plan.runs[0]  # 2 seeds x 3 rates
+    (6, PlannedRun(task='order', model='attention', T=8, seed=0, lr=0.01))
 
     Raises:
         SeqlabError: an unknown task or model (the message lists the valid ones), a length shorter than
             a task needs or longer than :data:`MAX_LENGTH`, seeds outside [1, :data:`MAX_SEEDS`], bad
-            settings, or a size that would not fit in memory. ``parameter`` names the field at fault.
+            settings or rates, or a size that would not fit in memory. ``parameter`` names the field at fault.
     """
     tasks = _names(config.tasks, tuple(TASKS), "tasks")
     if config.preset not in PRESETS:
@@ -144,6 +167,7 @@ def check_learn_config(config: LearnConfig) -> LearnPlan:
     require_positive_int("seeds", config.seeds, MAX_SEEDS)
     require_positive_int("threads", config.threads)
     settings = config.settings.check()
+    rates = _rates(config.rates)
     models = {task: TASK_MODELS[task] if config.models is None else _names(config.models, MODELS, "models")
               for task in tasks}
     defaults = QUICK_LENGTHS if config.preset == "quick" else LENGTHS
@@ -167,8 +191,8 @@ def check_learn_config(config: LearnConfig) -> LearnPlan:
                                      classes=spec.classes, T=T) for m in models[task])
         require_fits(estimate_learn_bytes(T, settings.batch, width, settings.d_model),
                      f"training at T = {T} with batch {settings.batch}")
-    runs = tuple(PlannedRun(task, model, T, seed) for seed in range(config.seeds) for task in tasks
-                 for T in lengths[task] for model in models[task])
+    runs = tuple(PlannedRun(task, model, T, seed, lr) for seed in range(config.seeds) for task in tasks
+                 for T in lengths[task] for model in models[task] for lr in rates)
     return LearnPlan(models=models, lengths=lengths, runs=runs)
 
 
@@ -177,8 +201,8 @@ class Estimate:
     """The time a sweep may take, priced from per-step costs measured now.
 
     Attributes:
-        seconds: upper bound: every run to its step limit, plus its test pass (counted as
-            test_size / batch steps). Runs that learn stop earlier.
+        seconds: upper bound: every run to its step limit, plus its test and validation passes
+            (counted as (test_size + validation_size) / batch steps). Runs that learn stop earlier.
         step_seconds: ((task, model, T), seconds per training step) for every distinct triple.
         runs: how many runs.
         threads: the thread count the steps were timed at.
@@ -193,7 +217,7 @@ class Estimate:
 def estimate_learn(config: LearnConfig) -> Estimate:
     """Measure one training step of each (task, model, T) and price the whole sweep.
 
-    >>> e = estimate_learn(LearnConfig(tasks=("recall",), models=("elman",), lengths=(4,), seeds=2))
+    >>> e = estimate_learn(LearnConfig(tasks=("recall",), models=("elman",), lengths=(4,), seeds=2, rates=(1e-2,)))
     >>> e.runs, e.seconds > 0
     (2, True)
 
@@ -208,87 +232,9 @@ def estimate_learn(config: LearnConfig) -> Estimate:
             key = (run.task, run.model, run.T)
             if key not in costs:
                 costs[key] = step_seconds(run.task, run.model, run.T, settings)
-    per_run = settings.steps + settings.test_size / settings.batch
+    per_run = settings.steps + (settings.test_size + settings.validation_size) / settings.batch
     total = sum(costs[(r.task, r.model, r.T)] * per_run for r in plan.runs)
     return Estimate(seconds=total, step_seconds=tuple(costs.items()), runs=len(plan.runs), threads=config.threads)
-
-
-def near_chance(accuracy: float, chance: float) -> bool:
-    """Within :data:`NEAR_CHANCE` of the way from chance to 1 (recall: <= 0.256; two classes: <= 0.575).
-
-    >>> near_chance(0.25, 0.125), near_chance(0.6, 0.5)
-    (True, False)
-    """
-    return accuracy <= chance + NEAR_CHANCE * (1.0 - chance)
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One (task, model, T) over its seeds: the accuracies and their mean and range, and the path measured.
-
-    Attributes:
-        accuracies: one per seed, in seed order.
-        mean, low, high: their mean, minimum and maximum.
-        chance: the task's guessing accuracy.
-        params: parameter count of the model (the same for every seed).
-        learnt: how many seeds stopped early with perfect training batches.
-        spectral_radius: median over seeds of the learned W_hh's spectral radius, or None.
-        reach: median over seeds of ||dy_T/dx_1||_F (float64), or None.
-    """
-
-    task: str
-    model: str
-    T: int
-    accuracies: tuple[float, ...]
-    mean: float
-    low: float
-    high: float
-    chance: float
-    params: int
-    learnt: int
-    spectral_radius: float | None
-    reach: float | None
-
-    @property
-    def spread(self) -> float:
-        """max − min of the accuracies over seeds (0 for one seed)."""
-        return self.high - self.low
-
-    @property
-    def near_chance(self) -> bool:
-        """The mean accuracy is :func:`near_chance`."""
-        return near_chance(self.mean, self.chance)
-
-    @property
-    def learnt_task(self) -> bool:
-        """Mean accuracy >= :data:`LEARNT`."""
-        return self.mean >= LEARNT
-
-
-def _median(values: list[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return statistics.median(known) if known else None
-
-
-def summarise(runs: tuple[Run, ...]) -> tuple[Cell, ...]:
-    """Group runs by (task, model, T), in the order first met, into :class:`Cell` s.
-
-    >>> r = Run("order", "attention", 8, 0, 0.5, 0.5, 900, 16, 10, False, None, 0.1, 1.0, 1.0)
-    >>> summarise((r, r)).__len__(), summarise((r,))[0].mean
-    (1, 0.5)
-    """
-    groups: dict[tuple[str, str, int], list[Run]] = {}
-    for run in runs:
-        groups.setdefault((run.task, run.model, run.T), []).append(run)
-    cells = []
-    for (task, model, T), group in groups.items():
-        accuracies = tuple(r.accuracy for r in group)
-        cells.append(Cell(task=task, model=model, T=T, accuracies=accuracies,
-                          mean=statistics.fmean(accuracies), low=min(accuracies), high=max(accuracies),
-                          chance=group[0].chance, params=group[0].params, learnt=sum(r.learnt for r in group),
-                          spectral_radius=_median([r.spectral_radius for r in group]),
-                          reach=_median([r.reach for r in group])))
-    return tuple(cells)
 
 
 @dataclass(frozen=True)
@@ -298,8 +244,9 @@ class LearnResult:
     Attributes:
         config: what was asked.
         models, lengths: per task, as planned.
-        runs: every finished run, in the order trained.
-        summary: :func:`summarise` of ``runs``.
+        runs: every finished run, at every rate, in the order trained.
+        summary: :func:`~seqlab.learn.selection.summarise` of ``runs``: one cell per (task, model, T)
+            at the rate chosen on validation.
         planned: how many runs were planned.
         partial: True when interrupted (Ctrl-C) before every planned run finished.
         threads: torch's intra-op threads during training; deterministic: deterministic kernels asked.
@@ -319,8 +266,50 @@ class LearnResult:
     seconds: float
 
     def cell(self, task: str, model: str, T: int) -> Cell | None:
-        """The summary of one (task, model, T), or None when no seed of it finished."""
+        """The summary of one (task, model, T), or None when no seed of it finished at every rate."""
         return next((c for c in self.summary if (c.task, c.model, c.T) == (task, model, T)), None)
+
+    @property
+    def cuts(self) -> tuple[Cut, ...]:
+        """:func:`quick_cuts` of the config."""
+        return quick_cuts(self.config)
+
+
+@dataclass(frozen=True)
+class Cut:
+    """One way a run is smaller than the full preset: what, the values used and the full run's values.
+
+    ``what`` is ``"seeds"``, ``"steps"``, ``"rates"``, ``"test_size"``, ``"validation_size"`` or
+    ``"lengths"`` (then ``task`` names the task).
+    """
+
+    what: str
+    used: tuple[float, ...]
+    full: tuple[float, ...]
+    task: str | None = None
+
+
+def quick_cuts(config: LearnConfig) -> tuple[Cut, ...]:
+    """What this config trains less of than the full preset (empty for the full run).
+
+    >>> [(c.what, c.used, c.full) for c in quick_cuts(LearnConfig.quick(tasks=("order",)))][:3]
+    [('seeds', (2,), (5,)), ('steps', (500,), (2000,)), ('rates', (0.01, 0.001), (0.01, 0.003, 0.001))]
+
+    Lengths count as a cut only when the preset chose them (``--lengths`` is the user's choice).
+    """
+    cuts = []
+    if config.seeds < FULL_SEEDS:
+        cuts.append(Cut("seeds", (config.seeds,), (FULL_SEEDS,)))
+    for name in ("steps", "test_size", "validation_size"):
+        used, full = getattr(config.settings, name), getattr(FULL_SETTINGS, name)
+        if used < full:
+            cuts.append(Cut(name, (used,), (full,)))
+    if not set(FULL_RATES) <= set(config.rates):
+        cuts.append(Cut("rates", tuple(config.rates), FULL_RATES))
+    if config.preset == "quick" and config.lengths is None:
+        cuts += [Cut("lengths", QUICK_LENGTHS[task], LENGTHS[task], task) for task in config.tasks
+                 if task in TASKS and QUICK_LENGTHS[task] != LENGTHS[task]]
+    return tuple(cuts)
 
 
 def run_learn(config: LearnConfig = LearnConfig(),
@@ -328,9 +317,9 @@ def run_learn(config: LearnConfig = LearnConfig(),
     """Train every planned run; on Ctrl-C stop and return the runs finished so far, flagged ``partial``.
 
     >>> result = run_learn(LearnConfig(tasks=("position",), models=("mlp",), lengths=(4,), seeds=1,
-    ...                                settings=TrainSettings(steps=5, test_size=8)))
-    >>> len(result.runs), result.partial, result.summary[0].model
-    (1, False, 'mlp')
+    ...                                settings=TrainSettings(steps=5, test_size=8, validation_size=8)))
+    >>> len(result.runs), result.partial, result.summary[0].model, result.summary[0].lr  # 3 rates, 1 chosen
+    (3, False, 'mlp', 0.01)
 
     Args:
         config: what to train.
@@ -351,12 +340,13 @@ def run_learn(config: LearnConfig = LearnConfig(),
             for done, item in enumerate(plan.runs):
                 if progress is not None:
                     progress(done, total, item)
-                runs.append(train_run(item.task, item.model, item.T, item.seed, config.settings))
+                settings = dataclasses.replace(config.settings, lr=item.lr)
+                runs.append(train_run(item.task, item.model, item.T, item.seed, settings))
             if progress is not None:
                 progress(total, total, None)
         except KeyboardInterrupt:
             partial = len(runs) < total
     finished = tuple(runs)
     return LearnResult(config=config, models=plan.models, lengths=plan.lengths, runs=finished,
-                       summary=summarise(finished), planned=total, partial=partial, threads=config.threads,
+                       summary=summarise(finished, config.settings.steps, config.rates), planned=total, partial=partial, threads=config.threads,
                        deterministic=True, torch_version=torch.__version__, seconds=time.perf_counter() - start)

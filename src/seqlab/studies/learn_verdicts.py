@@ -1,0 +1,189 @@
+"""Which sentences the measurements of ``seqlab learn`` support (L3, L4, L10), with the margins that decide.
+
+A sentence that explains a result ("attention learns where the Elman RNN does not", "the measured
+reach explains the failure", "the LSTM's bypass lets it learn") is a claim, and it is printed only
+when the measured figures of **every seed** support it with a margin; otherwise a neutral sentence
+says what was measured instead. This module decides; :mod:`seqlab.render.learn` words the decision.
+Each :class:`Finding` carries its kind (which sentence) and the figures the sentence quotes, so the
+tests can patch a figure and see the sentence change.
+
+The conditions, per task at its longest T that has the cells needed (ranges are over seeds, at each
+cell's chosen rate):
+
+* ``recall`` (L3, L4). ``recall_every_seed``: attention >= :data:`~seqlab.learn.selection.LEARNT`
+  in every seed and the Elman RNN near chance in every seed
+  (:func:`~seqlab.learn.selection.near_chance`). ``recall_on_average``: attention >= LEARNT in every
+  seed and the Elman RNN's mean at least :data:`FAR_BELOW` under attention's lowest seed. Otherwise
+  ``recall_no_contrast``.
+* reach, only after one of the two contrasts above: ``reach_explains`` when in every seed where the
+  Elman RNN stayed near chance its reach ||dy_T/dx_1|| is at most :data:`REACH_MARGIN` times
+  attention's reach in the same seed; otherwise ``reach_does_not_separate``. (The reach of a trained
+  recurrence with ρ > 1 varies between CPUs, so this verdict can differ between machines; the
+  accuracy verdict above does not, by its margins.)
+* bypass (L3), for the LSTM and the GRU at the longest T where the Elman RNN's mean is near chance:
+  ``bypass_learns`` when the gated model's mean is >= LEARNT and at least FAR_BELOW above the Elman
+  RNN's; ``bypass_budget`` when it is near chance too and **no** seed stopped early (every run used its
+  whole step budget: the budget, not the model, is what this shows); otherwise ``bypass_partial``.
+* ``order`` (L10): ``order_holds`` when attention without encoding is near chance in every seed and
+  with the encoding above it in every seed; otherwise ``order_not``.
+* ``position`` (L10): ``position_holds`` when the per-position MLP is near chance in every seed and the
+  best weight-sharing model (by mean) >= LEARNT in every seed; otherwise ``position_not``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from seqlab.learn.selection import LEARNT, NEAR_CHANCE, Cell, near_chance
+from seqlab.studies.learn import LearnResult
+
+__all__ = ["FAR_BELOW", "GATED", "KINDS", "REACH_MARGIN", "SHARED", "Finding", "learn_findings"]
+
+#: Accuracy gap from which one model counts as far below another.
+FAR_BELOW = 0.3
+#: The Elman RNN's reach must be at most this share of attention's, seed by seed, to explain the failure.
+REACH_MARGIN = 1e-3
+#: Gated recurrences whose additive bypass L3 names.
+GATED = ("lstm", "gru")
+#: Weight-sharing models of the position task, in the order preferred on a tie.
+SHARED = ("attention", "gru", "lstm", "elman", "attention-pe")
+KINDS = ("recall_every_seed", "recall_on_average", "recall_no_contrast", "reach_explains", "reach_does_not_separate",
+         "bypass_learns", "bypass_budget", "bypass_partial", "order_holds", "order_not", "position_holds",
+         "position_not")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One sentence's verdict: its kind (one of :data:`KINDS`), where, the model named and its figures.
+
+    Attributes:
+        kind: which sentence; ``task`` and ``T``: where it was measured.
+        model: the model the sentence is about, when it is about one (the bypass sentences), else None.
+        figures: the measured values the sentence quotes (accuracies, reaches, counts, thresholds).
+    """
+
+    kind: str
+    task: str
+    T: int
+    model: str | None = None
+    figures: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def supports_lesson(self) -> bool:
+        """True for the kinds that say the lesson's claim holds on these measurements."""
+        return self.kind in {"recall_every_seed", "recall_on_average", "reach_explains", "bypass_learns",
+                             "order_holds", "position_holds"}
+
+
+def _longest(result: LearnResult, task: str, *models: str) -> int | None:
+    """The longest T of ``task`` at which every one of ``models`` has a cell."""
+    done = [T for T in result.lengths.get(task, ()) if all(result.cell(task, m, T) is not None for m in models)]
+    return max(done) if done else None
+
+
+def _range(cell: Cell) -> dict[str, object]:
+    return {"mean": cell.mean, "low": cell.low, "high": cell.high, "seeds": len(cell.seeds)}
+
+
+def _reach_finding(elman: Cell, att: Cell, T: int) -> Finding | None:
+    """The reach verdict over the seeds where the Elman RNN stayed near chance (None when there is none)."""
+    attention_reach = dict(zip(att.seeds, att.reaches))
+    failed = [(s, acc, reach, rho) for s, acc, reach, rho in
+              zip(elman.seeds, elman.accuracies, elman.reaches, elman.spectral_radii)
+              if near_chance(acc, elman.chance) and reach is not None and attention_reach.get(s) is not None]
+    if not failed:
+        return None
+    explained = [s for s, _, reach, _ in failed if reach <= REACH_MARGIN * attention_reach[s]]
+    reaches, rhos = [f[2] for f in failed], [f[3] for f in failed if f[3] is not None]
+    partner = [attention_reach[f[0]] for f in failed]
+    figures = {"failed": len(failed), "explained": len(explained), "margin": REACH_MARGIN,
+               "elman_low": min(reaches), "elman_high": max(reaches),
+               "attention_low": min(partner), "attention_high": max(partner),
+               "rho_low": min(rhos, default=None), "rho_high": max(rhos, default=None)}
+    kind = "reach_explains" if len(explained) == len(failed) else "reach_does_not_separate"
+    return Finding(kind, "recall", T, "elman", figures)
+
+
+def _recall(result: LearnResult) -> list[Finding]:
+    T = _longest(result, "recall", "elman", "attention")
+    if T is None:
+        return []
+    elman, att = result.cell("recall", "elman", T), result.cell("recall", "attention", T)
+    failed = sum(near_chance(a, elman.chance) for a in elman.accuracies)
+    figures = {"attention": _range(att), "elman": _range(elman), "chance": elman.chance, "learnt": LEARNT,
+               "near_chance": elman.chance + _bound(elman), "failed": failed,
+               "far_below": FAR_BELOW}
+    if att.every_seed_learnt and elman.every_seed_near_chance:
+        kind = "recall_every_seed"
+    elif att.every_seed_learnt and elman.mean <= att.low - FAR_BELOW:
+        kind = "recall_on_average"
+    else:
+        return [Finding("recall_no_contrast", "recall", T, None, figures)]
+    reach = _reach_finding(elman, att, T)
+    return [Finding(kind, "recall", T, None, figures)] + ([] if reach is None else [reach])
+
+
+def _bound(cell: Cell) -> float:
+    """The near-chance bound above chance: NEAR_CHANCE of the way from chance to 1."""
+    return NEAR_CHANCE * (1.0 - cell.chance)
+
+
+def _bypass(result: LearnResult) -> list[Finding]:
+    findings = []
+    for model in GATED:
+        failing = [T for T in result.lengths.get("recall", ())
+                   if (e := result.cell("recall", "elman", T)) is not None and e.near_chance
+                   and result.cell("recall", model, T) is not None]
+        if not failing:
+            continue
+        T = max(failing)
+        elman, gated = result.cell("recall", "elman", T), result.cell("recall", model, T)
+        figures = {"model": _range(gated), "elman": _range(elman), "chance": gated.chance, "lr": gated.lr,
+                   "rates": tuple(r.lr for r in gated.rates), "steps": gated.step_limit, "learnt": gated.learnt}
+        if gated.learnt_task and gated.mean >= elman.mean + FAR_BELOW:
+            kind = "bypass_learns"
+        elif gated.near_chance and gated.learnt == 0:
+            kind = "bypass_budget"
+        else:
+            kind = "bypass_partial"
+        findings.append(Finding(kind, "recall", T, model, figures))
+    return findings
+
+
+def _order(result: LearnResult) -> list[Finding]:
+    T = _longest(result, "order", "attention", "attention-pe")
+    if T is None:
+        return []
+    att, pe = result.cell("order", "attention", T), result.cell("order", "attention-pe", T)
+    figures = {"attention": _range(att), "attention_pe": _range(pe), "chance": att.chance,
+               "near_chance": att.chance + _bound(att)}
+    holds = att.every_seed_near_chance and not near_chance(pe.low, pe.chance)
+    return [Finding("order_holds" if holds else "order_not", "order", T, None, figures)]
+
+
+def _position(result: LearnResult) -> list[Finding]:
+    T = _longest(result, "position", "mlp")
+    shared = [] if T is None else [c for m in SHARED if (c := result.cell("position", m, T)) is not None]
+    if T is None or not shared:
+        return []
+    mlp = result.cell("position", "mlp", T)
+    best = max(shared, key=lambda c: c.mean)  # the first of SHARED on a tie
+    figures = {"mlp": _range(mlp), "shared": _range(best), "chance": mlp.chance, "learnt": LEARNT,
+               "near_chance": mlp.chance + _bound(mlp)}
+    holds = mlp.every_seed_near_chance and best.every_seed_learnt
+    return [Finding("position_holds" if holds else "position_not", "position", T, best.model, figures)]
+
+
+def learn_findings(result: LearnResult) -> tuple[Finding, ...]:
+    """Every verdict the result allows, task by task (recall with its reach and bypass, order, position).
+
+    >>> from seqlab.studies.learn import LearnConfig
+    >>> empty = LearnResult(LearnConfig(), {}, {}, (), (), 0, False, 1, True, "", 0.0)
+    >>> learn_findings(empty)
+    ()
+    """
+    makers = {"recall": lambda r: _recall(r) + _bypass(r), "order": _order, "position": _position}
+    findings: list[Finding] = []
+    for task in result.lengths:
+        findings += makers[task](result)
+    return tuple(findings)
