@@ -1,6 +1,8 @@
 """``seqlab check``: every claim of the lesson (L1–L12) against the measurement that tests it.
 
-Exit code 0 when every claim checked holds, 1 when one does not (or could not be measured), 2 on bad usage.
+Exit code 0 when no claim checked is "does not hold" (a claim that holds with a caveat does not fail), 1 when
+one does not hold (or could not be measured), 2 on bad usage. ``--list`` prints the legend L1–L12 and
+measures nothing.
 """
 
 from __future__ import annotations
@@ -25,14 +27,25 @@ def check(
     only: Annotated[Optional[str], typer.Option("--only", metavar="L1,L8,...",
                                                 help="Check only these claims, separated by commas: L1,L8 or 1,8 "
                                                      "(default: all twelve).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print every claim, its figures and verdict as "
-                                          "JSON.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print every claim as JSON: its verdict, the condition "
+                                          "judged, the figures measured and the source of each count.")] = False,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
+    list_claims: Annotated[bool, typer.Option("--list", help="Print the legend of the claims L1–L12 (a title and "
+                                              "one sentence each) and exit, measuring nothing.")] = False,
 ) -> None:
-    """Check the lesson's claims L1–L12 one by one, each against a measurement; exit 1 if one does not hold."""
+    """Check the lesson's claims L1–L12 one by one, each against a measurement, and give each a verdict: holds,
+    holds with a caveat, or does not hold; exit 1 if one does not hold."""
     from seqlab.studies.check import CLAIMS, CheckConfig, parse_claims
 
     lang = language(lang)
+    if list_claims:
+        from rich.console import Console
+
+        from seqlab.render.check import render_legend
+
+        console = Console(highlight=False)
+        console.print(render_legend(lang, console.width))
+        return
     try:
         claims = parse_claims(only) if only is not None else CLAIMS
     except SeqlabError as error:

@@ -1,42 +1,38 @@
 """``seqlab check``: each of the lesson's claims L1–L12 put to the measurement that tests it.
 
-The twelve measurements, one function per claim, live in :mod:`seqlab.studies.claims` (the chain, the
-path, order, Figure 1 and the quiz: L1–L4, L10–L12) and :mod:`seqlab.studies.claims_cost`
-(multiplications and time: L5–L9); what each one measures is tabled there. This module holds the
-registry :data:`CHECKS` that maps a claim to its function, :func:`parse_claims`, the runner
-:func:`run_check` (one thread, a seeded global RNG, the caller's state restored) and the frozen results
-:class:`ClaimCheck` and :class:`CheckResult`.
+The twelve measurements, one function per claim, live in :mod:`seqlab.studies.claims` (the chain, order,
+Figure 1 and the quiz: L1, L2, L10–L12), :mod:`seqlab.studies.claims_path` (the path: L3, L4),
+:mod:`seqlab.studies.claims_cost` (multiplications at the lesson's and the layer's scope: L5–L7, L9) and
+:mod:`seqlab.studies.claims_time` (time at matched scopes and thread counts: L8); what each one measures and
+the margins of its verdict are tabled there. This module holds the registry :data:`CHECKS` that maps a
+claim to its function, :func:`parse_claims`, the runner :func:`run_check` (one thread for tracing and
+counting, the machine's threads besides one for L8's timings, a seeded global RNG, the caller's state
+restored) and the frozen results :class:`ClaimCheck` and :class:`CheckResult`.
 
-A measurement that raises is reported with its error and counts as not holding: nothing is skipped in
-silence. The verdicts compare counts, structure and seeded float64 values, which do not vary between runs;
-the one clock-based verdict (L8) has a margin of more than an order of magnitude, so load on a shared
-machine does not flip it. Default sizes run in seconds; :attr:`CheckConfig.full` takes larger ones.
+Each claim gets one of three verdicts (:data:`~seqlab.studies.verdicts.VERDICTS`): ``holds``,
+``holds_with_caveat`` (the measurement agrees with the claim as the lesson means it, but shows a condition
+the lesson leaves out, named in the check's ``condition``) or ``does_not_hold``. A measurement that raises
+is reported with its error and does not hold: nothing is skipped in silence. Only L8 reads a clock; its
+margins and noise rule let a busy machine downgrade it to a caveat, never fail it. Default sizes run in
+seconds; :attr:`CheckConfig.full` takes larger ones.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from seqlab.errors import SeqlabError
-from seqlab.studies.claims import (
-    LESSON_ANSWERS,
-    SENTENCES,
-    CheckSizes,
-    check_l1,
-    check_l2,
-    check_l3,
-    check_l4,
-    check_l10,
-    check_l11,
-    check_l12,
-)
-from seqlab.studies.claims_cost import check_l5, check_l6, check_l7, check_l8, check_l9
+from seqlab.studies.claims import LESSON_ANSWERS, SENTENCES, CheckSizes, check_l1, check_l2, check_l10, check_l11, check_l12
+from seqlab.studies.claims_cost import check_l5, check_l6, check_l7, check_l9
+from seqlab.studies.claims_path import check_l3, check_l4
+from seqlab.studies.claims_time import check_l8
+from seqlab.studies.verdicts import CAVEAT, FAILS, HOLDS, VERDICTS, Judgement
 
-__all__ = ["CHECKS", "CLAIMS", "LESSON_ANSWERS", "SENTENCES", "CheckConfig", "CheckResult", "CheckSizes", "ClaimCheck",
-           "parse_claims", "run_check"]
+__all__ = ["CAVEAT", "CHECKS", "CLAIMS", "FAILS", "HOLDS", "LESSON_ANSWERS", "SENTENCES", "VERDICTS", "CheckConfig",
+           "CheckResult", "CheckSizes", "ClaimCheck", "Judgement", "parse_claims", "run_check"]
 
 #: The lesson's twelve claims, in its order.
 CLAIMS = tuple(f"L{n}" for n in range(1, 13))
@@ -44,11 +40,13 @@ CLAIMS = tuple(f"L{n}" for n in range(1, 13))
 
 @dataclass(frozen=True)
 class CheckConfig:
-    """What to check: ``claims`` (a subset of :data:`CLAIMS`, in order), ``full`` sizes, ``seed``."""
+    """What to check: ``claims`` (a subset of :data:`CLAIMS`, in order), ``full`` sizes, ``seed``, and
+    ``threads``, the thread count L8 times on besides one (None: the caller's ``torch.get_num_threads()``)."""
 
     claims: tuple[str, ...] = CLAIMS
     full: bool = False
     seed: int = 0
+    threads: int | None = None
 
 
 @dataclass(frozen=True)
@@ -57,23 +55,37 @@ class ClaimCheck:
 
     Attributes:
         claim: ``"L1"`` … ``"L12"``.
-        holds: the measurement agrees with the claim.
+        verdict: ``"holds"``, ``"holds_with_caveat"`` or ``"does_not_hold"``.
         values: every figure measured, by name (integers exact, Fractions exact, floats as measured,
-            seconds for times); what each means is in the check's docstring.
+            seconds for times; counts with their ``sources``); what each means is in the check's docstring.
+        condition: the rule the verdict applied, its margins and the caveats that apply (structured data;
+            the renderer words it).
         seconds: how long the check took.
-        error: why the measurement could not be made (then ``holds`` is False), else None.
+        error: why the measurement could not be made (then the verdict is ``"does_not_hold"``), else None.
     """
 
     claim: str
-    holds: bool
+    verdict: str
     values: dict[str, Any] = field(default_factory=dict)
+    condition: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     error: str | None = None
+
+    @property
+    def holds(self) -> bool:
+        """The claim is not contradicted: ``"holds"`` or ``"holds_with_caveat"``."""
+        return self.verdict != FAILS
+
+    @property
+    def caveat(self) -> bool:
+        """The claim holds only with a caveat."""
+        return self.verdict == CAVEAT
 
 
 @dataclass(frozen=True)
 class CheckResult:
-    """Every claim checked, in order, with the conditions of the run."""
+    """Every claim checked, in order, with the conditions of the run (``threads``: the thread count L8 timed on
+    besides one; everything else ran on one thread)."""
 
     checks: tuple[ClaimCheck, ...]
     full: bool
@@ -84,16 +96,21 @@ class CheckResult:
 
     @property
     def held(self) -> int:
-        """How many claims hold."""
+        """How many claims hold, with a caveat or without."""
         return sum(check.holds for check in self.checks)
 
     @property
+    def caveats(self) -> int:
+        """How many claims hold only with a caveat."""
+        return sum(check.caveat for check in self.checks)
+
+    @property
     def all_hold(self) -> bool:
-        """Every claim checked holds."""
+        """No claim checked is ``does_not_hold`` (caveats do not fail): the exit code is 0."""
         return all(check.holds for check in self.checks)
 
 
-CHECKS: dict[str, Callable[[CheckSizes, int], tuple[bool, dict]]] = {
+CHECKS: dict[str, Callable[[CheckSizes, int], Judgement]] = {
     "L1": check_l1, "L2": check_l2, "L3": check_l3, "L4": check_l4, "L5": check_l5, "L6": check_l6,
     "L7": check_l7, "L8": check_l8, "L9": check_l9, "L10": check_l10, "L11": check_l11, "L12": check_l12,
 }
@@ -134,8 +151,8 @@ def run_check(config: CheckConfig = CheckConfig(),
     """Check each claim of ``config`` against its measurement.
 
     >>> result = run_check(CheckConfig(claims=("L5", "L7")))
-    >>> [(c.claim, c.holds) for c in result.checks], result.checks[0].values["closed_form"]  # 64 * (40² + 40·24)
-    ([('L5', True), ('L7', True)], 163840)
+    >>> [(c.claim, c.verdict) for c in result.checks], result.checks[0].values["closed_form"]  # 64 * (40² + 40·24)
+    ([('L5', 'holds'), ('L7', 'holds_with_caveat')], 163840)
 
     Args:
         config: the claims, sizes and seed.
@@ -143,18 +160,22 @@ def run_check(config: CheckConfig = CheckConfig(),
 
     Returns:
         A :class:`CheckResult`; a measurement that raised is a :class:`ClaimCheck` with ``error`` set and
-        ``holds`` False. Everything runs on one CPU thread (restored afterwards; L8 times on one thread too),
-        with the global RNG seeded by ``config.seed`` inside a fork (the caller's RNG state is kept).
+        verdict ``"does_not_hold"``. Tracing and counting run on one CPU thread; L8 times on one thread and on
+        ``config.threads`` (default: the caller's ``torch.get_num_threads()``, read before anything changes
+        it); the caller's thread count is restored afterwards. The global RNG is seeded by ``config.seed``
+        inside a fork (the caller's RNG state is kept).
 
     Raises:
-        SeqlabError: an unknown claim in ``config.claims``.
+        SeqlabError: an unknown claim in ``config.claims``, or ``config.threads`` not an integer >= 1.
     """
     import torch
 
+    from seqlab.errors import require_positive_int
     from seqlab.measure.timing import fixed_threads
 
     claims = parse_claims(config.claims)
-    sizes = CheckSizes.of(config.full)
+    threads = torch.get_num_threads() if config.threads is None else require_positive_int("threads", config.threads)
+    sizes = replace(CheckSizes.of(config.full), threads=threads)
     started = time.perf_counter()
     checks = []
     # One thread: traces pay per op, and idle threads would only spin on a busy machine. The global RNG
@@ -162,7 +183,8 @@ def run_check(config: CheckConfig = CheckConfig(),
     with fixed_threads(1), torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
         _run_claims(claims, sizes, config.seed, checks, progress)
-    return CheckResult(tuple(checks), config.full, config.seed, 1, torch.__version__, time.perf_counter() - started)
+    return CheckResult(tuple(checks), config.full, config.seed, threads, torch.__version__,
+                       time.perf_counter() - started)
 
 
 def _run_claims(claims: tuple[str, ...], sizes: CheckSizes, seed: int, checks: list[ClaimCheck],
@@ -173,8 +195,9 @@ def _run_claims(claims: tuple[str, ...], sizes: CheckSizes, seed: int, checks: l
             progress(done, len(claims), claim)
         clock = time.perf_counter()
         try:
-            holds, values = CHECKS[claim](sizes, seed)
-            checks.append(ClaimCheck(claim, bool(holds), values, time.perf_counter() - clock))
+            judged = CHECKS[claim](sizes, seed)
+            checks.append(ClaimCheck(claim, judged.verdict, judged.values, judged.condition,
+                                     time.perf_counter() - clock))
         except Exception as error:  # noqa: BLE001  reported, never skipped: no figure, no verdict
-            checks.append(ClaimCheck(claim, False, {}, time.perf_counter() - clock,
-                                     f"{type(error).__name__}: {error}"))
+            checks.append(ClaimCheck(claim, FAILS, {}, {"rule": "measurement_failed", "caveats": []},
+                                     time.perf_counter() - clock, f"{type(error).__name__}: {error}"))

@@ -1,0 +1,83 @@
+"""Three-valued verdicts for ``seqlab check``: a measurement, a condition that can fail, and a margin.
+
+Every claim L1–L12 is judged as one of :data:`VERDICTS`:
+
+* ``"holds"`` — the measurement meets the claim's condition with its margin;
+* ``"holds_with_caveat"`` — it meets the claim as the lesson means it, but the measurement shows a limit
+  the lesson's wording leaves out (a scope at which the other side wins, a weight that shrinks with T,
+  growth that needs a spectral radius well above 1 once tanh works), or it was too noisy to decide;
+* ``"does_not_hold"`` — the measurement contradicts the claim beyond its margin.
+
+A check returns a :class:`Judgement`: the verdict, the raw figures, and the condition as structured data
+(what was compared, the threshold or margin, which caveats apply). The renderers turn the condition into a
+sentence; nothing here is worded for a reader. :func:`verdict_of` is the one rule that maps "contradicted"
+and a list of caveats to a verdict, so every claim uses the same logic. :func:`loglog_slope` fits the
+exponent k of y ≈ c·x^k (L4's reach against T).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from seqlab.errors import SeqlabError
+
+HOLDS = "holds"
+CAVEAT = "holds_with_caveat"
+FAILS = "does_not_hold"
+#: The three verdicts, from best to worst.
+VERDICTS = (HOLDS, CAVEAT, FAILS)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What a claim's check returns.
+
+    Attributes:
+        verdict: one of :data:`VERDICTS`.
+        values: every figure measured, by name (integers and Fractions exact, floats as measured, seconds
+            for times).
+        condition: the rule applied, as data: ``"rule"`` names it, the thresholds and margins it used are
+            given by name, and ``"caveats"`` lists the caveats that apply (empty when none).
+    """
+
+    verdict: str
+    values: dict[str, Any] = field(default_factory=dict)
+    condition: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise SeqlabError(f"verdict must be one of {', '.join(VERDICTS)}; received {self.verdict!r}")
+
+
+def verdict_of(contradicted: bool, caveats: Sequence[str] = ()) -> str:
+    """The verdict from whether the measurement contradicts the claim and which caveats apply.
+
+    >>> verdict_of(False), verdict_of(False, ["layer_scope"]), verdict_of(True, ["layer_scope"])
+    ('holds', 'holds_with_caveat', 'does_not_hold')
+    """
+    if contradicted:
+        return FAILS
+    return CAVEAT if caveats else HOLDS
+
+
+def loglog_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Least-squares slope k of log y on log x: the exponent of y ≈ c·x^k.
+
+    >>> round(loglog_slope([8, 16, 32], [1 / 8, 1 / 16, 1 / 32]), 6)  # y = 1/x
+    -1.0
+
+    Raises:
+        SeqlabError: fewer than two points, or a value that is not finite and > 0.
+    """
+    points = [(float(x), float(y)) for x, y in zip(xs, ys)]
+    if len(points) < 2 or any(not (math.isfinite(v) and v > 0) for point in points for v in point):
+        raise SeqlabError(f"expected two or more points with finite values > 0, received {points!r}")
+    lx, ly = [math.log(x) for x, _ in points], [math.log(y) for _, y in points]
+    mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
+    sxx = sum((x - mx) ** 2 for x in lx)
+    if sxx == 0:
+        raise SeqlabError(f"expected at least two different x, received {list(xs)!r}")
+    return sum((x - mx) * (y - my) for x, y in zip(lx, ly)) / sxx
