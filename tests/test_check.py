@@ -1,7 +1,8 @@
-"""``seqlab check``: the twelve claims L1–L12 hold against their measurements; JSON; exit codes 0, 1 and 2.
+"""``seqlab check``: three-valued verdicts for L1–L12, their conditions, JSON, --list and exit codes 0, 1 and 2.
 
-One full run at the default sizes is shared by the module (a few seconds); the command line is then tested
-with that result patched in, with a real run of a few claims, and with a measurement patched to fail.
+One real run at small sizes is shared by the module; the command line is tested with that result patched in,
+with a real run of a few claims, and with a measurement patched to fail. The per-claim tests that patch a
+measurement and see the verdict change are in ``tests/test_check_verdicts.py``.
 """
 
 from __future__ import annotations
@@ -18,17 +19,23 @@ import seqlab.measure.work
 import seqlab.studies.check as check_study
 from seqlab.cli import app
 from seqlab.errors import SeqlabError
-from seqlab.render.check import check_json, claim_text
-from seqlab.studies.check import CLAIMS, CheckConfig, parse_claims, run_check
+from seqlab.render.check import check_json, claim_text, summary
+from seqlab.render.check_legend import legend
+from seqlab.studies.check import CAVEAT, CLAIMS, FAILS, HOLDS, VERDICTS, CheckConfig, CheckSizes, parse_claims, run_check
 
 #: A wide, colourless console for in-process CLI runs (as conftest's CLI_ENV for compare).
 CLI_ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
+#: Small sizes for the module's one real run (the default sizes are the CLI's; they take seconds more).
+SMALL = CheckSizes(span_lengths=(16, 32), reach_draws=2, reach_lengths=(8, 16, 32, 64), count_length=16,
+                   count_widths=(6, 10), crossover_width=8, layer_heads=(1, 2), time_length=64, time_width=8,
+                   time_batch=4, min_run_time=0.01, worked_lengths=(50, 1000), span_widths=(2, 4), order_length=8,
+                   figure=(4, 4, 16, 2))
 
 
 @pytest.fixture(scope="module")
 def result():
-    """Every claim at the default sizes, measured once."""
-    return run_check()
+    """Every claim at small sizes, measured once (L8 on one thread and two)."""
+    return run_check(CheckConfig(sizes=SMALL, threads=2))
 
 
 def invoke(*args: str):
@@ -42,39 +49,100 @@ def patched(monkeypatch, result):
     return invoke
 
 
+def by_claim(result):
+    return {c.claim: c for c in result.checks}
+
+
 # --- The library ----------------------------------------------------------------------------------------
 
-def test_all_twelve_claims_hold(result):
+def test_verdicts_of_the_twelve_claims(result):
+    """Counts and structure hold plainly; L3, L4, L7 and L9 hold with the caveat the measurement shows. L8 is
+    timed, so only its shape is asserted here (its decisions are tested with patched timings)."""
     assert [c.claim for c in result.checks] == list(CLAIMS) == [f"L{n}" for n in range(1, 13)]
-    failing = {c.claim: c.error or c.values for c in result.checks if not c.holds}
-    assert failing == {}
-    assert result.all_hold and result.held == 12
+    verdicts = {c.claim: c.verdict for c in result.checks}
+    assert all(c.error is None for c in result.checks), {c.claim: c.error for c in result.checks if c.error}
+    expected = {**{claim: HOLDS for claim in ("L1", "L2", "L5", "L6", "L10", "L11", "L12")},
+                **{claim: CAVEAT for claim in ("L3", "L4", "L7", "L9")}}
+    assert {claim: verdicts[claim] for claim in expected} == expected
+    assert verdicts["L8"] in VERDICTS
+    checks = by_claim(result)
+    assert checks["L3"].condition["caveats"] == ["growth_needs_large_radius"]
+    assert checks["L4"].condition["caveats"] == ["weight_shrinks_with_T"]
+    assert checks["L7"].condition["caveats"] == checks["L9"].condition["caveats"] == ["layer_scope_attention_costs_more"]
+    assert result.caveats >= 4 and result.held == sum(v != FAILS for v in verdicts.values())
 
 
 def test_the_figures_behind_the_verdicts(result):
     values = {c.claim: c.values for c in result.checks}
-    assert values["L1"]["span_products"] == values["L1"]["lengths"] == (400, 800)  # T steps in a row
+    assert values["L1"]["span_products"] == values["L1"]["lengths"] == (16, 32)  # T steps in a row
     assert values["L2"]["span_ops"] == (3, 3) and values["L2"]["span_products"] == (2, 2)
     assert values["L3"]["whh_products"] == (31, 63)  # T - 1 products by W_hh at T = 32, 64
     assert values["L4"]["path_products"] == (2, 2)
-    assert values["L5"]["counted_loop"] == 64 * (40**2 + 40 * 24) == 163_840
-    assert values["L6"]["counted_sdpa"] == 64**2 * (24 + 40) == 262_144
-    assert values["L7"]["ratios"] == {16: Fraction(1, 2), 32: Fraction(1), 64: Fraction(2)}
-    assert values["L8"]["time_ratio"] < values["L8"]["work_ratio"] == 32  # T = 1024 = 32 d
+    assert values["L5"]["counted_nn_rnn_meta"] == values["L5"]["closed_form"] == 16 * (10**2 + 10 * 6)  # 2,560
+    assert values["L6"]["counted_sdpa_meta"] == 16**2 * (6 + 10) == 4_096
+    assert values["L7"]["ratios"] == {4: Fraction(1, 2), 8: Fraction(1), 16: Fraction(2)}
+    layer = values["L7"]["layer"]
+    assert {T: row["ratio"][2] for T, row in layer.items()} == {4: Fraction(5, 2), 8: Fraction(3), 16: Fraction(4)}
+    assert layer[4]["attention"][1] == 4 * 4 * 8**2 + 2 * 4**2 * 8  # 4·T·d² + 2·T²·d = 1,280
     worked = values["L9"]["lengths"]
     assert (worked[50]["recurrence"], worked[50]["attention"]) == (26_214_400, 2_560_000)  # 2·50·512², 2·50²·512
     assert (worked[1000]["recurrence"], worked[1000]["attention"]) == (524_288_000, 1_024_000_000)
-    assert worked[2000]["ratio"] == Fraction(2000, 512)  # 3.90625, the lesson's 3.9
+    assert worked[50]["spans_by_width"] == ((50, 2), (50, 2))  # traced at widths 2 and 4: the same chain
+    assert values["L9"]["layer"][50]["attention"][2] == 4 * 50 * 512**2 + 2 * 50**2 * 512  # 54,988,800
     assert values["L10"]["sentences_attention_change"] <= values["L10"]["tolerance"]
     assert len(values["L11"]["lit"]) == 3 and values["L11"]["boxes"] == 15
     assert values["L12"]["answers"] == {"q1": "c", "q2": "512", "q3": "b", "q4": "a, b, c"}
 
 
-def test_notes_where_the_lesson_simplifies(result):
-    notes = {c.claim: claim_text(c, "en").note for c in result.checks}
-    assert "(k, v) pairs leaves every output unchanged" in notes["L10"]
-    assert "3.906" in notes["L9"] and "3.9 for the last" in notes["L9"]
-    assert "14 rectangles" in notes["L11"]
+def test_counts_name_their_source(result):
+    values = {c.claim: c.values for c in result.checks}
+    assert set(values["L5"]["sources"].values()) == {"pytorch"}
+    assert values["L6"]["sources"]["counted_sdpa_meta"] == "pytorch"
+    assert values["L7"]["sources"] == values["L9"]["sources"] == ["pytorch"]
+    assert values["L9"]["layer"][50]["attention_source"] == ["pytorch"]
+
+
+def test_l3_measures_where_growth_starts_with_inputs(result):
+    l3 = by_claim(result)["L3"]
+    factors = l3.values["factors"]
+    assert list(factors) == list(SMALL.radii)
+    for radius, (at_zero, with_inputs) in factors.items():
+        assert at_zero == pytest.approx(radius, rel=0.05)  # h = 0: the bare product, factor ≈ ρ (T = 64)
+        assert with_inputs < at_zero * 1.05  # tanh only shrinks
+    onset = l3.condition["onset_with_inputs"]
+    assert onset is None or onset > 1.25
+
+
+def test_l4_reach_falls_about_as_one_over_T(result):
+    l4 = by_claim(result)["L4"]
+    assert -1.5 < l4.values["reach_exponent"] < -0.5  # dilution by the softmax over T keys
+
+
+def test_texts_in_both_languages(result):
+    for check in result.checks:
+        for lang in ("en", "es"):
+            text = claim_text(check, lang)
+            assert text.statement and text.measured and text.figure and text.condition, (check.claim, lang)
+    l7 = claim_text(by_claim(result)["L7"], "en")
+    assert l7.verdict == "holds with a caveat" and "attention costs more at every T measured (2 + T/d)" in l7.condition
+    assert claim_text(by_claim(result)["L7"], "es").verdict == "se cumple con una salvedad"
+    l3 = claim_text(by_claim(result)["L3"], "en")
+    assert "the GRU's z_t ⊙ h_{t−1} in h_t = (1 − z_t) ⊙ n_t + z_t ⊙ h_{t−1}" in l3.note
+    assert "c_t = f_t ⊙ c_{t−1} + i_t ⊙ g_t" in l3.note and "(1 − z_t) ⊙ h_{t−1}" not in l3.note
+    assert "traced at widths 2 and 4" in claim_text(by_claim(result)["L9"], "en").measured
+    l9 = claim_text(by_claim(result)["L9"], "es").note
+    assert "1.000/512 = 1,953" in l9 and "3.9" not in l9
+
+
+def test_summary_counts_caveats(result):
+    line = summary(result, "en")
+    assert line.startswith(f"{result.held} of 12 claims hold (default sizes; --full for larger ones;")
+    assert "CPU threads: 1 for tracing and counting, 2 for L8's timings besides 1" in line
+    assert f"With a caveat: L3, L4, L7" in line
+    assert summary(result, "es").startswith(f"Se cumplen {result.held} de 12 afirmaciones")
+    preview = replace(result, checks=result.checks[:2])
+    assert "(a preview: 2 of the 12 claims; seqlab check checks all of them; " in summary(preview, "en", "report")
+    assert "CPU threads: 1," in summary(preview, "en", "report") and "With a caveat" not in summary(preview, "en")
 
 
 def test_parse_claims():
@@ -85,52 +153,19 @@ def test_parse_claims():
             parse_claims(bad)
         assert error.value.parameter == "claims"
         assert f"received {bad!r}" in str(error.value) and "(such as L1,L8 or 1,8)" in str(error.value)
-    with pytest.raises(SeqlabError, match="'L1,,L2', which has an empty item"):
-        parse_claims("L1,,L2")
-    with pytest.raises(SeqlabError, match="'L1, x', in which 'x' is not one"):
-        parse_claims("L1, x")
 
 
-def test_l8_states_what_its_verdict_tests(result):
-    """The headline is the verdict, time_ratio < work_ratio, with both ratios: not 'attention is faster'."""
-    l8 = next(c for c in result.checks if c.claim == "L8")
-    text = claim_text(l8, "en")
-    work, time = l8.values["work_ratio"], l8.values["time_ratio"]
-    assert l8.holds == (time < work)
-    from seqlab.i18n import format_number
-
-    assert text.statement == (f"Time does not follow work: attention does 32 times the recurrence's multiplications "
-                              f"and takes {format_number(time, 'en')} times its time")
-    assert "buys time" not in text.statement and text.figure.startswith("attention / recurrence: work ×32, time ×")
-    blocks = (l8.values["recurrence_blocks"], l8.values["attention_blocks"])
-    assert min(blocks) >= 1 and f"medians of {blocks[0]} and {blocks[1]} timed blocks" in text.measured
-    rough = replace(l8, values={**l8.values, "recurrence_blocks": 1})
-    assert "The timings are rough (fewer than 3 timed blocks" in claim_text(rough, "en").note
+def test_threads_must_be_positive():
+    with pytest.raises(SeqlabError, match="threads"):
+        run_check(CheckConfig(claims=("L5",), threads=0))
 
 
-def test_the_gru_has_no_cell_state(result):
-    l3 = next(c for c in result.checks if c.claim == "L3")
-    english, spanish = claim_text(l3, "en").note, claim_text(l3, "es").note
-    assert "the cell state c_t in the LSTM, the (1 − z_t) ⊙ h_{t−1} term in the GRU, which has no cell state" in english
-    assert "bypass through the cell state" not in english and "(1 − z_t) ⊙ h_{t−1} en la GRU" in spanish
+def test_thread_state_is_restored(monkeypatch):
+    import torch
 
-
-def test_numbers_in_the_notes_follow_the_language(result):
-    l9 = next(c for c in result.checks if c.claim == "L9")
-    assert "3.9 for the last" in claim_text(l9, "en").note
-    spanish = claim_text(l9, "es").note
-    assert "3,9 para la última" in spanish and "3.9" not in spanish and "2.000/512 = 3,906" in spanish
-
-
-def test_the_report_footer_names_no_option_it_lacks(result):
-    from seqlab.render.check import summary
-
-    assert "--full for larger ones" in summary(result, "en")
-    footer = summary(result, "en", command="report")
-    assert footer.startswith("12 of 12 claims hold (the default sizes of seqlab check; seqlab check --full runs "
-                             "larger ones;")
-    preview = replace(result, checks=result.checks[:4])
-    assert "(a preview: 4 of the 12 claims; seqlab check checks all of them;" in summary(preview, "en", "report")
+    before = torch.get_num_threads()
+    run_check(CheckConfig(claims=("L5",), sizes=SMALL))
+    assert torch.get_num_threads() == before
 
 
 def test_a_raising_measurement_is_reported_not_skipped(monkeypatch):
@@ -138,40 +173,75 @@ def test_a_raising_measurement_is_reported_not_skipped(monkeypatch):
         raise RuntimeError("counter unavailable")
 
     monkeypatch.setattr(seqlab.measure.work, "count_multiplications", broken)
-    outcome = run_check(CheckConfig(claims=("L5",)))
+    outcome = run_check(CheckConfig(claims=("L5",), sizes=SMALL))
     (l5,) = outcome.checks
-    assert not l5.holds and l5.error == "RuntimeError: counter unavailable" and not outcome.all_hold
+    assert l5.verdict == FAILS and l5.error == "RuntimeError: counter unavailable" and not outcome.all_hold
     assert "could not be measured" in claim_text(l5, "en").figure
+
+
+def test_legend_in_both_languages():
+    english, spanish = legend("en"), legend("es")
+    assert [e.claim for e in english] == [e.claim for e in spanish] == list(CLAIMS)
+    for en, es in zip(english, spanish):
+        assert en.title and en.statement.endswith(".") and es.title != en.title and es.statement != en.statement
 
 
 # --- The command ----------------------------------------------------------------------------------------
 
-def test_cli_lists_every_claim(patched):
+def test_cli_lists_every_claim_with_verdict_and_condition(patched, result):
     output = patched("--lang", "en")
     assert output.exit_code == 0, output.output
-    verdicts = [line for line in output.output.splitlines() if line.startswith("✓ L")]
-    assert [line.split()[1] for line in verdicts] == list(CLAIMS)
-    assert output.output.count("Measured: ") == 12 and output.output.count("Figure: ") == 12
-    assert "12 of 12 claims hold" in output.output
-    assert "26,214,400 against 2,560,000" in output.output
+    marks = {HOLDS: "✓", CAVEAT: "~", FAILS: "✗"}
+    heads = [line for line in output.output.splitlines() if line[:3] in ("✓ L", "~ L", "✗ L")]
+    assert [line.split()[1] for line in heads] == list(CLAIMS)
+    assert [line[0] for line in heads] == [marks[c.verdict] for c in result.checks]
+    assert output.output.count("Condition: ") == 12 and output.output.count("Figure: ") == 12
+    assert "~ L7  holds with a caveat:" in output.output and "26,214,400 against 2,560,000" in output.output
 
 
 def test_cli_in_spanish(patched):
     output = patched("--lang", "es")
     assert output.exit_code == 0, output.output
-    assert "Se cumplen 12 de 12 afirmaciones" in output.output and "26.214.400 frente a 2.560.000" in output.output
+    assert "se cumple con una salvedad" in output.output and "Condición: " in output.output
+    assert "26.214.400 frente a 2.560.000" in output.output
 
 
-def test_cli_json_lists_twelve_claims_with_figures(patched):
+def test_cli_json_has_verdict_condition_and_sources(patched):
     output = patched("--json", "--lang", "en")
     assert output.exit_code == 0, output.output
     document = json.loads(output.output)
-    assert document["all_hold"] and document["held"] == document["total"] == 12
+    assert document["all_hold"] == all(c["verdict"] != FAILS for c in document["claims"])
     assert [c["claim"] for c in document["claims"]] == list(CLAIMS)
     for claim in document["claims"]:
-        assert claim["holds"] and claim["figure"] and claim["measured"] and claim["values"]
-    l7 = document["claims"][6]["values"]
-    assert l7["crossover"] == {"fraction": "32", "value": 32.0}
+        assert claim["verdict"] in VERDICTS and claim["condition"]["rule"] and claim["condition_text"]
+        assert claim["figure"] and claim["values"]
+    l7 = document["claims"][6]
+    assert l7["verdict"] == CAVEAT and l7["condition"]["caveats"] == ["layer_scope_attention_costs_more"]
+    assert l7["values"]["crossover"] == {"fraction": "8", "value": 8.0}
+    assert document["claims"][4]["sources"] == {"counted_loop": "pytorch", "counted_nn_rnn": "pytorch",
+                                                "counted_nn_rnn_meta": "pytorch"}
+
+
+def test_cli_exit_code_follows_the_verdicts(monkeypatch, result):
+    caveats_only = replace(result, checks=tuple(replace(c, verdict=CAVEAT) for c in result.checks))
+    monkeypatch.setattr(check_study, "run_check", lambda config, progress=None: caveats_only)
+    assert invoke("--lang", "en").exit_code == 0  # caveats do not fail
+    one_fails = replace(result, checks=(replace(result.checks[0], verdict=FAILS), *result.checks[1:]))
+    monkeypatch.setattr(check_study, "run_check", lambda config, progress=None: one_fails)
+    output = invoke("--lang", "en")
+    assert output.exit_code == 1 and "✗ L1  does not hold" in output.output
+
+
+@pytest.mark.parametrize(("lang", "title"), [("en", "L3   Path in the recurrence"), ("es", "L3   Camino en la recurrencia")])
+def test_cli_list_prints_the_legend_without_measuring(monkeypatch, lang, title):
+    def never(*args, **kwargs):
+        raise AssertionError("--list must not measure")
+
+    monkeypatch.setattr(check_study, "run_check", never)
+    output = invoke("--list", "--lang", lang)
+    assert output.exit_code == 0, output.output
+    assert title in output.output
+    assert [line.split()[0] for line in output.output.splitlines() if line[:1] == "L" and line[1].isdigit()] == list(CLAIMS)
 
 
 def test_cli_real_run_of_some_claims():
@@ -179,6 +249,7 @@ def test_cli_real_run_of_some_claims():
     assert output.exit_code == 0, output.output
     document = json.loads(output.output)
     assert [c["claim"] for c in document["claims"]] == ["L5", "L7"] and document["all_hold"]
+    assert [c["verdict"] for c in document["claims"]] == [HOLDS, CAVEAT] and document["caveats"] == 1
 
 
 def test_cli_exits_1_when_a_measurement_disagrees(monkeypatch):
@@ -200,8 +271,9 @@ def test_json_of_a_failed_claim(monkeypatch):
         raise RuntimeError("no counter")
 
     monkeypatch.setattr(seqlab.measure.work, "count_multiplications", broken)
-    document = json.loads(check_json(run_check(CheckConfig(claims=("L6",))), "en"))
+    document = json.loads(check_json(run_check(CheckConfig(claims=("L6",), sizes=SMALL)), "en"))
     assert not document["all_hold"] and document["claims"][0]["error"] == "RuntimeError: no counter"
+    assert document["claims"][0]["verdict"] == FAILS
 
 
 @pytest.mark.parametrize(("args", "option", "value"), [

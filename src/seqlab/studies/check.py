@@ -40,13 +40,15 @@ CLAIMS = tuple(f"L{n}" for n in range(1, 13))
 
 @dataclass(frozen=True)
 class CheckConfig:
-    """What to check: ``claims`` (a subset of :data:`CLAIMS`, in order), ``full`` sizes, ``seed``, and
-    ``threads``, the thread count L8 times on besides one (None: the caller's ``torch.get_num_threads()``)."""
+    """What to check: ``claims`` (a subset of :data:`CLAIMS`, in order), ``full`` sizes, ``seed``,
+    ``threads``, the thread count L8 times on besides one (None: the caller's ``torch.get_num_threads()``), and
+    ``sizes``, explicit :class:`CheckSizes` that replace those ``full`` picks (None: ``CheckSizes.of(full)``)."""
 
     claims: tuple[str, ...] = CLAIMS
     full: bool = False
     seed: int = 0
     threads: int | None = None
+    sizes: CheckSizes | None = None
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,7 @@ def run_check(config: CheckConfig = CheckConfig(),
 
     claims = parse_claims(config.claims)
     threads = torch.get_num_threads() if config.threads is None else require_positive_int("threads", config.threads)
-    sizes = replace(CheckSizes.of(config.full), threads=threads)
+    sizes = replace(config.sizes or CheckSizes.of(config.full), threads=threads)
     started = time.perf_counter()
     checks = []
     # One thread: traces pay per op, and idle threads would only spin on a busy machine. The global RNG

@@ -59,7 +59,7 @@ class CheckSizes:
     count_widths: tuple[int, int] = (24, 40)  # (d_model, d_h) for L5; (d_k, d_v) for L6
     crossover_width: int = 32
     layer_heads: tuple[int, int] = (1, 8)
-    time_length: int = 512
+    time_length: int = 256
     time_width: int = 32
     time_batch: int = 16
     time_heads: int = 1
@@ -77,7 +77,7 @@ class CheckSizes:
             return cls()
         return cls(span_lengths=(800, 1600), path_lengths=(64, 128), width=16, reach_draws=5,
                    reach_lengths=(8, 16, 32, 64, 128, 256), count_length=256, count_widths=(48, 80),
-                   crossover_width=64, time_length=2048, time_width=64, min_run_time=0.3, order_length=128,
+                   crossover_width=64, time_length=1024, time_width=64, min_run_time=0.2, order_length=128,
                    figure=(24, 24, 512, 8))
 
 
