@@ -140,6 +140,100 @@ def test_cost_beyond_the_trace_limit_says_closed_form(client):
 
 # --- Chain and path (L1–L4) -------------------------------------------------------------------------
 
+# --- The three scopes (L5–L7): closed forms, independent counts, and the sentence that reads them -------------
+
+def scope_table(data: dict) -> dict[str, tuple]:
+    """scope -> (recurrence closed, counted, attention closed, counted, source, fewer)."""
+    return {row["scope"]: (row["recurrence"]["closed_form"], row["recurrence"]["counted"],
+                           row["attention"]["closed_form"], row["attention"]["counted"],
+                           row["attention"]["source"], row["fewer"]) for row in data["scopes"]["rows"]}
+
+
+def test_cost_three_scopes_at_the_lessons_first_case(client):
+    data = client.get("/api/cost", params={"T": 50, "lang": "en"}).json()
+    assert data["scopes"]["method"] == "counted" and data["scopes"]["device"] == "meta"
+    rec = 26_214_400  # 50 * (512**2 + 512 * 512): the recurrence with W_xh, at every scope
+    assert scope_table(data) == {
+        "lesson": (rec, rec, 2_560_000, 2_560_000, "pytorch", "attention"),  # 50**2 * (512 + 512)
+        # 50 * 512 * (2*512 + 512) = 39,321,600 projections + 2,560,000 + W_O 50 * 512 * 512 = 13,107,200
+        "layer": (rec, rec, 54_988_800, 54_988_800, "pytorch", "recurrence"),
+        "layer_without_output": (rec, rec, 41_881_600, 41_881_600, "pytorch", "recurrence"),
+        "kernels": (rec, rec, 54_988_800, 54_988_800, "pytorch", "recurrence"),  # nn.MultiheadAttention(512, 1)
+    }
+    rows = {row["scope"]: row for row in data["scopes"]["rows"]}
+    assert rows["lesson"]["crossover"]["fraction"] == "512/1" and rows["layer"]["crossover"] is None
+    assert rows["layer"]["ratio"]["fraction"] == "537/256"  # 2 + 50/512
+    assert all(row["recurrence"]["source"] == "pytorch" for row in rows.values())
+    verdict = data["scopes"]["verdict"]
+    assert verdict.startswith("At T = 50 attention does 0.0977× the recurrence's multiplications at the lesson's "
+                              "scope, 2.10× at the layer's scope (1.60× without W_O) and 2.10× in what the library "
+                              "kernels run. The scope decides:")
+    assert verdict.endswith("costs (2 + T/d)× the recurrent layer (1.5 + T/d without W_O): more at every T. The "
+                            "lesson's crossover at T = 512 exists only at its own scope.")
+
+
+def test_cost_scopes_with_unequal_widths_are_counted_exactly(client):
+    widths = {"d_model": 512, "d_h": 64, "d_k": 64, "d_v": 64}
+    data = client.get("/api/cost", params={"T": 64, "lang": "es", **widths}).json()
+    rec = 2_359_296  # 64 * (64**2 + 64 * 512)
+    assert scope_table(data) == {
+        "lesson": (rec, rec, 524_288, 524_288, "pytorch", "attention"),  # 64**2 * 128
+        "layer": (rec, rec, 8_912_896, 8_912_896, "pytorch", "recurrence"),  # 64*512*192 + 524,288 + 64*64*512
+        "layer_without_output": (rec, rec, 6_815_744, 6_815_744, "pytorch", "recurrence"),
+        "kernels": (rec, rec, 71_303_168, 71_303_168, "pytorch", "recurrence"),  # 4*64*512**2 + 2*64**2*512
+    }
+    assert "Con estos anchos una capa de atención completa cuesta más" in data["scopes"]["verdict"]
+    assert "(2 + T/d)" not in data["scopes"]["verdict"]  # that form holds only with every width equal
+
+
+def test_cost_scopes_beyond_the_count_limit_are_closed_forms_said_so(client):
+    from seqlab.web.panels.cost_scopes import COUNT_MAX
+
+    data = client.get("/api/cost", params={"T": 5000}).json()["scopes"]
+    assert COUNT_MAX == 1024 and data["method"] == "closed form" and data["count_limit"] == COUNT_MAX
+    assert all(row["attention"]["counted"] is None and row["recurrence"]["counted"] is None for row in data["rows"])
+    assert data["rows"][1]["attention"]["closed_form"] == 4 * 5000 * 512**2 + 2 * 5000**2 * 512  # 30,842,880,000
+
+
+def test_the_winning_side_sentence_follows_the_count(client, monkeypatch):
+    """Patch the count so the whole attention layer does 1,000 multiplications: the sentence must follow it."""
+    from seqlab.web.panels import cost_scopes
+
+    real = cost_scopes.count_machines
+
+    def cheap_layer(*args):
+        counted = real(*args)
+        return {**counted, "layer": (1_000, "pytorch")}
+
+    cost_scopes._counts.cache_clear()
+    monkeypatch.setattr(cost_scopes, "count_machines", cheap_layer)
+    try:
+        data = client.get("/api/cost", params={"T": 50}).json()
+    finally:
+        cost_scopes._counts.cache_clear()
+    layer = next(row for row in data["scopes"]["rows"] if row["scope"] == "layer")
+    assert layer["fewer"] == "attention" and layer["attention"]["counted"] == 1_000
+    verdict = data["scopes"]["verdict"]
+    assert "The scope decides" not in verdict and "more at every T" not in verdict
+    assert "Both scopes agree here: attention does fewer multiplications." in verdict
+    assert verdict.endswith("The count differs from the closed form at the layer's scope, so the closed form's "
+                            "statement about other lengths is not repeated here.")
+
+
+def test_the_winning_side_sentence_follows_the_closed_form(client, monkeypatch):
+    """Beyond the count limit the closed form alone decides: patch it cheap and the layer's scope favours attention."""
+    from seqlab import scopes
+
+    monkeypatch.setattr(scopes, "attention_layer_multiplications",
+                        lambda T, d_model, d_k, d_v, output_projection=True: T * T)  # a made-up, cheap layer
+    data = client.get("/api/cost", params={"T": 2000}).json()["scopes"]
+    assert data["method"] == "closed form"
+    assert [row["fewer"] for row in data["rows"]] == ["recurrence", "attention", "attention", "attention"]
+    assert "The scopes disagree: the lesson's scope favours the recurrence, the layer's scope favours attention." \
+        in data["verdict"]
+    assert "more at every T" not in data["verdict"] and "equal work at T =" in data["verdict"]
+
+
 def test_chain_measures_span_path_and_reach(client):
     data = client.get("/api/chain", params={"T": 10, "d_model": 8, "spectral_radius": 0.5}).json()
     rnn, att = data["recurrence"], data["attention"]

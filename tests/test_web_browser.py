@@ -231,6 +231,42 @@ def test_width_slider_moves_the_crossover_label(page, base_url):
     assert page.locator(".modebar").count() == 0  # no Plotly toolbar (its tooltips would be English)
 
 
+def test_cost_shows_the_three_scopes_side_by_side(page, base_url):
+    page.goto(f"{base_url}/cost?lang=en&T=50&d=512")
+    _ready(page, "cost")
+    page.wait_for_selector("#scopes .scope .scope-counted")
+    headings = page.locator("#scopes .scope h3").all_inner_texts()
+    assert headings == ["Lesson (L5 against L6)", "Layer, with W_O", "Layer, without W_O", "Kernels"]
+    tops = {round(page.locator("#scopes .scope").nth(i).bounding_box()["y"]) for i in range(4)}
+    assert len(tops) == 1  # side by side on a wide screen
+    scopes = page.inner_text("#scopes")
+    # 50 * 2 * 512**2 (every scope); 50**2 * 1024; 4 * 50 * 512**2 + 50**2 * 1024; without W_O 3 * 50 * 512**2 + ...
+    for number in ("26,214,400 (PyTorch's formulas)", "2,560,000 (PyTorch's formulas)",
+                   "54,988,800 (PyTorch's formulas)", "41,881,600 (PyTorch's formulas)"):
+        assert number in scopes
+    assert "never: attention costs more at every T" in scopes
+    assert "The scope decides" in page.inner_text("#scopes-verdict")
+    page.fill("#T", "2000")
+    page.wait_for_function("document.querySelector('#scopes-method').textContent.startsWith('Closed forms only')")
+    assert "not counted" in page.inner_text("#scopes")
+    page.screenshot(path=str(SCREENSHOTS / "cost-scopes-en.png"), full_page=True)
+
+
+def test_the_scopes_table_reads_on_a_phone(phone, base_url):
+    phone.goto(f"{base_url}/cost?lang=es&T=50")
+    _ready(phone, "cost")
+    phone.wait_for_selector("#scopes .scope .scope-counted")
+    boxes = [phone.locator("#scopes .scope").nth(i).bounding_box() for i in range(4)]
+    assert all(box["x"] >= 0 and box["x"] + box["width"] <= PHONE_WIDTH for box in boxes)  # none wider than the screen
+    assert all(upper["y"] + upper["height"] <= lower["y"] for upper, lower in zip(boxes, boxes[1:]))  # stacked
+    assert phone.evaluate("[...document.querySelectorAll('#scopes .scope')].every((card) => "
+                          "card.scrollWidth <= card.clientWidth + 1)")  # nothing pokes out of a card
+    assert phone.evaluate("document.documentElement.scrollWidth") <= PHONE_WIDTH + 1
+    assert "Decide el ámbito" in phone.inner_text("#scopes-verdict")
+    phone.locator("#scopes").scroll_into_view_if_needed()
+    phone.screenshot(path=str(SCREENSHOTS / "cost-scopes-es-390.png"), full_page=True)
+
+
 def test_cost_greys_out_stale_results_and_says_why(page, base_url):
     page.goto(f"{base_url}/cost?lang=es")
     _ready(page, "cost")

@@ -1,5 +1,8 @@
 """Cost panel: both multiplication counts over T, where they cross, and each machine's chain (L5–L7, L9).
 
+Beside the lesson's two counts the panel sets the same T at three scopes — the lesson's, a whole layer's and
+the library kernels' — with closed forms and independent counts (:mod:`seqlab.web.panels.cost_scopes`).
+
 Counts are the exact closed forms of :mod:`seqlab.cost` — recurrence T(d_h² + d_h·d_model), attention
 T²(d_k + d_v), projections apart — and the crossover is :func:`seqlab.cost.crossover_length`. The span
 (operations and matrix products that must run one after another) is *measured*: the explicit
@@ -23,8 +26,9 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
 from seqlab import cost
-from seqlab.i18n import format_fraction, format_integer
+from seqlab.i18n import format_integer
 from seqlab.web.budget import COMPUTE, LabBusy
+from seqlab.web.panels.cost_scopes import Ratio, Scopes, ratio, scope_rows
 
 router = APIRouter()
 
@@ -40,14 +44,6 @@ WORKED_WIDTH = 512
 CURVE_POINTS = 97
 
 Lang = Literal["en", "es"]
-
-
-class Ratio(BaseModel):
-    """An exact fraction, its value, and the value as the page shows it."""
-
-    fraction: str = Field(description="numerator/denominator, exact")
-    value: float
-    text: str = Field(description="formatted for the language")
 
 
 class Chain(BaseModel):
@@ -103,11 +99,12 @@ class CostResponse(BaseModel):
     first_T_attention_costs_more: int
     curves: Curves
     worked: list[Counts] = Field(description="the lesson's T = 50, 1000, 2000 at every width 512 (L9)")
+    scopes: Scopes = Field(description="at T: the lesson's scope, the layer's (with and without W_O) and the "
+                                       "kernels', closed forms and counts, and which side does fewer multiplications")
 
 
 def _ratio(value: Fraction, lang: str, digits: int = 3) -> Ratio:
-    return Ratio(fraction=f"{value.numerator}/{value.denominator}", value=float(value),
-                 text=format_fraction(value, lang, digits=digits))
+    return ratio(value, lang, digits)
 
 
 def _closed_spans(T: int, busy: bool = False) -> Spans:
@@ -214,4 +211,5 @@ def cost_panel(
         first_T_attention_costs_more=cost.first_length_attention_costs_more(d_model, d_h, d_k, d_v),
         curves=curves,
         worked=[counts(t, d, d, d, d, lang) for t in WORKED_LENGTHS],
+        scopes=scope_rows(T, d_model, d_h, d_k, d_v, lang),
     )

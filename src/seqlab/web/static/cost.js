@@ -8,7 +8,8 @@
   const sliders = { T: $("T"), d: $("d") };
   const widths = ["d_model", "d_h", "d_k", "d_v"].map((name) => $(name));
   const statusNode = $("cost-status");
-  const results = [$("crossover-label"), $("cost-chart"), $("at-T"), $("at-T-title"), $("span-method"), $("worked")];
+  const results = [$("crossover-label"), $("cost-chart"), $("at-T"), $("at-T-title"), $("span-method"), $("worked"),
+                   $("scopes"), $("scopes-verdict"), $("scopes-method")];
   let sequence = 0;
 
   function parameters() {
@@ -55,6 +56,50 @@
     $("worked").replaceChildren(Lab.table(
       [t("T"), t("recurrenceCount"), t("attentionCount"), t("ratio"), t("recurrenceChain"), t("attentionChain"),
        t("how")], rows, "worked"));
+  }
+
+  const SCOPE_KEYS = { lesson: "scopeLesson", layer: "scopeLayer", layer_without_output: "scopeLayerWithoutOutput",
+                       kernels: "scopeKernels" };
+
+  function countedCell(side) {
+    if (side.counted === null) return t("notCounted");
+    return t(`source_${side.source}`, { value: side.counted_text });
+  }
+
+  /** The scopes side by side: one card each (a row of four on a wide screen, stacked on a phone), holding the
+   * closed form and the count of both machines, their ratio, the side with fewer multiplications and the crossover. */
+  function scopeCard(r) {
+    const card = Lab.element("section", { class: "scope", "data-scope": r.scope });
+    card.appendChild(Lab.element("h3", {}, t(SCOPE_KEYS[r.scope])));
+    for (const side of ["recurrence", "attention"]) {
+      const machine = r[side];
+      const block = Lab.element("div", { class: `scope-machine ${side}-machine` });
+      block.appendChild(Lab.element("h4", { class: side }, t(side)));
+      block.appendChild(Lab.element("p", { class: "scope-what" }, machine.what));
+      block.appendChild(Lab.element("p", { class: "scope-closed" },
+                                    `${t("closedForm")}: ${machine.formula} = ${machine.closed_form_text}`));
+      block.appendChild(Lab.element("p", { class: "scope-counted" }, `${t("counted")}: ${countedCell(machine)}`));
+      card.appendChild(block);
+    }
+    const fewer = r.fewer === "tie" ? t("tie") : t(r.fewer);
+    const verdict = Lab.element("p", { class: "scope-fewer" });
+    verdict.append(`${t("ratio")}: ${r.ratio.text}. ${t("fewer")}: `);
+    verdict.appendChild(Lab.element("strong", { class: r.fewer }, fewer));
+    card.appendChild(verdict);
+    card.appendChild(Lab.element("p", { class: "note" },
+                                 `${t("equalAt")} ${r.crossover === null ? t("never") : r.crossover.text}`));
+    return card;
+  }
+
+  function renderScopes(data) {
+    const s = data.scopes;
+    $("scopes").replaceChildren(...s.rows.map(scopeCard));
+    $("scopes-verdict").textContent = s.verdict;
+    let method;
+    if (s.method === "counted") method = t("scopesCounted", { T: Lab.fmtInt(s.T) });
+    else if (s.busy) method = t("scopesBusy");
+    else method = t("scopesClosed", { limit: Lab.fmtInt(s.count_limit) });
+    $("scopes-method").textContent = method;
   }
 
   /** Where the curves meet, said for every case: below T = 1, within the slider, or past its end. */
@@ -104,6 +149,7 @@
       $("crossover-label").textContent = crossoverText(data);
       renderAtT(data);
       renderWorked(data);
+      renderScopes(data);
       renderChart(data);
       Lab.stale(results, false);
     } catch (error) {
