@@ -7,6 +7,9 @@ English and Spanish.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from fractions import Fraction
+
 import pytest
 from typer.testing import CliRunner
 
@@ -30,6 +33,8 @@ def test_the_facts_behind_the_answers():
     assert facts.recurrence_span == (8, 16)  # L1: one product by W_hh per position
     assert facts.input_span == (1, 1)  # the W_xh x_t half is one product, whatever T
     assert facts.softmax_span == (1, 1)  # a row softmax does not wait on other rows
+    assert facts.token_span == (0, 0)  # tokens -> rows is a gather: no arithmetic in a row
+    assert not facts.shuffled_call_raised  # the call takes shuffled rows
     assert facts.crossover == cost.crossover_length(512, 512, 512, 512) == 512  # L7
     assert facts.crossover_count == 2 * 512 * 512**2  # 268,435,456 each at T = d
     assert facts.shuffled_change <= facts.shuffled_tolerance < facts.unshuffled_change  # L10
@@ -59,6 +64,46 @@ def test_a_different_measurement_changes_the_answer(monkeypatch):
         assert quiz.questions("en")[0].answer == "b"
     finally:
         quiz.questions.cache_clear()
+
+
+#: For every option of the four questions, a wrong fact that changes whether it is right (L12).
+OPTION_FLIPS = {
+    ("q1", "a"): {"token_span": (8, 16)},  # a token lookup whose chain grew with T
+    ("q1", "b"): {"input_span": (8, 16)},
+    ("q1", "c"): {"recurrence_span": (1, 1)},
+    ("q1", "d"): {"softmax_span": (8, 16)},
+    ("q2", "512"): {"crossover": Fraction(1000)},
+    ("q2", "1024"): {"crossover": Fraction(1024)},
+    ("q2", "256"): {"crossover": Fraction(256)},
+    ("q2", "262144"): {"crossover": Fraction(262144)},
+    ("q2", "513"): {"crossover": Fraction(513)},
+    ("q3", "a"): {"unshuffled_change": 0.0},  # shuffled rows gave the original outputs
+    ("q3", "b"): {"shuffled_change": 1.0},  # outputs not shuffled alike
+    ("q3", "c"): {"shuffled_change": 1.0},
+    ("q3", "d"): {"shuffled_call_raised": True},
+    ("q4", "a"): {"recurrence_path": (2, 2)},  # a recurrence whose path did not grow
+    ("q4", "b"): {"attention_path": (7, 15)},  # attention's path growing like T - 1
+    ("q4", "c"): {"attention_path": (7, 7)},  # flat, but as long as the shorter T
+    ("q4", "d"): {"attention_path": (7, 15)},
+}
+
+
+def test_every_option_has_a_flip():
+    assert set(OPTION_FLIPS) == {(q.key, o.key) for q in questions("en") for o in q.options}
+
+
+@pytest.mark.parametrize(("key", "option"), list(OPTION_FLIPS))
+def test_each_option_follows_its_fact(key, option):
+    """Patch the fact behind one option: that option's verdict flips and the computed answer changes."""
+    facts = measure_facts()
+    before = {q.key: q for q in quiz.build_questions(facts)}[key]
+    after = {q.key: q for q in quiz.build_questions(replace(facts, **OPTION_FLIPS[(key, option)]))}[key]
+    was = next(o.correct for o in before.options if o.key == option)
+    now = next((o.correct for o in after.options if o.key == option), None)
+    assert now is None or now != was  # the option went (q2's old crossing) or its verdict flipped
+    assert after.answer != before.answer
+    if key == "q2" and option != before.answer:
+        assert after.answer == option  # the crossing measured is the answer
 
 
 def test_spanish_questions_are_translated_with_the_same_answers():

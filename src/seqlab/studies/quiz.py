@@ -7,10 +7,11 @@ recomputes them on tiny layers (float64, seeded, a few hundred milliseconds) and
 follows from a figure:
 
 * q1 (L1) — span (:mod:`seqlab.measure.trace`) at two lengths of the Elman loop, of its W_xh x_t half
-  done as one product, and of a row softmax: only the chain of states grows with T;
+  done as one product, of a row softmax and of the token lookup: only the chain of states grows with T;
 * q2 (L7) — :func:`seqlab.cost.crossover_length` with every width 512;
 * q3 (L10) — :func:`seqlab.measure.order.measure_order` on self-attention: shuffled rows in, the same
-  rows shuffled alike out; also how far the outputs are from the unshuffled ones;
+  rows shuffled alike out; also how far the outputs are from the unshuffled ones, and whether the call
+  raised;
 * q4 (L3, L4) — least products from position 1 to T (:mod:`seqlab.measure.paths`) on the loop and on
   self-attention at two lengths, and the gradient's reach back to position 1
   (:mod:`seqlab.measure.reach`).
@@ -95,26 +96,27 @@ class Grade:
 
 
 
-def _grows_with_T(pair: tuple[int, int]) -> bool:
+def _grows_with_T(pair: tuple[int, int], lengths: tuple[int, int]) -> bool:
     """The measured chain equals T at both lengths: one step per position."""
-    return tuple(pair) == LENGTHS
+    return tuple(pair) == tuple(lengths)
 
 
 def _q1(_, f: QuizFacts, lang: str) -> Question:
     T1, T2 = (format_integer(T, lang) for T in f.lengths)
     options = (
-        Option("a", _("Splitting the text into tokens"), False,
-               _("The question hands you the tokens ready-made; splitting the text happens before the layer "
-                 "runs and is no link of its chain.")),
-        Option("b", _("The products W_xh x_t, one per token"), _grows_with_T(f.input_span),
+        Option("a", _("Splitting the text into tokens"), _grows_with_T(f.token_span, f.lengths),
+               _("The question hands you the tokens ready-made, and the step that follows, looking up each token's "
+                 "row, is a gather with no chain: measured, {a} compute ops in a row at T = {T1} and {b} at "
+                 "T = {T2}.").format(a=f.token_span[0], b=f.token_span[1], T1=T1, T2=T2)),
+        Option("b", _("The products W_xh x_t, one per token"), _grows_with_T(f.input_span, f.lengths),
                _("Each W_xh x_t reads only its own token, so all T fit in one matrix product: measured, that "
                  "half is a chain of {a} product at T = {T1} and {b} at T = {T2}.").format(
                    a=f.input_span[0], b=f.input_span[1], T1=T1, T2=T2)),
-        Option("c", _("The states h_t, each waiting for h_{t-1}"), _grows_with_T(f.recurrence_span),
+        Option("c", _("The states h_t, each waiting for h_{t-1}"), _grows_with_T(f.recurrence_span, f.lengths),
                _("h_t cannot start until h_{{t-1}} is done, and that one waits for h_{{t-2}}: measured, the loop is "
                  "a chain of {a} products at T = {T1} and {b} at T = {T2}, one per position.").format(
                    a=f.recurrence_span[0], b=f.recurrence_span[1], T1=T1, T2=T2)),
-        Option("d", _("A softmax over the positions"), _grows_with_T(f.softmax_span),
+        Option("d", _("A softmax over the positions"), _grows_with_T(f.softmax_span, f.lengths),
                _("The recurrence has no softmax, and attention's normalises each row by itself without waiting "
                  "for the others: measured, a row softmax is a chain of {a} op at T = {T1} and {b} at "
                  "T = {T2}.").format(a=f.softmax_span[0], b=f.softmax_span[1], T1=T1, T2=T2)),
@@ -161,7 +163,7 @@ def _q2(_, f: QuizFacts, lang: str) -> Question:
     options = (right,) + tuple(
         Option(str(value), format_integer(value, lang), Fraction(value) == crossing,
                text.format(value=format_integer(value, lang), ratio=at(value), **counts(value)))
-        for value, text in slips)
+        for value, text in slips if Fraction(value) != crossing)  # a slip that is the crossing is the right option
     return Question(
         "q2", "numeric",
         _("Take d_h = d_model = d_k = d_v = {d}. At which length T do the two counts meet, so that from there "
@@ -189,7 +191,7 @@ def _q3(_, f: QuizFacts, lang: str) -> Question:
         Option("c", _("Different numbers: the new order changes the scores"), not equivariant,
                _("A score e_ij = a(q_i, k_j) reads two vectors and no position, and the mix is a sum, which does "
                  "not care about the order of its terms.")),
-        Option("d", _("An error: the call needs the positions in order"), False,
+        Option("d", _("An error: the call needs the positions in order"), f.shuffled_call_raised,
                _("Nothing in the call reads a position number, so it takes the rows in any order without "
                  "complaint; the measurement above ran it on shuffled rows.")),
     )

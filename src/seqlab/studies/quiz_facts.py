@@ -4,15 +4,17 @@
 returns a :class:`QuizFacts`; :mod:`seqlab.studies.quiz` turns each figure into a ``correct`` flag:
 
 * q1 (L1) — span (:mod:`seqlab.measure.trace`) at two lengths of the Elman loop, of its W_xh x_t half
-  done as one product, and of a row softmax;
+  done as one product, of a row softmax, and of the lookup that turns tokens into rows;
 * q2 (L7) — :func:`seqlab.cost.crossover_length` with every width 512;
-* q3 (L10) — :func:`seqlab.measure.order.measure_order` on self-attention;
+* q3 (L10) — :func:`seqlab.measure.order.measure_order` on self-attention, and whether the call on
+  shuffled rows raised;
 * q4 (L3, L4) — least products from position 1 to T (:mod:`seqlab.measure.paths`) and the gradient's
   reach back to position 1 (:mod:`seqlab.measure.reach`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -35,11 +37,14 @@ class QuizFacts:
         recurrence_span: matrix products in a row through the Elman loop at each T (L1: T).
         input_span: matrix products in a row of the W_xh x_t half done as one product, at each T.
         softmax_span: ops in a row of a row softmax over a T x T grid, at each T.
+        token_span: compute ops in a row of the embedding lookup that turns T token ids into rows, at each T
+            (a gather: no arithmetic, so 0).
         crossover: T where attention's and the recurrence's counts are equal, every width 512 (L7).
         crossover_count: multiplications of each machine at that T.
         shuffled_change: max |f(x[pi]) - f(x)[pi]| of self-attention (0 up to rounding, L10).
         shuffled_tolerance: the rounding allowance it is judged against.
         unshuffled_change: max |f(x[pi]) - f(x)|: how far the shuffled call is from the original order.
+        shuffled_call_raised: whether the attention call raised when given the shuffled rows.
         recurrence_path: least products from x_1 to h_T through the loop, at each T (L3: T, W_xh then
             T-1 by W_hh).
         attention_path: least products from x_1 to y_T through self-attention, at each T (L4).
@@ -50,11 +55,13 @@ class QuizFacts:
     recurrence_span: tuple[int, int]
     input_span: tuple[int, int]
     softmax_span: tuple[int, int]
+    token_span: tuple[int, int]
     crossover: Fraction
     crossover_count: int
     shuffled_change: float
     shuffled_tolerance: float
     unshuffled_change: float
+    shuffled_call_raised: bool
     recurrence_path: tuple[int, int]
     attention_path: tuple[int, int]
     attention_reach_ratio: float
@@ -88,22 +95,30 @@ def measure_facts(seed: int = 0) -> QuizFacts:
     def attend(rows):
         return attention(rows)[0]  # (T, d_v)
 
-    spans, inputs, softmaxes, rnn_paths, att_paths = [], [], [], [], []
+    lookup = torch.nn.Embedding(max(LENGTHS), d, dtype=torch.float64)  # token id -> row
+    spans, inputs, softmaxes, tokens, rnn_paths, att_paths = [], [], [], [], [], []
     for T in LENGTHS:
         x = torch.randn(T, d, generator=generator, dtype=torch.float64)  # (T, d_model)
         spans.append(measure_span(rnn, x).products)
         inputs.append(measure_span(lambda rows: rows @ rnn.weight_xh.T, x).products)  # (T, d_h), one product
         softmaxes.append(measure_span(lambda e: torch.softmax(e, dim=-1), x @ x.T).ops)  # (T, T) grid
+        tokens.append(measure_span(lookup, torch.arange(T)).ops)  # (T,) ids -> (T, d)
         rnn_paths.append(measure_paths(rnn, x, sources=(0,)).products[0][-1])
         att_paths.append(measure_paths(attend, x, sources=(0,)).products[0][-1])
     order = measure_order(attend, x, seed=seed)
     with torch.no_grad():
-        unshuffled = float((attend(x[list(order.permutation)]) - attend(x)).abs().max())
+        try:
+            shuffled, raised = attend(x[list(order.permutation)]), False  # (T, d_v)
+        except Exception:  # noqa: BLE001  a call that refuses shuffled rows is the fact measured
+            shuffled, raised = None, True
+        unshuffled = float((shuffled - attend(x)).abs().max()) if shuffled is not None else math.inf
     reach = measure_reach(attend, x)
     count = cost.recurrence_multiplications(int(cost.crossover_length(WIDTH, WIDTH, WIDTH, WIDTH)), WIDTH, WIDTH)
     return QuizFacts(
         lengths=LENGTHS, recurrence_span=tuple(spans), input_span=tuple(inputs), softmax_span=tuple(softmaxes),
+        token_span=tuple(tokens),
         crossover=cost.crossover_length(WIDTH, WIDTH, WIDTH, WIDTH), crossover_count=count,
         shuffled_change=order.max_abs_change, shuffled_tolerance=order.tolerance, unshuffled_change=unshuffled,
+        shuffled_call_raised=raised,
         recurrence_path=tuple(rnn_paths), attention_path=tuple(att_paths),
         attention_reach_ratio=reach.first / reach.norms[-1])
