@@ -66,6 +66,7 @@ figcaption { color: #555; font-size: 0.85rem; }
 .table-wrap { max-width: 100%; overflow: auto; } main, section, p, li { overflow-wrap: anywhere; }
 ol.claims { list-style: none; padding-left: 0; } ol.claims li { margin: 0.9rem 0; padding-left: 0.8rem;
        border-left: 4px solid #2da44e; } ol.claims li.fails { border-left-color: #cf222e; }
+ol.claims li.caveat { border-left-color: #9a6700; } .caveat .verdict { color: #9a6700; }
 .verdict { font-weight: bold; } .holds .verdict { color: #1a7f37; } .fails .verdict { color: #cf222e; }
 .claim-line { margin: 0.15rem 0; } .note { color: #555; } .summary { font-weight: bold; }
 @media screen and (max-width: 40rem) { body { padding: 0.75rem; } nav ol { columns: 1; } }
@@ -109,11 +110,12 @@ ol.claims { list-style: none; padding-left: 0; } ol.claims li { margin: 0.9rem 0
 {% if s.claims %}
 <ol class="claims">
 {% for c in s.claims %}
-<li class="claim {{ 'holds' if c.holds else 'fails' }}">
-<div class="claim-line"><span class="verdict">{{ '✓' if c.holds else '✗' }} {{ c.claim }} {{ c.verdict }}</span>:
+<li class="claim {{ {'holds': 'holds', 'holds_with_caveat': 'caveat'}.get(c.verdict_key, 'fails') }}">
+<div class="claim-line"><span class="verdict">{{ {'holds': '✓', 'holds_with_caveat': '~'}.get(c.verdict_key, '✗') }} {{ c.claim }} {{ c.verdict }}</span>:
 {{ c.statement }}</div>
 <div class="claim-line">{{ labels.measured }} {{ c.measured }}</div>
 <div class="claim-line">{{ labels.figure }} {{ c.figure }}</div>
+<div class="claim-line">{{ labels.condition }} {{ c.condition }}</div>
 {% if c.note %}<div class="claim-line note">{{ labels.note }} {{ c.note }}</div>{% endif %}</li>
 {% endfor %}
 </ol>
@@ -361,7 +363,7 @@ def render_report(result: ReportResult, lang: str = "en") -> str:
             started=result.started, threads=result.compare.threads, torch=result.compare.torch_version,
             elapsed=format_seconds(result.elapsed_s, lang), parts=parts) + f" {busy_note(result, lang)}".rstrip(),
         sections=sections(result, lang),
-        labels={"measured": _("Measured:"), "figure": _("Figure:"), "note": _("Note:")},
+        labels={"measured": _("Measured:"), "figure": _("Figure:"), "condition": _("Condition:"), "note": _("Note:")},
         footer=_("Made by seqlab {version}. Every number on this page was computed or measured in this run; none "
                  "is quoted.").format(version=__version__),
     )
