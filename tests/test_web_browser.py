@@ -386,6 +386,32 @@ def test_a_short_bench_runs_and_the_gpu_record_shows(page, base_url):
         assert page.locator("#local-result tbody tr").nth(2).locator("td").nth(3).inner_text() == "4"  # 256 / 64
 
 
+@pytest.mark.parametrize(("load_1min", "busy"), [(7.0, True), (0.0, False)])
+def test_the_bench_says_whose_it_is_and_when_the_machine_was_busy(page, base_url, monkeypatch, load_1min, busy):
+    import os
+
+    monkeypatch.setattr(os, "getloadavg", lambda: (load_1min, 0.0, 0.0))  # the server runs in this process
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    page.goto(f"{base_url}/time?lang=en")
+    _ready(page, "time")
+    page.select_option("#bench-d", "64")
+    page.select_option("#bench-T", "256")
+    page.click("#bench-run")
+    page.wait_for_selector("#local-result .origin[data-origin='this_request']")
+    assert page.inner_text("#local-result .origin").startswith("Your bench, started ")
+    assert all(" ± " in cell for cell in page.locator("#local-result tbody td").all_inner_texts()[0:2])
+    assert page.locator("#load-caveat").count() == (1 if busy else 0)
+    if busy:
+        assert page.inner_text("#load-caveat").startswith("This computer was busy: its load average was 7.00 on 2 "
+                                                          "CPUs when the bench began")
+    other = page.context.new_page()  # another visitor: the same run, said to be the server's latest, not theirs
+    other.goto(f"{base_url}/time?lang=es")
+    other.wait_for_selector("#local-result .origin[data-origin='last_on_server']")
+    assert other.inner_text("#local-result .origin").startswith("La última medición hecha en este servidor")
+    assert other.locator("#load-caveat").count() == (1 if busy else 0)
+    other.close()
+
+
 def test_a_busy_lab_is_said_in_the_pages_language(page, base_url):
     def busy(route):
         route.fulfill(status=503, headers={"Retry-After": "5", "Content-Type": "application/json"},
