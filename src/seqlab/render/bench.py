@@ -33,7 +33,8 @@ from seqlab.studies.bench import MACHINES, PAIRS, BenchResult, Crossover
 DOMAIN = "bench"
 NOISY_MARK = "†"
 CSV_FIELDS = ("device", "threads", "d_model", "batch", "T", "machine", "multiplications", "span_ops",
-              "predicted_s", "bound", "median_s", "iqr_s", "first_call_s", "runs", "noisy", "load_1min", "busy", "sample", "sample_s")
+              "predicted_s", "bound", "median_s", "iqr_s", "first_call_s", "runs", "noisy", "load_1min", "busy", "sample",
+              "sample_s")
 
 
 def bench_translator(lang: str) -> Callable[[str], str]:

@@ -1,4 +1,4 @@
-"""The Cost panel's three scopes, side by side: what the lesson counts, what a layer does, what the kernels run (L5–L7).
+"""The Cost panel's three scopes side by side: what the lesson counts, a layer does, the kernels run (L5–L7).
 
 The lesson (L5 against L6) charges the recurrence its input weights W_xh but leaves attention's Q, K, V and
 output projections out. This module shows, at one T, the closed forms of :mod:`seqlab.scopes` at four scopes —
@@ -145,8 +145,8 @@ def scope_rows(T: int, d_model: int, d_h: int, d_k: int, d_v: int, lang: str) ->
     """Closed forms at the four scopes, counted beside them when T <= :data:`COUNT_MAX` and the gate is free.
 
     >>> s = scope_rows(50, 512, 512, 512, 512, "en")
-    >>> [(row.scope, row.fewer) for row in s.rows]  # the lesson's scope only favours attention
-    [('lesson', 'attention'), ('layer', 'recurrence'), ('layer_without_output', 'recurrence'), ('kernels', 'recurrence')]
+    >>> [row.fewer for row in s.rows]  # lesson, layer, layer without W_O, kernels: only the lesson favours attention
+    ['attention', 'recurrence', 'recurrence', 'recurrence']
     """
     counts, method, busy = None, "closed form", False
     if T <= COUNT_MAX:
@@ -180,7 +180,8 @@ def replace_scope(work: scopes.ScopedWork, name: str) -> scopes.ScopedWork:
 def _count(machine: tuple[str, str, str], closed: int, counts: dict | None, lang: str) -> ScopeCount:
     what, formula, key = machine
     value, source = counts[key] if counts is not None else (None, None)
-    return ScopeCount(what=what, formula=formula, closed_form=closed, closed_form_text=format_integer(closed, lang), counted=value,
+    return ScopeCount(what=what, formula=formula, closed_form=closed, closed_form_text=format_integer(closed, lang),
+                      counted=value,
                       counted_text=None if value is None else format_integer(value, lang), source=source)
 
 

@@ -260,7 +260,8 @@ def _local(result, lang: str, origin: str) -> LocalBench:
     load = busiest([result.load, *(p.timing for p in result.points)])
     return LocalBench(
         origin=origin, load=None if load is None else Load(**dataclasses.asdict(load)),
-        caveat=load_caveat(load, lang), device_name=result.device_name, torch_version=result.torch_version, threads=threads, d_model=d,
+        caveat=load_caveat(load, lang), device_name=result.device_name, torch_version=result.torch_version,
+        threads=threads, d_model=d,
         started=result.started, elapsed_s=result.elapsed_s, rows=rows, work_crossover=int(crossing.work_T),
         time_where=crossing.time_where,
         time_T_text=None if crossing.time_T is None else format_number(crossing.time_T, lang),
