@@ -298,23 +298,25 @@ def learn_cli(runner):
 
 
 def test_cli_trains_and_prints_the_table_estimate_and_plot(learn_cli, tmp_path):
-    result = learn_cli("--tasks", "position", "--models", "mlp,attention", "--lengths", "4", "--seeds", "1",
+    result = learn_cli("--quick", "--tasks", "position", "--models", "mlp,attention", "--lengths", "4", "--seeds", "1",
                        "--plot", str(tmp_path / "p"), "--lang", "es")
     assert result.exit_code == 0, result.output
     assert "Una palabra entrenada en la primera mitad" in result.output
+    assert "Esta ejecución es más pequeña que la completa: semillas: 1 (ejecución completa: 5)" in result.output
+    assert "1 semillas" not in result.output and "tasa elegida" in result.output
     assert "Tiempo estimado: como mucho" in result.output
     assert (tmp_path / "p.png").is_file() and (tmp_path / "p.svg").is_file()
 
 
 def test_cli_json(learn_cli):
-    result = learn_cli("--tasks", "recall", "--models", "elman", "--lengths", "3", "--seeds", "1", "--json",
-                       "--rates", "1e-2, 1e-7")
+    result = learn_cli("--quick", "--tasks", "recall", "--models", "elman", "--lengths", "3", "--seeds", "1",
+                       "--json", "--rates", "1e-2, 1e-7")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert [(r["model"], r["T"], r["lr"]) for r in data["runs"]] == [("elman", 3, 1e-2), ("elman", 3, 1e-7)]
-    assert data["summary"][0]["lr"] == 1e-2  # 1e-7 cannot move the weights in 2,000 steps: validation says so
-    assert data["cuts"] == [{"what": "seeds", "used": [1], "full": [5], "task": None},
-                            {"what": "rates", "used": [1e-2, 1e-7], "full": [1e-2, 3e-3, 1e-3], "task": None}]
+    assert data["summary"][0]["lr"] == 1e-2  # 1e-7 cannot move the weights in 400 steps: validation says so
+    assert [c["what"] for c in data["cuts"]] == ["seeds", "steps", "test_size", "validation_size", "rates"]
+    assert data["cuts"][-1] == {"what": "rates", "used": [1e-2, 1e-7], "full": [1e-2, 3e-3, 1e-3], "task": None}
     assert [f["kind"] for f in data["findings"]] == []  # no attention cell: nothing to compare
 
 

@@ -34,6 +34,7 @@ def _run(task, model, T, seed, accuracy, rho=None, reach=None, *, lr=1e-2, valid
 CELLS = {
     ("recall", "elman", 8): ((1.0, 0.9, 0.5), (1.0, 0.9, 0.5)),
     ("recall", "elman", 64): ((0.12, 2.5, 1e-9), (0.14, 2.6, 1e-12)),
+    ("recall", "gru", 8): ((1.0, 2.0, 0.5), (1.0, 2.0, 0.5)),
     ("recall", "gru", 64): ((1.0, 2.0, 0.3), (0.98, 2.1, 0.2)),
     ("recall", "lstm", 64): ((0.13, 1.5, 1e-6), (0.12, 1.4, 1e-7)),
     ("recall", "attention", 8): ((1.0, None, 9.0), (1.0, None, 9.0)),
@@ -58,7 +59,7 @@ def _result(patch: dict | None = None, config: LearnConfig | None = None, partia
                                               "order": ("attention", "attention-pe"),
                                               "position": ("mlp", "gru", "attention")},
                        lengths={"recall": (8, 64), "order": (8,), "position": (16,)}, runs=tuple(runs),
-                       summary=summarise(tuple(runs), config.settings.steps), planned=24 if partial else 20,
+                       summary=summarise(tuple(runs), config.settings.steps), planned=24 if partial else 22,
                        partial=partial, threads=1, deterministic=True, torch_version=torch.__version__, seconds=75.0)
 
 
@@ -157,6 +158,11 @@ def test_bypass_verdicts_learns_budget_or_partial():
     assert "1 of 2 seeds learnt within 2,000 steps" in _sentences(weak)
     stopped = _result({("recall", "lstm", 64, 0): {"learnt": True}})  # a seed that did stop early: not the budget
     assert _kinds(stopped)[("recall", "lstm")] == "bypass_partial"
+    # the Elman RNN near chance at T = 8 too, the GRU failing at 64 but learning at 8: the verdict is at T = 8
+    shorter = _result({("recall", "elman", 8, s): {"accuracy": 0.13} for s in (0, 1)}
+                      | {("recall", "gru", 64, s): {"accuracy": 0.12, "learnt": False} for s in (0, 1)})
+    gru = next(f for f in learn_findings(shorter) if f.model == "gru")
+    assert (gru.kind, gru.T) == ("bypass_learns", 8)
 
 
 def test_order_verdict_needs_every_seed():
@@ -195,11 +201,11 @@ def test_quick_says_what_it_cuts_and_the_full_run_does_not():
     assert {c.what for c in quick_cuts(quick)} == {"seeds", "steps", "rates", "test_size", "validation_size",
                                                     "lengths"}
     text = _sentences(_result(config=quick))
-    assert "This run is smaller than the full one: 2 seeds (full run: 5); at most 500 steps per run (full run: " \
+    assert "This run is smaller than the full one: seeds: 2 (full run: 5); at most 400 steps per run (full run: " \
            "2,000)" in text
-    assert "learning rates 1e-2, 1e-3 (full run: 1e-2, 3e-3, 1e-3)" in text
-    assert "recall at T = 8, 32, 128 (full run: 8, 16, 32, 64, 128)" in text
-    assert "Esta ejecución es más pequeña que la completa: 2 semillas" in _sentences(_result(config=quick), "es")
+    assert "learning rates 1e-2, 3e-3 (full run: 1e-2, 3e-3, 1e-3)" in text
+    assert "recall at T = 8, 16, 128 (full run: 8, 16, 32, 64, 128)" in text
+    assert "Esta ejecución es más pequeña que la completa: semillas: 2" in _sentences(_result(config=quick), "es")
     assert quick_cuts(LearnConfig()) == () and "smaller than the full one" not in _sentences(_result(
         config=LearnConfig(seeds=5)))
 
@@ -209,7 +215,7 @@ def test_tables_show_mean_range_chosen_rate_and_the_measured_path():
     assert "Recall the first token, T-1 positions back (L3, L4)" in text and "T = 64" in text
     assert "0.130 (0.120–0.140)" in text and "0.990 (0.980–1.000)" in text  # elman; attention
     assert "lr 1e-2 · ρ 2.5 · ∂ 5.0e-10" in text  # medians: ρ of 2.5 and 2.6 → 2.55 → "2.5"
-    assert "minimum–maximum over seeds" in text and "Elman RNN (1,990)" in text
+    assert "mean and (minimum–maximum) over the seeds (seeds: 2)" in text and "Elman RNN (1,990)" in text
     position = _text(learn_table(_result(), "position"))
     assert "GRU" in position and "—" in position  # a model with no finished run
     assert "Recordar el primer token" in _text(render_learn(_result(), "es"))
@@ -226,14 +232,14 @@ def _text(renderable) -> str:
 
 def test_run_line_and_interruption():
     text = _sentences(_result(partial=True))
-    assert "Interrupted: 20 of 24 runs finished" in text and "1 min 15 s" in text
-    assert "each model at each learning rate (1e-2) for each of 2 seeds" in text
-    assert "Interrumpido: terminaron 20 de 24" in _sentences(_result(partial=True), "es")
+    assert "Interrupted: 22 of 24 runs finished" in text and "1 min 15 s" in text
+    assert "each model at each learning rate (1e-2) and each seed (seeds: 2)" in text
+    assert "Interrumpido: terminaron 22 de 24" in _sentences(_result(partial=True), "es")
 
 
 def test_json_keeps_every_run_the_verdicts_and_the_cuts():
     data = json.loads(learn_json(_result({("recall", "elman", 64, 1): {"reach": 0.65}}, config=LearnConfig.quick())))
-    assert len(data["runs"]) == 20 and data["partial"] is False
+    assert len(data["runs"]) == 22 and data["partial"] is False
     assert data["runs"][0]["lr"] == 1e-2 and "validation_accuracy" in data["runs"][0]
     kinds = {f["kind"]: f["supports_lesson"] for f in data["findings"]}
     assert kinds["reach_does_not_separate"] is False and kinds["recall_every_seed"] is True

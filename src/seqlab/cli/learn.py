@@ -59,9 +59,8 @@ def _rates(text: str) -> tuple[float, ...]:
 
 @app.command()
 def learn(
-    quick: Annotated[bool, typer.Option("--quick", help="A sketch: fewer lengths, 2 seeds, 2 learning rates, at "
-                                        "most 500 steps per run (about a minute on one core); the output says "
-                                        "what it cut.")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="A sketch in a minute or two: fewer seeds, lengths, "
+                                        "steps and learning rates; the output lists what it cut.")] = False,
     tasks: Annotated[Optional[str], typer.Option("--tasks", help="Comma-separated: recall, order, position "
                                                  "(default all three).")] = None,
     models: Annotated[Optional[str], typer.Option("--models", help="Comma-separated: elman, lstm, gru, attention, "
@@ -72,7 +71,7 @@ def learn(
                                                  help="Seeds 0..N-1 per cell (default 5; --quick 2).")] = None,
     rates: Annotated[Optional[str], typer.Option("--rates", help="Comma-separated Adam learning rates to try per "
                                                  "model, task and T; the best on the validation split is kept "
-                                                 "(default 1e-2,3e-3,1e-3; --quick 1e-2,1e-3).")] = None,
+                                                 "(default: three rates from 1e-2 to 1e-3; --quick: two).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print every run and the summary as JSON.")] = False,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the plot to PATH.png and PATH.svg.")] = None,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,

@@ -61,7 +61,7 @@ def learn_table(result: LearnResult, task: str, lang: str = "en") -> Table:
     """One task's table: a row per model, a column per T; mean accuracy (range over seeds), rate, path."""
     tl = learn_translator(lang)
     labels = model_labels(tl)
-    caption = tl("Test accuracy: mean over {seeds} seeds (minimum–maximum over seeds); chance {chance}. Under it: "
+    caption = tl("Test accuracy: mean and (minimum–maximum) over the seeds (seeds: {seeds}); chance {chance}. Under it: "
                  "the learning rate chosen on the validation split, and medians over seeds of ρ, the spectral "
                  "radius of the learned W_hh (LSTM, GRU: its candidate block), and ∂, the reach ‖∂y_T/∂x_1‖ in "
                  "float64.").format(seeds=result.config.seeds, chance=accuracy_text(TASKS[task].chance, lang))
@@ -116,7 +116,7 @@ def plot_learn(result: LearnResult, lang: str = "en"):
         ax.set_title(titles[task], fontsize="medium", wrap=True)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize="small")
-    suptitle = tl("seqlab learn: {seeds} seeds, PyTorch {torch}, CPU threads: {threads}").format(
+    suptitle = tl("seqlab learn — seeds: {seeds}, PyTorch {torch}, CPU threads: {threads}").format(
         seeds=result.config.seeds, torch=result.torch_version, threads=result.threads)
     if result.partial:
         suptitle += " — " + tl("interrupted")

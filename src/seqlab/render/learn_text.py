@@ -175,8 +175,8 @@ def _templates(tl: Callable[[str], str]) -> dict[str, str]:
             "{learnt_seeds} of {seeds} seeds learnt within {steps} steps: no verdict on its bypass (L3) at this "
             "budget."),
         "order_holds": tl(
-            "As the lesson says (L10): at T = {T} attention without positional encoding stays near chance in every "
-            "seed, {attention} (chance {chance}), because both orders give it the same set of rows; with the "
+            "As the lesson says (L10): at T = {T} attention without positional encoding stays near chance (chance "
+            "{chance}) in every seed, {attention}, because both orders give it the same set of rows; with the "
             "sinusoidal encoding it scores {attention_pe}, above {near_chance} in every seed."),
         "order_not": tl(
             "At T = {T} this run does not show the lesson's order claim (L10) in every seed: attention without "
@@ -206,7 +206,7 @@ def _cut_text(cut: Cut, lang: str, tl: Callable[[str], str]) -> str:
         used, full = (", ".join(format_integer(T, lang) for T in values) for values in (cut.used, cut.full))
     else:
         used, full = format_integer(cut.used[0], lang), format_integer(cut.full[0], lang)
-    phrases = {"seeds": tl("{used} seeds (full run: {full})"),
+    phrases = {"seeds": tl("seeds: {used} (full run: {full})"),
                "steps": tl("at most {used} steps per run (full run: {full})"),
                "rates": tl("learning rates {used} (full run: {full})"),
                "test_size": tl("{used} test examples (full run: {full})"),
@@ -231,7 +231,7 @@ def run_line(result: LearnResult, lang: str = "en") -> str:
     """How it was run: runs, rates, seeds, steps, threads, PyTorch, time; and the partial-result flag."""
     tl = learn_translator(lang)
     settings = result.config.settings
-    line = tl("{runs} runs: each model at each learning rate ({rates}) for each of {seeds} seeds, the rate chosen "
+    line = tl("{runs} runs: each model at each learning rate ({rates}) and each seed (seeds: {seeds}), the rate chosen "
               "on {validation} validation examples held out from the training data; at most {steps} steps of "
               "{batch} examples, tested on {test} examples; CPU threads: {threads}, deterministic kernels (the "
               "same numbers on this machine, not bit for bit on another CPU), PyTorch {torch}; {time}.").format(

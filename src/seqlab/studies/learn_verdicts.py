@@ -20,10 +20,11 @@ cell's chosen rate):
   attention's reach in the same seed; otherwise ``reach_does_not_separate``. (The reach of a trained
   recurrence with ρ > 1 varies between CPUs, so this verdict can differ between machines; the
   accuracy verdict above does not, by its margins.)
-* bypass (L3), for the LSTM and the GRU at the longest T where the Elman RNN's mean is near chance:
-  ``bypass_learns`` when the gated model's mean is >= LEARNT and at least FAR_BELOW above the Elman
-  RNN's; ``bypass_budget`` when it is near chance too and **no** seed stopped early (every run used its
-  whole step budget: the budget, not the model, is what this shows); otherwise ``bypass_partial``.
+* bypass (L3), for the LSTM and the GRU, among the lengths where the Elman RNN's mean is near chance:
+  ``bypass_learns`` at the longest of them where the gated model's mean is >= LEARNT and at least
+  FAR_BELOW above the Elman RNN's; else, at the longest of them, ``bypass_budget`` when it is near
+  chance too and **no** seed stopped early (every run used its whole step budget: the budget, not the
+  model, is what this shows), otherwise ``bypass_partial``.
 * ``order`` (L10): ``order_holds`` when attention without encoding is near chance in every seed and
   with the encoding above it in every seed; otherwise ``order_not``.
 * ``position`` (L10): ``position_holds`` when the per-position MLP is near chance in every seed and the
@@ -128,7 +129,16 @@ def _bound(cell: Cell) -> float:
     return NEAR_CHANCE * (1.0 - cell.chance)
 
 
+def _bypass_kind(elman: Cell, gated: Cell) -> str:
+    if gated.learnt_task and gated.mean >= elman.mean + FAR_BELOW:
+        return "bypass_learns"
+    if gated.near_chance and gated.learnt == 0:
+        return "bypass_budget"
+    return "bypass_partial"
+
+
 def _bypass(result: LearnResult) -> list[Finding]:
+    """Per gated model: the longest T where the Elman RNN is near chance and it learns; else the longest such T."""
     findings = []
     for model in GATED:
         failing = [T for T in result.lengths.get("recall", ())
@@ -136,17 +146,12 @@ def _bypass(result: LearnResult) -> list[Finding]:
                    and result.cell("recall", model, T) is not None]
         if not failing:
             continue
-        T = max(failing)
+        kinds = {T: _bypass_kind(result.cell("recall", "elman", T), result.cell("recall", model, T)) for T in failing}
+        T = max((T for T in failing if kinds[T] == "bypass_learns"), default=max(failing))
         elman, gated = result.cell("recall", "elman", T), result.cell("recall", model, T)
         figures = {"model": _range(gated), "elman": _range(elman), "chance": gated.chance, "lr": gated.lr,
                    "rates": tuple(r.lr for r in gated.rates), "steps": gated.step_limit, "learnt": gated.learnt}
-        if gated.learnt_task and gated.mean >= elman.mean + FAR_BELOW:
-            kind = "bypass_learns"
-        elif gated.near_chance and gated.learnt == 0:
-            kind = "bypass_budget"
-        else:
-            kind = "bypass_partial"
-        findings.append(Finding(kind, "recall", T, model, figures))
+        findings.append(Finding(kinds[T], "recall", T, model, figures))
     return findings
 
 
