@@ -71,7 +71,8 @@ def _complete_seeds(runs: list[Run], rates: Iterable[float] | None) -> list[int]
     return sorted(seed for seed, seen in done.items() if seen == rates)
 
 
-def choose_rate(runs: Iterable[Run], rates: Iterable[float] | None = None) -> tuple[float, tuple[RateScore, ...]] | None:
+def choose_rate(runs: Iterable[Run],
+                rates: Iterable[float] | None = None) -> tuple[float, tuple[RateScore, ...]] | None:
     """The rate with the best mean validation accuracy over the seeds finished at every rate.
 
     >>> runs = [Run("order", "elman", 8, s, lr, 0.5, va, vl, 0.5, 900, 16, 10, False, None, None, None, 1.0)

@@ -61,10 +61,11 @@ def learn_table(result: LearnResult, task: str, lang: str = "en") -> Table:
     """One task's table: a row per model, a column per T; mean accuracy (range over seeds), rate, path."""
     tl = learn_translator(lang)
     labels = model_labels(tl)
-    caption = tl("Test accuracy: mean and (minimum–maximum) over the seeds (seeds: {seeds}); chance {chance}. Under it: "
-                 "the learning rate chosen on the validation split, and medians over seeds of ρ, the spectral "
-                 "radius of the learned W_hh (LSTM, GRU: its candidate block), and ∂, the reach ‖∂y_T/∂x_1‖ in "
-                 "float64.").format(seeds=result.config.seeds, chance=accuracy_text(TASKS[task].chance, lang))
+    caption = tl("Test accuracy: mean and (minimum–maximum) over the seeds (seeds: {seeds}); chance {chance}. "
+                 "Under it: the learning rate chosen on the validation split, and medians over seeds of ρ, the "
+                 "spectral radius of the learned W_hh (LSTM, GRU: its candidate block), and ∂, the reach "
+                 "‖∂y_T/∂x_1‖ in float64.").format(seeds=result.config.seeds,
+                                                   chance=accuracy_text(TASKS[task].chance, lang))
     table = Table(title=task_titles(tl)[task], caption=caption, title_justify="left", caption_justify="left")
     table.add_column(tl("Model (parameters)"))
     for T in result.lengths[task]:

@@ -350,5 +350,6 @@ def run_learn(config: LearnConfig = LearnConfig(),
             partial = len(runs) < total
     finished = tuple(runs)
     return LearnResult(config=config, models=plan.models, lengths=plan.lengths, runs=finished,
-                       summary=summarise(finished, config.settings.steps, config.rates), planned=total, partial=partial, threads=config.threads,
-                       deterministic=True, torch_version=torch.__version__, seconds=time.perf_counter() - start)
+                       summary=summarise(finished, config.settings.steps, config.rates), planned=total,
+                       partial=partial, threads=config.threads, deterministic=True,
+                       torch_version=torch.__version__, seconds=time.perf_counter() - start)
