@@ -163,6 +163,17 @@ def test_bypass_verdicts_learns_budget_or_partial():
                       | {("recall", "gru", 64, s): {"accuracy": 0.12, "learnt": False} for s in (0, 1)})
     gru = next(f for f in learn_findings(shorter) if f.model == "gru")
     assert (gru.kind, gru.T) == ("bypass_learns", 8)
+    # the Elman RNN learning in one seed of two at T = 64 (mean 0.6): the GRU, 0.99, is still 0.3 above it;
+    # the LSTM, near chance where the Elman RNN is not, gets no sentence ("near chance as well" would be false)
+    halfway = _result({("recall", "elman", 64, 1): {"accuracy": 1.0, "learnt": True},
+                       ("recall", "elman", 64, 0): {"accuracy": 0.2}})
+    kinds = _kinds(halfway)
+    assert kinds[("recall", "gru")] == "bypass_learns" and ("recall", "lstm") not in kinds
+    assert "the GRU recalls the first token, 0.990 (0.980–1.000), at least 0.300 above the Elman RNN, 0.600 " \
+           "(0.200–1.000)" in _sentences(halfway)
+    almost = _result({("recall", "elman", 64, 1): {"accuracy": 1.0, "learnt": True},
+                      ("recall", "elman", 64, 0): {"accuracy": 0.4}})  # Elman mean 0.7: GRU 0.99 is not 0.3 above
+    assert ("recall", "gru") not in _kinds(almost)
 
 
 def test_order_verdict_needs_every_seed():

@@ -163,8 +163,8 @@ def _templates(tl: Callable[[str], str]) -> dict[str, str]:
             "after training, on one example: it describes the trained layer, not the gradient while it learnt, "
             "so the accuracy is the verdict here."),
         "bypass_learns": tl(
-            "As the lesson says (L3): at T = {T} the {name} recalls the first token, {model}, where the Elman RNN "
-            "stays near chance, {elman}: its additive bypass carries the signal across the {steps_between} "
+            "As the lesson says (L3): at T = {T} the {name} recalls the first token, {model}, at least {far_below} "
+            "above the Elman RNN, {elman}: its additive bypass carries the signal across the {steps_between} "
             "steps (rate {lr}, chosen on validation)."),
         "bypass_budget": tl(
             "At T = {T} the {name} stays near chance as well, {model}, but none of its runs learnt within "

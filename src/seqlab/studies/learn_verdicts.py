@@ -20,11 +20,11 @@ cell's chosen rate):
   attention's reach in the same seed; otherwise ``reach_does_not_separate``. (The reach of a trained
   recurrence with ρ > 1 varies between CPUs, so this verdict can differ between machines; the
   accuracy verdict above does not, by its margins.)
-* bypass (L3), for the LSTM and the GRU, among the lengths where the Elman RNN's mean is near chance:
-  ``bypass_learns`` at the longest of them where the gated model's mean is >= LEARNT and at least
-  FAR_BELOW above the Elman RNN's; else, at the longest of them, ``bypass_budget`` when it is near
-  chance too and **no** seed stopped early (every run used its whole step budget: the budget, not the
-  model, is what this shows), otherwise ``bypass_partial``.
+* bypass (L3), for the LSTM and the GRU: ``bypass_learns`` at the longest T where the gated model's
+  mean is >= LEARNT and at least FAR_BELOW above the Elman RNN's; else, at the longest T where the
+  Elman RNN's mean is near chance, ``bypass_budget`` when the gated model is near chance too and **no**
+  seed stopped early (every run used its whole step budget: the budget, not the model, is what this
+  shows), otherwise ``bypass_partial``; else no bypass sentence.
 * ``order`` (L10): ``order_holds`` when attention without encoding is near chance in every seed and
   with the encoding above it in every seed; otherwise ``order_not``.
 * ``position`` (L10): ``position_holds`` when the per-position MLP is near chance in every seed and the
@@ -138,19 +138,23 @@ def _bypass_kind(elman: Cell, gated: Cell) -> str:
 
 
 def _bypass(result: LearnResult) -> list[Finding]:
-    """Per gated model: the longest T where the Elman RNN is near chance and it learns; else the longest such T."""
+    """Per gated model: the longest T where it learns far above the Elman RNN; else the longest T where the
+    Elman RNN is near chance (the gated model then near chance too, or in between)."""
     findings = []
     for model in GATED:
-        failing = [T for T in result.lengths.get("recall", ())
-                   if (e := result.cell("recall", "elman", T)) is not None and e.near_chance
-                   and result.cell("recall", model, T) is not None]
-        if not failing:
+        pairs = {T: (e, g) for T in result.lengths.get("recall", ())
+                 if (e := result.cell("recall", "elman", T)) is not None
+                 and (g := result.cell("recall", model, T)) is not None}
+        kinds = {T: _bypass_kind(e, g) for T, (e, g) in pairs.items()}
+        learns = [T for T in pairs if kinds[T] == "bypass_learns"]
+        failing = [T for T, (e, _) in pairs.items() if e.near_chance]
+        if not learns and not failing:
             continue
-        kinds = {T: _bypass_kind(result.cell("recall", "elman", T), result.cell("recall", model, T)) for T in failing}
-        T = max((T for T in failing if kinds[T] == "bypass_learns"), default=max(failing))
-        elman, gated = result.cell("recall", "elman", T), result.cell("recall", model, T)
+        T = max(learns) if learns else max(failing)
+        elman, gated = pairs[T]
         figures = {"model": _range(gated), "elman": _range(elman), "chance": gated.chance, "lr": gated.lr,
-                   "rates": tuple(r.lr for r in gated.rates), "steps": gated.step_limit, "learnt": gated.learnt}
+                   "rates": tuple(r.lr for r in gated.rates), "steps": gated.step_limit, "learnt": gated.learnt,
+                   "far_below": FAR_BELOW}
         findings.append(Finding(kinds[T], "recall", T, model, figures))
     return findings
 
