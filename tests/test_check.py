@@ -21,7 +21,8 @@ from seqlab.cli import app
 from seqlab.errors import SeqlabError
 from seqlab.render.check import check_json, claim_text, summary
 from seqlab.render.check_legend import legend
-from seqlab.studies.check import CAVEAT, CLAIMS, FAILS, HOLDS, VERDICTS, CheckConfig, CheckSizes, parse_claims, run_check
+from seqlab.studies.check import (CAVEAT, CLAIMS, FAILS, HOLDS, VERDICTS, CheckConfig, CheckSizes, parse_claims,
+                                  run_check)
 
 #: A wide, colourless console for in-process CLI runs (as conftest's CLI_ENV for compare).
 CLI_ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
@@ -68,7 +69,8 @@ def test_verdicts_of_the_twelve_claims(result):
     checks = by_claim(result)
     assert checks["L3"].condition["caveats"] == ["growth_needs_large_radius"]
     assert checks["L4"].condition["caveats"] == ["weight_shrinks_with_T"]
-    assert checks["L7"].condition["caveats"] == checks["L9"].condition["caveats"] == ["layer_scope_attention_costs_more"]
+    layer_caveat = ["layer_scope_attention_costs_more"]
+    assert checks["L7"].condition["caveats"] == checks["L9"].condition["caveats"] == layer_caveat
     assert result.caveats >= 4 and result.held == sum(v != FAILS for v in verdicts.values())
 
 
@@ -232,7 +234,8 @@ def test_cli_exit_code_follows_the_verdicts(monkeypatch, result):
     assert output.exit_code == 1 and "✗ L1  does not hold" in output.output
 
 
-@pytest.mark.parametrize(("lang", "title"), [("en", "L3   Path in the recurrence"), ("es", "L3   Camino en la recurrencia")])
+@pytest.mark.parametrize(("lang", "title"), [("en", "L3   Path in the recurrence"),
+                                             ("es", "L3   Camino en la recurrencia")])
 def test_cli_list_prints_the_legend_without_measuring(monkeypatch, lang, title):
     def never(*args, **kwargs):
         raise AssertionError("--list must not measure")
@@ -241,7 +244,8 @@ def test_cli_list_prints_the_legend_without_measuring(monkeypatch, lang, title):
     output = invoke("--list", "--lang", lang)
     assert output.exit_code == 0, output.output
     assert title in output.output
-    assert [line.split()[0] for line in output.output.splitlines() if line[:1] == "L" and line[1].isdigit()] == list(CLAIMS)
+    claims = [line.split()[0] for line in output.output.splitlines() if line[:1] == "L" and line[1].isdigit()]
+    assert claims == list(CLAIMS)
 
 
 def test_cli_real_run_of_some_claims():

@@ -206,7 +206,8 @@ def render_legend(lang: str = "en", width: int = 100):
 
     _ = translator(lang, DOMAIN)
     width = max(width, 40)
-    parts: list[Any] = [Text(_("The lesson's claims (seqlab check measures each one)"), style="bold")]
+    title = _("The lesson's claims, L1–L12 (seqlab check measures whether these claims hold here)")
+    parts: list[Any] = [Text(title, style="bold")]
     for entry in legend(lang):
         parts.append(Text.assemble((f"{entry.claim:<4} ", "bold"), (entry.title, "bold")))
         parts.extend(_wrapped(entry.statement, width))

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from seqlab.errors import SeqlabError
-from seqlab.studies.claims import LESSON_ANSWERS, SENTENCES, CheckSizes, check_l1, check_l2, check_l10, check_l11, check_l12
+from seqlab.studies.claims import (LESSON_ANSWERS, SENTENCES, CheckSizes, check_l1, check_l2, check_l10, check_l11,
+                                   check_l12)
 from seqlab.studies.claims_cost import check_l5, check_l6, check_l7, check_l9
 from seqlab.studies.claims_path import check_l3, check_l4
 from seqlab.studies.claims_time import check_l8

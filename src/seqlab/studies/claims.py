@@ -77,7 +77,7 @@ class CheckSizes:
             return cls()
         return cls(span_lengths=(800, 1600), path_lengths=(64, 128), width=16, reach_draws=5,
                    reach_lengths=(8, 16, 32, 64, 128, 256), count_length=256, count_widths=(48, 80),
-                   crossover_width=64, time_length=1024, time_width=64, min_run_time=0.2, order_length=128,
+                   crossover_width=64, time_length=512, time_width=64, min_run_time=0.2, order_length=128,
                    figure=(24, 24, 512, 8))
 
 
@@ -205,7 +205,8 @@ def check_l10(sizes: CheckSizes, seed: int) -> Judgement:
              and attention_gap <= rows.tolerance and recurrence.max_abs_change > floor and recurrence_gap > floor)
     condition = {"rule": "within_tolerance", "tolerance": rows.tolerance, "recurrence_margin": RECURRENCE_MARGIN,
                  "caveats": []}
-    return Judgement(verdict_of(not holds), {"T": T, "rows_change": rows.max_abs_change, "pairs_change": pairs.max_abs_change,
+    return Judgement(verdict_of(not holds), {"T": T, "rows_change": rows.max_abs_change,
+                                             "pairs_change": pairs.max_abs_change,
                    "tolerance": rows.tolerance, "recurrence_change": recurrence.max_abs_change,
                    "sentences": SENTENCES, "sentences_attention_change": attention_gap,
                    "sentences_recurrence_change": recurrence_gap}, condition)
