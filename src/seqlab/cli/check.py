@@ -21,9 +21,9 @@ FAILED = 1
 
 @app.command()
 def check(
-    full: Annotated[bool, typer.Option("--full", help="Larger sizes (longer chains, T = 2,048 timed, a longer "
-                                       "Figure 1): a few seconds more than the default, whose run is mostly "
-                                       "start-up and fixed-size checks.")] = False,
+    full: Annotated[bool, typer.Option("--full", help="Larger sizes (longer chains, more input draws, L8 timed "
+                                       "at T = 512 and d = 64, a longer Figure 1): a few seconds more than the "
+                                       "default.")] = False,
     only: Annotated[Optional[str], typer.Option("--only", metavar="L1,L8,...",
                                                 help="Check only these claims, separated by commas: L1,L8 or 1,8 "
                                                      "(default: all twelve).")] = None,
