@@ -66,9 +66,10 @@ def _sdpa(q):
     return F.scaled_dot_product_attention(q, q, q)
 
 
-def _layer_counts(d: int, lengths, heads: tuple[int, ...]) -> dict[int, dict]:
-    """Layer scope per T: ``nn.RNN`` (W_xh and W_hh) counted on the CPU, ``nn.MultiheadAttention`` with each
-    number of heads counted on meta (Q, K, V, the call and W_O), and the closed form of both."""
+def _layer_counts(d: int, lengths, heads: tuple[int, ...], recurrences: dict | None = None) -> dict[int, dict]:
+    """Layer scope per T: ``nn.RNN`` (W_xh and W_hh) counted on the CPU (or taken from ``recurrences``, T ->
+    its count, when the caller has it), ``nn.MultiheadAttention`` with each number of heads counted on meta
+    (Q, K, V, the call and W_O), and the closed form of both."""
     import torch
 
     rnn = torch.nn.RNN(d, d, batch_first=True).eval()
@@ -76,7 +77,7 @@ def _layer_counts(d: int, lengths, heads: tuple[int, ...]) -> dict[int, dict]:
     rows = {}
     for T in lengths:
         x = torch.zeros(1, T, d)  # (1, T, d): the values do not change the count
-        recurrence = _count(rnn, x)
+        recurrence = (recurrences or {}).get(T) or _count(rnn, x)
         attention = {h: _count(layer, x, x, x, meta=True, need_weights=False) for h, layer in layers.items()}
         rows[T] = {"recurrence": recurrence.multiplications, "recurrence_source": recurrence.source,
                    "attention": {h: c.multiplications for h, c in attention.items()},
@@ -200,9 +201,9 @@ def check_l9(sizes: CheckSizes, seed: int) -> Judgement:
 
     d, g = 512, claim_generator(seed, 12)
     rnn = torch.nn.RNN(d, d, batch_first=True).eval()
-    rows, ok, sources = {}, True, set()
+    rows, ok, sources, recurrences = {}, True, set(), {}
     for T in sizes.worked_lengths:
-        recurrence = _count(rnn, torch.zeros(1, T, d))  # (1, T, d), counted on the CPU
+        recurrence = recurrences[T] = _count(rnn, torch.zeros(1, T, d))  # (1, T, d), counted on the CPU
         attention = _count(_sdpa, torch.zeros(1, 1, T, d), meta=True)  # (1, 1, T, d), counted on meta
         sources |= {recurrence.source, attention.source}
         spans = _spans(T, sizes.span_widths, g)
@@ -212,7 +213,7 @@ def check_l9(sizes: CheckSizes, seed: int) -> Judgement:
         closed = (cost.recurrence_multiplications(T, d, d), cost.attention_multiplications(T, d, d))
         ok &= ((recurrence.multiplications, attention.multiplications) == closed == LESSON_FIGURES.get(T, closed)
                and spans[0] == spans[1] == (T, 2))
-    layer = _layer_counts(d, sizes.worked_lengths, sizes.layer_heads)
+    layer = _layer_counts(d, sizes.worked_lengths, sizes.layer_heads, recurrences)  # nn.RNN: W_xh already in
     agree, more = _layer_verdict(layer)
     caveats = ["layer_scope_attention_costs_more"] if more else []
     return Judgement(verdict_of(not (ok and agree), caveats),
