@@ -35,8 +35,9 @@ SMALL = CheckSizes(span_lengths=(16, 32), reach_draws=2, reach_lengths=(8, 16, 3
 
 @pytest.fixture(scope="module")
 def result():
-    """Every claim at small sizes, measured once (L8 on one thread and two)."""
-    return run_check(CheckConfig(sizes=SMALL, threads=2))
+    """Every claim at small sizes, measured once. L8 times on one thread only: at these tiny sizes a second
+    thread adds only overhead, which would say nothing about the lesson (its rules are tested on fake timings)."""
+    return run_check(CheckConfig(sizes=SMALL, threads=1))
 
 
 def invoke(*args: str):
@@ -139,12 +140,13 @@ def test_texts_in_both_languages(result):
 def test_summary_counts_caveats(result):
     line = summary(result, "en")
     assert line.startswith(f"{result.held} of 12 claims hold (default sizes; --full for larger ones;")
-    assert "CPU threads: 1 for tracing and counting, 2 for L8's timings besides 1" in line
+    assert "CPU threads: 1, PyTorch" in line  # L8 timed on one thread only
+    assert "CPU threads: 1 for tracing and counting, 2 for L8's timings besides 1" in summary(replace(result, threads=2))
     assert f"With a caveat: L3, L4, L7" in line
     assert summary(result, "es").startswith(f"Se cumplen {result.held} de 12 afirmaciones")
     preview = replace(result, checks=result.checks[:2])
     assert "(a preview: 2 of the 12 claims; seqlab check checks all of them; " in summary(preview, "en", "report")
-    assert "CPU threads: 1," in summary(preview, "en", "report") and "With a caveat" not in summary(preview, "en")
+    assert "With a caveat" not in summary(preview, "en")
 
 
 def test_parse_claims():

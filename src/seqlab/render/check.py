@@ -129,7 +129,7 @@ def summary(result: CheckResult, lang: str = "en", command: str = "check") -> st
                      checked=len(result.checks), total=len(CLAIMS)))
     else:
         sizes = _("full sizes") if result.full else _("default sizes; --full for larger ones")
-    timed = any(check.claim == "L8" for check in result.checks)
+    timed = result.threads > 1 and any(check.claim == "L8" for check in result.checks)
     threads = (_("1 for tracing and counting, {threads} for L8's timings besides 1").format(threads=result.threads)
                if timed else "1")
     line = _("{held} of {total} claims hold ({sizes}; {seconds}, CPU threads: {threads}, PyTorch {torch}).").format(
