@@ -11,10 +11,19 @@ of the dependency matrix is the strength of output row j's dependence on input r
   another id (a finite difference: there is no derivative with respect to a token).
 
 A structural zero stays an exact 0.0 under both methods: autograd returns exact zeros for rows the
-graph does not connect, and a row that is never read does not move. So "depends" means "strength is
-not zero", and the pattern (per-row, causal, all-to-all, cross) follows from where the nonzeros lie.
-Like :mod:`seqlab.measure.reach`, the dependence is numerical: an attention weight that underflowed to
+graph does not connect, and a row that is never read does not move. Whether a strength means
+"depends" is decided by the one rule of :mod:`seqlab.measure.dependence`: above the rounding band of
+the block (64 eps of the dtype times the largest strength), so the ~1e-17 a fused kernel leaves where
+the exact derivative is 0 is reported as *rounding* beside the verdict, not as dependence. The pattern
+(per-row, causal, all-to-all, cross) follows from where the dependences lie. Like
+:mod:`seqlab.measure.reach`, the dependence is numerical: an attention weight that underflowed to
 exactly 0 cuts it. Compute in float64 to make that practically impossible.
+
+NaN: an output row that is NaN (an attention row whose every key is masked) has no derivative; its
+strengths are NaN and reported as *undefined*, never as "depends". One NaN row would also poison the
+backward pass of every other row (0 · NaN = NaN in the softmax backward), so when the backward gives
+NaN for a finite output row, the strengths are measured again in forward mode (one Jacobian-vector
+product per input row and probe), where NaN flows only where the values themselves carry it.
 
 Shapes: B = 1 batch row, T_in input positions, T_out output positions, d_in / d_out widths,
 k probes.
@@ -30,6 +39,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.measure.dependence import Dependence, judge
 
 #: Probes per output row for float inputs; any k >= 1 finds every nonzero block with probability 1.
 DEFAULT_PROBES = 2
@@ -54,14 +64,19 @@ class DependencyMatrix:
             estimate) or ||y_j(x with token i replaced) - y_j(x)|| (integer input). Exactly 0.0 where
             output row j does not depend on input row i.
         method: ``"jacobian-k"`` (k Gaussian probes) or ``"token-replacement"``.
+            NaN where output row j is not a number or has no derivative (undefined, see ``undefined_rows``).
+        method: ``"jacobian-k"`` (k Gaussian probes), ``"forward-jacobian-k"`` (k probes per input row,
+            forward mode, used when a NaN row poisons the backward pass) or ``"token-replacement"``.
         other_sequence: the input is another sequence (the encoder's memory read by the decoder), so
             its rows are not the output's positions and any dependence on it mixes positions.
+        dtype: the dtype the strengths were computed in (the output's), which sets the rounding band.
     """
 
     input_name: str
     strength: tuple[tuple[float, ...], ...]
     method: str
     other_sequence: bool = False
+    dtype: str = "float64"
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -69,14 +84,29 @@ class DependencyMatrix:
         return len(self.strength), len(self.strength[0]) if self.strength else 0
 
     @property
+    def judgement(self) -> Dependence:
+        """The strengths judged by :func:`seqlab.measure.dependence.judge` (band, rounding, NaN)."""
+        return judge(self.strength, getattr(torch, self.dtype))
+
+    @property
     def depends(self) -> tuple[tuple[bool, ...], ...]:
-        """T_out x T_in booleans: strength is not zero."""
-        return tuple(tuple(value != 0.0 for value in row) for row in self.strength)
+        """T_out x T_in booleans: strength above the block's rounding band (False where undefined)."""
+        return self.judgement.depends
+
+    @property
+    def rounding(self) -> tuple[tuple[int, int], ...]:
+        """(j, i) pairs with a nonzero strength within the rounding band: structural, not numerical."""
+        return self.judgement.disagreements
+
+    @property
+    def undefined_rows(self) -> tuple[int, ...]:
+        """Output rows whose strengths are all NaN (the output row itself is not a number)."""
+        return self.judgement.undefined_rows
 
     @property
     def pattern(self) -> str:
-        """One of :data:`PATTERNS`, by :func:`classify`."""
-        return classify(self.depends, other_sequence=self.other_sequence)
+        """One of :data:`PATTERNS`, by :func:`classify` over the rows that are defined."""
+        return classify(self.depends, other_sequence=self.other_sequence, undefined=self.undefined_rows)
 
     @property
     def mixes(self) -> bool:
@@ -84,8 +114,11 @@ class DependencyMatrix:
         return self.pattern not in (PER_ROW, NONE)
 
 
-def classify(depends: tuple[tuple[bool, ...], ...], *, other_sequence: bool = False) -> str:
-    """The pattern of a dependency matrix (T_out x T_in booleans).
+def classify(depends: tuple[tuple[bool, ...], ...], *, other_sequence: bool = False,
+             undefined: tuple[int, ...] = ()) -> str:
+    """The pattern of a dependency matrix (T_out x T_in booleans), over its defined rows.
+
+    Rows listed in ``undefined`` (NaN outputs) are left out of every test below.
 
     * ``"none"``: no output row depends on any input row;
     * ``"cross"``: the input is another sequence and some output row depends on it;
@@ -104,18 +137,21 @@ def classify(depends: tuple[tuple[bool, ...], ...], *, other_sequence: bool = Fa
     'partial'
     >>> classify(((True, True, True),), other_sequence=True)
     'cross'
+    >>> classify(((True, False, False), (True, True, False), (False, False, False)), undefined=(2,))
+    'causal'
     """
     rows = len(depends)
     columns = len(depends[0]) if rows else 0
-    if not any(any(row) for row in depends):
+    defined = [(j, row) for j, row in enumerate(depends) if j not in undefined]
+    if not any(any(row) for _, row in defined):
         return NONE
     if other_sequence:
         return CROSS
-    if all(not value for j, row in enumerate(depends) for i, value in enumerate(row) if i != j):
+    if all(not value for j, row in defined for i, value in enumerate(row) if i != j):
         return PER_ROW
-    if all(all(row) for row in depends):
+    if all(all(row) for _, row in defined):
         return ALL_TO_ALL
-    if rows == columns and all(value == (i <= j) for j, row in enumerate(depends) for i, value in enumerate(row)):
+    if rows == columns and all(value == (i <= j) for j, row in defined for i, value in enumerate(row)):
         return CAUSAL
     return PARTIAL
 
@@ -136,16 +172,24 @@ def _rows_flat(y: Tensor) -> Tensor:
 
 
 def _jacobian_strength(block: Callable[..., object], inputs: Mapping[str, Tensor], name: str,
-                       probes: int, seed: int) -> tuple[tuple[float, ...], ...]:
-    """||dy_j/dx_i||_F estimated with k probes per output row: one forward, batched backward passes."""
+                       probes: int, seed: int) -> tuple[tuple[tuple[float, ...], ...], str, str]:
+    """||dy_j/dx_i||_F estimated with k probes per output row: one forward, batched backward passes.
+
+    Returns the (T_out, T_in) strengths, the method and the output's dtype. Output rows that are NaN get
+    NaN strengths; if the backward leaves NaN on a finite row (0 · NaN from a NaN row), the strengths are
+    measured again in forward mode (:func:`_forward_strength`).
+    """
     x = inputs[name].detach().clone().requires_grad_(True)
     arguments = {key: (x if key == name else value) for key, value in inputs.items()}
     y = _first_tensor(block(**arguments))
     rows = _rows_flat(y)  # (T_out, F)
     T_out, features = rows.shape
     T_in = x.shape[1]
+    dtype = str(rows.dtype).removeprefix("torch.")
+    nan_rows = rows.detach().isnan().any(dim=-1)  # (T_out,)
     if not rows.requires_grad:
-        return tuple((0.0,) * T_in for _ in range(T_out))
+        strength = torch.zeros(T_out, T_in, dtype=torch.float64)
+        return _as_rows(torch.where(nan_rows[:, None], torch.nan, strength)), f"jacobian-{probes}", dtype
     generator = torch.Generator().manual_seed(seed)
     probe = torch.randn(T_out, probes, features, generator=generator, dtype=torch.float64).to(rows)
     # grad_outputs[j, k] puts probe (j, k) on output row j only: (T_out * k, T_out, F)
@@ -163,14 +207,52 @@ def _jacobian_strength(block: Callable[..., object], inputs: Mapping[str, Tensor
                  for v in grad_outputs]
         g = None if parts[0] is None else torch.stack(parts)
     if g is None:
-        return tuple((0.0,) * T_in for _ in range(T_out))
+        strength = torch.zeros(T_out, T_in, dtype=torch.float64)
+        return _as_rows(torch.where(nan_rows[:, None], torch.nan, strength)), f"jacobian-{probes}", dtype
     g = g.reshape(T_out, probes, 1, T_in, -1).to(torch.float64)  # (T_out, k, 1, T_in, d_in)
     strength = (g.square().sum(dim=(2, 4)).mean(dim=1)).sqrt()  # (T_out, T_in)
+    if bool(strength[~nan_rows].isnan().any()):  # a NaN row poisoned the backward of finite rows
+        strength, method = _forward_strength(block, inputs, name, probes, seed), f"forward-jacobian-{probes}"
+    else:
+        method = f"jacobian-{probes}"
+    return _as_rows(torch.where(nan_rows[:, None], torch.nan, strength)), method, dtype
+
+
+def _as_rows(strength: Tensor) -> tuple[tuple[float, ...], ...]:
     return tuple(tuple(float(v) for v in row) for row in strength)
 
 
+def _forward_strength(block: Callable[..., object], inputs: Mapping[str, Tensor], name: str,
+                      probes: int, seed: int) -> Tensor:
+    """||dy_j/dx_i||_F by forward mode: E||J_ji t||^2 = ||J_ji||_F^2 for t ~ N(0, I) on row i: (T_out, T_in).
+
+    One Jacobian-vector product per input row i and probe (T_in · k forward passes); a NaN row of the
+    output carries NaN tangents only to itself, as its values do.
+    """
+    import torch.autograd.forward_ad as fwAD
+
+    x = inputs[name].detach()  # (1, T_in, ...)
+    T_in = x.shape[1]
+    generator = torch.Generator().manual_seed(seed)
+    squares = []
+    for i in range(T_in):
+        total = None
+        for _ in range(probes):
+            tangent = torch.zeros_like(x)
+            tangent[:, i] = torch.randn(x[:, i].shape, generator=generator, dtype=torch.float64).to(x)
+            with fwAD.dual_level(), torch.enable_grad():
+                dual = fwAD.make_dual(x, tangent)
+                arguments = {key: (dual if key == name else value) for key, value in inputs.items()}
+                out = fwAD.unpack_dual(_first_tensor(block(**arguments))).tangent
+            rows = _rows_flat(out).detach().to(torch.float64)  # (T_out, F)
+            square = rows.square().sum(dim=-1)  # (T_out,)
+            total = square if total is None else total + square
+        squares.append(total / probes)
+    return torch.stack(squares, dim=1).sqrt()  # (T_out, T_in)
+
+
 def _replacement_strength(block: Callable[..., object], inputs: Mapping[str, Tensor], name: str,
-                          vocabulary: int) -> tuple[tuple[float, ...], ...]:
+                          vocabulary: int) -> tuple[tuple[tuple[float, ...], ...], str]:
     """||y_j(token i replaced) - y_j|| for every i: one batched forward of T_in + 1 sequences."""
     ids = inputs[name]
     T_in = ids.shape[1]
@@ -182,8 +264,9 @@ def _replacement_strength(block: Callable[..., object], inputs: Mapping[str, Ten
     with torch.no_grad():
         y = _first_tensor(block(**arguments))
     flat = y.reshape(T_in + 1, y.shape[1], -1).to(torch.float64)  # (1 + T_in, T_out, F)
-    change = (flat[1:] - flat[:1]).norm(dim=-1)  # (T_in, T_out)
-    return tuple(tuple(float(v) for v in row) for row in change.T)
+    change = (flat[1:] - flat[:1]).norm(dim=-1)  # (T_in, T_out); NaN where a row is NaN
+    dtype = str(y.dtype).removeprefix("torch.") if y.is_floating_point() else "float64"
+    return _as_rows(change.T), dtype
 
 
 def dependency_matrix(block: Callable[..., object], inputs: Mapping[str, Tensor], name: str, *,
@@ -225,11 +308,11 @@ def dependency_matrix(block: Callable[..., object], inputs: Mapping[str, Tensor]
     if tensor.dim() < 2 or tensor.shape[0] != 1:
         raise SeqlabError(f"input {name!r} must be batch-first with batch 1, received shape {tuple(tensor.shape)}")
     if tensor.is_floating_point():
-        strength = _jacobian_strength(block, inputs, name, probes, seed)
-        method = f"jacobian-{probes}"
+        with torch.enable_grad():  # a caller's no_grad would make every strength 0
+            strength, method, dtype = _jacobian_strength(block, inputs, name, probes, seed)
     else:
         if vocabulary is None or vocabulary < 2:
             raise SeqlabError(f"integer input {name!r} needs vocabulary >= 2 token ids, received {vocabulary}")
-        strength = _replacement_strength(block, inputs, name, vocabulary)
+        strength, dtype = _replacement_strength(block, inputs, name, vocabulary)
         method = "token-replacement"
-    return DependencyMatrix(name, strength, method, other_sequence)
+    return DependencyMatrix(name, strength, method, other_sequence, dtype)

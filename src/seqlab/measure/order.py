@@ -13,11 +13,24 @@ term. The check draws one seeded permutation that is never the identity and repo
 change next to a tolerance scaled to the output and the dtype, because the permuted sums are
 added in another order and differ by rounding.
 
+Below float64 the tolerance is wide (64 eps · sqrt(n): 4e-5 in float32 at T = 32), wide enough to hide
+a real position-dependent term. So a change within it is not taken as "holds" at float32 (or bfloat16,
+float16); the layer is run again in float64 when that is possible (an ``nn.Module``, copied and cast;
+or the ``reference`` callable you pass), which gives both its own rounding band (the largest
+|f(x) - f64(x)|, times :data:`ROUNDING_MARGIN`) and a float64 verdict. The verdict (:attr:`OrderResult.verdict`):
+
+* ``"does not hold"`` — the change exceeds the tolerance; or it exceeds the layer's own rounding band
+  and the float64 rerun confirms it;
+* ``"holds"`` — the change is within the tolerance, and (below float64) the float64 rerun agrees;
+* ``"cannot tell at float32"`` — below float64, the change is within the rounding band and either no
+  float64 rerun could be made or the rerun sees a change the float32 run cannot resolve.
+
 Shapes: T rows (positions) of x, T_q queries, T_k keys/values, d_k, d_v widths.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +42,12 @@ from seqlab.errors import SeqlabError
 
 #: Rounding allowance per unit of eps, see :func:`tolerance`.
 TOLERANCE_ULPS = 64
+#: The rounding band below float64: this many times the layer's own rounding max |f(x) - f64(x)|
+#: (a change is the difference of two rounded outputs, each off by up to that much).
+ROUNDING_MARGIN = 4.0
+
+HOLDS = "holds"
+FAILS = "does not hold"
 
 _ROWS = "rows"
 _PAIRS = "key-value pairs"
@@ -46,9 +65,14 @@ class OrderResult:
             max |attend(q, k[pi], v[pi]) - attend(q, k, v)|; in output units.
         max_abs_output: max |output| of the unpermuted call, the scale of the tolerance.
         tolerance: the allowance for rounding, see :func:`tolerance`.
-        holds: the symmetry of this kind holds (``max_abs_change <= tolerance``).
+        holds: ``verdict == "holds"``, except that a "cannot tell" without any float64 rerun keeps the
+            plain test ``max_abs_change <= tolerance`` (read ``verdict`` to know which).
         dtype: dtype of the output, e.g. ``"float32"``.
         seed: seed the permutation was drawn with.
+        verdict: ``"holds"``, ``"does not hold"`` or ``"cannot tell at <dtype>"`` (see the module).
+        rounding: below float64, the layer's own rounding max |f(x) - f64(x)| when a float64 rerun was
+            made, else None.
+        float64_change, float64_tolerance: the same check rerun in float64, or None.
     """
 
     kind: str
@@ -59,6 +83,10 @@ class OrderResult:
     holds: bool
     dtype: str
     seed: int
+    verdict: str = ""
+    rounding: float | None = None
+    float64_change: float | None = None
+    float64_tolerance: float | None = None
 
     @property
     def equivariant(self) -> bool:
@@ -127,23 +155,97 @@ def _output(out: object, rows: int, who: str) -> Tensor:
     return y
 
 
-def _result(kind: str, perm: Tensor, change: Tensor, y: Tensor, n: int, seed: int) -> OrderResult:
+@dataclass(frozen=True)
+class _Rerun:
+    """The check rerun in float64: its change and tolerance, and the low-precision output's own rounding."""
+
+    change: float
+    tolerance: float
+    rounding: float
+
+
+def _twin(function: Callable[..., object], reference: Callable[..., object] | None) -> Callable[..., object] | None:
+    """A float64 version of ``function``: ``reference`` if given, a float64 copy of an ``nn.Module``, else None."""
+    if reference is not None:
+        return reference
+    if isinstance(function, torch.nn.Module):
+        return copy.deepcopy(function).to(torch.float64)
+    return None
+
+
+def verdict(max_change: float, tol: float, dtype: torch.dtype, rerun: _Rerun | None) -> str:
+    """The order verdict from the measured change, its tolerance, and the float64 rerun (if any).
+
+    >>> verdict(1e-6, 4e-5, torch.float32, None)
+    'cannot tell at float32'
+    >>> verdict(1e-6, 4e-5, torch.float32, _Rerun(change=1e-6, tolerance=1e-13, rounding=5e-8))
+    'does not hold'
+    >>> verdict(1e-7, 4e-5, torch.float32, _Rerun(change=1e-16, tolerance=1e-13, rounding=5e-8))
+    'holds'
+    """
+    if max_change > tol:
+        return FAILS
+    if torch.finfo(dtype).eps <= torch.finfo(torch.float64).eps:
+        return HOLDS
+    if rerun is None:
+        return f"cannot tell at {str(dtype).removeprefix('torch.')}"
+    if rerun.change <= rerun.tolerance:
+        return HOLDS
+    if max_change > ROUNDING_MARGIN * rerun.rounding:
+        return FAILS
+    return f"cannot tell at {str(dtype).removeprefix('torch.')}"
+
+
+def _result(kind: str, perm: Tensor, change: Tensor, y: Tensor, n: int, seed: int,
+            rerun: _Rerun | None = None) -> OrderResult:
     max_change = float(change.abs().max()) if change.numel() else 0.0
     max_out = float(y.abs().max()) if y.numel() else 0.0
     tol = tolerance(max_out, n, y.dtype)
+    said = verdict(max_change, tol, y.dtype, rerun)
+    unresolved = said.startswith("cannot tell") and rerun is None
     return OrderResult(
         kind=kind,
         permutation=tuple(int(i) for i in perm),
         max_abs_change=max_change,
         max_abs_output=max_out,
         tolerance=tol,
-        holds=max_change <= tol,
+        holds=max_change <= tol if unresolved else said == HOLDS,
         dtype=str(y.dtype).removeprefix("torch."),
         seed=seed,
+        verdict=said,
+        rounding=None if rerun is None else rerun.rounding,
+        float64_change=None if rerun is None else rerun.change,
+        float64_tolerance=None if rerun is None else rerun.tolerance,
     )
 
 
-def measure_order(layer: Callable[[Tensor], Tensor], x: Tensor, *, seed: int = 0) -> OrderResult:
+def _rerun(make_twin: Callable[[], Callable[..., object] | None], y: Tensor, n: int,
+           run: Callable[[Callable[..., object]], tuple[Tensor, Tensor]]) -> _Rerun | None:
+    """Rerun the check with the float64 twin: ``run(twin)`` -> (output, change), both float64; None if it fails.
+
+    Only below float64, and only when a twin exists. A twin that fails (a callable that does not take
+    float64) leaves the verdict unresolved rather than failing the measurement.
+    """
+    if torch.finfo(y.dtype).eps <= torch.finfo(torch.float64).eps:
+        return None
+    twin = make_twin()
+    if twin is None:
+        return None
+    try:
+        with torch.no_grad():
+            y64, change64 = run(twin)
+    except (RuntimeError, TypeError, ValueError, SeqlabError):
+        return None
+    if y64.shape != y.shape:
+        return None
+    scale = float(y64.abs().max()) if y64.numel() else 0.0
+    return _Rerun(change=float(change64.abs().max()) if change64.numel() else 0.0,
+                  tolerance=tolerance(scale, n, torch.float64),
+                  rounding=float((y.to(torch.float64) - y64).abs().max()) if y.numel() else 0.0)
+
+
+def measure_order(layer: Callable[[Tensor], Tensor], x: Tensor, *, seed: int = 0,
+                  reference: Callable[[Tensor], Tensor] | None = None) -> OrderResult:
     """Permute the T input rows and report max |f(x[pi]) - f(x)[pi]| (0 for attention).
 
     >>> r = measure_order(lambda x: x.cumsum(0), torch.eye(3, dtype=torch.float64))
@@ -155,10 +257,13 @@ def measure_order(layer: Callable[[Tensor], Tensor], x: Tensor, *, seed: int = 0
             ``eval()`` mode: dropout breaks equivariance. Called twice under ``no_grad``.
         x: input rows, shape (T, d_in), T >= 2, any dtype the layer accepts.
         seed: seed of the permutation pi of the T rows (pi is never the identity).
+        reference: the same layer computing in float64 (takes x as float64), used below float64 to
+            resolve a change within the tolerance; default: a float64 copy when ``layer`` is an
+            ``nn.Module``, else none (then such a change is "cannot tell at <dtype>").
 
     Returns:
-        An :class:`OrderResult` of kind ``"rows"``; ``equivariant`` is its verdict, judged
-        against :func:`tolerance` with n = T.
+        An :class:`OrderResult` of kind ``"rows"``; ``verdict`` says holds / does not hold /
+        cannot tell, judged against :func:`tolerance` with n = T and, below float64, the rerun.
 
     Raises:
         SeqlabError: x not 2-D, T < 2, or the layer's output lacks T rows, changes shape
@@ -180,7 +285,14 @@ def measure_order(layer: Callable[[Tensor], Tensor], x: Tensor, *, seed: int = 0
             f"{tuple(y_perm.shape)}"
         )
     change = y_perm - y[perm.to(y.device)]  # (T, ...)
-    return _result(_ROWS, perm, change, y, T, seed)
+
+    def run(twin: Callable[[Tensor], Tensor]) -> tuple[Tensor, Tensor]:
+        x64 = x.to(torch.float64)
+        y64 = _output(twin(x64), T, "reference")  # (T, ...)
+        return y64, _output(twin(x64[perm.to(x.device)]), T, "reference") - y64[perm.to(y.device)]
+
+    rerun = _rerun(lambda: _twin(layer, reference) if x.is_floating_point() else reference, y, T, run)
+    return _result(_ROWS, perm, change, y, T, seed, rerun)
 
 
 def measure_key_value_order(
@@ -190,6 +302,7 @@ def measure_key_value_order(
     v: Tensor,
     *,
     seed: int = 0,
+    reference: Callable[[Tensor, Tensor, Tensor], Tensor] | None = None,
 ) -> OrderResult:
     """Permute the (k, v) pairs together; report max |attend(q, k[pi], v[pi]) - attend(q, k, v)|.
 
@@ -206,10 +319,12 @@ def measure_key_value_order(
         k: keys, shape (T_k, d_k), T_k >= 2.
         v: values, shape (T_k, d_v); row j is paired with key j.
         seed: seed of the permutation pi of the T_k pairs (pi is never the identity).
+        reference: ``attend`` computing in float64, as for :func:`measure_order` (default: a float64
+            copy when ``attend`` is an ``nn.Module``).
 
     Returns:
-        An :class:`OrderResult` of kind ``"key-value pairs"``; ``invariant`` is its verdict,
-        judged against :func:`tolerance` with n = T_k.
+        An :class:`OrderResult` of kind ``"key-value pairs"``; ``verdict`` is its verdict,
+        judged against :func:`tolerance` with n = T_k and, below float64, the rerun.
 
     Raises:
         SeqlabError: q, k or v not 2-D, k and v with different row counts, T_k < 2, or the
@@ -238,4 +353,12 @@ def measure_key_value_order(
             f"attend output shape changed under permutation: {tuple(out.shape)} vs "
             f"{tuple(out_perm.shape)}"
         )
-    return _result(_PAIRS, perm, out_perm - out, out, T_k, seed)
+    def run(twin: Callable[[Tensor, Tensor, Tensor], Tensor]) -> tuple[Tensor, Tensor]:
+        q64, k64, v64 = (t.to(torch.float64) for t in (q, k, v))
+        out64 = _output(twin(q64, k64, v64), q.shape[0], "reference")  # (T_q, d_v)
+        moved = _output(twin(q64, k64[perm.to(k.device)], v64[perm.to(v.device)]), q.shape[0], "reference")
+        return out64, moved - out64
+
+    floating = all(t.is_floating_point() for t in (q, k, v))
+    rerun = _rerun(lambda: _twin(attend, reference) if floating else reference, out, T_k, run)
+    return _result(_PAIRS, perm, out_perm - out, out, T_k, seed, rerun)

@@ -10,15 +10,22 @@ A rule receives the op's arguments, a ``read(tensor)`` that returns the closenes
 (S, *tensor.shape) float64 tensor or None (a constant: 0 everywhere), and ``step(c)``, which adds the
 op's cost (one op, or one matrix product) to a closeness: c / (1 + c). It returns one closeness (or
 None) per tensor output. Dependencies are *structural* — an element depends on every element the op
-reads to compute it — with one refinement: where a constant mask or condition is known, the rule
-uses its values (``masked_fill``, ``where``, a product with an exact 0), so a causal mask really
-cuts the future.
+reads to compute it — with two refinements by value: where a constant mask or condition is known, the
+rule uses its values (``masked_fill``, ``where``, a product with an exact 0), so a causal mask really
+cuts the future; and a softmax weight that comes out exactly 0 in the dtype computed (exp of -inf, or
+of a finite score so low that it underflows) depends on nothing and lets nothing through, since its
+derivative is exactly 0 too. A weight that stays above 0, however small, keeps its paths.
+
+In-place twins (``threshold_``, ``masked_fill_``, ``cumsum_`` …) follow the rule of their out-of-place
+form (:func:`out_of_place`): writing into the input's storage changes where the result lives, not what
+it depends on.
 
 Shapes: S sources (input positions), then the tensor's own shape.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -63,6 +70,39 @@ def _align(c: Tensor, shape: torch.Size) -> Tensor:
     own = c.shape[1:]
     padded = c.reshape(c.shape[0], *([1] * (len(shape) - len(own))), *own)
     return padded.expand(c.shape[0], *shape)
+
+
+@functools.cache
+def out_of_place(func: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
+    """The out-of-place twin of an in-place ATen op, same overload; None for an op that is not in-place.
+
+    >>> out_of_place(aten.threshold_.default)
+    <OpOverload(op='aten.threshold', overload='default')>
+    >>> out_of_place(aten.threshold.default) is None
+    True
+    """
+    schema = func._schema
+    name = schema.name.split("::")[-1]
+    first = schema.arguments[0] if schema.arguments else None
+    writes_self = first is not None and first.alias_info is not None and first.alias_info.is_write
+    if not name.endswith("_") or name.endswith("__") or not writes_self:
+        return None
+    packet = getattr(aten, name[:-1], None)
+    return None if packet is None else getattr(packet, func._overloadname, None)
+
+
+def is_pointwise(func: torch._ops.OpOverload) -> bool:
+    """Whether the op, or the out-of-place twin of an in-place op, is tagged point-wise by PyTorch."""
+    if torch.Tag.pointwise in func.tags:
+        return True
+    twin = out_of_place(func)
+    return twin is not None and torch.Tag.pointwise in twin.tags
+
+
+def _name(func: torch._ops.OpOverload) -> str:
+    """The op's name, that of its out-of-place twin for an in-place op (``cumsum_`` -> ``cumsum``)."""
+    twin = out_of_place(func)
+    return (twin or func).overloadpacket.__name__
 
 
 def everything(closeness: Sequence[Closeness], shape: torch.Size, sources: int) -> Closeness:
@@ -238,7 +278,7 @@ _PREFIX_ALONG_DIM = {"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"}
 def reduction(func, args, kwargs, outs: list[Tensor], read: Read, step: Step, sources: int) -> list[Closeness]:
     """Ops that read a whole dim (or several) for each output element: sums, softmax, norms, sorts."""
     b = arguments(func, args, kwargs)
-    name = func.overloadpacket.__name__
+    name = _name(func)
     data = b.get("self", b.get("input"))
     c = read(data)
     if c is None:
@@ -250,8 +290,11 @@ def reduction(func, args, kwargs, outs: list[Tensor], read: Read, step: Step, so
         dims = list(range(data.dim())) if dims is None or dims == [] else ([dims] if isinstance(dims, int) else dims)
     dims = [d % max(data.dim(), 1) for d in dims]
     blocked = None
-    if name in _SOFTMAX and data.is_floating_point():  # exp(-inf) = 0 whatever the rest of the row is
-        blocked = torch.isneginf(data)
+    if name in _SOFTMAX and data.is_floating_point() and outs[0].shape == data.shape:
+        # a weight exactly 0 in the dtype (exp(-inf), or an underflowing finite score) is a constant:
+        # it depends on nothing and passes nothing on (its derivative is 0 too)
+        weight_zero = torch.isneginf(outs[0]) if name.startswith(("_log", "log")) else outs[0] == 0
+        blocked = torch.isneginf(data) | weight_zero
         c = torch.where(blocked, 0.0, c)
     if name in _PREFIX_ALONG_DIM:
         reduced = torch.cummax(c, dim=dims[0] + 1).values
@@ -278,7 +321,7 @@ def _broadcastable(source: torch.Size, target: torch.Size) -> bool:
 
 def is_reduction(func: torch._ops.OpOverload) -> bool:
     """Whether :func:`reduction` handles the op (``reduction`` tag, softmax family, layer norm, sorts)."""
-    name = func.overloadpacket.__name__
+    name = _name(func)
     return (torch.Tag.reduction in func.tags or name in _SAME_SHAPE_ALONG_DIM or name in _PREFIX_ALONG_DIM
             or name == "native_layer_norm")
 
@@ -317,7 +360,9 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
     call_args, call_kwargs = tree_unflatten(leaves, spec)
     try:
         moved = func(*call_args, **call_kwargs)
-    except Exception:  # an op that cannot run on float64 ids
+    except torch.OutOfMemoryError:
+        raise
+    except (RuntimeError, TypeError, ValueError, IndexError):  # an op that cannot run on float64 ids
         return None
     moved = [leaf for leaf in tree_flatten(moved)[0] if isinstance(leaf, Tensor)]
     if len(moved) != len(outs) or any(m.shape != o.shape for m, o in zip(moved, outs)):

@@ -19,7 +19,21 @@ T = 128 and d = 256 a self-attention layer needs about 1 GiB and an LSTM a few G
 before it would use more than half of the memory available.
 
 Dependencies are *structural* (the op reads the element), refined where a constant mask or zero is
-known by value — see :mod:`seqlab.measure.path_rules`. Run layers in eval mode.
+known by value — see :mod:`seqlab.measure.path_rules`. Run layers in eval mode. Three rules on values:
+
+* **cuts** — a softmax weight that is exactly 0 in the dtype computed (a score of -inf, or a finite fill
+  so negative that exp underflows, e.g. -1e30 in float32) cuts every path through it, as a constant
+  mask does; a finite fill that leaves a nonzero weight (-10, -1e3 in float64 … whatever stays > 0)
+  does not;
+* **NaN** — an output position whose value is NaN (an attention row whose every key is masked) is
+  *undefined*: listed in :attr:`PathMatrix.undefined`, with None (never a path) in its column;
+* **lengths** — input and output positions are separate axes: a cross-attention (3 queries reading 7
+  memory rows) or a decoding step (1 query, T keys) gives a (sources x T_out) matrix.
+
+Tensor identity: closeness is kept per storage, keyed by the storage's data pointer. Every storage
+written (or cached) during the trace is held alive in ``_PathTracer.alive`` until the trace ends, so a
+pointer is never reused for another storage while it is a key; tensors that come from outside the
+trace (weights, the input) are alive for the caller anyway.
 """
 
 from __future__ import annotations
@@ -53,12 +67,17 @@ class PathMatrix:
         ops: the same in compute ops (element-wise ops, reductions and products each count 1).
         sources: the input positions measured (0-based), rows of the two matrices.
         fallbacks: ops that had no rule and were treated as all-to-all (name → calls).
+        undefined: output positions whose value is NaN somewhere (batch or feature); their entries are
+            None: a NaN has no path, and it is not "independent" either — read this list.
+
+    Each row has T_out entries, one per output position (T_out may differ from the T_in input positions).
     """
 
     products: tuple[tuple[int | None, ...], ...]
     ops: tuple[tuple[int | None, ...], ...]
     sources: tuple[int, ...]
     fallbacks: dict[str, int]
+    undefined: tuple[int, ...] = ()
 
     def longest(self, unit: str = "products") -> int | None:
         """The maximum path length over all connected pairs (Table 1's "maximum path length").
@@ -96,7 +115,8 @@ class _PathTracer(TorchDispatchMode):
     # storage bookkeeping ------------------------------------------------------------------------
     @staticmethod
     def _key(tensor: Tensor) -> int:
-        return tensor.untyped_storage()._cdata
+        """The storage's data pointer: unique among live storages (see the module's "Tensor identity")."""
+        return tensor.untyped_storage().data_ptr()
 
     def constant_zeros(self, tensor: Tensor) -> Tensor:
         """``tensor == 0`` for a tensor with no closeness, computed once per storage, view and version."""
@@ -169,7 +189,7 @@ class _PathTracer(TorchDispatchMode):
                 return [result]
         elif rules.is_reduction(func):
             return rules.reduction(func, args, kwargs, outs, read, step, self.sources)
-        elif torch.Tag.pointwise in func.tags and len(outs) == 1:
+        elif rules.is_pointwise(func) and len(outs) == 1:
             return [rules.pointwise(func, args, kwargs, outs[0], read, step, self.sources)]
         self.fallbacks[op_name(func)] += 1
         inputs = [read(t) for t in tree_flatten((args, kwargs))[0] if isinstance(t, Tensor)]
@@ -190,12 +210,25 @@ class _Reader:
         return self.tracer.constant_zeros(tensor)
 
 
-def _distances(closeness: Tensor | None, sources: int, length: int) -> tuple[tuple[int | None, ...], ...]:
-    """(S, ..., T, d) closeness of an output -> per (source, position) least distance, None if none."""
+def _distances(closeness: Tensor | None, sources: int, length: int,
+               undefined: tuple[int, ...] = ()) -> tuple[tuple[int | None, ...], ...]:
+    """(S, ..., T_out, d) closeness of an output -> per (source, position) least distance, None if none.
+
+    Positions in ``undefined`` (NaN outputs) are None whatever their closeness.
+    """
     if closeness is None:
         return tuple((None,) * length for _ in range(sources))
-    best = closeness.movedim(-2, 1).reshape(sources, length, -1).amax(dim=-1)  # (S, T)
-    return tuple(tuple(None if c <= 0 else int(round(1.0 / c - 1.0)) for c in row.tolist()) for row in best)
+    best = closeness.movedim(-2, 1).reshape(sources, length, -1).amax(dim=-1)  # (S, T_out)
+    return tuple(tuple(None if c <= 0 or j in undefined else int(round(1.0 / c - 1.0)) for j, c in enumerate(row))
+                 for row in best.tolist())
+
+
+def _nan_positions(y: Tensor) -> tuple[int, ...]:
+    """Output positions (dim -2) holding a NaN anywhere in the batch or the features."""
+    if not y.is_floating_point():
+        return ()
+    rows = y.detach().movedim(-2, 0).reshape(y.shape[-2], -1).isnan().any(dim=-1)  # (T_out,)
+    return tuple(int(j) for j in rows.nonzero().flatten())
 
 
 def _seed_closeness(x: Tensor, sources: Sequence[int]) -> Tensor:
@@ -219,19 +252,25 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
     (None, None, None, 1, 2)
 
     Args:
-        layer: maps x to an output of shape (T, d_out) or (B, T, d_out); a tuple output is read at
-            element 0 unless ``outputs`` selects tensors from it.
+        layer: maps x to an output of shape (T_out, d_out) or (B, T_out, d_out); a tuple output is read
+            at element 0 unless ``outputs`` selects tensors from it. T_out may differ from T: a
+            cross-attention's queries (x is its memory) or one decoding query over T keys.
         x: (T, d_in) or (B, T, d_in), positions on dim -2.
         sources: input positions to measure from (default: all T). Memory grows with their number.
         outputs: picks the tensors to measure from what ``layer`` returns (e.g. every layer of a
             stack); when given, a list of :class:`PathMatrix` is returned, one per tensor.
 
     Returns:
-        A :class:`PathMatrix` (or a list of them with ``outputs``), in products and in ops.
+        A :class:`PathMatrix` (or a list of them with ``outputs``), in products and in ops: one row
+        per source, one entry per output position; NaN output positions listed as ``undefined``.
 
     Raises:
-        SeqlabError: x is not 2- or 3-dimensional, a source is out of range, an output does not
-            have positions on dim -2, or the analysis would exceed half the available memory.
+        SeqlabError: x is not 2- or 3-dimensional, a source is out of range, an output is not a
+            tensor with positions on dim -2, or the analysis would exceed half the available memory.
+
+    >>> memory = torch.randn(7, 4)  # decoding: one query reads 7 keys and values
+    >>> measure_paths(lambda m: torch.softmax(torch.ones(1, 4) @ m.T, -1) @ m, memory).products
+    ((1,), (1,), (1,), (1,), (1,), (1,), (1,))
     """
     if not isinstance(x, Tensor) or x.dim() not in (2, 3):
         raise SeqlabError(f"x must have shape (T, d) or (B, T, d), received {getattr(x, 'shape', type(x))}")
@@ -247,15 +286,17 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
     selected = outputs(result) if outputs is not None else [result[0] if isinstance(result, tuple) else result]
     matrices = []
     for y in selected:
-        if not isinstance(y, Tensor) or y.dim() < 2 or y.shape[-2] != T:
-            raise SeqlabError(f"an output must have the {T} positions on dim -2, received "
-                              f"{getattr(y, 'shape', type(y))}")
+        if not isinstance(y, Tensor) or y.dim() < 2:
+            raise SeqlabError(f"an output must be a tensor with its positions on dim -2, (T_out, d_out) or "
+                              f"(B, T_out, d_out), received {getattr(y, 'shape', type(y))}")
         closeness = tracer.read(y)
         halves = (None, None) if closeness is None else (closeness[:len(sources)], closeness[len(sources):])
+        undefined = _nan_positions(y)
         matrices.append(PathMatrix(
-            products=_distances(halves[0], len(sources), T),
-            ops=_distances(halves[1], len(sources), T),
+            products=_distances(halves[0], len(sources), y.shape[-2], undefined),
+            ops=_distances(halves[1], len(sources), y.shape[-2], undefined),
             sources=sources,
             fallbacks=dict(tracer.fallbacks),
+            undefined=undefined,
         ))
     return matrices if outputs is not None else matrices[0]
