@@ -240,7 +240,10 @@ def _forward_strength(block: Callable[..., object], inputs: Mapping[str, Tensor]
         for _ in range(probes):
             tangent = torch.zeros_like(x)
             tangent[:, i] = torch.randn(x[:, i].shape, generator=generator, dtype=torch.float64).to(x)
-            with fwAD.dual_level(), torch.enable_grad():
+            with fwAD.dual_level(), torch.enable_grad(), warnings.catch_warnings():
+                # PyTorch's first forward-mode call imports its jvp decompositions, which script
+                # functions with the deprecated torch.jit.script: not the caller's concern
+                warnings.filterwarnings("ignore", message=".*torch.jit.script.*deprecated", category=DeprecationWarning)
                 dual = fwAD.make_dual(x, tangent)
                 arguments = {key: (dual if key == name else value) for key, value in inputs.items()}
                 out = fwAD.unpack_dual(_first_tensor(block(**arguments))).tangent

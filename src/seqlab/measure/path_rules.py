@@ -14,7 +14,9 @@ reads to compute it — with two refinements by value: where a constant mask or 
 rule uses its values (``masked_fill``, ``where``, a product with an exact 0), so a causal mask really
 cuts the future; and a softmax weight that comes out exactly 0 in the dtype computed (exp of -inf, or
 of a finite score so low that it underflows) depends on nothing and lets nothing through, since its
-derivative is exactly 0 too. A weight that stays above 0, however small, keeps its paths.
+derivative is exactly 0 too. A weight that stays above 0, however small, keeps its paths. A row left
+with one nonzero weight is constant as well (that weight is 1 whatever the score: attention's query
+path is cut when only one key is open, as the Jacobian says).
 
 In-place twins (``threshold_``, ``masked_fill_``, ``cumsum_`` …) follow the rule of their out-of-place
 form (:func:`out_of_place`): writing into the input's storage changes where the result lives, not what
@@ -295,6 +297,9 @@ def reduction(func, args, kwargs, outs: list[Tensor], read: Read, step: Step, so
         # it depends on nothing and passes nothing on (its derivative is 0 too)
         weight_zero = torch.isneginf(outs[0]) if name.startswith(("_log", "log")) else outs[0] == 0
         blocked = torch.isneginf(data) | weight_zero
+        # a row with a single weight left open: that weight is exactly 1 whatever its score (query) is
+        alone = (~blocked).sum(dim=dims[0], keepdim=True) == 1
+        blocked = blocked | alone.expand_as(blocked)
         c = torch.where(blocked, 0.0, c)
     if name in _PREFIX_ALONG_DIM:
         reduced = torch.cummax(c, dim=dims[0] + 1).values

@@ -255,7 +255,7 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
         layer: maps x to an output of shape (T_out, d_out) or (B, T_out, d_out); a tuple output is read
             at element 0 unless ``outputs`` selects tensors from it. T_out may differ from T: a
             cross-attention's queries (x is its memory) or one decoding query over T keys.
-        x: (T, d_in) or (B, T, d_in), positions on dim -2.
+        x: (T, d_in), (B, T, d_in) or (B, H, T, d_in): positions on dim -2.
         sources: input positions to measure from (default: all T). Memory grows with their number.
         outputs: picks the tensors to measure from what ``layer`` returns (e.g. every layer of a
             stack); when given, a list of :class:`PathMatrix` is returned, one per tensor.
@@ -265,15 +265,15 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
         per source, one entry per output position; NaN output positions listed as ``undefined``.
 
     Raises:
-        SeqlabError: x is not 2- or 3-dimensional, a source is out of range, an output is not a
+        SeqlabError: x has fewer than 2 dimensions, a source is out of range, an output is not a
             tensor with positions on dim -2, or the analysis would exceed half the available memory.
 
     >>> memory = torch.randn(7, 4)  # decoding: one query reads 7 keys and values
     >>> measure_paths(lambda m: torch.softmax(torch.ones(1, 4) @ m.T, -1) @ m, memory).products
     ((1,), (1,), (1,), (1,), (1,), (1,), (1,))
     """
-    if not isinstance(x, Tensor) or x.dim() not in (2, 3):
-        raise SeqlabError(f"x must have shape (T, d) or (B, T, d), received {getattr(x, 'shape', type(x))}")
+    if not isinstance(x, Tensor) or x.dim() < 2:
+        raise SeqlabError(f"x must have shape (T, d), (B, T, d) or (..., T, d), received {getattr(x, 'shape', type(x))}")
     T = x.shape[-2]
     sources = tuple(range(T)) if sources is None else tuple(sources)
     if not sources or any(not isinstance(s, int) or not 0 <= s < T for s in sources):
