@@ -1,7 +1,9 @@
 """Small models trained on synthetic tasks, so that path length shows up as what a model can learn.
 
 :mod:`seqlab.learn.tasks` makes the data (one task per lesson claim: recall L3/L4, order L10,
-position L10), :mod:`seqlab.learn.models` builds the models at one parameter budget, and
-:mod:`seqlab.learn.training` trains one of them and measures it. :mod:`seqlab.studies.learn` runs the
-whole sweep. Nothing is imported here, so ``import seqlab.learn`` does not import torch.
+position L10), :mod:`seqlab.learn.models` builds the models at one parameter budget,
+:mod:`seqlab.learn.training` trains one of them and measures it, and :mod:`seqlab.learn.selection`
+picks each model's learning rate on a validation split and summarises the seeds.
+:mod:`seqlab.studies.learn` runs the whole sweep. Nothing is imported here, so ``import seqlab.learn``
+does not import torch.
 """
