@@ -17,6 +17,11 @@ The engine sees a forward pass as the stream of ATen ops that PyTorch dispatches
 
 Anything else is *unknown*: the work counter names it instead of counting it as 0.
 
+In-place and ``out=`` forms are sorted by their out-of-place twin (:func:`functional_twin`):
+``aten.threshold_`` is point-wise because ``aten.threshold`` is, ``aten.addmm_`` is counted with the
+formula of ``aten.addmm``. PyTorch tags many in-place twins (``relu_``, ``add_``) but not all
+(``threshold_``, ``masked_fill_``, ``gelu_``, ``eq_``…), so the rule goes by the twin, not by the tag.
+
 Units: formulas here return **FLOPs in PyTorch's convention** (one multiply-add = 2 FLOPs), because
 they plug into ``FlopCounterMode``; :mod:`seqlab.measure.work` divides by 2 to report
 multiplications. Shapes: B batch (any leading dims), H heads, L query positions, S key positions,
@@ -158,7 +163,7 @@ def fused_recurrent_layer_flop(input_shape: Shape, weight_input_shape: Shape, we
     return 2 * positions * (_numel(weight_input_shape) + _numel(weight_hidden_shape))
 
 
-EXTRA_FORMULAS: dict[object, Callable[..., int]] = {
+EXTRA_FORMULAS: dict[object, Callable[..., int]] = {  # noqa: RUF012 - completed below with in-place twins
     aten.mv: matrix_vector_flop,
     aten.addmv: add_matrix_vector_flop,
     aten.dot: dot_flop,
@@ -171,7 +176,28 @@ EXTRA_FORMULAS: dict[object, Callable[..., int]] = {
     aten._transformer_encoder_layer_fwd: transformer_encoder_layer_flop,
     aten.mkldnn_rnn_layer: fused_recurrent_layer_flop,
 }
-"""Formulas (FLOPs) for contraction ops that ``torch.utils.flop_counter`` has no entry for."""
+"""Formulas (FLOPs) for contraction ops that ``torch.utils.flop_counter`` has no entry for, in-place twins
+(``addmm_``, ``baddbmm_``, ``addmv_``, ``addbmm_``) included: an in-place product multiplies as much as its
+out-of-place form."""
+
+
+def _add_in_place_twins(formulas: dict[object, Callable[..., int]]) -> frozenset[object]:
+    """Give every in-place twin ``foo_`` of a counted op ``foo`` the formula of ``foo`` (unwrapped: a
+    custom mapping is shape-wrapped by ``FlopCounterMode`` itself); returns the twins of PyTorch's ops."""
+    pytorch = {packet: getattr(formula, "__wrapped__", formula) for packet, formula in flop_registry.items()
+               if isinstance(packet, torch._ops.OpOverloadPacket)}
+    from_pytorch = set()
+    for packet, formula in {**pytorch, **formulas}.items():
+        twin = getattr(aten, f"{packet.__name__}_", None)
+        if isinstance(twin, torch._ops.OpOverloadPacket) and twin not in flop_registry and twin not in formulas:
+            formulas[twin] = formula
+            if packet in pytorch:
+                from_pytorch.add(twin)
+    return frozenset(from_pytorch)
+
+
+PYTORCH_TWINS = _add_in_place_twins(EXTRA_FORMULAS)
+"""In-place twins in :data:`EXTRA_FORMULAS` whose formula is PyTorch's own (``addmm_``, ``baddbmm_``)."""
 
 FUSED_OPS = frozenset({
     aten._scaled_dot_product_flash_attention_for_cpu,
@@ -199,6 +225,10 @@ _MOVEMENT_NAMES = frozenset("""
     zeros zeros_like ones ones_like empty empty_like empty_strided full full_like fill_ zero_
     new_zeros new_ones new_empty new_full scalar_tensor arange randn rand randint normal_ uniform_
     bernoulli_ randperm _local_scalar_dense resize_ set_ detach_ _assert_tensor_metadata
+    _nested_tensor_from_mask _nested_tensor_from_mask_left_aligned to_padded_tensor _nested_from_padded
+    _nested_from_padded_and_nested_example _nested_tensor_from_tensor_list _nested_view_from_buffer
+    _nested_view_from_buffer_copy _nested_tensor_size _nested_tensor_strides _nested_tensor_storage_offsets
+    _jagged_to_padded_dense_forward _padded_dense_to_jagged_forward
 """.split())
 
 _COMPUTE_NAMES = frozenset("""
@@ -214,25 +244,66 @@ def op_name(func: torch._ops.OpOverload) -> str:
     return str(func.overloadpacket)
 
 
+def functional_twin(func: torch._ops.OpOverload) -> torch._ops.OpOverload:
+    """The out-of-place form of an in-place or ``out=`` op (the op itself when it has none).
+
+    Rule: an op tagged ``inplace`` named ``foo_`` has twin ``foo`` with the same overload; an ``out``
+    overload has twin ``default`` and ``Tensor_out`` has ``Tensor``. A twin that does not exist leaves
+    the op as it is.
+
+    >>> functional_twin(torch.ops.aten.threshold_.default)
+    <OpOverload(op='aten.threshold', overload='default')>
+    >>> functional_twin(torch.ops.aten.masked_fill_.Scalar)
+    <OpOverload(op='aten.masked_fill', overload='Scalar')>
+    >>> functional_twin(torch.ops.aten.mm.out)
+    <OpOverload(op='aten.mm', overload='default')>
+    """
+    name, overload = func.overloadpacket.__name__, func._overloadname
+    if torch.Tag.inplace in func.tags and name.endswith("_") and not name.endswith("__"):
+        name = name[:-1]
+    elif overload == "out":
+        overload = "default"
+    elif overload.endswith("_out"):
+        overload = overload.removesuffix("_out")
+    else:
+        return func
+    twin = getattr(getattr(aten, name, None), overload, None)
+    return twin if isinstance(twin, torch._ops.OpOverload) else func
+
+
 def is_contraction(func: torch._ops.OpOverload) -> bool:
     """Whether the op's multiplications are counted: PyTorch's flop registry or :data:`EXTRA_FORMULAS`."""
     packet = func.overloadpacket
     return packet in flop_registry or packet in EXTRA_FORMULAS
 
 
-def is_movement(func: torch._ops.OpOverload) -> bool:
-    """Whether the op only views, aliases, copies, creates or rearranges data (0 multiplications, 0 span)."""
+def _is_movement(func: torch._ops.OpOverload) -> bool:
     if func.is_view or torch.Tag.inplace_view in func.tags:
         return True
     return func.overloadpacket.__name__ in _MOVEMENT_NAMES
 
 
-def is_uncounted_compute(func: torch._ops.OpOverload) -> bool:
-    """Whether the op computes without multiplications the convention counts (element-wise, reductions, softmax, norms)."""
+def is_movement(func: torch._ops.OpOverload) -> bool:
+    """Whether the op only views, aliases, copies, creates or rearranges data (0 multiplications, 0 span);
+    an in-place or ``out=`` op is movement when its :func:`functional_twin` is."""
+    return _is_movement(func) or _is_movement(functional_twin(func))
+
+
+def _is_uncounted_compute(func: torch._ops.OpOverload) -> bool:
     tags = func.tags
     if torch.Tag.pointwise in tags or torch.Tag.reduction in tags:
         return True
     return func.overloadpacket.__name__ in _COMPUTE_NAMES
+
+
+def is_uncounted_compute(func: torch._ops.OpOverload) -> bool:
+    """Whether the op computes without multiplications the convention counts (element-wise, reductions,
+    softmax, norms); an in-place or ``out=`` op is when its :func:`functional_twin` is (``threshold_``).
+
+    >>> is_uncounted_compute(torch.ops.aten.threshold_.default), is_unknown(torch.ops.aten.threshold_.default)
+    (True, False)
+    """
+    return _is_uncounted_compute(func) or _is_uncounted_compute(functional_twin(func))
 
 
 def is_unknown(func: torch._ops.OpOverload) -> bool:

@@ -14,6 +14,15 @@ exception keeps hand-written contractions honest: an element-wise product whose 
 than both factors (an outer product, as in ``(q[:, None] * k[None]).sum(-1)``) is counted, one
 multiplication per output element. A same-shape product followed by a sum (``torch.linalg.vecdot``)
 looks exactly like a gate product and is not counted.
+
+Nested tensors (``nn.TransformerEncoder``'s fast path packs a padded batch into one when given
+``src_key_padding_mask`` under ``no_grad``): an op on a nested tensor of n sequences is counted as n
+calls, one per sequence with its own length (batch 1), so the count is of real tokens only — what
+the kernel computed. :attr:`WorkCount.padded_multiplications` gives the bound had every sequence been
+padded to the longest (what the same call costs without the fast path). Limit: PyTorch's counter
+decomposes composite ops (``linear``, ``matmul``) before counting them, and that decomposition needs
+sizes a nested tensor does not have, so those raise on nested inputs; ``bmm`` and the fused kernels
+count.
 """
 
 from __future__ import annotations
@@ -25,9 +34,10 @@ from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves, tree_map
 from torch.utils.flop_counter import FlopCounterMode
 
-from seqlab.measure.ops import EXTRA_FORMULAS, is_unknown, op_name
+from seqlab.measure.ops import EXTRA_FORMULAS, PYTORCH_TWINS, is_unknown, op_name
 
 aten = torch.ops.aten
 
@@ -50,6 +60,8 @@ class WorkCount:
         unaccounted: ops that ran and may multiply but have no formula, with their number of calls.
             Empty means the count is complete.
         device: the device the counted call ran on (``"cpu"``; ``"meta"`` for :func:`count_on_meta`).
+        padded_multiplications: when ops ran on nested tensors, the total had each of their sequences been
+            padded to the longest (>= ``multiplications``); None when no nested tensor was multiplied.
     """
 
     multiplications: int
@@ -58,12 +70,13 @@ class WorkCount:
     calls: Mapping[str, int]
     unaccounted: Mapping[str, int]
     device: str = "cpu"
+    padded_multiplications: int | None = None
 
     @property
     def seqlab_formula_ops(self) -> tuple[str, ...]:
         """Ops whose multiplications come from seqlab's own formulas (:data:`~seqlab.measure.ops.EXTRA_FORMULAS`
         or the outer-product rule) rather than from PyTorch's flop registry, sorted by name."""
-        own = {str(packet) for packet in EXTRA_FORMULAS} | {OUTER_PRODUCT}
+        own = {str(packet) for packet in EXTRA_FORMULAS if packet not in PYTORCH_TWINS} | {OUTER_PRODUCT}
         return tuple(sorted(name for name, count in self.by_op.items() if name in own and count))
 
     @property
@@ -103,8 +116,11 @@ class _OpCensus(TorchDispatchMode):
         super().__init__()
         self.calls: Counter[torch._ops.OpOverload] = Counter()
         self.outer_products = 0
+        self.paused = False  # while the counter reads nested sizes: its own ops are not the user's
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if self.paused:
+            return func(*args, **(kwargs or {}))
         self.calls[func] += 1
         out = func(*args, **(kwargs or {}))
         if func.overloadpacket in (aten.mul, aten.mul_) and _is_outer_product(args, out):
@@ -112,11 +128,56 @@ class _OpCensus(TorchDispatchMode):
         return out
 
 
+class _NestedCounter(FlopCounterMode):
+    """``FlopCounterMode`` that counts an op on nested tensors once per sequence (see the module's docstring).
+
+    PyTorch's formulas read ``tensor.shape``, which a nested tensor does not have; each nested tensor is
+    replaced by the shape (1, *component) of its i-th sequence, for i over the sequences, and by
+    (n, *longest) for the padded bound.
+    """
+
+    def __init__(self, census: _OpCensus, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.census = census
+        self.padded_extra = 0  # FLOPs the padded bound adds to the per-sequence count
+        self.nested_seen = False
+
+    def _count_flops(self, func_packet, out, args, kwargs):
+        if not any(isinstance(t, torch.Tensor) and t.is_nested for t in tree_leaves((args, kwargs, out))):
+            return super()._count_flops(func_packet, out, args, kwargs)
+        if func_packet not in self.flop_registry:
+            return out
+        self.nested_seen = True
+        sequences = self._sequences((args, kwargs, out))
+        before = self.flop_counts["Global"][func_packet]
+        for i in range(len(next(iter(sequences.values())))):
+            a, k, o = tree_map(lambda t: sequences[id(t)][i] if id(t) in sequences else t, (args, kwargs, out))
+            super()._count_flops(func_packet, o, a, k)
+        a, k, o = tree_map(lambda t: _padded(sequences[id(t)]) if id(t) in sequences else t, (args, kwargs, out))
+        self.padded_extra += self.flop_registry[func_packet](*a, **k, out_val=o) - (
+            self.flop_counts["Global"][func_packet] - before)
+        return out
+
+    def _sequences(self, tree: object) -> dict[int, list[torch.Size]]:
+        """id of each nested tensor -> the shape (1, *component) of each of its sequences."""
+        self.census.paused = True
+        try:
+            return {id(t): [torch.Size((1, *c.shape)) for c in t.unbind()]
+                    for t in tree_leaves(tree) if isinstance(t, torch.Tensor) and t.is_nested}
+        finally:
+            self.census.paused = False
+
+
+def _padded(shapes: list[torch.Size]) -> torch.Size:
+    """(n, *longest): every sequence padded to the largest size in each dim."""
+    return torch.Size((len(shapes), *(max(dims) for dims in zip(*(s[1:] for s in shapes), strict=True))))
+
+
 def _is_outer_product(args: tuple, out: object) -> bool:
     """A multiplication whose output is larger than either factor: a contraction written as
     broadcast-multiply-then-sum (``(q[:, None] * k[None]).sum(-1)``) does its work here."""
     factors = [a for a in args[:2] if isinstance(a, torch.Tensor)]
-    return (len(factors) == 2 and isinstance(out, torch.Tensor)
+    return (len(factors) == 2 and isinstance(out, torch.Tensor) and not out.is_nested
             and out.numel() > max(factors[0].numel(), factors[1].numel()))
 
 
@@ -142,8 +203,8 @@ def count_multiplications(function: Callable[..., Any], *args: Any, **kwargs: An
     Raises:
         Whatever ``function`` raises; nothing of its own.
     """
-    counter = FlopCounterMode(display=False, custom_mapping=dict(EXTRA_FORMULAS))
     census = _OpCensus()
+    counter = _NestedCounter(census, display=False, custom_mapping=dict(EXTRA_FORMULAS))
     with census, counter:
         function(*args, **kwargs)
     flop_counts = counter.get_flop_counts()
@@ -164,13 +225,13 @@ def count_multiplications(function: Callable[..., Any], *args: Any, **kwargs: An
         calls=dict(calls),
         unaccounted=dict(unaccounted),
         device=_device_of(args, kwargs),
+        padded_multiplications=((counter.get_total_flops() + counter.padded_extra) // 2 + census.outer_products
+                                if counter.nested_seen else None),
     )
 
 
 def _device_of(args: tuple, kwargs: dict) -> str:
     """The device of the first tensor among the arguments (``"cpu"`` when none is a tensor)."""
-    from torch.utils._pytree import tree_leaves
-
     return next((leaf.device.type for leaf in tree_leaves((args, kwargs)) if isinstance(leaf, torch.Tensor)),
                 "cpu")
 
@@ -200,8 +261,6 @@ def count_on_meta(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Wo
         Whatever ``function`` raises on meta tensors (an op with no meta kernel raises NotImplementedError).
     """
     import copy
-
-    from torch.utils._pytree import tree_map
 
     def to_meta(value: Any) -> Any:
         return torch.empty_like(value, device="meta") if isinstance(value, torch.Tensor) else value
