@@ -12,25 +12,35 @@ longest chain in that graph, given in two units:
 With unlimited processors the span is the least number of waits; work / span is the parallelism
 the pass offers. The recurrence's span grows as T; attention's does not grow at all (L1 vs L2).
 
-Identity of tensors: dependencies are kept per *storage*, and every tensor made during the trace is
-held until the trace ends, so a freed tensor's ``id`` or storage pointer is never mistaken for a new
-one. Views share their base's storage, so a read through a view sees the base's writers, and an
-in-place write (``add_``, ``copy_`` into a slice) makes the written storage depend on the writer.
-This is exact at storage granularity and conservative inside one storage: after a write into one
-slice of a buffer, reading another slice also waits for that write.
+Identity of tensors: dependencies are kept per *storage*, keyed by the storage's device and data
+pointer (``untyped_storage().data_ptr()``, public API; PyTorch's private ``_cdata`` is not used). Every
+tensor made or written during the trace is held until the trace ends, so a storage's memory is never
+freed and its pointer never reused for another tensor inside one trace. A storage without memory (zero
+bytes, the meta device) has no pointer of its own and is keyed by the tensor that owns it (its view
+base), held alive as well. Views share their base's storage, so a read through a view sees the
+base's writers, and an in-place write (``add_``, ``copy_`` into a slice) makes the written elements
+depend on the writer.
+
+Granularity, exact to the element: a storage written whole (the output of an out-of-place op, an
+in-place op on the whole tensor) has one depth. The first write into *part* of a storage (PyTorch's
+CPU LSTM and GRU cells run ``sigmoid_`` / ``tanh_`` on slices of one gates buffer) gives that storage
+one depth per element, and a read then takes the largest depth among the elements the view reaches
+(its size, strides and offset). So independent slices of one buffer are independent chains, as in
+an out-of-place cell doing the same ops (issue 13, kind 5). A view of another element size than the
+map's (a dtype view) is treated conservatively: it reads the whole storage's largest depth.
 
 Fused kernels (fused SDPA, the ``MultiheadAttention`` fast path, oneDNN's LSTM) run a whole chain as
 one op. :func:`measure_span` therefore runs with them switched off by default
-(:func:`reference_kernels`), so the chain inside is seen as ops; any fused op that still runs is
-named in :attr:`Span.fused`.
+(:func:`reference_kernels`, from :mod:`seqlab.measure.switches`: re-entrant and thread-safe, every switch
+back as it was), so the chain inside is seen as ops; any fused op that still runs is named in
+:attr:`Span.fused`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +49,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from seqlab.measure.ops import FUSED_OPS, is_contraction, is_movement, op_name
+from seqlab.measure.switches import reference_kernels
+
+__all__ = ["Span", "measure_span", "reference_kernels"]
 
 
 @dataclass(frozen=True)
@@ -77,12 +90,56 @@ class _Depth:
         self.products = products
 
 
+class _StorageDepth:
+    """Depth of one storage: one :class:`_Depth` while it is written whole, one per element after a
+    partial write (``ops`` and ``products`` maps, int64 tensors over the storage's elements)."""
+
+    __slots__ = ("whole", "ops", "products", "itemsize")
+
+    def __init__(self, whole: _Depth) -> None:
+        self.whole = whole
+        self.ops: torch.Tensor | None = None
+        self.products: torch.Tensor | None = None
+        self.itemsize = 0
+
+    def read(self, tensor: torch.Tensor) -> _Depth:
+        if self.ops is None or tensor.numel() == 0:
+            return self.whole if tensor.numel() else _Depth()
+        if tensor.is_nested or tensor.element_size() != self.itemsize or tensor.layout != torch.strided:
+            return _Depth(int(self.ops.max()), int(self.products.max()))
+        where = (tensor.shape, tensor.stride(), tensor.storage_offset())
+        return _Depth(int(self.ops.as_strided(*where).max()), int(self.products.as_strided(*where).max()))
+
+    def write_part(self, tensor: torch.Tensor, depth: _Depth) -> bool:
+        """Record a write into part of the storage; False when it cannot be mapped (then written whole)."""
+        itemsize = tensor.element_size()
+        if tensor.is_nested or tensor.layout != torch.strided or (self.ops is not None and itemsize != self.itemsize):
+            return False
+        if self.ops is None:
+            elements = tensor.untyped_storage().nbytes() // itemsize
+            self.ops = torch.full((elements,), self.whole.ops, dtype=torch.int64)
+            self.products = torch.full((elements,), self.whole.products, dtype=torch.int64)
+            self.itemsize = itemsize
+        where = (tensor.shape, tensor.stride(), tensor.storage_offset())
+        self.ops.as_strided(*where).fill_(depth.ops)
+        self.products.as_strided(*where).fill_(depth.products)
+        return True
+
+
+def _covers_storage(tensor: torch.Tensor) -> bool:
+    """The tensor is its whole storage, element for element (a write to it replaces every element)."""
+    if tensor.is_nested or tensor.layout != torch.strided:
+        return True
+    return (tensor.storage_offset() == 0 and tensor.is_contiguous()
+            and tensor.numel() * tensor.element_size() == tensor.untyped_storage().nbytes())
+
+
 class _SpanTracer(TorchDispatchMode):
-    """Dispatch mode that keeps, for every storage written during the trace, the depth of its last write."""
+    """Dispatch mode that keeps, for every storage written during the trace, the depth of its last writes."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.depth_of_storage: dict[int, _Depth] = {}
+        self.depth_of_storage: dict[tuple, _StorageDepth] = {}
         self.alive: list[torch.Tensor] = []  # keeps storages alive so their keys are never reused
         self.span = _Depth()
         self.total_ops = 0
@@ -91,11 +148,28 @@ class _SpanTracer(TorchDispatchMode):
         self.op_counts: Counter[str] = Counter()
 
     @staticmethod
-    def _key(tensor: torch.Tensor) -> int:
-        return tensor.untyped_storage()._cdata
+    def _key(tensor: torch.Tensor) -> tuple:
+        """Storage identity: (device, data pointer); the owning tensor's id where the storage has no memory."""
+        try:
+            storage = tensor.untyped_storage()
+            pointer = storage.data_ptr()
+        except (RuntimeError, NotImplementedError):  # a tensor subclass without a storage of its own
+            pointer = 0
+        if pointer:
+            return tensor.device.type, pointer
+        base = tensor._base if tensor._base is not None else tensor
+        return "object", id(base)
 
     def _depth(self, tensor: torch.Tensor) -> _Depth:
-        return self.depth_of_storage.get(self._key(tensor), _Depth())
+        stored = self.depth_of_storage.get(self._key(tensor))
+        return stored.read(tensor) if stored is not None else _Depth()
+
+    def _write(self, tensor: torch.Tensor, depth: _Depth) -> None:
+        key = self._key(tensor)
+        stored = self.depth_of_storage.get(key)
+        if stored is None or _covers_storage(tensor) or not stored.write_part(tensor, depth):
+            self.depth_of_storage[key] = _StorageDepth(depth)
+        self.alive.append(tensor)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -119,33 +193,10 @@ class _SpanTracer(TorchDispatchMode):
             max((d.products for d in before), default=0) + step_products,
         )
         for tensor in (t for t in tree_leaves(out) if isinstance(t, torch.Tensor)):
-            self.depth_of_storage[self._key(tensor)] = depth
-            self.alive.append(tensor)
+            self._write(tensor, depth)
         self.span.ops = max(self.span.ops, depth.ops)
         self.span.products = max(self.span.products, depth.products)
         return out
-
-
-@contextlib.contextmanager
-def reference_kernels() -> Iterator[None]:
-    """Switch off fused CPU kernels so their inner chain runs as ordinary ops that a trace can see.
-
-    SDPA uses its math reference (two ``bmm`` and a softmax), ``nn.MultiheadAttention`` and
-    ``nn.TransformerEncoderLayer`` leave their fast path, and oneDNN's fused LSTM/GRU is disabled.
-    Results are the same up to rounding; only the kernels change.
-    """
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    fast_path_was = torch.backends.mha.get_fastpath_enabled()
-    torch.backends.mha.set_fastpath_enabled(False)
-    try:
-        with warnings.catch_warnings():
-            # mkldnn.flags() re-applies every oneDNN setting and warns about Intel-GPU TF32 on CPU builds.
-            warnings.filterwarnings("ignore", message="TF32 acceleration on top of oneDNN")
-            with torch.backends.mkldnn.flags(enabled=False), sdpa_kernel(SDPBackend.MATH):
-                yield
-    finally:
-        torch.backends.mha.set_fastpath_enabled(fast_path_was)
 
 
 def measure_span(function: Callable[..., Any], *args: Any, expand_fused: bool = True, **kwargs: Any) -> Span:

@@ -1,0 +1,195 @@
+"""Global switches and module modes that seqlab changes while it measures, put back exactly as they were.
+
+Some measurements need PyTorch in another state than the user's: the span and path tracers switch
+fused kernels off (:func:`reference_kernels`) so the chain inside them is seen as ops, and ``profile``
+measures a module in eval mode (:func:`evaluation_mode`). Those are *process-wide* settings — the
+``nn.MultiheadAttention`` / ``nn.TransformerEncoderLayer`` fast path, oneDNN, the SDPA backends — or
+flags on a module several threads may share. A plain save-and-restore breaks when two threads measure
+at once: the second saves the first's temporary value and restores it last, so the change outlives
+both, and the first to leave switches the setting back while the other is still measuring.
+
+Rule (issue 13, kind 8): a :class:`SharedSwitch` keeps the *holds* on one setting. The first hold
+saves the setting's value; every hold sets its own value; when a hold ends, the setting takes the
+value of the latest hold still active, or, when none is left, exactly the value saved by the first.
+Holds may nest in one thread or overlap across threads, in any order of leaving. Holds are counted
+under a lock; the value is what the latest hold asked for. Code that does not hold a switch but runs
+while another thread holds it sees the held value (the settings are process-wide in PyTorch itself).
+
+Not handled here: the CPU thread count (per thread under OpenMP; :func:`seqlab.measure.timing.fixed_threads`
+restores it in the thread that set it) and grad mode (per thread in PyTorch).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+__all__ = ["SharedSwitch", "evaluation_mode", "fast_paths_off", "reference_kernels"]
+
+
+class SharedSwitch:
+    """One process-wide setting, held at a value by any number of nested or concurrent holders.
+
+    >>> box = {"on": True}
+    >>> switch = SharedSwitch("demo", lambda: box["on"], lambda value: box.update(on=value))
+    >>> with switch.held(False):
+    ...     with switch.held(False):
+    ...         inner = box["on"]
+    ...     still = box["on"]
+    >>> inner, still, box["on"]
+    (False, False, True)
+
+    Args:
+        name: what the setting is, for messages and ``repr``.
+        read: returns the current value. write: sets a value (any value ``read`` returned or a hold asked).
+    """
+
+    def __init__(self, name: str, read: Callable[[], Any], write: Callable[[Any], None]) -> None:
+        self.name = name
+        self._read = read
+        self._write = write
+        self._lock = threading.Lock()
+        self._holds: list[tuple[object, Any]] = []
+        self._saved: Any = None
+
+    def __repr__(self) -> str:
+        return f"SharedSwitch({self.name!r}, holds={len(self._holds)})"
+
+    @property
+    def holds(self) -> int:
+        """How many holds are active now (0: the setting is the user's)."""
+        return len(self._holds)
+
+    @contextlib.contextmanager
+    def held(self, value: Any) -> Iterator[None]:
+        """Hold the setting at ``value`` for the block; see the module's rule for how holds combine."""
+        token = object()
+        with self._lock:
+            if not self._holds:
+                self._saved = self._read()
+            self._holds.append((token, value))
+            self._write(value)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._holds = [hold for hold in self._holds if hold[0] is not token]
+                self._write(self._holds[-1][1] if self._holds else self._saved)
+                if not self._holds:
+                    self._saved = None
+
+
+def _sdpa_backends() -> tuple[bool, bool, bool, bool]:
+    cuda = torch.backends.cuda
+    return (cuda.flash_sdp_enabled(), cuda.mem_efficient_sdp_enabled(), cuda.math_sdp_enabled(),
+            cuda.cudnn_sdp_enabled())
+
+
+def _set_sdpa_backends(value: tuple[bool, bool, bool, bool]) -> None:
+    cuda = torch.backends.cuda
+    flash, efficient, math, cudnn = value
+    cuda.enable_flash_sdp(flash)
+    cuda.enable_mem_efficient_sdp(efficient)
+    cuda.enable_math_sdp(math)
+    cuda.enable_cudnn_sdp(cudnn)
+
+
+def _set_mkldnn(value: bool) -> None:
+    torch.backends.mkldnn.enabled = value
+
+
+FAST_PATH = SharedSwitch("nn.MultiheadAttention / TransformerEncoderLayer fast path",
+                         torch.backends.mha.get_fastpath_enabled, torch.backends.mha.set_fastpath_enabled)
+"""The ``torch.backends.mha`` fast path switch (PyTorch's public getter and setter)."""
+
+ONEDNN = SharedSwitch("oneDNN (torch.backends.mkldnn.enabled)", lambda: bool(torch.backends.mkldnn.enabled),
+                      _set_mkldnn)
+"""oneDNN on CPU: with it, ``nn.LSTM`` / ``nn.GRU`` run as one fused ``mkldnn_rnn_layer`` op."""
+
+SDPA_BACKENDS = SharedSwitch("SDPA backends (flash, memory-efficient, math, cuDNN)", _sdpa_backends,
+                             _set_sdpa_backends)
+"""Which SDPA kernels may run, through ``torch.backends.cuda``'s public switches (they also govern the CPU
+flash kernel); held at math only, SDPA runs its reference: two ``bmm`` and a softmax."""
+
+
+@contextlib.contextmanager
+def fast_paths_off() -> Iterator[None]:
+    """Hold the ``nn.MultiheadAttention`` / ``nn.TransformerEncoderLayer`` fast path off (re-entrant, thread-safe).
+
+    >>> with fast_paths_off():
+    ...     torch.backends.mha.get_fastpath_enabled()
+    False
+    """
+    with FAST_PATH.held(False):
+        yield
+
+
+@contextlib.contextmanager
+def reference_kernels() -> Iterator[None]:
+    """Switch off fused CPU kernels so their inner chain runs as ordinary ops that a trace can see.
+
+    SDPA uses its math reference (two ``bmm`` and a softmax), ``nn.MultiheadAttention`` and
+    ``nn.TransformerEncoderLayer`` leave their fast path, and oneDNN's fused LSTM/GRU is disabled.
+    Results are the same up to rounding; only the kernels change. Re-entrant and thread-safe: every
+    switch comes back exactly as it was when the last holder leaves (see :class:`SharedSwitch`).
+
+    >>> before = torch.backends.mkldnn.enabled
+    >>> with reference_kernels():
+    ...     torch.backends.mkldnn.enabled, torch.backends.cuda.flash_sdp_enabled()
+    (False, False)
+    >>> torch.backends.mkldnn.enabled == before
+    True
+    """
+    with FAST_PATH.held(False), ONEDNN.held(False), SDPA_BACKENDS.held((False, False, True, False)):
+        yield
+
+
+_MODULE_SWITCHES: weakref.WeakKeyDictionary[torch.nn.Module, SharedSwitch] = weakref.WeakKeyDictionary()
+_MODULE_SWITCHES_LOCK = threading.Lock()
+
+
+def _module_switch(module: torch.nn.Module) -> SharedSwitch:
+    """The switch of every ``training`` flag in ``module``'s tree (one per module object, made on first use)."""
+    with _MODULE_SWITCHES_LOCK:
+        switch = _MODULE_SWITCHES.get(module)
+        if switch is None:
+            ref = weakref.ref(module)
+
+            def read() -> tuple[tuple[torch.nn.Module, bool], ...]:
+                return tuple((m, m.training) for m in ref().modules())
+
+            def write(flags: tuple[tuple[torch.nn.Module, bool], ...] | bool) -> None:
+                for m, flag in flags if isinstance(flags, tuple) else ((m, flags) for m in ref().modules()):
+                    m.training = flag
+
+            switch = _MODULE_SWITCHES[module] = SharedSwitch(f"training flags of {type(module).__name__}", read,
+                                                             write)
+        return switch
+
+
+@contextlib.contextmanager
+def evaluation_mode(module: object) -> Iterator[None]:
+    """Every submodule of ``module`` in eval mode for the block, then each ``training`` flag as it was.
+
+    Unlike ``module.train(was_training)``, which sets every child to the parent's mode, each submodule
+    gets its own flag back (an eval-mode ``Dropout`` inside a training model stays in eval mode). A
+    callable that is not an ``nn.Module`` is left alone. Re-entrant and thread-safe (:class:`SharedSwitch`).
+
+    >>> net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout()).train()
+    >>> _ = net[1].eval()
+    >>> with evaluation_mode(net):
+    ...     net.training, net[1].training
+    (False, False)
+    >>> net.training, net[0].training, net[1].training
+    (True, True, False)
+    """
+    if not isinstance(module, torch.nn.Module):
+        yield
+        return
+    with _module_switch(module).held(False):
+        yield
