@@ -10,6 +10,12 @@ i ≠ j: Jacobian probes for float inputs, token replacement for integer ones (t
 module that embeds them). The matrices of all of a submodule's sequence inputs are joined by their
 largest entry and classified (per-row, causal, all-to-all, …) by :func:`~seqlab.measure.mixing.classify`.
 
+The recording pass runs with the ``nn.MultiheadAttention`` / ``nn.TransformerEncoderLayer`` fast path off
+(:func:`~seqlab.measure.switches.fast_paths_off`, restored after): under ``no_grad`` that path packs a padded
+batch into a nested tensor and hands the layers no mask, while the measuring passes (with gradients) never
+take it; recorded without it, each layer's call is the padded tensor plus its ``src_key_padding_mask``,
+the call the measurement repeats. A nested tensor that still reaches a submodule is not a sequence input.
+
 Works on any ``torch.nn.Module`` called on batch-first sequences of one row (1, T, ...): a sequence input
 of a submodule is a tensor of its call with batch 1 and T positions in dim 1, the network's own T.
 Nothing here knows a model's names; choosing the submodules and naming their layers is the caller's.
@@ -28,6 +34,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError
+from seqlab.measure.switches import fast_paths_off
 from seqlab.measure.mixing import (
     DEFAULT_PROBES,
     NONE,
@@ -110,7 +117,8 @@ def _sequence_inputs(module: torch.nn.Module, call: RecordedCall, T: int) -> dic
     embeds = _embeds(module)
     found: dict[str, tuple[int | str, Tensor]] = {}
     for slot, value in [*enumerate(call.args), *call.kwargs.items()]:
-        if not (isinstance(value, Tensor) and value.dim() >= 2 and value.shape[0] == 1 and value.shape[1] == T):
+        if not (isinstance(value, Tensor) and not value.is_nested and value.dim() >= 2 and value.shape[0] == 1
+                and value.shape[1] == T):
             continue
         if value.is_floating_point() or embeds:
             label = slot if isinstance(slot, str) else (parameters[slot] if slot < len(parameters) else f"arg{slot}")
@@ -264,7 +272,7 @@ def measure_submodules(model: torch.nn.Module, inputs: Tensor | Mapping[str, Ten
     T = first.shape[1]
     chosen = list(names) if names is not None else [
         name for name, module in model.named_modules() if name and not isinstance(module, torch.nn.Dropout)]
-    with record_inputs(model, chosen) as calls, torch.no_grad():
+    with record_inputs(model, chosen) as calls, torch.no_grad(), fast_paths_off():
         if isinstance(inputs, Tensor):
             model(inputs)
         else:

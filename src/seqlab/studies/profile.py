@@ -12,10 +12,17 @@ measures, on one real forward pass each:
   (:func:`~seqlab.measure.paths.measure_paths`), summarised as the longest path among the measured
   sources and the path from position 0 to T - 1; ops without a path rule are named.
 
-The module is measured in eval mode (dropout would change each pass) and put back in the mode it was
-in. The traces are counts, not times, and run on one CPU thread (the caller's setting is restored):
-their many small tensors go much faster that way. If any of the three traces fails inside PyTorch or the engine, the error names the ATen op that
-was running (or the last one that ran), so you know what to rewrite or report.
+The module is measured in eval mode (dropout would change each pass) and every submodule's
+``training`` flag is put back as it was (:func:`~seqlab.measure.switches.evaluation_mode`; an eval-mode
+child of a training model stays in eval mode), also when two threads profile at once; the global
+switches the traces change (fast paths, oneDNN, SDPA backends) come back the same way. The traces
+are counts, not times, and run on one CPU thread (the caller's setting is restored): their many small
+tensors go much faster that way. If any of the three traces fails inside PyTorch or the engine, the
+error names the ATen op that was running (or the last one that ran), so you know what to rewrite or
+report.
+
+``seqlab profile mymod:factory`` finds ``mymod.py`` in the current folder, as ``python -m`` would
+(:func:`current_folder_importable`).
 
 Shapes: B batch, T positions, d input width, d_out output width, S measured source positions.
 """
@@ -24,6 +31,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,11 +44,13 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.measure.ops import op_name
 from seqlab.measure.paths import measure_paths
+from seqlab.measure.switches import evaluation_mode
 from seqlab.measure.timing import fixed_threads
 from seqlab.measure.trace import measure_span
 from seqlab.measure.work import count_multiplications
 
-__all__ = ["PathSummary", "ProfileResult", "build_from_factory", "load_factory", "profile"]
+__all__ = ["PathSummary", "ProfileResult", "build_from_factory", "current_folder_importable", "load_factory",
+           "profile"]
 
 
 @dataclass(frozen=True)
@@ -125,20 +136,6 @@ def _first(output: object) -> object:
     return output[0] if isinstance(output, tuple) and output else output
 
 
-@contextlib.contextmanager
-def _eval_mode(module: object) -> Iterator[None]:
-    """Eval mode while measuring, then the module's own mode again."""
-    if not isinstance(module, torch.nn.Module):
-        yield
-        return
-    was_training = module.training
-    module.eval()
-    try:
-        yield
-    finally:
-        module.train(was_training)
-
-
 def _traced(stage: str, module: Callable[..., Any], x: Tensor, measure: Callable[[Callable[..., Any]], Any]) -> Any:
     """Run one measurement; if it fails, raise SeqlabError naming the stage and the ATen op."""
     recorder = _OpRecorder()
@@ -212,7 +209,7 @@ def profile(module: Callable[..., Any], x: Tensor, *, sources: Sequence[int] | s
     x = _check_input(module, x)
     T = x.shape[-2]
     chosen = _resolve_sources(sources, T)
-    with _eval_mode(module), fixed_threads(1):
+    with evaluation_mode(module), fixed_threads(1):
         threads = torch.get_num_threads()
         try:
             with torch.no_grad():
@@ -245,8 +242,40 @@ def profile(module: Callable[..., Any], x: Tensor, *, sources: Sequence[int] | s
         dtype=str(x.dtype).removeprefix("torch."), threads=threads, torch_version=torch.__version__)
 
 
+@contextlib.contextmanager
+def current_folder_importable() -> Iterator[None]:
+    """The current folder first on ``sys.path`` for the block, as ``python -m`` puts it; removed after.
+
+    Only an entry this block added is removed (``sys.path`` is otherwise left as it was); a module imported
+    inside stays in ``sys.modules``, so its own later imports from the folder have happened already or
+    run inside :func:`build_from_factory`, which holds the folder on the path while the factory runs.
+
+    >>> import os, sys
+    >>> with current_folder_importable():
+    ...     os.getcwd() in [os.path.abspath(entry or os.curdir) for entry in sys.path]
+    True
+    """
+    folder = os.getcwd()
+    present = any(_same_folder(entry, folder) for entry in sys.path)
+    if not present:
+        sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        if not present and folder in sys.path:
+            sys.path.remove(folder)
+
+
+def _same_folder(entry: str, folder: str) -> bool:
+    """A ``sys.path`` entry naming ``folder`` ("" is the current folder, as Python reads it)."""
+    return isinstance(entry, str) and os.path.abspath(entry or os.curdir) == folder
+
+
 def load_factory(spec: str) -> Callable[[int], Any]:
     """Import ``module.path:attribute`` and return the attribute, a factory called with d_model.
+
+    The module is looked up as ``python -m`` would: the current folder first, then ``sys.path``
+    (so ``seqlab profile mymod:factory`` finds ``mymod.py`` in the folder it runs from).
 
     >>> load_factory("torch.nn:Identity")
     <class 'torch.nn.modules.linear.Identity'>
@@ -259,7 +288,8 @@ def load_factory(spec: str) -> Callable[[int], Any]:
     if not sep or not module_name or not attribute:
         raise SeqlabError(f"expected module.path:factory, received {spec!r}", parameter="factory")
     try:
-        imported = importlib.import_module(module_name)
+        with current_folder_importable():
+            imported = importlib.import_module(module_name)
     except Exception as error:  # noqa: BLE001 - ImportError, or whatever the imported module raises
         raise SeqlabError(f"cannot import {module_name!r} from {spec!r}: {type(error).__name__}: {error}",
                           parameter="factory") from error
@@ -282,7 +312,8 @@ def build_from_factory(spec: str, d_model: int) -> torch.nn.Module:
     d_model = require_positive_int("d_model", d_model)
     factory = load_factory(spec)
     try:
-        module = factory(d_model)
+        with current_folder_importable():
+            module = factory(d_model)
     except Exception as error:  # noqa: BLE001 - the user's factory failing
         raise SeqlabError(f"{spec}({d_model}) failed: {type(error).__name__}: {error}", parameter="factory") from error
     if not isinstance(module, torch.nn.Module):
