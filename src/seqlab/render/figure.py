@@ -22,10 +22,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import torch
 from rich.console import Group
 from rich.text import Text
 
 from seqlab.i18n import translator
+from seqlab.measure.dependence import judge
 from seqlab.render.figures import new_figure, save_png_svg
 from seqlab.render.tables import FittedTable
 from seqlab.studies.figure import BoxResult, FigureResult
@@ -139,7 +141,8 @@ def _shown_matrix(box: BoxResult) -> list[list[bool]]:
     other = [d for d in box.dependencies if d.other_sequence]
     chosen = other or list(box.dependencies)
     rows, columns = len(chosen[0].strength), len(chosen[0].strength[0])
-    return [[any(d.strength[j][i] != 0.0 for d in chosen) for i in range(columns)] for j in range(rows)]
+    judged = [judge(d.strength, torch.float64).depends for d in chosen]  # the one rule (the figure is float64)
+    return [[any(m[j][i] for m in judged) for i in range(columns)] for j in range(rows)]
 
 
 def _arrow(ax: Any, points: list[tuple[float, float]]) -> None:

@@ -33,6 +33,7 @@ from torch import Tensor
 
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.layers.transformer import BOX_KEYS, ENCODER, Transformer, compose, shift_right
+from seqlab.measure.dependence import judge
 from seqlab.measure.mixing import CROSS, DEFAULT_PROBES, NONE, PER_ROW, DependencyMatrix, classify, dependency_matrix
 from seqlab.memory import FLOAT64_BYTES, MemoryEstimate, require_fits
 from seqlab.text import Text, Tokens, builtin_text, embed, tokenize
@@ -186,7 +187,8 @@ def box_pattern(dependencies: tuple[Dependency, ...]) -> str:
         return NONE
     if len(shapes) > 1:
         raise SeqlabError(f"inputs of one sequence must give matrices of one shape, received {sorted(shapes)}")
-    union = tuple(tuple(any(d.strength[j][i] != 0.0 for d in own) for i in range(len(own[0].strength[0])))
+    judged = [judge(d.strength, torch.float64).depends for d in own]  # the one rule; the figure runs in float64
+    union = tuple(tuple(any(m[j][i] for m in judged) for i in range(len(own[0].strength[0])))
                   for j in range(len(own[0].strength)))
     return classify(union)
 
