@@ -273,7 +273,8 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
     ((1,), (1,), (1,), (1,), (1,), (1,), (1,))
     """
     if not isinstance(x, Tensor) or x.dim() < 2:
-        raise SeqlabError(f"x must have shape (T, d), (B, T, d) or (..., T, d), received {getattr(x, 'shape', type(x))}")
+        got = getattr(x, "shape", type(x))
+        raise SeqlabError(f"x must have shape (T, d), (B, T, d) or (..., T, d), received {got}")
     T = x.shape[-2]
     sources = tuple(range(T)) if sources is None else tuple(sources)
     if not sources or any(not isinstance(s, int) or not 0 <= s < T for s in sources):
