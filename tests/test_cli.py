@@ -22,12 +22,23 @@ from seqlab.text import read_text, tokenize
 
 
 def cells(output: str, label: str) -> list[str]:
-    """The two value cells of the table row whose first cell is ``label``."""
+    """The value cells of the table row whose first cell is ``label`` (Elman, attention, LSTM, GRU)."""
     for line in output.splitlines():
         parts = [part.strip() for part in line.split("│")]
-        if len(parts) == 5 and parts[1] == label:
-            return parts[2:4]
+        if len(parts) >= 5 and parts[1] == label:
+            return parts[2:-1]
     raise AssertionError(f"no table row {label!r} in:\n{output}")
+
+
+def scope_rows(output: str, machine: str) -> list[list[str]]:
+    """(closed form, counted, counted by) of every row of the scopes table whose machine cell starts ``machine``,
+    in the order shown (lesson, layer, kernels)."""
+    rows = []
+    for line in output.splitlines():
+        parts = [part.strip() for part in line.split("│")]
+        if len(parts) == 7 and parts[2] == machine:
+            rows.append(parts[3:6])
+    return rows
 
 
 def ok(result) -> str:
@@ -57,17 +68,25 @@ def test_table_shows_the_closed_forms_in_english(invoke):
     projections = cost.projection_multiplications(50, 32, 32, 32)  # 50 * 32 * 96 = 153_600
     assert (recurrence, attention, projections) == (102_400, 160_000, 153_600)
     assert "Recurrence against attention" in output
-    assert cells(output, "Multiplications, closed form (L5, L6)") == ["102,400", "160,000"]
-    assert cells(output, "Multiplications counted, explicit machine") == \
-        ["102,400 (= formula)", "160,000 (= formula)"]
-    assert cells(output, "Multiplications counted, nn.RNN / SDPA") == ["102,400 (= formula)", "160,000 (= formula)"]
-    assert cells(output, "Q, K, V projections (apart from the formula)") == ["—", "153,600 (= formula)"]
-    assert cells(output, "Span: matrix products in a row") == ["50", "2"]
-    assert cells(output, "Span: operations in a row") == ["200", "4"]  # 4 ops per step; the call: QKᵀ, ÷√d, softmax, AV
-    assert cells(output, "Wall time, nn.RNN / SDPA") == ["—", "—"]  # --no-time
+    # the scopes table: lesson, layer, kernels; closed form, counted (= formula), and who counted
+    assert [row[:2] for row in scope_rows(output, "Elman RNN: W_xh and W_hh")] == \
+        [["102,400", "102,400 (= formula)"]] * 3
+    assert scope_rows(output, "attention call, Q, K, V left out") == \
+        [["160,000", "160,000 (= formula)", "PyTorch's flop formulas (aten.mm) on cpu"]]
+    # layer: 4 * 50 * 32**2 + 160_000 = 204_800 + 160_000 = 364_800 (Q, K, V and W_O)
+    assert scope_rows(output, "attention, one head: Q, K, V, the call, W_O")[0][:2] == ["364,800", "364,800 (= formula)"]
+    assert [row[:2] for row in scope_rows(output, "attention, 8 heads: Q, K, V, the call, W_O")] == \
+        [["364,800", "364,800 (= formula)"]] * 2
+    assert projections + attention + 50 * 32 * 32 == 364_800
+    assert cells(output, "Span: matrix products in a row") == ["50", "2", "50", "50"]
+    # 4 ops per step; the call: QKᵀ, ÷√d, softmax, AV; LSTM 10 and GRU 11 ops per step
+    assert cells(output, "Span: operations in a row") == ["200", "4", "500", "550"]
+    assert cells(output, "Wall time, the library layer") == ["—"] * 4
     assert "T = 50 tokens (o200k_base); d_model = 32" in output
     # 160_000 / 102_400 = 1.5625 -> "1.56", past the crossover at T = 32
-    assert "attention does 1.56 times the recurrence's multiplications: more work" in output
+    assert "attention does 1.56 times the recurrence's multiplications: more work, past the crossover" in output
+    # layer scope: 364_800 / 102_400 = 3.5625 = 2 + 50/32
+    assert "attention does 3.56 times the recurrence's multiplications: more work at every length" in output
     assert "Wall time, explicit machine" not in output  # only with --detailed
 
 
@@ -79,9 +98,10 @@ def test_lessons_worked_numbers_in_both_languages(invoke, lang, title, recurrenc
     # L9: recurrence 2 * 50 * 512**2 = 26_214_400; attention 2 * 50**2 * 512 = 2_560_000
     output = ok(invoke("--tokens", "50", "--no-time", "--lang", lang))
     assert title in output
-    assert cells(output, {"en": "Multiplications, closed form (L5, L6)",
-                          "es": "Multiplicaciones, forma cerrada (L5, L6)"}[lang]) == \
-        [recurrence, attention]
+    assert [row[0] for row in scope_rows(output, {"en": "Elman RNN: W_xh and W_hh",
+                                                  "es": "RNN de Elman: W_xh y W_hh"}[lang])] == [recurrence] * 3
+    assert [row[0] for row in scope_rows(output, {"en": "attention call, Q, K, V left out",
+                                                  "es": "llamada de atención, sin Q, K, V"}[lang])] == [attention]
     assert f"{recurrence} (= {'formula' if lang == 'en' else 'fórmula'})" in output
     # ratio 50/512 = 0.0977 (L9: "about ten times less work")
     assert ("0.0977" if lang == "en" else "0,0977") in output
@@ -89,12 +109,15 @@ def test_lessons_worked_numbers_in_both_languages(invoke, lang, title, recurrenc
 
 def test_detailed_adds_the_explicit_machine_rows(invoke):
     output = ok(invoke("--tokens", "50", "--d-model", "32", "--no-time", "--lang", "en", "--detailed"))
-    assert cells(output, "Wall time, explicit machine") == ["—", "—"]  # --no-time wins over --detailed
-    assert cells(output, "Reach estimator, dtype") == ["hutchinson-8, float64", "hutchinson-8, float64"]
+    assert cells(output, "Wall time, explicit machine") == ["—"] * 4  # --no-time wins over --detailed
+    assert cells(output, "Reach estimator, dtype")[:2] == ["hutchinson-8, float64", "hutchinson-8, float64"]
     # work in ops: the recurrence's 50 steps of mm, add, add, tanh + 50 independent W_xh x_t products
-    assert cells(output, "Operations in the pass (work in ops)") == ["250", "4"]
-    assert cells(output, "Parallelism: operations / span") == ["1.25", "1.00"]  # 250/200, 4/4
-    assert cells(output, "Ops the counter could not account for") == ["none", "none"]
+    assert cells(output, "Operations in the pass (work in ops)")[:2] == ["250", "4"]
+    # multiplications per link of the chain: 102_400 / 50 = 2048 = 2 d² for every T; 160_000 / 2 = 80_000 = T² d
+    # (LSTM 4 * 2048, GRU 3 * 2048)
+    assert cells(output, "Multiplications per link of the chain") == \
+        ["2,048", "80,000", "8,192", "6,144"]
+    assert cells(output, "Ops the counter could not account for")[:2] == ["none", "none"]
     decay = cells(output, "Reach decay per step (log-linear fit)")
     assert 0 < float(decay[0]) < 1 and 0.8 <= float(decay[1]) <= 1.25
 
@@ -132,8 +155,8 @@ def test_text_file(invoke, tmp_path):
     assert data["attention"]["closed_form"] == T * T * (16 + 16)  # T**2 * 32
     output = ok(invoke("--text", str(path), "--d-model", "16", "--no-time", "--lang", "es"))
     assert "Recurrencia frente a atención" in output
-    assert cells(output, "Multiplicaciones, forma cerrada (L5, L6)") == \
-        [format_integer(T * 512, "es"), format_integer(T * T * 32, "es")]
+    assert scope_rows(output, "RNN de Elman: W_xh y W_hh")[0][0] == format_integer(T * 512, "es")
+    assert scope_rows(output, "llamada de atención, sin Q, K, V")[0][0] == format_integer(T * T * 32, "es")
 
 
 def test_text_from_stdin(invoke):
@@ -279,8 +302,8 @@ def test_acceptance_quijote_table(invoke, quijote_path):
     assert "Recurrencia frente a atención" in output
     assert f"T = {format_integer(T, 'es')} tokens (o200k_base); d_model = 512" in output
     # 2 * T * 512**2 and 2 * T**2 * 512 with every width 512 (L7)
-    assert cells(output, "Multiplicaciones, forma cerrada (L5, L6)") == \
-        [format_integer(2 * T * 512**2, "es"), format_integer(2 * T**2 * 512, "es")]
+    assert scope_rows(output, "RNN de Elman: W_xh y W_hh")[0][0] == format_integer(2 * T * 512**2, "es")
+    assert scope_rows(output, "llamada de atención, sin Q, K, V")[0][0] == format_integer(2 * T**2 * 512, "es")
 
 
 def test_acceptance_quijote_json(invoke, quijote_path):

@@ -1,6 +1,7 @@
 """The ``compare`` study (seqlab.studies.compare): every figure checked by two routes (L1–L10).
 
-Work: closed form == counted on the explicit machine == counted on nn.RNN / SDPA (L5, L6, L7, L9).
+Work: closed form == counted on the explicit machine == counted on nn.RNN / SDPA (L5, L6, L7, L9); the three
+scopes, LSTM/GRU and the verdicts that can fail are in tests/test_compare_scopes.py.
 Span: the recurrence's chain grows by one step per token, attention's does not move (L1, L2).
 Reach: position 1 fades through the recurrence, not through attention (L3, L4).
 Order: shuffled rows come out shuffled through attention only (L10).
@@ -22,9 +23,10 @@ from seqlab.text import builtin_text, synthetic_tokens, tokenize
 
 
 def small(T: int, **config) -> CompareResult:
-    """``compare`` on T synthetic tokens at d_model = 16, untimed, unless overridden."""
+    """``compare`` on T synthetic tokens at d_model = 16, untimed, without the LSTM and GRU columns (tested in
+    test_compare_scopes.py), unless overridden."""
     return run_compare(synthetic_tokens(T), f"synthetic ({T} tokens)",
-                       CompareConfig(**{"d_model": 16, "time": False, **config}))
+                       CompareConfig(**{"d_model": 16, "time": False, "gated": False, **config}))
 
 
 # --- Work (L5, L6, L7) -----------------------------------------------------------------------------
@@ -150,7 +152,7 @@ def test_order_blindness(score):
 @pytest.mark.parametrize("time_explicit", [False, True])
 def test_timing_when_asked(time_explicit):
     result = run_compare(synthetic_tokens(8), "tiny", CompareConfig(d_model=8, time=True, min_run_time=0.05,
-                                                                   time_explicit=time_explicit))
+                                                                   time_explicit=time_explicit, gated=False))
     rec, att = result.recurrence, result.attention
     for timing, label in ((rec.time_library, "nn.RNN"), (att.time_library, "SDPA")):
         assert isinstance(timing, Timing)
@@ -216,7 +218,7 @@ def test_builtin_spanish_text_at_the_papers_width():
     tokens = tokenize(builtin_text("es").content)
     T = len(tokens)
     assert T == 835  # o200k_base tokens of the built-in text (about the lesson's 800)
-    result = run_compare(tokens, "built-in (es)", CompareConfig(time=False))
+    result = run_compare(tokens, "built-in (es)", CompareConfig(time=False, gated=False))
     assert (result.T, result.d_model, result.tokenizer) == (T, 512, "o200k_base")
     # attention: 2 * 835**2 * 512 = 713_958_400
     assert result.attention.counted.multiplications == result.attention.closed_form == 2 * T**2 * 512 \
@@ -260,7 +262,8 @@ def test_the_time_sentence_carries_the_caveat(small_result):
     from seqlab.render.compare import compare_sentences
 
     steady = compare_sentences(timed(small_result, synthetic_timing(0.02, 8), synthetic_timing(0.01, 8)), "en")[-1]
-    assert steady == "On 2 threads nn.RNN takes 20.0 ms and SDPA 10.0 ms: attention finishes 2.00 times as fast."
+    assert steady == ("On 2 threads nn.RNN takes 20.0 ms and SDPA (the attention call alone) 10.0 ms: attention "
+                      "finishes 2.00 times as fast.")
     noisy = compare_sentences(timed(small_result, synthetic_timing(0.02, 8, spread=0.2),
                                     synthetic_timing(0.01, 8)), "en")[-1]
     assert noisy.endswith("attention finishes 2.00 times as fast (noisy: the spread is over a tenth of the median, "

@@ -208,3 +208,38 @@ def test_loop_fallback_when_backward_cannot_be_batched() -> None:
     assert r.backward == "loop"
     # y_3 = 2 (x_0 + ... + x_3): every block is 2 I_3, norm 2 sqrt(3)
     assert r.norms == pytest.approx((2.0 * math.sqrt(3),) * 4, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_factor_per_step_agrees_with_the_reach_it_sits_beside(seed: int) -> None:
+    """Property: near-end norm × factor^(distance) == the far-end norm, whatever lies between (issue 12, item 7)."""
+    gen = torch.Generator().manual_seed(seed)
+    T = int(torch.randint(2, 60, (1,), generator=gen))
+    logs = torch.randn(T, generator=gen, dtype=F64).cumsum(0) * 5  # a wandering curve over many decades
+    norms = tuple(float(v) for v in logs.exp())
+    r = Reach(norms, T - 1, "exact", "float64", 2.2e-308, 5e-324, 0, 0, "batched")
+    factor = r.factor_per_step()
+    assert norms[T - 1] * factor ** (T - 1) == pytest.approx(norms[0], rel=1e-9)
+
+
+def test_factor_per_step_is_none_without_two_ends() -> None:
+    make = lambda norms, p: Reach(norms, p, "exact", "float64", 2.2e-308, 5e-324, 0, 0, "batched")  # noqa: E731
+    assert make((0.0, 1.0), 1).factor_per_step() is None  # the far end underflowed
+    assert make((1.0, 0.0), 1).factor_per_step() is None
+    assert make((1.0, 2.0), 0).factor_per_step() is None  # no distance
+    assert make((0.25, 0.5, 1.0), 2).factor_per_step() == pytest.approx(0.5)
+
+
+def test_sensitivity_leaves_the_layer_alone_and_names_a_bad_weight() -> None:
+    from seqlab.measure.sensitivity import measure_sensitivity
+
+    rnn = _rnn(3, 4, seed=1)
+    before = {name: p.clone() for name, p in rnn.named_parameters()}
+    x = torch.randn(6, 3, generator=torch.Generator().manual_seed(2), dtype=F64)
+    s = measure_sensitivity(rnn.float(), "weight_hh_l0", x, draws=3, probes=None)
+    assert len(s.perturbed) == 3 and s.low <= s.reach <= s.high and s.relative == 1e-7
+    assert all(torch.equal(before[name].float(), p) for name, p in rnn.named_parameters())
+    with pytest.raises(SeqlabError, match="weight must be one of"):
+        measure_sensitivity(rnn, "nope", x)
+    with pytest.raises(SeqlabError, match="relative"):
+        measure_sensitivity(rnn, "weight_hh_l0", x, relative=0.0)

@@ -54,14 +54,16 @@ def available_memory_bytes() -> int:
 
 
 def estimate_compare_bytes(T: int, d_model: int, d_h: int, d_k: int, d_v: int, probes: int,
-                           score_width: int = 0) -> MemoryEstimate:
+                           score_width: int = 0, gated_width: int = 0) -> MemoryEstimate:
     """Estimate the memory ``seqlab compare`` needs for one text of T tokens.
 
     Terms (bytes): attention maps — scores, weights and their traced copies in float32 plus the
     float64 reach pass whose batched backward holds ``probes`` copies: T²·(6·4 + 4·8·(1 + probes)),
     times (1 + score_width) when the score builds a hidden vector per pair (additive: a T×T×d_a tensor);
     activations — T·(d_model + d_h + 2·d_k + 2·d_v)·(12·4 + 4·8·(1 + probes)); weights — every
-    matrix in float32 and float64, 3 copies.
+    matrix in float32 and float64, 3 copies; with ``gated_width`` (the d_h of the LSTM and GRU columns) the
+    float64 reach pass through an LSTM, which saves its four gates, cell and hidden states per step and copy:
+    T·12·gated_width·8·(1 + probes).
 
     >>> estimate_compare_bytes(800, 512, 512, 512, 512, 16).gib < 2
     True
@@ -75,13 +77,16 @@ def estimate_compare_bytes(T: int, d_model: int, d_h: int, d_k: int, d_v: int, p
     weights = 3 * (FLOAT32_BYTES + FLOAT64_BYTES) * (
         d_h * (d_h + d_model) + d_model * (2 * d_k + d_v) + d_k * d_k
     )
+    gated = T * 12 * gated_width * FLOAT64_BYTES * batched
     terms = {
         f"attention maps of {T}×{T}": maps,
         f"activations of {T} positions": activations,
         f"weights of width {max(d_model, d_h, d_k, d_v)}": weights,
     }
+    if gated_width:
+        terms[f"LSTM states of {T} positions"] = gated
     largest = max(terms, key=terms.__getitem__)
-    return MemoryEstimate(total_bytes=maps + activations + weights, largest=largest)
+    return MemoryEstimate(total_bytes=maps + activations + weights + gated, largest=largest)
 
 
 def require_fits(estimate: MemoryEstimate, what: str, available: int | None = None, share: float = 0.8) -> None:

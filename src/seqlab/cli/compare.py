@@ -55,13 +55,17 @@ def compare(
                                         help="Random probes of the reach estimate.")] = 8,
     exact_reach: Annotated[bool, typer.Option("--exact-reach", help="Exact reach norms (d_h or d_v "
                                               "backward rows instead of --probes).")] = False,
+    path_width: Annotated[int, typer.Option("--path-width", parser=integer_at_least(1, 4096), metavar="INTEGER",
+                                            help="Width at which the LSTM and GRU paths are traced (capped at "
+                                                 "--d-h; the path's length does not depend on it, the tracer's "
+                                                 "time does).")] = 16,
     no_time: Annotated[bool, typer.Option("--no-time", help="Skip the wall-time measurements.")] = False,
     detailed: Annotated[bool, typer.Option("--detailed", help="Add explicit-machine times, reach fits, "
-                                           "parallelism and uncounted ops.")] = False,
+                                           "multiplications per link of the chain and uncounted ops.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON.")] = False,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
 ) -> None:
-    """Recurrence against attention on a text: work, span, reach, order and time, side by side."""
+    """Recurrence, attention, LSTM and GRU on a text: work at three scopes, span, path, reach, order and time."""
     from seqlab.studies.compare import SCORES, CompareConfig, check_compare_size, run_compare
     from seqlab.text import TOKENIZERS
 
@@ -75,7 +79,7 @@ def compare(
                                  param_hint="'--tokenizer'")
     config = CompareConfig(d_model=d_model, d_h=d_h, d_k=d_k, d_v=d_v, score=score, seed=seed,
                            spectral_radius=spectral_radius, probes=probes, exact_reach=exact_reach,
-                           time=not no_time, time_explicit=detailed and not no_time)
+                           time=not no_time, time_explicit=detailed and not no_time, path_width=path_width)
     length_option = "'--tokens'" if tokens is not None else "'--text'"
     options = {**OPTIONS, "T": length_option}
     # a memory refusal comes from the sizes together: name every option that fed the estimate

@@ -77,6 +77,25 @@ class Reach:
         last = self.norms[self.position]
         return self.first / last if last != 0.0 else None
 
+    def factor_per_step(self) -> float | None:
+        """Per-step factor from the near end to the far end: (norms[0] / norms[position]) ** (1 / position).
+
+        The geometric mean factor per step of distance between the nearest input (distance 0, the
+        output's own position) and the farthest (position 0), so by construction
+        ``norms[position] * factor ** position == norms[0]``: the factor agrees with the reach it sits
+        beside, whatever happens in between (``decay_per_step`` fits all distances and need not).
+
+        >>> Reach((0.25, 0.5, 1.0), 2, "exact", "float64", 2.2e-308, 5e-324, 0, 0, "batched").factor_per_step()
+        0.5
+
+        Returns:
+            The factor (dimensionless), or None when ``position`` is 0 or either end's norm is 0 or not finite.
+        """
+        near, far = self.norms[self.position], self.norms[0]
+        if self.position == 0 or not (near > 0.0 and far > 0.0 and math.isfinite(near) and math.isfinite(far)):
+            return None
+        return math.exp((math.log(far) - math.log(near)) / self.position)
+
     def decay_per_step(self) -> float:
         """Per-step factor exp(slope) of a least-squares fit of log(norm) on distance.
 

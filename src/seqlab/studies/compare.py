@@ -5,8 +5,12 @@ of L1 and self-attention (three projections, then the attention call of L2) — 
 multiplications (closed form beside counted, both on the explicit machine and on the fastest library
 implementation, ``nn.RNN`` and SDPA), span (ops and matrix products in a row), the path from position
 1 to T (least products on a dependency path, L3/L4), reach from position 1 to T by autograd, the order
-tests of L10 and wall time. Returns a frozen :class:`CompareResult`;
-rendering is :mod:`seqlab.render.compare`'s job.
+tests of L10 and wall time. Beside them: work at three scopes with independent counts
+(:mod:`seqlab.studies.compare_scopes`), ``nn.LSTM`` and ``nn.GRU`` (:mod:`seqlab.studies.compare_gated`),
+attention's reach at T/2 and T, and for a spectral radius above 1 the reach's spread under 1e-7 weight
+perturbations (:mod:`seqlab.measure.sensitivity`). Returns a frozen :class:`CompareResult`; rendering is
+:mod:`seqlab.render.compare`'s job. Tracing and autograd run on one thread (on a shared machine idle
+threads spin on busy cores); only the timings use torch's thread count.
 
 Shapes: T tokens, d_model token width, d_h hidden width, d_k query/key width, d_v value width.
 """
@@ -18,7 +22,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import torch
-import torch.nn.functional as F
 
 from seqlab import cost
 from seqlab.errors import SeqlabError, require_positive_int
@@ -27,10 +30,14 @@ from seqlab.layers.recurrent import ElmanRNN, spectral_radius
 from seqlab.measure.order import OrderResult, measure_key_value_order, measure_order
 from seqlab.measure.paths import PathMatrix, measure_paths
 from seqlab.measure.reach import Reach, auto_probes, measure_reach
-from seqlab.measure.timing import Timing, measure_time
+from seqlab.measure.sensitivity import DRAWS, Sensitivity, measure_sensitivity
+from seqlab.measure.timing import MachineLoad, Timing, fixed_threads
 from seqlab.measure.trace import Span, measure_span
 from seqlab.measure.work import WorkCount, count_multiplications
 from seqlab.memory import estimate_compare_bytes, require_fits
+from seqlab.studies.compare_gated import CELLS, PATH_WIDTH, GatedMeasurements, build_gated, measure_gated
+from seqlab.studies.compare_scopes import Scope, build_modules, library_attention, measure_scopes
+from seqlab.studies.compare_times import time_modules
 from seqlab.text import Tokens, embed
 
 #: Widest width ``compare`` accepts (d_model, d_h, d_k, d_v): the spectral radius of W_hh is an O(d_h³)
@@ -56,6 +63,10 @@ class CompareConfig:
         time: measure wall time of the library implementations (False skips it, for quick runs and tests).
         time_explicit: also time the explicit machines (the detailed output).
         min_run_time: seconds of timed runs per implementation.
+        path_width: width at which the LSTM and GRU paths are traced (None: full width); the path's length
+            does not depend on it, the tracer's time does.
+        sensitivity_draws: perturbed copies of W_hh measured when its spectral radius exceeds 1 (0: none).
+        gated: also measure ``nn.LSTM`` and ``nn.GRU`` (False leaves their columns out: quicker, for tests).
     """
 
     d_model: int = 512
@@ -70,6 +81,9 @@ class CompareConfig:
     time: bool = True
     time_explicit: bool = False
     min_run_time: float = 0.2
+    path_width: int | None = PATH_WIDTH
+    sensitivity_draws: int = DRAWS
+    gated: bool = True
 
     def widths(self) -> tuple[int, int, int, int]:
         """(d_model, d_h, d_k, d_v), validated, each in [1, MAX_WIDTH].
@@ -106,6 +120,9 @@ class MachineMeasurements:
         order: rows permuted (L10).
         key_value_order: (k, v) pairs permuted (attention only).
         time_library, time_explicit: wall time per forward pass (None when not timed).
+        reach_half: attention only: the reach of y_{T/2} from x_1 on the first T/2 tokens (how the one
+            weight α_T1 shrinks as the softmax spreads over more keys, L4); None for the recurrence.
+        time_layer: attention only: wall time of ``nn.MultiheadAttention`` with H heads (the layer, fast path).
     """
 
     closed_form: int
@@ -121,6 +138,8 @@ class MachineMeasurements:
     key_value_order: OrderResult | None
     time_library: Timing | None
     time_explicit: Timing | None
+    reach_half: Reach | None = None
+    time_layer: Timing | None = None
 
 
 @dataclass(frozen=True)
@@ -136,6 +155,11 @@ class CompareResult:
             when attention with this score costs more at every length.
         recurrence, attention: the measurements.
         threads: CPU threads torch used; torch_version: the PyTorch that ran.
+        scopes: work at the lesson's, the layer's and the kernels' scope (closed forms, independent counts).
+        gated: ``nn.LSTM`` and ``nn.GRU`` on the same text (span, path, reach, time).
+        heads: heads of the ``nn.MultiheadAttention`` layer (None when it cannot be built at these widths).
+        sensitivity: the recurrence's reach under 1e-7 perturbations of W_hh (None unless ρ > 1).
+        load: the machine's load when the timings began (None when not timed).
     """
 
     source: str
@@ -154,6 +178,11 @@ class CompareResult:
     attention: MachineMeasurements
     threads: int
     torch_version: str
+    scopes: tuple[Scope, ...] = ()
+    gated: tuple[GatedMeasurements, ...] = ()
+    heads: int | None = None
+    sensitivity: Sensitivity | None = None
+    load: MachineLoad | None = None
 
 
 def check_compare_size(T: int, config: CompareConfig) -> None:
@@ -166,12 +195,17 @@ def check_compare_size(T: int, config: CompareConfig) -> None:
     d_model, d_h, d_k, d_v = config.widths()
     probes = _probes(config, max(d_h, d_v), T) or max(d_h, d_v)
     estimate = estimate_compare_bytes(T, d_model, d_h, d_k, d_v, probes,
-                                      score_width=d_k if config.score == "additive" else 0)
+                                      score_width=d_k if config.score == "additive" else 0, gated_width=d_h)
     require_fits(estimate, f"T = {T} at d_model = {d_model}")
 
 
+def _seed(seed: int, offset: int) -> int:
+    """The seed of one of the study's generators (one offset per module)."""
+    return (seed * 1_000_003 + offset) % 2**63
+
+
 def _generator(seed: int, offset: int) -> torch.Generator:
-    return torch.Generator().manual_seed((seed * 1_000_003 + offset) % 2**63)
+    return torch.Generator().manual_seed(_seed(seed, offset))
 
 
 def _build(config: CompareConfig) -> tuple[ElmanRNN, SelfAttention]:
@@ -206,12 +240,10 @@ def _reach(layer: torch.nn.Module, x: torch.Tensor, d_out: int, config: CompareC
 def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig) -> MachineMeasurements:
     T, d_model = x.shape
     library = rnn.to_torch(batch_first=True).eval()
-    batch = x.unsqueeze(0)  # (1, T, d_model)
     with torch.no_grad():
         counted = count_multiplications(rnn, x)
-        counted_library = count_multiplications(library, batch)
+        counted_library = count_multiplications(library, x.unsqueeze(0))  # (1, T, d_model)
         order = measure_order(rnn, x, seed=config.seed)
-    timed = config.time
     return MachineMeasurements(
         closed_form=cost.recurrence_multiplications(T, d_model, rnn.d_h),
         counted=counted,
@@ -224,23 +256,14 @@ def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig) -
         reach=_reach(rnn, x, rnn.d_h, config),
         order=order,
         key_value_order=None,
-        time_library=_time(lambda: library(batch), "nn.RNN", config) if timed else None,
-        time_explicit=_time(lambda: rnn(x), "ElmanRNN (loop)", config) if config.time_explicit else None,
+        time_library=None,
+        time_explicit=None,
     )
-
-
-def _library_attention(score: str):
-    """SDPA for the dot scores (scale 1 for ``dot``), None for scores SDPA cannot compute."""
-    if score == "scaled_dot":
-        return F.scaled_dot_product_attention
-    if score == "dot":
-        return lambda q, k, v: F.scaled_dot_product_attention(q, k, v, scale=1.0)
-    return None
 
 
 def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareConfig) -> MachineMeasurements:
     T = x.shape[0]
-    library = _library_attention(config.score)
+    library = library_attention(config.score)
     with torch.no_grad():
         projections = count_multiplications(layer.project, x)
         q, k, v = layer.project(x)  # (T, d_k), (T, d_k), (T, d_v)
@@ -265,15 +288,10 @@ def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareCon
         reach=_reach(layer, x, layer.d_v, config),
         order=order,
         key_value_order=pairs,
-        time_library=_time(lambda: library(*heads), "SDPA", config)
-        if config.time and library is not None else None,
-        time_explicit=_time(lambda: layer.attention(q, k, v), "Attention (explicit)", config)
-        if config.time_explicit else None,
+        time_library=None,
+        time_explicit=None,
+        reach_half=_reach(layer, x[:half], layer.d_v, config) if half >= 2 else None,
     )
-
-
-def _time(function, label: str, config: CompareConfig) -> Timing:
-    return measure_time(function, label=label, min_run_time=config.min_run_time)
 
 
 def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConfig()) -> CompareResult:
@@ -303,9 +321,25 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
     recurrence, attention = _build(config)
     x = embed(tokens, recurrence.d_model, seed=config.seed)  # (T, d_model)
     d_model, d_h, d_k, d_v = config.widths()
-    recurrence_measured = _measure_recurrence(recurrence, x, config)
-    attention_measured = _measure_attention(attention, x, config)
-    return CompareResult(
+    probes = _probes(config, d_h, T)
+    with fixed_threads(1):
+        rec = _measure_recurrence(recurrence, x, config)
+        att = _measure_attention(attention, x, config)
+        gated_modules = {cell: build_gated(cell, d_model, d_h, _generator(config.seed, 3 + i))
+                         for i, cell in enumerate(CELLS if config.gated else ())}
+        gated = tuple(measure_gated(cell, module, x, seed=_seed(config.seed, 3 + i), probes=probes,
+                                    path_width=config.path_width) for i, (cell, module) in enumerate(gated_modules.items()))
+        modules = build_modules(recurrence, attention, gated_modules, config.score, _generator(config.seed, 5),
+                                _generator(config.seed, 6))
+        with torch.no_grad():
+            q_k_v = attention.project(x)
+            scopes = measure_scopes(modules, x, config.score, rec.counted, att.counted, rec.counted_library,
+                                    att.counted_library, (d_model, d_h, d_k, d_v), q_k_v)
+        radius = spectral_radius(recurrence.weight_hh.detach())
+        sensitivity = measure_sensitivity(
+            recurrence, "weight_hh", x, reach=rec.reach.first, draws=config.sensitivity_draws, seed=config.seed,
+            probes=probes, probe_seed=config.seed) if radius > 1 and config.sensitivity_draws > 0 else None
+    result = CompareResult(
         source=source,
         tokenizer=tokens.tokenizer,
         T=T,
@@ -315,11 +349,16 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
         d_v=d_v,
         score=config.score,
         seed=config.seed,
-        spectral_radius=spectral_radius(recurrence.weight_hh.detach()),
-        work_ratio=Fraction(attention_measured.closed_form, recurrence_measured.closed_form),
+        spectral_radius=radius,
+        work_ratio=Fraction(att.closed_form, rec.closed_form),
         crossover=cost.scored_crossover_length(config.score, d_model, d_h, d_k, d_v),
-        recurrence=recurrence_measured,
-        attention=attention_measured,
+        recurrence=rec,
+        attention=att,
         threads=torch.get_num_threads(),
         torch_version=torch.__version__,
+        scopes=scopes,
+        gated=gated,
+        heads=modules.heads.heads if modules.heads is not None else None,
+        sensitivity=sensitivity,
     )
+    return time_modules(result, modules, x, config.min_run_time, config.time_explicit) if config.time else result

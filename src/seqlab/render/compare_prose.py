@@ -1,0 +1,182 @@
+"""``compare``'s sentences on chains, paths, reach, order and time: each conclusion read from a measurement.
+
+Every sentence that concludes something names the measured figure it rests on, and its words change when
+that figure does (a test patches each one): who has the longer chain, whether the gate bypass shortens the
+path in products, whether the recurrence's reach is chaotic (its spread under 1e-7 weight perturbations,
+:mod:`seqlab.measure.sensitivity`), whether attention's reach falls with T, and which machine finishes first
+at the call's and at the layer's scope (with the spread and the busy-machine caveat).
+"""
+
+from __future__ import annotations
+
+import math
+
+from seqlab.i18n import format_seconds
+from seqlab.measure.timing import Timing
+from seqlab.render.compare_format import Formatter, load_caveat, timed_blocks, timing_quality
+from seqlab.studies.compare import CompareResult
+
+#: Attention's reach "falls with T" when it scales as T^a with a below this (1/T would be -1).
+FALLS_EXPONENT = -0.25
+
+
+def span_sentence(result: CompareResult, f: Formatter) -> str:
+    """How many ops must run one after another in each machine, and how that grows from T/2 to T (L1, L2)."""
+    rec, att = result.recurrence, result.attention
+    return f._("The recurrence must run {rec_ops} operations one after another ({rec_products} matrix products); "
+               "attention's call needs {att_ops} ({att_products} products). From T = {half} to T = {T} the "
+               "recurrence's chain grows by {rec_growth} operations and attention's by {att_growth}.").format(
+        rec_ops=f.integer(rec.span.ops), rec_products=f.integer(rec.span.products),
+        att_ops=f.integer(att.span.ops), att_products=f.integer(att.span.products),
+        half=f.integer(result.T // 2), T=f.integer(result.T),
+        rec_growth=f.integer(rec.span.ops - rec.span_half.ops), att_growth=f.integer(att.span.ops - att.span_half.ops))
+
+
+def reach_sentence(result: CompareResult, f: Formatter) -> str:
+    """Path and reach from position 1 to T, with a per-step factor that agrees with the reach beside it (L3, L4)."""
+    rec, att = result.recurrence, result.attention
+    text = ""
+    products = rec.path.products[0][-1], att.path.products[0][-1]
+    if None not in products:
+        text = f._("Position 1's signal crosses {rec} matrix products to reach position T through the recurrence, "
+                   "and {att} through attention.").format(rec=f.integer(products[0]), att=f.integer(products[1])) + " "
+    factor = rec.reach.factor_per_step()
+    if factor is None:
+        text += f._("Its gradient arrives with norm {rec} through the recurrence and {att} through attention.").format(
+            rec=f.reach(rec.reach), att=f.reach(att.reach))
+    else:
+        text += f._("Its gradient arrives with norm {rec} through the recurrence — {near} at distance 0, times "
+                    "{factor} per step over {steps} steps — and {att} through attention.").format(
+            rec=f.reach(rec.reach), near=f.number(rec.reach.norms[rec.reach.position]), factor=f.number(factor),
+            steps=f.integer(rec.reach.position), att=f.reach(att.reach))
+    return text
+
+
+def sensitivity_sentence(result: CompareResult, f: Formatter) -> str | None:
+    """Whether the recurrence's reach is a property of the layer or of one draw (ρ > 1 only, L3)."""
+    s = result.sensitivity
+    if s is None:
+        return None
+    values = dict(radius=f.number(result.spectral_radius), relative=f.number(s.relative), draws=len(s.perturbed),
+                  low=f.number(s.low), high=f.number(s.high), orders=f.orders(s.spread_orders))
+    if s.chaotic:
+        return f._("At spectral radius {radius} the recurrence's reach is chaotic: perturbing W_hh by a relative "
+                   "{relative} ({draws} seeded draws) moves it between {low} and {high}, {orders} orders of magnitude; "
+                   "the figure above is one draw, not a property of the layer.").format(**values)
+    return f._("At spectral radius {radius} the recurrence's reach is stable: perturbing W_hh by a relative {relative} "
+               "({draws} seeded draws) keeps it between {low} and {high} ({orders} orders of magnitude).").format(**values)
+
+
+def attention_trend_sentence(result: CompareResult, f: Formatter) -> str | None:
+    """Attention's reach at T/2 and at T: the path stays one weight long, the weight shrinks as keys are added (L4)."""
+    half, full = result.attention.reach_half, result.attention.reach
+    if half is None or half.first <= 0.0 or full.first <= 0.0:
+        return None
+    T_half, T = half.position + 1, full.position + 1
+    exponent = math.log(full.first / half.first) / math.log(T / T_half)
+    values = dict(half=f.number(half.first), T_half=f.integer(T_half), full=f.number(full.first), T=f.integer(T),
+                  exponent=f.number(exponent))
+    if exponent < FALLS_EXPONENT:
+        return f._("Through attention the path stays one weight long at every length, but the weight shrinks as "
+                   "the softmax spreads over more keys: position 1's reach is {half} at T = {T_half} and {full} at "
+                   "T = {T}, about T^{exponent}.").format(**values)
+    return f._("Through attention the path stays one weight long, and position 1's reach does not fall with the "
+               "length: {half} at T = {T_half} and {full} at T = {T} (about T^{exponent}).").format(**values)
+
+
+def gated_sentence(result: CompareResult, f: Formatter) -> str | None:
+    """LSTM and GRU: the chain is as long, the path in products shorter through the bypass, the reach measured (L3)."""
+    gated = {g.cell: g for g in result.gated}
+    if set(gated) != {"lstm", "gru"}:
+        return None
+    lstm, gru, rec = gated["lstm"], gated["gru"], result.recurrence
+    rec_products = rec.path.products[0][-1]
+    paths = [g.path.products[0][-1] for g in (lstm, gru)]
+    values = dict(lstm_ops=f.integer(lstm.span.ops), gru_ops=f.integer(gru.span.ops),
+                  products=f.integer(lstm.span.products), lstm_update=lstm.update, gru_update=gru.update,
+                  lstm_bypass=lstm.bypass, gru_bypass=gru.bypass,
+                  lstm_path=f.path(lstm.path), gru_path=f.path(gru.path), rec_path=f.path(rec.path),
+                  width=f.integer(lstm.path_width), lstm_reach=f.reach(lstm.reach), gru_reach=f.reach(gru.reach),
+                  rec_reach=f.reach(rec.reach))
+    text = f._("LSTM and GRU do not shorten the chain: {lstm_ops} and {gru_ops} operations in a row, still one W_hh "
+               "product per step ({products}).").format(**values)
+    if None not in paths and rec_products is not None and max(paths) < rec_products:
+        text += " " + f._("Their bypass — {lstm_bypass} in PyTorch's LSTM, {lstm_update}; {gru_bypass} in its GRU, "
+                          "{gru_update} — carries position 1 past every W_hh: its path to T crosses {lstm_path} and "
+                          "{gru_path} matrix products (operations), against {rec_path} in the Elman "
+                          "recurrence.").format(**values)
+    else:
+        text += " " + f._("Their bypass ({lstm_bypass}, {gru_bypass}) did not shorten the path in products here: "
+                          "{lstm_path} and {gru_path} against {rec_path} in the Elman recurrence.").format(**values)
+    if lstm.path_width < result.d_h:
+        text += " " + f._("(Paths traced at d = {width}: their length does not depend on the width.)").format(**values)
+    factors = [g.reach.factor_per_step() for g in (lstm, gru)]
+    values.update(lstm_factor=f.number(factors[0]) if factors[0] else "—",
+                  gru_factor=f.number(factors[1]) if factors[1] else "—")
+    text += " " + f._("Position 1's gradient arrives with norm {lstm_reach} and {gru_reach} (Elman: {rec_reach}).").format(
+        **values)
+    if None not in factors and max(factors) < 1:
+        text += " " + f._("With these untrained weights the gates do not hold the bypass open, so the signal still "
+                          "fades, by ×{lstm_factor} and ×{gru_factor} per step: the bypass lets it survive only where "
+                          "the gates learn to keep it open.").format(**values)
+    elif None not in factors:
+        text += " " + f._("The bypass keeps it from fading: ×{lstm_factor} and ×{gru_factor} per step.").format(**values)
+    return text
+
+
+def order_sentence(result: CompareResult, f: Formatter) -> str:
+    """Shuffled rows: only attention's outputs come out merely shuffled (L10)."""
+    rec, att = result.recurrence, result.attention
+    if att.order.holds and not rec.order.holds:
+        return f._("Shuffling the tokens only shuffles attention's outputs, while it changes the recurrence's "
+                   "by up to {change}: attention alone cannot tell the order.").format(
+            change=f.number(rec.order.max_abs_change))
+    return f._("The order test did not come out as the lesson says (see the table).")
+
+
+def _caveat(f: Formatter, *timings: Timing) -> str:
+    quality = timing_quality(*timings)
+    if quality == "few":
+        blocks = min(timed_blocks(t) for t in timings)
+        return " (" + (f._("a rough figure: timed in one block, so no spread was measured") if blocks == 1 else
+                       f._("a rough figure: timed in {blocks} blocks, too few for a spread").format(blocks=blocks)) + ")"
+    if quality == "noisy":
+        return " (" + f._("noisy: the spread is over a tenth of the median, the machine was busy") + ")"
+    return ""
+
+
+def _faster(rec: Timing, att: Timing, f: Formatter, attention_faster: str, recurrence_faster: str,
+            **extra: str) -> str:
+    """The sentence for whichever median is smaller, with the ratio and the spread's caveat."""
+    ratio = rec.median_s / att.median_s
+    message = attention_faster if ratio >= 1 else recurrence_faster
+    return message.format(threads=rec.threads, rec=format_seconds(rec.median_s, f.lang),
+                          att=format_seconds(att.median_s, f.lang), ratio=f.number(ratio if ratio >= 1 else 1 / ratio),
+                          caveat=_caveat(f, rec, att), **extra)
+
+
+def time_sentences(result: CompareResult, f: Formatter) -> list[str]:
+    """Which machine finishes first, at the call's and at the layer's scope, with the spread's caveat (L8)."""
+    rec, att = result.recurrence.time_library, result.attention
+    sentences = []
+    if rec is not None and att.time_library is not None:
+        sentences.append(_faster(rec, att.time_library, f, f._(
+            "On {threads} threads nn.RNN takes {rec} and SDPA (the attention call alone) {att}: attention finishes "
+            "{ratio} times as fast{caveat}."), f._("On {threads} threads nn.RNN takes {rec} and SDPA (the attention "
+                                                    "call alone) {att}: the recurrence finishes {ratio} times as "
+                                                    "fast{caveat}.")))
+    if rec is not None and att.time_layer is not None:
+        sentences.append(_faster(rec, att.time_layer, f, f._(
+            "At layer scope nn.MultiheadAttention ({heads} heads) takes {att}: attention finishes {ratio} times as "
+            "fast as nn.RNN{caveat}."), f._(
+            "At layer scope nn.MultiheadAttention ({heads} heads) takes {att}: the recurrence finishes {ratio} "
+            "times as fast{caveat}."), heads=f.integer(result.heads or 0)))
+    times = [g.time_library for g in result.gated]
+    if len(times) == 2 and None not in times:
+        sentences.append(f._("nn.LSTM takes {lstm} and nn.GRU {gru}{caveat}.").format(
+            lstm=format_seconds(times[0].median_s, f.lang), gru=format_seconds(times[1].median_s, f.lang),
+            caveat=_caveat(f, *times)))
+    caveat = load_caveat(result.load, f.lang)
+    if sentences and caveat:
+        sentences.append(caveat)
+    return sentences

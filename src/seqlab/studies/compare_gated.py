@@ -1,0 +1,135 @@
+"""LSTM and GRU beside the Elman recurrence in ``seqlab compare``: span, path, reach and the gate bypass (L3).
+
+The lesson says LSTM and GRU "do not shorten the path; they add an additive bypass so the signal survives
+the trip" (L3). Measured on ``torch.nn.LSTM`` / ``torch.nn.GRU`` with seeded weights, batch-first:
+
+* **span** — their chain still grows by a fixed number of ops per token (products: one W_hh per step);
+* **path** from position 1 to T — in *ops* it still grows with T (the bypass is an element-wise chain, one
+  or two ops per step), but in *matrix products* it is 1 (W_ih x_1, then no weight product at all), where
+  the Elman recurrence needs T: the bypass carries the signal past every W_hh;
+* **reach** ‖∂y_T/∂x_1‖ by autograd in float64.
+
+The bypass is named in PyTorch's own convention (``torch.nn.LSTM`` and ``torch.nn.GRU`` docstrings):
+LSTM ``c_t = f_t ⊙ c_{t-1} + i_t ⊙ g_t`` (bypass f_t ⊙ c_{t-1}); GRU ``h_t = (1 - z_t) ⊙ n_t + z_t ⊙ h_{t-1}``
+(bypass z_t ⊙ h_{t-1}: in PyTorch's GRU z_t is the share *kept* from h_{t-1}).
+
+The path tracer keeps a closeness tensor per element written, so on an LSTM at T = 744, d = 512 it takes
+several seconds; the path is traced at a smaller width (``path_width``, default 16) because its length in
+products and ops does not depend on the width (the same ops run in the same order), and the result says so.
+
+Shapes: T tokens, d_model input width, d_h hidden width.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+
+import torch
+
+from seqlab.measure.paths import PathMatrix, measure_paths
+from seqlab.measure.reach import Reach, measure_reach
+from seqlab.measure.timing import Timing
+from seqlab.measure.trace import Span, measure_span
+
+#: The gated cells shown, in order.
+CELLS = ("lstm", "gru")
+#: Each cell's update with its bypass, in PyTorch's notation: (state update, the bypass term).
+BYPASS = {
+    "lstm": ("c_t = f_t ⊙ c_{t−1} + i_t ⊙ g_t", "f_t ⊙ c_{t−1}"),
+    "gru": ("h_t = (1 − z_t) ⊙ n_t + z_t ⊙ h_{t−1}", "z_t ⊙ h_{t−1}"),
+}
+#: Module names as PyTorch spells them.
+MODULES = {"lstm": "nn.LSTM", "gru": "nn.GRU"}
+#: Width at which the gated paths are traced by default (the length does not depend on it).
+PATH_WIDTH = 16
+
+
+@dataclass(frozen=True)
+class GatedMeasurements:
+    """One gated recurrence measured on the text (work is in :mod:`seqlab.studies.compare_scopes`).
+
+    Attributes:
+        cell: ``"lstm"`` or ``"gru"``.
+        update, bypass: the state update and its bypass term, in PyTorch's notation.
+        span: longest chain of ops (and of matrix products) in the forward pass, at full width.
+        path: least matrix products (and ops) from position 1 to every position, traced at ``path_width``.
+        path_width: d_model = d_h of the copy the path was traced on (equal to ``d_h`` when traced at full width).
+        reach: ‖∂y_T/∂x_i‖ for every i, float64, at full width.
+        time_library: wall time of one forward of the module (None when not timed).
+    """
+
+    cell: str
+    update: str
+    bypass: str
+    span: Span
+    path: PathMatrix
+    path_width: int
+    reach: Reach
+    time_library: Timing | None
+
+
+def build_gated(cell: str, d_model: int, d_h: int, generator: torch.Generator) -> torch.nn.RNNBase:
+    """``torch.nn.LSTM`` or ``torch.nn.GRU`` (batch-first, eval) with weights drawn from ``generator``.
+
+    PyTorch's own distribution, U(-1/√d_h, 1/√d_h) for every weight and bias, drawn from the generator
+    instead of the global RNG (the module is made on the meta device first, so the global RNG is untouched).
+
+    >>> lstm = build_gated("lstm", 3, 4, torch.Generator().manual_seed(0))
+    >>> tuple(lstm.weight_ih_l0.shape), lstm.batch_first  # 4 gates i, f, g, o stacked: (4·d_h, d_model)
+    ((16, 3), True)
+
+    Raises:
+        KeyError: an unknown cell (the study passes only :data:`CELLS`).
+    """
+    module_class = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU}[cell]
+    module = module_class(d_model, d_h, batch_first=True, device="meta").to_empty(device="cpu")
+    bound = 1.0 / math.sqrt(d_h)
+    with torch.no_grad():
+        for parameter in module.parameters():
+            parameter.uniform_(-bound, bound, generator=generator)
+    module.flatten_parameters()
+    return module.eval()
+
+
+def _first(output):
+    return output[0] if isinstance(output, tuple) else output
+
+
+def trace_path(cell: str, d_model: int, d_h: int, x: torch.Tensor, seed: int) -> PathMatrix:
+    """Least products and ops from position 1 to every position through a gated cell of these widths.
+
+    ``x`` (T, d_model) is read at its first ``d_model`` columns, so one text gives the path at any width.
+
+    >>> trace_path("gru", 4, 4, torch.randn(6, 4), 0).row(0)  # W_ih x_1, then z_t ⊙ h_{t-1}: no product
+    (1, 1, 1, 1, 1, 1)
+    """
+    module = build_gated(cell, d_model, d_h, torch.Generator().manual_seed(seed))
+    return measure_paths(lambda rows: _first(module(rows)), x[None, :, :d_model], sources=(0,))
+
+
+def measure_gated(cell: str, module: torch.nn.RNNBase, x: torch.Tensor, *, seed: int, probes: int | None,
+                  path_width: int | None = PATH_WIDTH) -> GatedMeasurements:
+    """Span, path and reach of one gated recurrence on the token vectors ``x`` (T, d_model); no timing.
+
+    Args:
+        cell: ``"lstm"`` or ``"gru"``.
+        module: the layer, from :func:`build_gated` with ``torch.Generator().manual_seed(seed)``.
+        x: (T, d_model) token vectors.
+        seed: the seed ``module`` was built with (the narrow copy for the path is built with it too) and of
+            the reach probes.
+        probes: Hutchinson probes of the reach (None: exact).
+        path_width: width of the copy the path is traced on (None: full width); capped at d_model and d_h.
+
+    Returns:
+        A :class:`GatedMeasurements` with ``time_library`` None (the study times apart).
+    """
+    d_model, d_h = module.input_size, module.hidden_size
+    widths = (d_model, d_h) if path_width is None else (min(path_width, d_model, d_h),) * 2
+    path = trace_path(cell, *widths, x, seed)
+    module64 = copy.deepcopy(module).double()
+    reach = measure_reach(lambda rows: _first(module64(rows)), x.double(), probes=probes, seed=seed, batched=True)
+    update, bypass = BYPASS[cell]
+    return GatedMeasurements(cell=cell, update=update, bypass=bypass, span=measure_span(module, x[None]),
+                             path=path, path_width=widths[1], reach=reach, time_library=None)
