@@ -14,6 +14,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from seqlab.errors import SeqlabError
 from seqlab.measure import mixing, order, paths
 from seqlab.measure.mixing import CAUSAL, dependency_matrix
 from seqlab.measure.order import measure_order
@@ -274,3 +275,13 @@ def test_profile_sees_no_path_from_the_future(layer):
     result = profile(layer, torch.randn(1, 5, 4, generator=_generator()))
     assert result.path.fallbacks == {} and result.complete
     assert result.path.last_to_first_products is None and result.path.first_to_last_products == 1
+
+
+# --- kind 11 in the paths: the module's own layout ----------------------------------------------------
+
+def test_paths_refuse_a_batch_for_a_sequence_first_module():
+    rnn = nn.RNN(3, 4)  # batch_first=False: (1, 8, 3) would be read as 1 position of a batch of 8
+    with pytest.raises(SeqlabError, match="batch_first=False"):
+        measure_paths(rnn, torch.randn(1, 8, 3))
+    assert measure_paths(rnn, torch.randn(8, 3), sources=(0,)).products == ((1, 2, 3, 4, 5, 6, 7, 8),)
+    assert measure_paths(nn.RNN(3, 4, batch_first=True), torch.randn(1, 8, 3), sources=(0,)).products[0][-1] == 8

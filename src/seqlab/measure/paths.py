@@ -265,7 +265,8 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
         per source, one entry per output position; NaN output positions listed as ``undefined``.
 
     Raises:
-        SeqlabError: x has fewer than 2 dimensions, a source is out of range, an output is not a
+        SeqlabError: x has fewer than 2 dimensions, a (B, T, d) x for a module with ``batch_first=False``
+            (its layout contradicts the positions on dim -2), a source is out of range, an output is not a
             tensor with positions on dim -2, or the analysis would exceed half the available memory.
 
     >>> memory = torch.randn(7, 4)  # decoding: one query reads 7 keys and values
@@ -275,6 +276,9 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
     if not isinstance(x, Tensor) or x.dim() < 2:
         got = getattr(x, "shape", type(x))
         raise SeqlabError(f"x must have shape (T, d), (B, T, d) or (..., T, d), received {got}")
+    if getattr(layer, "batch_first", None) is False and x.dim() == 3:
+        raise SeqlabError(f"{type(layer).__name__} has batch_first=False: it reads x {tuple(x.shape)} as (T, B, d), "
+                          "but the positions here are on dim -2; pass x as (T, d) or a batch_first module")
     T = x.shape[-2]
     sources = tuple(range(T)) if sources is None else tuple(sources)
     if not sources or any(not isinstance(s, int) or not 0 <= s < T for s in sources):
