@@ -83,9 +83,13 @@ def test_padded_model_profiles_and_its_submodules_measure(lengths):
         def forward(self, x):
             return self.encoder(x, src_key_padding_mask=self.mask)
 
-    T = max(5, max(lengths))
+    T = 5
     result = profile(Padded(padding_mask(lengths, T)), torch.randn(len(lengths), T, 8))
-    assert result.unaccounted == {}
+    assert result.complete and result.unaccounted == {} and result.path.fallbacks == {}
+    # per layer and sequence 512 n + 16 n² (see above); padded: every sequence as long as the longest, m
+    m = max(lengths)
+    assert result.multiplications == 2 * sum(512 * n + 16 * n * n for n in lengths)
+    assert result.padded_multiplications == 2 * len(lengths) * (512 * m + 16 * m * m)
     one = Padded(padding_mask(lengths[:1], T)).double().eval()
     rows = measure_submodules(one, torch.randn(1, T, 8, dtype=torch.float64), names=["encoder", "encoder.layers.0"])
     n = lengths[0]
@@ -145,7 +149,21 @@ def test_scores_masked_in_place_and_in_place_products():
     assert in_place.source == "pytorch"  # addmm_ counted with PyTorch's own addmm formula
 
 
-def test_census_sees_a_wrong_rule(monkeypatch):
+CACHED_RULES = ("functional_twin", "is_contraction", "is_movement", "is_uncounted_compute", "is_unknown")
+
+
+@pytest.fixture()
+def fresh_rules():
+    """The op rules are cached per op: start and end with empty caches when a test patches one."""
+    def clear():
+        for name in CACHED_RULES:
+            getattr(ops, name).cache_clear()
+    clear()
+    yield
+    clear()
+
+
+def test_census_sees_a_wrong_rule(fresh_rules, monkeypatch):  # caches cleared after the patch is undone
     monkeypatch.setattr(ops, "functional_twin", lambda func: func)  # the old rule: tags only
     model = nn.Sequential(nn.Linear(4, 4), nn.Threshold(0.1, 0.0, inplace=True))
     assert count_multiplications(model, torch.randn(1, 3, 4)).unaccounted == {"aten.threshold_": 1}
@@ -221,6 +239,20 @@ def test_gated_span_equals_an_out_of_place_cell(kind, d, hidden, bidirectional, 
     assert measured.total_ops == expected.total_ops  # the same ops, only in place
     assert measured.products == shape[0]  # one product by W_hh per step, both directions side by side
     assert measured.ops == shape[0] * (9 if kind is nn.GRU else 7)  # 9 ops a step for GRU, 7 for LSTM
+
+
+@pytest.mark.parametrize(("kind", "per_step"), [(nn.GRU, 9), (nn.LSTM, 7)])
+def test_profile_reports_the_gated_span_complete(kind, per_step):
+    result = profile(kind(2, 3, batch_first=True), torch.randn(1, 4, 2))
+    assert result.complete and (result.span_ops, result.span_products) == (4 * per_step, 4)
+    assert result.path.last_to_first_products is None  # no path from the future
+
+
+def test_profile_of_an_in_place_threshold_is_complete_without_false_paths():
+    model = nn.Sequential(nn.Linear(4, 4), nn.Threshold(0.1, 0.0, inplace=True))
+    result = profile(model, torch.randn(1, 3, 4))
+    assert result.complete and result.unaccounted == {}
+    assert (result.path.first_to_last_products, result.path.last_to_first_products) == (None, None)
 
 
 def test_storage_granularity_over_counts_the_gru(monkeypatch):

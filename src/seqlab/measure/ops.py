@@ -15,7 +15,8 @@ The engine sees a forward pass as the stream of ATen ops that PyTorch dispatches
   counted as multiplications (they grow as T·d, not as a product of widths), but each is one step
   of span.
 
-Anything else is *unknown*: the work counter names it instead of counting it as 0.
+Anything else is *unknown*: the work counter names it instead of counting it as 0. Each answer depends on
+the op alone, so it is computed once per op and cached (the tracers ask for every op they see).
 
 In-place and ``out=`` forms are sorted by their out-of-place twin (:func:`functional_twin`):
 ``aten.threshold_`` is point-wise because ``aten.threshold`` is, ``aten.addmm_`` is counted with the
@@ -30,6 +31,7 @@ E / Ev widths of query-key and value vectors.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -244,6 +246,7 @@ def op_name(func: torch._ops.OpOverload) -> str:
     return str(func.overloadpacket)
 
 
+@functools.cache
 def functional_twin(func: torch._ops.OpOverload) -> torch._ops.OpOverload:
     """The out-of-place form of an in-place or ``out=`` op (the op itself when it has none).
 
@@ -271,6 +274,7 @@ def functional_twin(func: torch._ops.OpOverload) -> torch._ops.OpOverload:
     return twin if isinstance(twin, torch._ops.OpOverload) else func
 
 
+@functools.cache
 def is_contraction(func: torch._ops.OpOverload) -> bool:
     """Whether the op's multiplications are counted: PyTorch's flop registry or :data:`EXTRA_FORMULAS`."""
     packet = func.overloadpacket
@@ -283,6 +287,7 @@ def _is_movement(func: torch._ops.OpOverload) -> bool:
     return func.overloadpacket.__name__ in _MOVEMENT_NAMES
 
 
+@functools.cache
 def is_movement(func: torch._ops.OpOverload) -> bool:
     """Whether the op only views, aliases, copies, creates or rearranges data (0 multiplications, 0 span);
     an in-place or ``out=`` op is movement when its :func:`functional_twin` is."""
@@ -296,6 +301,7 @@ def _is_uncounted_compute(func: torch._ops.OpOverload) -> bool:
     return func.overloadpacket.__name__ in _COMPUTE_NAMES
 
 
+@functools.cache
 def is_uncounted_compute(func: torch._ops.OpOverload) -> bool:
     """Whether the op computes without multiplications the convention counts (element-wise, reductions,
     softmax, norms); an in-place or ``out=`` op is when its :func:`functional_twin` is (``threshold_``).
@@ -306,6 +312,7 @@ def is_uncounted_compute(func: torch._ops.OpOverload) -> bool:
     return _is_uncounted_compute(func) or _is_uncounted_compute(functional_twin(func))
 
 
+@functools.cache
 def is_unknown(func: torch._ops.OpOverload) -> bool:
     """Whether the engine cannot account for the op's multiplications: it is named, never counted as 0."""
     return not (is_contraction(func) or is_movement(func) or is_uncounted_compute(func))

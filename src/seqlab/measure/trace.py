@@ -40,13 +40,12 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 
 from seqlab.measure.ops import FUSED_OPS, is_contraction, is_movement, op_name
 from seqlab.measure.switches import reference_kernels
@@ -91,39 +90,87 @@ class _Depth:
 
 
 class _StorageDepth:
-    """Depth of one storage: one :class:`_Depth` while it is written whole, one per element after a
-    partial write (``ops`` and ``products`` maps, int64 tensors over the storage's elements)."""
+    """Depth of one storage: one :class:`_Depth` while it is written whole; after a partial write, depths per
+    run of elements (``segments``, while every write is contiguous) or per element (``ops`` and ``products``
+    maps, int64 tensors over the storage's elements, once a strided view is written or read across runs)."""
 
-    __slots__ = ("whole", "ops", "products", "itemsize")
+    __slots__ = ("whole", "segments", "ops", "products", "itemsize")
 
     def __init__(self, whole: _Depth) -> None:
         self.whole = whole
+        self.segments: list[tuple[int, int, _Depth]] | None = None  # disjoint [start, end) element runs
         self.ops: torch.Tensor | None = None
         self.products: torch.Tensor | None = None
         self.itemsize = 0
 
     def read(self, tensor: torch.Tensor) -> _Depth:
-        if self.ops is None or tensor.numel() == 0:
-            return self.whole if tensor.numel() else _Depth()
+        if tensor.numel() == 0:
+            return _Depth()
+        if self.segments is None and self.ops is None:
+            return self.whole
         if tensor.is_nested or tensor.element_size() != self.itemsize or tensor.layout != torch.strided:
-            return _Depth(int(self.ops.max()), int(self.products.max()))
+            return self._deepest()
+        if self.segments is not None:
+            start, end = _extent(tensor)
+            touched = [depth for a, b, depth in self.segments if a < end and start < b]
+            if len(touched) == 1 or tensor.is_contiguous():
+                return _Depth(max(d.ops for d in touched), max(d.products for d in touched))
+            self._to_maps()
         where = (tensor.shape, tensor.stride(), tensor.storage_offset())
         return _Depth(int(self.ops.as_strided(*where).max()), int(self.products.as_strided(*where).max()))
 
     def write_part(self, tensor: torch.Tensor, depth: _Depth) -> bool:
         """Record a write into part of the storage; False when it cannot be mapped (then written whole)."""
         itemsize = tensor.element_size()
-        if tensor.is_nested or tensor.layout != torch.strided or (self.ops is not None and itemsize != self.itemsize):
+        if tensor.is_nested or tensor.layout != torch.strided or (self.itemsize and itemsize != self.itemsize):
             return False
-        if self.ops is None:
-            elements = tensor.untyped_storage().nbytes() // itemsize
-            self.ops = torch.full((elements,), self.whole.ops, dtype=torch.int64)
-            self.products = torch.full((elements,), self.whole.products, dtype=torch.int64)
+        if not self.itemsize:
             self.itemsize = itemsize
+            self.segments = [(0, tensor.untyped_storage().nbytes() // itemsize, self.whole)]
+        if self.segments is not None and tensor.is_contiguous():
+            start, end = _extent(tensor)
+            kept = [piece for a, b, old in self.segments
+                    for piece in ((a, min(b, start), old), (max(a, end), b, old)) if piece[0] < piece[1]]
+            self.segments = sorted([*kept, (start, end, depth)], key=lambda segment: segment[0])
+            return True
+        if self.segments is not None:
+            self._to_maps()
         where = (tensor.shape, tensor.stride(), tensor.storage_offset())
         self.ops.as_strided(*where).fill_(depth.ops)
         self.products.as_strided(*where).fill_(depth.products)
         return True
+
+    def _to_maps(self) -> None:
+        """From runs to one depth per element (exact for strided views)."""
+        elements = self.segments[-1][1]
+        self.ops = torch.empty(elements, dtype=torch.int64)
+        self.products = torch.empty(elements, dtype=torch.int64)
+        for start, end, depth in self.segments:
+            self.ops[start:end] = depth.ops
+            self.products[start:end] = depth.products
+        self.segments = None
+
+    def _deepest(self) -> _Depth:
+        if self.segments is not None:
+            return _Depth(max(d.ops for *_, d in self.segments), max(d.products for *_, d in self.segments))
+        return _Depth(int(self.ops.max()), int(self.products.max()))
+
+
+def _extent(tensor: torch.Tensor) -> tuple[int, int]:
+    """[first, last + 1) element of the storage a strided view reaches (exactly its elements when contiguous)."""
+    start = tensor.storage_offset()
+    return start, start + 1 + sum((size - 1) * abs(stride) for size, stride in zip(tensor.shape, tensor.stride(),
+                                                                                   strict=True))
+
+
+def _tensors(values: Iterable[Any]) -> Iterator[torch.Tensor]:
+    """The tensors among ATen arguments or results: tensors, and tensors inside lists and tuples (an op's
+    schema allows no other containers). Cheaper than a general pytree walk, which the tracer would pay per op."""
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            yield from _tensors(value)
 
 
 def _covers_storage(tensor: torch.Tensor) -> bool:
@@ -151,12 +198,11 @@ class _SpanTracer(TorchDispatchMode):
     def _key(tensor: torch.Tensor) -> tuple:
         """Storage identity: (device, data pointer); the owning tensor's id where the storage has no memory."""
         try:
-            storage = tensor.untyped_storage()
-            pointer = storage.data_ptr()
+            pointer = tensor.untyped_storage().data_ptr()
         except (RuntimeError, NotImplementedError):  # a tensor subclass without a storage of its own
             pointer = 0
         if pointer:
-            return tensor.device.type, pointer
+            return tensor.device, pointer
         base = tensor._base if tensor._base is not None else tensor
         return "object", id(base)
 
@@ -173,7 +219,7 @@ class _SpanTracer(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        inputs = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        inputs = [*_tensors(args), *_tensors(kwargs.values())]
         out = func(*args, **kwargs)
         if is_movement(func) and not func.is_view:
             step_ops = step_products = 0
@@ -192,7 +238,7 @@ class _SpanTracer(TorchDispatchMode):
             max((d.ops for d in before), default=0) + step_ops,
             max((d.products for d in before), default=0) + step_products,
         )
-        for tensor in (t for t in tree_leaves(out) if isinstance(t, torch.Tensor)):
+        for tensor in _tensors((out,)):
             self._write(tensor, depth)
         self.span.ops = max(self.span.ops, depth.ops)
         self.span.products = max(self.span.products, depth.products)

@@ -92,6 +92,9 @@ class ProfileResult:
         fused: fused kernels that still ran as one op, their inner chain unseen (name → calls).
         path: :class:`PathSummary`.
         dtype: the input's dtype; threads: CPU threads the traces ran on (1); torch_version.
+        padded_multiplications: when the module ran on nested tensors (``nn.TransformerEncoder``'s fast path
+            with a padding mask), ``multiplications`` counts real tokens and this the bound with every
+            sequence padded to the longest; None when no nested tensor ran.
     """
 
     module: str
@@ -110,6 +113,7 @@ class ProfileResult:
     dtype: str
     threads: int
     torch_version: str
+    padded_multiplications: int | None = None
 
     @property
     def complete(self) -> bool:
@@ -239,7 +243,8 @@ def profile(module: Callable[..., Any], x: Tensor, *, sources: Sequence[int] | s
         multiplications=work.multiplications, by_op=dict(work.by_op), unaccounted=dict(work.unaccounted),
         span_ops=span.ops, span_products=span.products, total_ops=span.total_ops,
         total_products=span.total_products, fused=dict(span.fused), path=summary,
-        dtype=str(x.dtype).removeprefix("torch."), threads=threads, torch_version=torch.__version__)
+        dtype=str(x.dtype).removeprefix("torch."), threads=threads, torch_version=torch.__version__,
+        padded_multiplications=work.padded_multiplications)
 
 
 @contextlib.contextmanager
