@@ -13,6 +13,13 @@ apart the two positions are (L4). :meth:`Reach.decay_per_step` fits that per-ste
 
 The reported dependency is *numerical* (the derivative), not structural: an exactly-zero
 attention weight or a masked score cuts it even where the op graph still connects the rows.
+Beside the exact zeros (structural zeros), the norms that are nonzero but within the rounding band of
+:mod:`seqlab.measure.dependence` (64 eps times the largest norm) are counted as ``rounding``: the one
+dependence rule, with both answers reported where they disagree.
+
+NaN and layout (:mod:`seqlab.measure.reach_guards`): a NaN y_p has NaN norms (``undefined``); a finite
+y_p whose backward is poisoned by another row's NaN is measured again in forward mode; with ``batched``
+the copies go along the module's own batch dimension, and a layer whose output contradicts it is refused.
 
 Shapes: T positions, d_in input width, d_out output width, k probes.
 """
@@ -28,6 +35,8 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.measure.dependence import judge
+from seqlab.measure.reach_guards import batch_dim, check_layout, forward_rows
 
 #: Up to this output width the exact estimator is always used by :func:`auto_probes`.
 EXACT_MAX_D_OUT = 64
@@ -53,7 +62,10 @@ class Reach:
         zeros: how many norms are exactly 0.0.
         subnormals: how many norms are nonzero but below ``tiny``.
         backward: ``"batched"`` (one vmapped backward) or ``"loop"`` (one backward per row,
-            used only when the layer has an op without a batching rule).
+            used only when the layer has an op without a batching rule); ``"forward"`` when NaN made
+            the norms be measured in forward mode.
+        rounding: how many norms are nonzero but within the rounding band (structural, not numerical).
+        undefined: how many norms are NaN (y_position is NaN, or its derivative is).
     """
 
     norms: tuple[float, ...]
@@ -65,6 +77,8 @@ class Reach:
     zeros: int
     subnormals: int
     backward: str
+    rounding: int = 0
+    undefined: int = 0
 
     @property
     def first(self) -> float:
@@ -204,27 +218,41 @@ def _checked_output(y: object, x: Tensor, leading: tuple[int, ...]) -> Tensor:
     return y
 
 
+def _output_alone(layer: Callable[[Tensor], Tensor], x: Tensor) -> Tensor:
+    """The layer's output on x alone, without gradient: (T, d_out). Tells a NaN output from a NaN gradient."""
+    with torch.no_grad():
+        return _checked_output(_first_output(layer(x.detach())), x, (x.shape[0],))
+
+
 def _replicated_rows(layer: Callable[[Tensor], Tensor], x: Tensor, p: int, copies_count: int,
-                     probes: int | None, seed: int) -> tuple[Tensor, str]:
-    """rows^T J by one backward through R copies of x (R = probes, or d_out when exact): -> (R, T, d_in)."""
-    copies = x.detach().unsqueeze(0).repeat(copies_count, 1, 1).requires_grad_(True)  # (R, T, d_in)
-    y = _checked_output(_first_output(layer(copies)), x, tuple(copies.shape[:2]))  # (R, T, d_out)
+                     probes: int | None, seed: int, alone: Tensor) -> tuple[Tensor, str]:
+    """rows^T J by one backward through R copies of x (R = probes, or d_out when exact): -> (R, T, d_in).
+
+    The copies go along the layer's own batch dimension (:func:`~seqlab.measure.reach_guards.batch_dim`);
+    the first copy's output is checked against the output on x alone (``reach_guards.check_layout``).
+    """
+    dim = batch_dim(layer)
+    copies = x.detach().unsqueeze(dim).repeat_interleave(copies_count, dim=dim).requires_grad_(True)
+    y = _first_output(layer(copies))  # (R, T, d_out), or (T, R, d_out) sequence-first
+    y = _checked_output(y.movedim(dim, 0) if isinstance(y, Tensor) and y.dim() == 3 else y, x,
+                        (copies_count, x.shape[0]))  # (R, T, d_out)
+    check_layout(layer, y[0], alone)
     rows, estimator = _backward_rows(y.shape[-1], probes, seed, x)  # (R, d_out)
     if not y.requires_grad:  # the output is a constant of x
         return torch.zeros_like(copies), estimator
     (g,) = torch.autograd.grad((y[:, p] * rows).sum(), copies, allow_unused=True)
-    return (torch.zeros_like(copies) if g is None else g), estimator
+    return (torch.zeros_like(copies) if g is None else g).movedim(dim, 0), estimator
 
 
 def _single_forward_rows(layer: Callable[[Tensor], Tensor], x: Tensor, p: int, probes: int | None,
-                         seed: int, batched: bool) -> tuple[Tensor, str, str]:
+                         seed: int, batched: bool, alone: Tensor) -> tuple[Tensor, str, str]:
     """rows^T J from one forward of x (T, d_in): a vmapped backward, or R copies when ``batched``."""
     y_p = _checked_output(_first_output(layer(x)), x, (x.shape[0],))[p]  # (d_out,)
     rows, estimator = _backward_rows(y_p.shape[0], probes, seed, x)  # (R, d_out)
     if not y_p.requires_grad:  # the output is a constant of x
         return torch.zeros((rows.shape[0], *x.shape), dtype=x.dtype, device=x.device), estimator, "batched"
     if batched:  # exact rows through d_out copies
-        g, estimator = _replicated_rows(layer, x, p, rows.shape[0], probes, seed)
+        g, estimator = _replicated_rows(layer, x, p, rows.shape[0], probes, seed, alone)
         return g, estimator, "replicated batch"
     g, backward = _vjp_rows(y_p, x, rows)  # (R, T, d_in)
     return g, estimator, backward
@@ -282,14 +310,17 @@ def measure_reach(
         batched: the layer also maps (R, T, d_in) to (R, T, d_out) row by row (as every layer with
             a batch dimension does). Then x is replicated R times (one copy per backward row) and a
             single ordinary backward gives all rows — much faster than vmapping the backward of a
-            long loop. Use it only for layers whose batch elements do not interact.
+            long loop. Use it only for layers whose batch elements do not interact. The copies go
+            along the module's own batch dimension (``batch_first``, where it has one), and a layer
+            whose first copy's output differs from its output on x alone is refused.
 
     Returns:
         A :class:`Reach` with T norms (units of y per unit of x).
 
     Raises:
         SeqlabError: x is not a 2-D tensor, T < 2, position out of range, probes < 1,
-            dtype not floating, or the layer returns a non-(T, d_out) tensor or another dtype.
+            dtype not floating, the layer returns a non-(T, d_out) tensor or another dtype, or
+            (``batched``) its output contradicts the batch layout.
 
     Source: lesson claims L3 (path of T-1 products in a recurrence) and L4 (one factor in
     attention).
@@ -312,13 +343,22 @@ def measure_reach(
 
     with torch.enable_grad():
         xd = x.detach().to(dtype).requires_grad_(True)  # (T, d_in)
+        alone = _output_alone(layer, xd)  # (T, d_out): the NaN and layout checks
         if batched and probes is not None:  # R = probes is known: one forward of R copies, one backward
-            g, estimator = _replicated_rows(layer, xd, p, probes, probes, seed)  # (k, T, d_in)
+            g, estimator = _replicated_rows(layer, xd, p, probes, probes, seed, alone)  # (k, T, d_in)
             backward = "replicated batch"
         else:
-            g, estimator, backward = _single_forward_rows(layer, xd, p, probes, seed, batched)
+            g, estimator, backward = _single_forward_rows(layer, xd, p, probes, seed, batched, alone)
 
-    norms = tuple(float(v) for v in _block_norms(g.detach(), mean=probes is not None).cpu())
+    norms_tensor = _block_norms(g.detach(), mean=probes is not None)  # (T,)
+    if bool(alone[p].isnan().any()):  # y_p is not a number: it has no derivative
+        norms_tensor = torch.full_like(norms_tensor, float("nan"))
+    elif bool(norms_tensor.isnan().any()):  # a NaN elsewhere poisoned the backward: forward mode
+        norms_tensor = _block_norms(forward_rows(layer, xd, p, probes, seed), mean=probes is not None)
+        norms_tensor = norms_tensor * (math.sqrt(T) if probes is not None else 1.0)  # mean over k, not k T
+        backward = "forward"
+    norms = tuple(float(v) for v in norms_tensor.cpu())
+    judged = judge((norms,), dtype)
 
     info = torch.finfo(dtype)
     tiny = float(info.tiny)
@@ -332,4 +372,6 @@ def measure_reach(
         zeros=sum(1 for n in norms if n == 0.0),
         subnormals=sum(1 for n in norms if 0.0 < n < tiny),
         backward=backward,
+        rounding=sum(judged.rounding[0]),
+        undefined=sum(judged.undefined[0]),
     )

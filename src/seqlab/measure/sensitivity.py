@@ -122,8 +122,8 @@ def measure_sensitivity(layer: torch.nn.Module, weight: str, x: Tensor, *, reach
     x64 = x.detach().double()
 
     def reach_of(module: torch.nn.Module) -> float:
-        return measure_reach(lambda rows: _first(module(rows)), x64, probes=probes, seed=probe_seed,
-                             batched=True).first
+        # the module itself, so that measure_reach replicates x along its own batch dim (batch_first)
+        return measure_reach(module, x64, probes=probes, seed=probe_seed, batched=True).first
 
     unperturbed = reach_of(base) if reach is None else float(reach)
     generator = torch.Generator().manual_seed(seed)
