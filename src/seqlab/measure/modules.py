@@ -34,6 +34,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError
+from seqlab.measure.dependence import judge
 from seqlab.measure.switches import fast_paths_off
 from seqlab.measure.mixing import (
     DEFAULT_PROBES,
@@ -162,6 +163,7 @@ class SubmoduleMixing:
         strength: T_out rows of T floats, entry [j][i] the largest over ``inputs`` of the dependence of output
             row j on input row i (see :class:`~seqlab.measure.mixing.DependencyMatrix`); exactly 0.0 where
             row j does not read row i.
+        dtype: the dtype the strengths were measured in, which sets the rounding band of the dependence rule.
     """
 
     name: str
@@ -169,11 +171,17 @@ class SubmoduleMixing:
     inputs: tuple[str, ...]
     method: str
     strength: tuple[tuple[float, ...], ...]
+    dtype: str = "float64"
 
     @property
     def pattern(self) -> str:
-        """Over all measured inputs together, one of :data:`seqlab.measure.mixing.PATTERNS`."""
-        return classify(tuple(tuple(bool(v != 0) for v in row) for row in self.strength))
+        """Over all measured inputs together, one of :data:`seqlab.measure.mixing.PATTERNS`.
+
+        By the one dependence rule (:func:`seqlab.measure.dependence.judge`): above the block's rounding
+        band; NaN rows left out.
+        """
+        judged = judge(self.strength, getattr(torch, self.dtype))
+        return classify(judged.depends, undefined=judged.undefined_rows)
 
     @property
     def mixes(self) -> bool:
@@ -228,7 +236,7 @@ def measure_recorded(module: torch.nn.Module, call: RecordedCall, T: int, *, nam
     strength = torch.tensor([m.strength for m in matrices], dtype=torch.float64).amax(dim=0)  # (T_out, T)
     return SubmoduleMixing(name=name, kind=type(module).__name__, inputs=tuple(inputs),
                            method="+".join(sorted({m.method for m in matrices})),
-                           strength=tuple(tuple(float(v) for v in row) for row in strength))
+                           strength=tuple(tuple(float(v) for v in row) for row in strength), dtype=matrices[0].dtype)
 
 
 def measure_submodules(model: torch.nn.Module, inputs: Tensor | Mapping[str, Tensor], *,
