@@ -177,6 +177,12 @@ def test_scores_masked_in_place_cut_the_future(fill):
     assert matrix.products == tuple(tuple(1 if j >= i else None for j in range(4)) for i in range(4))
 
 
+def test_an_in_place_prefix_sum_is_causal():
+    matrix = measure_paths(lambda x: (x * 2).cumsum_(dim=-2), torch.randn(1, 4, 3))
+    assert matrix.fallbacks == {}
+    assert matrix.ops == tuple(tuple(2 if j >= i else None for j in range(4)) for i in range(4))  # mul, cumsum_
+
+
 def test_out_of_place_twin_is_found_for_in_place_ops_only():
     from seqlab.measure.path_rules import is_pointwise, out_of_place
     aten = torch.ops.aten
