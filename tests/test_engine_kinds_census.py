@@ -63,9 +63,14 @@ def test_nested_fast_path_counts_real_tokens(sizes, lengths, real, padded):
 def test_user_nested_tensors_count_each_sequence():
     a = torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(4, 3)])  # sequences of 2 and 4 rows
     b = torch.nested.nested_tensor([torch.randn(3, 5), torch.randn(3, 5)])
-    bmm = count_multiplications(torch.bmm, a, b)
-    assert (bmm.multiplications, bmm.padded_multiplications) == ((2 + 4) * 3 * 5, 2 * 4 * 3 * 5)  # 90, 120
-    assert bmm.complete and bmm.by_op == {"aten.bmm": 90}
+    for product in (torch.bmm, torch.matmul):
+        counted = count_multiplications(product, a, b)
+        assert (counted.multiplications, counted.padded_multiplications) == ((2 + 4) * 3 * 5, 2 * 4 * 3 * 5)
+        assert counted.complete  # 90 on real rows, 120 padded
+    linear = nn.Linear(3, 6)
+    counted = count_multiplications(linear, a)  # PyTorch's own counter would decompose linear and raise
+    assert (counted.multiplications, counted.padded_multiplications) == ((2 + 4) * 3 * 6, 2 * 4 * 3 * 6)
+    assert counted.by_module["Linear"] == 108 and counted.complete
     dense = count_multiplications(torch.bmm, torch.randn(2, 4, 3), torch.randn(2, 3, 5))
     assert dense.padded_multiplications is None  # no nested tensor: no bound to report
 
@@ -271,6 +276,27 @@ def test_partial_writes_still_order_what_they_touch():
 
     span = measure_span(write_slices, torch.randn(2, 3))
     assert (span.ops, span.total_ops) == (4, 6)
+
+
+def test_a_copy_into_one_row_does_not_wait_for_another_rows_chain():
+    def rows(x, fresh):  # x (2, 3), fresh (3,)
+        buffer = x.exp()  # 1
+        for _ in range(3):
+            buffer[1].sin_()  # 2, 3, 4: row 1 only
+        buffer[0].copy_(fresh)  # movement into row 0, which is still at depth 1
+        return buffer[0].cos()  # 2
+
+    span = measure_span(rows, torch.randn(2, 3), torch.randn(3))
+    assert (span.ops, span.total_ops) == (4, 5)  # one depth per storage: the cos after row 1's chain, 5
+
+
+def test_arguments_written_without_being_returned():
+    def foreach(x):
+        pair = [x.exp(), x.sin()]  # 1, 1
+        torch._foreach_mul_(pair, 2.0)  # 2: writes both, returns nothing
+        return pair[0].cos()  # 3
+
+    assert measure_span(foreach, torch.randn(3)).ops == 3
 
 
 def test_identity_without_cdata_on_meta_tensors():

@@ -165,6 +165,29 @@ def fused_recurrent_layer_flop(input_shape: Shape, weight_input_shape: Shape, we
     return 2 * positions * (_numel(weight_input_shape) + _numel(weight_hidden_shape))
 
 
+def linear_flop(input_shape: Shape, weight_shape: Shape, *args, out_shape=None, **kwargs) -> int:
+    """FLOPs of ``linear`` when it reaches the counter whole (on nested tensors; a dense ``linear`` arrives as
+    ``addmm``): every input row (…, d_in) times W (d_out, d_in) is d_in·d_out multiply-adds, bias excluded.
+
+    >>> linear_flop((1, 5, 8), (16, 8)) // 2  # 5 * 8 * 16
+    640
+    """
+    return 2 * _numel(input_shape[:-1]) * _numel(weight_shape)
+
+
+def matmul_flop(a_shape: Shape, b_shape: Shape, *args, out_shape=None, **kwargs) -> int:
+    """FLOPs of ``matmul`` when it reaches the counter whole (on nested tensors): (…, n, k) @ (…, k, m) is
+    n·k·m multiply-adds per broadcast batch; a 1-D factor counts as one row (a) or one column (b).
+
+    >>> matmul_flop((2, 3, 4), (4, 5)) // 2  # 2 * 3 * 4 * 5
+    120
+    """
+    a = [1, *a_shape] if len(a_shape) == 1 else list(a_shape)
+    b = [*b_shape, 1] if len(b_shape) == 1 else list(b_shape)
+    batch = torch.broadcast_shapes(tuple(a[:-2]), tuple(b[:-2]))
+    return 2 * _numel(batch) * a[-2] * a[-1] * b[-1]
+
+
 EXTRA_FORMULAS: dict[object, Callable[..., int]] = {  # noqa: RUF012 - completed below with in-place twins
     aten.mv: matrix_vector_flop,
     aten.addmv: add_matrix_vector_flop,
@@ -177,6 +200,8 @@ EXTRA_FORMULAS: dict[object, Callable[..., int]] = {  # noqa: RUF012 - completed
     aten._native_multi_head_attention: native_multi_head_attention_flop,
     aten._transformer_encoder_layer_fwd: transformer_encoder_layer_flop,
     aten.mkldnn_rnn_layer: fused_recurrent_layer_flop,
+    aten.linear: linear_flop,
+    aten.matmul: matmul_flop,
 }
 """Formulas (FLOPs) for contraction ops that ``torch.utils.flop_counter`` has no entry for, in-place twins
 (``addmm_``, ``baddbmm_``, ``addmv_``, ``addbmm_``) included: an in-place product multiplies as much as its

@@ -39,6 +39,7 @@ back as it was), so the chain inside is seen as ops; any fused op that still run
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -94,11 +95,12 @@ class _StorageDepth:
     run of elements (``segments``, while every write is contiguous) or per element (``ops`` and ``products``
     maps, int64 tensors over the storage's elements, once a strided view is written or read across runs)."""
 
-    __slots__ = ("whole", "segments", "ops", "products", "itemsize")
+    __slots__ = ("whole", "segments", "elements", "ops", "products", "itemsize")
 
     def __init__(self, whole: _Depth) -> None:
         self.whole = whole
         self.segments: list[tuple[int, int, _Depth]] | None = None  # disjoint [start, end) element runs
+        self.elements = 0
         self.ops: torch.Tensor | None = None
         self.products: torch.Tensor | None = None
         self.itemsize = 0
@@ -126,12 +128,14 @@ class _StorageDepth:
             return False
         if not self.itemsize:
             self.itemsize = itemsize
-            self.segments = [(0, tensor.untyped_storage().nbytes() // itemsize, self.whole)]
+            self.elements = tensor.untyped_storage().nbytes() // itemsize
+            self.segments = [(0, self.elements, self.whole)]
         if self.segments is not None and tensor.is_contiguous():
             start, end = _extent(tensor)
             kept = [piece for a, b, old in self.segments
                     for piece in ((a, min(b, start), old), (max(a, end), b, old)) if piece[0] < piece[1]]
-            self.segments = sorted([*kept, (start, end, depth)], key=lambda segment: segment[0])
+            kept.append((start, end, depth))
+            self.segments = kept
             return True
         if self.segments is not None:
             self._to_maps()
@@ -142,9 +146,8 @@ class _StorageDepth:
 
     def _to_maps(self) -> None:
         """From runs to one depth per element (exact for strided views)."""
-        elements = self.segments[-1][1]
-        self.ops = torch.empty(elements, dtype=torch.int64)
-        self.products = torch.empty(elements, dtype=torch.int64)
+        self.ops = torch.empty(self.elements, dtype=torch.int64)
+        self.products = torch.empty(self.elements, dtype=torch.int64)
         for start, end, depth in self.segments:
             self.ops[start:end] = depth.ops
             self.products[start:end] = depth.products
@@ -159,8 +162,23 @@ class _StorageDepth:
 def _extent(tensor: torch.Tensor) -> tuple[int, int]:
     """[first, last + 1) element of the storage a strided view reaches (exactly its elements when contiguous)."""
     start = tensor.storage_offset()
+    if tensor.is_contiguous():
+        return start, start + tensor.numel()
     return start, start + 1 + sum((size - 1) * abs(stride) for size, stride in zip(tensor.shape, tensor.stride(),
                                                                                    strict=True))
+
+
+@functools.cache
+def _mutated(func: torch._ops.OpOverload) -> tuple[tuple[int, str], ...]:
+    """(position, name) of each argument the op's schema says it writes (``Tensor(a!)``)."""
+    return tuple((i, argument.name) for i, argument in enumerate(func._schema.arguments)
+                 if argument.alias_info is not None and argument.alias_info.is_write)
+
+
+def _written_arguments(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> list[Any]:
+    """Arguments the op writes in place, returned or not (``add_`` returns its input; ``_foreach_add_`` and
+    a training ``native_batch_norm``'s running statistics are written without being returned)."""
+    return [args[i] if i < len(args) else kwargs.get(name) for i, name in _mutated(func)]
 
 
 def _tensors(values: Iterable[Any]) -> Iterator[torch.Tensor]:
@@ -238,7 +256,7 @@ class _SpanTracer(TorchDispatchMode):
             max((d.ops for d in before), default=0) + step_ops,
             max((d.products for d in before), default=0) + step_products,
         )
-        for tensor in _tensors((out,)):
+        for tensor in _tensors((out, *_written_arguments(func, args, kwargs))):
             self._write(tensor, depth)
         self.span.ops = max(self.span.ops, depth.ops)
         self.span.products = max(self.span.products, depth.products)

@@ -19,10 +19,10 @@ Nested tensors (``nn.TransformerEncoder``'s fast path packs a padded batch into 
 ``src_key_padding_mask`` under ``no_grad``): an op on a nested tensor of n sequences is counted as n
 calls, one per sequence with its own length (batch 1), so the count is of real tokens only — what
 the kernel computed. :attr:`WorkCount.padded_multiplications` gives the bound had every sequence been
-padded to the longest (what the same call costs without the fast path). Limit: PyTorch's counter
-decomposes composite ops (``linear``, ``matmul``) before counting them, and that decomposition needs
-sizes a nested tensor does not have, so those raise on nested inputs; ``bmm`` and the fused kernels
-count.
+padded to the longest (what the same call costs without the fast path). PyTorch's counter decomposes
+composite ops (``linear``, ``matmul``) before counting them, which needs sizes a nested tensor does not
+have; an op with a formula that receives a nested tensor therefore runs and is counted as it is (its
+nested kernel, one call), with the formulas of :data:`~seqlab.measure.ops.EXTRA_FORMULAS`.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves, tree_map
-from torch.utils.flop_counter import FlopCounterMode
+from torch.utils.flop_counter import FlopCounterMode, _FlopCounterMode
 
 from seqlab.measure.ops import EXTRA_FORMULAS, PYTORCH_TWINS, is_unknown, op_name
 
@@ -142,8 +142,16 @@ class _NestedCounter(FlopCounterMode):
         self.padded_extra = 0  # FLOPs the padded bound adds to the per-sequence count
         self.nested_seen = False
 
+    def __enter__(self) -> _NestedCounter:
+        # FlopCounterMode.__enter__, with the dispatch mode below: the one place PyTorch's internals are used
+        self.flop_counts.clear()
+        self.mod_tracker.__enter__()
+        self.mode = _NestedDispatch(self)
+        self.mode.__enter__()
+        return self
+
     def _count_flops(self, func_packet, out, args, kwargs):
-        if not any(isinstance(t, torch.Tensor) and t.is_nested for t in tree_leaves((args, kwargs, out))):
+        if not _any_nested((args, kwargs, out)):
             return super()._count_flops(func_packet, out, args, kwargs)
         if func_packet not in self.flop_registry:
             return out
@@ -166,6 +174,23 @@ class _NestedCounter(FlopCounterMode):
                     for t in tree_leaves(tree) if isinstance(t, torch.Tensor) and t.is_nested}
         finally:
             self.census.paused = False
+
+
+class _NestedDispatch(_FlopCounterMode):
+    """PyTorch's counting mode, except that an op with a formula that receives a nested tensor runs as it is:
+    PyTorch would first decompose composite ops (``linear`` into ``matmul``...), which needs sizes a nested
+    tensor does not have."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func.overloadpacket in self.counter.flop_registry and _any_nested((args, kwargs)):
+            out = func(*args, **kwargs)
+            return self.counter._count_flops(func.overloadpacket, out, args, kwargs)
+        return super().__torch_dispatch__(func, types, args, kwargs)
+
+
+def _any_nested(tree: object) -> bool:
+    return any(isinstance(t, torch.Tensor) and t.is_nested for t in tree_leaves(tree))
 
 
 def _padded(shapes: list[torch.Size]) -> torch.Size:
