@@ -21,7 +21,7 @@ Beside the clock sits a **work–span model**, one per machine and thread settin
 * work: multiplications from the closed forms of :mod:`seqlab.cost` — T·g·2d² for a recurrence with g
   gate blocks (RNN 1, GRU 3, LSTM 4), 2T²d for attention — times B;
 * span: compute ops in a row, measured by :func:`seqlab.measure.trace.measure_span` on CPU reference
-  kernels at d = 8 and T = 4, 8 and extended linearly (a + b·T: b = 3, 4, 10, 11 ops per step for
+  kernels at d = 8 and T = 4, 8 and extended linearly (a + b·T: b = 3, 4, 7, 9 ops per step for
   nn.RNN, the loop, LSTM, GRU; b = 0 for attention, whose 4 ops do not grow with T). The span is a
   property of the algorithm, not of the kernel, so it is measured once, on CPU, whatever the device;
 * throughput: multiplications per second of one large n×n matmul (n³ multiplications);
