@@ -34,9 +34,9 @@ def _source(entry: ScopeCount, lang: str, _) -> str:
     """Who counted: PyTorch's formulas, or seqlab's formula with PyTorch's independent count beside it."""
     ops = ", ".join(entry.ops) or "—"
     if entry.source == "pytorch":
-        text = _("PyTorch's flop formulas ({ops}) on {device}").format(ops=ops, device=entry.device)
+        text = _("PyTorch's formulas: {ops} ({device})").format(ops=ops, device=entry.device)
     else:
-        text = _("seqlab's formula for {ops}: the only count of what ran").format(ops=ops)
+        text = _("seqlab's formula only: {ops} ({device})").format(ops=ops, device=entry.device)
         if entry.independent is not None:
             mark = "=" if entry.independent == entry.closed_form else "≠"
             text += "; " + _("PyTorch's formulas on meta: {count} ({mark} formula)").format(
