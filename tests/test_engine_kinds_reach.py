@@ -83,3 +83,16 @@ def test_reach_reports_rounding_beside_exact_zeros(monkeypatch):
     monkeypatch.setattr(reach, "_block_norms", lambda g, mean: torch.tensor([4.0, 3.8e-16, 0.0], dtype=torch.float64))
     result = reach.measure_reach(lambda rows: rows * 2, torch.randn(3, 2, dtype=torch.float64))
     assert (result.zeros, result.rounding, result.undefined) == (1, 1, 0)
+
+
+def test_a_chaotic_batch_first_recurrence_is_not_mistaken_for_a_layout_error():
+    """Radius 3: batched and single kernels round differently and the chain amplifies it by the end of
+    the sequence; the layout check compares the ends of the sequence where no long chain has run yet."""
+    from seqlab.measure.reach import measure_reach
+    torch.manual_seed(0)
+    rnn = nn.RNN(16, 16, batch_first=True).double()
+    with torch.no_grad():
+        rnn.weight_hh_l0.mul_(3.0 / torch.linalg.eigvals(rnn.weight_hh_l0).abs().max())
+    x = torch.randn(256, 16, dtype=torch.float64, generator=_generator())
+    result = measure_reach(lambda rows: rnn(rows)[0], x, batched=True, probes=4)
+    assert result.undefined == 0 and len(result.norms) == 256
