@@ -77,10 +77,6 @@ class Sensitivity:
         object.__setattr__(self, "chaotic", spread > self.threshold_orders)
 
 
-def _first(output: object) -> object:
-    return output[0] if isinstance(output, tuple) else output
-
-
 def measure_sensitivity(layer: torch.nn.Module, weight: str, x: Tensor, *, reach: float | None = None,
                         relative: float = PERTURBATION, draws: int = DRAWS, seed: int = 0,
                         probes: int | None = 8, probe_seed: int = 0,
@@ -96,7 +92,8 @@ def measure_sensitivity(layer: torch.nn.Module, weight: str, x: Tensor, *, reach
     (2, False)
 
     Args:
-        layer: a module mapping (R, T, d_in) to (R, T, d_out) row by row (a tuple output is read at 0).
+        layer: a module mapping batches of (T, d_in) rows to (T, d_out) rows along its own batch dimension
+            (a tuple output is read at 0).
         weight: name of the parameter to perturb (``dict(layer.named_parameters())``).
         x: (T, d_in) input, T >= 2.
         reach: the unperturbed reach if already measured with the same probes (else measured here).
