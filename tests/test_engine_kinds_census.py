@@ -172,6 +172,7 @@ def test_census_sees_a_wrong_rule(fresh_rules, monkeypatch):  # caches cleared a
     monkeypatch.setattr(ops, "functional_twin", lambda func: func)  # the old rule: tags only
     model = nn.Sequential(nn.Linear(4, 4), nn.Threshold(0.1, 0.0, inplace=True))
     assert count_multiplications(model, torch.randn(1, 3, 4)).unaccounted == {"aten.threshold_": 1}
+    assert not profile(model, torch.randn(1, 3, 4)).complete  # and profile's verdict follows the census
 
 
 # --- Kind 5: the span of PyTorch's own gated cells ----------------------------------------------------------

@@ -114,7 +114,8 @@ ONEDNN = SharedSwitch("oneDNN (torch.backends.mkldnn.enabled)", lambda: bool(tor
 SDPA_BACKENDS = SharedSwitch("SDPA backends (flash, memory-efficient, math, cuDNN)", _sdpa_backends,
                              _set_sdpa_backends)
 """Which SDPA kernels may run, through ``torch.backends.cuda``'s public switches (they also govern the CPU
-flash kernel); held at math only, SDPA runs its reference: two ``bmm`` and a softmax."""
+flash kernel); held at math only, SDPA runs its reference: two ``bmm`` and a softmax. The "overrideable"
+backend of out-of-tree devices has no public switch and is left as it is."""
 
 
 @contextlib.contextmanager
