@@ -13,7 +13,7 @@ from fractions import Fraction
 from rich.table import Table
 
 from seqlab.i18n import format_fraction, format_integer, translator
-from seqlab.studies.compare_scopes import Scope, ScopeCount
+from seqlab.studies.compare_scopes import HEADS, Scope, ScopeCount
 
 
 def _machine(entry: ScopeCount, scope: str, heads: int | None, _) -> str:
@@ -121,6 +121,8 @@ def scope_sentences(scopes: tuple[Scope, ...], T: int, widths: tuple[int, int, i
         fused = [e for e in (kernels.recurrence, kernels.attention, *kernels.others) if e.source != "pytorch"]
         text = _("Kernels' scope (nn.RNN against nn.MultiheadAttention with {heads} heads, as they run on this "
                  "CPU): {verdict}.").format(heads=heads, verdict=_verdict(kernels, lang, _))
+        if heads != HEADS:
+            text += " " + _("(The paper's {paper} heads do not divide d_model = {d}.)").format(paper=HEADS, d=d_model)
         if fused:
             agree = all(e.independent == e.counted for e in fused)
             names = ", ".join(sorted({op for e in fused for op in e.ops if op != "aten.addmm"}))
