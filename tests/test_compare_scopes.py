@@ -17,7 +17,6 @@ import pytest
 import torch
 
 from seqlab.layers.recurrent import ElmanRNN
-from seqlab.measure.reach import Reach
 from seqlab.measure.sensitivity import Sensitivity, measure_sensitivity
 from seqlab.measure.timing import MachineLoad, Timing, fixed_threads
 from seqlab.render import compare_prose as prose
@@ -81,6 +80,7 @@ def test_every_count_names_an_independent_source(small_result):
 
 def test_the_scope_verdicts_follow_the_counted_figures(small_result):
     text = sentences_of(small_result)
+    assert compare_sentences(small_result)[:3] == scope_sentences(small_result.scopes, 40, (16,) * 4, 8, "en")
     assert "more work, past the crossover at T = 16" in text  # lesson
     assert "ratio is 2 + T/d = 4.50" in text and "exists only at its own scope" in text  # layer
     assert "give the same counts" in text  # kernels: seqlab's formula agrees with PyTorch's on meta

@@ -30,15 +30,11 @@ def _gated_cells(result: CompareResult, cell) -> list[str]:
     return [cell(g) for g in result.gated] if result.gated else [DASH, DASH]
 
 
-def _factor(reach) -> float | None:
-    return reach.factor_per_step()
-
-
 def _rows(result: CompareResult, f: Formatter, detailed: bool) -> list[tuple[str, ...]]:
     _ = f._
     rec, att = result.recurrence, result.attention
     gated = lambda cell: _gated_cells(result, cell)  # noqa: E731
-    factor = lambda reach: DASH if _factor(reach) is None else f.number(_factor(reach))  # noqa: E731
+    factor = lambda reach: DASH if reach.factor_per_step() is None else f.number(reach.factor_per_step())  # noqa: E731
     narrow = lambda g: g.path_width if g.path_width < result.d_h else None  # noqa: E731
     sensitivity = result.sensitivity
     rec_reach = f.reach(rec.reach)
@@ -72,10 +68,6 @@ def _rows(result: CompareResult, f: Formatter, detailed: bool) -> list[tuple[str
     if detailed:
         rows += _detail_rows(result, f)
     return rows
-
-
-def _per_link(multiplications: int | None, products: int) -> str:
-    return DASH if multiplications is None or not products else format_integer(multiplications // products, "en")
 
 
 def _detail_rows(result: CompareResult, f: Formatter) -> list[tuple[str, ...]]:
