@@ -248,3 +248,15 @@ def test_json_holds_scopes_sources_and_gated_columns(invoke):
     assert [g["cell"] for g in data["gated"]] == ["lstm", "gru"]
     assert data["gated"][1]["bypass"] == BYPASS["gru"][1] and data["gated"][0]["path"]["products"][0][-1] == 1
     assert data["sensitivity"] is None and data["heads"] == 8
+
+
+def test_path_width_option(invoke):
+    bad = invoke("--tokens", "12", "--d-model", "8", "--no-time", "--path-width", "0")
+    assert bad.exit_code == 2 and "Invalid value for '--path-width'" in bad.output
+    def run(width: str) -> str:  # sentences wrap at the console's width: read them as one line
+        return " ".join(invoke("--tokens", "12", "--d-model", "8", "--no-time", "--path-width", width,
+                               "--lang", "en").output.split())
+
+    narrow, full = run("4"), run("64")
+    assert "(Paths traced at d = 4: their length does not depend on the width.)" in narrow
+    assert "traced at d =" not in full  # capped at d_h = 8: traced at full width, nothing to say
