@@ -112,10 +112,11 @@ def scope_sentences(scopes: tuple[Scope, ...], T: int, widths: tuple[int, int, i
         text = _("Layer's scope (every weight: W_xh and W_hh against W_Q, W_K, W_V and W_O): {verdict}.").format(
             verdict=_verdict(layer, lang, _))
         if len({d_model, d_h, d_k, d_v}) == 1 and layer.winner == "recurrence" and layer.crossover is None:
-            text += " " + _("With every width d = {d} the ratio is 2 + T/d = {formula}: the four projections alone "
-                            "cost 4·T·d², twice the recurrence's 2·T·d², so the lesson's crossover at T = d "
-                            "exists only at its own scope.").format(
-                d=format_integer(d_model, lang), formula=format_fraction(2 + Fraction(T, d_model), lang))
+            text += " " + _("With every width d = {d} the ratio is 2 + T/d = {formula} (1.5 + T/d = {without} "
+                            "without W_O): the four projections alone cost 4·T·d², twice the recurrence's 2·T·d², "
+                            "so the lesson's crossover at T = d exists only at its own scope.").format(
+                d=format_integer(d_model, lang), formula=format_fraction(2 + Fraction(T, d_model), lang),
+                without=format_fraction(Fraction(3, 2) + Fraction(T, d_model), lang))
         sentences.append(text)
     if kernels is not None and kernels.attention is not None:
         fused = [e for e in (kernels.recurrence, kernels.attention, *kernels.others) if e.source != "pytorch"]
