@@ -278,13 +278,13 @@ def questions(lang: str = "en") -> tuple[Question, ...]:
     return build_questions(measure_facts(), lang)
 
 
-def question(key: str, lang: str = "en") -> Question:
-    """One question by key (``q1`` … ``q4``).
+def question(key: str, lang: str = "en", facts: QuizFacts | None = None) -> Question:
+    """One question by key (``q1`` … ``q4``), from ``facts`` when given (else :func:`measure_facts`'s).
 
     Raises:
         SeqlabError: an unknown key (the message lists the keys) or language.
     """
-    for q in questions(lang):
+    for q in questions(lang) if facts is None else build_questions(facts, lang):
         if q.key == key:
             return q
     raise SeqlabError(f"question must be one of {', '.join(KEYS)}; received {key!r}", parameter="key")
@@ -292,7 +292,7 @@ def question(key: str, lang: str = "en") -> Question:
 
 
 
-def grade(key: str, answer: object, lang: str = "en") -> Grade:
+def grade(key: str, answer: object, lang: str = "en", facts: QuizFacts | None = None) -> Grade:
     """Mark ``answer`` to question ``key`` and explain every option (L12).
 
     >>> grade("q2", " 512.0 ").correct, grade("q4", "a,b").correct, grade("q3", "B").correct
@@ -303,6 +303,7 @@ def grade(key: str, answer: object, lang: str = "en") -> Grade:
         answer: a letter (single), letters (multiple: ``"a, c"``, ``"ac"`` or a list), or a whole number
             (numeric: int, float or text; see :func:`parse_number`).
         lang: language of the feedback.
+        facts: the measured facts to grade against (default: :func:`measure_facts`, measured here).
 
     Returns:
         A :class:`Grade`.
@@ -310,7 +311,7 @@ def grade(key: str, answer: object, lang: str = "en") -> Grade:
     Raises:
         SeqlabError: an unknown key or language, or an answer that cannot be read (the message shows it).
     """
-    q = question(key, lang)
+    q = question(key, lang, facts)
     _ = translator(lang, DOMAIN)
     if q.kind == "numeric":
         value = parse_number(answer, lang)

@@ -6,9 +6,13 @@ Jinja's i18n extension) and drawn in the browser from its ``/api/...`` endpoint.
 ships in the package; Plotly's bundle is served from the installed ``plotly`` package, so the lab works
 offline (and FastAPI's /docs and /redoc, which load theirs from CDNs, are off; /openapi.json stays). Bad
 input of any kind is a 422 whose message names the value and the range, in the request's language
-(:mod:`seqlab.web.validation`); :class:`~seqlab.errors.SeqlabError` maps to 422 too; a measurement that
-cannot start because another one runs is a 503 with ``Retry-After`` (:mod:`seqlab.web.budget`). A browser
-asking for a page gets its errors as a small translated page, the API as JSON.
+(:mod:`seqlab.web.validation`); :class:`~seqlab.web.messages.LabError` maps to 422 too; a measurement that
+cannot start because every worker is measuring is a 503 with ``Retry-After`` (:mod:`seqlab.web.workers`). A
+browser asking for a page gets its errors as a small translated page whose links are relative, the API as JSON.
+
+Around every request: the Host allow-list and the security headers (:mod:`seqlab.web.security`), the body
+limit and its stall timeout, and the JSON guard (:mod:`seqlab.web.limits`). Pages answer GET and HEAD.
+Measurements run in worker processes (:mod:`seqlab.web.workers`): this process never switches a PyTorch flag.
 """
 
 from __future__ import annotations
@@ -21,13 +25,14 @@ from urllib.parse import urlencode
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from seqlab.errors import SeqlabError
 from seqlab.i18n import LANGUAGES, check_language, translator
-from seqlab.web import limits, validation
+from seqlab.web import limits, security, validation
+from seqlab.web.messages import printable
 
 DOMAIN = "web"
 PACKAGE = Path(str(resources.files("seqlab"))) / "web"
@@ -83,13 +88,17 @@ def wants_html(request: Request) -> bool:
 
 
 def error_page(request: Request, status: int, message: str) -> HTMLResponse:
-    """A small page for a refused page request, in the request's language, with a way back."""
+    """A small page for a refused page request, in the request's language, with a way back.
+
+    Its language links are query-only relative references (``?lang=es``): they stay on this server whatever
+    path was asked for (a path such as ``//evil.example/x`` must not become a link to another host).
+    """
     lang = validation.request_lang(request)
     _ = validation.tr(lang)
     title = {404: _("Page not found"), 422: _("This page cannot be shown")}.get(
         status, _("This request cannot be answered"))
-    others = [(key, value) for key, value in request.query_params.multi_items() if key != "lang"]
-    switch = {code: f"{request.url.path}?{urlencode(others + [('lang', code)])}" for code in LANGUAGES}
+    others = [(key, printable(value, 200)) for key, value in request.query_params.multi_items() if key != "lang"]
+    switch = {code: f"?{urlencode(others + [('lang', code)])}" for code in LANGUAGES}
     html = environment(lang).get_template("error.html").render(
         panel="error", switch=switch, plotly=False, status=status, title=title, message=message)
     return HTMLResponse(html, status_code=status)
@@ -99,28 +108,50 @@ def respond(request: Request, status: int, detail: list[dict], headers: dict[str
     """An error as JSON (``detail`` and ``message``), or as a page for a browser asking for a page."""
     body = validation.error_body(detail)
     if wants_html(request):
-        return error_page(request, status, body["message"])
+        page = error_page(request, status, body["message"])
+        page.headers.update(headers or {})
+        return page
     return JSONResponse(status_code=status, content=body, headers=headers)
 
 
-def create_app(default_lang: str = "en") -> FastAPI:
+def create_app(default_lang: str = "en", host: str | None = None, allowed_hosts: tuple[str, ...] = (),
+               warm: bool = False) -> FastAPI:
     """Build the web lab. Pages default to ``default_lang`` when a request names no ``lang``.
 
     >>> app = create_app("es")
     >>> sorted(app.openapi()["paths"])[:3]
     ['/api/chain', '/api/cost', '/api/figure']
 
+    Args:
+        default_lang: en or es.
+        host: the address the server listens on; its name is accepted as ``Host`` besides the loopback names.
+        allowed_hosts: more names accepted as ``Host`` (``seqlab serve --allow-host``).
+        warm: start the worker processes when the server starts rather than at the first measurement.
+
     Raises:
         SeqlabError: ``default_lang`` is not ``en`` or ``es``.
     """
+    from contextlib import asynccontextmanager
+
     from fastapi import Depends
 
-    from seqlab.web.budget import LabBusy
+    from seqlab.web.budget import RETRY_AFTER_S, LabBusy
+    from seqlab.web.messages import LabError
     from seqlab.web.panels import chain, cost, figure, order, quiz, timing
+    from seqlab.web.workers import ClientGone, default_pool
 
     check_language(default_lang)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        if warm:
+            from starlette.concurrency import run_in_threadpool
+
+            await run_in_threadpool(default_pool().warm)
+        yield
+
     # No /docs or /redoc: their pages load scripts and fonts from CDNs, blank offline. /openapi.json stays.
-    app = FastAPI(title="seqlab lab", version="0.1.0", docs_url=None, redoc_url=None,
+    app = FastAPI(title="seqlab lab", version="0.1.0", docs_url=None, redoc_url=None, lifespan=lifespan,
                   description="What recurrence costs and what attention buys, measured live: one JSON "
                               "endpoint per panel of the web lab (lesson claims L1–L12).")
     app.state.default_lang = default_lang
@@ -129,7 +160,12 @@ def create_app(default_lang: str = "en") -> FastAPI:
         return respond(request, 422, validation.validation_detail(request, exc))
 
     async def on_seqlab_error(request: Request, exc: SeqlabError):
-        return respond(request, 422, validation.seqlab_error_detail(request, exc))
+        status = getattr(exc, "status", 422)
+        headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 503 else None
+        return respond(request, status, validation.seqlab_error_detail(request, exc), headers)
+
+    async def on_client_gone(request: Request, exc: ClientGone):
+        return Response(status_code=499)  # nobody reads it: the measurement was stopped when the client left
 
     async def on_http_error(request: Request, exc: StarletteHTTPException):
         status, detail = validation.http_error_detail(request, exc)
@@ -145,13 +181,19 @@ def create_app(default_lang: str = "en") -> FastAPI:
     app.add_exception_handler(SeqlabError, on_seqlab_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(LabBusy, on_busy)
+    app.add_exception_handler(LabError, on_seqlab_error)
+    app.add_exception_handler(ClientGone, on_client_gone)
+    # Outermost last: Host check, security headers, body limit and stall timeout, JSON guard, then the app.
+    app.add_middleware(limits.JsonGuard)
     app.add_middleware(limits.BodyLimit, limit=limits.MAX_BODY_BYTES)
+    app.add_middleware(security.SecurityHeaders)
+    app.add_middleware(security.HostAllowList, names=security.allowed_names(host, allowed_hosts))
 
     for module in (figure, cost, chain, order, timing, quiz):
         app.include_router(module.router, dependencies=[Depends(limits.reject_unknown_query)])
     app.mount("/static", StaticFiles(directory=str(PACKAGE / "static")), name="static")
 
-    @app.get("/vendor/plotly.min.js", include_in_schema=False)
+    @app.api_route("/vendor/plotly.min.js", methods=["GET", "HEAD"], include_in_schema=False)
     async def plotly_js():
         """Plotly's bundle from the installed package: the charts work offline."""
         path = plotly_bundle()
@@ -160,7 +202,7 @@ def create_app(default_lang: str = "en") -> FastAPI:
         return FileResponse(path, media_type="text/javascript")
 
     # Pages are async: rendering a cached template never waits for a thread, so a busy lab still serves them.
-    @app.get("/", include_in_schema=False)
+    @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     async def index(request: Request, lang: Lang = None):
         """The list of panels."""
         return render_page("index", lang or default_lang, request)
@@ -174,6 +216,6 @@ def create_app(default_lang: str = "en") -> FastAPI:
         return handler
 
     for panel in PANELS:
-        app.add_api_route(f"/{panel}", page(panel), methods=["GET"], include_in_schema=False,
+        app.add_api_route(f"/{panel}", page(panel), methods=["GET", "HEAD"], include_in_schema=False,
                           response_class=HTMLResponse)
     return app

@@ -1,92 +1,53 @@
 """Every refusal of the web lab as one sentence naming the field, the range and the value received, in en or es.
 
-FastAPI validates each request against its pydantic declaration; :func:`validation_detail` rewrites
-pydantic's messages ("Input should be less than or equal to 128") so they also say what the field
-accepts and what arrived ("query parameter T must be an integer in [2, 96]; received 500"), in the
-request's language (:func:`request_lang`: ``?lang=``, else ``Accept-Language``, else the app's default).
-Pydantic's own phrase stays English, inside the translated sentence. Refusals of the library
-(:class:`~seqlab.errors.SeqlabError`: sizes over the compute budget, words that differ…) are translated by
-:func:`localize`, which recognises the lab's known sentences (:data:`MESSAGES`, msgids of the ``web``
-catalogue) and leaves any other as it is. Error bodies keep FastAPI's shape,
+FastAPI validates each request against its pydantic declaration; :func:`validation_detail` writes each error
+as a catalogue sentence chosen by pydantic's error *code* (never its English message): where the value came
+from, the field's translated name (:class:`~seqlab.web.messages.FieldName`), what the field accepts (from its
+declaration: "an integer in [2, 96]") and what arrived ("query parameter T must be an integer in [2, 96];
+received 500"), in the request's language (:func:`request_lang`: ``?lang=``, else ``Accept-Language``, else
+the app's default). The lab's own refusals are :class:`~seqlab.web.messages.LabError`s whose
+:class:`~seqlab.web.messages.Phrase` is rendered in that language. Error bodies keep FastAPI's shape,
 ``{"detail": [{"loc", "msg", "type"}]}``, and add ``"message"``, all errors in one line.
 
 Also here: :class:`BodyTooLarge`, the refusal of a body over :data:`MAX_BODY_BYTES`; the checks that
-refuse unknown query parameters and oversized bodies are in :mod:`seqlab.web.limits`.
+refuse unknown query parameters, oversized, stalled or malformed bodies are in :mod:`seqlab.web.limits`.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 import types
 import typing
-from functools import cache
 from typing import Any
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from seqlab.i18n import LANGUAGES, translator
+from seqlab.i18n import LANGUAGES
+from seqlab.web.messages import N_, FieldName, LabError, Phrase, printable, tr
 
 DOMAIN = "web"
 #: Largest request body accepted (bytes); anything longer is refused as soon as it passes the limit.
 MAX_BODY_BYTES = 64 * 1024
 
-
-def N_(message: str) -> str:
-    """Mark a message for the ``web`` catalogue; it is translated later, in the request's language."""
-    return message
-
-
 #: Where a value came from, by FastAPI's first ``loc`` element.
 WHERE = {"query": N_("query parameter {name}"), "path": N_("path parameter {name}"), "body": N_("field {name}"),
          "header": N_("header {name}")}
-
-#: Sentences the library and the panels refuse with, recognised in English and translated (see :func:`localize`).
-MESSAGES = (
-    N_("{name} must hold between 2 and {most} words, received {count}"),
-    N_("reordered must use exactly the words of sentence (capitals aside), in any order; received {count} words "
-       "for {expected}, differing in {words}"),
-    N_("reordered must use exactly the words of sentence (capitals aside), in any order; received {count} words "
-       "for {expected}, differing in how often words repeat"),
-    N_("{what} would need about {size} MiB (mostly {largest}); one request may use at most {budget} MiB"),
-    N_("{what} would need about {size} MiB (mostly {largest}); one request may use at most {budget} MiB; "
-       "{hint}"),
-    N_("{what} would need about {size} GiB (mostly {largest}); this machine has {available} GiB available, of "
-       "which seqlab uses at most {share}"),
-    N_("at S = {source}, T = {target} with {heads} heads, d_model may be at most {width}"),
-    N_("at S = {source}, T = {target} with {heads} heads, no d_model fits"),
-    N_("T = {T} at d_model = {d}"),
-    N_("S = {source}, T = {target} at d_model = {d}"),
-    N_("path closeness of {count} sources"),
-    N_("a {a}×{b}×{c} product temporary"),
-    N_("the batched backward over {count} probe vectors"),
-    N_("the weights of width {d}"),
-    N_("heads must divide d_model, received d_model = {d} and heads = {heads}; expected a divisor of {d2} in "
-       "[1, {d3}]"),
-    N_("expected a whole number T >= 1, received {answer}"),
-    N_("expected a whole number T >= 1, received {answer}: in {language} it could be {one} or {other}; write "
-       "it without separators"),
-    N_("expected one letter among {letters}, received {answer}"),
-    N_("expected letters among {letters}, received {answer}"),
-    N_("answer must be at most {most} characters, received {count}"),
-    N_("answer must list at most {most} letters, received {count}"),
-    N_("answer must be a letter (\"c\"), letters (\"a, b\" or [\"a\", \"b\"]) or a whole number (512); "
-       "received {received}"),
-    N_("English"),
-    N_("Spanish"),
-)
+#: What a field must be, by pydantic's error code, for fields whose declaration says no more.
+EXPECTED_BY_CODE = {
+    **dict.fromkeys(("string_type", "string_unicode"), N_("text")),
+    **dict.fromkeys(("int_type", "int_parsing", "int_from_float", "int_parsing_size"), N_("an integer")),
+    **dict.fromkeys(("float_type", "float_parsing", "finite_number"), N_("a number")),
+    **dict.fromkeys(("bool_type", "bool_parsing"), N_("true or false")),
+    "list_type": N_("a list"),
+    **dict.fromkeys(("dict_type", "model_type", "model_attributes_type"), N_("a JSON object")),
+}
 #: The 503 of a busy lab, and the refusal of an oversized body.
 BUSY = N_("the lab is busy measuring another request; try again in a few seconds")
 TOO_LARGE = N_("request body must be at most {most} bytes; received more than {received}")
 TOO_LARGE_DECLARED = N_("request body must be at most {most} bytes; received {received}")
-
-
-def tr(lang: str):
-    """The ``web`` catalogue's gettext for ``lang`` (English ids unchanged for en or an unknown language)."""
-    return translator(lang if lang in LANGUAGES else "en", DOMAIN)
 
 
 def request_lang(request: Request) -> str:
@@ -102,37 +63,10 @@ def request_lang(request: Request) -> str:
     return getattr(request.app.state, "default_lang", "en")
 
 
-@cache
-def _pattern(msgid: str) -> re.Pattern[str]:
-    """A regular expression matching the English sentence ``msgid`` with any text in its placeholders."""
-    parts = re.split(r"\{(\w+)\}", msgid)
-    return re.compile("".join(re.escape(part) if i % 2 == 0 else f"(?P<{part}>.+?)"
-                              for i, part in enumerate(parts)), re.DOTALL)
-
-
-def localize(text: str, lang: str) -> str:
-    """``text`` in ``lang`` when it is one of :data:`MESSAGES` (recursively for the parts it quotes), else as is.
-
-    >>> localize("sentence must hold between 2 and 40 words, received 1", "es")
-    'sentence debe tener entre 2 y 40 palabras; se recibieron 1'
-    >>> localize("T = 128 at d_model = 64", "es"), localize("anything else", "es")
-    ('T = 128 con d_model = 64', 'anything else')
-    """
-    if lang == "en":
-        return text
-    matches = [(len(re.sub(r"\{\w+\}", "", msgid)), msgid, match) for msgid in MESSAGES
-               if (match := _pattern(msgid).fullmatch(text))]
-    if not matches:
-        return text
-    _, msgid, match = max(matches, key=lambda found: found[0])  # the most specific sentence that fits
-    values = {name: localize(value, lang) for name, value in match.groupdict().items()}
-    return tr(lang)(msgid).format(**values)
-
-
 def lab_error(msgid: str, **values: Any):
-    """A pydantic error whose message is ``msgid`` (one of :data:`MESSAGES`), translated when it is reported.
+    """A pydantic error whose message is ``msgid`` (a sentence of the ``web`` catalogue), translated when reported.
 
-    Raise it from a validator; :func:`sentence` fills the catalogue's sentence with ``values``.
+    Raise it from a validator; :func:`sentence` renders ``Phrase(msgid, values)`` in the request's language.
     """
     from pydantic_core import PydanticCustomError
 
@@ -208,12 +142,15 @@ def _fields(request: Request) -> Fields:
 
 
 def shown(value: Any, lang: str = "en", plain: bool = False) -> str:
-    """A value as received, for a message: JSON's spelling (``true``, ``null``, ``"text"``), cut to 60 characters.
+    """A value as received, for a message: JSON's spelling (``true``, ``null``, ``"text"``), cut to 60 characters,
+    lone surrogates and control characters escaped (:func:`~seqlab.web.messages.printable`).
 
     ``plain``: a query or path value, shown without quotes. An empty value is named as such.
 
     >>> shown(True), shown(None), shown("abc"), shown("abc", plain=True), shown("", "es", plain=True)
     ('true', 'null', '"abc"', 'abc', 'un valor vacío')
+    >>> print(shown(chr(0xD800)))
+    "\\ud800"
     """
     _ = tr(lang)
     if value == "" and isinstance(value, str):
@@ -225,65 +162,86 @@ def shown(value: Any, lang: str = "en", plain: bool = False) -> str:
         from seqlab.i18n import format_integer
 
         return _("{start}… ({count} characters)").format(
-            start=head, count=format_integer(len(value), lang if lang in LANGUAGES else "en"))
+            start=printable(head), count=format_integer(len(value), lang if lang in LANGUAGES else "en"))
     if plain and isinstance(value, str):
-        return value
+        return printable(value)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**60:
+        return _("a number of {count} digits").format(count=len(str(abs(value))))
     try:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         text = str(value)
+    text = printable(text)
     return text if len(text) <= 60 else f"{text[:57]}…"
 
 
+def field_place(loc: tuple, lang: str) -> str:
+    """Where a value came from, with the field's translated name: "field frase (sentence)", "query parameter T".
+
+    >>> field_place(("body", "sentence"), "es"), field_place(("query", "T"), "en")
+    ('el campo frase (sentence)', 'query parameter T')
+    """
+    place = str(loc[0]) if loc else ""
+    name = ".".join([FieldName(str(loc[1])).render(lang)] + [printable(str(p), 60) for p in loc[2:]]) \
+        if len(loc) > 1 else ""
+    if place in WHERE:
+        return tr(lang)(WHERE[place]).format(name=name)
+    return printable(f"{place} {name}".strip())
+
+
 def sentence(error: dict[str, Any], fields: Fields, lang: str = "en", content_type: str = "") -> str:
-    """One error as a sentence: where, which field, what it accepts, what arrived.
+    """One error as a sentence chosen by its code: where, which field, what it accepts, what arrived.
 
     >>> sentence({"loc": ("query", "T"), "msg": "Input should be less than or equal to 96", "input": "500",
     ...           "type": "less_than_equal"}, {})
-    'query parameter T: Input should be less than or equal to 96; received 500'
+    'query parameter T has a value that is not accepted; received 500'
+    >>> sentence({"loc": ("query", "lang"), "input": "fr", "type": "literal_error"},
+    ...          {("query", "lang"): (typing.Literal["en", "es"], [])}, "es")
+    "el parámetro de consulta idioma (lang) debe ser uno de 'en', 'es'; se recibió fr"
     """
     _ = tr(lang)
     loc = tuple(error.get("loc", ()))
     place = str(loc[0]) if loc else ""
-    name = ".".join(str(part) for part in loc[1:])
     kind = str(error.get("type", ""))
-    detail = str(error.get("msg", ""))
     value = error.get("input")
     ctx = error.get("ctx") or {}
     if kind == "lab_value" and "msgid" in ctx:  # the lab's own checks (lab_error): a catalogue sentence
-        return _(ctx["msgid"]).format(**{key: value for key, value in ctx.items() if key != "msgid"})
+        return Phrase(ctx["msgid"], {key: item for key, item in ctx.items() if key != "msgid"}).render(lang)
     if kind == "json_invalid":
         position = loc[1] if len(loc) > 1 else 0
-        return _("request body is not valid JSON: {error} at character {position}").format(
-            error=ctx.get("error", detail), position=position)
-    if place == "body" and not name and kind == "missing":
+        return _("request body is not valid JSON (at character {position})").format(position=position)
+    if place == "body" and len(loc) == 1 and kind == "missing":
         return _("request body is required: a JSON object sent with Content-Type: application/json")
-    if place == "body" and not name:  # the body as a whole is not an object
+    if place == "body" and len(loc) == 1:  # the body as a whole is not an object
         if isinstance(value, (bytes, bytearray)):
             return _("request body must be a JSON object sent with Content-Type: application/json; received "
-                     "Content-Type {content_type}").format(content_type=content_type or _("(none)"))
+                     "Content-Type {content_type}").format(content_type=printable(content_type, 80) or _("(none)"))
         return _("request body must be a JSON object; received {received}").format(received=shown(value, lang))
-    where = _(WHERE[place]).format(name=name) if place in WHERE else f"{place} {name}".strip()
+    where = field_place(loc, lang)
     if kind == "missing":
         return _("{where} is required").format(where=where)
     if kind == "extra_forbidden":
         accepted = ", ".join(field for kind_, field in fields if kind_ == place) or "—"
         return _("{where} is not accepted; accepted: {accepted}").format(where=where, accepted=accepted)
     expected = ""
-    if len(loc) >= 2 and (place, str(loc[1])) in fields:
+    if len(loc) == 2 and (place, str(loc[1])) in fields:
         expected = describe(*fields[(place, str(loc[1]))], lang)
+    if not expected and kind in EXPECTED_BY_CODE:
+        expected = _(EXPECTED_BY_CODE[kind])
     received = shown(value, lang, plain=place in ("query", "path"))
     if expected:
-        return _("{where} must be {expected}; received {received} ({detail})").format(
-            where=where, expected=expected, received=received, detail=detail)
-    return _("{where}: {detail}; received {received}").format(where=where, detail=detail, received=received)
+        return _("{where} must be {expected}; received {received}").format(
+            where=where, expected=expected, received=received)
+    return _("{where} has a value that is not accepted; received {received}").format(where=where, received=received)
 
 
 def _clean(value: Any) -> Any:
     """JSON-safe copy of a pydantic error part (non-finite floats and exceptions become text)."""
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
-    if isinstance(value, (str, int, float, bool)) or value is None:
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, (int, float, bool)) or value is None:
         return value
     if isinstance(value, dict):
         return {str(k): _clean(v) for k, v in value.items()}
@@ -306,9 +264,15 @@ def validation_detail(request: Request, exc: RequestValidationError) -> list[dic
 
 
 def seqlab_error_detail(request: Request, exc) -> list[dict[str, Any]]:
-    """A library refusal, translated, pointing at the parameter it names."""
-    loc = ["query" if request.method == "GET" else "body"] + ([exc.parameter] if exc.parameter else [])
-    return [{"loc": loc, "msg": localize(str(exc), request_lang(request)), "type": "value_error"}]
+    """A refusal of the lab (:class:`~seqlab.web.messages.LabError`) in the request's language, pointing at the
+    field it names. A library refusal that no check of the lab caught first keeps its English words, said so."""
+    loc = ["query" if request.method in ("GET", "HEAD") else "body"] + ([exc.parameter] if exc.parameter else [])
+    lang = request_lang(request)
+    if isinstance(exc, LabError):
+        return [{"loc": loc, "msg": exc.phrase.render(lang), "type": "value_error"}]
+    _ = tr(lang)
+    message = _("these values cannot be measured: {reason}").format(reason=printable(str(exc)))
+    return [{"loc": loc, "msg": message, "type": "value_error"}]
 
 
 def busy_detail(request: Request) -> list[dict[str, Any]]:
@@ -323,14 +287,15 @@ def http_error_detail(request: Request, exc: StarletteHTTPException) -> tuple[in
     if isinstance(exc, BodyTooLarge):
         return 422, body_too_large_detail(exc.received, request_lang(request), exc.declared)
     if exc.status_code == 404:
-        message = _("nothing here: {path} is not a page of the lab").format(path=request.url.path)
+        message = _("nothing here: {path} is not a page of the lab").format(path=printable(request.url.path, 200))
         return 404, [{"loc": ["path"], "msg": message, "type": "not_found"}]
     if exc.status_code == 405:
-        message = _("{method} is not accepted at {path}").format(method=request.method, path=request.url.path)
+        message = _("{method} is not accepted at {path}").format(method=printable(request.method, 20),
+                                                                  path=printable(request.url.path, 200))
         return 405, [{"loc": ["path"], "msg": message, "type": "method_not_allowed"}]
     if exc.status_code != 400:
-        return exc.status_code, [{"loc": [], "msg": str(exc.detail), "type": "http_error"}]
-    message = _("request body must be JSON text in UTF-8; it could not be read ({detail})").format(detail=exc.detail)
+        return exc.status_code, [{"loc": [], "msg": printable(str(exc.detail), 200), "type": "http_error"}]
+    message = _("request body could not be read as a JSON object")
     return 422, [{"loc": ["body"], "msg": message, "type": "json_invalid"}]
 
 

@@ -17,18 +17,24 @@ Shapes: T positions, d = d_model = d_h = d_k = d_v.
 from __future__ import annotations
 
 import copy
-from functools import lru_cache
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
 from seqlab import cost
 from seqlab.errors import SeqlabError
 from seqlab.memory import FLOAT64_BYTES, MemoryEstimate
-from seqlab.web.budget import COMPUTE, MIB, require_within_budget
+from seqlab.web.budget import MIB, require_within_budget
+from seqlab.web.messages import N_, Phrase
+from seqlab.web.workers import ResultCache, pool_of
+
+DOMAIN = "web"
 
 router = APIRouter()
+#: Seconds one chain measurement may take in its worker.
+LIMIT_S = 60.0
+_results = ResultCache(64)
 
 #: Longest text: every T up to it fits one request's budget at every width up to MAX_WIDTH (T = 100 would
 #: not at d = 64; see estimate_chain_bytes).
@@ -89,8 +95,9 @@ def estimate_chain_bytes(T: int, d: int) -> MemoryEstimate:
     elements = 8 * T * d + 4 * T * T
     closeness = 2 * T * elements * FLOAT64_BYTES
     temporary = min(2 * T * T * d * T * FLOAT64_BYTES, PATH_CHUNK_BYTES)
-    terms = {f"path closeness of {T} sources": closeness, f"a {T}×{d}×{T} product temporary": temporary}
-    return MemoryEstimate(total_bytes=sum(terms.values()), largest=max(terms, key=terms.__getitem__))
+    terms = [(closeness, Phrase(N_("path closeness of {count} sources"), {"count": T})),
+             (temporary, Phrase(N_("a {a}×{b}×{c} product temporary"), {"a": T, "b": d, "c": T}))]
+    return MemoryEstimate(total_bytes=closeness + temporary, largest=max(terms, key=lambda term: term[0])[1])
 
 
 def _machine(layer, x, span, scope: str) -> Machine:
@@ -112,18 +119,14 @@ def _machine(layer, x, span, scope: str) -> Machine:
                    reach=list(reach.norms), reach_per_step=per_step, reach_zeros=reach.zeros)
 
 
-@lru_cache(maxsize=64)
 def measure_chain(T: int, d: int, radius: float, seed: int, lang: str) -> ChainResponse:
-    """Build both machines at width d on the first T words of the built-in text and measure them.
+    """Build both machines at width d on the first T words of the built-in text and measure them (in a worker
+    process: the tracers switch PyTorch's global kernel flags while they run).
 
     >>> r = measure_chain(6, 4, 0.9, 0, "en")
     >>> r.recurrence.levels, r.attention.levels  # x_1 reaches y_j after j products; attention: 2
     ([1, 2, 3, 4, 5, 6], [2, 2, 2, 2, 2, 2])
-
-    Raises:
-        SeqlabError: sizes over one request's budget (checked before anything is allocated).
     """
-    require_within_budget(estimate_chain_bytes(T, d), f"T = {T} at d_model = {d}", "T")
     import torch
 
     from seqlab.layers.attention import SelfAttention
@@ -136,12 +139,10 @@ def measure_chain(T: int, d: int, radius: float, seed: int, lang: str) -> ChainR
     rnn = ElmanRNN(d, d, generator=torch.Generator().manual_seed(2 * seed + 1)).eval()
     rnn.set_spectral_radius(radius)
     attention = SelfAttention(d, generator=torch.Generator().manual_seed(2 * seed + 2)).eval()
-    with COMPUTE.slot():
-        with torch.no_grad():
-            q, k, v = attention.project(x)  # (T, d) each
-        recurrence = _machine(rnn, x, measure_span(rnn, x), "recurrence: the whole pass")
-        attended = _machine(attention, x, measure_span(attention.attention, q, k, v),
-                            "attention: the call on Q, K, V")
+    with torch.no_grad():
+        q, k, v = attention.project(x)  # (T, d) each
+    recurrence = _machine(rnn, x, measure_span(rnn, x), "recurrence: the whole pass")
+    attended = _machine(attention, x, measure_span(attention.attention, q, k, v), "attention: the call on Q, K, V")
     return ChainResponse(
         T=T, d_model=d, spectral_radius=spectral_radius(rnn.weight_hh.detach()), seed=seed,
         words=list(tokens.pieces),
@@ -152,12 +153,25 @@ def measure_chain(T: int, d: int, radius: float, seed: int, lang: str) -> ChainR
 
 @router.get("/api/chain", response_model=ChainResponse, tags=["chain"],
             summary="Span, path matrix and reach of both machines on a short text (L1–L4)")
-def chain_panel(
+async def chain_panel(
+    request: Request,
     T: Annotated[int, Query(ge=2, le=MAX_T, description="positions (words of the built-in text)")] = 12,
     d_model: Annotated[int, Query(ge=2, le=MAX_WIDTH, description="every width")] = 16,
     spectral_radius: Annotated[float, Query(gt=0, le=MAX_RADIUS, description="spectral radius of W_hh")] = 0.9,
     seed: Annotated[int, Query(ge=0, le=MAX_SEED, description="seeds the embedding and the weights")] = 0,
     lang: Annotated[Literal["en", "es"], Query(description="which built-in text gives the words")] = "en",
 ) -> ChainResponse:
-    """Measure span, path matrix and reach of the recurrence and of self-attention."""
-    return measure_chain(T, d_model, float(spectral_radius), seed, lang)
+    """Measure span, path matrix and reach of the recurrence and of self-attention (cached per input).
+
+    Raises:
+        LabError: sizes over one request's budget (checked before any worker is asked), or past the time limit.
+        LabBusy: every worker is measuring.
+    """
+    key = (T, d_model, float(spectral_radius), seed, lang)
+    found = _results.get(key)
+    if found is None:
+        require_within_budget(estimate_chain_bytes(T, d_model), Phrase(N_("T = {T} at d_model = {d}"),
+                                                                       {"T": T, "d": d_model}), "T")
+        found = await pool_of(request).run(measure_chain, key, limit_s=LIMIT_S, request=request)
+        _results.put(key, found)
+    return found

@@ -10,7 +10,8 @@ T²(d_k + d_v), projections apart — and the crossover is :func:`seqlab.cost.cr
 :func:`seqlab.measure.trace.measure_span` at the requested T on width-8 copies (the chain is a property
 of the graph, not of the width, which is what lets it be traced at T = 4096 in a fraction of a second).
 Above :data:`SPAN_TRACE_MAX` the closed forms T and 2 are returned instead, and the response says so; so
-they are while another request holds the compute gate (``busy``): this panel answers at once, never queueing.
+they are while every worker is measuring another request (``busy``): this panel answers at once, never
+queueing. Traces run in a worker process (:mod:`seqlab.web.workers`).
 
 Shapes: T positions, d_model input width, d_h state width, d_k query/key width, d_v value width.
 """
@@ -27,7 +28,8 @@ from pydantic import BaseModel, Field
 
 from seqlab import cost
 from seqlab.i18n import format_integer
-from seqlab.web.budget import COMPUTE, LabBusy
+from seqlab.web.budget import LabBusy
+from seqlab.web.workers import default_pool
 from seqlab.web.panels.cost_scopes import Ratio, Scopes, ratio, scope_rows
 
 router = APIRouter()
@@ -36,6 +38,8 @@ MAX_T = 10_000_000
 MAX_WIDTH = 65_536
 #: Longest T whose span is traced (about 0.7 s for the recurrence's loop); above it: closed forms.
 SPAN_TRACE_MAX = 4096
+#: Seconds a trace may take in its worker.
+TRACE_LIMIT_S = 30.0
 #: Width of the copies the span is traced on.
 SPAN_WIDTH = 8
 #: The lesson's worked lengths at d = 512 (L9).
@@ -113,12 +117,13 @@ def _closed_spans(T: int, busy: bool = False) -> Spans:
                  attention=Chain(products=cost.attention_sequential_products(), ops=None))
 
 
-@lru_cache(maxsize=256)
-def _traced_spans(T: int) -> Spans:
-    """Trace both machines at length T under the compute gate (a short wait at most).
+def trace_spans(T: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Trace both machines at length T on width-8 copies: ((products, ops) of the recurrence, of attention).
 
-    Raises:
-        LabBusy: the gate stayed busy (not cached: the next request tries again).
+    Runs in a worker process (the tracer switches global kernel flags while it runs).
+
+    >>> trace_spans(6)  # 6 steps in a row, 4 ops each; Q K^T, scale, softmax, A V
+    ((6, 24), (2, 4))
     """
     import torch
 
@@ -131,19 +136,30 @@ def _traced_spans(T: int) -> Spans:
     attention = Attention("scaled_dot").eval()
     x = torch.randn(T, SPAN_WIDTH, generator=generator)  # (T, d)
     q, k, v = torch.randn(3, T, SPAN_WIDTH, generator=generator).unbind(0)  # 3 × (T, d)
-    done, spans = COMPUTE.try_run(lambda: (measure_span(rnn, x), measure_span(attention, q, k, v)))
+    recurrence, call = measure_span(rnn, x), measure_span(attention, q, k, v)
+    return (recurrence.products, recurrence.ops), (call.products, call.ops)
+
+
+@lru_cache(maxsize=256)
+def _traced_spans(T: int) -> Spans:
+    """Trace both machines at length T in a worker (a fifth of a second's wait for one at most).
+
+    Raises:
+        LabBusy: every worker stayed busy (not cached: the next request tries again).
+    """
+    done, spans = default_pool().try_call(trace_spans, (T,), limit_s=TRACE_LIMIT_S)
     if not done:
         raise LabBusy()
-    recurrence, call = spans
+    (rnn_products, rnn_ops), (call_products, call_ops) = spans
     return Spans(T=T, method="measured", traced_width=SPAN_WIDTH,
-                 recurrence=Chain(products=recurrence.products, ops=recurrence.ops),
-                 attention=Chain(products=call.products, ops=call.ops))
+                 recurrence=Chain(products=rnn_products, ops=rnn_ops),
+                 attention=Chain(products=call_products, ops=call_ops))
 
 
 def measured_spans(T: int) -> Spans:
     """Trace both machines at length T on width-8 copies (T ≤ :data:`SPAN_TRACE_MAX`), else the closed forms.
 
-    Never waits behind another measurement: while the compute gate is busy the closed forms come back,
+    Never waits behind another measurement: while every worker is busy the closed forms come back,
     marked ``busy``.
 
     >>> s = measured_spans(50)

@@ -12,7 +12,7 @@ output projections out. This module shows, at one T, the closed forms of :mod:`s
 — and beside each closed form a *counted* value from a source other than that closed form: the module or call
 run on the meta device under :func:`seqlab.measure.work.count_on_meta` (PyTorch's own flop formulas; no memory
 for data, no compute). Counting runs one recurrence step at a time (about a millisecond each), so it happens up
-to T = :data:`COUNT_MAX`, through the compute gate; beyond, or while the gate is busy, the closed forms stand
+to T = :data:`COUNT_MAX`, in a worker process (:mod:`seqlab.web.workers`); beyond, or while every worker is busy, the closed forms stand
 alone and the response says so. :func:`verdict` says which side does fewer multiplications at each scope and
 why, from the counted values where they exist (a count that differs from its closed form is reported).
 
@@ -30,12 +30,15 @@ from pydantic import BaseModel, Field
 
 from seqlab import cost, scopes
 from seqlab.i18n import format_fraction, format_integer
-from seqlab.web.budget import COMPUTE, LabBusy
-from seqlab.web.validation import tr
+from seqlab.web.budget import LabBusy
+from seqlab.web.messages import tr
+from seqlab.web.workers import default_pool
 
 DOMAIN = "web"
 #: Longest T that is counted on the meta device (the recurrence's count walks its T steps: about 1 s here).
 COUNT_MAX = 1024
+#: Seconds the count may take in its worker.
+COUNT_LIMIT_S = 30.0
 #: The rows, in the order they are shown.
 SCOPE_ROWS = ("lesson", "layer", "layer_without_output", "kernels")
 Side = Literal["attention", "recurrence", "tie"]
@@ -98,12 +101,12 @@ class Scopes(BaseModel):
 
 @lru_cache(maxsize=128)
 def _counts(T: int, d_model: int, d_h: int, d_k: int, d_v: int) -> dict[str, tuple[int, str]]:
-    """Count every machine on the meta device under the compute gate: name -> (multiplications, source).
+    """Count every machine on the meta device in a worker process: name -> (multiplications, source).
 
     Raises:
-        LabBusy: the gate stayed busy (not cached: the next request tries again).
+        LabBusy: no worker freed up within a fifth of a second (not cached: the next request tries again).
     """
-    done, found = COMPUTE.try_run(lambda: count_machines(T, d_model, d_h, d_k, d_v))
+    done, found = default_pool().try_call(count_machines, (T, d_model, d_h, d_k, d_v), limit_s=COUNT_LIMIT_S)
     if not done:
         raise LabBusy()
     return found
@@ -142,7 +145,7 @@ def count_machines(T: int, d_model: int, d_h: int, d_k: int, d_v: int) -> dict[s
 
 
 def scope_rows(T: int, d_model: int, d_h: int, d_k: int, d_v: int, lang: str) -> Scopes:
-    """Closed forms at the four scopes, counted beside them when T <= :data:`COUNT_MAX` and the gate is free.
+    """Closed forms at the four scopes, counted beside them when T <= :data:`COUNT_MAX` and a worker is free.
 
     >>> s = scope_rows(50, 512, 512, 512, 512, "en")
     >>> [row.fewer for row in s.rows]  # lesson, layer, layer without W_O, kernels: only the lesson favours attention

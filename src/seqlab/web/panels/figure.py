@@ -13,19 +13,21 @@ Shapes: S = T_source source positions, T = T_target target positions, d_model wi
 from __future__ import annotations
 
 import importlib
-from functools import lru_cache
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
 from seqlab.errors import SeqlabError
-from seqlab.web.budget import COMPUTE, REQUEST_BUDGET_BYTES, require_within_budget
+from seqlab.web.panels.figure_check import MAX_WIDTH, check, widest_fitting  # noqa: F401  (re-exported)
+from seqlab.web.workers import ResultCache, pool_of
 
 router = APIRouter()
+#: Seconds one Figure 1 measurement may take in its worker.
+LIMIT_S = 90.0
+_results = ResultCache(32)
 
 MAX_LENGTH = 32
-MAX_WIDTH = 1024
 MAX_HEADS = 16
 MAX_SEED = 2**31 - 1
 
@@ -81,33 +83,15 @@ def _translate(lang: str):
         return lambda message: message
 
 
-def widest_fitting(T_source: int, T_target: int, heads: int, estimate) -> int | None:
-    """The largest d_model (a multiple of ``heads``, at most :data:`MAX_WIDTH`) whose estimate fits one request.
-
-    >>> from seqlab.studies.figure import estimate_figure_bytes
-    >>> widest_fitting(32, 32, 16, estimate_figure_bytes), widest_fitting(8, 8, 8, estimate_figure_bytes)
-    (368, 608)
-    """
-    low, high = 0, MAX_WIDTH // heads  # multiples of heads: low fits (or is 0), high + 1 does not exist
-    while low < high:
-        middle = (low + high + 1) // 2
-        if estimate(T_source, T_target, middle * heads, heads).total_bytes <= REQUEST_BUDGET_BYTES:
-            low = middle
-        else:
-            high = middle - 1
-    return low * heads if low else None
-
-
-@lru_cache(maxsize=32)
 def measure(T_source: int, T_target: int, d_model: int, heads: int, seed: int, lang: str) -> FigureResponse:
-    """Measure Figure 1 with :func:`seqlab.studies.figure.measure_figure` and translate its labels.
+    """Measure Figure 1 with :func:`seqlab.studies.figure.measure_figure` and translate its labels (in a worker).
 
     >>> r = measure(4, 3, 8, 2, 0, "en")
     >>> r.available, len(r.boxes), r.lit[0]
     (True, 15, 'encoder.self_attention')
 
     Raises:
-        SeqlabError: sizes the study refuses (heads not dividing d_model …) or over one request's budget.
+        SeqlabError: sizes the study refuses (:func:`check` refuses them first in the server).
     """
     try:
         figure = importlib.import_module("seqlab.studies.figure")
@@ -116,17 +100,8 @@ def measure(T_source: int, T_target: int, d_model: int, heads: int, seed: int, l
     from seqlab.render.json_output import to_jsonable
 
     figure.check_figure_arguments(T_source, T_target, d_model, heads, seed)
-    estimate = figure.estimate_figure_bytes(T_source, T_target, d_model, heads)
-    hint = ""
-    if estimate.total_bytes > REQUEST_BUDGET_BYTES:
-        widest = widest_fitting(T_source, T_target, heads, figure.estimate_figure_bytes)
-        hint = (f"at S = {T_source}, T = {T_target} with {heads} heads, no d_model fits" if widest is None else
-                f"at S = {T_source}, T = {T_target} with {heads} heads, d_model may be at most {widest}")
-    require_within_budget(estimate, f"S = {T_source}, T = {T_target} at d_model = {d_model}", "d_model",
-                          hint=hint)
-    with COMPUTE.slot():
-        data = to_jsonable(figure.measure_figure(T_source=T_source, T_target=T_target, d_model=d_model,
-                                                 heads=heads, seed=seed))
+    data = to_jsonable(figure.measure_figure(T_source=T_source, T_target=T_target, d_model=d_model, heads=heads,
+                                             seed=seed))
     source, target = figure.figure_tokens(T_source, T_target)
     translate = _translate(lang)
     for box in data["boxes"]:
@@ -137,7 +112,8 @@ def measure(T_source: int, T_target: int, d_model: int, heads: int, seed: int, l
 
 @router.get("/api/figure", response_model=FigureResponse, tags=["figure"],
             summary="Figure 1's fifteen boxes, each measured for whether it mixes positions (L11)")
-def figure_panel(
+async def figure_panel(
+    request: Request,
     T_source: Annotated[int, Query(ge=2, le=MAX_LENGTH, description="source tokens S")] = 8,
     T_target: Annotated[int, Query(ge=2, le=MAX_LENGTH, description="target tokens T")] = 8,
     d_model: Annotated[int, Query(ge=1, le=MAX_WIDTH, description="row width, a multiple of heads")] = 512,
@@ -146,4 +122,10 @@ def figure_panel(
     lang: Annotated[Literal["en", "es"], Query(description="language of titles and lessons")] = "en",
 ) -> FigureResponse:
     """Measure every box's dependency matrices; ``lit`` names the boxes that read other positions."""
-    return measure(T_source, T_target, d_model, heads, seed, lang)
+    key = (T_source, T_target, d_model, heads, seed, lang)
+    found = _results.get(key)
+    if found is None:
+        check(T_source, T_target, d_model, heads)
+        found = await pool_of(request).run(measure, key, limit_s=LIMIT_S, request=request)
+        _results.put(key, found)
+    return found

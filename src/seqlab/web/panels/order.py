@@ -20,17 +20,22 @@ Shapes: T words, d = d_model = d_h = d_k = d_v.
 from __future__ import annotations
 
 from collections import defaultdict
-from functools import lru_cache
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from seqlab.errors import SeqlabError
 from seqlab.memory import FLOAT64_BYTES, MemoryEstimate
-from seqlab.web.budget import COMPUTE, require_within_budget
+from seqlab.web.budget import require_within_budget
+from seqlab.web.messages import N_, FieldName, LabError, Phrase
+from seqlab.web.workers import ResultCache, pool_of
+
+DOMAIN = "web"
 
 router = APIRouter()
+#: Seconds one order measurement may take in its worker.
+LIMIT_S = 30.0
+_results = ResultCache(128)
 
 MAX_CHARACTERS = 300
 MAX_WORDS = 40
@@ -89,15 +94,19 @@ def permutation_of(words: tuple[str, ...], reordered: tuple[str, ...]) -> tuple[
     (3, 4, 2, 0, 1)
 
     Raises:
-        SeqlabError: the two do not hold the same words (the message names what differs).
+        LabError: the two do not hold the same words (the message names what differs).
     """
     folded, moved = [word.lower() for word in words], [word.lower() for word in reordered]
     if sorted(folded) != sorted(moved):
         differing = sorted(set(folded) ^ set(moved))
-        where = (f"differing in {', '.join(differing)}" if differing
-                 else "differing in how often words repeat")
-        raise SeqlabError(f"reordered must use exactly the words of sentence (capitals aside), in any order; "
-                          f"received {len(reordered)} words for {len(words)}, {where}", parameter="reordered")
+        values = {"name": FieldName("reordered"), "other": FieldName("sentence"), "count": len(reordered),
+                  "expected": len(words)}
+        phrase = (Phrase(N_("{name} must use exactly the words of {other} (capitals aside), in any order; received "
+                         "{count} words for {expected}, differing in {words}"), {**values, "words": differing})
+                  if differing else
+                  Phrase(N_("{name} must use exactly the words of {other} (capitals aside), in any order; received "
+                         "{count} words for {expected}, differing in how often words repeat"), values))
+        raise LabError(phrase, parameter="reordered")
     queues: dict[str, list[int]] = defaultdict(list)
     for index, word in enumerate(folded):
         queues[word].append(index)
@@ -109,8 +118,8 @@ def _split(text: str, name: str) -> tuple[str, ...]:
 
     pieces = tokenize(text, "words").pieces if text.strip() else ()
     if not 2 <= len(pieces) <= MAX_WORDS:
-        raise SeqlabError(f"{name} must hold between 2 and {MAX_WORDS} words, received {len(pieces)}",
-                          parameter=name)
+        raise LabError(Phrase(N_("{name} must hold between 2 and {most} words, received {count}"),
+                              {"name": FieldName(name), "most": MAX_WORDS, "count": len(pieces)}), parameter=name)
     return pieces
 
 
@@ -130,16 +139,15 @@ def _machine(layer, x, perm, shown: int) -> MachineOrder:
                         same_numbers=largest <= allowed)
 
 
-@lru_cache(maxsize=128)
 def measure_reordering(sentence: str, reordered: str, d: int, seed: int) -> OrderResponse:
-    """Run both machines on the sentence and on its reordering; compare row by row.
+    """Run both machines on the sentence and on its reordering; compare row by row (in a worker process).
 
     >>> r = measure_reordering("el perro muerde al cartero", "al cartero muerde el perro", 8, 0)
     >>> r.permutation, r.attention.same_numbers, r.recurrence.same_numbers
     ([3, 4, 2, 0, 1], True, False)
 
     Raises:
-        SeqlabError: fewer than 2 or more than 40 words, or different words in the two sentences.
+        LabError: fewer than 2 or more than 40 words, or different words in the two sentences.
     """
     import torch
 
@@ -151,20 +159,17 @@ def measure_reordering(sentence: str, reordered: str, d: int, seed: int) -> Orde
     words, moved = _split(sentence, "sentence"), _split(reordered, "reordered")
     perm = permutation_of(words, moved)
     T = len(words)
-    require_within_budget(MemoryEstimate(16 * T * d * FLOAT64_BYTES + 8 * d * d * FLOAT64_BYTES,
-                                         f"activations of {T} words"), f"{T} words at d_model = {d}", "sentence")
     tokens = tokenize(" ".join(words), "words")
     x = embed(Tokens(tokens.ids, tokens.pieces, "words"), d, seed=seed, dtype=torch.float64)  # (T, d)
     rnn = ElmanRNN(d, d, generator=torch.Generator().manual_seed(2 * seed + 1), dtype=torch.float64).eval()
     attention = SelfAttention(d, generator=torch.Generator().manual_seed(2 * seed + 2), dtype=torch.float64).eval()
     index = torch.tensor(perm)
     shown = min(SHOWN, d)
-    with COMPUTE.slot():
-        recurrence = _machine(rnn, x, index, shown)
-        attended = _machine(lambda rows: attention(rows)[0], x, index, shown)
-        with torch.no_grad():
-            q, k, v = attention.project(x)
-        pairs = measure_key_value_order(lambda q_, k_, v_: attention.attention(q_, k_, v_)[0], q, k, v, seed=seed)
+    recurrence = _machine(rnn, x, index, shown)
+    attended = _machine(lambda rows: attention(rows)[0], x, index, shown)
+    with torch.no_grad():
+        q, k, v = attention.project(x)
+    pairs = measure_key_value_order(lambda q_, k_, v_: attention.attention(q_, k_, v_)[0], q, k, v, seed=seed)
     return OrderResponse(words=list(words), reordered_words=list(moved), permutation=list(perm),
                          identity=list(perm) == list(range(T)), d_model=d, seed=seed, shown=shown,
                          recurrence=recurrence, attention=attended,
@@ -173,12 +178,24 @@ def measure_reordering(sentence: str, reordered: str, d: int, seed: int) -> Orde
 
 @router.post("/api/order", response_model=OrderResponse, tags=["order"],
              summary="The same words in another order through both machines (L10)")
-def order_panel(request: OrderRequest,
-                lang: Annotated[Literal["en", "es"], Query(description="language of the messages")] = "en"
-                ) -> OrderResponse:
+async def order_panel(body: OrderRequest, request: Request,
+                      lang: Annotated[Literal["en", "es"], Query(description="language of the messages")] = "en"
+                      ) -> OrderResponse:
     """Attention's rows come out permuted with identical numbers; the recurrence's change.
 
-    ``lang`` sets the language of a refusal's message only (the numbers have none).
+    ``lang`` sets the language of a refusal's message only (the numbers have none). The sentences are
+    checked here, in the server; the machines run in a worker process.
     """
-    return measure_reordering(request.sentence, request.reordered, request.d_model, request.seed)
+    key = (body.sentence, body.reordered, body.d_model, body.seed)
+    found = _results.get(key)
+    if found is None:
+        words, moved = _split(body.sentence, "sentence"), _split(body.reordered, "reordered")
+        permutation_of(words, moved)
+        T, d = len(words), body.d_model
+        require_within_budget(MemoryEstimate(16 * T * d * FLOAT64_BYTES + 8 * d * d * FLOAT64_BYTES,
+                                             Phrase(N_("activations of {count} words"), {"count": T})),
+                              Phrase(N_("{count} words at d_model = {d}"), {"count": T, "d": d}), "sentence")
+        found = await pool_of(request).run(measure_reordering, key, limit_s=LIMIT_S, request=request)
+        _results.put(key, found)
+    return found
 

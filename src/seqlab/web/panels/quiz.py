@@ -2,18 +2,30 @@
 
 Questions, hints, options and explanations come from :mod:`seqlab.studies.quiz` in the requested
 language; so does the grading (:func:`seqlab.studies.quiz.grade`), whose right answers are recomputed
-from measurements. The question list leaves out which options are right: a reader learns it by
-answering. When the study is not installed the endpoints say so (``available`` false).
+from measurements. Those measurements (:func:`seqlab.studies.quiz.measure_facts`: traces, paths, reach)
+run once, in a worker process (:mod:`seqlab.web.workers`); the server keeps the facts and builds the
+questions and grades from them without measuring. An answer is read in the server first, every refusal a
+sentence of the ``web`` catalogue: at most :data:`MAX_ANSWER` characters, a whole number in
+[1, :data:`MAX_NUMBER`] for the numeric question, letters among the options otherwise. The question list
+leaves out which options are right: a reader learns it by answering. When the study is not installed the
+endpoints say so (``available`` false).
 """
 
 from __future__ import annotations
 
+import re
+import threading
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from seqlab.errors import SeqlabError
+from seqlab.web.messages import N_, LabError, Phrase
 from seqlab.web.validation import lab_error, shown
+from seqlab.web.workers import pool_of
+
+DOMAIN = "web"
 
 router = APIRouter()
 
@@ -21,6 +33,14 @@ Lang = Literal["en", "es"]
 Key = Literal["q1", "q2", "q3", "q4"]
 MAX_ANSWER = 64
 MAX_LETTERS = 8
+#: Largest whole number the numeric question accepts (a length T; the crossing it asks for is 512).
+MAX_NUMBER = 10**12
+#: Seconds the facts may take to measure in their worker.
+LIMIT_S = 90.0
+#: How each language writes a decimal mark (as :func:`seqlab.studies.quiz.parse_number` reads it).
+DECIMAL_MARK = {"en": ".", "es": ","}
+_facts: dict[str, object] = {}
+_facts_lock = threading.Lock()
 
 
 class Choice(BaseModel):
@@ -63,18 +83,21 @@ class Answer(BaseModel):
         """One readable sentence for any other shape (never pydantic's names of the union's members)."""
         if isinstance(value, str):
             if len(value) > MAX_ANSWER:
-                raise lab_error("answer must be at most {most} characters, received {count}", most=MAX_ANSWER,
+                raise lab_error(N_("answer must be at most {most} characters, received {count}"), most=MAX_ANSWER,
                                 count=len(value))
             return value
         if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if isinstance(value, int) and abs(value) > MAX_NUMBER:
+                raise lab_error(N_("answer must be a whole number in [1, {most}], received {received}"),
+                                most=MAX_NUMBER, received=shown(value))
             return value
         if isinstance(value, list) and all(isinstance(item, str) and len(item) <= 8 for item in value):
             if len(value) > MAX_LETTERS:
-                raise lab_error("answer must list at most {most} letters, received {count}", most=MAX_LETTERS,
+                raise lab_error(N_("answer must list at most {most} letters, received {count}"), most=MAX_LETTERS,
                                 count=len(value))
             return value
-        raise lab_error("answer must be a letter (\"c\"), letters (\"a, b\" or [\"a\", \"b\"]) or a whole number "
-                        "(512); received {received}", received=shown(value))
+        raise lab_error(N_("answer must be a letter (\"c\"), letters (\"a, b\" or [\"a\", \"b\"]) or a whole number "
+                        "(512); received {received}"), received=shown(value))
 
     def value(self) -> str | int | float | list[str]:
         """The answer (its shape checked; the grader reads its content)."""
@@ -114,27 +137,97 @@ def _study():
         return None, f"seqlab.studies.quiz is not available ({error})"
 
 
+def measure_quiz_facts():
+    """The facts every right answer rests on (:func:`seqlab.studies.quiz.measure_facts`); runs in a worker."""
+    from seqlab.studies.quiz import measure_facts
+
+    return measure_facts()
+
+
+async def facts_of(request: Request):
+    """The measured facts, from a worker the first time, kept by the server afterwards."""
+    with _facts_lock:
+        found = _facts.get("facts")
+    if found is None:
+        found = await pool_of(request).run(measure_quiz_facts, (), limit_s=LIMIT_S, request=request)
+        with _facts_lock:
+            _facts["facts"] = found
+    return found
+
+
+def read_answer(question, answer: Any, lang: str) -> Any:
+    """``answer`` checked for ``question`` in the server, before grading: a number in range, or known letters.
+
+    >>> from seqlab.studies.quiz import Option, Question
+    >>> q = Question("q2", "numeric", "", "", (Option("512", "512", True, ""),), "", "512", ())
+    >>> read_answer(q, " 512 ", "en"), read_answer(q, "1.024", "es")
+    (512, 1024)
+
+    Raises:
+        LabError: not a whole number in [1, :data:`MAX_NUMBER`] (an ambiguous one named with both readings), or
+            letters that are not the question's.
+    """
+    from seqlab.studies.quiz import parse_choice, parse_number
+
+    if question.kind == "numeric":
+        if isinstance(answer, str):
+            text, mark = answer.strip(), DECIMAL_MARK[lang]
+            if re.fullmatch(rf"[+-]?\d{{1,3}}{re.escape(mark)}\d{{3}}", text):  # "1.000" in English: 1 or 1000
+                from decimal import Decimal
+
+                raise LabError(Phrase(N_("expected a whole number T >= 1, received {answer}: in {language} it could be "
+                                      "{one} or {other}; write it without separators"),
+                                      {"answer": shown(answer, lang), "language": Phrase(LANGUAGE[lang]),
+                                       "one": f"{Decimal(text.replace(mark, '.')).normalize():f}",
+                                       "other": text.replace(mark, "")}), parameter="answer")
+        try:
+            value = parse_number(answer, lang)
+        except SeqlabError:
+            raise LabError(Phrase(N_("expected a whole number T >= 1, received {answer}"),
+                                  {"answer": shown(answer, lang)}), parameter="answer") from None
+        if value > MAX_NUMBER:
+            raise LabError(Phrase(N_("answer must be a whole number in [1, {most}], received {received}"),
+                                  {"most": MAX_NUMBER, "received": shown(answer, lang)}), parameter="answer")
+        return value
+    try:
+        parse_choice(question, answer)
+    except SeqlabError:
+        letters = [option.key for option in question.options]
+        msgid = (N_("expected one letter among {letters}, received {answer}") if question.kind == "single" else
+                 N_("expected letters among {letters}, received {answer}"))
+        raise LabError(Phrase(msgid, {"letters": letters, "answer": shown(answer, lang)}), parameter="answer") \
+            from None
+    return answer
+
+
+#: The name of each language in the messages.
+LANGUAGE = {"en": N_("English"), "es": N_("Spanish")}
+
+
 @router.get("/api/quiz", response_model=QuizResponse, tags=["quiz"], summary="The four self-check questions (L12)")
-def quiz_panel(lang: Annotated[Lang, Query(description="language of the questions")] = "en") -> QuizResponse:
+async def quiz_panel(request: Request,
+                     lang: Annotated[Lang, Query(description="language of the questions")] = "en") -> QuizResponse:
     """Prompts, hints and choices; which choices are right is only told after answering."""
     quiz, reason = _study()
     if quiz is None:
         return QuizResponse(available=False, reason=reason)
-    shown = [QuestionOut(key=q.key, kind=q.kind, prompt=q.prompt, hint=q.hint, claims=list(q.claims),
-                         choices=[] if q.kind == "numeric" else [Choice(key=o.key, text=o.text) for o in q.options])
-             for q in quiz.questions(lang)]
-    return QuizResponse(available=True, questions=shown)
+    shown_ = [QuestionOut(key=q.key, kind=q.kind, prompt=q.prompt, hint=q.hint, claims=list(q.claims),
+                          choices=[] if q.kind == "numeric" else [Choice(key=o.key, text=o.text) for o in q.options])
+              for q in quiz.build_questions(await facts_of(request), lang)]
+    return QuizResponse(available=True, questions=shown_)
 
 
 @router.post("/api/quiz/{key}", response_model=GradeResponse, tags=["quiz"],
              summary="Grade one answer and explain every option (L12)")
-def grade_answer(key: Annotated[Key, Path(description="q1 … q4")], answer: Answer,
-                 lang: Annotated[Lang, Query(description="language of the feedback")] = "en") -> GradeResponse:
+async def grade_answer(key: Annotated[Key, Path(description="q1 … q4")], answer: Answer, request: Request,
+                       lang: Annotated[Lang, Query(description="language of the feedback")] = "en") -> GradeResponse:
     """Right or wrong, the right answer, and why each option is right or wrong."""
     quiz, reason = _study()
     if quiz is None:
         return GradeResponse(available=False, reason=reason)
-    graded = quiz.grade(key, answer.value(), lang)
+    facts = await facts_of(request)
+    value = read_answer(quiz.question(key, lang, facts), answer.value(), lang)
+    graded = quiz.grade(key, value, lang, facts)
     return GradeResponse(available=True, key=graded.key, correct=graded.correct, answer=graded.answer,
                          right_answer=graded.right_answer, explanation=graded.explanation,
                          feedback=[Feedback(key=f.key, text=f.text, chosen=f.chosen, correct=f.correct,

@@ -25,13 +25,14 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from seqlab import cost
 from seqlab.i18n import format_fraction, format_number, format_seconds
-from seqlab.web.budget import COMPUTE, require_within_budget
-from seqlab.web.validation import tr
+from seqlab.web.budget import require_within_budget
+from seqlab.web.messages import N_, Phrase, tr
+from seqlab.web.workers import pool_of
 
 DOMAIN = "web"
 router = APIRouter()
@@ -44,6 +45,8 @@ FIRST_LENGTH = 64
 MIN_RUN_TIME = 0.02
 #: Fewest timed blocks with an interquartile range worth showing.
 MIN_BLOCKS = 3
+#: Seconds a sweep may run in its worker before it is stopped (the page states it).
+BENCH_LIMIT_S = 60
 
 Lang = Literal["en", "es"]
 _last_run: dict[str, object] = {}
@@ -278,21 +281,42 @@ def time_panel(lang: Annotated[Lang, Query(description="language of the formatte
                         gpu=gpu_records(lang))
 
 
+def bench_config(d: int, max_T: int):
+    """The live sweep's :class:`~seqlab.studies.bench.BenchConfig`: nn.RNN and SDPA, all threads, T = 64 … max_T.
+
+    >>> bench_config(64, 256).lengths
+    (64, 128, 256)
+    """
+    from seqlab.studies.bench import BenchConfig
+
+    lengths = tuple(T for T in (FIRST_LENGTH * 2**i for i in range(6)) if T <= max_T)
+    return BenchConfig(lengths=lengths, d_models=(d,), threads=("all",), machines=("rnn", "sdpa"),
+                       min_run_time=MIN_RUN_TIME, min_samples=3, matmul_size=256)
+
+
+def run_sweep(d: int, max_T: int, load):
+    """The live sweep itself (in a worker process), with the load read in the server before it was asked."""
+    from seqlab.studies.bench import run_bench
+
+    return run_bench(bench_config(d, max_T), load=load)
+
+
 @router.post("/api/time/run", response_model=TimeResponse, tags=["time"],
              summary="Run a short sweep on this machine: nn.RNN against SDPA, lengths doubling from 64")
-def run_time(request: BenchRequest,
-             lang: Annotated[Lang, Query(description="language of the formatted numbers")] = "en") -> TimeResponse:
-    """Time nn.RNN and SDPA at all threads, T = 64, 128, … up to ``max_T`` (a few seconds)."""
-    from seqlab.studies.bench import BenchConfig, estimate_bench_bytes, run_bench
+async def run_time(body: BenchRequest, request: Request,
+                   lang: Annotated[Lang, Query(description="language of the formatted numbers")] = "en"
+                   ) -> TimeResponse:
+    """Time nn.RNN and SDPA at all threads, T = 64, 128, … up to ``max_T``, in a worker process that is stopped
+    after :data:`BENCH_LIMIT_S` seconds or as soon as the client hangs up."""
+    from seqlab.measure.timing import machine_load
+    from seqlab.studies.bench import estimate_bench_bytes
 
-    lengths = tuple(T for T in (FIRST_LENGTH * 2**i for i in range(6)) if T <= request.max_T)
-    d = request.d_model
-    require_within_budget(estimate_bench_bytes(lengths[-1], d, 1, ("rnn", "sdpa")),
-                          f"T = {lengths[-1]} at d_model = {d}", "max_T")
-    config = BenchConfig(lengths=lengths, d_models=(d,), threads=("all",), machines=("rnn", "sdpa"),
-                         min_run_time=MIN_RUN_TIME, min_samples=3, matmul_size=256)
-    with COMPUTE.slot():
-        result = run_bench(config)
+    config = bench_config(body.d_model, body.max_T)
+    T, d = config.lengths[-1], body.d_model
+    require_within_budget(estimate_bench_bytes(T, d, 1, ("rnn", "sdpa")),
+                          Phrase(N_("T = {T} at d_model = {d}"), {"T": T, "d": d}), "max_T")
+    load = machine_load()  # in the server, before the worker starts: the sweep's own work must not count
+    result = await pool_of(request).run(run_sweep, (d, body.max_T, load), limit_s=BENCH_LIMIT_S, request=request)
     with _last_run_lock:
         _last_run["result"] = result
     return TimeResponse(local=_local(result, lang, "this_request"), gpu=gpu_records(lang))

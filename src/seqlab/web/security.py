@@ -1,0 +1,131 @@
+"""Who may talk to the web lab and what a browser may do with its pages: a Host allow-list and security headers.
+
+DNS rebinding lets a page on another site reach a server on 127.0.0.1 under its own name; the browser then
+sends that name as ``Host``. :class:`HostAllowList` answers 400 to any ``Host`` that is not one of the lab's
+names — the loopback names (:data:`LOOPBACK_NAMES`) and the address ``seqlab serve --host`` was given, plus
+any ``--allow-host`` — so such a page cannot drive the lab (Starlette's ``TrustedHostMiddleware`` does the
+same, but splits ``[::1]:8000`` at the wrong colon and answers in English only).
+
+:class:`SecurityHeaders` adds to every response a Content-Security-Policy with no inline script (every page
+loads its scripts from ``/static`` and ``/vendor``; its messages travel as ``application/json`` blocks),
+``nosniff``, no framing, no referrer, and ``no-store`` on the API's answers (measurements are not cached by
+the browser; the server keeps its own caches).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from seqlab.web.messages import printable, tr
+
+DOMAIN = "web"
+
+#: Names under which the lab answers on every address it listens on.
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+#: Sent with every response. Styles may be inline: Plotly writes its own ``<style>`` for its charts.
+HEADERS = {
+    b"content-security-policy": (b"default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+                                 b"img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; "
+                                 b"object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"),
+    b"x-content-type-options": b"nosniff",
+    b"x-frame-options": b"DENY",
+    b"referrer-policy": b"no-referrer",
+    b"cross-origin-opener-policy": b"same-origin",
+    b"cross-origin-resource-policy": b"same-origin",
+    b"permissions-policy": b"camera=(), microphone=(), geolocation=()",
+}
+
+
+def host_name(header: str) -> str:
+    """The name in a ``Host`` header: port removed, IPv6 brackets removed, lower case, no trailing dot.
+
+    >>> host_name("LocalHost:8000"), host_name("[::1]:8000"), host_name("127.0.0.1"), host_name("evil.example.")
+    ('localhost', '::1', '127.0.0.1', 'evil.example')
+    """
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:header.find("]")] if "]" in header else header
+    if header.count(":") == 1:
+        header = header.split(":")[0]
+    return header.rstrip(".")
+
+
+def allowed_names(host: str | None = None, extra: tuple[str, ...] = ()) -> frozenset[str]:
+    """The names the lab answers to: loopback names, ``host`` (unless it is every address) and ``extra``.
+
+    >>> sorted(allowed_names("192.168.1.5"))
+    ['127.0.0.1', '192.168.1.5', '::1', 'localhost']
+    >>> sorted(allowed_names("0.0.0.0", ("lab.local",)))
+    ['127.0.0.1', '::1', 'lab.local', 'localhost']
+    """
+    names = set(LOOPBACK_NAMES) | {host_name(name) for name in extra}
+    if host:
+        name = host_name(host)
+        try:
+            every = ipaddress.ip_address(name).is_unspecified
+        except ValueError:
+            every = False
+        if not every:
+            names.add(name)
+    return frozenset(names)
+
+
+class HostAllowList:
+    """Pure ASGI middleware: a request whose ``Host`` is not in ``names`` gets 400 and nothing else runs."""
+
+    def __init__(self, app, names: frozenset[str]) -> None:
+        self.app = app
+        self.names = names
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        header = next((value for key, value in scope.get("headers", []) if key == b"host"), b"")
+        name = host_name(header.decode("latin-1"))
+        if name in self.names:
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        from fastapi.responses import JSONResponse
+        from starlette.requests import Request
+
+        from seqlab.web.validation import error_body, request_lang
+
+        try:
+            lang = request_lang(Request(scope))
+        except Exception:  # noqa: BLE001  (no app state): English
+            lang = "en"
+        _ = tr(lang)
+        message = _("Host {host} is not a name of this lab; it answers to {names}").format(
+            host=printable(name, 80) or _("(none)"), names=", ".join(sorted(self.names)))
+        response = JSONResponse(status_code=400, content=error_body([{"loc": ["header", "host"], "msg": message,
+                                                                      "type": "host_not_allowed"}]),
+                                headers={"Connection": "close"})
+        await response(scope, receive, send)
+
+
+class SecurityHeaders:
+    """Pure ASGI middleware: :data:`HEADERS` on every response, ``Cache-Control: no-store`` on ``/api``."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        api = scope.get("path", "").startswith("/api/")
+
+        async def with_headers(message) -> None:
+            if message["type"] == "http.response.start":
+                present = {key.lower() for key, _ in message.get("headers", [])}
+                extra = [(key, value) for key, value in HEADERS.items() if key not in present]
+                if api and b"cache-control" not in present:
+                    extra.append((b"cache-control", b"no-store"))
+                message = {**message, "headers": list(message.get("headers", [])) + extra}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)

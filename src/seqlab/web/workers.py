@@ -1,0 +1,369 @@
+"""Measurements of the web lab in worker processes: isolated, time-limited, cancellable, memory-capped, queued.
+
+The span and path tracers, the counters and the clock switch process-wide PyTorch settings while they run
+(:mod:`seqlab.measure.switches`) and allocate what the request asks for. The server process therefore never
+measures: every measurement — traces, counts, Figure 1, order, the quiz's facts, the bench — runs in a worker
+process started with the ``spawn`` context (its own interpreter and its own PyTorch state, nothing inherited
+from the server) and sends back a picklable result. :class:`WorkerPool` gives each request:
+
+* a **queue bound**: at most :attr:`~WorkerPool.size` measurements at once; a request waits at most
+  ``wait_s`` for a worker, and only while fewer than ``max_waiting`` others wait; otherwise
+  :class:`~seqlab.web.budget.LabBusy` (HTTP 503 with ``Retry-After``);
+* a **time limit** per request (``limit_s``): past it the worker is killed and the request refused (422)
+  with the limit named;
+* **cancellation**: :meth:`WorkerPool.run` asks the ASGI request whether its client is still there between
+  polls (every few milliseconds to 50 ms); a client that hangs up gets its worker killed, which frees the
+  slot at once;
+* a **memory ceiling**: the worker's resident memory is read from ``/proc`` while it works; past
+  :attr:`~WorkerPool.memory_limit_bytes` it is killed and the request refused (422); after a job, a worker
+  over :attr:`~WorkerPool.recycle_bytes` (or past :attr:`~WorkerPool.max_jobs` jobs) is retired and a fresh
+  one started when next needed, so memory a measurement left behind goes back to the system.
+
+A killed or retired worker is replaced lazily. :func:`default_pool` is the one pool of a process, shared by
+every app it creates (tests and ``seqlab serve`` alike) and stopped at exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import multiprocessing
+import os
+import pickle
+import sys
+import threading
+import time
+import types
+from collections.abc import Callable
+from typing import Any
+
+from seqlab.web.budget import RETRY_AFTER_S, LabBusy
+from seqlab.web.messages import N_, LabError, Phrase
+
+DOMAIN = "web"
+
+MIB = 1024**2
+#: Measurements at once (one request's tensors at a time keep the per-request memory budget honest).
+WORKERS = 1
+#: Resident memory past which a working measurement is stopped.
+MEMORY_LIMIT_BYTES = 2048 * MIB
+#: Resident memory past which a worker is retired after its job.
+RECYCLE_BYTES = 768 * MIB
+#: Jobs after which a worker is retired anyway (slow leaks of long runs).
+MAX_JOBS = 1000
+_SPAWN = multiprocessing.get_context("spawn")
+_START_LOCK = threading.Lock()
+
+
+def resident_bytes(pid: int) -> int | None:
+    """Resident memory of process ``pid`` in bytes (Linux ``/proc``), or None where it cannot be read.
+
+    >>> resident_bytes(os.getpid()) > 1024**2
+    True
+    """
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _portable(error: BaseException) -> BaseException:
+    """``error`` if it survives pickling, else a RuntimeError that names it."""
+    try:
+        pickle.loads(pickle.dumps(error))
+        return error
+    except Exception:  # noqa: BLE001
+        return RuntimeError(f"{type(error).__name__}: {error}")
+
+
+def _serve(connection) -> None:
+    """A worker's loop: receive ``(function, args)``, send back ``(ok, result or error, resident bytes)``."""
+    import torch  # noqa: F401  (imported once, before the first job: the first answer is not slowed by it)
+
+    while True:
+        try:
+            job = connection.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        function, args = job
+        try:
+            reply = (True, function(*args))
+        except BaseException as error:  # noqa: BLE001  (sent back; the server decides)
+            reply = (False, _portable(error))
+        connection.send((*reply, resident_bytes(os.getpid())))
+
+
+class Worker:
+    """One worker process and the server's end of its pipe."""
+
+    def __init__(self) -> None:
+        self.connection, child = _SPAWN.Pipe()
+        self.process = _SPAWN.Process(target=_serve, args=(child,), daemon=True, name="seqlab-lab-worker")
+        with _START_LOCK:  # the child must not run the server's own main script again (spawn would)
+            main = sys.modules.get("__main__")
+            sys.modules["__main__"] = types.ModuleType("__main__")
+            try:
+                self.process.start()
+            finally:
+                sys.modules["__main__"] = main
+        self._child = child  # kept open: under spawn the child copies it from this process while it starts
+        self.jobs = 0
+
+    def alive(self) -> bool:
+        """Whether the process still runs."""
+        return self.process.is_alive()
+
+    def stop(self, kill: bool = True) -> None:
+        """End the process: at once (``kill``), or by asking it to leave its loop."""
+        try:
+            if not kill and self.alive():
+                self.connection.send(None)
+                self.process.join(2)
+            if self.alive():
+                self.process.kill()
+            self.process.join(2)
+        except (OSError, ValueError):
+            pass
+        finally:
+            self.connection.close()
+            self._child.close()
+
+
+class WorkerPool:
+    """Worker processes for measurements; see the module's docstring for the limits.
+
+    >>> pool = WorkerPool(wait_s=0.1)
+    >>> pool.call(divmod, (7, 2), limit_s=60)
+    (3, 1)
+    >>> pool.busy, pool.shutdown()
+    (False, None)
+    """
+
+    def __init__(self, size: int = WORKERS, max_waiting: int = 1, wait_s: float = 2.0,
+                 memory_limit_bytes: int = MEMORY_LIMIT_BYTES, recycle_bytes: int = RECYCLE_BYTES,
+                 max_jobs: int = MAX_JOBS) -> None:
+        self.size, self.max_waiting, self.wait_s = size, max_waiting, wait_s
+        self.memory_limit_bytes, self.recycle_bytes, self.max_jobs = memory_limit_bytes, recycle_bytes, max_jobs
+        self._condition = threading.Condition()
+        self._idle: list[Worker] = []
+        self._working: set[Worker] = set()
+        self._reserved = 0
+        self._waiting = 0
+        self.jobs_done = 0
+        self.workers_started = 0
+
+    @property
+    def busy(self) -> bool:
+        """Whether every worker slot is taken now."""
+        return self._reserved >= self.size
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the workers alive now (idle or working)."""
+        with self._condition:
+            workers = list(self._idle) + list(self._working)
+        return [worker.process.pid for worker in workers if worker.alive()]
+
+    def warm(self) -> None:
+        """Start idle workers up to :attr:`size` now (in this thread), so first requests do not wait for one."""
+        while True:
+            with self._condition:
+                if len(self._idle) + self._reserved >= self.size:
+                    return
+                self._reserved += 1
+            worker = self._new_worker()
+            self._release(worker, keep=True)
+
+    def _new_worker(self) -> Worker:
+        worker = Worker()
+        self.workers_started += 1
+        return worker
+
+    def _acquire(self, wait_s: float, max_waiting: int) -> Worker | None:
+        with self._condition:
+            if self._reserved >= self.size:
+                if self._waiting >= max_waiting or wait_s <= 0:
+                    return None
+                self._waiting += 1
+                try:
+                    if not self._condition.wait_for(lambda: self._reserved < self.size, wait_s):
+                        return None
+                finally:
+                    self._waiting -= 1
+            self._reserved += 1
+            worker = self._idle.pop() if self._idle else None
+        if worker is None or not worker.alive():
+            try:
+                worker = self._new_worker()
+            except BaseException:
+                self._release(None, keep=False)
+                raise
+        with self._condition:
+            self._working.add(worker)
+        return worker
+
+    def _release(self, worker: Worker | None, keep: bool) -> None:
+        with self._condition:
+            if worker is not None:
+                self._working.discard(worker)
+                if keep:
+                    self._idle.append(worker)
+            self._reserved -= 1
+            self._condition.notify()
+        if worker is not None and not keep:
+            worker.stop()
+
+    def _check(self, worker: Worker, deadline: float, limit_s: float) -> None:
+        """Raise when the working ``worker`` is past its time or memory, or has died."""
+        if time.monotonic() > deadline:
+            raise LabError(Phrase(N_("the measurement ran past its time limit of {seconds} s on this machine and was "
+                                  "stopped; ask for smaller sizes"), {"seconds": f"{limit_s:g}"}))
+        used = resident_bytes(worker.process.pid)
+        if used is not None and used > self.memory_limit_bytes:
+            raise LabError(Phrase(N_("the measurement used more than {most} MiB and was stopped; ask for smaller sizes"),
+                                  {"most": self.memory_limit_bytes // MIB}))
+        if not worker.alive():
+            raise LabError(Phrase(N_("the measuring process stopped unexpectedly; try again")), status=503)
+
+    def _finish(self, worker: Worker) -> tuple[bool, Any, bool]:
+        ok, payload, used = worker.connection.recv()
+        worker.jobs += 1
+        self.jobs_done += 1
+        keep = (used is None or used <= self.recycle_bytes) and worker.jobs < self.max_jobs
+        return ok, payload, keep
+
+    def call(self, function: Callable, args: tuple = (), limit_s: float = 60.0, wait_s: float | None = None) -> Any:
+        """Run ``function(*args)`` in a worker and return its result, blocking this thread.
+
+        Raises:
+            LabBusy: no worker freed up within ``wait_s`` (default :attr:`wait_s`) or the queue was full.
+            LabError: past ``limit_s`` or the memory ceiling (the worker is killed).
+            Exception: whatever ``function`` raised in the worker.
+        """
+        worker = self._acquire(self.wait_s if wait_s is None else wait_s, self.max_waiting)
+        if worker is None:
+            raise LabBusy(RETRY_AFTER_S)
+        keep = False
+        try:
+            worker.connection.send((function, args))
+            deadline = time.monotonic() + limit_s
+            while not worker.connection.poll(0.05):
+                self._check(worker, deadline, limit_s)
+            ok, payload, keep = self._finish(worker)
+        finally:
+            self._release(worker, keep)
+        if not ok:
+            raise payload
+        return payload
+
+    def try_call(self, function: Callable, args: tuple = (), limit_s: float = 30.0,
+                 wait_s: float = 0.2) -> tuple[bool, Any]:
+        """:meth:`call` that never queues: ``(False, None)`` when no worker frees up within ``wait_s``."""
+        try:
+            return True, self.call(function, args, limit_s, wait_s)
+        except LabBusy:
+            return False, None
+
+    async def run(self, function: Callable, args: tuple = (), limit_s: float = 60.0, request=None,
+                  wait_s: float | None = None) -> Any:
+        """Run ``function(*args)`` in a worker without blocking the event loop; cancel it if ``request``'s
+        client disconnects (the worker is killed, the slot freed, and the caller gets ``ClientGone``).
+
+        Raises:
+            LabBusy, LabError, Exception: as :meth:`call`; :class:`ClientGone` when the client left.
+        """
+        from starlette.concurrency import run_in_threadpool
+
+        wait = self.wait_s if wait_s is None else wait_s
+        worker = self._acquire(0, 0) or (wait > 0 and await run_in_threadpool(self._acquire, wait, self.max_waiting))
+        if not worker:
+            raise LabBusy(RETRY_AFTER_S)
+        keep = False
+        try:
+            worker.connection.send((function, args))
+            deadline, pause = time.monotonic() + limit_s, 0.002
+            while not worker.connection.poll():
+                self._check(worker, deadline, limit_s)
+                if request is not None and await request.is_disconnected():
+                    raise ClientGone()
+                await asyncio.sleep(pause)
+                pause = min(0.05, pause * 2)
+            ok, payload, keep = self._finish(worker)
+        finally:
+            self._release(worker, keep)
+        if not ok:
+            raise payload
+        return payload
+
+    def shutdown(self) -> None:
+        """Stop every worker (idle ones politely, working ones at once)."""
+        with self._condition:
+            idle, working = list(self._idle), list(self._working)
+            self._idle.clear()
+        for worker in idle:
+            worker.stop(kill=False)
+        for worker in working:
+            worker.stop()
+
+
+class ClientGone(Exception):
+    """The client disconnected while its measurement ran; the measurement was stopped."""
+
+
+_default: WorkerPool | None = None
+_default_lock = threading.Lock()
+
+
+def default_pool() -> WorkerPool:
+    """The process's one pool (created on first use, stopped at exit)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = WorkerPool()
+            atexit.register(_default.shutdown)
+        return _default
+
+
+class ResultCache:
+    """A small thread-safe LRU of measured results in the server (measurements are deterministic per input).
+
+    >>> cache = ResultCache(2)
+    >>> cache.put("a", 1); cache.put("b", 2); cache.put("c", 3)
+    >>> cache.get("a"), cache.get("c")
+    (None, 3)
+    """
+
+    def __init__(self, maxsize: int = 64) -> None:
+        from collections import OrderedDict
+
+        self.maxsize = maxsize
+        self._items: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key) -> Any:
+        """The value kept for ``key`` (now the most recent), or None."""
+        with self._lock:
+            if key not in self._items:
+                return None
+            self._items.move_to_end(key)
+            return self._items[key]
+
+    def put(self, key, value) -> None:
+        """Keep ``value`` for ``key``, dropping the least recent beyond :attr:`maxsize`."""
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.maxsize:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget everything."""
+        with self._lock:
+            self._items.clear()
+
+
+def pool_of(request) -> WorkerPool:
+    """The pool of the app serving ``request`` (``app.state.pool``), else :func:`default_pool`."""
+    return getattr(request.app.state, "pool", None) or default_pool()

@@ -1,0 +1,176 @@
+"""The web lab against hostile or careless input (seqlab.web.limits, .security, .messages): never a 5xx.
+
+Huge numbers, lone surrogates, deep JSON, forged Host headers, a 404 for a path that looks like another host,
+stalled bodies: each must get a 4xx whose sentence says what was wrong, in the request's language, built from
+the catalogue (no English phrase of pydantic's or of the JSON decoder inside a Spanish message).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the web lab needs fastapi")
+pytest.importorskip("httpx", reason="FastAPI's TestClient needs httpx")
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from seqlab.web.app import create_app  # noqa: E402
+
+BASE = "http://127.0.0.1"
+JSON = {"content-type": "application/json"}
+#: English words pydantic or json.decoder would put in a message: never in a Spanish one.
+ENGLISH = re.compile(r"\b(Input should|Expecting|received|must be|not accepted|valid integer|Extra inputs)\b")
+
+
+@pytest.fixture(scope="module")
+def client():
+    with TestClient(create_app("en"), base_url=BASE, raise_server_exceptions=False) as test_client:
+        yield test_client
+
+
+def refused(response, status: int = 422) -> str:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["detail"] and body["message"]
+    response.content.decode("utf-8")  # the answer itself is valid UTF-8
+    return body["message"]
+
+
+@pytest.mark.parametrize("answer", ["1" * 26, "9" * 40, 10**25, "5e40", 1e300])
+def test_huge_quiz_numbers_are_refused_with_the_range(client, answer):
+    text = refused(client.post("/api/quiz/q2", json={"answer": answer}))
+    assert "answer must be a whole number in [1, 1,000,000,000,000]" in text or \
+        "expected a whole number T >= 1" in text
+
+
+def test_a_json_number_of_many_digits_is_refused_before_parsing(client):
+    body = b'{"answer": ' + b"7" * 5000 + b"}"  # past Python's int-from-text limit of 4,300 digits
+    text = refused(client.post("/api/quiz/q2", content=body, headers=JSON, params={"lang": "es"}))
+    assert text == "el cuerpo de la petición contiene un número de 5.000 caracteres; se aceptan como mucho 40"
+
+
+@pytest.mark.parametrize(("path", "body", "where"), [
+    ("/api/order", '{"sentence": "\\ud800 uno", "reordered": "uno dos"}', "field sentence"),
+    ("/api/order", '{"sentence": "uno dos", "reordered": "dos \\udfff"}', "field reordered"),
+    ("/api/quiz/q4", '{"answer": "\\ud800"}', "field answer"),
+    ("/api/quiz/q4", '{"answer": ["a", "\\ud800"]}', "field answer"),
+    ("/api/order", '{"\\ud800": 1}', "request body"),
+])
+def test_lone_surrogates_are_refused_wherever_they_are(client, path, body, where):
+    text = refused(client.post(path, content=body.encode(), headers=JSON))
+    assert text.startswith(where) and "lone surrogate (\\u" in text
+
+
+def test_raw_surrogate_bytes_are_not_utf8(client):
+    text = refused(client.post("/api/order", content=b'{"sentence": "\xed\xa0\x80"}', headers=JSON))
+    assert text == "request body must be UTF-8 text; byte 14 is not"
+
+
+@pytest.mark.parametrize("depth", [17, 1000, 20_000])
+def test_deep_json_is_refused_with_its_depth(client, depth):
+    body = b"[" * depth + b"]" * depth
+    text = refused(client.post("/api/order", content=body, headers=JSON, params={"lang": "es"}))
+    depth_text = f"{depth:,}".replace(",", ".")
+    assert text == f"el cuerpo de la petición anida {depth_text} niveles; se aceptan como mucho 16"
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_non_numbers_are_refused(client, constant):
+    text = refused(client.post("/api/time/run", content=f'{{"max_T": {constant}}}'.encode(), headers=JSON))
+    assert text.endswith("which is not a JSON number")
+
+
+@pytest.mark.parametrize(("request_", "expected"), [
+    (("GET", "/api/cost", {"params": {"T": "x" * 500, "lang": "es"}}),
+     "el parámetro de consulta T debe ser un entero en [1, 10000000]; se recibió xxxx"),
+    (("GET", "/api/cost", {"params": {"lang": "fr"}, "headers": {"Accept-Language": "es"}}),
+     "el parámetro de consulta idioma (lang) debe ser uno de 'en', 'es'; se recibió fr"),
+    (("POST", "/api/order", {"params": {"lang": "es"}, "json": {"sentence": 42}}),
+     "el campo frase (sentence) debe ser un texto de 1 a 300 caracteres; se recibió 42"),
+    (("POST", "/api/order", {"params": {"lang": "es"}, "content": b"{oops", "headers": JSON}),
+     "el cuerpo de la petición no es JSON válido (en el carácter 1)"),
+    (("POST", "/api/order", {"params": {"lang": "es"}, "json": {"sentence": "uno", "reordered": "uno"}}),
+     "frase (sentence) debe tener entre 2 y 40 palabras; se recibieron 1"),
+    (("POST", "/api/quiz/q1", {"params": {"lang": "es"}, "json": {"answer": "a" * 65}}),
+     "la respuesta (answer) debe tener como mucho 64 caracteres; se recibieron 65"),
+])
+def test_spanish_messages_hold_no_english(client, request_, expected):
+    method, url, options = request_
+    text = refused(client.request(method, url, **options))
+    assert text.startswith(expected)
+    assert ENGLISH.search(text) is None, text
+
+
+def test_a_forged_host_gets_400_and_nothing_runs():
+    app = create_app("en", host="127.0.0.1")
+    with TestClient(app, base_url="http://evil.example") as evil:
+        response = evil.get("/api/cost", params={"T": 5})
+        assert response.status_code == 400
+        assert response.json()["message"] == ("Host evil.example is not a name of this lab; it answers to 127.0.0.1, "
+                                               "::1, localhost")
+        assert evil.get("/cost", headers={"Host": "localhost.evil.example:8000"}).status_code == 400
+    with TestClient(app, base_url="http://localhost:8000") as named:
+        assert named.get("/api/cost", params={"T": 5}).status_code == 200
+    with TestClient(app, base_url="http://[::1]:8000") as ipv6:
+        assert ipv6.get("/").status_code == 200
+    with TestClient(create_app("en", host="0.0.0.0", allowed_hosts=("lab.local",)), base_url="http://lab.local") \
+            as allowed:
+        assert allowed.get("/").status_code == 200
+
+
+def test_the_404_for_a_path_like_another_host_links_only_here(client):
+    page = client.get("//evil.example/x", headers={"Accept": "text/html"}, params={"lang": "es"})
+    assert page.status_code == 404
+    links = re.findall(r'href="([^"]*)"', page.text)
+    assert links and not any(link.startswith("//") or "evil.example" in link for link in links), links
+    assert 'href="?lang=en"' in page.text
+
+
+def test_pages_answer_head_and_carry_security_headers(client):
+    for path in ("/", "/cost", "/quiz?lang=es"):
+        head = client.head(path)
+        assert head.status_code == 200 and head.content == b""
+    page = client.get("/order")
+    policy = page.headers["content-security-policy"]
+    assert "script-src 'self';" in policy and "unsafe-inline" not in policy.split("script-src")[1].split(";")[0]
+    assert "frame-ancestors 'none'" in policy
+    assert page.headers["x-content-type-options"] == "nosniff" and page.headers["x-frame-options"] == "DENY"
+    assert "<script>" not in page.text  # no inline script: every script is a file
+    assert not re.search(r"<script(?![^>]*\b(src=|type=\"application/json\"))", page.text)
+    assert client.get("/api/cost", params={"T": 5}).headers["cache-control"] == "no-store"
+
+
+def test_a_stalled_body_gets_408():
+    """At the ASGI level: a body whose next piece never comes is answered 408 after the timeout."""
+    import asyncio
+
+    from seqlab.web import limits
+
+    app = create_app("en")
+    sent = []
+    calls = 0
+
+    async def receive():
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            return {"type": "http.request", "body": b'{"sentence": "a', "more_body": True}
+        await asyncio.sleep(3600)  # the client never sends the rest
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": "/api/order", "raw_path": b"/api/order", "query_string": b"", "root_path": "",
+             "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")],
+             "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
+    for middleware in app.user_middleware:  # a short timeout for the test (the app's is BODY_TIMEOUT_S)
+        if middleware.cls is limits.BodyLimit:
+            middleware.kwargs["timeout_s"] = 0.2
+    asyncio.run(asyncio.wait_for(app(scope, receive, send), 10))
+    assert sent[0]["status"] == 408
+    body = json.loads(b"".join(message.get("body", b"") for message in sent[1:]))
+    assert body["message"] == "request body stalled: nothing arrived for 0.2 s"
