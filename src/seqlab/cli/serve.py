@@ -4,6 +4,11 @@ Bound to 127.0.0.1 by default, so only this computer can reach it (any other add
 stderr: the lab's bench then runs for whoever on the network asks); ``--open`` opens the lab in the
 default browser once the server is listening. Everything the pages load ships in the package. The start
 line and the warning are in the lab's language (the ``web`` catalogue).
+
+The lab answers only requests whose ``Host`` is a loopback name or the ``--host`` given (plus any
+``--allow-host``): a page elsewhere that rebinds its own name to this address gets 400. Uvicorn runs with
+timeouts for idle and slow clients (:data:`UVICORN_LIMITS`); request bodies that stall are answered 408 by
+the lab itself. The worker processes that measure start with the server.
 """
 
 from __future__ import annotations
@@ -14,6 +19,11 @@ import typer
 
 from seqlab.cli import app
 from seqlab.cli.options import LANG_HELP, integer_at_least, language
+
+#: Uvicorn's limits: idle keep-alive connections close after 5 s, at most 64 connections at once (more get 503),
+#: a request head of at most 16 KiB, and at most 5 s to finish requests on shutdown.
+UVICORN_LIMITS = {"timeout_keep_alive": 5, "limit_concurrency": 64, "h11_max_incomplete_event_size": 16 * 1024,
+                  "timeout_graceful_shutdown": 5}
 
 
 def _open_when_ready(url: str, host: str, port: int, timeout_s: float = 20.0) -> None:
@@ -75,6 +85,9 @@ def serve(
                                       help="Port to listen on.")] = 8000,
     open_browser: Annotated[bool, typer.Option("--open", help="Open the lab in the default browser.")] = False,
     lang: Annotated[Optional[str], typer.Option("--lang", metavar="en|es", help=LANG_HELP)] = None,
+    allow_host: Annotated[Optional[list[str]], typer.Option(
+        "--allow-host", metavar="NAME",
+        help="Another name the lab answers to as Host (repeatable); loopback names and --host always are.")] = None,
 ) -> None:
     """Run the web lab: Figure 1, cost, chain and path, order, time and the self-check, in en or es."""
     import uvicorn
@@ -94,4 +107,5 @@ def serve(
                    .format(host=host), err=True)
     if open_browser:
         _open_when_ready(url, "127.0.0.1" if host in ("0.0.0.0", "::") else host, port)
-    uvicorn.run(create_app(lang), host=host, port=port, log_level="warning")
+    uvicorn.run(create_app(lang, host=host, allowed_hosts=tuple(allow_host or ()), warm=True), host=host, port=port,
+                log_level="warning", **UVICORN_LIMITS)

@@ -77,9 +77,15 @@ def _portable(error: BaseException) -> BaseException:
         return RuntimeError(f"{type(error).__name__}: {error}")
 
 
-def _serve(connection) -> None:
-    """A worker's loop: receive ``(function, args)``, send back ``(ok, result or error, resident bytes)``."""
-    import torch  # noqa: F401  (imported once, before the first job: the first answer is not slowed by it)
+def _serve(connection, preload: tuple[str, ...] = ("torch",)) -> None:
+    """A worker's loop: receive ``(function, args)``, send back ``(ok, result or error, resident bytes)``.
+
+    ``preload``: modules imported before the first job (PyTorch by default: the first answer is not slowed).
+    """
+    import importlib
+
+    for name in preload:
+        importlib.import_module(name)
 
     while True:
         try:
@@ -99,9 +105,9 @@ def _serve(connection) -> None:
 class Worker:
     """One worker process and the server's end of its pipe."""
 
-    def __init__(self) -> None:
+    def __init__(self, preload: tuple[str, ...] = ("torch",)) -> None:
         self.connection, child = _SPAWN.Pipe()
-        self.process = _SPAWN.Process(target=_serve, args=(child,), daemon=True, name="seqlab-lab-worker")
+        self.process = _SPAWN.Process(target=_serve, args=(child, preload), daemon=True, name="seqlab-lab-worker")
         with _START_LOCK:  # the child must not run the server's own main script again (spawn would)
             main = sys.modules.get("__main__")
             sys.modules["__main__"] = types.ModuleType("__main__")
@@ -135,7 +141,7 @@ class Worker:
 class WorkerPool:
     """Worker processes for measurements; see the module's docstring for the limits.
 
-    >>> pool = WorkerPool(wait_s=0.1)
+    >>> pool = WorkerPool(wait_s=0.1, preload=())
     >>> pool.call(divmod, (7, 2), limit_s=60)
     (3, 1)
     >>> pool.busy, pool.shutdown()
@@ -144,8 +150,8 @@ class WorkerPool:
 
     def __init__(self, size: int = WORKERS, max_waiting: int = 1, wait_s: float = 2.0,
                  memory_limit_bytes: int = MEMORY_LIMIT_BYTES, recycle_bytes: int = RECYCLE_BYTES,
-                 max_jobs: int = MAX_JOBS) -> None:
-        self.size, self.max_waiting, self.wait_s = size, max_waiting, wait_s
+                 max_jobs: int = MAX_JOBS, preload: tuple[str, ...] = ("torch",)) -> None:
+        self.size, self.max_waiting, self.wait_s, self.preload = size, max_waiting, wait_s, preload
         self.memory_limit_bytes, self.recycle_bytes, self.max_jobs = memory_limit_bytes, recycle_bytes, max_jobs
         self._condition = threading.Condition()
         self._idle: list[Worker] = []
@@ -177,7 +183,7 @@ class WorkerPool:
             self._release(worker, keep=True)
 
     def _new_worker(self) -> Worker:
-        worker = Worker()
+        worker = Worker(self.preload)
         self.workers_started += 1
         return worker
 

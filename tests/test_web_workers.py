@@ -1,0 +1,208 @@
+"""Measurements of the web lab in worker processes (seqlab.web.workers): isolated, limited, cancellable, bounded.
+
+The server process must never switch a PyTorch flag: a concurrent quiz + chain + bench + trace mix is run
+against a live server in this process while every hold of a global switch here is recorded and the flags
+are sampled. A bench whose client hangs up must free the worker within 2 s. Time limit, memory ceiling,
+recycling and the queue bound are checked on small pools that do not load PyTorch (they start in a blink).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the web lab needs fastapi")
+httpx = pytest.importorskip("httpx", reason="the live-server tests need httpx")
+
+from seqlab.web.budget import LabBusy  # noqa: E402
+from seqlab.web.messages import LabError  # noqa: E402
+from seqlab.web.workers import WorkerPool, default_pool  # noqa: E402
+
+MIB = 1024**2
+
+
+def hog(megabytes: int, seconds: float) -> int:
+    """A job that holds ``megabytes`` of touched memory for ``seconds`` (runs in a worker)."""
+    block = bytearray(megabytes * MIB)
+    for index in range(0, len(block), 4096):
+        block[index] = 1
+    time.sleep(seconds)
+    return len(block)
+
+
+_kept: list[bytearray] = []
+
+
+def leak(megabytes: int) -> int:
+    """A job that leaves ``megabytes`` of touched memory behind in its worker."""
+    block = bytearray(megabytes * MIB)
+    for index in range(0, len(block), 4096):
+        block[index] = 1
+    _kept.append(block)
+    return len(block)
+
+
+def pid() -> int:
+    """A job that says which process ran it."""
+    return os.getpid()
+
+
+@pytest.fixture(scope="module")
+def light():
+    """A pool of one worker that does not import PyTorch, for the limits."""
+    pool = WorkerPool(size=1, max_waiting=1, wait_s=0.2, preload=())
+    yield pool
+    pool.shutdown()
+
+
+def test_a_job_runs_in_another_process_and_its_error_comes_back(light):
+    assert light.call(pid, limit_s=30) != os.getpid()
+    with pytest.raises(ZeroDivisionError):
+        light.call(divmod, (1, 0), limit_s=30)
+
+
+def test_the_time_limit_stops_the_worker(light):
+    before = light.call(pid, limit_s=30)
+    started = time.monotonic()
+    with pytest.raises(LabError) as error:
+        light.call(time.sleep, (30,), limit_s=0.5)
+    assert time.monotonic() - started < 5
+    assert error.value.phrase.render("es") == ("la medición superó su límite de 0.5 s en este ordenador y se detuvo; "
+                                               "pide tamaños menores")
+    assert light.call(pid, limit_s=30) != before  # killed, and a fresh one took its place
+
+
+def test_the_memory_ceiling_stops_the_worker_and_recycling_retires_a_grown_one():
+    pool = WorkerPool(size=1, wait_s=0.2, memory_limit_bytes=150 * MIB, recycle_bytes=100 * MIB, preload=())
+    try:
+        with pytest.raises(LabError) as error:
+            pool.call(hog, (300, 20), limit_s=30)
+        assert "used more than 150 MiB and was stopped" in str(error.value)
+        first = pool.call(pid, limit_s=30)
+        assert pool.call(pid, limit_s=30) == first  # small jobs: the same worker again
+        assert pool.call(leak, (120,), limit_s=30) == 120 * MIB  # under the ceiling, left over the recycling mark
+        assert pool.call(pid, limit_s=30) != first  # so it was retired after its job
+    finally:
+        pool.shutdown()
+
+
+def test_the_queue_bound_answers_busy_at_once(light):
+    held = light._acquire(1, 1)
+    assert held and light.busy
+    served = []
+    waiter = threading.Thread(target=lambda: served.append(light.call(pid, (), 30, 5.0)))
+    waiter.start()  # one request may wait (max_waiting = 1) ...
+    time.sleep(0.1)
+    started = time.monotonic()
+    with pytest.raises(LabBusy):
+        light.call(pid, limit_s=30, wait_s=5)  # ... a second is refused at once, not after 5 s
+    assert time.monotonic() - started < 0.5
+    light._release(held, keep=True)
+    waiter.join(5)
+    assert len(served) == 1 and not light.busy  # the one that waited got the worker when it was freed
+
+
+# --- A live server in this process ----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def live_url():
+    import uvicorn
+
+    from seqlab.web.app import create_app
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app("en"), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "the Uvicorn server did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def kernel_flags() -> tuple:
+    """The process-wide settings the tracers switch (seqlab.measure.switches), read in this process."""
+    import torch
+
+    cuda = torch.backends.cuda
+    return (torch.backends.mha.get_fastpath_enabled(), bool(torch.backends.mkldnn.enabled),
+            cuda.flash_sdp_enabled(), cuda.mem_efficient_sdp_enabled(), cuda.math_sdp_enabled())
+
+
+def test_a_concurrent_mix_never_switches_a_flag_in_the_server(live_url, monkeypatch):
+    from seqlab.measure import switches
+    from seqlab.web.panels import quiz
+
+    held = []
+    real_held = switches.SharedSwitch.held
+
+    def spy(self, value):
+        held.append(self.name)
+        return real_held(self, value)
+
+    monkeypatch.setattr(switches.SharedSwitch, "held", spy)
+    monkeypatch.setattr(quiz, "_facts", {})  # the quiz measures its facts again
+    monkeypatch.setattr(default_pool(), "wait_s", 60.0)  # queue rather than refuse: every request must measure
+    monkeypatch.setattr(default_pool(), "max_waiting", 8)
+    baseline, samples, stop = kernel_flags(), [], threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            samples.append(kernel_flags())
+            time.sleep(0.001)
+
+    jobs_before = default_pool().jobs_done
+    requests = [("GET", "/api/quiz", None), ("POST", "/api/quiz/q2", {"answer": "512"}),
+                ("GET", "/api/chain?T=7&d_model=5&seed=11", None), ("GET", "/api/chain?T=9&d_model=6&seed=12", None),
+                ("POST", "/api/time/run", {"d_model": 64, "max_T": 64}), ("GET", "/api/cost?T=93", None),
+                ("POST", "/api/order", {"sentence": "uno dos tres", "reordered": "tres uno dos", "seed": 13})]
+    statuses: list[int] = []
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        with httpx.Client(base_url=live_url, timeout=120) as http:
+            threads = [threading.Thread(target=lambda r=r: statuses.append(http.request(r[0], r[1], json=r[2])
+                                                                             .status_code)) for r in requests]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(180)
+    finally:
+        stop.set()
+        sampler.join()
+    assert statuses == [200] * len(requests)
+    assert default_pool().jobs_done - jobs_before >= 6  # quiz facts, 2 chains, bench, trace + count, order
+    assert held == []  # no switch was held in the server process
+    assert len(samples) > 50 and set(samples) == {baseline}
+
+
+def test_a_bench_whose_client_hangs_up_frees_the_worker_within_2_s(live_url):
+    pool = default_pool()
+    port = int(live_url.rsplit(":", 1)[1])
+    body = b'{"d_model": 512, "max_T": 2048}'
+    client = socket.create_connection(("127.0.0.1", port), timeout=10)
+    client.sendall(b"POST /api/time/run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                   b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    deadline = time.monotonic() + 30
+    while not pool.busy:
+        assert time.monotonic() < deadline, "the bench never took a worker"
+        time.sleep(0.01)
+    working = set(pool.worker_pids())
+    time.sleep(0.5)  # the sweep is under way
+    client.close()  # the visitor leaves
+    left = time.monotonic()
+    while pool.busy:
+        assert time.monotonic() - left < 2, "the worker was not freed within 2 s of the client leaving"
+        time.sleep(0.01)
+    freed = time.monotonic() - left
+    assert freed < 2
+    assert not working & set(pool.worker_pids())  # the sweep's process was killed, not left running
