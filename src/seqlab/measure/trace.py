@@ -38,6 +38,7 @@ back as it was), so the chain inside is seen as ops; any fused op that still run
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import functools
 from collections import Counter
@@ -95,11 +96,12 @@ class _StorageDepth:
     run of elements (``segments``, while every write is contiguous) or per element (``ops`` and ``products``
     maps, int64 tensors over the storage's elements, once a strided view is written or read across runs)."""
 
-    __slots__ = ("whole", "segments", "elements", "ops", "products", "itemsize")
+    __slots__ = ("whole", "segments", "starts", "elements", "ops", "products", "itemsize")
 
     def __init__(self, whole: _Depth) -> None:
         self.whole = whole
-        self.segments: list[tuple[int, int, _Depth]] | None = None  # disjoint [start, end) element runs
+        self.segments: list[tuple[int, int, _Depth]] | None = None  # disjoint [start, end) element runs, sorted
+        self.starts: list[int] = []  # each run's start, for bisection (a buffer written row by row has T runs)
         self.elements = 0
         self.ops: torch.Tensor | None = None
         self.products: torch.Tensor | None = None
@@ -114,7 +116,9 @@ class _StorageDepth:
             return self._deepest()
         if self.segments is not None:
             start, end = _extent(tensor)
-            touched = [depth for a, b, depth in self.segments if a < end and start < b]
+            lo = max(bisect.bisect_right(self.starts, start) - 1, 0)
+            touched = [depth for a, b, depth in self.segments[lo:bisect.bisect_left(self.starts, end)]
+                       if a < end and start < b]
             if len(touched) == 1 or tensor.is_contiguous():
                 return _Depth(max(d.ops for d in touched), max(d.products for d in touched))
             self._to_maps()
@@ -129,13 +133,14 @@ class _StorageDepth:
         if not self.itemsize:
             self.itemsize = itemsize
             self.elements = tensor.untyped_storage().nbytes() // itemsize
-            self.segments = [(0, self.elements, self.whole)]
+            self.segments, self.starts = [(0, self.elements, self.whole)], [0]
         if self.segments is not None and tensor.is_contiguous():
             start, end = _extent(tensor)
-            kept = [piece for a, b, old in self.segments
+            lo, hi = max(bisect.bisect_right(self.starts, start) - 1, 0), bisect.bisect_left(self.starts, end)
+            kept = [piece for a, b, old in self.segments[lo:hi]
                     for piece in ((a, min(b, start), old), (max(a, end), b, old)) if piece[0] < piece[1]]
-            kept.append((start, end, depth))
-            self.segments = kept
+            kept = sorted([*kept, (start, end, depth)], key=lambda piece: piece[0])
+            self.segments[lo:hi], self.starts[lo:hi] = kept, [piece[0] for piece in kept]
             return True
         if self.segments is not None:
             self._to_maps()
