@@ -490,7 +490,8 @@ def test_serve_starts_uvicorn_on_loopback_by_default(monkeypatch):
     assert options["host"] == "127.0.0.1" and options["port"] == port
     assert f"laboratorio de seqlab: http://127.0.0.1:{port}/?lang=es  (Ctrl+C lo detiene)" in result.output
     assert "Aviso" not in result.output and "Warning" not in result.output  # loopback: no warning
-    assert '<html lang="es">' in TestClient(application, base_url=BASE).get("/cost").text  # --lang sets the pages' default
+    page = TestClient(application, base_url=BASE).get("/cost").text
+    assert '<html lang="es">' in page  # --lang sets the pages' default
 
 
 def test_serve_warns_when_the_lab_is_reachable_from_the_network(monkeypatch):
@@ -664,7 +665,7 @@ def test_refusals_come_in_the_requests_language(client):
     by_header = client.get("/api/cost", params={"T": 0}, headers={"Accept-Language": "es-ES,es;q=0.9"})
     assert message(by_header).startswith("el parámetro de consulta T debe ser")
     assert message(client.get("/api/cost", params={"T": 0})).startswith("query parameter T must be")
-    with TestClient(create_app("es"), base_url=BASE) as spanish:  # seqlab serve --lang es: Spanish unless asked otherwise
+    with TestClient(create_app("es"), base_url=BASE) as spanish:  # seqlab serve --lang es: Spanish unless asked
         assert message(spanish.get("/api/chain", params={"T": 1})).startswith("el parámetro de consulta T")
 
 

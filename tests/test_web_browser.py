@@ -59,7 +59,8 @@ def base_url():
     from seqlab.web.app import create_app
 
     port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app("en"), host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(create_app("en", warm=True), host="127.0.0.1", port=port,
+                                           log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -124,6 +125,16 @@ def phone(browser):
     assert errors == []
 
 
+def wait_until(page, expression: str, timeout_ms: int = TIMEOUT_MS) -> None:
+    """Poll ``expression`` in the page until it is truthy. (Playwright's wait_for_function evaluates its predicate
+    with eval inside the page, which the lab's Content-Security-Policy forbids, as it should.)"""
+    deadline = time.monotonic() + timeout_ms / 1000
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {expression}")
+        page.wait_for_timeout(50)
+
+
 def _ready(page, panel: str) -> None:
     """Wait until the panel's numbers have arrived from its endpoint."""
     ready = {
@@ -137,7 +148,7 @@ def _ready(page, panel: str) -> None:
     }[panel]
     page.wait_for_selector(ready, state="attached")
     if panel in ("cost", "chain"):
-        page.wait_for_function("document.querySelector('.status') === null || "
+        wait_until(page, "document.querySelector('.status') === null || "
                                "!document.querySelector('.status').textContent")
 
 
@@ -177,6 +188,49 @@ def test_every_page_fits_a_phone(phone, base_url, panel, lang):
         assert phone.locator(".table-scroll").count() >= 1  # the wide tables scroll inside their cards
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     phone.screenshot(path=str(SCREENSHOTS / f"{panel}-{lang}-{PHONE_WIDTH}.png"), full_page=True)
+
+
+#: Every cell of a results table (the path matrix, a grid that scrolls with its labels, aside): where it overflows
+#: its own box or the screen. Empty when every key cell is whole and on screen.
+CLIPPED = """() => [...document.querySelectorAll('main table:not(.path-grid) td, main table:not(.path-grid) tbody th')]
+  .filter((cell) => cell.getClientRects().length)
+  .map((cell) => { const box = cell.getBoundingClientRect();
+                   return {text: cell.innerText.slice(0, 40), label: cell.dataset.label || '', left: box.left,
+                           right: box.right, over: cell.scrollWidth - cell.clientWidth}; })
+  .filter((cell) => cell.left < -1 || cell.right > window.innerWidth + 1 || cell.over > 1)"""
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+@pytest.mark.parametrize("width", [PHONE_WIDTH, 1280])
+def test_no_key_cell_is_clipped(browser, base_url, width, lang):
+    """Order's f(x reordered) and largest |difference|, the Cost tables' ten-digit counts, the Time tables: every
+    cell whole and on screen, at a phone's 390 × 844 and at 1280 px (on a phone each row stacks as label–value
+    lines)."""
+    context = browser.new_context(viewport={"width": width, "height": 844})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        for panel, query in (("order", ""), ("cost", "&T=1000"), ("time", "")):
+            page.goto(f"{base_url}/{panel}?lang={lang}{query}")
+            _ready(page, panel)
+            page.wait_for_selector("main table", state="attached")
+            page.wait_for_timeout(200)
+            assert page.evaluate(CLIPPED) == [], f"{panel} at {width} px ({lang}): cells cut or off-screen"
+            cells = page.locator("main table:not(.path-grid) td").count()
+            assert cells >= 4, f"{panel}: no table to check"
+            if panel == "order":  # the two key columns are visible, with their labels on a phone
+                reordered = page.locator("#order-attention td").nth(1)
+                largest = page.locator("#order-attention td").nth(2)
+                assert reordered.is_visible() and largest.is_visible()
+                if width == PHONE_WIDTH:
+                    label = page.evaluate("getComputedStyle(document.querySelector("
+                                          "'#order-attention td:nth-of-type(2)'), '::before').content")
+                    assert ("reordered" in label) if lang == "en" else ("reordenad" in label), label
+            if panel == "cost":
+                assert ("1,024,000,000" if lang == "en" else "1.024.000.000") in page.inner_text("#at-T")
+            page.screenshot(path=str(SCREENSHOTS / f"{panel}-{lang}-{width}-cells.png"), full_page=True)
+    finally:
+        context.close()
 
 
 def test_highlighter_lights_exactly_the_three_attention_boxes(page, base_url):
@@ -222,10 +276,10 @@ def test_width_slider_moves_the_crossover_label(page, base_url):
     label = page.locator("#crossover-label")
     assert "The curves cross at T = 512." in label.inner_text()  # L7: T = d
     page.fill("#d", "256")
-    page.wait_for_function("document.querySelector('#crossover-label').textContent.includes('T = 256.')")
+    wait_until(page, "document.querySelector('#crossover-label').textContent.includes('T = 256.')")
     assert page.input_value("#d_h") == "256"
     page.fill("#T", "50")
-    page.wait_for_function("document.querySelector('#at-T-title').textContent === 'At T = 50'")
+    wait_until(page, "document.querySelector('#at-T-title').textContent === 'At T = 50'")
     worked = page.inner_text("#worked")
     assert "26,214,400" in worked and "2,560,000" in worked and "1,024,000,000" in worked  # L9
     assert page.locator(".modebar").count() == 0  # no Plotly toolbar (its tooltips would be English)
@@ -247,7 +301,7 @@ def test_cost_shows_the_three_scopes_side_by_side(page, base_url):
     assert "never: attention costs more at every T" in scopes
     assert "The scope decides" in page.inner_text("#scopes-verdict")
     page.fill("#T", "2000")
-    page.wait_for_function("document.querySelector('#scopes-method').textContent.startsWith('Closed forms only')")
+    wait_until(page, "document.querySelector('#scopes-method').textContent.startsWith('Closed forms only')")
     assert "not counted" in page.inner_text("#scopes")
     page.screenshot(path=str(SCREENSHOTS / "cost-scopes-en.png"), full_page=True)
 
@@ -275,7 +329,7 @@ def test_cost_greys_out_stale_results_and_says_why(page, base_url):
     assert "d_h debe ser un número entero de 1 a 65.536" in page.inner_text("#cost-status")
     assert "stale" in page.get_attribute("#at-T", "class") and "stale" in page.get_attribute("#worked", "class")
     page.fill("#d_h", "256")
-    page.wait_for_function("!document.querySelector('#at-T').classList.contains('stale')")
+    wait_until(page, "!document.querySelector('#at-T').classList.contains('stale')")
     assert page.inner_text("#cost-status") == ""
 
 
@@ -308,7 +362,7 @@ def test_switching_language_keeps_what_was_set(page, base_url):
     page.fill("#sentence", "La luz y la sombra")
     page.fill("#reordered", "la sombra y La luz")
     page.click("#compare")
-    page.wait_for_function("document.querySelector('#order-status').textContent === ''")
+    wait_until(page, "document.querySelector('#order-status').textContent === ''")
     page.click("#lang-es")
     page.wait_for_selector("html[lang=es]")
     _ready(page, "order")
@@ -324,9 +378,9 @@ def test_shuffle_keeps_attention_numbers_and_changes_the_recurrence(page, base_u
     assert page.get_attribute("#order-recurrence .verdict", "data-same") == "false"
     before = page.input_value("#reordered")
     page.click("#shuffle")
-    page.wait_for_function(f"document.querySelector('#reordered').value !== {before!r}")
+    wait_until(page, f"document.querySelector('#reordered').value !== {before!r}")
     page.wait_for_selector("#order-attention .verdict")
-    page.wait_for_function("document.querySelector('#order-status').textContent === ''")
+    wait_until(page, "document.querySelector('#order-status').textContent === ''")
     assert page.get_attribute("#order-attention .verdict", "data-same") == "true"
     page.fill("#reordered", "el gato muerde al cartero")
     page.click("#compare")
@@ -377,7 +431,7 @@ def test_a_short_bench_runs_and_the_gpu_record_shows(page, base_url):
     with page.expect_response(lambda response: "/api/time/run" in response.url) as answer:
         page.click("#bench-run")
     assert answer.value.status == 200
-    page.wait_for_function("document.querySelector('#bench-run').disabled === false")
+    wait_until(page, "document.querySelector('#bench-run').disabled === false")
     assert page.locator("#local-result tbody tr").count() == 3  # T = 64, 128, 256
     page.screenshot(path=str(SCREENSHOTS / "time-run-es.png"), full_page=True)
     work = page.locator("#local-result thead th").nth(4).inner_text()
@@ -421,7 +475,7 @@ def test_a_busy_lab_is_said_in_the_pages_language(page, base_url):
     page.goto(f"{base_url}/time?lang=es")
     _ready(page, "time")
     page.click("#bench-run")
-    page.wait_for_function("document.querySelector('#bench-run').disabled === false")
+    wait_until(page, "document.querySelector('#bench-run').disabled === false")
     assert page.inner_text("#bench-status") == ("El laboratorio está ocupado midiendo otra petición; inténtalo de "
                                                 "nuevo en unos segundos.")
 

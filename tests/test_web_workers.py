@@ -71,8 +71,8 @@ def test_the_time_limit_stops_the_worker(light):
     with pytest.raises(LabError) as error:
         light.call(time.sleep, (30,), limit_s=0.5)
     assert time.monotonic() - started < 5
-    assert error.value.phrase.render("es") == ("la medición superó su límite de 0.5 s en este ordenador y se detuvo; "
-                                               "pide tamaños menores")
+    assert error.value.phrase.render("es") == ("la medición superó su límite de 0.5 s en este ordenador y se "
+                                               "detuvo; pide tamaños menores")
     assert light.call(pid, limit_s=30) != before  # killed, and a fresh one took its place
 
 

@@ -57,7 +57,9 @@ def environment(lang: str):
                              extensions=["jinja2.ext.i18n"], trim_blocks=True, lstrip_blocks=True)
     env.install_gettext_callables(tr, lambda singular, plural, n: tr(singular if n == 1 else plural),
                                   newstyle=True)
-    env.globals.update(lang=lang, panels=PANELS)
+    from seqlab.web.panels.timing import BENCH_LIMIT_S
+
+    env.globals.update(lang=lang, panels=PANELS, bench_limit_s=BENCH_LIMIT_S)
     return env
 
 

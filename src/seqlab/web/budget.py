@@ -51,8 +51,9 @@ def require_within_budget(estimate: MemoryEstimate, what: Phrase, parameter: str
     ...                                                               {"count": 99})),
     ...                           Phrase("T = {T} at d_model = {d}", {"T": 99, "d": 64}), "T")
     ... except LabError as error:
-    ...     print(error.phrase.render("es"))
-    T = 99 con d_model = 64 necesitaría unos 300 MiB (sobre todo la cercanía de caminos de 99 orígenes); una petición puede usar como mucho 256 MiB
+    ...     print(error.phrase.render("es").replace("; ", ";\\n"))
+    T = 99 con d_model = 64 necesitaría unos 300 MiB (sobre todo la cercanía de caminos de 99 orígenes);
+    una petición puede usar como mucho 256 MiB
 
     Args:
         estimate: bytes the request's tensors would take; ``largest`` a :class:`Phrase` to name it in the

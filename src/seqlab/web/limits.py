@@ -181,10 +181,11 @@ def _surrogates(value: Any, loc: list) -> None:
         bad = next((char for char in value if 0xD800 <= ord(char) <= 0xDFFF), None)
         if bad is not None:
             where = FieldName(str(loc[1])) if len(loc) > 1 else None
-            raise _Refused(Phrase(N_("field {name} holds a lone surrogate ({escape}), which is not a Unicode character"),
-                                  {"name": where, "escape": printable(bad)}) if where else
-                           Phrase(N_("request body holds a lone surrogate ({escape}), which is not a Unicode character"),
-                                  {"escape": printable(bad)}), loc, "string_unicode")
+            phrase = (Phrase(N_("field {name} holds a lone surrogate ({escape}), which is not a Unicode character"),
+                             {"name": where, "escape": printable(bad)}) if where else
+                      Phrase(N_("request body holds a lone surrogate ({escape}), which is not a Unicode character"),
+                             {"escape": printable(bad)}))
+            raise _Refused(phrase, loc, "string_unicode")
     elif isinstance(value, dict):
         for key, item in value.items():
             _surrogates(key, loc)

@@ -228,7 +228,8 @@ class WorkerPool:
                                   "stopped; ask for smaller sizes"), {"seconds": f"{limit_s:g}"}))
         used = resident_bytes(worker.process.pid)
         if used is not None and used > self.memory_limit_bytes:
-            raise LabError(Phrase(N_("the measurement used more than {most} MiB and was stopped; ask for smaller sizes"),
+            raise LabError(Phrase(N_("the measurement used more than {most} MiB and was stopped; ask for smaller "
+                                     "sizes"),
                                   {"most": self.memory_limit_bytes // MIB}))
         if not worker.alive():
             raise LabError(Phrase(N_("the measuring process stopped unexpectedly; try again")), status=503)

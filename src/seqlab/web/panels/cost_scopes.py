@@ -12,7 +12,8 @@ output projections out. This module shows, at one T, the closed forms of :mod:`s
 — and beside each closed form a *counted* value from a source other than that closed form: the module or call
 run on the meta device under :func:`seqlab.measure.work.count_on_meta` (PyTorch's own flop formulas; no memory
 for data, no compute). Counting runs one recurrence step at a time (about a millisecond each), so it happens up
-to T = :data:`COUNT_MAX`, in a worker process (:mod:`seqlab.web.workers`); beyond, or while every worker is busy, the closed forms stand
+to T = :data:`COUNT_MAX`, in a worker process (:mod:`seqlab.web.workers`); beyond, or while every worker is busy,
+the closed forms stand
 alone and the response says so. :func:`verdict` says which side does fewer multiplications at each scope and
 why, from the counted values where they exist (a count that differs from its closed form is reported).
 

@@ -37,10 +37,12 @@ def widest_fitting(T_source: int, T_target: int, heads: int, estimate) -> int | 
 def check(T_source: int, T_target: int, d_model: int, heads: int) -> None:
     """Refuse, in the server and before any worker is asked, what the study or the budget would refuse.
 
-    >>> check(8, 8, 30, 4)
-    Traceback (most recent call last):
-    ...
-    seqlab.web.messages.LabError: heads must divide d_model, received d_model = 30 and heads = 4; expected a divisor of 30 in [1, 30]
+    >>> try:
+    ...     check(8, 8, 30, 4)
+    ... except LabError as error:
+    ...     print(error.phrase.render("en").replace("; ", ";\\n"))
+    heads must divide d_model, received d_model = 30 and heads = 4;
+    expected a divisor of 30 in [1, 30]
 
     Raises:
         LabError: ``heads`` not dividing ``d_model``, or sizes over one request's budget (with the widest

@@ -79,7 +79,7 @@
     const head = [t("from"), ...data.words.map((word, j) => `${j + 1}`)];
     const rows = paths.map((row, i) => [`${i + 1} ${data.words[i]}`,
       ...row.map((v) => (v === null ? { text: "—", className: "none" } : { text: String(v) }))]);
-    $(`paths-${machine}`).replaceChildren(Lab.table(head, rows, "path-grid"));
+    $(`paths-${machine}`).replaceChildren(Lab.table(head, rows, "path-grid", false));
   }
 
   function reach(data) {

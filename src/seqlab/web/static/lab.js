@@ -158,9 +158,12 @@ const Lab = (() => {
   }
 
   /** A table from a header row and body rows of text (cells may be {text, className}), in a box that
-   * scrolls sideways when the table is wider than the page (phones). */
-  function table(head, rows, className = "") {
-    const node = element("table", className ? { class: className } : {});
+   * scrolls sideways when the table is wider than the page. Every cell carries its column's label
+   * (data-label): on a phone a "stack" table shows each row as label–value lines, so no column is ever
+   * off-screen (lab.css). A grid such as the path matrix passes stack = false and scrolls instead. */
+  function table(head, rows, className = "", stack = true) {
+    const classes = [className, stack ? "stack" : ""].filter(Boolean).join(" ");
+    const node = element("table", classes ? { class: classes } : {});
     const thead = element("thead");
     const tr = element("tr");
     head.forEach((cell) => tr.appendChild(element("th", { scope: "col" }, cell)));
@@ -172,6 +175,7 @@ const Lab = (() => {
       row.forEach((cell, index) => {
         const spec = typeof cell === "object" && cell !== null ? cell : { text: cell };
         const td = element(index === 0 ? "th" : "td", index === 0 ? { scope: "row" } : {}, spec.text);
+        td.dataset.label = head[index];
         if (spec.className) td.className = spec.className;
         if (spec.title) td.title = spec.title;
         line.appendChild(td);

@@ -1,0 +1,217 @@
+"""Fuzz the web lab with 10,000 generated requests or more; count answers of 500 or more and server tracebacks.
+
+Starts Uvicorn with ``seqlab serve``'s app on a free port of 127.0.0.1 (nothing else is contacted), its log in
+a file, then sends two kinds of generated requests, one at a time:
+
+1. **Schemathesis** from the app's OpenAPI schema: for every operation, valid (positive) and invalid
+   (negative) cases drawn by Hypothesis, ``--examples`` of each per operation (``--bench-examples`` for
+   ``/api/time/run``, which times the machine for seconds per call);
+2. **Hostile requests** from Hypothesis strategies of this script (``--hostile`` of them): strings with lone
+   surrogates (``"\\ud800"``, escaped in JSON) in every field and as keys, integers of 20 to 6,000 digits as
+   JSON numbers and as text, JSON nested up to 20,000 deep, bytes that are not UTF-8, NaN and Infinity,
+   percent-encoded surrogates and long values in query strings, forged ``Host`` headers and paths such as
+   ``//evil.example/x``.
+
+Prints the settings, how many requests were sent, the count of each status, the responses of 500 or more
+(with the first few requests that got one) and the lines with "Traceback" in the server's log; exits 1 if
+either count is above 0.
+
+    python benchmarks/fuzz_web.py                                  # about 10,500 requests
+    python benchmarks/fuzz_web.py --examples 50 --hostile 1000     # a quick pass
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+
+import httpx
+from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as reproducible
+from hypothesis import strategies as st
+
+SURROGATE = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
+ANY_CHAR = st.characters(codec=None, exclude_categories=())
+TEXT = st.text(st.one_of(ANY_CHAR, SURROGATE), max_size=80)
+HUGE = st.integers(min_value=10**19, max_value=10**6000) | st.integers(max_value=-(10**19), min_value=-(10**6000))
+SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-(10**6), 10**6), HUGE, st.floats(allow_nan=False), TEXT)
+ENDPOINTS = [("POST", "/api/order"), ("POST", "/api/quiz/q1"), ("POST", "/api/quiz/q2"), ("POST", "/api/quiz/q4"),
+             ("POST", "/api/time/run"), ("GET", "/api/cost"), ("GET", "/api/chain"), ("GET", "/api/figure"),
+             ("GET", "/api/quiz"), ("GET", "/cost"), ("GET", "/order")]
+FIELDS = ["sentence", "reordered", "answer", "d_model", "seed", "max_T", "T", "lang", "extra"]
+
+
+def free_port() -> int:
+    """A port of 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start_server(port: int, log) -> subprocess.Popen:
+    """Uvicorn with the lab's app factory on 127.0.0.1, its output in ``log``; returns once the port answers."""
+    command = [sys.executable, "-m", "uvicorn", "--factory", "seqlab.web.app:create_app", "--host", "127.0.0.1",
+               "--port", str(port), "--log-level", "warning", "--no-access-log"]
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"the server exited with code {server.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return server
+        except OSError:
+            time.sleep(0.1)
+    server.terminate()
+    raise SystemExit("the server did not start within 60 s")
+
+
+def nested(depth: int) -> bytes:
+    """A JSON array nested ``depth`` deep."""
+    return b"[" * depth + b"]" * depth
+
+
+@st.composite
+def hostile(draw) -> dict:
+    """One hostile request: method, path, query, headers and raw body."""
+    method, path = draw(st.sampled_from(ENDPOINTS))
+    kind = draw(st.sampled_from(["object", "deep", "bytes", "constant", "huge_text", "host", "path", "query"]))
+    headers = {"content-type": "application/json"}
+    query: list[tuple[str, str]] = []
+    body: bytes | None = None
+    if kind == "object":
+        keys = st.one_of(st.sampled_from(FIELDS), TEXT)
+        value = draw(st.dictionaries(keys, st.one_of(SCALAR, st.lists(SCALAR, max_size=5)), max_size=5))
+        body = json.dumps(value, ensure_ascii=True).encode()  # lone surrogates travel as \\udXXX escapes
+    elif kind == "deep":
+        body = nested(draw(st.integers(1, 20_000)))
+    elif kind == "bytes":
+        body = draw(st.binary(max_size=200))
+    elif kind == "constant":
+        constant = draw(st.sampled_from(["NaN", "Infinity", "-Infinity"]))
+        body = f'{{"{draw(st.sampled_from(FIELDS))}": {constant}}}'.encode()
+    elif kind == "huge_text":
+        digits = str(draw(HUGE))
+        body = json.dumps({"answer": draw(st.sampled_from([digits, int(digits)]))}).encode()
+    elif kind == "host":
+        headers["host"] = draw(st.sampled_from(["evil.example", "127.0.0.1.evil.example", "localhost:1@evil",
+                                                "[::1", "", "127.0.0.2"]))
+    elif kind == "path":
+        path = draw(st.sampled_from(["//evil.example/x", "/%ED%A0%80", "/..%2f..%2fetc/passwd", "/cost/../quiz",
+                                     "/" + "a" * 2000]))
+    else:
+        query = [(draw(st.sampled_from(FIELDS)), draw(st.sampled_from(["%ED%A0%80", "9" * 5000, "", "1e999", "nan"])))
+                 for _ in range(draw(st.integers(1, 3)))]
+    if body is None and method == "POST":
+        body = b"{}"
+    return {"method": method, "path": path, "query": query, "headers": headers, "body": body,
+            "lang": draw(st.sampled_from(["en", "es"]))}
+
+
+def send_hostile(http: httpx.Client, request: dict) -> int:
+    """Send one hostile request as generated (query strings already percent-encoded)."""
+    query = "&".join(f"{key}={value}" for key, value in request["query"] + [("lang", request["lang"])])
+    url = f"{request['path']}?{query}"
+    headers = dict(request["headers"])
+    return http.request(request["method"], url, content=request["body"], headers=headers).status_code
+
+
+def run_schemathesis(base: str, examples: int, bench_examples: int, seed: int, tally: Counter, failures: list) -> int:
+    """Positive and negative cases of every operation, ``examples`` each (``bench_examples`` for the bench)."""
+    import schemathesis
+    from schemathesis import GenerationMode
+
+    schema = schemathesis.openapi.from_url(f"{base}/openapi.json")
+    sent = 0
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        count = bench_examples if operation.path == "/api/time/run" else examples
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+            strategy = operation.as_strategy(generation_mode=mode)
+
+            @reproducible(seed)
+            @settings(max_examples=count, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+            @given(case=strategy)
+            def check(case) -> None:
+                nonlocal sent
+                response = case.call(base_url=base, timeout=180)
+                sent += 1
+                tally[response.status_code] += 1
+                if response.status_code >= 500:
+                    failures.append(f"{case.method} {case.formatted_path} {case.query} {case.body!r}"[:300])
+
+            check()
+            print(f"  {operation.label:<28} {mode.value:<8} {count:>5} examples, {sent:>6} sent so far", flush=True)
+    return sent
+
+
+def run_hostile(base: str, count: int, seed: int, tally: Counter, failures: list) -> int:
+    """``count`` hostile requests drawn from :func:`hostile`."""
+    sent = 0
+    with httpx.Client(base_url=base, timeout=180) as http:
+        @reproducible(seed)
+        @settings(max_examples=count, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+        @given(request=hostile())
+        def check(request) -> None:
+            nonlocal sent
+            status = send_hostile(http, request)
+            sent += 1
+            tally[status] += 1
+            if status >= 500:
+                failures.append(f"{request['method']} {request['path'][:60]} {request['body']!r}"[:300])
+
+        check()
+    return sent
+
+
+def main() -> int:
+    """Parse the options, start the server, fuzz, print the counts; 1 on any 5xx or traceback."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=400, help="Schemathesis examples per operation and mode")
+    parser.add_argument("--bench-examples", type=int, default=5, help="the same for /api/time/run")
+    parser.add_argument("--hostile", type=int, default=4500, help="hostile requests from this script's strategies")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    tally: Counter = Counter()
+    failures: list[str] = []
+    with tempfile.NamedTemporaryFile("w+", suffix=".log", prefix="seqlab-fuzz-") as log:
+        server = start_server(port, log)
+        began = time.perf_counter()
+        try:
+            print(f"server {base} (127.0.0.1 only), log {log.name}")
+            print(f"settings: Schemathesis {args.examples} positive + {args.examples} negative examples per "
+                  f"operation ({args.bench_examples} + {args.bench_examples} for /api/time/run), hostile "
+                  f"{args.hostile}, seed {args.seed}")
+            schema_sent = run_schemathesis(base, args.examples, args.bench_examples, args.seed, tally, failures)
+            hostile_sent = run_hostile(base, args.hostile, args.seed, tally, failures)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        elapsed = time.perf_counter() - began
+        log.seek(0)
+        lines = log.read().splitlines()
+    tracebacks = [line for line in lines if "Traceback" in line]
+    errors = sum(count for status, count in tally.items() if status >= 500)
+    print(f"requests sent        {schema_sent + hostile_sent:,} ({schema_sent:,} Schemathesis, {hostile_sent:,} "
+          f"hostile) in {elapsed:,.0f} s on {os.cpu_count()} CPUs")
+    print("statuses             " + ", ".join(f"{status}: {count:,}" for status, count in sorted(tally.items())))
+    print(f"responses >= 500     {errors}")
+    for failure in failures[:10]:
+        print(f"  {failure}")
+    print(f"tracebacks in log    {len(tracebacks)}")
+    for line in lines[:0] if not tracebacks else lines[:40]:
+        print(f"  | {line}")
+    return 1 if errors or tracebacks else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
