@@ -74,7 +74,8 @@ def test_table_shows_the_closed_forms_in_english(invoke):
     assert scope_rows(output, "attention call, Q, K, V left out") == \
         [["160,000", "160,000 (= formula)", "PyTorch's formulas: aten.mm (cpu)"]]
     # layer: 4 * 50 * 32**2 + 160_000 = 204_800 + 160_000 = 364_800 (Q, K, V and W_O)
-    assert scope_rows(output, "attention, one head: Q, K, V, the call, W_O")[0][:2] == ["364,800", "364,800 (= formula)"]
+    assert scope_rows(output, "attention, one head: Q, K, V, the call, W_O")[0][:2] == \
+        ["364,800", "364,800 (= formula)"]
     assert [row[:2] for row in scope_rows(output, "attention, 8 heads: Q, K, V, the call, W_O")] == \
         [["364,800", "364,800 (= formula)"]] * 2
     assert projections + attention + 50 * 32 * 32 == 364_800

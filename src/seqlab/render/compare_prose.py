@@ -64,7 +64,8 @@ def sensitivity_sentence(result: CompareResult, f: Formatter) -> str | None:
                    "{relative} ({draws} seeded draws) moves it between {low} and {high}, {orders} orders of magnitude; "
                    "the figure above is one draw, not a property of the layer.").format(**values)
     return f._("At spectral radius {radius} the recurrence's reach is stable: perturbing W_hh by a relative {relative} "
-               "({draws} seeded draws) keeps it between {low} and {high} ({orders} orders of magnitude).").format(**values)
+               "({draws} seeded draws) keeps it between {low} and {high} ({orders} orders of magnitude).").format(
+        **values)
 
 
 def attention_trend_sentence(result: CompareResult, f: Formatter) -> str | None:
@@ -113,14 +114,15 @@ def gated_sentence(result: CompareResult, f: Formatter) -> str | None:
     factors = [g.reach.factor_per_step() for g in (lstm, gru)]
     values.update(lstm_factor=f.number(factors[0]) if factors[0] else "—",
                   gru_factor=f.number(factors[1]) if factors[1] else "—")
-    text += " " + f._("Position 1's gradient arrives with norm {lstm_reach} and {gru_reach} (Elman: {rec_reach}).").format(
-        **values)
+    text += " " + f._("Position 1's gradient arrives with norm {lstm_reach} and {gru_reach} "
+                      "(Elman: {rec_reach}).").format(**values)
     if None not in factors and max(factors) < 1:
         text += " " + f._("With these untrained weights the gates do not hold the bypass open, so the signal still "
                           "fades, by ×{lstm_factor} and ×{gru_factor} per step: the bypass lets it survive only where "
                           "the gates learn to keep it open.").format(**values)
     elif None not in factors:
-        text += " " + f._("The bypass keeps it from fading: ×{lstm_factor} and ×{gru_factor} per step.").format(**values)
+        text += " " + f._("The bypass keeps it from fading: ×{lstm_factor} and ×{gru_factor} per "
+                          "step.").format(**values)
     return text
 
 
@@ -138,8 +140,9 @@ def _caveat(f: Formatter, *timings: Timing) -> str:
     quality = timing_quality(*timings)
     if quality == "few":
         blocks = min(timed_blocks(t) for t in timings)
+        few = f._("a rough figure: timed in {blocks} blocks, too few for a spread").format(blocks=blocks)
         return " (" + (f._("a rough figure: timed in one block, so no spread was measured") if blocks == 1 else
-                       f._("a rough figure: timed in {blocks} blocks, too few for a spread").format(blocks=blocks)) + ")"
+                       few) + ")"
     if quality == "noisy":
         return " (" + f._("noisy: the spread is over a tenth of the median, the machine was busy") + ")"
     return ""

@@ -328,7 +328,8 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
         gated_modules = {cell: build_gated(cell, d_model, d_h, _generator(config.seed, 3 + i))
                          for i, cell in enumerate(CELLS if config.gated else ())}
         gated = tuple(measure_gated(cell, module, x, seed=_seed(config.seed, 3 + i), probes=probes,
-                                    path_width=config.path_width) for i, (cell, module) in enumerate(gated_modules.items()))
+                                    path_width=config.path_width)
+                      for i, (cell, module) in enumerate(gated_modules.items()))
         modules = build_modules(recurrence, attention, gated_modules, config.score, _generator(config.seed, 5),
                                 _generator(config.seed, 6))
         with torch.no_grad():

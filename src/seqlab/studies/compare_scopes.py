@@ -205,8 +205,8 @@ def build_modules(elman: torch.nn.Module, attention: torch.nn.Module, gated: dic
 
 
 def measure_scopes(modules: Modules, x: torch.Tensor, score: str, counted_elman: WorkCount,
-                   counted_call: WorkCount, counted_rnn: WorkCount, counted_sdpa: WorkCount | None, widths: tuple[int, int, int, int],
-                   q_k_v: tuple[torch.Tensor, ...]) -> tuple[Scope, ...]:
+                   counted_call: WorkCount, counted_rnn: WorkCount, counted_sdpa: WorkCount | None,
+                   widths: tuple[int, int, int, int], q_k_v: tuple[torch.Tensor, ...]) -> tuple[Scope, ...]:
     """Count every machine at the three scopes and pair each count with its closed form.
 
     Args:
