@@ -1,6 +1,6 @@
 """Load test of the web lab's API: 50 concurrent clients for 60 s on loopback (``seqlab serve``'s app), and memory.
 
-Starts Uvicorn in a subprocess on a free port of 127.0.0.1 (with ``seqlab serve``'s limits), warms every endpoint
+Starts ``seqlab serve`` in a subprocess on a free port of 127.0.0.1 (Uvicorn with its limits), warms every endpoint
 once, then runs N asynchronous httpx clients in a closed loop (each sends its next request when the last one
 answers) over a fixed mix of requests: the panels' JSON endpoints with the parameters the pages use, a few pages,
 the quiz's grading and a short bench. Prints throughput (requests per second), latency percentiles, the 503s
@@ -58,10 +58,8 @@ def free_port() -> int:
 
 
 def start_server(port: int) -> subprocess.Popen:
-    """Uvicorn with the lab's app factory, in its own process; returns once the port answers."""
-    command = [sys.executable, "-m", "uvicorn", "--factory", "seqlab.web.app:create_app", "--host", "127.0.0.1",
-               "--port", str(port), "--log-level", "warning", "--no-access-log", "--timeout-keep-alive", "5",
-               "--limit-concurrency", "64"]
+    """``seqlab serve`` in its own process; returns once the port answers."""
+    command = [sys.executable, "-m", "seqlab", "serve", "--host", "127.0.0.1", "--port", str(port), "--lang", "en"]
     server = subprocess.Popen(command)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

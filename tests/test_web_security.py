@@ -174,3 +174,41 @@ def test_a_stalled_body_gets_408():
     assert sent[0]["status"] == 408
     body = json.loads(b"".join(message.get("body", b"") for message in sent[1:]))
     assert body["message"] == "request body stalled: nothing arrived for 0.2 s"
+
+
+def test_a_stalled_request_head_is_dropped(monkeypatch):
+    """A client that connects and sends nothing, or half a head, is disconnected after the head timeout; a whole
+    request on the same kind of connection is answered."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    from seqlab.web.server import UVICORN_LIMITS, HeadTimeoutH11
+
+    monkeypatch.setattr(HeadTimeoutH11, "head_timeout_s", 0.5)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app("en"), host="127.0.0.1", port=port, log_level="warning",
+                                           http=HeadTimeoutH11, **UVICORN_LIMITS))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        for sent in (b"", b"GET /cost HTTP/1.1\r\nHost: 127.0.0.1\r\n"):
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as client:
+                client.sendall(sent)
+                started = time.monotonic()
+                assert client.recv(100) == b""  # closed by the server, nothing answered
+                assert time.monotonic() - started < 3
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as client:
+            client.sendall(b"HEAD /cost HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert client.recv(100).startswith(b"HTTP/1.1 200")
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

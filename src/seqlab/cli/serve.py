@@ -7,8 +7,8 @@ line and the warning are in the lab's language (the ``web`` catalogue).
 
 The lab answers only requests whose ``Host`` is a loopback name or the ``--host`` given (plus any
 ``--allow-host``): a page elsewhere that rebinds its own name to this address gets 400. Uvicorn runs with
-timeouts for idle and slow clients (:data:`UVICORN_LIMITS`); request bodies that stall are answered 408 by
-the lab itself. The worker processes that measure start with the server.
+timeouts for idle and slow clients (:mod:`seqlab.web.server`: a request head must arrive within 10 s,
+idle connections close after 5 s); request bodies that stall are answered 408 by the lab itself. The worker processes that measure start with the server.
 """
 
 from __future__ import annotations
@@ -19,11 +19,6 @@ import typer
 
 from seqlab.cli import app
 from seqlab.cli.options import LANG_HELP, integer_at_least, language
-
-#: Uvicorn's limits: idle keep-alive connections close after 5 s, at most 64 connections at once (more get 503),
-#: a request head of at most 16 KiB, and at most 5 s to finish requests on shutdown.
-UVICORN_LIMITS = {"timeout_keep_alive": 5, "limit_concurrency": 64, "h11_max_incomplete_event_size": 16 * 1024,
-                  "timeout_graceful_shutdown": 5}
 
 
 def _open_when_ready(url: str, host: str, port: int, timeout_s: float = 20.0) -> None:
@@ -94,6 +89,7 @@ def serve(
 
     from seqlab.i18n import translator
     from seqlab.web.app import create_app
+    from seqlab.web.server import UVICORN_LIMITS, HeadTimeoutH11
 
     lang = language(lang)
     _ = translator(lang, "web")
@@ -108,4 +104,4 @@ def serve(
     if open_browser:
         _open_when_ready(url, "127.0.0.1" if host in ("0.0.0.0", "::") else host, port)
     uvicorn.run(create_app(lang, host=host, allowed_hosts=tuple(allow_host or ()), warm=True), host=host, port=port,
-                log_level="warning", **UVICORN_LIMITS)
+                log_level="warning", http=HeadTimeoutH11, **UVICORN_LIMITS)

@@ -19,7 +19,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
 from seqlab.errors import SeqlabError
-from seqlab.web.panels.figure_check import MAX_WIDTH, check, widest_fitting  # noqa: F401  (re-exported)
+from seqlab.web.panels.figure_check import MAX_WIDTH, check
 from seqlab.web.workers import ResultCache, pool_of
 
 router = APIRouter()
