@@ -179,10 +179,11 @@ def test_a_concurrent_mix_never_switches_a_flag_in_the_server(live_url, monkeypa
     finally:
         stop.set()
         sampler.join()
-    assert statuses == [200] * len(requests)
-    assert default_pool().jobs_done - jobs_before >= 6  # quiz facts, 2 chains, bench, trace + count, order
-    assert held == []  # no switch was held in the server process
-    assert len(samples) > 50 and set(samples) == {baseline}
+    assert statuses == [200] * len(requests), statuses
+    # quiz facts, 2 chains, bench and order queue for the worker; the cost's trace and count do not (closed forms)
+    assert default_pool().jobs_done - jobs_before >= 5
+    assert held == [], held  # no switch was held in the server process
+    assert len(samples) > 50 and set(samples) == {baseline}, set(samples)
 
 
 def test_a_bench_whose_client_hangs_up_frees_the_worker_within_2_s(live_url):
