@@ -1,6 +1,7 @@
 """Fuzz the web lab with 10,000 generated requests or more; count answers of 500 or more and server tracebacks.
 
-Starts ``seqlab serve`` on a free port of 127.0.0.1 (nothing else is contacted), its log in a file, then sends two kinds of generated requests, one at a time:
+Starts ``seqlab serve`` on a free port of 127.0.0.1 (nothing else is contacted), its log in a file, then sends
+two kinds of generated requests, one at a time:
 
 1. **Schemathesis** from the app's OpenAPI schema: for every operation, valid (positive) and invalid
    (negative) cases drawn by Hypothesis, ``--examples`` of each per operation (``--bench-examples`` for

@@ -90,6 +90,22 @@ def test_the_memory_ceiling_stops_the_worker_and_recycling_retires_a_grown_one()
         pool.shutdown()
 
 
+def test_a_worker_that_worked_and_then_idled_is_replaced_by_a_fresh_one():
+    pool = WorkerPool(size=1, wait_s=0.2, preload=(), idle_recycle_s=0.4)
+    try:
+        first = pool.call(pid, limit_s=30)
+        deadline = time.monotonic() + 10
+        while first in pool.worker_pids() or not pool.worker_pids():  # retired, and a fresh one started
+            assert time.monotonic() < deadline, "the idle worker was not replaced"
+            time.sleep(0.05)
+        (fresh,) = pool.worker_pids()
+        time.sleep(1.0)
+        assert pool.worker_pids() == [fresh]  # a fresh worker that has not worked is kept, however long it idles
+        assert pool.call(pid, limit_s=30) == fresh
+    finally:
+        pool.shutdown()
+
+
 def test_the_queue_bound_answers_busy_at_once(light):
     held = light._acquire(1, 1)
     assert held and light.busy

@@ -8,7 +8,8 @@ line and the warning are in the lab's language (the ``web`` catalogue).
 The lab answers only requests whose ``Host`` is a loopback name or the ``--host`` given (plus any
 ``--allow-host``): a page elsewhere that rebinds its own name to this address gets 400. Uvicorn runs with
 timeouts for idle and slow clients (:mod:`seqlab.web.server`: a request head must arrive within 10 s,
-idle connections close after 5 s); request bodies that stall are answered 408 by the lab itself. The worker processes that measure start with the server.
+idle connections close after 5 s); request bodies that stall are answered 408 by the lab itself. The worker
+processes that measure start with the server.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ from the server) and sends back a picklable result. :class:`WorkerPool` gives ea
 * a **memory ceiling**: the worker's resident memory is read from ``/proc`` while it works; past
   :attr:`~WorkerPool.memory_limit_bytes` it is killed and the request refused (422); after a job, a worker
   over :attr:`~WorkerPool.recycle_bytes` (or past :attr:`~WorkerPool.max_jobs` jobs) is retired and a fresh
-  one started when next needed, so memory a measurement left behind goes back to the system.
+  one started when next needed, so memory a measurement left behind goes back to the system; a worker that
+  has worked and then sat idle for :attr:`~WorkerPool.idle_recycle_s` is replaced by a fresh one too.
 
 A killed or retired worker is replaced lazily. :func:`default_pool` is the one pool of a process, shared by
 every app it creates (tests and ``seqlab serve`` alike) and stopped at exit.
@@ -51,6 +52,8 @@ MEMORY_LIMIT_BYTES = 2048 * MIB
 RECYCLE_BYTES = 768 * MIB
 #: Jobs after which a worker is retired anyway (slow leaks of long runs).
 MAX_JOBS = 1000
+#: Seconds a worker that has worked may sit idle before it is replaced by a fresh one (its memory goes back).
+IDLE_RECYCLE_S = 60.0
 _SPAWN = multiprocessing.get_context("spawn")
 _START_LOCK = threading.Lock()
 
@@ -117,6 +120,7 @@ class Worker:
                 sys.modules["__main__"] = main
         self._child = child  # kept open: under spawn the child copies it from this process while it starts
         self.jobs = 0
+        self.idle_since = time.monotonic()
 
     def alive(self) -> bool:
         """Whether the process still runs."""
@@ -150,8 +154,12 @@ class WorkerPool:
 
     def __init__(self, size: int = WORKERS, max_waiting: int = 1, wait_s: float = 2.0,
                  memory_limit_bytes: int = MEMORY_LIMIT_BYTES, recycle_bytes: int = RECYCLE_BYTES,
-                 max_jobs: int = MAX_JOBS, preload: tuple[str, ...] = ("torch",)) -> None:
+                 max_jobs: int = MAX_JOBS, preload: tuple[str, ...] = ("torch",),
+                 idle_recycle_s: float = IDLE_RECYCLE_S) -> None:
         self.size, self.max_waiting, self.wait_s, self.preload = size, max_waiting, wait_s, preload
+        self.idle_recycle_s = idle_recycle_s
+        self._reaper: threading.Thread | None = None
+        self._closed = False
         self.memory_limit_bytes, self.recycle_bytes, self.max_jobs = memory_limit_bytes, recycle_bytes, max_jobs
         self._condition = threading.Condition()
         self._idle: list[Worker] = []
@@ -185,7 +193,25 @@ class WorkerPool:
     def _new_worker(self) -> Worker:
         worker = Worker(self.preload)
         self.workers_started += 1
+        if self._reaper is None:
+            self._reaper = threading.Thread(target=self._reap, daemon=True, name="seqlab-lab-worker-reaper")
+            self._reaper.start()
         return worker
+
+    def _reap(self) -> None:
+        """Every few seconds: replace each worker that has worked and then idled :attr:`idle_recycle_s` or more."""
+        while not self._closed:
+            time.sleep(min(5.0, self.idle_recycle_s / 4))
+            now = time.monotonic()
+            with self._condition:
+                stale = [worker for worker in self._idle
+                         if worker.jobs and now - worker.idle_since >= self.idle_recycle_s]
+                for worker in stale:
+                    self._idle.remove(worker)
+            for worker in stale:
+                worker.stop(kill=False)
+            if stale and not self._closed:
+                self.warm()
 
     def _acquire(self, wait_s: float, max_waiting: int) -> Worker | None:
         with self._condition:
@@ -215,6 +241,7 @@ class WorkerPool:
             if worker is not None:
                 self._working.discard(worker)
                 if keep:
+                    worker.idle_since = time.monotonic()
                     self._idle.append(worker)
             self._reserved -= 1
             self._condition.notify()
@@ -306,6 +333,7 @@ class WorkerPool:
 
     def shutdown(self) -> None:
         """Stop every worker (idle ones politely, working ones at once)."""
+        self._closed = True
         with self._condition:
             idle, working = list(self._idle), list(self._working)
             self._idle.clear()
@@ -331,44 +359,6 @@ def default_pool() -> WorkerPool:
             _default = WorkerPool()
             atexit.register(_default.shutdown)
         return _default
-
-
-class ResultCache:
-    """A small thread-safe LRU of measured results in the server (measurements are deterministic per input).
-
-    >>> cache = ResultCache(2)
-    >>> cache.put("a", 1); cache.put("b", 2); cache.put("c", 3)
-    >>> cache.get("a"), cache.get("c")
-    (None, 3)
-    """
-
-    def __init__(self, maxsize: int = 64) -> None:
-        from collections import OrderedDict
-
-        self.maxsize = maxsize
-        self._items: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key) -> Any:
-        """The value kept for ``key`` (now the most recent), or None."""
-        with self._lock:
-            if key not in self._items:
-                return None
-            self._items.move_to_end(key)
-            return self._items[key]
-
-    def put(self, key, value) -> None:
-        """Keep ``value`` for ``key``, dropping the least recent beyond :attr:`maxsize`."""
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.maxsize:
-                self._items.popitem(last=False)
-
-    def clear(self) -> None:
-        """Forget everything."""
-        with self._lock:
-            self._items.clear()
 
 
 def pool_of(request) -> WorkerPool:

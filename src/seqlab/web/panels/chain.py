@@ -27,7 +27,8 @@ from seqlab.errors import SeqlabError
 from seqlab.memory import FLOAT64_BYTES, MemoryEstimate
 from seqlab.web.budget import MIB, require_within_budget
 from seqlab.web.messages import N_, Phrase
-from seqlab.web.workers import ResultCache, pool_of
+from seqlab.web.cache import ResultCache
+from seqlab.web.workers import pool_of
 
 DOMAIN = "web"
 

@@ -20,7 +20,8 @@ from pydantic import BaseModel, Field
 
 from seqlab.errors import SeqlabError
 from seqlab.web.panels.figure_check import MAX_WIDTH, check
-from seqlab.web.workers import ResultCache, pool_of
+from seqlab.web.cache import ResultCache
+from seqlab.web.workers import pool_of
 
 router = APIRouter()
 #: Seconds one Figure 1 measurement may take in its worker.

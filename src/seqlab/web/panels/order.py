@@ -28,7 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from seqlab.memory import FLOAT64_BYTES, MemoryEstimate
 from seqlab.web.budget import require_within_budget
 from seqlab.web.messages import N_, FieldName, LabError, Phrase
-from seqlab.web.workers import ResultCache, pool_of
+from seqlab.web.cache import ResultCache
+from seqlab.web.workers import pool_of
 
 DOMAIN = "web"
 
