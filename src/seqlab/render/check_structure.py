@@ -40,9 +40,23 @@ def l2(_, v, c, n):
                 a=n(v["scaled_dot_span_ops"][0]), b=n(v["scaled_dot_span_ops"][1])))
 
 
+def _order_verdict(_, verdict: str) -> str:
+    """An order verdict of :mod:`seqlab.measure.order` in words (holds / does not hold / cannot tell at <dtype>)."""
+    if verdict.startswith("cannot tell at "):
+        return _("cannot tell at {dtype}").format(dtype=verdict.removeprefix("cannot tell at "))
+    return {"holds": _("holds"), "does not hold": _("does not hold")}[verdict]
+
+
 def l10(_, v, c, n):
     """L10: order blindness."""
     first, second = v["sentences"]
+    condition = _("attention's changes stay within the rounding tolerance {tolerance}; the recurrence's exceed "
+                  "{margin} times it.").format(tolerance=n(c["tolerance"]), margin=n(c["recurrence_margin"]))
+    if "order_cannot_tell" in c["caveats"]:
+        condition += " " + _("Caveat: at {dtype} attention's change lies within the layer's own rounding and its "
+                             "float64 rerun does not settle it, so this run cannot tell whether attention is blind to "
+                             "order (rows: {rows}; pairs: {pairs}).").format(
+            dtype=c["dtype"], rows=_order_verdict(_, v["rows_verdict"]), pairs=_order_verdict(_, v["pairs_verdict"]))
     return (_("Attention cannot see order: shuffled inputs come out shuffled, nothing else changes"),
             _("Rows of a self-attention layer shuffled (T = {T}); its (k, v) pairs shuffled together; the Elman loop's "
               "rows shuffled; '{first}' against '{second}'").format(T=n(v["T"]), first=first, second=second),
@@ -50,8 +64,7 @@ def l10(_, v, c, n):
               "by {rec}; the two sentences: attention {sa}, recurrence {sr}").format(
                 rows=n(v["rows_change"]), pairs=n(v["pairs_change"]), rec=n(v["recurrence_change"]),
                 sa=n(v["sentences_attention_change"]), sr=n(v["sentences_recurrence_change"])),
-            _("attention's changes stay within the rounding tolerance {tolerance}; the recurrence's exceed {margin} "
-              "times it.").format(tolerance=n(c["tolerance"]), margin=n(c["recurrence_margin"])),
+            condition,
             _("The lesson says that shuffling the rows of K and V shuffles the outputs the same way. Measured more "
               "exactly: shuffling only the (k, v) pairs leaves every output unchanged, and shuffling the input rows, "
               "queries included, shuffles the outputs alike."))

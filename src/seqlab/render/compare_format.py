@@ -121,8 +121,12 @@ class Formatter:
         if result is None:
             return DASH
         change = self.number(result.max_abs_change)
-        if result.kind == "rows":
-            verdict = self._("outputs shuffled the same way") if result.holds else self._("outputs change")
+        if result.verdict.startswith("cannot tell at "):  # within the layer's own rounding, unsettled in float64
+            verdict = self._("cannot tell at {dtype}: the change is within rounding").format(dtype=result.dtype)
+        elif result.verdict == "does not hold":
+            verdict = self._("outputs change")
+        elif result.kind == "rows":
+            verdict = self._("outputs shuffled the same way")
         else:
-            verdict = self._("outputs unchanged") if result.holds else self._("outputs change")
+            verdict = self._("outputs unchanged")
         return f"{verdict} (max |Δ| = {change})"

@@ -129,7 +129,13 @@ def gated_sentence(result: CompareResult, f: Formatter) -> str | None:
 def order_sentence(result: CompareResult, f: Formatter) -> str:
     """Shuffled rows: only attention's outputs come out merely shuffled (L10)."""
     rec, att = result.recurrence, result.attention
-    if att.order.holds and not rec.order.holds:
+    unsettled = [r for r in (att.order, att.key_value_order, rec.order)
+                 if r is not None and r.verdict.startswith("cannot tell at ")]
+    if unsettled:
+        return f._("At {dtype} the order test cannot tell: a change of {change} lies within the layer's own rounding "
+                   "and the float64 rerun does not settle it, so equivariance is not shown.").format(
+            dtype=unsettled[0].dtype, change=f.number(unsettled[0].max_abs_change))
+    if att.order.verdict == "holds" and rec.order.verdict == "does not hold":
         return f._("Shuffling the tokens only shuffles attention's outputs, while it changes the recurrence's "
                    "by up to {change}: attention alone cannot tell the order.").format(
             change=f.number(rec.order.max_abs_change))

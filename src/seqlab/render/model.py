@@ -122,7 +122,11 @@ def _depth_name(depth: int, lang: str) -> str:
 def _order_cells(check: OrderCheck, depth: int, lang: str) -> tuple[str, str]:
     tr = model_translator(lang)
     row = check.depths[depth]
-    verdict = tr("moved with the tokens") if row.holds else tr("changed")
+    said = row.verdict or ("holds" if row.holds else "does not hold")
+    if said.startswith("cannot tell at "):  # within the depth's own rounding, not settled in float64
+        verdict = tr("cannot tell at {dtype}").format(dtype=said.removeprefix("cannot tell at "))
+    else:
+        verdict = tr("moved with the tokens") if said == "holds" else tr("changed")
     return f"{format_number(row.max_abs_change, lang)} ({format_number(row.tolerance, lang)})", verdict
 
 
@@ -195,6 +199,12 @@ def _order_sentence(result: ModelResult, lang: str) -> str:
     values = dict(T=format_integer(result.T, lang), depth=_depth_name(closest.depth, lang),
                   off=format_number(closest.max_abs_change, lang), tol=format_number(closest.tolerance, lang),
                   layer=last, on=format_number(on.depths[last].max_abs_change, lang))
+    unsettled = [row for row in (*off.depths, *on.depths) if row.verdict.startswith("cannot tell at ")]
+    if unsettled:
+        return tr("The order test cannot tell (L10): at {dtype} the change of {depth}, {change}, lies within its own "
+                  "rounding and the float64 rerun does not settle it, so this run does not show that shuffling only "
+                  "moves the rows.").format(dtype=result.dtype, depth=_depth_name(unsettled[0].depth, lang),
+                                            change=format_number(unsettled[0].max_abs_change, lang))
     if all(row.holds for row in off.depths) and not on.depths[last].holds:
         return tr("As the lesson says (L10): with the position vectors off, shuffling the {T} tokens only shuffled "
                   "every layer's output rows, each depth within its own rounding tolerance (closest to it: {depth}, "

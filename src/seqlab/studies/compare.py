@@ -243,7 +243,7 @@ def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig) -
     with torch.no_grad():
         counted = count_multiplications(rnn, x)
         counted_library = count_multiplications(library, x.unsqueeze(0))  # (1, T, d_model)
-        order = measure_order(rnn, x, seed=config.seed)
+        order = measure_order(rnn, x, seed=config.seed)  # an nn.Module: the engine reruns a float64 copy
     return MachineMeasurements(
         closed_form=cost.recurrence_multiplications(T, d_model, rnn.d_h),
         counted=counted,
@@ -268,9 +268,12 @@ def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareCon
         projections = count_multiplications(layer.project, x)
         q, k, v = layer.project(x)  # (T, d_k), (T, d_k), (T, d_v)
         counted = count_multiplications(layer.attention, q, k, v)
-        order = measure_order(lambda rows: layer(rows)[0], x, seed=config.seed)
+        layer64 = copy.deepcopy(layer).double()  # the float64 twin that resolves a change within rounding
+        order = measure_order(lambda rows: layer(rows)[0], x, seed=config.seed,
+                              reference=lambda rows: layer64(rows)[0])
         pairs = measure_key_value_order(lambda q_, k_, v_: layer.attention(q_, k_, v_)[0], q, k, v,
-                                        seed=config.seed)
+                                        seed=config.seed,
+                                        reference=lambda q_, k_, v_: layer64.attention(q_, k_, v_)[0])
         # (1, 1, T, ·): with a head dimension SDPA takes its fused CPU kernel, not the math fallback
         heads = tuple(t[None, None] for t in (q, k, v))
         counted_library = count_multiplications(library, *heads) if library is not None else None

@@ -42,11 +42,10 @@ from seqlab.layers.pretrained import (
     encode,
     load_encoder,
     model_config,
-    without_positions,
 )
 from seqlab.measure.mixing import dependency_matrix
 from seqlab.measure.modules import measure_submodules, record_inputs
-from seqlab.measure.order import OrderResult, measure_order, tolerance
+from seqlab.studies.model_order import LayerOrder, OrderCheck, measure_model_order  # noqa: F401  (re-exported)
 
 #: Default, fewest and largest number of positions the mixing Jacobians are measured on.
 MIXING_TOKENS = 32
@@ -85,32 +84,6 @@ class ModuleMixing:
     max_off_diagonal: float
     min_off_diagonal: float
     max_diagonal: float
-
-
-@dataclass(frozen=True)
-class LayerOrder:
-    """The order test read at one depth: 0 = the embeddings' output, l = encoder layer l."""
-
-    depth: int
-    max_abs_change: float
-    max_abs_output: float
-    tolerance: float
-    holds: bool
-
-
-@dataclass(frozen=True)
-class OrderCheck:
-    """Shuffle the window's tokens; do the outputs of every depth just move with them? (L10)
-
-    Attributes:
-        positions: the position vectors were on (the model as trained) or switched off.
-        overall: :func:`seqlab.measure.order.measure_order` on all depths stacked (T, L + 1, d_model).
-        depths: the same two passes read per depth, each judged against its own tolerance.
-    """
-
-    positions: bool
-    overall: OrderResult
-    depths: tuple[LayerOrder, ...]
 
 
 @dataclass(frozen=True)
@@ -243,56 +216,6 @@ def measure_mixing(encoder: Encoder, ids: Tensor, *, seed: int = 0) -> tuple[Mod
 
 
 # --- Order -----------------------------------------------------------------------------------------------
-
-def measure_model_order(encoder: Encoder, ids: Tensor, *, positions: bool, seed: int = 0) -> OrderCheck:
-    """Shuffle the tokens by a seeded π and compare every depth's output with the original, shuffled (L10).
-
-    >>> encoder = load_encoder()
-    >>> ids = torch.tensor([encode(encoder, "el perro muerde al cartero").ids])
-    >>> measure_model_order(encoder, ids, positions=False).overall.equivariant
-    True
-    >>> measure_model_order(encoder, ids, positions=True).overall.equivariant
-    False
-
-    Args:
-        encoder: from :func:`~seqlab.layers.pretrained.load_encoder`.
-        ids: token ids, shape (1, T), T >= 2.
-        positions: keep the learned position vectors (True) or switch them off (False).
-        seed: seed of π.
-
-    Returns:
-        An :class:`OrderCheck`; depth 0 is the embeddings' output, depth l the output of layer l.
-
-    Raises:
-        SeqlabError: ``ids`` not of shape (1, T) with T >= 2.
-    """
-    if ids.dim() != 2 or ids.shape[0] != 1 or ids.shape[1] < 2:
-        raise SeqlabError(f"ids must have shape (1, T) with T >= 2, received {tuple(ids.shape)}")
-    passes: list[tuple[Tensor, Tensor]] = []
-
-    def stack(column: Tensor) -> Tensor:  # (T, 1) ids -> (T, L + 1, d_model), every depth's output
-        hidden = encoder.model(input_ids=column.T, output_hidden_states=True).hidden_states
-        y = torch.stack(hidden, dim=2)[0]
-        passes.append((column, y))
-        return y
-
-    if positions:
-        overall = measure_order(stack, ids.T, seed=seed)
-    else:
-        with without_positions(encoder.model):
-            overall = measure_order(stack, ids.T, seed=seed)
-    perm = torch.tensor(overall.permutation)
-    (y,) = [out for column, out in passes if torch.equal(column, ids.T)]  # (T, L + 1, d_model)
-    (y_shuffled,) = [out for column, out in passes if torch.equal(column, ids.T[perm])]
-    T = ids.shape[1]
-    depths = []
-    for depth in range(y.shape[1]):
-        change = float((y_shuffled[:, depth] - y[perm, depth]).abs().max())
-        scale = float(y[:, depth].abs().max())
-        allowed = tolerance(scale, T, y.dtype)
-        depths.append(LayerOrder(depth, change, scale, allowed, change <= allowed))
-    return OrderCheck(positions, overall, tuple(depths))
-
 
 # --- One layer and head --------------------------------------------------------------------------------
 

@@ -105,7 +105,7 @@ def measure_facts(seed: int = 0) -> QuizFacts:
         tokens.append(measure_span(lookup, torch.arange(T)).ops)  # (T,) ids -> (T, d)
         rnn_paths.append(measure_paths(rnn, x, sources=(0,)).products[0][-1])
         att_paths.append(measure_paths(attend, x, sources=(0,)).products[0][-1])
-    order = measure_order(attend, x, seed=seed)
+    order = measure_order(attend, x, seed=seed, reference=attend)  # float64 already: the layer is its own twin
     with torch.no_grad():
         try:
             shuffled, raised = attend(x[list(order.permutation)]), False  # (T, d_v)
