@@ -280,8 +280,11 @@ def profile_table(result: ProfileResult, lang: str = "en") -> Table:
                   caption_justify="left")
     table.add_column(tr("Measurement"))
     table.add_column(tr("Value"))
-    rows = [
-        (tr("Multiplications counted"), format_integer(result.multiplications, lang)),
+    rows = [(tr("Multiplications counted"), format_integer(result.multiplications, lang))]
+    if result.padded_multiplications is not None:  # nested tensors ran: the count above is on real tokens
+        rows.append((tr("Multiplications with every sequence padded"),
+                     format_integer(result.padded_multiplications, lang)))
+    rows += [
         (tr("Ops the counter could not account for"), _names(result.unaccounted, lang)),
         (tr("Span: operations in a row"), format_integer(result.span_ops, lang)),
         (tr("Span: matrix products in a row"), format_integer(result.span_products, lang)),
@@ -292,6 +295,9 @@ def profile_table(result: ProfileResult, lang: str = "en") -> Table:
         (tr("Path from position T to 1"), _pair(path.last_to_first_products, path.last_to_first_ops, lang)),
         (tr("Ops without a path rule (all-to-all)"), _names(path.fallbacks, lang)),
     ]
+    if path.undefined:  # NaN outputs: no path is reported to them
+        rows.append((tr("Positions whose output is undefined (NaN), no path reported"),
+                     ", ".join(format_integer(p + 1, lang) for p in path.undefined)))
     for row in rows:
         table.add_row(*row)
     return table

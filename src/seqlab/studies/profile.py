@@ -66,6 +66,8 @@ class PathSummary:
             (None when y_{T-1} does not depend on x_0).
         last_to_first_products, last_to_first_ops: from T - 1 back to 0 (None for a causal module).
         fallbacks: ops with no path rule, treated as all-to-all (name → calls).
+        undefined: output positions (0-based) whose value is NaN (:attr:`PathMatrix.undefined
+            <seqlab.measure.paths.PathMatrix.undefined>`): no path is reported to them, never "depends".
     """
 
     sources: tuple[int, ...]
@@ -76,6 +78,7 @@ class PathSummary:
     last_to_first_products: int | None
     last_to_first_ops: int | None
     fallbacks: dict[str, int]
+    undefined: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -237,7 +240,7 @@ def profile(module: Callable[..., Any], x: Tensor, *, sources: Sequence[int] | s
         sources=chosen, longest_products=paths.longest("products"), longest_ops=paths.longest("ops"),
         first_to_last_products=between(0, T - 1, "products"), first_to_last_ops=between(0, T - 1, "ops"),
         last_to_first_products=between(T - 1, 0, "products"), last_to_first_ops=between(T - 1, 0, "ops"),
-        fallbacks=dict(paths.fallbacks))
+        fallbacks=dict(paths.fallbacks), undefined=tuple(paths.undefined))
     return ProfileResult(
         module=type(module).__name__, shape=tuple(x.shape), T=T, d_model=x.shape[-1],
         multiplications=work.multiplications, by_op=dict(work.by_op), unaccounted=dict(work.unaccounted),
