@@ -35,7 +35,16 @@ from seqlab.measure.timing import MachineLoad, Timing, fixed_threads
 from seqlab.measure.trace import Span, measure_span
 from seqlab.measure.work import WorkCount, count_multiplications
 from seqlab.memory import estimate_compare_bytes, require_fits
-from seqlab.studies.compare_gated import CELLS, PATH_WIDTH, GatedMeasurements, build_gated, measure_gated
+from seqlab.studies.compare_gated import (
+    CELLS,
+    PATH_WIDTH,
+    GatedMeasurements,
+    build_gated,
+    gated_reach,
+    measure_gated,
+    on_one_thread,
+    reach_thread,
+)
 from seqlab.studies.compare_scopes import Scope, build_modules, library_attention, measure_scopes
 from seqlab.studies.compare_times import time_modules
 from seqlab.text import Tokens, embed
@@ -231,10 +240,14 @@ def _probes(config: CompareConfig, d_out: int, T: int) -> int | None:
     return config.probes if config.probes is not None else auto_probes(d_out, T)
 
 
-def _reach(layer: torch.nn.Module, x: torch.Tensor, d_out: int, config: CompareConfig) -> Reach:
+def _reach(layer: torch.nn.Module, x: torch.Tensor, d_out: int, config: CompareConfig, *,
+           replicated: bool = True) -> Reach:
+    """The reach in float64; ``replicated``: R copies of x, one backward (else one forward of x and a vmapped
+    backward of the R rows: the same norms to rounding, without R - 1 forwards, quicker for attention)."""
     layer64 = copy.deepcopy(layer).double()
     probes, seed = _probes(config, d_out, x.shape[0]), config.seed
-    return measure_reach(lambda rows: _first(layer64(rows)), x.double(), probes=probes, seed=seed, batched=True)
+    return measure_reach(lambda rows: _first(layer64(rows)), x.double(), probes=probes, seed=seed,
+                         batched=replicated)
 
 
 def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig) -> MachineMeasurements:
@@ -288,12 +301,12 @@ def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareCon
         span=measure_span(layer.attention, q, k, v),
         span_half=measure_span(layer.attention, q[:half], k[:half], v[:half]),
         path=measure_paths(lambda rows: layer(rows)[0], x, sources=(0,)),
-        reach=_reach(layer, x, layer.d_v, config),
+        reach=_reach(layer, x, layer.d_v, config, replicated=False),
         order=order,
         key_value_order=pairs,
         time_library=None,
         time_explicit=None,
-        reach_half=_reach(layer, x[:half], layer.d_v, config) if half >= 2 else None,
+        reach_half=_reach(layer, x[:half], layer.d_v, config, replicated=False) if half >= 2 else None,
     )
 
 
@@ -330,16 +343,22 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
         att = _measure_attention(attention, x, config)
         gated_modules = {cell: build_gated(cell, d_model, d_h, _generator(config.seed, 3 + i))
                          for i, cell in enumerate(CELLS if config.gated else ())}
-        gated = tuple(measure_gated(cell, module, x, seed=_seed(config.seed, 3 + i), probes=probes,
-                                    path_width=config.path_width)
-                      for i, (cell, module) in enumerate(gated_modules.items()))
         modules = build_modules(recurrence, attention, gated_modules, config.score, _generator(config.seed, 5),
                                 _generator(config.seed, 6))
-        with torch.no_grad():
-            q_k_v = attention.project(x)
-            scopes = measure_scopes(modules, x, config.score, rec.counted, att.counted, rec.counted_library,
-                                    att.counted_library, (d_model, d_h, d_k, d_v), q_k_v)
-        radius = spectral_radius(recurrence.weight_hh.detach())
+        with reach_thread() as pool:
+            # the LSTM and GRU reaches (float64 backward, compute-bound, the GIL released) run on a second
+            # thread while this one counts and traces (per-op Python, the GIL held); see reach_thread
+            reaches = {cell: pool.submit(on_one_thread, gated_reach, copy.deepcopy(module), x,
+                                         seed=_seed(config.seed, 3 + i), probes=probes)
+                       for i, (cell, module) in enumerate(gated_modules.items())}
+            with torch.no_grad():
+                q_k_v = attention.project(x)
+                scopes = measure_scopes(modules, x, config.score, rec.counted, att.counted, rec.counted_library,
+                                        att.counted_library, (d_model, d_h, d_k, d_v), q_k_v)
+            radius = spectral_radius(recurrence.weight_hh.detach())
+            gated = tuple(measure_gated(cell, module, x, seed=_seed(config.seed, 3 + i), probes=probes,
+                                        path_width=config.path_width, reach=reaches[cell].result)
+                          for i, (cell, module) in enumerate(gated_modules.items()))
         sensitivity = measure_sensitivity(
             recurrence, "weight_hh", x, reach=rec.reach.first, draws=config.sensitivity_draws, seed=config.seed,
             probes=probes, probe_seed=config.seed) if radius > 1 and config.sensitivity_draws > 0 else None

@@ -1,0 +1,56 @@
+"""``seqlab compare`` measures the LSTM and GRU reaches on a second thread while it counts and traces: the
+figures are those of the same calls made in turn, and nothing the study sets leaks (threads, warning filters,
+module hooks)."""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+from seqlab.measure.reach import measure_reach
+from seqlab.studies import compare
+from seqlab.studies.compare import CompareConfig, run_compare
+from seqlab.studies.compare_gated import CELLS, build_gated, gated_reach, on_one_thread, reach_thread
+from seqlab.text import synthetic_tokens
+
+
+def _x(T: int, d: int) -> torch.Tensor:
+    return torch.randn(T, d, generator=torch.Generator().manual_seed(7))  # (T, d)
+
+
+def test_a_reach_on_the_worker_equals_the_reach_in_turn():
+    module, x = build_gated("lstm", 6, 5, torch.Generator().manual_seed(1)), _x(12, 6)
+    in_turn = gated_reach(module, x, seed=3, probes=4)
+    with reach_thread() as pool:
+        on_worker = pool.submit(on_one_thread, gated_reach, module, x, seed=3, probes=4).result()
+    assert on_worker == in_turn  # the same calls on one CPU thread: the same bits
+    # the vmapped backward measures what R replicated copies measure, to rounding
+    module64 = build_gated("lstm", 6, 5, torch.Generator().manual_seed(1)).double()
+    replicated = measure_reach(lambda rows: module64(rows)[0], x.double(), probes=4, seed=3, batched=True)
+    assert on_worker.backward == "batched" and replicated.backward == "replicated batch"
+    for a, b in zip(on_worker.norms, replicated.norms, strict=True):
+        assert abs(a - b) <= 1e-12 * b
+
+
+def test_the_worker_fires_no_module_hook():
+    seen = []
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(lambda module, args: seen.append(module))
+    try:
+        gated_reach(build_gated("gru", 4, 4, torch.Generator().manual_seed(0)), _x(6, 4), seed=0, probes=2)
+    finally:
+        handle.remove()
+    assert seen == []  # a counter's module tracker on the other thread sees nothing of the reach
+
+
+def test_compare_keeps_its_figures_and_leaks_nothing():
+    threads, filters = torch.get_num_threads(), list(warnings.filters)
+    config = CompareConfig(d_model=16, time=False)
+    result = run_compare(synthetic_tokens(24), "synthetic (24 tokens)", config)
+    assert torch.get_num_threads() == threads and warnings.filters == filters
+    probes = compare._probes(config, 16, 24)
+    for i, (cell, measured) in enumerate(zip(CELLS, result.gated, strict=True)):
+        module = build_gated(cell, 16, 16, compare._generator(config.seed, 3 + i))
+        assert measured.cell == cell
+        assert measured.reach == gated_reach(module, compare.embed(synthetic_tokens(24), 16, seed=config.seed),
+                                             seed=compare._seed(config.seed, 3 + i), probes=probes)
