@@ -52,22 +52,16 @@ from datetime import datetime, timezone
 import torch
 import torch.nn.functional as F
 
-from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.measure.timing import MachineLoad, Timing, machine_load, measure_time
+from seqlab.studies.bench_config import (  # noqa: F401  (re-exported: what to sweep and its checks)
+    DEFAULT_LENGTHS, DEVICES, MAX_BATCH, MAX_LENGTH, MAX_WIDTH, QUICK_LENGTHS, BenchConfig, BenchPlan,
+    check_bench_config, estimate_bench_bytes,
+)
 from seqlab.studies.bench_model import (  # noqa: F401  (re-exported: the result types and the model)
     MACHINES, PAIRS, BenchPoint, _machine, Calibration, Crossover, Machine, Poly, SpanFit, calibrate, crossovers,
     measured_crossover, model_terms, multiplications, predict, predicted_crossover,
 )
-from seqlab.memory import FLOAT32_BYTES, MemoryEstimate, available_memory_bytes, require_fits
 
-#: T = 16, 32, …, 4096: nine lengths, doubling, across the work crossover at d = 512.
-DEFAULT_LENGTHS = tuple(16 * 2**i for i in range(9))
-#: The ``--quick`` lengths: one below the work crossover at d = 512, one near it, one well past it.
-QUICK_LENGTHS = (64, 512, 2048)
-MAX_LENGTH = 1_048_576
-MAX_WIDTH = 65_536
-MAX_BATCH = 65_536
-DEVICES = ("cpu", "cuda")
 #: Lengths at which the span is traced (CPU reference kernels, d = 8) before it is extended linearly.
 SPAN_LENGTHS = (4, 8)
 SPAN_WIDTH = 8
@@ -75,47 +69,6 @@ SPAN_WIDTH = 8
 MAX_RUN_TIME_FACTOR = 10
 
 
-@dataclass(frozen=True)
-class BenchConfig:
-    """What to sweep. Thread settings are ints or ``"all"`` (``torch.get_num_threads()`` at start).
-
-    ``min_run_time`` is the least timed seconds per point; a point also gets at least ``min_samples``
-    timed blocks, using its call time extrapolated from the previous length (linearly for a recurrence,
-    quadratically for attention), so slow points still have a spread — capped at 10 × ``min_run_time``
-    (see ``_time_point``).
-    ``matmul_size`` None: 1024 on cpu, 4096 on cuda.
-    """
-
-    lengths: tuple[int, ...] = DEFAULT_LENGTHS
-    d_models: tuple[int, ...] = (512,)
-    batch: int = 1
-    threads: tuple[int | str, ...] = (1, "all")
-    device: str = "cpu"
-    machines: tuple[str, ...] = tuple(MACHINES)
-    min_run_time: float = 0.2
-    min_samples: int = 5
-    matmul_size: int | None = None
-    chain_links: int = 64
-    seed: int = 0
-
-    @classmethod
-    def quick(cls, **changes: object) -> BenchConfig:
-        """A few points at d = 512 with short timing runs (under a minute on two cores)."""
-        values = dict(lengths=QUICK_LENGTHS, min_run_time=0.05, min_samples=3, matmul_size=512)
-        return cls(**{**values, **changes})
-
-
-@dataclass(frozen=True)
-class BenchPlan:
-    """A validated :class:`BenchConfig`: sorted unique lengths and widths, thread counts resolved."""
-
-    lengths: tuple[int, ...]
-    d_models: tuple[int, ...]
-    threads: tuple[int, ...]
-    machines: tuple[str, ...]
-    batch: int
-    device: str
-    matmul_size: int
 
 
 @dataclass(frozen=True)
@@ -166,87 +119,6 @@ class BenchResult:
     def calibration(self, threads: int) -> Calibration:
         """The model's constants at this thread count."""
         return next(c for c in self.calibrations if c.threads == threads)
-
-
-# --- Validation and memory ---------------------------------------------------------------------------
-
-def estimate_bench_bytes(T: int, d: int, batch: int, machines: tuple[str, ...]) -> MemoryEstimate:
-    """Generous float32 bytes for one point: attention maps, activations, weights.
-
-    Maps: the explicit call holds scores, scaled scores and weights, 4·B·T² floats with a spare; SDPA's
-    fused kernel needs none, but its math fallback does, so B·T² is kept for it. Activations:
-    16·B·T·d floats (inputs, Q, K, V, states, LSTM gates, outputs). Weights: 18·d² (every recurrence).
-
-    >>> estimate_bench_bytes(4096, 512, 1, ("sdpa", "attention")).largest
-    'attention maps of 4096×4096'
-    """
-    maps = (4 if "attention" in machines else 1 if "sdpa" in machines else 0) * batch * T * T
-    terms = {f"attention maps of {T}×{T}": maps * FLOAT32_BYTES,
-             f"activations of {T} positions": 16 * batch * T * d * FLOAT32_BYTES,
-             f"weights of width {d}": 18 * d * d * FLOAT32_BYTES}
-    largest = max(terms, key=terms.__getitem__)
-    return MemoryEstimate(total_bytes=sum(terms.values()), largest=largest)
-
-
-def _positive_ints(name: str, values: object, maximum: int) -> tuple[int, ...]:
-    if isinstance(values, (int, str)) or not hasattr(values, "__iter__"):
-        raise SeqlabError(f"{name} must be a sequence of integers, received {values!r}", parameter=name)
-    checked = tuple(require_positive_int(name, v, maximum) for v in values)
-    if not checked:
-        raise SeqlabError(f"{name} must hold at least one integer, received none", parameter=name)
-    return tuple(sorted(set(checked)))
-
-
-def _threads(settings: object) -> tuple[int, ...]:
-    available = torch.get_num_threads()
-    maximum = max(os.cpu_count() or 1, available)
-    if isinstance(settings, (int, str)) or not settings:
-        raise SeqlabError(f"threads must be a sequence of integers or 'all', received {settings!r}",
-                          parameter="threads")
-    resolved = {available if s == "all" else require_positive_int("threads", s, maximum) for s in settings}
-    return tuple(sorted(resolved))
-
-
-def check_bench_config(config: BenchConfig) -> BenchPlan:
-    """Validate every size, thread count, machine and device; refuse what would not fit. Allocates nothing.
-
-    >>> check_bench_config(BenchConfig(lengths=(64, 16, 64), threads=(1,))).lengths
-    (16, 64)
-
-    Raises:
-        SeqlabError: the message names the value; ``parameter`` is lengths, d_model, batch, threads,
-            machines, device, min_run_time or min_samples.
-    """
-    lengths = _positive_ints("T", config.lengths, MAX_LENGTH)
-    d_models = _positive_ints("d_model", config.d_models, MAX_WIDTH)
-    batch = require_positive_int("batch", config.batch, MAX_BATCH)
-    threads = _threads(config.threads)
-    if isinstance(config.machines, str) or not config.machines:
-        raise SeqlabError(f"machines must name at least one of {', '.join(MACHINES)}, received {config.machines!r}",
-                          parameter="machines")
-    machines = tuple(k for k in MACHINES if k in {_machine(m).key for m in config.machines})
-    if config.device not in DEVICES:
-        raise SeqlabError(f"device must be one of {', '.join(DEVICES)}, received {config.device!r}",
-                          parameter="device")
-    if config.device == "cuda" and not torch.cuda.is_available():
-        raise SeqlabError("device 'cuda' requested but no CUDA device is present", parameter="device")
-    run_time = config.min_run_time
-    if isinstance(run_time, bool) or not isinstance(run_time, (int, float)) or not 0 < run_time <= 60:
-        raise SeqlabError(f"min_run_time must be a number of seconds in (0, 60], received {run_time!r}",
-                          parameter="min_run_time")
-    require_positive_int("min_samples", config.min_samples, 1000)
-    default_size = 4096 if config.device == "cuda" else 1024
-    matmul_size = require_positive_int("matmul_size", config.matmul_size or default_size, 16_384)
-    T, d = lengths[-1], d_models[-1]
-    estimate = estimate_bench_bytes(T, d, batch, machines)
-    available = torch.cuda.mem_get_info()[0] if config.device == "cuda" else available_memory_bytes()
-    try:
-        require_fits(estimate, f"T = {T} at d_model = {d}, batch {batch}", available)
-    except SeqlabError as error:  # blame the batch when one sequence would fit, else the larger term
-        single = estimate_bench_bytes(T, d, 1, machines).total_bytes <= 0.8 * available
-        parameter = "batch" if single else "d_model" if estimate.largest.startswith("weights") else "T"
-        raise SeqlabError(str(error), parameter=parameter) from None
-    return BenchPlan(lengths, d_models, threads, machines, batch, config.device, matmul_size)
 
 
 # --- Building and timing the machines ------------------------------------------------------------------
