@@ -12,30 +12,24 @@ Nothing here measures; the words are English message ids of the gettext domain `
 from __future__ import annotations
 
 import base64
-import contextlib
 import io
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from seqlab.errors import SeqlabError
 from seqlab.i18n import format_integer, format_number, format_seconds, format_source, translator
+from seqlab.render.print_size import (  # noqa: F401  (re-exported: the printed page's sizes)
+    MIN_PRINT_PT, PAGE_MARGIN_MM, PRINT_WIDTH_IN, css_width, legible, legible_defaults, min_font_pt, print_scale,
+)
 from seqlab.studies.report import ReportResult
 
 DOMAIN = "report"
 #: Resolution of the embedded plots.
 DPI = 96
-#: The PDF's page: A4 with 15 mm margins, so plots are scaled to at most 180 mm (7.09 in) across.
-PAGE_MARGIN_MM = 15
-PRINT_WIDTH_IN = (210 - 2 * PAGE_MARGIN_MM) / 25.4
-#: The smallest text a plot may have once scaled to the printed page's width, in points.
-MIN_PRINT_PT = 7.0
 #: Width of Table 1's plot as :func:`seqlab.render.table1.plot_table1` draws it (inches).
 TABLE1_WIDTH_IN = 15.0
-#: matplotlib's size of "small" text against the base font size.
-SMALL = 0.833
 
 
 class PdfUnavailable(SeqlabError):
@@ -195,57 +189,6 @@ def png_base64(figure: Any) -> str:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
     return base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
-def print_scale(width_in: float) -> float:
-    """How much a plot ``width_in`` inches wide is shrunk to fit the PDF's page width (1: not at all).
-
-    >>> print_scale(5.0), round(print_scale(15.0), 3)
-    (1.0, 0.472)
-    """
-    return min(1.0, PRINT_WIDTH_IN / width_in)
-
-
-def min_font_pt(width_in: float) -> float:
-    """The smallest font size a plot ``width_in`` inches wide may use to print at :data:`MIN_PRINT_PT` or more."""
-    return MIN_PRINT_PT / print_scale(width_in)
-
-
-def legible(figure: Any) -> Any:
-    """Raise every text of ``figure`` (titles, labels, ticks, legends) to :func:`min_font_pt` of its width.
-
-    Returns the figure, whose layout (constrained) is redone when it is saved.
-    """
-    from matplotlib.text import Text
-
-    least = min_font_pt(figure.get_figwidth())
-    for text in figure.findobj(Text):
-        if text.get_fontsize() < least:
-            text.set_fontsize(least)
-    for ax in figure.axes:  # tick labels made at draw time take the axis's label size
-        for axis, name in ((ax.xaxis, "x"), (ax.yaxis, "y")):
-            labels = axis.get_ticklabels()
-            size = labels[0].get_fontsize() if labels else least
-            ax.tick_params(axis=name, which="both", labelsize=max(size, least))
-    return figure
-
-
-@contextlib.contextmanager
-def legible_defaults(width_in: float) -> Iterator[None]:
-    """matplotlib defaults under which a plot ``width_in`` inches wide, drawn by another renderer with relative
-    sizes ("small" legends), keeps every text at :data:`MIN_PRINT_PT` or more once scaled to the page."""
-    import matplotlib
-
-    least = min_font_pt(width_in)
-    with matplotlib.rc_context({"font.size": least / SMALL, "xtick.labelsize": least, "ytick.labelsize": least,
-                                "axes.labelsize": least, "axes.titlesize": least, "figure.titlesize": least * 1.2,
-                                "legend.fontsize": least}):
-        yield
-
-
-def css_width(width_in: float) -> int:
-    """The CSS pixels (96 per inch) of a plot ``width_in`` inches wide, whatever the PNG's resolution."""
-    return round(width_in * 96)
 
 
 def reach_plot(result: ReportResult, lang: str) -> Any:
