@@ -25,8 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +34,8 @@ import httpx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as reproducible
 from hypothesis import strategies as st
+
+from web_server import free_port, start_server, stop_server
 
 sys.set_int_max_str_digits(0)  # this client writes integers of up to 6,000 digits (the server refuses them)
 SURROGATE = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
@@ -49,30 +49,6 @@ ENDPOINTS = [("POST", "/api/order"), ("POST", "/api/quiz/q1"), ("POST", "/api/qu
 #: Operations whose valid requests measure (seconds each): their positive cases get ``--heavy-examples``.
 MEASURING = {"/api/figure", "/api/cost", "/api/chain", "/api/order"}
 FIELDS = ["sentence", "reordered", "answer", "d_model", "seed", "max_T", "T", "lang", "extra"]
-
-
-def free_port() -> int:
-    """A port of 127.0.0.1 that nothing listens on now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def start_server(port: int, log) -> subprocess.Popen:
-    """``seqlab serve`` on 127.0.0.1, its output in ``log``; returns once the port answers."""
-    command = [sys.executable, "-m", "seqlab", "serve", "--host", "127.0.0.1", "--port", str(port), "--lang", "en"]
-    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise SystemExit(f"the server exited with code {server.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return server
-        except OSError:
-            time.sleep(0.1)
-    server.terminate()
-    raise SystemExit("the server did not start within 60 s")
 
 
 def nested(depth: int) -> bytes:
@@ -207,8 +183,7 @@ def main() -> int:
                                            tally, failures)
             hostile_sent = run_hostile(base, args.hostile, args.seed, tally, failures)
         finally:
-            server.terminate()
-            server.wait(timeout=30)
+            stop_server(server)
         elapsed = time.perf_counter() - began
         log.seek(0)
         lines = log.read().splitlines()

@@ -19,9 +19,7 @@ import argparse
 import asyncio
 import os
 import random
-import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -29,6 +27,8 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
+
+from web_server import free_port, start_server, stop_server
 
 #: (method, path, JSON body) — what the pages ask for, with a handful of slider positions.
 MIX = [
@@ -48,30 +48,6 @@ MIX = [
     ("POST", "/api/time/run", {"d_model": 64, "max_T": 128}),
 ]
 MB = 1e6
-
-
-def free_port() -> int:
-    """A port of 127.0.0.1 that nothing listens on now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def start_server(port: int) -> subprocess.Popen:
-    """``seqlab serve`` in its own process; returns once the port answers."""
-    command = [sys.executable, "-m", "seqlab", "serve", "--host", "127.0.0.1", "--port", str(port), "--lang", "en"]
-    server = subprocess.Popen(command)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise SystemExit(f"the server exited with code {server.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return server
-        except OSError:
-            time.sleep(0.1)
-    server.terminate()
-    raise SystemExit("the server did not start within 60 s")
 
 
 def resident(pid: int) -> int:
@@ -188,8 +164,7 @@ def main() -> int:
         after = memory(server.pid)
     finally:
         stopped.set()
-        server.terminate()
-        server.wait(timeout=30)
+        stop_server(server)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     failed = sum(errors.values())
     print(f"{args.clients} clients for {elapsed:.1f} s on 127.0.0.1 ({os.cpu_count()} CPUs, load average {load:.2f})")
