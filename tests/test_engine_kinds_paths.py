@@ -21,22 +21,10 @@ from seqlab.measure.order import measure_order
 from seqlab.measure.paths import measure_paths
 from seqlab.studies.profile import profile
 
-NEG = float("-inf")
-
-
-def _generator(seed: int = 0) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
+from issue13_inputs import NEG, issue_attention, seeded_generator
 
 
 # --- kind 1: NaN is undefined, never "depends" ----------------------------------------------------------
-
-def _issue_attention() -> tuple[nn.MultiheadAttention, torch.Tensor]:
-    """MHA(4, 2) in float64; mask row 0 opens key 0, row 1 keys 0-1, row 2 nothing (its output is NaN)."""
-    torch.manual_seed(0)
-    attention = nn.MultiheadAttention(4, 2, batch_first=True).double().eval()
-    mask = torch.tensor([[0.0, NEG, NEG], [0.0, 0.0, NEG], [NEG, NEG, NEG]], dtype=torch.float64)
-    return attention, mask
-
 
 def _strictly_causal(x: torch.Tensor) -> torch.Tensor:
     """Hand-written attention where row j reads keys i < j only: row 0 has no key (NaN), row 1 one key."""
@@ -47,8 +35,8 @@ def _strictly_causal(x: torch.Tensor) -> torch.Tensor:
 
 
 def test_nan_row_of_the_issue_is_undefined_in_the_dependency_matrix():
-    attention, mask = _issue_attention()
-    x = torch.randn(1, 3, 4, dtype=torch.float64, generator=_generator())
+    attention, mask = issue_attention()
+    x = torch.randn(1, 3, 4, dtype=torch.float64, generator=seeded_generator())
     matrix = dependency_matrix(lambda x: attention(x, x, x, attn_mask=mask, need_weights=True), {"x": x}, "x")
     assert matrix.depends == ((True, False, False), (True, True, False), (False, False, False))
     assert matrix.undefined_rows == (2,)
@@ -58,7 +46,7 @@ def test_nan_row_of_the_issue_is_undefined_in_the_dependency_matrix():
 
 
 def test_nan_row_of_a_strictly_causal_attention_is_undefined():
-    x = torch.randn(1, 4, 3, dtype=torch.float64, generator=_generator(1))
+    x = torch.randn(1, 4, 3, dtype=torch.float64, generator=seeded_generator(1))
     matrix = dependency_matrix(_strictly_causal, {"x": x}, "x")
     assert matrix.undefined_rows == (0,)
     # row 1 has one open key: its weight is 1 whatever q_1 is, so y_1 = x_0 plus nothing of x_1
@@ -68,8 +56,8 @@ def test_nan_row_of_a_strictly_causal_attention_is_undefined():
 
 def test_a_finite_row_poisoned_by_nan_would_read_as_all_to_all(monkeypatch):
     """The NaN flag is a verdict: if the forward-mode remeasure is replaced by the poisoned backward, it flips."""
-    attention, mask = _issue_attention()
-    x = torch.randn(1, 3, 4, dtype=torch.float64, generator=_generator())
+    attention, mask = issue_attention()
+    x = torch.randn(1, 3, 4, dtype=torch.float64, generator=seeded_generator())
     monkeypatch.setattr(mixing, "_forward_strength", lambda *args: torch.full((3, 3), float("nan")))
     matrix = dependency_matrix(lambda x: attention(x, x, x, attn_mask=mask, need_weights=True), {"x": x}, "x")
     assert matrix.depends == ((False,) * 3,) * 3 and matrix.undefined_rows == (0, 1, 2)
@@ -78,12 +66,12 @@ def test_a_finite_row_poisoned_by_nan_would_read_as_all_to_all(monkeypatch):
 @pytest.mark.parametrize("case", ["issue", "strictly-causal"])
 def test_nan_outputs_are_undefined_in_the_path_matrix(case, monkeypatch):
     if case == "issue":
-        attention, mask = _issue_attention()
+        attention, mask = issue_attention()
         layer = lambda x: attention(x, x, x, attn_mask=mask, need_weights=True)[0]  # noqa: E731
-        x, undefined = torch.randn(1, 3, 4, dtype=torch.float64, generator=_generator()), (2,)
+        x, undefined = torch.randn(1, 3, 4, dtype=torch.float64, generator=seeded_generator()), (2,)
         expected = ((3, 3, None), (None, 3, None), (None, None, None))  # in-proj, A V, out-proj
     else:
-        layer, x, undefined = _strictly_causal, torch.randn(1, 4, 3, dtype=torch.float64, generator=_generator()), (0,)
+        layer, x, undefined = _strictly_causal, torch.randn(1, 4, 3, dtype=torch.float64, generator=seeded_generator()), (0,)
         # x_i reaches y_j (j > i) through the values in one product, x_j reaches y_j through its query
         # (score, then A V) only where two keys or more are open (j >= 2); y_0 is NaN
         expected = tuple(tuple(1 if j > i else (2 if j == i >= 2 else None) for j in range(4)) for i in range(4))
@@ -98,7 +86,7 @@ def test_nan_outputs_are_undefined_in_the_path_matrix(case, monkeypatch):
 
 def test_one_open_key_leaves_only_rounding_on_the_query_of_the_issue():
     """SDPA, bool mask, row 3 opens key 0 only: the exact dy_3/dx_3 is 0; what the kernel leaves is rounding."""
-    x = torch.randn(1, 5, 8, dtype=torch.float64, generator=_generator())
+    x = torch.randn(1, 5, 8, dtype=torch.float64, generator=seeded_generator())
     allowed = torch.ones(5, 5, dtype=torch.bool).tril()
     allowed[3, 1:] = False
     matrix = dependency_matrix(lambda x: F.scaled_dot_product_attention(x[:, None], x[:, None], x[:, None],
@@ -114,7 +102,7 @@ def test_one_open_key_leaves_only_rounding_on_the_query_of_the_issue():
 @pytest.mark.parametrize(("opened", "reaches"), [(1, False), (2, True)], ids=["one-key", "two-keys"])
 def test_one_open_key_cuts_the_query_path(opened, reaches):
     """The path rules agree: with one key open the weight is 1 whatever q_3 is; with two, x_3 reaches y_3."""
-    x = torch.randn(1, 5, 8, dtype=torch.float64, generator=_generator())
+    x = torch.randn(1, 5, 8, dtype=torch.float64, generator=seeded_generator())
     allowed = torch.ones(5, 5, dtype=torch.bool).tril()
     allowed[3, opened:] = False  # row 3 opens keys 0 .. opened - 1
     matrix = measure_paths(lambda x: F.scaled_dot_product_attention(x[:, None], x[:, None], x[:, None],
@@ -127,7 +115,7 @@ def test_one_open_key_in_multihead_attention_is_the_same_kind():
     attention = nn.MultiheadAttention(8, 2, batch_first=True).double().eval()
     mask = torch.zeros(4, 4, dtype=torch.float64).masked_fill(~torch.ones(4, 4, dtype=torch.bool).tril(), NEG)
     mask[2, 1:] = NEG  # row 2 opens key 0 only in both heads
-    x = torch.randn(1, 4, 8, dtype=torch.float64, generator=_generator(2))
+    x = torch.randn(1, 4, 8, dtype=torch.float64, generator=seeded_generator(2))
     matrix = dependency_matrix(lambda x: attention(x, x, x, attn_mask=mask), {"x": x}, "x")
     assert matrix.depends[2] == (True, False, False, False)
     assert matrix.depends[3] == (True,) * 4
@@ -212,7 +200,7 @@ ALL_1 = ((1,) * 5,) * 5
     (-10.0, torch.float32, ALL_1),  # a small fill: weight ~5e-5, connected
 ], ids=["issue", "-200-f32", "-200-f64", "-10-f32"])
 def test_underflowed_weights_cut_paths(fill, dtype, expected):
-    x = torch.randn(1, 5, 4, generator=_generator()).to(dtype)
+    x = torch.randn(1, 5, 4, generator=seeded_generator()).to(dtype)
     weights = (x @ x.transpose(-2, -1) + torch.full((5, 5), fill, dtype=dtype).triu(1)).softmax(-1)
     assert bool((weights.triu(1) == 0).all()) == (expected == CAUSAL_1)  # the condition, measured
     assert measure_paths(_filled(fill), x).products == expected
@@ -240,7 +228,7 @@ class _Offset(nn.Module):
     (0.0, "holds"),
 ], ids=["issue-1e-4", "1e-7", "none"])
 def test_float32_order_verdict(scale, expected):
-    x = torch.randn(32, 16, generator=_generator())
+    x = torch.randn(32, 16, generator=seeded_generator())
     result = measure_order(_Offset(scale).eval(), x)
     assert result.dtype == "float32" and result.verdict == expected
     assert result.max_abs_change <= result.tolerance  # the old rule would have said "equivariant" to all three
@@ -249,7 +237,7 @@ def test_float32_order_verdict(scale, expected):
 
 
 def test_float32_without_a_float64_rerun_cannot_tell(monkeypatch):
-    x = torch.randn(32, 16, generator=_generator())
+    x = torch.randn(32, 16, generator=seeded_generator())
     layer = _Offset(1e-4).eval()
     assert measure_order(lambda x: layer(x), x).verdict == "cannot tell at float32"  # no module to copy
     assert measure_order(lambda x: layer(x), x, reference=copy.deepcopy(layer).double()).verdict == "does not hold"
@@ -262,14 +250,14 @@ def test_float32_without_a_float64_rerun_cannot_tell(monkeypatch):
 def test_cross_attention_three_queries_over_seven_memory_rows():
     torch.manual_seed(0)
     attention = nn.MultiheadAttention(8, 2, batch_first=True).eval()
-    queries = torch.randn(1, 3, 8, generator=_generator(1))
+    queries = torch.randn(1, 3, 8, generator=seeded_generator(1))
     matrix = measure_paths(lambda memory: attention(queries, memory, memory)[0], torch.randn(1, 7, 8))
     assert matrix.sources == tuple(range(7))
     assert matrix.products == ((3, 3, 3),) * 7  # memory -> v (W_v), A V, out-projection
 
 
 def test_decoding_one_query_over_t_keys():
-    q = torch.randn(1, 1, 1, 8, generator=_generator(1))
+    q = torch.randn(1, 1, 1, 8, generator=seeded_generator(1))
     matrix = measure_paths(lambda kv: F.scaled_dot_product_attention(q, kv, kv)[0], torch.randn(1, 1, 6, 8))
     assert matrix.products == ((1,),) * 6
 
@@ -278,7 +266,7 @@ def test_decoding_one_query_over_t_keys():
 
 @pytest.mark.parametrize("layer", [_filled(-1e30), _causal_in_place(NEG)], ids=["fill", "masked_fill_"])
 def test_profile_sees_no_path_from_the_future(layer):
-    result = profile(layer, torch.randn(1, 5, 4, generator=_generator()))
+    result = profile(layer, torch.randn(1, 5, 4, generator=seeded_generator()))
     assert result.path.fallbacks == {} and result.complete
     assert result.path.last_to_first_products is None and result.path.first_to_last_products == 1
 

@@ -11,26 +11,14 @@ import torch.nn as nn
 
 from seqlab.errors import SeqlabError
 
-NEG = float("-inf")
-
-
-def _generator(seed: int = 0) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
-
-
-def _issue_attention() -> tuple[nn.MultiheadAttention, torch.Tensor]:
-    """MHA(4, 2) in float64; mask row 0 opens key 0, row 1 keys 0-1, row 2 nothing (its output is NaN)."""
-    torch.manual_seed(0)
-    attention = nn.MultiheadAttention(4, 2, batch_first=True).double().eval()
-    mask = torch.tensor([[0.0, NEG, NEG], [0.0, 0.0, NEG], [NEG, NEG, NEG]], dtype=torch.float64)
-    return attention, mask
+from issue13_inputs import NEG, issue_attention, seeded_generator
 
 
 def test_reach_flags_the_nan_row_and_measures_the_others_in_forward_mode():
     from seqlab.measure.reach import measure_reach
-    attention, mask = _issue_attention()
+    attention, mask = issue_attention()
     layer = lambda rows: attention(rows[None], rows[None], rows[None], attn_mask=mask)[0][0]  # noqa: E731
-    x = torch.randn(3, 4, dtype=torch.float64, generator=_generator())
+    x = torch.randn(3, 4, dtype=torch.float64, generator=seeded_generator())
     nan_row = measure_reach(layer, x, position=2)
     assert nan_row.undefined == 3 and all(n != n for n in nan_row.norms)
     first = measure_reach(layer, x, position=0)  # finite, but the backward is poisoned by row 2
@@ -47,7 +35,7 @@ def test_reach_of_a_strictly_causal_attention_whose_first_row_is_nan():
         scores = (x @ x.T).masked_fill(~torch.ones(4, 4, dtype=torch.bool).tril(-1), NEG)  # (T, T)
         return scores.softmax(dim=-1) @ x
 
-    x = torch.randn(4, 3, dtype=torch.float64, generator=_generator(1))
+    x = torch.randn(4, 3, dtype=torch.float64, generator=seeded_generator(1))
     assert measure_reach(attend, x, position=0).undefined == 4
     last = measure_reach(attend, x, position=3)
     assert last.backward == "forward" and last.undefined == 0 and all(n > 0.0 for n in last.norms)
@@ -59,7 +47,7 @@ def test_reach_forward_mode_agrees_with_the_backward_where_both_work():
     from seqlab.measure import reach, reach_guards
     torch.manual_seed(0)
     rnn = nn.RNN(3, 4).double()
-    x = torch.randn(5, 3, dtype=torch.float64, generator=_generator())
+    x = torch.randn(5, 3, dtype=torch.float64, generator=seeded_generator())
     backward = reach.measure_reach(rnn, x)
     rows = reach_guards.forward_rows(rnn, x, 4, None, 0)  # exact, by forward mode
     assert reach._block_norms(rows, mean=False).tolist() == pytest.approx(backward.norms, rel=1e-12)
@@ -71,7 +59,7 @@ def test_reach_uses_the_module_s_own_batch_first(cell):
     from seqlab.measure.reach import measure_reach
     torch.manual_seed(0)
     module = cell(3, 4).double()
-    x = torch.randn(8, 3, dtype=torch.float64, generator=_generator())
+    x = torch.randn(8, 3, dtype=torch.float64, generator=seeded_generator())
     batched, alone = measure_reach(module, x, batched=True), measure_reach(module, x)
     assert batched.zeros == 0 and batched.norms == pytest.approx(alone.norms, rel=1e-9)
     with pytest.raises(SeqlabError, match="batched=True needs a layer"):  # the layout hidden behind a lambda
@@ -93,6 +81,6 @@ def test_a_chaotic_batch_first_recurrence_is_not_mistaken_for_a_layout_error():
     rnn = nn.RNN(16, 16, batch_first=True).double()
     with torch.no_grad():
         rnn.weight_hh_l0.mul_(3.0 / torch.linalg.eigvals(rnn.weight_hh_l0).abs().max())
-    x = torch.randn(256, 16, dtype=torch.float64, generator=_generator())
+    x = torch.randn(256, 16, dtype=torch.float64, generator=seeded_generator())
     result = measure_reach(lambda rows: rnn(rows)[0], x, batched=True, probes=4)
     assert result.undefined == 0 and len(result.norms) == 256
