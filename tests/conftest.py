@@ -61,3 +61,30 @@ def invoke(runner):
         return runner.invoke(app, ["compare", *args], input=input, env=CLI_ENV)
 
     return run
+
+
+@pytest.fixture(scope="module")
+def live_url():
+    """The web lab (``create_app("en")``) served by Uvicorn on a free loopback port, in a thread, one per test
+    module: what a browser or curl talks to. Yields its base URL; the server stops after the module."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    from seqlab.web.app import create_app
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app("en"), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "the Uvicorn server did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)

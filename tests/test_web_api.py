@@ -543,30 +543,6 @@ def test_serve_refuses_a_port_in_use():
 
 # --- A live server: chunked bodies, a busy lab ----------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def live_url():
-    """Uvicorn on a free loopback port, in a thread: what a browser or curl talks to."""
-    import socket
-    import threading
-    import time
-
-    import uvicorn
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app("en"), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the Uvicorn server did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
-
-
 def test_a_chunked_body_is_refused_from_the_bytes_received(live_url):
     import httpx
 

@@ -124,27 +124,6 @@ def test_the_queue_bound_answers_busy_at_once(light):
 
 # --- A live server in this process ----------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def live_url():
-    import uvicorn
-
-    from seqlab.web.app import create_app
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app("en"), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the Uvicorn server did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
-
-
 def kernel_flags() -> tuple:
     """The process-wide settings the tracers switch (seqlab.measure.switches), read in this process."""
     import torch
