@@ -1,4 +1,4 @@
-"""Shared fixtures: one small ``compare`` result, the CLI runner, and the Quijote acceptance text.
+"""Shared fixtures: one small ``compare`` result, the CLI runner, the Quijote acceptance text and a live web lab.
 
 Sizes are kept small (d_model = 16, T = 40) so the whole compare/CLI set runs in well under a minute
 on two cores; the few tests that need the lesson's d_model = 512 build their own result.
