@@ -76,12 +76,24 @@ def test_the_time_limit_stops_the_worker(light):
     assert light.call(pid, limit_s=30) != before  # killed, and a fresh one took its place
 
 
+def own_resident_bytes() -> int:
+    """A job that says how much memory its worker holds now (its baseline, before any large job)."""
+    from seqlab.web.workers import resident_bytes
+
+    return resident_bytes(os.getpid())
+
+
 def test_the_memory_ceiling_stops_the_worker_and_recycling_retires_a_grown_one():
-    pool = WorkerPool(size=1, wait_s=0.2, memory_limit_bytes=150 * MIB, recycle_bytes=100 * MIB, preload=())
+    pool = WorkerPool(size=1, wait_s=0.2, preload=())
     try:
+        # The ceiling and the recycling mark are absolute resident sizes; a worker's baseline (the interpreter
+        # and what unpickling a job imports) differs between machines and environments, so both are set
+        # above the baseline measured in this very worker: 150 MiB over it stops a job, 100 MiB retires it.
+        baseline = pool.call(own_resident_bytes, limit_s=30)
+        pool.memory_limit_bytes, pool.recycle_bytes = baseline + 150 * MIB, baseline + 100 * MIB
         with pytest.raises(LabError) as error:
             pool.call(hog, (300, 20), limit_s=30)
-        assert "used more than 150 MiB and was stopped" in str(error.value)
+        assert f"used more than {pool.memory_limit_bytes // MIB} MiB and was stopped" in str(error.value)
         first = pool.call(pid, limit_s=30)
         assert pool.call(pid, limit_s=30) == first  # small jobs: the same worker again
         assert pool.call(leak, (120,), limit_s=30) == 120 * MIB  # under the ceiling, left over the recycling mark
