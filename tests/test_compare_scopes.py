@@ -232,6 +232,12 @@ def test_the_layer_time_verdict_and_the_busy_caveat(small_result):
     sentences = prose.time_sentences(timed(small_result, 0.02, 0.01, 0.08, busy), EN)
     assert "the recurrence finishes 4.00 times as fast" in sentences[1]
     assert sentences[-1].startswith("The machine was busy: its load average was 3.00 on 2 CPUs")
+    # within check's L8 margin (×1.2 either way) neither side is said to finish first
+    sentences = prose.time_sentences(timed(small_result, 0.02, 0.0175, 0.019, quiet), EN)
+    assert "about as fast, within ×1.20 either way" in sentences[0] and "finishes" not in sentences[0]
+    assert "about as fast as nn.RNN, within ×1.20 either way" in sentences[1]
+    spanish = prose.time_sentences(timed(small_result, 0.02, 0.0175, 0.019, quiet), Formatter("es"))
+    assert "dentro de ×1,20 en un sentido u otro" in spanish[1]
 
 
 def test_json_holds_scopes_sources_and_gated_columns(invoke):

@@ -14,6 +14,7 @@ import math
 from seqlab.i18n import format_seconds
 from seqlab.measure.timing import Timing
 from seqlab.render.compare_format import Formatter, load_caveat, timed_blocks, timing_quality
+from seqlab.studies.claims_time import SPEED_MARGIN
 from seqlab.studies.compare import CompareResult
 
 #: Attention's reach "falls with T" when it scales as T^a with a below this (1/T would be -1).
@@ -154,14 +155,18 @@ def _caveat(f: Formatter, *timings: Timing) -> str:
     return ""
 
 
-def _faster(rec: Timing, att: Timing, f: Formatter, attention_faster: str, recurrence_faster: str,
+def _faster(rec: Timing, att: Timing, f: Formatter, attention_faster: str, recurrence_faster: str, tie: str,
             **extra: str) -> str:
-    """The sentence for whichever median is smaller, with the ratio and the spread's caveat."""
+    """The sentence for whichever median is smaller, with the ratio and the spread's caveat; within
+    :data:`~seqlab.studies.claims_time.SPEED_MARGIN` either way (check's L8 rule) neither is said to win."""
     ratio = rec.median_s / att.median_s
-    message = attention_faster if ratio >= 1 else recurrence_faster
+    if 1 / SPEED_MARGIN <= ratio <= SPEED_MARGIN:
+        message = tie
+    else:
+        message = attention_faster if ratio >= 1 else recurrence_faster
     return message.format(threads=rec.threads, rec=format_seconds(rec.median_s, f.lang),
                           att=format_seconds(att.median_s, f.lang), ratio=f.number(ratio if ratio >= 1 else 1 / ratio),
-                          caveat=_caveat(f, rec, att), **extra)
+                          margin=f.number(SPEED_MARGIN), caveat=_caveat(f, rec, att), **extra)
 
 
 def time_sentences(result: CompareResult, f: Formatter) -> list[str]:
@@ -173,13 +178,17 @@ def time_sentences(result: CompareResult, f: Formatter) -> list[str]:
             "On {threads} threads nn.RNN takes {rec} and SDPA (the attention call alone) {att}: attention finishes "
             "{ratio} times as fast{caveat}."), f._("On {threads} threads nn.RNN takes {rec} and SDPA (the attention "
                                                     "call alone) {att}: the recurrence finishes {ratio} times as "
-                                                    "fast{caveat}.")))
+                                                    "fast{caveat}."), f._(
+            "On {threads} threads nn.RNN takes {rec} and SDPA (the attention call alone) {att}: about as fast, "
+            "within ×{margin} either way{caveat}.")))
     if rec is not None and att.time_layer is not None:
         sentences.append(_faster(rec, att.time_layer, f, f._(
             "At layer scope nn.MultiheadAttention ({heads} heads) takes {att}: attention finishes {ratio} times as "
             "fast as nn.RNN{caveat}."), f._(
             "At layer scope nn.MultiheadAttention ({heads} heads) takes {att}: the recurrence finishes {ratio} "
-            "times as fast{caveat}."), heads=f.integer(result.heads or 0)))
+            "times as fast{caveat}."), f._(
+            "At layer scope nn.MultiheadAttention ({heads} heads) takes {att}: about as fast as nn.RNN, within "
+            "×{margin} either way{caveat}."), heads=f.integer(result.heads or 0)))
     times = [g.time_library for g in result.gated]
     if len(times) == 2 and None not in times:
         sentences.append(f._("nn.LSTM takes {lstm} and nn.GRU {gru}{caveat}.").format(
