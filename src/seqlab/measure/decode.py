@@ -1,0 +1,320 @@
+"""Decoding cost per new token: counted multiplications, time and state bytes of one step at position t (L5, L6).
+
+Generating token t means one ``step`` of a decoder (the step API of :mod:`seqlab.layers.decoding` and of the
+mixers in :mod:`seqlab.layers.linear_attention` / :mod:`seqlab.layers.linear_recurrence`). This module prepares
+the state a decoder holds after t-1 tokens, then measures that one step:
+
+* multiplications — counted by :func:`seqlab.measure.work.count_multiplications` on the step as it runs, set
+  beside the closed form of :func:`step_multiplications` (the lesson's unit: one per multiply-add);
+* state bytes — the bytes of the tensors the step hands on (:func:`seqlab.layers.decoding.state_bytes`), so
+  the state after token t;
+* time — median and IQR of the step by :func:`seqlab.measure.timing.measure_time` (forward only, no_grad).
+
+The state before step t is built from a random prefix of t-1 input vectors: for attention at once (the cache
+holds exactly the prefix's keys and values, so projecting the prefix in one product gives the state t-1 steps
+would), for the recurrences by running the t-1 steps. Inputs are teacher-forced (given, not sampled).
+
+:func:`generation_span` measures the span (matrix products in a row, :func:`seqlab.measure.trace.measure_span`)
+of *generating* T tokens, each step's output fed back as the next input, as a model that writes does:
+then attention with a cache waits T steps in a row like the recurrence, although its parallel forward pass
+over a given text (training) has a span that does not grow with T.
+
+Machine names (shared with ``seqlab table1 --modern`` and ``seqlab decode``): :data:`MACHINES`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.layers.decoding import state_bytes
+from seqlab.measure.timing import MachineLoad, Timing, measure_time
+from seqlab.memory import MemoryEstimate
+
+#: Every decoding machine, in the order tables show them.
+MACHINES = ("elman", "attention_kv_cache", "attention_no_cache", "linear_attention", "selective_recurrence")
+#: Machines whose state does not grow with t.
+FIXED_STATE = ("elman", "linear_attention", "selective_recurrence")
+#: Machines built from the modern mixers' modules (importable only once those modules exist).
+_MIXER_MODULES = {"linear_attention": ("seqlab.layers.linear_attention", "LinearAttention"),
+                  "selective_recurrence": ("seqlab.layers.linear_recurrence", "SelectiveRecurrence")}
+
+
+@dataclass(frozen=True)
+class DecodeStep:
+    """One decoding step at position t, measured.
+
+    Attributes:
+        machine: one of :data:`MACHINES`.
+        t: the position generated (1-based): the state before the step held t-1 tokens.
+        d_model: input width (every width equals it).
+        batch: sequences generated side by side.
+        multiplications: counted on the step (the lesson's unit).
+        closed_form: :func:`step_multiplications` for the same sizes (None when the machine has none).
+        state_bytes: bytes of the state after the step.
+        unaccounted: ops that ran without a formula (name -> calls); empty when the count is complete.
+        timing: median and IQR of the step in seconds, or None when not timed.
+        dtype: the floating dtype, e.g. ``"float32"``.
+    """
+
+    machine: str
+    t: int
+    d_model: int
+    batch: int
+    multiplications: int
+    closed_form: int | None
+    state_bytes: int
+    unaccounted: dict[str, int] = field(default_factory=dict)
+    timing: Timing | None = None
+    dtype: str = "float32"
+
+
+def check_machine(machine: str) -> str:
+    """Return ``machine`` if it is one of :data:`MACHINES` and its module can be imported.
+
+    >>> check_machine("elman")
+    'elman'
+
+    Raises:
+        SeqlabError: an unknown name (the message lists them), or a mixer whose module is not installed.
+    """
+    if machine not in MACHINES:
+        raise SeqlabError(f"machine must be one of {', '.join(MACHINES)}; received {machine!r}",
+                          parameter="machine")
+    if machine in _MIXER_MODULES and not _mixer_class(machine):
+        raise SeqlabError(f"the machine {machine!r} needs {_MIXER_MODULES[machine][0]}, which is not present",
+                          parameter="machine")
+    return machine
+
+
+def available_machines() -> tuple[str, ...]:
+    """The machines of :data:`MACHINES` whose modules can be imported here, in order.
+
+    >>> available_machines()[:3]
+    ('elman', 'attention_kv_cache', 'attention_no_cache')
+    """
+    return tuple(m for m in MACHINES if m not in _MIXER_MODULES or _mixer_class(m) is not None)
+
+
+def _mixer_class(machine: str) -> Any:
+    module_name, class_name = _MIXER_MODULES[machine]
+    try:
+        return getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError):
+        return None
+
+
+def build_decoder(machine: str, d_model: int, *, seed: int = 0, dtype: torch.dtype = torch.float32) -> Any:
+    """A decoder with ``initial_state`` / ``step`` for ``machine``, every width d_model, weights from ``seed``.
+
+    >>> build_decoder("attention_kv_cache", 8).attention.d_k
+    8
+
+    Raises:
+        SeqlabError: unknown or unavailable machine, or d_model not an integer >= 1.
+    """
+    from seqlab.layers.attention import SelfAttention
+    from seqlab.layers.decoding import ElmanDecoder, KVCacheDecoder, NoCacheDecoder
+    from seqlab.layers.recurrent import ElmanRNN
+
+    check_machine(machine)
+    d_model = require_positive_int("d_model", d_model)
+    generator = torch.Generator().manual_seed(seed)
+    if machine == "elman":
+        return ElmanDecoder(ElmanRNN(d_model, d_model, generator=generator, dtype=dtype)).eval()
+    if machine in ("attention_kv_cache", "attention_no_cache"):
+        attention = SelfAttention(d_model, causal=True, generator=generator, dtype=dtype)
+        decoder = KVCacheDecoder if machine == "attention_kv_cache" else NoCacheDecoder
+        return decoder(attention).eval()
+    return _mixer_class(machine)(d_model, generator=generator).to(dtype).eval()
+
+
+def step_multiplications(machine: str, t: int, d_model: int, batch: int = 1) -> int | None:
+    """Closed form of one decoding step's multiplications at position t, every width d = d_model.
+
+    * ``elman``: d² + d² (W_hh h_{t-1} and W_xh x_t, L5);
+    * ``attention_kv_cache``: 3d² (q_t, k_t, v_t) + t·d (scores q_t·k_j) + t·d (mix of t values) = 3d² + 2td;
+    * ``attention_no_cache``: d² (q_t) + 2·t·d² (all t keys and values again) + 2td = d² + 2td² + 2td;
+    * ``linear_attention`` / ``selective_recurrence``: from their modules' ``*_step_multiplications``.
+
+    All times ``batch``. Biases, tanh, softmax and the 1/sqrt(d) scaling are not multiplications here.
+
+    >>> step_multiplications("attention_kv_cache", 16, 256)  # 3 * 256**2 + 2 * 16 * 256
+    204800
+
+    Raises:
+        SeqlabError: unknown machine or a size that is not an integer >= 1.
+
+    Source: lesson claims L5 (a step costs d_h² + d_h·d_model) and L6 (a query over t keys: t(d_k + d_v)).
+    """
+    check_machine(machine)
+    t, d, batch = (require_positive_int(name, value) for name, value in (("t", t), ("d_model", d_model),
+                                                                        ("batch", batch)))
+    if machine == "elman":
+        return batch * 2 * d * d
+    if machine == "attention_kv_cache":
+        return batch * (3 * d * d + 2 * t * d)
+    if machine == "attention_no_cache":
+        return batch * (d * d + 2 * t * d * d + 2 * t * d)
+    return _mixer_step_multiplications(machine, d, batch)
+
+
+def _mixer_step_multiplications(machine: str, d: int, batch: int) -> int | None:
+    """The mixer module's own closed form for one step at width d (None when it offers none)."""
+    module = importlib.import_module(_MIXER_MODULES[machine][0])
+    formula = getattr(module, f"{machine}_step_multiplications", None)
+    return None if formula is None else batch * int(formula(d))
+
+
+def estimate_decode_bytes(machine: str, t: int, d_model: int, batch: int = 1,
+                          dtype: torch.dtype = torch.float32) -> MemoryEstimate:
+    """Generous estimate of the memory one measured step at position t needs (for a refusal before allocating).
+
+    Attention: the prefix, its keys and values, and their copies while the cache grows: 6·B·t·d values.
+    Recurrences: their weights and states, a few d² values (the prefix is drawn one vector at a time).
+
+    >>> estimate_decode_bytes("attention_kv_cache", 1024, 256).total_bytes  # 6*1024*256*4 + 8*256**2*4
+    8388608
+
+    Raises:
+        SeqlabError: unknown machine or a size that is not an integer >= 1.
+    """
+    check_machine(machine)
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    weights = 8 * d_model * d_model * itemsize
+    if machine in FIXED_STATE:
+        return MemoryEstimate(weights + 8 * batch * d_model * d_model * itemsize, f"weights of width {d_model}")
+    return MemoryEstimate(6 * batch * t * d_model * itemsize + weights, f"a cache of {t} positions")
+
+
+def prepared_state(decoder: Any, t: int, batch: int, generator: torch.Generator,
+                   dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+    """The state ``decoder`` holds after reading t-1 random input vectors (seeded by ``generator``).
+
+    Raises:
+        SeqlabError: t is not an integer >= 1.
+    """
+    t = require_positive_int("t", t)
+    d_model = decoder.d_model
+    with torch.no_grad():
+        if hasattr(decoder, "state_from_prefix"):  # attention: the prefix's keys and values at once
+            prefix = torch.randn(batch, t - 1, d_model, generator=generator, dtype=dtype)  # (B, t-1, d_model)
+            return decoder.state_from_prefix(prefix)
+        state = decoder.initial_state(batch, dtype=dtype)
+        for _ in range(t - 1):  # a fixed state: the t-1 steps themselves, one vector at a time
+            _, state = decoder.step(torch.randn(batch, d_model, generator=generator, dtype=dtype), state)
+        return state
+
+
+def measure_decode_step(machine: str, t: int, *, d_model: int, batch: int = 1, time: bool = True,
+                        dtype: torch.dtype = torch.float32, seed: int = 0, min_run_time: float = 0.05,
+                        threads: int | None = None, load: MachineLoad | None = None,
+                        decoder: Any = None) -> DecodeStep:
+    """Measure the step that generates position t: multiplications, state bytes and (optionally) time.
+
+    >>> step = measure_decode_step("attention_kv_cache", 16, d_model=8, time=False)
+    >>> step.multiplications, step.closed_form, step.state_bytes  # 3*8*8 + 2*16*8; 2 * 16 * 8 * 4 bytes
+    (448, 448, 1024)
+
+    Args:
+        machine: one of :data:`MACHINES`.
+        t: position of the new token (1-based; the state holds t-1 tokens before the step).
+        d_model: every width (d_h = d_k = d_v = d_model).
+        batch: sequences generated side by side.
+        time: also time the step (median and IQR, seconds).
+        dtype: floating dtype of weights and inputs.
+        seed: seeds the weights and the random prefix.
+        min_run_time: seconds of timed blocks (see :func:`~seqlab.measure.timing.measure_time`).
+        threads: CPU threads while timing (None keeps torch's setting).
+        load: the machine's load to record with the time (None reads it now).
+        decoder: a decoder already built for ``machine`` and ``d_model`` (reused across positions).
+
+    Returns:
+        A :class:`DecodeStep`.
+
+    Raises:
+        SeqlabError: unknown machine, or a size that is not an integer >= 1.
+    """
+    from seqlab.measure.work import count_multiplications
+
+    check_machine(machine)
+    t, batch = require_positive_int("t", t), require_positive_int("batch", batch)
+    decoder = build_decoder(machine, d_model, seed=seed, dtype=dtype) if decoder is None else decoder
+    generator = torch.Generator().manual_seed(seed + t)
+    state = prepared_state(decoder, t, batch, generator, dtype)
+    x_t = torch.randn(batch, decoder.d_model, generator=generator, dtype=dtype)  # (B, d_model)
+    with torch.no_grad():
+        counted = count_multiplications(decoder.step, x_t, state)
+        _y, after = decoder.step(x_t, state)
+    timing = None
+    if time:
+        timing = measure_time(lambda: decoder.step(x_t, state), label=f"{machine} t={t}", threads=threads,
+                              min_run_time=min_run_time, load=load)
+    return DecodeStep(machine=machine, t=t, d_model=decoder.d_model, batch=batch,
+                      multiplications=counted.multiplications,
+                      closed_form=step_multiplications(machine, t, decoder.d_model, batch),
+                      state_bytes=state_bytes(after), unaccounted=dict(counted.unaccounted), timing=timing,
+                      dtype=str(dtype).removeprefix("torch."))
+
+
+def generate(decoder: Any, first: torch.Tensor, steps: int) -> torch.Tensor:
+    """Generate ``steps`` tokens, each step's output fed back as the next input (B, d_model) -> (B, steps, d).
+
+    A model that writes samples token t+1 from its output at t; here the output vector itself is fed back
+    (same width), which keeps the one dependence that matters: step t+1 cannot start before step t ends.
+
+    >>> generate(build_decoder("elman", 4), torch.zeros(1, 4), 3).shape
+    torch.Size([1, 3, 4])
+
+    Raises:
+        SeqlabError: steps is not an integer >= 1, or the decoder's output width differs from its input's.
+    """
+    steps = require_positive_int("steps", steps)
+    if decoder.d_out != decoder.d_model:
+        raise SeqlabError(f"feeding outputs back needs d_out == d_model, received {decoder.d_out} and "
+                          f"{decoder.d_model}")
+    state = decoder.initial_state(first.shape[0], dtype=first.dtype)
+    x_t, outputs = first, []
+    for _ in range(steps):
+        x_t, state = decoder.step(x_t, state)  # (B, d_model): the output is the next input
+        outputs.append(x_t)
+    return torch.stack(outputs, dim=1)  # (B, steps, d_model)
+
+
+def generation_span(machine: str, T: int, d_model: int, seed: int = 0) -> int:
+    """Matrix products in a row while generating T tokens with ``machine`` (outputs fed back).
+
+    >>> [generation_span("attention_kv_cache", T, 4) for T in (4, 8)]  # 3 products per token: q_t, q_t·K, α·V
+    [12, 24]
+
+    Raises:
+        SeqlabError: unknown machine or a size that is not an integer >= 1.
+
+    Source: lesson claims L1 (T steps in a row) and L2 (three operations in a row whatever T is).
+    """
+    from seqlab.measure.trace import measure_span
+
+    decoder = build_decoder(machine, d_model, seed=seed)
+    first = torch.randn(1, d_model, generator=torch.Generator().manual_seed(seed))
+    return measure_span(generate, decoder, first, T).products
+
+
+def training_span(T: int, d_model: int, seed: int = 0) -> int:
+    """Matrix products in a row of causal self-attention's parallel forward over T given tokens (training).
+
+    >>> [training_span(T, 4) for T in (4, 8)]  # projections, Q K^T, A V: 3 whatever T is
+    [3, 3]
+
+    Raises:
+        SeqlabError: a size that is not an integer >= 1.
+    """
+    from seqlab.measure.trace import measure_span
+
+    T = require_positive_int("T", T)
+    attention = build_decoder("attention_kv_cache", d_model, seed=seed).attention
+    x = torch.randn(1, T, d_model, generator=torch.Generator().manual_seed(seed))
+    return measure_span(attention, x).products
