@@ -1,0 +1,290 @@
+"""Peak memory of a forward pass: the most bytes held at once by tensors the pass allocated (issue 15).
+
+Attention's math path writes all T×T scores, and then their softmax, before the mix A V reads them: its
+peak grows as T². A fused kernel (PyTorch's flash attention for CPU) walks the scores in blocks and never
+holds them all, so its peak grows as T; so does a recurrence's, which keeps one state per position. The
+lesson's Table 1 (L6, L7) counts work and steps; this module measures the memory a user pays for them.
+
+How it is tracked: a :class:`~torch.utils._python_dispatch.TorchDispatchMode` sees every ATen op of the
+pass. An op's output whose storage is neither one of the op's inputs' storages (a view, an in-place
+write, ``_unsafe_view``) nor a storage already tracked is a new allocation of ``nbytes`` bytes. Storages
+are keyed by (device, data pointer) and identified by their Python object: PyTorch keeps one Python
+object per storage while the storage lives (it is preserved while C++ still holds the storage), so a
+``weakref.finalize`` on that object fires exactly when the memory goes back to the allocator. That is
+the release event. ``id()`` is never used (it is reused after a free); a pointer that comes back for a
+new storage while an old record has not been finalised yet is seen as a new storage (its Python object
+differs) and the old record is retired.
+
+Why a dispatch mode and not ``torch.profiler``'s memory events: it names each live tensor (the op that
+made it, its shape and dtype), so the report can say *what* is held at the peak, and it runs on any
+device, the meta device excepted. What it cannot see: memory an ATen kernel allocates and frees inside
+itself (the flash kernel's per-thread block buffers, a constant in T; oneDNN's workspaces), and
+allocator rounding and caching. Scope of every figure: storages allocated during the pass; the inputs,
+parameters and any other tensor that existed before the pass are *excluded* from the peak and reported
+apart as ``external_bytes``. The pass runs under ``torch.no_grad()`` (an inference forward: no
+activations are saved for a backward).
+
+Shapes: T positions, d width.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from seqlab.errors import SeqlabError
+from seqlab.fit import Fit, fit_growth
+from seqlab.measure.ops import op_name
+from seqlab.memory import MemoryEstimate, require_fits
+
+__all__ = ["LiveTensor", "PeakGrowth", "PeakMemory", "measure_peak_memory", "peak_growth"]
+
+#: How many of the largest live tensors at the peak are reported.
+LARGEST = 5
+
+
+@dataclass(frozen=True)
+class LiveTensor:
+    """One storage live at the peak: the op that allocated it, the shape and dtype it was made with, bytes."""
+
+    op: str
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class PeakMemory:
+    """Memory held by the tensors of one forward pass.
+
+    Attributes:
+        peak_bytes: the most bytes held at once by storages allocated during the pass (bytes).
+        final_bytes: bytes of those storages still held when the function returned (its outputs, mostly).
+        allocated_bytes: every byte allocated during the pass, summed (bytes; not a peak).
+        allocations: how many storages the pass allocated.
+        external_bytes: bytes of storages the pass read that existed before it (inputs, parameters,
+            buffers, captured tensors); excluded from ``peak_bytes``.
+        largest: the :data:`LARGEST` largest storages live at the peak, largest first.
+        peak_op: the op whose output made the peak.
+        unseen: ops whose outputs have no storage to measure (nested, sparse, subclass), name → calls.
+    """
+
+    peak_bytes: int
+    final_bytes: int
+    allocated_bytes: int
+    allocations: int
+    external_bytes: int
+    largest: tuple[LiveTensor, ...]
+    peak_op: str
+    unseen: dict[str, int]
+
+
+@dataclass
+class _Record:
+    """A tracked storage: its object (weakly), its bytes, what made it, when it was allocated and freed."""
+
+    storage: weakref.ref
+    nbytes: int
+    live: LiveTensor
+    allocated_at: int
+    freed_at: int | None = None
+    finalizer: Any = None
+
+
+def _tensors(values: Iterable[Any]) -> Iterator[torch.Tensor]:
+    """Every tensor in a (possibly nested) tuple/list/dict of op arguments or results."""
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            yield from _tensors(value)
+        elif isinstance(value, dict):
+            yield from _tensors(value.values())
+
+
+def _storage(tensor: torch.Tensor) -> torch.UntypedStorage | None:
+    """The tensor's storage if it has memory of its own to count, else None."""
+    if tensor.is_nested or tensor.layout != torch.strided or tensor.device.type == "meta":
+        return None
+    try:
+        storage = tensor.untyped_storage()
+    except (RuntimeError, NotImplementedError):  # a subclass without a storage of its own
+        return None
+    return storage if storage.data_ptr() else None
+
+
+class _PeakTracker(TorchDispatchMode):
+    """Records the allocation and release of every storage an op of the pass creates."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+        self.records: dict[tuple, _Record] = {}
+        self.retired: list[_Record] = []
+        self.external: dict[tuple, int] = {}
+        self.events = 0
+        self.current = self.peak = self.peak_event = self.allocated = self.allocations = 0
+        self.peak_op = ""
+        self.unseen: dict[str, int] = {}
+
+    @staticmethod
+    def _key(storage: torch.UntypedStorage) -> tuple:
+        return storage.device.type, storage.device.index, storage.data_ptr()
+
+    def _release(self, key: tuple, record: _Record) -> None:
+        """The storage's memory went back (its Python object died), or its record is retired."""
+        with self.lock:
+            if record.freed_at is not None:
+                return
+            self.events += 1
+            record.freed_at = self.events
+            self.current -= record.nbytes
+            if self.records.get(key) is record:
+                del self.records[key]
+            self.retired.append(record)
+
+    def _allocate(self, key: tuple, storage: torch.UntypedStorage, tensor: torch.Tensor, func) -> None:
+        stale = self.records.get(key)
+        if stale is not None:  # the pointer came back for a new storage before the old record was finalised
+            stale.finalizer.detach()
+            self._release(key, stale)
+        nbytes = storage.nbytes()
+        with self.lock:
+            self.events += 1
+            live = LiveTensor(op_name(func), tuple(tensor.shape), str(tensor.dtype).removeprefix("torch."), nbytes)
+            record = _Record(weakref.ref(storage), nbytes, live, self.events)
+            self.records[key] = record
+            self.current += nbytes
+            self.allocated += nbytes
+            self.allocations += 1
+            if self.current > self.peak:
+                self.peak, self.peak_event, self.peak_op = self.current, self.events, live.op
+        record.finalizer = weakref.finalize(storage, self._release, key, record)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        inputs = {}
+        for tensor in _tensors((args, kwargs)):
+            storage = _storage(tensor)
+            if storage is not None:
+                key = self._key(storage)
+                inputs[key] = storage
+                record = self.records.get(key)
+                if record is None or record.storage() is not storage:
+                    self.external[key] = storage.nbytes()
+        out = func(*args, **kwargs)
+        for tensor in _tensors((out,)):
+            storage = _storage(tensor)
+            if storage is None:
+                if tensor.numel():
+                    self.unseen[op_name(func)] = self.unseen.get(op_name(func), 0) + 1
+                continue
+            key = self._key(storage)
+            if inputs.get(key) is storage:
+                continue  # a view of, or a write into, an input: no new memory
+            record = self.records.get(key)
+            if record is not None and record.storage() is storage:
+                continue  # already tracked
+            self._allocate(key, storage, tensor, func)
+        return out
+
+    def live_at_peak(self) -> list[LiveTensor]:
+        """The storages allocated at or before the peak and freed after it, largest first."""
+        with self.lock:
+            every = [*self.records.values(), *self.retired]
+        live = [r.live for r in every
+                if r.allocated_at <= self.peak_event and (r.freed_at is None or r.freed_at > self.peak_event)]
+        return sorted(live, key=lambda t: t.nbytes, reverse=True)
+
+    def close(self) -> None:
+        """Detach every finalizer still pending, so outputs that outlive the pass do not call back."""
+        with self.lock:
+            pending = list(self.records.values())
+        for record in pending:
+            record.finalizer.detach()
+
+
+def measure_peak_memory(function: Callable[..., Any], *args: Any, **kwargs: Any) -> PeakMemory:
+    """Run ``function(*args, **kwargs)`` once under ``torch.no_grad()`` and measure its peak live bytes.
+
+    >>> q = torch.zeros(1, 1, 64, 8)  # (B, heads, T, d)
+    >>> peak = measure_peak_memory(lambda: torch.softmax(q @ q.transpose(-2, -1), dim=-1) @ q)
+    >>> peak.peak_bytes, [t.op for t in peak.largest[:2]]  # scores and weights at once: 2 * 64 * 64 * 4
+    (32768, ['aten.bmm', 'aten._softmax'])
+
+    Args:
+        function: any callable that runs PyTorch ops (a module, a function, a lambda).
+        *args, **kwargs: passed through to ``function``; their tensors are external (not in the peak).
+
+    Returns:
+        A :class:`PeakMemory` (bytes; scope: storages allocated by ATen ops during the pass, see the
+        module docstring).
+
+    Raises:
+        Whatever ``function`` raises; nothing of its own. Estimate and refuse sizes that would not fit
+        (:func:`seqlab.memory.require_fits`) before calling this: it measures, it does not guard.
+    """
+    tracker = _PeakTracker()
+    try:
+        with torch.no_grad(), tracker:
+            result = function(*args, **kwargs)
+        final = tracker.current
+        del result
+    finally:
+        tracker.close()
+    largest = tuple(tracker.live_at_peak()[:LARGEST])
+    return PeakMemory(peak_bytes=tracker.peak, final_bytes=final, allocated_bytes=tracker.allocated,
+                      allocations=tracker.allocations, external_bytes=sum(tracker.external.values()),
+                      largest=largest, peak_op=tracker.peak_op, unseen=dict(tracker.unseen))
+
+
+@dataclass(frozen=True)
+class PeakGrowth:
+    """Peak bytes of one pass at several T and their growth fitted against T (a power law or a logarithm)."""
+
+    lengths: tuple[int, ...]
+    peaks: tuple[PeakMemory, ...]
+    fit: Fit
+
+    @property
+    def peak_bytes(self) -> tuple[int, ...]:
+        """The peak of each pass, bytes, in the order of ``lengths``."""
+        return tuple(p.peak_bytes for p in self.peaks)
+
+
+def peak_growth(make: Callable[[int], Callable[[], Any]], lengths: Iterable[int],
+                estimate: Callable[[int], int]) -> PeakGrowth:
+    """Measure the peak of ``make(T)()`` at each T and fit its growth; refuse a T that would not fit first.
+
+    >>> x = torch.zeros(8)
+    >>> g = peak_growth(lambda T: lambda: x.repeat(T), (64, 128, 256), lambda T: 4 * T)
+    >>> g.peak_bytes, round(g.fit.exponent, 6)  # 4 bytes * 8 * T
+    ((2048, 4096, 8192), 1.0)
+
+    Args:
+        make: T -> a zero-argument callable that builds nothing big and runs the pass at T (build the
+            inputs inside it or before; inputs built before are external and excluded).
+        lengths: at least 3 distinct T >= 1.
+        estimate: T -> generous bytes the pass at T needs; checked with :func:`seqlab.memory.require_fits`
+            before anything is built at that T.
+
+    Returns:
+        A :class:`PeakGrowth`.
+
+    Raises:
+        SeqlabError: fewer than 3 distinct lengths, or a pass that would not fit in memory.
+    """
+    lengths = tuple(sorted(set(lengths)))
+    if len(lengths) < 3:
+        raise SeqlabError(f"a peak growth needs at least 3 distinct lengths, received {list(lengths)}",
+                          parameter="lengths")
+    for T in lengths:
+        require_fits(MemoryEstimate(estimate(T), f"the pass at T = {T}"), f"T = {T}")
+    peaks = tuple(measure_peak_memory(make(T)) for T in lengths)
+    return PeakGrowth(lengths, peaks, fit_growth(lengths, [p.peak_bytes for p in peaks]))
