@@ -3,8 +3,8 @@
 One page per panel (``/figure``, ``/cost``, ``/chain``, ``/order``, ``/time``, ``/quiz``; ``/`` lists
 them), each rendered by Jinja2 in English or Spanish (``?lang=es``; gettext domain ``web`` through
 Jinja's i18n extension) and drawn in the browser from its ``/api/...`` endpoint. Every script and style
-ships in the package; Plotly's bundle is served from the installed ``plotly`` package, so the lab works
-offline (and FastAPI's /docs and /redoc, which load theirs from CDNs, are off; /openapi.json stays). Bad
+ships in the package, Plotly's basic bundle included (``static/plotly-basic.min.js``, served as
+``/vendor/plotly.min.js``; its licence beside it), so the lab works offline (and FastAPI's /docs and /redoc, which load theirs from CDNs, are off; /openapi.json stays). Bad
 input of any kind is a 422 whose message names the value and the range, in the request's language
 (:mod:`seqlab.web.validation`); :class:`~seqlab.web.messages.LabError` maps to 422 too; a measurement that
 cannot start because every worker is measuring is a 503 with ``Retry-After`` (:mod:`seqlab.web.workers`). A
@@ -63,14 +63,14 @@ def environment(lang: str):
     return env
 
 
+#: Plotly's "basic" bundle (scatter, bar, pie: the lab draws only scatter traces), vendored from the npm
+#: package plotly.js-basic-dist-min with its MIT licence beside it (``plotly-basic.LICENSE.txt``).
+PLOTLY_BUNDLE = PACKAGE / "static" / "plotly-basic.min.js"
+
+
 def plotly_bundle() -> Path | None:
-    """The ``plotly.min.js`` the installed plotly package ships, or None without plotly."""
-    try:
-        import plotly
-    except ImportError:
-        return None
-    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-    return path if path.is_file() else None
+    """The vendored ``plotly-basic.min.js``, or None if the file is missing from the installation."""
+    return PLOTLY_BUNDLE if PLOTLY_BUNDLE.is_file() else None
 
 
 def render_page(panel: str, lang: str, request: Request) -> HTMLResponse:
@@ -197,7 +197,7 @@ def create_app(default_lang: str = "en", host: str | None = None, allowed_hosts:
 
     @app.api_route("/vendor/plotly.min.js", methods=["GET", "HEAD"], include_in_schema=False)
     async def plotly_js():
-        """Plotly's bundle from the installed package: the charts work offline."""
+        """Plotly's vendored bundle: the charts work offline."""
         path = plotly_bundle()
         if path is None:
             return JSONResponse(status_code=404, content={"message": "plotly is not installed"})
