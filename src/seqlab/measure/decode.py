@@ -130,7 +130,9 @@ def build_decoder(machine: str, d_model: int, *, seed: int = 0, dtype: torch.dty
         attention = SelfAttention(d_model, causal=True, generator=generator, dtype=dtype)
         decoder = KVCacheDecoder if machine == "attention_kv_cache" else NoCacheDecoder
         return decoder(attention).eval()
-    return _mixer_class(machine)(d_model, generator=generator).to(dtype).eval()
+    if machine == "linear_attention":
+        return _mixer_class(machine)(d_model, form="recurrent", generator=generator, dtype=dtype).eval()
+    return _mixer_class(machine)(d_model, generator=generator, dtype=dtype).eval()
 
 
 def step_multiplications(machine: str, t: int, d_model: int, batch: int = 1) -> int | None:
@@ -139,7 +141,14 @@ def step_multiplications(machine: str, t: int, d_model: int, batch: int = 1) -> 
     * ``elman``: d² + d² (W_hh h_{t-1} and W_xh x_t, L5);
     * ``attention_kv_cache``: 3d² (q_t, k_t, v_t) + t·d (scores q_t·k_j) + t·d (mix of t values) = 3d² + 2td;
     * ``attention_no_cache``: d² (q_t) + 2·t·d² (all t keys and values again) + 2td = d² + 2td² + 2td;
-    * ``linear_attention`` / ``selective_recurrence``: from their modules' ``*_step_multiplications``.
+    * ``linear_attention``: 3d² (q, k, v) + d² (its output projection W_o) + 2d² + d (update and read of the
+      d×d state S and of z) = 6d² + d, from :func:`seqlab.layers.linear_attention.linear_attention_step_multiplications`;
+    * ``selective_recurrence`` (d_state = d): W_Δ x_t, W_u x_t, W_C x_t and W_o (c_t ⊙ h_t) = 4d², from
+      :func:`seqlab.layers.linear_recurrence.selective_recurrence_step_multiplications` (the element-wise
+      update h_t = a_t ⊙ h_{t-1} + b_t is not a product).
+
+    Scope: each machine's own layer. Linear attention's includes its output projection W_o; seqlab's
+    :class:`~seqlab.layers.attention.SelfAttention` (both attention decoders) has none.
 
     All times ``batch``. Biases, tanh, softmax and the 1/sqrt(d) scaling are not multiplications here.
 
@@ -164,10 +173,14 @@ def step_multiplications(machine: str, t: int, d_model: int, batch: int = 1) -> 
 
 
 def _mixer_step_multiplications(machine: str, d: int, batch: int) -> int | None:
-    """The mixer module's own closed form for one step at width d (None when it offers none)."""
+    """The mixer module's own closed form for one step at width d, projections in (None when it offers none)."""
     module = importlib.import_module(_MIXER_MODULES[machine][0])
     formula = getattr(module, f"{machine}_step_multiplications", None)
-    return None if formula is None else batch * int(formula(d))
+    if formula is None:
+        return None
+    if machine == "linear_attention":  # q, k, v and W_o projections, then 2·d_k·d_v + d_k on the state
+        return int(formula(d, d, d, batch=batch))
+    return int(formula(d, d, batch=batch))  # d_state = d_model: W_Δ, W_u, W_C in and W_o out
 
 
 def estimate_decode_bytes(machine: str, t: int, d_model: int, batch: int = 1,
@@ -274,8 +287,9 @@ def generate(decoder: Any, first: torch.Tensor, steps: int) -> torch.Tensor:
         SeqlabError: steps is not an integer >= 1, or the decoder's output width differs from its input's.
     """
     steps = require_positive_int("steps", steps)
-    if decoder.d_out != decoder.d_model:
-        raise SeqlabError(f"feeding outputs back needs d_out == d_model, received {decoder.d_out} and "
+    d_out = getattr(decoder, "d_out", decoder.d_model)  # the mixers map d_model back to d_model
+    if d_out != decoder.d_model:
+        raise SeqlabError(f"feeding outputs back needs d_out == d_model, received {d_out} and "
                           f"{decoder.d_model}")
     state = decoder.initial_state(first.shape[0], dtype=first.dtype)
     x_t, outputs = first, []
