@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import torch
 from torch.utils.flop_counter import flop_registry
@@ -266,6 +266,21 @@ _COMPUTE_NAMES = frozenset("""
 """Compute ops with no counted multiplications that carry no ``pointwise`` or ``reduction`` tag."""
 
 
+def tensors_in(values: Iterable[object]) -> Iterator[torch.Tensor]:
+    """The tensors among ATen arguments or results: tensors, and tensors inside lists and tuples (an op's
+    schema allows no other containers). Cheaper than a general pytree walk, which a tracer would pay per op.
+
+    >>> len(list(tensors_in((torch.ones(2), [torch.ones(1), 3], "x"))))
+    2
+    """
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            yield from tensors_in(value)
+
+
+@functools.cache
 def op_name(func: torch._ops.OpOverload) -> str:
     """Short, readable name of an ATen op: ``aten.bmm`` (the overload packet, without ``.default``)."""
     return str(func.overloadpacket)

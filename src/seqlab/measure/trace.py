@@ -42,14 +42,14 @@ import bisect
 import contextlib
 import functools
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from seqlab.measure.ops import FUSED_OPS, is_contraction, is_movement, op_name
+from seqlab.measure.ops import FUSED_OPS, is_contraction, is_movement, op_name, tensors_in
 from seqlab.measure.switches import reference_kernels
 
 __all__ = ["Span", "measure_span", "reference_kernels"]
@@ -186,14 +186,7 @@ def _written_arguments(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -
     return [args[i] if i < len(args) else kwargs.get(name) for i, name in _mutated(func)]
 
 
-def _tensors(values: Iterable[Any]) -> Iterator[torch.Tensor]:
-    """The tensors among ATen arguments or results: tensors, and tensors inside lists and tuples (an op's
-    schema allows no other containers). Cheaper than a general pytree walk, which the tracer would pay per op."""
-    for value in values:
-        if isinstance(value, torch.Tensor):
-            yield value
-        elif isinstance(value, (list, tuple)):
-            yield from _tensors(value)
+_tensors = tensors_in
 
 
 def _covers_storage(tensor: torch.Tensor) -> bool:
@@ -242,30 +235,42 @@ class _SpanTracer(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        kind = _kind(func)
+        if kind is None:  # a view: same storage, same writers, nothing to record
+            return func(*args, **kwargs)
+        step_ops, step_products, name, fused = kind
         inputs = [*_tensors(args), *_tensors(kwargs.values())]
         out = func(*args, **kwargs)
-        if is_movement(func) and not func.is_view:
-            step_ops = step_products = 0
-        elif func.is_view or torch.Tag.inplace_view in func.tags:
-            return out  # same storage, same writers: nothing to record
-        else:
-            step_ops = 1
-            step_products = 1 if is_contraction(func) else 0
+        if step_ops:
             self.total_ops += 1
             self.total_products += step_products
-            self.op_counts[op_name(func)] += 1
-            if func.overloadpacket in FUSED_OPS:
-                self.fused[op_name(func)] += 1
-        before = [self._depth(t) for t in inputs]
-        depth = _Depth(
-            max((d.ops for d in before), default=0) + step_ops,
-            max((d.products for d in before), default=0) + step_products,
-        )
+            self.op_counts[name] += 1
+            if fused:
+                self.fused[name] += 1
+        ops = products = 0
+        for tensor in inputs:
+            stored = self.depth_of_storage.get(self._key(tensor))
+            if stored is not None:
+                depth = stored.read(tensor)
+                ops, products = max(ops, depth.ops), max(products, depth.products)
+        depth = _Depth(ops + step_ops, products + step_products)
         for tensor in _tensors((out, *_written_arguments(func, args, kwargs))):
             self._write(tensor, depth)
         self.span.ops = max(self.span.ops, depth.ops)
         self.span.products = max(self.span.products, depth.products)
         return out
+
+
+@functools.cache
+def _kind(func: torch._ops.OpOverload) -> tuple[int, int, str, bool] | None:
+    """What one op adds to a chain, decided once per op (the tracer asks for every op it sees): None for a view
+    (nothing to record); else (ops, products, name, fused): 0 and 0 for movement, 1 op (and 1 product for a
+    contraction) for compute."""
+    if func.is_view:
+        return None
+    if is_movement(func):  # in-place views (``transpose_``) included: recorded, at no cost
+        return 0, 0, op_name(func), False
+    return 1, int(is_contraction(func)), op_name(func), func.overloadpacket in FUSED_OPS
 
 
 def measure_span(function: Callable[..., Any], *args: Any, expand_fused: bool = True, **kwargs: Any) -> Span:

@@ -27,17 +27,19 @@ nested kernel, one call), with the formulas of :data:`~seqlab.measure.ops.EXTRA_
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch._C import DispatchKey
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves, tree_map
 from torch.utils.flop_counter import FlopCounterMode, _FlopCounterMode
 
-from seqlab.measure.ops import EXTRA_FORMULAS, PYTORCH_TWINS, is_unknown, op_name
+from seqlab.measure.ops import EXTRA_FORMULAS, PYTORCH_TWINS, is_unknown, op_name, tensors_in
 
 aten = torch.ops.aten
 
@@ -183,14 +185,44 @@ class _NestedDispatch(_FlopCounterMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if isinstance(func, torch._ops.OpOverload) and _plain(func):
+            # what PyTorch's mode does for an op it would not decompose, without its per-op detour (it tries
+            # ``func.decompose`` under a re-entered mode for every op: most of the counter's cost)
+            out = func(*args, **kwargs)
+            if func.overloadpacket in self.counter.flop_registry:
+                return self.counter._count_flops(func.overloadpacket, out, args, kwargs)
+            return out
         if func.overloadpacket in self.counter.flop_registry and _any_nested((args, kwargs)):
             out = func(*args, **kwargs)
             return self.counter._count_flops(func.overloadpacket, out, args, kwargs)
         return super().__torch_dispatch__(func, types, args, kwargs)
 
 
-def _any_nested(tree: object) -> bool:
-    return any(isinstance(t, torch.Tensor) and t.is_nested for t in tree_leaves(tree))
+#: Ops PyTorch's counting mode answers with NotImplemented (sizes and strides of nested tensors).
+_METADATA = frozenset(str(op) for op in (
+    aten.sym_is_contiguous.default, aten.is_contiguous.default, aten.is_contiguous.memory_format,
+    aten.is_strides_like_format.default, aten.is_non_overlapping_and_dense.default, aten.size.default,
+    aten.sym_size.default, aten.stride.default, aten.sym_stride.default, aten.storage_offset.default,
+    aten.sym_storage_offset.default, aten.numel.default, aten.sym_numel.default, aten.dim.default))
+
+
+@functools.cache
+def _plain(func: torch._ops.OpOverload) -> bool:
+    """An op that PyTorch's counting mode would run as it is: no metadata query, no decomposition
+    (``func.decompose`` returns NotImplemented for it), decided once per op."""
+    implicit = DispatchKey.CompositeImplicitAutograd
+    if str(func) in _METADATA or implicit in func.py_kernels:
+        return False
+    return not torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), implicit)
+
+
+def _any_nested(tree: tuple) -> bool:
+    return any(t.is_nested for t in tensors_in(_flat(tree)))
+
+
+def _flat(tree: tuple) -> list:
+    """(args, kwargs, out) -> a list of the values in them (kwargs by value)."""
+    return [tuple(value.values()) if isinstance(value, dict) else value for value in tree]
 
 
 def _padded(shapes: list[torch.Size]) -> torch.Size:
