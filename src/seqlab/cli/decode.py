@@ -1,0 +1,100 @@
+"""``seqlab decode``: the cost of each new token when a model writes (parse, call the study, render).
+
+Everything that can be refused is refused before the measuring starts (exit 2, one ``Error:`` line): positions
+that are not integers >= 1 or exceed the largest accepted, an unknown machine, a ``--plot`` file that is not .png
+or .svg or lies in a missing folder, and a step that would not fit in memory (the message says how much it would
+need).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from seqlab.cli import app
+from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
+from seqlab.cli.table1 import integer_list
+from seqlab.errors import SeqlabError
+
+#: Which option each library parameter comes from, to point an error at the right one.
+OPTIONS = {"positions": "'--positions'", "d_model": "'--d-model'", "machine": "'--machines'",
+           "batch": "'--batch'"}
+PLOT_SUFFIXES = (".png", ".svg")
+
+
+def _plot_path(plot: str) -> Path:
+    """``--plot FILE.png`` or ``FILE.svg`` in a folder that exists."""
+    path = Path(plot)
+    if path.suffix.lower() not in PLOT_SUFFIXES:
+        raise typer.BadParameter(f"expected a file name ending in .png or .svg, received {plot!r}",
+                                 param_hint="'--plot'")
+    if not path.parent.is_dir():
+        raise typer.BadParameter(f"the folder of {plot!r} does not exist", param_hint="'--plot'")
+    return path
+
+
+def _machines(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+@app.command()
+def decode(
+    positions: Annotated[Optional[str], typer.Option(
+        "--positions", metavar="T1,T2,...",
+        help="Positions t of the new token, integers >= 1 separated by commas (default 16,256,1024; "
+             "--quick: 16,64,256).")] = None,
+    d_model: Annotated[Optional[int], typer.Option(
+        "--d-model", parser=integer_at_least(1), metavar="INTEGER",
+        help="Every width: d_model = d_h = d_k = d_v (default 256; --quick: 64).")] = None,
+    machines: Annotated[Optional[str], typer.Option(
+        "--machines", metavar="NAME,...",
+        help="Which machines: elman, attention_kv_cache, attention_no_cache, linear_attention, "
+             "selective_recurrence (default: all).")] = None,
+    batch: Annotated[int, typer.Option("--batch", parser=integer_at_least(1), metavar="INTEGER",
+                                       help="Sequences generated side by side.")] = 1,
+    time: Annotated[bool, typer.Option("--time/--no-time", help="Time each step (median ± IQR), or count only."
+                                       )] = True,
+    quick: Annotated[bool, typer.Option("--quick", help="Smaller positions and width, short timings: seconds, a "
+                                        "preview rather than a measurement to quote.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print every measurement and decision as JSON.")] = False,
+    plot: Annotated[Optional[str], typer.Option(
+        "--plot", metavar="FILE", help="Also draw multiplications, time and state against t (log axes) to FILE.png "
+                                       "or FILE.svg.")] = None,
+    lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
+) -> None:
+    """Generate token by token: multiplications, time and state per new token, machine by machine."""
+    from seqlab.studies.decode import DecodeConfig, check_decode_config, run_decode
+
+    lang = language(lang)
+    plot_path = _plot_path(plot) if plot is not None else None
+    changes: dict[str, object] = {"batch": batch, "time": time}
+    if positions is not None:
+        changes["positions"] = integer_list(positions, 1, "'--positions'")
+    if d_model is not None:
+        changes["d_model"] = d_model
+    if machines is not None:
+        changes["machines"] = _machines(machines)
+    try:
+        config = check_decode_config(DecodeConfig.quick(**changes) if quick else DecodeConfig(**changes))
+        result = run_decode(config)
+    except SeqlabError as error:
+        raise bad_parameter(error, OPTIONS, "'--positions' / '--d-model'") from None
+    if plot_path is not None:
+        from seqlab.render.decode import plot_decode
+
+        try:
+            plot_decode(result, plot_path, lang)
+        except OSError as error:
+            raise typer.BadParameter(f"cannot write {str(plot_path)!r}: {error}", param_hint="'--plot'") from None
+    if as_json:
+        from seqlab.render.json_output import to_json
+
+        typer.echo(to_json(result))
+        return
+    from rich.console import Console
+
+    from seqlab.render.decode import render_decode
+
+    Console().print(render_decode(result, lang))

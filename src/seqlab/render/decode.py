@@ -1,0 +1,271 @@
+"""Render a :class:`~seqlab.studies.decode.DecodeResult`: the table, the sentences and the plot (L1, L2, L5, L6, L8).
+
+Results in, words and pictures out: nothing here measures. Every sentence words a decision the study took from
+its measurements (:class:`~seqlab.studies.decode.Win`, :class:`~seqlab.studies.decode.Growth`,
+:class:`~seqlab.studies.decode.Asymmetry`), so a different measurement gives a different sentence.
+
+Sentences go through the gettext domain ``decode`` (``locale/es/LC_MESSAGES/decode.po``); the translation
+function is called ``tr``. matplotlib is imported only when a plot is drawn (object API, Agg canvas).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from seqlab.i18n import format_integer, format_number, format_seconds, translator
+from seqlab.studies.decode import TIME_MARGIN, DecodeResult, Win
+
+DOMAIN = "decode"
+
+
+def decode_translator(lang: str) -> Callable[[str], str]:
+    """The gettext function of the ``decode`` domain for ``lang``.
+
+    >>> decode_translator("es")("Elman RNN")
+    'RNN de Elman'
+    """
+    return translator(lang, DOMAIN)
+
+
+def machine_label(machine: str, lang: str = "en") -> str:
+    """The machine's name for readers, in ``lang`` (the key itself for a machine without one).
+
+    >>> machine_label("attention_kv_cache"), machine_label("attention_kv_cache", "es")
+    ('attention, KV cache', 'atención con caché KV')
+    """
+    tr = decode_translator(lang)
+    labels = {"elman": tr("Elman RNN"), "attention_kv_cache": tr("attention, KV cache"),
+              "attention_no_cache": tr("attention, no cache"), "linear_attention": tr("linear attention"),
+              "selective_recurrence": tr("selective recurrence")}
+    return labels.get(machine, machine)
+
+
+def _times(value: float, lang: str) -> str:
+    return "×" + format_number(value, lang)
+
+
+def _positions(positions: list[int], lang: str) -> str:
+    return ", ".join(format_integer(t, lang) for t in positions)
+
+
+def _time_cell(step, lang: str) -> str:
+    if step.timing is None:
+        return "—"
+    return f"{format_seconds(step.timing.median_s, lang)} ± {format_seconds(step.timing.iqr_s, lang)}"
+
+
+def decode_table(result: DecodeResult, lang: str = "en") -> Table:
+    """One row per machine and position: multiplications counted and in closed form, time, state bytes."""
+    tr = decode_translator(lang)
+    config = result.config
+    title = tr("Cost of one new token at position t, d_model = {d}").format(d=format_integer(config.d_model, lang))
+    table = Table(title=title, caption=_caption(result, lang), title_justify="left", caption_justify="left")
+    for header in (tr("machine"), "t", tr("multiplications\n(counted)"), tr("closed\nform"),
+                   tr("time per token\nmedian ± IQR"), tr("state\n(bytes)")):
+        table.add_column(header, justify="left" if header == tr("machine") else "right")
+    for machine in config.machines:
+        for index, t in enumerate(config.positions):
+            step = result.step(machine, t)
+            closed = "—" if step.closed_form is None else (
+                "=" if step.closed_form == step.multiplications else format_integer(step.closed_form, lang))
+            table.add_row(machine_label(machine, lang) if index == 0 else "", format_integer(t, lang),
+                          format_integer(step.multiplications, lang), closed, _time_cell(step, lang),
+                          format_integer(step.state_bytes, lang))
+    return table
+
+
+def _caption(result: DecodeResult, lang: str) -> str:
+    """Scope and conditions of every figure in the table."""
+    tr = decode_translator(lang)
+    config = result.config
+    parts = [tr("Multiplications: one per multiply-add, counted on the step as it ran (bias, tanh, softmax and "
+                "scaling not counted); each machine's own layer: linear attention includes its output "
+                "projection, seqlab's attention has none. '=' the count equals the closed form.")]
+    if config.time:
+        threads = tr("1 thread") if config.threads == 1 else tr("{threads} threads").format(threads=config.threads)
+        parts.append(tr("Time: median ± IQR of one step, {threads}, float32, batch {batch}, PyTorch {torch}.").format(
+            threads=threads, batch=config.batch, torch=result.torch_version))
+    if result.load is not None and result.load.busy and result.load.load_1min is not None:
+        parts.append(tr("The machine was busy (load average {load} on {cpus} CPUs when measuring began): the "
+                        "times may read long and spread wide.").format(
+            load=format_number(result.load.load_1min, lang), cpus=result.load.cpus))
+    return " ".join(parts)
+
+
+def _groups(wins: list[Win]) -> list[tuple[Win, list[int]]]:
+    """Consecutive positions with the same decision, each with its last Win (whose figures are quoted)."""
+    groups: list[tuple[Win, list[int]]] = []
+
+    def key(win: Win) -> tuple:
+        return (win.machine,) if win.machine else (None, win.leader, win.runner_up)
+
+    for win in wins:
+        if groups and key(groups[-1][0]) == key(win):
+            groups[-1] = (win, groups[-1][1] + [win.t])
+        else:
+            groups.append((win, [win.t]))
+    return groups
+
+
+def win_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
+    """Where each machine wins: fewest multiplications, least time (by the margin), smallest state."""
+    tr = decode_translator(lang)
+    lines = []
+    for criterion in ("work", "time", "state"):
+        for win, positions in _groups([w for w in result.wins if w.criterion == criterion]):
+            values = {"machine": machine_label(win.machine or win.leader, lang),
+                      "runner": machine_label(win.runner_up, lang), "ratio": _times(win.ratio, lang),
+                      "positions": _positions(positions, lang), "t": format_integer(win.t, lang),
+                      "margin": _times(win.margin, lang)}
+            lines.append(_win_text(tr, criterion, win).format(**values))
+    return lines
+
+
+def _win_text(tr: Callable[[str], str], criterion: str, win: Win) -> str:
+    if criterion == "work":
+        return (tr("Fewest multiplications per new token: {machine} at t = {positions} ({runner} needs {ratio} as "
+                   "many at t = {t}).") if win.machine else
+                tr("Fewest multiplications per new token at t = {positions}: {machine} and {runner} tie."))
+    if criterion == "time":
+        return (tr("Fastest per new token on this machine: {machine} at t = {positions} ({runner} takes {ratio} "
+                   "as long at t = {t}).") if win.machine else
+                tr("Fastest per new token at t = {positions}: too close to call, {machine} leads {runner} by "
+                   "{ratio}, under the {margin} margin."))
+    return (tr("Smallest state: {machine} at t = {positions} ({runner} holds {ratio} as many bytes at t = {t}).")
+            if win.machine else tr("Smallest state at t = {positions}: {machine} and {runner} tie."))
+
+
+def growth_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
+    """How each machine's state grows with t: fixed, in step with t, or otherwise."""
+    tr = decode_translator(lang)
+    fixed = [machine_label(g.machine, lang) for g in result.growth if g.kind == "fixed"]
+    lines = []
+    if fixed:
+        lines.append(tr("Fixed state whatever t: {machines}.").format(machines=", ".join(fixed)))
+    for g in result.growth:
+        if g.kind == "fixed":
+            continue
+        text = (tr("{machine}: the state grows in step with t, {first} to {last} bytes (×{ratio} for ×{positions} "
+                   "positions).") if g.kind == "linear" else
+                tr("{machine}: the state grows {first} to {last} bytes (×{ratio}), not in step with t "
+                   "(×{positions} positions)."))
+        lines.append(text.format(machine=machine_label(g.machine, lang), first=format_integer(g.first_bytes, lang),
+                                 last=format_integer(g.last_bytes, lang), ratio=format_number(float(g.ratio), lang),
+                                 positions=format_number(float(g.positions_ratio), lang)))
+    return lines
+
+
+def cache_sentence(result: DecodeResult, lang: str = "en") -> str:
+    """What the KV cache saves against recomputing keys and values, at the last position ("" without both)."""
+    tr = decode_translator(lang)
+    machines = result.config.machines
+    if "attention_kv_cache" not in machines or "attention_no_cache" not in machines:
+        return ""
+    t = result.config.positions[-1]
+    cache, none = result.step("attention_kv_cache", t), result.step("attention_no_cache", t)
+    values = {"t": format_integer(t, lang), "work": _times(none.multiplications / cache.multiplications, lang),
+              "margin": _times(TIME_MARGIN, lang)}
+    if cache.timing is None or none.timing is None:
+        return tr("At t = {t}, attention without a cache does {work} the multiplications of the KV cache per new "
+                  "token: it recomputes every key and value.").format(**values)
+    speed = none.timing.median_s / cache.timing.median_s
+    if speed >= TIME_MARGIN:
+        return tr("At t = {t}, attention without a cache does {work} the multiplications of the KV cache per new "
+                  "token (it recomputes every key and value) and takes {time} its time.").format(
+            time=_times(speed, lang), **values)
+    if speed * TIME_MARGIN <= 1:
+        return tr("At t = {t}, attention without a cache does {work} the multiplications of the KV cache per new "
+                  "token (it recomputes every key and value), yet it is the faster one here, by {time}.").format(
+            time=_times(1 / speed, lang), **values)
+    return tr("At t = {t}, attention without a cache does {work} the multiplications of the KV cache per new token "
+              "(it recomputes every key and value), yet the two times are within {margin} of each other on this "
+              "machine.").format(**values)
+
+
+def asymmetry_sentence(result: DecodeResult, lang: str = "en") -> str:
+    """Training against generation in one line, from the spans measured."""
+    tr = decode_translator(lang)
+    a = result.asymmetry
+    values = {"T1": format_integer(a.lengths[0], lang), "T2": format_integer(a.lengths[1], lang),
+              "train1": a.training[0], "train2": a.training[1], "gen1": a.generation[0], "gen2": a.generation[1],
+              "rec1": a.recurrence[0], "rec2": a.recurrence[1]}
+    if a.holds:
+        return tr("In training, causal attention's parallel pass has {train1} and {train2} matrix products in a row "
+                  "at T = {T1} and {T2}: it does not grow; in generation, writing those T tokens with the KV cache "
+                  "takes {gen1} and {gen2} in a row, T steps like the Elman RNN's {rec1} and {rec2}.").format(**values)
+    return tr("The spans measured do not show the asymmetry: causal attention's parallel pass has {train1} and "
+              "{train2} matrix products in a row at T = {T1} and {T2}, generation with the KV cache {gen1} and "
+              "{gen2}, the Elman RNN {rec1} and {rec2}.").format(**values)
+
+
+def decode_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
+    """Every sentence, in the order shown: wins, state growth, the cache, the asymmetry."""
+    lines = win_sentences(result, lang) + growth_sentences(result, lang)
+    lines += [line for line in (cache_sentence(result, lang), asymmetry_sentence(result, lang)) if line]
+    if not result.counts_match:
+        tr = decode_translator(lang)
+        differ = [f"{machine_label(s.machine, lang)} t={s.t}" for s in result.steps
+                  if s.closed_form is not None and s.closed_form != s.multiplications]
+        lines.append(tr("Counted multiplications differ from the closed form for: {steps}.").format(
+            steps=", ".join(differ)))
+    return lines
+
+
+def render_decode(result: DecodeResult, lang: str = "en") -> Group:
+    """The table and the sentences, for a Rich console (or the report's HTML)."""
+    return Group(decode_table(result, lang), *(Text(line) for line in decode_sentences(result, lang)))
+
+
+def plot_decode(result: DecodeResult, path: str | Path, lang: str = "en") -> Path:
+    """Multiplications, time and state bytes per new token against t, log axes; written to ``path`` (.png/.svg).
+
+    Raises:
+        SeqlabError: matplotlib is missing.
+        OSError: the file cannot be written.
+    """
+    figure = decode_figure(result, lang)
+    path = Path(path)
+    figure.savefig(path, dpi=120, metadata={"Date": None} if path.suffix.lower() == ".svg" else {"Software": None})
+    return path
+
+
+def decode_figure(result: DecodeResult, lang: str = "en"):
+    """The three panels as a matplotlib Figure (Agg canvas)."""
+    from seqlab.render.figures import new_figure
+
+    tr = decode_translator(lang)
+    config = result.config
+    panels = [(tr("multiplications per new token"), lambda s: s.multiplications, False),
+              (tr("seconds per new token (median, IQR bars)"), lambda s: s.timing and s.timing.median_s, True),
+              (tr("state (bytes)"), lambda s: s.state_bytes, False)]
+    if not config.time:
+        panels.pop(1)
+    figure = new_figure(figsize=(4.2 * len(panels), 4.0), layout="constrained")
+    for ax, (label, value, timed) in zip(figure.subplots(1, len(panels), squeeze=False)[0], panels, strict=True):
+        for index, machine in enumerate(config.machines):
+            steps = [result.step(machine, t) for t in config.positions]
+            ys = [value(s) for s in steps]
+            errors = [s.timing.iqr_s / 2 for s in steps] if timed else None
+            ax.errorbar(config.positions, ys, yerr=errors, marker="o", markersize=4, linewidth=1.2,
+                        color=f"C{index}", label=machine_label(machine, lang), capsize=2)
+        ax.set(xscale="log", yscale="log", xlabel=tr("position t of the new token"), ylabel=label)
+        ax.grid(True, which="both", alpha=0.3)
+    figure.axes[0].legend(fontsize="small")
+    figure.suptitle(tr("Generating one token at position t, d_model = {d}").format(d=format_integer(config.d_model,
+                                                                                                      lang)))
+    return figure
+
+
+def report_texts(lang: str = "en") -> tuple[str, str, str]:
+    """(heading, introduction, plot caption) of the decoding section of ``seqlab report``."""
+    tr = decode_translator(lang)
+    return (tr("Generation: the cost of each new token"),
+            tr("A model that writes runs one step per token, so every machine is a loop here. Per new token at a "
+               "few positions t: multiplications counted on the step, its time and the state it carries "
+               "(seqlab decode, quick sizes)."),
+            tr("Multiplications, time and state per new token against t, log axes."))
