@@ -1,26 +1,44 @@
 """The ``seqlab`` command line: parse, call a study, render. Nothing here measures.
 
 One module per command registers itself on :data:`app`. Bad usage exits with code 2 and one
-``Error: Invalid value for '--option': …`` line (click's convention, with a ``--help`` hint).
+``Error: Invalid value for '--option': …`` line (click's convention, with a ``--help`` hint), in the
+language of ``--lang`` (before or after the command name) or of the locale, like ``--help``
+(:mod:`seqlab.cli.group`). ``seqlab`` alone prints the help (exit 0); ``seqlab --version`` the version.
 """
 
 from __future__ import annotations
 
+from typing import Annotated, Optional
+
 import typer
+
+from seqlab.cli.group import SeqlabGroup, print_version
+from seqlab.cli.options import LANG_HELP, language
 
 app = typer.Typer(
     name="seqlab",
+    cls=SeqlabGroup,
     help="Measure what recurrence costs and what attention buys, on your own text and hardware.",
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
-    no_args_is_help=True,
+    invoke_without_command=True,
     add_completion=False,
 )
 
 
 @app.callback()
-def root() -> None:
+def root(
+    ctx: typer.Context,
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=print_version,
+                                          help="Print seqlab's version and exit.")] = False,
+    lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
+) -> None:
     """Measure what recurrence costs and what attention buys, on your own text and hardware."""
+    if lang is not None:
+        language(lang)  # an unknown language is refused here, exit 2
+    if ctx.invoked_subcommand is None:  # `seqlab` alone: the help, and success
+        typer.echo(ctx.get_help())
+        raise typer.Exit()
 
 
 def main() -> None:

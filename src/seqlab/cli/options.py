@@ -2,7 +2,9 @@
 
 Parsers raise ``typer.BadParameter`` with the received value in the message (typer's own range
 messages leave it out); :func:`bad_parameter` turns a library :class:`~seqlab.errors.SeqlabError`
-into the same one-line usage error, naming the option that maps to the error's parameter.
+into the same one-line usage error, naming the option that maps to the error's parameter. The
+parsers word their errors in the run's language (:func:`seqlab.cli.language.current_language`,
+catalogue ``cli``), since they run while click parses, before any command body.
 """
 
 from __future__ import annotations
@@ -12,11 +14,19 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import click
 import typer
 
+from seqlab.cli.language import catalogue, current_language
 from seqlab.errors import SeqlabError
 
+DOMAIN = "cli"
 LANG_HELP = "Language of the output: en or es (default: from the environment's locale)."
+
+
+def _gettext() -> Callable[[str], str]:
+    """The ``cli`` catalogue's gettext in the run's language."""
+    return catalogue(current_language(), DOMAIN).gettext
 
 
 def integer_at_least(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
@@ -25,17 +35,20 @@ def integer_at_least(minimum: int, maximum: int | None = None) -> Callable[[str]
     >>> integer_at_least(2)("7")
     7
     """
-    accepted = f"an integer >= {minimum}" if maximum is None else f"an integer in [{minimum}, {maximum}]"
-
     def parse(text: str) -> int:
+        _ = _gettext()
+        accepted = _("an integer >= {minimum}").format(minimum=minimum) if maximum is None else \
+            _("an integer in [{minimum}, {maximum}]").format(minimum=minimum, maximum=maximum)
         try:
             if not str(text).isascii():  # int() would also take other scripts' digits
                 raise ValueError(text)
             value = int(str(text), 10)
         except ValueError:
-            raise typer.BadParameter(f"expected {accepted}, received {text!r}") from None
+            raise typer.BadParameter(_("expected {accepted}, received {text!r}").format(accepted=accepted,
+                                                                                      text=text)) from None
         if value < minimum or (maximum is not None and value > maximum):
-            raise typer.BadParameter(f"expected {accepted}, received {value}")
+            raise typer.BadParameter(_("expected {accepted}, received {text}").format(accepted=accepted,
+                                                                                    text=value))
         return value
 
     return parse
@@ -47,15 +60,16 @@ def float_between(minimum: float, maximum: float) -> Callable[[str], float]:
     >>> float_between(0.001, 1000)("0.5")
     0.5
     """
-    accepted = f"a number in [{minimum:g}, {maximum:g}]"
-
     def parse(text: str) -> float:
+        _ = _gettext()
+        accepted = _("a number in [{minimum}, {maximum}]").format(minimum=f"{minimum:g}", maximum=f"{maximum:g}")
         try:
             value = float(text)
         except ValueError:
-            raise typer.BadParameter(f"expected {accepted}, received {text!r}") from None
+            raise typer.BadParameter(_("expected {accepted}, received {text!r}").format(accepted=accepted,
+                                                                                      text=text)) from None
         if not (math.isfinite(value) and minimum <= value <= maximum):
-            raise typer.BadParameter(f"expected {accepted}, received {text}")
+            raise typer.BadParameter(_("expected {accepted}, received {text}").format(accepted=accepted, text=text))
         return value
 
     return parse
@@ -67,12 +81,13 @@ def positive_float(text: str) -> float:
     >>> positive_float("0.5")
     0.5
     """
+    _ = _gettext()
     try:
         value = float(text)
     except ValueError:
-        raise typer.BadParameter(f"expected a number > 0, received {text!r}") from None
+        raise typer.BadParameter(_("expected a number > 0, received {text!r}").format(text=text)) from None
     if not (math.isfinite(value) and value > 0):
-        raise typer.BadParameter(f"expected a finite number > 0, received {text}")
+        raise typer.BadParameter(_("expected a finite number > 0, received {text}").format(text=text))
     return value
 
 
@@ -83,17 +98,27 @@ def bad_parameter(error: SeqlabError, options: dict[str, str], fallback: str) ->
 
 
 def language(lang: str | None) -> str:
-    """Resolve ``--lang``: the given language if valid (any case, ``ES`` too), else the environment's.
+    """Resolve ``--lang``: the command's if given (any case, ``ES`` too), else ``seqlab --lang`` before the
+    command name, else the environment's.
+
+    >>> language("ES"), language("en")
+    ('es', 'en')
 
     Raises:
         typer.BadParameter: an unknown language (exit 2).
     """
-    from seqlab.i18n import check_language, default_language
+    from seqlab.i18n import LANGUAGES, default_language
 
-    try:
-        return check_language(lang.strip().lower()) if lang is not None else default_language()
-    except SeqlabError as error:
-        raise typer.BadParameter(str(error), param_hint="'--lang'") from None
+    if lang is None:
+        context = click.get_current_context(silent=True)
+        lang = context.find_root().params.get("lang") if context is not None else None
+    if lang is None:
+        return default_language()
+    if lang.strip().lower() not in LANGUAGES:
+        _ = _gettext()
+        message = _("language must be one of {languages}; received {text!r}")
+        raise typer.BadParameter(message.format(languages=", ".join(LANGUAGES), text=lang), param_hint="'--lang'")
+    return lang.strip().lower()
 
 
 def writable_folder(out: Path) -> Path:
@@ -104,19 +129,20 @@ def writable_folder(out: Path) -> Path:
     Raises:
         typer.BadParameter: ``out`` is a file, cannot be created, or cannot be written in (exit 2).
     """
+    _ = _gettext()
     if out.exists() and not out.is_dir():
-        raise typer.BadParameter(f"{str(out)!r} is a file, not a folder", param_hint="'--out'")
+        raise typer.BadParameter(_("{path!r} is a file, not a folder").format(path=str(out)), param_hint="'--out'")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise typer.BadParameter(f"cannot create the folder {str(out)!r}: {error.strerror or error}",
-                                 param_hint="'--out'") from None
+        raise typer.BadParameter(_("cannot create the folder {path!r}: {reason}").format(
+            path=str(out), reason=error.strerror or error), param_hint="'--out'") from None
     try:
         with tempfile.NamedTemporaryFile(dir=out, prefix=".seqlab-probe-"):  # removed when closed
             pass
     except OSError as error:
-        raise typer.BadParameter(f"cannot write in {str(out)!r}: {error.strerror or error}",
-                                 param_hint="'--out'") from None
+        raise typer.BadParameter(_("cannot write in {path!r}: {reason}").format(
+            path=str(out), reason=error.strerror or error), param_hint="'--out'") from None
     return out
 
 
