@@ -1,22 +1,40 @@
 """seqlab: measure what recurrence costs and what attention buys.
 
 The library returns values (frozen dataclasses); the command line (:mod:`seqlab.cli`)
-renders them. Heavy imports happen inside the functions that need them, so
-``import seqlab`` stays fast and has no side effects: :func:`profile` is imported
-(with torch) the first time it is looked up.
+renders them, and so does a notebook: every result below shows itself as an HTML table in
+Jupyter and draws itself with ``result.plot()`` (a Matplotlib figure). Heavy imports happen
+inside the functions that need them, so ``import seqlab`` stays fast and has no side effects
+(no torch): each function is imported the first time it is looked up.
+
+* :func:`profile` — work, span and path of your own module (:func:`seqlab.studies.profile.profile`);
+* :func:`compare` — recurrence against attention on a text (:func:`seqlab.studies.compare.run_compare`);
+* :func:`table1` — Table 1 measured (:func:`seqlab.studies.table1.run_table1`);
+* :func:`check` — the lesson's claims L1–L12 measured (:func:`seqlab.studies.check.run_check`).
 """
 
+from importlib import import_module
 from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "profile"]
+#: Public name -> "module:function", imported on first use.
+_LAZY = {
+    "profile": "seqlab.studies.profile:profile",
+    "compare": "seqlab.studies.compare:run_compare",
+    "table1": "seqlab.studies.table1:run_table1",
+    "check": "seqlab.studies.check:run_check",
+}
+
+__all__ = ["__version__", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
     """Lazy exports: ``seqlab.profile`` is :func:`seqlab.studies.profile.profile`, imported on first use."""
-    if name == "profile":
-        from seqlab.studies.profile import profile
-
-        return profile
+    if name in _LAZY:
+        module, function = _LAZY[name].split(":")
+        return getattr(import_module(module), function)
     raise AttributeError(f"module 'seqlab' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from seqlab.i18n import format_integer, translator
-from seqlab.render.figures import save_png_svg
+from seqlab.render.figures import new_figure, save_png_svg
 from seqlab.studies.profile import ProfileResult
 from seqlab.studies.table1 import TOLERANCE, Cell, Fit, Table1Result
 
@@ -204,29 +204,25 @@ def render_table1(result: Table1Result, lang: str = "en") -> Group:
     return Group(*parts)
 
 
-def plot_table1(result: Table1Result, stem: str | Path, lang: str = "en") -> tuple[Path, Path]:
-    """Draw work, sequential operations and path length against T (log axes), save ``stem``.png and .svg.
+def table1_figure(result: Table1Result, lang: str = "en"):
+    """Work, sequential operations and path length against T (log axes), one line per layer type.
 
-    One line per layer type (and width, when several). matplotlib is imported here, with the Agg
-    backend, so neither ``import seqlab`` nor the table needs it.
+    One line per layer type (and width, when several). The figure is drawn on an off-screen Agg canvas
+    (:func:`seqlab.render.figures.new_figure`, no pyplot, no backend switched), so neither
+    ``import seqlab`` nor the table needs matplotlib, and a notebook's own settings stay as they were.
 
     Returns:
-        The paths of the PNG and the SVG written.
+        A ``matplotlib.figure.Figure`` with three axes.
 
     Raises:
-        OSError: the files cannot be written.
+        SeqlabError: matplotlib is not installed.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     tr = _tr(lang)
-    stem = Path(stem)
     panels = ((tr("Work per layer (multiplications)"), lambda s: s.multiplications),
               (tr("Sequential operations (ops)"), lambda s: s.span_ops),
               (tr("Maximum path length (ops)"), lambda s: s.path_ops))
-    figure, axes = plt.subplots(1, 3, figsize=(15, 5.5), layout="constrained")
+    figure = new_figure(figsize=(15, 5.5), layout="constrained")
+    axes = figure.subplots(1, 3)
     markers = "os^vD<>"
     for axis, (title, value) in zip(axes, panels):
         for index, row in enumerate(result.rows):
@@ -246,10 +242,19 @@ def plot_table1(result: Table1Result, stem: str | Path, lang: str = "en") -> tup
     handles, labels = axes[0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="outside lower center", ncol=4, fontsize="small")
     figure.suptitle(tr("Table 1 of \"Attention Is All You Need\", measured"))
-    try:
-        return save_png_svg(figure, stem)
-    finally:
-        plt.close(figure)
+    return figure
+
+
+def plot_table1(result: Table1Result, stem: str | Path, lang: str = "en") -> tuple[Path, Path]:
+    """Draw :func:`table1_figure` and save it as ``stem``.png and .svg.
+
+    Returns:
+        The paths of the PNG and the SVG written.
+
+    Raises:
+        OSError: the files cannot be written.
+    """
+    return save_png_svg(table1_figure(result, lang), Path(stem))
 
 
 # --- seqlab profile ----------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from seqlab.studies.claims import (LESSON_ANSWERS, SENTENCES, CheckSizes, check_
 from seqlab.studies.claims_cost import check_l5, check_l6, check_l7, check_l9
 from seqlab.studies.claims_path import check_l3, check_l4
 from seqlab.studies.claims_time import check_l8
+from seqlab.studies.notebook_view import NotebookView
 from seqlab.studies.verdicts import CAVEAT, FAILS, HOLDS, VERDICTS, Judgement
 
 __all__ = ["CAVEAT", "CHECKS", "CLAIMS", "FAILS", "HOLDS", "LESSON_ANSWERS", "SENTENCES", "VERDICTS", "CheckConfig",
@@ -86,7 +87,7 @@ class ClaimCheck:
 
 
 @dataclass(frozen=True)
-class CheckResult:
+class CheckResult(NotebookView):
     """Every claim checked, in order, with the conditions of the run (``threads``: the thread count L8 timed on
     besides one; everything else ran on one thread)."""
 

@@ -47,6 +47,7 @@ from seqlab.studies.compare_gated import (
 )
 from seqlab.studies.compare_scopes import Scope, build_modules, library_attention, measure_scopes
 from seqlab.studies.compare_times import time_modules
+from seqlab.studies.notebook_view import NotebookView
 from seqlab.text import Tokens, embed
 
 #: Widest width ``compare`` accepts (d_model, d_h, d_k, d_v): the spectral radius of W_hh is an O(d_h³)
@@ -152,7 +153,7 @@ class MachineMeasurements:
 
 
 @dataclass(frozen=True)
-class CompareResult:
+class CompareResult(NotebookView):
     """The recurrence and attention measured side by side on one text.
 
     Attributes:

@@ -48,6 +48,7 @@ from seqlab.measure.switches import evaluation_mode
 from seqlab.measure.timing import fixed_threads
 from seqlab.measure.trace import measure_span
 from seqlab.measure.work import count_multiplications
+from seqlab.studies.notebook_view import NotebookView
 
 __all__ = ["PathSummary", "ProfileResult", "build_from_factory", "current_folder_importable", "load_factory",
            "profile"]
@@ -82,7 +83,7 @@ class PathSummary:
 
 
 @dataclass(frozen=True)
-class ProfileResult:
+class ProfileResult(NotebookView):
     """The three measurements of one module on one input.
 
     Attributes:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.fit import Fit
 from seqlab.layers import convolution
+from seqlab.studies.notebook_view import NotebookView
 
 DEFAULT_LENGTHS = (16, 32, 64, 128, 256)
 QUICK_LENGTHS = (16, 32, 64)
@@ -194,7 +195,7 @@ class Table1Config:
 
 
 @dataclass(frozen=True)
-class Table1Result:
+class Table1Result(NotebookView):
     """Table 1 measured: every raw sample, the fits, the verdicts.
 
     Attributes:
