@@ -281,6 +281,30 @@ def tensors_in(values: Iterable[object]) -> Iterator[torch.Tensor]:
 
 
 @functools.cache
+def _schema(func: torch._ops.OpOverload) -> tuple[tuple[str, bool, object], ...]:
+    """(name, has a default, default) of each argument of the op's schema, read once per op."""
+    return tuple((a.name, a.has_default_value(), a.default_value if a.has_default_value() else None)
+                 for a in func._schema.arguments)
+
+
+def bound_arguments(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> dict[str, object]:
+    """The op's arguments by schema name, defaults filled in.
+
+    >>> sorted(bound_arguments(torch.ops.aten.add.Tensor, (1, 2), {}))
+    ['alpha', 'other', 'self']
+    """
+    bound = {}
+    for index, (name, has_default, default) in enumerate(_schema(func)):
+        if index < len(args):
+            bound[name] = args[index]
+        elif name in kwargs:
+            bound[name] = kwargs[name]
+        elif has_default:
+            bound[name] = default
+    return bound
+
+
+@functools.cache
 def op_name(func: torch._ops.OpOverload) -> str:
     """Short, readable name of an ATen op: ``aten.bmm`` (the overload packet, without ``.default``)."""
     return str(func.overloadpacket)

@@ -1,0 +1,148 @@
+"""How matrix products and convolutions move path distances (min-plus rules; see ``path_rules``).
+
+out[i, j] = Σ_k A[i, k] B[k, j] reads row i of the left factor and column j of the right one, so its
+distance from a source is one product more than the least distance among them — except through a term
+whose other factor is a constant exactly 0 (a causal weight matrix, exactly 0 above its diagonal, does not
+let later positions reach earlier rows). A convolution reads every input channel of its group over the
+dilated window around each output position.
+
+Distances are int32 with :data:`~seqlab.measure.distances.UNREACHABLE` for "no path" (see
+:mod:`seqlab.measure.distances`). Shapes: S rows (sources × units), then the tensor's own shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from seqlab.measure.distances import DTYPE, ITEMSIZE, UNREACHABLE, align, broadcast_min, everything
+from seqlab.measure.ops import bound_arguments
+
+aten = torch.ops.aten
+
+Distance = Tensor | None
+Read = Callable[[Tensor], Distance]
+Step = Callable[[Tensor], Tensor]
+
+#: Elements per chunk of the masked (min, +) product: S · rows · k · p int32 values (64 MiB).
+CHUNK_ELEMENTS = 2**24
+#: Bytes of the largest temporary of the chunked product (the web lab's memory estimate reads it).
+CHUNK_BYTES = CHUNK_ELEMENTS * ITEMSIZE
+
+_FACTORS = {aten.mm: ("self", "mat2"), aten.bmm: ("self", "mat2"), aten.addmm: ("mat1", "mat2"),
+            aten.baddbmm: ("batch1", "batch2")}
+
+
+def contraction(func, args, kwargs, out: Tensor, read: Read, step: Step, sources: int) -> Distance:
+    """Matrix products: out[i, j] reads row i of the left factor and column j of the right one.
+
+    Returns NotImplemented for a product it has no rule for (the tracer then falls back to all-to-all).
+    """
+    b = bound_arguments(func, args, kwargs)
+    packet = func.overloadpacket
+    shape = out.shape
+    if packet in _FACTORS:
+        left, right = _FACTORS[packet]
+        parts = list(_matrix_product(b[left], b[right], read))
+        if packet in (aten.addmm, aten.baddbmm):
+            parts.append(read(b["self"]))
+    elif packet in (aten.mv, aten.addmv):
+        matrix, vector = read(b["self" if packet is aten.mv else "mat"]), read(b["vec"])
+        parts = [None if matrix is None else matrix.amin(dim=-1),
+                 None if vector is None else vector.amin(dim=-1, keepdim=True)]
+        parts += [read(b["self"])] if packet is aten.addmv else []
+    elif packet in (aten.dot, aten.vdot):
+        spread = everything([read(b["self"]), read(b["tensor"])], shape, sources) if shape == () else None
+        return None if spread is None else step(spread)
+    elif packet is aten.addbmm:
+        first, second = read(b["batch1"]), read(b["batch2"])
+        parts = [read(b["self"]),
+                 None if first is None else first.amin(dim=(1, 3)).unsqueeze(-1),
+                 None if second is None else second.amin(dim=(1, 2)).unsqueeze(-2)]
+    elif packet is aten.addr:
+        first, second = read(b["vec1"]), read(b["vec2"])
+        parts = [read(b["self"]), None if first is None else first.unsqueeze(-1),
+                 None if second is None else second.unsqueeze(-2)]
+    elif packet in (aten.convolution, aten._convolution) and not b["transposed"]:
+        return _convolution(b, out, read, step, sources)
+    else:
+        return NotImplemented
+    result = broadcast_min(parts, shape, sources)
+    return None if result is None else step(result)
+
+
+def _rows(d: Distance) -> Distance:
+    """(S, ..., n, k) -> (S, ..., n, 1): least over the contracted (last) dim."""
+    return None if d is None else d.amin(dim=-1, keepdim=True)
+
+
+def _columns(d: Distance) -> Distance:
+    """(S, ..., k, p) -> (S, ..., 1, p): least over the contracted (second-to-last) dim."""
+    return None if d is None else d.amin(dim=-2, keepdim=True)
+
+
+def _constant_zeros(tensor: Tensor, d: Distance, read: Read) -> tuple[Tensor, bool]:
+    """Elements that are exactly 0 and depend on no source (their products contribute nothing), and whether
+    there is any. For a constant (no distances) the reader caches the answer per storage, view and version:
+    a weight read at every step of a recurrence is checked once."""
+    if d is None:
+        return read.constant_zeros(tensor)
+    zeros = (tensor == 0) & (d.amin(dim=0) >= UNREACHABLE)
+    return zeros, bool(zeros.any())
+
+
+def _matrix_product(left: Tensor, right: Tensor, read: Read) -> tuple[Distance, Distance]:
+    """Distances of left @ right from each factor: (…, n, k) @ (…, k, p) -> two (S, …, n, p) parts.
+
+    Term k of out[i, j] = Σ_k A[i, k] B[k, j] carries A[i, k]'s dependencies unless B[k, j] is a
+    constant 0 (and B's unless A's is). Without constant zeros this is the plain rule: row minima of A
+    and column minima of B.
+    """
+    d_left, d_right = read(left), read(right)
+    zero_left, any_left = _constant_zeros(left, d_left, read) if d_right is not None else (None, False)
+    zero_right, any_right = _constant_zeros(right, d_right, read) if d_left is not None else (None, False)
+    if not any_left and not any_right:
+        return _rows(d_left), _columns(d_right)
+    from_left = None if d_left is None else _min_plus(d_left, ~zero_right)
+    from_right = None if d_right is None else _min_plus(
+        d_right.transpose(-2, -1), (~zero_left).transpose(-2, -1)).transpose(-2, -1)
+    return from_left, from_right
+
+
+def _min_plus(d: Tensor, allowed: Tensor) -> Tensor:
+    """min over k of d[s, …, i, k] where allowed[…, k, j], in row chunks: (S, …, n, k), (…, k, p) -> (S, …, n, p)."""
+    S, n, k, p = d.shape[0], d.shape[-2], d.shape[-1], allowed.shape[-1]
+    batch = d.shape[1:-2]
+    rows = max(1, CHUNK_ELEMENTS // max(1, S * k * p * max(1, batch.numel())))
+    chunks = [torch.where(allowed[..., None, :, :], d[..., start:start + rows, :, None], UNREACHABLE).amin(dim=-2)
+              for start in range(0, n, rows)]
+    return torch.cat(chunks, dim=-2)
+
+
+def _convolution(b: dict, out: Tensor, read: Read, step: Step, sources: int) -> Distance:
+    """out[n, o, t] reads every input channel of its group over the dilated window around t."""
+    data, weight = read(b["input"]), read(b["weight"])
+    spatial = out.dim() - 2
+    if spatial not in (1, 2):
+        return NotImplemented
+    parts: list[Distance] = [everything([weight], out.shape, sources), None]
+    if b["bias"] is not None and read(b["bias"]) is not None:
+        parts.append(align(read(b["bias"]), (out.shape[1],) + (1,) * spatial).expand(sources, *out.shape))
+    if data is not None:
+        groups = b["groups"]
+        S, N, C, *size = data.shape
+        grouped = data.reshape(S, N, groups, C // groups, *size).amin(dim=3)  # (S, N, G, *size)
+        # a min-pool is minus a max-pool; PyTorch pools floats only (float64 holds these integers exactly)
+        negated = -grouped.reshape(S * N * groups, 1, *size).to(torch.float64)
+        padding = [p for pad in reversed(b["padding"]) for p in (pad, pad)]
+        negated = F.pad(negated, padding, value=-float(UNREACHABLE))
+        pool = F.max_pool1d if spatial == 1 else F.max_pool2d
+        kernel = tuple(b["weight"].shape[2:])
+        window = -pool(negated, kernel, stride=tuple(b["stride"]), dilation=tuple(b["dilation"]))
+        window = window.to(DTYPE).reshape(S, N, groups, *window.shape[2:])
+        parts[1] = window.repeat_interleave(out.shape[1] // groups, dim=2)  # (S, N, C_out, *out_size)
+    result = broadcast_min(parts, out.shape, sources)
+    return None if result is None else step(result)

@@ -1,0 +1,103 @@
+"""Path distances as small integers: the sentinel for "no path" and the min-plus building blocks (issue 17).
+
+The path tracer (:mod:`seqlab.measure.paths`) keeps, per source position and per element written, the
+least number of steps from the source to the element as an **int32** (4 bytes, where the float64
+closeness 1 / (1 + distance) it replaced took 8). :data:`UNREACHABLE` = 2^30 stands for "does not depend
+on the source"; a value at or above it reads as unreachable, so adding a step to it needs no test.
+
+Shapes: S rows (sources, times the two units products and ops), then the tensor's own shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+#: Distance of an element that does not depend on the source (any value at or above it means the same).
+UNREACHABLE = 2**30
+#: The dtype of distances: exact small integers, half the bytes of float64.
+DTYPE = torch.int32
+#: Bytes per distance.
+ITEMSIZE = 4
+
+
+def unreachable(rows: int, shape: Sequence[int]) -> Tensor:
+    """A (rows, *shape) tensor of :data:`UNREACHABLE`: no element depends on any source.
+
+    >>> unreachable(2, (3,)).tolist() == [[UNREACHABLE] * 3] * 2
+    True
+    """
+    return torch.full((rows, *shape), UNREACHABLE, dtype=DTYPE)
+
+
+def align(d: Tensor, shape: Sequence[int]) -> Tensor:
+    """Broadcast a (S, *own_shape) distance to (S, *shape) with numpy rules on the trailing dims (a view).
+
+    >>> align(torch.zeros(2, 3, dtype=DTYPE), (4, 3)).shape
+    torch.Size([2, 4, 3])
+    """
+    own = d.shape[1:]
+    padded = d.reshape(d.shape[0], *([1] * (len(shape) - len(own))), *own)
+    return padded.expand(d.shape[0], *shape)
+
+
+def broadcast_min(distances: Sequence[Tensor | None], shape: Sequence[int], sources: int) -> Tensor | None:
+    """Element-wise minimum of distances broadcast to (S, *shape); None if all are None.
+
+    The result may be an expanded view of an input (one present): callers never write into it.
+
+    >>> a, b = torch.tensor([[1, 5]], dtype=DTYPE), torch.tensor([[3]], dtype=DTYPE)
+    >>> broadcast_min([a, None, b], (2,), 1).tolist()
+    [[1, 3]]
+    """
+    present = [d for d in distances if d is not None]
+    if not present:
+        return None
+    result = align(present[0], shape)
+    for d in present[1:]:
+        result = torch.minimum(result, align(d, shape))
+    return result
+
+
+def everything(distances: Sequence[Tensor | None], shape: Sequence[int], sources: int) -> Tensor | None:
+    """All-depends-on-all: every output element is as close as the closest input element.
+
+    >>> everything([torch.tensor([[4, 2], [7, 9]], dtype=DTYPE)], (3,), 2).tolist()
+    [[2, 2, 2], [7, 7, 7]]
+    """
+    present = [d.reshape(d.shape[0], -1).amin(dim=1) for d in distances if d is not None and d.numel()]
+    if not present:
+        return None
+    best = torch.stack(present).amin(dim=0)  # (S,)
+    return best.reshape(sources, *([1] * len(shape))).expand(sources, *shape)
+
+
+def to_lengths(d: Tensor | None, sources: int, length: int,
+               undefined: tuple[int, ...] = ()) -> tuple[tuple[int | None, ...], ...]:
+    """(S, ..., T_out, d) distances of an output -> per (source, position) least distance, None if none.
+
+    Positions in ``undefined`` (NaN outputs) are None whatever their distance.
+
+    >>> to_lengths(torch.tensor([[[3, 1], [UNREACHABLE, UNREACHABLE]]], dtype=DTYPE), 1, 2)
+    ((1, None),)
+    """
+    if d is None:
+        return tuple((None,) * length for _ in range(sources))
+    best = d.movedim(-2, 1).reshape(sources, length, -1).amin(dim=-1)  # (S, T_out)
+    return tuple(tuple(None if v >= UNREACHABLE or j in undefined else int(v) for j, v in enumerate(row))
+                 for row in best.tolist())
+
+
+def seed(x: Tensor, sources: Sequence[int], units: int) -> Tensor:
+    """Distances of the input itself: 0 at the source position, unreachable elsewhere: (units·S, *x.shape).
+
+    >>> seed(torch.zeros(3, 1), (1,), 2)[:, :, 0].tolist() == [[UNREACHABLE, 0, UNREACHABLE]] * 2
+    True
+    """
+    T = x.shape[-2]
+    rows = unreachable(len(sources), (T,))
+    rows[torch.arange(len(sources)), torch.tensor(sources)] = 0  # (S, T)
+    shape = (len(sources),) + (1,) * (x.dim() - 2) + (T, 1)
+    return rows.reshape(shape).expand(len(sources), *x.shape).repeat(units, *([1] * x.dim()))

@@ -1,0 +1,185 @@
+"""The dispatch mode that carries path distances through a forward pass, op by op (see ``paths``).
+
+Beside every storage the pass writes, :class:`PathTracer` keeps an int32 tensor of shape
+(2·S, storage elements): for each unit (products, then ops) and source position s, the least number of
+steps from x_s to that element, :data:`~seqlab.measure.distances.UNREACHABLE` where there is no
+dependency. Each dispatched op maps the distances of its inputs to its outputs by a rule of
+:mod:`seqlab.measure.path_rules`; views read the storage through their own strides, so views and in-place
+writes need no rule. An op without a rule falls back to "every output element depends on every input
+element" and is named in :attr:`PathTracer.fallbacks`.
+
+Per-op cost (issue 17): what kind an op is (view, movement, product, reduction, element-wise, other) is
+decided once per op (``functools.cache``), arguments are bound by a schema read once per op, tensors are
+found without a pytree walk, and whether a constant holds an exact 0 or an infinity is computed once per
+storage, view and version (a recurrence reads the same weight at every step).
+
+Tensor identity: distances are kept per storage, keyed by the storage's data pointer. Every storage
+written (or cached) during the trace is held alive in :attr:`PathTracer.alive` until the trace ends, so a
+pointer is never reused for another storage while it is a key; tensors that come from outside the trace
+(weights, the input) are alive for the caller anyway.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+
+import torch
+from torch import Tensor
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from seqlab.errors import SeqlabError
+from seqlab.measure import path_rules as rules
+from seqlab.measure.distances import DTYPE, ITEMSIZE, UNREACHABLE
+from seqlab.measure.ops import is_contraction, is_movement, op_name, tensors_in
+from seqlab.memory import GIB
+
+#: The two units, in the order of their rows: rows [0, S) count products, rows [S, 2S) count ops.
+UNITS = ("products", "ops")
+
+VIEW, MOVEMENT, PRODUCT, REDUCTION, POINTWISE, OTHER = range(6)
+
+
+@functools.cache
+def op_kind(func: torch._ops.OpOverload) -> int:
+    """Which rule an op takes, decided once per op: VIEW, MOVEMENT, PRODUCT, REDUCTION, POINTWISE or OTHER.
+
+    >>> op_kind(torch.ops.aten.mm.default) == PRODUCT, op_kind(torch.ops.aten.view.default) == VIEW
+    (True, True)
+    """
+    if func.is_view or torch.Tag.inplace_view in func.tags:
+        return VIEW
+    if is_movement(func):
+        return MOVEMENT
+    if is_contraction(func):
+        return PRODUCT
+    if rules.is_reduction(func):
+        return REDUCTION
+    return POINTWISE if rules.is_pointwise(func) else OTHER
+
+
+class DistanceStore:
+    """Distances per storage, and what a rule may ask: ``store(tensor)`` reads a tensor's distances (None: a
+    constant), :meth:`constant_zeros` and :meth:`constant_infs` answer once per constant."""
+
+    def __init__(self, rows: int, budget_bytes: float, per_unit: int) -> None:
+        self.rows = rows
+        self.per_unit = per_unit
+        self.by_storage: dict[int, Tensor] = {}
+        self.facts: dict[tuple, tuple[Tensor, bool]] = {}
+        self.alive: list[Tensor] = []  # keeps storages alive so their keys are never reused
+        self.budget_bytes = budget_bytes
+        self.used_bytes = 0
+
+    def __call__(self, tensor: Tensor) -> Tensor | None:
+        storage = self.by_storage.get(tensor.untyped_storage().data_ptr())
+        if storage is None:
+            return None
+        return storage.as_strided((self.rows, *tensor.shape), (storage.stride(0), *tensor.stride()),
+                                  tensor.storage_offset())
+
+    def write(self, tensor: Tensor, value: Tensor | None) -> None:
+        """Store ``value`` ((rows, *tensor.shape), or None: no dependency) where ``tensor`` lives."""
+        key = tensor.untyped_storage().data_ptr()
+        storage = self.by_storage.get(key)
+        if storage is None:
+            if value is None:
+                return
+            elements = tensor.untyped_storage().nbytes() // tensor.element_size()
+            self._charge(self.rows * elements * ITEMSIZE)
+            storage = torch.full((self.rows, elements), UNREACHABLE, dtype=DTYPE)
+            self.by_storage[key] = storage
+            self.alive.append(tensor)
+        view = storage.as_strided((self.rows, *tensor.shape), (storage.stride(0), *tensor.stride()),
+                                  tensor.storage_offset())
+        if value is None:
+            view.fill_(UNREACHABLE)
+        else:
+            view.copy_(value)
+
+    def _fact(self, name: str, tensor: Tensor, compute) -> tuple[Tensor, bool]:
+        key = (name, tensor.untyped_storage().data_ptr(), tensor._version, tuple(tensor.shape), tensor.stride(),
+               tensor.storage_offset())
+        fact = self.facts.get(key)
+        if fact is None:
+            mask = compute(tensor)
+            fact = self.facts[key] = (mask, bool(mask.any()))
+            self.alive.append(tensor)  # its storage key must not be reused while cached
+        return fact
+
+    def constant_zeros(self, tensor: Tensor) -> tuple[Tensor, bool]:
+        """(``tensor == 0``, whether any) for a tensor with no distances, once per storage, view and version."""
+        return self._fact("zeros", tensor, lambda t: t == 0)
+
+    def constant_infs(self, tensor: Tensor) -> tuple[Tensor, bool]:
+        """(``isinf(tensor)``, whether any) for a tensor with no distances, once per storage, view and version."""
+        return self._fact("infs", tensor, torch.isinf)
+
+    def _charge(self, nbytes: int) -> None:
+        self.used_bytes += nbytes
+        if self.used_bytes > self.budget_bytes:
+            raise SeqlabError(
+                f"path analysis needs more than {self.budget_bytes / GIB:.1f} GiB here (half the memory "
+                f"available) for {self.per_unit} source positions; measure fewer sources or a smaller T or d")
+
+
+class PathTracer(TorchDispatchMode):
+    """Carries one distance tensor per written storage (both units in its rows), op by op."""
+
+    def __init__(self, sources: int, budget_bytes: float) -> None:
+        super().__init__()
+        self.per_unit = sources
+        self.store = DistanceStore(len(UNITS) * sources, budget_bytes, sources)
+        self.fallbacks: Counter[str] = Counter()
+        self._op_cost = torch.tensor([0] * sources + [1] * sources, dtype=DTYPE)  # one op: the ops rows only
+        self._op_costs: dict[int, Tensor] = {}
+
+    @property
+    def used_bytes(self) -> int:
+        """Bytes of distances held now (a pass frees none: this is also the trace's peak)."""
+        return self.store.used_bytes
+
+    def step_op(self, d: Tensor) -> Tensor:
+        """One compute op further: +1 in the ops rows."""
+        cost = self._op_costs.get(d.dim())
+        if cost is None:
+            cost = self._op_costs[d.dim()] = self._op_cost.reshape(-1, *([1] * (d.dim() - 1)))
+        return d + cost
+
+    @staticmethod
+    def step_product(d: Tensor) -> Tensor:
+        """One matrix product further: +1 in both units (a product is an op too)."""
+        return d + 1
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        kind = op_kind(func)
+        if kind == VIEW:
+            return out  # shares its base's storage: read through its own strides
+        outs = list(tensors_in(out if isinstance(out, (list, tuple)) else (out,)))
+        if not outs:
+            return out
+        for tensor, value in zip(outs, self._propagate(kind, func, args, kwargs, outs), strict=True):
+            self.store.write(tensor, value)
+        return out
+
+    def _propagate(self, kind: int, func, args, kwargs, outs: list[Tensor]) -> list[Tensor | None]:
+        read, rows = self.store, self.store.rows
+        step = self.step_product if kind == PRODUCT else self.step_op
+        if kind == MOVEMENT:
+            moved = rules.movement(func, args, kwargs, outs, read, rows)
+            if moved is not None:
+                return moved
+        elif kind == PRODUCT and len(outs) == 1:
+            result = rules.contraction(func, args, kwargs, outs[0], read, step, rows)
+            if result is not NotImplemented:
+                return [result]
+        elif kind == REDUCTION:
+            return rules.reduction(func, args, kwargs, outs, read, step, rows)
+        elif kind == POINTWISE and len(outs) == 1:
+            return [rules.pointwise(func, args, kwargs, outs[0], read, step, rows)]
+        self.fallbacks[op_name(func)] += 1
+        inputs = [read(t) for t in [*tensors_in(args), *tensors_in(kwargs.values())]]
+        spread = [rules.everything(inputs, o.shape, rows) for o in outs]
+        return [None if d is None else step(d) for d in spread]
