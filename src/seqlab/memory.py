@@ -68,8 +68,7 @@ def estimate_compare_bytes(T: int, d_model: int, d_h: int, d_k: int, d_v: int, p
     >>> estimate_compare_bytes(800, 512, 512, 512, 512, 16).gib < 2
     True
 
-    Raises:
-        Nothing; sizes are validated by the caller.
+    Nothing is raised: sizes are validated by the caller.
     """
     batched = 1 + probes
     maps = T * T * (6 * FLOAT32_BYTES + 4 * FLOAT64_BYTES * batched) * (1 + score_width)

@@ -60,7 +60,7 @@ class DependencyMatrix:
 
     Attributes:
         input_name: the input measured (a keyword of the block's call).
-        strength: T_out rows of T_in floats; entry [j][i] is ||dy_j/dx_i||_F (float input, probe
+        strength: T_out rows of T_in floats; entry ``[j][i]`` is ||dy_j/dx_i||_F (float input, probe
             estimate) or ||y_j(x with token i replaced) - y_j(x)|| (integer input). Exactly 0.0 where
             output row j does not depend on input row i.
         method: ``"jacobian-k"`` (k Gaussian probes) or ``"token-replacement"``.

@@ -160,7 +160,7 @@ class SubmoduleMixing:
         kind: its class, e.g. ``"MultiheadAttention"``, ``"Linear"``, ``"LayerNorm"``.
         inputs: the sequence inputs measured, by parameter name, e.g. ``("query", "key", "value")``.
         method: how, the methods joined by ``+``: ``"jacobian-k"`` (k probes) or ``"token-replacement"``.
-        strength: T_out rows of T floats, entry [j][i] the largest over ``inputs`` of the dependence of output
+        strength: T_out rows of T floats, entry ``[j][i]`` the largest over ``inputs`` of the dependence of output
             row j on input row i (see :class:`~seqlab.measure.mixing.DependencyMatrix`); exactly 0.0 where
             row j does not read row i.
         dtype: the dtype the strengths were measured in, which sets the rounding band of the dependence rule.

@@ -289,7 +289,7 @@ def measure_span(function: Callable[..., Any], *args: Any, expand_fused: bool = 
         A :class:`Span`: longest chain in compute ops and in matrix products, with totals.
 
     Raises:
-        Whatever ``function`` raises; nothing of its own.
+        Exception: whatever ``function`` raises, unchanged; nothing of its own.
     """
     tracer = _SpanTracer()
     kernels = reference_kernels() if expand_fused else contextlib.nullcontext()

@@ -258,7 +258,7 @@ def count_multiplications(function: Callable[..., Any], *args: Any, **kwargs: An
         A :class:`WorkCount` in multiplications (``.flops`` for 2×).
 
     Raises:
-        Whatever ``function`` raises; nothing of its own.
+        Exception: whatever ``function`` raises, unchanged; nothing of its own.
     """
     census = _OpCensus()
     counter = _NestedCounter(census, display=False, custom_mapping=dict(EXTRA_FORMULAS))
@@ -315,7 +315,8 @@ def count_on_meta(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Wo
         A :class:`WorkCount` in multiplications, ``device == "meta"``.
 
     Raises:
-        Whatever ``function`` raises on meta tensors (an op with no meta kernel raises NotImplementedError).
+        NotImplementedError: an op with no meta kernel ran (and whatever else ``function`` raises on meta
+            tensors).
     """
     import copy
 
