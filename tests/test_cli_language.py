@@ -1,0 +1,196 @@
+"""The command line in the output language (seqlab.cli.language, seqlab.cli.group): usage errors, --help,
+option errors and Typer's own words follow ``--lang`` (before or after the command name) or the locale;
+``seqlab`` alone, ``--version``, and whole command summaries.
+
+Every run is in-process (Typer's CliRunner) with the locale variables set explicitly, so the machine's own
+locale cannot decide a test. No test measures anything: each stops at a usage error or at the help.
+"""
+
+from __future__ import annotations
+
+import gettext
+import inspect
+from importlib import resources
+from pathlib import Path
+
+import pytest
+import typer.core
+import typer.main
+from babel.messages.pofile import read_po
+
+import seqlab
+from seqlab.cli import app
+from seqlab.cli.language import (HELP_DOMAIN, USAGE_MESSAGES, argument_language, catalogue, cli_language,
+                                 first_paragraph, help_texts, translate_message)
+
+MESSAGES = Path(str(resources.files("seqlab"))) / "locale" / "es" / "LC_MESSAGES"
+ENGLISH = {"LANGUAGE": None, "LC_ALL": None, "LC_MESSAGES": None, "LANG": "en_US.UTF-8", "COLUMNS": "80",
+           "NO_COLOR": "1"}
+SPANISH = {**ENGLISH, "LANG": "es_ES.UTF-8"}
+
+
+def run(runner, *args: str, env: dict | None = None):
+    return runner.invoke(app, list(args), env=ENGLISH if env is None else env)
+
+
+def flat(text: str) -> str:
+    """The output with every run of whitespace made one space (the help wraps at 80 columns)."""
+    return " ".join(text.split())
+
+
+# --- Usage errors ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args", [
+    ("--lang", "es", "compare", "--tokens", "x"),  # the issue's line: --lang before the command name
+    ("compare", "--tokens", "x", "--lang", "es"),  # after it, even after the bad option
+    ("compare", "--lang=ES", "--tokens", "x"),
+])
+def test_a_bad_value_is_refused_in_spanish(runner, args):
+    result = run(runner, *args)
+    assert result.exit_code == 2
+    assert "Valor no válido para '--tokens': se esperaba un entero >= 2; se recibió 'x'" in result.output
+    assert "Uso: seqlab compare [OPTIONS]" in result.output
+    assert "Pruebe 'seqlab compare --help' para ver la ayuda." in result.output
+    assert "Invalid value" not in result.output and "Traceback" not in result.output
+
+
+def test_the_same_error_in_english(runner):
+    result = run(runner, "compare", "--tokens", "x")
+    assert result.exit_code == 2
+    assert "Error: Invalid value for '--tokens': expected an integer >= 2, received 'x'" in result.output
+    assert "Usage: seqlab compare [OPTIONS]" in result.output and "Try 'seqlab compare --help' for help." in result.output
+
+
+@pytest.mark.parametrize(("env", "expected"), [
+    (SPANISH, "se esperaba un entero >= 2; se recibió 'x'"),
+    ({**ENGLISH, "LC_ALL": "es_MX.UTF-8"}, "se esperaba un entero >= 2; se recibió 'x'"),
+    ({**SPANISH, "LC_ALL": "C"}, "expected an integer >= 2, received 'x'"),  # LC_ALL overrides LANG
+])
+def test_the_locale_chooses_the_language(runner, env, expected):
+    result = run(runner, "compare", "--tokens", "x", env=env)
+    assert result.exit_code == 2 and expected in result.output
+
+
+def test_lang_on_the_line_beats_the_locale(runner):
+    result = run(runner, "compare", "--tokens", "x", "--lang", "en", env=SPANISH)
+    assert result.exit_code == 2 and "expected an integer >= 2, received 'x'" in result.output
+
+
+@pytest.mark.parametrize(("args", "spanish", "english"), [
+    (("compare", "--bogus"), "Error: No existe la opción --bogus", "Error: No such option: --bogus"),
+    (("compare", "--d-model"), "Error: La opción '--d-model' necesita un valor.",
+     "Error: Option '--d-model' requires an argument."),
+    (("compare", "extra"), "Error: Sobran argumentos que no se esperaban (extra)",
+     "Error: Got unexpected extra argument(s) (extra)"),
+    (("profile",), "Error: Falta el argumento 'FACTORY'.", "Error: Missing argument 'FACTORY'."),
+    (("comapre",), "Error: No existe el comando 'comapre'. ¿Quería decir 'compare'?",
+     "Error: No such command 'comapre'. Did you mean 'compare'?"),
+    (("--lang", "fr", "compare"), "el idioma debe ser uno de en, es; se recibió 'fr'",
+     "language must be one of en, es; received 'fr'"),
+])
+def test_click_layer_errors_in_both_languages(runner, args, spanish, english):
+    spanish_run = run(runner, *args, env=SPANISH)
+    english_run = run(runner, *args)
+    assert spanish_run.exit_code == english_run.exit_code == 2
+    assert spanish in spanish_run.output, spanish_run.output
+    assert english in english_run.output, english_run.output
+
+
+def test_every_usage_message_has_a_spanish_wording():
+    for msgid in USAGE_MESSAGES:
+        assert catalogue("es", "click").gettext(msgid) != msgid, msgid
+
+
+def test_translate_message_reads_the_english_template():
+    assert translate_message("Invalid value for '--seed': expected an integer in [0, 9], received 12", "es") == \
+        "Valor no válido para '--seed': expected an integer in [0, 9], received 12"  # inner text is a parser's
+    assert translate_message("Invalid value: Value 'x' is not a valid int.", "es") == \
+        "Valor no válido: El valor 'x' no es un int válido."
+    assert translate_message("something else entirely", "es") == "something else entirely"
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--lang", "es", "compare"], "es"), (["compare", "--lang", "en"], "en"), (["compare"], None),
+    (["--lang"], None), (["compare", "--lang", "xx"], None), (["--", "--lang", "es"], None),
+])
+def test_argument_language(args, expected):
+    assert argument_language(args) == expected
+
+
+def test_gettext_state_is_restored_after_a_spanish_run(runner):
+    import builtins
+
+    domain = gettext.textdomain()
+    original = typer.core._
+    assert run(runner, "--lang", "es", "compare", "--tokens", "x").exit_code == 2
+    assert typer.core._ is original is gettext.gettext
+    assert gettext.textdomain() == domain and not hasattr(builtins, "_")
+    with cli_language("es"):
+        assert typer.core._("Commands") == "Comandos"
+    assert typer.core._("Commands") == "Commands"
+
+
+# --- Help -----------------------------------------------------------------------------------------
+
+def test_help_in_spanish_with_lang_anywhere(runner):
+    for args in (("--lang", "es", "compare", "--help"), ("compare", "--help", "--lang", "es")):
+        result = run(runner, *args)
+        text = flat(result.output)
+        assert result.exit_code == 0
+        assert text.startswith("Uso: seqlab compare [OPTIONS]")
+        assert "Opciones: --text" in text and "Muestra este mensaje y termina." in text
+        assert "Recurrencia, atención, LSTM y GRU sobre un texto" in text
+        assert "Omite las medidas de tiempo real." in text and "[por defecto: 512]" in text
+        assert "Skip the wall-time" not in text
+
+
+def test_help_in_english(runner):
+    text = flat(run(runner, "compare", "--help").output)
+    assert text.startswith("Usage: seqlab compare [OPTIONS]")
+    assert "Skip the wall-time measurements." in text and "Show this message and exit." in text
+
+
+def test_help_follows_the_locale(runner):
+    text = flat(run(runner, "table1", "--help", env=SPANISH).output)
+    assert "La Tabla 1 de «Attention Is All You Need», medida" in text and "Opciones:" in text
+
+
+def test_every_help_text_has_a_spanish_translation_and_none_is_stale():
+    with open(MESSAGES / f"{HELP_DOMAIN}.po", "rb") as po:
+        translated = {message.id: message.string for message in read_po(po, locale="es") if message.id}
+    used = {text for _owner, _attribute, text in help_texts(typer.main.get_command(app))}
+    missing = sorted(used - set(translated))
+    entries = "\n\n".join(f"msgid {text!r}\nmsgstr \"\"" for text in missing)
+    assert missing == [], f"add to {HELP_DOMAIN}.po, then `pybabel compile -d src/seqlab/locale -D {HELP_DOMAIN}`:\n" \
+                          f"{entries}"
+    assert sorted(set(translated) - used) == [], "help texts no command has any more"
+    assert all(translated[text] != text for text in used)
+
+
+# --- A newcomer's first commands --------------------------------------------------------------------
+
+@pytest.mark.parametrize("env", [ENGLISH, SPANISH])
+def test_seqlab_alone_prints_the_help_and_succeeds(runner, env):
+    result = run(runner, env=env)
+    assert result.exit_code == 0
+    heading = "Comandos:" if env is SPANISH else "Commands:"
+    assert heading in result.output and "compare" in result.output and "--version" in result.output
+
+
+def test_version(runner):
+    result = run(runner, "--version")
+    assert result.exit_code == 0 and result.output == f"seqlab {seqlab.__version__}\n"
+    assert run(runner, "--version", "compare", "--tokens", "x").exit_code == 0  # eager: nothing else is read
+
+
+@pytest.mark.parametrize("env", [ENGLISH, SPANISH])
+def test_top_level_help_shows_every_summary_whole(runner, env):
+    output = run(runner, "--help", env=env).output
+    group = typer.main.get_command(app)
+    lang = "es" if env is SPANISH else "en"
+    translate = catalogue(lang, HELP_DOMAIN).gettext
+    for name, command in group.commands.items():
+        summary = first_paragraph(translate(inspect.cleandoc(command.help)))
+        assert f"{name} {summary}" in flat(output), f"{name}'s summary is not whole in:\n{output}"
+    listing = output.split("Comandos:" if lang == "es" else "Commands:")[1]
+    assert "..." not in listing, listing  # click's cut summaries end in "..."
