@@ -220,3 +220,23 @@ def test_spanish_sentences_and_labels():
     text = " ".join(decode_sentences(run_decode(SMALL), "es"))
     assert "Menos multiplicaciones por token nuevo: RNN de Elman en t = 4, 8" in text
     assert machine_label("linear_attention", "es") == "atención lineal"
+
+
+def test_a_preallocated_cache_gives_the_same_outputs_and_counts():
+    from seqlab.layers.decoding import KVCacheDecoder
+
+    dynamic = build_decoder("attention_kv_cache", 6, seed=2, dtype=torch.float64)
+    static = KVCacheDecoder(dynamic.attention, capacity=9)
+    x = torch.randn(1, 9, 6, dtype=torch.float64)
+    state, outputs = static.initial_state(1, dtype=torch.float64), []
+    with torch.no_grad():
+        for x_t in x.unbind(dim=1):
+            y, state = static.step(x_t, state)
+            outputs.append(y)
+        torch.testing.assert_close(torch.stack(outputs, dim=1), dynamic.attention(x)[0], rtol=1e-12, atol=1e-12)
+        with pytest.raises(SeqlabError, match="holds 9 rows"):
+            static.step(x[:, 0], state)
+    step = measure_decode_step("attention_kv_cache", 7, d_model=D, time=False,
+                               decoder=KVCacheDecoder(build_decoder("attention_kv_cache", D).attention, capacity=33))
+    # 3 * 16**2 + 2 * 7 * 16 = 992, as the growing cache; bytes: 2 * 33 * 16 * 4 + 8 (the int64 length) = 4232
+    assert (step.multiplications, step.state_bytes) == (992, 4232)

@@ -150,6 +150,12 @@ class _AttentionDecoder(torch.nn.Module):
 class KVCacheDecoder(_AttentionDecoder):
     """Causal self-attention with a key/value cache: state (K, V) grows by one row per token (L2, L6).
 
+    By default the cache grows by ``torch.cat`` (as Hugging Face's ``DynamicCache`` does), so the state after
+    token t holds exactly t rows and each step also copies them. With ``capacity`` the rows are written in place
+    into buffers of ``capacity`` rows allocated once (as a static cache does): state (K, V, length), where
+    ``length`` is a 0-d int64 tensor; a step then writes into the buffers it was given (the previous state's
+    rows up to ``length`` are unchanged, so stepping the same state twice gives the same result).
+
     >>> sa = SelfAttention(8, causal=True, generator=torch.Generator().manual_seed(0))
     >>> decoder = KVCacheDecoder(sa)
     >>> state = decoder.initial_state(2)
@@ -157,43 +163,72 @@ class KVCacheDecoder(_AttentionDecoder):
     ...     y, state = decoder.step(torch.zeros(2, 8), state)
     >>> y.shape, state[0].shape, state[1].shape  # (B, d_v), (B, t, d_k), (B, t, d_v)
     (torch.Size([2, 8]), torch.Size([2, 3, 8]), torch.Size([2, 3, 8]))
+    >>> static = KVCacheDecoder(sa, capacity=16)
+    >>> y, (keys, values, length) = static.step(torch.zeros(2, 8), static.initial_state(2))
+    >>> keys.shape, int(length)  # (B, capacity, d_k), rows written
+    (torch.Size([2, 16, 8]), 1)
 
     Args:
         attention: a causal :class:`~seqlab.layers.attention.SelfAttention` (weights shared, not copied).
+        capacity: rows of a preallocated cache (an integer >= 1), or None to grow the cache by concatenation.
 
     Raises:
-        SeqlabError: not a SelfAttention, or not causal.
+        SeqlabError: not a SelfAttention, not causal, or a capacity that is not an integer >= 1.
     """
 
+    def __init__(self, attention: SelfAttention, capacity: int | None = None) -> None:
+        super().__init__(attention)
+        self.capacity = None if capacity is None else require_positive_int("capacity", capacity)
+
     def initial_state(self, batch: int, *, dtype: torch.dtype = torch.float32,
-                      device: str | torch.device = "cpu") -> tuple[Tensor, Tensor]:
-        """(K, V) with no rows yet: (B, 0, d_k), (B, 0, d_v).
+                      device: str | torch.device = "cpu") -> tuple[Tensor, ...]:
+        """(K, V) with no rows yet: (B, 0, d_k), (B, 0, d_v); with a capacity, (K, V, length = 0) of that many rows.
 
         Raises:
             SeqlabError: ``batch`` is not an integer >= 1.
         """
         batch = require_positive_int("batch", batch)
-        a = self.attention
-        return (torch.zeros(batch, 0, a.d_k, dtype=dtype, device=device),
-                torch.zeros(batch, 0, a.d_v, dtype=dtype, device=device))
+        a, rows = self.attention, self.capacity or 0
+        state = (torch.zeros(batch, rows, a.d_k, dtype=dtype, device=device),
+                 torch.zeros(batch, rows, a.d_v, dtype=dtype, device=device))
+        return state if self.capacity is None else (*state, torch.zeros((), dtype=torch.int64, device=device))
 
-    def step(self, x_t: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+    def step(self, x_t: Tensor, state: tuple[Tensor, ...]) -> tuple[Tensor, tuple[Tensor, ...]]:
         """One token: project x_t once, append its key and value, attend its query over all t keys.
 
         Raises:
-            SeqlabError: ``x_t`` is not (B, d_model) in the weights' dtype.
+            SeqlabError: ``x_t`` is not (B, d_model) in the weights' dtype, or a preallocated cache is full.
         """
         x_t = _check_step_input(x_t, self.d_model, self.dtype)
-        keys, values = state  # (B, t-1, d_k), (B, t-1, d_v)
         q, k, v = self.attention.project(x_t.unsqueeze(1))  # (B, 1, d_k), (B, 1, d_k), (B, 1, d_v)
-        keys = torch.cat((keys, k), dim=1)  # (B, t, d_k): the cache grows by one row
-        values = torch.cat((values, v), dim=1)  # (B, t, d_v)
-        return self._attend(q, keys, values), (keys, values)
+        if self.capacity is None:
+            keys, values = state  # (B, t-1, d_k), (B, t-1, d_v)
+            keys = torch.cat((keys, k), dim=1)  # (B, t, d_k): the cache grows by one row
+            values = torch.cat((values, v), dim=1)  # (B, t, d_v)
+            return self._attend(q, keys, values), (keys, values)
+        keys, values, length = state  # (B, capacity, d_k), (B, capacity, d_v), ()
+        t = int(length) + 1
+        if t > self.capacity:
+            raise SeqlabError(f"the cache holds {self.capacity} rows (capacity), received token {t}")
+        keys[:, t - 1] = k[:, 0]  # row t written in place
+        values[:, t - 1] = v[:, 0]
+        return self._attend(q, keys[:, :t], values[:, :t]), (keys, values, length + 1)
 
-    def state_from_prefix(self, prefix: Tensor) -> tuple[Tensor, Tensor]:
-        """The cache after reading ``prefix`` (B, t-1, d_model): its keys and values, projected at once."""
+    def state_from_prefix(self, prefix: Tensor) -> tuple[Tensor, ...]:
+        """The cache after reading ``prefix`` (B, t-1, d_model): its keys and values, projected at once.
+
+        Raises:
+            SeqlabError: a preallocated cache too small for the prefix and one more token.
+        """
         _q, keys, values = self.attention.project(prefix)  # (B, t-1, d_k), (B, t-1, d_k), (B, t-1, d_v)
-        return keys, values
+        if self.capacity is None:
+            return keys, values
+        rows = prefix.shape[1]
+        if rows >= self.capacity:
+            raise SeqlabError(f"the cache holds {self.capacity} rows (capacity), received a prefix of {rows}")
+        state = self.initial_state(prefix.shape[0], dtype=prefix.dtype, device=prefix.device)
+        state[0][:, :rows], state[1][:, :rows] = keys, values
+        return state[0], state[1], torch.tensor(rows, dtype=torch.int64, device=prefix.device)
 
 
 class NoCacheDecoder(_AttentionDecoder):
