@@ -90,7 +90,10 @@ def _constant_zeros(tensor: Tensor, d: Distance, read: Read) -> tuple[Tensor, bo
     a weight read at every step of a recurrence is checked once."""
     if d is None:
         return read.constant_zeros(tensor)
-    zeros = (tensor == 0) & (d.amin(dim=0) >= UNREACHABLE)
+    zeros = tensor == 0
+    if not zeros.any():  # most factors: no exact 0, nothing to look up
+        return zeros, False
+    zeros &= d.amin(dim=0) >= UNREACHABLE
     return zeros, bool(zeros.any())
 
 

@@ -208,9 +208,12 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
     packet = func.overloadpacket
     if packet in (aten.fill_, aten.zero_):
         return [None for _ in outs]
-    if packet in (aten.copy_, aten._to_copy, aten.lift_fresh_copy):
+    if packet in (aten.copy_, aten._to_copy, aten.lift_fresh_copy, aten.clone):
         source = arguments(func, args, kwargs)["src" if packet is aten.copy_ else "self"]
         return [broadcast_min([read(source)], out.shape, sources) for out in outs]
+    if packet is aten._unsafe_view and args[0].is_contiguous():  # a reshape: elements keep their order
+        d = read(args[0])
+        return [None if d is None else d.reshape(sources, *outs[0].shape)]
     if packet is aten.constant_pad_nd:
         args = (args[0], args[1], 0.0)  # padding is a constant: id 0
     leaves, rebuild = _leaves(args, kwargs)
