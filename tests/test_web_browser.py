@@ -32,7 +32,7 @@ sync_api = pytest.importorskip("playwright.sync_api",
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SCREENSHOTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "screenshots"
-PANELS = ("index", "figure", "cost", "chain", "order", "time", "quiz")
+PANELS = ("index", "figure", "cost", "chain", "order", "time", "decode", "quiz")
 ATTENTION_BOXES = {"encoder.self_attention", "decoder.masked_self_attention", "decoder.cross_attention"}
 TIMEOUT_MS = 60_000  # a busy two-core machine: the first figure and chain requests compute for seconds
 PHONE_WIDTH = 390
@@ -144,6 +144,7 @@ def _ready(page, panel: str) -> None:
         "chain": "#paths-attention table",
         "order": "#order-attention .verdict",
         "time": "#gpu-result",
+        "decode": "#decode-table table",
         "quiz": "#question-q4",
     }[panel]
     page.wait_for_selector(ready, state="attached")
@@ -210,7 +211,7 @@ def test_no_key_cell_is_clipped(browser, base_url, width, lang):
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     try:
-        for panel, query in (("order", ""), ("cost", "&T=1000"), ("time", "")):
+        for panel, query in (("order", ""), ("cost", "&T=1000"), ("time", ""), ("decode", "")):
             page.goto(f"{base_url}/{panel}?lang={lang}{query}")
             _ready(page, panel)
             page.wait_for_selector("main table", state="attached")

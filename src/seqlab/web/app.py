@@ -1,6 +1,6 @@
 """The FastAPI application of ``seqlab serve``: pages, JSON endpoints, static files, error mapping.
 
-One page per panel (``/figure``, ``/cost``, ``/chain``, ``/order``, ``/time``, ``/quiz``; ``/`` lists
+One page per panel (``/figure``, ``/cost``, ``/chain``, ``/order``, ``/time``, ``/decode``, ``/quiz``; ``/`` lists
 them), each rendered by Jinja2 in English or Spanish (``?lang=es``; gettext domain ``web`` through
 Jinja's i18n extension) and drawn in the browser from its ``/api/...`` endpoint. Every script and style
 ships in the package, Plotly's basic bundle included (``static/plotly-basic.min.js``, served as
@@ -37,7 +37,7 @@ from seqlab.web.messages import printable
 DOMAIN = "web"
 PACKAGE = Path(str(resources.files("seqlab"))) / "web"
 #: Panel keys, in the order of the navigation bar.
-PANELS = ("figure", "cost", "chain", "order", "time", "quiz")
+PANELS = ("figure", "cost", "chain", "order", "time", "decode", "quiz")
 #: The ``?lang=`` of every page: en or es; absent means the app's default.
 Lang = Annotated[Literal["en", "es"] | None, Query(description="page language")]
 
@@ -139,7 +139,7 @@ def create_app(default_lang: str = "en", host: str | None = None, allowed_hosts:
 
     from seqlab.web.budget import RETRY_AFTER_S, LabBusy
     from seqlab.web.messages import LabError
-    from seqlab.web.panels import chain, cost, figure, order, quiz, timing
+    from seqlab.web.panels import chain, cost, decode, figure, order, quiz, timing
     from seqlab.web.workers import ClientGone, default_pool
 
     check_language(default_lang)
@@ -191,7 +191,7 @@ def create_app(default_lang: str = "en", host: str | None = None, allowed_hosts:
     app.add_middleware(security.SecurityHeaders)
     app.add_middleware(security.HostAllowList, names=security.allowed_names(host, allowed_hosts))
 
-    for module in (figure, cost, chain, order, timing, quiz):
+    for module in (figure, cost, chain, order, timing, decode, quiz):
         app.include_router(module.router, dependencies=[Depends(limits.reject_unknown_query)])
     app.mount("/static", StaticFiles(directory=str(PACKAGE / "static")), name="static")
 

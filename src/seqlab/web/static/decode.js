@@ -1,0 +1,103 @@
+// Decoding panel (beyond the lesson): per new token at t = 1, 4, 16, …, the multiplications counted on one
+// step, the bytes of the state the machine keeps and, if asked, the step's time — every machine on one chart.
+"use strict";
+
+(() => {
+  const { t } = Lab;
+  const $ = (id) => document.getElementById(id);
+  const inputs = { positions: $("positions"), d: $("d"), timed: $("timed"), metric: $("metric") };
+  const statusNode = $("decode-status");
+  const results = [$("decode-chart"), $("decode-sentences"), $("decode-table"), $("decode-caption")];
+  const COLORS = ["#c0392b", "#1f6fb2", "#7d3c98", "#1e8449", "#b9770e"];
+  const DASHES = ["solid", "dash", "dot", "dashdot", "longdash"];  // curves that coincide stay visible
+  let sequence = 0;
+  let last = null;
+
+  const largest = () => 2 ** Number(inputs.positions.value);
+
+  /** One row per machine and position: machine, t, multiplications, state bytes and, if timed, the time. */
+  function renderTable(data) {
+    const head = [t("machine"), t("positionHead"), t("multiplicationsHead"), t("stateHead")];
+    if (data.timed) head.push(t("timeHead"));
+    const rows = [];
+    for (const m of data.machines) {
+      m.steps.forEach((s, index) => {
+        const name = index === 0 ? `${m.label} (${m.fixed_state ? t("fixed") : t("grows")})` : m.label;
+        const row = [name, Lab.fmtInt(s.t), Lab.fmtInt(s.multiplications), Lab.fmtInt(s.state_bytes)];
+        if (data.timed) row.push(s.median_s === null ? "—" : `${Lab.fmtNum(s.median_s)} ± ${Lab.fmtNum(s.iqr_s)}`);
+        rows.push(row);
+      });
+    }
+    $("decode-table").replaceChildren(Lab.table(head, rows, "decode"));
+    const match = data.machines.every((m) => m.steps.every((s) => s.closed_form === null
+                                                                 || s.closed_form === s.multiplications));
+    const parts = [t("caption", { match: match ? t("allMatch") : t("someDiffer"), d: Lab.fmtInt(data.d_model) })];
+    if (data.timed) {
+      parts.push(t("captionTimed", { threads: Lab.fmtInt(data.threads),
+                                     load: data.load_per_cpu === null ? "—" : Lab.fmtNum(data.load_per_cpu) }));
+    }
+    $("decode-caption").textContent = parts.join(" ");
+  }
+
+  function renderSentences(data) {
+    $("decode-sentences").replaceChildren(...data.sentences.map((line) => Lab.element("li", {}, line)));
+  }
+
+  function renderChart(data) {
+    if (!Lab.plotlyReady()) { Lab.status(statusNode, t("noPlotly")); return; }
+    const metric = inputs.metric.value;
+    if (metric === "median_s" && !data.timed) { Lab.status(statusNode, t("untimed")); }
+    const traces = data.machines.map((m, index) => ({
+      x: m.steps.map((s) => s.t), y: m.steps.map((s) => (s[metric] > 0 ? s[metric] : null)), name: m.label,
+      mode: "lines+markers", line: { color: COLORS[index % COLORS.length], dash: DASHES[index % DASHES.length] },
+      marker: { size: 7 - index },
+      error_y: metric === "median_s" ? { type: "data", array: m.steps.map((s) => (s.iqr_s || 0) / 2),
+                                         visible: true, thickness: 1 } : undefined,
+    }));
+    window.Plotly.react("decode-chart", traces, {
+      margin: { l: 70, r: 12, t: 12, b: 48 }, height: 360,
+      legend: { orientation: "h", x: 0, xanchor: "left", y: -0.22, yanchor: "top" },
+      xaxis: { type: "log", title: { text: t("axisT") } },
+      yaxis: { type: "log", title: { text: t(metric) }, exponentformat: "power" },
+      separators: Lab.separators,
+    }, Lab.plotConfig);
+  }
+
+  async function update() {
+    const mine = ++sequence;
+    Lab.status(statusNode, t("loading"));
+    const query = new URLSearchParams({ d_model: inputs.d.value, positions: largest(),
+                                        time: inputs.timed.checked ? "true" : "false", lang: Lab.lang });
+    try {
+      const data = await Lab.getJSON(`/api/decode?${query}`, { onBusy: (error) => Lab.showError(statusNode, error) });
+      if (mine !== sequence) return;
+      Lab.status(statusNode, "");
+      last = data;
+      renderTable(data);
+      renderSentences(data);
+      renderChart(data);
+      Lab.stale(results, false);
+    } catch (error) {
+      if (mine !== sequence) return;
+      Lab.showError(statusNode, error);
+      Lab.stale(results, true);
+    }
+  }
+  const later = Lab.debounce(update, 250);
+  const show = () => {
+    $("positions-out").textContent = Lab.fmtInt(largest());
+    $("d-out").textContent = Lab.fmtInt(inputs.d.value);
+  };
+  inputs.positions.value = Lab.initial("positions", inputs.positions.value);
+  inputs.d.value = Lab.initial("d", inputs.d.value);
+  for (const input of [inputs.positions, inputs.d, inputs.timed]) {
+    input.addEventListener(input === inputs.timed ? "change" : "input", () => {
+      show();
+      Lab.keepState({ positions: inputs.positions.value, d: inputs.d.value });
+      later();
+    });
+  }
+  inputs.metric.addEventListener("change", () => { if (last) renderChart(last); });
+  show();
+  update();
+})();
