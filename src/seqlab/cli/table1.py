@@ -13,7 +13,7 @@ from seqlab.errors import SeqlabError
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"lengths": "'--lengths'", "T": "'--lengths'", "d_model": "'--d-model'", "kernel": "'--kernel'",
-           "window": "'--window'"}
+           "window": "'--window'", "chunk": "'--chunk'"}
 
 
 def integer_list(text: str, minimum: int, option: str) -> tuple[int, ...]:
@@ -66,8 +66,23 @@ def table1(
         "--plot", metavar="PATH", help="Also draw work, span and path against T: writes PATH.png and PATH.svg "
                                        "(PATH/table1.png and .svg when PATH is a folder).")] = None,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
+    modern: Annotated[bool, typer.Option(
+        "--modern", help="Table 1 extended: peak memory and decoding columns, and rows for linear attention, "
+                         "linear recurrences (loop and scan) and sliding-window attention. --lengths then sets the "
+                         "path lengths (default 32,64,128,256; --quick 32,64,128).")] = False,
+    long_lengths: Annotated[Optional[str], typer.Option(
+        "--long-lengths", metavar="T1,T2,...",
+        help="With --modern: lengths for work, span, peak memory and decoding, at least 3, each >= 2 "
+             "(default 256,512,1024,2048; --quick 256,512,1024).")] = None,
+    chunk: Annotated[int, typer.Option("--chunk", parser=integer_at_least(1), metavar="INTEGER",
+                                       help="With --modern: chunk size C of chunked linear attention.")] = 4,
 ) -> None:
     """Table 1 of "Attention Is All You Need" by measurement: work, sequential operations and path length."""
+    if modern:
+        from seqlab.cli.table1_modern import run_modern_command
+
+        run_modern_command(lengths, long_lengths, d_model, kernel, window, chunk, quick, as_json, plot, lang)
+        return
     from seqlab.studies.table1 import (DEFAULT_D_MODEL, DEFAULT_LENGTHS, QUICK_D_MODEL, QUICK_LENGTHS, Table1Config,
                                        check_table1_size, run_table1)
 

@@ -1,0 +1,53 @@
+"""``seqlab table1 --modern``: parse the options, call the study, render (the flag lives in :mod:`seqlab.cli.table1`)."""
+
+from __future__ import annotations
+
+import typer
+
+from seqlab.cli.options import bad_parameter, language
+from seqlab.errors import SeqlabError
+
+#: Which option each library parameter comes from, to point an error at the right one.
+OPTIONS = {"lengths": "'--lengths' / '--long-lengths'", "T": "'--lengths' / '--long-lengths'",
+           "d_model": "'--d-model'", "kernel": "'--kernel'", "window": "'--window'", "chunk": "'--chunk'",
+           "rows": "'--modern'"}
+
+
+def run_modern_command(lengths: str | None, long_lengths: str | None, d_model: str | None, kernel: int, window: int,
+                       chunk: int, quick: bool, as_json: bool, plot: str | None, lang: str | None) -> None:
+    """Run the extended table with the options of ``seqlab table1`` and print it (or its JSON).
+
+    Raises:
+        typer.BadParameter: a bad value (exit 2), ``--plot`` (the extended table has no figure) or several widths.
+    """
+    from seqlab.cli.table1 import integer_list
+    from seqlab.studies import table1_modern as study
+
+    lang = language(lang)
+    if plot is not None:
+        raise typer.BadParameter("--plot draws the paper's table only; run it without --modern",
+                                 param_hint="'--plot'")
+    short = integer_list(lengths, 2, "'--lengths'") if lengths is not None else \
+        (study.QUICK_SHORT_LENGTHS if quick else study.DEFAULT_SHORT_LENGTHS)
+    long = integer_list(long_lengths, 2, "'--long-lengths'") if long_lengths is not None else \
+        (study.QUICK_LONG_LENGTHS if quick else study.DEFAULT_LONG_LENGTHS)
+    widths = integer_list(d_model, 1, "'--d-model'") if d_model is not None else \
+        ((study.QUICK_D_MODEL if quick else study.DEFAULT_D_MODEL),)
+    if len(set(widths)) != 1:
+        raise typer.BadParameter(f"--modern measures one width; received {d_model!r}", param_hint="'--d-model'")
+    config = study.ModernConfig(lengths=short, long_lengths=long, d_model=widths[0], kernel=kernel, window=window,
+                                chunk=chunk)
+    try:
+        result = study.run_modern(study.check_modern_size(config))
+    except SeqlabError as error:
+        raise bad_parameter(error, OPTIONS, "'--lengths' / '--long-lengths' / '--d-model'") from None
+    if as_json:
+        from seqlab.render.json_output import to_json
+
+        typer.echo(to_json(result))
+        return
+    from rich.console import Console
+
+    from seqlab.render.table1_modern import render_modern
+
+    Console().print(render_modern(result, lang))

@@ -1,0 +1,216 @@
+"""Render ``seqlab table1 --modern`` (:class:`~seqlab.studies.table1_modern.ModernResult`): six columns per row.
+
+Results in, text out: nothing here measures. The first Rich table sets each fitted growth beside the row's
+big-O with a ✓ or ✗ (sections: the lesson's machines, the paper's rows, the mixers); the second shows the raw
+figures at the largest lengths and each row's source; then sentences say what the numbers show. Sentences
+are English message ids of the gettext domain ``table1_modern`` (``locale/es/LC_MESSAGES/table1_modern.po``).
+"""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from seqlab.i18n import format_integer, translator
+from seqlab.render.table1 import MATCH, MISMATCH, growth
+from seqlab.studies.table1_modern import ModernResult, ModernRow
+from seqlab.studies.table1_results import TOLERANCE, Cell
+
+DOMAIN = "table1_modern"
+DASH = "—"
+
+
+def _tr(lang: str):
+    return translator(lang, DOMAIN)
+
+
+def row_name(row: str, result: ModernResult, lang: str = "en") -> str:
+    """The row as a reader calls it, with its kernel, window or chunk.
+
+    >>> row_name("selective_scan", None, "es")
+    'Recurrencia selectiva, scan paralelo'
+    """
+    tr = _tr(lang)
+    k, r, C = (result.kernel, result.window, result.chunk) if result is not None else ("k", "r", "C")
+    return {
+        "elman": tr("Elman RNN"),
+        "self_attention": tr("Self-attention (math path)"),
+        "convolution": tr("Convolution, contiguous (k = {k})").format(k=k),
+        "dilated_convolution": tr("Convolution, dilated (k = {k})").format(k=k),
+        "restricted": tr("Self-attention, restricted (r = {r})").format(r=r),
+        "linear_attention_parallel": tr("Linear attention, parallel form"),
+        "linear_attention_recurrent": tr("Linear attention, recurrent form"),
+        "linear_attention_chunked": tr("Linear attention, chunked (C = {C})").format(C=C),
+        "diagonal_loop": tr("Diagonal recurrence, loop"),
+        "diagonal_scan": tr("Diagonal recurrence, parallel scan"),
+        "selective_loop": tr("Selective recurrence, loop"),
+        "selective_scan": tr("Selective recurrence, parallel scan"),
+        "sliding_window": tr("Sliding-window attention (w = {w})").format(w=r),
+    }[row]
+
+
+def _cell(cell: Cell | None, lang: str, variable: str = "T") -> str:
+    """``✓ T^2.00 · O(T²·d)``: the verdict, the fitted growth, the big-O; a dash where nothing was measured."""
+    if cell is None:
+        return DASH
+    return f"{MATCH if cell.matches else MISMATCH} {growth(cell.fit, lang, variable)} · {cell.paper}"
+
+
+def modern_table(result: ModernResult, lang: str = "en") -> Table:
+    """Row × (work, span, path, memory, decode cost, decode state): fitted growth · big-O, verdict."""
+    tr = _tr(lang)
+    table = Table(title=tr("Table 1 extended: memory, decoding and the mixers that brought recurrence back "
+                           "(d = {d})").format(d=result.d_model), title_justify="left",
+                  caption=caption(result, lang), caption_justify="left")
+    table.add_column(tr("Row"))
+    legend = tr("measured · big-O")
+    for heading in (tr("Work"), tr("Span (ops)"), tr("Path (ops)"), tr("Peak memory"), tr("Decode, per token"),
+                    tr("Decode state")):
+        table.add_column(f"{heading}\n{legend}", no_wrap=True)
+    previous = None
+    for row in result.rows:
+        if previous is not None and row.group != previous:
+            table.add_section()
+        previous = row.group
+        table.add_row(row_name(row.row, result, lang), *(_cell(c, lang) for c in (row.work, row.span, row.path,
+                                                                                  row.memory)),
+                      _cell(row.decode, lang, "t"), _cell(row.state, lang, "t"))
+    return table
+
+
+def _equals(counted: int | None, formula: int | None, lang: str) -> str:
+    tr = _tr(lang)
+    if counted is None:
+        return DASH
+    if formula is None:
+        return format_integer(counted, lang)
+    mark = "= " + tr("formula") if counted == formula else "≠ " + tr("formula") + " " + format_integer(formula, lang)
+    return f"{format_integer(counted, lang)} ({mark})"
+
+
+def raw_table(result: ModernResult, lang: str = "en") -> Table:
+    """The figures behind the fits at the largest lengths, and each row's source."""
+    tr = _tr(lang)
+    T, t = result.long_lengths[-1], result.long_lengths[-1]
+    table = Table(title=tr("Measured at T = {T} (path at T = {Tp}, on the stack that connects all positions); "
+                           "decoding at t = {t}").format(T=T, Tp=result.lengths[-1], t=t), title_justify="left")
+    for heading, justify in ((tr("Row"), "left"), (tr("Multiplications (whole layer)"), "right"),
+                             (tr("Span: ops (products)"), "right"), (tr("Path: ops (layers)"), "right"),
+                             (tr("Peak bytes"), "right"), (tr("Multiplications per token"), "right"),
+                             (tr("State bytes"), "right")):
+        table.add_column(heading, justify=justify)
+    for row in result.rows:
+        s, p = row.long[-1], row.short[-1]
+        table.add_row(row_name(row.row, result, lang), _equals(s.multiplications, s.closed_form, lang),
+                      f"{format_integer(s.span_ops, lang)} ({format_integer(s.span_products, lang)})",
+                      f"{format_integer(p.path_ops, lang)} ({format_integer(p.depth, lang)})",
+                      format_integer(s.peak_bytes, lang), _equals(s.decode_multiplications, s.decode_closed_form, lang),
+                      DASH if s.state_bytes is None else format_integer(s.state_bytes, lang))
+    return table
+
+
+def sources_table(result: ModernResult, lang: str = "en") -> Table:
+    """Where each row's big-O comes from (paper and section, or the lesson's claims)."""
+    tr = _tr(lang)
+    table = Table(title=tr("Sources of the big-O entries"), title_justify="left")
+    table.add_column(tr("Row"))
+    table.add_column(tr("Source"))
+    for row in result.rows:
+        table.add_row(row_name(row.row, result, lang), row.source)
+    return table
+
+
+def caption(result: ModernResult, lang: str = "en") -> str:
+    """One line saying what was measured and how."""
+    tr = _tr(lang)
+    return tr("work, span, memory and decoding at T = t = {long}; path at T = {short}; d = {d}; k = {k}, r = w = {r}, "
+              "C = {C}; {dtype}, seed {seed}, CPU threads: {threads}; PyTorch {torch}; multiplications = multiply-adds "
+              "(FLOPs = 2×)").format(
+        long=", ".join(map(str, result.long_lengths)), short=", ".join(map(str, result.lengths)), d=result.d_model,
+        k=result.kernel, r=result.window, C=result.chunk, dtype=result.dtype, seed=result.seed,
+        threads=result.threads, torch=result.torch_version)
+
+
+def _by_name(result: ModernResult) -> dict[str, ModernRow]:
+    return {row.row: row for row in result.rows}
+
+
+def _verdicts(result: ModernResult, lang: str) -> list[str]:
+    tr = _tr(lang)
+    if result.matched == result.cells:
+        return [tr("All {cells} cells show their big-O: every fitted exponent lies within {tolerance} of it, and the "
+                   "logarithm is recognised where the big-O has log T.").format(
+            cells=result.cells, tolerance=_point(TOLERANCE, lang))]
+    names = {"work": tr("work"), "span": tr("span"), "path": tr("path"), "memory": tr("peak memory"),
+             "decode": tr("decode cost"), "state": tr("decode state")}
+    failing = [f"{row_name(row.row, result, lang)} ({names[column]})" for row in result.rows
+               for column, cell in row.cells().items() if not cell.matches]
+    sentences = [tr("{matched} of {cells} cells show their big-O; these do not: {cells_list}.").format(
+        matched=result.matched, cells=result.cells, cells_list="; ".join(failing))]
+    paths = [row for row in result.rows if not row.path.matches and row.path.expected.model == "power"
+             and row.path.expected.exponent >= 1 and _increments_double(row)]
+    if paths:
+        sentences.append(tr("The path of {rows} grows by a constant step per position plus a fixed part of a few ops; "
+                            "its increments double when T doubles, as O(T) says, but at these lengths the fixed part "
+                            "still lowers the fitted exponent (longer --lengths show it).").format(
+            rows=", ".join(row_name(row.row, result, lang) for row in paths)))
+    return sentences
+
+
+def _point(value: float, lang: str) -> str:
+    from babel.numbers import format_decimal
+
+    return format_decimal(value, format="0.0#", locale=lang)
+
+
+def _increments_double(row: ModernRow) -> bool:
+    """Path increments between consecutive doublings of T grow by about 2 (within 25 %)."""
+    values = [s.path_ops for s in row.short]
+    steps = [b - a for a, b in zip(values, values[1:])]
+    return len(steps) >= 2 and all(a > 0 and 1.5 <= b / a <= 2.5 for a, b in zip(steps, steps[1:]))
+
+
+def modern_sentences(result: ModernResult, lang: str = "en") -> list[str]:
+    """What the numbers show: verdicts, scopes, scan against loop, decoding, and what is missing."""
+    tr = _tr(lang)
+    sentences = _verdicts(result, lang)
+    scope = tr("Work is the multiplications of the whole layer, projections included, for every row, so the rows "
+               "compare like with like (seqlab table1 counts attention's call alone, as the paper does).")
+    differing = result.counts_differ
+    scope += " " + (tr("{count} counts differ from their closed form (see --json).").format(count=differing)
+                    if differing else tr("Every count, of a layer and of a decode step, equals its closed form."))
+    sentences.append(scope)
+    sentences.append(tr("Peak memory is the most bytes held at once by tensors the forward pass allocates, inputs and "
+                        "weights excluded, tracked op by op; attention runs its math path, which keeps the T×T scores "
+                        "and their softmax (PyTorch's fused kernel would not)."))
+    rows, T = _by_name(result), result.long_lengths[-1]
+    for loop, scan in (("selective_loop", "selective_scan"), ("diagonal_loop", "diagonal_scan")):
+        if loop in rows and scan in rows:
+            sentences.append(tr("At T = {T} the parallel scan waits {scan} ops in a row and the loop {loop}: a linear "
+                                "recurrence is associative, so a prefix scan needs about log₂ T rounds, while the "
+                                "lesson's tanh recurrence must take its T steps in turn.").format(
+                T=format_integer(T, lang), scan=format_integer(rows[scan].long[-1].span_ops, lang),
+                loop=format_integer(rows[loop].long[-1].span_ops, lang)))
+            break
+    if "self_attention" in rows and "elman" in rows:
+        kv, rnn = rows["self_attention"].long[-1], rows["elman"].long[-1]
+        sentences.append(tr("To generate token t = {t}, attention with a KV cache does {kv} multiplications and holds "
+                            "{kv_bytes} bytes of keys and values, both growing with t; the Elman RNN does {rnn} and "
+                            "holds {rnn_bytes} bytes whatever t is.").format(
+            t=format_integer(kv.T, lang), kv=format_integer(kv.decode_multiplications, lang),
+            kv_bytes=format_integer(kv.state_bytes, lang), rnn=format_integer(rnn.decode_multiplications, lang),
+            rnn_bytes=format_integer(rnn.state_bytes, lang)))
+    if result.missing:
+        sentences.append(tr("Not measured, their modules are not installed here: {rows}.").format(
+            rows=", ".join(row_name(row, result, lang) for row in result.missing)))
+    unaccounted = sorted({name for row in result.rows for s in row.long for name in s.unaccounted})
+    if unaccounted:
+        sentences.append(tr("Ops the work counter could not account for: {names}.").format(names=", ".join(unaccounted)))
+    return sentences
+
+
+def render_modern(result: ModernResult, lang: str = "en") -> Group:
+    """Both tables and the sentences as one Rich renderable."""
+    return Group(modern_table(result, lang), raw_table(result, lang), sources_table(result, lang),
+                 *(Text(sentence) for sentence in modern_sentences(result, lang)))

@@ -1,0 +1,333 @@
+"""``seqlab table1 --modern``: Table 1 extended to memory and decoding, with the mixers that brought recurrence back.
+
+The paper's Table 1 (L7) compares work, sequential operations and path length. Two costs users pay every
+day are missing from it: the memory a forward pass holds, and the cost of generating one more token. This
+study measures all six columns for the rows of :mod:`seqlab.studies.table1_modern_rows` (the lesson's two
+machines, the paper's other rows and the modern mixers), each at several T, fits each series against T
+(:func:`seqlab.fit.fit_growth`: a power law or a logarithm) and sets the fit beside the row's big-O:
+
+* **work** — multiplications counted while the *whole layer* runs (:func:`~seqlab.measure.work.count_multiplications`;
+  projections included for every row, so rows compare like with like; ``seqlab table1`` counts attention's
+  call alone, as the paper does), each count checked against the row's closed form;
+* **span** — operations (and matrix products) in a row of one layer (:func:`~seqlab.measure.trace.measure_span`);
+* **path** — least operations from position 1 to T (or T to 1), on the stack that connects all positions
+  (:func:`~seqlab.measure.paths.measure_paths`; one layer except for the paper's convolution and restricted rows);
+* **memory** — peak bytes held by tensors the forward pass allocates, inputs and weights excluded
+  (:func:`~seqlab.measure.memory_peak.measure_peak_memory`); attention on its math path;
+* **decode cost** — multiplications of the one step that generates position t (:mod:`seqlab.measure.decode`,
+  C's engine; for the rows it does not name, the module's own ``step`` counted the same way), fitted against t;
+* **decode state** — bytes of the state the step hands on (keys and values for attention's KV cache).
+
+The path analysis carries a closeness per element and source, and the paper's rows need stacks of many layers,
+so it runs at the short ``lengths``; work, span, memory and decoding run at the ``long_lengths``, where the T²
+terms dominate the T·d² ones at these widths and a chain's fixed part of a few ops no longer hides its growth. A cell *matches*
+when the fitted model is the big-O's and, for a power, the exponent lies within
+:data:`~seqlab.studies.table1_results.TOLERANCE` of it. Measurements are counts and bytes, never times, and
+run on one CPU thread (restored afterwards). Sizes that would not fit in memory are refused before anything is
+built.
+
+Shapes: T positions, t the decoded position, d = every width, k kernel, r window, C chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import torch
+
+from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.fit import Fit, fit_growth
+from seqlab.measure import memory_peak
+from seqlab.measure.paths import measure_paths
+from seqlab.measure.timing import fixed_threads
+from seqlab.measure.trace import measure_span
+from seqlab.memory import MemoryEstimate, require_fits
+from seqlab.studies import table1
+from seqlab.studies.table1_modern_rows import ROWS, Machine, build_machine, row_available
+from seqlab.studies.table1_results import MAX_LENGTH, MAX_WIDTH, Cell, Growth, Table1Config
+
+__all__ = ["DEFAULT_LONG_LENGTHS", "DEFAULT_SHORT_LENGTHS", "QUICK_LONG_LENGTHS", "QUICK_SHORT_LENGTHS",
+           "LongSample", "ModernConfig", "ModernResult", "ModernRow", "ShortSample", "check_modern_size", "run_modern"]
+
+DEFAULT_SHORT_LENGTHS = (32, 64, 128, 256)
+QUICK_SHORT_LENGTHS = (32, 64, 128)
+DEFAULT_LONG_LENGTHS = (256, 512, 1024, 2048)
+QUICK_LONG_LENGTHS = (256, 512, 1024)
+DEFAULT_D_MODEL = 32
+QUICK_D_MODEL = 16
+COLUMNS = ("work", "span", "path", "memory", "decode", "state")
+
+
+@dataclass(frozen=True)
+class ModernConfig:
+    """What to measure: short ``lengths`` (path), ``long_lengths`` (work, span, memory, decoding), one width
+    ``d_model``, kernel k, window (restricted r and sliding w), chunk C, seed, and the ``rows`` (None: all)."""
+
+    lengths: tuple[int, ...] = DEFAULT_SHORT_LENGTHS
+    long_lengths: tuple[int, ...] = DEFAULT_LONG_LENGTHS
+    d_model: int = DEFAULT_D_MODEL
+    kernel: int = 3
+    window: int = 4
+    chunk: int = 4
+    seed: int = 0
+    rows: tuple[str, ...] | None = None
+
+    def validated(self) -> ModernConfig:
+        """The same config with sorted, de-duplicated lengths and the rows in the table's order.
+
+        Raises:
+            SeqlabError: fewer than 3 distinct lengths in either set, a length outside [2, MAX_LENGTH], a width
+                outside [1, MAX_WIDTH], a bad kernel, window or chunk, or an unknown row.
+        """
+        short = Table1Config(self.lengths, (self.d_model,), self.kernel, self.window, self.seed).validated()
+        long = Table1Config(self.long_lengths, (self.d_model,), self.kernel, self.window, self.seed).validated()
+        require_positive_int("chunk", self.chunk, MAX_LENGTH)
+        rows = tuple(ROWS) if self.rows is None else tuple(self.rows)
+        unknown = [row for row in rows if row not in ROWS]
+        if unknown or not rows:
+            raise SeqlabError(f"rows must be among {', '.join(ROWS)}; received {list(rows)}", parameter="rows")
+        return replace(self, lengths=short.lengths, long_lengths=long.lengths, d_model=short.d_models[0],
+                       rows=tuple(row for row in ROWS if row in rows))
+
+
+@dataclass(frozen=True)
+class ShortSample:
+    """Path of one row at one short T (ops; products beside) and the depth of the stack that connects all T."""
+
+    T: int
+    depth: int
+    path_ops: int | None
+    path_products: int | None
+
+
+@dataclass(frozen=True)
+class LongSample:
+    """Work, memory and decoding of one row at one long T (= the decoded position t).
+
+    Attributes:
+        multiplications, closed_form: counted on the whole layer, and by the row's closed form.
+        unaccounted: ops the counter could not count (name -> calls).
+        span_ops, span_products: longest chain of one layer, in ops and in matrix products.
+        peak_bytes: peak bytes held by tensors the pass allocated; peak_tensors: the largest live at the peak,
+            as (op, shape, bytes).
+        decode_multiplications, decode_closed_form, state_bytes: the step generating position t (None when the
+            row has no step API; the closed form None when its module offers none).
+    """
+
+    T: int
+    multiplications: int
+    closed_form: int
+    unaccounted: dict[str, int]
+    span_ops: int
+    span_products: int
+    peak_bytes: int
+    peak_tensors: tuple[tuple[str, tuple[int, ...], int], ...]
+    decode_multiplications: int | None
+    decode_closed_form: int | None
+    state_bytes: int | None
+
+
+@dataclass(frozen=True)
+class ModernRow:
+    """One row: its raw samples and a :class:`~seqlab.studies.table1_results.Cell` per column (None: no step API)."""
+
+    row: str
+    group: str
+    source: str
+    short: tuple[ShortSample, ...]
+    long: tuple[LongSample, ...]
+    work: Cell
+    span: Cell
+    path: Cell
+    memory: Cell
+    decode: Cell | None
+    state: Cell | None
+    span_products_fit: Fit
+
+    def cells(self) -> dict[str, Cell]:
+        """The judged cells by column name (decode and state only where the row decodes)."""
+        return {c: getattr(self, c) for c in COLUMNS if getattr(self, c) is not None}
+
+
+@dataclass(frozen=True)
+class ModernResult:
+    """Table 1 extended, measured: every row, the rows whose module is missing, and the conditions of the run."""
+
+    lengths: tuple[int, ...]
+    long_lengths: tuple[int, ...]
+    d_model: int
+    kernel: int
+    window: int
+    chunk: int
+    seed: int
+    rows: tuple[ModernRow, ...]
+    missing: tuple[str, ...]
+    dtype: str
+    threads: int
+    torch_version: str
+
+    @property
+    def matched(self) -> int:
+        """Cells whose fit shows the row's big-O."""
+        return sum(cell.matches for row in self.rows for cell in row.cells().values())
+
+    @property
+    def cells(self) -> int:
+        """Cells judged."""
+        return sum(len(row.cells()) for row in self.rows)
+
+    @property
+    def counts_differ(self) -> int:
+        """Counted work or decode multiplications that differ from their closed form."""
+        return sum((s.multiplications != s.closed_form) + (s.decode_closed_form is not None
+                                                           and s.decode_multiplications != s.decode_closed_form)
+                   for row in self.rows for s in row.long)
+
+
+# --- memory guard ------------------------------------------------------------------------------------
+
+def _pass_bytes(T: int, d: int) -> int:
+    """Generous bytes of one forward at T: four T×T float32 maps, 256 T×d tensors, 64 MiB of working set."""
+    return 16 * T * T + 1024 * T * d + 64 * 2**20
+
+
+def check_modern_size(config: ModernConfig) -> ModernConfig:
+    """Validate ``config`` and refuse sizes that would not fit in memory, before building anything.
+
+    >>> check_modern_size(ModernConfig(lengths=(8, 16, 32), long_lengths=(64, 128, 256), d_model=8)).d_model
+    8
+
+    Raises:
+        SeqlabError: a bad size (see :meth:`ModernConfig.validated`) or too little memory for the largest pass.
+    """
+    config = config.validated()
+    require_positive_int("d_model", config.d_model, MAX_WIDTH)
+    T = max(config.long_lengths)
+    require_fits(MemoryEstimate(_pass_bytes(T, config.d_model), f"the forward pass at T = {T}"),
+                 f"T up to {T} at d_model = {config.d_model}")
+    table1.check_table1_size(Table1Config(config.lengths, (config.d_model,), config.kernel, config.window))
+    return config
+
+
+# --- measuring one row ---------------------------------------------------------------------------------
+
+def _input(T: int, d: int, seed: int) -> torch.Tensor:
+    return torch.randn(1, T, d, generator=torch.Generator().manual_seed(seed + T))  # (1, T, d)
+
+
+def _short(row: str, machine: Machine, T: int, config: ModernConfig) -> ShortSample:
+    """Path at T: the paper's rows through ``seqlab table1``'s own measurement (connecting stacks)."""
+    layer = ROWS[row].table1_layer
+    if layer is not None:
+        s = table1.measure_sample(layer, T, config.d_model, config.kernel, config.window, config.seed)
+        return ShortSample(T, s.depth, s.path_ops, s.path_products)
+    x = _input(T, config.d_model, config.seed)
+    stack = machine.stack(T) if machine.stack is not None else (lambda inputs: [machine.layer(inputs)])
+    per_depth = measure_paths(stack, x, sources=(0, T - 1), outputs=lambda outputs: outputs)
+    path_ops, _ = table1._path(per_depth, T, "ops")
+    path_products, _ = table1._path(per_depth, T, "products")
+    return ShortSample(T, len(per_depth), path_ops, path_products)
+
+
+def _decode(machine: Machine, t: int, config: ModernConfig) -> tuple[int | None, int | None, int | None]:
+    """(multiplications, closed form, state bytes) of the step generating position t, or Nones."""
+    from seqlab.measure import decode
+
+    if machine.decoder is None:
+        return None, None, None
+    if machine.decode_machine is not None:
+        step = decode.measure_decode_step(machine.decode_machine, t, d_model=config.d_model, time=False,
+                                          seed=config.seed, decoder=machine.decoder)
+        return step.multiplications, step.closed_form, step.state_bytes
+    from seqlab.layers.decoding import state_bytes
+    from seqlab.measure.work import count_multiplications
+
+    generator = torch.Generator().manual_seed(config.seed + t)
+    state = decode.prepared_state(machine.decoder, t, 1, generator, torch.float32)
+    x_t = torch.randn(1, config.d_model, generator=generator)  # (1, d)
+    with torch.no_grad():
+        counted = count_multiplications(machine.decoder.step, x_t, state)
+        _, after = machine.decoder.step(x_t, state)
+    formula = machine.step_closed_form
+    return counted.multiplications, (int(formula()) if formula is not None else None), state_bytes(after)
+
+
+def _long(machine: Machine, T: int, config: ModernConfig) -> LongSample:
+    from seqlab.measure.work import count_multiplications
+
+    x = _input(T, config.d_model, config.seed)
+    with torch.no_grad():
+        work = count_multiplications(machine.layer, x)
+    span = measure_span(machine.layer, x)
+    peak = memory_peak.measure_peak_memory(machine.layer, x)
+    decode_count, decode_form, state = _decode(machine, T, config)
+    return LongSample(T, work.multiplications, machine.closed_form(T), dict(work.unaccounted), span.ops,
+                      span.products, peak.peak_bytes,
+                      tuple((t.op, t.shape, t.nbytes) for t in peak.largest[:3]), decode_count, decode_form, state)
+
+
+def _cell(entry: tuple[str, Growth] | None, lengths: Sequence[int], values: Sequence[int | None]) -> Cell | None:
+    if entry is None or any(v is None for v in values):
+        return None
+    paper, expected = entry
+    fit = fit_growth(lengths, values)
+    return Cell(paper=paper, expected=expected, fit=fit, matches=expected.matches(fit))
+
+
+def measure_row(row: str, config: ModernConfig) -> ModernRow:
+    """Measure one row at every length of ``config`` (validated) and judge its six cells.
+
+    >>> config = ModernConfig(lengths=(8, 16, 32), long_lengths=(64, 128, 256), d_model=4).validated()
+    >>> r = measure_row("elman", config)
+    >>> [s.span_products for s in r.long], r.long[0].multiplications, r.work.matches, r.state.fit.exponent
+    ([64, 128, 256], 2048, True, 0.0)
+
+    Raises:
+        SeqlabError: an unknown or unavailable row, or a stack that never connects the ends.
+    """
+    spec = ROWS[row]
+    machine = build_machine(row, config.d_model, kernel=config.kernel, window=config.window, chunk=config.chunk,
+                            seed=config.seed)
+    short = tuple(_short(row, machine, T, config) for T in config.lengths)
+    if any(s.path_ops is None for s in short):
+        raise SeqlabError(f"the {row} row never connected positions 1 and T at T = {config.lengths}")
+    long = tuple(_long(machine, T, config) for T in config.long_lengths)
+    lengths, long_lengths = config.lengths, config.long_lengths
+    return ModernRow(
+        row=row, group=spec.group, source=spec.source, short=short, long=long,
+        work=_cell(spec.work, long_lengths, [s.multiplications for s in long]),
+        span=_cell(spec.span, long_lengths, [s.span_ops for s in long]),
+        path=_cell(spec.path, lengths, [s.path_ops for s in short]),
+        memory=_cell(spec.memory, long_lengths, [s.peak_bytes for s in long]),
+        decode=_cell(spec.decode, long_lengths, [s.decode_multiplications for s in long]),
+        state=_cell(spec.state, long_lengths, [s.state_bytes for s in long]),
+        span_products_fit=fit_growth(long_lengths, [s.span_products for s in long]))
+
+
+def run_modern(config: ModernConfig | None = None) -> ModernResult:
+    """Measure every available row of ``config`` and judge each cell against its big-O.
+
+    >>> result = run_modern(ModernConfig(lengths=(8, 16, 32), long_lengths=(64, 128, 256), d_model=4,
+    ...                                  rows=("elman", "self_attention")))
+    >>> [(r.row, r.memory.expected.exponent, r.memory.matches) for r in result.rows]
+    [('elman', 1.0, True), ('self_attention', 2.0, True)]
+
+    Args:
+        config: sizes and rows (default :class:`ModernConfig`).
+
+    Returns:
+        A :class:`ModernResult`; rows whose module is not installed are listed in ``missing``.
+
+    Raises:
+        SeqlabError: a bad size, an unknown row, or sizes that would not fit in memory.
+    """
+    config = check_modern_size(config or ModernConfig())
+    available = [row for row in config.rows if row_available(row)]
+    with fixed_threads(1), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        rows = tuple(measure_row(row, config) for row in available)
+    return ModernResult(lengths=config.lengths, long_lengths=config.long_lengths, d_model=config.d_model,
+                        kernel=config.kernel, window=config.window, chunk=config.chunk, seed=config.seed, rows=rows,
+                        missing=tuple(row for row in config.rows if row not in available), dtype="float32",
+                        threads=1, torch_version=torch.__version__)

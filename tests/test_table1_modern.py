@@ -1,0 +1,132 @@
+"""``seqlab table1 --modern`` (studies/table1_modern.py, render/table1_modern.py): cells at a tiny config, the CLI.
+
+Counts are exact and set beside their hand arithmetic; growth labels come from fits of measured series; patching
+a measurement must flip the verdict that rests on it (issue 15, item 2).
+"""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from seqlab.cli import app
+from seqlab.errors import SeqlabError
+from seqlab.measure.memory_peak import PeakMemory
+from seqlab.studies import table1_modern
+from seqlab.studies.table1_modern import ModernConfig, measure_row, run_modern
+from seqlab.studies.table1_modern_rows import ROWS
+
+TINY = dict(lengths=(8, 16, 32), long_lengths=(64, 128, 256), d_model=4, window=2, chunk=2)
+ROWS_MEASURED = ("elman", "self_attention", "linear_attention_parallel", "linear_attention_recurrent",
+                 "selective_loop", "selective_scan")
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return run_modern(ModernConfig(rows=ROWS_MEASURED, **TINY))
+
+
+def test_rows_keep_the_tables_order_and_nothing_is_missing(tiny):
+    assert [row.row for row in tiny.rows] == list(ROWS_MEASURED) and tiny.missing == ()
+
+
+def test_exact_counts_equal_their_closed_forms(tiny):
+    rows = {row.row: row for row in tiny.rows}
+    elman, attention = rows["elman"].long, rows["self_attention"].long
+    assert [s.multiplications for s in elman] == [2048, 4096, 8192]  # T * (d² + d²) = 64 * 32, …
+    # 2·T²·d + 3·T·d² (scores and mix; Q, K, V projections): 2 * 64² * 4 + 3 * 64 * 16 = 35_840
+    assert attention[0].multiplications == attention[0].closed_form == 35_840
+    # recurrent linear attention: T·(2·d_k·d_v + d_k) + T·d·(2·d_k + d_v) + T·d_v·d = 64 * 36 + 64 * 48 + 64 * 16
+    assert rows["linear_attention_recurrent"].long[0].multiplications == 6_400
+    # parallel: T²·(d_k + d_v) + the same projections = 64² * 8 + 4096
+    assert rows["linear_attention_parallel"].long[0].multiplications == 36_864
+    assert all(s.multiplications == s.closed_form for row in tiny.rows for s in row.long)
+    assert tiny.counts_differ == 0
+    # decoding: the RNN's step is 2·d² = 32 multiplications, the KV cache's 3·d² + 2·t·d = 48 + 512 at t = 64
+    assert (elman[0].decode_multiplications, attention[0].decode_multiplications) == (32, 560)
+    # states: h is d floats (16 bytes); keys and values of 64 positions: 2 * 64 * 4 * 4 bytes
+    assert (elman[0].state_bytes, attention[0].state_bytes) == (16, 2048)
+
+
+def test_fitted_growth_labels(tiny):
+    rows = {row.row: row for row in tiny.rows}
+    assert rows["self_attention"].memory.matches and abs(rows["self_attention"].memory.fit.exponent - 2) <= 0.1
+    assert rows["elman"].memory.matches and abs(rows["elman"].memory.fit.exponent - 1) <= 0.1
+    scan, loop = rows["selective_scan"], rows["selective_loop"]
+    assert (scan.span.fit.model, scan.span.matches) == ("log", True)  # log T rounds
+    assert [s.span_ops for s in scan.long] == [20, 22, 24]  # two ops more per doubling of T
+    assert loop.span.fit.model == "power" and abs(loop.span.fit.exponent - 1) <= 0.1
+    assert abs(rows["linear_attention_parallel"].work.fit.exponent - 2) <= 0.1
+    assert abs(rows["linear_attention_recurrent"].work.fit.exponent - 1) <= 0.1
+    assert rows["self_attention"].state.matches and rows["elman"].state.fit.exponent == 0.0
+
+
+def test_a_patched_peak_memory_changes_the_memory_verdict(monkeypatch):
+    config = ModernConfig(rows=("self_attention",), **TINY).validated()
+    assert measure_row("self_attention", config).memory.matches
+
+    def constant(function, *args, **kwargs):
+        function(*args, **kwargs)
+        return PeakMemory(1024, 0, 1024, 1, 0, (), "patched", {})
+    monkeypatch.setattr(table1_modern.memory_peak, "measure_peak_memory", constant)
+    patched = measure_row("self_attention", config).memory
+    assert not patched.matches and patched.fit.exponent == 0.0
+
+
+def test_a_patched_span_changes_the_scan_verdict(monkeypatch):
+    config = ModernConfig(rows=("selective_scan",), **TINY).validated()
+    real = table1_modern.measure_span
+
+    def as_a_loop(function, x, **kwargs):
+        span = real(function, x, **kwargs)
+        return type(span)(**{**span.__dict__, "ops": 2 * x.shape[1]})  # a chain of 2 ops per position
+    monkeypatch.setattr(table1_modern, "measure_span", as_a_loop)
+    span = measure_row("selective_scan", config).span
+    assert span.fit.model == "power" and not span.matches
+
+
+def test_bad_configs_are_refused():
+    with pytest.raises(SeqlabError, match="at least 3 distinct values"):
+        ModernConfig(long_lengths=(64, 64, 128)).validated()
+    with pytest.raises(SeqlabError, match="rows must be among"):
+        ModernConfig(rows=("lstm",)).validated()
+
+
+@pytest.fixture
+def two_rows(monkeypatch):
+    """The CLI runs every row; two keep the test short."""
+    monkeypatch.setattr(table1_modern, "ROWS", {name: ROWS[name] for name in ("elman", "self_attention")})
+
+
+ARGS = ["table1", "--modern", "--lengths", "8,16,32", "--long-lengths", "64,128,256", "--d-model", "4"]
+
+
+@pytest.mark.parametrize("lang, words", [("en", ("Elman RNN", "Peak memory", "To generate token t = 256")),
+                                         ("es", ("RNN de Elman", "Memoria pico", "Para generar el token t = 256"))])
+def test_cli_in_both_languages(two_rows, lang, words):
+    result = CliRunner().invoke(app, [*ARGS, "--lang", lang], env={"COLUMNS": "220"})
+    assert result.exit_code == 0, result.output
+    for word in words:
+        assert word in result.output
+    assert "12 of 12 cells" in result.output or "12 celdas" in result.output or "All 12 cells" in result.output
+
+
+def test_cli_json(two_rows):
+    result = CliRunner().invoke(app, [*ARGS, "--json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    assert [row["row"] for row in document["rows"]] == ["elman", "self_attention"]
+    assert document["rows"][0]["long"][0]["multiplications"] == 2048
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--long-lengths", "64,64,128"], "'--lengths' / '--long-lengths'"),
+    (["--long-lengths", "64,x"], "'--long-lengths'"),
+    (["--d-model", "4,8"], "one width"),
+    (["--chunk", "0"], "'--chunk'"),
+    (["--plot", "x"], "'--plot'"),
+])
+def test_cli_bad_input_exits_2(args, words):
+    result = CliRunner().invoke(app, ["table1", "--modern", *args])
+    assert result.exit_code == 2
+    assert words in result.output and "Traceback" not in result.output
