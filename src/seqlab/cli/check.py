@@ -13,6 +13,7 @@ import typer
 
 from seqlab.cli import app
 from seqlab.cli.options import LANG_HELP, language
+from seqlab.cli.threads import ThreadsOption
 from seqlab.errors import SeqlabError
 
 #: Exit code when a claim does not hold.
@@ -26,16 +27,18 @@ def check(
                                        "default.")] = False,
     only: Annotated[Optional[str], typer.Option("--only", metavar="L1,L8,...",
                                                 help="Check only these claims, separated by commas: L1,L8 or 1,8 "
-                                                     "(default: all twelve).")] = None,
+                                                     "(default: all twelve, then the statements beyond the lesson "
+                                                     "B1–B3).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print every claim as JSON: its verdict, the condition "
                                           "judged, the figures measured and the source of each count.")] = False,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
     list_claims: Annotated[bool, typer.Option("--list", help="Print the legend of the claims L1–L12 (a title and "
                                               "one sentence each) and exit, measuring nothing.")] = False,
+    threads: ThreadsOption = None,
 ) -> None:
     """Check the lesson's claims L1–L12 one by one, each against a measurement, and give each a verdict: holds,
     holds with a caveat, or does not hold; exit 1 if one does not hold."""
-    from seqlab.studies.check import CLAIMS, CheckConfig, parse_claims
+    from seqlab.studies.check import BEYOND, CLAIMS, CheckConfig, parse_claims
 
     lang = language(lang)
     if list_claims:
@@ -47,10 +50,10 @@ def check(
         console.print(render_legend(lang, console.width))
         return
     try:
-        claims = parse_claims(only) if only is not None else CLAIMS
+        claims = parse_claims(only) if only is not None else CLAIMS + BEYOND
     except SeqlabError as error:
         raise typer.BadParameter(str(error), param_hint="'--only'") from None
-    result = _run(CheckConfig(claims=claims, full=full))
+    result = _run(CheckConfig(claims=claims, full=full, threads=threads))
     if as_json:
         from seqlab.render.check import check_json
 

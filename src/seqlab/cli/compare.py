@@ -8,6 +8,7 @@ import typer
 
 from seqlab.cli import app
 from seqlab.cli.options import LANG_HELP, bad_parameter, float_between, integer_at_least, language
+from seqlab.cli.threads import ThreadsOption, timing_threads
 from seqlab.errors import SeqlabError
 
 #: Which option each library parameter comes from, to point an error at the right one.
@@ -64,6 +65,7 @@ def compare(
                                            "multiplications per link of the chain and uncounted ops.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON.")] = False,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
+    threads: ThreadsOption = None,
 ) -> None:
     """Recurrence, attention, LSTM and GRU on a text: work at three scopes, span, path, reach, order and time."""
     from seqlab.studies.compare import SCORES, CompareConfig, check_compare_size, run_compare
@@ -93,7 +95,8 @@ def compare(
         raise bad_parameter(error, options, size_options) from None
     token_sequence, source = _tokens(text, tokens, tokenizer, lang)
     try:
-        result = run_compare(token_sequence, source, config)
+        with timing_threads(threads):
+            result = run_compare(token_sequence, source, config)
     except SeqlabError as error:
         raise bad_parameter(error, options, size_options) from None
     if as_json:

@@ -16,6 +16,7 @@ import typer
 from seqlab.cli import app
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
 from seqlab.cli.table1 import integer_list
+from seqlab.cli.threads import ThreadsOption
 from seqlab.errors import SeqlabError
 
 #: Which option each library parameter comes from, to point an error at the right one.
@@ -63,6 +64,7 @@ def decode(
         "--plot", metavar="FILE", help="Also draw multiplications, time and state against t (log axes) to FILE.png "
                                        "or FILE.svg.")] = None,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
+    threads: ThreadsOption = None,
 ) -> None:
     """Generate token by token: multiplications, time and state per new token, machine by machine."""
     from seqlab.studies.decode import DecodeConfig, check_decode_config, run_decode
@@ -70,6 +72,8 @@ def decode(
     lang = language(lang)
     plot_path = _plot_path(plot) if plot is not None else None
     changes: dict[str, object] = {"batch": batch, "time": time}
+    if threads is not None:
+        changes["threads"] = threads
     if positions is not None:
         changes["positions"] = integer_list(positions, 1, "'--positions'")
     if d_model is not None:

@@ -50,7 +50,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from seqlab.measure.ops import FUSED_OPS, is_contraction, is_movement, op_name, tensors_in
-from seqlab.measure.switches import reference_kernels
+from seqlab.measure.switches import one_thread, reference_kernels
 
 __all__ = ["Span", "measure_span", "reference_kernels"]
 
@@ -284,6 +284,7 @@ def measure_span(function: Callable[..., Any], *args: Any, expand_fused: bool = 
         function: any callable that runs PyTorch ops (a module, a function, a lambda).
         *args, **kwargs: passed through to ``function``. Tensors passed in count as depth 0.
         expand_fused: run under :func:`reference_kernels` (default) so fused kernels show their chain.
+            The call runs on one CPU thread (:func:`~seqlab.measure.switches.one_thread`): a trace pays per op.
 
     Returns:
         A :class:`Span`: longest chain in compute ops and in matrix products, with totals.
@@ -293,7 +294,7 @@ def measure_span(function: Callable[..., Any], *args: Any, expand_fused: bool = 
     """
     tracer = _SpanTracer()
     kernels = reference_kernels() if expand_fused else contextlib.nullcontext()
-    with kernels, torch.no_grad(), tracer:
+    with one_thread(), kernels, torch.no_grad(), tracer:
         function(*args, **kwargs)
     return Span(
         ops=tracer.span.ops,

@@ -40,6 +40,7 @@ from torch.utils._pytree import tree_leaves, tree_map
 from torch.utils.flop_counter import FlopCounterMode, _FlopCounterMode
 
 from seqlab.measure.ops import EXTRA_FORMULAS, PYTORCH_TWINS, is_unknown, op_name, tensors_in
+from seqlab.measure.switches import one_thread
 
 aten = torch.ops.aten
 
@@ -242,7 +243,8 @@ def count_multiplications(function: Callable[..., Any], *args: Any, **kwargs: An
     """Run ``function(*args, **kwargs)`` once and count the multiplications it performs.
 
     The call runs as it would anyway (same kernels, same mode, same grad setting), so what is
-    counted is what ran.
+    counted is what ran — on one CPU thread (:func:`~seqlab.measure.switches.one_thread`): counting pays
+    Python per op, and the thread count changes no multiplication.
 
     >>> layer = torch.nn.Linear(3, 8)
     >>> count_multiplications(layer, torch.randn(5, 10, 3)).multiplications  # 5 * 10 * 3 * 8
@@ -262,7 +264,7 @@ def count_multiplications(function: Callable[..., Any], *args: Any, **kwargs: An
     """
     census = _OpCensus()
     counter = _NestedCounter(census, display=False, custom_mapping=dict(EXTRA_FORMULAS))
-    with census, counter:
+    with one_thread(), census, counter:
         function(*args, **kwargs)
     flop_counts = counter.get_flop_counts()
     by_op = {str(packet): flop // 2 for packet, flop in flop_counts.get("Global", {}).items()}

@@ -1,0 +1,45 @@
+"""``--threads``: the CPU threads a command's *timings* use (compare, check, decode; issue 17).
+
+Counting and tracing always run on one thread (:func:`seqlab.measure.switches.one_thread`): they pay
+Python per op, and on a busy machine idle threads spinning on taken cores slowed ``seqlab compare`` ten
+times. Only the timings use the threads asked for here; without ``--threads`` they use PyTorch's own
+count (the machine's cores, or ``OMP_NUM_THREADS``), as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Annotated, Optional
+
+import typer
+
+from seqlab.cli.options import integer_at_least
+
+THREADS_HELP = ("CPU threads for the timings (default: PyTorch's count, the machine's cores); counting and "
+                "tracing always run on one thread.")
+
+#: The option as a command parameter's annotation: ``threads: ThreadsOption = None``.
+ThreadsOption = Annotated[Optional[int], typer.Option("--threads", parser=integer_at_least(1, 1024),
+                                                      metavar="INTEGER", help=THREADS_HELP)]
+
+
+@contextlib.contextmanager
+def timing_threads(threads: int | None) -> Iterator[None]:
+    """Run the block with ``threads`` CPU threads (None: as it is), then restore the caller's count.
+
+    >>> import torch
+    >>> before = torch.get_num_threads()
+    >>> with timing_threads(1):
+    ...     torch.get_num_threads()
+    1
+    >>> torch.get_num_threads() == before
+    True
+    """
+    if threads is None:
+        yield
+        return
+    from seqlab.measure.timing import fixed_threads
+
+    with fixed_threads(threads):
+        yield
