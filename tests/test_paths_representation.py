@@ -169,3 +169,22 @@ def test_a_wrong_rule_would_be_seen(monkeypatch):
     monkeypatch.setattr(path_tracer.PathTracer, "step_product", staticmethod(lambda d: d))
     with pytest.raises(AssertionError):
         _same(measure_paths(layer, x), reference_paths.measure_paths(layer, x))
+
+
+def test_batches_keep_the_distances_held_under_the_bound():
+    """Bound: a pass after the first holds at most ``batch_bytes`` of distances; the first holds FIRST_BATCH
+    sources' worth. Every pass writes the same elements, so one source costs the same bytes in each pass."""
+    from seqlab.measure.paths import FIRST_BATCH, path_batches
+
+    layer = SelfAttention(4, generator=_g()).eval()
+    x = torch.randn(1, 8, 4, generator=_g())
+    one = next(path_batches(layer, x, (0,), lambda r: [r[0]])).stored_bytes  # one source's distances, bytes
+    # 2 units x 4 bytes (int32) x elements written: x, q, k, v and the output (T x d), scores, scaled, softmax (T x T)
+    assert one == 2 * 4 * (5 * 8 * 4 + 3 * 8 * 8)
+    batches = list(path_batches(layer, x, range(8), lambda r: [r[0]], batch_bytes=3 * one))
+    assert [len(b.sources) for b in batches] == [FIRST_BATCH, 3, 3]
+    assert [b.stored_bytes for b in batches] == [FIRST_BATCH * one, 3 * one, 3 * one]
+    assert all(b.stored_bytes <= max(3 * one, FIRST_BATCH * one) for b in batches)
+    whole = measure_paths(layer, x, batch_bytes=1e12)
+    _same(measure_paths(layer, x, batch_bytes=3 * one), whole)
+    _same(whole, reference_paths.measure_paths(layer, x))
