@@ -1,40 +1,44 @@
 """A trained Transformer under the microscope: which modules mix positions, order, and α (L4, L10, L11).
 
-:func:`inspect_model` reads one window of a text with all-MiniLM-L6-v2 (:mod:`seqlab.layers.pretrained`,
-float64, eval mode) and measures three things on the real forward pass:
+:func:`inspect_model` reads one window of each text with a pretrained model — the bundled
+all-MiniLM-L6-v2 or any local Hugging Face encoder or decoder checkpoint (:mod:`seqlab.layers.pretrained`,
+float64, eval mode) — puts several texts into one right-padded batch with its attention mask, and
+measures three things on the real forward pass:
 
-* **Mixing (L11).** :func:`seqlab.measure.modules.measure_submodules` records the real inputs of every
-  submodule of the embeddings and of every encoder layer (dropout, the identity in eval mode, is left
-  out), calls each module again on them and measures whether output row j depends on input row i ≠ j
-  (Jacobian probes for float inputs, token replacement for ids); this study picks the modules, numbers
-  their layers and marks those that hold a ``BertSelfAttention``.
-  Only the modules that contain the self-attention mix, all-to-all; the Q, K, V projections,
-  dense layers, LayerNorms, the GELU feed-forward and the three embedding tables act per row. The
-  Jacobians are T·d × T·d, so this runs on the window's first ``mixing_tokens`` positions.
-* **Order (L10).** The window's tokens are shuffled by one seeded permutation π (never the
-  identity) and every layer's output is compared with the unshuffled output shuffled by π,
-  max |f(x[π]) − f(x)[π]|, against :func:`seqlab.measure.order.tolerance`. With the position
-  vectors switched off (:func:`~seqlab.layers.pretrained.without_positions`) the stack only moves
-  its rows; with them on the numbers change.
-* **One attention step (L4).** The weights α of one layer and head (T × T, rows sum to 1), the
-  single weight α_T1 by which position 1 enters position T's output of that head, against the
-  T − 1 products a recurrence would chain (L3), and the measured ‖∂c_T/∂x_1‖ of that head's output
-  through the same module, nonzero.
+* **Mixing (L11).** :func:`seqlab.studies.model_mixing.measure_mixing` records the real inputs of every
+  module of the embeddings and of every layer, calls each module again on them and measures whether
+  output row j depends on input row i ≠ j (Jacobian probes for float inputs, token replacement for ids),
+  per sequence, on its real positions only. Only the modules that contain an attention mix: all-to-all
+  in an encoder, causally (row j reads rows 1…j) in a decoder — the model's kind is *measured*
+  (:attr:`ModelResult.kind`), never read from its config. The Jacobians are T·d × T·d, so this runs on
+  the first ``mixing_tokens`` columns of the batch.
+* **Order (L10).** Each sequence's tokens are shuffled by one seeded permutation π (never the identity)
+  and every layer's output is compared with the unshuffled output shuffled by π,
+  max |f(x[π]) − f(x)[π]|, against :func:`seqlab.measure.order.tolerance`
+  (:mod:`seqlab.studies.model_order`). With the position information switched off
+  (:func:`~seqlab.layers.anatomy.without_positions`: learned vectors zeroed, rotations made the
+  identity) an encoder only moves its rows; a decoder's causal mask still tells it the order.
+* **One attention step (L4).** The weights α of one layer and head on the first sequence (n × n, its
+  real positions, rows sum to 1), the single weight α_T1 by which position 1 enters position T's output,
+  against the T − 1 products a recurrence would chain (L3), and the measured ‖∂c_T/∂x_1‖ through that
+  attention module, nonzero.
 
 Returns a frozen :class:`ModelResult`; drawing and printing are :mod:`seqlab.render.model`'s job.
 
-Shapes: B = 1, T positions of the window, T_m = mixing positions, d_model = 384, H heads,
+Shapes: B sequences, T positions of the first window, T_m = mixing positions, d_model, H heads,
 d_head = d_model / H, L layers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError
+from seqlab.layers.anatomy import attention_module, find_position_switch
 from seqlab.layers.pretrained import (
     MIN_TOKENS,
     EncodedText,
@@ -42,48 +46,23 @@ from seqlab.layers.pretrained import (
     encode,
     load_encoder,
     model_config,
+    pad,
 )
 from seqlab.measure.mixing import dependency_matrix
-from seqlab.measure.modules import measure_submodules, record_inputs
+from seqlab.measure.modules import record_inputs
+from seqlab.studies.model_mixing import ModuleMixing, measure_mixing, row_call  # noqa: F401  (re-exported)
 from seqlab.studies.model_order import LayerOrder, OrderCheck, measure_model_order  # noqa: F401  (re-exported)
 
 #: Default, fewest and largest number of positions the mixing Jacobians are measured on.
 MIXING_TOKENS = 32
 MIN_MIXING_TOKENS = 2  # one position cannot show whether a module reads another one
 MAX_MIXING_TOKENS = 64
+#: Most texts read at once (one padded batch).
+MAX_SEQUENCES = 8
 #: Probes per output row of each Jacobian (see :mod:`seqlab.measure.mixing`).
 PROBES = 2
-
-
-@dataclass(frozen=True)
-class ModuleMixing:
-    """Whether one module's output rows read other positions, measured.
-
-    Attributes:
-        name: the module's path in the model, e.g. ``"encoder.layer.0.attention.self"``.
-        kind: its class, e.g. ``"BertSelfAttention"``, ``"Linear"``, ``"LayerNorm"``.
-        layer: encoder layer, 1-based; 0 for the embeddings.
-        inputs: the inputs measured (sequence tensors of its call), e.g. ``("hidden_states",)``.
-        method: how, ``"jacobian-2"`` or ``"token-replacement"``.
-        pattern: over all measured inputs together, one of :data:`seqlab.measure.mixing.PATTERNS`.
-        mixes: some output row depends on another position's input row.
-        contains_attention: the module is, or contains, a self-attention (BertSelfAttention).
-        max_off_diagonal: largest strength of output row j on input row i ≠ j (exactly 0 per row).
-        min_off_diagonal: smallest such strength (> 0 when every pair is connected).
-        max_diagonal: largest strength of row j on row j, the scale of the two above.
-    """
-
-    name: str
-    kind: str
-    layer: int
-    inputs: tuple[str, ...]
-    method: str
-    pattern: str
-    mixes: bool
-    contains_attention: bool
-    max_off_diagonal: float
-    min_off_diagonal: float
-    max_diagonal: float
+#: Names of an attention module's output projection: where present, its output mixes the heads.
+OUTPUT_PROJECTIONS = ("c_proj", "o_proj", "out_proj", "dense", "out_lin")
 
 
 @dataclass(frozen=True)
@@ -96,11 +75,15 @@ class AttentionMap:
         max_row_sum_error: max_i |Σ_j α_ij − 1|.
         alpha_T1: α_T1, the single weight that carries v_1 into position T's output of this head.
         uniform: 1 / T, the weight every position would get from an even spread.
-        reach_T1: ‖∂c_T/∂x_1‖_F of this head's output row T (d_head wide) with respect to the
-            module's input row 1 (Jacobian probe estimate, float64): nonzero, through one module.
+        reach_T1: ‖∂c_T/∂x_1‖_F of output row T with respect to the module's input row 1 (Jacobian probe
+            estimate, float64): nonzero, through one module. The row is this head's d_head columns where
+            the module returns the heads side by side (BERT), else the module's whole output row (GPT-2,
+            LLaMA: their attention module ends in an output projection that mixes the heads).
         reach_method: how reach_T1 was measured, e.g. ``"jacobian-2"``.
         attention_steps: weights on the path from position 1 to T inside this head: 1.
         recurrence_steps: products by W_hh a recurrence puts on that path: T − 1 (L3).
+        module: the attention module's path, e.g. ``"encoder.layer.0.attention.self"``.
+        reach_scope: ``"head"`` or ``"module"``, which output reach_T1 was measured on.
     """
 
     layer: int
@@ -113,21 +96,23 @@ class AttentionMap:
     reach_method: str
     attention_steps: int
     recurrence_steps: int
+    module: str = ""
+    reach_scope: str = "head"
 
 
 @dataclass(frozen=True)
 class ModelResult:
-    """Everything :func:`inspect_model` measured on one window of a text.
+    """Everything :func:`inspect_model` measured on one window of each text.
 
     Attributes:
-        model: the model's published name.
-        source: where the text came from (a path, ``"stdin"``, ``"built-in (es)"``).
+        model: the model's published name, or its folder's name.
+        source: where the text came from (a path, ``"stdin"``, ``"built-in (es)"``, ``"--text"``).
         layers, heads, d_model, max_positions: the model's sizes, from its config.
-        T: positions in the window, ``[CLS]`` and ``[SEP]`` included.
-        pieces: the T tokens as strings.
-        text_pieces, kept_pieces: word pieces in the whole text and in the window.
-        window_chars, text_chars: characters the window covers, of the whole text's.
-        mixing_tokens: T_m, the first positions the mixing Jacobians were measured on.
+        T: positions in the first window, special tokens included.
+        pieces: its T tokens as strings.
+        text_pieces, kept_pieces: word pieces in the first whole text and in its window.
+        window_chars, text_chars: characters the first window covers, of its whole text's.
+        mixing_tokens: T_m, the first columns of the batch the mixing Jacobians were measured on.
         modules: one :class:`ModuleMixing` per module, embeddings first, then layer by layer.
         order_without_positions, order_with_positions: :class:`OrderCheck` with p_t = 0 and as trained.
         attention: the chosen layer and head, :class:`AttentionMap`.
@@ -135,6 +120,11 @@ class ModelResult:
         seed: seed of the permutation and of the Jacobian probes.
         threads: torch threads used.
         versions: (torch, transformers) versions.
+        windows: every sequence's window, in batch order (the first is described above).
+        padded_T: positions of the padded batch, the longest window.
+        unmeasured: ``"module: reason"`` for each chosen module that could not be measured.
+        architecture, model_type: from the config, e.g. ``"GPT2Model"``, ``"gpt2"``.
+        position_switch: what was switched off, e.g. ``"learned: embeddings.position_embeddings"``.
     """
 
     model: str
@@ -158,6 +148,21 @@ class ModelResult:
     seed: int
     threads: int
     versions: tuple[str, str]
+    windows: tuple[EncodedText, ...] = ()
+    padded_T: int = 0
+    unmeasured: tuple[str, ...] = ()
+    architecture: str = "BertModel"
+    model_type: str = "bert"
+    position_switch: str = ""
+
+    @property
+    def kind(self) -> str:
+        """The model's kind, measured: ``"all-to-all"`` (an encoder) or ``"causal"`` (a decoder) when every
+        mixing module of every sequence has that pattern; ``"none"`` when nothing mixes; else ``"mixed"``."""
+        patterns = {pattern for m in self.modules if m.mixes for pattern in (m.patterns or (m.pattern,))}
+        if not patterns:
+            return "none"
+        return patterns.pop() if len(patterns) == 1 and patterns <= {"all-to-all", "causal"} else "mixed"
 
     @property
     def windowed(self) -> bool:
@@ -165,76 +170,32 @@ class ModelResult:
         return self.kept_pieces < self.text_pieces
 
 
-# --- Mixing ---------------------------------------------------------------------------------------------
-
-def _modules_of_interest(model: torch.nn.Module) -> list[tuple[str, int]]:
-    """(name, layer) for the embeddings, every encoder layer and their submodules; no dropout."""
-    chosen = []
-    for name, module in model.named_modules():
-        if isinstance(module, torch.nn.Dropout):
-            continue
-        if name == "embeddings" or name.startswith("embeddings."):
-            chosen.append((name, 0))
-        elif name.startswith("encoder.layer."):
-            chosen.append((name, int(name.split(".")[2]) + 1))
-    return chosen
-
-
-def _contains_attention(module: torch.nn.Module) -> bool:
-    return any(type(m).__name__.endswith("SelfAttention") for m in module.modules())
-
-
-def measure_mixing(encoder: Encoder, ids: Tensor, *, seed: int = 0) -> tuple[ModuleMixing, ...]:
-    """Classify every module of the embeddings and of every encoder layer by measurement (L11).
-
-    >>> encoder = load_encoder()
-    >>> rows = measure_mixing(encoder, torch.tensor([encode(encoder, "la luz entra", 5).ids]))
-    >>> [r.name for r in rows if r.mixes and r.layer == 1]
-    ['encoder.layer.0', 'encoder.layer.0.attention', 'encoder.layer.0.attention.self']
-
-    Args:
-        encoder: from :func:`~seqlab.layers.pretrained.load_encoder`.
-        ids: token ids, shape (1, T_m), T_m >= 2; keep T_m small (the Jacobians are T_m·d wide).
-
-    Returns:
-        One :class:`ModuleMixing` per module, in the model's order (embeddings first).
-
-    Raises:
-        SeqlabError: ``ids`` not of shape (1, T_m) with T_m >= 2.
-    """
-    if ids.dim() != 2 or ids.shape[0] != 1 or ids.shape[1] < 2:
-        raise SeqlabError(f"ids must have shape (1, T) with T >= 2, received {tuple(ids.shape)}")
-    chosen = _modules_of_interest(encoder.model)
-    measured = measure_submodules(encoder.model, {"input_ids": ids}, names=[name for name, _ in chosen],
-                                  vocabulary=encoder.config.vocabulary, probes=PROBES, seed=seed)
-    return tuple(
-        ModuleMixing(name=m.name, kind=m.kind, layer=layer, inputs=m.inputs, method=m.method, pattern=m.pattern,
-                     mixes=m.mixes, contains_attention=_contains_attention(encoder.model.get_submodule(m.name)),
-                     max_off_diagonal=m.max_off_diagonal, min_off_diagonal=m.min_off_diagonal,
-                     max_diagonal=m.max_diagonal)
-        for m, (_, layer) in zip(measured, chosen, strict=True))
-
-
-# --- Order -----------------------------------------------------------------------------------------------
-
 # --- One layer and head --------------------------------------------------------------------------------
 
-def measure_attention(encoder: Encoder, ids: Tensor, layer: int, head: int, *, seed: int = 0) -> AttentionMap:
-    """α of one layer and head on the whole window, α_T1, and ‖∂c_T/∂x_1‖ through that module (L4).
+def _hidden_slot(call) -> int | str:
+    """Where the hidden states sit in an attention module's call: the first positional argument, else
+    the keyword ``hidden_states``."""
+    return 0 if call.args else "hidden_states"
+
+
+def measure_attention(encoder: Encoder, ids: Tensor, layer: int, head: int, *, mask: Tensor | None = None,
+                      seed: int = 0) -> AttentionMap:
+    """α of one layer and head on the first sequence, α_T1, and ‖∂c_T/∂x_1‖ through that module (L4).
 
     >>> encoder = load_encoder()
     >>> a = measure_attention(encoder, torch.tensor([encode(encoder, "la luz entra").ids]), 1, 1)
-    >>> len(a.weights), a.recurrence_steps, a.attention_steps, a.reach_T1 > 0
-    (6, 5, 1, True)
+    >>> len(a.weights), a.recurrence_steps, a.attention_steps, a.reach_T1 > 0, a.reach_scope
+    (6, 5, 1, True, 'head')
 
     Args:
         encoder: from :func:`~seqlab.layers.pretrained.load_encoder`.
-        ids: token ids, shape (1, T), T >= 2.
+        ids: token ids, shape (B, T), right-padded; the map is read on row 0, its n real positions.
         layer: 1-based, in [1, L]; head: 1-based, in [1, H].
+        mask: (B, T) attention mask, 1 on real positions; None: all real.
         seed: seed of the Jacobian probes.
 
     Returns:
-        An :class:`AttentionMap`.
+        An :class:`AttentionMap` over the first sequence's n real positions (T = n).
 
     Raises:
         SeqlabError: layer or head out of range (parameter ``"layer"`` / ``"head"``), bad ``ids``.
@@ -242,25 +203,36 @@ def measure_attention(encoder: Encoder, ids: Tensor, layer: int, head: int, *, s
     config = encoder.config
     _check_range("layer", layer, config.layers)
     _check_range("head", head, config.heads)
-    if ids.dim() != 2 or ids.shape[0] != 1 or ids.shape[1] < 2:
-        raise SeqlabError(f"ids must have shape (1, T) with T >= 2, received {tuple(ids.shape)}")
-    T = ids.shape[1]
-    name = f"encoder.layer.{layer - 1}.attention.self"
+    if ids.dim() != 2 or ids.shape[1] < 2:
+        raise SeqlabError(f"ids must have shape (B, T) with T >= 2, received {tuple(ids.shape)}")
+    mask = torch.ones_like(ids) if mask is None else mask
+    T = int(mask[0].sum())  # real positions of the first sequence
+    name = attention_module(encoder.model, config.layers, layer)
     module = encoder.model.get_submodule(name)
     with record_inputs(encoder.model, [name]) as calls, torch.no_grad():
-        attentions = encoder.model(input_ids=ids, output_attentions=True).attentions
-    x = calls[name].args[0]  # (1, T, d_model), the hidden states the module really received
-    alpha = attentions[layer - 1][0, head - 1].to(torch.float64)  # (T, T)
+        attentions = encoder.model(input_ids=ids, attention_mask=mask, output_attentions=True).attentions
+    call = row_call(calls[name], 0, ids.shape[0])
+    alpha = attentions[layer - 1][0, head - 1, :T, :T].to(torch.float64)  # (T, T), real rows and columns
+    projected = any(child in OUTPUT_PROJECTIONS for child, _ in module.named_children())
     width = config.d_model // config.heads
-    columns = slice((head - 1) * width, head * width)
-    # c_T of this head: the last output row, this head's d_head columns, as a function of the input rows
-    reach = dependency_matrix(lambda x: module(x)[0][:, -1:, columns], {"x": x}, "x",
-                              probes=PROBES, seed=seed)  # (1, T)
+    columns = slice(None) if projected else slice((head - 1) * width, head * width)
+    slot = _hidden_slot(call)
+
+    def output_row_T(x: Tensor) -> Tensor:  # (1, T_pad, d_model) -> (1, 1, width): the last real row
+        args, kwargs = list(call.args), dict(call.kwargs)
+        if isinstance(slot, str):
+            kwargs[slot] = x
+        else:
+            args[slot] = x
+        return module(*args, **kwargs)[0][:, T - 1:T, columns]
+
+    x = call.args[0] if call.args else call.kwargs["hidden_states"]  # (1, T_pad, d_model), as received
+    reach = dependency_matrix(output_row_T, {"x": x}, "x", probes=PROBES, seed=seed)  # (1, T_pad)
     return AttentionMap(
         layer=layer, head=head, weights=tuple(tuple(float(v) for v in row) for row in alpha),
         max_row_sum_error=float((alpha.sum(dim=-1) - 1).abs().max()), alpha_T1=float(alpha[-1, 0]),
         uniform=1.0 / T, reach_T1=reach.strength[0][0], reach_method=reach.method,
-        attention_steps=1, recurrence_steps=T - 1)
+        attention_steps=1, recurrence_steps=T - 1, module=name, reach_scope="module" if projected else "head")
 
 
 def _check_range(name: str, value: object, count: int) -> int:
@@ -270,7 +242,8 @@ def _check_range(name: str, value: object, count: int) -> int:
     return value
 
 
-def check_model_options(layer: int, head: int, max_tokens: int | None, mixing_tokens: int) -> None:
+def check_model_options(layer: int, head: int, max_tokens: int | None, mixing_tokens: int,
+                        model: str | None = None) -> None:
     """Refuse out-of-range options from the model's config alone, before any weight is loaded.
 
     >>> check_model_options(1, 1, None, 1)
@@ -278,10 +251,14 @@ def check_model_options(layer: int, head: int, max_tokens: int | None, mixing_to
     ...
     seqlab.errors.SeqlabError: mixing_tokens must be an integer in [2, 64], received 1
 
+    Args:
+        model: a local checkpoint folder; None for the bundled model.
+
     Raises:
-        SeqlabError: the first bad option, with ``parameter`` naming it; a missing package.
+        SeqlabError: the first bad option, with ``parameter`` naming it; a bad model folder (parameter
+            ``"model"``); a missing package.
     """
-    config = model_config()
+    config = model_config(model)
     _check_range("layer", layer, config.layers)
     _check_range("head", head, config.heads)
     if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
@@ -295,46 +272,66 @@ def check_model_options(layer: int, head: int, max_tokens: int | None, mixing_to
                           f"received {mixing_tokens!r}", parameter="mixing_tokens")
 
 
-def inspect_model(text: str, *, source: str = "text", layer: int = 1, head: int = 1, max_tokens: int | None = None,
-                  mixing_tokens: int = MIXING_TOKENS, seed: int = 0) -> ModelResult:
-    """Put all-MiniLM-L6-v2 under the microscope on one window of ``text``: mixing, order and α (L4, L10, L11).
+def _windows(encoder: Encoder, texts: Sequence[str], max_tokens: int | None) -> list[EncodedText]:
+    if not texts or len(texts) > MAX_SEQUENCES:
+        raise SeqlabError(f"expected 1 to {MAX_SEQUENCES} texts, received {len(texts)}", parameter="text")
+    windows = [encode(encoder, text, max_tokens) for text in texts]
+    short = [number for number, window in enumerate(windows, 1) if len(window) < 2]
+    if short:
+        raise SeqlabError(f"text {short[0]} gives {len(windows[short[0] - 1])} position for {encoder.config.name}; "
+                          "expected at least 2 (two words, say)", parameter="text")
+    return windows
+
+
+def inspect_model(text: str | Sequence[str], *, source: str = "text", model: str | None = None, layer: int = 1,
+                  head: int = 1, max_tokens: int | None = None, mixing_tokens: int = MIXING_TOKENS,
+                  seed: int = 0) -> ModelResult:
+    """Put a trained model under the microscope on one window of each text: mixing, order and α (L4, L10, L11).
 
     >>> r = inspect_model("En un lugar de la Mancha", max_tokens=8, mixing_tokens=4)
-    >>> r.T, r.order_without_positions.overall.equivariant, r.order_with_positions.overall.equivariant
-    (8, True, False)
+    >>> r.T, r.kind, r.order_without_positions.overall.equivariant, r.order_with_positions.overall.equivariant
+    (8, 'all-to-all', True, False)
 
     Args:
-        text: the text; a longer one is windowed to its first ``max_tokens`` positions (see
-            :func:`~seqlab.layers.pretrained.encode`).
+        text: one text, or up to 8 texts read as one right-padded batch; each is windowed to its first
+            ``max_tokens`` positions (see :func:`~seqlab.layers.pretrained.encode`).
         source: where it came from, for the report.
+        model: a local Hugging Face checkpoint folder (encoder or decoder); None: the bundled
+            all-MiniLM-L6-v2.
         layer, head: the attention map to read, 1-based (layer 1 is nearest the embeddings).
-        max_tokens: positions in the window, [3, 512]; None: the model's maximum.
-        mixing_tokens: the first positions the mixing Jacobians are measured on, [2, 64].
+        max_tokens: positions in each window, [3, the model's maximum]; None: up to 512.
+        mixing_tokens: the first columns the mixing Jacobians are measured on, [2, 64].
         seed: seed of the permutation and of the Jacobian probes, an integer >= 0.
 
     Returns:
         A :class:`ModelResult`; every measurement in float64.
 
     Raises:
-        SeqlabError: an option out of range (``parameter`` names it), a text without word pieces,
-            or a missing package (the message gives the install command).
+        SeqlabError: an option out of range (``parameter`` names it), a text without word pieces or with
+            fewer than 2 positions, more than 8 texts, a folder that is not a model or whose positions cannot
+            be switched off (``"model"``), or a missing package (the message gives the install command).
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise SeqlabError(f"seed must be an integer >= 0, received {seed!r}", parameter="seed")
-    check_model_options(layer, head, max_tokens, mixing_tokens)
+    check_model_options(layer, head, max_tokens, mixing_tokens, model)
     import transformers
 
-    encoder = load_encoder(torch.float64)
-    window: EncodedText = encode(encoder, text, max_tokens)
-    ids = torch.tensor([window.ids])  # (1, T)
-    T_m = min(mixing_tokens, len(window))
-    config = encoder.config
+    encoder = load_encoder(torch.float64, model)
+    switch = find_position_switch(encoder.model)  # refuse a model without a switch before measuring
+    windows = _windows(encoder, [text] if isinstance(text, str) else list(text), max_tokens)
+    ids, mask = pad(windows, encoder.pad_id)  # (B, T_max) each
+    T_m = min(mixing_tokens, ids.shape[1])
+    modules, unmeasured = measure_mixing(encoder, ids[:, :T_m], mask[:, :T_m], seed=seed)  # each row has >= 2
+    config, first = encoder.config, windows[0]
     return ModelResult(
         model=config.name, source=source, layers=config.layers, heads=config.heads, d_model=config.d_model,
-        max_positions=config.max_positions, T=len(window), pieces=window.pieces, text_pieces=window.text_pieces,
-        kept_pieces=window.kept_pieces, window_chars=window.window_chars, text_chars=window.text_chars,
-        mixing_tokens=T_m, modules=measure_mixing(encoder, ids[:, :T_m], seed=seed),
-        order_without_positions=measure_model_order(encoder, ids, positions=False, seed=seed),
-        order_with_positions=measure_model_order(encoder, ids, positions=True, seed=seed),
-        attention=measure_attention(encoder, ids, layer, head, seed=seed), dtype=encoder.dtype, seed=seed,
-        threads=torch.get_num_threads(), versions=(torch.__version__, transformers.__version__))
+        max_positions=config.max_positions, T=len(first), pieces=first.pieces, text_pieces=first.text_pieces,
+        kept_pieces=first.kept_pieces, window_chars=first.window_chars, text_chars=first.text_chars,
+        mixing_tokens=T_m, modules=modules,
+        order_without_positions=measure_model_order(encoder, ids, mask, positions=False, seed=seed),
+        order_with_positions=measure_model_order(encoder, ids, mask, positions=True, seed=seed),
+        attention=measure_attention(encoder, ids, layer, head, mask=mask, seed=seed), dtype=encoder.dtype,
+        seed=seed, threads=torch.get_num_threads(), versions=(torch.__version__, transformers.__version__),
+        windows=tuple(windows), padded_T=int(ids.shape[1]), unmeasured=unmeasured,
+        architecture=config.architecture, model_type=config.model_type,
+        position_switch=f"{switch.kind}: {', '.join(switch.modules)}")

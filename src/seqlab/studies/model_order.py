@@ -8,19 +8,29 @@ tolerance decides; below float64 the same window runs through the float64 encode
 own change and the depth's rounding |f(x) − f64(x)| settle a change within the tolerance, as in
 :mod:`seqlab.measure.order`.
 
-Shapes: B = 1, T positions of the window, L layers, d_model.
+A padded batch of B windows is tested one sequence at a time *inside the batch*: sequence b's n_b real
+tokens are shuffled (its padding stays where it is), the whole batch runs with its attention mask, and
+only b's n_b real rows are compared, so no padded row is ever read. The batch's verdict at a depth is
+the sequence that decides it: one that does not hold, else one that cannot tell, else the one whose
+change comes closest to its tolerance; ``LayerOrder.sequence`` says which.
+
+Shapes: B sequences, T padded positions, n_b real positions of sequence b, L layers, d_model.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError
-from seqlab.layers.pretrained import Encoder, load_encoder, without_positions
+from seqlab.layers.anatomy import without_positions
+from seqlab.layers.pretrained import Encoder, load_encoder
 from seqlab.measure.order import HOLDS, OrderResult, _Rerun, measure_order, tolerance, verdict
+from seqlab.studies.model_mixing import real_positions
 
 
 @dataclass(frozen=True)
@@ -36,6 +46,7 @@ class LayerOrder:
     tolerance: float
     holds: bool
     verdict: str = ""
+    sequence: int = 1
 
 
 @dataclass(frozen=True)
@@ -45,20 +56,28 @@ class OrderCheck:
     Attributes:
         positions: the position vectors were on (the model as trained) or switched off.
         overall: :func:`seqlab.measure.order.measure_order` on all depths stacked (T, L + 1, d_model).
-        depths: the same two passes read per depth, each judged against its own tolerance.
+        depths: the same two passes read per depth, each judged against its own tolerance; in a batch,
+            the sequence that decides: one that does not hold, else one that cannot tell, else the one
+            closest to its tolerance.
+        sequences: the overall result of every sequence, in batch order.
     """
 
     positions: bool
     overall: OrderResult
     depths: tuple[LayerOrder, ...]
+    sequences: tuple[OrderResult, ...] = ()
 
 
-def _stacker(encoder: Encoder, passes: list[tuple[Tensor, Tensor]]):
-    def stack(column: Tensor) -> Tensor:  # (T, 1) ids -> (T, L + 1, d_model), every depth's output
-        ids = column.T.long()  # the float64 rerun hands the ids over as float64
-        hidden = encoder.model(input_ids=ids, output_hidden_states=True).hidden_states
-        y = torch.stack(hidden, dim=2)[0]
-        passes.append((ids.T, y))
+def _stacker(encoder: Encoder, passes: list[tuple[Tensor, Tensor]], ids: Tensor, mask: Tensor, b: int):
+    """f_b: sequence b's n_b ids, as a column, -> its rows of every depth, read inside the padded batch."""
+    n = real_positions(mask, b)
+
+    def stack(column: Tensor) -> Tensor:  # (n_b, 1) ids -> (n_b, L + 1, d_model), every depth's output
+        batch = ids.clone()
+        batch[b, :n] = column[:, 0].long()  # the float64 rerun hands the ids over as float64
+        hidden = encoder.model(input_ids=batch, attention_mask=mask, output_hidden_states=True).hidden_states
+        y = torch.stack(hidden, dim=2)[b, :n]  # real rows only: a padded row is never compared
+        passes.append((column[:, 0].long(), y))
         return y
     return stack
 
@@ -69,7 +88,7 @@ def _pass(passes: list[tuple[Tensor, Tensor]], column: Tensor) -> Tensor:
 
 
 def _depth(depth: int, y: Tensor, y_shuffled: Tensor, perm: Tensor,
-           twin: tuple[Tensor, Tensor] | None) -> LayerOrder:
+           twin: tuple[Tensor, Tensor] | None, sequence: int = 1) -> LayerOrder:
     """One depth's change, tolerance and verdict; ``twin`` = the float64 (y, y_shuffled) or None."""
     T = y.shape[0]
     change = float((y_shuffled[:, depth] - y[perm, depth]).abs().max())
@@ -82,11 +101,36 @@ def _depth(depth: int, y: Tensor, y_shuffled: Tensor, perm: Tensor,
                        tolerance=tolerance(float(y64.abs().max()), T, torch.float64),
                        rounding=float((y[:, depth].double() - y64).abs().max()))
     said = verdict(change, allowed, y.dtype, rerun)
-    return LayerOrder(depth, change, scale, allowed, said == HOLDS, said)
+    return LayerOrder(depth, change, scale, allowed, said == HOLDS, said, sequence)
 
 
-def measure_model_order(encoder: Encoder, ids: Tensor, *, positions: bool, seed: int = 0) -> OrderCheck:
-    """Shuffle the tokens by a seeded π and compare every depth's output with the original, shuffled (L10).
+def _rank(said: str) -> int:
+    """Which verdict a batch reports: one sequence that does not hold outweighs a doubt, a doubt a hold."""
+    return 2 if said == "does not hold" else (1 if said.startswith("cannot tell") else 0)
+
+
+def _worst(rows: list[LayerOrder]) -> LayerOrder:
+    return max(rows, key=lambda row: (_rank(row.verdict), row.max_abs_change / row.tolerance if row.tolerance
+                                      else math.inf))
+
+
+def _sequence(encoder: Encoder, twin: Encoder | None, ids: Tensor, mask: Tensor, b: int,
+              seed: int) -> tuple[OrderResult, list[LayerOrder]]:
+    """The order test of sequence b of the batch: the overall result and one row per depth."""
+    passes: list[tuple[Tensor, Tensor]] = []
+    passes64: list[tuple[Tensor, Tensor]] = []
+    reference = _stacker(twin, passes64, ids, mask, b) if twin is not None else None
+    column = ids[b, :real_positions(mask, b)].unsqueeze(1)  # (n_b, 1)
+    overall = measure_order(_stacker(encoder, passes, ids, mask, b), column, seed=seed, reference=reference)
+    perm = torch.tensor(overall.permutation)
+    y, y_shuffled = _pass(passes, column[:, 0]), _pass(passes, column[perm, 0])  # (n_b, L + 1, d_model) each
+    pair = (_pass(passes64, column[:, 0]), _pass(passes64, column[perm, 0])) if len(passes64) == 2 else None
+    return overall, [_depth(depth, y, y_shuffled, perm, pair, b + 1) for depth in range(y.shape[1])]
+
+
+def measure_model_order(encoder: Encoder, ids: Tensor, mask: Tensor | None = None, *, positions: bool,
+                        seed: int = 0) -> OrderCheck:
+    """Shuffle each sequence's tokens by a seeded π and compare every depth's output with the original, shuffled (L10).
 
     >>> from seqlab.layers.pretrained import encode
     >>> encoder = load_encoder()
@@ -98,36 +142,40 @@ def measure_model_order(encoder: Encoder, ids: Tensor, *, positions: bool, seed:
 
     Args:
         encoder: from :func:`~seqlab.layers.pretrained.load_encoder`; below float64 the float64 encoder
-            is loaded too, as the twin that settles a change within rounding.
-        ids: token ids, shape (1, T), T >= 2.
-        positions: keep the learned position vectors (True) or switch them off (False).
-        seed: seed of π.
+            of the same folder is loaded too, as the twin that settles a change within rounding.
+        ids: token ids, shape (B, T), right-padded.
+        mask: (B, T), 1 on real positions, 0 on padding; None: all real. Only real positions are
+            shuffled and compared; the batch runs padded, with its mask.
+        positions: keep the position information (True) or switch it off (False, see
+            :func:`~seqlab.layers.anatomy.without_positions`).
+        seed: seed of π (the same seed for every sequence).
 
     Returns:
-        An :class:`OrderCheck`; depth 0 is the embeddings' output, depth l the output of layer l.
+        An :class:`OrderCheck`; depth 0 is the embeddings' output, depth l the output of layer l; each
+        depth and ``overall`` report the sequence that decided (see the module).
 
     Raises:
-        SeqlabError: ``ids`` not of shape (1, T) with T >= 2.
+        SeqlabError: ``ids`` not of shape (B, T), a mask of another shape, a sequence with fewer than 2 real
+            positions, or a model whose positions cannot be switched off.
     """
-    if ids.dim() != 2 or ids.shape[0] != 1 or ids.shape[1] < 2:
-        raise SeqlabError(f"ids must have shape (1, T) with T >= 2, received {tuple(ids.shape)}")
-    passes: list[tuple[Tensor, Tensor]] = []
-    passes64: list[tuple[Tensor, Tensor]] = []
+    if ids.dim() != 2 or ids.shape[1] < 2:
+        raise SeqlabError(f"ids must have shape (B, T) with T >= 2, received {tuple(ids.shape)}")
+    mask = torch.ones_like(ids) if mask is None else mask
+    if mask.shape != ids.shape:
+        raise SeqlabError(f"mask must have the shape of ids {tuple(ids.shape)}, received {tuple(mask.shape)}")
+    sizes = [real_positions(mask, b) for b in range(ids.shape[0])]
+    if min(sizes) < 2:
+        raise SeqlabError(f"every sequence needs at least 2 positions to shuffle, received {sizes}",
+                          parameter="text")
     below = encoder.dtype != "float64"
-    twin = load_encoder(torch.float64) if below else None
-    reference = _stacker(twin, passes64) if twin is not None else None
-    if positions:
-        overall = measure_order(_stacker(encoder, passes), ids.T, seed=seed, reference=reference)
-    else:
-        with without_positions(encoder.model):
-            if twin is None:
-                overall = measure_order(_stacker(encoder, passes), ids.T, seed=seed)
-            else:
-                with without_positions(twin.model):
-                    overall = measure_order(_stacker(encoder, passes), ids.T, seed=seed, reference=reference)
-    perm = torch.tensor(overall.permutation)
-    column = ids.T
-    y, y_shuffled = _pass(passes, column), _pass(passes, column[perm])  # (T, L + 1, d_model) each
-    pair = (_pass(passes64, column), _pass(passes64, column[perm])) if len(passes64) == 2 else None
-    depths = tuple(_depth(depth, y, y_shuffled, perm, pair) for depth in range(y.shape[1]))
-    return OrderCheck(positions, overall, depths)
+    twin = load_encoder(torch.float64, None if encoder.config.bundled else encoder.folder) if below else None
+    with contextlib.ExitStack() as stack:
+        if not positions:
+            stack.enter_context(without_positions(encoder.model))
+            if twin is not None:
+                stack.enter_context(without_positions(twin.model))
+        measured = [_sequence(encoder, twin, ids, mask, b, seed) for b in range(ids.shape[0])]
+    depths = tuple(_worst([rows[depth] for _, rows in measured]) for depth in range(len(measured[0][1])))
+    overall = max((result for result, _ in measured), key=lambda r: (_rank(r.verdict), r.max_abs_change / r.tolerance
+                                                                    if r.tolerance else math.inf))
+    return OrderCheck(positions, overall, depths, tuple(result for result, _ in measured))

@@ -1,0 +1,191 @@
+"""Which modules of a trained model mix positions, measured on a padded batch (L11).
+
+The model runs once on the padded batch (ids and attention mask, B rows); forward pre-hooks record
+every chosen module's real call (:func:`seqlab.measure.modules.record_inputs`). For each sequence b, the
+recorded call is cut to row b (every tensor of batch B, inside tuples too: hidden states, the additive
+attention mask, rotary cos and sin of a batch) and measured by
+:func:`seqlab.measure.modules.measure_recorded` on all T_m columns; the strength matrix is then cut to the
+sequence's own n_b real positions, so a padded position is never a source or a target of a dependency:
+a padded query row does read the real keys, and would otherwise make every attention look "partial".
+Each sequence's matrix is classified on its own; a module's pattern is the one all sequences share
+(``"differs"`` when they do not).
+
+Modules are chosen by :func:`seqlab.layers.anatomy.modules_of_interest`: what comes before the layer
+stack (the embeddings, layer 0) and every block with its submodules; after the stack (final norm,
+pooler) nothing is measured, and a module whose call cannot be measured is named in ``unmeasured``.
+
+Shapes: B sequences, T_m measured columns, n_b real positions of sequence b (n_b <= T_m), d widths.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from seqlab.errors import SeqlabError
+from seqlab.layers.anatomy import contains_attention, modules_of_interest
+from seqlab.layers.pretrained import Encoder
+from seqlab.measure.modules import RecordedCall, SubmoduleMixing, measure_recorded, record_inputs
+from seqlab.measure.switches import fast_paths_off
+
+#: Probes per output row of each Jacobian (see :mod:`seqlab.measure.mixing`).
+PROBES = 2
+#: The pattern of a module whose sequences do not agree.
+DIFFERS = "differs"
+
+
+@dataclass(frozen=True)
+class ModuleMixing:
+    """Whether one module's output rows read other positions, measured.
+
+    Attributes:
+        name: the module's path in the model, e.g. ``"encoder.layer.0.attention.self"``.
+        kind: its class, e.g. ``"BertSelfAttention"``, ``"Linear"``, ``"LayerNorm"``.
+        layer: block, 1-based; 0 for what comes before the layer stack (the embeddings).
+        inputs: the inputs measured (sequence tensors of its call), e.g. ``("hidden_states",)``.
+        method: how, ``"jacobian-2"`` or ``"token-replacement"``.
+        pattern: over all measured inputs together, one of :data:`seqlab.measure.mixing.PATTERNS`, the same
+            for every sequence of the batch, else ``"differs"``.
+        mixes: some output row of some sequence depends on another position's input row.
+        contains_attention: the module is, or contains, an attention module.
+        max_off_diagonal: largest strength of output row j on input row i ≠ j (exactly 0 per row).
+        min_off_diagonal: smallest such strength over the pairs the pattern connects: every i ≠ j, or i < j
+            in a causal module (row j reads rows 1…j); > 0 when every such pair is connected.
+        max_diagonal: largest strength of row j on row j, the scale of the two above.
+        patterns: the pattern of each sequence, in batch order.
+        positions: the real positions n_b each sequence was measured on (padding never counted).
+    """
+
+    name: str
+    kind: str
+    layer: int
+    inputs: tuple[str, ...]
+    method: str
+    pattern: str
+    mixes: bool
+    contains_attention: bool
+    max_off_diagonal: float
+    min_off_diagonal: float
+    max_diagonal: float
+    patterns: tuple[str, ...] = ()
+    positions: tuple[int, ...] = ()
+
+
+def _row(value: object, b: int, B: int) -> object:
+    """``value`` cut to batch row b: tensors of batch B (2-D or more) and tuples or lists of them."""
+    if isinstance(value, Tensor) and not value.is_nested and value.dim() >= 2 and value.shape[0] == B:
+        return value[b:b + 1]
+    if isinstance(value, (tuple, list)):
+        return type(value)(_row(item, b, B) for item in value)
+    return value
+
+
+def row_call(call: RecordedCall, b: int, B: int) -> RecordedCall:
+    """The recorded call of a batch of B as if sequence b had been run alone (its padding kept).
+
+    >>> call = RecordedCall((torch.zeros(2, 5, 3),), {"mask": torch.ones(2, 1, 5, 5), "scale": 2})
+    >>> cut = row_call(call, 1, 2)
+    >>> cut.args[0].shape, cut.kwargs["mask"].shape, cut.kwargs["scale"]
+    (torch.Size([1, 5, 3]), torch.Size([1, 1, 5, 5]), 2)
+    """
+    if B == 1:
+        return call
+    return RecordedCall(tuple(_row(a, b, B) for a in call.args), {k: _row(v, b, B) for k, v in call.kwargs.items()})
+
+
+def real_positions(mask: Tensor, b: int) -> int:
+    """n_b: the real (unpadded) positions of row b of a right-padded attention mask (B, T)."""
+    return int(mask[b].sum())
+
+
+def crop(measured: SubmoduleMixing, n: int) -> SubmoduleMixing:
+    """The dependency strengths between the first ``n`` positions only: padded rows and columns dropped.
+
+    A padded row (here the third) that reads the real rows makes a per-row module look "partial":
+
+    >>> m = SubmoduleMixing("a", "Linear", ("x",), "jacobian-2", ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.5, 0.5, 1.0)))
+    >>> m.pattern, crop(m, 2).pattern, crop(m, 2).strength
+    ('partial', 'per-row', ((1.0, 0.0), (0.0, 1.0)))
+    """
+    return dataclasses.replace(measured, strength=tuple(tuple(row[:n]) for row in measured.strength[:n]))
+
+
+def _smallest_connected(measured: SubmoduleMixing) -> float:
+    """min strength of row j on row i ≠ j, over i < j only when the module is causal (the rest is 0 by design)."""
+    if measured.pattern != "causal":
+        return measured.min_off_diagonal
+    return min(v for j, row in enumerate(measured.strength) for i, v in enumerate(row) if i < j)
+
+
+def _joined(name: str, layer: int, model: torch.nn.Module, measured: list[SubmoduleMixing]) -> ModuleMixing:
+    patterns = tuple(m.pattern for m in measured)
+    first = measured[0]
+    return ModuleMixing(
+        name=name, kind=first.kind, layer=layer, inputs=first.inputs, method=first.method,
+        pattern=patterns[0] if len(set(patterns)) == 1 else DIFFERS, mixes=any(m.mixes for m in measured),
+        contains_attention=contains_attention(model.get_submodule(name)),
+        max_off_diagonal=max(m.max_off_diagonal for m in measured),
+        min_off_diagonal=min(_smallest_connected(m) for m in measured),
+        max_diagonal=max(m.max_diagonal for m in measured), patterns=patterns,
+        positions=tuple(len(m.strength) for m in measured))
+
+
+def measure_mixing(encoder: Encoder, ids: Tensor, mask: Tensor | None = None, *, seed: int = 0,
+                   names: Sequence[str] | None = None) -> tuple[tuple[ModuleMixing, ...], tuple[str, ...]]:
+    """Classify every module of the embeddings and of every layer by measurement, padding left out (L11).
+
+    >>> from seqlab.layers.pretrained import load_encoder, encode, pad
+    >>> encoder = load_encoder()
+    >>> ids, mask = pad([encode(encoder, "la luz entra", 5), encode(encoder, "sol", 5)])
+    >>> rows, unmeasured = measure_mixing(encoder, ids, mask)
+    >>> [(r.name, r.pattern, r.positions) for r in rows if r.mixes and r.layer == 1][-1], unmeasured
+    (('encoder.layer.0.attention.self', 'all-to-all', (5, 3)), ())
+
+    Args:
+        encoder: from :func:`~seqlab.layers.pretrained.load_encoder`.
+        ids: token ids, shape (B, T_m), right-padded; keep T_m small (the Jacobians are T_m·d wide).
+        mask: (B, T_m), 1 on real positions, 0 on padding; None: every position is real.
+        seed: seed of the Jacobian probes.
+        names: measure only these of the chosen modules; None: all of them.
+
+    Returns:
+        One :class:`ModuleMixing` per measured module, in the model's order (embeddings first), and
+        ``"name: reason"`` for each chosen module that could not be measured.
+
+    Raises:
+        SeqlabError: ``ids`` not (B, T_m), a mask of another shape, or a sequence with fewer than 2 real
+            positions.
+    """
+    if ids.dim() != 2 or ids.shape[1] < 2:
+        raise SeqlabError(f"ids must have shape (B, T) with T >= 2, received {tuple(ids.shape)}")
+    mask = torch.ones_like(ids) if mask is None else mask
+    if mask.shape != ids.shape:
+        raise SeqlabError(f"mask must have the shape of ids {tuple(ids.shape)}, received {tuple(mask.shape)}")
+    B, T = ids.shape
+    sizes = [real_positions(mask, b) for b in range(B)]
+    if min(sizes) < 2:
+        raise SeqlabError(f"every sequence needs at least 2 positions to show mixing, received {sizes}",
+                          parameter="text")
+    model = encoder.model
+    chosen = [(name, layer) for name, layer in modules_of_interest(model, encoder.config.layers)
+              if names is None or name in names]
+    with record_inputs(model, [name for name, _ in chosen]) as calls, torch.no_grad(), fast_paths_off():
+        model(input_ids=ids, attention_mask=mask)
+    rows, unmeasured = [], []
+    for name, layer in chosen:
+        if name not in calls:
+            continue  # never called in this forward pass: no computation to classify
+        module = model.get_submodule(name)
+        try:
+            measured = [crop(measure_recorded(module, row_call(calls[name], b, B), T, name=name,
+                                              vocabulary=encoder.config.vocabulary, probes=PROBES, seed=seed),
+                             sizes[b]) for b in range(B)]
+        except SeqlabError as error:
+            unmeasured.append(f"{name}: {error}")
+            continue
+        rows.append(_joined(name, layer, model, measured))
+    return tuple(rows), tuple(unmeasured)

@@ -1,0 +1,277 @@
+"""``seqlab model --model DIR``: tiny BERT-, GPT-2- and LLaMA-like checkpoints built on disk (L10, L11).
+
+Each checkpoint has random weights (2 layers, d_model = 32, 2 heads, a 16-word vocabulary) and a word-level
+tokenizer, saved with ``save_pretrained`` into a folder once per module; nothing is downloaded. The
+command reads them offline as any user's checkpoint, on a padded batch of two texts of different lengths,
+and must *measure* what each is: the encoder's attention all-to-all, the decoders' causal; the learned
+vectors (BERT's table, GPT-2's ``wpe``) or the rotary rotation (LLaMA) switched off for the order test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from seqlab.errors import SeqlabError  # noqa: E402
+from seqlab.layers.anatomy import find_position_switch, modules_of_interest, without_positions  # noqa: E402
+from seqlab.layers.pretrained import encode, load_encoder, pad  # noqa: E402
+from seqlab.render.model import model_sentences  # noqa: E402
+from seqlab.studies import model_mixing  # noqa: E402
+from seqlab.studies.model import inspect_model  # noqa: E402
+
+WORDS = "el perro muerde al cartero la luz entra por ventana un gato".split()
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
+LONG, SHORT = "el perro muerde al cartero", "la luz"
+CLI_ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
+#: Mixing measured on the first 6 columns: the long text fills them, the short one is padded there.
+SMALL = ("--mixing-tokens", "6", "--max-tokens", "12")
+#: Three modules of BERT's layer 1 that the padding tests measure: the token table, an attention, a projection.
+MEASURED = ("embeddings.word_embeddings", "encoder.layer.0.attention.self", "encoder.layer.0.attention.self.query")
+
+
+def _tokenizer(with_specials: bool):
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocabulary = {word: i for i, word in enumerate(SPECIALS + WORDS)}
+    backend = Tokenizer(models.WordLevel(vocabulary, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    if with_specials:  # BERT: [CLS] text [SEP], padded with [PAD]
+        backend.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]",
+                                                               special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+        return PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="[PAD]", unk_token="[UNK]",
+                                       cls_token="[CLS]", sep_token="[SEP]")
+    # GPT-2 and LLaMA: no special tokens around a text and no padding token (the command pads with [SEP])
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]", eos_token="[SEP]")
+
+
+def _model(kind: str):
+    from transformers import (BertConfig, BertModel, BloomConfig, BloomModel, GPT2Config, GPT2Model, LlamaConfig,
+                              LlamaModel)
+
+    torch.manual_seed(0)
+    n = len(SPECIALS) + len(WORDS)
+    if kind == "bert":
+        return BertModel(BertConfig(vocab_size=n, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                    intermediate_size=64, max_position_embeddings=64))
+    if kind == "gpt2":
+        return GPT2Model(GPT2Config(vocab_size=n, n_embd=32, n_layer=2, n_head=2, n_positions=64, bos_token_id=3,
+                                    eos_token_id=3))
+    if kind == "llama":
+        return LlamaModel(LlamaConfig(vocab_size=n, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                      num_key_value_heads=2, intermediate_size=64, max_position_embeddings=64,
+                                      bos_token_id=3, eos_token_id=3, pad_token_id=None))
+    return BloomModel(BloomConfig(vocab_size=n, hidden_size=32, n_layer=2, n_head=2, bos_token_id=3,
+                                  eos_token_id=3, pad_token_id=0))  # ALiBi: no module carries the positions
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    """kind -> folder of a saved tiny checkpoint with its tokenizer."""
+    root = tmp_path_factory.mktemp("checkpoints")
+    folders = {}
+    for kind in ("bert", "gpt2", "llama", "bloom"):
+        folder = root / f"tiny-{kind}"
+        _model(kind).save_pretrained(folder)
+        _tokenizer(kind == "bert").save_pretrained(folder)
+        folders[kind] = str(folder)
+    return folders
+
+
+@pytest.fixture(scope="module")
+def cli(checkpoints):
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+
+    def run(*args: str):
+        return CliRunner().invoke(app, ["model", *args], env=CLI_ENV)
+
+    return run
+
+
+@pytest.fixture(scope="module")
+def reports(cli, checkpoints):
+    """kind -> the command's JSON on the padded batch (LONG, SHORT), each checkpoint run once."""
+    found = {}
+    for kind in ("bert", "gpt2", "llama"):
+        result = cli("--model", checkpoints[kind], "--text", LONG, "--text", SHORT, *SMALL, "--json")
+        assert result.exit_code == 0, result.output
+        found[kind] = json.loads(result.output)
+    return found
+
+
+# --- Classified by measurement: encoder all-to-all, decoders causal --------------------------------------
+
+@pytest.mark.parametrize(("kind", "pattern", "switch"), [
+    ("bert", "all-to-all", "learned: embeddings.position_embeddings"),
+    ("gpt2", "causal", "learned: wpe"),
+    ("llama", "causal", "rotary: rotary_emb"),
+])
+def test_modules_are_classified_by_measurement(reports, kind, pattern, switch):
+    data = reports[kind]
+    assert data["kind"] == pattern and data["position_switch"] == switch and data["unmeasured"] == []
+    mixing = [m for m in data["modules"] if m["mixes"]]
+    # 2 layers: the block, and the attention inside it (BERT: BertAttention and BertSelfAttention) per layer
+    assert {m["layer"] for m in mixing} == {1, 2} and len(mixing) == (6 if kind == "bert" else 4)
+    for module in data["modules"]:
+        assert module["mixes"] == module["contains_attention"], module["name"]
+        assert module["patterns"] == ([pattern] * 2 if module["mixes"] else ["per-row"] * 2), module["name"]
+
+
+@pytest.mark.parametrize("kind", ["bert", "gpt2", "llama"])
+def test_padded_positions_are_never_measured(reports, kind):
+    data = reports[kind]
+    lengths = [len(window["ids"]) for window in data["windows"]]
+    # BERT adds [CLS] and [SEP]; GPT-2 and LLaMA add nothing. The short text is padded up to the long one.
+    assert lengths == ([7, 4] if kind == "bert" else [5, 2]) and data["padded_T"] == lengths[0]
+    measured = [min(length, data["mixing_tokens"]) for length in lengths]
+    assert all(module["positions"] == measured for module in data["modules"])
+    assert len(data["attention"]["weights"]) == lengths[0]
+
+
+def test_the_padded_row_measures_as_the_sequence_alone(checkpoints):
+    """Two routes: the short text inside the padded batch, and alone (no padding at all)."""
+    encoder = load_encoder(torch.float64, checkpoints["bert"])
+    windows = [encode(encoder, LONG), encode(encoder, SHORT)]
+    ids, mask = pad(windows, encoder.pad_id)  # (2, 7): the short row has 3 padded positions
+    batch, _ = model_mixing.measure_mixing(encoder, ids, mask, names=MEASURED)
+    alone, _ = model_mixing.measure_mixing(encoder, ids[1:, :4], mask[1:, :4], names=MEASURED)
+    assert [m.patterns[1] for m in batch] == [m.pattern for m in alone] == ["per-row", "all-to-all", "per-row"]
+    assert all(m.positions == (7, 4) for m in batch) and all(m.positions == (4,) for m in alone)
+
+
+def test_counting_padded_rows_would_change_the_verdict(checkpoints, monkeypatch):
+    """The measurement made wrong (no crop to the real positions): a padded query row reads the real keys,
+    the short sequence's attention is no longer all-to-all, and the encoder is no longer classified as one."""
+    encoder = load_encoder(torch.float64, checkpoints["bert"])
+    ids, mask = pad([encode(encoder, LONG), encode(encoder, SHORT)], encoder.pad_id)
+    monkeypatch.setattr(model_mixing, "crop", lambda measured, n: measured)
+    rows, _ = model_mixing.measure_mixing(encoder, ids, mask, names=MEASURED)
+    (attention,) = [m for m in rows if m.kind == "BertSelfAttention"]
+    assert attention.patterns[0] == "all-to-all" and attention.patterns[1] != "all-to-all"
+    assert attention.pattern == model_mixing.DIFFERS and attention.positions == (7, 7)
+
+
+def test_the_kind_and_its_sentence_follow_the_measured_patterns(checkpoints):
+    result = inspect_model([LONG, SHORT], model=checkpoints["gpt2"], mixing_tokens=4, max_tokens=8)
+    (said,) = [s for s in model_sentences(result, "en") if "L11" in s]
+    assert result.kind == "causal" and said.startswith("As the lesson says of a decoder (L11)")
+    # one attention measured all-to-all instead: the model is no longer one kind, and the sentence says so
+    wrong = [dataclasses.replace(m, pattern="all-to-all", patterns=("all-to-all", "all-to-all"))
+             if m.mixes and m.layer == 2 else m for m in result.modules]
+    shown = dataclasses.replace(result, modules=tuple(wrong))
+    (said,) = [s for s in model_sentences(shown, "en") if "L11" in s]
+    assert shown.kind == "mixed" and said.startswith("Not as the lesson says (L11)")
+    # the decoder's order sentence holds only while shuffling changes its last layer with the positions off
+    off = result.order_without_positions
+    assert not off.depths[-1].holds and off.depths[0].holds  # the embeddings only move; the mask tells order
+    (said,) = [s for s in model_sentences(result, "en") if "L10" in s]
+    assert said.startswith("As the lesson says of a decoder (L10)")
+    fixed = dataclasses.replace(off, depths=(*off.depths[:-1], dataclasses.replace(off.depths[-1], holds=True,
+                                                                                   verdict="holds")))
+    (said,) = [s for s in model_sentences(dataclasses.replace(result, order_without_positions=fixed), "en")
+               if "L10" in s]
+    assert said.startswith("Not as the lesson says (L10)")
+
+
+# --- Order (L10): the switch found per architecture ---------------------------------------------------------
+
+@pytest.mark.parametrize(("kind", "off_holds"), [("bert", True), ("gpt2", False), ("llama", False)])
+def test_order_with_positions_off_and_on(reports, kind, off_holds):
+    off, on = reports[kind]["order_without_positions"], reports[kind]["order_with_positions"]
+    assert off["depths"][0]["holds"]  # the token table alone only moves rows
+    assert all(depth["holds"] for depth in off["depths"]) is off_holds  # the causal mask tells a decoder the order
+    assert not on["depths"][-1]["holds"] and len(on["sequences"]) == 2
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "llama"])
+def test_the_switch_makes_the_last_row_blind_to_the_order_before_it(checkpoints, kind):
+    """Causal attention without positions reads its prefix as a set: shuffling the tokens before the last one
+    leaves the last row of layer 1 unchanged; with the positions on, it changes."""
+    encoder = load_encoder(torch.float64, checkpoints[kind])
+    ids = torch.tensor([encode(encoder, LONG).ids])  # (1, 5)
+    shuffled = ids[:, [2, 0, 3, 1, 4]]
+
+    def last_row(x):
+        return encoder.model(input_ids=x, output_hidden_states=True).hidden_states[1][0, -1]
+
+    with torch.no_grad():
+        with without_positions(encoder.model) as switch:
+            blind = (last_row(shuffled) - last_row(ids)).abs().max().item()
+        seeing = (last_row(shuffled) - last_row(ids)).abs().max().item()
+    # LLaMA's eager softmax runs in float32 even in a float64 model: 1e-6 is well above its rounding
+    assert blind < 1e-6 and seeing > 1e-4, (switch, blind, seeing)
+
+
+def test_an_architecture_without_a_switch_is_refused_naming_it(cli, checkpoints):
+    encoder = load_encoder(torch.float64, checkpoints["bloom"])
+    with pytest.raises(SeqlabError, match="BloomModel .model type 'bloom'."):
+        find_position_switch(encoder.model)
+    result = cli("--model", checkpoints["bloom"], "--text", LONG, "--json")
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert result.exit_code == 2 and len(errors) == 1 and "Traceback" not in result.output
+    assert errors[0].startswith("Error: Invalid value for '--model': cannot switch the positions off in BloomModel")
+
+
+def test_modules_of_interest_follow_the_layer_stack(checkpoints):
+    encoder = load_encoder(torch.float64, checkpoints["llama"])
+    chosen = modules_of_interest(encoder.model, 2)
+    assert chosen[0] == ("embed_tokens", 0) and ("layers.1.self_attn", 2) in chosen
+    assert not any(name.startswith(("norm", "rotary_emb")) for name, _ in chosen)  # after the stack, not rows
+
+
+# --- The command: bad folders, text options, Spanish ------------------------------------------------------------
+
+def _config_only(tmp_path, config):
+    folder = tmp_path / "only-config"
+    config.save_pretrained(folder)
+    (folder / "model.safetensors").write_bytes(b"")
+    (folder / "tokenizer.json").write_text("{}")
+    return str(folder)
+
+
+@pytest.mark.parametrize(("make", "fragment"), [
+    (lambda tmp: str(tmp / "missing"), "is not a folder; expected a local Hugging Face checkpoint folder"),
+    (lambda tmp: str(tmp), "has no config.json"),
+    (lambda tmp: (tmp / "config.json").write_text('{"model_type": "no-such-model"}') and str(tmp),
+     "has no weights"),
+    (lambda tmp: _config_only(tmp, transformers.T5Config(num_layers=1, d_model=8)),
+     "holds an encoder–decoder model (T5"),
+    (lambda tmp: _config_only(tmp, transformers.PretrainedConfig()), "cannot be read as a Hugging Face model"),
+])
+def test_a_bad_model_folder_exits_2_with_one_line(cli, tmp_path, make, fragment):
+    result = cli("--model", make(tmp_path), "--text", LONG)
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert result.exit_code == 2 and len(errors) == 1 and "Traceback" not in result.output, result.output
+    assert errors[0].startswith("Error: Invalid value for '--model': ") and fragment in errors[0], errors[0]
+
+
+@pytest.mark.parametrize(("args", "option", "fragment"), [
+    (("--text", "a", "somefile.txt"), "--text", "give FILE ('somefile.txt') or --text, not both"),
+    (("--text", "x") * 9, "--text", "expected 1 to 8 texts, received 9"),
+    (("--layer", "3"), "--layer", "expected an integer in [1, 2] (the model has 2 layers), received 3"),
+    (("--max-tokens", "65"), "--max-tokens", "(the model reads at most 64 positions), received 65"),
+    (("--text", "luz"), "--text", "text 1 gives 1 position for tiny-gpt2; expected at least 2"),
+])
+def test_option_errors_name_the_checkpoints_ranges(cli, checkpoints, args, option, fragment):
+    result = cli("--model", checkpoints["gpt2"], *(args if "--text" in args else ("--text", LONG, *args)))
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert result.exit_code == 2 and len(errors) == 1, result.output
+    assert errors[0].startswith(f"Error: Invalid value for '{option}'") and fragment in errors[0], errors[0]
+
+
+def test_lines_of_a_file_are_one_padded_batch_in_spanish(cli, checkpoints, tmp_path):
+    text = tmp_path / "dos.txt"
+    text.write_text(f"{LONG}\n\n{SHORT}\n", encoding="utf-8")
+    result = cli("--model", checkpoints["gpt2"], str(text), "--lines", *SMALL, "--lang", "es", "--out",
+                 str(tmp_path / "mapas"))
+    assert result.exit_code == 0, result.output
+    flat = " ".join(result.output.split())
+    assert "Como dice la lección de un decoder (L11)" in flat and "Como dice la lección de un decoder (L10)" in flat
+    assert "primera de 2 secuencias" in flat and (tmp_path / "mapas" / "attention-layer1-head1.png").is_file()
