@@ -9,6 +9,7 @@ thread count; the median and interquartile range of those calls are printed, wit
 closed-form multiplications of each form (seqlab's unit) and the machine's load (a busy machine reads long).
 
     python benchmarks/scan_vs_loop.py [--T 4096] [--d 256] [--threads 1] [--repeats 5] [--chunk 64]
+    python benchmarks/scan_vs_loop.py --spans    # the measured span (ops in a row) of loop and scans, no timing
 
 Prints only; measures nothing when an argument is out of range (exit 2). Self-contained: it finds ``src/``
 itself when seqlab is not installed. Scope of every time: the whole mixer's forward (projections included).
@@ -97,6 +98,29 @@ def run(T: int, d: int, threads: int, repeats: int, chunk: int) -> list[FormTime
     return times
 
 
+SPAN_LENGTHS = (16, 32, 64, 128, 256)
+
+
+def span_lines() -> list[str]:
+    """The selective recurrence's measured span (ops in a row, seqlab's tracer) at T = 16 … 256, loop and scans,
+    with the growth fit (power law or log, :func:`seqlab.fit.fit_growth`). Not a time: it needs no quiet machine."""
+    import torch
+
+    from seqlab.fit import fit_growth
+    from seqlab.layers.linear_recurrence import SelectiveRecurrence
+    from seqlab.measure.trace import measure_span
+
+    lines = []
+    for form, method in (("loop", "hillis_steele"), ("scan", "hillis_steele"), ("scan", "blelloch")):
+        layer = SelectiveRecurrence(4, form=form, scan_method=method, generator=torch.Generator().manual_seed(0))
+        spans = [measure_span(layer, torch.randn(1, T, 4)).ops for T in SPAN_LENGTHS]
+        fit = fit_growth(SPAN_LENGTHS, spans)
+        name = "loop" if form == "loop" else f"scan ({method})"
+        lines.append(f"span of {name:<21} T = {', '.join(map(str, SPAN_LENGTHS))}: {spans}; "
+                     f"fit {fit.model}, exponent of T {fit.exponent:.2f}")
+    return lines
+
+
 def _positive(name: str, value: str) -> int:
     try:
         number = int(value)
@@ -131,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="timed calls per form (default 5; at least 3 for an IQR)")
     parser.add_argument("--chunk", type=lambda v: _positive("--chunk", v), default=64,
                         help="chunk size C of chunked linear attention (default 64)")
+    parser.add_argument("--spans", action="store_true", help="print only the measured spans (loop vs scans) "
+                        "at T = 16 … 256 and their fits; no timing")
     args = parser.parse_args(argv)
     if args.repeats < 3:
         parser.error(f"argument --repeats: must be at least 3 for an interquartile range, received {args.repeats}")
@@ -140,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     from seqlab.errors import SeqlabError
     from seqlab.measure.timing import machine_load
 
+    if args.spans:
+        print("\n".join(span_lines()))
+        return 0
     load = machine_load()
     print(f"scan_vs_loop: T = {args.T}, d = {args.d}, batch 1, float32, CPU, {args.threads} thread(s), "
           f"{args.repeats} timed calls per form; torch {torch.__version__}; load {load.load_1min} on {load.cpus} "

@@ -23,7 +23,7 @@ def layer(form: str, *, chunk_size: int = 4, causal: bool = True, d_model: int =
 
 
 def from_the_definition(module: LinearAttention, x: torch.Tensor, causal: bool) -> torch.Tensor:
-    """y_i = Σ_j sim(q_i, k_j) v_j / Σ_j sim(q_i, k_j) with sim = φ(q)ᵀφ(k), one pair at a time: a fourth route."""
+    """y_i = Σ_j sim(q_i, k_j) v_j / Σ_j sim(q_i, k_j), sim = φ(q)ᵀφ(k), one pair at a time: a fourth route."""
     q, k, v = feature_map(module.q_proj(x)), feature_map(module.k_proj(x)), module.v_proj(x)
     B, T = x.shape[:2]
     out = torch.zeros(B, T, module.d_v, dtype=x.dtype)

@@ -101,7 +101,8 @@ def test_counted_multiplications_equal_the_closed_form_in_both_forms(cls, T):
 def test_closed_forms_by_hand():
     assert diagonal_recurrence_multiplications(100, 8, 16) == 25_600  # 2 * 100 * 8 * 16
     assert selective_recurrence_multiplications(100, 8, 16, "scan", batch=3) == 153_600  # 3 * 4 * 100 * 8 * 16
-    assert diagonal_recurrence_step_multiplications(8, 16) == 256 and selective_recurrence_step_multiplications(8, 16) == 512
+    assert diagonal_recurrence_step_multiplications(8, 16) == 256  # 2 * 8 * 16
+    assert selective_recurrence_step_multiplications(8, 16) == 512  # 4 * 8 * 16
 
 
 # --- Span: log T for the scan, T for the loop ----------------------------------------------------------------------

@@ -55,3 +55,10 @@ def test_gpu_bench_dry_run_times_the_mixers_on_the_cpu(monkeypatch, capsys):
     assert all("loop / scan" in line and "scan / SDPA" in line for line in lines[1:])
     assert torch.get_num_threads() == threads  # the timer's thread setting is restored
     assert str(BENCHMARKS) in sys.path  # gpu_bench found scan_vs_loop beside itself
+
+
+def test_spans_option_prints_the_measured_spans_and_their_fits(capsys):
+    assert load("scan_vs_loop").main(["--spans"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "[16, 18, 20, 22, 24]; fit log" in lines[1]  # Hillis-Steele: 8 + 2 log2 T
+    assert "[38, 70, 134, 262, 518]; fit power" in lines[0]  # loop: 6 + 2 T

@@ -3,7 +3,7 @@
 Katharopoulos et al. 2020, "Transformers are RNNs", write attention with a similarity sim(q, k) and
 choose sim(q, k) = φ(q)ᵀφ(k) with φ(x) = elu(x) + 1 (§3.2, eq. 7). Causal output i is then (§3.3)
 
-    y_i = φ(q_i)ᵀ S_i / φ(q_i)ᵀ z_i,    S_i = Σ_{j≤i} φ(k_j) v_jᵀ  (d_k × d_v),    z_i = Σ_{j≤i} φ(k_j),
+    y_i = φ(q_i)ᵀ S_i / φ(q_i)ᵀ z_i,   S_i = Σ_{j≤i} φ(k_j) v_jᵀ  (d_k × d_v),   z_i = Σ_{j≤i} φ(k_j),
 
 which three forms compute, equal up to rounding:
 

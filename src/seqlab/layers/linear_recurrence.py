@@ -8,14 +8,14 @@ so the T steps are a prefix scan (:mod:`seqlab.layers.scan`): ``form="loop"`` wa
 lesson's recurrence (L1, span ∝ T), ``form="scan"`` takes ⌈log₂ T⌉ rounds (span ∝ log T). Same outputs.
 
 * :class:`DiagonalRecurrence` — a fixed real decay a ∈ (0, 1)^{d_state}, the same at every position
-  (S4D's diagonal state matrix, Gu et al. 2022 §3, made real; LRU's λ = exp(-exp(ν)) with the input
-  normalised by γ = √(1 - a²), Orvieto et al. 2023 §3.3):
+  (S4D's diagonal state matrix, Gu et al. 2022, made real; LRU's λ = exp(-exp(ν)) with the input
+  normalised by γ = √(1 - a²), Orvieto et al. 2023, §3):
   b_t = γ ⊙ (W_B x_t),  y_t = W_C h_t.
 * :class:`SelectiveRecurrence` — the decay and the input depend on x_t (Gu & Dao 2023, "Mamba", §3.2,
   Algorithm 2, one state per channel, N = 1):
   Δ_t = softplus(W_Δ x_t + δ),  a_t = exp(-Δ_t ⊙ A),  b_t = Δ_t ⊙ (W_u x_t),  y_t = W_o (c_t ⊙ h_t),
-  c_t = W_C x_t, with A = exp(A_log) > 0 per channel (S4D-Real's A_n = n + 1) and Δ ⊙ u Mamba's
-  simplified discretisation of B̄ x (§3.2, footnote on the Euler step).
+  c_t = W_C x_t, with A = exp(A_log) > 0 per channel (S4D-Real's A_n = n + 1); a_t is the zero-order hold
+  of A (Mamba §2) and Δ_t ⊙ u_t the Euler step for B̄ x that Mamba's reference code takes.
 
 Counting convention (multiplications, seqlab's unit): the projections only — 2·T·d_model·d_state
 (diagonal) and 4·T·d_model·d_state (selective) per sequence, in either form. The state update, the
@@ -174,7 +174,7 @@ class DiagonalRecurrence(_LinearRecurrence):
         SeqlabError: a width that is not a positive integer, an unknown form or method, or decays
             outside (0, 1).
 
-    Source: Gu et al. 2022 (S4D), §3; Orvieto et al. 2023 (LRU), §3.3 (exponential parameterisation, γ).
+    Source: Gu et al. 2022 (S4D); Orvieto et al. 2023 (LRU), §3 (exponential parameterisation, γ normalisation).
     """
 
     def __init__(self, d_model: int, d_state: int | None = None, *, form: str = "loop",
@@ -225,7 +225,8 @@ class SelectiveRecurrence(_LinearRecurrence):
     Raises:
         SeqlabError: a width that is not a positive integer, or an unknown form or method.
 
-    Source: Gu & Dao 2023 (Mamba), §3.2 (selection: Δ, B, C from the input), Algorithm 2, §3.6 (Δ's init).
+    Source: Gu & Dao 2023 (Mamba), §3.2 (selection: Δ, B, C from the input), Algorithm 2; Δ₀ log-uniform in
+        [0.001, 0.1] as in Mamba's reference code.
     """
 
     def __init__(self, d_model: int, d_state: int | None = None, *, form: str = "loop",

@@ -8,9 +8,9 @@ Affine maps compose associatively,
 
 so every prefix h_t = (a_t, b_t) ∘ … ∘ (a_1, b_1) applied to h_0 is a *prefix scan* of that operator,
 which a parallel machine computes in O(log T) rounds (Blelloch 1990, "Prefix sums and their
-applications", §1.4 and §3 on recurrences; Hillis & Steele 1986, "Data parallel algorithms", §2.2).
-This is the trick behind S4/S5, LRU and Mamba's selective scan (Gu & Dao 2023, §3.3.2; Smith et al.
-2023, S5, §2.3).
+applications", §1.4 on recurrence equations; Hillis & Steele 1986, "Data parallel algorithms", the
+doubling algorithm for sums of prefixes). This is the trick behind S5, LRU and Mamba's selective scan
+(Gu & Dao 2023, §3.3.2; Smith et al. 2023, "Simplified state space layers", S5).
 
 Two parallel methods, both written with plain tensor ops (slicing, ``torch.cat``, ``mul``, ``add``) so
 that seqlab's dispatch-mode tracers (:func:`seqlab.measure.trace.measure_span`) see every round:
@@ -114,7 +114,7 @@ def sequential_scan(a: Tensor, b: Tensor, dim: int = 1, *, initial: Tensor | Non
     Raises:
         SeqlabError: non-tensors, dtypes that differ, a bad ``dim``, shapes that do not broadcast, or T = 0.
 
-    Source: the lesson's recurrence without its tanh (L1); Blelloch 1990, §3 (first-order recurrences).
+    Source: the lesson's recurrence without its tanh (L1); Blelloch 1990, §1.4 (first-order recurrences).
     """
     a, b = _prepare(a, b, dim, initial)  # (T, …)
     h = b[0]  # (…): h_1 (h_0 already folded in)
@@ -187,7 +187,7 @@ def associative_scan(a: Tensor, b: Tensor, *, dim: int = 1, method: str = "hilli
     Raises:
         SeqlabError: as :func:`sequential_scan`, or an unknown method.
 
-    Source: Hillis & Steele 1986, §2.2; Blelloch 1990, §1.4 and §3; used by Gu & Dao 2023 (Mamba), §3.3.2.
+    Source: Hillis & Steele 1986 (prefix doubling); Blelloch 1990, §1.4; used by Gu & Dao 2023 (Mamba), §3.3.2.
     """
     _check_method(method)
     a, b = _prepare(a, b, dim, initial)  # (T, …)

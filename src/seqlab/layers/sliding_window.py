@@ -1,7 +1,7 @@
 """Causal sliding-window attention: each position attends to itself and the w - 1 before it (issue 15).
 
-Longformer's local attention (Beltagy et al. 2020, §3.1, "sliding window") and the local pattern of
-Child et al. 2019 ("Sparse Transformers", §4.2): query t scores only the keys t - w + 1 … t,
+Longformer's local attention (Beltagy et al. 2020, §3.1, "sliding window") and the local part of the
+factorised patterns of Child et al. 2019 ("Sparse Transformers"): query t scores only the keys t - w + 1 … t,
 
     e_tj = q_t · k_j / √d_k   (t - w < j ≤ t),    α_t = softmax_j(e_t),    c_t = Σ_j α_tj v_j,    y_t = W_o c_t.
 
@@ -43,7 +43,7 @@ SLIDING_WINDOW_FORMS = ("banded", "masked")
 
 def sliding_window_multiplications(T: int, d_model: int, window: int, form: str, *, d_k: int | None = None,
                                    d_v: int | None = None, batch: int = 1, projections: bool = True) -> int:
-    """Multiplications of one :class:`SlidingWindowAttention` forward: T·w·(d_k + d_v) banded, T²·(d_k + d_v) masked.
+    """Multiplications of one :class:`SlidingWindowAttention` call: T·w·(d_k + d_v) banded, T²·(d_k + d_v) masked.
 
     Plus T·d_model·(2·d_k + d_v) + T·d_v·d_model for the projections unless ``projections=False``.
 
@@ -120,7 +120,7 @@ class SlidingWindowAttention(torch.nn.Module):
     Raises:
         SeqlabError: a width or window that is not a positive integer, or an unknown form.
 
-    Source: Beltagy et al. 2020 (Longformer), §3.1; Child et al. 2019, §4.2; beside Vaswani et al. 2017's
+    Source: Beltagy et al. 2020 (Longformer), §3.1; Child et al. 2019 (local pattern); beside Vaswani et al. 2017's
     restricted attention (Table 1, L7).
     """
 
