@@ -76,9 +76,10 @@ class Numbers:
 
 def _texts(claim: str):
     """The words function of one claim (imported here, one module per theme)."""
-    from seqlab.render import check_cost, check_path, check_structure, check_time
+    from seqlab.render import check_beyond, check_cost, check_path, check_structure, check_time
 
-    return {"L1": check_structure.l1, "L2": check_structure.l2, "L3": check_path.l3, "L4": check_path.l4,
+    return {"B1": check_beyond.b1, "B2": check_beyond.b2, "B3": check_beyond.b3,
+            "L1": check_structure.l1, "L2": check_structure.l2, "L3": check_path.l3, "L4": check_path.l4,
             "L5": check_cost.l5, "L6": check_cost.l6, "L7": check_cost.l7, "L8": check_time.l8, "L9": check_cost.l9,
             "L10": check_structure.l10, "L12": check_structure.l12}[claim]
 
@@ -122,22 +123,29 @@ def summary(result: CheckResult, lang: str = "en", command: str = "check") -> st
     no ``--full``) says which claims and sizes the report ran and names ``seqlab check`` for the rest.
     """
     _ = translator(lang, DOMAIN)
+    lesson = [check for check in result.checks if not check.beyond_lesson]
+    beyond = [check for check in result.checks if check.beyond_lesson]
     if command == "report":
         sizes = (_("the default sizes of seqlab check; seqlab check --full runs larger ones")
-                 if len(result.checks) == len(CLAIMS) else
+                 if len(lesson) == len(CLAIMS) else
                  _("a preview: {checked} of the {total} claims; seqlab check checks all of them").format(
-                     checked=len(result.checks), total=len(CLAIMS)))
+                     checked=len(lesson), total=len(CLAIMS)))
     else:
         sizes = _("full sizes") if result.full else _("default sizes; --full for larger ones")
     timed = result.threads > 1 and any(check.claim == "L8" for check in result.checks)
     threads = (_("1 for tracing and counting, {threads} for L8's timings besides 1").format(threads=result.threads)
                if timed else "1")
     line = _("{held} of {total} claims hold ({sizes}; {seconds}, CPU threads: {threads}, PyTorch {torch}).").format(
-        held=result.held, total=len(result.checks), sizes=sizes, seconds=format_seconds(result.elapsed_s, lang),
-        threads=threads, torch=result.torch_version)
-    if result.caveats:
+        held=sum(check.holds for check in lesson), total=len(lesson), sizes=sizes,
+        seconds=format_seconds(result.elapsed_s, lang), threads=threads, torch=result.torch_version)
+    if any(check.caveat for check in lesson):
         line += " " + _("With a caveat: {claims} ({caveats} of {held}).").format(
-            caveats=result.caveats, held=result.held, claims=", ".join(c.claim for c in result.checks if c.caveat))
+            caveats=sum(check.caveat for check in lesson), held=sum(check.holds for check in lesson),
+            claims=", ".join(c.claim for c in lesson if c.caveat))
+    if beyond:
+        from seqlab.render.check_beyond import summary_line
+
+        line += " " + summary_line(sum(check.holds for check in beyond), len(beyond), lang)
     return line
 
 
@@ -163,7 +171,11 @@ def render_check(result: CheckResult, lang: str = "en", width: int = 100):
     _ = translator(lang, DOMAIN)
     width = max(width, 40)
     parts: list[Any] = [Text(_("The lesson's claims, measured"), style="bold")]
-    for check in result.checks:
+    for index, check in enumerate(result.checks):
+        if check.beyond_lesson and (index == 0 or not result.checks[index - 1].beyond_lesson):
+            from seqlab.render.check_beyond import section_title
+
+            parts.append(Text(section_title(lang), style="bold"))
         text = claim_text(check, lang)
         mark, style = MARKS[text.verdict_key]
         prefix = f"{mark} {text.claim:<4}{text.verdict}: "
@@ -186,7 +198,8 @@ def check_json(result: CheckResult, lang: str = "en") -> str:
     claims = []
     for check in result.checks:
         text = claim_text(check, lang)
-        claims.append({"claim": check.claim, "verdict": check.verdict, "holds": check.holds,
+        claims.append({"claim": check.claim, "beyond_lesson": check.beyond_lesson, "verdict": check.verdict,
+                       "holds": check.holds,
                        "statement": text.statement, "measured": text.measured, "figure": text.figure,
                        "condition": to_jsonable(check.condition), "condition_text": text.condition,
                        "note": text.note, "sources": to_jsonable(check.values.get("sources")),

@@ -29,11 +29,13 @@ from seqlab.studies.claims import (LESSON_ANSWERS, SENTENCES, CheckSizes, check_
                                    check_l12)
 from seqlab.studies.claims_cost import check_l5, check_l6, check_l7, check_l9
 from seqlab.studies.claims_path import check_l3, check_l4
+from seqlab.studies.claims_beyond import BEYOND, BEYOND_CHECKS
 from seqlab.studies.claims_time import check_l8
 from seqlab.studies.notebook_view import NotebookView
 from seqlab.studies.verdicts import CAVEAT, FAILS, HOLDS, VERDICTS, Judgement
 
-__all__ = ["CAVEAT", "CHECKS", "CLAIMS", "FAILS", "HOLDS", "LESSON_ANSWERS", "SENTENCES", "VERDICTS", "CheckConfig",
+__all__ = ["BEYOND", "CAVEAT", "CHECKS", "CLAIMS", "FAILS", "HOLDS", "LESSON_ANSWERS", "SENTENCES", "VERDICTS",
+           "CheckConfig",
            "CheckResult", "CheckSizes", "ClaimCheck", "Judgement", "parse_claims", "run_check"]
 
 #: The lesson's twelve claims, in its order.
@@ -74,6 +76,11 @@ class ClaimCheck:
     condition: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     error: str | None = None
+
+    @property
+    def beyond_lesson(self) -> bool:
+        """A statement beyond the lesson (B1–B3, :mod:`seqlab.studies.claims_beyond`), not one of L1–L12."""
+        return self.claim in BEYOND
 
     @property
     def holds(self) -> bool:
@@ -117,8 +124,9 @@ class CheckResult(NotebookView):
 CHECKS: dict[str, Callable[[CheckSizes, int], Judgement]] = {
     "L1": check_l1, "L2": check_l2, "L3": check_l3, "L4": check_l4, "L5": check_l5, "L6": check_l6,
     "L7": check_l7, "L8": check_l8, "L9": check_l9, "L10": check_l10, "L11": check_l11, "L12": check_l12,
+    **BEYOND_CHECKS,
 }
-"""Claim -> its check, in the lesson's order."""
+"""Claim -> its check, in the lesson's order, then the statements beyond the lesson (B1–B3)."""
 
 
 def parse_claims(claims: Sequence[str] | str) -> tuple[str, ...]:
@@ -128,11 +136,11 @@ def parse_claims(claims: Sequence[str] | str) -> tuple[str, ...]:
     ('L1', 'L8')
 
     Raises:
-        SeqlabError: empty, an empty item (``"L1,,L2"``), or a claim outside L1–L12; the message shows the
+        SeqlabError: empty, an empty item (``"L1,,L2"``), or a claim outside L1–L12 and B1–B3; the message shows the
             whole value received, the item at fault and the accepted form.
     """
     parts = claims.split(",") if isinstance(claims, str) else list(claims)
-    accepted = "claims among L1–L12 separated by commas (such as L1,L8 or 1,8)"
+    accepted = "claims among L1–L12 (or B1–B3, beyond the lesson) separated by commas (such as L1,L8 or 1,8)"
     whole = claims if isinstance(claims, str) else ",".join(map(str, parts))
     if not whole.strip():
         raise SeqlabError(f"expected {accepted}, received {whole!r}", parameter="claims")
@@ -142,12 +150,12 @@ def parse_claims(claims: Sequence[str] | str) -> tuple[str, ...]:
         if not text:
             raise SeqlabError(f"expected {accepted}, received {whole!r}, which has an empty item",
                               parameter="claims")
-        name = text if text.startswith("L") else f"L{text}"
+        name = text if text[:1] in ("L", "B") else f"L{text}"
         if name not in CHECKS:
             which = f", in which {str(part).strip()!r} is not one" if len(parts) > 1 else ""
             raise SeqlabError(f"expected {accepted}, received {whole!r}{which}", parameter="claims")
         wanted.add(name)
-    return tuple(claim for claim in CLAIMS if claim in wanted)
+    return tuple(claim for claim in CLAIMS + BEYOND if claim in wanted)
 
 
 def run_check(config: CheckConfig = CheckConfig(),

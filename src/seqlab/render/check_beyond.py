@@ -1,0 +1,89 @@
+"""Words for ``seqlab check``'s statements beyond the lesson (B1–B3): scan span, attention memory, decoding state.
+
+Same contract as :mod:`seqlab.render.check_structure`: each function returns ``(statement, measured, figure,
+condition, note)`` from the check's values and condition; nothing is measured here. The messages live in their own
+gettext domain, ``check_beyond``; the language comes with the number formatter ``n`` (:class:`~seqlab.render.check.Numbers`).
+"""
+
+from __future__ import annotations
+
+from seqlab.i18n import translator
+
+DOMAIN = "check_beyond"
+
+
+def _tr(n):
+    return translator(n.lang, DOMAIN)
+
+
+def section_title(lang: str = "en") -> str:
+    """The heading shown before the statements beyond the lesson.
+
+    >>> section_title("es")
+    'Más allá de la lección (B1–B3): lo que vino después, medido con las mismas reglas'
+    """
+    _ = translator(lang, DOMAIN)
+    return _("Beyond the lesson (B1–B3): what came after it, measured by the same rules")
+
+
+def summary_line(held: int, total: int, lang: str = "en") -> str:
+    """How many statements beyond the lesson hold.
+
+    >>> summary_line(3, 3, "en")
+    'Beyond the lesson: 3 of 3 statements hold.'
+    """
+    _ = translator(lang, DOMAIN)
+    return _("Beyond the lesson: {held} of {total} statements hold.").format(held=held, total=total)
+
+
+def _series(values, n) -> str:
+    return ", ".join(n(v) for v in values)
+
+
+def b1(_, v, c, n):
+    """B1: a linear recurrence's span by parallel scan (log T) against its loop (T)."""
+    _ = _tr(n)
+    fitted = _("log T") if v["scan_model"] == "log" else "T^" + n(v["scan_exponent"])
+    return (_("A linear recurrence's span grows as log T with a parallel scan, and as T with a loop"),
+            _("Operations in a row of the selective recurrence (width {d}) by parallel scan and by loop, at T = "
+              "{lengths}").format(d=n(v["width"]), lengths=_series(v["lengths"], n)),
+            _("scan {scan} ops (fit: {fit}); loop {loop} ops (fit: T^{loop_exponent})").format(
+                scan=_series(v["scan_ops"], n), fit=fitted, loop=_series(v["loop_ops"], n),
+                loop_exponent=n(v["loop_exponent"])),
+            _("holds when the scan's span fits log T (or a power of T below {log}) and the loop's a power within {tol} "
+              "of 1; otherwise it does not hold.").format(log=n.short(c["log_exponent"]), tol=n.short(c["tolerance"])),
+            _("Only a linear recurrence h_t = a_t ⊙ h_{t−1} + b_t is associative and can be scanned; the lesson's "
+              "h_t = tanh(W_hh h_{t−1} + …) is not, so its T steps stay in a row (L1)."))
+
+
+def b2(_, v, c, n):
+    """B2: the math path's peak memory grows as T², the fused kernel's as T."""
+    _ = _tr(n)
+    return (_("Attention's math path holds the T² scores in memory; the fused kernel does not"),
+            _("Peak bytes held by tensors that scaled_dot_product_attention allocates (one head, width {d}) on its "
+              "math path and on the fused flash CPU kernel, at T = {lengths}").format(
+                d=n(v["width"]), lengths=_series(v["lengths"], n)),
+            _("math path {math} bytes (T^{math_exponent}); fused kernel {fused} bytes (T^{fused_exponent})").format(
+                math=_series(v["math_peak_bytes"], n), math_exponent=n(v["math_exponent"]),
+                fused=_series(v["fused_peak_bytes"], n), fused_exponent=n(v["fused_exponent"])),
+            _("holds when the math path's exponent lies within {tol} of 2 and the fused kernel's within {tol} of 1; "
+              "otherwise it does not hold.").format(tol=n.short(c["tolerance"])),
+            _("Both compute the same T² scores (the same work, L6); the fused kernel walks them in blocks and never "
+              "keeps them all. Its own block buffers, inside one op, are not seen by the tracker."))
+
+
+def b3(_, v, c, n):
+    """B3: per decoded token, attention's KV cache grows with t, the Elman RNN's state does not."""
+    _ = _tr(n)
+    return (_("In decoding, attention's KV cache grows with t while a recurrence's state stays fixed"),
+            _("Bytes of the state after generating token t (width {d}), for attention with a KV cache and for the "
+              "Elman RNN, at t = {positions}").format(d=n(v["width"]), positions=_series(v["positions"], n)),
+            _("KV cache {cache} bytes (t^{cache_exponent}), {cache_mult} multiplications per token; Elman RNN {state} "
+              "bytes (t^{state_exponent}), {state_mult} multiplications per token").format(
+                cache=_series(v["cache_bytes"], n), cache_exponent=n(v["cache_exponent"]),
+                cache_mult=_series(v["cache_multiplications"], n), state=_series(v["state_bytes"], n),
+                state_exponent=n(v["state_exponent"]), state_mult=_series(v["state_multiplications"], n)),
+            _("holds when the cache's exponent in t lies within {tol} of 1 and the RNN state's within {tol} of 0; "
+              "otherwise it does not hold.").format(tol=n.short(c["tolerance"])),
+            _("In training attention's chain stays short (L2); in generation each token waits for the one before, as "
+              "in the recurrence, and attention also reads a cache that grows with every token."))

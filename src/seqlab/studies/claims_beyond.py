@@ -1,0 +1,141 @@
+"""Statements beyond the lesson for ``seqlab check``: what came after it, each measured with a condition that can fail.
+
+The lesson (L1–L12) stops at the choice between the recurrence and attention. Three statements about what the
+field built since (issue 15) are checked the same way, and marked ``beyond_lesson`` in the output:
+
+=====  ==============================================================  =================================================
+claim  statement                                                       measurement and condition
+=====  ==============================================================  =================================================
+B1     a *linear* recurrence's span grows as log T with a parallel      :func:`~seqlab.measure.trace.measure_span` (ops) of
+       scan, while its loop grows as T (Blelloch 1990; Mamba §3.3)      the selective recurrence by scan and by loop at
+                                                                        :data:`SCAN_LENGTHS`; holds when the scan's fit is
+                                                                        the logarithm (or a power below
+                                                                        :data:`LOG_EXPONENT`) and the loop's exponent is
+                                                                        within :data:`TOLERANCE` of 1
+B2     attention's math path holds the T² scores in memory; the fused   :func:`~seqlab.measure.memory_peak.measure_peak_memory`
+       kernel does not (Dao et al. 2022, FlashAttention)                of ``F.scaled_dot_product_attention`` on the math
+                                                                        and the flash CPU kernel at :data:`MEMORY_LENGTHS`;
+                                                                        holds when the math peak's exponent is within
+                                                                        :data:`MEMORY_TOLERANCE` of 2 and the fused one's
+                                                                        within it of 1
+B3     in decoding, attention's KV cache grows with t while a           :func:`~seqlab.measure.decode.measure_decode_step`
+       recurrence's state is fixed (Katharopoulos et al. 2020, §3.4)   state bytes of attention with a KV cache and of the
+                                                                        Elman RNN at :data:`DECODE_POSITIONS`; holds when
+                                                                        the cache's exponent in t is within
+                                                                        :data:`TOLERANCE` of 1 and the RNN's of 0
+=====  ==============================================================  =================================================
+
+Each check runs in well under a second on one thread; every verdict is ``holds`` or ``does_not_hold`` (none of
+these statements has a caveat the measurement could show).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from seqlab.fit import fit_growth
+from seqlab.measure import decode, memory_peak
+from seqlab.measure.trace import measure_span
+from seqlab.studies.claims import CheckSizes
+from seqlab.studies.verdicts import Judgement, verdict_of
+
+#: T at which B1 traces the scan and the loop.
+SCAN_LENGTHS = (32, 64, 128, 256)
+#: T at which B2 measures the two kernels' peaks, and their width.
+MEMORY_LENGTHS = (256, 512, 1024)
+MEMORY_WIDTH = 8
+#: Positions t at which B3 measures one decode step, and the width.
+DECODE_POSITIONS = (64, 128, 256)
+DECODE_WIDTH = 16
+#: Width of B1's recurrence.
+SCAN_WIDTH = 4
+#: A power-law exponent within this of the expected one matches it (B1, B3).
+TOLERANCE = 0.1
+#: B2's margin on the exponent of the peak.
+MEMORY_TOLERANCE = 0.15
+#: Below this exponent a scan's span counts as not growing like a power of T (B1).
+LOG_EXPONENT = 0.2
+
+
+def _exponent(lengths, values) -> tuple[str, float]:
+    fit = fit_growth(lengths, values)
+    return fit.model, fit.exponent
+
+
+def check_b1(sizes: CheckSizes, seed: int) -> Judgement:
+    """B1: the selective recurrence's span grows as log T by scan and as T by loop."""
+    import torch
+
+    from seqlab.layers.linear_recurrence import SelectiveRecurrence
+
+    spans: dict[str, list[int]] = {}
+    for form in ("scan", "loop"):
+        layer = SelectiveRecurrence(SCAN_WIDTH, form=form, generator=torch.Generator().manual_seed(seed)).eval()
+        spans[form] = [measure_span(layer, torch.randn(1, T, SCAN_WIDTH)).ops for T in SCAN_LENGTHS]
+    scan_model, scan_exponent = _exponent(SCAN_LENGTHS, spans["scan"])
+    loop_model, loop_exponent = _exponent(SCAN_LENGTHS, spans["loop"])
+    scan_log = scan_model == "log" or scan_exponent < LOG_EXPONENT
+    loop_linear = loop_model == "power" and abs(loop_exponent - 1) <= TOLERANCE
+    values = {"lengths": SCAN_LENGTHS, "width": SCAN_WIDTH, "scan_ops": spans["scan"], "loop_ops": spans["loop"],
+              "scan_model": scan_model, "scan_exponent": scan_exponent, "loop_model": loop_model,
+              "loop_exponent": loop_exponent}
+    condition = {"rule": "scan_log_loop_linear", "log_exponent": LOG_EXPONENT, "tolerance": TOLERANCE, "caveats": []}
+    return Judgement(verdict_of(not (scan_log and loop_linear)), values, condition)
+
+
+def _sdpa_peaks(backends: tuple[bool, bool, bool, bool], seed: int) -> tuple[list[int], str]:
+    """Peak bytes of SDPA on one kernel at each of :data:`MEMORY_LENGTHS`, and the op that made the last peak."""
+    import torch
+    import torch.nn.functional as F
+
+    from seqlab.measure.switches import SDPA_BACKENDS
+
+    peaks, op = [], ""
+    for T in MEMORY_LENGTHS:
+        q = torch.randn(1, 1, T, MEMORY_WIDTH, generator=torch.Generator().manual_seed(seed + T))  # (B, H, T, d)
+
+        def run(q=q):
+            with SDPA_BACKENDS.held(backends):
+                return F.scaled_dot_product_attention(q, q, q)
+        peak = memory_peak.measure_peak_memory(run)
+        peaks.append(peak.peak_bytes)
+        op = peak.peak_op
+    return peaks, op
+
+
+def check_b2(sizes: CheckSizes, seed: int) -> Judgement:
+    """B2: the math path's peak grows as T² (the scores), the fused kernel's as T."""
+    math_peaks, math_op = _sdpa_peaks((False, False, True, False), seed)
+    fused_peaks, fused_op = _sdpa_peaks((True, False, False, False), seed)
+    _, math_exponent = _exponent(MEMORY_LENGTHS, math_peaks)
+    _, fused_exponent = _exponent(MEMORY_LENGTHS, fused_peaks)
+    holds = abs(math_exponent - 2) <= MEMORY_TOLERANCE and abs(fused_exponent - 1) <= MEMORY_TOLERANCE
+    values = {"lengths": MEMORY_LENGTHS, "width": MEMORY_WIDTH, "math_peak_bytes": math_peaks,
+              "fused_peak_bytes": fused_peaks, "math_exponent": math_exponent, "fused_exponent": fused_exponent,
+              "math_peak_op": math_op, "fused_peak_op": fused_op}
+    condition = {"rule": "math_quadratic_fused_linear", "tolerance": MEMORY_TOLERANCE, "caveats": []}
+    return Judgement(verdict_of(not holds), values, condition)
+
+
+def check_b3(sizes: CheckSizes, seed: int) -> Judgement:
+    """B3: attention's KV cache grows as t per decoded token; the Elman RNN's state does not."""
+    steps = {machine: [decode.measure_decode_step(machine, t, d_model=DECODE_WIDTH, time=False, seed=seed)
+                       for t in DECODE_POSITIONS] for machine in ("attention_kv_cache", "elman")}
+    cache = [s.state_bytes for s in steps["attention_kv_cache"]]
+    state = [s.state_bytes for s in steps["elman"]]
+    _, cache_exponent = _exponent(DECODE_POSITIONS, cache)
+    _, state_exponent = _exponent(DECODE_POSITIONS, state)
+    holds = abs(cache_exponent - 1) <= TOLERANCE and abs(state_exponent) <= TOLERANCE
+    values = {"positions": DECODE_POSITIONS, "width": DECODE_WIDTH, "cache_bytes": cache, "state_bytes": state,
+              "cache_exponent": cache_exponent, "state_exponent": state_exponent,
+              "cache_multiplications": [s.multiplications for s in steps["attention_kv_cache"]],
+              "state_multiplications": [s.multiplications for s in steps["elman"]]}
+    condition = {"rule": "cache_grows_state_fixed", "tolerance": TOLERANCE, "caveats": []}
+    return Judgement(verdict_of(not holds), values, condition)
+
+
+BEYOND_CHECKS: dict[str, Callable[[CheckSizes, int], Judgement]] = {"B1": check_b1, "B2": check_b2, "B3": check_b3}
+"""Statement -> its check, after the lesson's L1–L12."""
+
+#: The statements beyond the lesson, in order.
+BEYOND = tuple(BEYOND_CHECKS)

@@ -1,0 +1,112 @@
+"""``seqlab check``'s statements beyond the lesson (B1–B3): real measurements, then each one patched to a wrong value.
+
+B1: a scan's span grows as log T, a loop's as T; B2: the math SDPA path's peak memory as T², the fused kernel's as T;
+B3: attention's KV cache as t per decoded token, the Elman RNN's state not at all (issue 15, item 5).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from typer.testing import CliRunner
+
+from seqlab.cli import app
+from seqlab.measure.memory_peak import PeakMemory
+from seqlab.render.check import check_json, claim_text, render_check, summary
+from seqlab.studies import claims_beyond
+from seqlab.studies.check import BEYOND, CLAIMS, FAILS, HOLDS, CheckConfig, parse_claims, run_check
+from seqlab.studies.claims import CheckSizes
+
+SIZES = CheckSizes()
+CLI_ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
+
+
+@pytest.fixture(scope="module")
+def result():
+    return run_check(CheckConfig(claims=("L5", *BEYOND), threads=1))
+
+
+def test_the_three_statements_hold_with_their_figures(result):
+    checks = {c.claim: c for c in result.checks}
+    assert [c.claim for c in result.checks] == ["L5", "B1", "B2", "B3"]
+    assert all(checks[b].verdict == HOLDS and checks[b].beyond_lesson for b in BEYOND)
+    assert not checks["L5"].beyond_lesson
+    b1, b2, b3 = (checks[b].values for b in BEYOND)
+    assert b1["scan_ops"] == [18, 20, 22, 24] and b1["scan_model"] == "log"  # two ops per round, log2 T rounds
+    assert b1["loop_ops"] == [70, 134, 262, 518]  # 2 ops per position, plus 6
+    assert b2["math_peak_bytes"][-1] >= 2 * 1024 * 1024 * 4  # scores and softmax of 1024 × 1024 float32
+    assert abs(b2["fused_exponent"] - 1) <= 0.15
+    assert b3["cache_bytes"] == [8192, 16384, 32768]  # keys and values: 2 * t * 16 * 4 bytes
+    assert b3["state_bytes"] == [64, 64, 64]  # h: 16 float32
+
+
+def test_parse_claims_puts_the_statements_beyond_after_the_lesson():
+    assert parse_claims("b3, L2,B1") == ("L2", "B1", "B3")
+    assert CheckConfig().claims == CLAIMS  # the library's default stays the lesson; the CLI adds B1–B3
+
+
+def test_b1_fails_when_the_scan_span_grows_like_the_loop(monkeypatch):
+    real = claims_beyond.measure_span
+
+    def linear(function, x, **kwargs):
+        span = real(function, x, **kwargs)
+        return replace(span, ops=2 * x.shape[1])
+    monkeypatch.setattr(claims_beyond, "measure_span", linear)
+    judged = claims_beyond.check_b1(SIZES, 0)
+    assert judged.verdict == FAILS and judged.values["scan_model"] == "power"
+
+
+def test_b2_fails_when_the_math_peak_does_not_grow(monkeypatch):
+    def constant(function, *args, **kwargs):
+        function(*args, **kwargs)
+        return PeakMemory(4096, 0, 4096, 1, 0, (), "patched", {})
+    monkeypatch.setattr(claims_beyond.memory_peak, "measure_peak_memory", constant)
+    judged = claims_beyond.check_b2(SIZES, 0)
+    assert judged.verdict == FAILS and judged.values["math_exponent"] == 0.0
+
+
+def test_b3_fails_when_the_cache_does_not_grow(monkeypatch):
+    real = claims_beyond.decode.measure_decode_step
+
+    def fixed(machine, t, **kwargs):
+        return replace(real(machine, t, **kwargs), state_bytes=512)
+    monkeypatch.setattr(claims_beyond.decode, "measure_decode_step", fixed)
+    judged = claims_beyond.check_b3(SIZES, 0)
+    assert judged.verdict == FAILS and judged.values["cache_exponent"] == 0.0
+
+
+@pytest.mark.parametrize("lang, title, line", [
+    ("en", "Beyond the lesson (B1–B3)", "Beyond the lesson: 3 of 3 statements hold."),
+    ("es", "Más allá de la lección (B1–B3)", "Más allá de la lección: se cumplen 3 de 3 afirmaciones.")])
+def test_shown_apart_after_the_lesson(result, lang, title, line):
+    from rich.console import Console
+
+    console = Console(width=200, record=True, color_system=None)
+    console.print(render_check(result, lang, 200))
+    text = console.export_text()
+    assert text.index("L5 ") < text.index(title) < text.index("B1 ") < text.index("B3 ")
+    assert summary(result, lang).endswith(line)
+    assert summary(result, lang).startswith("1 of 1 claims hold" if lang == "en" else "Se cumplen 1 de 1")
+    for check in result.checks[1:]:  # B1–B3 (L5 has no note)
+        words = claim_text(check, lang)
+        assert words.statement and words.measured and words.figure and words.condition and words.note
+
+
+def test_json_marks_them_beyond_the_lesson(result):
+    document = json.loads(check_json(result, "en"))
+    assert [(c["claim"], c["beyond_lesson"]) for c in document["claims"]] == [
+        ("L5", False), ("B1", True), ("B2", True), ("B3", True)]
+    assert "T^1.00" in document["claims"][2]["figure"]
+
+
+def test_cli_runs_them_by_default_and_refuses_an_unknown_one(monkeypatch, result):
+    import seqlab.studies.check as check_study
+
+    asked = []
+    monkeypatch.setattr(check_study, "run_check", lambda config, progress=None: asked.append(config) or result)
+    outcome = CliRunner().invoke(app, ["check", "--json"], env=CLI_ENV)
+    assert outcome.exit_code == 0 and asked[0].claims == CLAIMS + BEYOND
+    bad = CliRunner().invoke(app, ["check", "--only", "B4"], env=CLI_ENV)
+    assert bad.exit_code == 2 and "'B4'" in bad.output and "B1–B3" in bad.output
