@@ -29,6 +29,7 @@ from seqlab.render.compare import MIN_BLOCKS, timed_blocks, timing_quality
 from seqlab.render.figures import new_figure, save_png_svg
 from seqlab.render.json_output import to_json
 from seqlab.studies.bench import MACHINES, PAIRS, BenchResult, Crossover
+from seqlab.render.tables import FittedTable
 
 DOMAIN = "bench"
 NOISY_MARK = "†"
@@ -82,7 +83,7 @@ def bench_table(result: BenchResult, threads: int, d: int, lang: str = "en") -> 
     caption += " " + _blocks_text(min(blocks), max(blocks), lang)
     caveat = load_caveat(sweep_load(result), lang)
     caption += f" {caveat}" if caveat else ""
-    table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
+    table = FittedTable(title=title, caption=caption, title_justify="left", caption_justify="left")
     table.add_column("T", justify="right")
     for key in result.machines:
         table.add_column(MACHINES[key].label, justify="right")

@@ -17,6 +17,7 @@ from seqlab.render import compare_prose as prose
 from seqlab.render.compare_format import DASH, MIN_BLOCKS, Formatter, timed_blocks, timing_quality
 from seqlab.render.compare_scopes import scope_sentences, scopes_table
 from seqlab.studies.compare import CompareResult
+from seqlab.render.tables import FittedTable
 
 #: Kept for callers of the former private name (tests, the bench renderer imports the helpers below).
 _Formatter = Formatter
@@ -106,7 +107,7 @@ def compare_table(result: CompareResult, lang: str = "en", detailed: bool = Fals
     """The side-by-side Rich table: one row per measurement, the four machines as columns."""
     f = Formatter(lang)
     _ = f._
-    table = Table(title=_("Recurrence against attention"), caption=caption(result, lang), title_justify="left",
+    table = FittedTable(title=_("Recurrence against attention"), caption=caption(result, lang), title_justify="left",
                   caption_justify="left")
     table.add_column(_("Measurement"))
     table.add_column(_("Recurrence (Elman RNN, L1)"))

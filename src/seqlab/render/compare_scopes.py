@@ -14,6 +14,7 @@ from rich.table import Table
 
 from seqlab.i18n import format_fraction, format_integer, translator
 from seqlab.studies.compare_scopes import HEADS, Scope, ScopeCount
+from seqlab.render.tables import FittedTable
 
 
 def _machine(entry: ScopeCount, scope: str, heads: int | None, _) -> str:
@@ -62,7 +63,7 @@ def scopes_table(scopes: tuple[Scope, ...], heads: int | None, lang: str = "en")
     at every scope, so the lesson's rows would repeat the layer's (``--json`` has them).
     """
     _ = translator(lang)
-    table = Table(title=_("Work at three scopes (multiplications = multiply-adds)"), title_justify="left")
+    table = FittedTable(title=_("Work at three scopes (multiplications = multiply-adds)"), title_justify="left")
     for header in (_("Scope"), _("Machine (what was counted)"), _("Closed form"), _("Counted"), _("Counted by")):
         table.add_column(header)
     for scope in scopes:

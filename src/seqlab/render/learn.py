@@ -28,6 +28,7 @@ from seqlab.render.learn_text import (DOMAIN, accuracy_text, duration_text, lear
                                       model_label, model_labels, progress_text, range_text, rate_text, task_titles)
 from seqlab.studies.learn import LearnResult
 from seqlab.studies.learn_verdicts import learn_findings
+from seqlab.render.tables import FittedTable
 
 __all__ = ["DOMAIN", "accuracy_text", "duration_text", "learn_json", "learn_sentences", "learn_table",
            "learn_translator", "model_label", "plot_learn", "progress_text", "render_learn", "write_plots"]
@@ -66,7 +67,7 @@ def learn_table(result: LearnResult, task: str, lang: str = "en") -> Table:
                  "spectral radius of the learned W_hh (LSTM, GRU: its candidate block), and ∂, the reach "
                  "‖∂y_T/∂x_1‖ in float64.").format(seeds=result.config.seeds,
                                                    chance=accuracy_text(TASKS[task].chance, lang))
-    table = Table(title=task_titles(tl)[task], caption=caption, title_justify="left", caption_justify="left")
+    table = FittedTable(title=task_titles(tl)[task], caption=caption, title_justify="left", caption_justify="left")
     table.add_column(tl("Model (parameters)"))
     for T in result.lengths[task]:
         table.add_column(f"T = {format_integer(T, lang)}", justify="right")

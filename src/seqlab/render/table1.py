@@ -17,6 +17,7 @@ from rich.text import Text
 
 from seqlab.i18n import format_integer, translator
 from seqlab.render.figures import new_figure, save_png_svg
+from seqlab.render.tables import FittedTable
 from seqlab.studies.profile import ProfileResult
 from seqlab.studies.table1 import TOLERANCE, Cell, Fit, Table1Result
 
@@ -76,11 +77,11 @@ def table1_table(result: Table1Result, d_model: int, lang: str = "en") -> Table:
     """Layer type × (work, sequential operations, path): measured growth, the paper's entry, verdict."""
     tr = _tr(lang)
     title = tr("Table 1 of \"Attention Is All You Need\", measured (d = {d})").format(d=d_model)
-    table = Table(title=title, title_justify="left", caption=caption(result, lang), caption_justify="left")
+    table = FittedTable(title=title, title_justify="left", caption=caption(result, lang), caption_justify="left")
     table.add_column(tr("Layer type"))
     legend = tr("measured · paper")
     for heading in (tr("Complexity per layer"), tr("Sequential operations"), tr("Maximum path length")):
-        table.add_column(f"{heading}\n{legend}", no_wrap=True)
+        table.add_column(f"{heading}\n{legend}")
     for row in (r for r in result.rows if r.d_model == d_model):
         cells = (_cell_text(cell, lang) for cell in (row.work, row.span, row.path))
         table.add_row(layer_name(row.layer, result, lang), *cells)
@@ -91,7 +92,7 @@ def raw_table(result: Table1Result, d_model: int, lang: str = "en") -> Table:
     """The figures behind the fits at the largest T: counted work, span and path, and the stack depth."""
     tr = _tr(lang)
     T = result.lengths[-1]
-    table = Table(title=tr("Measured at T = {T}, d = {d}").format(T=T, d=d_model), title_justify="left")
+    table = FittedTable(title=tr("Measured at T = {T}, d = {d}").format(T=T, d=d_model), title_justify="left")
     table.add_column(tr("Layer type"))
     table.add_column(tr("Multiplications (one layer)"), justify="right")
     table.add_column(tr("Sequential ops (products)"), justify="right")
@@ -115,9 +116,9 @@ def width_table(result: Table1Result, lang: str = "en") -> Table | None:
     if not result.width_fits:
         return None
     tr = _tr(lang)
-    table = Table(title=tr("Work against d at T = {T}").format(T=result.width_fits[0].T), title_justify="left")
+    table = FittedTable(title=tr("Work against d at T = {T}").format(T=result.width_fits[0].T), title_justify="left")
     table.add_column(tr("Layer type"))
-    table.add_column(tr("Complexity per layer") + "\n" + tr("measured · paper"), no_wrap=True)
+    table.add_column(tr("Complexity per layer") + "\n" + tr("measured · paper"))
     for fit in result.width_fits:
         table.add_row(layer_name(fit.layer, result, lang), f"{_mark(fit.matches)} {growth(fit.fit, lang, 'd')} · "
                       f"d^{_decimal(fit.expected_exponent, lang)}")
@@ -276,7 +277,7 @@ def profile_table(result: ProfileResult, lang: str = "en") -> Table:
     """A module's work, span and path (Table 1's three columns) as a two-column Rich table."""
     tr = _tr(lang)
     path = result.path
-    table = Table(title=tr("Profile of {module}").format(module=result.module), title_justify="left",
+    table = FittedTable(title=tr("Profile of {module}").format(module=result.module), title_justify="left",
                   caption=tr("input {shape}, {dtype}; CPU threads: {threads}; PyTorch {torch}; paths measured "
                              "from positions {sources}").format(
                       shape=tuple(result.shape), dtype=result.dtype, threads=result.threads,

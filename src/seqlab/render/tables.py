@@ -1,7 +1,8 @@
 """Rich tables that fit the terminal they are printed on without cutting the names they exist to show.
 
-Shared by the renderers whose first column is a name a reader must see whole (Figure 1's box titles,
-the pretrained model's module paths).
+Shared by every renderer whose first column is a name a reader must see whole (Table 1's layer types,
+compare's measurements, bench's lengths, Figure 1's box titles, the pretrained model's module paths):
+at 80 columns the names wrap between words or the table is stacked, never cut (issue 16, item 6).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ class FittedTable(Table):
     column, names included (``attention.se…``). Instead, the columns get explicit widths: each no-wrap
     column its longest cell, each other column at least its longest word (so words wrap, never break),
     the room left going to the columns that need least to fit whole. If even that is too wide, the
-    edge padding goes, then the columns listed in ``droppable`` (indices; the least needed ones).
+    edge padding goes, then the columns listed in ``droppable`` (indices; the least needed ones); if
+    it still is, the table is stacked: printed as several tables one under the other, each with the
+    first (name) column and as many of the others as fit, in their order, so no name or heading is cut.
 
     >>> table = FittedTable("Name", "Note")
     >>> table.columns[0].no_wrap = True
@@ -57,19 +60,51 @@ class FittedTable(Table):
         borders = (2 if self.box and self.show_edge else 0) + (columns - 1 if self.box else 0)
         return columns * (left + right) - (0 if pad_edge else left + right) + borders
 
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        width = options.max_width if self.width is None else min(self.width, options.max_width)
+    def _layout(self, width: int, bounds: list[tuple[int, int]]) -> tuple[list[int], bool, int]:
+        """(columns kept, edge padding, room left over their least widths) of the first layout that fits."""
         everything = list(range(len(self.columns)))
-        bounds = [self._bounds(column) for column in self.columns]
-        if sum(natural for _, natural in bounds) + self._overhead(len(everything), self.pad_edge) <= width:
-            yield from super().__rich_console__(console, options)
-            return
         kept = [index for index in everything if index not in self.droppable]
         layouts = [(everything, self.pad_edge), (everything, False), (kept, self.pad_edge), (kept, False)]
         for chosen, pad_edge in layouts:
             room = width - self._overhead(len(chosen), pad_edge) - sum(bounds[i][0] for i in chosen)
             if room >= 0:
                 break
+        return chosen, pad_edge, room
+
+    def _chunks(self, width: int, bounds: list[tuple[int, int]]) -> list[list[int]]:
+        """The other columns in groups that each fit beside the first (name) column, in their order."""
+        chunks: list[list[int]] = [[]]
+        for index in range(1, len(self.columns)):
+            trial = [0, *chunks[-1], index]
+            if chunks[-1] and width - self._overhead(len(trial), False) - sum(bounds[i][0] for i in trial) < 0:
+                chunks.append([])
+            chunks[-1].append(index)
+        return chunks
+
+    def _part(self, columns: list[int], first: bool, last: bool) -> FittedTable:
+        """This table with only ``columns`` (the title on the first part, the caption on the last)."""
+        part = copy.copy(self)
+        part.columns = [dataclasses.replace(self.columns[index], _index=position)
+                        for position, index in enumerate(columns)]
+        part.title = self.title if first else None
+        part.caption = self.caption if last else None
+        part.droppable = ()
+        return part
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width if self.width is None else min(self.width, options.max_width)
+        bounds = [self._bounds(column) for column in self.columns]
+        if sum(natural for _, natural in bounds) + self._overhead(len(self.columns), self.pad_edge) <= width:
+            yield from super().__rich_console__(console, options)
+            return
+        chosen, pad_edge, room = self._layout(width, bounds)
+        if room < 0 and len(self.columns) > 2:  # too wide even at least widths: the name column and a few others
+            chunks = self._chunks(width, bounds)
+            if len(chunks) > 1:
+                for number, chunk in enumerate(chunks):
+                    yield from self._part([0, *chunk], number == 0, number == len(chunks) - 1) \
+                        .__rich_console__(console, options)
+                return
         widths = {index: bounds[index][0] for index in chosen}
         for index in sorted(chosen, key=lambda i: bounds[i][1] - bounds[i][0]):  # who needs least fits first
             grant = min(max(room, 0), bounds[index][1] - bounds[index][0])
