@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import Any
 
 from seqlab.i18n import format_fraction, format_integer, format_number, format_seconds, translator
-from seqlab.render.json_output import to_jsonable
+from seqlab.render.json_output import to_jsonable, versioned
 from seqlab.studies.check import CAVEAT, CLAIMS, FAILS, HOLDS, CheckResult, ClaimCheck
 
 DOMAIN = "check"
@@ -207,7 +207,7 @@ def check_json(result: CheckResult, lang: str = "en") -> str:
     document = {"all_hold": result.all_hold, "held": result.held, "caveats": result.caveats,
                 "total": len(result.checks), "full": result.full, "seed": result.seed, "threads": result.threads,
                 "torch_version": result.torch_version, "elapsed_s": result.elapsed_s, "claims": claims}
-    return json.dumps(document, indent=2, ensure_ascii=False)
+    return json.dumps(versioned(document, "check"), indent=2, ensure_ascii=False)
 
 
 def render_legend(lang: str = "en", width: int = 100):

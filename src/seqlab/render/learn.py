@@ -135,9 +135,9 @@ def learn_json(result: LearnResult) -> str:
     """The whole result (config, every run at every rate, the summary, the cuts) and its verdicts as JSON."""
     import json
 
-    from seqlab.render.json_output import to_jsonable
+    from seqlab.render.json_output import to_jsonable, versioned
 
     data = to_jsonable(result)
     data["cuts"] = to_jsonable(result.cuts)
     data["findings"] = [{**to_jsonable(f), "supports_lesson": f.supports_lesson} for f in learn_findings(result)]
-    return json.dumps(data, indent=2, ensure_ascii=False)
+    return json.dumps(versioned(data, "learn"), indent=2, ensure_ascii=False)
