@@ -19,6 +19,7 @@ from typing import Annotated, Optional
 import typer
 
 from seqlab.cli import app
+from seqlab.cli.extras import require_extra
 from seqlab.cli.options import LANG_HELP, integer_at_least, language
 
 
@@ -86,13 +87,14 @@ def serve(
         help="Another name the lab answers to as Host (repeatable); loopback names and --host always are.")] = None,
 ) -> None:
     """Run the web lab: Figure 1, cost, chain and path, order, time and the self-check, in en or es."""
+    lang = language(lang)
+    require_extra("serve", "web", lang)  # without seqlab[web]: one line naming the extra, exit 2
     import uvicorn
 
     from seqlab.i18n import translator
     from seqlab.web.app import create_app
     from seqlab.web.server import UVICORN_LIMITS, HeadTimeoutH11
 
-    lang = language(lang)
     _ = translator(lang, "web")
     _check_address(host, port)
     shown = f"[{host}]" if ":" in host else host
