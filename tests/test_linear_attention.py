@@ -10,7 +10,7 @@ from seqlab.errors import SeqlabError
 from seqlab.layers.linear_attention import (LINEAR_ATTENTION_FORMS, LinearAttention, feature_map,
                                             linear_attention_multiplications, linear_attention_step_multiplications)
 from seqlab.measure.trace import measure_span
-from seqlab.measure.work import count_multiplications
+from seqlab.measure.work import count_multiplications, count_on_meta
 
 ATOL = 1e-10
 
@@ -138,3 +138,6 @@ def test_parallel_form_refuses_a_map_that_would_not_fit(monkeypatch):
     with pytest.raises(SeqlabError, match="parallel linear attention at B = 1, T = 64"):
         LinearAttention(4)(torch.randn(1, 64, 4))
     assert LinearAttention(4, form="recurrent")(torch.randn(1, 64, 4)).shape == (1, 64, 4)  # the state fits
+    # on the meta device nothing is allocated, so nothing is refused: the count still comes back
+    assert count_on_meta(LinearAttention(4), torch.randn(1, 64, 4)).multiplications == \
+        linear_attention_multiplications(64, 4, 4, 4, "parallel")

@@ -14,7 +14,7 @@ from seqlab.errors import SeqlabError
 from seqlab.layers.sliding_window import (SLIDING_WINDOW_FORMS, SlidingWindowAttention, sliding_window_multiplications,
                                           sliding_window_step_multiplications)
 from seqlab.measure.trace import measure_span
-from seqlab.measure.work import count_multiplications
+from seqlab.measure.work import count_multiplications, count_on_meta
 
 ATOL = 1e-10
 
@@ -116,3 +116,5 @@ def test_masked_form_refuses_scores_that_would_not_fit(monkeypatch):
     with pytest.raises(SeqlabError, match="masked sliding-window attention at B = 1, T = 64"):
         SlidingWindowAttention(4, 3, form="masked")(torch.randn(1, 64, 4))
     assert SlidingWindowAttention(4, 3)(torch.randn(1, 64, 4)).shape == (1, 64, 4)  # banded: T·w fits
+    assert count_on_meta(SlidingWindowAttention(4, 3, form="masked"), torch.randn(1, 64, 4)).multiplications == \
+        sliding_window_multiplications(64, 4, 3, "masked")  # the meta device allocates nothing: not refused
