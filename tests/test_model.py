@@ -195,10 +195,13 @@ def test_report_and_json(result):
 
 
 def test_the_json_keeps_each_row_of_alpha_on_one_line(result):
-    from seqlab.render.json_output import to_json, to_jsonable
+    import jsonschema
+
+    from seqlab.render.json_output import schema, to_json, to_jsonable
 
     text = model_json(result)
-    assert json.loads(text) == {**to_jsonable(result), "kind": result.kind}  # the same keys and the same numbers
+    assert json.loads(text) == {"schema_version": 1, **to_jsonable(result), "kind": result.kind}  # same keys, numbers
+    jsonschema.validate(json.loads(text), schema("model"))  # src/seqlab/schemas/model.schema.json
     lines = text.splitlines()
     rows = {line.strip().rstrip(",") for line in lines}
     assert all(json.dumps(list(row), separators=(", ", ": ")) in rows for row in result.attention.weights)
