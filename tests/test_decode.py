@@ -192,7 +192,7 @@ def test_cache_sentence_says_when_recomputing_is_faster(monkeypatch):
 def test_state_growth_follows_the_measured_bytes(monkeypatch):
     text = " ".join(decode_sentences(run_decode(SMALL)))
     assert "Fixed state whatever t: Elman RNN." in text
-    assert "attention, KV cache: the state grows in step with t, 256 to 512 bytes" in text  # 2*t*8*4 at t = 4, 8
+    assert "Attention, KV cache: the state grows in step with t, 256 to 512 bytes" in text  # 2*t*8*4 at t = 4, 8
     result = _patched(monkeypatch, lambda s: dataclasses.replace(s, state_bytes=64)
                       if s.machine == "attention_kv_cache" else s)
     assert "Fixed state whatever t: Elman RNN, attention, KV cache." in " ".join(decode_sentences(result))

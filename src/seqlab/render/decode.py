@@ -21,6 +21,8 @@ from seqlab.i18n import format_integer, format_number, format_seconds, translato
 from seqlab.studies.decode import TIME_MARGIN, DecodeResult, Win
 
 DOMAIN = "decode"
+#: Marks a time whose IQR exceeds a tenth of its median (:attr:`seqlab.measure.timing.Timing.noisy`).
+NOISY_MARK = "†"
 
 
 def decode_translator(lang: str) -> Callable[[str], str]:
@@ -56,7 +58,8 @@ def _positions(positions: list[int], lang: str) -> str:
 def _time_cell(step, lang: str) -> str:
     if step.timing is None:
         return "—"
-    return f"{format_seconds(step.timing.median_s, lang)} ± {format_seconds(step.timing.iqr_s, lang)}"
+    mark = f" {NOISY_MARK}" if step.timing.noisy else ""
+    return f"{format_seconds(step.timing.median_s, lang)} ± {format_seconds(step.timing.iqr_s, lang)}{mark}"
 
 
 def decode_table(result: DecodeResult, lang: str = "en") -> Table:
@@ -88,8 +91,9 @@ def _caption(result: DecodeResult, lang: str) -> str:
                 "projection, seqlab's attention has none. '=' the count equals the closed form.")]
     if config.time:
         threads = tr("1 thread") if config.threads == 1 else tr("{threads} threads").format(threads=config.threads)
-        parts.append(tr("Time: median ± IQR of one step, {threads}, float32, batch {batch}, PyTorch {torch}.").format(
-            threads=threads, batch=config.batch, torch=result.torch_version))
+        parts.append(tr("Time: median ± IQR of one step, {threads}, float32, batch {batch}, PyTorch {torch}; {mark} "
+                        "noisy: IQR over a tenth of the median.").format(
+            threads=threads, batch=config.batch, torch=result.torch_version, mark=NOISY_MARK))
     if result.load is not None and result.load.busy and result.load.load_1min is not None:
         parts.append(tr("The machine was busy (load average {load} on {cpus} CPUs when measuring began): the "
                         "times may read long and spread wide.").format(
@@ -154,9 +158,10 @@ def growth_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
                    "positions).") if g.kind == "linear" else
                 tr("{machine}: the state grows {first} to {last} bytes (×{ratio}), not in step with t "
                    "(×{positions} positions)."))
-        lines.append(text.format(machine=machine_label(g.machine, lang), first=format_integer(g.first_bytes, lang),
-                                 last=format_integer(g.last_bytes, lang), ratio=format_number(float(g.ratio), lang),
-                                 positions=format_number(float(g.positions_ratio), lang)))
+        line = text.format(machine=machine_label(g.machine, lang), first=format_integer(g.first_bytes, lang),
+                           last=format_integer(g.last_bytes, lang), ratio=format_number(float(g.ratio), lang),
+                           positions=format_number(float(g.positions_ratio), lang))
+        lines.append(line[:1].upper() + line[1:])  # a sentence that opens with a machine's name
     return lines
 
 
