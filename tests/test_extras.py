@@ -190,3 +190,20 @@ def test_the_lab_serves_the_vendored_bundle_without_the_plotly_package(monkeypat
         page = client.get("/cost").text
     assert served.status_code == 200 and served.content == (STATIC / "plotly-basic.min.js").read_bytes()
     assert '<script src="/vendor/plotly.min.js"></script>' in page
+
+
+# --- A sample text inside the repository ------------------------------------------------------------
+
+def test_a_public_domain_sample_text_ships_in_the_package_with_its_source():
+    """README examples that read a file use this one, so they run from a fresh clone (issue 16, item 7)."""
+    from importlib import resources
+
+    sample = resources.files("seqlab") / "data" / "quijote-i-1-es.txt"
+    lines = sample.read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("# Fuente: Miguel de Cervantes Saavedra") and "Project Gutenberg" in lines[1]
+    assert lines[5].startswith("# Licencia: dominio público") and lines[9].startswith("Capítulo primero.")
+    assert "data/*.txt" in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]["seqlab"]
+    shared = ROOT.parent / "shared" / "data" / "quijote-i-1-es.txt"
+    if shared.is_file():  # the course's copy, where it sits beside the repository: the same bytes
+        assert shared.read_bytes() == sample.read_bytes()
