@@ -178,6 +178,14 @@ def test_the_kind_and_its_sentence_follow_the_measured_patterns(checkpoints):
     (said,) = [s for s in model_sentences(dataclasses.replace(result, order_without_positions=fixed), "en")
                if "L10" in s]
     assert said.startswith("Not as the lesson says (L10)")
+    # the window sentence names the special tokens the tokenizer really added: none for this GPT-2, and the
+    # batch's real lengths, padded to the longest
+    window = model_sentences(result, "en")[0]
+    assert "T = 5 positions with no special tokens" in window and "of 5, 2 positions" in window
+    assert "padded to 5" in window
+    bos = dataclasses.replace(result.windows[0], special_pieces=("<s>",))
+    assert "T = 5 positions with <s> (" in model_sentences(dataclasses.replace(
+        result, windows=(bos, *result.windows[1:])), "en")[0]
 
 
 # --- Order (L10): the switch found per architecture ---------------------------------------------------------
