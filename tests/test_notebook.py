@@ -54,7 +54,7 @@ def first_column(renderable) -> list[str]:
 
 def test_lazy_api_without_torch():
     code = ("import sys, seqlab; assert 'torch' not in sys.modules; "
-            "assert {'profile', 'compare', 'table1', 'check'} <= set(dir(seqlab))")
+            "assert {'profile', 'compare', 'table1', 'table1_modern', 'check', 'decode'} <= set(dir(seqlab))")
     import subprocess
 
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -168,3 +168,27 @@ def test_renderable_html_escapes_and_reads_markup():
 
     assert renderable_html(Text("a < b")) == "<p>a &lt; b</p>"
     assert renderable_html("[bold]x[/bold]") == "<p>x</p>"
+
+
+def test_decode_and_modern_results_show_and_draw():
+    from seqlab.render.decode import render_decode
+    from seqlab.render.table1_modern import render_modern
+    from seqlab.studies.decode import DecodeConfig
+    from seqlab.studies.table1_modern import ModernConfig
+
+    decoded = seqlab.decode(DecodeConfig(positions=(4, 8), d_model=8, min_run_time=0.001, span_lengths=(8, 16)))
+    page = decoded.html("en")
+    for name in first_column(render_decode(decoded, "en")):
+        assert f">{html.escape(name)}</td>" in page
+    assert decoded.plot("en").axes  # decode_figure, the figure `seqlab decode --plot` saves
+    modern = seqlab.table1_modern(ModernConfig(rows=("elman", "self_attention"), lengths=(8, 16, 32),
+                                               long_lengths=(64, 128, 256), d_model=4, window=2, chunk=2))
+    page = modern.html("es")
+    for name in first_column(render_modern(modern, "es")):
+        assert f">{html.escape(name)}</td>" in page
+    work, span, peak, path = modern.plot("en").axes
+    for line, row in zip(work.get_lines(), modern.rows):
+        assert list(line.get_ydata()) == [s.multiplications for s in row.long]
+    for line, row in zip(peak.get_lines(), modern.rows):
+        assert list(line.get_ydata()) == [s.peak_bytes for s in row.long]
+    assert len(path.get_lines()) == 2

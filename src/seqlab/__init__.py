@@ -9,7 +9,9 @@ inside the functions that need them, so ``import seqlab`` stays fast and has no 
 * :func:`profile` — work, span and path of your own module (:func:`seqlab.studies.profile.profile`);
 * :func:`compare` — recurrence against attention on a text (:func:`seqlab.studies.compare.run_compare`);
 * :func:`table1` — Table 1 measured (:func:`seqlab.studies.table1.run_table1`);
-* :func:`check` — the lesson's claims L1–L12 measured (:func:`seqlab.studies.check.run_check`).
+* :func:`table1_modern` — Table 1 extended to modern mixers (:func:`seqlab.studies.table1_modern.run_modern`);
+* :func:`check` — the lesson's claims L1–L12 measured (:func:`seqlab.studies.check.run_check`);
+* :func:`decode` — the cost of generating one token at position t (:func:`seqlab.studies.decode.run_decode`).
 """
 
 from importlib import import_module
@@ -22,7 +24,9 @@ _LAZY = {
     "profile": "seqlab.studies.profile:profile",
     "compare": "seqlab.studies.compare:run_compare",
     "table1": "seqlab.studies.table1:run_table1",
+    "table1_modern": "seqlab.studies.table1_modern:run_modern",
     "check": "seqlab.studies.check:run_check",
+    "decode": "seqlab.studies.decode:run_decode",
 }
 
 __all__ = ["__version__", *_LAZY]

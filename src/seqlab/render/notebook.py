@@ -1,7 +1,7 @@
 """Results in a notebook: every result the Python API returns as an HTML table, from the terminal's own rows.
 
 Jupyter shows an object by its ``_repr_html_()``. The results of :func:`seqlab.profile`, :func:`seqlab.compare`,
-:func:`seqlab.table1` and :func:`seqlab.check` get theirs from :class:`seqlab.studies.notebook_view.NotebookView`,
+:func:`seqlab.table1`, :func:`seqlab.table1_modern`, :func:`seqlab.check` and :func:`seqlab.decode` get theirs from :class:`seqlab.studies.notebook_view.NotebookView`,
 which calls :func:`result_html` here, and their ``plot()`` from :func:`result_figure`
 (:mod:`seqlab.render.notebook_figures`).
 
@@ -37,6 +37,8 @@ VIEWS: dict[str, tuple[str, str]] = {
     "CompareResult": ("seqlab.render.compare:render_compare", "seqlab.render.notebook_figures:compare_figure"),
     "Table1Result": ("seqlab.render.table1:render_table1", "seqlab.render.table1:table1_figure"),
     "CheckResult": ("seqlab.render.notebook:check_table", "seqlab.render.notebook_figures:check_figure"),
+    "DecodeResult": ("seqlab.render.decode:render_decode", "seqlab.render.decode:decode_figure"),
+    "ModernResult": ("seqlab.render.table1_modern:render_modern", "seqlab.render.notebook_figures:modern_figure"),
 }
 
 _CELL = 'style="text-align: left; vertical-align: top"'
@@ -143,7 +145,7 @@ def result_html(result: Any, lang: str | None = None) -> str:
 
     Args:
         result: a result named in :data:`VIEWS` (``ProfileResult``, ``CompareResult``, ``Table1Result``,
-            ``CheckResult``).
+            ``ModernResult``, ``CheckResult``, ``DecodeResult``).
         lang: ``"en"`` or ``"es"``; None: the environment's language (:func:`seqlab.i18n.default_language`).
 
     Returns:

@@ -10,7 +10,9 @@ one ``seqlab table1 --plot`` saves.
   (span, L1/L2; path, L3/L4);
 * compare: the reach ‖∂y_T/∂x_i‖ against i (L3, L4) and the least matrix products from position 1 to every
   position (the path: T for the recurrence, 2 for attention);
-* check: one bar per claim, its verdict as colour, its length the seconds its measurement took.
+* check: one bar per claim, its verdict as colour, its length the seconds its measurement took;
+* table1 --modern: work, span and peak memory of one layer against T, and the path against T, one line per row
+  (decode's figure is :func:`seqlab.render.decode.decode_figure`, the one ``seqlab decode --plot`` saves).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from seqlab.render.figures import new_figure
 
 DOMAIN = "notebook"
 
-__all__ = ["check_figure", "compare_figure", "profile_figure"]
+__all__ = ["check_figure", "compare_figure", "modern_figure", "profile_figure"]
 
 #: Most ops shown in the profile's work panel (the rest are summed into one bar).
 TOP_OPS = 8
@@ -148,4 +150,44 @@ def check_figure(result: Any, lang: str = "en") -> Any:
     axis.legend(handles=keys, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")  # every verdict
     axis.set_title(_("{held} of {total} claims hold").format(held=result.held, total=len(result.checks)),
                    fontsize="medium")
+    return figure
+
+
+def modern_figure(result: Any, lang: str = "en") -> Any:
+    """Table 1 extended (:class:`seqlab.studies.table1_modern.ModernResult`) against T, log axes, a line per row.
+
+    Panels: multiplications of one layer, its span in ops and its peak bytes (at the long lengths), and the
+    least ops on a path from position 1 to T through the stack (at the short lengths); a row with no
+    path at some T has no point there.
+
+    Args:
+        result: the extended table.
+        lang: ``"en"`` or ``"es"``.
+
+    Returns:
+        A ``matplotlib.figure.Figure`` with four axes.
+    """
+    from seqlab.render.table1_modern import row_name
+
+    _ = translator(lang, DOMAIN)
+    panels = ((_("Work of one layer (multiplications)"), "long", lambda s: s.multiplications),
+              (_("Span of one layer (ops)"), "long", lambda s: s.span_ops),
+              (_("Peak memory of one pass (bytes)"), "long", lambda s: s.peak_bytes),
+              (_("Path from position 1 to T (ops)"), "short", lambda s: s.path_ops))
+    figure = new_figure(figsize=(16, 5), layout="constrained")
+    axes = figure.subplots(1, len(panels))
+    markers = "os^vD<>ph*"
+    for axis, (title, samples, value) in zip(axes, panels):
+        for index, row in enumerate(result.rows):
+            points = [(s.T, value(s)) for s in getattr(row, samples) if value(s) is not None and value(s) > 0]
+            axis.plot([t for t, _v in points], [v for _t, v in points], marker=markers[index % len(markers)],
+                      linestyle=("-", "--", ":", "-.")[index % 4], label=row_name(row.row, result, lang))  # equal
+            # values (attention's and linear attention's work) stay visible one over the other
+        axis.set_xscale("log", base=2)
+        axis.set_yscale("log")
+        axis.set_title(title, fontsize="medium")
+        axis.set_xlabel(_("sequence length T"))
+        axis.grid(True, which="both", alpha=0.3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside lower center", ncol=5, fontsize="small")
     return figure

@@ -34,6 +34,7 @@ from seqlab.measure.decode import (DecodeStep, available_machines, build_decoder
                                    estimate_decode_bytes, generation_span, measure_decode_step, training_span)
 from seqlab.measure.timing import MachineLoad, machine_load
 from seqlab.memory import MemoryEstimate, require_fits
+from seqlab.studies.notebook_view import NotebookView
 
 DEFAULT_POSITIONS = (16, 256, 1024)
 QUICK_POSITIONS = (16, 64, 256)
@@ -169,7 +170,7 @@ def asymmetry_of(lengths: tuple[int, int], training: tuple[int, int], generation
 
 
 @dataclass(frozen=True)
-class DecodeResult:
+class DecodeResult(NotebookView):
     """Every step measured, and what the study decided from them."""
 
     config: DecodeConfig

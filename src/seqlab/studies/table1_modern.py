@@ -44,6 +44,7 @@ from seqlab.measure.timing import fixed_threads
 from seqlab.measure.trace import measure_span
 from seqlab.memory import MemoryEstimate, require_fits
 from seqlab.studies import table1
+from seqlab.studies.notebook_view import NotebookView
 from seqlab.studies.table1_modern_rows import ROWS, Machine, build_machine, row_available
 from seqlab.studies.table1_results import MAX_LENGTH, MAX_WIDTH, Cell, Growth, Table1Config
 
@@ -151,7 +152,7 @@ class ModernRow:
 
 
 @dataclass(frozen=True)
-class ModernResult:
+class ModernResult(NotebookView):
     """Table 1 extended, measured: every row, the rows whose module is missing, and the conditions of the run."""
 
     lengths: tuple[int, ...]
