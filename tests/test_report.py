@@ -24,7 +24,7 @@ SCREENSHOTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "screensh
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 #: Sections that carry a plot (the check section is a list of claims).
-PLOTTED = ("compare", "table1", "bench", "figure")
+PLOTTED = ("compare", "table1", "bench", "decode", "figure")
 #: A wide, colourless console for in-process CLI runs (as conftest's CLI_ENV for compare).
 CLI_ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
 
@@ -51,7 +51,7 @@ def sections_of(html: str) -> dict[str, str]:
 def test_every_section_is_there_with_its_plot(page):
     html = page.read_text(encoding="utf-8")
     found = sections_of(html)
-    assert list(found) == list(PARTS) == ["compare", "table1", "bench", "figure", "check"]
+    assert list(found) == list(PARTS) == ["compare", "table1", "bench", "decode", "figure", "check"]
     for key in PLOTTED:
         assert "<h2>" in found[key] and "<table>" in found[key], key
         images = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', found[key])
@@ -66,6 +66,13 @@ def test_the_figures_are_the_results(result, page):
     assert compare.recurrence.closed_form == 48 * (32**2 + 32 * 32) == 98_304
     assert "4 of 4 claims hold" in html and "3 of 15 boxes mix positions" in html
     assert set(result.seconds) == set(PARTS)
+
+
+def test_the_decode_section_shows_its_measurements(result, page):
+    found = sections_of(page.read_text(encoding="utf-8"))["decode"]
+    step = result.decode.step("attention_kv_cache", 16)
+    assert step.multiplications == 3 * 16**2 + 2 * 16 * 16 == 1_280  # q, k, v + the query over 16 keys and values
+    assert "<td>1,280</td>" in found and "T steps like the Elman RNN" in found
 
 
 def test_the_page_needs_nothing_from_outside(page):

@@ -1,4 +1,4 @@
-"""``seqlab report``: run compare, Table 1, a short bench, Figure 1 and the check, and write one HTML page.
+"""``seqlab report``: run compare, Table 1, a short bench, decoding, Figure 1 and the check; write one HTML page.
 
 The page is self-contained (plots embedded as PNG, no outside links) and opens offline. Beside it, the same
 report as a PDF (same name, ``.pdf``) when WeasyPrint is installed — it lays the page out without a browser;
@@ -174,11 +174,11 @@ def _run(tokens, source: str, config, lang: str):
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from seqlab.studies.report import run_report
+    from seqlab.studies.report import PARTS, run_report
 
     console = Console(stderr=True)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
                   transient=True, disable=not console.is_terminal) as bar:
-        task = bar.add_task("", total=5)
+        task = bar.add_task("", total=len(PARTS))
         return run_report(tokens, source, config, lambda done, total, part: bar.update(
             task, completed=done, description=f"{part} ({done + 1}/{total})"))

@@ -228,8 +228,9 @@ def _plot(figure: Any, caption: str) -> Plot:
 
 
 def sections(result: ReportResult, lang: str = "en") -> list[Section]:
-    """The five sections of the page, in order: compare, Table 1, bench, Figure 1, check."""
+    """The six sections of the page, in order: compare, Table 1, bench, decode, Figure 1, check."""
     from seqlab.render.bench import plot_bench, render_bench
+    from seqlab.render.decode import decode_figure, render_decode, report_texts
     from seqlab.render.check import claim_text, summary
     from seqlab.render.compare import render_compare
     from seqlab.render.figure import draw_figure, figure_table
@@ -259,6 +260,11 @@ def sections(result: ReportResult, lang: str = "en") -> list[Section]:
                             _("Time per forward call against T, measured and modelled; below, recurrence over "
                               "attention in time and in work.")))
 
+    heading, intro, caption = report_texts(lang)  # the decode catalogue's words
+    decode = Section("decode", heading, intro=[intro])
+    _collect(render_decode(result.decode, lang), decode)
+    decode.plots.append(_plot(decode_figure(result.decode, lang), caption))
+
     figure = Section("figure", _("Figure 1, measured box by box"))
     figure.intro.append(_("Which of the fifteen boxes lets an output row read other positions, measured on a "
                           "one-layer Transformer (L11)."))
@@ -270,7 +276,7 @@ def sections(result: ReportResult, lang: str = "en") -> list[Section]:
     check.intro.append(_("Each claim of the lesson against the measurement that tests it (seqlab check)."))
     check.claims = [claim_text(claim, lang) for claim in result.check.checks]
     check.summary = summary(result.check, lang, command="report")
-    return [compare, table1, bench, figure, check]
+    return [compare, table1, bench, decode, figure, check]
 
 
 def busy_note(result: ReportResult, lang: str = "en") -> str:
@@ -278,7 +284,8 @@ def busy_note(result: ReportResult, lang: str = "en") -> str:
     :attr:`seqlab.measure.timing.MachineLoad.busy`, read before the first part and on every compare timing)."""
     from seqlab.measure.timing import busiest, timings_in
 
-    load, _ = busiest([result.load, result.bench.load, *timings_in(result.compare)]), translator(lang, DOMAIN)
+    load, _ = busiest([result.load, result.bench.load, *timings_in(result.compare), *timings_in(result.decode)]), \
+        translator(lang, DOMAIN)
     return "" if load is None or not load.busy else _(
         "The machine was busy (load average {load} on {cpus} CPUs when measuring began): the times in this report "
         "may read long and spread wide.").format(load=format_number(load.load_1min, lang), cpus=load.cpus)

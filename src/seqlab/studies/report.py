@@ -5,6 +5,7 @@ Runs, in order, and keeps the frozen results for :mod:`seqlab.render.report` to 
 * ``compare`` on the chosen text (:mod:`seqlab.studies.compare`: work, span, path, reach, order, time);
 * Table 1 of the paper measured at small sizes (:mod:`seqlab.studies.table1`);
 * a tiny timing sweep of ``nn.RNN`` against SDPA on 1 and all threads (:mod:`seqlab.studies.bench`);
+* the cost of each new token when generating, at a few positions (:mod:`seqlab.studies.decode`, quick sizes);
 * Figure 1's fifteen boxes measured (:mod:`seqlab.studies.figure`);
 * the twelve claims checked (:mod:`seqlab.studies.check`).
 
@@ -26,12 +27,13 @@ from seqlab.measure.timing import MachineLoad, machine_load
 from seqlab.studies.bench import BenchConfig, BenchResult
 from seqlab.studies.check import CheckConfig, CheckResult
 from seqlab.studies.compare import CompareConfig, CompareResult
+from seqlab.studies.decode import DecodeConfig, DecodeResult
 from seqlab.studies.figure import FigureResult
 from seqlab.studies.table1 import QUICK_D_MODEL, QUICK_LENGTHS, Table1Config, Table1Result
 from seqlab.text import Tokens
 
 #: The parts of a report, in the order they are run and shown.
-PARTS = ("compare", "table1", "bench", "figure", "check")
+PARTS = ("compare", "table1", "bench", "decode", "figure", "check")
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class ReportConfig:
         compare: the compare study (d_model 512, timed).
         table1: Table 1 at small sizes (T = 16, 32, 64; d = 32).
         bench: lengths 64, 256, 1024 at d = 128, ``nn.RNN`` and SDPA, 1 and all threads, short runs.
+        decode: the decoding study at its quick sizes (t = 16, 64, 256; d = 64; short timings).
         figure: (S, T, d_model, heads) of Figure 1.
         check: which claims, and at which sizes.
     """
@@ -52,6 +55,7 @@ class ReportConfig:
     bench: BenchConfig = field(default_factory=lambda: BenchConfig(
         lengths=(64, 256, 1024), d_models=(128,), machines=("rnn", "sdpa"), min_run_time=0.05, min_samples=3,
         matmul_size=256))
+    decode: DecodeConfig = field(default_factory=DecodeConfig.quick)
     figure: tuple[int, int, int, int] = (10, 10, 512, 8)
     check: CheckConfig = field(default_factory=CheckConfig)
 
@@ -63,6 +67,8 @@ class ReportConfig:
             "table1": Table1Config(lengths=QUICK_LENGTHS, d_models=(16,)),
             "bench": BenchConfig(lengths=(16, 32, 64), d_models=(16,), machines=("rnn", "sdpa"),
                                  min_run_time=0.005, min_samples=3, matmul_size=64, chain_links=16),
+            "decode": DecodeConfig.quick(positions=(4, 16), d_model=16, min_run_time=0.002, span_lengths=(4, 8),
+                                         span_d_model=4),
             "figure": (5, 5, 32, 4),
             "check": CheckConfig(claims=("L2", "L5", "L7", "L12")),
         }
@@ -71,12 +77,13 @@ class ReportConfig:
 
 @dataclass(frozen=True)
 class ReportResult:
-    """What one report shows: the five results, the text's label, when and how long it took."""
+    """What one report shows: the six results, the text's label, when and how long it took."""
 
     source: str
     compare: CompareResult
     table1: Table1Result
     bench: BenchResult
+    decode: DecodeResult
     figure: FigureResult
     check: CheckResult
     started: str
@@ -105,18 +112,21 @@ def run_report(tokens: Tokens, source: str, config: ReportConfig = ReportConfig(
     from seqlab.studies.bench import run_bench
     from seqlab.studies.check import run_check
     from seqlab.studies.compare import check_compare_size, run_compare
+    from seqlab.studies.decode import check_decode_config, run_decode
     from seqlab.studies.figure import check_figure_arguments, measure_figure
     from seqlab.studies.table1 import check_table1_size, run_table1
 
     check_compare_size(len(tokens), config.compare)
     table1_config = check_table1_size(config.table1)
     check_figure_arguments(*config.figure, seed=0)
+    check_decode_config(config.decode)
     load = machine_load()  # before any part: the report's own work must not read as a busy machine
     started, clock = datetime.now(timezone.utc).isoformat(timespec="seconds"), time.perf_counter()
     runs = {
         "compare": lambda: run_compare(tokens, source, config.compare),
         "table1": lambda: run_table1(table1_config),
         "bench": lambda: run_bench(config.bench, load=load),
+        "decode": lambda: run_decode(config.decode),
         "figure": lambda: measure_figure(*config.figure),
         "check": lambda: run_check(config.check),
     }
