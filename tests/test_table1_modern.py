@@ -36,7 +36,8 @@ def test_exact_counts_equal_their_closed_forms(tiny):
     assert [s.multiplications for s in elman] == [2048, 4096, 8192]  # T * (d² + d²) = 64 * 32, …
     # 2·T²·d + 3·T·d² (scores and mix; Q, K, V projections): 2 * 64² * 4 + 3 * 64 * 16 = 35_840
     assert attention[0].multiplications == attention[0].closed_form == 35_840
-    # recurrent linear attention: T·(2·d_k·d_v + d_k) + T·d·(2·d_k + d_v) + T·d_v·d = 64 * 36 + 64 * 48 + 64 * 16
+    # recurrent linear attention: T·(2·d_k·d_v + d_k) + T·d·(2·d_k + d_v) + T·d_v·d
+    # = 64 * 36 + 64 * 48 + 64 * 16
     assert rows["linear_attention_recurrent"].long[0].multiplications == 6_400
     # parallel: T²·(d_k + d_v) + the same projections = 64² * 8 + 4096
     assert rows["linear_attention_parallel"].long[0].multiplications == 36_864
@@ -130,3 +131,18 @@ def test_cli_bad_input_exits_2(args, words):
     result = CliRunner().invoke(app, ["table1", "--modern", *args])
     assert result.exit_code == 2
     assert words in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_at_80_columns_nothing_is_cut(tiny, lang):
+    import io
+
+    from rich.console import Console
+
+    from seqlab.render.table1_modern import render_modern, row_name
+
+    console = Console(width=80, file=io.StringIO(), color_system=None)
+    console.print(render_modern(tiny, lang))
+    text = console.file.getvalue()
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
+    assert all(word in text for row in tiny.rows for word in row_name(row.row, tiny, lang).split())

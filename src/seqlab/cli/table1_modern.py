@@ -1,4 +1,4 @@
-"""``seqlab table1 --modern``: parse the options, call the study, render (the flag lives in :mod:`seqlab.cli.table1`)."""
+"""``seqlab table1 --modern``: parse the options, call the study, render (the flag is in :mod:`seqlab.cli.table1`)."""
 
 from __future__ import annotations
 

@@ -227,8 +227,8 @@ def measure_peak_memory(function: Callable[..., Any], *args: Any, **kwargs: Any)
         module docstring).
 
     Raises:
-        Whatever ``function`` raises; nothing of its own. Estimate and refuse sizes that would not fit
-        (:func:`seqlab.memory.require_fits`) before calling this: it measures, it does not guard.
+        Exception: whatever ``function`` raises, unchanged; nothing of its own. Estimate and refuse sizes that
+        would not fit (:func:`seqlab.memory.require_fits`) before calling this: it measures, it does not guard.
     """
     tracker = _PeakTracker()
     try:

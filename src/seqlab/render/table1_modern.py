@@ -14,6 +14,7 @@ from rich.text import Text
 
 from seqlab.i18n import format_integer, translator
 from seqlab.render.table1 import MATCH, MISMATCH, growth
+from seqlab.render.tables import FittedTable
 from seqlab.studies.table1_modern import ModernResult, ModernRow
 from seqlab.studies.table1_results import TOLERANCE, Cell
 
@@ -60,14 +61,14 @@ def _cell(cell: Cell | None, lang: str, variable: str = "T") -> str:
 def modern_table(result: ModernResult, lang: str = "en") -> Table:
     """Row × (work, span, path, memory, decode cost, decode state): fitted growth · big-O, verdict."""
     tr = _tr(lang)
-    table = Table(title=tr("Table 1 extended: memory, decoding and the mixers that brought recurrence back "
+    table = FittedTable(title=tr("Table 1 extended: memory, decoding and the mixers that brought recurrence back "
                            "(d = {d})").format(d=result.d_model), title_justify="left",
                   caption=caption(result, lang), caption_justify="left")
     table.add_column(tr("Row"))
     legend = tr("measured · big-O")
     for heading in (tr("Work"), tr("Span (ops)"), tr("Path (ops)"), tr("Peak memory"), tr("Decode, per token"),
                     tr("Decode state")):
-        table.add_column(f"{heading}\n{legend}", no_wrap=True)
+        table.add_column(f"{heading}\n{legend}")
     previous = None
     for row in result.rows:
         if previous is not None and row.group != previous:
@@ -93,7 +94,7 @@ def raw_table(result: ModernResult, lang: str = "en") -> Table:
     """The figures behind the fits at the largest lengths, and each row's source."""
     tr = _tr(lang)
     T, t = result.long_lengths[-1], result.long_lengths[-1]
-    table = Table(title=tr("Measured at T = {T} (path at T = {Tp}, on the stack that connects all positions); "
+    table = FittedTable(title=tr("Measured at T = {T} (path at T = {Tp}, on the stack that connects all positions); "
                            "decoding at t = {t}").format(T=T, Tp=result.lengths[-1], t=t), title_justify="left")
     for heading, justify in ((tr("Row"), "left"), (tr("Multiplications (whole layer)"), "right"),
                              (tr("Span: ops (products)"), "right"), (tr("Path: ops (layers)"), "right"),
@@ -113,7 +114,7 @@ def raw_table(result: ModernResult, lang: str = "en") -> Table:
 def sources_table(result: ModernResult, lang: str = "en") -> Table:
     """Where each row's big-O comes from (paper and section, or the lesson's claims)."""
     tr = _tr(lang)
-    table = Table(title=tr("Sources of the big-O entries"), title_justify="left")
+    table = FittedTable(title=tr("Sources of the big-O entries"), title_justify="left")
     table.add_column(tr("Row"))
     table.add_column(tr("Source"))
     for row in result.rows:
@@ -206,7 +207,8 @@ def modern_sentences(result: ModernResult, lang: str = "en") -> list[str]:
             rows=", ".join(row_name(row, result, lang) for row in result.missing)))
     unaccounted = sorted({name for row in result.rows for s in row.long for name in s.unaccounted})
     if unaccounted:
-        sentences.append(tr("Ops the work counter could not account for: {names}.").format(names=", ".join(unaccounted)))
+        sentences.append(tr("Ops the work counter could not account for: {names}.").format(
+            names=", ".join(unaccounted)))
     return sentences
 
 

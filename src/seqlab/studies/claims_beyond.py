@@ -3,27 +3,18 @@
 The lesson (L1–L12) stops at the choice between the recurrence and attention. Three statements about what the
 field built since (issue 15) are checked the same way, and marked ``beyond_lesson`` in the output:
 
-=====  ==============================================================  =================================================
-claim  statement                                                       measurement and condition
-=====  ==============================================================  =================================================
-B1     a *linear* recurrence's span grows as log T with a parallel      :func:`~seqlab.measure.trace.measure_span` (ops) of
-       scan, while its loop grows as T (Blelloch 1990; Mamba §3.3)      the selective recurrence by scan and by loop at
-                                                                        :data:`SCAN_LENGTHS`; holds when the scan's fit is
-                                                                        the logarithm (or a power below
-                                                                        :data:`LOG_EXPONENT`) and the loop's exponent is
-                                                                        within :data:`TOLERANCE` of 1
-B2     attention's math path holds the T² scores in memory; the fused   :func:`~seqlab.measure.memory_peak.measure_peak_memory`
-       kernel does not (Dao et al. 2022, FlashAttention)                of ``F.scaled_dot_product_attention`` on the math
-                                                                        and the flash CPU kernel at :data:`MEMORY_LENGTHS`;
-                                                                        holds when the math peak's exponent is within
-                                                                        :data:`MEMORY_TOLERANCE` of 2 and the fused one's
-                                                                        within it of 1
-B3     in decoding, attention's KV cache grows with t while a           :func:`~seqlab.measure.decode.measure_decode_step`
-       recurrence's state is fixed (Katharopoulos et al. 2020, §3.4)   state bytes of attention with a KV cache and of the
-                                                                        Elman RNN at :data:`DECODE_POSITIONS`; holds when
-                                                                        the cache's exponent in t is within
-                                                                        :data:`TOLERANCE` of 1 and the RNN's of 0
-=====  ==============================================================  =================================================
+* **B1** — a *linear* recurrence's span grows as log T with a parallel scan, and as T with its loop (Hillis &
+  Steele 1986; Blelloch 1990, §1.4; Mamba §3.3.2). Measured: :func:`~seqlab.measure.trace.measure_span` (ops) of the
+  selective recurrence by scan and by loop at :data:`SCAN_LENGTHS`. Holds when the scan's fit is the logarithm (or
+  a power below :data:`LOG_EXPONENT`) and the loop's exponent lies within :data:`TOLERANCE` of 1.
+* **B2** — attention's math path holds the T² scores in memory; the fused kernel does not (Dao et al. 2022,
+  FlashAttention). Measured: :func:`~seqlab.measure.memory_peak.measure_peak_memory` of
+  ``F.scaled_dot_product_attention`` on the math and on the flash CPU kernel at :data:`MEMORY_LENGTHS`. Holds when
+  the math peak's exponent lies within :data:`MEMORY_TOLERANCE` of 2 and the fused one's within it of 1.
+* **B3** — in decoding, attention's KV cache grows with t while a recurrence's state is fixed (Katharopoulos et
+  al. 2020, §3.4). Measured: :func:`~seqlab.measure.decode.measure_decode_step`'s state bytes of attention with a
+  KV cache and of the Elman RNN at :data:`DECODE_POSITIONS`. Holds when the cache's exponent in t lies within
+  :data:`TOLERANCE` of 1 and the RNN's within it of 0.
 
 Each check runs in well under a second on one thread; every verdict is ``holds`` or ``does_not_hold`` (none of
 these statements has a caveat the measurement could show).

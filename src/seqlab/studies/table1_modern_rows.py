@@ -7,8 +7,8 @@ Three groups of rows (issue 15, item 2):
   attention (Vaswani et al. 2017, Table 1);
 * the mixers of :mod:`seqlab.layers` that brought recurrence back — linear attention in its parallel,
   recurrent and chunked forms (Katharopoulos et al. 2020, §3.2–3.4), a diagonal linear recurrence
-  (S4D / LRU) and a selective one (Mamba) as a loop and as a parallel associative scan (Blelloch 1990;
-  Hillis & Steele 1986), and sliding-window attention (Beltagy et al. 2020, §3.1).
+  (S4D / LRU) and a selective one (Mamba) as a loop and as a parallel associative scan (Hillis & Steele 1986;
+  Blelloch 1990, §1.4), and sliding-window attention (Beltagy et al. 2020, §3.1).
 
 Every row states, per column, the big-O in T (or in the decoded position t) and where it comes from;
 :class:`~seqlab.studies.table1_results.Growth` turns it into the exponent (or logarithm) a fit must show.
@@ -61,7 +61,7 @@ ROWS: dict[str, RowSpec] = {
                      ("O(d²)", CONSTANT), ("O(d)", CONSTANT), "L1, L3, L5; Vaswani et al. 2017, Table 1"),
     "self_attention": RowSpec(_L, "self_attention", ("O(T²·d)", QUADRATIC), ("O(1)", CONSTANT), ("O(1)", CONSTANT),
                               ("O(T²)", QUADRATIC), ("O(t·d)", LINEAR), ("O(t·d)", LINEAR),
-                              "L2, L4, L6; Vaswani et al. 2017, Table 1 and §3.2"),
+                              "L2, L4, L6; Vaswani et al. 2017, Table 1; §3.2"),
     "convolution": RowSpec(_P, "convolution", ("O(k·T·d²)", LINEAR), ("O(1)", CONSTANT), ("O(T/k)", LINEAR),
                            ("O(T·d)", LINEAR), None, None, "Vaswani et al. 2017, Table 1"),
     "dilated_convolution": RowSpec(_P, "dilated_convolution", ("O(k·T·d²)", LINEAR), ("O(1)", CONSTANT),
@@ -77,17 +77,19 @@ ROWS: dict[str, RowSpec] = {
                                           "Katharopoulos et al. 2020, §3.4"),
     "linear_attention_chunked": RowSpec(_M, None, ("O(T·(C + d)·d)", LINEAR), ("O(T/C)", LINEAR),
                                         ("O(T/C)", LINEAR), ("O(T·d)", LINEAR), ("O(d²)", CONSTANT),
-                                        ("O(d²)", CONSTANT), "Katharopoulos et al. 2020, §3.3; chunked form"),
+                                        ("O(d²)", CONSTANT),
+                                        "Katharopoulos et al. 2020, §3.3; Hua et al. 2022"),
     "diagonal_loop": RowSpec(_M, None, ("O(T·d²)", LINEAR), ("O(T)", LINEAR), ("O(T)", LINEAR), ("O(T·d)", LINEAR),
-                             ("O(d²)", CONSTANT), ("O(d)", CONSTANT), "S4D (Gu et al. 2022); LRU (Orvieto et al. 2023)"),
+                             ("O(d²)", CONSTANT), ("O(d)", CONSTANT),
+                             "S4D (Gu et al. 2022); LRU (Orvieto et al. 2023), §3"),
     "diagonal_scan": RowSpec(_M, None, ("O(T·d²)", LINEAR), ("O(log T)", LOGARITHMIC), ("O(log T)", LOGARITHMIC),
                              ("O(T·d)", LINEAR), ("O(d²)", CONSTANT), ("O(d)", CONSTANT),
-                             "Blelloch 1990; Martin & Cundy 2018; LRU (Orvieto et al. 2023)"),
+                             "Hillis & Steele 1986; Blelloch 1990, §1.4; LRU (Orvieto et al. 2023)"),
     "selective_loop": RowSpec(_M, None, ("O(T·d²)", LINEAR), ("O(T)", LINEAR), ("O(T)", LINEAR), ("O(T·d)", LINEAR),
                               ("O(d²)", CONSTANT), ("O(d)", CONSTANT), "Mamba (Gu & Dao 2023), §3.2"),
     "selective_scan": RowSpec(_M, None, ("O(T·d²)", LINEAR), ("O(log T)", LOGARITHMIC), ("O(log T)", LOGARITHMIC),
                               ("O(T·d)", LINEAR), ("O(d²)", CONSTANT), ("O(d)", CONSTANT),
-                              "Mamba (Gu & Dao 2023), §3.3 (parallel scan)"),
+                              "Mamba (Gu & Dao 2023), §3.3.2; Blelloch 1990, §1.4"),
     "sliding_window": RowSpec(_M, None, ("O(w·T·d)", LINEAR), ("O(1)", CONSTANT), ("O(T/w)", LINEAR),
                               ("O(w·T·d)", LINEAR), ("O(w·d)", CONSTANT), ("O(w·d)", CONSTANT),
                               "Longformer (Beltagy et al. 2020), §3.1"),
