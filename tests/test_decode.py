@@ -240,3 +240,13 @@ def test_a_preallocated_cache_gives_the_same_outputs_and_counts():
                                decoder=KVCacheDecoder(build_decoder("attention_kv_cache", D).attention, capacity=33))
     # 3 * 16**2 + 2 * 7 * 16 = 992, as the growing cache; bytes: 2 * 33 * 16 * 4 + 8 (the int64 length) = 4232
     assert (step.multiplications, step.state_bytes) == (992, 4232)
+
+
+def test_work_growth_follows_the_counted_multiplications(monkeypatch):
+    text = " ".join(decode_sentences(run_decode(SMALL)))
+    assert "Multiplications per new token fixed whatever t: Elman RNN." in text
+    # KV cache 3*64 + 2*t*8: 256 at t = 4, 320 at t = 8 (×1.25); no cache 64 + 2t*64 + 16t: 640, 1216 (×1.90)
+    assert "from t = 4 to t = 8: attention, KV cache ×1.25; attention, no cache ×1.90." in text
+    result = _patched(monkeypatch, lambda s: dataclasses.replace(s, multiplications=100 * s.t)
+                      if s.machine == "elman" else s)
+    assert "from t = 4 to t = 8: Elman RNN ×2.00; attention, KV cache ×1.25" in " ".join(decode_sentences(result))

@@ -144,6 +144,24 @@ def _win_text(tr: Callable[[str], str], criterion: str, win: Win) -> str:
             if win.machine else tr("Smallest state at t = {positions}: {machine} and {runner} tie."))
 
 
+def work_growth_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
+    """Whose multiplications per new token stay fixed and whose grow with t (and by how much)."""
+    tr = decode_translator(lang)
+    fixed = [machine_label(g.machine, lang) for g in result.work_growth if g.kind == "fixed"]
+    grows = [tr("{machine} ×{ratio}").format(machine=machine_label(g.machine, lang),
+                                             ratio=format_number(float(g.ratio), lang))
+             for g in result.work_growth if g.kind != "fixed"]
+    lines = []
+    if fixed:
+        lines.append(tr("Multiplications per new token fixed whatever t: {machines}.").format(machines=", ".join(fixed)))
+    if grows:
+        positions = result.config.positions
+        lines.append(tr("Multiplications per new token growing with t, from t = {first} to t = {last}: "
+                        "{machines}.").format(first=format_integer(positions[0], lang),
+                                              last=format_integer(positions[-1], lang), machines="; ".join(grows)))
+    return lines
+
+
 def growth_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
     """How each machine's state grows with t: fixed, in step with t, or otherwise."""
     tr = decode_translator(lang)
@@ -209,8 +227,8 @@ def asymmetry_sentence(result: DecodeResult, lang: str = "en") -> str:
 
 
 def decode_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
-    """Every sentence, in the order shown: wins, state growth, the cache, the asymmetry."""
-    lines = win_sentences(result, lang) + growth_sentences(result, lang)
+    """Every sentence, in the order shown: wins, growth of work and of state, the cache, the asymmetry."""
+    lines = win_sentences(result, lang) + work_growth_sentences(result, lang) + growth_sentences(result, lang)
     lines += [line for line in (cache_sentence(result, lang), asymmetry_sentence(result, lang)) if line]
     if not result.counts_match:
         tr = decode_translator(lang)

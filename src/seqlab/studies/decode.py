@@ -113,11 +113,12 @@ class Win:
 
 @dataclass(frozen=True)
 class Growth:
-    """How one machine's state grows from the first position to the last.
+    """How one machine's state bytes (or multiplications per token) grow from the first position to the last.
 
     Attributes:
         machine: the machine.
-        first_bytes, last_bytes: state bytes at the first and the last position.
+        first_bytes, last_bytes: the figure at the first and the last position (bytes, or multiplications for
+            :attr:`DecodeResult.work_growth`).
         ratio: last_bytes / first_bytes, against ``positions_ratio`` = t_last / t_first.
         kind: ``"fixed"`` (equal bytes), ``"linear"`` (ratio within :data:`LINEAR_TOLERANCE` of the
             positions' ratio) or ``"other"``.
@@ -178,6 +179,7 @@ class DecodeResult(NotebookView):
     wins: tuple[Win, ...]
     growth: tuple[Growth, ...]
     asymmetry: Asymmetry
+    work_growth: tuple[Growth, ...]
     threads: int
     torch_version: str
     elapsed_s: float
@@ -262,8 +264,10 @@ def decide_wins(steps: tuple[DecodeStep, ...], positions: tuple[int, ...], machi
     return tuple(wins)
 
 
-def state_growth(steps: tuple[DecodeStep, ...], machines: tuple[str, ...]) -> tuple[Growth, ...]:
-    """Each machine's state bytes at its first and last position, classified fixed / linear / other.
+def state_growth(steps: tuple[DecodeStep, ...], machines: tuple[str, ...],
+                 figure: str = "state_bytes") -> tuple[Growth, ...]:
+    """Each machine's state bytes (or another ``figure`` of its steps) at its first and last position, classified
+    fixed / linear / other.
 
     >>> from seqlab.measure.decode import DecodeStep
     >>> steps = (DecodeStep("x", 16, 8, 1, 0, 0, 1024), DecodeStep("x", 256, 8, 1, 0, 0, 16384))
@@ -276,10 +280,10 @@ def state_growth(steps: tuple[DecodeStep, ...], machines: tuple[str, ...]) -> tu
         if len(own) < 2:
             continue
         first, last = own[0], own[-1]
-        ratio, positions_ratio = Fraction(last.state_bytes, first.state_bytes), Fraction(last.t, first.t)
-        kind = ("fixed" if last.state_bytes == first.state_bytes
-                else "linear" if abs(ratio / positions_ratio - 1) <= LINEAR_TOLERANCE else "other")
-        growth.append(Growth(machine, first.state_bytes, last.state_bytes, ratio, positions_ratio, kind))
+        a, b = getattr(first, figure), getattr(last, figure)
+        ratio, positions_ratio = Fraction(b, a), Fraction(last.t, first.t)
+        kind = "fixed" if a == b else "linear" if abs(ratio / positions_ratio - 1) <= LINEAR_TOLERANCE else "other"
+        growth.append(Growth(machine, a, b, ratio, positions_ratio, kind))
     return tuple(growth)
 
 
@@ -327,5 +331,6 @@ def run_decode(config: DecodeConfig = DecodeConfig(),
     return DecodeResult(config=config, steps=steps, wins=decide_wins(steps, config.positions, config.machines),
                         growth=state_growth(steps, config.machines),
                         asymmetry=measure_asymmetry(config.span_lengths, config.span_d_model, config.seed),
+                        work_growth=state_growth(steps, config.machines, "multiplications"),
                         threads=config.threads, torch_version=torch.__version__,
                         elapsed_s=time.perf_counter() - clock, load=load)
