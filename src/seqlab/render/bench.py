@@ -67,8 +67,12 @@ def _ratio(result: BenchResult, pair: tuple[str, str], threads: int, d: int, T: 
 
 # --- Table and sentences ------------------------------------------------------------------------------
 
-def bench_table(result: BenchResult, threads: int, d: int, lang: str = "en") -> Table:
-    """T × machine: median ± IQR per call, then recurrence / attention time (measured, model) and work d/T."""
+def bench_table(result: BenchResult, threads: int, d: int, lang: str = "en", load_note: bool = True) -> Table:
+    """T × machine: median ± IQR per call, then recurrence / attention time (measured, model) and work d/T.
+
+    ``load_note``: end the caption with the busy-machine caveat when the machine was busy (``render_bench``
+    says it under the first table only: it is about the whole sweep).
+    """
     tr = bench_translator(lang)
     calibration = result.calibration(threads)
     title = tr("Forward pass per call, median ± IQR: {threads}, d_model = {d}").format(
@@ -81,7 +85,7 @@ def bench_table(result: BenchResult, threads: int, d: int, lang: str = "en") -> 
         flops=format_number(calibration.flops_per_s, lang), n=calibration.matmul_size,
         latency=format_seconds(calibration.latency_s, lang), ops=calibration.chain_ops, mark=NOISY_MARK)
     caption += " " + _blocks_text(min(blocks), max(blocks), lang)
-    caveat = load_caveat(sweep_load(result), lang)
+    caveat = load_caveat(sweep_load(result), lang) if load_note else ""
     caption += f" {caveat}" if caveat else ""
     table = FittedTable(title=title, caption=caption, title_justify="left", caption_justify="left")
     table.add_column("T", justify="right")
@@ -159,13 +163,8 @@ def _caveat(result: BenchResult, threads: tuple[int, ...], d: int, lang: str, ma
     timings = [result.point(key, n, d, T).timing for n in threads for key in machines or result.machines
                for T in lengths or result.lengths]
     quality = timing_quality(*timings)
-    if quality == "few":
-        return " " + tr("(A rough figure: some of these times come from fewer than 3 timed blocks, with no spread "
-                        "to judge them by.)")
-    if quality == "noisy":
-        return " " + tr("(Noisy: the spread of some of these times is over a tenth of the median, the machine was "
-                        "busy; read it loosely.)")
-    return ""
+    texts = caveat_texts(lang)
+    return " " + texts[quality][0] if quality in texts else ""
 
 
 def _crossover_sentence(c: Crossover, result: BenchResult, lang: str) -> str:
@@ -256,10 +255,39 @@ def bench_sentences(result: BenchResult, lang: str = "en") -> list[str]:
     return sentences + ([_kernel_sentence(result, lang)] if result.checks else [])
 
 
+def caveat_texts(lang: str = "en") -> dict[str, tuple[str, str]]:
+    """Timing quality (``"few"`` blocks, ``"noisy"``) -> (the caveat a sentence ends with, its "as above" form)."""
+    tr = bench_translator(lang)
+    return {"few": (tr("(A rough figure: some of these times come from fewer than 3 timed blocks, with no spread "
+                       "to judge them by.)"), tr("(A rough figure, as above.)")),
+            "noisy": (tr("(Noisy: the spread of some of these times is over a tenth of the median, the machine was "
+                         "busy; read it loosely.)"), tr("(Noisy, as above.)"))}
+
+
+def said_once(sentences: list[str], lang: str = "en") -> list[str]:
+    """``sentences`` with each timing caveat written out once: where it comes again it reads "as above".
+
+    >>> noisy, again = caveat_texts("en")["noisy"]
+    >>> said_once(["A. " + noisy, "B. " + noisy, "C."])[1:]
+    ['B. (Noisy, as above.)', 'C.']
+    """
+    said: set[str] = set()
+    kept = []
+    for sentence in sentences:
+        for caveat, again in caveat_texts(lang).values():
+            if sentence.endswith(" " + caveat):
+                if caveat in said:
+                    sentence = sentence[:-len(caveat)] + again
+                said.add(caveat)
+        kept.append(sentence)
+    return kept
+
+
 def render_bench(result: BenchResult, lang: str = "en") -> Group:
-    """Every table (one per thread setting and d) and the sentences, as one Rich renderable."""
-    tables = [bench_table(result, threads, d, lang) for threads in result.threads for d in result.d_models]
-    return Group(*tables, *(Text(sentence) for sentence in bench_sentences(result, lang)))
+    """Every table (one per thread setting and d) and the sentences, as one Rich renderable; each caveat once."""
+    tables = [bench_table(result, threads, d, lang, load_note=index == 0)
+              for index, (threads, d) in enumerate((n, d) for n in result.threads for d in result.d_models)]
+    return Group(*tables, *(Text(sentence) for sentence in said_once(bench_sentences(result, lang), lang)))
 
 
 # --- Files ---------------------------------------------------------------------------------------------
@@ -280,8 +308,16 @@ def to_csv(result: BenchResult) -> str:
     return out.getvalue()
 
 
+#: One marker per machine, so that lines lying on one another still show each of them.
+MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*")
+
+
 def plot_bench(result: BenchResult, lang: str = "en"):
     """A matplotlib Figure: time vs T per thread setting (log axes), and recurrence / attention vs T with d/T.
+
+    Every panel has its own tick labels; each machine has its own colour and marker, the model is drawn
+    thin and dotted with hollow markers over the measurement, so no line hides another; one legend per
+    row stands outside the panels, to their right.
 
     Raises:
         SeqlabError: matplotlib is not installed.
@@ -289,7 +325,7 @@ def plot_bench(result: BenchResult, lang: str = "en"):
     tr = bench_translator(lang)
     pairs = _pairs(result)
     columns, rows = len(result.threads), 2 if pairs else 1
-    figure = new_figure(figsize=(5.5 * columns, 4.2 * rows), layout="constrained")
+    figure = new_figure(figsize=(4.8 * columns + 3.2, 4.2 * rows), layout="constrained")
     from matplotlib.ticker import NullFormatter
     axes = figure.subplots(rows, columns, squeeze=False, sharex=True, sharey="row")
     styles = ("-", "--", "-.", ":")
@@ -299,16 +335,16 @@ def plot_bench(result: BenchResult, lang: str = "en"):
             suffix = f" (d = {format_integer(d, lang)})" if len(result.d_models) > 1 else ""
             for n, key in enumerate(result.machines):
                 medians = [_median(result, key, threads, d, T) for T in result.lengths]
-                ax.plot(result.lengths, medians, styles[i % 4], marker="o", markersize=3, color=f"C{n}",
-                        label=MACHINES[key].label + suffix)
+                ax.plot(result.lengths, medians, styles[i % 4], marker=MARKERS[n % len(MARKERS)], markersize=4,
+                        linewidth=1.6, color=f"C{n}", label=MACHINES[key].label + suffix)
                 if pairs and key in pairs[0]:  # the model beside the measurement, for the pair in the table
                     ax.plot(result.lengths, [result.point(key, threads, d, T).predicted_s for T in result.lengths],
-                            ":", color=f"C{n}", linewidth=1,
+                            ":", marker=MARKERS[n % len(MARKERS)], markersize=6, markerfacecolor="none",
+                            color=f"C{n}", linewidth=1, zorder=3,
                             label=tr("{machine}, model").format(machine=MACHINES[key].label) + suffix)
         ax.set(xscale="log", yscale="log", xlabel=tr("T (positions)"), ylabel=tr("seconds per forward call"),
                title=_threads_text(threads, lang))
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize="small")
         if not pairs:
             continue
         ax = axes[1][column]
@@ -316,22 +352,26 @@ def plot_bench(result: BenchResult, lang: str = "en"):
         for i, d in enumerate(result.d_models):
             suffix = f" (d = {format_integer(d, lang)})" if len(result.d_models) > 1 else ""
             ax.plot(result.lengths, [_ratio(result, pairs[0], threads, d, T) for T in result.lengths],
-                    styles[i % 4], marker="o", markersize=3, color="C0", label=tr("time, measured") + suffix)
+                    styles[i % 4], marker="o", markersize=4, linewidth=1.6, color="C0",
+                    label=tr("time, measured") + suffix)
             ax.plot(result.lengths, [_ratio(result, pairs[0], threads, d, T, True) for T in result.lengths],
-                    styles[i % 4], color="C1", alpha=0.7, label=tr("time, model") + suffix)
-            ax.plot(result.lengths, [d / T for T in result.lengths], styles[i % 4], color="C7",
-                    label=tr("work, d/T") + suffix)
+                    ":", marker="s", markersize=6, markerfacecolor="none", linewidth=1, color="C1", zorder=3,
+                    label=tr("time, model") + suffix)
+            ax.plot(result.lengths, [d / T for T in result.lengths], "--", marker="^", markersize=4, linewidth=1,
+                    color="C7", label=tr("work, d/T") + suffix)
             ax.axvline(d, color="C7", linewidth=0.8, linestyle=styles[i % 4])  # the work crossover, T = d
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set(xscale="log", yscale="log", xlabel=tr("T (positions)"),
                ylabel=tr("{rec} / {att}").format(rec=MACHINES[rec].label, att=MACHINES[att].label),
                title=_threads_text(threads, lang))
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize="small")
-    for ax in axes[-1]:  # shared x: label the measured lengths themselves
+    for ax in axes.flat:  # shared axes hide inner tick labels: every panel shows its own
         ax.set_xticks(result.lengths, [format_integer(T, lang) for T in result.lengths], fontsize="small",
                       rotation=45)
         ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.tick_params(labelbottom=True, labelleft=True)
+    for row, place in zip(axes, ("outside right upper", "outside right lower")):  # the same series in each column
+        figure.legend(*row[0].get_legend_handles_labels(), loc=place, fontsize="small")
     figure.suptitle(tr("{name}, PyTorch {torch}, float32, batch {batch}").format(
         name=result.device_name, torch=result.torch_version, batch=format_integer(result.batch, lang)))
     return figure
