@@ -119,8 +119,6 @@ class _Builder:
             self.defs[name] = {"type": "object", "additionalProperties": False,
                                "required": [field.name for field in fields],
                                "properties": {field.name: self.of(hints[field.name]) for field in fields}}
-            if cls.__doc__:
-                self.defs[name]["description"] = cls.__doc__.strip().splitlines()[0]
         return {"$ref": f"#/$defs/{name}"}
 
 
@@ -147,7 +145,7 @@ def build_schema(name: str) -> dict[str, Any]:
                 "required": body["required"] + list(EXTRA.get(name, {}))}
         title = f"seqlab {name.replace('_modern', ' --modern')} --json"
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": title,
-            "description": body.pop("description", f"The JSON document of {title}."),
+            "description": f"The JSON document of {title} (seqlab.render.json_schema).",
             **body, "required": ["schema_version", *body["required"]],
             "properties": {"schema_version": {"const": SCHEMA_VERSIONS[name]}, **body["properties"]},
             "$defs": dict(sorted(builder.defs.items()))}
