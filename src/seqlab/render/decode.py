@@ -274,9 +274,12 @@ def decode_figure(result: DecodeResult, lang: str = "en"):
             steps = [result.step(machine, t) for t in config.positions]
             ys = [value(s) for s in steps]
             errors = [s.timing.iqr_s / 2 for s in steps] if timed else None
-            ax.errorbar(config.positions, ys, yerr=errors, marker="o", markersize=4, linewidth=1.2,
-                        color=f"C{index}", label=machine_label(machine, lang), capsize=2)
+            ax.errorbar(config.positions, ys, yerr=errors, marker="osD^v"[index % 5], markersize=7 - index,
+                        linewidth=1.2, linestyle=("-", "--", ":")[index % 3], color=f"C{index}",
+                        label=machine_label(machine, lang), capsize=2)  # markers shrink so equal values show
         ax.set(xscale="log", yscale="log", xlabel=tr("position t of the new token"), ylabel=label)
+        ax.set_xticks(config.positions, [format_integer(t, lang) for t in config.positions])
+        ax.xaxis.set_minor_formatter("")
         ax.grid(True, which="both", alpha=0.3)
     figure.axes[0].legend(fontsize="small")
     figure.suptitle(tr("Generating one token at position t, d_model = {d}").format(d=format_integer(config.d_model,
