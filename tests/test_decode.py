@@ -164,7 +164,8 @@ def _patched(monkeypatch, change):
 
 
 def test_work_winner_follows_the_counted_multiplications(monkeypatch):
-    assert "Fewest multiplications per new token: Elman RNN at t = 4, 8" in " ".join(decode_sentences(run_decode(SMALL)))
+    text = " ".join(decode_sentences(run_decode(SMALL)))
+    assert "Fewest multiplications per new token: Elman RNN at t = 4, 8" in text
     result = _patched(monkeypatch, lambda s: dataclasses.replace(s, multiplications=10**9)
                       if s.machine == "elman" else s)
     assert "Fewest multiplications per new token: attention, KV cache at t = 4, 8" in " ".join(decode_sentences(result))

@@ -142,7 +142,8 @@ def step_multiplications(machine: str, t: int, d_model: int, batch: int = 1) -> 
     * ``attention_kv_cache``: 3d² (q_t, k_t, v_t) + t·d (scores q_t·k_j) + t·d (mix of t values) = 3d² + 2td;
     * ``attention_no_cache``: d² (q_t) + 2·t·d² (all t keys and values again) + 2td = d² + 2td² + 2td;
     * ``linear_attention``: 3d² (q, k, v) + d² (its output projection W_o) + 2d² + d (update and read of the
-      d×d state S and of z) = 6d² + d, from :func:`seqlab.layers.linear_attention.linear_attention_step_multiplications`;
+      d×d state S and of z) = 6d² + d, from
+      :func:`seqlab.layers.linear_attention.linear_attention_step_multiplications`;
     * ``selective_recurrence`` (d_state = d): W_Δ x_t, W_u x_t, W_C x_t and W_o (c_t ⊙ h_t) = 4d², from
       :func:`seqlab.layers.linear_recurrence.selective_recurrence_step_multiplications` (the element-wise
       update h_t = a_t ⊙ h_{t-1} + b_t is not a product).

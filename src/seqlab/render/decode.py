@@ -153,7 +153,8 @@ def work_growth_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
              for g in result.work_growth if g.kind != "fixed"]
     lines = []
     if fixed:
-        lines.append(tr("Multiplications per new token fixed whatever t: {machines}.").format(machines=", ".join(fixed)))
+        lines.append(tr("Multiplications per new token fixed whatever t: {machines}.").format(
+            machines=", ".join(fixed)))
     if grows:
         positions = result.config.positions
         lines.append(tr("Multiplications per new token growing with t, from t = {first} to t = {last}: "

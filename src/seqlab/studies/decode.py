@@ -234,7 +234,8 @@ def check_decode_config(config: DecodeConfig) -> DecodeConfig:
     return replace(config, positions=tuple(sorted(set(config.positions))))
 
 
-def decide_wins(steps: tuple[DecodeStep, ...], positions: tuple[int, ...], machines: tuple[str, ...]) -> tuple[Win, ...]:
+def decide_wins(steps: tuple[DecodeStep, ...], positions: tuple[int, ...],
+                machines: tuple[str, ...]) -> tuple[Win, ...]:
     """For each criterion and position: the leader, and whether it leads by the criterion's margin.
 
     >>> from seqlab.measure.decode import DecodeStep
