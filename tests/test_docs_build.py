@@ -27,29 +27,18 @@ DOCUMENTED = {
 }
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("docs") / "site"
+def test_the_site_builds_strict_with_every_area_documented(tmp_path):
+    """One build (it takes seconds): every API page documents its area, doctests show as console code."""
+    site = tmp_path / "site"
     run = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f",
-                          str(ROOT / "mkdocs.yml"), "-d", str(folder)], cwd=ROOT, capture_output=True, text=True)
+                          str(ROOT / "mkdocs.yml"), "-d", str(site)], cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0, f"mkdocs build --strict failed:\n{run.stdout}\n{run.stderr}"
-    return folder
-
-
-@pytest.mark.parametrize("page, identifier", sorted(DOCUMENTED.items()))
-def test_every_api_page_documents_its_area(site, page, identifier):
-    text = (site / "api" / page / "index.html").read_text(encoding="utf-8")
-    assert f'id="{identifier}"' in text
-
-
-def test_doctests_are_shown_as_console_code(site):
-    text = (site / "api" / "measure" / "index.html").read_text(encoding="utf-8")
-    assert '<span class="gp">&gt;&gt;&gt; </span>' in text  # a Python prompt, highlighted as code
-    assert "<blockquote>" not in text  # never read as Markdown quotations
-
-
-def test_the_build_helper_is_not_published(site):
-    assert not (site / "griffe_doctests.py").exists() and (site / "index.html").is_file()
+    for page, identifier in DOCUMENTED.items():
+        assert f'id="{identifier}"' in (site / "api" / page / "index.html").read_text(encoding="utf-8"), page
+    measure = (site / "api" / "measure" / "index.html").read_text(encoding="utf-8")
+    assert '<span class="gp">&gt;&gt;&gt; </span>' in measure  # a Python prompt, highlighted as code
+    assert "<blockquote>" not in measure  # never read as Markdown quotations
+    assert not (site / "griffe_doctests.py").exists() and (site / "index.html").is_file()  # the helper stays out
 
 
 def test_fence_wraps_each_doctest_block():
