@@ -110,3 +110,14 @@ def test_cli_runs_them_by_default_and_refuses_an_unknown_one(monkeypatch, result
     assert outcome.exit_code == 0 and asked[0].claims == CLAIMS + BEYOND
     bad = CliRunner().invoke(app, ["check", "--only", "B4"], env=CLI_ENV)
     assert bad.exit_code == 2 and "'B4'" in bad.output and "B1–B3" in bad.output
+
+
+def test_only_the_statements_beyond(result):
+    from rich.console import Console
+
+    only = replace(result, checks=result.checks[1:])
+    assert summary(only, "en").startswith("Beyond the lesson: 3 of 3 statements hold (default sizes; --full for")
+    console = Console(width=200, record=True, color_system=None)
+    console.print(render_check(only, "en", 200))
+    text = console.export_text()
+    assert "The lesson's claims, measured" not in text and text.startswith("Beyond the lesson (B1–B3)")

@@ -135,6 +135,11 @@ def summary(result: CheckResult, lang: str = "en", command: str = "check") -> st
     timed = result.threads > 1 and any(check.claim == "L8" for check in result.checks)
     threads = (_("1 for tracing and counting, {threads} for L8's timings besides 1").format(threads=result.threads)
                if timed else "1")
+    if not lesson and beyond:  # only statements beyond the lesson were asked for (--only B1,…)
+        from seqlab.render.check_beyond import beyond_only_line
+
+        return beyond_only_line(sum(check.holds for check in beyond), len(beyond), sizes,
+                                format_seconds(result.elapsed_s, lang), threads, result.torch_version, lang)
     line = _("{held} of {total} claims hold ({sizes}; {seconds}, CPU threads: {threads}, PyTorch {torch}).").format(
         held=sum(check.holds for check in lesson), total=len(lesson), sizes=sizes,
         seconds=format_seconds(result.elapsed_s, lang), threads=threads, torch=result.torch_version)
@@ -170,7 +175,8 @@ def render_check(result: CheckResult, lang: str = "en", width: int = 100):
 
     _ = translator(lang, DOMAIN)
     width = max(width, 40)
-    parts: list[Any] = [Text(_("The lesson's claims, measured"), style="bold")]
+    parts: list[Any] = [Text(_("The lesson's claims, measured"), style="bold")] if any(
+        not check.beyond_lesson for check in result.checks) else []
     for index, check in enumerate(result.checks):
         if check.beyond_lesson and (index == 0 or not result.checks[index - 1].beyond_lesson):
             from seqlab.render.check_beyond import section_title
