@@ -126,6 +126,12 @@ def test_check_figure_bars_are_seconds_and_verdicts(check_result):
     bars = figure.axes[0].patches
     assert [bar.get_width() for bar in bars][::-1] == [check.seconds for check in check_result.checks]
     assert figure.axes[0].get_title() == "2 of 2 claims hold"
+    failed = dataclasses.replace(check_result, checks=(dataclasses.replace(check_result.checks[0],
+                                                                           verdict="does_not_hold"),
+                                                       *check_result.checks[1:]))
+    figure = failed.plot("en")
+    assert figure.axes[0].get_title() == "1 of 2 claims hold"
+    assert figure.axes[0].patches[-1].get_facecolor() != figure.axes[0].patches[0].get_facecolor()  # red, green
 
 
 def test_profile_figure_shows_the_counts(profiled):
