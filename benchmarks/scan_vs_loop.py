@@ -121,6 +121,10 @@ def span_lines() -> list[str]:
     return lines
 
 
+def _load(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:.1f}"
+
+
 def _positive(name: str, value: str) -> int:
     try:
         number = int(value)
@@ -171,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     load = machine_load()
     print(f"scan_vs_loop: T = {args.T}, d = {args.d}, batch 1, float32, CPU, {args.threads} thread(s), "
-          f"{args.repeats} timed calls per form; torch {torch.__version__}; load {load.load_1min} on {load.cpus} "
+          f"{args.repeats} timed calls per form; torch {torch.__version__}; load {_load(load.load_1min)} on {load.cpus} "
           f"CPUs{' (busy: times read long)' if load.busy else ''}")
     try:
         times = run(args.T, args.d, args.threads, args.repeats, args.chunk)
