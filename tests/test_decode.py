@@ -181,7 +181,18 @@ def test_time_winner_and_its_margin_follow_the_measured_times(monkeypatch):
     text = " ".join(decode_sentences(_patched(monkeypatch, lambda s: dataclasses.replace(
         s, timing=_timing(times[s.machine])))))
     assert "too close to call" in text and "Fastest per new token on this machine" not in text
-    assert "the two times are within ×1.20 of each other" in text
+    assert "under the ×1.20 margin" in text and "neither time leads the other by ×1.20 beyond their spread" in text
+
+
+def test_a_time_lead_inside_the_spread_decides_nothing(monkeypatch):
+    def wide(seconds: float) -> Timing:  # IQR 3x the median: the bands of ×2 apart medians overlap
+        return dataclasses.replace(_timing(seconds), iqr_s=3 * seconds)
+
+    times = {"elman": 1e-3, "attention_kv_cache": 1e-4, "attention_no_cache": 2e-4}
+    text = " ".join(decode_sentences(_patched(monkeypatch, lambda s: dataclasses.replace(
+        s, timing=wide(times[s.machine])))))
+    assert "attention, KV cache leads attention, no cache by ×2.00, within the spread of the two times" in text
+    assert "Fastest per new token on this machine" not in text
 
 
 def test_cache_sentence_says_when_recomputing_is_faster(monkeypatch):

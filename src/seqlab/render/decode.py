@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from seqlab.i18n import format_integer, format_number, format_seconds, translator
-from seqlab.studies.decode import TIME_MARGIN, DecodeResult, Win
+from seqlab.studies.decode import TIME_MARGIN, DecodeResult, Win, time_lead
 
 DOMAIN = "decode"
 #: Marks a time whose IQR exceeds a tenth of its median (:attr:`seqlab.measure.timing.Timing.noisy`).
@@ -139,7 +139,9 @@ def _win_text(tr: Callable[[str], str], criterion: str, win: Win) -> str:
         return (tr("Fastest per new token on this machine: {machine} at t = {positions} ({runner} takes {ratio} "
                    "as long at t = {t}).") if win.machine else
                 tr("Fastest per new token at t = {positions}: too close to call, {machine} leads {runner} by "
-                   "{ratio}, under the {margin} margin."))
+                   "{ratio}, under the {margin} margin.") if win.ratio < win.margin else
+                tr("Fastest per new token at t = {positions}: too close to call, {machine} leads {runner} by "
+                   "{ratio}, within the spread of the two times (their IQRs overlap)."))
     return (tr("Smallest state: {machine} at t = {positions} ({runner} holds {ratio} as many bytes at t = {t}).")
             if win.machine else tr("Smallest state at t = {positions}: {machine} and {runner} tie."))
 
@@ -197,18 +199,19 @@ def cache_sentence(result: DecodeResult, lang: str = "en") -> str:
     if cache.timing is None or none.timing is None:
         return tr("At t = {t}, attention without a cache does {work} the multiplications of the KV cache per new "
                   "token: it recomputes every key and value.").format(**values)
-    speed = none.timing.median_s / cache.timing.median_s
-    if speed >= TIME_MARGIN:
+    speed, decided = time_lead(cache.timing, none.timing)
+    if decided:
         return tr("At t = {t}, attention without a cache does {work} the multiplications of the KV cache per new "
                   "token (it recomputes every key and value) and takes {time} its time.").format(
             time=_times(speed, lang), **values)
-    if speed * TIME_MARGIN <= 1:
+    inverse, decided = time_lead(none.timing, cache.timing)
+    if decided:
         return tr("At t = {t}, attention without a cache does {work} the multiplications of the KV cache per new "
                   "token (it recomputes every key and value), yet it is the faster one here, by {time}.").format(
-            time=_times(1 / speed, lang), **values)
+            time=_times(inverse, lang), **values)
     return tr("At t = {t}, attention without a cache does {work} the multiplications of the KV cache per new token "
-              "(it recomputes every key and value), yet the two times are within {margin} of each other on this "
-              "machine.").format(**values)
+              "(it recomputes every key and value), yet on this machine neither time leads the other by {margin} "
+              "beyond their spread.").format(**values)
 
 
 def asymmetry_sentence(result: DecodeResult, lang: str = "en") -> str:

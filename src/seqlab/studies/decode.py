@@ -32,7 +32,7 @@ import torch
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.measure.decode import (DecodeStep, available_machines, build_decoder, check_machine,
                                    estimate_decode_bytes, generation_span, measure_decode_step, training_span)
-from seqlab.measure.timing import MachineLoad, machine_load
+from seqlab.measure.timing import MachineLoad, Timing, machine_load
 from seqlab.memory import MemoryEstimate, require_fits
 from seqlab.studies.notebook_view import NotebookView
 
@@ -83,7 +83,7 @@ class DecodeConfig:
     @classmethod
     def quick(cls, **changes: object) -> DecodeConfig:
         """Small sizes (t = 16, 64, 256 at d = 64, short timings): seconds, for previews and the report."""
-        values = {"positions": QUICK_POSITIONS, "d_model": QUICK_D_MODEL, "min_run_time": 0.01,
+        values = {"positions": QUICK_POSITIONS, "d_model": QUICK_D_MODEL, "min_run_time": 0.02,
                   "span_lengths": (8, 16)}
         return cls(**{**values, **changes})
 
@@ -100,6 +100,8 @@ class Win:
         leader: the machine best by the figure, whether or not it leads by the margin.
         ratio: runner-up's figure over the leader's (>= 1).
         margin: the lead needed (1 for exact counts: strictly fewer; :data:`TIME_MARGIN` for times).
+        apart: for times, whether the two IQR bands (median ± IQR/2) are apart (:func:`spreads_apart`); a lead
+            inside the spread decides nothing. Always True for counts and bytes.
     """
 
     criterion: str
@@ -109,6 +111,7 @@ class Win:
     leader: str
     ratio: float
     margin: float
+    apart: bool = True
 
 
 @dataclass(frozen=True)
@@ -260,9 +263,35 @@ def decide_wins(steps: tuple[DecodeStep, ...], positions: tuple[int, ...],
                 continue
             (best, leader), (second, runner_up) = ranked[0], ranked[1]
             ratio = float(second) / float(best) if best > 0 else float("inf")
-            leads = ratio >= margin and second > best
-            wins.append(Win(criterion, t, leader if leads else None, runner_up, leader, ratio, margin))
+            apart = criterion != "time" or spreads_apart(by_key[leader, t].timing, by_key[runner_up, t].timing)
+            leads = ratio >= margin and second > best and apart
+            wins.append(Win(criterion, t, leader if leads else None, runner_up, leader, ratio, margin, apart))
     return tuple(wins)
+
+
+def spreads_apart(faster: Timing, slower: Timing) -> bool:
+    """True when the two times' IQR bands, median ± IQR/2, do not overlap: a lead larger than both spreads.
+
+    >>> from seqlab.measure.timing import Timing
+    >>> def timing(median, iqr):
+    ...     return Timing("x", (median,) * 3, median, iqr, median, 3, 1, "cpu", False, 0.1)
+    >>> spreads_apart(timing(1.0, 0.2), timing(2.0, 0.2)), spreads_apart(timing(1.0, 0.2), timing(2.0, 2.0))
+    (True, False)
+    """
+    return faster.median_s + faster.iqr_s / 2 < slower.median_s - slower.iqr_s / 2
+
+
+def time_lead(faster: Timing, slower: Timing) -> tuple[float, bool]:
+    """(slower / faster median, whether that lead decides): at least :data:`TIME_MARGIN` and spreads apart.
+
+    >>> from seqlab.measure.timing import Timing
+    >>> def timing(median, iqr):
+    ...     return Timing("x", (median,) * 3, median, iqr, median, 3, 1, "cpu", False, 0.1)
+    >>> time_lead(timing(1.0, 0.1), timing(3.0, 0.1)), time_lead(timing(1.0, 0.1), timing(1.1, 0.01))
+    ((3.0, True), (1.1, False))
+    """
+    ratio = slower.median_s / faster.median_s
+    return ratio, ratio >= TIME_MARGIN and spreads_apart(faster, slower)
 
 
 def state_growth(steps: tuple[DecodeStep, ...], machines: tuple[str, ...],
