@@ -27,7 +27,8 @@ MESSAGES = PACKAGE / "locale" / "es" / "LC_MESSAGES"
 DOMAINS = sorted(path.stem for path in MESSAGES.glob("*.po"))
 LOCALE_VARIABLES = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
 #: Names the renderers give their gettext function: _ (compare), tr (table1, bench), tl (learn).
-KEYWORDS = {"_": None, "tr": None, "tl": None, "N_": None}  # N_: marked, translated later (figure)
+KEYWORDS = {"_": None, "tr": None, "tl": None, "N_": None,  # N_: marked, translated later (figure)
+            "ngettext": (1, 2)}  # plural_translator's function: (singular, plural) ids
 #: Templates of the web lab; their _("…") calls belong to the ``web`` catalogue.
 TEMPLATES = PACKAGE / "web" / "templates"
 DOMAIN_CALL = re.compile(r"translator\([^()]*?,\s*[\"'](\w+)[\"']\)|^DOMAIN = [\"'](\w+)[\"']", re.M)
@@ -64,7 +65,8 @@ def used_by_domain() -> dict[str | None, dict[str, str]]:
         assert len(domains) <= 1, f"{path}: one catalogue domain per module, found {domains}"
         domain = domains.pop() if domains else ("seqlab" if re.search(r"\btranslator\(", source) else None)
         for lineno, message, _comments, _context in extract_from_file("python", str(path), keywords=KEYWORDS):
-            assert isinstance(message, str) and message, f"{path}:{lineno}: a translated call needs one literal"
+            assert message and all(isinstance(m, str) for m in (message if isinstance(message, tuple) else
+                                                                (message,))), f"{path}:{lineno}: literals only"
             used.setdefault(domain, {}).setdefault(message, f"{path.name}:{lineno}")
     for path in sorted(TEMPLATES.glob("*.html")):  # the web lab's pages: Jinja2's i18n calls, domain "web"
         for lineno, message, _comments, _context in extract_from_file(
@@ -85,7 +87,10 @@ def test_every_message_is_translated_with_the_same_placeholders(domain):
     messages = real_messages(read_catalogue(domain))
     assert messages, f"{domain}.po has no messages"
     for msgid, msgstr in messages.items():
-        assert isinstance(msgid, str), f"plural entries are not expected: {msgid!r}"
+        if isinstance(msgid, tuple):  # ngettext: every Spanish form has the plural id's placeholders
+            assert msgstr and all(form.strip() and placeholders(form) == placeholders(msgid[1]) for form in msgstr), \
+                f"plural {msgid!r} -> {msgstr!r}"
+            continue
         assert msgstr.strip(), f"empty translation for {msgid!r}"
         assert placeholders(msgstr) == placeholders(msgid), f"placeholders differ in {msgid!r} -> {msgstr!r}"
 

@@ -71,6 +71,29 @@ def translator(lang: str, domain: str = DOMAIN) -> Callable[[str], str]:
     return catalogue.gettext
 
 
+@lru_cache(maxsize=None)
+def plural_translator(lang: str, domain: str = DOMAIN) -> Callable[[str, str, int], str]:
+    """The ngettext function for ``lang``: English singular and plural ids and a count in, the right form out.
+
+    >>> plural_translator("es")("{count} thread", "{count} threads", 1).format(count=1)
+    '1 hilo'
+    >>> plural_translator("en")("{count} thread", "{count} threads", 2).format(count=2)
+    '2 threads'
+
+    Raises:
+        SeqlabError: unknown language, or the Spanish catalogue is missing from the package.
+    """
+    check_language(lang)
+    if lang == "en":
+        return gettext.NullTranslations().ngettext
+    localedir = resources.files("seqlab") / "locale"
+    try:
+        catalogue = gettext.translation(domain, localedir=str(localedir), languages=[lang])
+    except OSError as error:
+        raise SeqlabError(f"the {lang!r} catalogue {domain!r} is missing from {localedir}: {error}") from error
+    return catalogue.ngettext
+
+
 def format_source(source: str, lang: str) -> str:
     """Where a text came from, in ``lang``: a built-in text is named in words, a path or ``stdin`` as is.
 

@@ -12,7 +12,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from seqlab.i18n import format_integer, format_number, format_source, translator
+from seqlab.i18n import format_integer, format_number, format_source, plural_translator, translator
 from seqlab.render import compare_prose as prose
 from seqlab.render.compare_format import DASH, MIN_BLOCKS, Formatter, timed_blocks, timing_quality
 from seqlab.render.compare_scopes import scope_sentences, scopes_table
@@ -121,13 +121,14 @@ def compare_table(result: CompareResult, lang: str = "en", detailed: bool = Fals
 
 def caption(result: CompareResult, lang: str = "en") -> str:
     """One line saying what was measured: text, T, widths, seed, threads, PyTorch."""
-    _ = translator(lang)
+    _, ngettext = translator(lang), plural_translator(lang)
     return _("{source}: T = {T} tokens ({tokenizer}); d_model = {d_model}, d_h = {d_h}, d_k = {d_k}, "
-             "d_v = {d_v}; spectral radius of W_hh {radius}; seed {seed}; {threads} threads; "
+             "d_v = {d_v}; spectral radius of W_hh {radius}; seed {seed}; {threads}; "
              "PyTorch {torch}; multiplications = multiply-adds (FLOPs = 2×)").format(
         source=format_source(result.source, lang), T=format_integer(result.T, lang), tokenizer=result.tokenizer,
         d_model=result.d_model, d_h=result.d_h, d_k=result.d_k, d_v=result.d_v,
-        radius=format_number(result.spectral_radius, lang), seed=result.seed, threads=result.threads,
+        radius=format_number(result.spectral_radius, lang), seed=result.seed,
+        threads=ngettext("{count} thread", "{count} threads", result.threads).format(count=result.threads),
         torch=result.torch_version)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from seqlab.i18n import format_seconds
+from seqlab.i18n import format_seconds, plural_translator
 from seqlab.measure.timing import Timing
 from seqlab.render.compare_format import Formatter, load_caveat, timed_blocks, timing_quality
 from seqlab.studies.claims_time import SPEED_MARGIN
@@ -164,7 +164,9 @@ def _faster(rec: Timing, att: Timing, f: Formatter, attention_faster: str, recur
         message = tie
     else:
         message = attention_faster if ratio >= 1 else recurrence_faster
-    return message.format(threads=rec.threads, rec=format_seconds(rec.median_s, f.lang),
+    ngettext = plural_translator(f.lang)
+    threads = ngettext("{count} thread", "{count} threads", rec.threads).format(count=rec.threads)
+    return message.format(threads=threads, rec=format_seconds(rec.median_s, f.lang),
                           att=format_seconds(att.median_s, f.lang), ratio=f.number(ratio if ratio >= 1 else 1 / ratio),
                           margin=f.number(SPEED_MARGIN), caveat=_caveat(f, rec, att), **extra)
 
@@ -175,11 +177,11 @@ def time_sentences(result: CompareResult, f: Formatter) -> list[str]:
     sentences = []
     if rec is not None and att.time_library is not None:
         sentences.append(_faster(rec, att.time_library, f, f._(
-            "On {threads} threads nn.RNN takes {rec} and SDPA (the attention call alone) {att}: attention finishes "
-            "{ratio} times as fast{caveat}."), f._("On {threads} threads nn.RNN takes {rec} and SDPA (the attention "
+            "On {threads} nn.RNN takes {rec} and SDPA (the attention call alone) {att}: attention finishes "
+            "{ratio} times as fast{caveat}."), f._("On {threads} nn.RNN takes {rec} and SDPA (the attention "
                                                     "call alone) {att}: the recurrence finishes {ratio} times as "
                                                     "fast{caveat}."), f._(
-            "On {threads} threads nn.RNN takes {rec} and SDPA (the attention call alone) {att}: about as fast, "
+            "On {threads} nn.RNN takes {rec} and SDPA (the attention call alone) {att}: about as fast, "
             "within ×{margin} either way{caveat}.")))
     if rec is not None and att.time_layer is not None:
         sentences.append(_faster(rec, att.time_layer, f, f._(

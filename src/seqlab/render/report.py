@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from seqlab.errors import SeqlabError
-from seqlab.i18n import format_integer, format_number, format_seconds, format_source, translator
+from seqlab.i18n import format_integer, format_number, format_seconds, format_source, plural_translator, translator
 from seqlab.render.print_size import (  # noqa: F401  (re-exported: the printed page's sizes)
     MIN_PRINT_PT, PAGE_MARGIN_MM, PRINT_WIDTH_IN, css_width, legible, legible_defaults, min_font_pt, print_scale,
 )
@@ -301,7 +301,8 @@ def render_report(result: ReportResult, lang: str = "en") -> str:
 
     from seqlab import __version__
 
-    _ = translator(lang, DOMAIN)
+    _, ngettext = translator(lang, DOMAIN), plural_translator(lang, DOMAIN)
+    threads = result.compare.threads
     parts = ", ".join(f"{name} {format_seconds(seconds, lang)}" for name, seconds in result.seconds.items())
     environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     return environment.from_string(TEMPLATE).render(
@@ -309,8 +310,9 @@ def render_report(result: ReportResult, lang: str = "en") -> str:
         margin=PAGE_MARGIN_MM,
         title=_("seqlab report"),
         subtitle=_("What recurrence costs and what attention buys, measured on this machine"),
-        meta=_("Run {started} (UTC) on {threads} threads, PyTorch {torch}; it took {elapsed} ({parts}).").format(
-            started=result.started, threads=result.compare.threads, torch=result.compare.torch_version,
+        meta=_("Run {started} (UTC) on {threads}, PyTorch {torch}; it took {elapsed} ({parts}).").format(
+            started=result.started, torch=result.compare.torch_version,
+            threads=ngettext("{count} thread", "{count} threads", threads).format(count=threads),
             elapsed=format_seconds(result.elapsed_s, lang), parts=parts) + f" {busy_note(result, lang)}".rstrip(),
         sections=sections(result, lang),
         labels={"measured": _("Measured:"), "figure": _("Figure:"), "condition": _("Condition:"), "note": _("Note:")},

@@ -1,0 +1,39 @@
+"""Counts agree with their nouns: "1 thread", "2 threads", "1 hilo", "2 hilos" (issue 16, item 7), by ngettext
+(:func:`seqlab.i18n.plural_translator`). Each test changes the count behind a sentence and sees the noun follow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from test_compare import synthetic_timing, timed
+
+from seqlab.i18n import plural_translator
+from seqlab.render.compare import caption, compare_sentences
+
+
+@pytest.mark.parametrize(("lang", "count", "expected"), [
+    ("en", 1, "1 thread"), ("en", 2, "2 threads"), ("en", 0, "0 threads"),
+    ("es", 1, "1 hilo"), ("es", 2, "2 hilos"), ("es", 1_000_000, "1000000 hilos"),
+])
+def test_plural_translator(lang, count, expected):
+    assert plural_translator(lang)("{count} thread", "{count} threads", count).format(count=count) == expected
+
+
+@pytest.mark.parametrize(("lang", "one", "two"), [("en", "; 1 thread;", "; 2 threads;"),
+                                                  ("es", "; 1 hilo;", "; 2 hilos;")])
+def test_compare_caption_counts_threads(small_result, lang, one, two):
+    assert one in caption(replace(small_result, threads=1), lang)
+    assert two in caption(replace(small_result, threads=2), lang)
+    assert "1 threads" not in caption(replace(small_result, threads=1), lang)
+
+
+@pytest.mark.parametrize(("lang", "one", "two"), [("en", "On 1 thread nn.RNN takes", "On 2 threads nn.RNN takes"),
+                                                  ("es", "Con 1 hilo, nn.RNN tarda", "Con 2 hilos, nn.RNN tarda")])
+def test_the_time_sentence_counts_threads(small_result, lang, one, two):
+    two_threads = timed(small_result, synthetic_timing(0.02, 8), synthetic_timing(0.01, 8))  # threads=2
+    assert compare_sentences(two_threads, lang)[-1].startswith(two)
+    one_thread = timed(small_result, replace(synthetic_timing(0.02, 8), threads=1),
+                       replace(synthetic_timing(0.01, 8), threads=1))
+    assert compare_sentences(one_thread, lang)[-1].startswith(one)
