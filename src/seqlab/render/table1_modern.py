@@ -153,8 +153,8 @@ def _verdicts(result: ModernResult, lang: str) -> list[str]:
              and row.path.expected.exponent >= 1 and _increments_double(row)]
     if paths:
         sentences.append(tr("The path of {rows} grows by a constant step per position plus a fixed part of a few ops; "
-                            "its increments double when T doubles, as O(T) says, but at these lengths the fixed part "
-                            "still lowers the fitted exponent (longer --lengths show it).").format(
+                            "its increments double when T doubles, as growth linear in T does, but at these lengths the "
+                            "fixed part still lowers the fitted exponent (longer --lengths show it).").format(
             rows=", ".join(row_name(row.row, result, lang) for row in paths)))
     return sentences
 
