@@ -48,6 +48,12 @@ def test_require_fits_refuses_with_gib():
     message = str(error.value)
     assert message.startswith("T = 9 at d_model = 512 would need about 3.0 GiB (mostly attention maps of 9×9)")
     assert "2.0 GiB available" in message and "80%" in message
+    assert message.endswith("(3,221,225,472 bytes against 2,147,483,648)")
+
+
+def test_refusals_choose_a_readable_unit():
+    with pytest.raises(SeqlabError, match=r"about 300\.0 MiB .*has 256\.0 MiB available"):
+        require_fits(MemoryEstimate(300 * 1024**2, "maps"), "T = 2", available=256 * 1024**2)
 
 
 def test_require_fits_passes_when_memory_is_plentiful():
@@ -56,7 +62,7 @@ def test_require_fits_passes_when_memory_is_plentiful():
 
 def test_require_fits_share_boundary():
     assert require_fits(MemoryEstimate(8, "maps"), "T = 2", available=10) is None  # 8 <= 0.8 * 10
-    with pytest.raises(SeqlabError, match="GiB"):
+    with pytest.raises(SeqlabError, match="about 8 B .*has 9 B available.*8 bytes against 9"):
         require_fits(MemoryEstimate(8, "maps"), "T = 2", available=9)  # 8 > 0.8 * 9 = 7.2
     with pytest.raises(SeqlabError, match="at most 50%"):
         require_fits(MemoryEstimate(8, "maps"), "T = 2", available=10, share=0.5)

@@ -37,6 +37,19 @@ class MemoryEstimate:
         return self.total_bytes / GIB
 
 
+def readable_bytes(count: int | float) -> str:
+    """A byte count in the largest binary unit that keeps it at 1 or more (B, KiB, MiB, GiB, TiB), one decimal.
+
+    >>> readable_bytes(3 * GIB), readable_bytes(1536 * 1024), readable_bytes(8), readable_bytes(5 * 1024**4)
+    ('3.0 GiB', '1.5 MiB', '8 B', '5.0 TiB')
+    """
+    units = (("TiB", 1024**4), ("GiB", GIB), ("MiB", 1024**2), ("KiB", 1024))
+    for unit, size in units:
+        if count >= size:
+            return f"{count / size:.1f} {unit}"
+    return f"{int(count)} B"
+
+
 def available_memory_bytes() -> int:
     """Memory available to new allocations now, in bytes (Linux ``MemAvailable``; else physical memory).
 
@@ -94,7 +107,7 @@ def require_fits(estimate: MemoryEstimate, what: str, available: int | None = No
     >>> require_fits(MemoryEstimate(3 * GIB, "maps"), "T = 9", available=2 * GIB)
     Traceback (most recent call last):
     ...
-    seqlab.errors.SeqlabError: T = 9 would need about 3.0 GiB (mostly maps); this machine has 2.0 GiB available, of which seqlab uses at most 80%
+    seqlab.errors.SeqlabError: T = 9 would need about 3.0 GiB (mostly maps); this machine has 2.0 GiB available, of which seqlab uses at most 80% (3,221,225,472 bytes against 2,147,483,648)
 
     Args:
         estimate: from an ``estimate_*`` function.
@@ -103,11 +116,13 @@ def require_fits(estimate: MemoryEstimate, what: str, available: int | None = No
         share: the fraction of the available memory seqlab allows itself.
 
     Raises:
-        SeqlabError: the estimate exceeds ``share × available``; the message says how many GiB.
+        SeqlabError: the estimate exceeds ``share × available``; the message gives both in a readable unit
+            (:func:`readable_bytes`: KiB, MiB, GiB…) and in bytes.
     """
     available = available_memory_bytes() if available is None else available
     if estimate.total_bytes > share * available:
         raise SeqlabError(
-            f"{what} would need about {estimate.gib:.1f} GiB (mostly {estimate.largest}); this machine has "
-            f"{available / GIB:.1f} GiB available, of which seqlab uses at most {share:.0%}"
+            f"{what} would need about {readable_bytes(estimate.total_bytes)} (mostly {estimate.largest}); this machine "
+            f"has {readable_bytes(available)} available, of which seqlab uses at most {share:.0%} "
+            f"({estimate.total_bytes:,} bytes against {int(available):,})"
         )
