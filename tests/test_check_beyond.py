@@ -78,7 +78,7 @@ def test_b3_fails_when_the_cache_does_not_grow(monkeypatch):
 
 
 @pytest.mark.parametrize("lang, title, line", [
-    ("en", "Beyond the lesson (B1–B3)", "Beyond the lesson: 3 of 3 statements hold."),
+    ("en", "Beyond the lesson (B1–B3)", "Beyond the lesson: 3 of 3 claims hold."),
     ("es", "Más allá de la lección (B1–B3)", "Más allá de la lección: se cumplen 3 de 3 afirmaciones.")])
 def test_shown_apart_after_the_lesson(result, lang, title, line):
     from rich.console import Console
@@ -116,7 +116,7 @@ def test_only_the_statements_beyond(result):
     from rich.console import Console
 
     only = replace(result, checks=result.checks[1:])
-    assert summary(only, "en").startswith("Beyond the lesson: 3 of 3 statements hold (default sizes; --full for")
+    assert summary(only, "en").startswith("Beyond the lesson: 3 of 3 claims hold (default sizes; --full for")
     console = Console(width=200, record=True, color_system=None)
     console.print(render_check(only, "en", 200))
     text = console.export_text()

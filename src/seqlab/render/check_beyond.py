@@ -31,10 +31,10 @@ def summary_line(held: int, total: int, lang: str = "en") -> str:
     """How many statements beyond the lesson hold.
 
     >>> summary_line(3, 3, "en")
-    'Beyond the lesson: 3 of 3 statements hold.'
+    'Beyond the lesson: 3 of 3 claims hold.'
     """
     _ = translator(lang, DOMAIN)
-    return _("Beyond the lesson: {held} of {total} statements hold.").format(held=held, total=total)
+    return _("Beyond the lesson: {held} of {total} claims hold.").format(held=held, total=total)
 
 
 def beyond_only_line(held: int, total: int, sizes: str, seconds: str, threads: str, torch: str, lang: str = "en"
@@ -42,10 +42,10 @@ def beyond_only_line(held: int, total: int, sizes: str, seconds: str, threads: s
     """The summary when only statements beyond the lesson were checked (sizes, time and threads already worded).
 
     >>> beyond_only_line(3, 3, "default sizes", "0.2 s", "1", "2.13.0", "en")
-    'Beyond the lesson: 3 of 3 statements hold (default sizes; 0.2 s, CPU threads: 1, PyTorch 2.13.0).'
+    'Beyond the lesson: 3 of 3 claims hold (default sizes; 0.2 s, CPU threads: 1, PyTorch 2.13.0).'
     """
     _ = translator(lang, DOMAIN)
-    return _("Beyond the lesson: {held} of {total} statements hold ({sizes}; {seconds}, CPU threads: {threads}, "
+    return _("Beyond the lesson: {held} of {total} claims hold ({sizes}; {seconds}, CPU threads: {threads}, "
              "PyTorch {torch}).").format(held=held, total=total, sizes=sizes, seconds=seconds, threads=threads,
                                          torch=torch)
 
