@@ -9,10 +9,11 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from seqlab.errors import SeqlabError
 from seqlab.fit import fit_growth
-from seqlab.layers.scan import SCAN_METHODS, associative_scan, scan_rounds, sequential_scan
+from seqlab.layers.scan import SCAN_METHODS, associative_scan, scan_products, scan_rounds, sequential_scan
 from seqlab.measure.trace import measure_span
 
 LENGTHS = (16, 32, 64, 128, 256)
@@ -105,6 +106,35 @@ def test_scan_rounds():
     assert scan_rounds(1025, "blelloch") == 11
 
 
+# --- Element-wise work: what the scan pays for its short chain --------------------------------------------------
+
+class ProductCensus(TorchDispatchMode):
+    """Counts the elements written by every aten.mul: the element-wise products actually made."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.products = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func.overloadpacket is torch.ops.aten.mul:
+            self.products += out.numel()
+        return out
+
+
+@pytest.mark.parametrize("T", [1, 2, 5, 17, 100, 1024])
+def test_element_wise_products_equal_their_closed_forms(T):
+    routes = {"loop": sequential_scan, "hillis_steele": lambda a, b: associative_scan(a, b, method="hillis_steele"),
+              "blelloch": lambda a, b: associative_scan(a, b, method="blelloch")}
+    for method, scan in routes.items():
+        census = ProductCensus()
+        with census:
+            scan(torch.rand(1, T, 3), torch.rand(1, T, 3))
+        assert census.products == 3 * scan_products(T, method), method  # 3 channels
+    if T == 1024:  # loop 1,023; Hillis-Steele (2 * 10 - 1) * 1,024 = 19,456; Blelloch 3,069, about 3T
+        assert [scan_products(T, m) for m in routes] == [1_023, 19_456, 3_069]
+
+
 # --- Bad input ----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("call, message", [
@@ -116,6 +146,7 @@ def test_scan_rounds():
     (lambda: sequential_scan([1.0], torch.rand(2, 3)), "must be tensors"),
     (lambda: sequential_scan(torch.rand(2, 3), torch.rand(2, 3), initial=torch.rand(5)), "does not broadcast"),
     (lambda: scan_rounds(0), "T must be an integer >= 1"),
+    (lambda: scan_products(4, "sklansky"), "method must be one of"),
 ])
 def test_bad_input_is_refused_with_one_clear_line(call, message):
     with pytest.raises(SeqlabError) as error:

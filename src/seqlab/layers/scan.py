@@ -34,7 +34,7 @@ from torch import Tensor
 
 from seqlab.errors import SeqlabError
 
-__all__ = ["SCAN_METHODS", "associative_scan", "scan_rounds", "sequential_scan"]
+__all__ = ["SCAN_METHODS", "associative_scan", "scan_products", "scan_rounds", "sequential_scan"]
 
 #: The parallel methods of :func:`associative_scan`.
 SCAN_METHODS = ("hillis_steele", "blelloch")
@@ -55,6 +55,35 @@ def scan_rounds(T: int, method: str = "hillis_steele") -> int:
         raise SeqlabError(f"T must be an integer >= 1, received {T!r}", parameter="T")
     _check_method(method)
     return (T - 1).bit_length()
+
+
+def scan_products(T: int, method: str = "hillis_steele") -> int:
+    """Element-wise products per channel of one scan over T positions: the extra work a parallel scan pays.
+
+    ``"loop"``: T - 1 (a_t ⊙ h_{t-1} for t >= 2). ``"hillis_steele"``: every round multiplies all T rows of b,
+    and all T rows of a except in the last round, (2⌈log₂ T⌉ - 1)·T — the shifted-in identity rows are
+    multiplied too. ``"blelloch"``: with m = T rounded up to even, m products to pair up, m/2 to fill in the
+    even rows, plus the products of the recursion on m/2 maps: about 3T. Not multiplications in seqlab's
+    unit (element-wise; see :mod:`seqlab.measure.work`), and with no initial state.
+
+    >>> [scan_products(1024, method) for method in ("loop", "hillis_steele", "blelloch")]  # 1023, 19 * 1024
+    [1023, 19456, 3069]
+
+    Raises:
+        SeqlabError: T is not an integer >= 1 or the method is unknown.
+    """
+    if method == "loop":
+        scan_rounds(T)  # validates T
+        return T - 1
+    rounds = scan_rounds(T, method)
+    if method == "hillis_steele":
+        return max(2 * rounds - 1, 0) * T
+    products = 0
+    while T > 1:
+        m = T + T % 2
+        products += m + m // 2
+        T = m // 2
+    return products
 
 
 def _check_method(method: object) -> None:
