@@ -22,7 +22,8 @@ from seqlab.layers.anatomy import find_position_switch, modules_of_interest, wit
 from seqlab.layers.pretrained import encode, load_encoder, pad  # noqa: E402
 from seqlab.render.model import model_sentences  # noqa: E402
 from seqlab.studies import model_mixing  # noqa: E402
-from seqlab.studies.model import inspect_model  # noqa: E402
+from seqlab.studies.model import inspect_model, measure_attention, working_precision  # noqa: E402
+from seqlab.studies.model_order import measure_model_order  # noqa: E402
 
 WORDS = "el perro muerde al cartero la luz entra por ventana un gato".split()
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
@@ -52,7 +53,7 @@ def _tokenizer(with_specials: bool):
 
 def _model(kind: str):
     from transformers import (BertConfig, BertModel, BloomConfig, BloomModel, GPT2Config, GPT2Model, LlamaConfig,
-                              LlamaModel)
+                              LlamaModel, ModernBertConfig, ModernBertModel)
 
     torch.manual_seed(0)
     n = len(SPECIALS) + len(WORDS)
@@ -66,6 +67,11 @@ def _model(kind: str):
         return LlamaModel(LlamaConfig(vocab_size=n, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                                       num_key_value_heads=2, intermediate_size=64, max_position_embeddings=64,
                                       bos_token_id=3, eos_token_id=3, pad_token_id=None))
+    if kind == "modernbert":  # a rotary encoder; larger weights so that the rotation shows at 2 layers
+        return ModernBertModel(ModernBertConfig(vocab_size=n, hidden_size=32, num_hidden_layers=2,
+                                                num_attention_heads=2, intermediate_size=64, max_position_embeddings=64, pad_token_id=0,
+                                                bos_token_id=2, eos_token_id=3, cls_token_id=2, sep_token_id=3,
+                                                global_attn_every_n_layers=1, initializer_range=0.5))
     return BloomModel(BloomConfig(vocab_size=n, hidden_size=32, n_layer=2, n_head=2, bos_token_id=3,
                                   eos_token_id=3, pad_token_id=0))  # ALiBi: no module carries the positions
 
@@ -75,10 +81,10 @@ def checkpoints(tmp_path_factory):
     """kind -> folder of a saved tiny checkpoint with its tokenizer."""
     root = tmp_path_factory.mktemp("checkpoints")
     folders = {}
-    for kind in ("bert", "gpt2", "llama", "bloom"):
+    for kind in ("bert", "gpt2", "llama", "bloom", "modernbert"):
         folder = root / f"tiny-{kind}"
         _model(kind).save_pretrained(folder)
-        _tokenizer(kind == "bert").save_pretrained(folder)
+        _tokenizer(kind in ("bert", "modernbert")).save_pretrained(folder)
         folders[kind] = str(folder)
     return folders
 
@@ -158,8 +164,13 @@ def test_counting_padded_rows_would_change_the_verdict(checkpoints, monkeypatch)
     assert attention.pattern == model_mixing.DIFFERS and attention.positions == (7, 7)
 
 
-def test_the_kind_and_its_sentence_follow_the_measured_patterns(checkpoints):
-    result = inspect_model([LONG, SHORT], model=checkpoints["gpt2"], mixing_tokens=4, max_tokens=8)
+@pytest.fixture(scope="module")
+def decoder_result(checkpoints):
+    return inspect_model([LONG, SHORT], model=checkpoints["gpt2"], mixing_tokens=4, max_tokens=8)
+
+
+def test_the_kind_and_its_sentence_follow_the_measured_patterns(decoder_result):
+    result = decoder_result
     (said,) = [s for s in model_sentences(result, "en") if "L11" in s]
     assert result.kind == "causal" and said.startswith("As the lesson says of a decoder (L11)")
     # one attention measured all-to-all instead: the model is no longer one kind, and the sentence says so
@@ -215,6 +226,28 @@ def test_the_switch_makes_the_last_row_blind_to_the_order_before_it(checkpoints,
         seeing = (last_row(shuffled) - last_row(ids)).abs().max().item()
     # LLaMA's eager softmax runs in float32 even in a float64 model: 1e-6 is well above its rounding
     assert blind < 1e-6 and seeing > 1e-4, (switch, blind, seeing)
+
+
+def test_a_rotary_encoder_is_judged_at_the_precision_its_softmax_runs_in(checkpoints, decoder_result):
+    """ModernBERT's eager softmax runs in float32 inside a float64 model: measured from α's row sums, the order
+    test judges its layers at float32, where a shuffle with the rotation off is within rounding, not a change."""
+    encoder = load_encoder(torch.float64, checkpoints["modernbert"])
+    ids, mask = pad([encode(encoder, LONG)], encoder.pad_id)
+    attention = measure_attention(encoder, ids, 1, 1, mask=mask)
+    assert attention.reach_scope == "module" and 1e-9 < attention.max_row_sum_error < 1e-6
+    working = working_precision(attention, torch.float64)
+    assert working == torch.float32 and working_precision(decoder_result.attention, torch.float64) == torch.float64
+    off = measure_model_order(encoder, ids, mask, positions=False, working=working)
+    on = measure_model_order(encoder, ids, mask, positions=True, working=working)
+    assert [row.verdict for row in off.depths] == ["holds", "cannot tell at float32", "cannot tell at float32"]
+    assert on.depths[1].verdict == "does not hold" and on.depths[1].max_abs_change > 1e3 * on.depths[1].tolerance
+    # judged at float64 instead (the softmax's precision not measured), rounding would read as a change
+    wrong = measure_model_order(encoder, ids, mask, positions=False)
+    assert wrong.depths[1].verdict == "does not hold" and wrong.depths[1].max_abs_change < off.depths[1].tolerance
+    shown = dataclasses.replace(decoder_result, order_without_positions=off, order_with_positions=on,
+                                softmax_dtype="float32")
+    (said,) = [s for s in model_sentences(shown, "en") if "L10" in s]
+    assert said.startswith("The order test cannot tell (L10): this model computes its softmax in float32")
 
 
 def test_an_architecture_without_a_switch_is_refused_naming_it(cli, checkpoints):

@@ -66,10 +66,10 @@ def model_folder() -> str:
 def checkpoint_folder(path: str | os.PathLike | None = None) -> str:
     """The folder to read: the bundled model for None, else ``path`` once it looks like a checkpoint.
 
-    >>> checkpoint_folder("/no/such/folder")
+    >>> checkpoint_folder("/no/such/folder")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    seqlab.errors.SeqlabError: '/no/such/folder' is not a folder; expected a local Hugging Face checkpoint folder (config.json, weights, tokenizer)
+    seqlab.errors.SeqlabError: '/no/such/folder' is not a folder; expected a local Hugging Face checkpoint folder ...
 
     Raises:
         SeqlabError: ``path`` is not a folder or lacks ``config.json``, weights or a tokenizer

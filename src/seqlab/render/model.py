@@ -155,6 +155,11 @@ def order_table(result: ModelResult, lang: str = "en") -> Table:
     caption = tr("max |f(x[π]) − f(x)[π]| over every row and feature of a depth's output, beside the rounding "
                  "tolerance 64·eps·max(1, max |f|)·√T in brackets; {dtype}, eval mode.").format(dtype=result.dtype)
     caption += " " + tr("Positions off: {how}.").format(how=_switch_words(result, lang))
+    if result.softmax_below_dtype:
+        caption += " " + tr("The softmax runs in {softmax} inside this {dtype} model (measured: the rows of α sum to 1 "
+                            "within {error}), so each tolerance is {softmax}'s.").format(
+            softmax=result.softmax_dtype, dtype=result.dtype,
+            error=format_number(result.attention.max_row_sum_error, lang))
     if len(off.sequences) > 1:
         caption += " " + tr("Each sequence is shuffled on its own real positions; #k is the sequence that decides "
                             "the row (one that changed, else the closest to its tolerance).")
@@ -246,6 +251,13 @@ def _order_sentence(result: ModelResult, lang: str) -> str:
                   off=format_number(closest.max_abs_change, lang), tol=format_number(closest.tolerance, lang),
                   layer=last, on=format_number(on.depths[last].max_abs_change, lang))
     unsettled = [row for row in (*off.depths, *on.depths) if row.verdict.startswith("cannot tell at ")]
+    if unsettled and result.softmax_below_dtype:
+        return tr("The order test cannot tell (L10): this model computes its softmax in {softmax} (the rows of α sum "
+                  "to 1 within {error}), and the change of {depth}, {change}, lies within {softmax} rounding "
+                  "({tol}); no float64 rerun computes that softmax better.").format(
+            softmax=result.softmax_dtype, error=format_number(result.attention.max_row_sum_error, lang),
+            depth=_depth_name(unsettled[0].depth, lang), change=format_number(unsettled[0].max_abs_change, lang),
+            tol=format_number(unsettled[0].tolerance, lang))
     if unsettled:
         return tr("The order test cannot tell (L10): at {dtype} the change of {depth}, {change}, lies within its own "
                   "rounding and the float64 rerun does not settle it, so this run does not show that shuffling only "
@@ -330,9 +342,9 @@ def render_model(result: ModelResult, lang: str = "en", figures: tuple[Path, ...
 
 def model_json(result: ModelResult) -> str:
     """The whole result (every module, both order checks, α) as JSON: indented, each row of α on one line."""
-    from seqlab.render.json_output import compact_json, to_jsonable, versioned
+    from seqlab.render.json_output import compact_json, to_jsonable
 
-    return compact_json(versioned({**to_jsonable(result), "kind": result.kind}, "model"))
+    return compact_json({**to_jsonable(result), "kind": result.kind})
 
 
 from seqlab.render.model_plot import MAX_TICKS, plot_attention, write_attention_plot  # noqa: E402,F401

@@ -62,7 +62,7 @@ MAX_SEQUENCES = 8
 #: Probes per output row of each Jacobian (see :mod:`seqlab.measure.mixing`).
 PROBES = 2
 #: Names of an attention module's output projection: where present, its output mixes the heads.
-OUTPUT_PROJECTIONS = ("c_proj", "o_proj", "out_proj", "dense", "out_lin")
+OUTPUT_PROJECTIONS = ("c_proj", "o_proj", "out_proj", "dense", "out_lin", "Wo")
 
 
 @dataclass(frozen=True)
@@ -125,6 +125,8 @@ class ModelResult:
         unmeasured: ``"module: reason"`` for each chosen module that could not be measured.
         architecture, model_type: from the config, e.g. ``"GPT2Model"``, ``"gpt2"``.
         position_switch: what was switched off, e.g. ``"learned: embeddings.position_embeddings"``.
+        softmax_dtype: the precision the softmax measured to run in (:func:`working_precision`); the order
+            verdicts are judged at it.
     """
 
     model: str
@@ -154,6 +156,12 @@ class ModelResult:
     architecture: str = "BertModel"
     model_type: str = "bert"
     position_switch: str = ""
+    softmax_dtype: str = "float64"
+
+    @property
+    def softmax_below_dtype(self) -> bool:
+        """The softmax was measured to run in a lower precision than the model's dtype (float32 in float64)."""
+        return torch.finfo(getattr(torch, self.softmax_dtype)).eps > torch.finfo(getattr(torch, self.dtype)).eps
 
     @property
     def kind(self) -> str:
@@ -233,6 +241,25 @@ def measure_attention(encoder: Encoder, ids: Tensor, layer: int, head: int, *, m
         max_row_sum_error=float((alpha.sum(dim=-1) - 1).abs().max()), alpha_T1=float(alpha[-1, 0]),
         uniform=1.0 / T, reach_T1=reach.strength[0][0], reach_method=reach.method,
         attention_steps=1, recurrence_steps=T - 1, module=name, reach_scope="module" if projected else "head")
+
+
+def working_precision(attention: AttentionMap, dtype: torch.dtype) -> torch.dtype:
+    """The precision the model's softmax really runs in, measured from how exactly the rows of α sum to 1.
+
+    A float64 softmax sums each row to 1 within a few units of 2^-52; LLaMA's, GPT-NeoX's and ModernBERT's
+    eager attention computes its softmax in float32 and casts back, so a row is off by up to ~1e-7.
+
+    >>> a = AttentionMap(1, 1, ((1.0,),), 5.96e-08, 1.0, 1.0, 1.0, "jacobian-2", 1, 0)
+    >>> working_precision(a, torch.float64)
+    torch.float32
+
+    Returns:
+        ``dtype`` when max |Σ_j α_ij − 1| <= 64·eps(dtype)·T, else float32 (the lower precision it fits).
+    """
+    T = len(attention.weights)
+    if attention.max_row_sum_error <= 64 * torch.finfo(dtype).eps * T:
+        return dtype
+    return torch.float32
 
 
 def _check_range(name: str, value: object, count: int) -> int:
@@ -322,15 +349,17 @@ def inspect_model(text: str | Sequence[str], *, source: str = "text", model: str
     ids, mask = pad(windows, encoder.pad_id)  # (B, T_max) each
     T_m = min(mixing_tokens, ids.shape[1])
     modules, unmeasured = measure_mixing(encoder, ids[:, :T_m], mask[:, :T_m], seed=seed)  # each row has >= 2
+    attention = measure_attention(encoder, ids, layer, head, mask=mask, seed=seed)
+    working = working_precision(attention, torch.float64)
     config, first = encoder.config, windows[0]
     return ModelResult(
         model=config.name, source=source, layers=config.layers, heads=config.heads, d_model=config.d_model,
         max_positions=config.max_positions, T=len(first), pieces=first.pieces, text_pieces=first.text_pieces,
         kept_pieces=first.kept_pieces, window_chars=first.window_chars, text_chars=first.text_chars,
         mixing_tokens=T_m, modules=modules,
-        order_without_positions=measure_model_order(encoder, ids, mask, positions=False, seed=seed),
-        order_with_positions=measure_model_order(encoder, ids, mask, positions=True, seed=seed),
-        attention=measure_attention(encoder, ids, layer, head, mask=mask, seed=seed), dtype=encoder.dtype,
+        order_without_positions=measure_model_order(encoder, ids, mask, positions=False, seed=seed, working=working),
+        order_with_positions=measure_model_order(encoder, ids, mask, positions=True, seed=seed, working=working),
+        attention=attention, dtype=encoder.dtype, softmax_dtype=str(working).removeprefix("torch."),
         seed=seed, threads=torch.get_num_threads(), versions=(torch.__version__, transformers.__version__),
         windows=tuple(windows), padded_T=int(ids.shape[1]), unmeasured=unmeasured,
         architecture=config.architecture, model_type=config.model_type,

@@ -20,6 +20,7 @@ Shapes: B sequences, T padded positions, n_b real positions of sequence b, L lay
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -88,11 +89,16 @@ def _pass(passes: list[tuple[Tensor, Tensor]], column: Tensor) -> Tensor:
 
 
 def _depth(depth: int, y: Tensor, y_shuffled: Tensor, perm: Tensor,
-           twin: tuple[Tensor, Tensor] | None, sequence: int = 1) -> LayerOrder:
-    """One depth's change, tolerance and verdict; ``twin`` = the float64 (y, y_shuffled) or None."""
+           twin: tuple[Tensor, Tensor] | None, sequence: int = 1, working: torch.dtype | None = None) -> LayerOrder:
+    """One depth's change, tolerance and verdict; ``twin`` = the float64 (y, y_shuffled) or None; ``working``:
+    a lower precision the model computes in inside (its softmax), which then sets the tolerance."""
     T = y.shape[0]
     change = float((y_shuffled[:, depth] - y[perm, depth]).abs().max())
     scale = float(y[:, depth].abs().max())
+    if depth > 0 and working is not None and torch.finfo(working).eps > torch.finfo(y.dtype).eps:  # past a softmax
+        allowed = tolerance(scale, T, working)
+        said = verdict(change, allowed, working, None)  # no twin computes it better: "cannot tell" within it
+        return LayerOrder(depth, change, scale, allowed, said == HOLDS, said, sequence)
     allowed = tolerance(scale, T, y.dtype)
     rerun = None
     if twin is not None:
@@ -114,8 +120,17 @@ def _worst(rows: list[LayerOrder]) -> LayerOrder:
                                       else math.inf))
 
 
+def _at(result: OrderResult, working: torch.dtype | None) -> OrderResult:
+    """The engine's overall result judged again at the model's lower working precision, if it has one."""
+    if working is None or torch.finfo(working).eps <= torch.finfo(getattr(torch, result.dtype)).eps:
+        return result
+    allowed = tolerance(result.max_abs_output, len(result.permutation), working)
+    said = verdict(result.max_abs_change, allowed, working, None)
+    return dataclasses.replace(result, tolerance=allowed, verdict=said, holds=said == HOLDS)
+
+
 def _sequence(encoder: Encoder, twin: Encoder | None, ids: Tensor, mask: Tensor, b: int,
-              seed: int) -> tuple[OrderResult, list[LayerOrder]]:
+              seed: int, working: torch.dtype | None = None) -> tuple[OrderResult, list[LayerOrder]]:
     """The order test of sequence b of the batch: the overall result and one row per depth."""
     passes: list[tuple[Tensor, Tensor]] = []
     passes64: list[tuple[Tensor, Tensor]] = []
@@ -125,11 +140,12 @@ def _sequence(encoder: Encoder, twin: Encoder | None, ids: Tensor, mask: Tensor,
     perm = torch.tensor(overall.permutation)
     y, y_shuffled = _pass(passes, column[:, 0]), _pass(passes, column[perm, 0])  # (n_b, L + 1, d_model) each
     pair = (_pass(passes64, column[:, 0]), _pass(passes64, column[perm, 0])) if len(passes64) == 2 else None
-    return overall, [_depth(depth, y, y_shuffled, perm, pair, b + 1) for depth in range(y.shape[1])]
+    return _at(overall, working), [_depth(depth, y, y_shuffled, perm, pair, b + 1, working)
+                                   for depth in range(y.shape[1])]
 
 
 def measure_model_order(encoder: Encoder, ids: Tensor, mask: Tensor | None = None, *, positions: bool,
-                        seed: int = 0) -> OrderCheck:
+                        seed: int = 0, working: torch.dtype | None = None) -> OrderCheck:
     """Shuffle each sequence's tokens by a seeded π and compare every depth's output with the original, shuffled (L10).
 
     >>> from seqlab.layers.pretrained import encode
@@ -149,6 +165,10 @@ def measure_model_order(encoder: Encoder, ids: Tensor, mask: Tensor | None = Non
         positions: keep the position information (True) or switch it off (False, see
             :func:`~seqlab.layers.anatomy.without_positions`).
         seed: seed of π (the same seed for every sequence).
+        working: the precision the model really computes in where it is below the encoder's dtype (LLaMA's,
+            GPT-NeoX's and ModernBERT's eager softmax runs in float32 inside a float64 model; see
+            :func:`seqlab.studies.model.working_precision`): the tolerance is then that dtype's, and a change
+            within it is "cannot tell at <dtype>" (no twin computes that softmax better). None: the dtype's.
 
     Returns:
         An :class:`OrderCheck`; depth 0 is the embeddings' output, depth l the output of layer l; each
@@ -174,7 +194,7 @@ def measure_model_order(encoder: Encoder, ids: Tensor, mask: Tensor | None = Non
             stack.enter_context(without_positions(encoder.model))
             if twin is not None:
                 stack.enter_context(without_positions(twin.model))
-        measured = [_sequence(encoder, twin, ids, mask, b, seed) for b in range(ids.shape[0])]
+        measured = [_sequence(encoder, twin, ids, mask, b, seed, working) for b in range(ids.shape[0])]
     depths = tuple(_worst([rows[depth] for _, rows in measured]) for depth in range(len(measured[0][1])))
     overall = max((result for result, _ in measured), key=lambda r: (_rank(r.verdict), r.max_abs_change / r.tolerance
                                                                     if r.tolerance else math.inf))
