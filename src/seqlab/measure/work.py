@@ -37,12 +37,15 @@ import torch
 from torch._C import DispatchKey
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves, tree_map
-from torch.utils.flop_counter import FlopCounterMode, _FlopCounterMode
+from torch.utils.flop_counter import FlopCounterMode, _FlopCounterMode, shape_wrapper
 
 from seqlab.measure.ops import EXTRA_FORMULAS, PYTORCH_TWINS, is_unknown, op_name, tensors_in
 from seqlab.measure.switches import one_thread
 
 aten = torch.ops.aten
+
+#: The code of PyTorch's ``shape_wrapper`` around a formula: such a formula is called here on shapes directly.
+_SHAPE_WRAPPED = shape_wrapper(lambda: 0).__code__
 
 #: by_op key for multiplications done as broadcast element-wise products (outer products).
 OUTER_PRODUCT = "aten.mul (outer product)"
@@ -155,7 +158,14 @@ class _NestedCounter(FlopCounterMode):
 
     def _count_flops(self, func_packet, out, args, kwargs):
         if not _any_nested((args, kwargs, out)):
-            return super()._count_flops(func_packet, out, args, kwargs)
+            formula = self.flop_registry.get(func_packet)
+            if getattr(formula, "__code__", None) is not _SHAPE_WRAPPED:
+                return super()._count_flops(func_packet, out, args, kwargs)
+            raw = formula.__wrapped__  # PyTorch's formula inside its pytree shape wrapper
+            flop = raw(*_shapes(args), out_shape=_shapes((out,))[0], **dict(zip(kwargs, _shapes(kwargs.values()))))
+            for parent in set(self.mod_tracker.parents):
+                self.flop_counts[parent][func_packet] += flop
+            return out
         if func_packet not in self.flop_registry:
             return out
         self.nested_seen = True
@@ -224,6 +234,13 @@ def _any_nested(tree: tuple) -> bool:
 def _flat(tree: tuple) -> list:
     """(args, kwargs, out) -> a list of the values in them (kwargs by value)."""
     return [tuple(value.values()) if isinstance(value, dict) else value for value in tree]
+
+
+def _shapes(values) -> list:
+    """Each tensor replaced by its shape, inside lists and tuples too: what PyTorch's formula wrapper
+    (``shape_wrapper``) passes on, without a pytree walk per op."""
+    return [value.shape if isinstance(value, torch.Tensor) else
+            type(value)(_shapes(value)) if isinstance(value, (list, tuple)) else value for value in values]
 
 
 def _padded(shapes: list[torch.Size]) -> torch.Size:
