@@ -8,6 +8,7 @@ import typer
 
 from seqlab.cli import app
 from seqlab.cli.options import LANG_HELP, bad_parameter, float_between, integer_at_least, language
+from seqlab.cli.progress import progress_bar
 from seqlab.cli.threads import ThreadsOption, timing_threads
 from seqlab.errors import SeqlabError
 
@@ -95,8 +96,8 @@ def compare(
         raise bad_parameter(error, options, size_options) from None
     token_sequence, source = _tokens(text, tokens, tokenizer, lang)
     try:
-        with timing_threads(threads):
-            result = run_compare(token_sequence, source, config)
+        with timing_threads(threads), progress_bar() as step:  # the bar only on a terminal (cli.progress)
+            result = run_compare(token_sequence, source, config, step)
     except SeqlabError as error:
         raise bad_parameter(error, options, size_options) from None
     if as_json:

@@ -15,6 +15,7 @@ import typer
 
 from seqlab.cli import app
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, integer_or_text, language, writable_folder
+from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
 
 #: Which option each library parameter comes from, to point an error at the right one.
@@ -82,7 +83,9 @@ def figure(
     except SeqlabError as error:
         raise bad_parameter(error, OPTIONS, "'--length' / '--d-model'") from None
     writable_folder(out)
-    result = measure_figure(T_source=length, T_target=length, d_model=d_model, heads=heads, seed=seed)
+    with progress_bar() as step:  # the bar only on a terminal (cli.progress)
+        result = measure_figure(T_source=length, T_target=length, d_model=d_model, heads=heads, seed=seed,
+                                progress=step)
     _emit(result, out, lang, as_json)
 
 

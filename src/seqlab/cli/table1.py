@@ -9,6 +9,7 @@ import typer
 
 from seqlab.cli import app
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
+from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
 
 #: Which option each library parameter comes from, to point an error at the right one.
@@ -95,7 +96,8 @@ def table1(
     config = Table1Config(lengths=parsed_lengths, d_models=widths, kernel=kernel, window=window)
     try:
         config = check_table1_size(config)
-        result = run_table1(config)
+        with progress_bar() as step:  # the bar only on a terminal (cli.progress)
+            result = run_table1(config, progress=step)
     except SeqlabError as error:
         raise bad_parameter(error, OPTIONS, "'--lengths' / '--d-model'") from None
     if stem is not None:

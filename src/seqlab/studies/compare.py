@@ -18,6 +18,7 @@ Shapes: T tokens, d_model token width, d_h hidden width, d_k query/key width, d_
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -311,7 +312,8 @@ def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareCon
     )
 
 
-def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConfig()) -> CompareResult:
+def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConfig(),
+                progress: Callable[[int, int, str], None] | None = None) -> CompareResult:
     """Measure the recurrence against attention on ``tokens``.
 
     >>> from seqlab.text import tokenize
@@ -324,6 +326,7 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
         tokens: the text's tokens (T = len(tokens) ≥ 2).
         source: a label for where the text came from (shown in the report).
         config: widths, score, seed and options.
+        progress: called as ``progress(done, total, what)`` before each of 4 stages and at the end.
 
     Returns:
         A :class:`CompareResult`.
@@ -339,9 +342,13 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
     x = embed(tokens, recurrence.d_model, seed=config.seed)  # (T, d_model)
     d_model, d_h, d_k, d_v = config.widths()
     probes = _probes(config, d_h, T)
+    step = progress or (lambda done, total, what: None)
     with fixed_threads(1):
+        step(0, 4, "recurrence")
         rec = _measure_recurrence(recurrence, x, config)
+        step(1, 4, "attention")
         att = _measure_attention(attention, x, config)
+        step(2, 4, "scopes, LSTM and GRU")
         gated_modules = {cell: build_gated(cell, d_model, d_h, _generator(config.seed, 3 + i))
                          for i, cell in enumerate(CELLS if config.gated else ())}
         modules = build_modules(recurrence, attention, gated_modules, config.score, _generator(config.seed, 5),
@@ -385,4 +392,7 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
         heads=modules.heads.heads if modules.heads is not None else None,
         sensitivity=sensitivity,
     )
-    return time_modules(result, modules, x, config.min_run_time, config.time_explicit) if config.time else result
+    step(3, 4, "time")
+    result = time_modules(result, modules, x, config.min_run_time, config.time_explicit) if config.time else result
+    step(4, 4, "done")
+    return result

@@ -194,7 +194,8 @@ def box_pattern(dependencies: tuple[Dependency, ...]) -> str:
 
 
 def measure_boxes(boxes: Mapping[str, Callable[..., Tensor]], source: Tensor, target_in: Tensor,
-                  vocabulary: int, *, seed: int = 0, probes: int = DEFAULT_PROBES) -> tuple[BoxResult, ...]:
+                  vocabulary: int, *, seed: int = 0, probes: int = DEFAULT_PROBES,
+                  progress: Callable[[int, int, str], None] | None = None) -> tuple[BoxResult, ...]:
     """Run the boxes in order and measure every input of every box (L11).
 
     Args:
@@ -206,6 +207,7 @@ def measure_boxes(boxes: Mapping[str, Callable[..., Tensor]], source: Tensor, ta
         vocabulary: V, for the token-replacement of the embeddings.
         seed: seed of the Jacobian probes.
         probes: Gaussian probes per output row.
+        progress: called as ``progress(done, 15, box key)`` before each box and at the end.
 
     Returns:
         Fifteen :class:`BoxResult` in the paper's order.
@@ -216,6 +218,8 @@ def measure_boxes(boxes: Mapping[str, Callable[..., Tensor]], source: Tensor, ta
     _, inputs = compose(dict(boxes), source, target_in)
     results = []
     for spec in BOX_SPECS:
+        if progress is not None:
+            progress(len(results), len(BOX_SPECS), spec.key)
         measured = tuple(Dependency.of(dependency_matrix(
             boxes[spec.key], inputs[spec.key], name, other_sequence=(spec.key == "decoder.cross_attention"
                                                                      and name == "memory"),
@@ -223,6 +227,8 @@ def measure_boxes(boxes: Mapping[str, Callable[..., Tensor]], source: Tensor, ta
         pattern = box_pattern(measured)
         results.append(BoxResult(spec.key, spec.stack, spec.title, spec.lesson, spec.column, spec.row,
                                  mixes=pattern not in (PER_ROW, NONE), pattern=pattern, dependencies=measured))
+    if progress is not None:
+        progress(len(results), len(BOX_SPECS), "done")
     return tuple(results)
 
 
@@ -301,7 +307,8 @@ def _cut(tokens: Tokens, start: int, length: int) -> Tokens:
 
 
 def measure_figure(T_source: int = DEFAULT_LENGTH, T_target: int = DEFAULT_LENGTH, d_model: int = DEFAULT_D_MODEL,
-                   heads: int = DEFAULT_HEADS, seed: int = 0, text: str | Text | None = None) -> FigureResult:
+                   heads: int = DEFAULT_HEADS, seed: int = 0, text: str | Text | None = None,
+                   progress: Callable[[int, int, str], None] | None = None) -> FigureResult:
     """Build the Transformer, run it on real tokens and measure which of the fifteen boxes mix positions (L11).
 
     >>> result = measure_figure(T_source=4, T_target=3, d_model=8, heads=2)
@@ -316,6 +323,7 @@ def measure_figure(T_source: int = DEFAULT_LENGTH, T_target: int = DEFAULT_LENGT
         seed: in [0, 2**32 - 1]; seeds the weights (and the probes); token vectors come from :func:`seqlab.text.embed`.
         text: None for the built-in story (source: Spanish, target: its English twin), else a text
             whose first S tokens are the source and the next T the target.
+        progress: called as ``progress(done, 15, box key)`` as the boxes are measured (see :func:`measure_boxes`).
 
     Returns:
         A :class:`FigureResult` (float64, eval mode, one layer per stack, d_ff = 4·d_model).
@@ -341,6 +349,6 @@ def measure_figure(T_source: int = DEFAULT_LENGTH, T_target: int = DEFAULT_LENGT
         model.embedding.weight[:start] = rows / math.sqrt(d_model)  # the scale of §3.4's shared matrix
     source = torch.tensor([[index[t] for t in source_tokens.ids]])  # (1, S)
     target_in = shift_right(torch.tensor([[index[t] for t in target_tokens.ids]]), start)  # (1, T)
-    boxes = measure_boxes(model.boxes(), source, target_in, vocabulary, seed=seed)
+    boxes = measure_boxes(model.boxes(), source, target_in, vocabulary, seed=seed, progress=progress)
     return FigureResult(T_source, T_target, d_model, heads, seed,
                         lit=tuple(box.key for box in boxes if box.mixes), boxes=boxes)

@@ -307,7 +307,8 @@ def check_table1_size(config: Table1Config) -> Table1Config:
     return config
 
 
-def run_table1(config: Table1Config | None = None, *, layers: Sequence[str] = LAYER_TYPES) -> Table1Result:
+def run_table1(config: Table1Config | None = None, *, layers: Sequence[str] = LAYER_TYPES,
+               progress: Callable[[int, int, str], None] | None = None) -> Table1Result:
     """Measure every layer type of Table 1 at every T and d, fit the growth with T, judge each cell.
 
     >>> result = run_table1(Table1Config(lengths=(8, 16, 32), d_models=(4,)), layers=("rnn",))
@@ -317,6 +318,7 @@ def run_table1(config: Table1Config | None = None, *, layers: Sequence[str] = LA
     Args:
         config: sizes (default :class:`Table1Config`: T = 16…256, d = 64, k = 3, r = 4).
         layers: the layer types to measure (default all of :data:`LAYER_TYPES`).
+        progress: called as ``progress(done, total, layer)`` as each layer type at each d is measured.
 
     Returns:
         A :class:`Table1Result`.
@@ -330,12 +332,17 @@ def run_table1(config: Table1Config | None = None, *, layers: Sequence[str] = LA
         raise SeqlabError(f"layers must be among {', '.join(LAYER_TYPES)}; received {list(layers)}",
                           parameter="layer")
     rows: list[LayerRow] = []
+    total = len(config.d_models) * len(layers)
     with fixed_threads(1):
         for d in config.d_models:
             for layer in layers:
+                if progress is not None:
+                    progress(len(rows), total, layer)
                 samples = tuple(measure_sample(layer, T, d, config.kernel, config.window, config.seed)
                                 for T in config.lengths)
                 rows.append(_row(layer, d, samples))
+    if progress is not None:
+        progress(total, total, "done")
     width_fits = ()
     if len(config.d_models) >= 2:
         width_fits = tuple(_width_fit(layer, [row for row in rows if row.layer == layer]) for layer in layers)
