@@ -39,6 +39,8 @@ def align(d: Tensor, shape: Sequence[int]) -> Tensor:
     torch.Size([2, 4, 3])
     """
     own = d.shape[1:]
+    if own == shape:
+        return d
     padded = d.reshape(d.shape[0], *([1] * (len(shape) - len(own))), *own)
     return padded.expand(d.shape[0], *shape)
 

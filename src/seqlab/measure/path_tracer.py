@@ -58,6 +58,12 @@ def op_kind(func: torch._ops.OpOverload) -> int:
     return POINTWISE if rules.is_pointwise(func) else OTHER
 
 
+def _fresh(value: Tensor) -> bool:
+    """A distance tensor no one else holds a view of: computed by the rule (not a view of a stored one),
+    contiguous, of the store's dtype."""
+    return value._base is None and value.dtype == DTYPE and value.is_contiguous()
+
+
 class DistanceStore:
     """Distances per storage, and what a rule may ask: ``store(tensor)`` reads a tensor's distances (None: a
     constant), :meth:`constant_zeros` and :meth:`constant_infs` answer once per constant."""
@@ -87,6 +93,11 @@ class DistanceStore:
                 return
             elements = tensor.untyped_storage().nbytes() // tensor.element_size()
             self._charge(self.rows * elements * ITEMSIZE)
+            if _fresh(value) and tensor.storage_offset() == 0 and tensor.numel() == elements and \
+                    tensor.is_contiguous():  # a new result laid out as its storage: kept as it is, no copy
+                self.by_storage[key] = value.view(self.rows, elements)
+                self.alive.append(tensor)
+                return
             storage = torch.full((self.rows, elements), UNREACHABLE, dtype=DTYPE)
             self.by_storage[key] = storage
             self.alive.append(tensor)
