@@ -163,7 +163,7 @@ def order_table(result: ModelResult, lang: str = "en") -> Table:
     if len(off.sequences) > 1:
         caption += " " + tr("Each sequence is shuffled on its own real positions; #k is the sequence that decides "
                             "the row (one that changed, else the closest to its tolerance).")
-    table = Table(title=tr("Order (L10): the {T} tokens shuffled by one permutation (seed {seed})").format(
+    table = FittedTable(title=tr("Order (L10): the {T} tokens shuffled by one permutation (seed {seed})").format(
         T=format_integer(result.T, lang), seed=result.seed) if len(off.sequences) < 2 else tr(
         "Order (L10): each sequence's tokens shuffled by one permutation (seed {seed})").format(seed=result.seed),
         title_justify="left", caption_justify="left", caption=caption)
