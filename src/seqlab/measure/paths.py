@@ -13,13 +13,14 @@ inputs to its outputs by a rule of :mod:`seqlab.measure.path_rules`; an op witho
 "every output element depends on every input element" and is named in the result.
 
 Memory, bounded (issue 17): the distances of a pass take S × (elements written) × 8 bytes (two int32
-units) — at T = 512, d = 256 a self-attention pass takes about 12 MiB per source. The sources are
+units) — at T = 512, d = 256 a self-attention pass takes about 11 MiB per source. The sources are
 therefore traced in **batches**: the first pass takes :data:`FIRST_BATCH` of them and measures the bytes
 one source costs; every later pass takes as many as fit in ``batch_bytes`` (default :data:`BATCH_BYTES`).
 So the distances held at once stay under max(``batch_bytes``, :data:`FIRST_BATCH` × one source's bytes)
 whatever the number of sources; the time grows with the number of passes. Every pass runs the layer
 again on a fresh copy of x (a layer in eval mode computes the same thing each time). One source whose
-pass alone would take more than half of the available memory is refused with a clear error.
+pass alone would take more than half of the available memory is refused with a clear error. The passes
+run on one CPU thread (:func:`~seqlab.measure.switches.one_thread`): the tracer pays Python per op.
 
 Dependencies are *structural* (the op reads the element), refined where a constant mask or zero is
 known by value — see :mod:`seqlab.measure.path_rules`. Run layers in eval mode. Three rules on values:
