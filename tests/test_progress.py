@@ -79,3 +79,13 @@ def test_the_commands_print_no_progress_into_a_pipe(runner, lang):
     assert result.exit_code == 0
     assert "Measuring" not in result.output and "Midiendo" not in result.output and "━━" not in result.output.split(
         "┏")[0]
+
+
+def test_model_reports_its_stages():
+    pytest.importorskip("transformers")
+    from seqlab.studies.model import inspect_model
+
+    calls, record = _recorder()
+    inspect_model("En un lugar de la Mancha", max_tokens=8, mixing_tokens=4, progress=record)
+    assert [what for _, _, what in calls] == ["load", "mixing", "attention", "order", "done"]
+    _counts_up_to_the_end(calls)

@@ -25,6 +25,7 @@ from seqlab.cli import app
 from seqlab.cli.extras import require_extra
 from seqlab.cli.options import integer_or_text, writable_folder
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
+from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
 
 #: Which option each library parameter comes from, to point an error at the right one.
@@ -176,8 +177,10 @@ def model(
     folder = None if as_json else writable_folder(out)
     source, batch = _sequences(file, texts or [], lines, lang)
     try:
-        result = inspect_model(batch[0] if len(batch) == 1 else batch, source=source, model=model_path, layer=layer,
-                               head=head, max_tokens=max_tokens, mixing_tokens=mixing_tokens, seed=seed)
+        with progress_bar() as step:  # the bar only on a terminal (cli.progress)
+            result = inspect_model(batch[0] if len(batch) == 1 else batch, source=source, model=model_path,
+                                   layer=layer, head=head, max_tokens=max_tokens, mixing_tokens=mixing_tokens,
+                                   seed=seed, progress=step)
     except SeqlabError as error:
         options = {**OPTIONS, "text": "'--text'"} if source == "--text" else OPTIONS
         raise bad_parameter(error, options, "'FILE'") from None

@@ -31,7 +31,7 @@ d_head = d_model / H, L layers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -312,7 +312,7 @@ def _windows(encoder: Encoder, texts: Sequence[str], max_tokens: int | None) -> 
 
 def inspect_model(text: str | Sequence[str], *, source: str = "text", model: str | None = None, layer: int = 1,
                   head: int = 1, max_tokens: int | None = None, mixing_tokens: int = MIXING_TOKENS,
-                  seed: int = 0) -> ModelResult:
+                  seed: int = 0, progress: Callable[[int, int, str], None] | None = None) -> ModelResult:
     """Put a trained model under the microscope on one window of each text: mixing, order and α (L4, L10, L11).
 
     >>> r = inspect_model("En un lugar de la Mancha", max_tokens=8, mixing_tokens=4)
@@ -329,6 +329,7 @@ def inspect_model(text: str | Sequence[str], *, source: str = "text", model: str
         max_tokens: positions in each window, [3, the model's maximum]; None: up to 512.
         mixing_tokens: the first columns the mixing Jacobians are measured on, [2, 64].
         seed: seed of the permutation and of the Jacobian probes, an integer >= 0.
+        progress: called as ``progress(done, 5, what)`` before each of 5 stages and at the end.
 
     Returns:
         A :class:`ModelResult`; every measurement in float64.
@@ -343,22 +344,28 @@ def inspect_model(text: str | Sequence[str], *, source: str = "text", model: str
     check_model_options(layer, head, max_tokens, mixing_tokens, model)
     import transformers
 
+    step = progress or (lambda done, total, what: None)
+    step(0, 5, "load")
     encoder = load_encoder(torch.float64, model)
     switch = find_position_switch(encoder.model)  # refuse a model without a switch before measuring
     windows = _windows(encoder, [text] if isinstance(text, str) else list(text), max_tokens)
     ids, mask = pad(windows, encoder.pad_id)  # (B, T_max) each
     T_m = min(mixing_tokens, ids.shape[1])
+    step(1, 5, "mixing")
     modules, unmeasured = measure_mixing(encoder, ids[:, :T_m], mask[:, :T_m], seed=seed)  # each row has >= 2
+    step(2, 5, "attention")
     attention = measure_attention(encoder, ids, layer, head, mask=mask, seed=seed)
     working = working_precision(attention, torch.float64)
     config, first = encoder.config, windows[0]
+    step(3, 5, "order")
+    orders = [measure_model_order(encoder, ids, mask, positions=on, seed=seed, working=working) for on in (False, True)]
+    step(5, 5, "done")
     return ModelResult(
         model=config.name, source=source, layers=config.layers, heads=config.heads, d_model=config.d_model,
         max_positions=config.max_positions, T=len(first), pieces=first.pieces, text_pieces=first.text_pieces,
         kept_pieces=first.kept_pieces, window_chars=first.window_chars, text_chars=first.text_chars,
         mixing_tokens=T_m, modules=modules,
-        order_without_positions=measure_model_order(encoder, ids, mask, positions=False, seed=seed, working=working),
-        order_with_positions=measure_model_order(encoder, ids, mask, positions=True, seed=seed, working=working),
+        order_without_positions=orders[0], order_with_positions=orders[1],
         attention=attention, dtype=encoder.dtype, softmax_dtype=str(working).removeprefix("torch."),
         seed=seed, threads=torch.get_num_threads(), versions=(torch.__version__, transformers.__version__),
         windows=tuple(windows), padded_T=int(ids.shape[1]), unmeasured=unmeasured,
