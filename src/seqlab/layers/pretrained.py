@@ -86,9 +86,10 @@ def checkpoint_folder(path: str | os.PathLike | None = None) -> str:
     expected = "expected a local Hugging Face checkpoint folder (config.json, weights, tokenizer)"
     if not folder.is_dir():
         raise SeqlabError(f"{str(path)!r} is not a folder; {expected}", parameter="model")
-    for label, names in (("config.json", ("config.json",)), ("weights", WEIGHTS), ("tokenizer", TOKENIZER)):
-        if not any((folder / name).is_file() for name in names):
-            raise SeqlabError(f"{str(path)!r} has no {label} ({', '.join(names)}); {expected}", parameter="model")
+    for label, names in (("config.json", ()), ("weights", WEIGHTS), ("tokenizer", TOKENIZER)):
+        if not any((folder / name).is_file() for name in names or (label,)):
+            which = f" ({', '.join(names)})" if names else ""
+            raise SeqlabError(f"{str(path)!r} has no {label}{which}; {expected}", parameter="model")
     return str(folder.resolve())
 
 

@@ -342,9 +342,9 @@ def render_model(result: ModelResult, lang: str = "en", figures: tuple[Path, ...
 
 def model_json(result: ModelResult) -> str:
     """The whole result (every module, both order checks, α) as JSON: indented, each row of α on one line."""
-    from seqlab.render.json_output import compact_json, to_jsonable
+    from seqlab.render.json_output import compact_json, to_jsonable, versioned
 
-    return compact_json({**to_jsonable(result), "kind": result.kind})
+    return compact_json(versioned({**to_jsonable(result), "kind": result.kind}, "model"))
 
 
 from seqlab.render.model_plot import MAX_TICKS, plot_attention, write_attention_plot  # noqa: E402,F401
