@@ -194,3 +194,44 @@ def test_top_level_help_shows_every_summary_whole(runner, env):
         assert f"{name} {summary}" in flat(output), f"{name}'s summary is not whole in:\n{output}"
     listing = output.split("Comandos:" if lang == "es" else "Commands:")[1]
     assert "..." not in listing, listing  # click's cut summaries end in "..."
+
+
+# --- Option errors worded by a command or the library -----------------------------------------------------
+
+@pytest.mark.parametrize(("args", "spanish", "english"), [
+    (("compare", "--text", "/nonexistent/t.txt"),
+     "el archivo de texto '/nonexistent/t.txt' no existe; se esperaba un archivo de texto UTF-8",
+     "text file '/nonexistent/t.txt' does not exist; expected a UTF-8 text file"),
+    (("compare", "--score", "bogus"), "se esperaba uno de dot, scaled_dot, additive, general; se recibió 'bogus'",
+     "expected one of dot, scaled_dot, additive, general; received 'bogus'"),
+    (("compare", "--text", "a", "--tokens", "3"), "dé --text o --tokens, no los dos",
+     "give either --text or --tokens, not both"),
+    (("table1", "--lengths", "1,2"), "se esperaban enteros >= 2 separados por comas; se recibió '1,2'",
+     "expected integers >= 2 separated by commas, received '1,2'"),
+])
+def test_command_and_library_errors_in_both_languages(runner, args, spanish, english):
+    spanish_run, english_run = run(runner, *args, env=SPANISH), run(runner, *args)
+    assert spanish_run.exit_code == english_run.exit_code == 2
+    assert spanish in spanish_run.output and english in english_run.output
+
+
+def test_the_templates_still_read_what_the_library_raises(tmp_path):
+    """A wording change in the library would leave its error in English: each template is checked on the real text."""
+    from seqlab.cli.error_texts import translate_error
+    from seqlab.errors import SeqlabError
+    from seqlab.memory import MemoryEstimate, require_fits
+    from seqlab.text import read_text
+
+    raised = []
+    for call in (lambda: read_text(tmp_path / "missing.txt"), lambda: read_text(tmp_path),
+                 lambda: require_fits(MemoryEstimate(3 * 2**30, "maps"), "T = 9", available=2**30)):
+        with pytest.raises(SeqlabError) as error:
+            call()
+        raised.append(str(error.value))
+    (tmp_path / "empty.txt").write_bytes(b"")
+    with pytest.raises(SeqlabError) as error:
+        read_text(tmp_path / "empty.txt")
+    raised.append(str(error.value))
+    for message in raised:
+        assert translate_error(message, "es") != message, message
+        assert translate_error(message, "en") == message

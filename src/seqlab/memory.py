@@ -38,12 +38,14 @@ class MemoryEstimate:
 
 
 def readable_bytes(count: int | float) -> str:
-    """A byte count in the largest binary unit that keeps it at 1 or more (B, KiB, MiB, GiB, TiB), one decimal.
+    """A byte count in the largest binary unit that keeps it at 1 or more (B, KiB, MiB, GiB, TiB, PiB, EiB).
 
     >>> readable_bytes(3 * GIB), readable_bytes(1536 * 1024), readable_bytes(8), readable_bytes(5 * 1024**4)
     ('3.0 GiB', '1.5 MiB', '8 B', '5.0 TiB')
+    >>> readable_bytes(3_120_147_456_056_623_104)  # T = 10**8 at d_model = 512: compare's attention maps
+    '2.7 EiB'
     """
-    units = (("TiB", 1024**4), ("GiB", GIB), ("MiB", 1024**2), ("KiB", 1024))
+    units = (("EiB", 1024**6), ("PiB", 1024**5), ("TiB", 1024**4), ("GiB", GIB), ("MiB", 1024**2), ("KiB", 1024))
     for unit, size in units:
         if count >= size:
             return f"{count / size:.1f} {unit}"

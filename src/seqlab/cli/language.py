@@ -150,24 +150,41 @@ def _template(msgid: str) -> re.Pattern[str]:
     return re.compile("^" + "".join(parts) + "$", re.S)
 
 
+def read_as(message: str, lang: str, templates: Sequence[str], domain: str) -> str:
+    """``message`` worded again in ``lang`` from the first of ``templates`` it reads as, else as it is.
+
+    A ``{message}`` field is itself read again (:func:`translate_message`).
+
+    >>> read_as("Missing argument 'FACTORY'.", "es", USAGE_MESSAGES, CLICK_DOMAIN)
+    "Falta el argumento 'FACTORY'."
+    """
+    for msgid in templates:
+        match = _template(msgid).match(message)
+        if match:
+            fields = match.groupdict()
+            if "message" in fields:
+                fields["message"] = translate_message(fields["message"], lang)
+            return catalogue(lang, domain).gettext(msgid).format(**fields)
+    return message
+
+
 def translate_message(message: str, lang: str) -> str:
-    """An English usage message of Typer's click copy, worded again in ``lang`` (unknown ones stay as they are).
+    """An English usage message of Typer's click copy, or a listed option error
+    (:data:`seqlab.cli.error_texts.ERROR_MESSAGES`), worded again in ``lang``; unknown ones stay as they are.
 
     >>> translate_message("Invalid value for '--tokens': Value 'x' is not a valid int.", "es")
     "Valor no válido para '--tokens': El valor 'x' no es un int válido."
     >>> translate_message("No such option: --bogus", "es"), translate_message("No such option: --bogus", "en")
     ('No existe la opción --bogus', 'No such option: --bogus')
     """
+    from seqlab.cli.error_texts import ERROR_MESSAGES, ERRORS_DOMAIN
+
     if lang == "en":
         return message
-    translate = catalogue(lang, CLICK_DOMAIN).gettext
-    for msgid in USAGE_MESSAGES:
-        match = _template(msgid).match(message)
-        if match:
-            fields = match.groupdict()
-            if "message" in fields:
-                fields["message"] = translate_message(fields["message"], lang)
-            return translate(msgid).format(**fields)
+    for templates, domain in ((USAGE_MESSAGES, CLICK_DOMAIN), (ERROR_MESSAGES, ERRORS_DOMAIN)):
+        worded = read_as(message, lang, templates, domain)
+        if worded != message:
+            return worded
     return message
 
 
