@@ -316,3 +316,4 @@ def test_lines_of_a_file_are_one_padded_batch_in_spanish(cli, checkpoints, tmp_p
     flat = " ".join(result.output.split())
     assert "Como dice la lección de un decoder (L11)" in flat and "Como dice la lección de un decoder (L10)" in flat
     assert "primera de 2 secuencias" in flat and (tmp_path / "mapas" / "attention-layer1-head1.png").is_file()
+    assert "(primeras 5 posiciones de cada una de las 2 ventanas)" in flat  # 6 asked, the longer window has 5

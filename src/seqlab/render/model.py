@@ -77,8 +77,9 @@ def mixing_table(result: ModelResult, lang: str = "en") -> Table:
     groups: dict[str, list[ModuleMixing]] = {}
     for module in result.modules:
         groups.setdefault(_local_name(module), []).append(module)
-    table = FittedTable(title=tr("Which modules mix positions (first {T} positions of the window)").format(
-        T=result.mixing_tokens), title_justify="left", caption_justify="left", droppable=(1,), caption=tr(
+    title = tr("Which modules mix positions (first {T} positions of the window)") if len(result.windows) < 2 else \
+        tr("Which modules mix positions (first {T} positions of each of the {B} windows)")
+    table = FittedTable(title=title.format(T=result.mixing_tokens, B=len(result.windows)), title_justify="left", caption_justify="left", droppable=(1,), caption=tr(
         "Does output row j read input row i ≠ j? Measured in {dtype}: Jacobian probes for vectors, one token "
         "replaced at a time for token ids. Off-diagonal strength: the smallest (mixing modules) or largest "
         "(per-row modules) norm of ∂y_j/∂x_i over i ≠ j; 0 means exactly zero. Dropout is the identity in eval "
