@@ -4,7 +4,7 @@ Before issue 17, idle OpenMP threads of the tracers spun on cores another proces
 about 3.5 on 2 cores, ``seqlab compare --no-time`` took 98 s against 9.7 s on one thread. Counting and
 tracing now run on one thread, so a busy neighbour should cost at most its share of the CPU. This script
 times the same command (``seqlab compare --lang en --no-time`` by default) once without and once beside
-one background process that keeps every core busy with matrix products, and prints the ratio beside the
+one background process that keeps one core (``--neighbour-threads``: more) busy with matrix products, and prints the ratio beside the
 goal (≤ 2×) and the load (``os.getloadavg``) around each run. With ``--quijote`` it also times
 ``seqlab compare --text`` on the Quijote chapter of /work/shared/data (goal: under 20 s). Run from the
 repository root:
@@ -24,8 +24,8 @@ import time
 GOAL_RATIO = 2.0
 QUIJOTE_GOAL_S = 20.0
 COMMAND = ["seqlab", "compare", "--lang", "en", "--no-time"]
-#: The busy neighbour: products of 512 x 512 matrices on every core PyTorch sees, until it is stopped.
-BUSY = "import torch\na = torch.randn(512, 512)\nwhile True:\n    a = torch.tanh(a @ a)\n"
+#: The busy neighbour: products of 512 x 512 matrices on {threads} thread(s), until it is stopped.
+BUSY = "import torch\ntorch.set_num_threads({threads})\na = torch.randn(512, 512)\nwhile True:\n    a = torch.tanh(a @ a)\n"
 
 
 def run(command: list[str]) -> tuple[float, float, float]:
@@ -48,12 +48,14 @@ def best_of(command: list[str], repeats: int) -> tuple[float, float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=1, help="runs of each case; the fastest counts (default 1)")
+    parser.add_argument("--neighbour-threads", type=int, default=1,
+                        help="threads of the busy neighbour (default 1: one busy core)")
     parser.add_argument("--quijote", metavar="FILE", help="also time seqlab compare --text FILE (goal < 20 s)")
     options = parser.parse_args()
     print(f"{' '.join(COMMAND)}; {os.cpu_count()} cores")
     quiet = best_of(COMMAND, options.repeats)
     print(f"alone:                     {quiet[0]:6.1f} s wall, {quiet[1]:6.1f} s CPU; load {quiet[2]:.1f} before")
-    busy = subprocess.Popen([sys.executable, "-c", BUSY])
+    busy = subprocess.Popen([sys.executable, "-c", BUSY.format(threads=options.neighbour_threads)])
     try:
         time.sleep(2)  # let the neighbour start its threads
         loaded = best_of(COMMAND, options.repeats)
@@ -61,7 +63,7 @@ def main() -> None:
         busy.terminate()
         busy.wait()
     ratio = loaded[0] / quiet[0]
-    print(f"beside a busy process:     {loaded[0]:6.1f} s wall, {loaded[1]:6.1f} s CPU; load {loaded[2]:.1f} before")
+    print(f"beside a busy process ({options.neighbour_threads} thread(s)): {loaded[0]:6.1f} s wall, {loaded[1]:6.1f} s CPU; load {loaded[2]:.1f} before")
     print(f"ratio {ratio:.2f}× (≤ {GOAL_RATIO:g}×: {'meets' if ratio <= GOAL_RATIO else 'MISSES'} the goal)")
     if options.quijote:
         command = ["seqlab", "compare", "--lang", "en", "--text", options.quijote]
