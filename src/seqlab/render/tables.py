@@ -24,10 +24,11 @@ class FittedTable(Table):
     Where the natural layout is too wide (a pipe or an 80-column terminal), Rich would shrink every
     column, names included (``attention.se…``). Instead, the columns get explicit widths: each no-wrap
     column its longest cell, each other column at least its longest word (so words wrap, never break),
-    the room left going to the columns that need least to fit whole. If even that is too wide, the
-    edge padding goes, then the columns listed in ``droppable`` (indices; the least needed ones); if
-    it still is, the table is stacked: printed as several tables one under the other, each with the
-    first (name) column and as many of the others as fit, in their order, so no name or heading is cut.
+    the room left going first to the name column (the first), then to the columns that need least to
+    fit whole. If even that is too wide, the edge padding goes, then the columns listed in
+    ``droppable`` (indices; the least needed ones); if it still is, the table is stacked: printed as
+    several tables one under the other, each with the first (name) column and as many of the others
+    as fit, in their order, so no name or heading is cut.
 
     >>> table = FittedTable("Name", "Note")
     >>> table.columns[0].no_wrap = True
@@ -106,7 +107,8 @@ class FittedTable(Table):
                         .__rich_console__(console, options)
                 return
         widths = {index: bounds[index][0] for index in chosen}
-        for index in sorted(chosen, key=lambda i: bounds[i][1] - bounds[i][0]):  # who needs least fits first
+        # the name column first (a name on one line reads best), then who needs least to fit whole
+        for index in sorted(chosen, key=lambda i: (i != 0, bounds[i][1] - bounds[i][0])):
             grant = min(max(room, 0), bounds[index][1] - bounds[index][0])
             widths[index] += grant
             room -= grant
