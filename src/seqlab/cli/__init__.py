@@ -57,3 +57,4 @@ from seqlab.cli import figure as _figure  # noqa: E402,F401
 from seqlab.cli import check as _check  # noqa: E402,F401
 from seqlab.cli import serve as _serve  # noqa: E402,F401
 from seqlab.cli import report as _report  # noqa: E402,F401
+from seqlab.cli import decode as _decode  # noqa: E402,F401  (registers its command)
