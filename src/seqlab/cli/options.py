@@ -14,8 +14,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import click
 import typer
+from typer._click.globals import get_current_context  # typer vendors click: no click package
 
 from seqlab.cli.language import catalogue, current_language
 from seqlab.errors import SeqlabError
@@ -110,7 +110,7 @@ def language(lang: str | None) -> str:
     from seqlab.i18n import LANGUAGES, default_language
 
     if lang is None:
-        context = click.get_current_context(silent=True)
+        context = get_current_context(silent=True)
         lang = context.find_root().params.get("lang") if context is not None else None
     if lang is None:
         return default_language()
