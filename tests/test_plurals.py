@@ -37,3 +37,15 @@ def test_the_time_sentence_counts_threads(small_result, lang, one, two):
     one_thread = timed(small_result, replace(synthetic_timing(0.02, 8), threads=1),
                        replace(synthetic_timing(0.01, 8), threads=1))
     assert compare_sentences(one_thread, lang)[-1].startswith(one)
+
+
+@pytest.mark.parametrize(("lang", "one", "eight"), [("en", "with 1 head,", "with 8 heads,"),
+                                                    ("es", "con 1 cabeza,", "con 8 cabezas,")])
+def test_the_kernels_sentence_counts_heads(small_result, lang, one, eight):
+    from seqlab.render.compare_scopes import heads_text, scope_sentences
+
+    widths = (small_result.d_model, small_result.d_h, small_result.d_k, small_result.d_v)
+    for heads, expected in ((1, one), (8, eight)):
+        sentences = scope_sentences(small_result.scopes, small_result.T, widths, heads, lang)
+        assert any(expected in sentence for sentence in sentences), sentences
+    assert heads_text(1, lang) in ("1 head", "1 cabeza")

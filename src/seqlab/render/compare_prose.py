@@ -14,6 +14,7 @@ import math
 from seqlab.i18n import format_seconds, plural_translator
 from seqlab.measure.timing import Timing
 from seqlab.render.compare_format import Formatter, load_caveat, timed_blocks, timing_quality
+from seqlab.render.compare_scopes import heads_text
 from seqlab.studies.claims_time import SPEED_MARGIN
 from seqlab.studies.compare import CompareResult
 
@@ -185,12 +186,12 @@ def time_sentences(result: CompareResult, f: Formatter) -> list[str]:
             "within ×{margin} either way{caveat}.")))
     if rec is not None and att.time_layer is not None:
         sentences.append(_faster(rec, att.time_layer, f, f._(
-            "At layer scope nn.MultiheadAttention ({heads} heads) takes {att}: attention finishes {ratio} times as "
+            "At layer scope nn.MultiheadAttention ({heads}) takes {att}: attention finishes {ratio} times as "
             "fast as nn.RNN{caveat}."), f._(
-            "At layer scope nn.MultiheadAttention ({heads} heads) takes {att}: the recurrence finishes {ratio} "
+            "At layer scope nn.MultiheadAttention ({heads}) takes {att}: the recurrence finishes {ratio} "
             "times as fast{caveat}."), f._(
-            "At layer scope nn.MultiheadAttention ({heads} heads) takes {att}: about as fast as nn.RNN, within "
-            "×{margin} either way{caveat}."), heads=f.integer(result.heads or 0)))
+            "At layer scope nn.MultiheadAttention ({heads}) takes {att}: about as fast as nn.RNN, within "
+            "×{margin} either way{caveat}."), heads=heads_text(result.heads, f.lang)))
     times = [g.time_library for g in result.gated]
     if len(times) == 2 and None not in times:
         sentences.append(f._("nn.LSTM takes {lstm} and nn.GRU {gru}{caveat}.").format(

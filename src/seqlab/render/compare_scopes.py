@@ -12,18 +12,18 @@ from fractions import Fraction
 
 from rich.table import Table
 
-from seqlab.i18n import format_fraction, format_integer, translator
+from seqlab.i18n import format_fraction, format_integer, plural_translator, translator
 from seqlab.studies.compare_scopes import HEADS, Scope, ScopeCount
 from seqlab.render.tables import FittedTable
 
 
-def _machine(entry: ScopeCount, scope: str, heads: int | None, _) -> str:
+def _machine(entry: ScopeCount, scope: str, heads: str, _) -> str:
     """What the entry measures, in words, with the module that was counted."""
     names = {
         "rnn": _("Elman RNN: W_xh and W_hh"),
         "attention": _("attention call, Q, K, V left out") if scope == "lesson" else
         _("attention, one head: Q, K, V, the call, W_O"),
-        "attention_heads": _("attention, {heads} heads: Q, K, V, the call, W_O").format(heads=heads),
+        "attention_heads": _("attention, {heads}: Q, K, V, the call, W_O").format(heads=heads),
         "attention_call": _("attention call alone"),
         "lstm": _("LSTM: 4 gate blocks"),
         "gru": _("GRU: 3 gate blocks"),
@@ -56,6 +56,16 @@ def scope_name(scope: str, lang: str) -> str:
     return {"lesson": _("lesson (L5, L6)"), "layer": _("layer"), "kernels": _("kernels (what ran)")}[scope]
 
 
+def heads_text(heads: int | None, lang: str = "en") -> str:
+    """``1 head``, ``8 heads`` (``1 cabeza``, ``8 cabezas``): the count with its noun agreeing.
+
+    >>> heads_text(1, "en"), heads_text(8, "es")
+    ('1 head', '8 cabezas')
+    """
+    ngettext = plural_translator(lang)
+    return ngettext("{count} head", "{count} heads", heads or 0).format(count=format_integer(heads or 0, lang))
+
+
 def scopes_table(scopes: tuple[Scope, ...], heads: int | None, lang: str = "en") -> Table:
     """One row per machine and scope: closed form, counted value (= or ≠ the formula) and who counted it.
 
@@ -63,6 +73,7 @@ def scopes_table(scopes: tuple[Scope, ...], heads: int | None, lang: str = "en")
     at every scope, so the lesson's rows would repeat the layer's (``--json`` has them).
     """
     _ = translator(lang)
+    heads = heads_text(heads, lang)
     table = FittedTable(title=_("Work at three scopes (multiplications = multiply-adds)"), title_justify="left")
     for header in (_("Scope"), _("Machine (what was counted)"), _("Closed form"), _("Counted"), _("Counted by")):
         table.add_column(header)
@@ -121,8 +132,8 @@ def scope_sentences(scopes: tuple[Scope, ...], T: int, widths: tuple[int, int, i
         sentences.append(text)
     if kernels is not None and kernels.attention is not None:
         fused = [e for e in (kernels.recurrence, kernels.attention, *kernels.others) if e.source != "pytorch"]
-        text = _("Kernels' scope (nn.RNN against nn.MultiheadAttention with {heads} heads, as they run on this "
-                 "CPU): {verdict}.").format(heads=heads, verdict=_verdict(kernels, lang, _))
+        text = _("Kernels' scope (nn.RNN against nn.MultiheadAttention with {heads}, as they run on this "
+                 "CPU): {verdict}.").format(heads=heads_text(heads, lang), verdict=_verdict(kernels, lang, _))
         if heads != HEADS:
             text += " " + _("(The paper's {paper} heads do not divide d_model = {d}.)").format(paper=HEADS, d=d_model)
         if fused:
