@@ -235,3 +235,15 @@ def test_the_templates_still_read_what_the_library_raises(tmp_path):
     for message in raised:
         assert translate_error(message, "es") != message, message
         assert translate_error(message, "en") == message
+
+
+def test_lang_before_the_command_name_sets_the_output_too(runner):
+    """Not only the errors: a run's own output follows ``seqlab --lang es COMMAND`` (the command reads the root's)."""
+    args = ("table1", "--lengths", "4,8,16", "--d-model", "4")
+    spanish = run(runner, "--lang", "es", *args)
+    by_locale = run(runner, *args, env=SPANISH)
+    english_by_option = run(runner, "--lang", "en", *args, env=SPANISH)
+    assert spanish.exit_code == by_locale.exit_code == english_by_option.exit_code == 0
+    assert "Tabla 1 de «Attention Is All You Need»" in spanish.output
+    assert "Tabla 1 de" in by_locale.output  # the locale, with no --lang
+    assert "Table 1 of \"Attention Is All You Need\"" in english_by_option.output
