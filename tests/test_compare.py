@@ -205,7 +205,7 @@ def test_memory_guard_applies_inside_run_compare(monkeypatch):
     monkeypatch.setattr(seqlab.memory, "available_memory_bytes", lambda: 1024)
     with pytest.raises(SeqlabError) as error:
         small(40)
-    assert "T = 40" in str(error.value) and "GiB" in str(error.value)
+    assert "T = 40" in str(error.value) and "1.0 KiB available" in str(error.value)  # readable units
 
 
 def test_check_compare_size_accepts_a_small_size():
