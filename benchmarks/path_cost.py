@@ -7,7 +7,7 @@ multiple of the forward pass, in wall time and in CPU time (on a loaded machine 
 steadier one), beside its goal and the machine's load (``os.getloadavg``, 1 minute) while it ran. Then the
 full path matrix (every source) at T = 512, d = 256 with the peak memory it added, and
 ``seqlab profile`` on the bundled all-MiniLM-L6-v2 (6 layers, T = 512: work, span, two-end paths) with its
-wall and CPU seconds. Goals (one thread, issue 17): work ≤ 3×, span ≤ 3×, two-end paths ≤ 8× at
+wall and CPU seconds, after each of those analyses timed on its own on the same layers. Goals (one thread, issue 17): work ≤ 3×, span ≤ 3×, two-end paths ≤ 8× at
 T = 1000, d = 512; full path matrix within 2 GiB; profile on MiniLM under 60 s. Run from the repository root:
 
     python benchmarks/path_cost.py [--repeats 3] [--threads 1] [--quick] [--no-profile]
@@ -137,6 +137,32 @@ def full_matrix(T: int, d: int) -> None:
         print(f"{name:15} {wall:7.1f} s wall, {cpu:7.1f} s CPU, peak memory {memory}; load {load():.1f}")
 
 
+def minilm_parts(repeats: int) -> None:
+    """Forward, work, span and two-end paths of MiniLM's six layers at T = 512, each timed on its own."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from minilm_factory import make_minilm
+
+    layer = make_minilm(384)
+    T = 512
+    x = torch.randn(1, T, 384, generator=torch.Generator().manual_seed(1))
+
+    def forward():
+        with torch.no_grad():
+            layer(x)
+
+    print(f"\nall-MiniLM-L6-v2, 6 layers, T = {T}, d = 384: median of {repeats} runs after a warm-up")
+    base = None
+    for what, function in {"forward pass (no grad)": forward,
+                           "work (count_multiplications)": lambda: count_multiplications(layer, x),
+                           "span (measure_span)": lambda: measure_span(layer, x),
+                           "path, sources 0 and T-1": lambda: measure_paths(layer, x, sources=(0, T - 1))}.items():
+        wall, cpu = seconds(function, repeats)
+        median, median_cpu = statistics.median(wall), statistics.median(cpu)
+        base = base or (median, median_cpu)
+        print(f"{what:30} {median:7.2f} s wall {median / base[0]:6.1f}× {median_cpu:7.2f} s CPU "
+              f"{median_cpu / base[1]:6.1f}×  load {load():.1f}")
+
+
 def profile_minilm() -> None:
     """``seqlab profile`` on all-MiniLM-L6-v2 at T = 512, wall and CPU seconds of the whole command."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -174,6 +200,7 @@ def main() -> None:
         ratios(*GOAL_SIZE, options.repeats)
         full_matrix(*FULL_MATRIX_SIZE)
         if not options.no_profile:
+            minilm_parts(options.repeats)
             profile_minilm()
     sys.stdout.flush()
 
