@@ -3,8 +3,10 @@
 Built on ``torch.utils.flop_counter.FlopCounterMode``, which sees every ATen op the forward pass
 dispatches — whichever kernel PyTorch picks (fused CPU LSTM, fused SDPA, the ``MultiheadAttention``
 fast path...). The formulas it lacks come from :data:`seqlab.measure.ops.EXTRA_FORMULAS`; a census
-mode underneath records every op that really ran, so an op whose multiplications nobody can count is
-*named* in :attr:`WorkCount.unaccounted` rather than silently counted as 0.
+records every op that really ran (the counting mode reports each op it runs; a decomposed op's parts come
+back to it one by one), so an op whose multiplications nobody can count is *named* in
+:attr:`WorkCount.unaccounted` rather than silently counted as 0. Per-op cost (issue 17): one dispatch mode,
+not two; an op that would not decompose runs at once; formulas get shapes without a pytree walk.
 
 Convention (the lesson's unit): **multiplications**, one per multiply-add of a matrix product,
 convolution or attention kernel. FLOPs in PyTorch's convention are twice that
@@ -115,23 +117,24 @@ class WorkCount:
         return self.by_module.get(name, 0)
 
 
-class _OpCensus(TorchDispatchMode):
-    """Records every ATen op that really executes (sits under ``FlopCounterMode`` so it sees decompositions)."""
+class _OpCensus:
+    """Records every ATen op that really executes: the counting mode reports each op it runs itself (the
+    parts of a decomposed op come back to it one by one), so no second dispatch mode is needed."""
 
     def __init__(self) -> None:
-        super().__init__()
         self.calls: Counter[torch._ops.OpOverload] = Counter()
         self.outer_products = 0
         self.paused = False  # while the counter reads nested sizes: its own ops are not the user's
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def record(self, func: torch._ops.OpOverload, args: tuple, out: object) -> None:
         if self.paused:
-            return func(*args, **(kwargs or {}))
+            return
         self.calls[func] += 1
-        out = func(*args, **(kwargs or {}))
-        if func.overloadpacket in (aten.mul, aten.mul_) and _is_outer_product(args, out):
+        if func.overloadpacket in _PRODUCTS and _is_outer_product(args, out):
             self.outer_products += out.numel()
-        return out
+
+
+_PRODUCTS = (aten.mul, aten.mul_)
 
 
 class _NestedCounter(FlopCounterMode):
@@ -196,17 +199,20 @@ class _NestedDispatch(_FlopCounterMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if isinstance(func, torch._ops.OpOverload) and _plain(func):
-            # what PyTorch's mode does for an op it would not decompose, without its per-op detour (it tries
-            # ``func.decompose`` under a re-entered mode for every op: most of the counter's cost)
-            out = func(*args, **kwargs)
-            if func.overloadpacket in self.counter.flop_registry:
-                return self.counter._count_flops(func.overloadpacket, out, args, kwargs)
-            return out
-        if func.overloadpacket in self.counter.flop_registry and _any_nested((args, kwargs)):
-            out = func(*args, **kwargs)
+        if not isinstance(func, torch._ops.OpOverload) or str(func) in _METADATA:
+            return super().__torch_dispatch__(func, types, args, kwargs)  # higher-order ops, nested sizes
+        registry = self.counter.flop_registry
+        if not _plain(func) and not (func.overloadpacket in registry and _any_nested((args, kwargs))):
+            # PyTorch's rule: an op that decomposes is counted by its parts, which come back here
+            with self:
+                decomposed = func.decompose(*args, **kwargs)
+            if decomposed is not NotImplemented:
+                return decomposed
+        out = func(*args, **kwargs)
+        self.counter.census.record(func, args, out)
+        if func.overloadpacket in registry:
             return self.counter._count_flops(func.overloadpacket, out, args, kwargs)
-        return super().__torch_dispatch__(func, types, args, kwargs)
+        return out
 
 
 #: Ops PyTorch's counting mode answers with NotImplemented (sizes and strides of nested tensors).
@@ -281,7 +287,7 @@ def count_multiplications(function: Callable[..., Any], *args: Any, **kwargs: An
     """
     census = _OpCensus()
     counter = _NestedCounter(census, display=False, custom_mapping=dict(EXTRA_FORMULAS))
-    with one_thread(), census, counter:
+    with one_thread(), counter:
         function(*args, **kwargs)
     flop_counts = counter.get_flop_counts()
     by_op = {str(packet): flop // 2 for packet, flop in flop_counts.get("Global", {}).items()}
