@@ -49,3 +49,22 @@ def test_the_kernels_sentence_counts_heads(small_result, lang, one, eight):
         sentences = scope_sentences(small_result.scopes, small_result.T, widths, heads, lang)
         assert any(expected in sentence for sentence in sentences), sentences
     assert heads_text(1, lang) in ("1 head", "1 cabeza")
+
+
+@pytest.fixture(scope="module")
+def model_result():
+    """The bundled MiniLM on a short text (6 layers, 12 heads), measured once for both languages."""
+    pytest.importorskip("transformers")
+    from seqlab.studies.model import inspect_model
+
+    return inspect_model("En un lugar de la Mancha", max_tokens=8, mixing_tokens=4)
+
+
+@pytest.mark.parametrize(("lang", "one", "many"), [("en", "1 layer, 1 head,", "6 layers, 12 heads,"),
+                                                   ("es", "1 capa, 1 cabeza,", "6 capas, 12 cabezas,")])
+def test_model_line_counts_layers_and_heads(model_result, lang, one, many):
+    """A checkpoint of one's own may have a single layer and head."""
+    from seqlab.render.model import run_line
+
+    assert many in run_line(model_result, lang)
+    assert one in run_line(replace(model_result, layers=1, heads=1), lang)

@@ -20,7 +20,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from seqlab.i18n import format_integer, format_number, format_source, translator
+from seqlab.i18n import format_integer, format_number, format_source, plural_translator, translator
 from seqlab.render.tables import FittedTable
 from seqlab.studies.model import ModelResult, ModuleMixing, OrderCheck
 
@@ -311,10 +311,13 @@ def run_line(result: ModelResult, lang: str = "en") -> str:
     """How it was measured: model sizes, dtype, seed, threads and versions."""
     tr = model_translator(lang)
     torch_version, transformers_version = result.versions
+    ngettext = plural_translator(lang, DOMAIN)  # a checkpoint of your own may have 1 layer or 1 head
     threads = tr("1 thread") if result.threads == 1 else tr("{count} threads").format(count=result.threads)
-    return tr("{model} ({architecture}): {layers} layers, {heads} heads, d_model = {d}; {dtype}, eval mode, eager "
+    return tr("{model} ({architecture}): {layers}, {heads}, d_model = {d}; {dtype}, eval mode, eager "
               "attention; seed {seed}; {threads}; PyTorch {torch}, transformers {transformers}.").format(
-        model=result.model, architecture=result.architecture, layers=result.layers, heads=result.heads,
+        model=result.model, architecture=result.architecture,
+        layers=ngettext("{count} layer", "{count} layers", result.layers).format(count=result.layers),
+        heads=ngettext("{count} head", "{count} heads", result.heads).format(count=result.heads),
         d=result.d_model, dtype=result.dtype, seed=result.seed, threads=threads, torch=torch_version,
         transformers=transformers_version)
 
