@@ -68,3 +68,18 @@ def test_model_line_counts_layers_and_heads(model_result, lang, one, many):
 
     assert many in run_line(model_result, lang)
     assert one in run_line(replace(model_result, layers=1, heads=1), lang)
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+@pytest.mark.parametrize("kind", ["reach_explains", "reach_does_not_separate"])
+def test_learn_says_the_one_seed_not_1_seeds(lang, kind):
+    from seqlab.render.learn_text import finding_sentence
+    from seqlab.studies.learn_verdicts import Finding
+
+    figures = {"elman_low": 1e-9, "elman_high": 2e-9, "attention_low": 0.1, "attention_high": 0.2, "margin": 1e-3}
+    one = finding_sentence(Finding(kind, "recall", 16, "elman", {**figures, "failed": 1,
+                                                                  "explained": int(kind == "reach_explains")}), lang)
+    two = finding_sentence(Finding(kind, "recall", 16, "elman", {**figures, "failed": 2, "explained": 1}), lang)
+    assert ("the one seed" if lang == "en" else "la única semilla") in one
+    assert "1 seeds" not in one and "1 semillas" not in one
+    assert ("2 seeds" if lang == "en" else "2 semillas") in two

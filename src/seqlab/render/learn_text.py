@@ -193,10 +193,27 @@ def _templates(tl: Callable[[str], str]) -> dict[str, str]:
     }
 
 
+def _one_seed(tl: Callable[[str], str]) -> dict[str, str]:
+    """The reach sentences when a single seed of the Elman RNN stayed near chance ("the one seed", not "1 seeds")."""
+    return {
+        "reach_explains": tl(
+            "The measured path agrees: in the one seed where the Elman RNN stayed near chance, the gradient from "
+            "y_T reaches x_1 with norm {elman_low} after {steps_between} products by W_hh, at most {margin} times "
+            "attention's ({attention_low}–{attention_high}) through its single weight α_T1."),
+        "reach_does_not_separate": tl(
+            "The reach measured after training does not explain the failure: in the one seed where the Elman RNN "
+            "stayed near chance it is more than {margin} times attention's (Elman {elman_low}, attention "
+            "{attention_low}–{attention_high}). It is measured once, after training, on one example: it describes "
+            "the trained layer, not the gradient while it learnt, so the accuracy is the verdict here."),
+    }
+
+
 def finding_sentence(finding: Finding, lang: str = "en") -> str:
     """The sentence of one :class:`~seqlab.studies.learn_verdicts.Finding`, in ``lang``."""
     tl = learn_translator(lang)
-    return _templates(tl)[finding.kind].format(**_values(finding, lang, tl))
+    one = finding.figures.get("failed") == 1  # then none explained, or the one did
+    templates = _one_seed(tl) if one and finding.kind in _one_seed(tl) else _templates(tl)
+    return templates[finding.kind].format(**_values(finding, lang, tl))
 
 
 def _cut_text(cut: Cut, lang: str, tl: Callable[[str], str]) -> str:
