@@ -125,16 +125,35 @@ def ratios(T: int, d: int, repeats: int) -> None:
 
 
 def full_matrix(T: int, d: int) -> None:
-    """The path matrix from every source: time and the peak memory it adds, beside the 2 GiB goal."""
+    """The path matrix from every source, each layer in a fresh process (so the memory it adds is its own)."""
+    print(f"\nFull path matrix (all {T} sources), T = {T}, d = {d}: one run each, each in a fresh process")
+    for name in _layers(1):
+        done = subprocess.run([sys.executable, os.path.abspath(__file__), "--full-matrix-of", name, "--T", str(T),
+                               "--d", str(d)], capture_output=True, text=True, check=False)
+        print(done.stdout.strip() or f"{name:15} failed: {done.stderr.strip()[-300:]}")
+
+
+def full_matrix_of(name: str, T: int, d: int) -> None:
+    """One layer's full path matrix: time, the distances the tracer held at most, and the resident memory added."""
+    from seqlab.measure.paths import path_batches
+    from seqlab.measure.switches import one_thread
+
+    layer = _layers(d)[name]
     x = torch.randn(1, T, d, generator=torch.Generator().manual_seed(1))
-    print(f"\nFull path matrix (all {T} sources), T = {T}, d = {d}: one run each")
-    for name, layer in _layers(d).items():
-        start, start_cpu = time.perf_counter(), time.process_time()
-        grown = peak_growth_mib(lambda layer=layer: measure_paths(layer, x))
-        wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
-        memory = "unknown" if grown is None else f"+{grown:.0f} MiB (≤ {FULL_MATRIX_GOAL_MIB} MiB: " + (
-            "meets)" if grown <= FULL_MATRIX_GOAL_MIB else "MISSES)")
-        print(f"{name:15} {wall:7.1f} s wall, {cpu:7.1f} s CPU, peak memory {memory}; load {load():.1f}")
+    held = []
+
+    def run() -> None:
+        with one_thread():
+            held.extend(b.stored_bytes for b in path_batches(layer, x, range(T),
+                                                             lambda r: [r[0] if isinstance(r, tuple) else r]))
+
+    start, start_cpu = time.perf_counter(), time.process_time()
+    grown = peak_growth_mib(run)
+    wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+    memory = "unknown" if grown is None else f"+{grown:.0f} MiB (≤ {FULL_MATRIX_GOAL_MIB} MiB: " + (
+        "meets)" if grown <= FULL_MATRIX_GOAL_MIB else "MISSES)")
+    print(f"{name:15} {wall:7.1f} s wall, {cpu:7.1f} s CPU, {len(held)} passes holding at most "
+          f"{max(held) / 2**20:.0f} MiB of distances; peak memory {memory}; load {load():.1f}")
 
 
 def minilm_parts(repeats: int) -> None:
@@ -191,8 +210,14 @@ def main() -> None:
                         help="CPU threads of the forward pass (default 1: the goals are set on one thread)")
     parser.add_argument("--quick", action="store_true", help="only T = 128, d = 256 (seconds)")
     parser.add_argument("--no-profile", action="store_true", help="skip seqlab profile on MiniLM")
+    parser.add_argument("--full-matrix-of", help=argparse.SUPPRESS)  # one layer's full matrix, in a child process
+    parser.add_argument("--T", type=int, default=FULL_MATRIX_SIZE[0], help=argparse.SUPPRESS)
+    parser.add_argument("--d", type=int, default=FULL_MATRIX_SIZE[1], help=argparse.SUPPRESS)
     options = parser.parse_args()
     torch.set_num_threads(options.threads)
+    if options.full_matrix_of:
+        full_matrix_of(options.full_matrix_of, options.T, options.d)
+        return
     print(f"float32, {torch.get_num_threads()} thread(s), PyTorch {torch.__version__}, {os.cpu_count()} cores; "
           f"load {load():.1f} at the start")
     ratios(128, 256, options.repeats)
