@@ -66,7 +66,21 @@ def _fresh(value: Tensor) -> bool:
 
 class DistanceStore:
     """Distances per storage, and what a rule may ask: ``store(tensor)`` reads a tensor's distances (None: a
-    constant), :meth:`constant_zeros` and :meth:`constant_infs` answer once per constant."""
+    constant), :meth:`constant_zeros` and :meth:`constant_infs` answer once per constant.
+
+    >>> store, x = DistanceStore(rows=2, budget_bytes=1e6, per_unit=1), torch.zeros(3, 4)
+    >>> store(x) is None
+    True
+    >>> store.write(x, torch.zeros(2, 3, 4, dtype=DTYPE)); store(x[1:]).shape, store.used_bytes  # 2 x 12 int32
+    (torch.Size([2, 2, 4]), 96)
+
+    Args:
+        rows: distance rows (sources times the two units). budget_bytes: the most bytes the store may hold
+        before it refuses. per_unit: sources, for the refusal's message.
+
+    Raises:
+        SeqlabError: (from :meth:`write`) a new storage would take the store past ``budget_bytes``.
+    """
 
     def __init__(self, rows: int, budget_bytes: float, per_unit: int) -> None:
         self.rows = rows
@@ -135,7 +149,21 @@ class DistanceStore:
 
 
 class PathTracer(TorchDispatchMode):
-    """Carries one distance tensor per written storage (both units in its rows), op by op."""
+    """Carries one distance tensor per written storage (both units in its rows), op by op.
+
+    >>> tracer, x = PathTracer(sources=1, budget_bytes=1e6), torch.ones(3, 2)
+    >>> tracer.store.write(x, torch.tensor([0, 0]).reshape(2, 1, 1).expand(2, 3, 2).to(DTYPE))
+    >>> with tracer:
+    ...     y = (x @ torch.ones(2, 2)).tanh()
+    >>> tracer.store(y)[:, 0, 0].tolist()  # (products, ops): one product, then tanh
+    [1, 2]
+
+    Args:
+        sources: source positions traced in this pass. budget_bytes: the most bytes of distances it may hold.
+
+    Raises:
+        SeqlabError: the distances would exceed ``budget_bytes``.
+    """
 
     def __init__(self, sources: int, budget_bytes: float) -> None:
         super().__init__()

@@ -108,6 +108,10 @@ class PathBatch:
         products, ops: per selected output, one row of path lengths per source (None: no path).
         undefined: per selected output, its NaN positions.
         fallbacks: ops that had no rule (name → calls) in this pass.
+
+    >>> batch = next(path_batches(torch.nn.RNN(4, 4), torch.randn(3, 4), (0,), lambda r: [r[0]]))
+    >>> batch.products[0], batch.ops[0]  # the one output selected: one row, for source 0
+    (((1, 2, 3),), ((3, 6, 9),))
     """
 
     sources: tuple[int, ...]
