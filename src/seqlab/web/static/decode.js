@@ -33,7 +33,8 @@
                                                                  || s.closed_form === s.multiplications));
     const parts = [t("caption", { match: match ? t("allMatch") : t("someDiffer"), d: Lab.fmtInt(data.d_model) })];
     if (data.timed) {
-      parts.push(t("captionTimed", { threads: Lab.fmtInt(data.threads),
+      const threads = data.threads === 1 ? t("threadOne") : t("threadsMany", { count: Lab.fmtInt(data.threads) });
+      parts.push(t("captionTimed", { threads,
                                      load: data.load_per_cpu === null ? "—" : Lab.fmtNum(data.load_per_cpu) }));
     }
     $("decode-caption").textContent = parts.join(" ");

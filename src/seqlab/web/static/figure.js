@@ -77,7 +77,8 @@
     });
     applyHighlighter();
     setupNode.textContent = t("setup", {
-      source: data.T_source, target: data.T_target, d: data.d_model, heads: data.heads, seed: data.seed,
+      source: data.T_source, target: data.T_target, d: data.d_model, seed: data.seed,
+      heads: data.heads === 1 ? t("headOne") : t("headsMany", { count: Lab.fmtInt(data.heads) }),
       words_source: data.source_words.join("").trim(), words_target: data.target_words.join("").trim(),
     });
   }

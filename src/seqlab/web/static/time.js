@@ -17,7 +17,8 @@
                                   { started: local.started.replace("T", " ").replace("+00:00", "") })));
     if (local.caveat) box.appendChild(Lab.element("p", { class: "caveat", id: "load-caveat" }, local.caveat));
     box.appendChild(Lab.element("p", {}, t("machine", {
-      device: local.device_name, torch: local.torch_version, threads: local.threads, d: local.d_model,
+      device: local.device_name, torch: local.torch_version, threads: local.threads === 1 ? t("threadOne") : t("threadsMany", { count: Lab.fmtInt(local.threads) }),
+      d: local.d_model,
       seconds: Lab.fmtNum(local.elapsed_s),
     })));
     const rows = local.rows.map((row) => [Lab.fmtInt(row.T), `${row.rnn_text}${row.noisy ? " †" : ""}`,
