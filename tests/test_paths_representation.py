@@ -60,8 +60,9 @@ def _strictly_causal(x: torch.Tensor) -> torch.Tensor:
 
 
 def _transformer_boxes() -> dict[str, nn.Module]:
-    torch.manual_seed(0)
-    boxes = Transformer(vocabulary=11, d_model=D, heads=2, max_length=16).eval().boxes()
+    with torch.random.fork_rng(devices=[]):  # seeded weights; the caller's RNG stream is left as it was
+        torch.manual_seed(0)
+        boxes = Transformer(vocabulary=11, d_model=D, heads=2, max_length=16).eval().boxes()
     return {name: box for name, box in boxes.items() if "embedding" not in name and "positional" not in name}
 
 
@@ -124,9 +125,10 @@ def test_new_tracer_equals_the_reference(name):
 
 
 def test_transformer_encoder_with_nested_tensors_equals_the_reference():
-    torch.manual_seed(0)
-    layer = nn.TransformerEncoder(nn.TransformerEncoderLayer(D, 2, 16, batch_first=True), 2,
-                                  enable_nested_tensor=True).eval()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        layer = nn.TransformerEncoder(nn.TransformerEncoderLayer(D, 2, 16, batch_first=True), 2,
+                                      enable_nested_tensor=True).eval()
     x = torch.randn(2, T, D, generator=_g())
     pad = torch.zeros(2, T, dtype=torch.bool)
     pad[1, 4:] = True
