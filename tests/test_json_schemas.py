@@ -156,7 +156,7 @@ def test_wrong_documents_fail(profile_document):
 
 
 def test_a_wrong_verdict_fails_the_check_schema():
-    claim = {"claim": "L5", "verdict": "maybe", "holds": True, "statement": "", "measured": "", "figure": "",
+    claim = {"claim": "L5", "beyond_lesson": False, "verdict": "maybe", "holds": True, "statement": "", "measured": "", "figure": "",
              "condition": {}, "condition_text": "", "note": None, "sources": None, "values": {}, "seconds": 0.1,
              "error": None}
     document = {"schema_version": 1, "all_hold": True, "held": 1, "caveats": 0, "total": 1, "full": False, "seed": 0,
