@@ -223,3 +223,31 @@ def test_check_lines_fit_and_name_each_claim(check_result, lang):
     assert all(len(line) <= WIDTH for line in text.splitlines()), text
     for claim in ("L5", "L6", "L9"):
         assert re.search(rf"^[✓~✗] {claim}\b", text, re.M), text
+
+
+@pytest.fixture(scope="module")
+def modern_result():
+    from seqlab.studies.table1_modern import ModernConfig, run_modern
+
+    return run_modern(ModernConfig(lengths=(8, 12, 16), long_lengths=(8, 12, 16), d_model=4, window=2, chunk=2))
+
+
+@LANGS
+def test_table1_modern(modern_result, lang):
+    from seqlab.render.table1_modern import render_modern
+
+    assert_names_whole(render_modern(modern_result, lang))
+
+
+@pytest.fixture(scope="module")
+def decode_result():
+    from seqlab.studies.decode import DecodeConfig, run_decode
+
+    return run_decode(DecodeConfig(positions=(1, 4), d_model=4, time=False, span_lengths=(4, 8)))
+
+
+@LANGS
+def test_decode(decode_result, lang):
+    from seqlab.render.decode import render_decode
+
+    assert_names_whole(render_decode(decode_result, lang))
