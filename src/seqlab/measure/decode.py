@@ -253,17 +253,21 @@ def measure_decode_step(machine: str, t: int, *, d_model: int, batch: int = 1, t
     Raises:
         SeqlabError: unknown machine, or a size that is not an integer >= 1.
     """
+    from seqlab.measure.switches import one_thread
     from seqlab.measure.work import count_multiplications
 
     check_machine(machine)
     t, batch = require_positive_int("t", t), require_positive_int("batch", batch)
     decoder = build_decoder(machine, d_model, seed=seed, dtype=dtype) if decoder is None else decoder
     generator = torch.Generator().manual_seed(seed + t)
-    state = prepared_state(decoder, t, batch, generator, dtype)
-    x_t = torch.randn(batch, decoder.d_model, generator=generator, dtype=dtype)  # (B, d_model)
-    with torch.no_grad():
-        counted = count_multiplications(decoder.step, x_t, state)
-        _y, after = decoder.step(x_t, state)
+    # Preparing the state runs t - 1 small steps: on one thread, as the engine counts and traces (a second OpenMP
+    # thread waiting for a busy core made each tanh of a few hundred numbers ~100× slower on a loaded machine).
+    with one_thread():
+        state = prepared_state(decoder, t, batch, generator, dtype)
+        x_t = torch.randn(batch, decoder.d_model, generator=generator, dtype=dtype)  # (B, d_model)
+        with torch.no_grad():
+            counted = count_multiplications(decoder.step, x_t, state)
+            _y, after = decoder.step(x_t, state)
     timing = None
     if time:
         timing = measure_time(lambda: decoder.step(x_t, state), label=f"{machine} t={t}", threads=threads,

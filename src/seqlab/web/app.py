@@ -121,8 +121,8 @@ def create_app(default_lang: str = "en", host: str | None = None, allowed_hosts:
     """Build the web lab. Pages default to ``default_lang`` when a request names no ``lang``.
 
     >>> app = create_app("es")
-    >>> sorted(app.openapi()["paths"])[:3]
-    ['/api/chain', '/api/cost', '/api/figure']
+    >>> sorted(app.openapi()["paths"])[:4]
+    ['/api/chain', '/api/cost', '/api/decode', '/api/figure']
 
     Args:
         default_lang: en or es.
