@@ -3,7 +3,8 @@
 For self-attention (projections, then the attention call) and an Elman RNN (the loop of L1), at
 T = 128, d = 256 and at T = 1000, d = 512: the plain forward pass, the work counter, the span analysis
 and the path analysis from the two ends (as ``seqlab table1`` and ``seqlab profile`` measure), each as a
-multiple of the forward pass, in wall time and in CPU time (on a loaded machine the CPU ratio is the
+multiple of the forward pass (the paths also at position level, ``positions=True``), in wall time and in
+CPU time (on a loaded machine the CPU ratio is the
 steadier one), beside its goal and the machine's load (``os.getloadavg``, 1 minute) while it ran. Then the
 full path matrix (every source) at T = 512, d = 256 with the peak memory it added, and
 ``seqlab profile`` on the bundled all-MiniLM-L6-v2 (6 layers, T = 512: work, span, two-end paths) with its
@@ -112,6 +113,8 @@ def ratios(T: int, d: int, repeats: int) -> None:
             "work (count_multiplications)": lambda layer=layer: count_multiplications(layer, x),
             "span (measure_span)": lambda layer=layer: measure_span(layer, x),
             "path, sources 0 and T-1": lambda layer=layer: measure_paths(layer, x, sources=(0, T - 1)),
+            "  the same, position level": lambda layer=layer: measure_paths(layer, x, sources=(0, T - 1),
+                                                                            positions=True),
         }
         base = base_cpu = None
         for what, function in analyses.items():
@@ -119,21 +122,24 @@ def ratios(T: int, d: int, repeats: int) -> None:
             median, median_cpu = statistics.median(wall), statistics.median(cpu)
             base, base_cpu = base or median, base_cpu or median_cpu
             ratio, ratio_cpu = median / base, median_cpu / base_cpu
-            goal = _verdict(ratio, GOALS[what]) + f" (CPU: {'meets' if ratio_cpu <= GOALS[what] else 'MISSES'})" \
-                if what in GOALS else ""
+            judge = "path, sources 0 and T-1" if what.startswith("  the same") else what
+            goal = _verdict(ratio, GOALS[judge]) + f" (CPU: {'meets' if ratio_cpu <= GOALS[judge] else 'MISSES'})" \
+                if judge in GOALS else ""
             print(f"{name:15} {what:30} {median * 1e3:8.1f}ms {ratio:6.1f}× {ratio_cpu:8.1f}×  {load():5.1f}  {goal}")
 
 
 def full_matrix(T: int, d: int) -> None:
     """The path matrix from every source, each layer in a fresh process (so the memory it adds is its own)."""
-    print(f"\nFull path matrix (all {T} sources), T = {T}, d = {d}: one run each, each in a fresh process")
+    print(f"\nFull path matrix (all {T} sources), T = {T}, d = {d}: one run each, each in a fresh process; "
+          "element level, then position level (positions=True)")
     for name in _layers(1):
-        done = subprocess.run([sys.executable, os.path.abspath(__file__), "--full-matrix-of", name, "--T", str(T),
-                               "--d", str(d)], capture_output=True, text=True, check=False)
-        print(done.stdout.strip() or f"{name:15} failed: {done.stderr.strip()[-300:]}")
+        for level in ([], ["--positions"]):
+            done = subprocess.run([sys.executable, os.path.abspath(__file__), "--full-matrix-of", name, "--T", str(T),
+                                   "--d", str(d), *level], capture_output=True, text=True, check=False)
+            print(done.stdout.strip() or f"{name:15} failed: {done.stderr.strip()[-300:]}")
 
 
-def full_matrix_of(name: str, T: int, d: int) -> None:
+def full_matrix_of(name: str, T: int, d: int, positions: bool = False) -> None:
     """One layer's full path matrix: time, the distances the tracer held at most, and the resident memory added."""
     from seqlab.measure.paths import path_batches
     from seqlab.measure.switches import one_thread
@@ -145,14 +151,16 @@ def full_matrix_of(name: str, T: int, d: int) -> None:
     def run() -> None:
         with one_thread():
             held.extend(b.stored_bytes for b in path_batches(layer, x, range(T),
-                                                             lambda r: [r[0] if isinstance(r, tuple) else r]))
+                                                             lambda r: [r[0] if isinstance(r, tuple) else r],
+                                                             positions=positions))
 
     start, start_cpu = time.perf_counter(), time.process_time()
     grown = peak_growth_mib(run)
     wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
     memory = "unknown" if grown is None else f"+{grown:.0f} MiB (≤ {FULL_MATRIX_GOAL_MIB} MiB: " + (
         "meets)" if grown <= FULL_MATRIX_GOAL_MIB else "MISSES)")
-    print(f"{name:15} {wall:7.1f} s wall, {cpu:7.1f} s CPU, {len(held)} passes holding at most "
+    label = name + (" (positions)" if positions else "")
+    print(f"{label:27} {wall:7.1f} s wall, {cpu:7.1f} s CPU, {len(held)} passes holding at most "
           f"{max(held) / 2**20:.0f} MiB of distances; peak memory {memory}; load {load():.1f}")
 
 
@@ -213,10 +221,11 @@ def main() -> None:
     parser.add_argument("--full-matrix-of", help=argparse.SUPPRESS)  # one layer's full matrix, in a child process
     parser.add_argument("--T", type=int, default=FULL_MATRIX_SIZE[0], help=argparse.SUPPRESS)
     parser.add_argument("--d", type=int, default=FULL_MATRIX_SIZE[1], help=argparse.SUPPRESS)
+    parser.add_argument("--positions", action="store_true", help=argparse.SUPPRESS)  # position-level distances
     options = parser.parse_args()
     torch.set_num_threads(options.threads)
     if options.full_matrix_of:
-        full_matrix_of(options.full_matrix_of, options.T, options.d)
+        full_matrix_of(options.full_matrix_of, options.T, options.d, options.positions)
         return
     print(f"float32, {torch.get_num_threads()} thread(s), PyTorch {torch.__version__}, {os.cpu_count()} cores; "
           f"load {load():.1f} at the start")

@@ -18,7 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from seqlab.measure.distances import DTYPE, ITEMSIZE, UNREACHABLE, align, broadcast_min, everything
+from seqlab.measure.distances import (DTYPE, ITEMSIZE, UNREACHABLE, align, broadcast_min, everything,
+                                      narrow)
 from seqlab.measure.ops import bound_arguments
 
 aten = torch.ops.aten
@@ -75,13 +76,22 @@ def contraction(func, args, kwargs, out: Tensor, read: Read, step: Step, sources
 
 
 def _rows(d: Distance) -> Distance:
-    """(S, ..., n, k) -> (S, ..., n, 1): least over the contracted (last) dim."""
-    return None if d is None else d.amin(dim=-1, keepdim=True)
+    """(S, ..., n, k) -> (S, ..., n, 1): least over the contracted (last) dim (the row form if uniform)."""
+    if d is None:
+        return None
+    rows = narrow(d)
+    return d.amin(dim=-1, keepdim=True) if rows is None else rows
 
 
 def _columns(d: Distance) -> Distance:
-    """(S, ..., k, p) -> (S, ..., 1, p): least over the contracted (second-to-last) dim."""
-    return None if d is None else d.amin(dim=-2, keepdim=True)
+    """(S, ..., k, p) -> (S, ..., 1, p): least over the contracted (second-to-last) dim (on the row form if
+    uniform along p: the least row is the least of every column)."""
+    if d is None:
+        return None
+    rows = narrow(d)
+    if rows is None:
+        return d.amin(dim=-2, keepdim=True)
+    return align(rows.amin(dim=-2, keepdim=True), (*d.shape[1:-2], 1, d.shape[-1]))
 
 
 def _constant_zeros(tensor: Tensor, d: Distance, read: Read) -> tuple[Tensor, bool]:

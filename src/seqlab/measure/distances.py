@@ -32,6 +32,28 @@ def unreachable(rows: int, shape: Sequence[int]) -> Tensor:
     return torch.full((rows, *shape), UNREACHABLE, dtype=DTYPE)
 
 
+def narrow(d: Tensor | None) -> Tensor | None:
+    """The (S, ..., 1) row form of a distance that is provably the same along its last (feature) dim, else None.
+
+    Proof by layout, never by value: a last dim of size 1, or of stride 0 (an expanded view: every feature
+    reads the same int32), holds one distance per row. Position-level propagation (issue 17) runs rules on
+    this form and expands to elements only when an op needs them.
+
+    >>> narrow(torch.zeros(2, 3, 1, dtype=DTYPE).expand(2, 3, 5)).shape, narrow(torch.zeros(2, 3, 5))
+    (torch.Size([2, 3, 1]), None)
+    """
+    if d is None or d.dim() < 2:
+        return None
+    if d.shape[-1] == 1:
+        return d
+    return d[..., :1] if d.stride(-1) == 0 else None
+
+
+def widen(rows: Tensor, shape: Sequence[int]) -> Tensor:
+    """A (S, ..., 1) row form expanded to (S, *shape) (a view, stride 0 along the features)."""
+    return align(rows, shape)
+
+
 def align(d: Tensor, shape: Sequence[int]) -> Tensor:
     """Broadcast a (S, *own_shape) distance to (S, *shape) with numpy rules on the trailing dims (a view).
 
@@ -57,6 +79,14 @@ def broadcast_min(distances: Sequence[Tensor | None], shape: Sequence[int], sour
     present = [d for d in distances if d is not None]
     if not present:
         return None
+    if len(shape) and all(d.dim() >= 2 for d in present):  # position level when every input is uniform
+        rows = [narrow(d) for d in present]
+        if all(r is not None for r in rows):
+            row_shape = (*shape[:-1], 1)
+            result = align(rows[0], row_shape)
+            for r in rows[1:]:
+                result = torch.minimum(result, align(r, row_shape))
+            return widen(result, shape)
     result = align(present[0], shape)
     for d in present[1:]:
         result = torch.minimum(result, align(d, shape))
@@ -87,6 +117,7 @@ def to_lengths(d: Tensor | None, sources: int, length: int,
     """
     if d is None:
         return tuple((None,) * length for _ in range(sources))
+    d = narrow(d) if narrow(d) is not None else d
     best = d.movedim(-2, 1).reshape(sources, length, -1).amin(dim=-1)  # (S, T_out)
     return tuple(tuple(None if v >= UNREACHABLE or j in undefined else int(v) for j, v in enumerate(row))
                  for row in best.tolist())
@@ -102,4 +133,5 @@ def seed(x: Tensor, sources: Sequence[int], units: int) -> Tensor:
     rows = unreachable(len(sources), (T,))
     rows[torch.arange(len(sources)), torch.tensor(sources)] = 0  # (S, T)
     shape = (len(sources),) + (1,) * (x.dim() - 2) + (T, 1)
-    return rows.reshape(shape).expand(len(sources), *x.shape).repeat(units, *([1] * x.dim()))
+    rows = rows.repeat(units, 1).reshape(units * len(sources), *shape[1:])
+    return rows.expand(units * len(sources), *x.shape)  # one distance per position: stride 0 along features

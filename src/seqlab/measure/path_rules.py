@@ -38,7 +38,7 @@ import torch
 from torch import Tensor
 
 from seqlab.measure.contraction_rules import contraction
-from seqlab.measure.distances import UNREACHABLE, align, broadcast_min, everything, unreachable
+from seqlab.measure.distances import UNREACHABLE, align, broadcast_min, everything, narrow, unreachable
 from seqlab.measure.ops import bound_arguments as arguments
 from seqlab.measure.ops import tensors_in
 
@@ -221,12 +221,40 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
     distances = [read(leaves[i]) for i in slots]
     if all(d is None for d in distances):
         return [None for _ in outs]
+    rows = [narrow(d) if d is not None else None for d in distances]
+    if all(leaves[i].dim() and (d is None or r is not None) for i, d, r in zip(slots, distances, rows, strict=True)):
+        moved = _move_rows(func, leaves, slots, rows, rebuild, outs, sources)
+        if moved is not None:
+            return moved
+    return _move_elements(func, leaves, slots, distances, rebuild, outs, sources)
+
+
+def _move_rows(func, leaves: list[Any], slots: list[int], rows: list[Distance], rebuild, outs: list[Tensor],
+               sources: int) -> list[Distance] | None:
+    """Position level: every input's distances are uniform along its features, so each element gets the id of
+    its row (ids repeat along the last dim). Where every output row copies from one input row (all its ids
+    equal: a stack, a cat or a slice along the positions) that row's distance holds for all its features;
+    None otherwise (the caller then moves single elements)."""
+    leaves = list(leaves)
     offset, flat = 1, [unreachable(sources, (1,))]  # id 0: a constant
-    for i, d in zip(slots, distances, strict=True):
-        size = leaves[i].numel()
-        leaves[i] = torch.arange(offset, offset + size, dtype=torch.float64).reshape(leaves[i].shape)
-        flat.append(unreachable(sources, (size,)) if d is None else d.reshape(sources, size))
-        offset += size
+    for i, r in zip(slots, rows, strict=True):
+        shape = leaves[i].shape
+        count = shape[:-1].numel()
+        ids = torch.arange(offset, offset + count, dtype=torch.float64).reshape(*shape[:-1], 1)
+        leaves[i] = ids.expand(shape).contiguous()
+        flat.append(unreachable(sources, (count,)) if r is None else r.reshape(sources, count))
+        offset += count
+    moved = _run_on_ids(func, leaves, rebuild, outs)
+    if moved is None or any(m.is_floating_point() and (not m.dim() or not bool((m == m[..., :1]).all()))
+                            for m in moved):
+        return None
+    table = torch.cat(flat, dim=1)  # (S, 1 + all input rows)
+    return [align(table.index_select(1, m[..., 0].reshape(-1).long()).reshape(sources, *o.shape[:-1], 1),
+                  o.shape) if m.is_floating_point() else None for m, o in zip(moved, outs, strict=True)]
+
+
+def _run_on_ids(func, leaves: list[Any], rebuild, outs: list[Tensor]) -> list[Tensor] | None:
+    """Run the op on id tensors; None if it cannot run on float64 ids or returns other shapes."""
     call_args, call_kwargs = rebuild(leaves)
     try:
         moved = func(*call_args, **call_kwargs)
@@ -236,6 +264,21 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
         return None
     moved = list(tensors_in(moved if isinstance(moved, (list, tuple)) else (moved,)))
     if len(moved) != len(outs) or any(m.shape != o.shape for m, o in zip(moved, outs, strict=True)):
+        return None
+    return moved
+
+
+def _move_elements(func, leaves: list[Any], slots: list[int], distances: list[Distance], rebuild,
+                   outs: list[Tensor], sources: int) -> list[Distance] | None:
+    """Element level: each element gets its own id; the output's distances are gathered by id."""
+    offset, flat = 1, [unreachable(sources, (1,))]  # id 0: a constant
+    for i, d in zip(slots, distances, strict=True):
+        size = leaves[i].numel()
+        leaves[i] = torch.arange(offset, offset + size, dtype=torch.float64).reshape(leaves[i].shape)
+        flat.append(unreachable(sources, (size,)) if d is None else d.reshape(sources, size))
+        offset += size
+    moved = _run_on_ids(func, leaves, rebuild, outs)
+    if moved is None:
         return None
     table = torch.cat(flat, dim=1)  # (S, 1 + all input elements)
     return [table.index_select(1, m.reshape(-1).long()).reshape(sources, *o.shape) if m.is_floating_point() else None

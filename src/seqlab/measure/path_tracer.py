@@ -28,11 +28,10 @@ import torch
 from torch import Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from seqlab.errors import SeqlabError
 from seqlab.measure import path_rules as rules
-from seqlab.measure.distances import DTYPE, ITEMSIZE, UNREACHABLE
+from seqlab.measure.distance_store import DistanceStore
+from seqlab.measure.distances import DTYPE, narrow, widen
 from seqlab.measure.ops import is_contraction, is_movement, op_name, tensors_in
-from seqlab.memory import GIB
 
 #: The two units, in the order of their rows: rows [0, S) count products, rows [S, 2S) count ops.
 UNITS = ("products", "ops")
@@ -58,96 +57,6 @@ def op_kind(func: torch._ops.OpOverload) -> int:
     return POINTWISE if rules.is_pointwise(func) else OTHER
 
 
-def _fresh(value: Tensor) -> bool:
-    """A distance tensor no one else holds a view of: computed by the rule (not a view of a stored one),
-    contiguous, of the store's dtype."""
-    return value._base is None and value.dtype == DTYPE and value.is_contiguous()
-
-
-class DistanceStore:
-    """Distances per storage, and what a rule may ask: ``store(tensor)`` reads a tensor's distances (None: a
-    constant), :meth:`constant_zeros` and :meth:`constant_infs` answer once per constant.
-
-    >>> store, x = DistanceStore(rows=2, budget_bytes=1e6, per_unit=1), torch.zeros(3, 4)
-    >>> store(x) is None
-    True
-    >>> store.write(x, torch.zeros(2, 3, 4, dtype=DTYPE)); store(x[1:]).shape, store.used_bytes  # 2 x 12 int32
-    (torch.Size([2, 2, 4]), 96)
-
-    Args:
-        rows: distance rows (sources times the two units). budget_bytes: the most bytes the store may hold
-        before it refuses. per_unit: sources, for the refusal's message.
-
-    Raises:
-        SeqlabError: (from :meth:`write`) a new storage would take the store past ``budget_bytes``.
-    """
-
-    def __init__(self, rows: int, budget_bytes: float, per_unit: int) -> None:
-        self.rows = rows
-        self.per_unit = per_unit
-        self.by_storage: dict[int, Tensor] = {}
-        self.facts: dict[tuple, tuple[Tensor, bool]] = {}
-        self.alive: list[Tensor] = []  # keeps storages alive so their keys are never reused
-        self.budget_bytes = budget_bytes
-        self.used_bytes = 0
-
-    def __call__(self, tensor: Tensor) -> Tensor | None:
-        storage = self.by_storage.get(tensor.untyped_storage().data_ptr())
-        if storage is None:
-            return None
-        return storage.as_strided((self.rows, *tensor.shape), (storage.stride(0), *tensor.stride()),
-                                  tensor.storage_offset())
-
-    def write(self, tensor: Tensor, value: Tensor | None) -> None:
-        """Store ``value`` ((rows, *tensor.shape), or None: no dependency) where ``tensor`` lives."""
-        key = tensor.untyped_storage().data_ptr()
-        storage = self.by_storage.get(key)
-        if storage is None:
-            if value is None:
-                return
-            elements = tensor.untyped_storage().nbytes() // tensor.element_size()
-            self._charge(self.rows * elements * ITEMSIZE)
-            if _fresh(value) and tensor.storage_offset() == 0 and tensor.numel() == elements and \
-                    tensor.is_contiguous():  # a new result laid out as its storage: kept as it is, no copy
-                self.by_storage[key] = value.view(self.rows, elements)
-                self.alive.append(tensor)
-                return
-            storage = torch.full((self.rows, elements), UNREACHABLE, dtype=DTYPE)
-            self.by_storage[key] = storage
-            self.alive.append(tensor)
-        view = storage.as_strided((self.rows, *tensor.shape), (storage.stride(0), *tensor.stride()),
-                                  tensor.storage_offset())
-        if value is None:
-            view.fill_(UNREACHABLE)
-        else:
-            view.copy_(value)
-
-    def _fact(self, name: str, tensor: Tensor, compute) -> tuple[Tensor, bool]:
-        key = (name, tensor.untyped_storage().data_ptr(), tensor._version, tuple(tensor.shape), tensor.stride(),
-               tensor.storage_offset())
-        fact = self.facts.get(key)
-        if fact is None:
-            mask = compute(tensor)
-            fact = self.facts[key] = (mask, bool(mask.any()))
-            self.alive.append(tensor)  # its storage key must not be reused while cached
-        return fact
-
-    def constant_zeros(self, tensor: Tensor) -> tuple[Tensor, bool]:
-        """(``tensor == 0``, whether any) for a tensor with no distances, once per storage, view and version."""
-        return self._fact("zeros", tensor, lambda t: t == 0)
-
-    def constant_infs(self, tensor: Tensor) -> tuple[Tensor, bool]:
-        """(``isinf(tensor)``, whether any) for a tensor with no distances, once per storage, view and version."""
-        return self._fact("infs", tensor, torch.isinf)
-
-    def _charge(self, nbytes: int) -> None:
-        self.used_bytes += nbytes
-        if self.used_bytes > self.budget_bytes:
-            raise SeqlabError(
-                f"path analysis needs more than {self.budget_bytes / GIB:.1f} GiB here (half the memory "
-                f"available) for {self.per_unit} source positions; measure fewer sources or a smaller T or d")
-
-
 class PathTracer(TorchDispatchMode):
     """Carries one distance tensor per written storage (both units in its rows), op by op.
 
@@ -160,15 +69,17 @@ class PathTracer(TorchDispatchMode):
 
     Args:
         sources: source positions traced in this pass. budget_bytes: the most bytes of distances it may hold.
+        positions: keep distances at position level where an op proves them uniform along the features
+            (exact; see :mod:`seqlab.measure.distance_store`).
 
     Raises:
         SeqlabError: the distances would exceed ``budget_bytes``.
     """
 
-    def __init__(self, sources: int, budget_bytes: float) -> None:
+    def __init__(self, sources: int, budget_bytes: float, positions: bool = False) -> None:
         super().__init__()
         self.per_unit = sources
-        self.store = DistanceStore(len(UNITS) * sources, budget_bytes, sources)
+        self.store = DistanceStore(len(UNITS) * sources, budget_bytes, sources, positions)
         self.fallbacks: Counter[str] = Counter()
         self._op_cost = torch.tensor([0] * sources + [1] * sources, dtype=DTYPE)  # one op: the ops rows only
         self._op_costs: dict[int, Tensor] = {}
@@ -179,7 +90,10 @@ class PathTracer(TorchDispatchMode):
         return self.store.used_bytes
 
     def step_op(self, d: Tensor) -> Tensor:
-        """One compute op further: +1 in the ops rows."""
+        """One compute op further: +1 in the ops rows (on the row form when ``d`` is uniform along features)."""
+        rows = narrow(d)
+        if rows is not None and rows is not d:
+            return widen(self.step_op(rows), d.shape[1:])
         cost = self._op_costs.get(d.dim())
         if cost is None:
             cost = self._op_costs[d.dim()] = self._op_cost.reshape(-1, *([1] * (d.dim() - 1)))
@@ -188,7 +102,8 @@ class PathTracer(TorchDispatchMode):
     @staticmethod
     def step_product(d: Tensor) -> Tensor:
         """One matrix product further: +1 in both units (a product is an op too)."""
-        return d + 1
+        rows = narrow(d)
+        return d + 1 if rows is None or rows is d else widen(rows + 1, d.shape[1:])
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}

@@ -21,6 +21,9 @@ whatever the number of sources; the time grows with the number of passes. Every 
 again on a fresh copy of x (a layer in eval mode computes the same thing each time). One source whose
 pass alone would take more than half of the available memory is refused with a clear error. The passes
 run on one CPU thread (:func:`~seqlab.measure.switches.one_thread`): the tracer pays Python per op.
+With ``positions=True`` a storage whose distances an op proves uniform along the features is kept as one
+distance per position (:mod:`seqlab.measure.distance_store`): an Elman pass holds d times fewer bytes,
+so a batch takes d times more sources; the matrices are the same.
 
 Dependencies are *structural* (the op reads the element), refined where a constant mask or zero is
 known by value — see :mod:`seqlab.measure.path_rules`. Run layers in eval mode. Three rules on values:
@@ -57,6 +60,10 @@ from seqlab.memory import GIB, available_memory_bytes
 FIRST_BATCH = 2
 #: Bytes of distances a later pass may hold (its sources: as many as fit).
 BATCH_BYTES = GIB // 4
+#: Whether passes keep distances at position level where an op proves them uniform along the features
+#: (exact either way; about d times fewer bytes for a recurrence). Off by default until the element-level
+#: byte figures the tests state are restated (see ``tests/test_paths_positions.py``).
+POSITIONS = False
 
 
 @dataclass(frozen=True)
@@ -123,7 +130,8 @@ class PathBatch:
 
 
 def path_batches(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[int],
-                 select: Callable[[Any], Sequence[Tensor]], batch_bytes: float = BATCH_BYTES) -> Iterator[PathBatch]:
+                 select: Callable[[Any], Sequence[Tensor]], batch_bytes: float = BATCH_BYTES,
+                 positions: bool | None = None) -> Iterator[PathBatch]:
     """Trace ``layer`` on ``x`` once per batch of ``sources``, the batches sized to ``batch_bytes``.
 
     >>> [b.sources for b in path_batches(torch.nn.RNN(4, 4), torch.randn(5, 4), range(5), lambda r: [r[0]])]
@@ -133,6 +141,7 @@ def path_batches(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[in
         layer, x: as for :func:`measure_paths` (x already checked).
         sources: input positions, in order. select: the output tensors to measure from what ``layer`` returns.
         batch_bytes: bytes of distances a pass after the first may hold.
+        positions: position-level distances where proven (default :data:`POSITIONS`; the answers are the same).
 
     Returns:
         An iterator of :class:`PathBatch`, in the order of ``sources``.
@@ -144,7 +153,7 @@ def path_batches(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[in
     pending, size, budget = list(sources), FIRST_BATCH, available_memory_bytes() / 2
     while pending:
         batch, pending = tuple(pending[:size]), pending[size:]
-        tracer = PathTracer(len(batch), budget_bytes=budget)
+        tracer = PathTracer(len(batch), budget_bytes=budget, positions=POSITIONS if positions is None else positions)
         copy = x.detach().clone()
         tracer.store.write(copy, seed(copy, batch, len(UNITS)))
         with reference_kernels(), torch.no_grad(), tracer:
@@ -177,7 +186,7 @@ def _nan_positions(y: Tensor) -> tuple[int, ...]:
 
 def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequence[int] | None = None,
                   outputs: Callable[[Any], Sequence[Tensor]] | None = None,
-                  batch_bytes: float | None = None) -> list[PathMatrix] | PathMatrix:
+                  batch_bytes: float | None = None, positions: bool | None = None) -> list[PathMatrix] | PathMatrix:
     """Measure least path lengths from input positions to output positions of ``layer`` on ``x``.
 
     >>> rnn = torch.nn.RNN(4, 4)
@@ -197,6 +206,8 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
         outputs: picks the tensors to measure from what ``layer`` returns (e.g. every layer of a
             stack); when given, a list of :class:`PathMatrix` is returned, one per tensor.
         batch_bytes: bytes of distances one pass may hold (default :data:`BATCH_BYTES`).
+        positions: keep distances at position level where an op proves them uniform along the features
+            (default :data:`POSITIONS`): fewer bytes, the very same matrices.
 
     Returns:
         A :class:`PathMatrix` (or a list of them with ``outputs``), in products and in ops: one row
@@ -225,7 +236,8 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
         return outputs(result) if outputs is not None else [result[0] if isinstance(result, tuple) else result]
 
     with one_thread():
-        batches = list(path_batches(layer, x, sources, select, BATCH_BYTES if batch_bytes is None else batch_bytes))
+        batches = list(path_batches(layer, x, sources, select, BATCH_BYTES if batch_bytes is None else batch_bytes,
+                                    positions))
     matrices = [PathMatrix(
         products=tuple(row for b in batches for row in b.products[k]),
         ops=tuple(row for b in batches for row in b.ops[k]),

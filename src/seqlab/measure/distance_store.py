@@ -1,0 +1,204 @@
+"""Where the path tracer keeps its distances: one int32 tensor per storage, per element or per position.
+
+The tracer (:mod:`seqlab.measure.path_tracer`) keeps, beside every storage the pass writes, the least
+distance from each source to each element. Most tensors of a sequence layer never mix features across
+positions in a way the distances can see: a row-wise matmul ``x @ W`` with a weight, an element-wise op, a
+layer norm give every feature of a position the same distance. Such a storage is kept **at position level**
+(issue 17): one distance per (row, run of ``f`` features), ``f`` its last dim, so an Elman pass holds d times
+fewer bytes. The form is taken only when the value written proves it by layout (last dim of stride 0, see
+:func:`~seqlab.measure.distances.narrow`), never by looking at values, and it is exact: reading gives the
+very tensor the element form would, as an expanded view.
+
+A read or a write that cannot be expressed on rows — a view across the position axis (a transpose, a flat
+reshape, part of a row), or a write that makes a row's features differ (a mask cut, one feature written) —
+first expands that storage to element level (:meth:`DistanceStore.expand`) and goes on there.
+
+Shapes: ``rows`` = sources × the two units; a storage of ``n`` elements is (rows, n) per element or
+(rows, n / f) per position.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+from torch import Tensor
+
+from seqlab.errors import SeqlabError
+from seqlab.measure.distances import DTYPE, ITEMSIZE, UNREACHABLE, narrow
+from seqlab.memory import GIB
+
+
+def _fresh(value: Tensor) -> bool:
+    """A distance tensor no one else holds a view of: computed by the rule (not a view of a stored one),
+    contiguous, of the store's dtype."""
+    return value._base is None and value.dtype == DTYPE and value.is_contiguous()
+
+
+@functools.lru_cache(maxsize=4096)
+def _row_layout(shape: tuple[int, ...], stride: tuple[int, ...], offset: int,
+                features: int) -> tuple[tuple[int, ...], int] | None:
+    """Strides and offset, in rows of ``features`` elements, of a view's dims but the last; None when a dim
+    crosses rows unevenly or the last dim leaves its row (the view needs element level). Once per layout."""
+    offset, within = divmod(offset, features)
+    if not shape:
+        return (), offset
+    if shape[-1] > 1 and (stride[-1] != 1 or within + shape[-1] > features):
+        return None
+    strides = []
+    for size, step in zip(shape[:-1], stride[:-1], strict=True):
+        if size > 1 and step % features:
+            return None
+        strides.append(step // features if size > 1 else 0)
+    return tuple(strides), offset
+
+
+def _layout(tensor: Tensor, features: int) -> tuple[tuple[int, ...], int] | None:
+    return _row_layout(tuple(tensor.shape), tensor.stride(), tensor.storage_offset(), features)
+
+
+class DistanceStore:
+    """Distances per storage, and what a rule may ask: ``store(tensor)`` reads a tensor's distances (None: a
+    constant), :meth:`constant_zeros` and :meth:`constant_infs` answer once per constant.
+
+    >>> store, x = DistanceStore(rows=2, budget_bytes=1e6, per_unit=1), torch.zeros(3, 4)
+    >>> store(x) is None
+    True
+    >>> store.write(x, torch.zeros(2, 3, 4, dtype=DTYPE)); store(x[1:]).shape, store.used_bytes  # 2 x 12 int32
+    (torch.Size([2, 2, 4]), 96)
+    >>> store = DistanceStore(rows=2, budget_bytes=1e6, per_unit=1, positions=True)
+    >>> y = torch.zeros(3, 4); store.write(y, torch.zeros(2, 3, 1, dtype=DTYPE).expand(2, 3, 4))
+    >>> store.used_bytes, store(y.T).shape, store.used_bytes  # 2 x 3 rows, then expanded to 2 x 12
+    (24, torch.Size([2, 4, 3]), 96)
+
+    Args:
+        rows: distance rows (sources times the two units). budget_bytes: the most bytes the store may hold
+        before it refuses. per_unit: sources, for the refusal's message. positions: keep storages whose
+        distances are proven uniform along features at position level (False: every storage per element).
+
+    Raises:
+        SeqlabError: (from :meth:`write`) a new storage would take the store past ``budget_bytes``.
+    """
+
+    def __init__(self, rows: int, budget_bytes: float, per_unit: int, positions: bool = False) -> None:
+        self.rows = rows
+        self.positions = positions
+        self.per_unit = per_unit
+        self.by_storage: dict[int, Tensor] = {}
+        self.features: dict[int, int] = {}  # storages kept per position: features per row
+        self.facts: dict[tuple, tuple[Tensor, bool]] = {}
+        self.alive: list[Tensor] = []  # keeps storages alive so their keys are never reused
+        self.budget_bytes = budget_bytes
+        self.used_bytes = 0
+        self.expansions = 0  # position-level storages expanded to element level
+
+    def __call__(self, tensor: Tensor) -> Tensor | None:
+        key = tensor.untyped_storage().data_ptr()
+        storage = self.by_storage.get(key)
+        if storage is None:
+            return None
+        if key in self.features:
+            rows = self._rows_view(key, storage, tensor)
+            if rows is not None:
+                return rows if tensor.dim() == 0 else rows.unsqueeze(-1).expand(self.rows, *tensor.shape)
+            storage = self.expand(key)
+        return storage.as_strided((self.rows, *tensor.shape), (storage.stride(0), *tensor.stride()),
+                                  tensor.storage_offset())
+
+    def _rows_view(self, key: int, storage: Tensor, tensor: Tensor) -> Tensor | None:
+        """(rows, *tensor.shape[:-1]) view of a position-level storage, or None if the view crosses rows."""
+        layout = _layout(tensor, self.features[key])
+        if layout is None:
+            return None
+        strides, offset = layout
+        shape = tensor.shape[:-1] if tensor.dim() else ()
+        return storage.as_strided((self.rows, *shape), (storage.stride(0), *strides), offset)
+
+    def expand(self, key: int) -> Tensor:
+        """Turn a position-level storage into element level (a view or write needs single elements)."""
+        features = self.features.pop(key)
+        compact = self.by_storage[key]
+        self._charge(compact.numel() * (features - 1) * ITEMSIZE)
+        full = compact.unsqueeze(-1).expand(*compact.shape, features).reshape(self.rows, -1).contiguous()
+        self.by_storage[key] = full
+        self.expansions += 1
+        return full
+
+    def write(self, tensor: Tensor, value: Tensor | None) -> None:
+        """Store ``value`` ((rows, *tensor.shape), or None: no dependency) where ``tensor`` lives."""
+        key = tensor.untyped_storage().data_ptr()
+        storage = self.by_storage.get(key)
+        rows = narrow(value) if value is not None and tensor.dim() else None
+        if storage is None:
+            if value is None:
+                return
+            elements = tensor.untyped_storage().nbytes() // tensor.element_size()
+            features = tensor.shape[-1] if tensor.dim() else 1
+            if self.positions and rows is not None and features > 1 and elements % features == 0 and \
+                    self._whole_rows(tensor, features):
+                self._charge(self.rows * (elements // features) * ITEMSIZE)
+                self.features[key] = features
+                self.alive.append(tensor)
+                if tensor.storage_offset() == 0 and tensor.numel() == elements and tensor.is_contiguous():
+                    # a copy: the row form may be a view of another storage's distances
+                    self.by_storage[key] = rows.reshape(self.rows, elements // features).clone(
+                        memory_format=torch.contiguous_format)
+                    return
+                self.by_storage[key] = torch.full((self.rows, elements // features), UNREACHABLE, dtype=DTYPE)
+                self._rows_view(key, self.by_storage[key], tensor).copy_(rows[..., 0])
+                return
+            self._charge(self.rows * elements * ITEMSIZE)
+            if _fresh(value) and tensor.storage_offset() == 0 and tensor.numel() == elements and \
+                    tensor.is_contiguous():  # a new result laid out as its storage: kept as it is, no copy
+                self.by_storage[key] = value.view(self.rows, elements)
+                self.alive.append(tensor)
+                return
+            storage = torch.full((self.rows, elements), UNREACHABLE, dtype=DTYPE)
+            self.by_storage[key] = storage
+            self.alive.append(tensor)
+        elif key in self.features:
+            if (value is None or rows is not None) and tensor.dim() and self._whole_rows(tensor, self.features[key]):
+                view = self._rows_view(key, storage, tensor)
+                if value is None:
+                    view.fill_(UNREACHABLE)
+                else:
+                    view.copy_(rows[..., 0].clone())  # it may read the very rows it overwrites
+                return
+            storage = self.expand(key)
+        view = storage.as_strided((self.rows, *tensor.shape), (storage.stride(0), *tensor.stride()),
+                                  tensor.storage_offset())
+        if value is None:
+            view.fill_(UNREACHABLE)
+        else:
+            view.copy_(value)
+
+    @staticmethod
+    def _whole_rows(tensor: Tensor, features: int) -> bool:
+        """Whether ``tensor`` covers whole rows of ``features`` elements (a write keeps each row uniform)."""
+        return tensor.shape[-1] == features and tensor.storage_offset() % features == 0 and \
+            _layout(tensor, features) is not None
+
+    def _fact(self, name: str, tensor: Tensor, compute) -> tuple[Tensor, bool]:
+        key = (name, tensor.untyped_storage().data_ptr(), tensor._version, tuple(tensor.shape), tensor.stride(),
+               tensor.storage_offset())
+        fact = self.facts.get(key)
+        if fact is None:
+            mask = compute(tensor)
+            fact = self.facts[key] = (mask, bool(mask.any()))
+            self.alive.append(tensor)  # its storage key must not be reused while cached
+        return fact
+
+    def constant_zeros(self, tensor: Tensor) -> tuple[Tensor, bool]:
+        """(``tensor == 0``, whether any) for a tensor with no distances, once per storage, view and version."""
+        return self._fact("zeros", tensor, lambda t: t == 0)
+
+    def constant_infs(self, tensor: Tensor) -> tuple[Tensor, bool]:
+        """(``isinf(tensor)``, whether any) for a tensor with no distances, once per storage, view and version."""
+        return self._fact("infs", tensor, torch.isinf)
+
+    def _charge(self, nbytes: int) -> None:
+        self.used_bytes += nbytes
+        if self.used_bytes > self.budget_bytes:
+            raise SeqlabError(
+                f"path analysis needs more than {self.budget_bytes / GIB:.1f} GiB here (half the memory "
+                f"available) for {self.per_unit} source positions; measure fewer sources or a smaller T or d")
