@@ -128,7 +128,7 @@ class DistanceStore:
         """Store ``value`` ((rows, *tensor.shape), or None: no dependency) where ``tensor`` lives."""
         key = tensor.untyped_storage().data_ptr()
         storage = self.by_storage.get(key)
-        rows = narrow(value) if value is not None and tensor.dim() else None
+        rows = narrow(value) if self.positions and value is not None and tensor.dim() else None
         if storage is None:
             if value is None:
                 return
@@ -148,9 +148,10 @@ class DistanceStore:
                 self._rows_view(key, self.by_storage[key], tensor).copy_(rows[..., 0])
                 return
             self._charge(self.rows * elements * ITEMSIZE)
-            if _fresh(value) and tensor.storage_offset() == 0 and tensor.numel() == elements and \
-                    tensor.is_contiguous():  # a new result laid out as its storage: kept as it is, no copy
-                self.by_storage[key] = value.view(self.rows, elements)
+            if tensor.storage_offset() == 0 and tensor.numel() == elements and tensor.is_contiguous():
+                # a new result laid out as its storage: kept as it is (a view or a row form: copied once)
+                fresh = value if _fresh(value) else value.clone(memory_format=torch.contiguous_format)
+                self.by_storage[key] = fresh.view(self.rows, elements)
                 self.alive.append(tensor)
                 return
             storage = torch.full((self.rows, elements), UNREACHABLE, dtype=DTYPE)

@@ -92,12 +92,11 @@ class PathTracer(TorchDispatchMode):
     def step_op(self, d: Tensor) -> Tensor:
         """One compute op further: +1 in the ops rows (on the row form when ``d`` is uniform along features)."""
         rows = narrow(d)
-        if rows is not None and rows is not d:
-            return widen(self.step_op(rows), d.shape[1:])
-        cost = self._op_costs.get(d.dim())
+        base = d if rows is None else rows
+        cost = self._op_costs.get(base.dim())
         if cost is None:
-            cost = self._op_costs[d.dim()] = self._op_cost.reshape(-1, *([1] * (d.dim() - 1)))
-        return d + cost
+            cost = self._op_costs[base.dim()] = self._op_cost.reshape(-1, *([1] * (base.dim() - 1)))
+        return d + cost if rows is None or rows is d else widen(rows + cost, d.shape[1:])
 
     @staticmethod
     def step_product(d: Tensor) -> Tensor:
