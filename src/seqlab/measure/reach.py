@@ -17,7 +17,8 @@ Beside the exact zeros (structural zeros), the norms that are nonzero but within
 :mod:`seqlab.measure.dependence` (64 eps times the largest norm) are counted as ``rounding``: the one
 dependence rule, with both answers reported where they disagree.
 
-NaN and layout (:mod:`seqlab.measure.reach_guards`): a NaN y_p has NaN norms (``undefined``); a finite
+NaN and layout (:mod:`seqlab.measure.reach_guards`): a NaN y_p (read from the forward the backward runs
+through, or with ``batched`` from a forward of x alone) has NaN norms (``undefined``); a finite
 y_p whose backward is poisoned by another row's NaN is measured again in forward mode; with ``batched``
 the copies go along the module's own batch dimension, and a layer whose output contradicts it is refused.
 
@@ -245,17 +246,19 @@ def _replicated_rows(layer: Callable[[Tensor], Tensor], x: Tensor, p: int, copie
 
 
 def _single_forward_rows(layer: Callable[[Tensor], Tensor], x: Tensor, p: int, probes: int | None,
-                         seed: int, batched: bool, alone: Tensor) -> tuple[Tensor, str, str]:
-    """rows^T J from one forward of x (T, d_in): a vmapped backward, or R copies when ``batched``."""
+                         seed: int, batched: bool, alone: Tensor | None) -> tuple[Tensor, str, str, Tensor]:
+    """rows^T J from one forward of x (T, d_in): a vmapped backward, or R copies when ``batched`` (which needs
+    ``alone``); with y_p (d_out,) of that forward, detached (the NaN check reads it when there is no ``alone``)."""
     y_p = _checked_output(_first_output(layer(x)), x, (x.shape[0],))[p]  # (d_out,)
     rows, estimator = _backward_rows(y_p.shape[0], probes, seed, x)  # (R, d_out)
     if not y_p.requires_grad:  # the output is a constant of x
-        return torch.zeros((rows.shape[0], *x.shape), dtype=x.dtype, device=x.device), estimator, "batched"
+        zeros = torch.zeros((rows.shape[0], *x.shape), dtype=x.dtype, device=x.device)
+        return zeros, estimator, "batched", y_p.detach()
     if batched:  # exact rows through d_out copies
         g, estimator = _replicated_rows(layer, x, p, rows.shape[0], probes, seed, alone)
-        return g, estimator, "replicated batch"
+        return g, estimator, "replicated batch", y_p.detach()
     g, backward = _vjp_rows(y_p, x, rows)  # (R, T, d_in)
-    return g, estimator, backward
+    return g, estimator, backward, y_p.detach()
 
 
 def _block_norms(g: Tensor, mean: bool) -> Tensor:
@@ -343,15 +346,17 @@ def measure_reach(
 
     with torch.enable_grad():
         xd = x.detach().to(dtype).requires_grad_(True)  # (T, d_in)
-        alone = _output_alone(layer, xd)  # (T, d_out): the NaN and layout checks
+        # batched: the output on x alone, for the layout check and the NaN check; else the one forward serves both
+        alone = _output_alone(layer, xd) if batched else None  # (T, d_out)
         if batched and probes is not None:  # R = probes is known: one forward of R copies, one backward
             g, estimator = _replicated_rows(layer, xd, p, probes, probes, seed, alone)  # (k, T, d_in)
-            backward = "replicated batch"
+            backward, y_p = "replicated batch", alone[p]
         else:
-            g, estimator, backward = _single_forward_rows(layer, xd, p, probes, seed, batched, alone)
+            g, estimator, backward, y_p = _single_forward_rows(layer, xd, p, probes, seed, batched, alone)
+            y_p = y_p if alone is None else alone[p]
 
     norms_tensor = _block_norms(g.detach(), mean=probes is not None)  # (T,)
-    if bool(alone[p].isnan().any()):  # y_p is not a number: it has no derivative
+    if bool(y_p.isnan().any()):  # y_p is not a number: it has no derivative
         norms_tensor = torch.full_like(norms_tensor, float("nan"))
     elif bool(norms_tensor.isnan().any()):  # a NaN elsewhere poisoned the backward: forward mode
         norms_tensor = _block_norms(forward_rows(layer, xd, p, probes, seed), mean=probes is not None)

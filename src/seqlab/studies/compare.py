@@ -46,6 +46,7 @@ from seqlab.studies.compare_gated import (
     on_one_thread,
     reach_thread,
 )
+from seqlab.studies.compare_reach import query_row_reach
 from seqlab.studies.compare_scopes import Scope, build_modules, library_attention, measure_scopes
 from seqlab.studies.compare_times import time_modules
 from seqlab.studies.notebook_view import NotebookView
@@ -242,14 +243,11 @@ def _probes(config: CompareConfig, d_out: int, T: int) -> int | None:
     return config.probes if config.probes is not None else auto_probes(d_out, T)
 
 
-def _reach(layer: torch.nn.Module, x: torch.Tensor, d_out: int, config: CompareConfig, *,
-           replicated: bool = True) -> Reach:
-    """The reach in float64; ``replicated``: R copies of x, one backward (else one forward of x and a vmapped
-    backward of the R rows: the same norms to rounding, without R - 1 forwards, quicker for attention)."""
+def _reach(layer: torch.nn.Module, x: torch.Tensor, d_out: int, config: CompareConfig) -> Reach:
+    """The reach in float64 through R copies of x and one backward (the attention's: ``query_row_reach``)."""
     layer64 = copy.deepcopy(layer).double()
     probes, seed = _probes(config, d_out, x.shape[0]), config.seed
-    return measure_reach(lambda rows: _first(layer64(rows)), x.double(), probes=probes, seed=seed,
-                         batched=replicated)
+    return measure_reach(lambda rows: _first(layer64(rows)), x.double(), probes=probes, seed=seed, batched=True)
 
 
 def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig) -> MachineMeasurements:
@@ -303,12 +301,13 @@ def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareCon
         span=measure_span(layer.attention, q, k, v),
         span_half=measure_span(layer.attention, q[:half], k[:half], v[:half]),
         path=measure_paths(lambda rows: layer(rows)[0], x, sources=(0,)),
-        reach=_reach(layer, x, layer.d_v, config, replicated=False),
+        reach=query_row_reach(layer, x, probes=_probes(config, layer.d_v, T), seed=config.seed),
         order=order,
         key_value_order=pairs,
         time_library=None,
         time_explicit=None,
-        reach_half=_reach(layer, x[:half], layer.d_v, config, replicated=False) if half >= 2 else None,
+        reach_half=query_row_reach(layer, x[:half], probes=_probes(config, layer.d_v, half), seed=config.seed)
+        if half >= 2 else None,
     )
 
 

@@ -204,6 +204,59 @@ def build_modules(elman: torch.nn.Module, attention: torch.nn.Module, gated: dic
                    heads=None if heads is None else SelfAttentionLayer(d_model, heads, heads_generator))
 
 
+#: Lengths a recurrent layer is counted at on meta before its count is extended to T (see meta_count_by_steps).
+STEP_LENGTHS = (2, 3, 4)
+
+
+def meta_count_by_steps(module: torch.nn.Module, batch: torch.Tensor) -> WorkCount:
+    """``count_on_meta(module, batch)`` for a recurrent layer, from its counts at 2, 3 and 4 steps.
+
+    On meta tensors no value exists, so the ops ``nn.LSTM`` / ``nn.GRU`` run can depend on T only through
+    shapes: one input product over all T rows (T d_model 4 d_h multiplications) and, per step, the same cell
+    ops on (1, d_h) rows. Every field counted is then a + b T. It is counted at T = 2, 3, 4 and extended to
+    T when the three counts lie on one line in every field (total, per op, per module and calls), otherwise
+    (or for T <= 4) the layer is counted whole at T. The same numbers as the whole count
+    (tests/test_compare_speed_routes.py compares them), without running 4 T meta ops in Python.
+
+    >>> layer = torch.nn.LSTM(12, 128, batch_first=True)
+    >>> meta_count_by_steps(layer, torch.randn(1, 250, 12)).multiplications  # 4 * 250 * 128 * (12 + 128)
+    17920000
+
+    Args:
+        module: a batch-first recurrent layer (its weights do not matter on meta).
+        batch: (1, T, d_model) input.
+
+    Returns:
+        A :class:`~seqlab.measure.work.WorkCount` on ``meta``.
+    """
+    T = batch.shape[1]
+    if T <= STEP_LENGTHS[-1]:
+        return count_on_meta(module, batch)
+    counts = [count_on_meta(module, batch[:, :t]) for t in STEP_LENGTHS]
+    fixed = [(c.padded_multiplications, c.device, dict(c.unaccounted)) for c in counts]  # must not change
+    mappings = [(c.by_op, c.by_module, c.calls) for c in counts]
+    keys = [tuple(tuple(sorted(m)) for m in ms) for ms in mappings]
+
+    def on_line(a: int, b: int, c: int) -> bool:
+        return b - a == c - b
+
+    linear = (fixed[0] == fixed[1] == fixed[2] and fixed[0][0] is None and keys[0] == keys[1] == keys[2]
+              and on_line(*(c.multiplications for c in counts))
+              and all(on_line(*(ms[i][k] for ms in mappings)) for i in range(3) for k in mappings[0][i]))
+    if not linear:
+        return count_on_meta(module, batch)
+    first, second = counts[0], counts[1]
+
+    def extend(a: int, b: int) -> int:
+        return a + (T - STEP_LENGTHS[0]) * (b - a)
+
+    def extend_all(i: int) -> dict[str, int]:
+        return {k: extend(mappings[0][i][k], mappings[1][i][k]) for k in mappings[0][i]}
+
+    return replace(first, multiplications=extend(first.multiplications, second.multiplications),
+                   by_op=extend_all(0), by_module=extend_all(1), calls=extend_all(2))
+
+
 def measure_scopes(modules: Modules, x: torch.Tensor, score: str, counted_elman: WorkCount,
                    counted_call: WorkCount, counted_rnn: WorkCount, counted_sdpa: WorkCount | None,
                    widths: tuple[int, int, int, int], q_k_v: tuple[torch.Tensor, ...]) -> tuple[Scope, ...]:
@@ -233,7 +286,8 @@ def measure_scopes(modules: Modules, x: torch.Tensor, score: str, counted_elman:
     # decomposes there (GRU), on the meta device when it is fused (oneDNN's LSTM)
     gated_layer = tuple(scope_count(cell, f"nn.{cell.upper()}", gated_closed[cell], counted)
                         if counted.source == "pytorch" else
-                        scope_count(cell, f"nn.{cell.upper()}", gated_closed[cell], count_on_meta(module, batch))
+                        scope_count(cell, f"nn.{cell.upper()}", gated_closed[cell],
+                                    meta_count_by_steps(module, batch))
                         for (cell, module), counted in zip(modules.gated.items(), gated_cpu.values()))
     independent = {entry.machine: entry for entry in gated_layer}
     call_closed = cost.scored_attention_multiplications(score, T, d_k, d_v)

@@ -1,0 +1,63 @@
+"""The attention reach of ``seqlab compare`` through the one query it is read at (L4).
+
+The reach ‖∂y_T/∂x_i‖ reads one output row, y_T. In self-attention without a mask each output row is the
+softmax-weighted mix of every value for *its own* query only (the softmax normalises each row on its own), so
+
+    y_T = attention(q_T, K, V),   q_T = x_T W_q^T,  K = X W_k^T,  V = X W_v^T
+
+is the same function of x as row T of the full layer: the other T - 1 queries change nothing in it. Pushing
+the probe rows back through that one-query call gives the same Jacobian rows as pushing them back through
+the full T x T attention (the same norms to float64 rounding), without forming the T x T scores that nobody
+reads: at T = 2,917, d = 512 about 1 s of CPU instead of 9 s.
+
+A causal layer (or any other) is measured through its full output, as before.
+
+Shapes: T positions, d_model input width, d_v output width.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+
+from seqlab.layers.attention import SelfAttention
+from seqlab.measure.reach import Reach, measure_reach
+
+
+def query_row_reach(layer: SelfAttention, x: torch.Tensor, *, probes: int | None, seed: int) -> Reach:
+    """‖∂y_T/∂x_i‖ for every i through a float64 copy of ``layer``, computed from the last query alone.
+
+    The function handed to :func:`~seqlab.measure.reach.measure_reach` returns (T, d_v) whose last row is
+    ``attention(q_T, K, V)`` and whose other rows are zeros (never read: the reach reads row T only). It
+    equals, to rounding, ``measure_reach(lambda rows: layer64(rows)[0], x, batched=False)`` (the route used
+    before; tests/test_compare_speed_routes.py compares the two). A causal layer takes that old route.
+
+    >>> sa = SelfAttention(8, generator=torch.Generator().manual_seed(0))
+    >>> r = query_row_reach(sa, torch.randn(5, 8), probes=None, seed=0)
+    >>> len(r.norms), r.position, r.estimator, r.dtype
+    (5, 4, 'exact', 'float64')
+
+    Args:
+        layer: a :class:`~seqlab.layers.attention.SelfAttention` in eval mode (it is copied, not changed).
+        x: (T, d_model) token vectors, T >= 2.
+        probes: Hutchinson probes (None: exact); seed: their seed.
+
+    Returns:
+        A :class:`~seqlab.measure.reach.Reach` in float64 at the last position.
+
+    Raises:
+        SeqlabError: as :func:`~seqlab.measure.reach.measure_reach` (e.g. T < 2).
+
+    Source: lesson claim L4 (one weight α_Ti between any two positions).
+    """
+    layer64 = copy.deepcopy(layer).double()
+    if layer64.causal:
+        return measure_reach(lambda rows: layer64(rows)[0], x.double(), probes=probes, seed=seed)
+
+    def last_row(rows: torch.Tensor) -> torch.Tensor:  # (T, d_model) -> (T, d_v), row T the only one read
+        q, k, v = layer64.project(rows)  # (T, d_k), (T, d_k), (T, d_v)
+        y_last = layer64.attention(q[-1:], k, v)[0]  # (1, d_v)
+        return torch.cat([y_last.new_zeros(rows.shape[0] - 1, y_last.shape[-1]), y_last])
+
+    return measure_reach(last_row, x.double(), probes=probes, seed=seed)

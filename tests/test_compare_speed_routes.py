@@ -1,0 +1,72 @@
+"""Faster routes of ``seqlab compare`` give the figures of the routes they replaced (issue 17)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from seqlab.layers.attention import SCORES, SelfAttention
+from seqlab.measure.reach import measure_reach
+from seqlab.measure.work import count_on_meta
+from seqlab.studies.compare_gated import build_gated
+from seqlab.studies.compare_reach import query_row_reach
+from seqlab.studies.compare_scopes import SelfAttentionLayer, meta_count_by_steps
+
+
+def _old_route(layer, x, probes, seed):
+    """The attention reach as compare measured it before: the full layer, one vmapped backward."""
+    layer64 = copy.deepcopy(layer).double()
+    return measure_reach(lambda rows: layer64(rows)[0], x.double(), probes=probes, seed=seed, batched=False)
+
+
+@pytest.mark.parametrize("score", SCORES)
+@pytest.mark.parametrize("probes", [None, 3])
+def test_query_row_reach_equals_the_full_layer_route(score, probes):
+    with torch.random.fork_rng():
+        torch.manual_seed(1)
+        layer = SelfAttention(6, d_v=5, score=score, generator=torch.Generator().manual_seed(2)).eval()
+        x = torch.randn(9, 6)
+    old, new = _old_route(layer, x, probes, 4), query_row_reach(layer, x, probes=probes, seed=4)
+    assert new.norms == pytest.approx(old.norms, rel=1e-12, abs=0.0)
+    assert (new.position, new.estimator, new.dtype, new.backward) == (old.position, old.estimator, old.dtype,
+                                                                      old.backward)
+    assert (new.zeros, new.subnormals, new.rounding, new.undefined) == (old.zeros, old.subnormals, old.rounding,
+                                                                        old.undefined)
+
+
+def test_query_row_reach_reads_the_last_query_only():
+    """Both routes agree after an earlier row changes; a change of the last row moves the reach (not a constant)."""
+    layer = SelfAttention(4, generator=torch.Generator().manual_seed(0)).eval()
+    x = torch.randn(6, 4, generator=torch.Generator().manual_seed(1))
+    base = query_row_reach(layer, x, probes=None, seed=0).norms
+    earlier, last = x.clone(), x.clone()
+    earlier[2] += 1.0
+    last[5] += 1.0
+    moved = query_row_reach(layer, earlier, probes=None, seed=0).norms
+    assert _old_route(layer, earlier, None, 0).norms == pytest.approx(moved, rel=1e-12)
+    assert query_row_reach(layer, last, probes=None, seed=0).norms != pytest.approx(base, rel=1e-6)
+
+
+def test_causal_layer_takes_the_full_route():
+    layer = SelfAttention(4, causal=True, generator=torch.Generator().manual_seed(0)).eval()
+    x = torch.randn(5, 4, generator=torch.Generator().manual_seed(1))
+    assert query_row_reach(layer, x, probes=None, seed=0).norms == _old_route(layer, x, None, 0).norms
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_meta_count_by_steps_equals_the_whole_count(cell):
+    module = build_gated(cell, 6, 5, torch.Generator().manual_seed(0))
+    batch = torch.randn(1, 11, 6, generator=torch.Generator().manual_seed(1))
+    assert meta_count_by_steps(module, batch) == count_on_meta(module, batch)
+
+
+def test_meta_count_by_steps_falls_back_when_the_count_is_not_linear_in_T():
+    """Attention's count grows as T^2: the three short counts are not on a line, so the layer is counted whole."""
+    layer = SelfAttentionLayer(8, 2, torch.Generator().manual_seed(0))
+    batch = torch.randn(1, 9, 8, generator=torch.Generator().manual_seed(1))
+    whole = count_on_meta(layer, batch)
+    assert meta_count_by_steps(layer, batch) == whole
+    two, three = (count_on_meta(layer, batch[:, :t]).multiplications for t in (2, 3))
+    assert whole.multiplications != two + 7 * (three - two)  # a straight line from T = 2, 3 would be wrong
