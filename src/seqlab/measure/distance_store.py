@@ -6,7 +6,7 @@ positions in a way the distances can see: a row-wise matmul ``x @ W`` with a wei
 layer norm give every feature of a position the same distance. Such a storage is kept **at position level**
 (issue 17): one distance per (row, run of ``f`` features), ``f`` its last dim, so an Elman pass holds d times
 fewer bytes. The form is taken only when the value written proves it by layout (last dim of stride 0, see
-:func:`~seqlab.measure.distances.narrow`), never by looking at values, and it is exact: reading gives the
+:func:`~seqlab.measure.distances.rows_of`), never by looking at values, and it is exact: reading gives the
 very tensor the element form would, as an expanded view.
 
 A read or a write that cannot be expressed on rows — a view across the position axis (a transpose, a flat
@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError
-from seqlab.measure.distances import DTYPE, ITEMSIZE, UNREACHABLE, narrow
+from seqlab.measure.distances import DTYPE, ITEMSIZE, UNREACHABLE, rows_of
 from seqlab.memory import GIB
 
 
@@ -128,7 +128,7 @@ class DistanceStore:
         """Store ``value`` ((rows, *tensor.shape), or None: no dependency) where ``tensor`` lives."""
         key = tensor.untyped_storage().data_ptr()
         storage = self.by_storage.get(key)
-        rows = narrow(value) if self.positions and value is not None and tensor.dim() else None
+        rows = rows_of(value) if self.positions and value is not None and tensor.dim() else None
         if storage is None:
             if value is None:
                 return

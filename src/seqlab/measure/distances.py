@@ -10,7 +10,9 @@ Shapes: S rows (sources, times the two units products and ops), then the tensor'
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import torch
 from torch import Tensor
@@ -32,14 +34,32 @@ def unreachable(rows: int, shape: Sequence[int]) -> Tensor:
     return torch.full((rows, *shape), UNREACHABLE, dtype=DTYPE)
 
 
-def narrow(d: Tensor | None) -> Tensor | None:
+#: Whether rules may work on the row form (set by a position-level pass; element level keeps the old paths).
+_ROW_FORM: ContextVar[bool] = ContextVar("seqlab_row_form", default=False)
+
+
+@contextmanager
+def row_form(on: bool = True) -> Iterator[None]:
+    """Let :func:`narrow` hand rules the row form inside the block (this thread or task only; restored after).
+
+    >>> with row_form():
+    ...     narrow(torch.zeros(2, 3, 1, dtype=DTYPE).expand(2, 3, 5)).shape
+    torch.Size([2, 3, 1])
+    """
+    token = _ROW_FORM.set(on)
+    try:
+        yield
+    finally:
+        _ROW_FORM.reset(token)
+
+
+def rows_of(d: Tensor | None) -> Tensor | None:
     """The (S, ..., 1) row form of a distance that is provably the same along its last (feature) dim, else None.
 
     Proof by layout, never by value: a last dim of size 1, or of stride 0 (an expanded view: every feature
-    reads the same int32), holds one distance per row. Position-level propagation (issue 17) runs rules on
-    this form and expands to elements only when an op needs them.
+    reads the same int32), holds one distance per row.
 
-    >>> narrow(torch.zeros(2, 3, 1, dtype=DTYPE).expand(2, 3, 5)).shape, narrow(torch.zeros(2, 3, 5))
+    >>> rows_of(torch.zeros(2, 3, 1, dtype=DTYPE).expand(2, 3, 5)).shape, rows_of(torch.zeros(2, 3, 5))
     (torch.Size([2, 3, 1]), None)
     """
     if d is None or d.dim() < 2:
@@ -47,6 +67,16 @@ def narrow(d: Tensor | None) -> Tensor | None:
     if d.shape[-1] == 1:
         return d
     return d[..., :1] if d.stride(-1) == 0 else None
+
+
+def narrow(d: Tensor | None) -> Tensor | None:
+    """:func:`rows_of` inside a position-level pass (:func:`row_form`), None outside: the rules run on the row
+    form only where the store keeps it, and element-level passes take the element paths unchanged.
+
+    >>> narrow(torch.zeros(2, 3, 1, dtype=DTYPE)) is None  # outside a position-level pass
+    True
+    """
+    return rows_of(d) if _ROW_FORM.get() else None
 
 
 def widen(rows: Tensor, shape: Sequence[int]) -> Tensor:
@@ -79,7 +109,7 @@ def broadcast_min(distances: Sequence[Tensor | None], shape: Sequence[int], sour
     present = [d for d in distances if d is not None]
     if not present:
         return None
-    if len(shape) and all(d.dim() >= 2 for d in present):  # position level when every input is uniform
+    if _ROW_FORM.get() and len(shape) and all(d.dim() >= 2 for d in present):  # every input uniform: rows
         rows = [narrow(d) for d in present]
         if all(r is not None for r in rows):
             row_shape = (*shape[:-1], 1)
@@ -117,7 +147,7 @@ def to_lengths(d: Tensor | None, sources: int, length: int,
     """
     if d is None:
         return tuple((None,) * length for _ in range(sources))
-    d = narrow(d) if narrow(d) is not None else d
+    d = rows_of(d) if rows_of(d) is not None else d
     best = d.movedim(-2, 1).reshape(sources, length, -1).amin(dim=-1)  # (S, T_out)
     return tuple(tuple(None if v >= UNREACHABLE or j in undefined else int(v) for j, v in enumerate(row))
                  for row in best.tolist())

@@ -30,7 +30,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from seqlab.measure import path_rules as rules
 from seqlab.measure.distance_store import DistanceStore
-from seqlab.measure.distances import DTYPE, narrow, widen
+from seqlab.measure.distances import _ROW_FORM, DTYPE, narrow, widen
 from seqlab.measure.ops import is_contraction, is_movement, op_name, tensors_in
 
 #: The two units, in the order of their rows: rows [0, S) count products, rows [S, 2S) count ops.
@@ -83,6 +83,16 @@ class PathTracer(TorchDispatchMode):
         self.fallbacks: Counter[str] = Counter()
         self._op_cost = torch.tensor([0] * sources + [1] * sources, dtype=DTYPE)  # one op: the ops rows only
         self._op_costs: dict[int, Tensor] = {}
+
+    def __enter__(self):
+        self._row_form = _ROW_FORM.set(self.store.positions)  # rules take the row form only at position level
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        try:
+            return super().__exit__(*exc)
+        finally:
+            _ROW_FORM.reset(self._row_form)
 
     @property
     def used_bytes(self) -> int:
