@@ -181,10 +181,12 @@ def test_batches_keep_the_distances_held_under_the_bound():
 
     layer = SelfAttention(4, generator=_g()).eval()
     x = torch.randn(1, 8, 4, generator=_g())
-    one = next(path_batches(layer, x, (0,), lambda r: [r[0]])).stored_bytes  # one source's distances, bytes
+    # At element level (position level is the default for more than two sources; tests/test_paths_positions.py
+    # states its bytes): one source's distances, bytes.
+    one = next(path_batches(layer, x, (0,), lambda r: [r[0]], positions=False)).stored_bytes
     # 2 units x 4 bytes (int32) x elements written: x, q, k, v and the output (T x d), scores, scaled, softmax (T x T)
     assert one == 2 * 4 * (5 * 8 * 4 + 3 * 8 * 8)
-    batches = list(path_batches(layer, x, range(8), lambda r: [r[0]], batch_bytes=3 * one))
+    batches = list(path_batches(layer, x, range(8), lambda r: [r[0]], batch_bytes=3 * one, positions=False))
     assert [len(b.sources) for b in batches] == [FIRST_BATCH, 3, 3]
     assert [b.stored_bytes for b in batches] == [FIRST_BATCH * one, 3 * one, 3 * one]
     assert all(b.stored_bytes <= max(3 * one, FIRST_BATCH * one) for b in batches)

@@ -61,9 +61,22 @@ FIRST_BATCH = 2
 #: Bytes of distances a later pass may hold (its sources: as many as fit).
 BATCH_BYTES = GIB // 4
 #: Whether passes keep distances at position level where an op proves them uniform along the features
-#: (exact either way; about d times fewer bytes for a recurrence). Off by default until the element-level
-#: byte figures the tests state are restated (see ``tests/test_paths_positions.py``).
-POSITIONS = False
+#: (exact either way; about d times fewer bytes for a recurrence). None: decided per call, position level
+#: when more than :data:`FIRST_BATCH` sources are asked for. Measured (benchmarks/path_cost.py, Elman RNN,
+#: T = 128, d = 256, one thread): all 128 sources 65x a forward pass at element level against 24x at position
+#: level (T = 512: 16 passes and 252 MiB against 2 passes and 14 MiB); the two ends 7.3x against 11.1x, where
+#: the row bookkeeping costs more Python per op than the d-fold saving returns.
+POSITIONS: bool | None = None
+
+
+def position_level(positions: bool | None, sources: int) -> bool:
+    """Whether a trace of ``sources`` sources keeps distances at position level.
+
+    >>> position_level(None, 2), position_level(None, 128), position_level(False, 128), position_level(True, 2)
+    (False, True, False, True)
+    """
+    chosen = POSITIONS if positions is None else positions
+    return sources > FIRST_BATCH if chosen is None else bool(chosen)
 
 
 @dataclass(frozen=True)
@@ -141,7 +154,7 @@ def path_batches(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[in
         layer, x: as for :func:`measure_paths` (x already checked).
         sources: input positions, in order. select: the output tensors to measure from what ``layer`` returns.
         batch_bytes: bytes of distances a pass after the first may hold.
-        positions: position-level distances where proven (default :data:`POSITIONS`; the answers are the same).
+        positions: position-level distances where proven (default: :func:`position_level`; the answers are the same).
 
     Returns:
         An iterator of :class:`PathBatch`, in the order of ``sources``.
@@ -151,9 +164,10 @@ def path_batches(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[in
             available memory.
     """
     pending, size, budget = list(sources), FIRST_BATCH, available_memory_bytes() / 2
+    level = position_level(positions, len(pending))
     while pending:
         batch, pending = tuple(pending[:size]), pending[size:]
-        tracer = PathTracer(len(batch), budget_bytes=budget, positions=POSITIONS if positions is None else positions)
+        tracer = PathTracer(len(batch), budget_bytes=budget, positions=level)
         copy = x.detach().clone()
         tracer.store.write(copy, seed(copy, batch, len(UNITS)))
         with reference_kernels(), torch.no_grad(), tracer:
@@ -207,7 +221,7 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
             stack); when given, a list of :class:`PathMatrix` is returned, one per tensor.
         batch_bytes: bytes of distances one pass may hold (default :data:`BATCH_BYTES`).
         positions: keep distances at position level where an op proves them uniform along the features
-            (default :data:`POSITIONS`): fewer bytes, the very same matrices.
+            (default: :func:`position_level`, on for more than two sources): fewer bytes, the very same matrices.
 
     Returns:
         A :class:`PathMatrix` (or a list of them with ``outputs``), in products and in ops: one row
