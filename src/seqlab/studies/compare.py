@@ -46,7 +46,7 @@ from seqlab.studies.compare_gated import (
     on_one_thread,
     reach_thread,
 )
-from seqlab.studies.compare_reach import query_row_reach
+from seqlab.studies.compare_reach import query_row_reaches
 from seqlab.studies.compare_scopes import Scope, build_modules, library_attention, measure_scopes
 from seqlab.studies.compare_times import time_modules
 from seqlab.studies.notebook_view import NotebookView
@@ -250,7 +250,8 @@ def _reach(layer: torch.nn.Module, x: torch.Tensor, d_out: int, config: CompareC
     return measure_reach(lambda rows: _first(layer64(rows)), x.double(), probes=probes, seed=seed, batched=True)
 
 
-def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig) -> MachineMeasurements:
+def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig, reach: Reach | None = None
+                        ) -> MachineMeasurements:  # reach: from _reach (None: measured here)
     T, d_model = x.shape
     library = rnn.to_torch(batch_first=True).eval()
     with torch.no_grad():
@@ -266,7 +267,7 @@ def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig) -
         span=measure_span(rnn, x),
         span_half=measure_span(rnn, x[: T // 2]),
         path=measure_paths(rnn, x, sources=(0,)),
-        reach=_reach(rnn, x, rnn.d_h, config),
+        reach=reach if reach is not None else _reach(rnn, x, rnn.d_h, config),
         order=order,
         key_value_order=None,
         time_library=None,
@@ -274,8 +275,10 @@ def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig) -
     )
 
 
-def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareConfig) -> MachineMeasurements:
+def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareConfig,
+                       reaches: tuple[Reach, Reach | None] | None = None) -> MachineMeasurements:
     T = x.shape[0]
+    reach, reach_half = reaches or query_row_reaches(layer, x, lambda n: _probes(config, layer.d_v, n), config.seed)
     library = library_attention(config.score)
     with torch.no_grad():
         projections = count_multiplications(layer.project, x)
@@ -301,13 +304,12 @@ def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareCon
         span=measure_span(layer.attention, q, k, v),
         span_half=measure_span(layer.attention, q[:half], k[:half], v[:half]),
         path=measure_paths(lambda rows: layer(rows)[0], x, sources=(0,)),
-        reach=query_row_reach(layer, x, probes=_probes(config, layer.d_v, T), seed=config.seed),
+        reach=reach,
         order=order,
         key_value_order=pairs,
         time_library=None,
         time_explicit=None,
-        reach_half=query_row_reach(layer, x[:half], probes=_probes(config, layer.d_v, half), seed=config.seed)
-        if half >= 2 else None,
+        reach_half=reach_half,
     )
 
 
@@ -344,20 +346,21 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
     step = progress or (lambda done, total, what: None)
     with fixed_threads(1):
         step(0, 4, "recurrence")
-        rec = _measure_recurrence(recurrence, x, config)
-        step(1, 4, "attention")
-        att = _measure_attention(attention, x, config)
-        step(2, 4, "scopes, LSTM and GRU")
         gated_modules = {cell: build_gated(cell, d_model, d_h, _generator(config.seed, 3 + i))
                          for i, cell in enumerate(CELLS if config.gated else ())}
-        modules = build_modules(recurrence, attention, gated_modules, config.score, _generator(config.seed, 5),
-                                _generator(config.seed, 6))
+        # this thread's reaches first (no two overlap: catch_warnings is process-wide), the gated ones beside the rest
+        rec_reach = _reach(recurrence, x, recurrence.d_h, config)
+        att_reaches = query_row_reaches(attention, x, lambda n: _probes(config, d_v, n), config.seed)
         with reach_thread() as pool:
-            # the LSTM and GRU reaches (float64 backward, compute-bound, the GIL released) run on a second
-            # thread while this one counts and traces (per-op Python, the GIL held); see reach_thread
             reaches = {cell: pool.submit(on_one_thread, gated_reach, copy.deepcopy(module), x,
                                          seed=_seed(config.seed, 3 + i), probes=probes)
                        for i, (cell, module) in enumerate(gated_modules.items())}
+            rec = _measure_recurrence(recurrence, x, config, reach=rec_reach)
+            step(1, 4, "attention")
+            att = _measure_attention(attention, x, config, reaches=att_reaches)
+            step(2, 4, "scopes, LSTM and GRU")
+            modules = build_modules(recurrence, attention, gated_modules, config.score,
+                                    _generator(config.seed, 5), _generator(config.seed, 6))
             with torch.no_grad():
                 q_k_v = attention.project(x)
                 scopes = measure_scopes(modules, x, config.score, rec.counted, att.counted, rec.counted_library,

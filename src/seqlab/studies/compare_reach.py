@@ -18,6 +18,7 @@ Shapes: T positions, d_model input width, d_v output width.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 
 import torch
 
@@ -61,3 +62,21 @@ def query_row_reach(layer: SelfAttention, x: torch.Tensor, *, probes: int | None
         return torch.cat([y_last.new_zeros(rows.shape[0] - 1, y_last.shape[-1]), y_last])
 
     return measure_reach(last_row, x.double(), probes=probes, seed=seed)
+
+
+def query_row_reaches(layer: SelfAttention, x: torch.Tensor, probes: Callable[[int], int | None],
+                      seed: int) -> tuple[Reach, Reach | None]:
+    """:func:`query_row_reach` of y_T on the T tokens and of y_{T/2} on the first T // 2 (None when T // 2 < 2).
+
+    >>> layer = SelfAttention(4, generator=torch.Generator().manual_seed(0)).eval()
+    >>> full, half = query_row_reaches(layer, torch.randn(6, 4), lambda T: 2, seed=0)
+    >>> len(full.norms), len(half.norms)
+    (6, 3)
+
+    Args:
+        layer: the attention layer; x: (T, d_model) token vectors.
+        probes: the probe count for a length (None: exact); seed: seed of the probes.
+    """
+    half = x.shape[0] // 2
+    reach = query_row_reach(layer, x, probes=probes(x.shape[0]), seed=seed)
+    return reach, query_row_reach(layer, x[:half], probes=probes(half), seed=seed) if half >= 2 else None
