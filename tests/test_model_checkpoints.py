@@ -317,3 +317,11 @@ def test_lines_of_a_file_are_one_padded_batch_in_spanish(cli, checkpoints, tmp_p
     assert "Como dice la lección de un decoder (L11)" in flat and "Como dice la lección de un decoder (L10)" in flat
     assert "primera de 2 secuencias" in flat and (tmp_path / "mapas" / "attention-layer1-head1.png").is_file()
     assert "(primeras 5 posiciones de cada una de las 2 ventanas)" in flat  # 6 asked, the longer window has 5
+
+
+def test_a_text_of_one_repeated_token_is_measured(cli, checkpoints):
+    """Shuffling "w w w" gives the same ids back: both order passes read one input, and the run still reports."""
+    word = LONG.split()[0]
+    result = cli("--model", checkpoints["gpt2"], "--text", f"{word} {word} {word}", *SMALL, "--json")
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output and json.loads(result.output)["kind"] == "causal"

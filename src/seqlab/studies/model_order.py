@@ -84,8 +84,9 @@ def _stacker(encoder: Encoder, passes: list[tuple[Tensor, Tensor]], ids: Tensor,
 
 
 def _pass(passes: list[tuple[Tensor, Tensor]], column: Tensor) -> Tensor:
-    (y,) = [out for ids, out in passes if torch.equal(ids, column)]
-    return y
+    """The recorded output of the pass on ``column``'s ids. A text of one repeated token shuffles into the same ids:
+    then both passes read the same input, so the first is taken."""
+    return next(out for ids, out in passes if torch.equal(ids, column))
 
 
 def _depth(depth: int, y: Tensor, y_shuffled: Tensor, perm: Tensor,
