@@ -141,9 +141,9 @@ def test_bad_configs_are_refused(changes, message):
 
 def test_a_step_too_large_for_memory_is_refused_before_allocating(monkeypatch):
     monkeypatch.setattr(seqlab.memory, "available_memory_bytes", lambda: 2 * seqlab.memory.GIB)
-    # 6 * 1,000,000 * 1,024 * 4 bytes + 8 * 1,024**2 * 4 = 24,609,554,432 bytes, about 22.9 GiB
-    with pytest.raises(SeqlabError, match=r"would need about 22\.9 GiB \(mostly a cache of 1000000 positions\)"):
-        check_decode_config(DecodeConfig(positions=(1_000_000,), d_model=1024))
+    # 6 * 65,536 * 16,384 * 4 bytes + 8 * 16,384**2 * 4 = 34,359,738,368 bytes, 32.0 GiB
+    with pytest.raises(SeqlabError, match=r"would need about 32\.0 GiB \(mostly a cache of 65536 positions\)"):
+        check_decode_config(DecodeConfig(positions=(65_536,), d_model=16_384))
 
 
 # --- Sentences follow the measurements -------------------------------------------------------------------------
@@ -262,3 +262,9 @@ def test_work_growth_follows_the_counted_multiplications(monkeypatch):
     result = _patched(monkeypatch, lambda s: dataclasses.replace(s, multiplications=100 * s.t)
                       if s.machine == "elman" else s)
     assert "from t = 4 to t = 8: Elman RNN ×2.00; attention, KV cache ×1.25" in " ".join(decode_sentences(result))
+
+
+def test_a_machine_or_position_named_twice_is_measured_once():
+    config = study.check_decode_config(study.DecodeConfig(positions=(16, 16), machines=("elman", "elman"),
+                                                          time=False))
+    assert config.positions == (16,) and config.machines == ("elman",)

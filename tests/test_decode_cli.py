@@ -85,7 +85,7 @@ def test_plot_writes_a_png(tmp_path):
 @pytest.mark.parametrize(("args", "words"), [
     (["--positions", "0"], "'--positions': expected integers >= 1 separated by commas, received '0'"),
     (["--positions", "16,-3"], "received '16,-3'"),
-    (["--positions", "2000000"], "positions must be an integer in [1, 1048576], received 2000000"),
+    (["--positions", "65537"], "positions must be an integer in [1, 65536], received 65537"),
     (["--machines", "lstm"], "'--machines': machine must be one of elman"),
     (["--plot", "x.pdf"], "expected a file name ending in .png or .svg, received 'x.pdf'"),
     (["--d-model", "0"], "'--d-model': expected an integer >= 1, received 0"),
@@ -100,7 +100,7 @@ def test_bad_input_exits_2_with_one_line(args, words):
 
 def test_too_large_for_memory_says_how_much_before_allocating(monkeypatch):
     monkeypatch.setattr(seqlab.memory, "available_memory_bytes", lambda: seqlab.memory.GIB)
-    result = decode("--positions", "1000000", "--d-model", "512")
+    result = decode("--positions", "65536", "--d-model", "8192")
     assert result.exit_code == 2, result.output
-    # 6 * 1,000,000 * 512 * 4 + 8 * 512**2 * 4 = 12,296,388,608 bytes, about 11.5 GiB
-    assert "would need about 11.5 GiB (mostly a cache of 1000000 positions)" in result.output
+    # 6 * 65,536 * 8,192 * 4 + 8 * 8,192**2 * 4 = 15,032,385,536 bytes, 14.0 GiB
+    assert "would need about 14.0 GiB (mostly a cache of 65536 positions)" in result.output

@@ -16,7 +16,7 @@ import typer
 from seqlab.cli import app
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
 from seqlab.cli.table1 import integer_list
-from seqlab.cli.threads import ThreadsOption
+from seqlab.cli.threads import DecodeThreadsOption
 from seqlab.errors import SeqlabError
 
 #: Which option each library parameter comes from, to point an error at the right one.
@@ -64,7 +64,7 @@ def decode(
         "--plot", metavar="FILE", help="Also draw multiplications, time and state against t (log axes) to FILE.png "
                                        "or FILE.svg.")] = None,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
-    threads: ThreadsOption = None,
+    threads: DecodeThreadsOption = None,
 ) -> None:
     """Generate token by token: multiplications, time and state per new token, machine by machine."""
     from seqlab.studies.decode import DecodeConfig, check_decode_config, run_decode

@@ -19,9 +19,20 @@ from seqlab.cli.options import integer_at_least
 THREADS_HELP = ("CPU threads for the timings (default: PyTorch's count, the machine's cores); counting and "
                 "tracing always run on one thread.")
 
+DECODE_THREADS_HELP = ("CPU threads for the timings (default: 1, since one step at batch 1 is a few small "
+                       "products); counting and tracing always run on one thread.")
+
+
+def threads_option(help_text: str):
+    """The ``--threads`` option as a command parameter's annotation, with its own help text."""
+    return Annotated[Optional[int], typer.Option("--threads", parser=integer_at_least(1, 1024),
+                                                 metavar="INTEGER", help=help_text)]
+
+
 #: The option as a command parameter's annotation: ``threads: ThreadsOption = None``.
-ThreadsOption = Annotated[Optional[int], typer.Option("--threads", parser=integer_at_least(1, 1024),
-                                                      metavar="INTEGER", help=THREADS_HELP)]
+ThreadsOption = threads_option(THREADS_HELP)
+#: decode's: its timings default to one thread (see seqlab.studies.decode.DecodeConfig.threads).
+DecodeThreadsOption = threads_option(DECODE_THREADS_HELP)
 
 
 @contextlib.contextmanager
