@@ -19,6 +19,14 @@ MAX_TICKS = 40
 
 
 def model_translator(lang: str):
+    """The gettext function of the ``model`` catalogue for ``lang`` (en or es): the heat map's words.
+
+    >>> model_translator("en")("Layer")
+    'Layer'
+
+    Raises:
+        SeqlabError: ``lang`` is not en or es.
+    """
     return translator(lang, DOMAIN)
 
 
