@@ -46,6 +46,22 @@ def check_language(lang: str) -> str:
     return lang
 
 
+def _catalogue(lang: str, domain: str) -> gettext.NullTranslations:
+    """The translations of ``domain`` for ``lang``: English is the message ids themselves.
+
+    Raises:
+        SeqlabError: unknown language, or the Spanish catalogue is missing from the package.
+    """
+    check_language(lang)
+    if lang == "en":
+        return gettext.NullTranslations()
+    localedir = resources.files("seqlab") / "locale"
+    try:
+        return gettext.translation(domain, localedir=str(localedir), languages=[lang])
+    except OSError as error:
+        raise SeqlabError(f"the {lang!r} catalogue {domain!r} is missing from {localedir}: {error}") from error
+
+
 @lru_cache(maxsize=None)
 def translator(lang: str, domain: str = DOMAIN) -> Callable[[str], str]:
     """The gettext function for ``lang``: English message id in, sentence in that language out.
@@ -60,15 +76,7 @@ def translator(lang: str, domain: str = DOMAIN) -> Callable[[str], str]:
     Raises:
         SeqlabError: unknown language, or the Spanish catalogue is missing from the package.
     """
-    check_language(lang)
-    if lang == "en":
-        return gettext.NullTranslations().gettext
-    localedir = resources.files("seqlab") / "locale"
-    try:
-        catalogue = gettext.translation(domain, localedir=str(localedir), languages=[lang])
-    except OSError as error:
-        raise SeqlabError(f"the {lang!r} catalogue {domain!r} is missing from {localedir}: {error}") from error
-    return catalogue.gettext
+    return _catalogue(lang, domain).gettext
 
 
 @lru_cache(maxsize=None)
@@ -83,15 +91,7 @@ def plural_translator(lang: str, domain: str = DOMAIN) -> Callable[[str, str, in
     Raises:
         SeqlabError: unknown language, or the Spanish catalogue is missing from the package.
     """
-    check_language(lang)
-    if lang == "en":
-        return gettext.NullTranslations().ngettext
-    localedir = resources.files("seqlab") / "locale"
-    try:
-        catalogue = gettext.translation(domain, localedir=str(localedir), languages=[lang])
-    except OSError as error:
-        raise SeqlabError(f"the {lang!r} catalogue {domain!r} is missing from {localedir}: {error}") from error
-    return catalogue.ngettext
+    return _catalogue(lang, domain).ngettext
 
 
 def format_source(source: str, lang: str) -> str:
