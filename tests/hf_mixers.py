@@ -1,0 +1,198 @@
+"""Tiny random-weight ``transformers`` models of the field's mixer kinds, and the two routes that judge them.
+
+Issue 21, item 6: each model is built from its config alone (no download, no tokenizer), seeded, in eval mode,
+with ``attn_implementation="eager"`` and ``experts_implementation="eager"`` where the model has them, so the same
+module runs in float64 for the Jacobian. Widths are tiny (d_model = 16) so a trace takes well under a second.
+
+The two routes of a position-level dependence matrix ``depends[j][i]`` (output position j on input position i):
+
+* **paths** — :func:`seqlab.measure.paths.measure_paths`: the entry ``products[i][j]`` is not None;
+* **Jacobian** — the exact float64 Jacobian (``torch.autograd.functional.jacobian``), the block
+  ``||dy_j/dx_i||_F`` judged by seqlab's one rule (:func:`seqlab.measure.dependence.judge`: above
+  64 eps(float64) times the largest block norm).
+
+Shapes: B = 1, T positions, d = d_model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from seqlab.measure.dependence import judge
+from seqlab.measure.paths import PathMatrix, measure_paths
+
+#: d_model of every model here.
+D_MODEL = 16
+
+Matrix = tuple[tuple[bool, ...], ...]
+
+
+def _transformers():
+    import transformers
+
+    return transformers
+
+
+# --- the models -----------------------------------------------------------------------------------------
+
+def mamba2_config(**overrides):
+    """Mamba-2: d_model 16, expand 2 -> d_inner 32 = 4 heads x head_dim 8, state N = 4, one group, chunk 4."""
+    tf = _transformers()
+    values = dict(vocab_size=32, hidden_size=D_MODEL, state_size=4, num_heads=4, head_dim=8, expand=2, n_groups=1,
+                  num_hidden_layers=1, chunk_size=4, conv_kernel=4, use_conv_bias=True, use_bias=False)
+    return tf.Mamba2Config(**(values | overrides))
+
+
+def bamba_config(**overrides):
+    """Bamba (hybrid): layer 0 a Mamba-2 mixer (4 heads x 8, N = 4, chunk 4), layer 1 eager attention (2 heads)."""
+    tf = _transformers()
+    values = dict(vocab_size=32, hidden_size=D_MODEL, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+                  num_key_value_heads=1, mamba_n_heads=4, mamba_d_head=8, mamba_n_groups=1, mamba_d_state=4,
+                  mamba_d_conv=4, mamba_expand=2, mamba_chunk_size=4, attn_layer_indices=[1],
+                  attn_implementation="eager")
+    return tf.BambaConfig(**(values | overrides))
+
+
+def mixtral_config(**overrides):
+    """Mixtral: one layer, 2 heads (1 key-value head), 4 experts, top-2, intermediate 24, no sliding window."""
+    tf = _transformers()
+    values = dict(vocab_size=32, hidden_size=D_MODEL, intermediate_size=24, num_hidden_layers=1, num_attention_heads=2,
+                  num_key_value_heads=1, num_local_experts=4, num_experts_per_tok=2, sliding_window=None,
+                  attn_implementation="eager", experts_implementation="eager")
+    return tf.MixtralConfig(**(values | overrides))
+
+
+def qwen2moe_config(**overrides):
+    """Qwen2-MoE: one layer, 4 experts of width 8, top-2, plus a gated shared expert of width 16."""
+    tf = _transformers()
+    values = dict(vocab_size=32, hidden_size=D_MODEL, intermediate_size=24, moe_intermediate_size=8,
+                  shared_expert_intermediate_size=16, num_hidden_layers=1, num_attention_heads=2,
+                  num_key_value_heads=1, num_experts=4, num_experts_per_tok=2, attn_implementation="eager",
+                  experts_implementation="eager")
+    return tf.Qwen2MoeConfig(**(values | overrides))
+
+
+def olmoe_config(**overrides):
+    """OLMoE: one layer, 4 experts of width 24, top-2."""
+    tf = _transformers()
+    values = dict(vocab_size=32, hidden_size=D_MODEL, intermediate_size=24, num_hidden_layers=1, num_attention_heads=2,
+                  num_key_value_heads=1, num_experts=4, num_experts_per_tok=2, attn_implementation="eager",
+                  experts_implementation="eager", eos_token_id=None, pad_token_id=None)
+    return tf.OlmoeConfig(**(values | overrides))
+
+
+def mistral_config(**overrides):
+    """Mistral with a sliding window of 3 keys: one layer, 2 heads (1 key-value head), intermediate 24."""
+    tf = _transformers()
+    values = dict(vocab_size=32, hidden_size=D_MODEL, intermediate_size=24, num_hidden_layers=1, num_attention_heads=2,
+                  num_key_value_heads=1, sliding_window=3, attn_implementation="eager")
+    return tf.MistralConfig(**(values | overrides))
+
+
+def longformer_config(**overrides):
+    """Longformer: one layer, 2 heads, a local window of 4 (2 keys each side), no dropout."""
+    tf = _transformers()
+    values = dict(vocab_size=32, hidden_size=D_MODEL, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                  attention_window=[4], max_position_embeddings=64, pad_token_id=1, hidden_dropout_prob=0.0,
+                  attention_probs_dropout_prob=0.0)
+    return tf.LongformerConfig(**(values | overrides))
+
+
+def bigbird_config(**overrides):
+    """BigBird, block sparse: one layer, 2 heads, blocks of 2, one random block (fixed in eval), no dropout."""
+    tf = _transformers()
+    values = dict(vocab_size=32, hidden_size=D_MODEL, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                  attention_type="block_sparse", block_size=2, num_random_blocks=1, max_position_embeddings=64,
+                  hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, sep_token_id=None, pad_token_id=0,
+                  bos_token_id=None, eos_token_id=None)
+    return tf.BigBirdConfig(**(values | overrides))
+
+
+def rwkv_config(**overrides):
+    """RWKV (v4): two layers (its initialiser divides by layers - 1), attention width 16, intermediate 32."""
+    tf = _transformers()
+    values = dict(vocab_size=32, hidden_size=D_MODEL, attention_hidden_size=D_MODEL, intermediate_size=32,
+                  num_hidden_layers=2, context_length=64)
+    return tf.RwkvConfig(**(values | overrides))
+
+
+#: name -> (config builder, model class name, extra keywords of the model's constructor).
+MODELS: dict[str, tuple[Callable, str, dict]] = {
+    "mamba2": (mamba2_config, "Mamba2Model", {}),
+    "bamba": (bamba_config, "BambaModel", {}),
+    "mixtral": (mixtral_config, "MixtralModel", {}),
+    "qwen2moe": (qwen2moe_config, "Qwen2MoeModel", {}),
+    "olmoe": (olmoe_config, "OlmoeModel", {}),
+    "mistral": (mistral_config, "MistralModel", {}),
+    "longformer": (longformer_config, "LongformerModel", {"add_pooling_layer": False}),
+    "bigbird": (bigbird_config, "BigBirdModel", {"add_pooling_layer": False}),
+    "rwkv": (rwkv_config, "RwkvModel", {}),
+}
+
+
+def build(name: str, dtype: torch.dtype = torch.float64, seed: int = 0, **overrides) -> torch.nn.Module:
+    """The model ``name`` of :data:`MODELS`, random weights drawn under ``seed``, in eval mode, in ``dtype``."""
+    config_of, cls, kwargs = MODELS[name]
+    config = config_of(**overrides)
+    torch.manual_seed(seed)
+    model = getattr(_transformers(), cls)(config, **kwargs)
+    return model.eval().to(dtype)
+
+
+def last_hidden(model: torch.nn.Module, **kwargs) -> Callable[[Tensor], Tensor]:
+    """x (1, T, d) -> the model's last hidden state (1, T, d), from ``inputs_embeds`` (no cache)."""
+    extra = {"use_cache": False} | kwargs
+    if type(model).__name__ in ("LongformerModel", "BigBirdModel"):
+        extra.pop("use_cache")
+
+    def layer(x: Tensor) -> Tensor:
+        return model(inputs_embeds=x, **extra).last_hidden_state
+
+    return layer
+
+
+def embeddings(T: int, dtype: torch.dtype = torch.float64, seed: int = 1) -> Tensor:
+    """Seeded inputs x (1, T, D_MODEL)."""
+    return torch.randn(1, T, D_MODEL, dtype=dtype, generator=torch.Generator().manual_seed(seed))
+
+
+# --- the two routes -------------------------------------------------------------------------------------
+
+def jacobian_depends(layer: Callable[[Tensor], Tensor], x: Tensor) -> Matrix:
+    """depends[j][i]: ||dy_j/dx_i||_F of the exact Jacobian above seqlab's rounding band (x in float64)."""
+    T, d = x.shape[1], x.shape[2]
+    J = torch.autograd.functional.jacobian(layer, x)  # (1, T_out, d_out, 1, T, d)
+    T_out = J.shape[1]
+    blocks = J.reshape(T_out, -1, T, d).square().sum(dim=(1, 3)).sqrt()  # (T_out, T)
+    return judge(blocks.tolist(), x.dtype).depends
+
+
+def path_depends(matrix: PathMatrix, T_out: int) -> Matrix:
+    """depends[j][i]: the path matrix has a path (an entry, not None) from input i to output j."""
+    rows = dict(zip(matrix.sources, matrix.products, strict=True))
+    return tuple(tuple(rows[i][j] is not None for i in sorted(rows)) for j in range(T_out))
+
+
+def both_routes(layer: Callable[[Tensor], Tensor], x: Tensor) -> tuple[Matrix, Matrix, PathMatrix]:
+    """(paths' matrix, the Jacobian's matrix, the PathMatrix) of ``layer`` on ``x``."""
+    traced = measure_paths(layer, x)
+    T_out = len(traced.products[0])
+    return path_depends(traced, T_out), jacobian_depends(layer, x), traced
+
+
+def causal(T: int) -> Matrix:
+    """depends[j][i] = i <= j."""
+    return tuple(tuple(i <= j for i in range(T)) for j in range(T))
+
+
+def band(T: int, width: int) -> Matrix:
+    """Causal band of ``width`` keys: depends[j][i] = j - width < i <= j."""
+    return tuple(tuple(j - width < i <= j for i in range(T)) for j in range(T))
+
+
+def drawn(matrix: Matrix) -> str:
+    """The matrix as rows of 'x' (depends) and '.' (does not), output rows top to bottom."""
+    return "\n".join("".join("x" if v else "." for v in row) for row in matrix)
