@@ -16,6 +16,7 @@ Shapes: B = 1, T positions, d = d_model.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import torch
@@ -28,6 +29,11 @@ from seqlab.measure.paths import PathMatrix, measure_paths
 D_MODEL = 16
 
 Matrix = tuple[tuple[bool, ...], ...]
+
+#: Weight scale of the state-space and gated-DeltaNet families. At transformers' 0.02 their far dependences fall to
+#: 1e-7..1e-8 of the largest block (Zamba2, Qwen3-Next at T = 8), under float32's rounding band (they compute in
+#: float32 inside); at 0.3 the weakest is 1.4e-4 of it (Mamba-2), 20x above the band.
+WIDE_INIT = 0.3
 
 
 def _transformers():
@@ -43,7 +49,7 @@ def mamba2_config(**overrides):
     tf = _transformers()
     values = dict(vocab_size=32, hidden_size=D_MODEL, state_size=4, num_heads=4, head_dim=8, expand=2, n_groups=1,
                   num_hidden_layers=1, chunk_size=4, conv_kernel=4, use_conv_bias=True, use_bias=False)
-    return tf.Mamba2Config(**(values | overrides))
+    return tf.Mamba2Config(**(values | {"initializer_range": WIDE_INIT} | overrides))
 
 
 def bamba_config(**overrides):
@@ -53,7 +59,7 @@ def bamba_config(**overrides):
                   num_key_value_heads=1, mamba_n_heads=4, mamba_d_head=8, mamba_n_groups=1, mamba_d_state=4,
                   mamba_d_conv=4, mamba_expand=2, mamba_chunk_size=4, attn_layer_indices=[1],
                   attn_implementation="eager")
-    return tf.BambaConfig(**(values | overrides))
+    return tf.BambaConfig(**(values | {"initializer_range": WIDE_INIT} | overrides))
 
 
 def mixtral_config(**overrides):
@@ -119,6 +125,49 @@ def rwkv_config(**overrides):
     return tf.RwkvConfig(**(values | overrides))
 
 
+def falconh1_config(**overrides):
+    """Falcon-H1 (hybrid): one layer, a Mamba-2 mixer (4 heads x 8, N = 4, chunk 4) beside eager attention."""
+    tf = _transformers()
+    values = dict(vocab_size=32, hidden_size=D_MODEL, intermediate_size=24, num_hidden_layers=1, num_attention_heads=2,
+                  num_key_value_heads=1, head_dim=8, mamba_d_ssm=32, mamba_n_heads=4, mamba_d_head=8,
+                  mamba_n_groups=1, mamba_d_state=4, mamba_d_conv=4, mamba_expand=2, mamba_chunk_size=4,
+                  attn_implementation="eager")
+    return tf.FalconH1Config(**(values | {"initializer_range": WIDE_INIT} | overrides))
+
+
+def zamba2_config(**overrides):
+    """Zamba2 (hybrid): a Mamba-2 layer (4 heads x 8, N = 4, chunk 4), then a hybrid layer with the shared attention."""
+    tf = _transformers()
+    values = dict(vocab_size=32, hidden_size=D_MODEL, intermediate_size=24, num_hidden_layers=2, num_attention_heads=2,
+                  num_key_value_heads=2, attention_head_dim=8, mamba_d_state=4, mamba_d_conv=4, mamba_expand=2,
+                  mamba_ngroups=1, mamba_headdim=8, n_mamba_heads=4, chunk_size=4,
+                  layers_block_type=["mamba", "hybrid"], hybrid_layer_ids=[1], num_mem_blocks=1, use_shared_attention_adapter=False,
+                  attn_implementation="eager")
+    return tf.Zamba2Config(**(values | {"initializer_range": WIDE_INIT} | overrides))
+
+
+def gptoss_config(**overrides):
+    """GPT-OSS: a sliding-window layer (3 keys) then a full layer, 2 heads with sinks, 4 experts, top-2."""
+    tf = _transformers()
+    values = dict(vocab_size=32, hidden_size=D_MODEL, intermediate_size=24, head_dim=8, num_hidden_layers=2,
+                  num_attention_heads=2, num_key_value_heads=1, num_local_experts=4, num_experts_per_tok=2,
+                  sliding_window=3, layer_types=["sliding_attention", "full_attention"], attn_implementation="eager",
+                  experts_implementation="eager")
+    return tf.GptOssConfig(**(values | overrides))
+
+
+def qwen3next_config(**overrides):
+    """Qwen3-Next: one gated-DeltaNet (linear attention) layer, 2 key heads and 4 value heads of width 4, conv 4, and
+    a mixture of 4 experts (width 8, top-2) with a shared expert; the chunked rule's chunk is fixed at 64."""
+    tf = _transformers()
+    values = dict(vocab_size=32, hidden_size=D_MODEL, intermediate_size=24, num_hidden_layers=1, num_attention_heads=2,
+                  num_key_value_heads=1, head_dim=8, linear_conv_kernel_dim=4, linear_key_head_dim=4,
+                  linear_value_head_dim=4, linear_num_key_heads=2, linear_num_value_heads=4, moe_intermediate_size=8,
+                  shared_expert_intermediate_size=8, num_experts_per_tok=2, num_experts=4,
+                  layer_types=["linear_attention"], attn_implementation="eager", experts_implementation="batched_mm")
+    return tf.Qwen3NextConfig(**(values | {"initializer_range": WIDE_INIT} | overrides))
+
+
 #: name -> (config builder, model class name, extra keywords of the model's constructor).
 MODELS: dict[str, tuple[Callable, str, dict]] = {
     "mamba2": (mamba2_config, "Mamba2Model", {}),
@@ -130,7 +179,15 @@ MODELS: dict[str, tuple[Callable, str, dict]] = {
     "longformer": (longformer_config, "LongformerModel", {"add_pooling_layer": False}),
     "bigbird": (bigbird_config, "BigBirdModel", {"add_pooling_layer": False}),
     "rwkv": (rwkv_config, "RwkvModel", {}),
+    "falconh1": (falconh1_config, "FalconH1Model", {}),
+    "zamba2": (zamba2_config, "Zamba2Model", {}),
+    "gptoss": (gptoss_config, "GptOssModel", {}),
+    "qwen3next": (qwen3next_config, "Qwen3NextModel", {}),
 }
+
+#: Models whose mixer computes in float32 inside a float64 model (Mamba-2's chunk scan and the gated delta rule
+#: cast to float32): their Jacobian is judged with float32's rounding band.
+FLOAT32_INSIDE = frozenset({"mamba2", "bamba", "falconh1", "zamba2", "qwen3next"})
 
 
 def build(name: str, dtype: torch.dtype = torch.float64, seed: int = 0, **overrides) -> torch.nn.Module:
@@ -161,13 +218,21 @@ def embeddings(T: int, dtype: torch.dtype = torch.float64, seed: int = 1) -> Ten
 
 # --- the two routes -------------------------------------------------------------------------------------
 
-def jacobian_depends(layer: Callable[[Tensor], Tensor], x: Tensor) -> Matrix:
-    """depends[j][i]: ||dy_j/dx_i||_F of the exact Jacobian above seqlab's rounding band (x in float64)."""
+def jacobian_depends(layer: Callable[[Tensor], Tensor], x: Tensor, computed: torch.dtype | None = None) -> Matrix:
+    """depends[j][i]: ||dy_j/dx_i||_F of the exact Jacobian above seqlab's rounding band (x in float64).
+
+    ``computed``: the dtype the layer really computes in, which sets the band (default: x's dtype).
+    """
     T, d = x.shape[1], x.shape[2]
-    J = torch.autograd.functional.jacobian(layer, x)  # (1, T_out, d_out, 1, T, d)
+    try:  # one vmapped backward over the T·d rows; a layer that vmap cannot batch takes one backward per row
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*performance drop.*")
+            J = torch.autograd.functional.jacobian(layer, x, vectorize=True)  # (1, T_out, d_out, 1, T, d)
+    except RuntimeError:
+        J = torch.autograd.functional.jacobian(layer, x)
     T_out = J.shape[1]
     blocks = J.reshape(T_out, -1, T, d).square().sum(dim=(1, 3)).sqrt()  # (T_out, T)
-    return judge(blocks.tolist(), x.dtype).depends
+    return judge(blocks.tolist(), computed or x.dtype).depends
 
 
 def path_depends(matrix: PathMatrix, T_out: int) -> Matrix:
@@ -176,11 +241,13 @@ def path_depends(matrix: PathMatrix, T_out: int) -> Matrix:
     return tuple(tuple(rows[i][j] is not None for i in sorted(rows)) for j in range(T_out))
 
 
-def both_routes(layer: Callable[[Tensor], Tensor], x: Tensor) -> tuple[Matrix, Matrix, PathMatrix]:
-    """(paths' matrix, the Jacobian's matrix, the PathMatrix) of ``layer`` on ``x``."""
+def both_routes(layer: Callable[[Tensor], Tensor], x: Tensor,
+                computed: torch.dtype | None = None) -> tuple[Matrix, Matrix, PathMatrix]:
+    """(paths' matrix, the Jacobian's matrix, the PathMatrix) of ``layer`` on ``x`` (``computed``: as for
+    :func:`jacobian_depends`)."""
     traced = measure_paths(layer, x)
     T_out = len(traced.products[0])
-    return path_depends(traced, T_out), jacobian_depends(layer, x), traced
+    return path_depends(traced, T_out), jacobian_depends(layer, x, computed), traced
 
 
 def causal(T: int) -> Matrix:

@@ -19,21 +19,28 @@ in the worktree's findings file.
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 
 pytest.importorskip("transformers")
 
+from seqlab.measure.paths import measure_paths  # noqa: E402
 from seqlab.measure.work import count_multiplications  # noqa: E402
 
 from hf_mixers import (  # noqa: E402
-    band, both_routes, build, causal, drawn, embeddings, jacobian_depends, last_hidden,
+    FLOAT32_INSIDE, band, build, causal, drawn, embeddings, jacobian_depends, last_hidden, path_depends,
 )
 
 #: Engine gaps (issue 21) that make a comparison fail today: one reason per kind, named in each xfail.
 ZERO_CUT = ("engine gap: the exact zeros of the masked decay exp(segsum) (masked_fill -inf, exp) times the "
             "data-dependent C·B scores do not cut paths, so the chunked SSD form gets future->past paths")
 INDEX_ADD = "engine gap: aten.index_add_ (the expert loop's scatter-add) has no path rule and falls back to all-to-all"
+MAX_SHIFT = ("engine gap: logits - logits.max(-1) before softmax (GPT-OSS's sinks) makes every open weight depend on "
+             "the masked keys through the row max (softmax is shift-invariant; max depends on its argmax only)")
+SOLVE_TRIANGULAR = ("engine gap: aten.linalg_solve_triangular (the gated delta rule's UT transform) has no path rule "
+                    "and falls back to all-to-all; behind it, the masked-decay product of the chunked form")
 FULL_LIKE = ("engine gap: aten.full_like(-inf) written into a slice is traced as data movement, its fill read "
              "as an element index (the tracer crashes in index_select)")
 
@@ -61,33 +68,45 @@ def bigbird_pattern(T: int, block: int) -> tuple[tuple[bool, ...], ...]:
     return tuple(tuple(reads(j // block, i // block) for i in range(T)) for j in range(T))
 
 
+#: GPT-OSS with its sliding layer only, experts by gather + bmm (no index_add_).
+GPTOSS_SLIDING = {"num_hidden_layers": 1, "layer_types": ["sliding_attention"], "experts_implementation": "batched_mm"}
+
 #: id -> (model name, T, build overrides, keywords of the forward, the Jacobian's known pattern).
 CASES = {
     "mamba2-T8": ("mamba2", 8, {}, {}, causal(8)),
     "mamba2-T6-padded": ("mamba2", 6, {}, {}, causal(6)),  # 6 is not a multiple of the chunk (4): padded
     "bamba-T8": ("bamba", 8, {}, {}, causal(8)),
+    "falconh1-T8": ("falconh1", 8, {}, {}, causal(8)),
+    "zamba2-T8": ("zamba2", 8, {}, {}, causal(8)),
     "mixtral-T8": ("mixtral", 8, {}, {}, causal(8)),
     "mixtral-batched_mm-T8": ("mixtral", 8, {"experts_implementation": "batched_mm"}, {}, causal(8)),
     "qwen2moe-T8": ("qwen2moe", 8, {}, {}, causal(8)),
     "olmoe-T8": ("olmoe", 8, {}, {}, causal(8)),
+    "gptoss-T8": ("gptoss", 8, {}, {}, causal(8)),  # a sliding layer, then a full one
     "bigbird-T16": ("bigbird", 16, {}, {}, bigbird_pattern(16, 2)),
     "longformer-T8": ("longformer", 8, {}, {}, longformer_pattern(8, 2)),
     "longformer-global-T8": ("longformer", 8, {}, {"global": (0,)}, longformer_pattern(8, 2, (0,))),
     "mistral-window3-T8": ("mistral", 8, {}, {}, band(8, 3)),
+    "gptoss-window3-T8": ("gptoss", 8, GPTOSS_SLIDING, {}, band(8, 3)),
+    "qwen3next-deltanet-T8": ("qwen3next", 8, {}, {}, causal(8)),
     "rwkv-T8": ("rwkv", 8, {}, {}, causal(8)),
 }
 
 #: Cases whose path matrix differs from the Jacobian today, with the engine gap that makes it so.
 PATH_GAPS = {
-    "mamba2-T8": ZERO_CUT, "mamba2-T6-padded": ZERO_CUT, "bamba-T8": ZERO_CUT,
-    "mixtral-T8": INDEX_ADD, "qwen2moe-T8": INDEX_ADD, "olmoe-T8": INDEX_ADD,
+    "mamba2-T8": ZERO_CUT, "mamba2-T6-padded": ZERO_CUT, "bamba-T8": ZERO_CUT, "falconh1-T8": ZERO_CUT,
+    "zamba2-T8": ZERO_CUT,
+    "mixtral-T8": INDEX_ADD, "qwen2moe-T8": INDEX_ADD, "olmoe-T8": INDEX_ADD, "gptoss-T8": f"{INDEX_ADD}; {MAX_SHIFT}",
+    "gptoss-window3-T8": MAX_SHIFT, "qwen3next-deltanet-T8": SOLVE_TRIANGULAR,
     "longformer-T8": FULL_LIKE, "longformer-global-T8": FULL_LIKE,
 }
 
-CAUSAL_CASES = [k for k, v in CASES.items() if v[4] == causal(v[1]) or k.startswith("mistral")]
+CAUSAL_CASES = [k for k, v in CASES.items() if v[4] in (causal(v[1]), band(v[1], 3))]
 
 
+@functools.cache
 def _layer(case: str):
+    """The case's model, its layer (x -> last hidden state) and x, built once per test session."""
     name, T, overrides, keywords, _ = CASES[case]
     model = build(name, **overrides)
     kwargs = {}
@@ -98,6 +117,25 @@ def _layer(case: str):
     return model, last_hidden(model, **kwargs), embeddings(T)
 
 
+@functools.cache
+def _jacobian(case: str):
+    """The case's Jacobian matrix, computed once (two tests read it)."""
+    _, layer, x = _layer(case)
+    return jacobian_depends(layer, x, _computed(case))
+
+
+@functools.cache
+def _traced(case: str):
+    """The case's PathMatrix, traced once (two tests read it)."""
+    _, layer, x = _layer(case)
+    return measure_paths(layer, x)
+
+
+def _computed(case: str) -> torch.dtype:
+    """The dtype the case's mixer computes in (its Jacobian's rounding band)."""
+    return torch.float32 if CASES[case][0] in FLOAT32_INSIDE else torch.float64
+
+
 def _params(cases, gaps):
     return [pytest.param(c, id=c, marks=_xfail(gaps[c])) if c in gaps else pytest.param(c, id=c) for c in cases]
 
@@ -106,8 +144,7 @@ def _params(cases, gaps):
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_jacobian_shows_the_kinds_pattern(case):
-    _, layer, x = _layer(case)
-    got = jacobian_depends(layer, x)
+    got = _jacobian(case)
     assert got == CASES[case][4], f"\n{drawn(got)}"
 
 
@@ -115,19 +152,16 @@ def test_the_jacobian_shows_the_kinds_pattern(case):
 
 @pytest.mark.parametrize("case", _params(CASES, PATH_GAPS))
 def test_path_matrix_matches_the_jacobian(case):
-    _, layer, x = _layer(case)
-    paths, jacobian, traced = both_routes(layer, x)
-    assert traced.fallbacks == {} and traced.undefined == ()
+    traced = _traced(case)
+    paths, jacobian = path_depends(traced, CASES[case][1]), _jacobian(case)
     assert paths == jacobian, f"paths\n{drawn(paths)}\njacobian\n{drawn(jacobian)}"
+    assert traced.fallbacks == {} and traced.undefined == ()
 
 
 @pytest.mark.parametrize("case", _params(CAUSAL_CASES, PATH_GAPS))
 def test_no_path_from_a_later_position_to_an_earlier_one(case):
     """Causal models (and the causal band of a sliding window): y_j never reads x_i for i > j."""
-    from seqlab.measure.paths import measure_paths
-
-    _, layer, x = _layer(case)
-    traced = measure_paths(layer, x)
+    traced = _traced(case)
     later = [(i, j) for i, row in zip(traced.sources, traced.products, strict=True)
              for j, value in enumerate(row) if i > j and value is not None]
     assert later == []
@@ -192,17 +226,19 @@ def mixtral_multiplications(T: int, *, d: int = 16, heads: int = 2, kv_heads: in
     return attention + T * d * experts + T * top_k * 3 * d * intermediate + hd // 2 * T
 
 
-@pytest.mark.parametrize("implementation", ["eager", "batched_mm"])
-def test_mixtral_work_is_the_closed_form_whatever_the_dispatch(implementation):
+@pytest.mark.parametrize(("name", "overrides", "unaccounted"), [
+    ("mixtral", {}, {"aten.index_add_"}),  # eager: the expert loop scatters with index_add_ (named)
+    ("mixtral", {"experts_implementation": "batched_mm"}, set()),
+    ("gptoss", GPTOSS_SLIDING, set()),  # biases on every projection and the router; sinks multiply nothing
+], ids=["mixtral-eager", "mixtral-batched_mm", "gptoss-window3-batched_mm"])
+def test_moe_work_is_the_closed_form_whatever_the_dispatch(name, overrides, unaccounted):
     # 8·16·48 = 6,144; 2·2·64·8 = 2,048; router 8·16·4 = 512; experts 8·2·3·16·24 = 18,432; rotary 4·8 = 32
-    # total 27,168
-    model = build("mixtral", experts_implementation=implementation)
+    # total 27,168 — the same whatever the routing and the expert dispatch
+    model = build(name, **overrides)
     counted = count_multiplications(last_hidden(model), embeddings(8))
     assert mixtral_multiplications(8) == 27_168
     assert counted.multiplications == 27_168
-    # eager's expert loop scatters with index_add_, named (one call per expert hit); batched_mm leaves none
-    hit = {"eager": {"aten.index_add_"}, "batched_mm": set()}[implementation]
-    assert set(counted.unaccounted) == hit and counted.complete is (not hit)
+    assert set(counted.unaccounted) == unaccounted and counted.complete is (not unaccounted)
 
 
 @pytest.mark.xfail(strict=True, reason="engine gap: aten.index_add_ multiplies nothing but is unaccounted")
