@@ -48,7 +48,7 @@ Distance = Tensor | None
 Read = Callable[[Tensor], Distance]
 Step = Callable[[Tensor], Tensor]
 
-__all__ = ["UNREACHABLE", "arguments", "broadcast_min", "contraction", "everything", "is_pointwise",
+__all__ = ["UNREACHABLE", "arguments", "broadcast_min", "contraction", "everything", "flat_arguments", "is_pointwise",
            "is_reduction", "movement", "out_of_place", "pointwise", "reduction"]
 
 
@@ -123,11 +123,29 @@ def pointwise(func, args, kwargs, out: Tensor, read: Read, step: Step, sources: 
         return None
     if packet in _PRODUCTS or packet in _SUMS:
         for t, d in zip(tensors, distances, strict=True):  # a constant that absorbs: x * 0 = 0, x + (-inf) = -inf
-            if d is None and t.is_floating_point():
-                cut, any_cut = read.constant_zeros(t) if packet in _PRODUCTS else read.constant_infs(t)
+            if t.is_floating_point():
+                cut, any_cut = _absorbing(t, d, read, packet in _PRODUCTS)
                 if any_cut:
                     result = torch.where(cut.expand(out.shape), UNREACHABLE, result)
     return step(result)
+
+
+def _absorbing(t: Tensor, d: Distance, read: Read, product: bool) -> tuple[Tensor, bool]:
+    """Elements of a factor that are constants exactly 0 (a product) or infinite (a sum), and whether any.
+
+    A constant is known by value element by element: inside a factor that otherwise depends on the input (a
+    data-dependent decay matrix masked to exactly 0 above its diagonal), the masked elements depend on no
+    source and their 0 cuts the product whatever the other factor depends on.
+    """
+    if d is None:
+        return read.constant_zeros(t) if product else read.constant_infs(t)
+    absorbing = t == 0 if product else torch.isinf(t)
+    if not bool(absorbing.any()):
+        return absorbing, False
+    rows = narrow(d)
+    constant = (d if rows is None else rows).amin(dim=0) >= UNREACHABLE
+    absorbing = absorbing & constant.expand(t.shape) if constant.shape != t.shape else absorbing & constant
+    return absorbing, bool(absorbing.any())
 
 
 # --- reductions and normalisations -------------------------------------------------------------
@@ -136,6 +154,8 @@ _SAME_SHAPE_ALONG_DIM = {"_softmax", "_safe_softmax", "_log_softmax", "softmax",
                          "sort", "topk", "max", "min", "logsumexp", "argmax", "argmin"}
 _SOFTMAX = {"_softmax", "_safe_softmax", "_log_softmax", "softmax", "log_softmax"}
 _PREFIX_ALONG_DIM = {"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"}
+#: Discrete Fourier transforms: every output frequency reads every input element along the transformed dims.
+_TRANSFORM_ALONG_DIMS = {"_fft_r2c", "_fft_c2c", "_fft_c2r"}
 
 
 def reduction(func, args, kwargs, outs: list[Tensor], read: Read, step: Step, sources: int) -> list[Distance]:
@@ -190,7 +210,7 @@ def is_reduction(func: torch._ops.OpOverload) -> bool:
     """Whether :func:`reduction` handles the op (``reduction`` tag, softmax family, layer norm, sorts)."""
     name = _name(func)
     return (torch.Tag.reduction in func.tags or name in _SAME_SHAPE_ALONG_DIM or name in _PREFIX_ALONG_DIM
-            or name == "native_layer_norm")
+            or name in _TRANSFORM_ALONG_DIMS or name == "native_layer_norm")
 
 
 # --- movement ----------------------------------------------------------------------------------
@@ -216,7 +236,7 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
         return [None if d is None else d.reshape(sources, *outs[0].shape)]
     if packet is aten.constant_pad_nd:
         args = (args[0], args[1], 0.0)  # padding is a constant: id 0
-    leaves, rebuild = _leaves(args, kwargs)
+    leaves, rebuild = flat_arguments(args, kwargs)
     slots = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor) and leaf.is_floating_point()]
     distances = [read(leaves[i]) for i in slots]
     if all(d is None for d in distances):
@@ -285,7 +305,7 @@ def _move_elements(func, leaves: list[Any], slots: list[int], distances: list[Di
             for m, o in zip(moved, outs, strict=True)]
 
 
-def _leaves(args: tuple, kwargs: dict) -> tuple[list[Any], Callable[[list[Any]], tuple[tuple, dict]]]:
+def flat_arguments(args: tuple, kwargs: dict) -> tuple[list[Any], Callable[[list[Any]], tuple[tuple, dict]]]:
     """The op's arguments as one flat list (a tensor list argument, as ``cat`` takes, flattened in place),
     and the function that puts a changed list back into (args, kwargs)."""
     leaves: list[Any] = []
