@@ -59,7 +59,8 @@ def contraction(func, args, kwargs, out: Tensor, read: Read, step: Step, sources
         parts = [None if matrix is None else matrix.amin(dim=-1),
                  None if vector is None else vector.amin(dim=-1, keepdim=True)]
     elif packet in (aten.dot, aten.vdot):
-        spread = everything([read(b["self"]), read(b["tensor"])], shape, sources) if shape == () else None
+        other = b["tensor"] if packet is aten.dot else b["other"]  # their schemas name the second vector apart
+        spread = everything([read(b["self"]), read(other)], shape, sources) if shape == () else None
         return None if spread is None else step(spread)
     elif packet is aten.addbmm:
         first, second = read(b["batch1"]), read(b["batch2"])

@@ -48,7 +48,7 @@ Distance = Tensor | None
 Read = Callable[[Tensor], Distance]
 Step = Callable[[Tensor], Tensor]
 
-__all__ = ["UNREACHABLE", "arguments", "broadcast_min", "contraction", "everything", "flat_arguments", "is_pointwise",
+__all__ = ["UNREACHABLE", "arguments", "broadcast_min", "accumulates", "contraction", "everything", "flat_arguments", "is_inverse_transform", "is_pointwise",
            "is_reduction", "movement", "out_of_place", "pointwise", "reduction"]
 
 
@@ -182,7 +182,7 @@ def reduction(func, args, kwargs, outs: list[Tensor], read: Read, step: Step, so
         alone = (~blocked).sum(dim=dims[0], keepdim=True) == 1
         blocked = blocked | alone.expand_as(blocked)
         d = torch.where(blocked, UNREACHABLE, d)
-    if name in _PREFIX_ALONG_DIM:
+    if name in _PREFIX_ALONG_DIM and data.dim():
         reduced = torch.cummin(d, dim=dims[0] + 1).values
     else:
         reduced = d.amin(dim=[i + 1 for i in dims], keepdim=True) if data.dim() else d
@@ -205,6 +205,14 @@ def _broadcastable(source: torch.Size, target: torch.Size) -> bool:
     return len(source) == len(target) and all(s in (1, t) for s, t in zip(source, target, strict=True))
 
 
+def is_inverse_transform(func, args, kwargs) -> bool:
+    """An inverse DFT (``_fft_c2r``, or ``_fft_c2c`` with ``forward=False``): after a product in the frequency
+    domain it can cancel exactly (an FFT convolution zero-padded to be causal), which its structure cannot
+    see, so the tracer takes its rule as a bound and names it."""
+    name = _name(func)
+    return name == "_fft_c2r" or (name == "_fft_c2c" and not arguments(func, args, kwargs)["forward"])
+
+
 @functools.cache
 def is_reduction(func: torch._ops.OpOverload) -> bool:
     """Whether :func:`reduction` handles the op (``reduction`` tag, softmax family, layer norm, sorts)."""
@@ -214,6 +222,19 @@ def is_reduction(func: torch._ops.OpOverload) -> bool:
 
 
 # --- movement ----------------------------------------------------------------------------------
+
+_ACCUMULATE = (aten.index_put, aten.index_put_, aten._index_put_impl_, aten.put, aten.put_)
+_REDUCE = (aten.scatter, aten.scatter_)
+
+
+def accumulates(func, args, kwargs) -> bool:
+    """Whether a movement op sums or reduces what it moves (``index_put(accumulate=True)``, ``scatter(reduce=…)``):
+    it then computes, and element ids cannot go through it; the tracer decomposes or derives it instead."""
+    packet = func.overloadpacket
+    if packet not in _ACCUMULATE and packet not in _REDUCE:
+        return False
+    bound = arguments(func, args, kwargs)
+    return bool(bound.get("accumulate")) if packet in _ACCUMULATE else bound.get("reduce") is not None
 
 def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -> list[Distance] | None:
     """Ops that only move data: run the very same op on element ids, then gather the distances.

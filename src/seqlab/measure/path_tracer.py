@@ -173,6 +173,8 @@ class PathTracer(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         kind = op_kind(func)
+        if kind == MOVEMENT and rules.accumulates(func, args, kwargs):
+            kind = OTHER  # a movement that sums what it moves: no id can go through it
         early = None
         if kind == OTHER and func._schema.is_mutable and _functional_form(func) is not None:
             # an op without a rule that writes an argument: its functional form, on the arguments before it writes
@@ -261,7 +263,10 @@ class PathTracer(TorchDispatchMode):
             result = rules.contraction(func, args, kwargs, outs[0], read, step, rows, addend_step=self.step_op)
             return None if result is NotImplemented else [result]
         if kind == REDUCTION:
-            return rules.reduction(func, args, kwargs, outs, read, step, rows)
+            result = rules.reduction(func, args, kwargs, outs, read, step, rows)
+            if rules.is_inverse_transform(func, args, kwargs) and any(d is not None for d in result):
+                self.fallbacks[op_name(func)] += 1  # structural: exact cancellations unseen, the figures a bound
+            return result
         if kind == POINTWISE and len(outs) == 1:
             return [rules.pointwise(func, args, kwargs, outs[0], read, step, rows)]
         return None

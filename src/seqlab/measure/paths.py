@@ -54,6 +54,7 @@ from torch import Tensor
 
 from seqlab.errors import SeqlabError
 from seqlab.measure.distances import seed, to_lengths
+from seqlab.measure.layout import check_positions_layout
 from seqlab.measure.path_tracer import UNITS, PathTracer
 from seqlab.measure.switches import one_thread, reference_kernels
 from seqlab.memory import GIB, available_memory_bytes
@@ -257,9 +258,7 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
     if not isinstance(x, Tensor) or x.dim() < 2:
         got = getattr(x, "shape", type(x))
         raise SeqlabError(f"x must have shape (T, d), (B, T, d) or (..., T, d), received {got}")
-    if getattr(layer, "batch_first", None) is False and x.dim() == 3:
-        raise SeqlabError(f"{type(layer).__name__} has batch_first=False: it reads x {tuple(x.shape)} as (T, B, d), "
-                          "but the positions here are on dim -2; pass x as (T, d) or a batch_first module")
+    check_positions_layout(layer, x)
     T = x.shape[-2]
     sources = tuple(range(T)) if sources is None else tuple(sources)
     if not sources or any(not isinstance(s, int) or not 0 <= s < T for s in sources):

@@ -42,6 +42,7 @@ from torch import Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.measure.layout import check_positions_layout
 from seqlab.measure.ops import op_name
 from seqlab.measure.paths import measure_paths
 from seqlab.measure.switches import evaluation_mode
@@ -221,9 +222,11 @@ def profile(module: Callable[..., Any], x: Tensor, *, sources: Sequence[int] | s
     Raises:
         SeqlabError: ``module`` is not callable; ``x`` is not a floating (B, T, d) or (T, d) tensor;
             the module fails on ``x`` or returns no (…, T, d_out) tensor; ``sources`` are out of range;
-            or a trace fails (the message names the op); or the path analysis would not fit in memory.
+            or a trace fails (the message names the op); or the path analysis would not fit in memory; or
+            ``x`` is (B, T, d) for a module with ``batch_first=False`` (it would read the positions as batch rows).
     """
     x = _check_input(module, x)
+    check_positions_layout(module, x)  # a sequence-first module would read the positions as batch rows
     T = x.shape[-2]
     chosen = _resolve_sources(sources, T)
     with evaluation_mode(module), fixed_threads(1):
