@@ -31,6 +31,7 @@ Shapes: S sources (input positions, times two units), then the tensor's own shap
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -258,7 +259,7 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
     if packet is aten.constant_pad_nd:
         args = (args[0], args[1], 0.0)  # padding is a constant: id 0
     leaves, rebuild = flat_arguments(args, kwargs)
-    slots = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor) and leaf.is_floating_point()]
+    slots = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor) and _carries_data(leaf)]
     distances = [read(leaves[i]) for i in slots]
     if all(d is None for d in distances):
         return [None for _ in outs]
@@ -268,6 +269,22 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
         if moved is not None:
             return moved
     return _move_elements(func, leaves, slots, distances, rebuild, outs, sources)
+
+
+def _carries_data(t: Tensor) -> bool:
+    """A floating or complex tensor: its elements are data the op moves (integer and bool ones are indices, masks)."""
+    return t.is_floating_point() or t.is_complex()
+
+
+def _ids(start: int, shape, like: Tensor) -> Tensor:
+    """Element ids start, start + 1, … as float64, or as complex128 with imaginary part 0 for a complex argument."""
+    ids = torch.arange(start, start + math.prod(shape), dtype=torch.float64).reshape(shape)
+    return ids.to(torch.complex128) if like.is_complex() else ids
+
+
+def _id_values(moved: list[Tensor]) -> list[Tensor]:
+    """The ids an op's outputs hold (the real part of a complex output; integer outputs as they are)."""
+    return [m.real if m.is_complex() else m for m in moved]
 
 
 def _move_rows(func, leaves: list[Any], slots: list[int], rows: list[Distance], rebuild, outs: list[Tensor],
@@ -281,11 +298,11 @@ def _move_rows(func, leaves: list[Any], slots: list[int], rows: list[Distance], 
     for i, r in zip(slots, rows, strict=True):
         shape = leaves[i].shape
         count = shape[:-1].numel()
-        ids = torch.arange(offset, offset + count, dtype=torch.float64).reshape(*shape[:-1], 1)
-        leaves[i] = ids.expand(shape).contiguous()
+        leaves[i] = _ids(offset, (*shape[:-1], 1), leaves[i]).expand(shape).contiguous()
         flat.append(unreachable(sources, (count,)) if r is None else r.reshape(sources, count))
         offset += count
     moved = _run_on_ids(func, leaves, rebuild, outs)
+    moved = None if moved is None else _id_values(moved)
     if moved is None or any(m.is_floating_point() and (not m.dim() or not bool((m == m[..., :1]).all()))
                             for m in moved):
         return None
@@ -315,12 +332,13 @@ def _move_elements(func, leaves: list[Any], slots: list[int], distances: list[Di
     offset, flat = 1, [unreachable(sources, (1,))]  # id 0: a constant
     for i, d in zip(slots, distances, strict=True):
         size = leaves[i].numel()
-        leaves[i] = torch.arange(offset, offset + size, dtype=torch.float64).reshape(leaves[i].shape)
+        leaves[i] = _ids(offset, leaves[i].shape, leaves[i])
         flat.append(unreachable(sources, (size,)) if d is None else d.reshape(sources, size))
         offset += size
     moved = _run_on_ids(func, leaves, rebuild, outs)
     if moved is None:
         return None
+    moved = _id_values(moved)
     table = torch.cat(flat, dim=1)  # (S, 1 + all input elements)
     return [table.index_select(1, m.reshape(-1).long()).reshape(sources, *o.shape) if m.is_floating_point() else None
             for m, o in zip(moved, outs, strict=True)]
