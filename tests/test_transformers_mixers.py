@@ -1,9 +1,10 @@
 """Issue 21, item 6: the field's own mixers from ``transformers`` configs, measured by two routes.
 
 Tiny random-weight models (:mod:`hf_mixers`, d_model = 16, eval, float64, seeded), four kinds, two families or
-more each: chunked state-space duality (Mamba-2, the Bamba hybrid), token-routed mixtures of experts (Mixtral,
-Qwen2-MoE, OLMoE), long-document attention with global tokens (BigBird block sparse, Longformer), sliding-window
-attention (Mistral) beside a recurrent mixer (RWKV). Per model:
+more each: chunked state-space duality (Mamba-2; the hybrids Bamba, Falcon-H1, Zamba2), token-routed mixtures of
+experts (Mixtral, Qwen2-MoE, OLMoE, GPT-OSS; eager, batched_mm and grouped_mm dispatch), long-document attention with
+global tokens (BigBird block sparse, Longformer with and without a global token), sliding-window attention (Mistral,
+GPT-OSS's sliding layer) beside two recurrent mixers (RWKV, Qwen3-Next's chunked gated DeltaNet). Per model:
 
 * the path matrix of :func:`seqlab.measure.paths.measure_paths` at position level (entry is None or not)
   against the exact float64 Jacobian judged by :func:`seqlab.measure.dependence.judge`;
@@ -12,9 +13,10 @@ attention (Mistral) beside a recurrent mixer (RWKV). Per model:
 * counted multiplications (:func:`seqlab.measure.work.count_multiplications`) against a closed form from the
   config, with the hand arithmetic next to the number.
 
-Where the engine is known to be wrong (ops without a path rule, exact zeros inside a data-dependent factor,
-fills read as data movement) the test is ``xfail(strict=True)`` with the gap named; each case is written up
-in the worktree's findings file.
+Where the engine is still wrong (the row max before GPT-OSS's softmax, ops it refuses) the test is
+``xfail(strict=True)`` with the gap named; each case is written up in the worktree's findings file
+(``hfmodels-findings.md``). The masked chunked decays of Mamba-2 and its hybrids, the MoE expert loop's
+``index_add_`` and Longformer's ``full_like`` fills failed here before the engine's fixes of issue 21 and pass now.
 """
 
 from __future__ import annotations
@@ -34,15 +36,11 @@ from hf_mixers import (  # noqa: E402
 )
 
 #: Engine gaps (issue 21) that make a comparison fail today: one reason per kind, named in each xfail.
-ZERO_CUT = ("engine gap: the exact zeros of the masked decay exp(segsum) (masked_fill -inf, exp) times the "
-            "data-dependent C·B scores do not cut paths, so the chunked SSD form gets future->past paths")
-INDEX_ADD = "engine gap: aten.index_add_ (the expert loop's scatter-add) has no path rule and falls back to all-to-all"
+GROUPED_MM = "engine gap: aten._grouped_mm (grouped expert products) has no path rule nor a multiplication formula"
 MAX_SHIFT = ("engine gap: logits - logits.max(-1) before softmax (GPT-OSS's sinks) makes every open weight depend on "
              "the masked keys through the row max (softmax is shift-invariant; max depends on its argmax only)")
 SOLVE_TRIANGULAR = ("engine gap: aten.linalg_solve_triangular (the gated delta rule's UT transform) has no path rule "
                     "and falls back to all-to-all; behind it, the masked-decay product of the chunked form")
-FULL_LIKE = ("engine gap: aten.full_like(-inf) written into a slice is traced as data movement, its fill read "
-             "as an element index (the tracer crashes in index_select)")
 
 
 def _xfail(reason: str):
@@ -94,11 +92,8 @@ CASES = {
 
 #: Cases whose path matrix differs from the Jacobian today, with the engine gap that makes it so.
 PATH_GAPS = {
-    "mamba2-T8": ZERO_CUT, "mamba2-T6-padded": ZERO_CUT, "bamba-T8": ZERO_CUT, "falconh1-T8": ZERO_CUT,
-    "zamba2-T8": ZERO_CUT,
-    "mixtral-T8": INDEX_ADD, "qwen2moe-T8": INDEX_ADD, "olmoe-T8": INDEX_ADD, "gptoss-T8": f"{INDEX_ADD}; {MAX_SHIFT}",
+    "gptoss-T8": MAX_SHIFT,
     "gptoss-window3-T8": MAX_SHIFT, "qwen3next-deltanet-T8": SOLVE_TRIANGULAR,
-    "longformer-T8": FULL_LIKE, "longformer-global-T8": FULL_LIKE,
 }
 
 CAUSAL_CASES = [k for k, v in CASES.items() if v[4] in (causal(v[1]), band(v[1], 3))]
@@ -155,7 +150,7 @@ def test_path_matrix_matches_the_jacobian(case):
     traced = _traced(case)
     paths, jacobian = path_depends(traced, CASES[case][1]), _jacobian(case)
     assert paths == jacobian, f"paths\n{drawn(paths)}\njacobian\n{drawn(jacobian)}"
-    assert traced.fallbacks == {} and traced.undefined == ()
+    assert traced.exact and traced.fallbacks == {} and traced.undefined == ()
 
 
 @pytest.mark.parametrize("case", _params(CAUSAL_CASES, PATH_GAPS))
@@ -165,6 +160,33 @@ def test_no_path_from_a_later_position_to_an_earlier_one(case):
     later = [(i, j) for i, row in zip(traced.sources, traced.products, strict=True)
              for j, value in enumerate(row) if i > j and value is not None]
     assert later == []
+
+
+def test_a_refused_op_makes_the_matrix_a_bound_and_is_named():
+    """Qwen3-Next's UT transform (solve_triangular): no rule, no decomposition; the matrix says it is a bound."""
+    traced = _traced("qwen3next-deltanet-T8")
+    assert not traced.exact and set(traced.fallbacks) == {"aten.linalg_solve_triangular"}
+
+
+def _grouped_mixtral():
+    """Mixtral with the grouped_mm expert dispatch (float32 only: CPU _grouped_mm refuses float64), same weights."""
+    return build("mixtral", dtype=torch.float32, experts_implementation="grouped_mm"), embeddings(8, torch.float32)
+
+
+def test_grouped_expert_dispatch_is_refused_by_name():
+    model, x = _grouped_mixtral()
+    traced = measure_paths(last_hidden(model), x)
+    assert not traced.exact and set(traced.fallbacks) == {"aten._grouped_mm"}
+    counted = count_multiplications(last_hidden(model), x)
+    assert "aten._grouped_mm" in counted.unaccounted and not counted.complete
+
+
+@_xfail(GROUPED_MM)
+def test_grouped_expert_dispatch_matches_the_jacobian_and_the_closed_form():
+    model, x = _grouped_mixtral()
+    traced = measure_paths(last_hidden(model), x)
+    assert path_depends(traced, 8) == _jacobian("mixtral-T8")  # the same weights in float64, eager dispatch
+    assert count_multiplications(last_hidden(model), x).multiplications == mixtral_multiplications(8)
 
 
 def test_the_mixture_of_experts_routes_differently_per_token():
