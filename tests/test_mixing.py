@@ -216,7 +216,8 @@ def test_causal_depthwise_convolutions_are_bands_with_their_dilation(kernel, dil
     layers = [lambda h, c=c: torch.tanh(c(h.transpose(1, 2))[..., :h.shape[1]].transpose(1, 2)) for c in convolutions]
     x = torch.randn(1, T_, D, dtype=torch.float64, generator=generator)
     fields = measure_receptive_fields(_layers_stack(layers), {"x": x}, "x", outputs=lambda out: out)
-    expected = [stacked_band([Band((kernel - 1) * r, 0, r) for r in dilations[:L]]) for L in range(1, len(dilations) + 1)]
+    layer_bands = [Band((kernel - 1) * r, 0, r) for r in dilations]  # offsets 0, −r, …, −(k − 1)·r
+    expected = [stacked_band(layer_bands[:L]) for L in range(1, len(dilations) + 1)]
     assert [f.band for f in fields] == expected
     if dilations == (1, 1, 1):  # k, 2k − 1, 3k − 2 = 3, 5, 7
         assert [f.width for f in fields] == [3, 5, 7]
