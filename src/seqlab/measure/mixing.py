@@ -180,9 +180,8 @@ class DependencyMatrix:
         input_name: the input measured (a keyword of the block's call).
         strength: T_out rows of T_in floats; entry ``[j][i]`` is ||dy_j/dx_i||_F (float input, probe
             estimate) or ||y_j(x with token i replaced) - y_j(x)|| (integer input). Exactly 0.0 where
-            output row j does not depend on input row i.
-        method: ``"jacobian-k"`` (k Gaussian probes) or ``"token-replacement"``.
-            NaN where output row j is not a number or has no derivative (undefined, see ``undefined_rows``).
+            output row j does not depend on input row i; NaN where output row j is not a number or has no
+            derivative (undefined, see ``undefined_rows``).
         method: ``"jacobian-k"`` (k Gaussian probes), ``"forward-jacobian-k"`` (k probes per input row,
             forward mode, used when a NaN row poisons the backward pass) or ``"token-replacement"``.
         other_sequence: the input is another sequence (the encoder's memory read by the decoder), so
