@@ -214,3 +214,24 @@ class _SelfAttention(nn.Module):
 
     def forward(self, x):
         return self.attention(x, x, x, need_weights=False)[0]
+
+
+# --- an extreme moves with the elements that attain it ------------------------------------------------
+
+@pytest.mark.parametrize("window", [None, 2], ids=["causal", "causal band of 2"])
+def test_a_row_max_subtracted_before_softmax_does_not_leak_masked_keys(window):
+    """Masks added as finfo.min (not -inf) and the row max subtracted first (GPT-OSS, many eager attentions):
+    the masked logits still depend on their keys, but the max moves only with the logit that attains it."""
+    T = 6
+    allowed = torch.ones(T, T, dtype=torch.bool).tril()
+    if window is not None:
+        allowed &= ~torch.ones(T, T, dtype=torch.bool).tril(-window)
+    mask = torch.zeros(T, T, dtype=torch.float64).masked_fill(~allowed, torch.finfo(torch.float64).min)
+
+    def attention(x):
+        scores = x @ x.T + mask
+        scores = scores - scores.max(dim=-1, keepdim=True).values
+        return scores.softmax(-1) @ x
+
+    paths = _agrees(attention, _x(T))
+    assert traced(paths) == tuple(tuple(bool(allowed[j, i]) for j in range(T)) for i in range(T))

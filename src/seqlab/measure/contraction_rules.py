@@ -71,6 +71,11 @@ def contraction(func, args, kwargs, out: Tensor, read: Read, step: Step, sources
         parts = [None if first is None else first.unsqueeze(-1), None if second is None else second.unsqueeze(-2)]
     elif packet in (aten.convolution, aten._convolution) and not b["transposed"]:
         return _convolution(b, out, read, step, sources)
+    elif packet is aten._grouped_mm:
+        parts = _grouped_product(b, read)
+        if parts is NotImplemented:
+            return NotImplemented
+        addend = read(b["bias"]) if isinstance(b["bias"], Tensor) else None
     else:
         return NotImplemented
     product = broadcast_min(parts, shape, sources)
@@ -79,6 +84,26 @@ def contraction(func, args, kwargs, out: Tensor, read: Read, step: Step, sources
     added = None if addend is None else (addend_step or step)(align(addend, shape))
     product = None if product is None else step(product)
     return broadcast_min([product, added], shape, sources)
+
+
+def _grouped_product(b: dict, read: Read) -> list[Distance] | object:
+    """``_grouped_mm``, the grouped product of mixture-of-experts layers: (G, M, K) @ (G, K, N) is a batched
+    product; (M_total, K) @ (G, K, N) with ``offs`` (G,), the cumulative row ends, multiplies the rows of group
+    g by expert g's matrix (rows past the last end are not written: constants). Other layouts: NotImplemented."""
+    left, right, offs = b["self"], b["mat2"], b["offs"]
+    if left.dim() == 3 and right.dim() == 3:
+        return list(_matrix_product(left, right, read))
+    if left.dim() != 2 or right.dim() != 3 or offs is None:
+        return NotImplemented
+    rows, columns = _rows(read(left)), _columns(read(right))  # (S, M, 1), (S, G, 1, N)
+    group = torch.searchsorted(offs.to(torch.int64), torch.arange(left.shape[0]), right=True)  # (M,)
+    written = group < right.shape[0]
+    from_right = None
+    if columns is not None:
+        picked = columns[:, group.clamp(max=right.shape[0] - 1), 0, :]  # (S, M, N)
+        from_right = torch.where(written[None, :, None], picked, UNREACHABLE)
+    from_left = None if rows is None else torch.where(written[None, :, None], rows, UNREACHABLE)
+    return [from_left, from_right]
 
 
 #: Products with an additive input ``self`` (β·self + α·A B).
