@@ -146,6 +146,18 @@ def zamba2_config(**overrides):
     return tf.Zamba2Config(**(values | {"initializer_range": WIDE_INIT} | overrides))
 
 
+def jamba_config(**overrides):
+    """Jamba (hybrid): a Mamba-1 layer (selective scan, the torch path: no kernels), then eager attention with a
+    mixture of 4 experts (top-2); d_inner 32, N = 4, dt rank 4."""
+    tf = _transformers()
+    values = dict(vocab_size=32, hidden_size=D_MODEL, intermediate_size=24, num_hidden_layers=2, num_attention_heads=2,
+                  num_key_value_heads=1, num_experts=4, num_experts_per_tok=2, expert_layer_period=2,
+                  expert_layer_offset=1, attn_layer_period=2, attn_layer_offset=1, mamba_d_state=4, mamba_d_conv=4,
+                  mamba_expand=2, mamba_dt_rank=4, use_mamba_kernels=False, attn_implementation="eager",
+                  experts_implementation="eager")
+    return tf.JambaConfig(**(values | {"initializer_range": WIDE_INIT} | overrides))
+
+
 def gptoss_config(**overrides):
     """GPT-OSS: a sliding-window layer (3 keys) then a full layer, 2 heads with sinks, 4 experts, top-2."""
     tf = _transformers()
@@ -181,13 +193,14 @@ MODELS: dict[str, tuple[Callable, str, dict]] = {
     "rwkv": (rwkv_config, "RwkvModel", {}),
     "falconh1": (falconh1_config, "FalconH1Model", {}),
     "zamba2": (zamba2_config, "Zamba2Model", {}),
+    "jamba": (jamba_config, "JambaModel", {}),
     "gptoss": (gptoss_config, "GptOssModel", {}),
     "qwen3next": (qwen3next_config, "Qwen3NextModel", {}),
 }
 
-#: Models whose mixer computes in float32 inside a float64 model (Mamba-2's chunk scan and the gated delta rule
-#: cast to float32): their Jacobian is judged with float32's rounding band.
-FLOAT32_INSIDE = frozenset({"mamba2", "bamba", "falconh1", "zamba2", "qwen3next"})
+#: Models whose mixer computes in float32 inside a float64 model (Mamba-2's chunk scan, Mamba-1's scan and the
+#: gated delta rule cast to float32): their Jacobian is judged with float32's rounding band.
+FLOAT32_INSIDE = frozenset({"mamba2", "bamba", "falconh1", "zamba2", "jamba", "qwen3next"})
 
 
 def build(name: str, dtype: torch.dtype = torch.float64, seed: int = 0, **overrides) -> torch.nn.Module:

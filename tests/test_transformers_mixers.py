@@ -1,8 +1,9 @@
 """Issue 21, item 6: the field's own mixers from ``transformers`` configs, measured by two routes.
 
 Tiny random-weight models (:mod:`hf_mixers`, d_model = 16, eval, float64, seeded), four kinds, two families or
-more each: chunked state-space duality (Mamba-2; the hybrids Bamba, Falcon-H1, Zamba2), token-routed mixtures of
-experts (Mixtral, Qwen2-MoE, OLMoE, GPT-OSS; eager, batched_mm and grouped_mm dispatch), long-document attention with
+more each: chunked state-space duality (Mamba-2; the hybrids Bamba, Falcon-H1, Zamba2; beside them Jamba's Mamba-1
+scan), token-routed mixtures of experts (Mixtral, Qwen2-MoE, OLMoE, GPT-OSS, Jamba; eager, batched_mm and grouped_mm
+dispatch), long-document attention with
 global tokens (BigBird block sparse, Longformer with and without a global token), sliding-window attention (Mistral,
 GPT-OSS's sliding layer) beside two recurrent mixers (RWKV, Qwen3-Next's chunked gated DeltaNet). Per model:
 
@@ -72,17 +73,23 @@ GPTOSS_SLIDING = {"num_hidden_layers": 1, "layer_types": ["sliding_attention"], 
 CASES = {
     "mamba2-T8": ("mamba2", 8, {}, {}, causal(8)),
     "mamba2-T6-padded": ("mamba2", 6, {}, {}, causal(6)),  # 6 is not a multiple of the chunk (4): padded
+    "mamba2-2groups-chunk3-T8": ("mamba2", 8, {"n_groups": 2, "chunk_size": 3}, {}, causal(8)),  # B, C per group
     "bamba-T8": ("bamba", 8, {}, {}, causal(8)),
     "falconh1-T8": ("falconh1", 8, {}, {}, causal(8)),
     "zamba2-T8": ("zamba2", 8, {}, {}, causal(8)),
+    "jamba-T8": ("jamba", 8, {}, {}, causal(8)),  # Mamba-1 scan + attention with experts
     "mixtral-T8": ("mixtral", 8, {}, {}, causal(8)),
     "mixtral-batched_mm-T8": ("mixtral", 8, {"experts_implementation": "batched_mm"}, {}, causal(8)),
+    # top-1 of 8 experts: 3 experts get no token at this seed (the loop skips them)
+    "mixtral-8experts-top1-T8": ("mixtral", 8, {"num_local_experts": 8, "num_experts_per_tok": 1}, {}, causal(8)),
     "qwen2moe-T8": ("qwen2moe", 8, {}, {}, causal(8)),
     "olmoe-T8": ("olmoe", 8, {}, {}, causal(8)),
     "gptoss-T8": ("gptoss", 8, {}, {}, causal(8)),  # a sliding layer, then a full one
     "bigbird-T16": ("bigbird", 16, {}, {}, bigbird_pattern(16, 2)),
+    "bigbird-T20": ("bigbird", 20, {}, {}, bigbird_pattern(20, 2)),
     "longformer-T8": ("longformer", 8, {}, {}, longformer_pattern(8, 2)),
     "longformer-global-T8": ("longformer", 8, {}, {"global": (0,)}, longformer_pattern(8, 2, (0,))),
+    "longformer-2global-T12": ("longformer", 12, {}, {"global": (0, 7)}, longformer_pattern(12, 2, (0, 7))),
     "mistral-window3-T8": ("mistral", 8, {}, {}, band(8, 3)),
     "gptoss-window3-T8": ("gptoss", 8, GPTOSS_SLIDING, {}, band(8, 3)),
     "qwen3next-deltanet-T8": ("qwen3next", 8, {}, {}, causal(8)),
@@ -191,16 +198,23 @@ def test_grouped_expert_dispatch_matches_the_jacobian_and_the_closed_form():
     assert count_multiplications(last_hidden(model), x).multiplications == mixtral_multiplications(8)
 
 
-def test_the_mixture_of_experts_routes_differently_per_token():
-    """The MoE cases measure real routing: at T = 8 the tokens of Mixtral's one layer pick more than one pair."""
-    model, layer, x = _layer("mixtral-T8")
+def _routing(case: str) -> torch.Tensor:
+    """The experts each token of the case's one MoE layer picks: (T, top_k) ids."""
+    model, layer, x = _layer(case)
     picked = []
     handle = model.layers[0].mlp.gate.register_forward_hook(lambda m, i, out: picked.append(out[2]))
     with torch.no_grad():
         layer(x)
     handle.remove()
-    pairs = {tuple(sorted(row.tolist())) for row in picked[0]}
-    assert len(pairs) >= 2 and picked[0].shape == (8, 2)
+    return picked[0]
+
+
+def test_the_mixture_of_experts_routes_differently_per_token():
+    """The MoE cases measure real routing: Mixtral's 8 tokens pick more than one pair of its 4 experts, and in the
+    top-1-of-8 case 3 experts get no token at all (the eager loop skips them)."""
+    pairs = _routing("mixtral-T8")
+    assert pairs.shape == (8, 2) and len({tuple(sorted(row.tolist())) for row in pairs}) >= 2
+    assert len(set(_routing("mixtral-8experts-top1-T8").flatten().tolist())) == 5
 
 
 # --- work against closed forms ---------------------------------------------------------------------------
@@ -285,8 +299,9 @@ def test_moe_count_is_the_same_whatever_the_expert_dispatch(name):
 
 #: Ops the count may name as unaccounted today, per case (every other case must be complete); when the engine
 #: learns one, the case only gets more complete.
-UNACCOUNTED = {"mixtral-T8": {"aten.index_add_"}, "qwen2moe-T8": {"aten.index_add_"}, "olmoe-T8": {"aten.index_add_"},
-               "gptoss-T8": {"aten.index_add_"}, "qwen3next-deltanet-T8": {"aten.linalg_solve_triangular"}}
+UNACCOUNTED = {"mixtral-T8": {"aten.index_add_"}, "mixtral-8experts-top1-T8": {"aten.index_add_"},
+               "qwen2moe-T8": {"aten.index_add_"}, "olmoe-T8": {"aten.index_add_"}, "gptoss-T8": {"aten.index_add_"},
+               "jamba-T8": {"aten.index_add_"}, "qwen3next-deltanet-T8": {"aten.linalg_solve_triangular"}}
 
 
 @pytest.mark.parametrize("case", list(CASES))
