@@ -73,6 +73,7 @@ GPTOSS_SLIDING = {"num_hidden_layers": 1, "layer_types": ["sliding_attention"], 
 CASES = {
     "mamba2-T8": ("mamba2", 8, {}, {}, causal(8)),
     "mamba2-T6-padded": ("mamba2", 6, {}, {}, causal(6)),  # 6 is not a multiple of the chunk (4): padded
+    "mamba2-T16-4chunks": ("mamba2", 16, {}, {}, causal(16)),  # the chunk recurrence over 4 chunks
     "mamba2-2groups-chunk3-T8": ("mamba2", 8, {"n_groups": 2, "chunk_size": 3}, {}, causal(8)),  # B, C per group
     "bamba-T8": ("bamba", 8, {}, {}, causal(8)),
     "falconh1-T8": ("falconh1", 8, {}, {}, causal(8)),
@@ -243,6 +244,8 @@ def mamba2_multiplications(T: int, *, d: int = 16, heads: int = 4, head_dim: int
     (8, 20_320),
     # 12·16·76 + 12·32·16 = 20,736; 40·4·15 = 2,400; 768 + 1,536 + 1,536 + 2,048 + 1,536 = 7,424; total 30,560
     (12, 30_560),
+    # 16·16·76 + 16·32·16 = 27,648; 40·4·19 = 3,040; 1,024 + 2,048 + 2,048 + 25·128 + 2,048 = 10,368; total 41,056
+    (16, 41_056),
 ])
 def test_mamba2_work_is_the_closed_form(T, expected):
     model = build("mamba2")
