@@ -175,6 +175,18 @@ def test_a_refused_op_makes_the_matrix_a_bound_and_is_named():
     assert set(traced.fallbacks) <= {"aten.linalg_solve_triangular"}
 
 
+def test_gated_deltanet_by_forward_substitution_matches_the_jacobian(monkeypatch):
+    """Qwen3-Next's export branch inverts the UT system by forward substitution (row by row, in-place slice writes)
+    instead of solve_triangular: every op has a rule, and the masked decays (masked_fill -inf, exp) must cut."""
+    import transformers.models.qwen3_next.modeling_qwen3_next as module
+
+    monkeypatch.setattr(module, "is_torchdynamo_exporting", lambda: True)
+    model = build("qwen3next")
+    layer, x = last_hidden(model), embeddings(8)
+    traced = measure_paths(layer, x)
+    assert traced.exact and path_depends(traced, 8) == jacobian_depends(layer, x, torch.float32) == causal(8)
+
+
 def _grouped_mixtral():
     """Mixtral with the grouped_mm expert dispatch (float32 only: CPU _grouped_mm refuses float64), same weights."""
     return build("mixtral", dtype=torch.float32, experts_implementation="grouped_mm"), embeddings(8, torch.float32)
