@@ -9,7 +9,7 @@ The two routes of a position-level dependence matrix ``depends[j][i]`` (output p
 * **paths** — :func:`seqlab.measure.paths.measure_paths`: the entry ``products[i][j]`` is not None;
 * **Jacobian** — the exact float64 Jacobian (``torch.autograd.functional.jacobian``), the block
   ``||dy_j/dx_i||_F`` judged by seqlab's one rule (:func:`seqlab.measure.dependence.judge`: above
-  64 eps(float64) times the largest block norm).
+  64 eps times the largest block norm, eps of float64, or of float32 for the mixers in :data:`FLOAT32_INSIDE`).
 
 Shapes: B = 1, T positions, d = d_model.
 """
@@ -252,15 +252,6 @@ def path_depends(matrix: PathMatrix, T_out: int) -> Matrix:
     """depends[j][i]: the path matrix has a path (an entry, not None) from input i to output j."""
     rows = dict(zip(matrix.sources, matrix.products, strict=True))
     return tuple(tuple(rows[i][j] is not None for i in sorted(rows)) for j in range(T_out))
-
-
-def both_routes(layer: Callable[[Tensor], Tensor], x: Tensor,
-                computed: torch.dtype | None = None) -> tuple[Matrix, Matrix, PathMatrix]:
-    """(paths' matrix, the Jacobian's matrix, the PathMatrix) of ``layer`` on ``x`` (``computed``: as for
-    :func:`jacobian_depends`)."""
-    traced = measure_paths(layer, x)
-    T_out = len(traced.products[0])
-    return path_depends(traced, T_out), jacobian_depends(layer, x, computed), traced
 
 
 def causal(T: int) -> Matrix:
