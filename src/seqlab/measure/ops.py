@@ -280,6 +280,7 @@ _COMPUTE_NAMES = frozenset("""
     _softmax _safe_softmax _log_softmax softmax log_softmax native_layer_norm native_group_norm native_batch_norm
     _native_batch_norm_legit _native_batch_norm_legit_no_training native_dropout sort topk
     max min amax amin argmax argmin cumsum cumprod logsumexp histc bincount
+    index_add scatter_add scatter_reduce index_reduce
 """.split())
 """Compute ops with no counted multiplications that carry no ``pointwise`` or ``reduction`` tag."""
 
@@ -438,6 +439,8 @@ def decomposition_of(func: torch._ops.OpOverload) -> Callable | None:
 _SELECTION_NAMES = frozenset("where masked_fill masked_scatter _masked_scale clone copy alias lift_fresh".split())
 #: Ops that combine along a dim with one result per element (a prefix sum): 1 FLOP per output element.
 _SCAN_NAMES = frozenset("cumsum cumprod logcumsumexp cummax cummin".split())
+#: Ops that add (or reduce) a source tensor into chosen rows of another: 1 FLOP per source element.
+_SCATTER_NAMES = frozenset("index_add scatter_add scatter_reduce index_reduce".split())
 #: Reductions by name (no ``reduction`` tag on these overloads): 1 FLOP per input element.
 _REDUCTION_NAMES = frozenset("max min amax amin argmax argmin logsumexp histc bincount aminmax".split())
 #: The ops the arithmetic decomposes even though they are in the core ATen set: softmax and the
@@ -458,7 +461,7 @@ def arithmetic_kind(func: torch._ops.OpOverload) -> str:
     (counted through PyTorch's decomposition, run on ``meta``: every op outside the core ATen set that has one,
     and softmax / log-softmax / the normalisations), ``"selection"`` (0: ``where``, ``masked_fill``),
     ``"pointwise"`` (1 per output element), ``"reduction"`` (1 per input element), ``"scan"`` (1 per output
-    element), or ``"uncosted"`` (no stated cost: ``sort``, ``topk``... named, never counted as 0).
+    element), ``"scatter"`` (``index_add``, ``scatter_add``...: 1 per source element), or ``"uncosted"`` (no stated cost: ``sort``, ``topk``... named, never counted as 0).
 
     >>> [arithmetic_kind(op) for op in (aten.mm.default, aten.sigmoid.default, aten.silu.default,
     ...                                 aten._softmax.default, aten.sum.dim_IntList, aten.topk.default)]
@@ -476,6 +479,8 @@ def arithmetic_kind(func: torch._ops.OpOverload) -> str:
         return "contraction"
     if name in _SELECTION_NAMES:
         return "selection"
+    if name in _SCATTER_NAMES:  # before its decomposition, whose accumulating index_put is movement
+        return "scatter"
     core = torch.Tag.core in twin.tags
     if decomposition_of(func) is not None and (not core or name in _DECOMPOSED_CORE_NAMES):
         return "decomposed"

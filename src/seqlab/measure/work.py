@@ -1,4 +1,4 @@
-"""Counted work: the multiplications a layer really performs, counted while it runs (L5, L6, L9).
+"""Counted work in two units, counted while the layer runs (L5, L6, L9): multiplications and all arithmetic.
 
 Built on ``torch.utils.flop_counter.FlopCounterMode``, which sees every ATen op the forward pass
 dispatches — whichever kernel PyTorch picks (fused CPU LSTM, fused SDPA, the ``MultiheadAttention``
@@ -8,14 +8,70 @@ back to it one by one), so an op whose multiplications nobody can count is *name
 :attr:`WorkCount.unaccounted` rather than silently counted as 0. Per-op cost (issue 17): one dispatch mode,
 not two; an op that would not decompose runs at once; formulas get shapes without a pytree walk.
 
-Convention (the lesson's unit): **multiplications**, one per multiply-add of a matrix product,
-convolution or attention kernel. FLOPs in PyTorch's convention are twice that
+Which ops are accounted for (issue 21): an op with a formula is counted; an op on no floating-point data
+(integer ``isin`` inside ``generate()``, ``bincount``, integer ``floor_divide``, boolean masks) multiplies
+nothing and is never unaccounted; an op with no formula that PyTorch has a decomposition for
+(``torch._decomp``: the core ATen table, then the global one; ``hardswish``, ``glu``, ``log_sigmoid``,
+``prelu``...) runs through it and its parts are counted (:attr:`WorkCount.decomposed` names it; an op that
+writes into its arguments runs as it is). Only what is left is :attr:`WorkCount.unaccounted`.
+
+Unit 1, the lesson's: **multiplications**, one per multiply-add of a matrix product, convolution or attention
+kernel (:attr:`WorkCount.multiplications`). PyTorch's FLOPs for the same contractions are twice that
 (:attr:`WorkCount.flops`). Element-wise ops (bias adds, activations, gate products), softmax,
-normalisations and reductions are not counted; a causal mask saves nothing in the count. One
-exception keeps hand-written contractions honest: an element-wise product whose output is larger
-than both factors (an outer product, as in ``(q[:, None] * k[None]).sum(-1)``) is counted, one
-multiplication per output element. A same-shape product followed by a sum (``torch.linalg.vecdot``)
-looks exactly like a gate product and is not counted.
+normalisations and reductions are not counted. One exception keeps hand-written contractions honest: an
+element-wise product that forms more distinct (element, element) pairs than either factor holds — an outer
+product, as in ``(q[:, None] * k[None]).sum(-1)`` — is counted, one multiplication per output element.
+Distinct elements are read from strides, so ``expand`` and ``broadcast_to`` forms count the same as
+broadcasting inside the product; a factor materialised by ``repeat`` cannot be told from a gate. A same-shape
+product followed by a sum (``torch.linalg.vecdot``) looks exactly like a gate product and is not counted.
+Outer products are charged to the modules running when they run (:attr:`WorkCount.by_module`).
+
+Masked attention, executed beside useful: a causal or masked ``F.scaled_dot_product_attention`` is charged
+its full L×S square in ``multiplications`` (what the kernel is charged); the pairs its mask closes
+(``is_causal``, a boolean ``False`` or a ``-inf`` entry) are :attr:`WorkCount.masked_multiplications`, and
+:attr:`WorkCount.useful_multiplications` is the rest. The mask is read where the call reaches the dispatcher
+with it: ``aten.scaled_dot_product_attention`` whole (under inference mode) or the kernel it picks (the fused
+CPU kernel, the CUDA ones). A mask applied by hand (``masked_fill`` then softmax), or by SDPA's math path,
+which is dispatched as its parts, is not recognised: there useful equals executed.
+
+Unit 2, all arithmetic: **FLOPs** (:attr:`WorkCount.arithmetic_flops`, per op in
+:attr:`WorkCount.arithmetic_by_op`), per primitive ATen op, like fvcore's and the Mamba authors' counts, on
+floating-point (or complex, an element counting 1) data only:
+
+* a contraction: 2 per multiply-add (PyTorch's formula), plus 1 per output element for an additive input
+  (``addmm``'s bias when ``beta != 0``, a convolution's bias);
+* an element-wise op in the core ATen set: 1 per output element, whatever it computes inside (``exp``,
+  ``tanh``, ``sigmoid``, ``gelu``, a comparison); ``where`` and ``masked_fill`` choose, 0;
+* a reduction (``sum``, ``mean``, ``amax``, ``argmax``, ``prims.var``...): 1 per input element; a scan
+  (``cumsum``): 1 per output element; ``index_add``, ``scatter_add``: 1 per source element;
+* views, copies, casts, indexing, concatenation and fills: 0;
+* any other op — softmax, log-softmax, the normalisations, and every op outside the core ATen set that
+  PyTorch decomposes (``silu`` = ``sigmoid`` + ``mul``, ``addcmul``, ``var_mean``) — is charged the sum of
+  its decomposition's parts, run on ``meta`` tensors of the same shapes (the real op is what runs; the
+  decomposition is costed once per shape): softmax over n elements is ``amax`` n + ``sub`` n + ``exp`` n +
+  ``sum`` n + ``div`` n = 5n;
+* ops with no stated cost (``sort``, ``topk``; a fused kernel with no decomposition, such as oneDNN's LSTM
+  layer, whose contractions are counted but whose gates are not seen) are named in
+  :attr:`WorkCount.arithmetic_unaccounted`: the total is then a lower bound
+  (:attr:`WorkCount.arithmetic_complete` is False).
+
+An outer product written as broadcast-multiply-then-sum costs 1 (``mul``) + 1 (``sum``) per multiply-add:
+the 2 a matrix product is charged. Example, a diagonal selective scan written as a loop (B batch, L
+positions, D channels, N state size; A (D, N), delta and x (B, L, D), B_t and C_t (B, L, N))::
+
+    h = x.new_zeros(B, D, N)
+    for t in range(L):
+        dA = torch.exp(delta[:, t, :, None] * A)                             # mul + exp: 2·B·D·N
+        dBx = delta[:, t, :, None] * B_t[:, t, None, :] * x[:, t, :, None]   # mul + mul: 2·B·D·N
+        h = dA * h + dBx                                                     # mul + add: 2·B·D·N
+        y_t = (h * C_t[:, t, None, :]).sum(-1)                               # mul + sum: 2·B·D·N
+
+counts ``arithmetic_flops`` = 8·B·L·D·N exactly (960 at B, L, D, N = 2, 5, 3, 4), and 2·B·L·D·N
+multiplications (the outer products delta×A and delta×B_t). The Mamba authors give 9·B·L·D·N FLOPs for the
+selective scan (Albert Gu in state-spaces/mamba#110; the figure VMamba's counters use), counted for a
+parallel (associative) scan, which by the same thread performs 2L associative operations for L positions
+where this loop performs L steps. Different algorithms, so the figures are not expected to agree: this loop
+counts 8/9 of theirs, 1·B·L·D·N fewer. The skip term D·x is in neither (VMamba adds B·L·D for it).
 
 Nested tensors (``nn.TransformerEncoder``'s fast path packs a padded batch into one when given
 ``src_key_padding_mask`` under ``no_grad``): an op on a nested tensor of n sequences is counted as n
@@ -497,6 +553,10 @@ def op_arithmetic(func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: o
         return max((t.numel() for t in tensors_in((out,))), default=0), None
     if kind == "reduction":
         return max((t.numel() for t in tensors_in((args, tuple(kwargs.values())))), default=0), None
+    if kind == "scatter":
+        b = bound_arguments(func, args, kwargs)
+        source = b.get("source", b.get("src"))
+        return (source.numel() if isinstance(source, torch.Tensor) else 0), None
     return 0, op_name(func)
 
 
