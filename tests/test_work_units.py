@@ -17,8 +17,6 @@ from seqlab.measure import ops
 from seqlab.measure.switches import SDPA_BACKENDS
 from seqlab.measure.work import OUTER_PRODUCT, count_multiplications, count_on_meta
 
-transformers = pytest.importorskip("transformers")
-
 aten = torch.ops.aten
 MATH = (False, False, True, False)  # SDPA backends: flash, efficient, math, cudnn
 VOCAB = 50
@@ -34,6 +32,7 @@ def quiet(config):
 
 def mistral(T_window: int | None = None, layers: int = 1):
     """Mistral, d = 16, 2 heads of 8, d_ff = 32, vocab 50; sdpa attention."""
+    transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
     config = quiet(transformers.MistralConfig(
         hidden_size=16, intermediate_size=32, num_hidden_layers=layers, num_attention_heads=2,
@@ -43,6 +42,7 @@ def mistral(T_window: int | None = None, layers: int = 1):
 
 def mixtral(experts: str):
     """Mixtral, d = 16, 2 query heads and 1 key-value head of 8, 4 experts of d_ff = 32, top 2, vocab 50."""
+    transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
     config = quiet(transformers.MixtralConfig(
         hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
@@ -53,6 +53,7 @@ def mixtral(experts: str):
 
 def gpt2():
     """GPT-2, d = 16, 2 heads, 1 layer, vocab 50; sdpa attention (causal through is_causal)."""
+    transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
     config = quiet(transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=VOCAB, n_positions=32,
                                            attn_implementation="sdpa"))

@@ -15,7 +15,16 @@ The engine sees a forward pass as the stream of ATen ops that PyTorch dispatches
   counted as multiplications (they grow as T·d, not as a product of widths), but each is one step
   of span.
 
-Anything else is *unknown*: the work counter names it instead of counting it as 0. Each answer depends on
+Anything else is *unknown*: the work counter names it instead of counting it as 0 — unless the call has no
+floating-point tensor among its inputs and outputs (:func:`has_floating`: integer ``isin``, ``bincount``,
+integer ``floor_divide`` multiply nothing), or PyTorch decomposes the op (:func:`decomposition_of`,
+``torch._decomp``) and its parts are counted instead. Grouped matrix products (``_grouped_mm``, the expert
+products of mixture-of-experts layers) are contractions with their own formula.
+
+The second unit, all floating-point arithmetic (FLOPs, :mod:`seqlab.measure.work`), sorts ops finer:
+:func:`arithmetic_kind` says how one call is charged (movement and selections 0, contractions 2 per
+multiply-add plus their addend, point-wise ops 1 per output element, reductions 1 per input element, others
+through their decomposition, and a named remainder with no stated cost). Each answer depends on
 the op alone, so it is computed once per op and cached (the tracers ask for every op they see).
 
 In-place and ``out=`` forms are sorted by their out-of-place twin (:func:`functional_twin`):

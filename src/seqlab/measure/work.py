@@ -241,8 +241,11 @@ class _OpCensus:
         if self.paused:
             return
         self.calls[func] += 1
+        unknown = is_unknown(func)
+        if not unknown and arithmetic_kind(func) in _FREE:
+            return  # movement and selections: nothing to count in either unit (the common case, kept cheap)
         floating = has_floating((args, kwargs.values(), out))
-        if is_unknown(func) and floating:
+        if unknown and floating:
             self.unaccounted[op_name(func)] += 1
         flops, unseen = op_arithmetic(func, args, kwargs, out, flop, floating)
         if flops:
@@ -260,6 +263,8 @@ class _OpCensus:
 
 
 _PRODUCTS = (aten.mul, aten.mul_)
+#: Arithmetic kinds that cost 0 FLOPs whatever the data.
+_FREE = frozenset({"movement", "selection"})
 
 
 class _NestedCounter(FlopCounterMode):
