@@ -327,3 +327,16 @@ def test_the_math_path_is_not_recognised_and_says_so():
     with SDPA_BACKENDS.held(MATH):
         work = count_multiplications(F.scaled_dot_product_attention, q, q, q, is_causal=True)
     assert work.multiplications == 8 * 8 * 8 and work.masked_multiplications == 0  # dispatched as its parts
+
+
+@pytest.mark.parametrize(("T", "d", "h"), [(3, 4, 4), (5, 2, 3)])
+def test_lstm_arithmetic_on_meta_where_the_fused_kernel_hides_its_gates(T, d, h):
+    lstm = nn.LSTM(d, h, batch_first=True)
+    fused = count_multiplications(lstm, torch.randn(1, T, d))
+    assert fused.arithmetic_unaccounted == {"aten.mkldnn_rnn_layer": 1}  # its gates are not seen on CPU
+    on_meta = count_on_meta(lstm, torch.randn(1, T, d))  # decomposed: addmm and the cell's element-wise ops
+    # per step: x W_ih and h W_hh, 2 * (d + h) * 4h, + 2 biases of 4h; gate sum 4h; 3 sigmoids + 1 tanh, 4h;
+    # c = f*c + i*g: 2h + h; h = o * tanh(c): 2h
+    per_step = 2 * (d + h) * 4 * h + 2 * 4 * h + 4 * h + 4 * h + 3 * h + 2 * h
+    assert on_meta.arithmetic_flops == T * per_step and on_meta.arithmetic_complete  # 1_020 at (3, 4, 4)
+    assert on_meta.multiplications == fused.multiplications == T * (d + h) * 4 * h

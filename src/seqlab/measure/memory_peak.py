@@ -278,7 +278,7 @@ def measure_peak_memory(function: Callable[..., Any], *args: Any, **kwargs: Any)
 _DISPATCH_MODE_SCOPE = "PythonDispatchMode"
 
 #: One profiler runs in a process at a time: passes measured on several threads take turns.
-_PROFILER_LOCK = threading.Lock()
+_PROFILER_LOCK = threading.RLock()  # re-entrant: a pass measured inside another sees its profiler
 
 
 class _AllocatorPeak:
