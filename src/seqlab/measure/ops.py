@@ -470,7 +470,8 @@ def arithmetic_kind(func: torch._ops.OpOverload) -> str:
     (counted through PyTorch's decomposition, run on ``meta``: every op outside the core ATen set that has one,
     and softmax / log-softmax / the normalisations), ``"selection"`` (0: ``where``, ``masked_fill``),
     ``"pointwise"`` (1 per output element), ``"reduction"`` (1 per input element), ``"scan"`` (1 per output
-    element), ``"scatter"`` (``index_add``, ``scatter_add``...: 1 per source element), or ``"uncosted"`` (no stated cost: ``sort``, ``topk``... named, never counted as 0).
+    element), ``"scatter"`` (``index_add``, ``scatter_add``...: 1 per source element), or ``"uncosted"`` (no
+    stated cost: ``sort``, ``topk``... named, never counted as 0).
 
     >>> [arithmetic_kind(op) for op in (aten.mm.default, aten.sigmoid.default, aten.silu.default,
     ...                                 aten._softmax.default, aten.sum.dim_IntList, aten.topk.default)]
