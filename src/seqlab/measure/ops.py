@@ -214,6 +214,22 @@ def matmul_flop(a_shape: Shape, b_shape: Shape, *args, out_shape=None, **kwargs)
     return 2 * _numel(batch) * a[-2] * a[-1] * b[-1]
 
 
+def triangular_solve_flop(self_shape: Shape, b_shape: Shape, *args, out_shape=None, **kwargs) -> int:
+    """FLOPs of ``linalg_solve_triangular`` (A X = B, A (…, n, n) triangular, B (…, n, p); or X A = B with
+    ``left=False``): substitution takes n(n − 1)/2 multiply-adds per right-hand side, the n divisions by the
+    diagonal excluded (as bias adds are). Gated delta-rule layers (Qwen3-Next) solve one per chunk.
+
+    >>> triangular_solve_flop((64, 64), (64, 16)) // 2  # 64 * 63 / 2 * 16
+    32256
+    """
+    *batch_a, n, _ = self_shape
+    *batch_b, rows, columns = b_shape
+    left = kwargs.get("left", True)
+    right_hand_sides = columns if left else rows
+    batch = math.prod(torch.broadcast_shapes(tuple(batch_a), tuple(batch_b)))
+    return 2 * batch * n * (n - 1) // 2 * right_hand_sides
+
+
 EXTRA_FORMULAS: dict[object, Callable[..., int]] = {  # noqa: RUF012 - completed below with in-place twins
     aten.mv: matrix_vector_flop,
     aten.addmv: add_matrix_vector_flop,
@@ -229,6 +245,7 @@ EXTRA_FORMULAS: dict[object, Callable[..., int]] = {  # noqa: RUF012 - completed
     aten.linear: linear_flop,
     aten.matmul: matmul_flop,
     aten._grouped_mm: grouped_matrix_flop,
+    aten.linalg_solve_triangular: triangular_solve_flop,
 }
 """Formulas (FLOPs) for contraction ops that ``torch.utils.flop_counter`` has no entry for, in-place twins
 (``addmm_``, ``baddbmm_``, ``addmv_``, ``addbmm_``) included: an in-place product multiplies as much as its
@@ -278,7 +295,8 @@ _MOVEMENT_NAMES = frozenset("""
     constant_pad_nd repeat flip roll tril triu tril_ triu_ _pack_padded_sequence
     zeros zeros_like ones ones_like empty empty_like empty_strided full full_like fill_ zero_
     new_zeros new_ones new_empty new_full scalar_tensor arange randn rand randint normal_ uniform_
-    bernoulli_ randperm _local_scalar_dense resize_ set_ detach_ _assert_tensor_metadata
+    bernoulli_ randperm eye linspace logspace empty_permuted new_empty_strided rand_like randn_like randint_like
+    exponential_ geometric_ log_normal_ cauchy_ random_ fill _local_scalar_dense resize_ set_ detach_ _assert_tensor_metadata
     _nested_tensor_from_mask _nested_tensor_from_mask_left_aligned to_padded_tensor _nested_from_padded
     _nested_from_padded_and_nested_example _nested_tensor_from_tensor_list _nested_view_from_buffer
     _nested_view_from_buffer_copy _nested_tensor_size _nested_tensor_strides _nested_tensor_storage_offsets
