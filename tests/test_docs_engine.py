@@ -11,4 +11,4 @@ PAGE = Path(__file__).resolve().parents[1] / "docs" / "engine.md"
 
 def test_engine_page_examples_print_what_is_shown():
     result = doctest.testfile(str(PAGE), module_relative=False, optionflags=doctest.ELLIPSIS, verbose=False)
-    assert result.attempted >= 10 and result.failed == 0
+    assert result.attempted >= 15 and result.failed == 0
