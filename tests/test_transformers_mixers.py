@@ -14,10 +14,11 @@ GPT-OSS's sliding layer) beside two recurrent mixers (RWKV, Qwen3-Next's chunked
 * counted multiplications (:func:`seqlab.measure.work.count_multiplications`) against a closed form from the
   config, with the hand arithmetic next to the number.
 
-Where the engine is still wrong (ops it refuses, work it cannot count) the test is
-``xfail(strict=True)`` with the gap named; each case is written up in the worktree's findings file
-(``hfmodels-findings.md``). The masked chunked decays of Mamba-2 and its hybrids, the MoE expert loop's
-``index_add_``, Longformer's ``full_like`` fills and GPT-OSS's row max before softmax failed here before the engine's fixes of issue 21 and pass now.
+Where the engine is wrong a comparison is ``xfail(strict=True)`` with the gap named (:data:`PATH_GAPS`), and the case
+is written up in the worktree's findings file (``hfmodels-findings.md``). The masked chunked decays of Mamba-2 and its
+hybrids, the MoE expert loop's ``index_add_`` (paths and count), Longformer's ``full_like`` fills, GPT-OSS's row max
+before softmax, Qwen3-Next's ``solve_triangular`` and the grouped expert products failed here before main's fixes of
+issue 21 (356862b ... d73eaa4) and pass now.
 """
 
 from __future__ import annotations
@@ -35,13 +36,6 @@ from seqlab.measure.work import count_multiplications  # noqa: E402
 from hf_mixers import (  # noqa: E402
     FLOAT32_INSIDE, band, build, causal, drawn, embeddings, jacobian_depends, last_hidden, path_depends,
 )
-
-#: Engine gaps (issue 21) that make a comparison fail today: one reason per kind, named in each xfail.
-GROUPED_MM = ("engine gap: aten._grouped_mm (grouped expert products): its contraction rule is not reached (op_kind is "
-              "OTHER, not PRODUCT) and the work count has no formula for it")
-SOLVE_TRIANGULAR = ("engine gap: aten.linalg_solve_triangular (the gated delta rule's UT transform) has no path rule "
-                    "and falls back to all-to-all; behind it, the masked-decay product of the chunked form")
-
 
 def _xfail(reason: str):
     return pytest.mark.xfail(strict=True, reason=reason)
@@ -97,10 +91,9 @@ CASES = {
     "rwkv-T8": ("rwkv", 8, {}, {}, causal(8)),
 }
 
-#: Cases whose path matrix differs from the Jacobian today, with the engine gap that makes it so.
-PATH_GAPS = {
-    "qwen3next-deltanet-T8": SOLVE_TRIANGULAR,
-}
+#: Cases whose path matrix differs from the Jacobian today, with the engine gap that makes it so (none left at
+#: main d73eaa4; the gaps found here are in hfmodels-findings.md).
+PATH_GAPS: dict[str, str] = {}
 
 CAUSAL_CASES = [k for k, v in CASES.items() if v[4] in (causal(v[1]), band(v[1], 3))]
 
@@ -168,13 +161,6 @@ def test_no_path_from_a_later_position_to_an_earlier_one(case):
     assert later == []
 
 
-def test_a_refused_op_makes_the_matrix_a_bound_and_is_named():
-    """No silent answer: Qwen3-Next's matrix is exact, or a bound that names its refused op (the UT transform)."""
-    traced = _traced("qwen3next-deltanet-T8")
-    assert traced.exact is (not traced.fallbacks)
-    assert set(traced.fallbacks) <= {"aten.linalg_solve_triangular"}
-
-
 def test_gated_deltanet_by_forward_substitution_matches_the_jacobian(monkeypatch):
     """Qwen3-Next's export branch inverts the UT system by forward substitution (row by row, in-place slice writes)
     instead of solve_triangular: every op has a rule, and the masked decays (masked_fill -inf, exp) must cut."""
@@ -192,23 +178,14 @@ def _grouped_mixtral():
     return build("mixtral", dtype=torch.float32, experts_implementation="grouped_mm"), embeddings(8, torch.float32)
 
 
-def test_grouped_expert_dispatch_is_exact_or_refused_by_name():
-    """No silent answer: the grouped dispatch's matrix is exact or names _grouped_mm; its count is complete or
-    names what it could not count."""
-    model, x = _grouped_mixtral()
-    traced = measure_paths(last_hidden(model), x)
-    assert traced.exact is (not traced.fallbacks) and set(traced.fallbacks) <= {"aten._grouped_mm"}
-    counted = count_multiplications(last_hidden(model), x)
-    assert set(counted.unaccounted) <= {"aten._grouped_mm", "aten.histc", "aten.floor_divide"}
-    assert counted.complete is (not counted.unaccounted)
-
-
-@_xfail(GROUPED_MM)
 def test_grouped_expert_dispatch_matches_the_jacobian_and_the_closed_form():
+    """transformers' default CPU expert dispatch (histc, floor_divide, _grouped_mm over sorted tokens): exact paths
+    equal to the eager float64 Jacobian of the same weights, and the same 27,168 multiplications, complete."""
     model, x = _grouped_mixtral()
     traced = measure_paths(last_hidden(model), x)
-    assert path_depends(traced, 8) == _jacobian("mixtral-T8")  # the same weights in float64, eager dispatch
-    assert count_multiplications(last_hidden(model), x).multiplications == mixtral_multiplications(8)
+    assert traced.exact and path_depends(traced, 8) == _jacobian("mixtral-T8")
+    counted = count_multiplications(last_hidden(model), x)
+    assert counted.multiplications == mixtral_multiplications(8) == 27_168 and counted.complete
 
 
 def _routing(case: str) -> torch.Tensor:
@@ -279,19 +256,18 @@ def mixtral_multiplications(T: int, *, d: int = 16, heads: int = 2, kv_heads: in
     return attention + T * d * experts + T * top_k * 3 * d * intermediate + hd // 2 * T
 
 
-@pytest.mark.parametrize(("name", "overrides", "unaccounted"), [
-    ("mixtral", {}, {"aten.index_add_"}),  # eager: the expert loop scatters with index_add_ (named)
-    ("mixtral", {"experts_implementation": "batched_mm"}, set()),
-    ("gptoss", GPTOSS_SLIDING, set()),  # biases on every projection and the router; sinks multiply nothing
+@pytest.mark.parametrize(("name", "overrides"), [
+    ("mixtral", {}),  # eager: the expert loop gathers and scatters with index_add_ (multiplies nothing)
+    ("mixtral", {"experts_implementation": "batched_mm"}),
+    ("gptoss", GPTOSS_SLIDING),  # biases on every projection and the router; sinks multiply nothing
 ], ids=["mixtral-eager", "mixtral-batched_mm", "gptoss-window3-batched_mm"])
-def test_moe_work_is_the_closed_form_whatever_the_dispatch(name, overrides, unaccounted):
+def test_moe_work_is_the_closed_form_whatever_the_dispatch(name, overrides):
     # 8·16·48 = 6,144; 2·2·64·8 = 2,048; router 8·16·4 = 512; experts 8·2·3·16·24 = 18,432; rotary 4·8 = 32
     # total 27,168 — the same whatever the routing and the expert dispatch
     model = build(name, **overrides)
     counted = count_multiplications(last_hidden(model), embeddings(8))
     assert mixtral_multiplications(8) == 27_168
-    assert counted.multiplications == 27_168
-    assert set(counted.unaccounted) == unaccounted and counted.complete is (not unaccounted)
+    assert counted.multiplications == 27_168 and counted.complete
 
 
 def test_qwen2moe_work_is_the_closed_form():
@@ -312,25 +288,12 @@ def test_moe_count_is_the_same_whatever_the_expert_dispatch(name):
     assert eager.multiplications == batched.multiplications and batched.complete
 
 
-#: Ops the count may name as unaccounted today, per case (every other case must be complete); when the engine
-#: learns one, the case only gets more complete.
-UNACCOUNTED = {"mixtral-T8": {"aten.index_add_"}, "mixtral-8experts-top1-T8": {"aten.index_add_"},
-               "qwen2moe-T8": {"aten.index_add_"}, "olmoe-T8": {"aten.index_add_"}, "gptoss-T8": {"aten.index_add_"},
-               "jamba-T8": {"aten.index_add_"}, "qwen3next-deltanet-T8": {"aten.linalg_solve_triangular"}}
-
-
 @pytest.mark.parametrize("case", list(CASES))
-def test_every_op_the_count_cannot_account_for_is_named(case):
+def test_every_count_is_complete(case):
+    """Every op that ran is counted or known to multiply nothing (index_add_, histc, eye... included)."""
     _, layer, x = _layer(case)
     counted = count_multiplications(layer, x)
-    assert set(counted.unaccounted) <= UNACCOUNTED.get(case, set())
-    assert counted.complete is (not counted.unaccounted)
-
-
-@pytest.mark.xfail(strict=True, reason="engine gap: aten.index_add_ multiplies nothing but is unaccounted")
-def test_mixtral_eager_work_is_complete():
-    counted = count_multiplications(last_hidden(build("mixtral")), embeddings(8))
-    assert counted.complete
+    assert counted.complete, counted.unaccounted
 
 
 def bigbird_multiplications(T: int, *, d: int = 16, heads: int = 2, block: int = 2, random: int = 1,
