@@ -235,14 +235,19 @@ def jacobian_depends(layer: Callable[[Tensor], Tensor], x: Tensor, computed: tor
     """depends[j][i]: ||dy_j/dx_i||_F of the exact Jacobian above seqlab's rounding band (x in float64).
 
     ``computed``: the dtype the layer really computes in, which sets the band (default: x's dtype).
+    An output row that is NaN (an attention row with every key masked) has NaN strengths: never "depends".
     """
     T, d = x.shape[1], x.shape[2]
-    try:  # one vmapped backward over the T·d rows; a layer that vmap cannot batch takes one backward per row
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*performance drop.*")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*performance drop.*")
+        # PyTorch's forward mode imports jvp decompositions scripted with the deprecated torch.jit.script
+        warnings.filterwarnings("ignore", message=".*torch.jit.script.*deprecated", category=DeprecationWarning)
+        try:  # one vmapped backward over the T·d rows; a layer that vmap cannot batch takes one backward per row
             J = torch.autograd.functional.jacobian(layer, x, vectorize=True)  # (1, T_out, d_out, 1, T, d)
-    except RuntimeError:
-        J = torch.autograd.functional.jacobian(layer, x)
+        except RuntimeError:
+            J = torch.autograd.functional.jacobian(layer, x)
+        if bool(J.isnan().any()):  # a NaN output row poisons every row's backward (0 · NaN): forward mode instead,
+            J = torch.autograd.functional.jacobian(layer, x, vectorize=True, strategy="forward-mode")  # NaN stays put
     T_out = J.shape[1]
     blocks = J.reshape(T_out, -1, T, d).square().sum(dim=(1, 3)).sqrt()  # (T_out, T)
     return judge(blocks.tolist(), computed or x.dtype).depends
