@@ -140,7 +140,7 @@ def _depth_name(depth: int, lang: str) -> str:
 def _order_cells(check: OrderCheck, depth: int, lang: str) -> tuple[str, str]:
     tr = model_translator(lang)
     row = check.depths[depth]
-    said = row.verdict or ("holds" if row.holds else "does not hold")
+    said = row.verdict
     if said.startswith("cannot tell at "):  # within the depth's own rounding, not settled in float64
         verdict = tr("cannot tell at {dtype}").format(dtype=said.removeprefix("cannot tell at "))
     else:
@@ -264,12 +264,12 @@ def _order_sentence(result: ModelResult, lang: str) -> str:
                   "rounding and the float64 rerun does not settle it, so this run does not show that shuffling only "
                   "moves the rows.").format(dtype=result.dtype, depth=_depth_name(unsettled[0].depth, lang),
                                             change=format_number(unsettled[0].max_abs_change, lang))
-    if result.kind != "causal" and all(row.holds for row in off.depths) and not on.depths[last].holds:
+    if result.kind != "causal" and all(row.holds is True for row in off.depths) and on.depths[last].holds is False:
         return tr("As the lesson says (L10): with the positions off ({how}), shuffling the tokens only shuffled "
                   "every layer's output rows, each depth within its own rounding tolerance (closest to it: {depth}, "
                   "max |Δ| = {off} against a tolerance of {tol}); with them on, the output of layer {layer} changed "
                   "by up to {on}. Only the positions tell this model the order.").format(**values)
-    if result.kind == "causal" and not off.depths[last].holds and not on.depths[last].holds:
+    if result.kind == "causal" and off.depths[last].holds is False and on.depths[last].holds is False:
         values.update(depth=_depth_name(last, lang), off=format_number(off.depths[last].max_abs_change, lang),
                       tol=format_number(off.depths[last].tolerance, lang))
         return tr("As the lesson says of a decoder (L10): even with the positions off ({how}), shuffling the tokens "
