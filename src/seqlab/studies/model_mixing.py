@@ -29,6 +29,7 @@ from torch import Tensor
 from seqlab.errors import SeqlabError
 from seqlab.layers.anatomy import contains_attention, modules_of_interest
 from seqlab.layers.pretrained import Encoder
+from seqlab.measure.dependence import judge
 from seqlab.measure.modules import RecordedCall, SubmoduleMixing, measure_recorded, record_inputs
 from seqlab.measure.switches import fast_paths_off
 
@@ -53,8 +54,9 @@ class ModuleMixing:
         mixes: some output row of some sequence depends on another position's input row.
         contains_attention: the module is, or contains, an attention module.
         max_off_diagonal: largest strength of output row j on input row i ≠ j (exactly 0 per row).
-        min_off_diagonal: smallest such strength over the pairs the pattern connects: every i ≠ j, or i < j
-            in a causal module (row j reads rows 1…j); > 0 when every such pair is connected.
+        min_off_diagonal: smallest such strength over the pairs measured to depend: every i ≠ j of an
+            all-to-all module, i < j of a causal one (row j reads rows 1…j), the band of a partial one; > 0 for
+            a module that mixes (its smallest off-diagonal strength, 0, for one that does not).
         max_diagonal: largest strength of row j on row j, the scale of the two above.
         patterns: the pattern of each sequence, in batch order.
         positions: the real positions n_b each sequence was measured on (padding never counted).
@@ -115,10 +117,17 @@ def crop(measured: SubmoduleMixing, n: int) -> SubmoduleMixing:
 
 
 def _smallest_connected(measured: SubmoduleMixing) -> float:
-    """min strength of row j on row i ≠ j, over i < j only when the module is causal (the rest is 0 by design)."""
-    if measured.pattern != "causal":
-        return measured.min_off_diagonal
-    return min(v for j, row in enumerate(measured.strength) for i, v in enumerate(row) if i < j)
+    """min strength of row j on row i ≠ j over the pairs measured to depend (:func:`~seqlab.measure.dependence.judge`):
+    every pair of an all-to-all module, i < j of a causal one, the band of a partial one (the rest is exactly 0 by
+    design, and "≥ 0" would say nothing); a module that connects no pair gives its smallest off-diagonal strength.
+
+    >>> band = SubmoduleMixing("a", "Conv1d", ("x",), "jacobian-2", ((1.0, 0.5, 0.0), (0.5, 1.0, 0.25), (0.0, 0.25, 1.0)))
+    >>> band.pattern, band.min_off_diagonal, _smallest_connected(band)
+    ('partial', 0.0, 0.25)
+    """
+    depends = judge(measured.strength, getattr(torch, measured.dtype)).depends
+    connected = [v for j, row in enumerate(measured.strength) for i, v in enumerate(row) if i != j and depends[j][i]]
+    return min(connected) if connected else measured.min_off_diagonal
 
 
 def _joined(name: str, layer: int, model: torch.nn.Module, measured: list[SubmoduleMixing]) -> ModuleMixing:
