@@ -261,3 +261,12 @@ def test_a_per_position_float_input_is_cast_for_the_rerun() -> None:
 def test_bad_aligned_inputs(aligned, match) -> None:
     with pytest.raises(SeqlabError, match=match):
         measure_order(lambda z, m: z, _x(4, 3), aligned=aligned)
+
+
+def test_a_callable_that_asserts_its_dtype_cannot_tell_instead_of_failing() -> None:
+    def picky(z: torch.Tensor) -> torch.Tensor:
+        assert z.dtype == torch.float32, "float32 only"  # noqa: S101  what user code does
+        return _attend(z, z, z)
+
+    r = measure_order(picky, _x(8, 4, torch.float32))
+    assert r.verdict == "cannot tell at float32" and r.equivariant is None and r.float64_change is None

@@ -203,7 +203,13 @@ def _twin(function: Callable[..., object], reference: Callable[..., object] | No
         return reference
     if isinstance(function, torch.nn.Module):
         return copy.deepcopy(function).to(torch.float64)
-    return function
+
+    def on_float64(*args: object, **kwargs: object) -> object:
+        try:
+            return function(*args, **kwargs)
+        except Exception as error:  # noqa: BLE001  whatever it raises on float64 inputs, it does not take them
+            raise SeqlabError(f"the callable does not run on float64 inputs: {error}") from error
+    return on_float64
 
 
 def verdict(max_change: float, tol: float, dtype: torch.dtype, rerun: _Rerun | None) -> str:
