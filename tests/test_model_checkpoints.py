@@ -375,12 +375,14 @@ def test_a_weight_of_exactly_zero_is_no_path(windowed):
     es_first, es_reach = _l4(result, "es")
     assert es_first.startswith("No como dice la lección (L4): en la capa 1, cabeza 1, la posición 1 (el) no tiene "
                                "camino") and "también es exactamente 0" in es_reach
-    # the band is "partial", its strength the smallest over the pairs it connects, never "≥ 0"
-    partial = [m for m in result.modules if m.pattern == "partial"]
-    assert partial and all(m.mixes and m.min_off_diagonal > 0 for m in partial)
+    # the window's modules: their strength is the smallest over the pairs they connect, never "≥ 0"
+    windowed_modules = [m for m in result.modules if m.mixes]
+    assert windowed_modules and all(m.pattern in ("band", "partial") and m.min_off_diagonal > 0
+                                    for m in windowed_modules)
     table = Console(width=200, file=io.StringIO(), color_system=None)
     table.print(mixing_table(result, "en"))
-    rows = [line for line in table.file.getvalue().splitlines() if "│ partial │" in line]
+    rows = [line for line in table.file.getvalue().splitlines()
+            if line.startswith(("│ (the whole layer) ", "│ self_attn "))]
     assert len(rows) == 2  # the whole layer and its attention
     assert rows and all("≥ 0 " not in row + " " and "≥ " in row for row in rows)
     # the same weights without the window: α_T1 > 0, one weight on the path
