@@ -88,9 +88,9 @@ def mixing_table(result: ModelResult, lang: str = "en") -> Table:
     table = FittedTable(title=title.format(T=result.mixing_tokens, B=len(result.windows)), title_justify="left", caption_justify="left", droppable=(1,), caption=tr(
         "Does output row j read input row i ≠ j? Measured in {dtype}: Jacobian probes for vectors, one token "
         "replaced at a time for token ids. Off-diagonal strength: the norm of ∂y_j/∂x_i, the smallest over the pairs "
-        "i ≠ j a mixing module connects (a causal or partial module leaves the others at exactly 0) or the largest "
-        "over every i ≠ j (per-row modules); 0 means exactly zero. Dropout is the identity in eval mode and is "
-        "left out.").format(dtype=result.dtype) + _batch_caption(result, lang))
+        "i ≠ j a mixing module connects (a causal, banded or partial module leaves the others at exactly 0) or the "
+        "largest over every i ≠ j (per-row modules); 0 means exactly zero. Dropout is the identity in eval mode and "
+        "is left out.").format(dtype=result.dtype) + _batch_caption(result, lang))
     table.add_column(tr("Module"), no_wrap=True)  # query, key and value differ only in the last word
     table.add_column(tr("Type"))
     table.add_column(tr("Layers"), justify="right")

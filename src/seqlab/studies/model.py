@@ -241,7 +241,8 @@ def measure_attention(encoder: Encoder, ids: Tensor, layer: int, head: int, *, m
         layer=layer, head=head, weights=tuple(tuple(float(v) for v in row) for row in alpha),
         max_row_sum_error=float((alpha.sum(dim=-1) - 1).abs().max()), alpha_T1=float(alpha[-1, 0]),
         uniform=1.0 / T, reach_T1=reach.strength[0][0], reach_method=reach.method,
-        attention_steps=1 if float(alpha[-1, 0]) != 0 else 0, recurrence_steps=T - 1, module=name, reach_scope="module" if projected else "head")
+        attention_steps=1 if float(alpha[-1, 0]) != 0 else 0, recurrence_steps=T - 1, module=name,
+        reach_scope="module" if projected else "head")
 
 
 def working_precision(attention: AttentionMap, dtype: torch.dtype) -> torch.dtype:
