@@ -180,6 +180,71 @@ def qwen3next_config(**overrides):
     return tf.Qwen3NextConfig(**(values | {"initializer_range": WIDE_INIT} | overrides))
 
 
+def _config(name: str, values: dict, overrides: dict, *, wide: bool = False):
+    """transformers' ``name`` config from ``values`` | ``overrides`` (``wide``: weights at :data:`WIDE_INIT`)."""
+    return getattr(_transformers(), name)(**(values | ({"initializer_range": WIDE_INIT} if wide else {}) | overrides))
+
+
+#: Keywords every small decoder below shares: d_model 16, one layer, eager attention.
+_SMALL = dict(vocab_size=32, hidden_size=D_MODEL, num_hidden_layers=1, attn_implementation="eager")
+
+
+def mamba_config(**overrides):
+    """Mamba (v1): selective scan on the torch path (no kernels, no mambapy), d_inner 32, N = 4, dt rank 4."""
+    return _config("MambaConfig", dict(vocab_size=32, hidden_size=D_MODEL, state_size=4, num_hidden_layers=1, expand=2,
+                                       conv_kernel=4, time_step_rank=4, use_mambapy=False), overrides, wide=True)
+
+
+def xlstm_config(**overrides):
+    """xLSTM: one mLSTM block, 2 heads, chunkwise native kernel with chunks of 4 (log-sigmoid gates, max stabiliser)."""
+    return _config("xLSTMConfig", dict(vocab_size=32, hidden_size=D_MODEL, embedding_dim=D_MODEL, num_heads=2,
+                                       num_blocks=1, num_hidden_layers=1, chunk_size=4, qk_dim_factor=0.5,
+                                       v_dim_factor=1.0, mode="train", chunkwise_kernel="chunkwise--native_autograd",
+                                       sequence_kernel="native_sequence__native", step_kernel="native"),
+                   overrides, wide=True)
+
+
+def minimax_config(**overrides):
+    """MiniMax: one lightning (linear) attention layer in blocks of 4 with per-head decays, 4 experts top-2."""
+    return _config("MiniMaxConfig", _SMALL | dict(intermediate_size=24, num_attention_heads=2, num_key_value_heads=1,
+                                                  head_dim=8, num_local_experts=4, num_experts_per_tok=2,
+                                                  layer_types=["linear_attention"], block_size=4,
+                                                  experts_implementation="eager"), overrides, wide=True)
+
+
+def recurrentgemma_config(**overrides):
+    """RecurrentGemma (Griffin): an RG-LRU recurrent block (conv 4), then local attention over a window of 3."""
+    return _config("RecurrentGemmaConfig", _SMALL | dict(num_hidden_layers=2, intermediate_size=24,
+                                                         num_attention_heads=2, num_key_value_heads=1, lru_width=16,
+                                                         attention_window_size=3, conv1d_width=4,
+                                                         block_types=["recurrent", "attention"]), overrides, wide=True)
+
+
+def gemma2_config(**overrides):
+    """Gemma 2: one sliding-window layer (3 keys) with attention logits soft-capped (tanh) at 50."""
+    return _config("Gemma2Config", _SMALL | dict(intermediate_size=24, num_attention_heads=2, num_key_value_heads=1,
+                                                 head_dim=8, sliding_window=3, layer_types=["sliding_attention"],
+                                                 attn_logit_softcapping=50.0, final_logit_softcapping=None), overrides)
+
+
+def deepseekv3_config(**overrides):
+    """DeepSeek-V3: latent attention (q and kv ranks 8), 4 routed experts in 2 groups (top group 1, top-2) and a
+    shared expert."""
+    return _config("DeepseekV3Config", _SMALL | dict(intermediate_size=24, moe_intermediate_size=8,
+                                                     num_attention_heads=2, num_key_value_heads=2, n_routed_experts=4,
+                                                     n_shared_experts=1, num_experts_per_tok=2, n_group=2, topk_group=1,
+                                                     first_k_dense_replace=0, q_lora_rank=8, kv_lora_rank=8,
+                                                     qk_rope_head_dim=4, qk_nope_head_dim=4, v_head_dim=8,
+                                                     experts_implementation="eager"), overrides)
+
+
+def lfm2_config(**overrides):
+    """LFM2: a gated short-convolution layer (cache 3), then full attention."""
+    return _config("Lfm2Config", _SMALL | dict(num_hidden_layers=2, intermediate_size=24, num_attention_heads=2,
+                                               num_key_value_heads=1, layer_types=["conv", "full_attention"],
+                                               conv_L_cache=3), overrides, wide=True)
+
+
 #: name -> (config builder, model class name, extra keywords of the model's constructor).
 MODELS: dict[str, tuple[Callable, str, dict]] = {
     "mamba2": (mamba2_config, "Mamba2Model", {}),
@@ -196,11 +261,20 @@ MODELS: dict[str, tuple[Callable, str, dict]] = {
     "jamba": (jamba_config, "JambaModel", {}),
     "gptoss": (gptoss_config, "GptOssModel", {}),
     "qwen3next": (qwen3next_config, "Qwen3NextModel", {}),
+    "mamba": (mamba_config, "MambaModel", {}),
+    "xlstm": (xlstm_config, "xLSTMModel", {}),
+    "minimax": (minimax_config, "MiniMaxModel", {}),
+    "recurrentgemma": (recurrentgemma_config, "RecurrentGemmaModel", {}),
+    "gemma2": (gemma2_config, "Gemma2Model", {}),
+    "deepseekv3": (deepseekv3_config, "DeepseekV3Model", {}),
+    "lfm2": (lfm2_config, "Lfm2Model", {}),
 }
 
-#: Models whose mixer computes in float32 inside a float64 model (Mamba-2's chunk scan, Mamba-1's scan and the
-#: gated delta rule cast to float32): their Jacobian is judged with float32's rounding band.
-FLOAT32_INSIDE = frozenset({"mamba2", "bamba", "falconh1", "zamba2", "jamba", "qwen3next"})
+#: Models whose mixer computes (or may compute) in float32 inside a float64 model (Mamba-2's chunk scan, Mamba-1's
+#: scan and the gated delta rule cast to float32); with the recurrent and linear-attention families, judged the same
+#: way for safety: their Jacobian is judged with float32's rounding band (wider, so stricter on weak dependences).
+FLOAT32_INSIDE = frozenset({"mamba2", "bamba", "falconh1", "zamba2", "jamba", "qwen3next", "mamba", "xlstm",
+                            "minimax", "recurrentgemma", "lfm2"})
 
 
 def build(name: str, dtype: torch.dtype = torch.float64, seed: int = 0, **overrides) -> torch.nn.Module:

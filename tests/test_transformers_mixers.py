@@ -1,11 +1,13 @@
 """Issue 21, item 6: the field's own mixers from ``transformers`` configs, measured by two routes.
 
 Tiny random-weight models (:mod:`hf_mixers`, d_model = 16, eval, float64, seeded), four kinds, two families or
-more each: chunked state-space duality (Mamba-2; the hybrids Bamba, Falcon-H1, Zamba2; beside them Jamba's Mamba-1
-scan), token-routed mixtures of experts (Mixtral, Qwen2-MoE, OLMoE, GPT-OSS, Jamba; eager, batched_mm and grouped_mm
-dispatch), long-document attention with
-global tokens (BigBird block sparse, Longformer with and without a global token), sliding-window attention (Mistral,
-GPT-OSS's sliding layer) beside two recurrent mixers (RWKV, Qwen3-Next's chunked gated DeltaNet). Per model:
+more each: chunked state-space duality (Mamba-2; the hybrids Bamba, Falcon-H1, Zamba2; beside them the Mamba-1 scan of
+Mamba and Jamba), token-routed mixtures of experts (Mixtral, Qwen2-MoE, OLMoE, GPT-OSS, Jamba, MiniMax, DeepSeek-V3;
+eager, batched_mm and grouped_mm dispatch), long-document attention with global tokens (BigBird block sparse,
+Longformer with and without global tokens), sliding-window attention (Mistral, GPT-OSS's sliding layer, Gemma 2 with
+soft-capped logits, RecurrentGemma's local attention) beside recurrent and linear mixers (RWKV, Qwen3-Next's chunked
+gated DeltaNet, xLSTM's chunked mLSTM, MiniMax's lightning attention, LFM2's short convolution); and padding, as a
+tokenizer's int64 attention_mask or inside the model (Longformer's window, BigBird's blocks). Per model:
 
 * the path matrix of :func:`seqlab.measure.paths.measure_paths` at position level (entry is None or not)
   against the exact float64 Jacobian judged by :func:`seqlab.measure.dependence.judge`;
@@ -105,6 +107,13 @@ CASES = {
     "gptoss-window3-T8": ("gptoss", 8, GPTOSS_SLIDING, {}, band(8, 3)),
     "qwen3next-deltanet-T8": ("qwen3next", 8, {}, {}, causal(8)),
     "rwkv-T8": ("rwkv", 8, {}, {}, causal(8)),
+    "mamba-T8": ("mamba", 8, {}, {}, causal(8)),  # the selective scan, step by step
+    "xlstm-mlstm-chunk4-T8": ("xlstm", 8, {}, {}, causal(8)),
+    "minimax-lightning-T8": ("minimax", 8, {}, {}, causal(8)),
+    "deepseekv3-T8": ("deepseekv3", 8, {}, {}, causal(8)),  # group-limited routing
+    "gemma2-window3-softcap-T8": ("gemma2", 8, {}, {}, band(8, 3)),
+    "recurrentgemma-T8": ("recurrentgemma", 8, {}, {}, causal(8)),
+    "lfm2-shortconv-T8": ("lfm2", 8, {}, {}, causal(8)),
     # padding: an attention_mask as a tokenizer returns it (int64), inner padding to a block or window multiple
     "mistral-leftpad2-T8": ("mistral", 8, {}, {"mask": "00111111", "nan": (0, 1)},
                             padded(band(8, 3), 8, (0, 1), nan=True)),
