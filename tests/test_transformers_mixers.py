@@ -114,6 +114,11 @@ CASES = {
     "gemma2-window3-softcap-T8": ("gemma2", 8, {}, {}, band(8, 3)),
     "recurrentgemma-T8": ("recurrentgemma", 8, {}, {}, causal(8)),
     "lfm2-shortconv-T8": ("lfm2", 8, {}, {}, causal(8)),
+    # transformers' default attention: SDPA (traced on the reference math kernel, counted on the fused CPU one)
+    "mistral-window3-sdpa-T8": ("mistral", 8, {"attn_implementation": "sdpa"}, {}, band(8, 3)),
+    "mixtral-sdpa-T8": ("mixtral", 8, {"attn_implementation": "sdpa"}, {}, causal(8)),
+    "mistral-window3-sdpa-rightpad2-T8": ("mistral", 8, {"attn_implementation": "sdpa"}, {"mask": "11111100"},
+                                          padded(band(8, 3), 8, (6, 7), queries_read=True)),
     # padding: an attention_mask as a tokenizer returns it (int64), inner padding to a block or window multiple
     "mistral-leftpad2-T8": ("mistral", 8, {}, {"mask": "00111111", "nan": (0, 1)},
                             padded(band(8, 3), 8, (0, 1), nan=True)),
@@ -370,11 +375,13 @@ def test_bigbird_block_sparse_work_is_the_closed_form(T, expected):
     assert counted.multiplications == expected and counted.complete
 
 
-def test_mistral_sliding_window_work_is_the_closed_form():
-    """Eager attention executes all T² scores; the window (3) masks them and saves nothing in the count."""
+@pytest.mark.parametrize("implementation", ["eager", "sdpa"])
+def test_mistral_sliding_window_work_is_the_closed_form(implementation):
+    """All T² scores are executed (eager's matmuls or SDPA's fused CPU kernel alike); the window (3) masks them and
+    saves nothing in the count."""
     # attention 8·16·(16 + 8 + 8 + 16) = 6,144; MLP 3·8·16·24 = 9,216; scores and A·V 2·2·64·8 = 2,048;
     # rotary 4·8 = 32; total 17,440
-    counted = count_multiplications(last_hidden(build("mistral")), embeddings(8))
+    counted = count_multiplications(last_hidden(build("mistral", attn_implementation=implementation)), embeddings(8))
     assert counted.multiplications == 17_440 and counted.complete
 
 
