@@ -209,6 +209,16 @@ def test_no_path_from_a_later_position_to_an_earlier_one(case):
     assert later == []
 
 
+@pytest.mark.parametrize("case", list(CASES))
+def test_element_level_distances_give_the_same_matrices(case):
+    """Two routes inside the engine: distances per element (positions=False) and per position where an op proves
+    them uniform along the features (the default for all T sources) give the same products and ops."""
+    _, layer, x = _layer(case)
+    elements, positions = measure_paths(layer, x, positions=False), _traced(case)
+    assert (elements.products, elements.ops, elements.undefined) == (positions.products, positions.ops,
+                                                                      positions.undefined)
+
+
 def test_gated_deltanet_by_forward_substitution_matches_the_jacobian(monkeypatch):
     """Qwen3-Next's export branch inverts the UT system by forward substitution (row by row, in-place slice writes)
     instead of solve_triangular: every op has a rule, and the masked decays (masked_fill -inf, exp) must cut."""
