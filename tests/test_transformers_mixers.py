@@ -257,6 +257,65 @@ def _routing(case: str) -> torch.Tensor:
     return picked[0]
 
 
+# --- path lengths against hand derivations ------------------------------------------------------------
+
+#: Attention families: x_i reaches y_j (i != j) through v_proj, A·V and o_proj (3 products; rotary, norms, softmax
+#: and the residual take none; the experts and the MLP are per position, so the residual path around them is the
+#: shortest), and y_i through its residual (0). DeepSeek-V3's latent attention adds kv_a before kv_b: 4.
+ATTENTION_LENGTHS = {"mixtral-T8": 3, "mixtral-batched_mm-T8": 3, "mixtral-8experts-top1-T8": 3, "qwen2moe-T8": 3,
+                     "olmoe-T8": 3, "gptoss-T8": 3, "bigbird-T16": 3, "longformer-global-T8": 3,
+                     "mistral-window3-T8": 3, "mistral-window3-sdpa-T8": 3, "gemma2-window3-softcap-T8": 3,
+                     "deepseekv3-T8": 4}
+
+
+@pytest.mark.parametrize("case", list(ATTENTION_LENGTHS))
+def test_attention_paths_are_the_projections_in_a_row(case):
+    traced = _traced(case)
+    lengths = {(i, j): v for i, row in zip(traced.sources, traced.products, strict=True)
+               for j, v in enumerate(row) if v is not None}
+    assert all(v == (0 if i == j else ATTENTION_LENGTHS[case]) for (i, j), v in lengths.items())
+
+
+def mamba2_products(T: int, chunk: int = 4, kernel: int = 4) -> tuple[tuple[int | None, ...], ...]:
+    """Least products from x_i to y_j through one Mamba-2 layer on the chunked SSD path (c(i): the chunk of i).
+
+    Every path starts with in_proj and ends with out_proj (2 products); the residual gives y_i from x_i in 0. Then the
+    least of these totals (in brackets, the products between in_proj and out_proj):
+    * 3 for j - i < K: the conv (1) and the D·x skip (element-wise);
+    * 2 for i, j in one chunk after the first: dt_i enters A_cumsum, whose exp decays the state carried into the chunk
+      (Y_off = (C·states) * exp(A_cumsum), element-wise); in the first chunk that state is the exact 0 of the
+      initial state, which cuts;
+    * 4 for i in the conv window of j's chunk start (i >= start - (K - 1)), j's chunk later: conv (1), then the
+      intra-chunk Y_diag = M·x (1);
+    * 4 for c(i) >= 1 < c(j): dt_i sets its chunk's total decay, which scales the states carried through it
+      (the chunk recurrence's einsum, then C·states: 2);
+    * 5 for c(j) > c(i) otherwise: the decayed B·x state of i's chunk (1), the chunk recurrence (1), C·states (1).
+    """
+    def least(i: int, j: int) -> int | None:
+        if j < i:
+            return None
+        if j == i:
+            return 0
+        ci, cj = i // chunk, j // chunk
+        options = [5] if cj > ci else []
+        if j - i < kernel:
+            options.append(3)
+        if ci == cj > 0:
+            options.append(2)
+        if ci < cj and i >= cj * chunk - (kernel - 1):
+            options.append(4)
+        if 1 <= ci < cj:
+            options.append(4)
+        return min(options)
+
+    return tuple(tuple(least(i, j) for j in range(T)) for i in range(T))
+
+
+@pytest.mark.parametrize("case", ["mamba2-T8", "mamba2-T16-4chunks"])
+def test_mamba2_path_lengths_are_the_hand_derivation(case):
+    assert _traced(case).products == mamba2_products(CASES[case][1])
+
+
 def test_the_mixture_of_experts_routes_differently_per_token():
     """The MoE cases measure real routing: Mixtral's 8 tokens pick more than one pair of its 4 experts, and in the
     top-1-of-8 case 3 experts get no token at all (the eager loop skips them)."""
