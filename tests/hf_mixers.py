@@ -281,8 +281,9 @@ def build(name: str, dtype: torch.dtype = torch.float64, seed: int = 0, **overri
     """The model ``name`` of :data:`MODELS`, random weights drawn under ``seed``, in eval mode, in ``dtype``."""
     config_of, cls, kwargs = MODELS[name]
     config = config_of(**overrides)
-    torch.manual_seed(seed)
-    model = getattr(_transformers(), cls)(config, **kwargs)
+    with torch.random.fork_rng(devices=[]):  # the caller's global generator is left as it was
+        torch.manual_seed(seed)
+        model = getattr(_transformers(), cls)(config, **kwargs)
     return model.eval().to(dtype)
 
 
