@@ -128,6 +128,14 @@ CASES = {
                              padded(causal(8), 8, (6, 7), queries_read=True)),
     "mamba2-rightpad2-T8": ("mamba2", 8, {}, {"mask": "11111100"}, padded(causal(8), 8, (6, 7))),
     "bamba-rightpad2-T8": ("bamba", 8, {}, {"mask": "11111100"}, padded(causal(8), 8, (6, 7), queries_read=True)),
+    # the same hidden * attention_mask[:, :, None] in every other state-space, conv and DeltaNet mixer here
+    "mamba-rightpad2-T8": ("mamba", 8, {}, {"mask": "11111100"}, padded(causal(8), 8, (6, 7))),
+    "zamba2-rightpad2-T8": ("zamba2", 8, {}, {"mask": "11111100"}, padded(causal(8), 8, (6, 7))),
+    "qwen3next-rightpad2-T8": ("qwen3next", 8, {}, {"mask": "11111100"}, padded(causal(8), 8, (6, 7))),
+    "jamba-rightpad2-T8": ("jamba", 8, {}, {"mask": "11111100"}, padded(causal(8), 8, (6, 7), queries_read=True)),
+    "falconh1-rightpad2-T8": ("falconh1", 8, {}, {"mask": "11111100"},
+                              padded(causal(8), 8, (6, 7), queries_read=True)),
+    "lfm2-rightpad2-T8": ("lfm2", 8, {}, {"mask": "11111100"}, padded(causal(8), 8, (6, 7), queries_read=True)),
     "longformer-rightpad2-T8": ("longformer", 8, {}, {"mask": "11111100"}, padded(longformer_pattern(8, 2), 8, (6, 7))),
     "longformer-T7-padded": ("longformer", 7, {}, {}, longformer_pattern(7, 2)),  # padded to the window (8) inside
     "bigbird-T18": ("bigbird", 18, {}, {}, bigbird_pattern(18, 2)),
@@ -139,7 +147,8 @@ INT_MASK = ("engine gap: the exact zeros of an int64 (or bool) attention_mask do
             "(hidden * mask[:, :, None] in apply_mask_to_padding_states); a float mask's do")
 
 #: Cases whose path matrix differs from the Jacobian today, with the engine gap that makes it so.
-PATH_GAPS = {"mamba2-rightpad2-T8": INT_MASK, "bamba-rightpad2-T8": INT_MASK}
+PATH_GAPS = {f"{name}-rightpad2-T8": INT_MASK for name in ("mamba2", "bamba", "mamba", "zamba2", "qwen3next", "jamba",
+                                                             "falconh1", "lfm2")}
 
 CAUSAL_CASES = [k for k, v in CASES.items() if v[4] in (causal(v[1]), band(v[1], 3))]
 
