@@ -19,8 +19,8 @@ tokenizer's int64 attention_mask or inside the model (Longformer's window, BigBi
 Where the engine is wrong a comparison is ``xfail(strict=True)`` with the gap named (:data:`PATH_GAPS`), and the case
 is written up in the worktree's findings file (``hfmodels-findings.md``). The masked chunked decays of Mamba-2 and its
 hybrids, the MoE expert loop's ``index_add_`` (paths and count), Longformer's ``full_like`` fills, GPT-OSS's row max
-before softmax, Qwen3-Next's ``solve_triangular`` and the grouped expert products failed here before main's fixes of
-issue 21 (356862b ... d73eaa4) and pass now.
+before softmax, Qwen3-Next's ``solve_triangular``, the grouped expert products and the integer padding masks of the
+Mamba family failed here before the engine's fixes of issue 21 and pass now.
 """
 
 from __future__ import annotations
@@ -143,12 +143,9 @@ CASES = {
                               padded(bigbird_pattern(16, 2), 16, (14, 15))),
 }
 
-INT_MASK = ("engine gap: the exact zeros of an int64 (or bool) attention_mask do not cut a product "
-            "(hidden * mask[:, :, None] in apply_mask_to_padding_states); a float mask's do")
-
-#: Cases whose path matrix differs from the Jacobian today, with the engine gap that makes it so.
-PATH_GAPS = {f"{name}-rightpad2-T8": INT_MASK for name in ("mamba2", "bamba", "mamba", "zamba2", "qwen3next", "jamba",
-                                                             "falconh1", "lfm2")}
+#: Cases whose path matrix differs from the Jacobian today, with the engine gap that makes it so (none: the last,
+#: an int64 attention_mask's zeros not cutting ``hidden * mask[:, :, None]``, is fixed).
+PATH_GAPS: dict[str, str] = {}
 
 CAUSAL_CASES = [k for k, v in CASES.items() if v[4] in (causal(v[1]), band(v[1], 3))]
 
