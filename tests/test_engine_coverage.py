@@ -278,3 +278,21 @@ def test_a_padding_mask_of_any_dtype_cuts(mask_dtype):
     w = torch.randn(4, 4, generator=torch.Generator().manual_seed(8), dtype=torch.float64)
     paths = _agrees(lambda x: x + (x.cumsum(0) * mask[:, None]).to(x.dtype) @ w, _x())
     assert traced(paths)[0] == (True, True, True, True, False, False)  # the padded rows keep only their own x
+
+
+def test_a_creation_that_reads_traced_values_is_derived():
+    """linspace(start, end) with tensor ends: every element depends on the ends it is computed from."""
+    paths = _agrees(lambda x: torch.linspace(x[0, 0], x[1, 0], 4).reshape(4, 1).expand(4, 4) + x, _x(4))
+    assert traced(paths)[0] == (True, True, True, False)  # the last element is the end alone
+
+
+def test_a_derived_op_whose_jacobian_has_unused_outputs_does_not_crash():
+    """logdet goes through _linalg_slogdet (sign, log|det|, LU, pivots): its Jacobian is read on its own thread."""
+    paths = measure_paths(lambda f: torch.logdet(f.reshape(1, 1)).reshape(-1, 1), torch.tensor([[1.5]]))
+    assert paths.products == ((0,),) and paths.derived == {"aten._linalg_slogdet": 1}
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_rrelu_is_element_wise_whatever_its_noise(training):
+    paths = measure_paths(lambda x: F.rrelu(x, training=training), _x())
+    assert paths.products == tuple(tuple(0 if j == i else None for j in range(6)) for i in range(6)) and paths.exact

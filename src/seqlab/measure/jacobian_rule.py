@@ -117,7 +117,7 @@ def _patterns(func, leaves: list[Any], rebuild, slots: list[int], outs: Sequence
         return None
     by_output: list[list[Tensor]] = [[] for _ in outs]
     for row, k in zip(jacobian, float_outputs, strict=True):
-        by_output[k] = [(block != 0) | block.isnan() for block in row]
+        by_output[k] = list(row)
     return by_output
 
 
@@ -130,13 +130,16 @@ def _worker() -> ThreadPoolExecutor:
 
 
 def _jacobian(function, inputs: tuple[Tensor, ...], strategy: str) -> tuple[tuple[Tensor, ...], ...]:
-    """The Jacobian as blocks [output][input]; vectorized first, one pass per row or column if vmap cannot run."""
+    """The Jacobian's nonzero (or NaN) pattern as blocks [output][input]; vectorized first, one pass per row or
+    column if vmap cannot run."""
     torch.set_grad_enabled(True)  # this worker thread's own grad mode
     try:
         blocks = torch.autograd.functional.jacobian(function, inputs, vectorize=True, strategy=strategy)
     except Exception:  # noqa: BLE001 - an op without a batching rule: plain passes
         blocks = torch.autograd.functional.jacobian(function, inputs)
-    return blocks
+    # read on this thread, where the blocks were made (a block of an output that does not depend on an input can
+    # be a functorch wrapper that is unsafe to touch from another thread); plain booleans go back
+    return tuple(tuple(((block != 0) | block.isnan()).clone() for block in row) for row in blocks)
 
 
 def _through(d: Tensor, pattern: Tensor) -> Tensor:

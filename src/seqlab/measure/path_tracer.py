@@ -63,6 +63,11 @@ _CONSTANT_NAMES = frozenset("""
 """.split())
 
 
+#: Element-wise ops PyTorch does not tag ``pointwise``: rrelu's output element reads its input element (and the
+#: noise buffer, a constant drawn apart); re-running it to take a Jacobian would draw other noise.
+_POINTWISE_UNTAGGED = frozenset({"rrelu_with_noise", "rrelu_with_noise_", "rrelu_with_noise_functional"})
+
+
 def _decompositions() -> dict:
     """PyTorch's registered decompositions (``torch._decomp.decomposition_table``), by op overload."""
     from torch._decomp import decomposition_table
@@ -88,6 +93,8 @@ def op_kind(func: torch._ops.OpOverload) -> int:
         return VIEW
     if func.overloadpacket.__name__ in _CONSTANT_NAMES:
         return CONSTANT
+    if func.overloadpacket.__name__ in _POINTWISE_UNTAGGED:
+        return POINTWISE
     if is_movement(func):
         return MOVEMENT
     if is_contraction(func):
@@ -188,7 +195,10 @@ class PathTracer(TorchDispatchMode):
         if not outs:
             return out
         if kind == CONSTANT:
-            values = [self._filled(func, args, kwargs, tensor) for tensor in outs]
+            if self._reads_data(func, args, kwargs):  # linspace(start, end) with traced tensor ends
+                values = self._without_rule(func, args, kwargs, outs)
+            else:
+                values = [self._filled(func, args, kwargs, tensor) for tensor in outs]
         elif early is not None and len(early) >= len(outs):
             values = early[:len(outs)]  # a ``_functional`` form returns the written arguments after the outputs
         else:
@@ -198,6 +208,14 @@ class PathTracer(TorchDispatchMode):
         for tensor, value in zip(outs, values, strict=True):
             self.store.write(tensor, value)
         return out
+
+    def _reads_data(self, func, args, kwargs) -> bool:
+        """Whether a creation reads the values of a traced tensor argument (``linspace(start, end)`` with tensor
+        ends); ``self`` of a ``*_like`` / ``new_*`` op gives only its shape, and a fill's value is read by
+        :meth:`_filled`."""
+        bound = rules.arguments(func, args, kwargs)
+        return any(isinstance(value, Tensor) and self.store(value) is not None
+                   for name, value in bound.items() if name not in ("self", "value"))
 
     def _filled(self, func, args, kwargs, tensor: Tensor) -> Tensor | None:
         """A fill or a creation writes constants (its fill value is a value, never an element id); ``fill_`` with
@@ -221,6 +239,8 @@ class PathTracer(TorchDispatchMode):
                 self.decomposed[op_name(func)] += 1
                 return values
             shapes = outs if outs is not None else _outputs_of(func, args, kwargs)
+            if torch.Tag.nondeterministic_seeded in func.tags:
+                shapes = None  # a random op run again is another op: its Jacobian would not be this call's
             leaves, rebuild = rules.flat_arguments(args, kwargs)
             derived = None if shapes is None else jacobian_rule.derive(func, leaves, rebuild, self.store,
                                                                        shapes, self.store.rows)
