@@ -1,0 +1,154 @@
+"""seqlab's engine over PyTorch's own op and module databases: coverage and mismatches (issue 21, item 5; not a test).
+
+Every CPU float32 sample of every ``op_db`` entry and every ``module_db`` entry (eval mode) whose input is a
+float tensor, through ``measure_paths`` at element level (each input element a source) against the float64
+Jacobian, and ``count_multiplications`` against ``FlopCounterMode``; the definitions (MISSED, EXTRA, the
+coverage classes, what is skipped and why) are in ``tests/conformance.py``'s docstring. Prints the counts per
+coverage class, then every MISSED/EXTRA mismatch, every crash, every work difference and the refused ops by
+name. Run from the repository root:
+
+    python benchmarks/conformance.py [--ops a,b] [--no-modules] [--no-ops] [--samples N] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import Counter
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+
+import conformance  # noqa: E402 - tests/conformance.py, the harness
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ops", help="comma-separated entry names (op_db 'name' or 'name.variant', module_db "
+                                      "'nn.Linear'); default: every entry")
+    parser.add_argument("--no-ops", action="store_true", help="leave out op_db")
+    parser.add_argument("--no-modules", action="store_true", help="leave out module_db")
+    parser.add_argument("--samples", type=int, default=None, help="the most samples per entry (default: all)")
+    parser.add_argument("--max-input", type=int, default=conformance.MAX_INPUT,
+                        help=f"skip samples whose input has more elements (default {conformance.MAX_INPUT})")
+    parser.add_argument("--max-output", type=int, default=conformance.MAX_OUTPUT,
+                        help=f"skip samples whose outputs have more elements (default {conformance.MAX_OUTPUT})")
+    parser.add_argument("--seconds", type=float, default=60.0, help="skip a sample that runs longer (default 60)")
+    parser.add_argument("--level", choices=("element", "position", "auto"), default="element",
+                        help="measure_paths' positions=: False, True or its own default (default: element)")
+    parser.add_argument("--no-work", action="store_true", help="leave out the work comparison")
+    parser.add_argument("--json", help="write every sample's result to this file")
+    parser.add_argument("--progress", action="store_true", help="print one line per entry as it finishes")
+    args = parser.parse_args(argv)
+    if args.samples is not None and args.samples < 1:
+        parser.error(f"Invalid value for '--samples': expected at least 1, received {args.samples}")
+    conformance.MAX_INPUT, conformance.MAX_OUTPUT = args.max_input, args.max_output
+    names = None if not args.ops else [n.strip() for n in args.ops.split(",") if n.strip()]
+    level = {"element": False, "position": True, "auto": None}[args.level]
+
+    def cases():
+        if not args.no_ops:
+            yield from conformance.op_cases(names, args.samples)
+        if not args.no_modules:
+            yield from conformance.module_cases(names, args.samples)
+
+    last = [None]
+
+    def progress(result):
+        if args.progress and result.entry != last[0]:
+            last[0] = result.entry
+            print(f"  {result.kind} {result.entry}", flush=True)
+
+    start = time.perf_counter()
+    results = conformance.run_all(cases(), level, args.seconds, not args.no_work, progress)
+    elapsed = time.perf_counter() - start
+    report(results, elapsed)
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump({"seconds": elapsed, "level": args.level, "max_input": args.max_input,
+                       "max_output": args.max_output, "results": [r.as_dict() for r in results]}, handle, indent=1)
+    return 0
+
+
+def _entry_class(results) -> str:
+    """An entry's class: the worst of its run samples (skipped only when every sample was)."""
+    run = [r.coverage for r in results if r.coverage != "skipped"]
+    return max(run, key=conformance.CLASSES.index) if run else "skipped"
+
+
+def report(results, elapsed: float) -> None:
+    """Print the tables (counts per class, then the named lists)."""
+    for kind in ("op", "module"):
+        mine = [r for r in results if r.kind == kind]
+        if not mine:
+            continue
+        by_entry: dict[str, list] = {}
+        for r in mine:
+            by_entry.setdefault(r.entry, []).append(r)
+        samples = Counter(r.coverage for r in mine)
+        entries = Counter(_entry_class(rs) for rs in by_entry.values())
+        print(f"\n{kind}_db: {len(by_entry)} entries, {len(mine)} samples")
+        print(f"  {'class':<11} {'samples':>8} {'entries':>8}")
+        for name in conformance.CLASSES:
+            print(f"  {name:<11} {samples[name]:>8} {entries[name]:>8}")
+        judged = Counter(r.judged for r in mine if r.coverage not in ("skipped", "crashed"))
+        missed = [r for r in mine if r.missed]
+        extra = [r for r in mine if r.extra and not r.extra_bound]
+        bound = [r for r in mine if r.extra and r.extra_bound]
+        print(f"  judged by the Jacobian {judged['jacobian']}, by perturbation only {judged['perturbation']}, "
+              f"not judged {judged[None]}")
+        print(f"  MISSED: {len(missed)} samples ({len({r.entry for r in missed})} entries); "
+              f"EXTRA: {len(extra)} samples ({len({r.entry for r in extra})} entries); "
+              f"EXTRA of refused ops (their stated bound): {len(bound)} samples")
+        _list("MISSED", missed, lambda r: f"{r.missed} pairs, first (i, j): {r.missed_pairs}")
+        _list("EXTRA", extra, lambda r: f"{r.extra} pairs, first (i, j): {r.extra_pairs}")
+        _list("crashed", [r for r in mine if r.coverage == "crashed"], lambda r: r.reason)
+        disagree = [r for r in mine if r.units_disagree]
+        _list("products and ops patterns differ", disagree, lambda r: "")
+        work = [r for r in mine if r.work and r.work["status"] in ("differs", "crashed")]
+        _list("work differs from FlopCounterMode", work, lambda r: (
+            r.work.get("error") or f"seqlab {r.work['seqlab']} (own formulas {r.work['seqlab_own']}), "
+                                   f"FlopCounterMode/2 {r.work['pytorch']}"))
+        agree = Counter(r.work["status"] for r in mine if r.work)
+        print(f"  work: agree {agree['agree']}, none {agree['none']}, differs {agree['differs']}, "
+              f"crashed {agree['crashed']}")
+        refused: Counter[str] = Counter()
+        for r in mine:
+            for op in r.fallbacks:
+                refused[op] += 1
+        if refused:
+            print("  refused ops (samples): " + ", ".join(f"{op} ({n})" for op, n in sorted(refused.items())))
+        for label in ("decomposed", "derived"):
+            seen: Counter[str] = Counter()
+            for r in mine:
+                for op in getattr(r, label):
+                    seen[op] += 1
+            if seen:
+                print(f"  {label} ops (samples): " + ", ".join(f"{op} ({n})" for op, n in sorted(seen.items())))
+        reasons = Counter(_reason_kind(r.reason) for r in mine if r.coverage == "skipped")
+        print("  skipped: " + ", ".join(f"{why} ({n})" for why, n in reasons.most_common()))
+    print(f"\n{len(results)} samples in {elapsed:.0f} s")
+
+
+def _list(title: str, rows, detail) -> None:
+    if not rows:
+        return
+    print(f"  {title}:")
+    for r in rows:
+        print(f"    {r.entry} #{r.index} {r.shapes}: {detail(r)}")
+
+
+def _reason_kind(reason: str | None) -> str:
+    """A skip reason without its numbers and messages (for the summary)."""
+    text = reason or "?"
+    for stem in ("input of", "output of", "the op itself raised", "samples failed", "inputs failed",
+                 "construction failed", "over "):
+        if text.startswith(stem):
+            return stem.strip()
+    return text
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""The path engine on a curated subset of PyTorch's own op database (issue 21, item 5; harness: conformance.py).
+
+One test per op, over its CPU float32 samples (the first :data:`SAMPLES` that fit the harness's size bounds):
+no MISSED pair (a float64 Jacobian entry the engine has no path for), no EXTRA pair (a path nothing witnesses)
+unless the sample was refused by name (its figure a stated bound), and no crash. The ops cover the kinds the
+engine meets: point-wise, reductions, movement, products, composite activations, pooling, FFT, fills, complex
+views, scatter and index. ``benchmarks/conformance.py`` runs every entry of both databases.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import conformance
+
+#: Samples per op at most (each op's first ones; enough to see its kinds of input, quick on one core).
+SAMPLES = 4
+
+#: Op names (``op_db``: ``name`` or ``name.variant``) grouped by kind.
+KINDS = {
+    "point-wise": ["add", "mul", "sin", "nn.functional.relu", "where", "sigmoid"],
+    "reduction": ["sum", "amax", "logsumexp", "cumsum", "softmax", "var", "max.reduction_with_dim", "sort"],
+    "movement": ["permute", "transpose", "cat", "stack", "flip", "roll", "narrow", "index_select"],
+    "product": ["mm", "bmm", "matmul", "addmm", "einsum", "nn.functional.linear", "outer"],
+    "composite activation": ["nn.functional.logsigmoid", "nn.functional.glu", "nn.functional.hardswish",
+                             "nn.functional.prelu", "nn.functional.rrelu"],
+    "pooling": ["nn.functional.max_pool2d", "nn.functional.avg_pool2d", "nn.functional.adaptive_avg_pool1d"],
+    "fft": ["fft.fft", "fft.rfft", "fft.ifft"],
+    "fill": ["full_like", "ones_like", "zeros_like"],
+    "complex view": ["view_as_complex", "complex", "polar"],
+    "scatter and index": ["scatter", "scatter_add", "index_add", "gather", "masked_fill", "take"],
+}
+
+#: Modules (``module_db``), built in eval mode from their own inputs.
+MODULES = ["nn.Linear", "nn.Conv1d", "nn.GRU"]
+
+OPS = [name for names in KINDS.values() for name in names]
+
+
+def _failures(results: list[conformance.Result]) -> list[str]:
+    """What each failing sample did wrong, one line per sample."""
+    lines = []
+    for r in results:
+        if r.coverage == "crashed":
+            lines.append(f"#{r.index} {r.shapes}: crashed: {r.reason}")
+        elif r.missed:
+            lines.append(f"#{r.index} {r.shapes}: MISSED {r.missed} pairs, first (i, j) {r.missed_pairs}")
+        elif r.extra and not r.extra_bound:
+            lines.append(f"#{r.index} {r.shapes}: EXTRA {r.extra} pairs, first (i, j) {r.extra_pairs}")
+    return lines
+
+
+def _run(cases) -> list[conformance.Result]:
+    results = []
+    for case in cases:
+        if len(results) == SAMPLES:
+            break
+        result = conformance.run_case(case, work=False)
+        if result.coverage != "skipped":
+            results.append(result)
+    return results
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_op_agrees_with_its_jacobian(name: str) -> None:
+    results = _run(conformance.op_cases([name]))
+    assert results, f"{name}: no sample fits the harness's bounds"
+    assert all(r.judged in ("jacobian", "perturbation") for r in results if r.coverage != "crashed"), results
+    assert _failures(results) == []
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_module_agrees_with_its_jacobian(name: str) -> None:
+    results = _run(conformance.module_cases([name]))
+    assert results, f"{name}: no input fits the harness's bounds"
+    assert _failures(results) == []
+
+
+def test_every_curated_name_is_in_the_databases() -> None:
+    ops, modules = conformance.databases()
+    assert set(OPS) - {conformance.entry_name(info) for info in ops} == set()
+    assert set(MODULES) - {info.name for info in modules} == set()
+
+
+def test_a_missed_dependence_is_caught() -> None:
+    """The harness's own check, on a case whose engine answer is known to be wrong: an identity whose
+    engine pattern is emptied must show every diagonal pair as MISSED."""
+    x = torch.arange(6.0).reshape(2, 3)
+    case = conformance.Case("identity", "op", 0, [x], lambda ts: ts[0] * 2.0, lambda ts: ts[0] * 2.0)
+    result = conformance.Result("identity", "op", 0, case.shapes, "exact")
+    engine = torch.zeros(6, 6, dtype=torch.bool)  # (m, n): no path at all
+    conformance._compare(case, result, engine, torch.ones(6, dtype=torch.bool), [x.reshape(-1) * 2.0])
+    assert (result.missed, result.extra) == (6, 0)  # 2 * 3 diagonal pairs
+    assert result.missed_pairs == [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)]
+
+
+def test_an_unwitnessed_path_is_extra_and_a_relu_at_negatives_is_not() -> None:
+    """EXTRA: a path where y_j cannot depend on x_i; relu's zero slope at negatives is witnessed (a move of
+    x_i makes it positive), so an exact relu answer has no EXTRA."""
+    x = torch.tensor([-1.0, 2.0, -3.0])
+    relu = conformance.Case("relu", "op", 0, [x], lambda ts: ts[0].relu(), lambda ts: ts[0].relu())
+    result = conformance.Result("relu", "op", 0, relu.shapes, "exact")
+    conformance._compare(relu, result, torch.eye(3, dtype=torch.bool), torch.ones(3, dtype=torch.bool),
+                         [x.relu()])
+    assert (result.missed, result.extra) == (0, 0)
+    result = conformance.Result("relu", "op", 0, relu.shapes, "exact")
+    conformance._compare(relu, result, torch.ones(3, 3, dtype=torch.bool), torch.ones(3, dtype=torch.bool),
+                         [x.relu()])
+    assert (result.missed, result.extra) == (0, 6)  # 3 * 3 pairs less the 3 of the diagonal
+
+
+def test_the_databases_leave_pytorch_as_it_was() -> None:
+    conformance.databases()
+    assert not torch.backends.flags_frozen()
