@@ -17,6 +17,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from collections import Counter
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
@@ -36,12 +37,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-output", type=int, default=conformance.MAX_OUTPUT,
                         help=f"skip samples whose outputs have more elements (default {conformance.MAX_OUTPUT})")
     parser.add_argument("--seconds", type=float, default=60.0, help="skip a sample that runs longer (default 60)")
-    parser.add_argument("--level", choices=("element", "position", "auto"), default="element",
-                        help="measure_paths' positions=: False, True or its own default (default: element)")
+    parser.add_argument("--level", choices=("auto", "element", "position"), default="auto",
+                        help="measure_paths' positions=: its own choice (auto, the default), False or True")
     parser.add_argument("--no-work", action="store_true", help="leave out the work comparison")
     parser.add_argument("--json", help="write every sample's result to this file")
     parser.add_argument("--progress", action="store_true", help="print one line per entry as it finishes")
     args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")  # the ops' own deprecation notes (torch.cholesky ...): not the engine's
     if args.samples is not None and args.samples < 1:
         parser.error(f"Invalid value for '--samples': expected at least 1, received {args.samples}")
     conformance.MAX_INPUT, conformance.MAX_OUTPUT = args.max_input, args.max_output
@@ -112,8 +114,15 @@ def report(results, elapsed: float) -> None:
             r.work.get("error") or f"seqlab {r.work['seqlab']} (own formulas {r.work['seqlab_own']}), "
                                    f"FlopCounterMode/2 {r.work['pytorch']}"))
         agree = Counter(r.work["status"] for r in mine if r.work)
-        print(f"  work: agree {agree['agree']}, none {agree['none']}, differs {agree['differs']}, "
-              f"crashed {agree['crashed']}")
+        print(f"  work against FlopCounterMode: agree {agree['agree']}, seqlab only {agree['seqlab only']}, "
+              f"none {agree['none']}, differs {agree['differs']}, crashed {agree['crashed']}")
+        unaccounted: Counter[str] = Counter()
+        for r in mine:
+            for op in (r.work or {}).get("unaccounted", {}):
+                unaccounted[op] += 1
+        if unaccounted:
+            print("  work unaccounted by seqlab (samples): "
+                  + ", ".join(f"{op} ({n})" for op, n in sorted(unaccounted.items())))
         refused: Counter[str] = Counter()
         for r in mine:
             for op in r.fallbacks:

@@ -4,7 +4,8 @@ A conformance suite that no one here wrote: every CPU float32 sample of every
 ``torch.testing._internal.common_methods_invocations.op_db`` entry (and every ``module_db`` entry, built in
 eval mode from ``module_inputs_func``) whose input is a float tensor is run through
 :func:`seqlab.measure.paths.measure_paths` at **element level**: each element of the sample's input is a
-source position (the input flattened to (n, 1)), each element of each float output an output position (the
+source position (the input flattened to (n, 1); the tracer keeps its distances as ``measure_paths`` chooses
+unless ``level`` says otherwise), each element of each float output an output position (the
 outputs flattened to (m_k, 1); a complex output is read through ``view_as_real``). A tensor-list input (``cat``,
 ``stack``) is one flat source of all its float tensors' elements. Other arguments stay fixed (constants).
 
@@ -48,7 +49,9 @@ A sample with several takes the last of exact < decomposed < derived < refused.
 Work: :func:`seqlab.measure.work.count_multiplications` against ``torch.utils.flop_counter.FlopCounterMode``
 (FLOPs / 2) on the same float32 call. seqlab adds multiplications of its own formulas (outer products,
 ``EXTRA_FORMULAS``); those are compared apart: ``agree`` when seqlab's count less its own formulas equals
-PyTorch's, ``differs`` otherwise; ``none`` when both are 0; ``unaccounted`` lists ops seqlab could not count.
+PyTorch's (PyTorch's > 0), ``seqlab only`` when PyTorch counts 0 and all of seqlab's count is its own formulas
+(no PyTorch formula to compare with: ``aten.mv``, ``aten.dot``, outer products), ``differs`` otherwise,
+``none`` when both are 0; ``unaccounted`` lists ops seqlab could not count.
 
 This module is a test helper (no part of the library): ``tests/test_conformance.py`` runs a curated subset,
 ``benchmarks/conformance.py`` the whole databases.
@@ -443,8 +446,8 @@ class _Timeout(Exception):
     pass
 
 
-def _engine(case: Case, level: bool | None) -> tuple[list, int]:
-    """Run measure_paths over the case's flattened sources; the PathMatrix per float output and the m."""
+def _engine(case: Case, level: bool | None) -> list:
+    """Run measure_paths over the case's flattened sources: one PathMatrix per float output."""
     from seqlab.measure.paths import measure_paths
 
     shapes = case.shapes
@@ -458,11 +461,12 @@ def _engine(case: Case, level: bool | None) -> tuple[list, int]:
                          positions=level)
 
 
-def run_case(case: Case, level: bool | None = False, seconds: float | None = None, work: bool = True) -> Result:
+def run_case(case: Case, level: bool | None = None, seconds: float | None = None, work: bool = True) -> Result:
     """Run one case through the engine and compare it (see the module docstring).
 
     Args:
-        level: ``positions=`` for measure_paths: False (element level, the default), True, None (its default).
+        level: ``positions=`` for measure_paths: None (its own choice, the default: position level for more than
+            two sources, what a user gets), False (element-level distances), True (position level).
         seconds: stop a sample that runs longer (skipped, "over N s"; main thread only). None: no limit.
         work: compare the work counters too.
     """
@@ -646,12 +650,13 @@ def compare_work(case: Case) -> dict:
     pytorch = counter.get_total_flops() // 2
     own = sum(counted.by_op.get(name, 0) for name in counted.seqlab_formula_ops)
     status = ("none" if counted.multiplications == 0 and pytorch == 0
+              else "seqlab only" if pytorch == 0 and counted.multiplications == own
               else "agree" if counted.multiplications - own == pytorch else "differs")
     return {"status": status, "seqlab": counted.multiplications, "pytorch": pytorch, "seqlab_own": own,
             "own_ops": list(counted.seqlab_formula_ops), "unaccounted": dict(counted.unaccounted)}
 
 
-def run_all(cases: Iterator[Case], level: bool | None = False, seconds: float | None = None,
+def run_all(cases: Iterator[Case], level: bool | None = None, seconds: float | None = None,
             work: bool = True, progress: Callable[[Result], None] | None = None) -> list[Result]:
     """:func:`run_case` over ``cases``; ``progress`` is called with each result."""
     results = []

@@ -51,12 +51,14 @@ def _failures(results: list[conformance.Result]) -> list[str]:
     return lines
 
 
-def _run(cases) -> list[conformance.Result]:
+def _run(cases, work: bool = False) -> list[conformance.Result]:
+    """The first :data:`SAMPLES` results that were not skipped; a sample whose op raised on its own fails."""
     results = []
     for case in cases:
         if len(results) == SAMPLES:
             break
-        result = conformance.run_case(case, work=False)
+        result = conformance.run_case(case, work=work)
+        assert not (result.reason or "").startswith("the op itself raised"), result
         if result.coverage != "skipped":
             results.append(result)
     return results
@@ -113,3 +115,38 @@ def test_an_unwitnessed_path_is_extra_and_a_relu_at_negatives_is_not() -> None:
 def test_the_databases_leave_pytorch_as_it_was() -> None:
     conformance.databases()
     assert not torch.backends.flags_frozen()
+
+
+@pytest.mark.parametrize("name", ["mm", "bmm", "addmm", "nn.functional.linear", "matmul", "outer"])
+def test_op_work_agrees_with_flop_counter(name: str) -> None:
+    """count_multiplications against FlopCounterMode / 2: equal where PyTorch has a formula; where it has none
+    (aten.mv, aten.dot, an outer product) every multiplication is from a seqlab formula, named."""
+    statuses = [r.work["status"] for r in _run(conformance.op_cases([name]), work=True)]
+    assert set(statuses) <= {"agree", "seqlab only", "none"}, statuses
+    assert "agree" in statuses or "seqlab only" in statuses
+
+
+def test_work_of_a_matrix_product_is_counted_by_both() -> None:
+    case = next(c for c in conformance.op_cases(["mm"]) if c.shapes == [(5, 10)])  # mm's first sample: (5, 10) @ (10, 5)
+    work = conformance.compare_work(case)
+    assert (work["status"], work["seqlab"], work["pytorch"]) == ("agree", 250, 250)  # 5 * 10 * 5 = 250
+
+
+def test_module_work_agrees_with_flop_counter() -> None:
+    results = _run(conformance.module_cases(["nn.Linear"]), work=True)
+    assert [r.work["seqlab"] for r in results[:2]] == [320, 320]  # batch 4 x (10 -> 8): 4 * 10 * 8 = 320
+    assert {r.work["status"] for r in results} == {"agree"}
+
+
+@pytest.mark.parametrize("name", ["softmax", "matmul", "cat", "nn.functional.max_pool2d", "nn.functional.glu", "gather"])
+def test_element_and_position_level_distances_give_the_same_pattern(name: str) -> None:
+    """Two routes: the tracer's element-level distances (positions=False) and its position-level row form
+    (positions=True) on the same samples give the same (m, n) dependence pattern."""
+    cases = [c for c in conformance.op_cases([name]) if c.skip is None and 0 < sum(t.numel() for t in c.sources)][:2]
+    assert cases
+    for case in cases:
+        n = sum(t.numel() for t in case.sources)
+        scratch = conformance.Result(name, "op", case.index, case.shapes, "exact")
+        element, _ = conformance._engine_pattern(conformance._engine(case, False), n, scratch)
+        position, _ = conformance._engine_pattern(conformance._engine(case, True), n, scratch)
+        assert torch.equal(element, position), (case.index, case.shapes)
