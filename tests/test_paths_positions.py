@@ -58,13 +58,14 @@ def _per_position(tracer: PathTracer, y: torch.Tensor) -> bool:
 
 def test_an_elman_pass_holds_d_times_fewer_bytes():
     """Every tensor of an Elman pass is a row-wise matmul, a sum, a tanh or a stack: one distance per position.
-    T = 64, d = 64, sources 0 and 63: the same 449 rows of 64 elements, held as 449 distances per unit and
-    source instead of 449 x 64."""
+    T = 64, d = 64, sources 0 and 63: the same 447 rows of 64 elements, held as 447 distances per unit and
+    source instead of 447 x 64 (7 per step, less the zero initial state and W_hh h_0: constants, which hold no
+    distances)."""
     rnn = ElmanRNN(64, 64, generator=_g()).eval()
     x = torch.randn(1, 64, 64, generator=_g())
     element, position = (next(path_batches(rnn, x, (0, 63), lambda r: [r], positions=p)) for p in (False, True))
-    assert element.stored_bytes == 449 * 64 * 2 * 2 * 4  # rows x d x units x sources x int32 bytes = 459,776
-    assert position.stored_bytes == 449 * 2 * 2 * 4  # = 7,184: d = 64 times fewer
+    assert element.stored_bytes == 447 * 64 * 2 * 2 * 4  # rows x d x units x sources x int32 bytes = 457,728
+    assert position.stored_bytes == 447 * 2 * 2 * 4  # = 7,152: d = 64 times fewer
     assert (position.products, position.ops) == (element.products, element.ops)
     tracer, y = _traced(rnn, x, (0, 63))
     assert _per_position(tracer, y) and tracer.store.expansions == 0

@@ -5,6 +5,7 @@ The CLI imports its factory by name from ``example_layers`` (this folder, put on
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -20,6 +21,8 @@ from seqlab.cli import app
 from seqlab.errors import SeqlabError
 from seqlab.layers.attention import SelfAttention
 from seqlab.layers.recurrent import ElmanRNN
+from seqlab.render.json_output import to_json
+from seqlab.render.table1 import profile_table
 from seqlab.studies.profile import ProfileResult, build_from_factory, load_factory, profile
 
 TESTS = Path(__file__).resolve().parent
@@ -110,14 +113,41 @@ def test_a_module_the_engine_cannot_trace_names_the_op(example_layers):
     assert error.value.parameter == "module"
 
 
-def test_fallback_ops_are_named():
-    class Distances(nn.Module):
-        def forward(self, x):
-            return torch.cdist(x, x)  # (B, T, T): no path rule for cdist
+def _printed(table) -> str:
+    from rich.console import Console
 
-    result = profile(Distances(), torch.randn(1, 4, 3))
-    assert result.path.fallbacks == {"aten._cdist_forward": 1}
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(table)
+    return console.export_text()
+
+
+class _Distances(nn.Module):
+    def forward(self, x):
+        return torch.cdist(x, x)  # (B, T, T): no path rule, no decomposition: derived from its Jacobian
+
+
+def test_an_op_without_rule_is_derived_and_named():
+    result = profile(_Distances(), torch.randn(1, 4, 3))
+    assert result.path.fallbacks == {} and result.path.derived == {"aten._cdist_forward": 1} and result.path.exact
+    assert result.path.first_to_last_products == 0
+    text = _printed(profile_table(result))
+    assert "Ops whose dependence comes from their own Jacobian" in text and "aten._cdist_forward ×1" in text
+    assert "a bound" not in text
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_refused_ops_are_named_and_their_paths_printed_as_bounds(monkeypatch, lang):
+    from seqlab.measure import jacobian_rule
+
+    monkeypatch.setattr(jacobian_rule, "LIMIT", 0)  # no Jacobian may be taken: cdist is refused
+    result = profile(_Distances(), torch.randn(1, 4, 3))
+    assert result.path.fallbacks == {"aten._cdist_forward": 1} and not result.path.exact
     assert not result.complete
+    text = _printed(profile_table(result, lang))
+    bound = {"en": "at least 0 products, 1 ops (a bound)", "es": "al menos 0 productos, 1 operaciones (una cota)"}
+    assert text.count(bound[lang]) == 3  # longest, 1 to T, T to 1: none printed as measured
+    document = json.loads(to_json(result))
+    assert document["path"]["exact"] is False and document["path"]["fallbacks"] == {"aten._cdist_forward": 1}
 
 
 @pytest.mark.parametrize(("module", "x", "message"), [

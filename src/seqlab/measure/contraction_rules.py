@@ -37,42 +37,56 @@ _FACTORS = {aten.mm: ("self", "mat2"), aten.bmm: ("self", "mat2"), aten.addmm: (
             aten.baddbmm: ("batch1", "batch2")}
 
 
-def contraction(func, args, kwargs, out: Tensor, read: Read, step: Step, sources: int) -> Distance:
+def contraction(func, args, kwargs, out: Tensor, read: Read, step: Step, sources: int,
+                addend_step: Step | None = None) -> Distance:
     """Matrix products: out[i, j] reads row i of the left factor and column j of the right one.
 
-    Returns NotImplemented for a product it has no rule for (the tracer then falls back to all-to-all).
+    The additive input of ``addmm``, ``baddbmm``, ``addmv``, ``addbmm`` and ``addr`` (β·self + α·A B) is added,
+    not multiplied: its path takes ``addend_step`` (one op, no product; default ``step``), so an Elman step
+    written ``addmm(x_t W_xhᵀ, h, W_hhᵀ)`` carries x_t's term through no product of the step.
+
+    Returns NotImplemented for a product it has no rule for (the tracer then decomposes, derives or refuses it).
     """
     b = bound_arguments(func, args, kwargs)
     packet = func.overloadpacket
     shape = out.shape
+    addend = read(b["self"]) if packet in _ADDEND and isinstance(b["self"], Tensor) else None
     if packet in _FACTORS:
         left, right = _FACTORS[packet]
         parts = list(_matrix_product(b[left], b[right], read))
-        if packet in (aten.addmm, aten.baddbmm):
-            parts.append(read(b["self"]))
     elif packet in (aten.mv, aten.addmv):
         matrix, vector = read(b["self" if packet is aten.mv else "mat"]), read(b["vec"])
         parts = [None if matrix is None else matrix.amin(dim=-1),
                  None if vector is None else vector.amin(dim=-1, keepdim=True)]
-        parts += [read(b["self"])] if packet is aten.addmv else []
     elif packet in (aten.dot, aten.vdot):
-        spread = everything([read(b["self"]), read(b["tensor"])], shape, sources) if shape == () else None
+        other = b["tensor"] if packet is aten.dot else b["other"]  # their schemas name the second vector apart
+        spread = everything([read(b["self"]), read(other)], shape, sources) if shape == () else None
         return None if spread is None else step(spread)
     elif packet is aten.addbmm:
         first, second = read(b["batch1"]), read(b["batch2"])
-        parts = [read(b["self"]),
-                 None if first is None else first.amin(dim=(1, 3)).unsqueeze(-1),
+        parts = [None if first is None else first.amin(dim=(1, 3)).unsqueeze(-1),
                  None if second is None else second.amin(dim=(1, 2)).unsqueeze(-2)]
     elif packet is aten.addr:
         first, second = read(b["vec1"]), read(b["vec2"])
-        parts = [read(b["self"]), None if first is None else first.unsqueeze(-1),
-                 None if second is None else second.unsqueeze(-2)]
+        parts = [None if first is None else first.unsqueeze(-1), None if second is None else second.unsqueeze(-2)]
     elif packet in (aten.convolution, aten._convolution) and not b["transposed"]:
         return _convolution(b, out, read, step, sources)
     else:
         return NotImplemented
-    result = broadcast_min(parts, shape, sources)
-    return None if result is None else step(result)
+    product = broadcast_min(parts, shape, sources)
+    if addend is not None and _scaled_to_zero(b.get("beta", 1)):
+        addend = None  # beta = 0: the addend is not read at all
+    added = None if addend is None else (addend_step or step)(align(addend, shape))
+    product = None if product is None else step(product)
+    return broadcast_min([product, added], shape, sources)
+
+
+#: Products with an additive input ``self`` (β·self + α·A B).
+_ADDEND = (aten.addmm, aten.baddbmm, aten.addmv, aten.addbmm, aten.addr)
+
+
+def _scaled_to_zero(beta: object) -> bool:
+    return not isinstance(beta, Tensor) and beta == 0
 
 
 def _rows(d: Distance) -> Distance:

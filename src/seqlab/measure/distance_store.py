@@ -53,6 +53,11 @@ def _row_layout(shape: tuple[int, ...], stride: tuple[int, ...], offset: int,
     return tuple(strides), offset
 
 
+def _scalar_bytes(tensor: Tensor) -> int:
+    """Bytes of one real scalar of the tensor: a complex element is two (its real and imaginary parts)."""
+    return tensor.element_size() // (2 if tensor.is_complex() else 1)
+
+
 def _layout(tensor: Tensor, features: int) -> tuple[tuple[int, ...], int] | None:
     return _row_layout(tuple(tensor.shape), tensor.stride(), tensor.storage_offset(), features)
 
@@ -91,12 +96,15 @@ class DistanceStore:
         self.budget_bytes = budget_bytes
         self.used_bytes = 0
         self.expansions = 0  # position-level storages expanded to element level
+        self.scalar_bytes: dict[int, int] = {}  # per storage: bytes of the scalar one distance stands for
 
     def __call__(self, tensor: Tensor) -> Tensor | None:
         key = tensor.untyped_storage().data_ptr()
         storage = self.by_storage.get(key)
         if storage is None:
             return None
+        if tensor.is_complex() or self.scalar_bytes.get(key, _scalar_bytes(tensor)) != _scalar_bytes(tensor):
+            return self._read_scalars(key, tensor)
         if key in self.features:
             rows = self._rows_view(key, storage, tensor)
             if rows is not None:
@@ -104,6 +112,26 @@ class DistanceStore:
             storage = self.expand(key)
         return storage.as_strided((self.rows, *tensor.shape), (storage.stride(0), *tensor.stride()),
                                   tensor.storage_offset())
+
+    def _scalars_view(self, key: int, tensor: Tensor) -> Tensor | None:
+        """(rows, *tensor.shape, 2) view of a complex tensor's distances, its real and imaginary parts (the store
+        keeps one distance per real scalar, so ``view_as_real`` and ``.imag`` read their own); None when the
+        storage was written in scalars of another size."""
+        if self.scalar_bytes.get(key) != _scalar_bytes(tensor):
+            return None
+        storage = self.by_storage[key] if key not in self.features else self.expand(key)
+        return storage.as_strided((self.rows, *tensor.shape, 2), (storage.stride(0), *(2 * s for s in tensor.stride()), 1),
+                                  2 * tensor.storage_offset())
+
+    def _read_scalars(self, key: int, tensor: Tensor) -> Tensor:
+        """A complex tensor depends on what either part depends on; a view of another scalar size (a dtype view)
+        reads the least distance of the whole storage (conservative: every element could be any of them)."""
+        view = self._scalars_view(key, tensor) if tensor.is_complex() else None
+        if view is not None:
+            return view.amin(dim=-1)
+        storage = self.by_storage[key]
+        best = storage.reshape(self.rows, -1).amin(dim=1)
+        return best.reshape(self.rows, *([1] * tensor.dim())).expand(self.rows, *tensor.shape)
 
     def _rows_view(self, key: int, storage: Tensor, tensor: Tensor) -> Tensor | None:
         """(rows, *tensor.shape[:-1]) view of a position-level storage, or None if the view crosses rows."""
@@ -128,11 +156,15 @@ class DistanceStore:
         """Store ``value`` ((rows, *tensor.shape), or None: no dependency) where ``tensor`` lives."""
         key = tensor.untyped_storage().data_ptr()
         storage = self.by_storage.get(key)
+        if tensor.is_complex() or (storage is not None and self.scalar_bytes[key] != _scalar_bytes(tensor)):
+            self._write_scalars(key, tensor, value)
+            return
         rows = rows_of(value) if self.positions and value is not None and tensor.dim() else None
         if storage is None:
             if value is None:
                 return
             elements = tensor.untyped_storage().nbytes() // tensor.element_size()
+            self.scalar_bytes[key] = tensor.element_size()
             features = tensor.shape[-1] if tensor.dim() else 1
             if self.positions and rows is not None and features > 1 and elements % features == 0 and \
                     self._whole_rows(tensor, features):
@@ -172,6 +204,27 @@ class DistanceStore:
             view.fill_(UNREACHABLE)
         else:
             view.copy_(value)
+
+    def _write_scalars(self, key: int, tensor: Tensor, value: Tensor | None) -> None:
+        """A write in scalars of a complex tensor (both parts get the value's distance), or through a view of
+        another scalar size than the storage's (a dtype view: the whole storage takes the least distance)."""
+        if key not in self.by_storage:
+            if value is None:
+                return
+            scalar = _scalar_bytes(tensor)
+            elements = tensor.untyped_storage().nbytes() // scalar
+            self._charge(self.rows * elements * ITEMSIZE)
+            self.by_storage[key] = torch.full((self.rows, elements), UNREACHABLE, dtype=DTYPE)
+            self.scalar_bytes[key] = scalar
+            self.alive.append(tensor)
+        view = self._scalars_view(key, tensor) if tensor.is_complex() else None
+        if view is not None:
+            view.copy_(UNREACHABLE if value is None else value.unsqueeze(-1).expand(view.shape))
+            return
+        storage = self.by_storage[key] if key not in self.features else self.expand(key)
+        if value is not None:
+            best = value.reshape(self.rows, -1).amin(dim=1, keepdim=True)
+            storage.copy_(torch.minimum(storage, best))
 
     @staticmethod
     def _whole_rows(tensor: Tensor, features: int) -> bool:

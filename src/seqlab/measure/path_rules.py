@@ -31,6 +31,7 @@ Shapes: S sources (input positions, times two units), then the tensor's own shap
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -48,7 +49,7 @@ Distance = Tensor | None
 Read = Callable[[Tensor], Distance]
 Step = Callable[[Tensor], Tensor]
 
-__all__ = ["UNREACHABLE", "arguments", "broadcast_min", "contraction", "everything", "is_pointwise",
+__all__ = ["UNREACHABLE", "arguments", "broadcast_min", "accumulates", "contraction", "everything", "flat_arguments", "is_inverse_transform", "is_pointwise",
            "is_reduction", "movement", "out_of_place", "pointwise", "reduction"]
 
 
@@ -123,11 +124,29 @@ def pointwise(func, args, kwargs, out: Tensor, read: Read, step: Step, sources: 
         return None
     if packet in _PRODUCTS or packet in _SUMS:
         for t, d in zip(tensors, distances, strict=True):  # a constant that absorbs: x * 0 = 0, x + (-inf) = -inf
-            if d is None and t.is_floating_point():
-                cut, any_cut = read.constant_zeros(t) if packet in _PRODUCTS else read.constant_infs(t)
+            if t.is_floating_point():
+                cut, any_cut = _absorbing(t, d, read, packet in _PRODUCTS)
                 if any_cut:
                     result = torch.where(cut.expand(out.shape), UNREACHABLE, result)
     return step(result)
+
+
+def _absorbing(t: Tensor, d: Distance, read: Read, product: bool) -> tuple[Tensor, bool]:
+    """Elements of a factor that are constants exactly 0 (a product) or infinite (a sum), and whether any.
+
+    A constant is known by value element by element: inside a factor that otherwise depends on the input (a
+    data-dependent decay matrix masked to exactly 0 above its diagonal), the masked elements depend on no
+    source and their 0 cuts the product whatever the other factor depends on.
+    """
+    if d is None:
+        return read.constant_zeros(t) if product else read.constant_infs(t)
+    absorbing = t == 0 if product else torch.isinf(t)
+    if not bool(absorbing.any()):
+        return absorbing, False
+    rows = narrow(d)
+    constant = (d if rows is None else rows).amin(dim=0) >= UNREACHABLE
+    absorbing = absorbing & constant.expand(t.shape) if constant.shape != t.shape else absorbing & constant
+    return absorbing, bool(absorbing.any())
 
 
 # --- reductions and normalisations -------------------------------------------------------------
@@ -136,6 +155,8 @@ _SAME_SHAPE_ALONG_DIM = {"_softmax", "_safe_softmax", "_log_softmax", "softmax",
                          "sort", "topk", "max", "min", "logsumexp", "argmax", "argmin"}
 _SOFTMAX = {"_softmax", "_safe_softmax", "_log_softmax", "softmax", "log_softmax"}
 _PREFIX_ALONG_DIM = {"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"}
+#: Discrete Fourier transforms: every output frequency reads every input element along the transformed dims.
+_TRANSFORM_ALONG_DIMS = {"_fft_r2c", "_fft_c2c", "_fft_c2r"}
 
 
 def reduction(func, args, kwargs, outs: list[Tensor], read: Read, step: Step, sources: int) -> list[Distance]:
@@ -162,7 +183,7 @@ def reduction(func, args, kwargs, outs: list[Tensor], read: Read, step: Step, so
         alone = (~blocked).sum(dim=dims[0], keepdim=True) == 1
         blocked = blocked | alone.expand_as(blocked)
         d = torch.where(blocked, UNREACHABLE, d)
-    if name in _PREFIX_ALONG_DIM:
+    if name in _PREFIX_ALONG_DIM and data.dim():
         reduced = torch.cummin(d, dim=dims[0] + 1).values
     else:
         reduced = d.amin(dim=[i + 1 for i in dims], keepdim=True) if data.dim() else d
@@ -185,15 +206,36 @@ def _broadcastable(source: torch.Size, target: torch.Size) -> bool:
     return len(source) == len(target) and all(s in (1, t) for s, t in zip(source, target, strict=True))
 
 
+def is_inverse_transform(func, args, kwargs) -> bool:
+    """An inverse DFT (``_fft_c2r``, or ``_fft_c2c`` with ``forward=False``): after a product in the frequency
+    domain it can cancel exactly (an FFT convolution zero-padded to be causal), which its structure cannot
+    see, so the tracer takes its rule as a bound and names it."""
+    name = _name(func)
+    return name == "_fft_c2r" or (name == "_fft_c2c" and not arguments(func, args, kwargs)["forward"])
+
+
 @functools.cache
 def is_reduction(func: torch._ops.OpOverload) -> bool:
     """Whether :func:`reduction` handles the op (``reduction`` tag, softmax family, layer norm, sorts)."""
     name = _name(func)
     return (torch.Tag.reduction in func.tags or name in _SAME_SHAPE_ALONG_DIM or name in _PREFIX_ALONG_DIM
-            or name == "native_layer_norm")
+            or name in _TRANSFORM_ALONG_DIMS or name == "native_layer_norm")
 
 
 # --- movement ----------------------------------------------------------------------------------
+
+_ACCUMULATE = (aten.index_put, aten.index_put_, aten._index_put_impl_, aten.put, aten.put_)
+_REDUCE = (aten.scatter, aten.scatter_)
+
+
+def accumulates(func, args, kwargs) -> bool:
+    """Whether a movement op sums or reduces what it moves (``index_put(accumulate=True)``, ``scatter(reduce=…)``):
+    it then computes, and element ids cannot go through it; the tracer decomposes or derives it instead."""
+    packet = func.overloadpacket
+    if packet not in _ACCUMULATE and packet not in _REDUCE:
+        return False
+    bound = arguments(func, args, kwargs)
+    return bool(bound.get("accumulate")) if packet in _ACCUMULATE else bound.get("reduce") is not None
 
 def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -> list[Distance] | None:
     """Ops that only move data: run the very same op on element ids, then gather the distances.
@@ -216,8 +258,8 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
         return [None if d is None else d.reshape(sources, *outs[0].shape)]
     if packet is aten.constant_pad_nd:
         args = (args[0], args[1], 0.0)  # padding is a constant: id 0
-    leaves, rebuild = _leaves(args, kwargs)
-    slots = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor) and leaf.is_floating_point()]
+    leaves, rebuild = flat_arguments(args, kwargs)
+    slots = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor) and _carries_data(leaf)]
     distances = [read(leaves[i]) for i in slots]
     if all(d is None for d in distances):
         return [None for _ in outs]
@@ -227,6 +269,22 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
         if moved is not None:
             return moved
     return _move_elements(func, leaves, slots, distances, rebuild, outs, sources)
+
+
+def _carries_data(t: Tensor) -> bool:
+    """A floating or complex tensor: its elements are data the op moves (integer and bool ones are indices, masks)."""
+    return t.is_floating_point() or t.is_complex()
+
+
+def _ids(start: int, shape, like: Tensor) -> Tensor:
+    """Element ids start, start + 1, … as float64, or as complex128 with imaginary part 0 for a complex argument."""
+    ids = torch.arange(start, start + math.prod(shape), dtype=torch.float64).reshape(shape)
+    return ids.to(torch.complex128) if like.is_complex() else ids
+
+
+def _id_values(moved: list[Tensor]) -> list[Tensor]:
+    """The ids an op's outputs hold (the real part of a complex output; integer outputs as they are)."""
+    return [m.real if m.is_complex() else m for m in moved]
 
 
 def _move_rows(func, leaves: list[Any], slots: list[int], rows: list[Distance], rebuild, outs: list[Tensor],
@@ -240,11 +298,11 @@ def _move_rows(func, leaves: list[Any], slots: list[int], rows: list[Distance], 
     for i, r in zip(slots, rows, strict=True):
         shape = leaves[i].shape
         count = shape[:-1].numel()
-        ids = torch.arange(offset, offset + count, dtype=torch.float64).reshape(*shape[:-1], 1)
-        leaves[i] = ids.expand(shape).contiguous()
+        leaves[i] = _ids(offset, (*shape[:-1], 1), leaves[i]).expand(shape).contiguous()
         flat.append(unreachable(sources, (count,)) if r is None else r.reshape(sources, count))
         offset += count
     moved = _run_on_ids(func, leaves, rebuild, outs)
+    moved = None if moved is None else _id_values(moved)
     if moved is None or any(m.is_floating_point() and (not m.dim() or not bool((m == m[..., :1]).all()))
                             for m in moved):
         return None
@@ -274,18 +332,19 @@ def _move_elements(func, leaves: list[Any], slots: list[int], distances: list[Di
     offset, flat = 1, [unreachable(sources, (1,))]  # id 0: a constant
     for i, d in zip(slots, distances, strict=True):
         size = leaves[i].numel()
-        leaves[i] = torch.arange(offset, offset + size, dtype=torch.float64).reshape(leaves[i].shape)
+        leaves[i] = _ids(offset, leaves[i].shape, leaves[i])
         flat.append(unreachable(sources, (size,)) if d is None else d.reshape(sources, size))
         offset += size
     moved = _run_on_ids(func, leaves, rebuild, outs)
     if moved is None:
         return None
+    moved = _id_values(moved)
     table = torch.cat(flat, dim=1)  # (S, 1 + all input elements)
     return [table.index_select(1, m.reshape(-1).long()).reshape(sources, *o.shape) if m.is_floating_point() else None
             for m, o in zip(moved, outs, strict=True)]
 
 
-def _leaves(args: tuple, kwargs: dict) -> tuple[list[Any], Callable[[list[Any]], tuple[tuple, dict]]]:
+def flat_arguments(args: tuple, kwargs: dict) -> tuple[list[Any], Callable[[list[Any]], tuple[tuple, dict]]]:
     """The op's arguments as one flat list (a tensor list argument, as ``cat`` takes, flattened in place),
     and the function that puts a changed list back into (args, kwargs)."""
     leaves: list[Any] = []

@@ -5,8 +5,22 @@ Beside every storage the pass writes, :class:`PathTracer` keeps an int32 tensor 
 steps from x_s to that element, :data:`~seqlab.measure.distances.UNREACHABLE` where there is no
 dependency. Each dispatched op maps the distances of its inputs to its outputs by a rule of
 :mod:`seqlab.measure.path_rules`; views read the storage through their own strides, so views and in-place
-writes need no rule. An op without a rule falls back to "every output element depends on every input
-element" and is named in :attr:`PathTracer.fallbacks`.
+writes need no rule. Fills and creations (``full_like``, ``ones_like``, ``zeros``, ``arange``, random draws) write
+constants: their fill value is a value, never an element id.
+
+Coverage by design (issue 21): the rules cover a small primitive set (views, movement, products, reductions,
+element-wise ops). An op without a rule is, in this order,
+
+1. **decomposed** — traced through PyTorch's own decomposition (``torch._decomp``; its parts come back to
+   this mode; they count as the one op they make up, and the products among them as products), named in
+   :attr:`PathTracer.decomposed`;
+2. **derived** — its dependence taken from its own Jacobian on the concrete inputs
+   (:mod:`seqlab.measure.jacobian_rule`), named in :attr:`PathTracer.derived`;
+3. **refused** — named in :attr:`PathTracer.fallbacks` and treated as "every output element depends on every
+   input element": the figures through it are then a bound (dependence over-stated, paths under-stated),
+   and every report says so instead of printing them as measured.
+
+An in-place op without a rule is decomposed or derived through its out-of-place twin, before it writes.
 
 Per-op cost (issue 17): what kind an op is (view, movement, product, reduction, element-wise, other) is
 decided once per op (``functools.cache``), arguments are bound by a schema read once per op, tensors are
@@ -28,6 +42,7 @@ import torch
 from torch import Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from seqlab.measure import jacobian_rule
 from seqlab.measure import path_rules as rules
 from seqlab.measure.distance_store import DistanceStore
 from seqlab.measure.distances import _ROW_FORM, DTYPE, narrow, widen
@@ -36,18 +51,43 @@ from seqlab.measure.ops import is_contraction, is_movement, op_name, tensors_in
 #: The two units, in the order of their rows: rows [0, S) count products, rows [S, 2S) count ops.
 UNITS = ("products", "ops")
 
-VIEW, MOVEMENT, PRODUCT, REDUCTION, POINTWISE, OTHER = range(6)
+VIEW, MOVEMENT, PRODUCT, REDUCTION, POINTWISE, OTHER, CONSTANT = range(7)
+
+#: Ops that write constants (creations, fills, random draws): whatever they read, no source reaches them
+#: (``fill_`` with a tensor value excepted: it depends on that value).
+_CONSTANT_NAMES = frozenset("""
+    zeros zeros_like ones ones_like empty empty_like empty_strided empty_permuted full full_like fill fill_ zero_
+    new_zeros new_ones new_empty new_empty_strided new_full scalar_tensor arange linspace logspace eye
+    rand rand_like randn randn_like randint randint_like randperm normal_ uniform_ bernoulli_ exponential_
+    geometric_ log_normal_ cauchy_ random_
+""".split())
+
+
+def _decompositions() -> dict:
+    """PyTorch's registered decompositions (``torch._decomp.decomposition_table``), by op overload."""
+    from torch._decomp import decomposition_table
+
+    return decomposition_table
+
+
+#: Decompositions the tracer runs for an op without a rule (PyTorch's own table).
+DECOMPOSITIONS = _decompositions()
 
 
 @functools.cache
 def op_kind(func: torch._ops.OpOverload) -> int:
-    """Which rule an op takes, decided once per op: VIEW, MOVEMENT, PRODUCT, REDUCTION, POINTWISE or OTHER.
+    """Which rule an op takes, decided once per op: VIEW, MOVEMENT, PRODUCT, REDUCTION, POINTWISE, CONSTANT
+    or OTHER (no rule).
 
     >>> op_kind(torch.ops.aten.mm.default) == PRODUCT, op_kind(torch.ops.aten.view.default) == VIEW
     (True, True)
+    >>> op_kind(torch.ops.aten.full_like.default) == CONSTANT
+    True
     """
     if func.is_view or torch.Tag.inplace_view in func.tags:
         return VIEW
+    if func.overloadpacket.__name__ in _CONSTANT_NAMES:
+        return CONSTANT
     if is_movement(func):
         return MOVEMENT
     if is_contraction(func):
@@ -81,68 +121,182 @@ class PathTracer(TorchDispatchMode):
         self.per_unit = sources
         self.store = DistanceStore(len(UNITS) * sources, budget_bytes, sources, positions)
         self.fallbacks: Counter[str] = Counter()
-        self._op_cost = torch.tensor([0] * sources + [1] * sources, dtype=DTYPE)  # one op: the ops rows only
-        self._op_costs: dict[int, Tensor] = {}
+        self.decomposed: Counter[str] = Counter()
+        self.derived: Counter[str] = Counter()
+        self._costs = {  # (op, product) cost per row, outside and inside a decomposition
+            False: (torch.tensor([0] * sources + [1] * sources, dtype=DTYPE), torch.ones(2 * sources, dtype=DTYPE)),
+            True: (torch.zeros(2 * sources, dtype=DTYPE), torch.tensor([1] * sources + [0] * sources, dtype=DTYPE)),
+        }
+        self._inside = 0  # depth of decompositions being traced: their parts are one op of the op they make up
+        self._shaped: dict[tuple[bool, bool, int], Tensor] = {}
+        self._row_forms: list = []
 
     def __enter__(self):
-        self._row_form = _ROW_FORM.set(self.store.positions)  # rules take the row form only at position level
+        # rules take the row form only at position level; re-entered for a decomposition's parts
+        self._row_forms.append(_ROW_FORM.set(self.store.positions))
         return super().__enter__()
 
     def __exit__(self, *exc):
         try:
             return super().__exit__(*exc)
         finally:
-            _ROW_FORM.reset(self._row_form)
+            _ROW_FORM.reset(self._row_forms.pop())
 
     @property
     def used_bytes(self) -> int:
         """Bytes of distances held now (a pass frees none: this is also the trace's peak)."""
         return self.store.used_bytes
 
-    def step_op(self, d: Tensor) -> Tensor:
-        """One compute op further: +1 in the ops rows (on the row form when ``d`` is uniform along features)."""
+    def _cost(self, product: bool, dims: int) -> Tensor:
+        key = (self._inside > 0, product, dims)
+        cost = self._shaped.get(key)
+        if cost is None:
+            cost = self._shaped[key] = self._costs[key[0]][int(product)].reshape(-1, *([1] * (dims - 1)))
+        return cost
+
+    def _step(self, d: Tensor, product: bool) -> Tensor:
         rows = narrow(d)
         base = d if rows is None else rows
-        cost = self._op_costs.get(base.dim())
-        if cost is None:
-            cost = self._op_costs[base.dim()] = self._op_cost.reshape(-1, *([1] * (base.dim() - 1)))
+        cost = self._cost(product, base.dim())
         return d + cost if rows is None or rows is d else widen(rows + cost, d.shape[1:])
 
-    @staticmethod
-    def step_product(d: Tensor) -> Tensor:
-        """One matrix product further: +1 in both units (a product is an op too)."""
-        rows = narrow(d)
-        return d + 1 if rows is None or rows is d else widen(rows + 1, d.shape[1:])
+    def step_op(self, d: Tensor) -> Tensor:
+        """One compute op further: +1 in the ops rows (on the row form when ``d`` is uniform along features).
+        Inside a decomposition its parts cost nothing: the op they make up takes its one step at the end."""
+        return self._step(d, False)
+
+    def step_product(self, d: Tensor) -> Tensor:
+        """One matrix product further: +1 in both units (a product is an op too); inside a decomposition
+        +1 product only (the products inside an op are real products; the op is one op)."""
+        return self._step(d, True)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
         kind = op_kind(func)
+        if kind == MOVEMENT and rules.accumulates(func, args, kwargs):
+            kind = OTHER  # a movement that sums what it moves: no id can go through it
+        early = None
+        if kind == OTHER and func._schema.is_mutable and _functional_form(func) is not None:
+            # an op without a rule that writes an argument: its functional form, on the arguments before it writes
+            early = self._without_rule(_functional_form(func), args, kwargs, None, refuse=False)
+        out = func(*args, **kwargs)
         if kind == VIEW:
             return out  # shares its base's storage: read through its own strides
-        outs = list(tensors_in(out if isinstance(out, (list, tuple)) else (out,)))
+        outs = _outputs(out)
         if not outs:
             return out
-        for tensor, value in zip(outs, self._propagate(kind, func, args, kwargs, outs), strict=True):
+        if kind == CONSTANT:
+            values = [self._filled(func, args, kwargs, tensor) for tensor in outs]
+        elif early is not None and len(early) >= len(outs):
+            values = early[:len(outs)]  # a ``_functional`` form returns the written arguments after the outputs
+        else:
+            values = None if kind == OTHER else self._propagate(kind, func, args, kwargs, outs)
+            if values is None:  # no rule applies to these arguments: a functional op is decomposed or derived
+                values = self._without_rule(func, args, kwargs, outs)
+        for tensor, value in zip(outs, values, strict=True):
             self.store.write(tensor, value)
         return out
 
-    def _propagate(self, kind: int, func, args, kwargs, outs: list[Tensor]) -> list[Tensor | None]:
+    def _filled(self, func, args, kwargs, tensor: Tensor) -> Tensor | None:
+        """A fill or a creation writes constants (its fill value is a value, never an element id); ``fill_`` with
+        a tensor value depends on that value."""
+        value = rules.arguments(func, args, kwargs).get("value")
+        d = self.store(value) if isinstance(value, Tensor) else None
+        return None if d is None else rules.broadcast_min([d], tensor.shape, self.store.rows)
+
+    def _without_rule(self, func, args, kwargs, outs: list[Tensor] | None,
+                      refuse: bool = True) -> list[Tensor | None] | None:
+        """An op no rule handles: PyTorch's decomposition, else its Jacobian on these inputs, else refused.
+
+        ``outs``: the op's outputs once it has run (a functional op leaves its arguments as they were); None
+        for the out-of-place twin of an in-place op, run before the op (its shapes from a meta run). A refused
+        op (``refuse``; else None is returned) is named in :attr:`fallbacks` and treated as all-to-all: every
+        figure through it is then a bound (dependence over-stated, path lengths under-stated).
+        """
+        if not func._schema.is_mutable:
+            values = self._decomposition(func, args, kwargs)
+            if values is not None:
+                self.decomposed[op_name(func)] += 1
+                return values
+            shapes = outs if outs is not None else _outputs_of(func, args, kwargs)
+            leaves, rebuild = rules.flat_arguments(args, kwargs)
+            derived = None if shapes is None else jacobian_rule.derive(func, leaves, rebuild, self.store,
+                                                                       shapes, self.store.rows)
+            if derived is not None:
+                self.derived[op_name(func)] += 1
+                step = self.step_product if op_kind(func) == PRODUCT else self.step_op
+                return [None if d is None else step(d) for d in derived]
+        if not refuse or outs is None:
+            return None
+        self.fallbacks[op_name(func)] += 1
+        inputs = [self.store(t) for t in [*tensors_in(args), *tensors_in(kwargs.values())]]
+        spread = [rules.everything(inputs, o.shape, self.store.rows) for o in outs]
+        return [None if d is None else self.step_op(d) for d in spread]
+
+    def _decomposition(self, func, args, kwargs) -> list[Tensor | None] | None:
+        """Trace PyTorch's own decomposition of ``func`` (its parts come back to this mode); None if it has none
+        or it does not apply. The parts are one op of ``func``; the products among them are real products."""
+        decompose = DECOMPOSITIONS.get(func)
+        if decompose is None:
+            return None
+        before = (Counter(self.fallbacks), Counter(self.decomposed), Counter(self.derived))
+        self._inside += 1
+        try:
+            with self:
+                produced = decompose(*args, **kwargs)
+        except torch.OutOfMemoryError:
+            raise
+        except Exception:  # noqa: BLE001 - a decomposition that does not apply to these arguments
+            self.fallbacks, self.decomposed, self.derived = before
+            return None
+        finally:
+            self._inside -= 1
+        return [None if d is None else self.step_op(d) for d in map(self.store, _outputs(produced))]
+
+    def _propagate(self, kind: int, func, args, kwargs, outs: list[Tensor]) -> list[Tensor | None] | None:
+        """The rule's distances for each output, or None when no rule applies to these arguments."""
         read, rows = self.store, self.store.rows
         step = self.step_product if kind == PRODUCT else self.step_op
         if kind == MOVEMENT:
-            moved = rules.movement(func, args, kwargs, outs, read, rows)
-            if moved is not None:
-                return moved
-        elif kind == PRODUCT and len(outs) == 1:
-            result = rules.contraction(func, args, kwargs, outs[0], read, step, rows)
-            if result is not NotImplemented:
-                return [result]
-        elif kind == REDUCTION:
-            return rules.reduction(func, args, kwargs, outs, read, step, rows)
-        elif kind == POINTWISE and len(outs) == 1:
+            return rules.movement(func, args, kwargs, outs, read, rows)
+        if kind == PRODUCT and len(outs) == 1:
+            result = rules.contraction(func, args, kwargs, outs[0], read, step, rows, addend_step=self.step_op)
+            return None if result is NotImplemented else [result]
+        if kind == REDUCTION:
+            result = rules.reduction(func, args, kwargs, outs, read, step, rows)
+            if rules.is_inverse_transform(func, args, kwargs) and any(d is not None for d in result):
+                self.fallbacks[op_name(func)] += 1  # structural: exact cancellations unseen, the figures a bound
+            return result
+        if kind == POINTWISE and len(outs) == 1:
             return [rules.pointwise(func, args, kwargs, outs[0], read, step, rows)]
-        self.fallbacks[op_name(func)] += 1
-        inputs = [read(t) for t in [*tensors_in(args), *tensors_in(kwargs.values())]]
-        spread = [rules.everything(inputs, o.shape, rows) for o in outs]
-        return [None if d is None else step(d) for d in spread]
+        return None
+
+
+@functools.cache
+def _functional_form(func: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
+    """The form of a mutating op that writes nothing: its out-of-place twin (``foo_`` -> ``foo``), or PyTorch's
+    ``foo_functional`` (``rrelu_with_noise`` -> ``rrelu_with_noise_functional``, which returns the written
+    arguments after the outputs); None if it has neither."""
+    twin = rules.out_of_place(func)
+    if twin is not None:
+        return twin
+    packet = getattr(torch.ops.aten, f"{func.overloadpacket.__name__}_functional", None)
+    return None if packet is None else getattr(packet, func._overloadname, None)
+
+
+def _outputs(out) -> list[Tensor]:
+    return list(tensors_in(out if isinstance(out, (list, tuple)) else (out,)))
+
+
+def _outputs_of(func, args, kwargs) -> list[Tensor] | None:
+    """The outputs ``func`` would give (shapes and dtypes), from a run on meta copies of its arguments; None if
+    the op has no meta kernel."""
+    def meta(value):
+        return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta") \
+            if isinstance(value, Tensor) else value
+    leaves, rebuild = rules.flat_arguments(args, kwargs)
+    call_args, call_kwargs = rebuild([meta(leaf) for leaf in leaves])
+    try:
+        return _outputs(func(*call_args, **call_kwargs))
+    except Exception:  # noqa: BLE001 - no meta kernel, or a data-dependent shape
+        return None

@@ -9,8 +9,10 @@ products apart, however far the positions are (L4).
 Method (min-plus propagation, :mod:`seqlab.measure.path_tracer`): beside every storage the pass writes,
 the tracer keeps the least distance from each source position to each element, in both units, as int32
 (:mod:`seqlab.measure.distances`; "no path" is a sentinel). Each dispatched op maps the distances of its
-inputs to its outputs by a rule of :mod:`seqlab.measure.path_rules`; an op without a rule falls back to
-"every output element depends on every input element" and is named in the result.
+inputs to its outputs by a rule of :mod:`seqlab.measure.path_rules`; an op without a rule is traced through
+PyTorch's decomposition of it, or derived from its own Jacobian on the concrete inputs, or — when neither can
+be done — refused: named in :attr:`PathMatrix.fallbacks`, treated as all-to-all, and the matrix is then a bound
+(:attr:`PathMatrix.exact` is False), never a measurement (see :mod:`seqlab.measure.path_tracer`).
 
 Memory, bounded (issue 17): the distances of a pass take S × (elements written) × 8 bytes (two int32
 units) — at T = 512, d = 256 a self-attention pass takes about 11 MiB per source. The sources are
@@ -44,7 +46,7 @@ both give the same matrices on every layer seqlab ships and on the tests' own mo
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -52,6 +54,7 @@ from torch import Tensor
 
 from seqlab.errors import SeqlabError
 from seqlab.measure.distances import seed, to_lengths
+from seqlab.measure.layout import check_positions_layout
 from seqlab.measure.path_tracer import UNITS, PathTracer
 from seqlab.measure.switches import one_thread, reference_kernels
 from seqlab.memory import GIB, available_memory_bytes
@@ -88,9 +91,15 @@ class PathMatrix:
             output position j; None where y_j does not depend on that input at all.
         ops: the same in compute ops (element-wise ops, reductions and products each count 1).
         sources: the input positions measured (0-based), rows of the two matrices.
-        fallbacks: ops that had no rule and were treated as all-to-all (name → calls).
+        fallbacks: ops **refused**: no rule, no decomposition, no Jacobian that could be taken; each was treated
+            as all-to-all (name → calls). When it is not empty the matrices are a **bound**, not a measurement:
+            every dependence through such an op is over-stated and every path length under-stated
+            (:attr:`exact` is False).
         undefined: output positions whose value is NaN somewhere (batch or feature); their entries are
             None: a NaN has no path, and it is not "independent" either — read this list.
+        decomposed: ops traced through PyTorch's own decompositions (``torch._decomp``), name → calls: exact.
+        derived: ops whose dependence came from their own Jacobian on the concrete inputs, name → calls: exact
+            at this input (numerical dependence, as the Jacobian reads it).
 
     Each row has T_out entries, one per output position (T_out may differ from the T_in input positions).
     """
@@ -100,6 +109,13 @@ class PathMatrix:
     sources: tuple[int, ...]
     fallbacks: dict[str, int]
     undefined: tuple[int, ...] = ()
+    decomposed: dict[str, int] = field(default_factory=dict)
+    derived: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def exact(self) -> bool:
+        """True when every op went through a rule, a decomposition or its Jacobian (no op was refused)."""
+        return not self.fallbacks
 
     def longest(self, unit: str = "products") -> int | None:
         """The maximum path length over all connected pairs (Table 1's "maximum path length").
@@ -140,6 +156,8 @@ class PathBatch:
     ops: tuple[tuple[tuple[int | None, ...], ...], ...]
     undefined: tuple[tuple[int, ...], ...]
     fallbacks: dict[str, int]
+    decomposed: dict[str, int] = field(default_factory=dict)
+    derived: dict[str, int] = field(default_factory=dict)
 
 
 def path_batches(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[int],
@@ -174,7 +192,8 @@ def path_batches(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[in
             selected = select(layer(copy))
         lengths = [_lengths(tracer, y, len(batch)) for y in selected]
         yield PathBatch(batch, tracer.used_bytes, tuple(p for p, _, _ in lengths), tuple(o for _, o, _ in lengths),
-                        tuple(u for _, _, u in lengths), dict(tracer.fallbacks))
+                        tuple(u for _, _, u in lengths), dict(tracer.fallbacks), dict(tracer.decomposed),
+                        dict(tracer.derived))
         size = max(1, int(batch_bytes * len(batch) // max(tracer.used_bytes, 1)))
 
 
@@ -239,9 +258,7 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
     if not isinstance(x, Tensor) or x.dim() < 2:
         got = getattr(x, "shape", type(x))
         raise SeqlabError(f"x must have shape (T, d), (B, T, d) or (..., T, d), received {got}")
-    if getattr(layer, "batch_first", None) is False and x.dim() == 3:
-        raise SeqlabError(f"{type(layer).__name__} has batch_first=False: it reads x {tuple(x.shape)} as (T, B, d), "
-                          "but the positions here are on dim -2; pass x as (T, d) or a batch_first module")
+    check_positions_layout(layer, x)
     T = x.shape[-2]
     sources = tuple(range(T)) if sources is None else tuple(sources)
     if not sources or any(not isinstance(s, int) or not 0 <= s < T for s in sources):
@@ -258,5 +275,7 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
         sources=sources,
         fallbacks=batches[0].fallbacks,
         undefined=batches[0].undefined[k],
+        decomposed=batches[0].decomposed,
+        derived=batches[0].derived,
     ) for k in range(len(batches[0].products))]
     return matrices if outputs is not None else matrices[0]

@@ -25,11 +25,12 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError
+from seqlab.measure.layout import batch_first_of
 
 
 def batch_dim(layer: object) -> int:
     """The layer's own batch dimension: 1 for a module with ``batch_first=False`` (sequence-first), else 0."""
-    return 1 if getattr(layer, "batch_first", True) is False else 0
+    return 1 if batch_first_of(layer) is False else 0
 
 
 def check_layout(layer: Callable[[Tensor], Tensor], y_first: Tensor, alone: Tensor) -> None:

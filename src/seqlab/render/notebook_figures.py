@@ -62,9 +62,10 @@ def profile_figure(result: Any, lang: str = "en") -> Any:
     work.set_xlabel(_("multiplications (multiply-adds)"))
     work.margins(x=0.25)
     path = result.path
+    bound = "" if path.exact else " " + _("(at least: a bound)")  # an op was refused: paths are lower bounds
     groups = ((_("span (depth)"), result.span_ops, result.span_products),
-              (_("longest path"), path.longest_ops, path.longest_products),
-              (_("path 1 → T"), path.first_to_last_ops, path.first_to_last_products))
+              (_("longest path") + bound, path.longest_ops, path.longest_products),
+              (_("path 1 → T") + bound, path.first_to_last_ops, path.first_to_last_products))
     positions = range(len(groups))
     for offset, unit, index, color in ((-0.2, _("ops"), 1, "tab:orange"), (0.2, _("matrix products"), 2,
                                                                                 "tab:green")):

@@ -265,10 +265,14 @@ def _names(counts: dict[str, int], lang: str) -> str:
     return ", ".join(f"{name} ×{count}" for name, count in sorted(counts.items())) or tr("none")
 
 
-def _pair(products: int | None, ops: int | None, lang: str) -> str:
+def _pair(products: int | None, ops: int | None, lang: str, exact: bool = True) -> str:
+    """A path in both units; ``exact`` False: a lower bound (an op was refused and taken as all-to-all)."""
     tr = _tr(lang)
     if products is None or ops is None:
         return tr("not connected")
+    if not exact:
+        return tr("at least {products} products, {ops} ops (a bound)").format(
+            products=format_integer(products, lang), ops=format_integer(ops, lang))
     return tr("{products} products, {ops} ops").format(products=format_integer(products, lang),
                                                          ops=format_integer(ops, lang))
 
@@ -296,11 +300,17 @@ def profile_table(result: ProfileResult, lang: str = "en") -> Table:
         (tr("Span: matrix products in a row"), format_integer(result.span_products, lang)),
         (tr("Operations in the pass (work in ops)"), format_integer(result.total_ops, lang)),
         (tr("Fused kernels whose inner chain is unseen"), _names(result.fused, lang)),
-        (tr("Longest path"), _pair(path.longest_products, path.longest_ops, lang)),
-        (tr("Path from position 1 to T"), _pair(path.first_to_last_products, path.first_to_last_ops, lang)),
-        (tr("Path from position T to 1"), _pair(path.last_to_first_products, path.last_to_first_ops, lang)),
-        (tr("Ops without a path rule (all-to-all)"), _names(path.fallbacks, lang)),
+        (tr("Longest path"), _pair(path.longest_products, path.longest_ops, lang, path.exact)),
+        (tr("Path from position 1 to T"), _pair(path.first_to_last_products, path.first_to_last_ops, lang,
+                                                path.exact)),
+        (tr("Path from position T to 1"), _pair(path.last_to_first_products, path.last_to_first_ops, lang,
+                                                path.exact)),
+        (tr("Ops the path engine refused (all-to-all: paths are bounds)"), _names(path.fallbacks, lang)),
     ]
+    if path.decomposed:
+        rows.append((tr("Ops traced through PyTorch's decompositions"), _names(path.decomposed, lang)))
+    if path.derived:
+        rows.append((tr("Ops whose dependence comes from their own Jacobian"), _names(path.derived, lang)))
     if path.undefined:  # NaN outputs: no path is reported to them
         rows.append((tr("Positions whose output is undefined (NaN), no path reported"),
                      ", ".join(format_integer(p + 1, lang) for p in path.undefined)))

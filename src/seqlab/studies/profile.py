@@ -34,7 +34,7 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -42,6 +42,7 @@ from torch import Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.measure.layout import check_positions_layout
 from seqlab.measure.ops import op_name
 from seqlab.measure.paths import measure_paths
 from seqlab.measure.switches import evaluation_mode
@@ -66,9 +67,15 @@ class PathSummary:
         first_to_last_products, first_to_last_ops: from input position 0 to output position T - 1
             (None when y_{T-1} does not depend on x_0).
         last_to_first_products, last_to_first_ops: from T - 1 back to 0 (None for a causal module).
-        fallbacks: ops with no path rule, treated as all-to-all (name → calls).
+        fallbacks: ops the path engine **refused** (no rule, no decomposition, no Jacobian it could take),
+            treated as all-to-all (name → calls). When any was refused the path figures above are **lower
+            bounds** (an all-to-all op can only add dependence and shorten paths; "not connected" stays
+            exact) and :attr:`exact` is False: every report says so instead of printing them as measured.
         undefined: output positions (0-based) whose value is NaN (:attr:`PathMatrix.undefined
             <seqlab.measure.paths.PathMatrix.undefined>`): no path is reported to them, never "depends".
+        decomposed: ops traced through PyTorch's decompositions; derived: ops whose dependence came from their
+            own Jacobian at this input (name → calls). Both exact.
+        exact: no op was refused: the path figures are measurements.
     """
 
     sources: tuple[int, ...]
@@ -80,6 +87,9 @@ class PathSummary:
     last_to_first_ops: int | None
     fallbacks: dict[str, int]
     undefined: tuple[int, ...] = ()
+    decomposed: dict[str, int] = field(default_factory=dict)
+    derived: dict[str, int] = field(default_factory=dict)
+    exact: bool = True
 
 
 @dataclass(frozen=True)
@@ -212,9 +222,11 @@ def profile(module: Callable[..., Any], x: Tensor, *, sources: Sequence[int] | s
     Raises:
         SeqlabError: ``module`` is not callable; ``x`` is not a floating (B, T, d) or (T, d) tensor;
             the module fails on ``x`` or returns no (…, T, d_out) tensor; ``sources`` are out of range;
-            or a trace fails (the message names the op); or the path analysis would not fit in memory.
+            or a trace fails (the message names the op); or the path analysis would not fit in memory; or
+            ``x`` is (B, T, d) for a module with ``batch_first=False`` (it would read the positions as batch rows).
     """
     x = _check_input(module, x)
+    check_positions_layout(module, x)  # a sequence-first module would read the positions as batch rows
     T = x.shape[-2]
     chosen = _resolve_sources(sources, T)
     with evaluation_mode(module), fixed_threads(1):
@@ -241,7 +253,8 @@ def profile(module: Callable[..., Any], x: Tensor, *, sources: Sequence[int] | s
         sources=chosen, longest_products=paths.longest("products"), longest_ops=paths.longest("ops"),
         first_to_last_products=between(0, T - 1, "products"), first_to_last_ops=between(0, T - 1, "ops"),
         last_to_first_products=between(T - 1, 0, "products"), last_to_first_ops=between(T - 1, 0, "ops"),
-        fallbacks=dict(paths.fallbacks), undefined=tuple(paths.undefined))
+        fallbacks=dict(paths.fallbacks), undefined=tuple(paths.undefined), decomposed=dict(paths.decomposed),
+        derived=dict(paths.derived), exact=paths.exact)
     return ProfileResult(
         module=type(module).__name__, shape=tuple(x.shape), T=T, d_model=x.shape[-1],
         multiplications=work.multiplications, by_op=dict(work.by_op), unaccounted=dict(work.unaccounted),

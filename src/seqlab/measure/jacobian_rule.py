@@ -1,0 +1,151 @@
+"""Dependence of an op without a path rule, derived exactly from its own Jacobian on the concrete inputs.
+
+The path tracer (:mod:`seqlab.measure.path_tracer`) has hand rules for a small set of primitive ops and runs
+composite ops through PyTorch's decompositions. An op that has neither (``aten._cdist_forward``,
+``aten.avg_pool2d``, ``aten.glu``…) is not guessed: this module computes which input elements each output
+element depends on **at the inputs the pass really gave it**, from the op's Jacobian in float64
+(``torch.autograd.functional.jacobian``, reverse or forward mode, whichever needs fewer passes), and moves
+the distances through that boolean pattern by a min-plus product:
+
+    d_out[s, o] = min { d_in[s, i] : ∂out_o / ∂in_i ≠ 0 (or NaN) } + one step
+
+This is *numerical* dependence at the point (the same reading as the Jacobian the tests compare with): a
+max-pool output depends on its window's largest element only, a hard-swish below −3 on nothing. Integer
+and boolean outputs have a derivative of 0 wherever they are defined (they are piecewise constant), so
+they depend on no source. The Jacobian is only taken when it is small (:data:`LIMIT` entries); a larger
+one, an op without a derivative, or a complex tensor is refused (returns None) and the tracer names the op.
+
+Shapes: S distance rows (sources × the two units), n input elements, m output elements.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from seqlab.measure.distances import UNREACHABLE, unreachable
+
+#: The most Jacobian entries (output elements × input elements, summed over pairs) derived for one op call.
+LIMIT = 2**22
+#: Elements per chunk of the boolean min-plus product (S · outputs · inputs int32 values, 64 MiB).
+CHUNK_ELEMENTS = 2**24
+
+Read = Callable[[Tensor], Tensor | None]
+
+
+def _traced_floats(leaves: Sequence[Any], read: Read) -> list[int]:
+    """Slots of the leaves that are floating tensors carrying distances."""
+    return [i for i, leaf in enumerate(leaves)
+            if isinstance(leaf, Tensor) and leaf.is_floating_point() and read(leaf) is not None]
+
+
+def derive(func: torch._ops.OpOverload, leaves: list[Any], rebuild: Callable[[list[Any]], tuple[tuple, dict]],
+           read: Read, outs: Sequence[Tensor], rows: int) -> list[Tensor | None] | None:
+    """Distances (before the op's own step) of each output of ``func``, from its Jacobian; None when refused.
+
+    Args:
+        func: an op with no path rule (functional: it must not write into its inputs).
+        leaves, rebuild: the op's arguments as a flat list and the function that rebuilds (args, kwargs)
+            (:func:`seqlab.measure.path_rules.flat_arguments`).
+        read: distances of a tensor, (rows, *shape), or None for a constant.
+        outs: the op's real outputs (their shapes and dtypes).
+        rows: distance rows.
+
+    Returns:
+        One (rows, *out.shape) distance (None: a constant) per output, or None when the op cannot be derived
+        (a complex tensor, a Jacobian over :data:`LIMIT` entries, no derivative formula, an op that fails in float64).
+    """
+    slots = _traced_floats(leaves, read)
+    if not slots:
+        return [None for _ in outs]
+    floats = [o for o in outs if o.is_floating_point()]
+    if any(t.is_complex() for t in [*outs, *(leaf for leaf in leaves if isinstance(leaf, Tensor))]):
+        return None
+    if sum(o.numel() for o in floats) * sum(leaves[i].numel() for i in slots) > LIMIT:
+        return None
+    patterns = _patterns(func, leaves, rebuild, slots, outs)
+    if patterns is None:
+        return None
+    result: list[Tensor | None] = []
+    for k, out in enumerate(outs):
+        if not out.is_floating_point():
+            result.append(None)  # integer / boolean: piecewise constant, derivative 0
+            continue
+        if out.numel() == 0:
+            result.append(unreachable(rows, out.shape))
+            continue
+        best = None
+        for i, pattern in zip(slots, patterns[k], strict=True):
+            if leaves[i].numel() == 0:
+                continue
+            d = _through(read(leaves[i]).reshape(rows, -1), pattern.reshape(out.numel(), -1))
+            best = d if best is None else torch.minimum(best, d)
+        result.append(unreachable(rows, out.shape) if best is None else best.reshape(rows, *out.shape))
+    return result
+
+
+def _patterns(func, leaves: list[Any], rebuild, slots: list[int], outs: Sequence[Tensor]) -> list[list[Tensor]] | None:
+    """patterns[k][a]: bool (*outs[k].shape, *leaves[slots[a]].shape), True where the derivative is not 0."""
+    inputs = tuple(leaves[i].detach().to(torch.float64) for i in slots)
+    float_outputs = [k for k, o in enumerate(outs) if o.is_floating_point()]
+
+    constants = [leaf.detach().to(torch.float64) if isinstance(leaf, Tensor) and leaf.is_floating_point() else leaf
+                 for leaf in leaves]  # the op sees one float dtype, as in the pass
+
+    def function(*values: Tensor) -> tuple[Tensor, ...]:
+        changed = list(constants)
+        for i, value in zip(slots, values, strict=True):
+            changed[i] = value
+        call_args, call_kwargs = rebuild(changed)
+        produced = func(*call_args, **call_kwargs)
+        produced = list(produced) if isinstance(produced, (list, tuple)) else [produced]
+        return tuple(produced[k] for k in float_outputs)
+
+    m = sum(outs[k].numel() for k in float_outputs)
+    n = sum(t.numel() for t in inputs)
+    strategy = "forward-mode" if n < m else "reverse-mode"
+    try:
+        jacobian = _worker().submit(_jacobian, function, inputs, strategy).result()
+    except torch.OutOfMemoryError:
+        raise
+    except Exception:  # noqa: BLE001 - no derivative, no float64 kernel, a shape the op refuses: not derivable
+        return None
+    by_output: list[list[Tensor]] = [[] for _ in outs]
+    for row, k in zip(jacobian, float_outputs, strict=True):
+        by_output[k] = [(block != 0) | block.isnan() for block in row]
+    return by_output
+
+
+@functools.cache
+def _worker() -> ThreadPoolExecutor:
+    """The thread Jacobians are taken on. A dispatch mode's handler runs below autograd (its thread excludes
+    the autograd keys, and its modes are popped): a thread of its own starts from PyTorch's defaults, with
+    no mode and autograd on, and changes nothing of the caller's thread."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="seqlab-jacobian")
+
+
+def _jacobian(function, inputs: tuple[Tensor, ...], strategy: str) -> tuple[tuple[Tensor, ...], ...]:
+    """The Jacobian as blocks [output][input]; vectorized first, one pass per row or column if vmap cannot run."""
+    torch.set_grad_enabled(True)  # this worker thread's own grad mode
+    try:
+        blocks = torch.autograd.functional.jacobian(function, inputs, vectorize=True, strategy=strategy)
+    except Exception:  # noqa: BLE001 - an op without a batching rule: plain passes
+        blocks = torch.autograd.functional.jacobian(function, inputs)
+    return blocks
+
+
+def _through(d: Tensor, pattern: Tensor) -> Tensor:
+    """(S, n) distances through an (m, n) boolean dependence pattern: (S, m), the least over allowed inputs."""
+    S, n = d.shape
+    m = pattern.shape[0]
+    if m == 0 or n == 0:
+        return unreachable(S, (m,))
+    rows = max(1, CHUNK_ELEMENTS // max(1, S * n))
+    chunks = [torch.where(pattern[None, start:start + rows], d[:, None, :], UNREACHABLE).amin(dim=-1)
+              for start in range(0, m, rows)]
+    return torch.cat(chunks, dim=-1)

@@ -1,0 +1,216 @@
+"""Issue 21: every op the path tracer meets is handled exactly (rule, decomposition, Jacobian) or refused by name.
+
+Each kind has at least two inputs of its kind; every traced dependence is compared with the float64 Jacobian
+(tests/jacobian_oracle.py). Models from ``transformers`` are in tests/test_transformers_mixers.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from jacobian_oracle import dependence, traced
+from seqlab.errors import SeqlabError
+from seqlab.layers.recurrent import ElmanRNN
+from seqlab.measure.paths import measure_paths
+from seqlab.studies.profile import profile
+
+
+def _x(T: int = 6, d: int = 4, seed: int = 0) -> torch.Tensor:
+    return torch.randn(T, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def _agrees(layer, x: torch.Tensor):
+    paths = measure_paths(layer, x)
+    assert traced(paths) == dependence(layer, x)
+    assert paths.exact and paths.fallbacks == {}
+    return paths
+
+
+def _causal(T: int) -> tuple[tuple[bool, ...], ...]:
+    return tuple(tuple(j >= i for j in range(T)) for i in range(T))
+
+
+# --- fills are constants, never element ids -----------------------------------------------------------
+
+@pytest.mark.parametrize("fill", [
+    lambda x: x + torch.ones_like(x),
+    lambda x: x * torch.full_like(x, 2.0) + x.new_full(x.shape, 3.0),
+    lambda x: x + torch.zeros(x.shape, dtype=x.dtype) + torch.arange(x.shape[-1], dtype=x.dtype),
+], ids=["ones_like", "full_like+new_full", "zeros+arange"])
+def test_a_fill_is_a_constant(fill):
+    paths = _agrees(fill, _x())
+    assert paths.products == tuple(tuple(0 if j == i else None for j in range(6)) for i in range(6))
+
+
+@pytest.mark.parametrize("T", [5, 8])
+def test_masking_with_where_and_full_like_is_causal(T):
+    """The common masking idiom where(mask, s, full_like(s, -inf)): no crash, and the mask cuts the future."""
+    mask = torch.ones(T, T, dtype=torch.bool).tril()
+
+    def attention(x):
+        scores = x @ x.T
+        weights = torch.softmax(torch.where(mask, scores, torch.full_like(scores, float("-inf"))), dim=-1)
+        return weights @ x
+
+    paths = _agrees(attention, _x(T))
+    assert traced(paths) == _causal(T)
+
+
+# --- an exact constant zero inside a data-dependent factor cuts ---------------------------------------
+
+def _segment_decay(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """Mamba-2's masked decay: L[j, i] = exp(Σ_{i<k≤j} a_k) below the diagonal, exactly 0 above (masked -inf)."""
+    T = x.shape[0]
+    a = -F.softplus(x @ w)[:, 0]  # (T,) data-dependent log-decays
+    below = torch.ones(T, T, dtype=torch.bool).tril(-1)
+    segments = a[:, None].expand(T, T).masked_fill(~below, 0).cumsum(0)
+    return segments.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf")).exp()
+
+
+@pytest.mark.parametrize("T", [4, 7])
+def test_masked_decay_times_scores_is_causal(T):
+    """The chunked state-space-duality form: (L ⊙ C Bᵀ) X with L data-dependent and exactly 0 above its diagonal."""
+    w = torch.randn(4, 1, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    paths = _agrees(lambda x: (_segment_decay(x, w) * (x @ x.T)) @ x, _x(T))
+    assert traced(paths) == _causal(T)
+
+
+def test_gated_linear_attention_chunk_is_causal():
+    """A chunk of gated linear attention: the decay matrix (data-dependent, masked to 0) times q kᵀ, then v."""
+    T, d = 6, 4
+    generator = torch.Generator().manual_seed(2)
+    wq, wk, wv, wg = (torch.randn(d, d, generator=generator, dtype=torch.float64) for _ in range(4))
+
+    def chunk(x):
+        log_gate = F.logsigmoid(x @ wg).sum(-1)  # (T,)
+        cumulative = log_gate.cumsum(0)
+        decay = (cumulative[:, None] - cumulative[None, :]).masked_fill(
+            ~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf")).exp()
+        return (decay * ((x @ wq) @ (x @ wk).T)) @ (x @ wv)
+
+    paths = _agrees(chunk, _x(T, d))
+    assert traced(paths) == _causal(T)
+
+
+# --- ops without a rule: decomposed or derived, exact against the Jacobian ---------------------------
+
+@pytest.mark.parametrize(("name", "layer", "how"), [
+    ("log_sigmoid", lambda x: F.logsigmoid(x), "decomposed"),
+    ("glu", lambda x: F.glu(torch.cat([x, x.flip(0)], -1), -1), "decomposed"),
+    ("hardswish", lambda x: F.hardswish(3 * x), "decomposed"),
+    ("prelu", lambda x: F.prelu(x, torch.tensor([0.25], dtype=x.dtype)), None),
+    ("rrelu", lambda x: F.rrelu(x), None),
+    ("avg_pool", lambda x: F.avg_pool1d(x.T[None], 3, 1, padding=1)[0].T, None),
+    ("max_pool", lambda x: F.max_pool1d(x.T[None], 2, 1)[0].T, None),
+    ("adaptive_avg_pool", lambda x: F.adaptive_avg_pool1d(x.T[None], 3)[0].T, None),
+    ("cdist", lambda x: torch.cdist(x, x[:3]), "derived"),
+])
+def test_an_op_without_a_rule_agrees_with_its_jacobian(name, layer, how):
+    paths = _agrees(layer, _x())
+    if how is not None:
+        assert getattr(paths, how), f"{name} was expected to be {how}"
+
+
+@pytest.mark.parametrize("route", ["index_add", "index_put accumulate"])
+def test_token_routed_experts_scatter_add_along_positions(route):
+    """A mixture-of-experts combine: out.index_add_(0, token_ids, expert_out) routes each token back to its row."""
+    x = _x(6)
+    tokens = torch.tensor([0, 2, 4, 1, 3, 5])
+    experts = torch.randn(4, 4, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+
+    def combine(x):
+        routed = x[tokens] @ experts  # each token's expert output, in routed order
+        if route == "index_add":
+            return torch.zeros_like(x).index_add_(0, tokens, routed)
+        return torch.zeros_like(x).index_put_((tokens,), routed, accumulate=True)
+
+    paths = _agrees(combine, x)
+    assert paths.products == tuple(tuple(1 if j == i else None for j in range(6)) for i in range(6))
+
+
+# --- complex tensors ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("read", ["real", "view_as_real"])
+def test_a_complex_diagonal_recurrence(read):
+    """h_t = λ ⊙ h_{t-1} + x_t with complex λ (S4D / LRU): causal, as its Jacobian."""
+    lam = torch.polar(torch.full((4,), 0.9, dtype=torch.float64), torch.linspace(0, 1, 4, dtype=torch.float64))
+
+    def recurrence(x):
+        h, ys = torch.zeros(4, dtype=torch.complex128), []
+        for t in range(x.shape[0]):
+            h = lam * h + x[t].to(torch.complex128)
+            ys.append(h.real if read == "real" else torch.view_as_real(h).sum(-1))
+        return torch.stack(ys)
+
+    paths = _agrees(recurrence, _x())
+    assert traced(paths) == _causal(6)
+
+
+def test_a_fourier_transform_reads_its_whole_dim():
+    paths = _agrees(lambda x: torch.fft.rfft(x, dim=0).abs(), _x(6))
+    assert all(v is not None for row in paths.products for v in row)
+
+
+def test_an_fft_convolution_is_named_as_a_bound():
+    """A causal convolution by FFT (zero-padded to 2T) cancels the future exactly only in exact arithmetic: the
+    inverse transform is named and the matrix reported as a bound, never as a measurement."""
+    T = 6
+    kernel = torch.randn(T, 4, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+
+    def long_convolution(x):
+        spectrum = torch.fft.rfft(x, n=2 * T, dim=0) * torch.fft.rfft(kernel, n=2 * T, dim=0)
+        return torch.fft.irfft(spectrum, n=2 * T, dim=0)[:T]
+
+    paths = measure_paths(long_convolution, _x(T))
+    assert not paths.exact and "aten._fft_c2r" in paths.fallbacks
+    assert dependence(long_convolution, _x(T)) == _causal(T)  # what the bound over-states
+
+
+# --- the addend of addmm is added, not multiplied -----------------------------------------------------
+
+def test_an_elman_step_written_with_addmm_has_the_paths_of_the_lesson():
+    rnn = ElmanRNN(4, 4, generator=torch.Generator().manual_seed(5), dtype=torch.float64).eval()
+    w_xh, w_hh, bias = rnn.weight_xh.detach(), rnn.weight_hh.detach(), rnn.bias_h.detach()
+
+    def written_with_addmm(x):
+        h, ys = torch.zeros(1, 4, dtype=x.dtype), []
+        for t in range(x.shape[0]):
+            h = torch.tanh(torch.addmm(x[t:t + 1] @ w_xh.T + bias, h, w_hh.T))  # the addend: W_xh x_t + b
+            ys.append(h)
+        return torch.cat(ys)
+
+    expected = measure_paths(rnn, _x())
+    assert measure_paths(written_with_addmm, _x()).products == expected.products
+    assert expected.row(0) == (1, 2, 3, 4, 5, 6)  # W_xh once, then W_hh at every later step (L3)
+
+
+def test_addmv_and_baddbmm_addends_take_no_product():
+    w = torch.randn(4, 4, generator=torch.Generator().manual_seed(6), dtype=torch.float64)
+    through_addmv = measure_paths(lambda x: torch.stack([torch.addmv(x[t], w, x[t]) for t in range(6)]), _x())
+    assert through_addmv.products == tuple(tuple(0 if j == i else None for j in range(6)) for i in range(6))
+    through_baddbmm = measure_paths(lambda x: torch.baddbmm(x[None], x[None], w[None])[0], _x())
+    assert through_baddbmm.products == through_addmv.products
+
+
+# --- profile keeps the sequence-first layout guard ----------------------------------------------------
+
+@pytest.mark.parametrize("module", [nn.GRU(4, 4), nn.TransformerEncoderLayer(4, 1, dim_feedforward=8, dropout=0.0),
+                                    nn.MultiheadAttention(4, 1)], ids=["GRU", "TransformerEncoderLayer", "MHA"])
+def test_profile_refuses_a_sequence_first_module_on_batch_first_input(module):
+    layer = module if not isinstance(module, nn.MultiheadAttention) else _SelfAttention(module)
+    with pytest.raises(SeqlabError, match="batch_first=False"):
+        profile(layer, torch.randn(1, 5, 4))
+    assert profile(layer, torch.randn(5, 4)).T == 5  # the same module on (T, d) is measured
+
+
+class _SelfAttention(nn.Module):
+    def __init__(self, attention: nn.MultiheadAttention) -> None:
+        super().__init__()
+        self.attention = attention
+        self.batch_first = attention.batch_first
+
+    def forward(self, x):
+        return self.attention(x, x, x, need_weights=False)[0]
