@@ -44,7 +44,8 @@ Coverage, per sample, from the engine's own account (``PathMatrix.fallbacks``, a
 ``derived`` where the engine has them): **exact** (every op through a rule), **decomposed** (some op traced
 through ``torch._decomp``), **derived** (some op's dependence taken from its own Jacobian), **refused** (some
 op had no rule: figures only a bound; named), **crashed** (the engine raised: the error), **skipped** (why).
-A sample with several takes the last of exact < decomposed < derived < refused.
+A sample with several takes the last of exact < decomposed < derived < refused. Warnings raised while a
+sample runs (an op's own deprecation notes) are recorded in its result, not raised.
 
 Work: :func:`seqlab.measure.work.count_multiplications` against ``torch.utils.flop_counter.FlopCounterMode``
 (FLOPs / 2) on the same float32 call. seqlab adds multiplications of its own formulas (outer products,
@@ -143,6 +144,7 @@ class Result:
     extra_pairs: list = field(default_factory=list)
     undefined: int = 0
     units_disagree: bool = False
+    warnings: list = field(default_factory=list)
     work: dict | None = None
     seconds: float = 0.0
 
@@ -337,6 +339,7 @@ def float_outputs(result: Any) -> list[Tensor]:
     flat = []
     for t in leaves:
         if t.is_complex():
+            t = t.resolve_conj() if t.is_conj() else t  # a conjugate view has no real view of its own
             flat.append(torch.view_as_real(t).reshape(-1))
         elif t.is_floating_point() and t.numel():
             flat.append(t.reshape(-1))
@@ -483,8 +486,12 @@ def run_case(case: Case, level: bool | None = None, seconds: float | None = None
     try:
         from seqlab.measure.switches import one_thread
 
-        with torch.random.fork_rng(), one_thread():  # one thread: small ops, a shared machine
+        # one thread: small ops, a shared machine; warnings recorded, not raised (an op's own deprecation
+        # notes are no failure of the engine), and listed in the result
+        with torch.random.fork_rng(), one_thread(), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             _judge(case, result, level, work)
+        result.warnings = sorted({f"{w.category.__name__}: {_short(w.message, 120)}" for w in caught})
     except _Timeout:
         result.coverage, result.reason = "skipped", f"over {seconds:g} s"
     finally:
