@@ -464,7 +464,8 @@ def _engine(case: Case, level: bool | None) -> list:
                          positions=level)
 
 
-def run_case(case: Case, level: bool | None = None, seconds: float | None = None, work: bool = True) -> Result:
+def run_case(case: Case, level: bool | None = None, seconds: float | None = None, work: bool = True,
+             max_input: int | None = None, max_output: int | None = None) -> Result:
     """Run one case through the engine and compare it (see the module docstring).
 
     Args:
@@ -472,6 +473,7 @@ def run_case(case: Case, level: bool | None = None, seconds: float | None = None
             two sources, what a user gets), False (element-level distances), True (position level).
         seconds: stop a sample that runs longer (skipped, "over N s"; main thread only). None: no limit.
         work: compare the work counters too.
+        max_input, max_output: the size bounds (default :data:`MAX_INPUT`, :data:`MAX_OUTPUT`).
     """
     start = time.perf_counter()
     result = Result(case.entry, case.kind, case.index, case.shapes, "skipped", case.skip)
@@ -490,7 +492,8 @@ def run_case(case: Case, level: bool | None = None, seconds: float | None = None
         # notes are no failure of the engine), and listed in the result
         with torch.random.fork_rng(), one_thread(), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            _judge(case, result, level, work)
+            _judge(case, result, level, work, MAX_INPUT if max_input is None else max_input,
+                   MAX_OUTPUT if max_output is None else max_output)
         result.warnings = sorted({f"{w.category.__name__}: {_short(w.message, 120)}" for w in caught})
     except _Timeout:
         result.coverage, result.reason = "skipped", f"over {seconds:g} s"
@@ -502,13 +505,13 @@ def run_case(case: Case, level: bool | None = None, seconds: float | None = None
     return result
 
 
-def _judge(case: Case, result: Result, level: bool | None, work: bool) -> None:
+def _judge(case: Case, result: Result, level: bool | None, work: bool, max_input: int, max_output: int) -> None:
     n = sum(t.numel() for t in case.sources)
     if n == 0:
         result.reason = "empty input"
         return
-    if n > MAX_INPUT:
-        result.reason = f"input of {n} elements > {MAX_INPUT}"
+    if n > max_input:
+        result.reason = f"input of {n} elements > {max_input}"
         return
     try:
         first = float_outputs(_seeded(case.call, _clone(case.sources)))
@@ -524,8 +527,8 @@ def _judge(case: Case, result: Result, level: bool | None, work: bool) -> None:
     if m == 0:
         result.reason = "empty output"
         return
-    if m > MAX_OUTPUT:
-        result.reason = f"output of {m} elements > {MAX_OUTPUT}"
+    if m > max_output:
+        result.reason = f"output of {m} elements > {max_output}"
         return
     if any(a.shape != b.shape or _changed(a, b).any() for a, b in zip(first, again, strict=True)):
         result.reason = "nondeterministic under a fixed seed"
