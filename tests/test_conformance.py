@@ -165,3 +165,24 @@ def test_element_and_position_level_distances_give_the_same_pattern(name: str) -
         element, _ = conformance._engine_pattern(conformance._engine(case, False), n, scratch)
         position, _ = conformance._engine_pattern(conformance._engine(case, True), n, scratch)
         assert torch.equal(element, position), (case.index, case.shapes)
+
+
+def test_the_benchmark_prints_the_classes_and_writes_json(tmp_path, capsys) -> None:
+    """benchmarks/conformance.py in-process on one op: its table and its JSON agree on the counts."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "conformance.py"
+    spec = importlib.util.spec_from_file_location("conformance_benchmark", script)
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    out = tmp_path / "mm.json"
+    assert benchmark.main(["--ops", "mm", "--no-modules", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    results = json.loads(out.read_text())["results"]
+    coverage = [r["coverage"] for r in results]
+    assert "op_db: 1 entries" in printed
+    assert f"  {'exact':<11} {coverage.count('exact'):>8} {1:>8}" in printed  # every run sample exact: one entry
+    assert coverage.count("exact") >= 1 and set(coverage) <= {"exact", "skipped"}
+    assert not any(r["mismatch"] for r in results)
