@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 import warnings
@@ -55,24 +56,39 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_modules:
             yield from conformance.module_cases(names, args.samples)
 
-    last = [None]
+    start, results, stopped = time.perf_counter(), [], None
 
-    def progress(result):
-        if args.progress and result.entry != last[0]:
-            last[0] = result.entry
-            print(f"  {result.kind} {result.entry}", flush=True)
+    def stop(signum, frame):
+        raise _Stopped(signal.Signals(signum).name)
 
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the databases' and the ops' own notes (each sample records its own)
-        results = conformance.run_all(cases(), level, args.seconds, not args.no_work, progress)
+    previous = signal.signal(signal.SIGTERM, stop)  # `timeout` ends a long run: report what was measured
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the databases' and the ops' own notes (each sample records its own)
+            for case in cases():
+                result = conformance.run_case(case, level, args.seconds, not args.no_work)
+                results.append(result)
+                if args.progress and (len(results) == 1 or results[-2].entry != result.entry):
+                    print(f"  {time.perf_counter() - start:7.1f} s  {result.kind} {result.entry}", flush=True)
+    except (_Stopped, KeyboardInterrupt) as why:
+        stopped = str(why) or "interrupted"
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     elapsed = time.perf_counter() - start
     report(results, elapsed)
+    if stopped:
+        last = results[-1] if results else None
+        print(f"STOPPED ({stopped}) after {len(results)} samples, during {last.kind} {last.entry}: "
+              "the counts above are of the samples measured so far" if last else f"STOPPED ({stopped})")
     if args.json:
         with open(args.json, "w") as handle:
-            json.dump({"seconds": elapsed, "level": args.level, "max_input": args.max_input,
-                       "max_output": args.max_output, "results": [r.as_dict() for r in results]}, handle, indent=1)
-    return 0
+            json.dump({"seconds": elapsed, "stopped": stopped, "level": args.level, "samples_per_entry": args.samples,
+                       "max_input": args.max_input, "max_output": args.max_output, "results": [r.as_dict() for r in results]}, handle, indent=1)
+    return 0 if not stopped else 1
+
+
+class _Stopped(BaseException):  # not an Exception: no except clause of a sample swallows it
+    """The run was ended from outside (SIGTERM)."""
 
 
 def _entry_class(results) -> str:
@@ -138,7 +154,8 @@ def report(results, elapsed: float) -> None:
             if seen:
                 print(f"  {label} ops (samples): " + ", ".join(f"{op} ({n})" for op, n in sorted(seen.items())))
         reasons = Counter(_reason_kind(r.reason) for r in mine if r.coverage == "skipped")
-        print("  skipped: " + ", ".join(f"{why} ({n})" for why, n in reasons.most_common()))
+        if reasons:
+            print("  skipped: " + ", ".join(f"{why} ({n})" for why, n in reasons.most_common()))
     print(f"\n{len(results)} samples in {elapsed:.0f} s")
 
 

@@ -445,7 +445,7 @@ def random_points(point: Tensor, count: int = RANDOM_POINTS) -> list[Tensor]:
     return points
 
 
-class _Timeout(Exception):
+class _Timeout(BaseException):  # not an Exception: no except clause of a sample swallows it
     pass
 
 
