@@ -214,3 +214,58 @@ class _SelfAttention(nn.Module):
 
     def forward(self, x):
         return self.attention(x, x, x, need_weights=False)[0]
+
+
+# --- an extreme moves with the elements that attain it ------------------------------------------------
+
+@pytest.mark.parametrize("window", [None, 2], ids=["causal", "causal band of 2"])
+def test_a_row_max_subtracted_before_softmax_does_not_leak_masked_keys(window):
+    """Masks added as finfo.min (not -inf) and the row max subtracted first (GPT-OSS, many eager attentions):
+    the masked logits still depend on their keys, but the max moves only with the logit that attains it."""
+    T = 6
+    allowed = torch.ones(T, T, dtype=torch.bool).tril()
+    if window is not None:
+        allowed &= ~torch.ones(T, T, dtype=torch.bool).tril(-window)
+    mask = torch.zeros(T, T, dtype=torch.float64).masked_fill(~allowed, torch.finfo(torch.float64).min)
+
+    def attention(x):
+        scores = x @ x.T + mask
+        scores = scores - scores.max(dim=-1, keepdim=True).values
+        return scores.softmax(-1) @ x
+
+    paths = _agrees(attention, _x(T))
+    assert traced(paths) == tuple(tuple(bool(allowed[j, i]) for j in range(T)) for i in range(T))
+
+
+# --- a triangular solve (gated delta rule's UT transform) ---------------------------------------------
+
+@pytest.mark.parametrize(("upper", "left"), [(False, True), (True, True), (False, False)])
+def test_a_triangular_solve_reads_the_rows_before(upper, left):
+    """Row i of A⁻¹B reads rows 1…i of B (lower) or i…n (upper): causal or anti-causal, as its Jacobian."""
+    generator = torch.Generator().manual_seed(7)
+    a = torch.randn(6, 6, generator=generator, dtype=torch.float64).tril() + 3 * torch.eye(6, dtype=torch.float64)
+    a = a.T.contiguous() if upper else a
+    if left:
+        paths = _agrees(lambda x: torch.linalg.solve_triangular(a, x, upper=upper), _x())
+        expected = _causal(6) if not upper else tuple(tuple(j <= i for j in range(6)) for i in range(6))
+        assert traced(paths) == expected and paths.row(0)[0] == 1  # one product: the solve
+    else:  # X A = B: each row of X from its own row of B
+        paths = _agrees(lambda x: torch.linalg.solve_triangular(a[:4, :4], x, upper=upper, left=False), _x())
+        assert traced(paths) == tuple(tuple(j == i for j in range(6)) for i in range(6))
+
+
+@pytest.mark.parametrize("unitriangular", [False, True])
+def test_a_triangular_solve_reads_the_triangle_of_its_matrix(unitriangular):
+    paths = _agrees(lambda a: torch.linalg.solve_triangular(
+        a.tril() + 3 * torch.eye(6, dtype=a.dtype), torch.ones(6, 2, dtype=a.dtype), upper=False,
+        unitriangular=unitriangular), _x(6, 6))
+    # row i of A enters X from row i on; with a unit diagonal A's first row holds only the unread a_11
+    assert traced(paths) == tuple(tuple(j >= i and not (unitriangular and i == 0) for j in range(6)) for i in range(6))
+
+
+def test_a_triangular_solve_is_counted():
+    from seqlab.measure.work import count_multiplications
+
+    counted = count_multiplications(torch.linalg.solve_triangular, torch.eye(8).tril(), torch.ones(8, 3), upper=False)
+    assert counted.multiplications == 8 * 7 // 2 * 3 and counted.complete  # n(n - 1)/2 per right-hand side = 84
+    assert count_multiplications(lambda x: x + torch.eye(3), torch.randn(3, 3)).complete  # eye multiplies nothing

@@ -28,11 +28,14 @@ from seqlab.render.figure import (
     draw_figure,
     figure_table,
     figure_translator,
+    lit_sentence,
+    pattern_text,
     wrap_lines,
     write_figure,
 )
+from seqlab.measure.mixing import Band
 from seqlab.render.json_output import to_jsonable
-from seqlab.studies.figure import BOX_SPECS, check_figure_arguments, measure_boxes, measure_figure
+from seqlab.studies.figure import BOX_SPECS, FigureResult, check_figure_arguments, measure_boxes, measure_figure
 
 CLI_ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
 ATTENTION = {"encoder.self_attention": "all-to-all", "decoder.masked_self_attention": "causal",
@@ -94,8 +97,9 @@ class Convolution(torch.nn.Module):
         return self.conv(x.transpose(1, 2)).transpose(1, 2)
 
 
-@pytest.mark.parametrize(("replacement", "pattern"), [(CumulativeSum(), "causal"), (Convolution(16), "partial")])
-def test_a_feed_forward_that_mixes_lights_a_fourth_box(small_model, replacement, pattern):
+@pytest.mark.parametrize(("replacement", "pattern", "band"), [(CumulativeSum(), "causal", None),
+                                                              (Convolution(16), "band", Band(1, 1))])
+def test_a_feed_forward_that_mixes_lights_a_fourth_box(small_model, replacement, pattern, band):
     model, source, target_in = small_model
     boxes = model.boxes()
     assert sum(box.mixes for box in measure_boxes(boxes, source, target_in, 12)) == 3
@@ -103,6 +107,14 @@ def test_a_feed_forward_that_mixes_lights_a_fourth_box(small_model, replacement,
     measured = measure_boxes(boxes, source, target_in, 12)
     assert sum(box.mixes for box in measured) == 4
     assert {box.key: box.pattern for box in measured if box.mixes} == {**ATTENTION, "encoder.feed_forward": pattern}
+    feed_forward = next(box for box in measured if box.key == "encoder.feed_forward")
+    assert feed_forward.band == band and feed_forward.dependencies[0].band == band  # ±1: j − 1 ≤ i ≤ j + 1
+    if band is not None:  # the pattern is shown with its width, in both languages
+        assert pattern_text(feed_forward.pattern, "en", feed_forward.band) == "band ±1, of width 3 (|i − j| ≤ 1)"
+        assert pattern_text(feed_forward.pattern, "es", feed_forward.band) == "banda ±1, de ancho 3 (|i − j| ≤ 1)"
+        result = FigureResult(4, 3, 16, 4, 0, (), measured)
+        assert "Position-wise feed-forward (band ±1, of width 3 (|i − j| ≤ 1))" in lit_sentence(result, "en")
+        assert "banda ±1, de ancho 3 (|i − j| ≤ 1)" in lit_sentence(result, "es")
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
@@ -165,11 +177,14 @@ def test_the_json_has_the_web_lab_shape(result):
     assert list(data) == ["T_source", "T_target", "d_model", "heads", "seed", "lit", "boxes"]
     assert data["lit"] == list(ATTENTION) and len(data["boxes"]) == 15
     for box, key in zip(data["boxes"], BOX_KEYS):
-        assert list(box) == ["key", "stack", "title", "lesson", "column", "row", "mixes", "pattern", "dependencies"]
+        assert list(box) == ["key", "stack", "title", "lesson", "column", "row", "mixes", "pattern", "dependencies",
+                             "band"]
+        assert box["band"] is None  # Figure 1 has no band
         assert box["key"] == key and box["stack"] == key.split(".")[0] and box["column"] == (box["stack"] == "decoder")
         assert isinstance(box["mixes"], bool) and box["lesson"].startswith("Block 5")
         for dependency in box["dependencies"]:
-            assert list(dependency) == ["input_name", "strength", "method", "other_sequence", "pattern", "mixes"]
+            assert list(dependency) == ["input_name", "strength", "method", "other_sequence", "pattern", "mixes",
+                                        "band"]
             assert all(isinstance(value, float) for row in dependency["strength"] for value in row)
 
 

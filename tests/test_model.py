@@ -289,6 +289,28 @@ def test_the_alpha_label_is_boxed_and_clear_of_the_ticks(result, T):
             assert not extent.overlaps(other.get_window_extent(renderer)), other.get_text()
 
 
+def test_the_mixing_table_names_a_band_with_its_width_in_both_languages(result):
+    """A module measured as a sliding window (seqlab's own layer, recorded in a network) shown in the table."""
+    from rich.console import Console
+
+    from seqlab.layers.sliding_window import SlidingWindowAttention
+    from seqlab.measure.modules import measure_submodules
+    from seqlab.render.model import mixing_table
+    from seqlab.studies.model_mixing import _joined
+
+    generator = torch.Generator().manual_seed(4)
+    network = torch.nn.Sequential(SlidingWindowAttention(8, 3, generator=generator, dtype=torch.float64)).eval()
+    measured = measure_submodules(network, torch.randn(1, 8, 8, dtype=torch.float64, generator=generator), names=["0"])
+    window = dataclasses.replace(_joined("0", 1, network, list(measured)), name="encoder.layer.0.window")
+    assert window.pattern == "band" and window.band.width == 3 and window.min_off_diagonal > 0.0
+    shown = dataclasses.replace(result, modules=(*result.modules, window))
+    for lang, words in (("en", "causal band of width 3 (j − 3 < i ≤ j)"),
+                        ("es", "banda causal de ancho 3 (j − 3 < i ≤ j)")):
+        console = Console(width=240, record=True, color_system=None)
+        console.print(mixing_table(shown, lang))
+        assert words in console.export_text()
+
+
 # --- The command ---------------------------------------------------------------------------------------------
 
 @pytest.fixture()

@@ -136,3 +136,17 @@ def test_refusals(net):
         measure_submodules(net, IDS, names=["1.attention.out_proj"])
     with pytest.raises(SeqlabError, match="must be in eval mode"):
         measure_submodules(nn.Sequential(nn.Linear(2, 2)), torch.randn(1, 3, 2))
+
+
+def test_a_sliding_window_submodule_is_named_a_band_with_its_width():
+    from seqlab.layers.sliding_window import SlidingWindowAttention
+    from seqlab.measure.mixing import Band
+
+    generator = torch.Generator().manual_seed(4)
+    network = nn.Sequential(nn.Linear(8, 8), SlidingWindowAttention(8, 3, generator=generator, dtype=torch.float64),
+                            nn.LayerNorm(8)).double().eval()
+    x = torch.randn(1, 9, 8, dtype=torch.float64, generator=generator)
+    found = {row.name: row for row in measure_submodules(network, x)}
+    assert (found["1"].pattern, found["1"].band) == ("band", Band(2, 0))  # causal window of 3: j − 3 < i ≤ j
+    assert found["1"].band.width == 3 and found["1"].mixes
+    assert (found["0"].pattern, found["0"].band) == ("per-row", None)

@@ -243,3 +243,137 @@ def test_sensitivity_leaves_the_layer_alone_and_names_a_bad_weight() -> None:
         measure_sensitivity(rnn, "nope", x)
     with pytest.raises(SeqlabError, match="relative"):
         measure_sensitivity(rnn, "weight_hh_l0", x, relative=0.0)
+
+
+# --- Reach from an initial state (issue 21) ---------------------------------------------------------------
+
+def _reference(function, *inputs):
+    """Frobenius norms of torch.autograd.functional.jacobian(function, inputs), float64: [output][input]."""
+    jacobians = torch.autograd.functional.jacobian(function, inputs)
+    return [[float(block.square().sum().sqrt()) for block in row] for row in jacobians]
+
+
+def test_lstm_reach_from_h0_and_c0_equals_the_float64_jacobian():
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(3, 4).to(F64).eval()
+    gen = torch.Generator().manual_seed(1)
+    x, h0, c0 = (torch.randn(*shape, generator=gen, dtype=F64) for shape in ((7, 3), (1, 4), (1, 4)))
+    for position in (-1, 2):
+        reach = measure_reach(lstm, x, position=position, initial_state=(h0, c0))
+        state = reach.state
+        assert state.names == ("h_0", "c_0") and state.shapes == ((1, 4), (1, 4)) and state.held == ()
+        assert state.final_names == ("h_T", "c_T")
+
+        def outputs(x, h0, c0):
+            y, (h_n, c_n) = lstm(x, (h0, c0))
+            return y[position], h_n, c_n
+
+        reference = _reference(outputs, x, h0, c0)  # rows: y_p, h_T, c_T; columns: x, h_0, c_0
+        assert state.output == pytest.approx(reference[0][1:], rel=1e-12)
+        assert [list(row) for row in state.final] == [pytest.approx(row[1:], rel=1e-12) for row in reference[1:]]
+        # the x norms from the same backward agree with the Jacobian's per-position blocks
+        blocks = torch.autograd.functional.jacobian(lambda x: outputs(x, h0, c0)[0], x)  # (d_h, T, d_in)
+        assert reach.norms == pytest.approx(blocks.square().sum(dim=(0, 2)).sqrt().tolist(), rel=1e-12)
+    assert state.norm("c_T", "c_0") == pytest.approx(reference[2][2], rel=1e-12)  # ∂c_T/∂c_0 = Π diag(f_t)
+    assert 0.0 < state.norm("c_T", "c_0")
+
+
+def test_gru_reach_from_h0_equals_the_jacobian_and_y_T_is_h_T():
+    torch.manual_seed(2)
+    gru = torch.nn.GRU(3, 5).to(F64).eval()
+    gen = torch.Generator().manual_seed(3)
+    x, h0 = torch.randn(6, 3, generator=gen, dtype=F64), torch.randn(1, 5, generator=gen, dtype=F64)
+    state = measure_reach(gru, x, initial_state=h0).state
+    assert state.names == ("h_0",) and state.final_names == ("h_T",)
+    reference = _reference(lambda x, h0: (gru(x, h0)[0][-1], gru(x, h0)[1]), x, h0)
+    assert state.output[0] == pytest.approx(reference[0][1], rel=1e-12)
+    assert state.final[0][0] == pytest.approx(reference[1][1], rel=1e-12)
+    assert state.output[0] == pytest.approx(state.norm("h_T", "h_0"), rel=1e-12)  # one layer: y_T is h_T
+
+
+def _orthogonal(d: int, seed: int) -> torch.Tensor:
+    q, _ = torch.linalg.qr(torch.randn(d, d, generator=torch.Generator().manual_seed(seed), dtype=F64))
+    return q  # (d, d), every eigenvalue of modulus 1
+
+
+@pytest.mark.parametrize("radius", [0.5, 0.9, 1.2])
+def test_elman_reach_from_h0_is_rho_to_the_T_at_rest(radius):
+    """x = 0, no bias, h_0 = 0: every h_t = 0, tanh' = 1, so ∂h_T/∂h_0 = W_hh^T and ||ρQ||^T_F = ρ^T √d."""
+    d, T = 6, 9
+    rnn = torch.nn.RNN(2, d, bias=False).to(F64).eval()
+    with torch.no_grad():
+        rnn.weight_hh_l0.copy_(radius * _orthogonal(d, 4))
+    state = measure_reach(rnn, torch.zeros(T, 2, dtype=F64), initial_state=torch.zeros(1, d, dtype=F64)).state
+    assert state.norm("h_T", "h_0") == pytest.approx(radius**T * math.sqrt(d), rel=1e-12)
+    assert state.output[0] == pytest.approx(radius**T * math.sqrt(d), rel=1e-12)  # y_T is h_T
+
+
+def test_elman_reach_from_h0_equals_the_product_of_step_jacobians_for_torch_and_seqlab():
+    """∂h_T/∂h_0 = Π_t diag(1 − h_t²) W_hh, from the states of the same forward; nn.RNN and seqlab's step agree."""
+    from seqlab.layers.decoding import ElmanDecoder
+    from seqlab.layers.recurrent import ElmanRNN
+
+    d, d_in, T, radius = 5, 3, 8, 0.9
+    torch.manual_seed(5)
+    rnn = torch.nn.RNN(d_in, d).to(F64).eval()
+    with torch.no_grad():
+        rnn.weight_hh_l0.copy_(radius * _orthogonal(d, 6))
+    gen = torch.Generator().manual_seed(7)
+    x, h0 = torch.randn(T, d_in, generator=gen, dtype=F64), torch.randn(1, d, generator=gen, dtype=F64)
+    with torch.no_grad():
+        states = rnn(x, h0)[0]  # (T, d): h_1 … h_T
+    product = torch.eye(d, dtype=F64)
+    for h_t in states:  # ∂h_t/∂h_{t-1} = diag(1 − h_t²) W_hh
+        product = torch.diag(1 - h_t**2) @ rnn.weight_hh_l0.detach() @ product
+    expected = float(product.square().sum().sqrt())
+    assert expected < radius**T * math.sqrt(d)  # tanh only shrinks (|1 − h²| ≤ 1, W orthogonal up to ρ)
+    torch_state = measure_reach(rnn, x, initial_state=h0).state
+    assert torch_state.norm("h_T", "h_0") == pytest.approx(expected, rel=1e-12)
+
+    seqlab_rnn = ElmanRNN(d_in, d, dtype=F64)
+    with torch.no_grad():  # the same Elman step: W_hh, W_xh, b_h = b_ih + b_hh
+        seqlab_rnn.weight_hh.copy_(rnn.weight_hh_l0)
+        seqlab_rnn.weight_xh.copy_(rnn.weight_ih_l0)
+        seqlab_rnn.bias_h.copy_(rnn.bias_ih_l0 + rnn.bias_hh_l0)
+    seqlab_state = measure_reach(ElmanDecoder(seqlab_rnn), x, initial_state=(h0,)).state
+    assert seqlab_state.names == ("state[0]",) and seqlab_state.final_names == ("state_T[0]",)
+    assert seqlab_state.norm("state_T[0]", "state[0]") == pytest.approx(expected, rel=1e-12)
+    assert seqlab_state.output[0] == pytest.approx(torch_state.output[0], rel=1e-12)
+
+
+def test_a_diagonal_recurrence_from_its_initial_state_is_a_to_the_T():
+    """h_t = a ⊙ h_{t-1} + b_t: ∂h_T/∂h_0 = diag(a)^T, so ||·||_F = sqrt(Σ a_k^(2T)), run by seqlab's step."""
+    from seqlab.layers.linear_recurrence import DiagonalRecurrence
+
+    T = 12
+    layer = DiagonalRecurrence(4, 6, generator=torch.Generator().manual_seed(0), dtype=F64).eval()
+    x = torch.randn(T, 4, generator=torch.Generator().manual_seed(1), dtype=F64)
+    state = measure_reach(layer, x, initial_state=layer.initial_state(1)).state
+    a = layer.decay().detach()  # (d_state,)
+    assert state.final[0][0] == pytest.approx(float((a ** (2 * T)).sum().sqrt()), rel=1e-12)
+
+
+def test_a_mask_in_the_state_is_held_fixed_and_named():
+    from seqlab.layers.sliding_window import SlidingWindowAttention
+
+    layer = SlidingWindowAttention(4, 3, generator=torch.Generator().manual_seed(0), dtype=F64).eval()
+    x = torch.randn(5, 4, generator=torch.Generator().manual_seed(1), dtype=F64)
+    state = measure_reach(layer, x, initial_state=layer.initial_state(1)).state
+    assert state.names == ("state[0]", "state[1]") and state.held == ("state[2]",)  # keys, values; the bool mask
+    assert state.output == (0.0, 0.0)  # no slot is real yet: the initial keys and values are never read
+    assert state.final_names == ("state_T[0]", "state_T[1]")
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda rnn, x: measure_reach(rnn, x, initial_state=torch.zeros(1, 4, dtype=F64), batched=True),
+     "cannot be combined with batched"),
+    (lambda rnn, x: measure_reach(rnn, x, initial_state="h0"), "initial_state must be a tensor or a tuple"),
+    (lambda rnn, x: measure_reach(rnn, x, initial_state=(torch.zeros(1, 4, dtype=torch.long),)), "no floating"),
+    (lambda rnn, x: measure_reach(lambda x, h: x @ torch.ones(3, 4, dtype=F64), x,
+                                  initial_state=torch.zeros(1, 4, dtype=F64)), "must return \\(y, h_n\\)"),
+])
+def test_initial_state_refusals(call, message):
+    rnn = torch.nn.RNN(3, 4).to(F64)
+    with pytest.raises(SeqlabError, match=message) as caught:
+        call(rnn, torch.randn(5, 3, dtype=F64))
+    assert "\n" not in str(caught.value)

@@ -292,6 +292,45 @@ def test_figure_lights_the_three_attention_boxes(client):
         {(0, row) for row in range(6)} | {(1, row) for row in range(9)}
 
 
+def test_a_band_reaches_the_page_with_its_width_and_formula(monkeypatch):
+    """A box measured as a band (a 'same' convolution of 3 in place of the feed-forward) is served with its band."""
+    import dataclasses
+
+    import torch
+
+    from seqlab.measure.mixing import dependency_matrix
+    from seqlab.studies import figure as study
+    from seqlab.studies.figure import Dependency, box_band, box_pattern
+    from seqlab.web.panels.figure import measure
+
+    conv = torch.nn.Conv1d(4, 4, 3, padding=1, dtype=torch.float64)
+    x = torch.randn(1, 4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    measured = (Dependency.of(dependency_matrix(lambda x: conv(x.transpose(1, 2)).transpose(1, 2), {"x": x}, "x")),)
+    real = study.measure_figure
+
+    def with_a_band(**sizes):
+        result = real(**sizes)
+        boxes = tuple(dataclasses.replace(box, mixes=True, pattern=box_pattern(measured), dependencies=measured,
+                                          band=box_band(measured)) if box.key == "encoder.feed_forward" else box
+                      for box in result.boxes)
+        return dataclasses.replace(result, boxes=boxes)
+
+    monkeypatch.setattr(study, "measure_figure", with_a_band)
+    box = next(box for box in measure(4, 3, 8, 2, 0, "es").boxes if box.key == "encoder.feed_forward")
+    assert box.pattern == "band" and box.dependencies[0].pattern == "band"
+    assert (box.band.lower, box.band.upper, box.band.dilation, box.band.width, box.band.formula) == \
+        (1, 1, 1, 3, "|i − j| ≤ 1")  # ±1: a 'same' convolution of width 3
+    assert box.dependencies[0].band == box.band
+    assert all(other.band is None for other in measure(4, 3, 8, 2, 0, "es").boxes if other.key != box.key)
+
+
+@pytest.mark.parametrize(("lang", "words"), [("en", "reads a band of {width} positions ({formula})"),
+                                              ("es", "lee una banda de {width} posiciones ({formula})")])
+def test_the_figure_page_carries_the_band_sentence(client, lang, words):
+    page = client.get("/figure", params={"lang": lang}).text
+    assert json.dumps(words)[1:-1] in page or words in page
+
+
 def test_quiz_questions_hide_the_answers_and_grading_explains_every_option(client):
     from seqlab.studies.quiz import questions
 

@@ -71,6 +71,13 @@ def contraction(func, args, kwargs, out: Tensor, read: Read, step: Step, sources
         parts = [None if first is None else first.unsqueeze(-1), None if second is None else second.unsqueeze(-2)]
     elif packet in (aten.convolution, aten._convolution) and not b["transposed"]:
         return _convolution(b, out, read, step, sources)
+    elif packet is aten.linalg_solve_triangular:
+        return _triangular_solve(b, out, read, step, sources)
+    elif packet is aten._grouped_mm:
+        parts = _grouped_product(b, read)
+        if parts is NotImplemented:
+            return NotImplemented
+        addend = read(b["bias"]) if isinstance(b["bias"], Tensor) else None
     else:
         return NotImplemented
     product = broadcast_min(parts, shape, sources)
@@ -79,6 +86,59 @@ def contraction(func, args, kwargs, out: Tensor, read: Read, step: Step, sources
     added = None if addend is None else (addend_step or step)(align(addend, shape))
     product = None if product is None else step(product)
     return broadcast_min([product, added], shape, sources)
+
+
+def _grouped_product(b: dict, read: Read) -> list[Distance] | object:
+    """``_grouped_mm``, the grouped product of mixture-of-experts layers: (G, M, K) @ (G, K, N) is a batched
+    product; (M_total, K) @ (G, K, N) with ``offs`` (G,), the cumulative row ends, multiplies the rows of group
+    g by expert g's matrix (rows past the last end are not written: constants). Other layouts: NotImplemented."""
+    left, right, offs = b["self"], b["mat2"], b["offs"]
+    if left.dim() == 3 and right.dim() == 3:
+        return list(_matrix_product(left, right, read))
+    if left.dim() != 2 or right.dim() != 3 or offs is None:
+        return NotImplemented
+    rows, columns = _rows(read(left)), _columns(read(right))  # (S, M, 1), (S, G, 1, N)
+    group = torch.searchsorted(offs.to(torch.int64), torch.arange(left.shape[0]), right=True)  # (M,)
+    written = group < right.shape[0]
+    from_right = None
+    if columns is not None:
+        picked = columns[:, group.clamp(max=right.shape[0] - 1), 0, :]  # (S, M, N)
+        from_right = torch.where(written[None, :, None], picked, UNREACHABLE)
+    from_left = None if rows is None else torch.where(written[None, :, None], rows, UNREACHABLE)
+    return [from_left, from_right]
+
+
+def _triangular_solve(b: dict, out: Tensor, read: Read, step: Step, sources: int) -> Distance:
+    """``linalg_solve_triangular``: A X = B with A (…, n, n) lower (upper) triangular, by substitution.
+
+    Row i of X reads rows 1…i of B in its own column and the rows 1…i of A's triangle (i…n for an upper A),
+    so its distance is the least over those, one product further (the solve is one product of the
+    contraction family); ``unitriangular`` leaves A's diagonal unread. ``left=False`` (X A = B) is the
+    transposed system Aᵀ Xᵀ = Bᵀ, upper and lower swapped.
+    """
+    a, rhs = read(b["self"]), read(b["B"])
+    upper, left = b["upper"], b["left"]
+    n = b["self"].shape[-1]
+    if not left:  # X A = B  <=>  Aᵀ Xᵀ = Bᵀ
+        a = None if a is None else a.transpose(-2, -1)
+        rhs = None if rhs is None else rhs.transpose(-2, -1)
+        upper = not upper
+    parts: list[Distance] = []
+    if rhs is not None:
+        prefix = rhs.flip(-2).cummin(dim=-2).values.flip(-2) if upper else rhs.cummin(dim=-2).values
+        parts.append(prefix)
+    if a is not None:
+        offset = 0 if not b["unitriangular"] else 1
+        triangle = torch.ones(n, n, dtype=torch.bool)
+        triangle = triangle.triu(offset) if upper else triangle.tril(-offset)
+        rows = torch.where(triangle, a, UNREACHABLE).amin(dim=-1, keepdim=True)  # (S, …, n, 1)
+        parts.append(rows.flip(-2).cummin(dim=-2).values.flip(-2) if upper else rows.cummin(dim=-2).values)
+    if not parts:
+        return None
+    shape = out.shape if left else (*out.shape[:-2], out.shape[-1], out.shape[-2])
+    result = broadcast_min(parts, shape, sources)
+    result = step(result)
+    return result if left else result.transpose(-2, -1)
 
 
 #: Products with an additive input ``self`` (β·self + α·A B).

@@ -15,13 +15,24 @@ the release event. ``id()`` is never used (it is reused after a free); a pointer
 new storage while an old record has not been finalised yet is seen as a new storage (its Python object
 differs) and the old record is retired.
 
-Why a dispatch mode and not ``torch.profiler``'s memory events: it names each live tensor (the op that
-made it, its shape and dtype), so the report can say *what* is held at the peak, and it runs on any
-device, the meta device excepted. What it cannot see: memory an ATen kernel allocates and frees inside
-itself (the flash kernel's per-thread block buffers, a constant in T; oneDNN's workspaces), and
-allocator rounding and caching. Scope of every figure: storages allocated during the pass; the inputs,
-parameters and any other tensor that existed before the pass are *excluded* from the peak and reported
-apart as ``external_bytes``. The pass runs under ``torch.no_grad()`` (an inference forward: no
+Temporaries inside one op: a dispatch mode sees an op's inputs and outputs, not what its kernel allocates
+and frees inside itself — SDPA's math path, dispatched as one ``_safe_softmax``, holds a T×T boolean
+(``isneginf`` of the scores) beside the scores and weights; the flash kernel's per-thread block buffers;
+oneDNN's workspaces. So the pass also runs under ``torch.profiler`` with ``profile_memory=True``, whose
+allocator events ([memory] alloc/free, with pointer and size, from c10's allocator) see every allocation,
+inside an op or not. :attr:`PeakMemory.allocator_peak_bytes` is the peak of those events: each allocation
+made during the pass adds its bytes, the free of that pointer takes them back; frees of memory allocated
+before the pass are ignored, and so are the few bytes the dispatch mode itself allocates to hand scalars to
+Python (events inside PyTorch's ``PythonDispatchMode`` scope). :attr:`PeakMemory.peak_bytes` stays the peak
+of the tensors ops return, between ops (the dispatch mode names each: the op that made it, its shape and
+dtype); :attr:`PeakMemory.inside_op_bytes` is what the temporaries add. When another profiler is already
+running (only one may run in a process), the allocator events are not taken (``allocator_peak_bytes`` is
+None); passes on several threads take turns with the profiler. Kineto's start/stop log lines are muted
+(``KINETO_LOG_LEVEL`` set for the first profiler run when the user has not set it; the variable is restored,
+and kineto keeps the level it read). Not seen either way: allocator rounding and caching (CPU bytes are
+exact; a CUDA caching allocator reports its block sizes). Scope of every figure: memory allocated during the
+pass; the inputs, parameters and any other tensor that existed before the pass are *excluded* from the peak
+and reported apart as ``external_bytes``. The pass runs under ``torch.no_grad()`` (an inference forward: no
 activations are saved for a backward).
 
 Shapes: T positions, d width.
@@ -29,6 +40,8 @@ Shapes: T positions, d width.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator
@@ -64,15 +77,21 @@ class PeakMemory:
     """Memory held by the tensors of one forward pass.
 
     Attributes:
-        peak_bytes: the most bytes held at once by storages allocated during the pass (bytes).
+        peak_bytes: the most bytes held at once by storages that ops of the pass returned (bytes; between ops:
+            temporaries inside one op are in ``allocator_peak_bytes``).
         final_bytes: bytes of those storages still held when the function returned (its outputs, mostly).
         allocated_bytes: every byte allocated during the pass, summed (bytes; not a peak).
         allocations: how many storages the pass allocated.
         external_bytes: bytes of storages the pass read that existed before it (inputs, parameters,
             buffers, captured tensors); excluded from ``peak_bytes``.
-        largest: the :data:`LARGEST` largest storages live at the peak, largest first.
+        largest: the :data:`LARGEST` largest tensors live at the tensor peak, largest first.
         peak_op: the op whose output made the peak.
         unseen: ops whose outputs have no storage to measure (nested, sparse, subclass), name → calls.
+        allocator_peak_bytes: the most bytes held at once by memory allocated during the pass, temporaries
+            inside an op included, from the allocator's events (bytes; >= ``peak_bytes``); None when another
+            profiler was running.
+        allocator_peak_op: the innermost op running when ``allocator_peak_bytes`` was reached
+            (``"aten.isneginf"`` inside SDPA's math path); ``""`` for an allocation outside any op.
     """
 
     peak_bytes: int
@@ -83,6 +102,14 @@ class PeakMemory:
     largest: tuple[LiveTensor, ...]
     peak_op: str
     unseen: dict[str, int]
+    allocator_peak_bytes: int | None = None
+    allocator_peak_op: str = ""
+
+    @property
+    def inside_op_bytes(self) -> int | None:
+        """What temporaries inside ops add to the peak: ``allocator_peak_bytes - peak_bytes`` (bytes; None
+        without allocator events)."""
+        return None if self.allocator_peak_bytes is None else self.allocator_peak_bytes - self.peak_bytes
 
 
 @dataclass
@@ -231,17 +258,88 @@ def measure_peak_memory(function: Callable[..., Any], *args: Any, **kwargs: Any)
         would not fit (:func:`seqlab.memory.require_fits`) before calling this: it measures, it does not guard.
     """
     tracker = _PeakTracker()
-    try:
-        with torch.no_grad(), tracker:
-            result = function(*args, **kwargs)
-        final = tracker.current
-        del result
-    finally:
-        tracker.close()
+    with _allocator_events() as events:
+        try:
+            with torch.no_grad(), tracker:
+                result = function(*args, **kwargs)
+            final = tracker.current
+            del result
+        finally:
+            tracker.close()
     largest = tuple(tracker.live_at_peak()[:LARGEST])
     return PeakMemory(peak_bytes=tracker.peak, final_bytes=final, allocated_bytes=tracker.allocated,
                       allocations=tracker.allocations, external_bytes=sum(tracker.external.values()),
-                      largest=largest, peak_op=tracker.peak_op, unseen=dict(tracker.unseen))
+                      largest=largest, peak_op=tracker.peak_op, unseen=dict(tracker.unseen),
+                      allocator_peak_bytes=events.peak if events.taken else None,
+                      allocator_peak_op=events.peak_op)
+
+
+#: PyTorch's profiler scope around a call into a Python dispatch mode.
+_DISPATCH_MODE_SCOPE = "PythonDispatchMode"
+
+#: One profiler runs in a process at a time: passes measured on several threads take turns.
+_PROFILER_LOCK = threading.RLock()  # re-entrant: a pass measured inside another sees its profiler
+
+
+class _AllocatorPeak:
+    """The peak of the allocator's [memory] events recorded by ``torch.profiler`` during one pass."""
+
+    def __init__(self) -> None:
+        self.taken = False
+        self.peak = 0
+        self.peak_op = ""
+
+    def read(self, profiler: Any) -> None:
+        """Replay the allocation events in time order: + size on an allocation, - its size when that pointer
+        is freed; frees of pointers allocated before the pass are ignored."""
+        from torch._C._profiler import _EventType
+
+        events, stack = [], list(profiler.profiler.kineto_results.experimental_event_tree())
+        while stack:
+            event = stack.pop()
+            stack.extend(event.children)
+            if event.typed[0] == _EventType.Allocation:
+                events.append(event)
+        events.sort(key=lambda e: (e.start_time_ns, e.extra_fields.id))
+        live: dict[tuple, int] = {}
+        current = 0
+        for event in events:
+            if event.parent is not None and event.parent.name == _DISPATCH_MODE_SCOPE:
+                continue  # scalars wrapped for the dispatch mode's Python call: the measurement's own bytes
+            fields = event.extra_fields
+            key = (str(fields.device), fields.ptr)
+            if fields.alloc_size > 0:
+                stale = live.pop(key, 0)  # a pointer allocated again without its free seen
+                current += fields.alloc_size - stale
+                live[key] = fields.alloc_size
+                if current > self.peak:
+                    self.peak = current
+                    self.peak_op = event.parent.name.replace("::", ".") if event.parent is not None else ""
+            else:
+                current -= live.pop(key, 0)
+        self.taken = True
+
+
+@contextlib.contextmanager
+def _allocator_events() -> Iterator[_AllocatorPeak]:
+    """Run the block under ``torch.profiler`` with memory events, unless another profiler is running."""
+    peak = _AllocatorPeak()
+    with _PROFILER_LOCK:
+        if torch.autograd.profiler._is_profiler_enabled:
+            yield peak
+            return
+        from torch.profiler import ProfilerActivity, profile
+
+        muted = "KINETO_LOG_LEVEL" not in os.environ
+        if muted:
+            os.environ["KINETO_LOG_LEVEL"] = "6"  # kineto's start/stop lines: the library never prints
+        try:
+            with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as profiler:
+                yield peak
+        finally:
+            if muted:
+                os.environ.pop("KINETO_LOG_LEVEL", None)
+        peak.read(profiler)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ graph does not connect, and a row that is never read does not move. Whether a st
 "depends" is decided by the one rule of :mod:`seqlab.measure.dependence`: above the rounding band of
 the block (64 eps of the dtype times the largest strength), so the ~1e-17 a fused kernel leaves where
 the exact derivative is 0 is reported as *rounding* beside the verdict, not as dependence. The pattern
-(per-row, causal, all-to-all, cross) follows from where the dependences lie. Like
+(per-row, causal, all-to-all, cross, band) follows from where the dependences lie. Like
 :mod:`seqlab.measure.reach`, the dependence is numerical: an attention weight that underflowed to
 exactly 0 cuts it. Compute in float64 to make that practically impossible.
 
@@ -25,14 +25,23 @@ backward pass of every other row (0 · NaN = NaN in the softmax backward), so wh
 NaN for a finite output row, the strengths are measured again in forward mode (one Jacobian-vector
 product per input row and probe), where NaN flows only where the values themselves carry it.
 
+Bands and receptive fields (issue 21). A sliding window, a convolution or a stack of them reads a *band*:
+output row j depends on input row i exactly when the offset i − j is one of low, low + r, …, high (r the
+dilation), wherever 0 ≤ i < T — so the first rows of a causal window read fewer rows, and nothing else
+breaks the rule. :func:`band_of` finds it exactly from the boolean matrix (a :class:`Band`, None when the
+matrix is not one); :func:`classify` names it ``"band"``, and keeps ``"partial"`` for what mixes in no band.
+A stack's *receptive field* after depth L is how many input rows each output row reads
+(:func:`receptive_field`, measured per layer by :func:`measure_receptive_fields`); the closed form beside it
+is the sum of the layers' offset sets (:func:`stacked_band`): L causal windows of w read L·(w − 1) + 1 rows.
+
 Shapes: B = 1 batch row, T_in input positions, T_out output positions, d_in / d_out widths,
-k probes.
+k probes, L layers of a stack.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -48,10 +57,119 @@ PER_ROW = "per-row"
 CAUSAL = "causal"
 ALL_TO_ALL = "all-to-all"
 CROSS = "cross"
+BAND = "band"
 PARTIAL = "partial"
 NONE = "none"
 #: Every pattern :func:`classify` can return.
-PATTERNS = (PER_ROW, CAUSAL, ALL_TO_ALL, CROSS, PARTIAL, NONE)
+PATTERNS = (PER_ROW, CAUSAL, ALL_TO_ALL, CROSS, BAND, PARTIAL, NONE)
+
+
+@dataclass(frozen=True)
+class Band:
+    """Output row j reads input row i exactly when j − lower ≤ i ≤ j + upper and r divides i − j + lower.
+
+    In offsets: i − j ∈ {−lower, −lower + r, …, upper}, for every i in [0, T) (edge rows read fewer rows).
+
+    >>> Band(2, 0).width, Band(2, 0).causal  # a causal window of 3: j − 3 < i ≤ j
+    (3, True)
+    >>> Band(1, 1).symmetric, Band(4, 0, 2).offsets  # ±1 (a 'same' convolution of 3); dilation 2
+    (True, (-4, -2, 0))
+
+    Attributes:
+        lower: how far back row j reads (positions; negative when even the nearest row read is ahead of j).
+        upper: how far ahead row j reads (positions; 0 for a causal band, negative for a pure delay).
+        dilation: r >= 1, the step between the offsets read (1: contiguous).
+    """
+
+    lower: int
+    upper: int
+    dilation: int = 1
+
+    @property
+    def width(self) -> int:
+        """Input rows an interior output row reads: (lower + upper) / r + 1 (positions)."""
+        return (self.lower + self.upper) // self.dilation + 1
+
+    @property
+    def extent(self) -> int:
+        """Positions from the farthest row back to the farthest ahead, both included: lower + upper + 1."""
+        return self.lower + self.upper + 1
+
+    @property
+    def offsets(self) -> tuple[int, ...]:
+        """The offsets i − j read, increasing."""
+        return tuple(range(-self.lower, self.upper + 1, self.dilation))
+
+    @property
+    def causal(self) -> bool:
+        """Row j reads itself and rows before it only (upper = 0)."""
+        return self.upper == 0
+
+    @property
+    def symmetric(self) -> bool:
+        """As far back as ahead (lower = upper): ±lower."""
+        return self.lower == self.upper
+
+
+def band_of(depends: Sequence[Sequence[bool]], *, undefined: Sequence[int] = ()) -> Band | None:
+    """The band a square dependency matrix is, exactly, or None (see :class:`Band`).
+
+    Over its defined rows: the offsets i − j read anywhere must form one arithmetic progression, and every
+    row must read exactly the in-range rows at those offsets. A matrix that reads nothing is no band.
+
+    >>> band_of(((True, False, False), (True, True, False), (False, True, True)))  # causal window of 2
+    Band(lower=1, upper=0, dilation=1)
+    >>> band_of(((True, False, True), (False, True, False), (True, False, True)))  # ±2, dilation 2
+    Band(lower=2, upper=2, dilation=2)
+    >>> band_of(((True, True, False), (False, True, False), (False, False, True))) is None  # row 1 lacks i = 2
+    True
+    """
+    rows = len(depends)
+    columns = len(depends[0]) if rows else 0
+    if rows == 0 or rows != columns:
+        return None
+    defined = [j for j in range(rows) if j not in undefined]
+    offsets = sorted({i - j for j in defined for i, value in enumerate(depends[j]) if value})
+    if not offsets:
+        return None
+    steps = {b - a for a, b in zip(offsets, offsets[1:])}
+    if len(steps) > 1:
+        return None
+    dilation = steps.pop() if steps else 1
+    read = set(offsets)
+    if any(bool(depends[j][i]) != ((i - j) in read) for j in defined for i in range(columns)):
+        return None
+    return Band(-offsets[0], offsets[-1], dilation)
+
+
+def stacked_band(bands: Sequence[Band]) -> Band | None:
+    """The closed form of a stack's band: the sums of one offset per layer, or None if they form no band.
+
+    Layer after layer, output j reads i when some chain of offsets o_1 + … + o_L = i − j is read by every layer,
+    so the stack reads the Minkowski sum of the layers' offset sets — structurally, before any numerical
+    cancellation, and away from the ends. Equal dilations r add: Band(Σ lower, Σ upper, r); the width of L causal
+    windows of w is L·(w − 1) + 1, of L symmetric bands ±h 2·L·h + 1.
+
+    >>> stacked_band([Band(2, 0)] * 3).width  # 3·(3 − 1) + 1
+    7
+    >>> stacked_band([Band(1, 1, 1), Band(2, 2, 2), Band(4, 4, 4)])  # dilations 1, 2, 4 (k = 3): ±7
+    Band(lower=7, upper=7, dilation=1)
+    >>> stacked_band([Band(1, 0), Band(4, 0, 4)]) is None  # offsets 0, −1, −4, −5
+    True
+
+    Raises:
+        SeqlabError: no bands.
+    """
+    if not bands:
+        raise SeqlabError("stacked_band needs at least one band, received none")
+    sums = {0}
+    for band in bands:
+        sums = {total + offset for total in sums for offset in band.offsets}
+    offsets = sorted(sums)
+    steps = {b - a for a, b in zip(offsets, offsets[1:])}
+    if len(steps) > 1:
+        return None
+    return Band(-offsets[0], offsets[-1], steps.pop() if steps else 1)
 
 
 @dataclass(frozen=True)
@@ -62,9 +180,8 @@ class DependencyMatrix:
         input_name: the input measured (a keyword of the block's call).
         strength: T_out rows of T_in floats; entry ``[j][i]`` is ||dy_j/dx_i||_F (float input, probe
             estimate) or ||y_j(x with token i replaced) - y_j(x)|| (integer input). Exactly 0.0 where
-            output row j does not depend on input row i.
-        method: ``"jacobian-k"`` (k Gaussian probes) or ``"token-replacement"``.
-            NaN where output row j is not a number or has no derivative (undefined, see ``undefined_rows``).
+            output row j does not depend on input row i; NaN where output row j is not a number or has no
+            derivative (undefined, see ``undefined_rows``).
         method: ``"jacobian-k"`` (k Gaussian probes), ``"forward-jacobian-k"`` (k probes per input row,
             forward mode, used when a NaN row poisons the backward pass) or ``"token-replacement"``.
         other_sequence: the input is another sequence (the encoder's memory read by the decoder), so
@@ -109,6 +226,11 @@ class DependencyMatrix:
         return classify(self.depends, other_sequence=self.other_sequence, undefined=self.undefined_rows)
 
     @property
+    def band(self) -> Band | None:
+        """The :class:`Band` when :attr:`pattern` is ``"band"``, else None."""
+        return band_of(self.depends, undefined=self.undefined_rows) if self.pattern == BAND else None
+
+    @property
     def mixes(self) -> bool:
         """Some output row reads an input row at another position (or any row of another sequence)."""
         return self.pattern not in (PER_ROW, NONE)
@@ -125,7 +247,9 @@ def classify(depends: tuple[tuple[bool, ...], ...], *, other_sequence: bool = Fa
     * ``"per-row"``: output row j depends on input row j at most (the other eleven boxes of L11);
     * ``"causal"``: every j depends on every i <= j and on no i > j (masked self-attention);
     * ``"all-to-all"``: every output row depends on every input row (self-attention, L4);
-    * ``"partial"``: anything else that mixes (a band, a dilated convolution…).
+    * ``"band"``: a square matrix that :func:`band_of` finds a :class:`Band` in (a sliding window, a
+      convolution, dilated or not; a window as long as T is ``"causal"``);
+    * ``"partial"``: anything else that mixes (a circular convolution, padded rows that read real ones…).
 
     >>> classify(((True, False), (False, True)))
     'per-row'
@@ -133,7 +257,9 @@ def classify(depends: tuple[tuple[bool, ...], ...], *, other_sequence: bool = Fa
     'causal'
     >>> classify(((True, True), (True, True)))
     'all-to-all'
-    >>> classify(((True, True, False), (False, True, True), (False, False, True)))
+    >>> classify(((True, True, False), (False, True, True), (False, False, True)))  # reads j and j + 1
+    'band'
+    >>> classify(((True, True, False), (False, True, False), (False, False, True)))
     'partial'
     >>> classify(((True, True, True),), other_sequence=True)
     'cross'
@@ -153,7 +279,54 @@ def classify(depends: tuple[tuple[bool, ...], ...], *, other_sequence: bool = Fa
         return ALL_TO_ALL
     if rows == columns and all(value == (i <= j) for j, row in defined for i, value in enumerate(row)):
         return CAUSAL
+    if band_of(depends, undefined=undefined) is not None:
+        return BAND
     return PARTIAL
+
+
+@dataclass(frozen=True)
+class ReceptiveField:
+    """How many input rows each output row depends on, after one depth of a stack (measured).
+
+    Attributes:
+        depth: 1-based layer of the stack whose output this is.
+        positions: per output row j, how many input rows it depends on (T_out ints; 0 for an undefined row).
+        pattern: that output's pattern (:func:`classify`).
+        band: its :class:`Band` when the pattern is ``"band"``, else None.
+        undefined_rows: output rows left out (NaN).
+    """
+
+    depth: int
+    positions: tuple[int, ...]
+    pattern: str
+    band: Band | None = None
+    undefined_rows: tuple[int, ...] = ()
+
+    @property
+    def width(self) -> int:
+        """The most input rows any defined output row reads (an interior row's receptive field, positions)."""
+        return max((n for j, n in enumerate(self.positions) if j not in self.undefined_rows), default=0)
+
+
+def receptive_field(depends: Sequence[Sequence[bool]], *, depth: int = 1,
+                    undefined: Sequence[int] = ()) -> ReceptiveField:
+    """The receptive field of one output (T_out x T_in booleans): input rows read per output row.
+
+    >>> r = receptive_field(((True, False, False), (True, True, False), (False, True, True)), depth=1)
+    >>> r.positions, r.width, r.pattern, r.band.width
+    ((1, 2, 2), 2, 'band', 2)
+
+    Raises:
+        SeqlabError: ``depth`` is not a positive integer.
+    """
+    require_positive_int("depth", depth)
+    undefined = tuple(undefined)
+    matrix = tuple(tuple(bool(v) for v in row) for row in depends)
+    pattern = classify(matrix, undefined=undefined)
+    return ReceptiveField(depth=depth,
+                          positions=tuple(0 if j in undefined else sum(row) for j, row in enumerate(matrix)),
+                          pattern=pattern, band=band_of(matrix, undefined=undefined) if pattern == BAND else None,
+                          undefined_rows=undefined)
 
 
 def _first_tensor(out: object) -> Tensor:
@@ -319,3 +492,40 @@ def dependency_matrix(block: Callable[..., object], inputs: Mapping[str, Tensor]
         strength, dtype = _replacement_strength(block, inputs, name, vocabulary)
         method = "token-replacement"
     return DependencyMatrix(name, strength, method, other_sequence, dtype)
+
+
+def measure_receptive_fields(block: Callable[..., object], inputs: Mapping[str, Tensor], name: str, *,
+                             outputs: Callable[[object], Sequence[Tensor]], probes: int = DEFAULT_PROBES,
+                             seed: int = 0, vocabulary: int | None = None) -> tuple[ReceptiveField, ...]:
+    """The receptive field after each depth of a stack: one :func:`dependency_matrix` per selected output.
+
+    >>> conv = torch.nn.Conv1d(2, 2, 3, padding=1).double()
+    >>> def stack(x):  # two 'same' convolutions of width 3, outputs (1, T, 2) each
+    ...     h1 = conv(x.transpose(1, 2))
+    ...     return h1.transpose(1, 2), conv(h1.tanh()).transpose(1, 2)
+    >>> fields = measure_receptive_fields(stack, {"x": torch.randn(1, 8, 2, dtype=torch.float64)}, "x",
+    ...                                   outputs=lambda out: out)
+    >>> [(f.depth, f.width, f.band) for f in fields]  # ±1, then ±2: 3, then 5 rows
+    [(1, 3, Band(lower=1, upper=1, dilation=1)), (2, 5, Band(lower=2, upper=2, dilation=1))]
+
+    Args:
+        block, inputs, name, probes, seed, vocabulary: as for :func:`dependency_matrix`.
+        outputs: picks each depth's output from what ``block`` returns, in depth order (e.g. a model's
+            ``hidden_states[1:]``); each a batch-first tensor (1, T_out, ...).
+
+    Returns:
+        One :class:`ReceptiveField` per selected output, depth 1 first.
+
+    Raises:
+        SeqlabError: as :func:`dependency_matrix`, or ``outputs`` selects nothing.
+    """
+    with torch.no_grad():
+        count = len(outputs(block(**inputs)))
+    if count == 0:
+        raise SeqlabError("outputs selected no tensor to measure the receptive field of")
+    fields = []
+    for depth in range(1, count + 1):
+        matrix = dependency_matrix(lambda **kw: outputs(block(**kw))[depth - 1], inputs, name, probes=probes,
+                                   seed=seed, vocabulary=vocabulary)
+        fields.append(receptive_field(matrix.depends, depth=depth, undefined=matrix.undefined_rows))
+    return tuple(fields)

@@ -37,9 +37,12 @@ from seqlab.errors import SeqlabError
 from seqlab.measure.dependence import judge
 from seqlab.measure.switches import fast_paths_off
 from seqlab.measure.mixing import (
+    BAND,
     DEFAULT_PROBES,
     NONE,
     PER_ROW,
+    Band,
+    band_of,
     classify,
     dependency_matrix,
 )
@@ -182,6 +185,14 @@ class SubmoduleMixing:
         """
         judged = judge(self.strength, getattr(torch, self.dtype))
         return classify(judged.depends, undefined=judged.undefined_rows)
+
+    @property
+    def band(self) -> Band | None:
+        """The :class:`~seqlab.measure.mixing.Band` (width, extents) when :attr:`pattern` is ``"band"``, else None."""
+        if self.pattern != BAND:
+            return None
+        judged = judge(self.strength, getattr(torch, self.dtype))
+        return band_of(judged.depends, undefined=judged.undefined_rows)
 
     @property
     def mixes(self) -> bool:

@@ -15,7 +15,16 @@ The engine sees a forward pass as the stream of ATen ops that PyTorch dispatches
   counted as multiplications (they grow as T·d, not as a product of widths), but each is one step
   of span.
 
-Anything else is *unknown*: the work counter names it instead of counting it as 0. Each answer depends on
+Anything else is *unknown*: the work counter names it instead of counting it as 0 — unless the call has no
+floating-point tensor among its inputs and outputs (:func:`has_floating`: integer ``isin``, ``bincount``,
+integer ``floor_divide`` multiply nothing), or PyTorch decomposes the op (:func:`decomposition_of`,
+``torch._decomp``) and its parts are counted instead. Grouped matrix products (``_grouped_mm``, the expert
+products of mixture-of-experts layers) are contractions with their own formula.
+
+The second unit, all floating-point arithmetic (FLOPs, :mod:`seqlab.measure.work`), sorts ops finer:
+:func:`arithmetic_kind` says how one call is charged (movement and selections 0, contractions 2 per
+multiply-add plus their addend, point-wise ops 1 per output element, reductions 1 per input element, others
+through their decomposition, and a named remainder with no stated cost). Each answer depends on
 the op alone, so it is computed once per op and cached (the tracers ask for every op they see).
 
 In-place and ``out=`` forms are sorted by their out-of-place twin (:func:`functional_twin`):
@@ -33,7 +42,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import torch
 from torch.utils.flop_counter import flop_registry
@@ -165,6 +174,23 @@ def fused_recurrent_layer_flop(input_shape: Shape, weight_input_shape: Shape, we
     return 2 * positions * (_numel(weight_input_shape) + _numel(weight_hidden_shape))
 
 
+def grouped_matrix_flop(self_shape: Shape, mat2_shape: Shape, *args, out_shape=None, **kwargs) -> int:
+    """FLOPs of ``_grouped_mm`` (the expert products of token-routed mixture-of-experts layers, G groups).
+
+    (M, K) @ (G, K, N) with offsets over M: each of the M rows meets its group's (K, N), M·K·N multiply-adds;
+    (G, M, K) @ (G, K, N): G·M·K·N; (G, M, K) @ (K, N) with offsets over N: M·K·N; (M, K) @ (K, N) with
+    offsets over K (out (G, M, N)): M·K·N. That is numel(out)·K, except the last form. Rows (or columns)
+    past the last offset are counted too: the count is exact when the offsets cover every row, as
+    ``transformers``' expert dispatch makes them, and an upper bound otherwise (shapes are all a formula sees).
+
+    >>> grouped_matrix_flop((6, 4), (3, 4, 8), out_shape=(6, 8)) // 2  # 6 rows * 4 * 8
+    192
+    """
+    if len(self_shape) == 2 and len(mat2_shape) == 2:
+        return 2 * self_shape[0] * self_shape[1] * mat2_shape[1]
+    return 2 * _numel(out_shape) * self_shape[-1]
+
+
 def linear_flop(input_shape: Shape, weight_shape: Shape, *args, out_shape=None, **kwargs) -> int:
     """FLOPs of ``linear`` when it reaches the counter whole (on nested tensors; a dense ``linear`` arrives as
     ``addmm``): every input row (…, d_in) times W (d_out, d_in) is d_in·d_out multiply-adds, bias excluded.
@@ -188,6 +214,22 @@ def matmul_flop(a_shape: Shape, b_shape: Shape, *args, out_shape=None, **kwargs)
     return 2 * _numel(batch) * a[-2] * a[-1] * b[-1]
 
 
+def triangular_solve_flop(self_shape: Shape, b_shape: Shape, *args, out_shape=None, **kwargs) -> int:
+    """FLOPs of ``linalg_solve_triangular`` (A X = B, A (…, n, n) triangular, B (…, n, p); or X A = B with
+    ``left=False``): substitution takes n(n − 1)/2 multiply-adds per right-hand side, the n divisions by the
+    diagonal excluded (as bias adds are). Gated delta-rule layers (Qwen3-Next) solve one per chunk.
+
+    >>> triangular_solve_flop((64, 64), (64, 16)) // 2  # 64 * 63 / 2 * 16
+    32256
+    """
+    *batch_a, n, _ = self_shape
+    *batch_b, rows, columns = b_shape
+    left = kwargs.get("left", True)
+    right_hand_sides = columns if left else rows
+    batch = math.prod(torch.broadcast_shapes(tuple(batch_a), tuple(batch_b)))
+    return 2 * batch * n * (n - 1) // 2 * right_hand_sides
+
+
 EXTRA_FORMULAS: dict[object, Callable[..., int]] = {  # noqa: RUF012 - completed below with in-place twins
     aten.mv: matrix_vector_flop,
     aten.addmv: add_matrix_vector_flop,
@@ -202,6 +244,8 @@ EXTRA_FORMULAS: dict[object, Callable[..., int]] = {  # noqa: RUF012 - completed
     aten.mkldnn_rnn_layer: fused_recurrent_layer_flop,
     aten.linear: linear_flop,
     aten.matmul: matmul_flop,
+    aten._grouped_mm: grouped_matrix_flop,
+    aten.linalg_solve_triangular: triangular_solve_flop,
 }
 """Formulas (FLOPs) for contraction ops that ``torch.utils.flop_counter`` has no entry for, in-place twins
 (``addmm_``, ``baddbmm_``, ``addmv_``, ``addbmm_``) included: an in-place product multiplies as much as its
@@ -251,7 +295,8 @@ _MOVEMENT_NAMES = frozenset("""
     constant_pad_nd repeat flip roll tril triu tril_ triu_ _pack_padded_sequence
     zeros zeros_like ones ones_like empty empty_like empty_strided full full_like fill_ zero_
     new_zeros new_ones new_empty new_full scalar_tensor arange randn rand randint normal_ uniform_
-    bernoulli_ randperm _local_scalar_dense resize_ set_ detach_ _assert_tensor_metadata
+    bernoulli_ randperm eye linspace logspace empty_permuted new_empty_strided rand_like randn_like randint_like
+    exponential_ geometric_ log_normal_ cauchy_ random_ fill _local_scalar_dense resize_ set_ detach_ _assert_tensor_metadata
     _nested_tensor_from_mask _nested_tensor_from_mask_left_aligned to_padded_tensor _nested_from_padded
     _nested_from_padded_and_nested_example _nested_tensor_from_tensor_list _nested_view_from_buffer
     _nested_view_from_buffer_copy _nested_tensor_size _nested_tensor_strides _nested_tensor_storage_offsets
@@ -261,7 +306,8 @@ _MOVEMENT_NAMES = frozenset("""
 _COMPUTE_NAMES = frozenset("""
     _softmax _safe_softmax _log_softmax softmax log_softmax native_layer_norm native_group_norm native_batch_norm
     _native_batch_norm_legit _native_batch_norm_legit_no_training native_dropout sort topk
-    max min amax amin argmax argmin cumsum cumprod logsumexp
+    max min amax amin argmax argmin cumsum cumprod logsumexp histc bincount
+    index_add scatter_add scatter_reduce index_reduce
 """.split())
 """Compute ops with no counted multiplications that carry no ``pointwise`` or ``reduction`` tag."""
 
@@ -380,3 +426,119 @@ def is_uncounted_compute(func: torch._ops.OpOverload) -> bool:
 def is_unknown(func: torch._ops.OpOverload) -> bool:
     """Whether the engine cannot account for the op's multiplications: it is named, never counted as 0."""
     return not (is_contraction(func) or is_movement(func) or is_uncounted_compute(func))
+
+
+def has_floating(values: Iterable[object]) -> bool:
+    """Whether any tensor among ATen arguments or results holds floating-point or complex numbers: an op
+    with none (integer ``isin``, ``bincount``, integer ``floor_divide``, ``argmax`` of integers, boolean
+    masks) does no arithmetic either unit counts, with or without a formula.
+
+    >>> has_floating((torch.arange(4), [torch.ones(2, dtype=torch.bool)])), has_floating((torch.ones(1),))
+    (False, True)
+    """
+    return any(t.is_floating_point() or t.is_complex() for t in tensors_in(values))
+
+
+@functools.cache
+def _core_decompositions() -> Mapping[torch._ops.OpOverload, Callable]:
+    from torch._decomp import core_aten_decompositions
+    return dict(core_aten_decompositions().items())  # a plain dict: the table's own .get() misses entries
+
+
+@functools.cache
+def decomposition_of(func: torch._ops.OpOverload) -> Callable | None:
+    """PyTorch's own decomposition of an op into smaller ATen ops (``torch._decomp``): the core ATen table
+    first (what ``torch.export`` decomposes to), then the global table; the op's out-of-place twin's
+    decomposition for an in-place op with none of its own. None when PyTorch has none.
+
+    >>> decomposition_of(torch.ops.aten.hardswish.default) is not None, decomposition_of(torch.ops.aten.mm.default)
+    (True, None)
+    """
+    from torch._decomp import decomposition_table
+    for op in (func, functional_twin(func)):
+        found = _core_decompositions().get(op) or decomposition_table.get(op)
+        if found is not None:
+            return found
+    return None
+
+
+#: Point-wise ops that choose or copy elements rather than compute them: 0 FLOPs in the arithmetic unit.
+_SELECTION_NAMES = frozenset("where masked_fill masked_scatter _masked_scale clone copy alias lift_fresh".split())
+#: Ops that combine along a dim with one result per element (a prefix sum): 1 FLOP per output element.
+_SCAN_NAMES = frozenset("cumsum cumprod logcumsumexp cummax cummin".split())
+#: Ops that add (or reduce) a source tensor into chosen rows of another: 1 FLOP per source element.
+_SCATTER_NAMES = frozenset("index_add scatter_add scatter_reduce index_reduce".split())
+#: Reductions by name (no ``reduction`` tag on these overloads): 1 FLOP per input element.
+_REDUCTION_NAMES = frozenset("max min amax amin argmax argmin logsumexp histc bincount aminmax".split())
+#: The ops the arithmetic decomposes even though they are in the core ATen set: softmax and the
+#: normalisations are counted through their parts (max, subtract, exp, sum, divide...), per primitive op.
+_DECOMPOSED_CORE_NAMES = frozenset("""
+    _softmax _log_softmax _safe_softmax native_layer_norm native_group_norm native_batch_norm
+    _native_batch_norm_legit _native_batch_norm_legit_no_training var_mean
+""".split())
+
+
+@functools.cache
+def arithmetic_kind(func: torch._ops.OpOverload) -> str:
+    """How the all-arithmetic unit (FLOPs, :mod:`seqlab.measure.work`) charges one call of the op.
+
+    One of ``"movement"`` (0: views, copies, casts, indexing, fills), ``"contraction"`` (its formula: 2 per
+    multiply-add, plus 1 per output element for an additive input), ``"fused"`` (a fused kernel with a formula
+    but no decomposition: its contractions only, its element-wise part named as unseen), ``"decomposed"``
+    (counted through PyTorch's decomposition, run on ``meta``: every op outside the core ATen set that has one,
+    and softmax / log-softmax / the normalisations), ``"selection"`` (0: ``where``, ``masked_fill``),
+    ``"pointwise"`` (1 per output element), ``"reduction"`` (1 per input element), ``"scan"`` (1 per output
+    element), ``"scatter"`` (``index_add``, ``scatter_add``...: 1 per source element), or ``"uncosted"`` (no
+    stated cost: ``sort``, ``topk``... named, never counted as 0).
+
+    >>> [arithmetic_kind(op) for op in (aten.mm.default, aten.sigmoid.default, aten.silu.default,
+    ...                                 aten._softmax.default, aten.sum.dim_IntList, aten.topk.default)]
+    ['contraction', 'pointwise', 'decomposed', 'decomposed', 'reduction', 'uncosted']
+    """
+    twin = functional_twin(func)
+    name = twin.overloadpacket.__name__
+    if is_movement(func) and name not in _SCAN_NAMES:
+        return "movement"
+    if func.namespace == "prims":  # a decomposition's primitive: charged like the ATen op of its name
+        return _primitive_kind(func)
+    if is_contraction(func):
+        if func.overloadpacket in FUSED_OPS or twin.overloadpacket in FUSED_OPS:
+            return "decomposed" if decomposition_of(func) is not None else "fused"
+        return "contraction"
+    if name in _SELECTION_NAMES:
+        return "selection"
+    if name in _SCATTER_NAMES:  # before its decomposition, whose accumulating index_put is movement
+        return "scatter"
+    core = torch.Tag.core in twin.tags
+    if decomposition_of(func) is not None and (not core or name in _DECOMPOSED_CORE_NAMES):
+        return "decomposed"
+    tags = twin.tags
+    if name in _SCAN_NAMES:
+        return "scan"
+    if torch.Tag.reduction in tags or name in _REDUCTION_NAMES:
+        return "reduction"
+    if torch.Tag.pointwise in tags or torch.Tag.pointwise in func.tags:
+        return "pointwise"
+    return "uncosted"
+
+
+_PRIMS_MOVEMENT = frozenset("convert_element_type broadcast_in_dim squeeze collapse_view split_dim".split())
+
+
+def _primitive_kind(func: torch._ops.OpOverload) -> str:
+    """A ``prims`` op (what some decompositions reach): movement, or the kind the tags of the ATen op of the
+    same name give it (``prims.var`` is a reduction, ``prims.div`` point-wise), else uncosted."""
+    name = func.overloadpacket.__name__
+    if name in _PRIMS_MOVEMENT:
+        return "movement"
+    packet = getattr(aten, name, None)
+    if not isinstance(packet, torch._ops.OpOverloadPacket):
+        return "uncosted"
+    tags = set().union(*(getattr(packet, overload).tags for overload in packet.overloads()))
+    if torch.Tag.reduction in tags:
+        return "reduction"
+    return "pointwise" if torch.Tag.pointwise in tags else "uncosted"
+
+
+#: Contractions with an additive input (``beta * self + ...``): 1 FLOP per output element more when it is used.
+ADDEND_OPS = frozenset({aten.addmm, aten.addmv, aten.baddbmm, aten.addbmm, aten.addr})

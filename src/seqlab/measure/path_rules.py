@@ -155,6 +155,8 @@ _SAME_SHAPE_ALONG_DIM = {"_softmax", "_safe_softmax", "_log_softmax", "softmax",
                          "sort", "topk", "max", "min", "logsumexp", "argmax", "argmin"}
 _SOFTMAX = {"_softmax", "_safe_softmax", "_log_softmax", "softmax", "log_softmax"}
 _PREFIX_ALONG_DIM = {"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"}
+#: Reductions to an extreme value: they depend on the elements that attain it (see :func:`reduction`).
+_EXTREMES = {"max", "min", "amax", "amin"}
 #: Discrete Fourier transforms: every output frequency reads every input element along the transformed dims.
 _TRANSFORM_ALONG_DIMS = {"_fft_r2c", "_fft_c2c", "_fft_c2r"}
 
@@ -183,6 +185,11 @@ def reduction(func, args, kwargs, outs: list[Tensor], read: Read, step: Step, so
         alone = (~blocked).sum(dim=dims[0], keepdim=True) == 1
         blocked = blocked | alone.expand_as(blocked)
         d = torch.where(blocked, UNREACHABLE, d)
+    if name in _EXTREMES and data.is_floating_point() and data.dim():
+        # a max (min) moves with the elements that attain it, and with no other: its derivative is 0 elsewhere
+        # (a masked logit at finfo.min under the row max of an attention does not reach the row through it)
+        extreme = (data.amax if name in ("max", "amax") else data.amin)(dim=dims, keepdim=True)
+        d = torch.where((data == extreme) | extreme.isnan(), d, UNREACHABLE)
     if name in _PREFIX_ALONG_DIM and data.dim():
         reduced = torch.cummin(d, dim=dims[0] + 1).values
     else:
@@ -218,6 +225,8 @@ def is_inverse_transform(func, args, kwargs) -> bool:
 def is_reduction(func: torch._ops.OpOverload) -> bool:
     """Whether :func:`reduction` handles the op (``reduction`` tag, softmax family, layer norm, sorts)."""
     name = _name(func)
+    if name in _EXTREMES and func._overloadname == "other":  # max(a, b): element-wise, not a reduction
+        return False
     return (torch.Tag.reduction in func.tags or name in _SAME_SHAPE_ALONG_DIM or name in _PREFIX_ALONG_DIM
             or name in _TRANSFORM_ALONG_DIMS or name == "native_layer_norm")
 

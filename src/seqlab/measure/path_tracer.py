@@ -181,7 +181,9 @@ class PathTracer(TorchDispatchMode):
             early = self._without_rule(_functional_form(func), args, kwargs, None, refuse=False)
         out = func(*args, **kwargs)
         if kind == VIEW:
-            return out  # shares its base's storage: read through its own strides
+            if _aliases(out, args):
+                return out  # shares its base's storage: read through its own strides
+            kind = MOVEMENT  # a view op that copied (reshape of a transposed tensor inside a decomposition)
         outs = _outputs(out)
         if not outs:
             return out
@@ -215,7 +217,7 @@ class PathTracer(TorchDispatchMode):
         """
         if not func._schema.is_mutable:
             values = self._decomposition(func, args, kwargs)
-            if values is not None:
+            if self._fits(values, outs):
                 self.decomposed[op_name(func)] += 1
                 return values
             shapes = outs if outs is not None else _outputs_of(func, args, kwargs)
@@ -253,6 +255,9 @@ class PathTracer(TorchDispatchMode):
             self._inside -= 1
         return [None if d is None else self.step_op(d) for d in map(self.store, _outputs(produced))]
 
+    def _fits(self, values: list[Tensor | None] | None, outs: list[Tensor] | None) -> bool:
+        return values is not None and (outs is None or len(values) == len(outs))
+
     def _propagate(self, kind: int, func, args, kwargs, outs: list[Tensor]) -> list[Tensor | None] | None:
         """The rule's distances for each output, or None when no rule applies to these arguments."""
         read, rows = self.store, self.store.rows
@@ -282,6 +287,12 @@ def _functional_form(func: torch._ops.OpOverload) -> torch._ops.OpOverload | Non
         return twin
     packet = getattr(torch.ops.aten, f"{func.overloadpacket.__name__}_functional", None)
     return None if packet is None else getattr(packet, func._overloadname, None)
+
+
+def _aliases(out, args) -> bool:
+    """Whether every output of a view op shares the storage of one of its tensor arguments."""
+    inputs = {t.untyped_storage().data_ptr() for t in tensors_in(args)}
+    return all(t.untyped_storage().data_ptr() in inputs for t in _outputs(out))
 
 
 def _outputs(out) -> list[Tensor]:

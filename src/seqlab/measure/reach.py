@@ -17,6 +17,10 @@ Beside the exact zeros (structural zeros), the norms that are nonzero but within
 :mod:`seqlab.measure.dependence` (64 eps times the largest norm) are counted as ``rounding``: the one
 dependence rule, with both answers reported where they disagree.
 
+From an initial state (:mod:`seqlab.measure.reach_state`): with ``initial_state=`` the layer runs from the
+state given (``layer(x, h0)``, ``layer(x, (h0, c0))``, or seqlab's ``step`` from ``initial_state(1)``), and the
+result also carries ||dy_p/dh_0||_F and the final state's ||dh_T/dh_0||_F, ||dc_T/dc_0||_F (:class:`StateReach`).
+
 NaN and layout (:mod:`seqlab.measure.reach_guards`): a NaN y_p (read from the forward the backward runs
 through, or with ``batched`` from a forward of x alone) has NaN norms (``undefined``); a finite
 y_p whose backward is poisoned by another row's NaN is measured again in forward mode; with ``batched``
@@ -38,6 +42,7 @@ from torch import Tensor
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.measure.dependence import judge
 from seqlab.measure.reach_guards import batch_dim, check_layout, forward_rows
+from seqlab.measure.reach_state import StateReach, run_from_state, state_reach, state_tuple, vjp_many
 
 #: Up to this output width the exact estimator is always used by :func:`auto_probes`.
 EXACT_MAX_D_OUT = 64
@@ -67,6 +72,8 @@ class Reach:
             the norms be measured in forward mode.
         rounding: how many norms are nonzero but within the rounding band (structural, not numerical).
         undefined: how many norms are NaN (y_position is NaN, or its derivative is).
+        state: with ``initial_state``, the reach from it (:class:`~seqlab.measure.reach_state.StateReach`:
+            ||dy_position/ds_0|| and the final state's ||ds_T/ds_0||); None otherwise.
     """
 
     norms: tuple[float, ...]
@@ -80,6 +87,7 @@ class Reach:
     backward: str
     rounding: int = 0
     undefined: int = 0
+    state: StateReach | None = None
 
     @property
     def first(self) -> float:
@@ -284,6 +292,7 @@ def measure_reach(
     seed: int = 0,
     dtype: torch.dtype = torch.float64,
     batched: bool = False,
+    initial_state: Tensor | tuple[Tensor, ...] | None = None,
 ) -> Reach:
     """Measure ||dy_position / dx_i||_F for every input position i in one batched backward.
 
@@ -316,14 +325,28 @@ def measure_reach(
             long loop. Use it only for layers whose batch elements do not interact. The copies go
             along the module's own batch dimension (``batch_first``, where it has one), and a layer
             whose first copy's output differs from its output on x alone is refused.
+        initial_state: the state the recurrence starts from, differentiated too: h0 (num_layers, d_h) for an
+            ``nn.RNN``/``nn.GRU`` on an unbatched x, ``(h0, c0)`` for an ``nn.LSTM`` (the layer is called as
+            ``layer(x, h0)`` and must return ``(y, h_n)`` or ``(y, (h_n, c_n))``), or, for a layer with seqlab's
+            ``step``/``initial_state`` (:mod:`seqlab.layers`), the tuple of (1, …) tensors ``initial_state(1)``
+            gives, run step by step. Floating tensors are cast to ``dtype``; others (masks) are held fixed.
+            Not with ``batched``. The result's ``state`` holds ||dy_p/ds_0||_F (units of y per unit of state)
+            and ||ds_T/ds_0||_F between final and initial states, exact (identity rows).
+
+    >>> lstm = torch.nn.LSTM(3, 4).double()
+    >>> r = measure_reach(lstm, torch.randn(6, 3), initial_state=(torch.randn(1, 4), torch.randn(1, 4)))
+    >>> r.state.names, r.state.final_names, r.state.norm("c_T", "c_0") > 0  # the cell's path, Π diag(f_t)
+    (('h_0', 'c_0'), ('h_T', 'c_T'), True)
 
     Returns:
         A :class:`Reach` with T norms (units of y per unit of x).
 
     Raises:
         SeqlabError: x is not a 2-D tensor, T < 2, position out of range, probes < 1,
-            dtype not floating, the layer returns a non-(T, d_out) tensor or another dtype, or
-            (``batched``) its output contradicts the batch layout.
+            dtype not floating, the layer returns a non-(T, d_out) tensor or another dtype,
+            (``batched``) its output contradicts the batch layout, or ``initial_state`` is not a tensor or a
+            tuple of tensors (with a floating one), comes with ``batched``, or the layer does not return its
+            final state.
 
     Source: lesson claims L3 (path of T-1 products in a recurrence) and L4 (one factor in
     attention).
@@ -343,6 +366,10 @@ def measure_reach(
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise SeqlabError(f"dtype must be a floating torch dtype, received {dtype!r}")
     p = position % T
+    if initial_state is not None:
+        if batched:
+            raise SeqlabError("initial_state runs the layer once from that state; it cannot be combined with batched")
+        return _reach_from_state(layer, x, p, state_tuple(initial_state), probes, seed, dtype)
 
     with torch.enable_grad():
         xd = x.detach().to(dtype).requires_grad_(True)  # (T, d_in)
@@ -362,9 +389,14 @@ def measure_reach(
         norms_tensor = _block_norms(forward_rows(layer, xd, p, probes, seed), mean=probes is not None)
         norms_tensor = norms_tensor * (math.sqrt(T) if probes is not None else 1.0)  # mean over k, not k T
         backward = "forward"
+    return _result(norms_tensor, p, estimator, dtype, backward)
+
+
+def _result(norms_tensor: Tensor, p: int, estimator: str, dtype: torch.dtype, backward: str,
+            state: StateReach | None = None) -> Reach:
+    """The :class:`Reach` of the norms (T,), with the dtype's floor and the counts of zeros, rounding and NaN."""
     norms = tuple(float(v) for v in norms_tensor.cpu())
     judged = judge((norms,), dtype)
-
     info = torch.finfo(dtype)
     tiny = float(info.tiny)
     return Reach(
@@ -379,4 +411,28 @@ def measure_reach(
         backward=backward,
         rounding=sum(judged.rounding[0]),
         undefined=sum(judged.undefined[0]),
+        state=state,
     )
+
+
+def _reach_from_state(layer: Callable, x: Tensor, p: int, states: tuple[Tensor, ...], probes: int | None,
+                      seed: int, dtype: torch.dtype) -> Reach:
+    """measure_reach from ``states``: one forward from them, one batched backward of y_p to x and the states.
+
+    NaN poisoning is not measured again in forward mode here (the forward-mode route runs the layer on x
+    alone): a NaN norm stays NaN and is counted ``undefined``.
+    """
+    with torch.enable_grad():
+        xd = x.detach().to(dtype).requires_grad_(True)  # (T, d_in)
+        prepared = tuple(s.detach().to(dtype).requires_grad_(True) if s.is_floating_point() else s for s in states)
+        leaves = [s for s in prepared if s.is_floating_point()]
+        y, final = run_from_state(layer, xd, prepared)
+        y = _checked_output(_first_output(y), xd, (xd.shape[0],))  # (T, d_out)
+        y_p = y[p]  # (d_out,)
+        rows, estimator = _backward_rows(y_p.shape[0], probes, seed, xd)  # (R, d_out)
+        grads, backward = vjp_many(y_p, [xd, *leaves], rows)  # (R, T, d_in), then (R, *s.shape) per state
+        state = state_reach(layer, prepared, leaves, grads[1:], final, mean=probes is not None)
+    norms_tensor = _block_norms(grads[0].detach(), mean=probes is not None)  # (T,)
+    if bool(y_p.detach().isnan().any()):  # y_p is not a number: it has no derivative
+        norms_tensor = torch.full_like(norms_tensor, float("nan"))
+    return _result(norms_tensor, p, estimator, dtype, backward, state)

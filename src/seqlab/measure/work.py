@@ -1,4 +1,4 @@
-"""Counted work: the multiplications a layer really performs, counted while it runs (L5, L6, L9).
+"""Counted work in two units, counted while the layer runs (L5, L6, L9): multiplications and all arithmetic.
 
 Built on ``torch.utils.flop_counter.FlopCounterMode``, which sees every ATen op the forward pass
 dispatches — whichever kernel PyTorch picks (fused CPU LSTM, fused SDPA, the ``MultiheadAttention``
@@ -8,14 +8,70 @@ back to it one by one), so an op whose multiplications nobody can count is *name
 :attr:`WorkCount.unaccounted` rather than silently counted as 0. Per-op cost (issue 17): one dispatch mode,
 not two; an op that would not decompose runs at once; formulas get shapes without a pytree walk.
 
-Convention (the lesson's unit): **multiplications**, one per multiply-add of a matrix product,
-convolution or attention kernel. FLOPs in PyTorch's convention are twice that
+Which ops are accounted for (issue 21): an op with a formula is counted; an op on no floating-point data
+(integer ``isin`` inside ``generate()``, ``bincount``, integer ``floor_divide``, boolean masks) multiplies
+nothing and is never unaccounted; an op with no formula that PyTorch has a decomposition for
+(``torch._decomp``: the core ATen table, then the global one; ``hardswish``, ``glu``, ``log_sigmoid``,
+``prelu``...) runs through it and its parts are counted (:attr:`WorkCount.decomposed` names it; an op that
+writes into its arguments runs as it is). Only what is left is :attr:`WorkCount.unaccounted`.
+
+Unit 1, the lesson's: **multiplications**, one per multiply-add of a matrix product, convolution or attention
+kernel (:attr:`WorkCount.multiplications`). PyTorch's FLOPs for the same contractions are twice that
 (:attr:`WorkCount.flops`). Element-wise ops (bias adds, activations, gate products), softmax,
-normalisations and reductions are not counted; a causal mask saves nothing in the count. One
-exception keeps hand-written contractions honest: an element-wise product whose output is larger
-than both factors (an outer product, as in ``(q[:, None] * k[None]).sum(-1)``) is counted, one
-multiplication per output element. A same-shape product followed by a sum (``torch.linalg.vecdot``)
-looks exactly like a gate product and is not counted.
+normalisations and reductions are not counted. One exception keeps hand-written contractions honest: an
+element-wise product that forms more distinct (element, element) pairs than either factor holds — an outer
+product, as in ``(q[:, None] * k[None]).sum(-1)`` — is counted, one multiplication per output element.
+Distinct elements are read from strides, so ``expand`` and ``broadcast_to`` forms count the same as
+broadcasting inside the product; a factor materialised by ``repeat`` cannot be told from a gate. A same-shape
+product followed by a sum (``torch.linalg.vecdot``) looks exactly like a gate product and is not counted.
+Outer products are charged to the modules running when they run (:attr:`WorkCount.by_module`).
+
+Masked attention, executed beside useful: a causal or masked ``F.scaled_dot_product_attention`` is charged
+its full L×S square in ``multiplications`` (what the kernel is charged); the pairs its mask closes
+(``is_causal``, a boolean ``False`` or a ``-inf`` entry) are :attr:`WorkCount.masked_multiplications`, and
+:attr:`WorkCount.useful_multiplications` is the rest. The mask is read where the call reaches the dispatcher
+with it: ``aten.scaled_dot_product_attention`` whole (under inference mode) or the kernel it picks (the fused
+CPU kernel, the CUDA ones). A mask applied by hand (``masked_fill`` then softmax), or by SDPA's math path,
+which is dispatched as its parts, is not recognised: there useful equals executed.
+
+Unit 2, all arithmetic: **FLOPs** (:attr:`WorkCount.arithmetic_flops`, per op in
+:attr:`WorkCount.arithmetic_by_op`), per primitive ATen op, like fvcore's and the Mamba authors' counts, on
+floating-point (or complex, an element counting 1) data only:
+
+* a contraction: 2 per multiply-add (PyTorch's formula), plus 1 per output element for an additive input
+  (``addmm``'s bias when ``beta != 0``, a convolution's bias);
+* an element-wise op in the core ATen set: 1 per output element, whatever it computes inside (``exp``,
+  ``tanh``, ``sigmoid``, ``gelu``, a comparison); ``where`` and ``masked_fill`` choose, 0;
+* a reduction (``sum``, ``mean``, ``amax``, ``argmax``, ``prims.var``...): 1 per input element; a scan
+  (``cumsum``): 1 per output element; ``index_add``, ``scatter_add``: 1 per source element;
+* views, copies, casts, indexing, concatenation and fills: 0;
+* any other op — softmax, log-softmax, the normalisations, and every op outside the core ATen set that
+  PyTorch decomposes (``silu`` = ``sigmoid`` + ``mul``, ``addcmul``, ``var_mean``) — is charged the sum of
+  its decomposition's parts, run on ``meta`` tensors of the same shapes (the real op is what runs; the
+  decomposition is costed once per shape): softmax over n elements is ``amax`` n + ``sub`` n + ``exp`` n +
+  ``sum`` n + ``div`` n = 5n;
+* ops with no stated cost (``sort``, ``topk``; a fused kernel with no decomposition, such as oneDNN's LSTM
+  layer, whose contractions are counted but whose gates are not seen) are named in
+  :attr:`WorkCount.arithmetic_unaccounted`: the total is then a lower bound
+  (:attr:`WorkCount.arithmetic_complete` is False).
+
+An outer product written as broadcast-multiply-then-sum costs 1 (``mul``) + 1 (``sum``) per multiply-add:
+the 2 a matrix product is charged. Example, a diagonal selective scan written as a loop (B batch, L
+positions, D channels, N state size; A (D, N), delta and x (B, L, D), B_t and C_t (B, L, N))::
+
+    h = x.new_zeros(B, D, N)
+    for t in range(L):
+        dA = torch.exp(delta[:, t, :, None] * A)                             # mul + exp: 2·B·D·N
+        dBx = delta[:, t, :, None] * B_t[:, t, None, :] * x[:, t, :, None]   # mul + mul: 2·B·D·N
+        h = dA * h + dBx                                                     # mul + add: 2·B·D·N
+        y_t = (h * C_t[:, t, None, :]).sum(-1)                               # mul + sum: 2·B·D·N
+
+counts ``arithmetic_flops`` = 8·B·L·D·N exactly (960 at B, L, D, N = 2, 5, 3, 4), and 2·B·L·D·N
+multiplications (the outer products delta×A and delta×B_t). The Mamba authors give 9·B·L·D·N FLOPs for the
+selective scan (Albert Gu in state-spaces/mamba#110; the figure VMamba's counters use), counted for a
+parallel (associative) scan, which by the same thread performs 2L associative operations for L positions
+where this loop performs L steps. Different algorithms, so the figures are not expected to agree: this loop
+counts 8/9 of theirs, 1·B·L·D·N fewer. The skip term D·x is in neither (VMamba adds B·L·D for it).
 
 Nested tensors (``nn.TransformerEncoder``'s fast path packs a padded batch into one when given
 ``src_key_padding_mask`` under ``no_grad``): an op on a nested tensor of n sequences is counted as n
@@ -30,18 +86,30 @@ nested kernel, one call), with the formulas of :data:`~seqlab.measure.ops.EXTRA_
 from __future__ import annotations
 
 import functools
+import math
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch._C import DispatchKey
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils._pytree import tree_leaves, tree_map
-from torch.utils.flop_counter import FlopCounterMode, _FlopCounterMode, shape_wrapper
+from torch.utils.flop_counter import FlopCounterMode, _FlopCounterMode, flop_registry, shape_wrapper
 
-from seqlab.measure.ops import EXTRA_FORMULAS, PYTORCH_TWINS, is_unknown, op_name, tensors_in
+from seqlab.measure.ops import (
+    ADDEND_OPS,
+    EXTRA_FORMULAS,
+    PYTORCH_TWINS,
+    arithmetic_kind,
+    bound_arguments,
+    decomposition_of,
+    has_floating,
+    is_unknown,
+    op_name,
+    tensors_in,
+)
 from seqlab.measure.switches import one_thread
 
 aten = torch.ops.aten
@@ -52,24 +120,38 @@ _SHAPE_WRAPPED = shape_wrapper(lambda: 0).__code__
 #: by_op key for multiplications done as broadcast element-wise products (outer products).
 OUTER_PRODUCT = "aten.mul (outer product)"
 
+#: Every formula the counter uses (FLOPs), shape-wrapped as ``FlopCounterMode`` wraps them: for the arithmetic of
+#: a decomposition run on ``meta``.
+_FORMULAS = {**flop_registry, **{k: shape_wrapper(v) for k, v in EXTRA_FORMULAS.items()}}
+
 
 @dataclass(frozen=True)
 class WorkCount:
-    """Multiplications counted on one run, with where they came from and what could not be counted.
+    """Work counted on one run, in two units, with where it came from and what could not be counted.
 
     Attributes:
-        multiplications: total multiply-adds in contractions (the lesson's unit, L5/L6).
-        by_op: multiplications per op name (``"aten.addmm"``, ``"aten.mkldnn_rnn_layer"``...).
-        by_module: multiplications per module path as ``FlopCounterMode`` reports it (outer products
-            are in the total and in ``by_op`` only) (``"Global"``
-            is the whole call; nested modules such as ``"SelfAttention.query"`` are included in
-            their parents).
+        multiplications: total multiply-adds in contractions (the lesson's unit, L5/L6), masked attention pairs
+            included (what the kernels execute).
+        by_op: multiplications per op name (``"aten.addmm"``, ``"aten.mkldnn_rnn_layer"``,
+            ``"aten.mul (outer product)"``...).
+        by_module: multiplications per module path as ``FlopCounterMode``'s module tracker names them, outer
+            products included, each charged to the modules running when it ran (``"Global"`` is the whole call;
+            nested modules such as ``"SelfAttention.query"`` are included in their parents).
         calls: how many times each op ran (every op, counted or not).
-        unaccounted: ops that ran and may multiply but have no formula, with their number of calls.
-            Empty means the count is complete.
+        unaccounted: ops that ran on floating-point data and may multiply but have no formula and no
+            decomposition, with their number of calls. Empty means the count is complete.
         device: the device the counted call ran on (``"cpu"``; ``"meta"`` for :func:`count_on_meta`).
         padded_multiplications: when ops ran on nested tensors, the total had each of their sequences been
             padded to the longest (>= ``multiplications``); None when no nested tensor was multiplied.
+        arithmetic_flops: every floating-point operation, by the convention of the module docstring
+            (FLOPs: a multiply-add = 2, an element-wise op = 1 per output element...); None when not counted.
+        arithmetic_by_op: ``arithmetic_flops`` per op name (a decomposed op under its own name).
+        arithmetic_unaccounted: ops whose arithmetic has no stated cost (``sort``, ``topk``, the element-wise
+            part of a fused kernel with no decomposition), with their calls; they add 0 to ``arithmetic_flops``.
+        decomposed: ops with no formula that were counted through PyTorch's decomposition (``torch._decomp``),
+            with their calls: their parts ran in their place and are in ``calls``.
+        masked_multiplications: the multiplications of ``F.scaled_dot_product_attention`` calls spent on
+            (query, key) pairs their mask closes (``is_causal``, a boolean or ``-inf`` mask): executed, not useful.
     """
 
     multiplications: int
@@ -79,6 +161,11 @@ class WorkCount:
     unaccounted: Mapping[str, int]
     device: str = "cpu"
     padded_multiplications: int | None = None
+    arithmetic_flops: int | None = None
+    arithmetic_by_op: Mapping[str, int] = field(default_factory=dict)
+    arithmetic_unaccounted: Mapping[str, int] = field(default_factory=dict)
+    decomposed: Mapping[str, int] = field(default_factory=dict)
+    masked_multiplications: int = 0
 
     @property
     def seqlab_formula_ops(self) -> tuple[str, ...]:
@@ -100,16 +187,33 @@ class WorkCount:
 
     @property
     def flops(self) -> int:
-        """FLOPs in PyTorch's convention: 2 per multiply-add."""
+        """FLOPs of the contractions in PyTorch's convention: 2 per multiply-add (element-wise ops excluded;
+        :attr:`arithmetic_flops` has them)."""
         return 2 * self.multiplications
+
+    @property
+    def useful_multiplications(self) -> int:
+        """``multiplications`` less those spent on masked (query, key) pairs of SDPA calls: the work the mask
+        leaves open, beside the executed work, never mixed into it."""
+        return self.multiplications - self.masked_multiplications
 
     @property
     def complete(self) -> bool:
         """True when every op that ran was accounted for (counted, or known to do no counted work)."""
         return not self.unaccounted
 
+    @property
+    def arithmetic_complete(self) -> bool:
+        """True when ``arithmetic_flops`` was counted and every op in it has a stated cost."""
+        return self.arithmetic_flops is not None and not self.arithmetic_unaccounted and self.complete
+
     def module(self, name: str) -> int:
-        """Multiplications inside the module ``name`` (0 if it did no counted work).
+        """Multiplications inside the module ``name`` (0 if it did no counted work), outer products included.
+
+        >>> model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 2))
+        >>> work = count_multiplications(model, torch.randn(3, 4))
+        >>> work.module("Sequential.0"), work.module("Sequential")  # 3 * 4 * 6, + 3 * 6 * 2
+        (72, 108)
 
         Raises:
             KeyError: never; an unknown name simply did no counted work.
@@ -119,22 +223,48 @@ class WorkCount:
 
 class _OpCensus:
     """Records every ATen op that really executes: the counting mode reports each op it runs itself (the
-    parts of a decomposed op come back to it one by one), so no second dispatch mode is needed."""
+    parts of a decomposed op come back to it one by one), so no second dispatch mode is needed. It also keeps
+    the arithmetic unit's tallies and the masked attention pairs."""
 
     def __init__(self) -> None:
         self.calls: Counter[torch._ops.OpOverload] = Counter()
-        self.outer_products = 0
+        self.unaccounted: Counter[str] = Counter()
+        self.decomposed: Counter[str] = Counter()
+        self.arithmetic: Counter[str] = Counter()
+        self.arithmetic_unaccounted: Counter[str] = Counter()
+        self.masked = 0
+        self.inside_attention = 0  # while a whole SDPA call decomposes
         self.paused = False  # while the counter reads nested sizes: its own ops are not the user's
 
-    def record(self, func: torch._ops.OpOverload, args: tuple, out: object) -> None:
+    def record(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: object, flop: int | None) -> None:
+        """One op ran: ``flop`` is what its formula charged (None without a formula)."""
         if self.paused:
             return
         self.calls[func] += 1
-        if func.overloadpacket in _PRODUCTS and _is_outer_product(args, out):
-            self.outer_products += out.numel()
+        unknown = is_unknown(func)
+        if not unknown and arithmetic_kind(func) in _FREE:
+            return  # movement and selections: nothing to count in either unit (the common case, kept cheap)
+        floating = has_floating((args, kwargs.values(), out))
+        if unknown and floating:
+            self.unaccounted[op_name(func)] += 1
+        flops, unseen = op_arithmetic(func, args, kwargs, out, flop, floating)
+        if flops:
+            self.arithmetic[op_name(func)] += flops
+        if unseen:
+            self.arithmetic_unaccounted[unseen] += 1
+
+    def snapshot(self) -> tuple:
+        return tuple(Counter(c) for c in (self.calls, self.unaccounted, self.decomposed, self.arithmetic,
+                                          self.arithmetic_unaccounted)) + (self.masked,)
+
+    def restore(self, saved: tuple) -> None:
+        (self.calls, self.unaccounted, self.decomposed, self.arithmetic, self.arithmetic_unaccounted,
+         self.masked) = saved
 
 
 _PRODUCTS = (aten.mul, aten.mul_)
+#: Arithmetic kinds that cost 0 FLOPs whatever the data.
+_FREE = frozenset({"movement", "selection"})
 
 
 class _NestedCounter(FlopCounterMode):
@@ -159,6 +289,19 @@ class _NestedCounter(FlopCounterMode):
         self.mode.__enter__()
         return self
 
+    def charge(self, key: object, flop: int) -> None:
+        """Add ``flop`` FLOPs under ``key`` to every module running now (and to ``"Global"``)."""
+        for parent in set(self.mod_tracker.parents):
+            self.flop_counts[parent][key] += flop
+
+    def snapshot(self) -> dict:
+        return {name: dict(ops) for name, ops in self.flop_counts.items()}
+
+    def restore(self, saved: dict) -> None:
+        self.flop_counts.clear()
+        for name, ops in saved.items():
+            self.flop_counts[name].update(ops)
+
     def _count_flops(self, func_packet, out, args, kwargs):
         if not _any_nested((args, kwargs, out)):
             formula = self.flop_registry.get(func_packet)
@@ -166,8 +309,7 @@ class _NestedCounter(FlopCounterMode):
                 return super()._count_flops(func_packet, out, args, kwargs)
             raw = formula.__wrapped__  # PyTorch's formula inside its pytree shape wrapper
             flop = raw(*_shapes(args), out_shape=_shapes((out,))[0], **dict(zip(kwargs, _shapes(kwargs.values()))))
-            for parent in set(self.mod_tracker.parents):
-                self.flop_counts[parent][func_packet] += flop
+            self.charge(func_packet, flop)
             return out
         if func_packet not in self.flop_registry:
             return out
@@ -195,24 +337,117 @@ class _NestedCounter(FlopCounterMode):
 class _NestedDispatch(_FlopCounterMode):
     """PyTorch's counting mode, except that an op with a formula that receives a nested tensor runs as it is:
     PyTorch would first decompose composite ops (``linear`` into ``matmul``...), which needs sizes a nested
-    tensor does not have."""
+    tensor does not have. An op with no formula that PyTorch cannot count runs through its ``torch._decomp``
+    decomposition when it has one (its parts are counted); outer products are charged where they run."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if not isinstance(func, torch._ops.OpOverload) or str(func) in _METADATA:
             return super().__torch_dispatch__(func, types, args, kwargs)  # higher-order ops, nested sizes
-        registry = self.counter.flop_registry
+        counter = self.counter
+        census = counter.census
+        registry = counter.flop_registry
+        masked = 0 if census.paused or census.inside_attention else _masked_in_call(func, args, kwargs)
+        census.masked += masked
         if not _plain(func) and not (func.overloadpacket in registry and _any_nested((args, kwargs))):
             # PyTorch's rule: an op that decomposes is counted by its parts, which come back here
-            with self:
-                decomposed = func.decompose(*args, **kwargs)
+            entry = func is _ATTENTION_ENTRY
+            census.inside_attention += entry  # its kernel comes back here: its mask is counted once
+            try:
+                with self:
+                    decomposed = func.decompose(*args, **kwargs)
+            finally:
+                census.inside_attention -= entry
+            if decomposed is not NotImplemented:
+                return decomposed
+        if is_unknown(func) and not counter.census.paused and has_floating((args, kwargs.values())):
+            decomposed = self._through_decomposition(func, args, kwargs)
             if decomposed is not NotImplemented:
                 return decomposed
         out = func(*args, **kwargs)
-        self.counter.census.record(func, args, out)
-        if func.overloadpacket in registry:
-            return self.counter._count_flops(func.overloadpacket, out, args, kwargs)
+        flop = None
+        packet = func.overloadpacket
+        if packet in registry:
+            before = counter.flop_counts["Global"][packet]
+            counter._count_flops(packet, out, args, kwargs)
+            flop = counter.flop_counts["Global"][packet] - before
+        elif packet in _PRODUCTS and not counter.census.paused:
+            outer = _outer_product_multiplications(args, out)
+            if outer:
+                counter.charge(OUTER_PRODUCT, 2 * outer)
+        counter.census.record(func, args, kwargs, out, flop)
         return out
+
+    def _through_decomposition(self, func, args: tuple, kwargs: dict) -> object:
+        """Run an op with no formula through its ``torch._decomp`` decomposition, its parts counted here; on
+        failure undo what the parts recorded and return NotImplemented (the op then runs, named unaccounted)."""
+        decomposition = decomposition_of(func)
+        if decomposition is None or func._schema.is_mutable:  # an op that writes its arguments runs as it is
+            return NotImplemented
+        census, counter = self.counter.census, self.counter
+        saved = census.snapshot(), counter.snapshot()
+        try:
+            with self:
+                out = decomposition(*args, **kwargs)
+        except Exception:  # noqa: BLE001 - a decomposition that cannot run here: the op runs itself
+            census.restore(saved[0])
+            counter.restore(saved[1])
+            return NotImplemented
+        census.decomposed[op_name(func)] += 1
+        return out
+
+
+#: Where an SDPA call is seen with its mask: the whole op (it reaches a dispatch mode under inference mode, before
+#: it decomposes), and the kernels it dispatches to (the fused CPU kernel, the CUDA ones).
+_ATTENTION_ENTRY = aten.scaled_dot_product_attention.default
+_ATTENTION_KERNELS = frozenset({
+    aten._scaled_dot_product_flash_attention_for_cpu, aten._scaled_dot_product_fused_attention_overrideable,
+    aten._scaled_dot_product_flash_attention, aten._scaled_dot_product_efficient_attention,
+    aten._scaled_dot_product_cudnn_attention})
+
+
+def _masked_in_call(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> int:
+    """Masked multiplications of one SDPA entry or kernel call (0 for any other op)."""
+    if func is not _ATTENTION_ENTRY and func.overloadpacket not in _ATTENTION_KERNELS:
+        return 0
+    b = bound_arguments(func, args, kwargs)
+    mask = b.get("attn_mask", b.get("attn_bias"))
+    return masked_attention_multiplications(b["query"], b["key"], b["value"], attn_mask=mask,
+                                            is_causal=bool(b.get("is_causal", False)))
+
+
+def masked_attention_multiplications(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                                     attn_mask: torch.Tensor | None = None, dropout_p: float = 0.0,
+                                     is_causal: bool = False, scale: float | None = None,
+                                     enable_gqa: bool = False) -> int:
+    """Multiplications an SDPA call spends on (query, key) pairs its mask closes (the arguments of
+    ``F.scaled_dot_product_attention``).
+
+    The kernel is charged every pair, (…, L, S)·(E + Ev) multiply-adds (:func:`~seqlab.measure.ops.
+    attention_kernel_flop`); the pairs a mask closes are executed, not useful. ``is_causal``: key j is open
+    to query i when j <= i (PyTorch's top-left causal mask), so an L = S = T square leaves T(T+1)/2 pairs
+    open. A boolean mask closes its ``False`` pairs, a floating-point mask its ``-inf`` ones; masks broadcast
+    over the query's leading dims (batch, heads).
+
+    >>> q = torch.zeros(1, 2, 8, 4)  # (B, heads, T, d)
+    >>> masked_attention_multiplications(q, q, q, is_causal=True)  # 2 heads * (64 - 36) * (4 + 4)
+    448
+
+    Returns:
+        multiplications (0 with no mask, or for nested tensors, whose mask is the nesting itself).
+    """
+    if query.is_nested or key.is_nested or (attn_mask is None and not is_causal):
+        return 0
+    *leading, length_q, width_qk = query.shape
+    length_k, width_v = key.shape[-2], value.shape[-1]
+    if attn_mask is None:
+        closed = math.prod(leading) * sum(max(length_k - (i + 1), 0) for i in range(length_q))
+    else:
+        with _disable_current_modes(), torch.no_grad():
+            mask = attn_mask if attn_mask.dtype == torch.bool else ~torch.isneginf(attn_mask)
+            full = torch.broadcast_shapes(mask.shape, (*leading, length_q, length_k))
+            closed = math.prod(full) - int(mask.sum()) * (math.prod(full) // max(mask.numel(), 1))
+    return closed * (width_qk + width_v)
 
 
 #: Ops PyTorch's counting mode answers with NotImplemented (sizes and strides of nested tensors).
@@ -254,12 +489,159 @@ def _padded(shapes: list[torch.Size]) -> torch.Size:
     return torch.Size((len(shapes), *(max(dims) for dims in zip(*(s[1:] for s in shapes), strict=True))))
 
 
-def _is_outer_product(args: tuple, out: object) -> bool:
-    """A multiplication whose output is larger than either factor: a contraction written as
-    broadcast-multiply-then-sum (``(q[:, None] * k[None]).sum(-1)``) does its work here."""
+def _distinct(tensor: torch.Tensor, dims: int) -> list[bool]:
+    """For each of the last ``dims`` dims of a broadcast result, whether ``tensor`` steps through distinct
+    elements along it (a dim of its own with size > 1 and a nonzero stride); False where it is broadcast."""
+    sizes, strides = tensor.shape, tensor.stride()
+    pad = dims - len(sizes)
+    return [False if i < pad else (sizes[i - pad] > 1 and strides[i - pad] != 0) for i in range(dims)]
+
+
+def _outer_product_multiplications(args: tuple, out: object) -> int:
+    """Multiplications of an element-wise product that does a contraction's work, else 0.
+
+    A product is an outer product when it forms more distinct (element of a, element of b) pairs than
+    either factor has distinct elements. Distinct elements are judged by strides, not sizes: a dim of size
+    1, or an expanded dim (stride 0), holds one value, so ``a[:, None] * b[None]``,
+    ``a[:, None].expand(n, m) * b[None].expand(n, m)`` and ``torch.broadcast_to`` forms all count n·m,
+    while a gate product ``z * h`` (same shape) and a scaling by a scalar count 0. A factor materialised with
+    ``repeat`` holds n·m elements and cannot be told from a gate (not counted). The count is every output
+    element (what the kernel executes), on floating-point or complex outputs only (a product of boolean
+    masks is a logical and, not arithmetic).
+    """
+    if not isinstance(out, torch.Tensor) or out.is_nested or not (out.is_floating_point() or out.is_complex()):
+        return 0
     factors = [a for a in args[:2] if isinstance(a, torch.Tensor)]
-    return (len(factors) == 2 and isinstance(out, torch.Tensor) and not out.is_nested
-            and out.numel() > max(factors[0].numel(), factors[1].numel()))
+    if len(factors) != 2 or any(f.is_nested for f in factors):
+        return 0
+    dims = out.dim()
+    a, b = (_distinct(f, dims) for f in factors)
+    sizes = out.shape
+    pairs = math.prod(n for n, x, y in zip(sizes, a, b, strict=True) if x or y)
+    own = max(math.prod(n for n, x in zip(sizes, a, strict=True) if x),
+              math.prod(n for n, y in zip(sizes, b, strict=True) if y))
+    return out.numel() if pairs > own else 0
+
+
+def op_arithmetic(func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: object, flop: int | None,
+                  floating: bool | None = None) -> tuple[int, str | None]:
+    """FLOPs of one call in the all-arithmetic unit, and the name of the op when its cost is not stated.
+
+    The convention is the module docstring's; the kind of each op is :func:`~seqlab.measure.ops.arithmetic_kind`.
+    ``flop`` is what the op's contraction formula charged (None when it has none). A ``"decomposed"`` op is
+    charged the arithmetic of its ``torch._decomp`` decomposition run on ``meta`` tensors of the same shapes
+    (nothing is computed, the real op is what ran); a part with no stated cost names the op.
+
+    >>> op_arithmetic(torch.ops.aten.exp.default, (torch.zeros(3, 4),), {}, torch.zeros(3, 4), None)
+    (12, None)
+
+    Returns:
+        (FLOPs, None) or (FLOPs counted, name of the op whose cost is not stated).
+    """
+    if floating is None:
+        floating = has_floating((args, kwargs.values(), out))
+    if not floating:
+        return 0, None
+    kind = arithmetic_kind(func)
+    if kind in ("movement", "selection"):
+        return 0, None
+    if kind == "contraction":
+        return (flop or 0) + _addend(func, args, kwargs, out), None
+    if kind == "fused":
+        return flop or 0, op_name(func)
+    if kind == "decomposed":
+        flops, uncosted = _decomposed_arithmetic(func, args, kwargs)
+        if flops is None:  # the decomposition did not run on meta: contractions only
+            return flop or 0, op_name(func)
+        return flops, (op_name(func) if uncosted else None)
+    if kind in ("pointwise", "scan"):
+        return max((t.numel() for t in tensors_in((out,))), default=0), None
+    if kind == "reduction":
+        return max((t.numel() for t in tensors_in((args, tuple(kwargs.values())))), default=0), None
+    if kind == "scatter":
+        b = bound_arguments(func, args, kwargs)
+        source = b.get("source", b.get("src"))
+        return (source.numel() if isinstance(source, torch.Tensor) else 0), None
+    return 0, op_name(func)
+
+
+def _addend(func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: object) -> int:
+    """1 FLOP per output element for the additive input of ``addmm``-like ops (when ``beta != 0``) and for a
+    convolution's bias."""
+    packet = func.overloadpacket
+    name = packet.__name__.removesuffix("_")
+    if not isinstance(out, torch.Tensor) or out.is_nested:
+        return 0
+    if getattr(aten, name, None) in ADDEND_OPS:
+        return out.numel() if bound_arguments(func, args, kwargs).get("beta", 1) != 0 else 0
+    if packet in (aten.convolution, aten._convolution, aten.linear):
+        return out.numel() if bound_arguments(func, args, kwargs).get("bias") is not None else 0
+    return 0
+
+
+#: Arithmetic of decompositions already run on meta: (op, shapes, dtypes, other arguments) -> (FLOPs, uncosted).
+_DECOMPOSED_CACHE: dict[tuple, tuple[int | None, bool]] = {}
+
+
+def _describe(value: object) -> object:
+    if isinstance(value, torch.Tensor):
+        return ("tensor", tuple(value.shape), value.dtype)
+    if isinstance(value, (list, tuple)):
+        return tuple(_describe(v) for v in value)
+    hash(value)
+    return value
+
+
+def _decomposed_arithmetic(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> tuple[int | None, bool]:
+    """(FLOPs, whether a part had no stated cost) of the op's decomposition run on meta tensors; (None, True)
+    when it does not run there."""
+    try:
+        key = (func, _describe(args), _describe(tuple(sorted(kwargs.items()))))
+    except TypeError:  # an unhashable argument: not cached
+        key = None
+    if key is not None and key in _DECOMPOSED_CACHE:
+        return _DECOMPOSED_CACHE[key]
+    decomposition = decomposition_of(func)
+
+    def to_meta(value: object) -> object:
+        if isinstance(value, torch.Tensor):
+            if value.is_nested or value.layout != torch.strided:
+                raise NotImplementedError("no meta copy")
+            return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
+        return value
+
+    probe = _ArithmeticProbe()
+    try:
+        with _disable_current_modes():
+            meta_args, meta_kwargs = tree_map(to_meta, (args, kwargs))
+            with probe:
+                decomposition(*meta_args, **meta_kwargs)
+        result = (probe.flops, probe.uncosted)
+    except Exception:  # noqa: BLE001 - a decomposition that will not run on meta: no figure from it
+        result = (None, True)
+    if key is not None:
+        _DECOMPOSED_CACHE[key] = result
+    return result
+
+
+class _ArithmeticProbe(TorchDispatchMode):
+    """Runs a decomposition on meta tensors and adds up the arithmetic of its parts, by the same rules."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flops = 0
+        self.uncosted = False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if isinstance(func, torch._ops.OpOverload):
+            formula = _FORMULAS.get(func.overloadpacket)
+            flop = formula(*args, **kwargs, out_val=out) if formula is not None else None
+            flops, unseen = op_arithmetic(func, args, kwargs, out, flop)
+            self.flops += flops
+            self.uncosted |= unseen is not None
+        return out
 
 
 def count_multiplications(function: Callable[..., Any], *args: Any, **kwargs: Any) -> WorkCount:
@@ -291,24 +673,24 @@ def count_multiplications(function: Callable[..., Any], *args: Any, **kwargs: An
         function(*args, **kwargs)
     flop_counts = counter.get_flop_counts()
     by_op = {str(packet): flop // 2 for packet, flop in flop_counts.get("Global", {}).items()}
-    if census.outer_products:
-        by_op[OUTER_PRODUCT] = census.outer_products
     by_module = {name: sum(ops.values()) // 2 for name, ops in flop_counts.items()}
     calls: Counter[str] = Counter()
-    unaccounted: Counter[str] = Counter()
     for func, number in census.calls.items():
         calls[op_name(func)] += number
-        if is_unknown(func):
-            unaccounted[op_name(func)] += number
+    total = counter.get_total_flops()
     return WorkCount(
-        multiplications=counter.get_total_flops() // 2 + census.outer_products,
+        multiplications=total // 2,
         by_op=by_op,
         by_module=by_module,
         calls=dict(calls),
-        unaccounted=dict(unaccounted),
+        unaccounted=dict(census.unaccounted),
         device=_device_of(args, kwargs),
-        padded_multiplications=((counter.get_total_flops() + counter.padded_extra) // 2 + census.outer_products
-                                if counter.nested_seen else None),
+        padded_multiplications=(total + counter.padded_extra) // 2 if counter.nested_seen else None,
+        arithmetic_flops=sum(census.arithmetic.values()),
+        arithmetic_by_op=dict(census.arithmetic),
+        arithmetic_unaccounted=dict(census.arithmetic_unaccounted),
+        decomposed=dict(census.decomposed),
+        masked_multiplications=census.masked,
     )
 
 

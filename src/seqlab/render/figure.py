@@ -28,6 +28,8 @@ from rich.text import Text
 
 from seqlab.i18n import translator
 from seqlab.measure.dependence import judge
+from seqlab.measure.mixing import BAND, Band
+from seqlab.render.band import band_text
 from seqlab.render.figures import new_figure, save_png_svg
 from seqlab.render.tables import FittedTable
 from seqlab.studies.figure import BoxResult, FigureResult
@@ -60,12 +62,16 @@ def _patterns(tr: Callable[[str], str]) -> dict[str, str]:
             "cross": tr("from the encoder"), "partial": tr("partial"), "none": tr("none")}
 
 
-def pattern_text(pattern: str, lang: str = "en") -> str:
-    """A measured pattern as a reader calls it.
+def pattern_text(pattern: str, lang: str = "en", band: Band | None = None) -> str:
+    """A measured pattern as a reader calls it; a band with its width (:func:`~seqlab.render.band.band_text`).
 
     >>> pattern_text("cross"), pattern_text("all-to-all", "es")
     ('from the encoder', 'todas con todas')
+    >>> pattern_text("band", "en", Band(1, 1))
+    'band ±1, of width 3 (|i − j| ≤ 1)'
     """
+    if pattern == BAND:
+        return band_text(band, lang)
     return _patterns(figure_translator(lang)).get(pattern, pattern)
 
 
@@ -100,7 +106,7 @@ def wrap_lines(text: str, width: int) -> list[str]:
 def lit_sentence(result: FigureResult, lang: str = "en") -> str:
     """The closing line: how many boxes mix positions, and which, with their patterns (from the result)."""
     tr = figure_translator(lang)
-    mixing = [f"{tr(box.title)} ({pattern_text(box.pattern, lang)})" for box in result.boxes if box.mixes]
+    mixing = [f"{tr(box.title)} ({pattern_text(box.pattern, lang, box.band)})" for box in result.boxes if box.mixes]
     listing = ", ".join(mixing) if mixing else tr("none")
     return tr("{count} of {total} boxes mix positions: {boxes}.").format(
         count=len(mixing), total=len(result.boxes), boxes=listing)
@@ -121,7 +127,7 @@ def figure_table(result: FigureResult, lang: str = "en") -> Group:
         table.add_column(header, no_wrap=header == tr("Box"))  # a box's name is never cut, whatever the width
     for box in result.boxes:
         style = "bold" if box.mixes else None
-        table.add_row(stacks[box.stack], tr(box.title), pattern_text(box.pattern, lang),
+        table.add_row(stacks[box.stack], tr(box.title), pattern_text(box.pattern, lang, box.band),
                       tr("yes") if box.mixes else tr("no"), tr(box.lesson), style=style)
     note = tr("Measured on {source} source and {target} target tokens of the built-in story, d_model = {d_model}, "
               "{heads}, seed {seed}, float64, one layer per stack. A box mixes positions when one of its output rows "
@@ -164,7 +170,7 @@ def _box(ax: Any, box: BoxResult, tr: Callable[[str], str], lang: str) -> None:
     ax.add_patch(patch)
     x_text = left + 0.12
     ax.text(x_text, bottom + BOX_HEIGHT - 0.16, tr(box.title), fontsize=8.6, weight="bold", va="center", zorder=3)
-    measured = tr("measured: {pattern}").format(pattern=pattern_text(box.pattern, lang))
+    measured = tr("measured: {pattern}").format(pattern=pattern_text(box.pattern, lang, box.band))
     ax.text(x_text, bottom + BOX_HEIGHT / 2 - 0.03, measured, fontsize=7.6, va="center", zorder=3,
             color="#7a5200" if box.mixes else "#333333")
     ax.text(x_text, bottom + 0.14, tr(box.lesson), fontsize=7, style="italic", color="#555555", va="center", zorder=3)

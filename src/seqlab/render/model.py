@@ -21,6 +21,8 @@ from rich.table import Table
 from rich.text import Text
 
 from seqlab.i18n import format_integer, format_number, format_source, plural_translator, translator
+from seqlab.measure.mixing import BAND, Band
+from seqlab.render.band import band_text
 from seqlab.render.tables import FittedTable
 from seqlab.studies.model import ModelResult, ModuleMixing, OrderCheck
 
@@ -37,12 +39,16 @@ def model_translator(lang: str) -> Callable[[str], str]:
     return translator(lang, DOMAIN)
 
 
-def pattern_name(pattern: str, lang: str = "en") -> str:
-    """A pattern of :mod:`seqlab.measure.mixing` in words.
+def pattern_name(pattern: str, lang: str = "en", band: Band | None = None) -> str:
+    """A pattern of :mod:`seqlab.measure.mixing` in words; a band with its width (:func:`~seqlab.render.band.band_text`).
 
     >>> pattern_name("per-row", "es")
     'fila a fila'
+    >>> pattern_name("band", "es", Band(2, 0))
+    'banda causal de ancho 3 (j − 3 < i ≤ j)'
     """
+    if pattern == BAND:
+        return band_text(band, lang)
     tr = model_translator(lang)
     names = {"per-row": tr("per row"), "all-to-all": tr("all-to-all"), "causal": tr("causal"),
              "cross": tr("cross"), "partial": tr("partial"), "none": tr("none"),
@@ -92,11 +98,11 @@ def mixing_table(result: ModelResult, lang: str = "en") -> Table:
     table.add_column(tr("Off-diagonal strength"), justify="right")
     for local, modules in groups.items():
         layers = [m.layer for m in modules]
-        patterns = {m.pattern for m in modules}
+        patterns = {(m.pattern, m.band) for m in modules}
         if len(patterns) == 1:
-            pattern = pattern_name(patterns.pop(), lang)
+            pattern = pattern_name(modules[0].pattern, lang, modules[0].band)
         else:
-            pattern = "; ".join(f"{pattern_name(m.pattern, lang)} ({m.layer})" for m in modules)
+            pattern = "; ".join(f"{pattern_name(m.pattern, lang, m.band)} ({m.layer})" for m in modules)
         mixing = [m.layer for m in modules if m.mixes]
         if not mixing:
             mixes = tr("no")

@@ -234,14 +234,16 @@ def meta_count_by_steps(module: torch.nn.Module, batch: torch.Tensor) -> WorkCou
         return count_on_meta(module, batch)
     counts = [count_on_meta(module, batch[:, :t]) for t in STEP_LENGTHS]
     fixed = [(c.padded_multiplications, c.device, dict(c.unaccounted)) for c in counts]  # must not change
-    mappings = [(c.by_op, c.by_module, c.calls) for c in counts]
+    mappings = [(c.by_op, c.by_module, c.calls, c.arithmetic_by_op, c.arithmetic_unaccounted, c.decomposed)
+                for c in counts]
     keys = [tuple(tuple(sorted(m)) for m in ms) for ms in mappings]
 
     def on_line(a: int, b: int, c: int) -> bool:
         return b - a == c - b
 
     linear = (fixed[0] == fixed[1] == fixed[2] and fixed[0][0] is None and keys[0] == keys[1] == keys[2]
-              and on_line(*(c.multiplications for c in counts))
+              and on_line(*(c.multiplications for c in counts)) and on_line(*(c.arithmetic_flops for c in counts))
+              and on_line(*(c.masked_multiplications for c in counts))
               and all(on_line(*(ms[i][k] for ms in mappings)) for i in range(3) for k in mappings[0][i]))
     if not linear:
         return count_on_meta(module, batch)
@@ -254,7 +256,10 @@ def meta_count_by_steps(module: torch.nn.Module, batch: torch.Tensor) -> WorkCou
         return {k: extend(mappings[0][i][k], mappings[1][i][k]) for k in mappings[0][i]}
 
     return replace(first, multiplications=extend(first.multiplications, second.multiplications),
-                   by_op=extend_all(0), by_module=extend_all(1), calls=extend_all(2))
+                   by_op=extend_all(0), by_module=extend_all(1), calls=extend_all(2),
+                   arithmetic_flops=extend(first.arithmetic_flops, second.arithmetic_flops),
+                   arithmetic_by_op=extend_all(3), arithmetic_unaccounted=extend_all(4), decomposed=extend_all(5),
+                   masked_multiplications=extend(first.masked_multiplications, second.masked_multiplications))
 
 
 def measure_scopes(modules: Modules, x: torch.Tensor, score: str, counted_elman: WorkCount,

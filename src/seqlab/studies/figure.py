@@ -14,7 +14,8 @@ other stack (the decoder's encoder–decoder attention reads the encoder's memor
 The result is frozen dataclasses whose JSON form (:func:`seqlab.render.json_output.to_jsonable`) is
 what the web lab draws: ``{T_source, T_target, d_model, heads, seed, lit, boxes: [{key, stack, title,
 lesson, column, row, mixes, pattern, dependencies: [{input_name, strength, method, other_sequence,
-pattern, mixes}]}]}``, boxes in the paper's order.
+pattern, mixes, band}], band}]}``, boxes in the paper's order; ``band`` is ``{lower, upper, dilation}`` where the
+pattern is ``"band"`` (:class:`~seqlab.measure.mixing.Band`), else null.
 
 Titles and lesson labels are English message ids marked with :func:`N_`; the renderers translate
 them through the gettext domain ``figure``.
@@ -34,7 +35,9 @@ from torch import Tensor
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.layers.transformer import BOX_KEYS, ENCODER, Transformer, compose, shift_right
 from seqlab.measure.dependence import judge
-from seqlab.measure.mixing import CROSS, DEFAULT_PROBES, NONE, PER_ROW, DependencyMatrix, classify, dependency_matrix
+from seqlab.measure.mixing import (
+    BAND, CROSS, DEFAULT_PROBES, NONE, PER_ROW, Band, DependencyMatrix, band_of, classify, dependency_matrix,
+)
 from seqlab.memory import FLOAT64_BYTES, MemoryEstimate, require_fits
 from seqlab.text import Text, Tokens, builtin_text, embed, tokenize
 
@@ -117,8 +120,9 @@ class Dependency:
         strength: T_out rows of T_in floats, exactly 0.0 where output row j does not read input row i.
         method: ``"jacobian-k"`` or ``"token-replacement"``.
         other_sequence: the input is the other stack's sequence (the encoder memory).
-        pattern: per-row, causal, all-to-all, cross, partial or none.
+        pattern: per-row, causal, all-to-all, cross, band, partial or none.
         mixes: some output row reads another position (or the other sequence).
+        band: the :class:`~seqlab.measure.mixing.Band` (width, extents, dilation) when ``pattern`` is ``"band"``.
     """
 
     input_name: str
@@ -127,19 +131,21 @@ class Dependency:
     other_sequence: bool
     pattern: str
     mixes: bool
+    band: Band | None = None
 
     @classmethod
     def of(cls, matrix: DependencyMatrix) -> Dependency:
-        """Freeze a measured matrix with its pattern and verdict."""
+        """Freeze a measured matrix with its pattern, band and verdict."""
         return cls(matrix.input_name, matrix.strength, matrix.method, matrix.other_sequence,
-                   matrix.pattern, matrix.mixes)
+                   matrix.pattern, matrix.mixes, matrix.band)
 
 
 @dataclass(frozen=True)
 class BoxResult:
     """One of the fifteen boxes, measured: does any output row read another position (L11)?
 
-    ``title`` and ``lesson`` are English; ``column`` 0 = encoder, 1 = decoder; ``row`` 0 = bottom.
+    ``title`` and ``lesson`` are English; ``column`` 0 = encoder, 1 = decoder; ``row`` 0 = bottom; ``band`` the
+    box's :class:`~seqlab.measure.mixing.Band` when ``pattern`` is ``"band"`` (:func:`box_band`), else None.
     """
 
     key: str
@@ -151,6 +157,7 @@ class BoxResult:
     mixes: bool
     pattern: str
     dependencies: tuple[Dependency, ...]
+    band: Band | None = None
 
 
 @dataclass(frozen=True)
@@ -181,16 +188,36 @@ def box_pattern(dependencies: tuple[Dependency, ...]) -> str:
     """
     if any(dependency.other_sequence and dependency.mixes for dependency in dependencies):
         return CROSS
+    union = _own_union(dependencies)
+    return NONE if union is None else classify(union)
+
+
+def box_band(dependencies: tuple[Dependency, ...]) -> Band | None:
+    """The band of a whole box (the union of its same-sequence inputs) when :func:`box_pattern` is ``"band"``.
+
+    >>> conv = Dependency("x", ((1.0, 2.0, 0.0), (1.0, 1.0, 3.0), (0.0, 1.0, 1.0)), "jacobian-2", False, "band", True)
+    >>> box_pattern((conv,)), box_band((conv,))
+    ('band', Band(lower=1, upper=1, dilation=1))
+
+    Raises:
+        SeqlabError: same-sequence inputs whose matrices differ in shape.
+    """
+    if box_pattern(dependencies) != BAND:
+        return None
+    return band_of(_own_union(dependencies))
+
+
+def _own_union(dependencies: tuple[Dependency, ...]) -> tuple[tuple[bool, ...], ...] | None:
+    """Output row j reads row i of its own stack through any same-sequence input; None without such inputs."""
     own = [dependency for dependency in dependencies if not dependency.other_sequence]
     shapes = {(len(d.strength), len(d.strength[0]) if d.strength else 0) for d in own}
     if not own:
-        return NONE
+        return None
     if len(shapes) > 1:
         raise SeqlabError(f"inputs of one sequence must give matrices of one shape, received {sorted(shapes)}")
     judged = [judge(d.strength, torch.float64).depends for d in own]  # the one rule; the figure runs in float64
-    union = tuple(tuple(any(m[j][i] for m in judged) for i in range(len(own[0].strength[0])))
-                  for j in range(len(own[0].strength)))
-    return classify(union)
+    return tuple(tuple(any(m[j][i] for m in judged) for i in range(len(own[0].strength[0])))
+                 for j in range(len(own[0].strength)))
 
 
 def measure_boxes(boxes: Mapping[str, Callable[..., Tensor]], source: Tensor, target_in: Tensor,
@@ -226,7 +253,8 @@ def measure_boxes(boxes: Mapping[str, Callable[..., Tensor]], source: Tensor, ta
             probes=probes, seed=seed, vocabulary=vocabulary)) for name in inputs[spec.key])
         pattern = box_pattern(measured)
         results.append(BoxResult(spec.key, spec.stack, spec.title, spec.lesson, spec.column, spec.row,
-                                 mixes=pattern not in (PER_ROW, NONE), pattern=pattern, dependencies=measured))
+                                 mixes=pattern not in (PER_ROW, NONE), pattern=pattern, dependencies=measured,
+                                 band=box_band(measured)))
     if progress is not None:
         progress(len(results), len(BOX_SPECS), "done")
     return tuple(results)

@@ -29,6 +29,7 @@ from torch import Tensor
 from seqlab.errors import SeqlabError
 from seqlab.layers.anatomy import contains_attention, modules_of_interest
 from seqlab.layers.pretrained import Encoder
+from seqlab.measure.mixing import BAND, CAUSAL, Band
 from seqlab.measure.modules import RecordedCall, SubmoduleMixing, measure_recorded, record_inputs
 from seqlab.measure.switches import fast_paths_off
 
@@ -49,15 +50,17 @@ class ModuleMixing:
         inputs: the inputs measured (sequence tensors of its call), e.g. ``("hidden_states",)``.
         method: how, ``"jacobian-2"`` or ``"token-replacement"``.
         pattern: over all measured inputs together, one of :data:`seqlab.measure.mixing.PATTERNS`, the same
-            for every sequence of the batch, else ``"differs"``.
+            for every sequence of the batch (a band: the same band), else ``"differs"``.
         mixes: some output row of some sequence depends on another position's input row.
         contains_attention: the module is, or contains, an attention module.
         max_off_diagonal: largest strength of output row j on input row i ≠ j (exactly 0 per row).
         min_off_diagonal: smallest such strength over the pairs the pattern connects: every i ≠ j, or i < j
-            in a causal module (row j reads rows 1…j); > 0 when every such pair is connected.
+            in a causal module (row j reads rows 1…j), or the band's offsets; > 0 when every such pair is connected.
         max_diagonal: largest strength of row j on row j, the scale of the two above.
         patterns: the pattern of each sequence, in batch order.
         positions: the real positions n_b each sequence was measured on (padding never counted).
+        band: when ``pattern`` is ``"band"``, the :class:`~seqlab.measure.mixing.Band` every sequence shares
+            (width, lower and upper extent, dilation); else None.
     """
 
     name: str
@@ -73,6 +76,7 @@ class ModuleMixing:
     max_diagonal: float
     patterns: tuple[str, ...] = ()
     positions: tuple[int, ...] = ()
+    band: Band | None = None
 
 
 def _row(value: object, b: int, B: int) -> object:
@@ -115,23 +119,30 @@ def crop(measured: SubmoduleMixing, n: int) -> SubmoduleMixing:
 
 
 def _smallest_connected(measured: SubmoduleMixing) -> float:
-    """min strength of row j on row i ≠ j, over i < j only when the module is causal (the rest is 0 by design)."""
-    if measured.pattern != "causal":
-        return measured.min_off_diagonal
-    return min(v for j, row in enumerate(measured.strength) for i, v in enumerate(row) if i < j)
+    """min strength of row j on row i ≠ j, over i < j only when the module is causal and over the band's offsets
+    in a band (the rest is 0 by design)."""
+    pattern = measured.pattern
+    if pattern == CAUSAL:
+        return min(v for j, row in enumerate(measured.strength) for i, v in enumerate(row) if i < j)
+    if pattern == BAND:
+        offsets = set(measured.band.offsets) - {0}
+        values = [v for j, row in enumerate(measured.strength) for i, v in enumerate(row) if i - j in offsets]
+        return min(values) if values else measured.min_off_diagonal
+    return measured.min_off_diagonal
 
 
 def _joined(name: str, layer: int, model: torch.nn.Module, measured: list[SubmoduleMixing]) -> ModuleMixing:
     patterns = tuple(m.pattern for m in measured)
+    kinds = {(m.pattern, m.band) for m in measured}  # a band agrees only with the same band
     first = measured[0]
     return ModuleMixing(
         name=name, kind=first.kind, layer=layer, inputs=first.inputs, method=first.method,
-        pattern=patterns[0] if len(set(patterns)) == 1 else DIFFERS, mixes=any(m.mixes for m in measured),
+        pattern=patterns[0] if len(kinds) == 1 else DIFFERS, mixes=any(m.mixes for m in measured),
         contains_attention=contains_attention(model.get_submodule(name)),
         max_off_diagonal=max(m.max_off_diagonal for m in measured),
         min_off_diagonal=min(_smallest_connected(m) for m in measured),
         max_diagonal=max(m.max_diagonal for m in measured), patterns=patterns,
-        positions=tuple(len(m.strength) for m in measured))
+        positions=tuple(len(m.strength) for m in measured), band=first.band if len(kinds) == 1 else None)
 
 
 def measure_mixing(encoder: Encoder, ids: Tensor, mask: Tensor | None = None, *, seed: int = 0,

@@ -33,6 +33,16 @@ MAX_HEADS = 16
 MAX_SEED = 2**31 - 1
 
 
+class BandView(BaseModel):
+    """A measured band (:class:`seqlab.measure.mixing.Band`): row j reads i − j ∈ {−lower, …, upper}, step dilation."""
+
+    lower: int = Field(description="how far back row j reads, in positions")
+    upper: int = Field(description="how far ahead row j reads, in positions (0: causal)")
+    dilation: int = Field(description="step between the rows read (1: contiguous)")
+    width: int = Field(description="input rows an interior output row reads")
+    formula: str = Field(description="the rows read, as a formula in i and j (language-neutral)")
+
+
 class Dependency(BaseModel):
     """One input of one box: how strongly each output row reads each input row."""
 
@@ -42,6 +52,7 @@ class Dependency(BaseModel):
     other_sequence: bool
     pattern: str
     mixes: bool
+    band: BandView | None = Field(default=None, description="the band, where the pattern is a band")
 
 
 class Box(BaseModel):
@@ -56,6 +67,7 @@ class Box(BaseModel):
     mixes: bool
     pattern: str
     dependencies: list[Dependency]
+    band: BandView | None = Field(default=None, description="the box's band, where its pattern is a band")
 
 
 class FigureResponse(BaseModel):
@@ -84,6 +96,21 @@ def _translate(lang: str):
         return lambda message: message
 
 
+def band_view(band: dict | None) -> dict | None:
+    """A band of the study's JSON form ``{lower, upper, dilation}`` with its width and formula added, for the page.
+
+    >>> band_view({"lower": 2, "upper": 0, "dilation": 1})["formula"], band_view(None)
+    ('j − 3 < i ≤ j', None)
+    """
+    if band is None:
+        return None
+    from seqlab.measure.mixing import Band
+    from seqlab.render.band import band_formula
+
+    measured = Band(**band)
+    return {**band, "width": measured.width, "formula": band_formula(measured)}
+
+
 def measure(T_source: int, T_target: int, d_model: int, heads: int, seed: int, lang: str) -> FigureResponse:
     """Measure Figure 1 with :func:`seqlab.studies.figure.measure_figure` and translate its labels (in a worker).
 
@@ -107,6 +134,9 @@ def measure(T_source: int, T_target: int, d_model: int, heads: int, seed: int, l
     translate = _translate(lang)
     for box in data["boxes"]:
         box["title"], box["lesson"] = translate(box["title"]), translate(box["lesson"])
+        box["band"] = band_view(box["band"])
+        for dependency in box["dependencies"]:
+            dependency["band"] = band_view(dependency["band"])
     return FigureResponse(available=True, source_words=list(source.pieces), target_words=list(target.pieces),
                           **data)
 

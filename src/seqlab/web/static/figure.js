@@ -17,7 +17,11 @@
   let nodes = new Map();
   let lit = false;
 
-  function patternText(pattern) { return t(`pattern.${pattern}`); }
+  // a band comes with its width and formula, measured (seqlab.render.band.band_formula)
+  function patternText(pattern, band) {
+    if (pattern === "band" && band) return t("pattern.band", { width: band.width, formula: band.formula });
+    return t(`pattern.${pattern}`);
+  }
 
   function methodText(method) {
     if (method.startsWith("jacobian")) return t("method.jacobian", { probes: method.split("-")[1] });
@@ -140,13 +144,13 @@
     const body = Lab.element("div", { id: "detail-body", "data-key": box.key });
     body.appendChild(Lab.element("p", { class: "big" }, t("lesson", { lesson: box.lesson })));
     body.appendChild(Lab.element("p", { class: "verdict" },
-                                 t(box.mixes ? "mixes" : "keeps", { pattern: patternText(box.pattern) })));
+                                 t(box.mixes ? "mixes" : "keeps", { pattern: patternText(box.pattern, box.band) })));
     for (const dependency of box.dependencies) {
       const known = `input.${dependency.input_name}`;
       const name = Lab.has(known) ? t(known) : dependency.input_name;
       body.appendChild(Lab.element("h3", {}, t("input", { name,
                                                           method: methodText(dependency.method),
-                                                          pattern: patternText(dependency.pattern) })));
+                                                          pattern: patternText(dependency.pattern, dependency.band) })));
       const wrap = Lab.element("div", { class: "heat-wrap" });
       wrap.appendChild(heatMap(dependency));
       body.appendChild(wrap);
