@@ -42,7 +42,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="measure_paths' positions=: its own choice (auto, the default), False or True")
     parser.add_argument("--no-work", action="store_true", help="leave out the work comparison")
     parser.add_argument("--json", help="write every sample's result to this file")
-    parser.add_argument("--progress", action="store_true", help="print one line per entry as it finishes")
+    parser.add_argument("--progress", action="store_true", help="print one line per entry as it starts")
+    parser.add_argument("--in-process", action="store_true",
+                        help="measure in this process (default: in a worker process, restarted when an op kills it)")
     args = parser.parse_args(argv)
     if args.samples is not None and args.samples < 1:
         parser.error(f"Invalid value for '--samples': expected at least 1, received {args.samples}")
@@ -50,26 +52,28 @@ def main(argv: list[str] | None = None) -> int:
     names = None if not args.ops else [n.strip() for n in args.ops.split(",") if n.strip()]
     level = {"element": False, "position": True, "auto": None}[args.level]
 
-    def cases():
-        if not args.no_ops:
-            yield from conformance.op_cases(names, args.samples)
-        if not args.no_modules:
-            yield from conformance.module_cases(names, args.samples)
-
     start, results, stopped = time.perf_counter(), [], None
+
+    def take(result) -> None:
+        results.append(result)
+        if args.progress and (len(results) == 1 or results[-2].entry != result.entry):
+            print(f"  {time.perf_counter() - start:7.1f} s  {result.kind} {result.entry}", flush=True)
 
     def stop(signum, frame):
         raise _Stopped(signal.Signals(signum).name)
 
+    options = (level, args.seconds, not args.no_work, args.max_input, args.max_output, args.samples)
     previous = signal.signal(signal.SIGTERM, stop)  # `timeout` ends a long run: report what was measured
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the databases' and the ops' own notes (each sample records its own)
-            for case in cases():
-                result = conformance.run_case(case, level, args.seconds, not args.no_work)
-                results.append(result)
-                if args.progress and (len(results) == 1 or results[-2].entry != result.entry):
-                    print(f"  {time.perf_counter() - start:7.1f} s  {result.kind} {result.entry}", flush=True)
+            entries = _entries(names, not args.no_ops, not args.no_modules)
+            if args.in_process:
+                for kind, name in entries:
+                    for case in _cases(kind, name, args.samples):
+                        take(conformance.run_case(case, level, args.seconds, not args.no_work))
+            else:
+                _isolated(entries, options, take)
     except (_Stopped, KeyboardInterrupt) as why:
         stopped = str(why) or "interrupted"
     finally:
@@ -83,8 +87,76 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as handle:
             json.dump({"seconds": elapsed, "stopped": stopped, "level": args.level, "samples_per_entry": args.samples,
-                       "max_input": args.max_input, "max_output": args.max_output, "results": [r.as_dict() for r in results]}, handle, indent=1)
+                       "max_input": args.max_input, "max_output": args.max_output,
+                       "results": [r.as_dict() for r in results]}, handle, indent=1)
     return 0 if not stopped else 1
+
+
+def _entries(names, ops: bool, modules: bool) -> list[tuple[str, str]]:
+    """(kind, entry name) of every database entry to run, in the databases' order, each once."""
+    op_db, module_db = conformance.databases()
+    chosen = ([("op", conformance.entry_name(info)) for info in op_db] if ops else []) + \
+             ([("module", conformance.entry_name(info)) for info in module_db] if modules else [])
+    return list(dict.fromkeys(e for e in chosen if names is None or e[1] in names))
+
+
+def _cases(kind: str, name: str, samples: int | None):
+    return (conformance.op_cases if kind == "op" else conformance.module_cases)([name], samples)
+
+
+def _serve(connection, options) -> None:
+    """The worker process: runs each entry it is sent and sends back each sample's result, then None."""
+    level, seconds, work, max_input, max_output, samples = options
+    warnings.simplefilter("ignore")
+    conformance.MAX_INPUT, conformance.MAX_OUTPUT = max_input, max_output
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    while (job := connection.recv()) is not None:
+        for case in _cases(*job, samples):
+            connection.send(conformance.run_case(case, level, seconds, work))
+        connection.send(None)
+
+
+def _isolated(entries, options, take) -> None:
+    """Run the entries in a worker process; when an op kills it (a segmentation fault in a kernel), the sample
+    it was on is recorded as crashed, named with the signal, and a fresh worker takes the next entry."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")  # fork after torch's threads started is unsafe
+    worker = connection = None
+    try:
+        for kind, name in entries:
+            if worker is None:
+                connection, child = context.Pipe()
+                worker = context.Process(target=_serve, args=(child, options), daemon=True)
+                worker.start()
+                child.close()
+            connection.send((kind, name))
+            index = 0
+            while True:
+                try:
+                    item = connection.recv()
+                except EOFError:
+                    worker.join()
+                    code = worker.exitcode
+                    why = signal.Signals(-code).name if code is not None and code < 0 else f"exit code {code}"
+                    take(conformance.Result(name, kind, index, [], "crashed",
+                                            f"the measuring process died ({why}) on this sample; the entry's later "
+                                            "samples were not run"))
+                    worker = None
+                    break
+                if item is None:
+                    break
+                take(item)
+                index = item.index + 1
+    finally:
+        if worker is not None:
+            try:
+                connection.send(None)
+            except OSError:
+                pass
+            worker.join(timeout=5)
+            if worker.is_alive():
+                worker.terminate()
 
 
 class _Stopped(BaseException):  # not an Exception: no except clause of a sample swallows it

@@ -38,7 +38,12 @@ KINDS = {
 #: Modules (``module_db``), built in eval mode from their own inputs.
 MODULES = ["nn.Linear", "nn.Conv1d", "nn.GRU"]
 
-OPS = [name for names in KINDS.values() for name in names]
+#: Ops that still mismatch on main, each with what it does wrong (reported in the conformance findings for the
+#: engine's owner). Strict: the day the engine is fixed, the test says so and the entry goes.
+STILL_FAILING: dict[str, str] = {}
+
+OPS = [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=f"{name}: {STILL_FAILING[name]}"))
+       if name in STILL_FAILING else name for names in KINDS.values() for name in names]
 
 
 def _failures(results: list[conformance.Result]) -> list[str]:
@@ -93,7 +98,9 @@ def test_module_agrees_with_its_jacobian(name: str) -> None:
 
 def test_every_curated_name_is_in_the_databases() -> None:
     ops, modules = conformance.databases()
-    assert set(OPS) - {conformance.entry_name(info) for info in ops} == set()
+    names = [name for group in KINDS.values() for name in group]
+    assert set(names) - {conformance.entry_name(info) for info in ops} == set()
+    assert set(STILL_FAILING) <= set(names)
     assert set(MODULES) - {info.name for info in modules} == set()
 
 
@@ -178,7 +185,7 @@ def test_the_benchmark_prints_the_classes_and_writes_json(tmp_path, capsys) -> N
     benchmark = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(benchmark)
     out = tmp_path / "mm.json"
-    assert benchmark.main(["--ops", "mm", "--no-modules", "--json", str(out)]) == 0
+    assert benchmark.main(["--ops", "mm", "--no-modules", "--in-process", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     results = json.loads(out.read_text())["results"]
     coverage = [r["coverage"] for r in results]
