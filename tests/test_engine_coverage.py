@@ -269,3 +269,12 @@ def test_a_triangular_solve_is_counted():
     counted = count_multiplications(torch.linalg.solve_triangular, torch.eye(8).tril(), torch.ones(8, 3), upper=False)
     assert counted.multiplications == 8 * 7 // 2 * 3 and counted.complete  # n(n - 1)/2 per right-hand side = 84
     assert count_multiplications(lambda x: x + torch.eye(3), torch.randn(3, 3)).complete  # eye multiplies nothing
+
+
+@pytest.mark.parametrize("mask_dtype", [torch.int64, torch.bool, torch.float64])
+def test_a_padding_mask_of_any_dtype_cuts(mask_dtype):
+    """hidden * attention_mask[:, None] (Mamba's padding): a tokenizer's int64 mask cuts like a float one."""
+    mask = torch.tensor([1, 1, 1, 1, 0, 0]).to(mask_dtype)
+    w = torch.randn(4, 4, generator=torch.Generator().manual_seed(8), dtype=torch.float64)
+    paths = _agrees(lambda x: x + (x.cumsum(0) * mask[:, None]).to(x.dtype) @ w, _x())
+    assert traced(paths)[0] == (True, True, True, True, False, False)  # the padded rows keep only their own x

@@ -154,9 +154,7 @@ def test_bad_input_is_refused_with_one_line(x, call, message):
 @settings(max_examples=80, deadline=None)
 @given(st.integers(0, 4), st.integers(0, 4), st.integers(1, 3), st.integers(0, 4))
 def test_band_of_finds_the_band_a_matrix_was_built_from(lower, upper, dilation, spare):
-    band = Band(lower, upper, dilation)
-    if (lower + upper) % dilation:
-        band = Band(lower, upper - (lower + upper) % dilation, dilation)
+    band = Band(lower, upper + (-(lower + upper)) % dilation, dilation)  # the upper end on the dilation's grid
     n = band.extent + 1 + spare  # longer than the band: no edge hides an offset
     depends = tuple(tuple(i - j in band.offsets for i in range(n)) for j in range(n))
     found = band_of(depends)

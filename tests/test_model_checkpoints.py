@@ -10,6 +10,7 @@ vectors (BERT's table, GPT-2's ``wpe``) or the rotary rotation (LLaMA) switched 
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 
 import pytest
@@ -325,3 +326,109 @@ def test_a_text_of_one_repeated_token_is_measured(cli, checkpoints):
     result = cli("--model", checkpoints["gpt2"], "--text", f"{word} {word} {word}", *SMALL, "--json")
     assert result.exit_code == 0, result.output
     assert "Traceback" not in result.output and json.loads(result.output)["kind"] == "causal"
+
+
+# --- Sentences chosen from the figures they state; refusals name what was found (issue 27) ---------------------
+
+def _mistral(window: int | None):
+    from transformers import MistralConfig, MistralModel
+
+    torch.manual_seed(0)
+    return MistralModel(MistralConfig(vocab_size=len(SPECIALS) + len(WORDS), hidden_size=32, num_hidden_layers=2,
+                                      num_attention_heads=2, num_key_value_heads=2, intermediate_size=64,
+                                      max_position_embeddings=64, sliding_window=window, bos_token_id=3,
+                                      eos_token_id=3, pad_token_id=None))
+
+
+@pytest.fixture(scope="module")
+def windowed(tmp_path_factory):
+    """The same tiny Mistral weights saved twice: a sliding window of 2 positions, and full causal attention."""
+    folders = {}
+    for name, window in (("window", 2), ("full", None)):
+        folder = tmp_path_factory.mktemp(f"mistral-{name}")
+        _mistral(window).save_pretrained(folder)
+        _tokenizer(False).save_pretrained(folder)
+        folders[name] = str(folder)
+    return folders
+
+
+def _l4(result, lang):
+    return [s for s in model_sentences(result, lang) if "(L4)" in s or "‖∂" in s]
+
+
+def test_a_weight_of_exactly_zero_is_no_path(windowed):
+    """α_T1 = 0 measured under a sliding window: the field and both sentences say "no path"; with full attention
+    the same weights give α_T1 > 0 and the one-weight sentence comes back."""
+    from rich.console import Console
+
+    from seqlab.render.model import mixing_table
+
+    result = inspect_model(LONG, model=windowed["window"], mixing_tokens=5)  # T = 5 > the window of 2
+    a = result.attention
+    assert a.alpha_T1 == 0.0 and a.attention_steps == 0 and a.reach_T1 == 0.0 and a.reach_scope == "module"
+    first, reach = _l4(result, "en")
+    assert first.startswith("Not as the lesson says (L4): in layer 1, head 1, position 1 (el) has no path into the "
+                            "output of position 5 (cartero): its weight α_T1 is exactly 0")
+    assert "through one weight" not in first and "W_hh" not in first
+    assert reach.startswith("Measured backwards: ‖∂y_T/∂x_1‖ of that layer's attention module (layers.0.self_attn,")
+    assert "is exactly 0 as well" in reach
+    es_first, es_reach = _l4(result, "es")
+    assert es_first.startswith("No como dice la lección (L4): en la capa 1, cabeza 1, la posición 1 (el) no tiene "
+                               "camino") and "también es exactamente 0" in es_reach
+    # the window's modules: their strength is the smallest over the pairs they connect, never "≥ 0"
+    windowed_modules = [m for m in result.modules if m.mixes]
+    assert windowed_modules and all(m.pattern in ("band", "partial") and m.min_off_diagonal > 0
+                                    for m in windowed_modules)
+    table = Console(width=200, file=io.StringIO(), color_system=None)
+    table.print(mixing_table(result, "en"))
+    rows = [line for line in table.file.getvalue().splitlines()
+            if line.startswith(("│ (the whole layer) ", "│ self_attn "))]
+    assert len(rows) == 2  # the whole layer and its attention
+    assert rows and all("≥ 0 " not in row + " " and "≥ " in row for row in rows)
+    # the same weights without the window: α_T1 > 0, one weight on the path
+    ids = torch.tensor([result.windows[0].ids])
+    full = measure_attention(load_encoder(torch.float64, windowed["full"]), ids, 1, 1)
+    assert full.alpha_T1 > 0 and full.attention_steps == 1 and full.reach_T1 > 0
+    shown = dataclasses.replace(result, attention=full)
+    first, reach = _l4(shown, "en")
+    assert first.startswith("Layer 1, head 1 (L4): position 1 (el) enters the output of position 5 (cartero) "
+                            "through one weight, α_T1 = ") and "4 products by W_hh" in first
+    assert "not zero" in reach and "exactly 0" not in reach
+    assert _l4(shown, "es")[0].startswith("Capa 1, cabeza 1 (L4): la posición 1 (el) entra en la salida")
+
+
+def test_a_saved_t5_encoder_is_refused_by_its_own_name(cli, tmp_path):
+    from transformers import T5Config, T5EncoderModel
+
+    folder = tmp_path / "tiny-t5-encoder"
+    T5EncoderModel(T5Config(vocab_size=len(SPECIALS) + len(WORDS), d_model=16, d_ff=32, num_layers=2, num_heads=2,
+                            d_kv=8)).save_pretrained(folder)
+    _tokenizer(False).save_pretrained(folder)
+    assert type(load_encoder(torch.float64, str(folder)).model).__name__ == "T5EncoderModel"  # not T5Model
+    result = cli("--model", str(folder), "--text", LONG)
+    errors = [line for line in " ".join(result.output.split()).split("Error: ")[1:]]
+    assert result.exit_code == 2 and len(errors) == 1, result.output
+    assert errors[0].startswith("Invalid value for '--model': cannot switch the positions off in T5EncoderModel "
+                                "(model type 't5')") and "T5Model" not in errors[0]
+
+
+def test_a_tokenizer_rebuilt_as_byte_level_bpe_is_blamed_not_the_text(cli, checkpoints, tmp_path):
+    import shutil
+
+    folder = tmp_path / "tiny-gpt2-as-bpe"
+    shutil.copytree(checkpoints["gpt2"], folder)
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "tokenizer_class": "GPT2Tokenizer"}))
+    encoder = load_encoder(torch.float64, str(folder))
+    with pytest.raises(SeqlabError, match="its tokenizer.json holds a WordLevel tokenizer, which transformers "
+                                          r"rebuilt as a byte-level BPE for the class tokenizer_config.json names "
+                                          r"\(GPT2Tokenizer\)") as refused:
+        encode(encoder, LONG)
+    assert refused.value.parameter == "model" and "gives no word pieces" not in str(refused.value)
+    flat = " ".join(cli("--model", str(folder), "--text", LONG).output.split())
+    assert "Error: Invalid value for '--model': the tokenizer of tiny-gpt2-as-bpe (GPT2Tokenizer) gives no pieces " \
+           "even for words of its own vocabulary ('el', 'perro', 'muerde')" in flat
+    # the tokenizer as saved reads its words: a text of blanks alone is the text's fault
+    with pytest.raises(SeqlabError, match="the text .3 characters. gives no word pieces") as blank:
+        encode(load_encoder(torch.float64, checkpoints["gpt2"]), "   ")
+    assert blank.value.parameter == "text"

@@ -138,7 +138,7 @@ def test_model_order_in_float32_is_settled_by_the_float64_encoder(monkeypatch):
     monkeypatch.setattr("seqlab.studies.model_order.verdict", lambda change, tol, dtype, rerun: real(
         change, tol, dtype, None if rerun is None else dataclasses.replace(rerun, change=1.0, rounding=1.0)))
     unsettled = measure_model_order(encoder, ids, positions=False)
-    assert all(row.verdict == UNSETTLED and not row.holds for row in unsettled.depths)
+    assert all(row.verdict == UNSETTLED and row.holds is None for row in unsettled.depths)
     result = inspect_model("el perro muerde al cartero", source="test", layer=1, head=1, max_tokens=5,
                            mixing_tokens=2)
     shown = dataclasses.replace(result, dtype="float32", order_without_positions=unsettled)

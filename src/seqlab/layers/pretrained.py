@@ -204,14 +204,26 @@ class Encoder:
     folder: str = ""
 
 
+def _model_class(config: ModelConfig):
+    """The class a checkpoint is read with: ``AutoModel``, unless the saved class is the text encoder of an
+    encoder–decoder family (``T5EncoderModel``, ``MT5EncoderModel``, ``UMT5EncoderModel``: ``AutoModel`` would build
+    the whole ``T5Model``, decoder and all, and every refusal would name a class that was never saved)."""
+    from transformers import AutoModel, AutoModelForTextEncoding
+    from transformers.models.auto.modeling_auto import MODEL_FOR_TEXT_ENCODING_MAPPING_NAMES
+
+    encoder = MODEL_FOR_TEXT_ENCODING_MAPPING_NAMES.get(config.model_type)
+    return AutoModelForTextEncoding if encoder == config.architecture else AutoModel
+
+
 @functools.lru_cache(maxsize=4)
 def _load(folder: str, bundled: bool, dtype: torch.dtype) -> Encoder:
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoTokenizer
 
     config = _config(folder, bundled)
     try:
         with _offline_and_quiet():
-            model = AutoModel.from_pretrained(folder, attn_implementation="eager", dtype=dtype, local_files_only=True)
+            model = _model_class(config).from_pretrained(folder, attn_implementation="eager", dtype=dtype,
+                                                         local_files_only=True)
             tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     except Exception as error:  # noqa: BLE001
         raise SeqlabError(f"{folder!r} cannot be loaded as a {config.architecture}: {_first_line(error)}",
@@ -290,6 +302,58 @@ def default_window(config: ModelConfig) -> int:
     return min(config.max_positions, DEFAULT_MAX_TOKENS)
 
 
+def _backend_kind(description: dict) -> str:
+    """A ``tokenizers`` JSON description in words: ``"WordLevel"``, ``"byte-level BPE"``, ``"WordPiece"``."""
+    kind = str((description.get("model") or {}).get("type", "unknown"))
+    pre = description.get("pre_tokenizer") or {}
+    steps = [pre, *pre.get("pretokenizers", [])] if isinstance(pre, dict) else []
+    byte_level = any(isinstance(step, dict) and step.get("type") == "ByteLevel" for step in steps)
+    return f"byte-level {kind}" if byte_level else kind
+
+
+def tokenizer_fault(encoder: Encoder) -> str | None:
+    """Why the tokenizer itself gives no pieces, or None when it tokenizes its own vocabulary.
+
+    A tokenizer that gives no id for any word of its own vocabulary is at fault, not the text: ``transformers``
+    rebuilds a tokenizer from the class its ``tokenizer_config.json`` names (``tokenizer_class``), so a word-level
+    ``tokenizer.json`` saved under ``GPT2Tokenizer`` comes back as a byte-level BPE with no merges, which gives
+    nothing for every text. The message names the class, what was saved and what was built.
+
+    Returns:
+        One sentence naming the tokenizer (class, the saved and the built model), or None.
+    """
+    import json
+
+    tokenizer = encoder.tokenizer
+    special = set(getattr(tokenizer, "all_special_tokens", ()))
+    vocabulary = [word for word, _ in sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
+                  if word not in special and word.strip()]
+    words = ([word for word in vocabulary if word.isalnum()] or vocabulary)[:8]  # plain words first: no "[PAD]"
+    if not words or any(tokenizer(word, add_special_tokens=False, verbose=False)["input_ids"] for word in words):
+        return None  # some word of its own vocabulary gives a piece: the text is at fault
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    built = _backend_kind(json.loads(backend.to_str())) if backend is not None else type(tokenizer).__name__
+    saved = _saved(Path(encoder.folder) / "tokenizer.json")
+    named = (_saved(Path(encoder.folder) / "tokenizer_config.json") or {}).get("tokenizer_class")
+    found = (f"its tokenizer.json holds a {_backend_kind(saved)} tokenizer, which transformers rebuilt as a {built}"
+             + (f" for the class tokenizer_config.json names ({named})" if named else "")
+             if saved is not None and _backend_kind(saved) != built else f"its {built} model reads none of them")
+    return (f"the tokenizer of {encoder.config.name} ({type(tokenizer).__name__}) gives no pieces even for words of "
+            f"its own vocabulary ({', '.join(repr(w) for w in words[:3])}): {found}; expected a tokenizer that "
+            "reads its own vocabulary (saved with its own class, e.g. PreTrainedTokenizerFast)")
+
+
+def _saved(path: Path) -> dict | None:
+    """A JSON file of the checkpoint as a dict, or None when it is missing or unreadable."""
+    import json
+
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def encode(encoder: Encoder, text: str, max_tokens: int | None = None) -> EncodedText:
     """Tokenize ``text`` into one window of at most ``max_tokens`` positions, special tokens included.
 
@@ -311,8 +375,9 @@ def encode(encoder: Encoder, text: str, max_tokens: int | None = None) -> Encode
         An :class:`EncodedText`.
 
     Raises:
-        SeqlabError: ``max_tokens`` out of range (parameter ``"max_tokens"``) or a text with no
-            word pieces (parameter ``"text"``).
+        SeqlabError: ``max_tokens`` out of range (parameter ``"max_tokens"``), a text with no
+            word pieces (parameter ``"text"``), or a tokenizer that gives none even for its own vocabulary
+            (parameter ``"model"``, see :func:`tokenizer_fault`).
     """
     limit = encoder.config.max_positions
     if max_tokens is None:
@@ -323,6 +388,9 @@ def encode(encoder: Encoder, text: str, max_tokens: int | None = None) -> Encode
     tokenizer = encoder.tokenizer
     whole = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
     if not whole:
+        fault = tokenizer_fault(encoder)
+        if fault is not None:
+            raise SeqlabError(fault, parameter="model")
         raise SeqlabError(f"the text ({len(text)} characters) gives no word pieces for {encoder.config.name}; "
                           "expected some words", parameter="text")
     window = tokenizer(text, truncation=True, max_length=max_tokens, return_offsets_mapping=True,

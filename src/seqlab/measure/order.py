@@ -15,8 +15,9 @@ added in another order and differ by rounding.
 
 Below float64 the tolerance is wide (64 eps · sqrt(n): 4e-5 in float32 at T = 32), wide enough to hide
 a real position-dependent term. So a change within it is not taken as "holds" at float32 (or bfloat16,
-float16); the layer is run again in float64 when that is possible (an ``nn.Module``, copied and cast;
-or the ``reference`` callable you pass), which gives both its own rounding band (the largest
+float16); the layer is run again in float64 when that is possible — the ``reference`` callable you pass;
+else an ``nn.Module``, copied and cast; else any other callable, called on the inputs cast to float64
+(kept only if it returns float64) — which gives both its own rounding band (the largest
 |f(x) - f64(x)|, times :data:`ROUNDING_MARGIN`) and a float64 verdict. The verdict (:attr:`OrderResult.verdict`):
 
 * ``"does not hold"`` — the change exceeds the tolerance; or it exceeds the layer's own rounding band
@@ -25,14 +26,25 @@ or the ``reference`` callable you pass), which gives both its own rounding band 
 * ``"cannot tell at float32"`` — below float64, the change is within the rounding band and either no
   float64 rerun could be made or the rerun sees a change the float32 run cannot resolve.
 
-Shapes: T rows (positions) of x, T_q queries, T_k keys/values, d_k, d_v widths.
+:attr:`OrderResult.holds` (and ``equivariant`` / ``invariant``) carries the same three values as a
+``bool | None``: True, False, and None for "cannot tell" — never a bool the measurement did not reach
+(:func:`holds_of`).
+
+Side inputs aligned with the rows (a padding mask, position ids, any per-position tensor) are permuted
+with x when passed as ``aligned={keyword: (tensor, dim)}``: the layer is then called as
+``layer(x, keyword=tensor)`` and ``layer(x[pi], keyword=tensor.index_select(dim, pi))``, so the test asks
+f(x[pi], m[pi]) == f(x, m)[pi]. A side input left out of ``aligned`` (closed over by the callable) stays
+where it is, and a layer that reads it then sees the rows move against it.
+
+Shapes: T rows (positions) of x, T_q queries, T_k keys/values, d_k, d_v widths; an aligned tensor has
+T entries along its ``dim`` (e.g. a key padding mask (1, T) with dim 1, position ids (T,) with dim 0).
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import torch
@@ -48,6 +60,8 @@ ROUNDING_MARGIN = 4.0
 
 HOLDS = "holds"
 FAILS = "does not hold"
+#: The third verdict's prefix: ``"cannot tell at float32"``.
+CANNOT_TELL = "cannot tell at "
 
 _ROWS = "rows"
 _PAIRS = "key-value pairs"
@@ -65,8 +79,8 @@ class OrderResult:
             max |attend(q, k[pi], v[pi]) - attend(q, k, v)|; in output units.
         max_abs_output: max |output| of the unpermuted call, the scale of the tolerance.
         tolerance: the allowance for rounding, see :func:`tolerance`.
-        holds: ``verdict == "holds"``, except that a "cannot tell" without any float64 rerun keeps the
-            plain test ``max_abs_change <= tolerance`` (read ``verdict`` to know which).
+        holds: the verdict as a ``bool | None``: True for "holds", False for "does not hold", None for
+            "cannot tell at <dtype>" (see :func:`holds_of`).
         dtype: dtype of the output, e.g. ``"float32"``.
         seed: seed the permutation was drawn with.
         verdict: ``"holds"``, ``"does not hold"`` or ``"cannot tell at <dtype>"`` (see the module).
@@ -80,7 +94,7 @@ class OrderResult:
     max_abs_change: float
     max_abs_output: float
     tolerance: float
-    holds: bool
+    holds: bool | None
     dtype: str
     seed: int
     verdict: str = ""
@@ -89,20 +103,38 @@ class OrderResult:
     float64_tolerance: float | None = None
 
     @property
-    def equivariant(self) -> bool:
-        """Rows permuted: the output rows moved the same way and nothing else changed."""
+    def equivariant(self) -> bool | None:
+        """Rows permuted: the output rows moved the same way and nothing else changed (None: cannot tell)."""
         if self.kind != _ROWS:
             raise SeqlabError(f"equivariant applies to kind 'rows', received kind {self.kind!r}")
         return self.holds
 
     @property
-    def invariant(self) -> bool:
-        """(k, v) pairs permuted: every output stayed the same."""
+    def invariant(self) -> bool | None:
+        """(k, v) pairs permuted: every output stayed the same (None: cannot tell)."""
         if self.kind != _PAIRS:
             raise SeqlabError(
                 f"invariant applies to kind {_PAIRS!r}, received kind {self.kind!r}"
             )
         return self.holds
+
+
+def holds_of(said: str) -> bool | None:
+    """An order verdict as ``bool | None``: True for "holds", False for "does not hold", None for "cannot tell".
+
+    >>> holds_of("holds"), holds_of("does not hold"), holds_of("cannot tell at float32")
+    (True, False, None)
+
+    Raises:
+        SeqlabError: a string that is not one of the three verdicts.
+    """
+    if said == HOLDS:
+        return True
+    if said == FAILS:
+        return False
+    if said.startswith(CANNOT_TELL):
+        return None
+    raise SeqlabError(f"expected an order verdict ({HOLDS!r}, {FAILS!r} or '{CANNOT_TELL}<dtype>'), received {said!r}")
 
 
 def tolerance(max_abs_output: float, n: int, dtype: torch.dtype) -> float:
@@ -164,13 +196,20 @@ class _Rerun:
     rounding: float
 
 
-def _twin(function: Callable[..., object], reference: Callable[..., object] | None) -> Callable[..., object] | None:
-    """A float64 version of ``function``: ``reference`` if given, a float64 copy of an ``nn.Module``, else None."""
+def _twin(function: Callable[..., object], reference: Callable[..., object] | None) -> Callable[..., object]:
+    """A float64 version of ``function``: ``reference`` if given, a float64 copy of an ``nn.Module``, else the
+    callable itself, to be called on float64 inputs (:func:`_rerun` keeps it only if it returns float64)."""
     if reference is not None:
         return reference
     if isinstance(function, torch.nn.Module):
         return copy.deepcopy(function).to(torch.float64)
-    return None
+
+    def on_float64(*args: object, **kwargs: object) -> object:
+        try:
+            return function(*args, **kwargs)
+        except Exception as error:  # noqa: BLE001  whatever it raises on float64 inputs, it does not take them
+            raise SeqlabError(f"the callable does not run on float64 inputs: {error}") from error
+    return on_float64
 
 
 def verdict(max_change: float, tol: float, dtype: torch.dtype, rerun: _Rerun | None) -> str:
@@ -188,12 +227,12 @@ def verdict(max_change: float, tol: float, dtype: torch.dtype, rerun: _Rerun | N
     if torch.finfo(dtype).eps <= torch.finfo(torch.float64).eps:
         return HOLDS
     if rerun is None:
-        return f"cannot tell at {str(dtype).removeprefix('torch.')}"
+        return CANNOT_TELL + str(dtype).removeprefix("torch.")
     if rerun.change <= rerun.tolerance:
         return HOLDS
     if max_change > ROUNDING_MARGIN * rerun.rounding:
         return FAILS
-    return f"cannot tell at {str(dtype).removeprefix('torch.')}"
+    return CANNOT_TELL + str(dtype).removeprefix("torch.")
 
 
 def _result(kind: str, perm: Tensor, change: Tensor, y: Tensor, n: int, seed: int,
@@ -202,14 +241,13 @@ def _result(kind: str, perm: Tensor, change: Tensor, y: Tensor, n: int, seed: in
     max_out = float(y.abs().max()) if y.numel() else 0.0
     tol = tolerance(max_out, n, y.dtype)
     said = verdict(max_change, tol, y.dtype, rerun)
-    unresolved = said.startswith("cannot tell") and rerun is None
     return OrderResult(
         kind=kind,
         permutation=tuple(int(i) for i in perm),
         max_abs_change=max_change,
         max_abs_output=max_out,
         tolerance=tol,
-        holds=max_change <= tol if unresolved else said == HOLDS,
+        holds=holds_of(said),
         dtype=str(y.dtype).removeprefix("torch."),
         seed=seed,
         verdict=said,
@@ -224,7 +262,8 @@ def _rerun(make_twin: Callable[[], Callable[..., object] | None], y: Tensor, n: 
     """Rerun the check with the float64 twin: ``run(twin)`` -> (output, change), both float64; None if it fails.
 
     Only below float64, and only when a twin exists. A twin that fails (a callable that does not take
-    float64) leaves the verdict unresolved rather than failing the measurement.
+    float64), returns another shape, or returns another dtype than float64 (a callable that casts back
+    down computes no better) leaves the verdict unresolved rather than failing the measurement.
     """
     if torch.finfo(y.dtype).eps <= torch.finfo(torch.float64).eps:
         return None
@@ -236,7 +275,7 @@ def _rerun(make_twin: Callable[[], Callable[..., object] | None], y: Tensor, n: 
             y64, change64 = run(twin)
     except (RuntimeError, TypeError, ValueError, SeqlabError):
         return None
-    if y64.shape != y.shape:
+    if y64.shape != y.shape or y64.dtype != torch.float64:
         return None
     scale = float(y64.abs().max()) if y64.numel() else 0.0
     return _Rerun(change=float(change64.abs().max()) if change64.numel() else 0.0,
@@ -244,30 +283,72 @@ def _rerun(make_twin: Callable[[], Callable[..., object] | None], y: Tensor, n: 
                   rounding=float((y.to(torch.float64) - y64).abs().max()) if y.numel() else 0.0)
 
 
-def measure_order(layer: Callable[[Tensor], Tensor], x: Tensor, *, seed: int = 0,
-                  reference: Callable[[Tensor], Tensor] | None = None) -> OrderResult:
+def _aligned(aligned: Mapping[str, tuple[Tensor, int]] | None, T: int) -> dict[str, tuple[Tensor, int]]:
+    """Check ``aligned``: keyword -> (tensor, dim) with T entries along dim; returns it with dim made >= 0."""
+    if aligned is None:
+        return {}
+    if not isinstance(aligned, Mapping):
+        raise SeqlabError(f"aligned must map keyword names to (tensor, dim) pairs, received {type(aligned).__name__}")
+    checked = {}
+    for name, pair in aligned.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise SeqlabError(f"aligned keys must be keyword names, received {name!r}")
+        if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], Tensor)
+                and isinstance(pair[1], int) and not isinstance(pair[1], bool)):
+            raise SeqlabError(f"aligned[{name!r}] must be a (tensor, dim) pair, received {pair!r:.80}")
+        tensor, dim = pair
+        if not -tensor.dim() <= dim < tensor.dim():
+            raise SeqlabError(f"aligned[{name!r}]: dim must be in [{-tensor.dim()}, {tensor.dim() - 1}] for its "
+                              f"{tensor.dim()}-dim tensor, received {dim}")
+        dim %= tensor.dim()
+        if tensor.shape[dim] != T:
+            raise SeqlabError(f"aligned[{name!r}] must have T = {T} entries along dim {dim} (the rows of x), "
+                              f"received shape {tuple(tensor.shape)}")
+        checked[name] = (tensor, dim)
+    return checked
+
+
+def measure_order(layer: Callable[..., Tensor], x: Tensor, *, seed: int = 0,
+                  reference: Callable[..., Tensor] | None = None,
+                  aligned: Mapping[str, tuple[Tensor, int]] | None = None) -> OrderResult:
     """Permute the T input rows and report max |f(x[pi]) - f(x)[pi]| (0 for attention).
 
     >>> r = measure_order(lambda x: x.cumsum(0), torch.eye(3, dtype=torch.float64))
     >>> r.kind, len(r.permutation), r.equivariant
     ('rows', 3, False)
 
+    A padding mask aligned with the rows moves with them (row 2 is padding here):
+
+    >>> mask = torch.tensor([True, True, False])
+    >>> f = lambda x, keep: x * keep[:, None]
+    >>> measure_order(f, torch.eye(3, dtype=torch.float64), aligned={"keep": (mask, 0)}).equivariant
+    True
+
     Args:
         layer: maps x (T, d_in) to y (T, ...); a tuple result is read at element 0. Run in
-            ``eval()`` mode: dropout breaks equivariance. Called twice under ``no_grad``.
+            ``eval()`` mode: dropout breaks equivariance. Called twice under ``no_grad`` (four times below
+            float64, with the rerun), as ``layer(x, **side)`` with the ``aligned`` side inputs.
         x: input rows, shape (T, d_in), T >= 2, any dtype the layer accepts.
         seed: seed of the permutation pi of the T rows (pi is never the identity).
         reference: the same layer computing in float64 (takes x as float64), used below float64 to
             resolve a change within the tolerance; default: a float64 copy when ``layer`` is an
-            ``nn.Module``, else none (then such a change is "cannot tell at <dtype>").
+            ``nn.Module``, else ``layer`` itself called on float64 x, kept when it returns float64; when
+            neither runs, such a change is "cannot tell at <dtype>".
+        aligned: side inputs aligned with the rows, by keyword: ``{name: (tensor, dim)}`` where
+            ``tensor.shape[dim] == T`` (a key padding mask (1, T) with dim 1, position ids (T,) or (1, T),
+            a per-position float tensor (T, k) with dim 0). Each is passed as ``name=tensor`` and permuted
+            along ``dim`` by the same pi as x; a floating one is cast to float64 with x for the rerun, any
+            other (bool, integer) is passed as it is. None: no side input.
 
     Returns:
         An :class:`OrderResult` of kind ``"rows"``; ``verdict`` says holds / does not hold /
-        cannot tell, judged against :func:`tolerance` with n = T and, below float64, the rerun.
+        cannot tell, judged against :func:`tolerance` with n = T and, below float64, the rerun;
+        ``equivariant`` is True, False or None (cannot tell).
 
     Raises:
-        SeqlabError: x not 2-D, T < 2, or the layer's output lacks T rows, changes shape
-            under the permutation, or is not finite.
+        SeqlabError: x not 2-D, T < 2, an ``aligned`` entry that is not a (tensor, dim) pair with T
+            entries along dim, or the layer's output lacks T rows, changes shape under the
+            permutation, or is not finite.
 
     Source: lesson claim L10 (shuffled rows come out shuffled the same way, unchanged).
     """
@@ -275,10 +356,23 @@ def measure_order(layer: Callable[[Tensor], Tensor], x: Tensor, *, seed: int = 0
     T = x.shape[0]
     if T < 2:
         raise SeqlabError(f"x must have T >= 2 rows to permute, received T = {T}")
+    side = _aligned(aligned, T)
     perm = _permutation(T, seed)
+
+    def inputs(rows: Tensor, shuffled: bool, dtype: torch.dtype | None = None) -> tuple[Tensor, dict[str, Tensor]]:
+        """x (or x[pi]) and every side input (permuted along its dim), floating ones cast to ``dtype``."""
+        moved = {}
+        for name, (tensor, dim) in side.items():
+            t = tensor.index_select(dim, perm.to(tensor.device)) if shuffled else tensor
+            moved[name] = t.to(dtype) if dtype is not None and t.is_floating_point() else t
+        r = rows.to(dtype) if dtype is not None else rows
+        return (r[perm.to(r.device)] if shuffled else r), moved
+
     with torch.no_grad():
-        y = _output(layer(x), T, "layer")  # (T, ...)
-        y_perm = _output(layer(x[perm.to(x.device)]), T, "layer")  # (T, ...)
+        rows, kwargs = inputs(x, False)
+        y = _output(layer(rows, **kwargs), T, "layer")  # (T, ...)
+        rows, kwargs = inputs(x, True)
+        y_perm = _output(layer(rows, **kwargs), T, "layer")  # (T, ...)
     if y_perm.shape != y.shape:
         raise SeqlabError(
             f"layer output shape changed under permutation: {tuple(y.shape)} vs "
@@ -286,10 +380,11 @@ def measure_order(layer: Callable[[Tensor], Tensor], x: Tensor, *, seed: int = 0
         )
     change = y_perm - y[perm.to(y.device)]  # (T, ...)
 
-    def run(twin: Callable[[Tensor], Tensor]) -> tuple[Tensor, Tensor]:
-        x64 = x.to(torch.float64)
-        y64 = _output(twin(x64), T, "reference")  # (T, ...)
-        return y64, _output(twin(x64[perm.to(x.device)]), T, "reference") - y64[perm.to(y.device)]
+    def run(twin: Callable[..., Tensor]) -> tuple[Tensor, Tensor]:
+        rows64, kwargs64 = inputs(x, False, torch.float64)
+        y64 = _output(twin(rows64, **kwargs64), T, "reference")  # (T, ...)
+        rows64, kwargs64 = inputs(x, True, torch.float64)
+        return y64, _output(twin(rows64, **kwargs64), T, "reference") - y64[perm.to(y64.device)]
 
     rerun = _rerun(lambda: _twin(layer, reference) if x.is_floating_point() else reference, y, T, run)
     return _result(_ROWS, perm, change, y, T, seed, rerun)
@@ -320,11 +415,13 @@ def measure_key_value_order(
         v: values, shape (T_k, d_v); row j is paired with key j.
         seed: seed of the permutation pi of the T_k pairs (pi is never the identity).
         reference: ``attend`` computing in float64, as for :func:`measure_order` (default: a float64
-            copy when ``attend`` is an ``nn.Module``).
+            copy when ``attend`` is an ``nn.Module``, else ``attend`` itself on float64 q, k, v, kept when it
+            returns float64).
 
     Returns:
         An :class:`OrderResult` of kind ``"key-value pairs"``; ``verdict`` is its verdict,
-        judged against :func:`tolerance` with n = T_k and, below float64, the rerun.
+        judged against :func:`tolerance` with n = T_k and, below float64, the rerun; ``invariant`` is
+        True, False or None (cannot tell).
 
     Raises:
         SeqlabError: q, k or v not 2-D, k and v with different row counts, T_k < 2, or the

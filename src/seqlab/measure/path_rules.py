@@ -124,7 +124,8 @@ def pointwise(func, args, kwargs, out: Tensor, read: Read, step: Step, sources: 
         return None
     if packet in _PRODUCTS or packet in _SUMS:
         for t, d in zip(tensors, distances, strict=True):  # a constant that absorbs: x * 0 = 0, x + (-inf) = -inf
-            if t.is_floating_point():
+            # an integer or boolean factor absorbs too (a padding mask as a tokenizer returns it, int64)
+            if t.is_floating_point() or (packet in _PRODUCTS and not t.is_complex()):
                 cut, any_cut = _absorbing(t, d, read, packet in _PRODUCTS)
                 if any_cut:
                     result = torch.where(cut.expand(out.shape), UNREACHABLE, result)

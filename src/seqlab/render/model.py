@@ -87,9 +87,10 @@ def mixing_table(result: ModelResult, lang: str = "en") -> Table:
         tr("Which modules mix positions (first {T} positions of each of the {B} windows)")
     table = FittedTable(title=title.format(T=result.mixing_tokens, B=len(result.windows)), title_justify="left", caption_justify="left", droppable=(1,), caption=tr(
         "Does output row j read input row i ≠ j? Measured in {dtype}: Jacobian probes for vectors, one token "
-        "replaced at a time for token ids. Off-diagonal strength: the smallest (mixing modules) or largest "
-        "(per-row modules) norm of ∂y_j/∂x_i over i ≠ j; 0 means exactly zero. Dropout is the identity in eval "
-        "mode and is left out.").format(dtype=result.dtype) + _batch_caption(result, lang))
+        "replaced at a time for token ids. Off-diagonal strength: the norm of ∂y_j/∂x_i, the smallest over the pairs "
+        "i ≠ j a mixing module connects (a causal, banded or partial module leaves the others at exactly 0) or the "
+        "largest over every i ≠ j (per-row modules); 0 means exactly zero. Dropout is the identity in eval mode and "
+        "is left out.").format(dtype=result.dtype) + _batch_caption(result, lang))
     table.add_column(tr("Module"), no_wrap=True)  # query, key and value differ only in the last word
     table.add_column(tr("Type"))
     table.add_column(tr("Layers"), justify="right")
@@ -146,7 +147,7 @@ def _depth_name(depth: int, lang: str) -> str:
 def _order_cells(check: OrderCheck, depth: int, lang: str) -> tuple[str, str]:
     tr = model_translator(lang)
     row = check.depths[depth]
-    said = row.verdict or ("holds" if row.holds else "does not hold")
+    said = row.verdict
     if said.startswith("cannot tell at "):  # within the depth's own rounding, not settled in float64
         verdict = tr("cannot tell at {dtype}").format(dtype=said.removeprefix("cannot tell at "))
     else:
@@ -270,12 +271,12 @@ def _order_sentence(result: ModelResult, lang: str) -> str:
                   "rounding and the float64 rerun does not settle it, so this run does not show that shuffling only "
                   "moves the rows.").format(dtype=result.dtype, depth=_depth_name(unsettled[0].depth, lang),
                                             change=format_number(unsettled[0].max_abs_change, lang))
-    if result.kind != "causal" and all(row.holds for row in off.depths) and not on.depths[last].holds:
+    if result.kind != "causal" and all(row.holds is True for row in off.depths) and on.depths[last].holds is False:
         return tr("As the lesson says (L10): with the positions off ({how}), shuffling the tokens only shuffled "
                   "every layer's output rows, each depth within its own rounding tolerance (closest to it: {depth}, "
                   "max |Δ| = {off} against a tolerance of {tol}); with them on, the output of layer {layer} changed "
                   "by up to {on}. Only the positions tell this model the order.").format(**values)
-    if result.kind == "causal" and not off.depths[last].holds and not on.depths[last].holds:
+    if result.kind == "causal" and off.depths[last].holds is False and on.depths[last].holds is False:
         values.update(depth=_depth_name(last, lang), off=format_number(off.depths[last].max_abs_change, lang),
                       tol=format_number(off.depths[last].tolerance, lang))
         return tr("As the lesson says of a decoder (L10): even with the positions off ({how}), shuffling the tokens "
@@ -295,10 +296,20 @@ def _attention_sentences(result: ModelResult, lang: str) -> list[str]:
                   first=result.pieces[0], last=result.pieces[result.T - 1], module=a.module,
                   steps=format_integer(a.recurrence_steps, lang), reach=format_number(a.reach_T1, lang),
                   error=format_number(a.max_row_sum_error, lang))
-    sentences = [tr("Layer {layer}, head {head} (L4): position 1 ({first}) enters the output of position {T} "
-                    "({last}) through one weight, α_T1 = {alpha} (an even spread would give {uniform}); a "
-                    "recurrence would put {steps} products by W_hh on that path.").format(**values)]
-    if a.reach_T1 > 0 and a.reach_scope == "module":
+    if a.alpha_T1 == 0:  # exactly 0 (a window, a local pattern): no path in this head, not "one weight"
+        sentences = [tr("Not as the lesson says (L4): in layer {layer}, head {head}, position 1 ({first}) has no path "
+                        "into the output of position {T} ({last}): its weight α_T1 is exactly 0 (an even spread "
+                        "would give {uniform}), so this head does not connect them in one step.").format(**values)]
+    else:
+        sentences = [tr("Layer {layer}, head {head} (L4): position 1 ({first}) enters the output of position {T} "
+                        "({last}) through one weight, α_T1 = {alpha} (an even spread would give {uniform}); a "
+                        "recurrence would put {steps} products by W_hh on that path.").format(**values)]
+    if a.alpha_T1 == 0 and a.reach_T1 == 0 and a.reach_scope == "module":
+        reach = tr("Measured backwards: ‖∂y_T/∂x_1‖ of that layer's attention module ({module}, every head and its "
+                   "output projection) is exactly 0 as well.").format(**values)
+    elif a.alpha_T1 == 0 and a.reach_T1 == 0:
+        reach = tr("Measured backwards: ‖∂c_T/∂x_1‖ of that head through that module is exactly 0 as well.")
+    elif a.reach_T1 > 0 and a.reach_scope == "module":
         reach = tr("Measured backwards: ‖∂y_T/∂x_1‖ of that layer's attention module ({module}, every head and its "
                    "output projection) is {reach}, not zero.").format(**values)
     elif a.reach_T1 > 0:

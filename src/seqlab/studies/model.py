@@ -21,7 +21,7 @@ measures three things on the real forward pass:
 * **One attention step (L4).** The weights α of one layer and head on the first sequence (n × n, its
   real positions, rows sum to 1), the single weight α_T1 by which position 1 enters position T's output,
   against the T − 1 products a recurrence would chain (L3), and the measured ‖∂c_T/∂x_1‖ through that
-  attention module, nonzero.
+  attention module, nonzero. A weight of exactly 0 (a sliding window, a local pattern) is no path at all.
 
 Returns a frozen :class:`ModelResult`; drawing and printing are :mod:`seqlab.render.model`'s job.
 
@@ -80,7 +80,8 @@ class AttentionMap:
             the module returns the heads side by side (BERT), else the module's whole output row (GPT-2,
             LLaMA: their attention module ends in an output projection that mixes the heads).
         reach_method: how reach_T1 was measured, e.g. ``"jacobian-2"``.
-        attention_steps: weights on the path from position 1 to T inside this head: 1.
+        attention_steps: weights on the path from position 1 to T inside this head, measured: 1, or 0 when
+            α_T1 is exactly 0 (a window or local pattern: no path in one step).
         recurrence_steps: products by W_hh a recurrence puts on that path: T − 1 (L3).
         module: the attention module's path, e.g. ``"encoder.layer.0.attention.self"``.
         reach_scope: ``"head"`` or ``"module"``, which output reach_T1 was measured on.
@@ -240,7 +241,8 @@ def measure_attention(encoder: Encoder, ids: Tensor, layer: int, head: int, *, m
         layer=layer, head=head, weights=tuple(tuple(float(v) for v in row) for row in alpha),
         max_row_sum_error=float((alpha.sum(dim=-1) - 1).abs().max()), alpha_T1=float(alpha[-1, 0]),
         uniform=1.0 / T, reach_T1=reach.strength[0][0], reach_method=reach.method,
-        attention_steps=1, recurrence_steps=T - 1, module=name, reach_scope="module" if projected else "head")
+        attention_steps=1 if float(alpha[-1, 0]) != 0 else 0, recurrence_steps=T - 1, module=name,
+        reach_scope="module" if projected else "head")
 
 
 def working_precision(attention: AttentionMap, dtype: torch.dtype) -> torch.dtype:

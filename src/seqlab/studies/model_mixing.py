@@ -29,7 +29,8 @@ from torch import Tensor
 from seqlab.errors import SeqlabError
 from seqlab.layers.anatomy import contains_attention, modules_of_interest
 from seqlab.layers.pretrained import Encoder
-from seqlab.measure.mixing import BAND, CAUSAL, Band
+from seqlab.measure.dependence import judge
+from seqlab.measure.mixing import BAND, CAUSAL, PARTIAL, Band
 from seqlab.measure.modules import RecordedCall, SubmoduleMixing, measure_recorded, record_inputs
 from seqlab.measure.switches import fast_paths_off
 
@@ -55,7 +56,8 @@ class ModuleMixing:
         contains_attention: the module is, or contains, an attention module.
         max_off_diagonal: largest strength of output row j on input row i ≠ j (exactly 0 per row).
         min_off_diagonal: smallest such strength over the pairs the pattern connects: every i ≠ j, or i < j
-            in a causal module (row j reads rows 1…j), or the band's offsets; > 0 when every such pair is connected.
+            in a causal module (row j reads rows 1…j), or the band's offsets, or in a partial module the pairs
+            measured to depend; > 0 when every such pair is connected.
         max_diagonal: largest strength of row j on row j, the scale of the two above.
         patterns: the pattern of each sequence, in batch order.
         positions: the real positions n_b each sequence was measured on (padding never counted).
@@ -119,14 +121,24 @@ def crop(measured: SubmoduleMixing, n: int) -> SubmoduleMixing:
 
 
 def _smallest_connected(measured: SubmoduleMixing) -> float:
-    """min strength of row j on row i ≠ j, over i < j only when the module is causal and over the band's offsets
-    in a band (the rest is 0 by design)."""
+    """min strength of row j on row i ≠ j, over i < j only when the module is causal, over the band's offsets
+    in a band, and over the pairs measured to depend (:func:`~seqlab.measure.dependence.judge`) in a partial
+    module (the rest is 0 by design, and "≥ 0" would say nothing).
+
+    >>> odd = SubmoduleMixing("a", "Custom", ("x",), "jacobian-2", ((1.0, 0.5, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)))
+    >>> odd.pattern, odd.min_off_diagonal, _smallest_connected(odd)
+    ('partial', 0.0, 0.5)
+    """
     pattern = measured.pattern
     if pattern == CAUSAL:
         return min(v for j, row in enumerate(measured.strength) for i, v in enumerate(row) if i < j)
     if pattern == BAND:
         offsets = set(measured.band.offsets) - {0}
         values = [v for j, row in enumerate(measured.strength) for i, v in enumerate(row) if i - j in offsets]
+        return min(values) if values else measured.min_off_diagonal
+    if pattern == PARTIAL:
+        depends = judge(measured.strength, getattr(torch, measured.dtype)).depends
+        values = [v for j, row in enumerate(measured.strength) for i, v in enumerate(row) if i != j and depends[j][i]]
         return min(values) if values else measured.min_off_diagonal
     return measured.min_off_diagonal
 

@@ -30,7 +30,7 @@ from torch import Tensor
 from seqlab.errors import SeqlabError
 from seqlab.layers.anatomy import without_positions
 from seqlab.layers.pretrained import Encoder, load_encoder
-from seqlab.measure.order import HOLDS, OrderResult, _Rerun, measure_order, tolerance, verdict
+from seqlab.measure.order import OrderResult, _Rerun, holds_of, measure_order, tolerance, verdict
 from seqlab.studies.model_mixing import real_positions
 
 
@@ -38,14 +38,15 @@ from seqlab.studies.model_mixing import real_positions
 class LayerOrder:
     """The order test read at one depth: 0 = the embeddings' output, l = encoder layer l.
 
-    ``verdict`` is "holds", "does not hold" or "cannot tell at <dtype>"; ``holds`` is ``verdict == "holds"``.
+    ``verdict`` is "holds", "does not hold" or "cannot tell at <dtype>"; ``holds`` is the same verdict as
+    ``bool | None`` (None: cannot tell; :func:`seqlab.measure.order.holds_of`).
     """
 
     depth: int
     max_abs_change: float
     max_abs_output: float
     tolerance: float
-    holds: bool
+    holds: bool | None
     verdict: str = ""
     sequence: int = 1
 
@@ -99,7 +100,7 @@ def _depth(depth: int, y: Tensor, y_shuffled: Tensor, perm: Tensor,
     if depth > 0 and working is not None and torch.finfo(working).eps > torch.finfo(y.dtype).eps:  # past a softmax
         allowed = tolerance(scale, T, working)
         said = verdict(change, allowed, working, None)  # no twin computes it better: "cannot tell" within it
-        return LayerOrder(depth, change, scale, allowed, said == HOLDS, said, sequence)
+        return LayerOrder(depth, change, scale, allowed, holds_of(said), said, sequence)
     allowed = tolerance(scale, T, y.dtype)
     rerun = None
     if twin is not None:
@@ -108,7 +109,7 @@ def _depth(depth: int, y: Tensor, y_shuffled: Tensor, perm: Tensor,
                        tolerance=tolerance(float(y64.abs().max()), T, torch.float64),
                        rounding=float((y[:, depth].double() - y64).abs().max()))
     said = verdict(change, allowed, y.dtype, rerun)
-    return LayerOrder(depth, change, scale, allowed, said == HOLDS, said, sequence)
+    return LayerOrder(depth, change, scale, allowed, holds_of(said), said, sequence)
 
 
 def _rank(said: str) -> int:
@@ -127,7 +128,7 @@ def _at(result: OrderResult, working: torch.dtype | None) -> OrderResult:
         return result
     allowed = tolerance(result.max_abs_output, len(result.permutation), working)
     said = verdict(result.max_abs_change, allowed, working, None)
-    return dataclasses.replace(result, tolerance=allowed, verdict=said, holds=said == HOLDS)
+    return dataclasses.replace(result, tolerance=allowed, verdict=said, holds=holds_of(said))
 
 
 def _sequence(encoder: Encoder, twin: Encoder | None, ids: Tensor, mask: Tensor, b: int,
