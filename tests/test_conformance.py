@@ -40,21 +40,9 @@ MODULES = ["nn.Linear", "nn.Conv1d", "nn.GRU"]
 
 #: Ops that still mismatch on main, each with what it does wrong (reported in the conformance findings for the
 #: engine's owner). Strict: the day the engine is fixed, the test says so and the entry goes.
-_DFT_ZEROS = ("EXTRA on main: x_0 reaches Im X_k and every x_n reaches Im X_0, pairs the DFT matrix joins by an exact 0 "
-              "(sin 0); the FFT rule reads them as dependences")
-STILL_FAILING: dict[str, str] = {
-    "fft.fft": _DFT_ZEROS,
-    "fft.rfft": _DFT_ZEROS,
-    "fft.ifft": _DFT_ZEROS,
-    "complex": "EXTRA on main: complex(x, y)'s real part x reaches the imaginary output (aten.complex, decomposed)",
-    "scatter": "crashes on main on a 0-dim fill (sample #24: dim 0, index 0, value 2.5): 'INDICES element is out of "
-               "DATA bounds' (the fill value read as an element id)",
-}
+STILL_FAILING: dict[str, str] = {}
 #: Ops whose engine answer changes from run to run (not strict: a run may pass by chance).
-UNSTABLE: dict[str, str] = {
-    "nn.functional.rrelu": "MISSED on main, by chance: training=True's derived Jacobian re-runs the random op and reads "
-                           "its uninitialised noise argument (0 to 15 of 20 diagonal pairs missed, run to run)",
-}
+UNSTABLE: dict[str, str] = {}
 
 
 def _param(name: str):

@@ -327,7 +327,7 @@ def tensors_in(values: Iterable[object]) -> Iterator[torch.Tensor]:
 
 
 @functools.cache
-def _schema(func: torch._ops.OpOverload) -> tuple[tuple[str, bool, object], ...]:
+def schema_arguments(func: torch._ops.OpOverload) -> tuple[tuple[str, bool, object], ...]:
     """(name, has a default, default) of each argument of the op's schema, read once per op."""
     return tuple((a.name, a.has_default_value(), a.default_value if a.has_default_value() else None)
                  for a in func._schema.arguments)
@@ -340,7 +340,7 @@ def bound_arguments(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> d
     ['alpha', 'other', 'self']
     """
     bound = {}
-    for index, (name, has_default, default) in enumerate(_schema(func)):
+    for index, (name, has_default, default) in enumerate(schema_arguments(func)):
         if index < len(args):
             bound[name] = args[index]
         elif name in kwargs:

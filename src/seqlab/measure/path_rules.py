@@ -41,6 +41,7 @@ from torch import Tensor
 from seqlab.measure.contraction_rules import contraction
 from seqlab.measure.distances import UNREACHABLE, align, broadcast_min, everything, narrow, unreachable
 from seqlab.measure.ops import bound_arguments as arguments
+from seqlab.measure.ops import schema_arguments
 from seqlab.measure.ops import tensors_in
 
 aten = torch.ops.aten
@@ -268,6 +269,7 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
         return [None if d is None else d.reshape(sources, *outs[0].shape)]
     if packet is aten.constant_pad_nd:
         args = (args[0], args[1], 0.0)  # padding is a constant: id 0
+    args, kwargs = _scalar_fill_as_constant(func, args, kwargs)
     leaves, rebuild = flat_arguments(args, kwargs)
     slots = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor) and _carries_data(leaf)]
     distances = [read(leaves[i]) for i in slots]
@@ -279,6 +281,19 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
         if moved is not None:
             return moved
     return _move_elements(func, leaves, slots, distances, rebuild, outs, sources)
+
+
+def _scalar_fill_as_constant(func, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """A scalar ``value`` an op writes (``scatter(dim, index, value=2.5)``, ``index_fill``) becomes 0, the id of a
+    constant: a fill value is a value, never an element id."""
+    for index, (name, _has_default, _default) in enumerate(schema_arguments(func)):
+        if name != "value":
+            continue
+        if index < len(args) and not isinstance(args[index], Tensor):
+            return (*args[:index], 0.0, *args[index + 1:]), kwargs
+        if name in kwargs and not isinstance(kwargs[name], Tensor):
+            return args, {**kwargs, name: 0.0}
+    return args, kwargs
 
 
 def _carries_data(t: Tensor) -> bool:
