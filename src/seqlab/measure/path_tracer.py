@@ -68,6 +68,11 @@ _CONSTANT_NAMES = frozenset("""
 _POINTWISE_UNTAGGED = frozenset({"rrelu_with_noise", "rrelu_with_noise_", "rrelu_with_noise_functional"})
 
 
+#: PyTorch's primitives that its decompositions emit, element-wise but untagged (``prims.where``: the output
+#: element reads the condition and both branches at its place).
+_PRIMS_POINTWISE = frozenset({torch.ops.prims.where.default})
+
+
 def _decompositions() -> dict:
     """PyTorch's registered decompositions (``torch._decomp.decomposition_table``), by op overload."""
     from torch._decomp import decomposition_table
@@ -93,7 +98,7 @@ def op_kind(func: torch._ops.OpOverload) -> int:
         return VIEW
     if func.overloadpacket.__name__ in _CONSTANT_NAMES:
         return CONSTANT
-    if func.overloadpacket.__name__ in _POINTWISE_UNTAGGED:
+    if func.overloadpacket.__name__ in _POINTWISE_UNTAGGED or func in _PRIMS_POINTWISE:
         return POINTWISE
     if is_movement(func):
         return MOVEMENT
