@@ -12,8 +12,8 @@ outputs flattened to (m_k, 1); a complex output is read through ``view_as_real``
 Reference: the float64 Jacobian J (m x n) of the op w.r.t. that input, other arguments fixed, by
 ``torch.autograd.functional.jacobian``. An entry is a dependence when |J_ij| > 2**-149 (float32's least
 subnormal: what the engine's float32 run cannot hold is 0 there); MISSED asks more, like with like: an entry above
-seqlab's dependence band for float32, 64 eps times the largest entry (a softmax weight of 1e-44 in float64 is exactly
-0 in the float32 run the engine traced, and cuts its path there). A complex output element is compared as one
+seqlab's dependence band for float32, a change above 64 eps of the output element (a softmax weight of 1e-44 in
+float64 is exactly 0 in the float32 run the engine traced, and cuts its path there). A complex output element is compared as one
 element (the engine keeps one dependence per complex element): MISSED when either part's is, EXTRA when both are. A NaN entry is not evidence by itself: a
 point-wise backward formula multiplies the one-hot cotangent's zeros by a NaN slope (``special.entr`` at
 x < 0), so NaN fills pairs with no chain at all. Two kinds of mismatch, per (input element i, output element j):
@@ -395,7 +395,7 @@ def jacobian_pattern(call64: Callable, shapes: list, point: Tensor) -> tuple[Ten
         except Exception:
             J = torch.autograd.functional.jacobian(g, point)
     J = J.reshape(-1, point.numel())
-    _LAST_JACOBIAN[0] = J
+    _LAST_JACOBIAN[0] = (J, point, g(point).detach())
     return J.abs() > TINY, J.isnan()
 
 
@@ -404,13 +404,13 @@ _LAST_JACOBIAN: list = [None]
 
 
 def strong_pattern() -> Tensor:
-    """Entries of the last Jacobian a float32 run can carry: above seqlab's dependence band, 64 float32 eps times
-    the largest entry (:mod:`seqlab.measure.dependence`). The engine traced the sample in float32, where a
-    softmax weight of 1e-44 in float64 is exactly 0 and cuts its path; MISSED compares like with like."""
-    J = _LAST_JACOBIAN[0].abs()
-    finite = J[J.isfinite()]
-    scale = float(finite.max()) if finite.numel() else 0.0
-    return J > max(TINY, 64 * torch.finfo(torch.float32).eps * scale)
+    """Entries of the last Jacobian a float32 run can carry: the change |J_ij|·max(1, |x_i|) is above 64 float32 eps
+    of |y_j| (seqlab's dependence band, :mod:`seqlab.measure.dependence`, per output element). The engine traced
+    the sample in float32, where a softmax weight of 1e-44 in float64 is exactly 0 and cuts its path; MISSED
+    compares like with like."""
+    J, x, y = _LAST_JACOBIAN[0]
+    change = J.abs() * x.abs().clamp(min=1.0)[None, :]  # (m, n)
+    return (J.abs() > TINY) & (change > 64 * torch.finfo(torch.float32).eps * y.abs()[:, None])
 
 
 def output_groups(result: Any) -> Tensor:

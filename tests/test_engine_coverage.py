@@ -302,3 +302,10 @@ def test_a_derived_op_whose_jacobian_has_unused_outputs_does_not_crash():
 def test_rrelu_is_element_wise_whatever_its_noise(training):
     paths = measure_paths(lambda x: F.rrelu(x, training=training), _x())
     assert paths.products == tuple(tuple(0 if j == i else None for j in range(6)) for i in range(6)) and paths.exact
+
+
+def test_an_index_put_that_writes_one_place_twice_reads_every_writer():
+    """Which of two writes to one place lands is the kernel's choice: both writers reach it (as autograd reads it)."""
+    places = torch.tensor([1, 1, 2, 0, 3, 4])
+    paths = _agrees(lambda x: x.new_zeros(6, 4).index_put((places,), x), _x())
+    assert traced(paths)[0][1] and traced(paths)[1][1]

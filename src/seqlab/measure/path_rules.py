@@ -235,7 +235,7 @@ def is_reduction(func: torch._ops.OpOverload) -> bool:
 
 # --- movement ----------------------------------------------------------------------------------
 
-_ACCUMULATE = (aten.index_put, aten.index_put_, aten._index_put_impl_, aten.put, aten.put_)
+_ACCUMULATE = (aten.index_put, aten.index_put_, aten._index_put_impl_, aten._unsafe_index_put, aten.put, aten.put_)
 _REDUCE = (aten.scatter, aten.scatter_)
 
 
@@ -246,7 +246,19 @@ def accumulates(func, args, kwargs) -> bool:
     if packet not in _ACCUMULATE and packet not in _REDUCE:
         return False
     bound = arguments(func, args, kwargs)
-    return bool(bound.get("accumulate")) if packet in _ACCUMULATE else bound.get("reduce") is not None
+    if packet in _ACCUMULATE:
+        return bool(bound.get("accumulate")) or _repeats(bound.get("indices"))
+    return bound.get("reduce") is not None
+
+
+def _repeats(indices) -> bool:
+    """Whether an ``index_put``'s index tuples name one place twice: which write lands there is the kernel's
+    choice, so no element id can say (the Jacobian, as autograd defines it, reads every writer)."""
+    present = [i for i in (indices or ()) if isinstance(i, Tensor)]
+    if not present or any(i.dtype == torch.bool for i in present):
+        return False
+    places = torch.stack([i.reshape(-1) for i in torch.broadcast_tensors(*present)], dim=-1)  # (writes, dims)
+    return places.shape[0] > 1 and torch.unique(places, dim=0).shape[0] < places.shape[0]
 
 def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -> list[Distance] | None:
     """Ops that only move data: run the very same op on element ids, then gather the distances.
