@@ -68,11 +68,6 @@ _CONSTANT_NAMES = frozenset("""
 _POINTWISE_UNTAGGED = frozenset({"rrelu_with_noise", "rrelu_with_noise_", "rrelu_with_noise_functional"})
 
 
-#: PyTorch's primitives that its decompositions emit, element-wise but untagged (``prims.where``: the output
-#: element reads the condition and both branches at its place).
-_PRIMS_POINTWISE = frozenset({torch.ops.prims.where.default})
-
-
 def _decompositions() -> dict:
     """PyTorch's registered decompositions (``torch._decomp.decomposition_table``), by op overload."""
     from torch._decomp import decomposition_table
@@ -98,8 +93,8 @@ def op_kind(func: torch._ops.OpOverload) -> int:
         return VIEW
     if func.overloadpacket.__name__ in _CONSTANT_NAMES:
         return CONSTANT
-    if func.overloadpacket.__name__ in _POINTWISE_UNTAGGED or func in _PRIMS_POINTWISE:
-        return POINTWISE
+    if func.overloadpacket.__name__ in _POINTWISE_UNTAGGED or func.overloadpacket is torch.ops.aten.where:
+        return POINTWISE  # where's scalar overloads (where(c, x, -inf)) are untagged
     if is_movement(func):
         return MOVEMENT
     if is_contraction(func):
