@@ -244,7 +244,8 @@ class _OpCensus:
         unknown = is_unknown(func)
         if not unknown and arithmetic_kind(func) in _FREE:
             return  # movement and selections: nothing to count in either unit (the common case, kept cheap)
-        floating = has_floating((args, kwargs.values(), out))
+        floating = (isinstance(out, torch.Tensor) and (out.is_floating_point() or out.is_complex())) or \
+            has_floating((args, kwargs.values(), out))  # a float result settles it without a walk
         if unknown and floating:
             self.unaccounted[op_name(func)] += 1
         flops, unseen = op_arithmetic(func, args, kwargs, out, flop, floating)
