@@ -286,17 +286,23 @@ FUSED_OPS = frozenset({
 })
 """Kernels that run a whole chain of steps as one op: their inner span is invisible to a trace."""
 
-_MOVEMENT_NAMES = frozenset("""
+CREATION_NAMES = frozenset("""
+    zeros zeros_like ones ones_like empty empty_like empty_strided empty_permuted full full_like fill fill_ zero_
+    new_zeros new_ones new_empty new_empty_strided new_full scalar_tensor arange linspace logspace eye
+    rand rand_like randn randn_like randint randint_like randperm normal_ uniform_ bernoulli_ exponential_
+    geometric_ log_normal_ cauchy_ random_
+""".split())
+"""Ops that create or fill a tensor (constants, random draws): no multiplication, and no source reaches what they
+write (the path tracer reads a tensor argument they compute from, ``linspace``'s ends or ``fill_``'s value)."""
+
+_MOVEMENT_NAMES = CREATION_NAMES | frozenset("""
     clone copy_ _to_copy _copy_from _copy_from_and_resize contiguous cat stack hstack vstack
     unsafe_split unsafe_split_with_sizes unsafe_chunk split_copy split_with_sizes_copy unbind_copy
     index index_select gather embedding take masked_select nonzero
     scatter scatter_ index_put index_put_ index_copy index_copy_ slice_scatter select_scatter
     _unsafe_view _reshape_alias view_as_real view_as_complex lift_fresh lift_fresh_copy
     constant_pad_nd repeat flip roll tril triu tril_ triu_ _pack_padded_sequence
-    zeros zeros_like ones ones_like empty empty_like empty_strided full full_like fill_ zero_
-    new_zeros new_ones new_empty new_full scalar_tensor arange randn rand randint normal_ uniform_
-    bernoulli_ randperm eye linspace logspace empty_permuted new_empty_strided rand_like randn_like randint_like
-    exponential_ geometric_ log_normal_ cauchy_ random_ fill _local_scalar_dense resize_ set_ detach_ _assert_tensor_metadata
+    _local_scalar_dense resize_ set_ detach_ _assert_tensor_metadata
     _nested_tensor_from_mask _nested_tensor_from_mask_left_aligned to_padded_tensor _nested_from_padded
     _nested_from_padded_and_nested_example _nested_tensor_from_tensor_list _nested_view_from_buffer
     _nested_view_from_buffer_copy _nested_tensor_size _nested_tensor_strides _nested_tensor_storage_offsets

@@ -46,37 +46,17 @@ from seqlab.measure import jacobian_rule
 from seqlab.measure import path_rules as rules
 from seqlab.measure.distance_store import DistanceStore
 from seqlab.measure.distances import _ROW_FORM, DTYPE, narrow, widen
-from seqlab.measure.ops import is_contraction, is_movement, op_name, tensors_in
+from seqlab.measure.ops import (CREATION_NAMES, decomposition_of, is_contraction, is_movement, op_name,
+                               tensors_in)
 
 #: The two units, in the order of their rows: rows [0, S) count products, rows [S, 2S) count ops.
 UNITS = ("products", "ops")
 
 VIEW, MOVEMENT, PRODUCT, REDUCTION, POINTWISE, OTHER, CONSTANT = range(7)
 
-#: Ops that write constants (creations, fills, random draws): whatever they read, no source reaches them
-#: (``fill_`` with a tensor value excepted: it depends on that value).
-_CONSTANT_NAMES = frozenset("""
-    zeros zeros_like ones ones_like empty empty_like empty_strided empty_permuted full full_like fill fill_ zero_
-    new_zeros new_ones new_empty new_empty_strided new_full scalar_tensor arange linspace logspace eye
-    rand rand_like randn randn_like randint randint_like randperm normal_ uniform_ bernoulli_ exponential_
-    geometric_ log_normal_ cauchy_ random_
-""".split())
-
-
 #: Element-wise ops PyTorch does not tag ``pointwise``: rrelu's output element reads its input element (and the
 #: noise buffer, a constant drawn apart); re-running it to take a Jacobian would draw other noise.
 _POINTWISE_UNTAGGED = frozenset({"rrelu_with_noise", "rrelu_with_noise_", "rrelu_with_noise_functional"})
-
-
-def _decompositions() -> dict:
-    """PyTorch's registered decompositions (``torch._decomp.decomposition_table``), by op overload."""
-    from torch._decomp import decomposition_table
-
-    return decomposition_table
-
-
-#: Decompositions the tracer runs for an op without a rule (PyTorch's own table).
-DECOMPOSITIONS = _decompositions()
 
 
 @functools.cache
@@ -91,7 +71,7 @@ def op_kind(func: torch._ops.OpOverload) -> int:
     """
     if func.is_view or torch.Tag.inplace_view in func.tags:
         return VIEW
-    if func.overloadpacket.__name__ in _CONSTANT_NAMES:
+    if func.overloadpacket.__name__ in CREATION_NAMES:
         return CONSTANT
     if func.overloadpacket.__name__ in _POINTWISE_UNTAGGED or func.overloadpacket is torch.ops.aten.where:
         return POINTWISE  # where's scalar overloads (where(c, x, -inf)) are untagged
@@ -235,7 +215,7 @@ class PathTracer(TorchDispatchMode):
         """
         if not func._schema.is_mutable:
             values = self._decomposition(func, args, kwargs)
-            if self._fits(values, outs):
+            if values is not None and (outs is None or len(values) == len(outs)):
                 self.decomposed[op_name(func)] += 1
                 return values
             shapes = outs if outs is not None else _outputs_of(func, args, kwargs)
@@ -258,7 +238,7 @@ class PathTracer(TorchDispatchMode):
     def _decomposition(self, func, args, kwargs) -> list[Tensor | None] | None:
         """Trace PyTorch's own decomposition of ``func`` (its parts come back to this mode); None if it has none
         or it does not apply. The parts are one op of ``func``; the products among them are real products."""
-        decompose = DECOMPOSITIONS.get(func)
+        decompose = decomposition_of(func)
         if decompose is None:
             return None
         before = (Counter(self.fallbacks), Counter(self.decomposed), Counter(self.derived))
@@ -274,9 +254,6 @@ class PathTracer(TorchDispatchMode):
         finally:
             self._inside -= 1
         return [None if d is None else self.step_op(d) for d in map(self.store, _outputs(produced))]
-
-    def _fits(self, values: list[Tensor | None] | None, outs: list[Tensor] | None) -> bool:
-        return values is not None and (outs is None or len(values) == len(outs))
 
     def _propagate(self, kind: int, func, args, kwargs, outs: list[Tensor]) -> list[Tensor | None] | None:
         """The rule's distances for each output, or None when no rule applies to these arguments."""
