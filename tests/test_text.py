@@ -320,3 +320,28 @@ def test_read_text_quijote_chapter_when_present():
     assert "hidalgo" in text.content
     assert len(tokenize(text.content)) > 2000
     assert len(tokenize(text.content, "words")) > 2000
+
+
+# --- The one seed scheme ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("seed", "role", "expected"), [
+    (0, "recurrence", 1), (0, "attention", 2), (1, "lstm", 1_000_006),  # 1 * 1_000_003 + 3
+    (5, "gru", 5_000_019), (2, "output", 2_000_011), (2, "heads", 2_000_012), (3, 13, 3_000_022),
+    (2**32 - 1, "attention", (2**32 - 1) * 1_000_003 + 2),
+])
+def test_stream_seed_is_seed_times_1000003_plus_the_stream(seed, role, expected):
+    from seqlab.text import seeded_generator, stream_seed
+
+    assert stream_seed(seed, role) == expected
+    assert seeded_generator(seed, role).initial_seed() == expected
+
+
+@pytest.mark.parametrize(("seed", "role", "match"), [(1.0, "recurrence", "seed must be an integer"),
+                                                      (True, "recurrence", "seed must be an integer"),
+                                                      (1, "mamba", "role must be one of recurrence, attention"),
+                                                      (1, 2.0, "role must be a name or a stream number")])
+def test_stream_seed_refuses(seed, role, match):
+    from seqlab.text import stream_seed
+
+    with pytest.raises(SeqlabError, match=match):
+        stream_seed(seed, role)

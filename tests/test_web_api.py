@@ -252,6 +252,40 @@ def test_chain_spectral_radius_changes_the_reach(client):
     assert small["attention"]["reach"] == large["attention"]["reach"]  # attention has no W_hh
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2**32 - 1])
+def test_the_labs_seed_n_builds_the_weights_of_compare_seed_n(seed):
+    """One seed scheme (seqlab.text.seeded_generator): the lab's machines are ``seqlab compare --seed N``'s."""
+    import torch
+
+    from seqlab.studies.compare import CompareConfig, _build
+    from seqlab.web.panels.chain import build_machines
+
+    lab, cli = build_machines(8, seed), _build(CompareConfig(d_model=8, seed=seed))
+    for web_machine, cli_machine in zip(lab, cli, strict=True):
+        web_state, cli_state = web_machine.state_dict(), cli_machine.state_dict()
+        assert list(web_state) == list(cli_state) and len(web_state) >= 3
+        assert all(torch.equal(web_state[name], cli_state[name]) for name in web_state)
+    other = build_machines(8, seed ^ 1)[0].weight_hh  # another seed: other weights
+    assert not torch.equal(other, lab[0].weight_hh)
+
+
+def test_the_order_panel_runs_compare_weights_in_float64(client):
+    """Second route: the order panel's recurrence rows are compare's seed-1 recurrence, doubled, on its input."""
+    import torch
+
+    from seqlab.studies.compare import CompareConfig, _build
+    from seqlab.text import embed, tokenize
+
+    data = client.post("/api/order", json={"sentence": "el perro muerde al cartero",
+                                           "reordered": "al cartero muerde el perro", "d_model": 8,
+                                           "seed": 1}).json()
+    rnn = _build(CompareConfig(d_model=8, seed=1))[0].double()
+    x = embed(tokenize("el perro muerde al cartero", "words"), 8, seed=1, dtype=torch.float64)  # (T, d)
+    with torch.no_grad():
+        expected = rnn(x)[:, :data["shown"]]  # (T, shown)
+    assert torch.allclose(torch.tensor(data["recurrence"]["rows"], dtype=torch.float64), expected, rtol=0, atol=1e-12)
+
+
 # --- Order (L10) --------------------------------------------------------------------------------------
 
 def test_order_attention_permutes_the_recurrence_changes(client):

@@ -120,6 +120,25 @@ def _machine(layer, x, span, scope: str) -> Machine:
                    reach=list(reach.norms), reach_per_step=per_step, reach_zeros=reach.zeros)
 
 
+def build_machines(d: int, seed: int):
+    """The lab's two machines at width d for seed N, float32 in eval mode: the weights of ``seqlab compare --seed N
+    --d-model d`` (the one seed scheme, :func:`seqlab.text.seeded_generator`). Used by the chain and order panels.
+
+    >>> rnn, attention = build_machines(4, 1)
+    >>> tuple(rnn.weight_hh.shape), tuple(attention.q_proj.weight.shape)  # (d_h, d_h), (d_k, d_model)
+    ((4, 4), (4, 4))
+
+    Returns:
+        ``(ElmanRNN(d, d), SelfAttention(d))`` (scaled dot-product score, d_k = d_v = d).
+    """
+    from seqlab.layers.attention import SelfAttention
+    from seqlab.layers.recurrent import ElmanRNN
+    from seqlab.text import seeded_generator
+
+    return (ElmanRNN(d, d, generator=seeded_generator(seed, "recurrence")).eval(),
+            SelfAttention(d, generator=seeded_generator(seed, "attention")).eval())
+
+
 def measure_chain(T: int, d: int, radius: float, seed: int, lang: str) -> ChainResponse:
     """Build both machines at width d on the first T words of the built-in text and measure them (in a worker
     process: the tracers switch PyTorch's global kernel flags while they run).
@@ -130,16 +149,14 @@ def measure_chain(T: int, d: int, radius: float, seed: int, lang: str) -> ChainR
     """
     import torch
 
-    from seqlab.layers.attention import SelfAttention
-    from seqlab.layers.recurrent import ElmanRNN, spectral_radius
+    from seqlab.layers.recurrent import spectral_radius
     from seqlab.measure.trace import measure_span
     from seqlab.text import embed, synthetic_tokens
 
     tokens = synthetic_tokens(T, tokenizer="words", lang=lang)
     x = embed(tokens, d, seed=seed)  # (T, d)
-    rnn = ElmanRNN(d, d, generator=torch.Generator().manual_seed(2 * seed + 1)).eval()
+    rnn, attention = build_machines(d, seed)
     rnn.set_spectral_radius(radius)
-    attention = SelfAttention(d, generator=torch.Generator().manual_seed(2 * seed + 2)).eval()
     with torch.no_grad():
         q, k, v = attention.project(x)  # (T, d) each
     recurrence = _machine(rnn, x, measure_span(rnn, x), "recurrence: the whole pass")
