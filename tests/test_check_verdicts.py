@@ -24,7 +24,7 @@ import seqlab.studies.figure
 from seqlab import scopes
 from seqlab.measure.timing import Timing
 from seqlab.studies import quiz
-from seqlab.studies.check import CAVEAT, CHECKS, FAILS, HOLDS, CheckSizes
+from seqlab.studies.check import CAVEAT, CHECKS, FAILS, HOLDS, NOT_JUDGED, CheckSizes
 
 SIZES = CheckSizes(span_lengths=(8, 16), path_lengths=(8, 16), radii=(0.5, 0.8, 1.0, 1.25, 1.5, 3.0), reach_draws=1,
                    reach_lengths=(8, 16, 32), count_length=8, count_widths=(4, 6), crossover_width=8,
@@ -214,12 +214,30 @@ def test_l8_recurrence_first_at_the_lessons_scope_does_not_hold(monkeypatch):
 
 
 def test_l8_under_load_a_contradiction_only_downgrades(monkeypatch):
+    """Every timing noisy: the lesson's own comparison decided nothing, so L8 is not judged (never "holds")."""
     fake_timings(monkeypatch, {**PLAIN, "sdpa": (8.0, 4.0)}, spread=0.5)  # IQR half the median: noisy
     judged = CHECKS["L8"](SIZES, 0)
+    assert judged.verdict == NOT_JUDGED and "undecided_scopes" in judged.condition["caveats"]
+
+
+def test_l8_noise_away_from_the_lessons_scope_is_a_caveat(monkeypatch):
+    """The lesson's comparison (SDPA alone, one thread) decided and attention first; a noisy whole layer only
+    downgrades to a caveat."""
+    noisy_layer = {"layer"}
+
+    def fake(fn, *, label, threads=None, min_run_time=0.2, device="cpu"):
+        median = PLAIN[label][threads == 2]
+        spread = 0.5 if label in noisy_layer else 0.01
+        noisy = seqlab.measure.timing.is_noisy(median, spread * median, 5)
+        return Timing(label, (median,) * 5, median, spread * median, median, 5, threads, device, noisy, min_run_time)
+
+    monkeypatch.setattr(seqlab.measure.timing, "measure_time", fake)
+    judged = CHECKS["L8"](SIZES, 0)
+    assert judged.values["classes"][1]["sdpa"] == "attention_first" and judged.values["classes"][1]["layer"] == "noisy"
     assert judged.verdict == CAVEAT and "undecided_scopes" in judged.condition["caveats"]
 
 
-@pytest.mark.parametrize(("spread", "verdict_"), [(0.099, FAILS), (0.101, CAVEAT)])
+@pytest.mark.parametrize(("spread", "verdict_"), [(0.099, FAILS), (0.101, NOT_JUDGED)])
 def test_l8_judges_noise_by_the_engines_one_rule(monkeypatch, spread, verdict_):
     """Just below a tenth of the median (NOISY_IQR_FRACTION) a contradiction counts; just above it only downgrades."""
     assert seqlab.measure.timing.NOISY_IQR_FRACTION == 0.10
