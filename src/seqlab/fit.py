@@ -225,8 +225,8 @@ def choose_form(fits: Sequence[FormFit]) -> FormFit:
 
     An exact count of one of the forms is chosen as that form: it has no residual, a slower form cannot fit it
     exactly, and a faster one fits it only with a leading coefficient of 0. A count that steps around its form
-    (⌈T/C⌉ chunks at T near C, a window's ⌈(T − 1)/r⌉ hops at a few small T) can still fit another form better:
-    only ⌈log₂ T⌉ is among the terms tried.
+    (⌈T/C⌉ chunks at T near C, a window's ⌈(T − 1)/r⌉ hops at a few small T) can still fit another form
+    better: only ⌈log₂ T⌉ is among the terms tried.
 
     >>> choose_form(fit_forms([300, 600, 1000], [2 * math.ceil(math.log2(T)) + 8 for T in (300, 600, 1000)])).form
     'log T'

@@ -215,8 +215,8 @@ def check_json(result: CheckResult, lang: str = "en") -> str:
                        "note": text.note, "sources": to_jsonable(check.values.get("sources")),
                        "values": to_jsonable(check.values), "seconds": check.seconds, "error": check.error})
     document = {"all_hold": result.all_hold, "held": result.held, "caveats": result.caveats,
-                "not_judged": result.not_judged, "total": len(result.checks), "full": result.full, "seed": result.seed, "threads": result.threads,
-                "torch_version": result.torch_version, "elapsed_s": result.elapsed_s, "claims": claims}
+                "not_judged": result.not_judged, "total": len(result.checks), "full": result.full, "seed": result.seed,
+                "threads": result.threads, "torch_version": result.torch_version, "elapsed_s": result.elapsed_s, "claims": claims}
     return json.dumps(versioned(document, "check"), indent=2, ensure_ascii=False)
 
 

@@ -14,8 +14,8 @@ Each claim gets one of the verdicts :data:`~seqlab.studies.verdicts.VERDICTS`: `
 the lesson leaves out, named in the check's ``condition``), ``not_judged`` (the measurement decided nothing)
 or ``does_not_hold``. A measurement that raises is reported with its error and does not hold: nothing is
 skipped in silence. Only L8 reads a clock; its margins and noise rule let a busy machine downgrade it to a
-caveat, or to ``not_judged`` when its lesson-scope comparison itself was not decided, never fail it. Default sizes run in
-seconds; :attr:`CheckConfig.full` takes larger ones.
+caveat, or to ``not_judged`` when its lesson-scope comparison itself was not decided, never fail it. Default
+sizes run in seconds; :attr:`CheckConfig.full` takes larger ones.
 """
 
 from __future__ import annotations
