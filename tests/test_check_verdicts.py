@@ -23,7 +23,7 @@ import seqlab.studies.claims_path as claims_path
 import seqlab.studies.figure
 from seqlab import scopes
 from seqlab.measure.timing import Timing
-from seqlab.studies import quiz
+from seqlab.studies import claims_time, quiz
 from seqlab.studies.check import CAVEAT, CHECKS, FAILS, HOLDS, NOT_JUDGED, CheckSizes
 
 SIZES = CheckSizes(span_lengths=(8, 16), path_lengths=(8, 16), radii=(0.5, 0.8, 1.0, 1.25, 1.5, 3.0), reach_draws=1,
@@ -303,3 +303,17 @@ def test_l12_a_different_fact_changes_the_answer_and_the_verdict(monkeypatch):
     monkeypatch.setattr(quiz, "measure_facts", lambda: replace(facts, crossover=facts.crossover * 2))
     judged = CHECKS["L12"](SIZES, 0)
     assert judged.verdict == FAILS and judged.condition["differ"] == ["q2"]
+
+
+@pytest.mark.parametrize(("sdpa_one_thread", "expected_class", "verdict_"), [
+    (4.0 * claims_time.SPEED_MARGIN * 0.99, "tie", CAVEAT),  # attention slower, within the margin: a tie, no failure
+    (4.0 * claims_time.SPEED_MARGIN * 1.01, "recurrence_first", FAILS),  # just beyond it: the recurrence first
+    (4.0 / claims_time.SPEED_MARGIN / 0.99, "tie", CAVEAT),  # attention faster, within the margin: still a tie
+    (4.0 / claims_time.SPEED_MARGIN / 1.01, "attention_first", HOLDS),
+])
+def test_l8_a_tie_is_neither_side_first(monkeypatch, sdpa_one_thread, expected_class, verdict_):
+    """The recurrence takes 4 s; SDPA alone on one thread at the margin's edges (ties are not "recurrence first")."""
+    fake_timings(monkeypatch, {**PLAIN, "sdpa": (sdpa_one_thread, sdpa_one_thread / 8)})
+    judged = CHECKS["L8"](SIZES, 0)
+    assert judged.values["classes"][1]["sdpa"] == expected_class
+    assert judged.verdict == verdict_
