@@ -23,7 +23,7 @@ import seqlab.studies.claims_path as claims_path
 import seqlab.studies.figure
 from seqlab import scopes
 from seqlab.measure.timing import Timing
-from seqlab.studies import claims_time, quiz
+from seqlab.studies import claims, claims_time, quiz
 from seqlab.studies.check import CAVEAT, CHECKS, FAILS, HOLDS, NOT_JUDGED, CheckSizes
 
 SIZES = CheckSizes(span_lengths=(8, 16), path_lengths=(8, 16), radii=(0.5, 0.8, 1.0, 1.25, 1.5, 3.0), reach_draws=1,
@@ -286,6 +286,25 @@ def test_l10_order_sensitive_attention_does_not_hold(monkeypatch):
 
     monkeypatch.setattr(seqlab.measure.order, "measure_order", changed)
     assert verdict("L10") == FAILS
+
+
+@pytest.mark.parametrize(("times_margin", "verdict_"), [(0.5, FAILS), (0.99, FAILS), (1.01, HOLDS)])
+def test_l10_a_recurrence_that_moves_only_by_rounding_does_not_hold(monkeypatch, times_margin, verdict_):
+    """The recurrence must move by more than RECURRENCE_MARGIN times the rounding tolerance: a change of half, or
+    99 %, of that floor is rounding, not order (the claim fails); 101 % of it tells the two machines apart."""
+    real = seqlab.measure.order.measure_order
+    tolerances = []
+
+    def recurrence_moved(layer, x, **kwargs):  # the recurrence is the nn.Module; attention comes as a lambda
+        result = real(layer, x, **kwargs)
+        if not isinstance(layer, torch.nn.Module):
+            tolerances.append(result.tolerance)
+            return result
+        change = times_margin * claims.RECURRENCE_MARGIN * tolerances[0]
+        return replace(result, max_abs_change=change)
+
+    monkeypatch.setattr(seqlab.measure.order, "measure_order", recurrence_moved)
+    assert verdict("L10") == verdict_
 
 
 def test_l11_a_fourth_box_that_mixes_does_not_hold(monkeypatch):
