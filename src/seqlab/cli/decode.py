@@ -13,9 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli import app
-from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
-from seqlab.cli.table1 import integer_list
+from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, integer_list, language
 from seqlab.cli.threads import DecodeThreadsOption
 from seqlab.errors import SeqlabError
 
@@ -40,7 +38,6 @@ def _machines(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
-@app.command()
 def decode(
     positions: Annotated[Optional[str], typer.Option(
         "--positions", metavar="T1,T2,...",
