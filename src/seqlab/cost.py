@@ -392,9 +392,10 @@ def kv_cache_step_multiplications(t: int, d_model: int, d_k: int, d_v: int) -> i
 
 
 def no_cache_step_multiplications(t: int, d_model: int, d_k: int, d_v: int) -> int:
-    """Multiplications of the attention step at position t without a cache: d_model·d_k + t·d_model(d_k + d_v) + t(d_k + d_v).
+    """Multiplications of the attention step at position t without a cache.
 
-    The query of the new row, the keys and values of all t rows again, then the query over t keys.
+    d_model·d_k + t·d_model(d_k + d_v) + t(d_k + d_v): the query of the new row, the keys and values of all
+    t rows again, then the query over t keys.
 
     >>> no_cache_step_multiplications(16, 8, 8, 8)  # 8*8 + 2*16*8*8 + 2*16*8
     2368

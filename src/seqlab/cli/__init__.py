@@ -1,9 +1,9 @@
 """The ``seqlab`` command line: parse, call a study, render. Nothing here measures.
 
-One module per command defines its function; this module registers each on :data:`app`. Bad usage exits with code 2 and one
-``Error: Invalid value for '--option': …`` line (click's convention, with a ``--help`` hint), in the
-language of ``--lang`` (before or after the command name) or of the locale, like ``--help``
-(:mod:`seqlab.cli.group`). ``seqlab`` alone prints the help (exit 0); ``seqlab --version`` the version.
+One module per command defines its function; this module registers each on :data:`app`. Bad usage
+exits with code 2 and one ``Error: Invalid value for '--option': …`` line (click's convention, with a
+``--help`` hint), in the language of ``--lang`` (before or after the command name) or of the locale,
+like ``--help`` (:mod:`seqlab.cli.group`). ``seqlab`` alone prints the help (exit 0); ``seqlab --version`` the version.
 """
 
 from __future__ import annotations

@@ -33,8 +33,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from seqlab.cost import (RECURRENCE_FORMS, diagonal_recurrence_multiplications, diagonal_recurrence_step_multiplications,
-                         selective_recurrence_multiplications, selective_recurrence_step_multiplications)
+from seqlab.cost import (RECURRENCE_FORMS, diagonal_recurrence_multiplications,  # the closed forms, re-exported
+                         diagonal_recurrence_step_multiplications, selective_recurrence_multiplications,
+                         selective_recurrence_step_multiplications)
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.layers.mixer_common import check_form, check_sequence, check_step, linear
 from seqlab.layers.scan import SCAN_METHODS, associative_scan, sequential_scan

@@ -35,8 +35,8 @@ from typing import Any
 from seqlab import cost
 from seqlab.errors import SeqlabError
 
-__all__ = ["GROWTHS", "LESSON_MACHINES", "DecodeMachine", "Mixer", "MixerRow", "decode_machines", "machine_names", "mixer",
-           "mixer_rows", "mixers", "register", "unregister"]
+__all__ = ["GROWTHS", "LESSON_MACHINES", "DecodeMachine", "Mixer", "MixerRow", "decode_machines", "machine_names",
+           "mixer", "mixer_rows", "mixers", "register", "unregister"]
 
 #: The growths a big-O may name (:data:`seqlab.studies.table1_results.CONSTANT` …).
 GROWTHS = ("constant", "linear", "quadratic", "logarithmic")
