@@ -18,9 +18,9 @@ Not causal (``causal=False``): the parallel form drops the tril; the recurrent a
 compute the whole state once, S = φ(K)ᵀV and z = Σ φ(k_j), and read it with every query (§3.2, eq. 6).
 
 The mixer projects q, k, v = x W_qᵀ, x W_kᵀ, x W_vᵀ (bias-free) and maps the result back with W_o.
-Counting convention (multiplications, seqlab's unit): every matrix product; φ, sums, the division and
-the causal tril are not counted; the zero state is multiplied at the first chunk and the state after the
-last chunk is computed too (as decoding would continue from it).
+Counting convention (multiplications, seqlab's unit; the closed forms live in :mod:`seqlab.cost`): every
+matrix product; φ, sums, the division and the causal tril are not counted; the zero state is multiplied at the
+first chunk and the state after the last chunk is computed too (as decoding would continue from it).
 
 Shape letters: B batch, T positions, L chunk length (≤ C), d_model, d_k, d_v widths.
 """

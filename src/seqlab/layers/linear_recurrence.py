@@ -17,10 +17,10 @@ lesson's recurrence (L1, span ∝ T), ``form="scan"`` takes ⌈log₂ T⌉ round
   c_t = W_C x_t, with A = exp(A_log) > 0 per channel (S4D-Real's A_n = n + 1); a_t is the zero-order hold
   of A (Mamba §2) and Δ_t ⊙ u_t the Euler step for B̄ x that Mamba's reference code takes.
 
-Counting convention (multiplications, seqlab's unit): the projections only — 2·T·d_model·d_state
-(diagonal) and 4·T·d_model·d_state (selective) per sequence, in either form. The state update, the
-scan's combines, softplus and exp are element-wise and not counted (see :mod:`seqlab.measure.work`);
-what the scan changes is the span, not the counted work.
+Counting convention (multiplications, seqlab's unit; the closed forms live in :mod:`seqlab.cost`): the
+projections only — 2·T·d_model·d_state (diagonal) and 4·T·d_model·d_state (selective) per sequence, in either
+form. The state update, the scan's combines, softplus and exp are element-wise and not counted (see
+:mod:`seqlab.measure.work`); what the scan changes is the span, not the counted work.
 
 Shape letters: B batch, T positions, d_model the input/output width, d_state the state width.
 """

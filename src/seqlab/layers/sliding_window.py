@@ -16,9 +16,9 @@ attention, two-sided, 2r + 1 slots). Two forms, equal up to rounding:
 Decoding keeps the last w - 1 keys and values (and which of them are real positions yet): the state does
 not grow past w - 1 rows, and every step costs the same, w·(d_k + d_v) plus the projections.
 
-Counting convention (multiplications, seqlab's unit): matrix products only; the √d_k scaling, the mask
-and the softmax are not counted; the projections W_q, W_k, W_v, W_o are, T·d_model·(2·d_k + d_v) +
-T·d_v·d_model, unless ``projections=False``.
+Counting convention (multiplications, seqlab's unit; the closed forms live in :mod:`seqlab.cost`): matrix
+products only; the √d_k scaling, the mask and the softmax are not counted; the projections W_q, W_k, W_v, W_o
+are, T·d_model·(2·d_k + d_v) + T·d_v·d_model, unless ``projections=False``.
 
 Shape letters: B batch, T positions, w window slots, d_model, d_k, d_v widths.
 """
