@@ -19,7 +19,8 @@ of *generating* T tokens, each step's output fed back as the next input, as a mo
 then attention with a cache waits T steps in a row like the recurrence, although its parallel forward pass
 over a given text (training) has a span that does not grow with T.
 
-Machine names (shared with ``seqlab table1 --modern`` and ``seqlab decode``): :data:`MACHINES`.
+Machine names (shared with ``seqlab table1 --modern`` and ``seqlab decode``): :data:`MACHINES`, the lesson's
+three and each mixer of the registry :mod:`seqlab.layers.mixers` that has a decode machine.
 """
 
 from __future__ import annotations
@@ -30,13 +31,14 @@ from typing import Any
 
 import torch
 
-from seqlab.errors import SeqlabError, require_positive_int
 from seqlab import cost
+from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.layers import mixers
 from seqlab.layers.decoding import state_bytes
 from seqlab.measure.timing import MachineLoad, Timing, measure_time
 from seqlab.memory import MemoryEstimate
 
+#: The lesson's machines (:mod:`seqlab.layers.decoding`), always present, before the mixers' machines.
 LESSON_MACHINES = mixers.LESSON_MACHINES
 
 
