@@ -39,6 +39,7 @@ class Shown:
         stdin: what is typed at its prompts (the quiz).
         copy: files of the repository copied into the scratch folder first (a factory for ``profile``).
         exit_code: the exit code it must give (2 for the refusals shown on purpose).
+        prepare: a script of the repository run in the scratch folder first (it writes a checkpoint).
     """
 
     command: str
@@ -46,6 +47,7 @@ class Shown:
     stdin: str = ""
     copy: tuple[str, ...] = ()
     exit_code: int = 0
+    prepare: str = ""
 
 
 #: name -> the command; the file is docs/outputs/<name>.txt. ``.es`` names are the Spanish pages' runs.
@@ -80,6 +82,8 @@ OUTPUTS: dict[str, Shown] = {
     "figure": Shown("seqlab figure --length 6 --d-model 16 --heads 2 --out figure --lang en"),
     "figure.es": Shown("seqlab figure --length 6 --d-model 16 --heads 2 --out figura --lang es"),
     "model": Shown("seqlab model --max-tokens 16 --mixing-tokens 8 --lang en"),
+    "model-gpt2": Shown('seqlab model --model tiny-gpt2 --text "el perro muerde al cartero" --text "la luz entra '
+                        'por la ventana" --mixing-tokens 8 --lang en', prepare="examples/tiny_gpt2.py"),
     "quiz": Shown("seqlab quiz --lang en", stdin="c\n?\n512\nb\na, b, c\n"),
     "quiz.es": Shown("seqlab quiz --lang es", stdin="c\n?\n512\nb\na, b, c\n"),
     "check": Shown("seqlab check --only L1,L2,L5,L7 --lang en"),
@@ -97,6 +101,8 @@ def scratch(shown: Shown):
         for name in shown.copy:
             shutil.copy(ROOT / name, folder)
         os.chdir(folder)
+        if shown.prepare:
+            subprocess.run([sys.executable, str(ROOT / shown.prepare)], cwd=folder, check=True, capture_output=True)
         try:
             yield Path(folder)
         finally:
