@@ -155,19 +155,19 @@ MACHINE_FIGURE = re.compile(r"\d+ (threads?|hilos?)|CPU threads: \d+|hilos de CP
 NUMBER = re.compile(r"[-+]?\d[\d,.]*(?:e[-+]?\d+)?(?:\^[-\d.,]+)?")
 
 
-def figures(transcript: str) -> list[tuple[str, ...]]:
-    """The deterministic figures of a transcript, line by line: the numbers of every line without a time.
+def figures(transcript: str) -> list[str]:
+    """The deterministic figures of a transcript, in order: the numbers of every line that carries no time.
+
+    One flat list, so that a table or a sentence that wraps differently (a reworded cell) still compares equal
+    when its figures are the same.
 
     >>> figures("T = 1,024: 33,536 multiplications\\nnn.RNN 78.8 ms (IQR 1 ms)\\n2 threads, 3 ops\\n")
-    [('1,024', '33,536'), ('3',)]
+    ['1,024', '33,536', '3']
     """
     kept = []
     for line in transcript.splitlines():
-        if TIMED_LINE.search(line):
-            continue
-        numbers = tuple(NUMBER.findall(MACHINE_FIGURE.sub("", line)))
-        if numbers:
-            kept.append(numbers)
+        if not TIMED_LINE.search(line):
+            kept += NUMBER.findall(MACHINE_FIGURE.sub("", line))
     return kept
 
 
