@@ -64,7 +64,7 @@ OUTPUTS: dict[str, Shown] = {
     "compare-json": Shown("seqlab compare --tokens 10 --d-model 8 --no-time --json"),
     "table1": Shown("seqlab table1 --quick --lang en"),
     "table1.es": Shown("seqlab table1 --quick --lang es"),
-    "table1-modern": Shown("seqlab table1 --modern --lengths 16,32,64 --long-lengths 32,64,128 --d-model 8 "
+    "table1-modern": Shown("seqlab table1 --modern --lengths 32,64,128 --long-lengths 128,256,512 --d-model 8 "
                            "--lang en", columns=120),
     "profile": Shown("seqlab profile my_layer:make_layer --seq-len 16 --d-model 8 --lang en",
                      copy=("examples/my_layer.py",)),
