@@ -89,6 +89,7 @@ OUTPUTS: dict[str, Shown] = {
     "check": Shown("seqlab check --only L1,L2,L5,L7 --lang en"),
     "check.es": Shown("seqlab check --only L1,L2,L5,L7 --lang es"),
     "check-beyond": Shown("seqlab check --only B1,B2,B3 --lang en"),
+    "check-beyond.es": Shown("seqlab check --only B1,B2,B3 --lang es"),
     "scan-spans": Shown("python benchmarks/scan_vs_loop.py --spans"),
 }
 
