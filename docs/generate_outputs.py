@@ -6,7 +6,8 @@ line, then what the command printed, trailing spaces dropped) goes to ``docs/out
 pages include with pymdownx.snippets (``--8<-- "docs/outputs/<name>.txt"``). ``tests/test_docs_outputs.py``
 runs every entry again and fails when a deterministic figure of a shown file (a count, a span, a path, a byte
 size, an exponent, a file name) differs from what the program prints now; times, loads and thread counts are
-left out of that comparison by :func:`figures`.
+left out of that comparison by :func:`figures`, and so are rounding-level figures (another CPU rounds
+differently).
 
 Run it after a change that alters an output (``python docs/generate_outputs.py compare table1`` writes only
 those); the test names the stale file. Nothing here is imported by the package.
@@ -153,6 +154,12 @@ TIMED_LINE = re.compile(
 MACHINE_FIGURE = re.compile(r"\d+ (threads?|hilos?)|CPU threads: \d+|hilos de CPU: \d+|"
                             r"[\d.,]+ [KMGT]iB available|[\d.,]+ [KMGT]iB disponibles|against [\d,]+\)|"
                             r"frente a [\d.]+\)|\(AMD [^)]*\)|\(Intel[^)]*\)")
+#: Rounding-level figures (below 1e-5: the largest change a shuffle left, an attention row's sum error), which
+#: another CPU or thread count computes differently: in parentheses, after "|Δ| =", "within", "at most", … or
+#: under the JSON keys that hold them.
+ROUNDING = re.compile(r'(\(|Δ\| = |within |tolerance of |tolerancia de |at most |mucho en |dentro de |'
+                      r'"(?:max_abs_change|rounding|float64_change)": )[-\d.,]+e-(?:[6-9]|\d\d)\b|'
+                      r'[\d.,]+e-(?:[6-9]|\d\d)(?=\))')
 NUMBER = re.compile(r"[-+]?\d[\d,.]*(?:e[-+]?\d+)?(?:\^[-\d.,]+)?")
 
 
@@ -168,7 +175,7 @@ def figures(transcript: str) -> list[str]:
     kept = []
     for line in transcript.splitlines():
         if not TIMED_LINE.search(line):
-            kept += NUMBER.findall(MACHINE_FIGURE.sub("", line))
+            kept += NUMBER.findall(ROUNDING.sub(r"\1", MACHINE_FIGURE.sub("", line)))
     return kept
 
 

@@ -53,5 +53,9 @@ def test_figures_keep_counts_and_drop_times_loads_and_threads():
                   "3 of 3 claims hold (1.13 s, CPU threads: 1)\n")
     assert generator.figures(transcript) == ["256", "4", "0.603", "0", "2.13.0"]
     assert generator.figures("radio espectral 0,603; 2 hilos; 1.024 bytes\n") == ["0,603", "1.024"]
+    # rounding-level figures, which another CPU or thread count computes differently, are left out
+    assert generator.figures("│ 2.65e-21 │ (max |Δ| =\n│ 1.04e-7) │ 0 (3.18e-14)\nwithin 1.11e-16 of 1\n") == \
+        ["2.65e-21", "0", "1"]
+    assert generator.figures('"rounding": 1.06e-07,\n"tolerance": 2.41e-05,\n') == ["2.41e-05"]
     # the same figures wrapped at another width compare equal
     assert generator.figures("a 1,024 b\nc 512\n") == generator.figures("a 1,024\nb c 512\n")
