@@ -192,10 +192,12 @@ PLAIN = {"control": (2.0, 1.0), "recurrence": (4.0, 4.0), "recurrence_batch": (5
 
 
 def fake_timings(monkeypatch, seconds: dict, spread: float = 0.01) -> None:
-    """``measure_time`` answering ``seconds[label][threads == 2]`` with IQR ``spread`` of the median."""
+    """``measure_time`` answering ``seconds[label][threads == 2]`` with IQR ``spread`` of the median, noisy by
+    the engine's rule (:func:`seqlab.measure.timing.is_noisy`)."""
     def fake(fn, *, label, threads=None, min_run_time=0.2, device="cpu"):
         median = seconds[label][threads == 2]
-        return Timing(label, (median,) * 5, median, spread * median, median, 5, threads, device, False, min_run_time)
+        noisy = seqlab.measure.timing.is_noisy(median, spread * median, 5)
+        return Timing(label, (median,) * 5, median, spread * median, median, 5, threads, device, noisy, min_run_time)
 
     monkeypatch.setattr(seqlab.measure.timing, "measure_time", fake)
 
@@ -215,6 +217,16 @@ def test_l8_under_load_a_contradiction_only_downgrades(monkeypatch):
     fake_timings(monkeypatch, {**PLAIN, "sdpa": (8.0, 4.0)}, spread=0.5)  # IQR half the median: noisy
     judged = CHECKS["L8"](SIZES, 0)
     assert judged.verdict == CAVEAT and "undecided_scopes" in judged.condition["caveats"]
+
+
+@pytest.mark.parametrize(("spread", "verdict_"), [(0.099, FAILS), (0.101, CAVEAT)])
+def test_l8_judges_noise_by_the_engines_one_rule(monkeypatch, spread, verdict_):
+    """Just below a tenth of the median (NOISY_IQR_FRACTION) a contradiction counts; just above it only downgrades."""
+    assert seqlab.measure.timing.NOISY_IQR_FRACTION == 0.10
+    fake_timings(monkeypatch, {**PLAIN, "sdpa": (8.0, 4.0)}, spread=spread)
+    judged = CHECKS["L8"](SIZES, 0)
+    assert judged.verdict == verdict_ and judged.condition["noise_fraction"] == 0.10
+    assert judged.values["timings"]["sdpa"][1]["noisy"] is (spread > 0.10)
 
 
 def test_l8_names_the_scope_where_attention_stops_finishing_first(monkeypatch):

@@ -46,12 +46,9 @@ from seqlab.errors import SeqlabError
 from seqlab.measure import jacobian_rule
 from seqlab.measure import path_rules as rules
 from seqlab.measure.distance_store import DistanceStore
-from seqlab.measure.distances import _ROW_FORM, DTYPE, narrow, widen
+from seqlab.measure.distances import _ROW_FORM, DTYPE, UNITS, narrow, widen
 from seqlab.measure.ops import (CREATION_NAMES, decomposition_of, is_contraction, is_movement, op_name,
                                tensors_in)
-
-#: The two units, in the order of their rows: rows [0, S) count products, rows [S, 2S) count ops.
-UNITS = ("products", "ops")
 
 VIEW, MOVEMENT, PRODUCT, REDUCTION, POINTWISE, OTHER, CONSTANT = range(7)
 
