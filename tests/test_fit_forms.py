@@ -43,6 +43,10 @@ def test_an_exact_series_is_chosen_as_its_own_form(form, lengths, d):
     ([5 for _ in (16, 32, 64, 128)], LINEAR),  # a constant is not Θ(T)
     ([math.log2(T) for T in (16, 32, 64, 128)], LINEAR),
     ([T * math.log2(T) for T in (16, 32, 64, 128)], QUADRATIC),
+    ([math.sqrt(T) for T in (16, 32, 64, 128)], LINEAR),  # half an order off: a form of its own
+    ([math.sqrt(T) for T in (16, 32, 64, 128)], LOGARITHMIC),
+    ([T ** 1.5 for T in (16, 32, 64, 128)], LINEAR),
+    ([T ** 1.5 for T in (16, 32, 64, 128)], QUADRATIC),
 ])
 def test_a_series_of_another_form_does_not_match(values, wrong):
     assert not wrong.matches(fit_growth((16, 32, 64, 128), values))

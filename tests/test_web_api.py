@@ -188,6 +188,20 @@ def test_cost_scopes_with_unequal_widths_are_counted_exactly(client):
     assert "(2 + T/d)" not in data["scopes"]["verdict"]  # that form holds only with every width equal
 
 
+@pytest.mark.parametrize(("d_k", "d_v", "layer", "without_output"), [
+    (16, 96, 7_798_784, 4_653_056),  # 64*512*(2*16 + 96) + 64**2*112 (+ 64*96*512 for W_O)
+    (96, 16, 7_798_784, 7_274_496),  # 64*512*(2*96 + 16) + 64**2*112 (+ 64*16*512)
+])
+def test_cost_scopes_with_query_and_value_widths_apart(client, d_k, d_v, layer, without_output):
+    """d_k ≠ d_v: Q and K take d_k, V and W_O take d_v; a swap of the two shows in the layer without W_O."""
+    widths = {"d_model": 512, "d_h": 64, "d_k": d_k, "d_v": d_v}
+    data = client.get("/api/cost", params={"T": 64, **widths}).json()
+    rec = 2_359_296
+    table = scope_table(data)
+    assert table["lesson"] == (rec, rec, 458_752, 458_752, "pytorch", "attention")  # 64**2 * (d_k + d_v)
+    assert table["layer"][2:4] == (layer, layer) and table["layer_without_output"][2:4] == (without_output,) * 2
+
+
 def test_cost_scopes_beyond_the_count_limit_are_closed_forms_said_so(client):
     from seqlab.web.panels.cost_scopes import COUNT_MAX
 

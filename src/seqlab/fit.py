@@ -3,7 +3,8 @@
 Two readings of one series:
 
 * **the form** (the verdict's): :func:`fit_forms` fits y ≈ a + b·f(T) by least squares for each candidate
-  :data:`FORMS` — 1, log T, T, T log T, T² — with the lower-order terms a closed form has (3Td² + 2T²d is
+  :data:`FORMS` — 1, log T, √T, T, T log T, T^1.5, T² (the half powers give a series half an order off a
+  big-O a form of its own, so that it is not read as the nearest whole one) — with the lower-order terms a closed form has (3Td² + 2T²d is
   b·T + c·T²; a scan's span 2⌈log₂T⌉ + 8 is a + b·⌈log₂T⌉), and chooses by :func:`choose_form`'s stated
   criterion. An exact count of a form is fitted by that form with no residual, so it is never judged
   against its own form; a series of another form leaves a residual or a leading coefficient of 0.
@@ -111,20 +112,23 @@ def two_point_fit(xs: Sequence[int], ys: Sequence[int]) -> Fit:
 # --- forms: y ≈ a + b·f(T), with the lower-order terms of a closed form ---------------------------------------
 
 #: The candidate growth forms, slowest first.
-FORMS = ("1", "log T", "T", "T log T", "T²")
+FORMS = ("1", "log T", "√T", "T", "T log T", "T^1.5", "T²")
 
 #: Each form's terms, lowest order first (the last one leads). "log T" is tried with ln T and with ⌈log₂T⌉ (a
 #: scan's or a tree's depth is a whole number of levels) and keeps the closer.
 _TERMS: dict[str, tuple[tuple[str, ...], ...]] = {
     "1": (("1",),),
     "log T": (("1", "ln T"), ("1", "⌈log₂T⌉")),
+    "√T": (("1", "√T"),),
     "T": (("1", "T"),),
     "T log T": (("1", "T", "T ln T"),),
+    "T^1.5": (("1", "T", "T^1.5"),),
     "T²": (("1", "T", "T²"),),
 }
 _TERM_VALUES = {
     "1": lambda T: 1.0, "ln T": math.log, "⌈log₂T⌉": lambda T: float(math.ceil(math.log2(T))),
-    "T": float, "T ln T": lambda T: T * math.log(T), "T²": lambda T: float(T) ** 2,
+    "√T": math.sqrt, "T": float, "T ln T": lambda T: T * math.log(T), "T^1.5": lambda T: float(T) ** 1.5,
+    "T²": lambda T: float(T) ** 2,
 }
 #: Residuals at most this (relative RMS) are exact: the form is the series' own.
 EXACT = 1e-9
@@ -225,8 +229,8 @@ def choose_form(fits: Sequence[FormFit]) -> FormFit:
 
     An exact count of one of the forms is chosen as that form: it has no residual, a slower form cannot fit it
     exactly, and a faster one fits it only with a leading coefficient of 0. A count that steps around its form
-    (⌈T/C⌉ chunks at T near C, a window's ⌈(T − 1)/r⌉ hops at a few small T) can still fit another form better:
-    only ⌈log₂ T⌉ is among the terms tried.
+    (⌈T/C⌉ chunks at T near C, a window's ⌈(T − 1)/r⌉ hops at a few small T) can still fit another form
+    better: only ⌈log₂ T⌉ is among the terms tried.
 
     >>> choose_form(fit_forms([300, 600, 1000], [2 * math.ceil(math.log2(T)) + 8 for T in (300, 600, 1000)])).form
     'log T'

@@ -144,9 +144,9 @@ def table1_sentences(result: Table1Result, lang: str = "en") -> list[str]:
     tr = _tr(lang)
     sentences = []
     if result.all_match:
-        sentences.append(tr("All {cells} cells agree with the paper: of the forms a + b·f(n) (f = 1, log n, n, n log n, "
-                            "n², with the lower-order terms of the closed forms), the one that fits each measured "
-                            "series best is the paper's.").format(cells=result.cells))
+        sentences.append(tr("All {cells} cells agree with the paper: of the forms a + b·f(n) (f = 1, log n, √n, n, "
+                            "n log n, n^1.5, n², with the lower-order terms of the closed forms), the one that fits "
+                            "each measured series best is the paper's.").format(cells=result.cells))
     else:
         columns = (tr("work"), tr("sequential operations"), tr("path"))
         failing = [f"{layer_name(row.layer, result, lang)} ({column})" for row in result.rows

@@ -140,9 +140,9 @@ def _by_name(result: ModernResult) -> dict[str, ModernRow]:
 def _verdicts(result: ModernResult, lang: str) -> list[str]:
     tr = _tr(lang)
     if result.matched == result.cells:
-        return [tr("All {cells} cells show their big-O: of the forms a + b·f(T) (f = 1, log T, T, T log T, T², with "
-                   "the lower-order terms of the closed forms), the one that fits each measured series best is the "
-                   "big-O's.").format(cells=result.cells)]
+        return [tr("All {cells} cells show their big-O: of the forms a + b·f(T) (f = 1, log T, √T, T, T log T, T^1.5, "
+                   "T², with the lower-order terms of the closed forms), the one that fits each measured series best "
+                   "is the big-O's.").format(cells=result.cells)]
     names = {"work": tr("work"), "span": tr("span"), "path": tr("path"), "memory": tr("peak memory"),
              "decode": tr("decode cost"), "state": tr("decode state")}
     failing = [f"{row_name(row.row, result, lang)} ({names[column]})" for row in result.rows

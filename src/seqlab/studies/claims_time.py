@@ -24,6 +24,8 @@ Verdict:
 * does not hold — measured cleanly beyond the margin, the recurrence finishes first at the lesson's own
   scope (SDPA alone) on one thread, or its thread speed-up exceeds attention's (the recurrence, not
   attention, is the one spread over processors);
+* not judged — the lesson's own comparison (SDPA alone against the recurrence, on one thread) is noisy: the
+  measurement decided nothing, and the other scopes cannot stand in for it;
 * holds with a caveat — attention stops finishing first at some scope (named: the first one, in the order
   above, on each thread count), a comparison is a tie or noisy, or the machine has one thread (no scaling
   to measure);
@@ -147,4 +149,5 @@ def check_l8(sizes: CheckSizes, seed: int) -> Judgement:
               "advantage": advantage, "scaling": scaling}
     condition = {"rule": "matched_scopes_and_threads", "speed_margin": SPEED_MARGIN,
                  "noise_fraction": timing.NOISY_IQR_FRACTION, "min_blocks": timing.MIN_BLOCKS, "caveats": caveats}
-    return Judgement(verdict_of(contradicted, caveats), values, condition)
+    decided = classes[1]["sdpa"] not in ("noisy", "busy")
+    return Judgement(verdict_of(contradicted, caveats, decided), values, condition)
