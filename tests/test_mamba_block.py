@@ -117,3 +117,23 @@ def test_bad_sizes_and_inputs_are_refused():
         MambaBlock(4, form="fast")
     with pytest.raises(SeqlabError, match=r"\(B, T, 4\)"):
         _block("loop", **WIDTHS[0])(torch.zeros(2, 3, 5, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_a_decode_step_equals_its_closed_form(batch):
+    from seqlab.cost import mamba_block_step_multiplications
+    from seqlab.measure.work import count_multiplications
+
+    widths = WIDTHS[1]
+    block = _block("loop", **widths)
+    state = block.initial_state(batch)
+    count = count_multiplications(lambda x_t: block.step(x_t, state)[0], _x(batch, 1, widths["d_model"])[:, 0])
+    assert count.complete and count.multiplications == mamba_block_step_multiplications(**widths, batch=batch)
+
+
+def test_one_position_counts_the_decay_as_a_gate():
+    from seqlab.measure.work import count_multiplications
+
+    widths = WIDTHS[0]
+    count = count_multiplications(_block("scan", **widths), _x(1, 1, widths["d_model"]))
+    assert count.multiplications == mamba_block_multiplications(1, **widths)

@@ -35,6 +35,8 @@ selective_recurrence_multiplications       4 T d_model d_state                  
 selective_recurrence_step_multiplications  4 d_model d_state                                    Mamba
 sliding_window_multiplications             T w (d_k + d_v) + projections                        Longformer
 sliding_window_step_multiplications        w (d_k + d_v) + projections                          Longformer
+mamba_block_multiplications                T (2dE + E(R + 5N) + RE + Ed) + (T + k − 1) E k      Mamba
+mamba_block_step_multiplications           2dE + E(R + 5N) + RE + Ed                            Mamba
 flops                                      2 m                                                  --
 =========================================  ===================================================  ==========
 
@@ -647,6 +649,76 @@ def sliding_window_step_multiplications(d_model: int, window: int, *, d_k: int |
     return sliding_window_multiplications(1, d_model, window, "banded", d_k=d_k, d_v=d_v, batch=batch,
                                           projections=projections)
 
+
+def mamba_rank(d_model: int) -> int:
+    """Δ's rank in a Mamba block when none is given: ⌈d_model / 16⌉ (Gu & Dao 2023, §3.6; the reference code's
+    ``"auto"``).
+
+    >>> mamba_rank(16), mamba_rank(17)
+    (1, 2)
+    """
+    return math.ceil(require_positive_int("d_model", d_model) / 16)
+
+
+def _mamba_sizes(d_model: int, d_state: int, d_conv: int, expand: int, dt_rank: int | None,
+                 batch: int) -> tuple[int, int, int, int, int, int]:
+    d_model, d_state, d_conv, expand, batch = (require_positive_int(n, v) for n, v in (
+        ("d_model", d_model), ("d_state", d_state), ("d_conv", d_conv), ("expand", expand), ("batch", batch)))
+    rank = mamba_rank(d_model) if dt_rank is None else require_positive_int("dt_rank", dt_rank)
+    return d_model, d_state, d_conv, expand * d_model, rank, batch
+
+
+def mamba_block_multiplications(T: int, d_model: int, d_state: int = 16, d_conv: int = 4, expand: int = 2,
+                                dt_rank: int | None = None, *, batch: int = 1) -> int:
+    """Multiplications of one Mamba block over T positions (batch B), E = expand·d_model channels, N states each.
+
+    B times: T·(d_model·2E (W_in) + E·(R + 2N) (W_x) + R·E (W_Δ) + E·N (the outer product (Δ_t ⊙ u_t) ⊗ B_t)
+    + E·N (h_t C_t) + E·d_model (W_out)) + (T + k − 1)·E·k for the depthwise convolution, which runs over the
+    padded positions and drops the last k − 1 (executed work, as the reference code does it); plus B·T·E·N for
+    Δ_t ⊗ A when B·T > 1 (with a single Δ_t it scales A entry for entry: a gate product, not counted). The same
+    by loop or by scan: a scan rearranges the recurrence's element-wise products, not these.
+
+    >>> mamba_block_multiplications(10, 4, 3, 2, 2, 1)  # 10 * (4·16 + 8·7 + 1·8 + 2·8·3 + 8·3 + 8·4) + 11·8·2
+    2496
+
+    Raises:
+        SeqlabError: a size that is not an integer >= 1.
+
+    Source: Gu & Dao 2023 (Mamba), Figure 3 and Algorithm 2.
+    """
+    T = require_positive_int("T", T)
+    d_model, N, k, E, R, batch = _mamba_sizes(d_model, d_state, d_conv, expand, dt_rank, batch)
+    per_position = d_model * 2 * E + E * (R + 2 * N) + R * E + 2 * E * N + E * d_model
+    return batch * (T * per_position + (T + k - 1) * E * k) + _decay_outer_product(batch * T, E * N)
+
+
+def _decay_outer_product(rows: int, channel_states: int) -> int:
+    """Δ_t ⊗ A over ``rows`` positions (B·T): an outer product (one multiplication per element) when there is more
+    than one Δ_t; with one, Δ scales A's E·N entries one for one, a gate product (not counted; seqlab.measure.work's
+    rule: a product is counted when it forms more pairs than either factor holds)."""
+    return rows * channel_states if rows > 1 else 0
+
+
+def mamba_block_step_multiplications(d_model: int, d_state: int = 16, d_conv: int = 4, expand: int = 2,
+                                     dt_rank: int | None = None, *, batch: int = 1) -> int:
+    """Multiplications of one decode step of a Mamba block, whatever the position: the block's per-position
+    terms (Δ_t ⊗ A counted only for a batch of more than one, as in :func:`mamba_block_multiplications`); the
+    convolution over its k-wide window is element-wise (a product and a sum), not a contraction.
+
+    >>> mamba_block_step_multiplications(4, 3, 2, 2, 1)  # 4·16 + 8·7 + 1·8 + 8·3 + 8·3 + 8·4
+    208
+    >>> mamba_block_step_multiplications(4, 3, 2, 2, 1, batch=2)  # 2 · (208 + 8·3)
+    464
+
+    Raises:
+        SeqlabError: a size that is not an integer >= 1.
+
+    Source: Gu & Dao 2023 (Mamba), §3.4 (the recurrent mode: constant time per step).
+    """
+    d_model, N, _, E, R, batch = _mamba_sizes(d_model, d_state, d_conv, expand, dt_rank, batch)
+    return batch * (d_model * 2 * E + E * (R + 2 * N) + R * E + 2 * E * N + E * d_model) + _decay_outer_product(
+        batch, E * N)
+
 CLOSED_FORMS: dict[str, Callable[..., int | Fraction | None]] = {
     function.__name__: function for function in (
         recurrence_multiplications, attention_multiplications, scored_attention_multiplications,
@@ -658,5 +730,5 @@ CLOSED_FORMS: dict[str, Callable[..., int | Fraction | None]] = {
         linear_attention_step_multiplications, diagonal_recurrence_multiplications,
         diagonal_recurrence_step_multiplications, selective_recurrence_multiplications,
         selective_recurrence_step_multiplications, sliding_window_multiplications,
-        sliding_window_step_multiplications)}
+        sliding_window_step_multiplications, mamba_block_multiplications, mamba_block_step_multiplications)}
 """The table above as data: name -> closed-form function (every public formula of this module)."""

@@ -18,7 +18,7 @@ up to rounding. The parameter names are those of the reference implementation (`
 ``x_proj``, ``dt_proj``, ``A_log``, ``D``, ``out_proj``), so a state dict moves between the two unchanged.
 
 Work in seqlab's unit (multiplications in contractions, :mod:`seqlab.measure.work`), per sequence of T:
-:func:`mamba_block_multiplications`. The scan's element-wise products are not in that unit; the Mamba paper's
+:func:`seqlab.cost.mamba_block_multiplications` (one step: :func:`seqlab.cost.mamba_block_step_multiplications`). The scan's element-wise products are not in that unit; the Mamba paper's
 own count of the scan (9·B·T·E·N FLOPs, §3.3.2) is the engine's other unit, all arithmetic.
 
 Shapes: B batch, T positions, d_model width, E = expand · d_model inner channels, N = d_state, R = dt_rank,
@@ -33,43 +33,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from seqlab.cost import mamba_block_multiplications, mamba_block_step_multiplications, mamba_rank
 from seqlab.errors import require_positive_int
 from seqlab.layers.mixer_common import check_form, check_sequence, check_step, linear
 from seqlab.layers.scan import associative_scan, sequential_scan
 
 FORMS = ("loop", "scan")
-
-
-def mamba_block_multiplications(T: int, d_model: int, d_state: int = 16, d_conv: int = 4, expand: int = 2,
-                                dt_rank: int | None = None, *, batch: int = 1) -> int:
-    """Multiplications of one :class:`MambaBlock` pass over T positions (batch B), in contractions.
-
-    B times: T·(d_model·2E (W_in) + E·(R + 2N) (W_x) + R·E (W_Δ) + 2·E·N (the outer products Δ_t ⊗ A and
-    (Δ_t ⊙ u_t) ⊗ B_t) + E·N (h_t C_t) + E·d_model (W_out)) + (T + k − 1)·E·k for the depthwise convolution, which
-    runs over the padded positions and drops the last k − 1 (executed work, as the reference code does it). The
-    same for both forms: a scan rearranges the element-wise products of the recurrence, not these.
-
-    >>> mamba_block_multiplications(10, 4, 3, 2, 2, 1)  # 10 * (4·16 + 8·7 + 1·8 + 2·8·3 + 8·3 + 8·4) + 11·8·2
-    2496
-
-    Raises:
-        SeqlabError: a size that is not an integer >= 1.
-
-    Source: Gu & Dao 2023, Figure 3 and Algorithm 2.
-    """
-    T, d_model, d_state = (require_positive_int(n, v) for n, v in (("T", T), ("d_model", d_model),
-                                                                     ("d_state", d_state)))
-    d_conv, expand, batch = (require_positive_int(n, v) for n, v in (("d_conv", d_conv), ("expand", expand),
-                                                                      ("batch", batch)))
-    E = expand * d_model
-    R = default_rank(d_model) if dt_rank is None else require_positive_int("dt_rank", dt_rank)
-    per_position = d_model * 2 * E + E * (R + 2 * d_state) + R * E + 3 * E * d_state + E * d_model
-    return batch * (T * per_position + (T + d_conv - 1) * E * d_conv)
-
-
-def default_rank(d_model: int) -> int:
-    """Δ's rank when none is given: ⌈d_model / 16⌉ (Gu & Dao 2023, §3.6; the reference code's "auto")."""
-    return math.ceil(d_model / 16)
+__all__ = ["FORMS", "MambaBlock", "mamba_block_multiplications", "mamba_block_step_multiplications"]
 
 
 class MambaBlock(torch.nn.Module):
@@ -105,7 +75,7 @@ class MambaBlock(torch.nn.Module):
         self.d_state = require_positive_int("d_state", d_state)
         self.d_conv = require_positive_int("d_conv", d_conv)
         self.d_inner = require_positive_int("expand", expand) * self.d_model
-        self.dt_rank = default_rank(self.d_model) if dt_rank is None else require_positive_int("dt_rank", dt_rank)
+        self.dt_rank = mamba_rank(self.d_model) if dt_rank is None else require_positive_int("dt_rank", dt_rank)
         self.form = check_form(form, FORMS)
         associative_scan(torch.ones(1, 1, 1), torch.ones(1, 1, 1), method=scan_method)  # refuses a bad method
         self.scan_method = scan_method
@@ -156,11 +126,23 @@ class MambaBlock(torch.nn.Module):
         y = torch.einsum("bten,btn->bte", h, C_t) + self.D * u  # (B, T, E)
         return self.out_proj(y * F.silu(z))
 
-    def initial_state(self, batch: int = 1) -> tuple[Tensor, Tensor]:
-        """(convolution window (B, E, k − 1), SSM state (B, E, N)): zeros, before the first token."""
-        dtype = self.A_log.dtype
-        return (torch.zeros(batch, self.d_inner, self.d_conv - 1, dtype=dtype),
-                torch.zeros(batch, self.d_inner, self.d_state, dtype=dtype))
+    def multiplications(self, T: int, batch: int = 1) -> int:
+        """This block's closed form (:func:`seqlab.cost.mamba_block_multiplications`) at length T."""
+        return mamba_block_multiplications(T, self.d_model, self.d_state, self.d_conv,
+                                           self.d_inner // self.d_model, self.dt_rank, batch=batch)
+
+    def initial_state(self, batch: int = 1, *, dtype: torch.dtype | None = None,
+                      device: torch.device | str = "cpu") -> tuple[Tensor, Tensor]:
+        """(convolution window (B, E, k − 1), SSM state (B, E, N)): zeros, before the first token (dtype defaults
+        to the block's).
+
+        Raises:
+            SeqlabError: batch is not a positive integer.
+        """
+        batch = require_positive_int("batch", batch)
+        dtype = self.A_log.dtype if dtype is None else dtype
+        return (torch.zeros(batch, self.d_inner, self.d_conv - 1, dtype=dtype, device=device),
+                torch.zeros(batch, self.d_inner, self.d_state, dtype=dtype, device=device))
 
     def step(self, x_t: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         """One token: x_t (B, d_model) and the state → (output (B, d_model), the next state). Equal to

@@ -1,7 +1,8 @@
 """The one registry of sequence mixers: what every table, command and closed form reads about them.
 
-A *mixer* is a layer of :mod:`seqlab.layers` that maps (B, T, d_model) to (B, T, d_model) and decodes one
-position at a time with ``initial_state`` / ``step`` (:mod:`seqlab.layers.mixer_common`). Adding one takes a
+A *mixer* is a layer of :mod:`seqlab.layers` that maps (B, T, d_model) to (B, T, d_model), decodes one
+position at a time with ``initial_state`` / ``step`` (:mod:`seqlab.layers.mixer_common`) and gives its closed
+form with ``multiplications(T, batch)`` (from :mod:`seqlab.cost`). Adding one takes a
 module in ``seqlab/layers/`` and one :func:`register` call; then
 
 * ``seqlab table1 --modern`` measures its rows (:mod:`seqlab.studies.table1_modern_rows`) and names them
@@ -19,9 +20,9 @@ The English labels are message ids (``N_`` marks them for extraction): row names
 catalogue, machine names of the ``decode`` catalogue; each renderer translates them.
 
 >>> [m.name for m in mixers()]
-['linear_attention', 'diagonal_recurrence', 'selective_recurrence', 'sliding_window']
+['linear_attention', 'diagonal_recurrence', 'selective_recurrence', 'sliding_window', 'mamba_block']
 >>> [name for name, _ in decode_machines()]
-['linear_attention', 'selective_recurrence']
+['linear_attention', 'selective_recurrence', 'mamba_block']
 """
 
 from __future__ import annotations
@@ -242,7 +243,7 @@ def machine_names(fixed_state_only: bool = False) -> tuple[str, ...]:
     """Every machine of ``seqlab decode``: the lesson's, then each mixer's decode machine (torch-free).
 
     >>> machine_names(), machine_names(fixed_state_only=True)[0]
-    (('elman', 'attention_kv_cache', 'attention_no_cache', 'linear_attention', 'selective_recurrence'), 'elman')
+    (('elman', 'attention_kv_cache', 'attention_no_cache', 'linear_attention', 'selective_recurrence', 'mamba_block'), 'elman')
     """
     lesson = ("elman",) if fixed_state_only else LESSON_MACHINES
     return lesson + tuple(name for name, m in decode_machines() if m.decode.fixed_state or not fixed_state_only)
@@ -323,4 +324,21 @@ register(Mixer(
     factory=_sliding_window,
     step_multiplications=lambda module: cost.sliding_window_step_multiplications(module.d_model, module.window),
     connecting_depth=_sliding_window_depth,
+))
+
+register(Mixer(
+    "mamba_block", "seqlab.layers.mamba_block", "MambaBlock",
+    rows=(
+        MixerRow("mamba_loop", N_("Mamba block (N = 4), loop"), {"form": "loop", "d_state": 4},
+                 ("O(T·d²)", _L), ("O(T)", _L), ("O(T)", _L), ("O(T·d·N)", _L), ("O(d²)", _C), ("O(d·N)", _C),
+                 "Mamba (Gu & Dao 2023), Figure 3, Algorithm 2"),
+        MixerRow("mamba_scan", N_("Mamba block (N = 4), parallel scan"), {"form": "scan", "d_state": 4},
+                 ("O(T·d²)", _L), ("O(log T)", _G), ("O(log T)", _G), ("O(T·d·N)", _L), ("O(d²)", _C),
+                 ("O(d·N)", _C), "Mamba (Gu & Dao 2023), §3.3.2, Figure 3"),
+    ),
+    decode=DecodeMachine(N_("Mamba block"), {"form": "loop"}, fixed_state=True,
+                         step_multiplications=lambda d, batch: cost.mamba_block_step_multiplications(
+                             d, batch=batch)),  # N = 16, k = 4, E = 2d, R = ⌈d/16⌉: the paper's defaults
+    step_multiplications=lambda module: cost.mamba_block_step_multiplications(
+        module.d_model, module.d_state, module.d_conv, module.d_inner // module.d_model, module.dt_rank),
 ))

@@ -192,7 +192,7 @@ def _build_mixer(row: str, d: int, *, window: int, chunk: int, generator: torch.
     module = mixer.build(d, generator=generator, **sizes, **spec.options)
     machine = mixer.name if mixer.decode is not None else None
     step_form = None
-    if machine is None and mixer.step_multiplications is not None:
+    if mixer.step_multiplications is not None:  # the row's own module (its options may differ from the machine's)
         step_form = lambda: mixer.step_multiplications(module)  # noqa: E731
     stack = None
     if mixer.connecting_depth is not None:
