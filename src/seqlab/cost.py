@@ -35,6 +35,7 @@ selective_recurrence_multiplications       4 T d_model d_state                  
 selective_recurrence_step_multiplications  4 d_model d_state                                    Mamba
 sliding_window_multiplications             T w (d_k + d_v) + projections                        Longformer
 sliding_window_step_multiplications        w (d_k + d_v) + projections                          Longformer
+mamba_rank                                 ⌈d_model / 16⌉ (Δ's rank)                            Mamba
 mamba_block_multiplications                T (2dE + E(R + 5N) + RE + Ed) + (T + k − 1) E k      Mamba
 mamba_block_step_multiplications           2dE + E(R + 5N) + RE + Ed                            Mamba
 flops                                      2 m                                                  --
@@ -656,6 +657,8 @@ def mamba_rank(d_model: int) -> int:
 
     >>> mamba_rank(16), mamba_rank(17)
     (1, 2)
+
+    Source: Gu & Dao 2023 (Mamba), §3.6; dt_rank="auto" in its reference code.
     """
     return math.ceil(require_positive_int("d_model", d_model) / 16)
 
@@ -730,5 +733,6 @@ CLOSED_FORMS: dict[str, Callable[..., int | Fraction | None]] = {
         linear_attention_step_multiplications, diagonal_recurrence_multiplications,
         diagonal_recurrence_step_multiplications, selective_recurrence_multiplications,
         selective_recurrence_step_multiplications, sliding_window_multiplications,
-        sliding_window_step_multiplications, mamba_block_multiplications, mamba_block_step_multiplications)}
+        sliding_window_step_multiplications, mamba_rank, mamba_block_multiplications,
+        mamba_block_step_multiplications)}
 """The table above as data: name -> closed-form function (every public formula of this module)."""
