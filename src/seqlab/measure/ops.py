@@ -357,6 +357,7 @@ def bound_arguments(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> d
 
 
 @functools.cache
+@functools.cache
 def op_name(func: torch._ops.OpOverload) -> str:
     """Short, readable name of an ATen op: ``aten.bmm`` (the overload packet, without ``.default``)."""
     return str(func.overloadpacket)

@@ -343,7 +343,7 @@ class _NestedDispatch(_FlopCounterMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if not isinstance(func, torch._ops.OpOverload) or str(func) in _METADATA:
+        if not isinstance(func, torch._ops.OpOverload) or _is_metadata(func):
             return super().__torch_dispatch__(func, types, args, kwargs)  # higher-order ops, nested sizes
         counter = self.counter
         census = counter.census
@@ -457,6 +457,12 @@ _METADATA = frozenset(str(op) for op in (
     aten.is_strides_like_format.default, aten.is_non_overlapping_and_dense.default, aten.size.default,
     aten.sym_size.default, aten.stride.default, aten.sym_stride.default, aten.storage_offset.default,
     aten.sym_storage_offset.default, aten.numel.default, aten.sym_numel.default, aten.dim.default))
+
+
+@functools.cache
+def _is_metadata(func: torch._ops.OpOverload) -> bool:
+    """A size, stride or contiguity query (decided once per op)."""
+    return str(func) in _METADATA
 
 
 @functools.cache
