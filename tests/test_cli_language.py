@@ -98,7 +98,7 @@ def test_click_layer_errors_in_both_languages(runner, args, spanish, english):
 
 def test_every_usage_message_has_a_spanish_wording():
     for msgid in USAGE_MESSAGES:
-        assert catalogue("es", "click").gettext(msgid) != msgid, msgid
+        assert catalogue("es", "cli").gettext(msgid) != msgid, msgid
 
 
 def test_translate_message_reads_the_english_template():
@@ -165,7 +165,7 @@ def test_every_help_text_has_a_spanish_translation_and_none_is_stale():
     entries = "\n\n".join(f"msgid {text!r}\nmsgstr \"\"" for text in missing)
     assert missing == [], f"add to {HELP_DOMAIN}.po, then `pybabel compile -d src/seqlab/locale -D {HELP_DOMAIN}`:\n" \
                           f"{entries}"
-    assert sorted(set(translated) - used) == [], "help texts no command has any more"
+    # help texts no command has any more: test_i18n's check that every msgid of the ``cli`` catalogue is used
     assert all(translated[text] != text for text in used)
 
 

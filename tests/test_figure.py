@@ -21,13 +21,13 @@ from typer.testing import CliRunner
 import seqlab.memory
 from seqlab.cli import app
 from seqlab.errors import SeqlabError
+from seqlab.i18n import translator
 from seqlab.layers.transformer import BOX_KEYS, Transformer, compose, shift_right, sinusoidal_encoding
 from seqlab.render.figure import (
     MIXES_FILL,
     PLAIN_FILL,
     draw_figure,
     figure_table,
-    figure_translator,
     lit_sentence,
     pattern_text,
     wrap_lines,
@@ -340,7 +340,7 @@ def test_box_names_are_whole_at_80_columns(tmp_path, lang):
     assert run.exit_code == 0, run.output
     rows = [line for line in run.stdout.splitlines() if line.startswith("│")]
     assert len(rows) >= 15 and all(len(line) <= 80 for line in run.stdout.splitlines())
-    tr = figure_translator(lang)
+    tr = translator(lang)
     for spec in BOX_SPECS:  # e.g. "Encoder–decoder attention", "Autoatención multicabeza enmascarada"
         assert any(tr(spec.title) in row for row in rows), tr(spec.title)
     assert "…" not in run.stdout

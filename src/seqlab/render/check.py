@@ -20,7 +20,7 @@ from seqlab.i18n import format_fraction, format_integer, format_number, format_s
 from seqlab.render.json_output import to_jsonable, versioned
 from seqlab.studies.check import CAVEAT, CLAIMS, FAILS, HOLDS, CheckResult, ClaimCheck
 
-DOMAIN = "check"
+DOMAIN = "seqlab"
 #: The mark and style of each verdict in the terminal.
 MARKS = {HOLDS: ("✓", "green"), CAVEAT: ("~", "yellow"), FAILS: ("✗", "bold red")}
 #: Columns of the hanging indent under each claim.

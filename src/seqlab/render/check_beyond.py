@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from seqlab.i18n import translator
 
-DOMAIN = "check_beyond"
+DOMAIN = "seqlab"
 
 
 def _tr(n):

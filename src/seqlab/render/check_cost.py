@@ -11,7 +11,7 @@ from fractions import Fraction
 
 from seqlab.i18n import format_number
 
-DOMAIN = "check"
+DOMAIN = "seqlab"
 #: The lesson's rounding of 2000/512 = 3.906 (L9), formatted per language in the note.
 LESSON_LAST_RATIO = 3.9
 

@@ -6,7 +6,7 @@ from a claim's values and condition; nothing measured here.
 
 from __future__ import annotations
 
-DOMAIN = "check"
+DOMAIN = "seqlab"
 
 
 def _failed(_, keys) -> str:

@@ -25,7 +25,7 @@ from seqlab.render.print_size import (  # noqa: F401  (re-exported: the printed 
 )
 from seqlab.studies.report import ReportResult
 
-DOMAIN = "report"
+DOMAIN = "seqlab"
 #: Resolution of the embedded plots.
 DPI = 96
 #: Width of Table 1's plot as :func:`seqlab.render.table1.plot_table1` draws it (inches).

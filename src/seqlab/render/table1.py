@@ -21,7 +21,7 @@ from seqlab.render.tables import FittedTable
 from seqlab.studies.profile import ProfileResult
 from seqlab.studies.table1 import TOLERANCE, Cell, Fit, Table1Result
 
-DOMAIN = "table1"
+DOMAIN = "seqlab"
 DASH = "—"
 MATCH, MISMATCH = "✓", "✗"
 

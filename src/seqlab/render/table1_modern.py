@@ -18,7 +18,7 @@ from seqlab.render.tables import FittedTable
 from seqlab.studies.table1_modern import ModernResult, ModernRow
 from seqlab.studies.table1_results import TOLERANCE, Cell
 
-DOMAIN = "table1_modern"
+DOMAIN = "seqlab"
 DASH = "—"
 
 

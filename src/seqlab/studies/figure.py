@@ -41,7 +41,7 @@ from seqlab.measure.mixing import (
 from seqlab.memory import FLOAT64_BYTES, MemoryEstimate, require_fits
 from seqlab.text import Text, Tokens, builtin_text, embed, tokenize
 
-DOMAIN = "figure"  # the gettext catalogue that holds the N_-marked titles and lessons
+DOMAIN = "seqlab"  # the gettext catalogue that holds the N_-marked titles and lessons
 
 DEFAULT_LENGTH = 10
 DEFAULT_D_MODEL = 512  # the paper's base model (§3): d_model = 512, h = 8

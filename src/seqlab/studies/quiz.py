@@ -39,7 +39,7 @@ __all__ = ["DOMAIN", "FACT_WIDTH", "KEYS", "KINDS", "LENGTHS", "WIDTH", "Grade",
            "Question", "QuizFacts", "build_questions", "grade", "measure_facts", "parse_choice", "parse_number",
            "question", "questions"]
 
-DOMAIN = "quiz"
+DOMAIN = "seqlab"
 KEYS = ("q1", "q2", "q3", "q4")
 KINDS = ("single", "numeric", "multiple")
 
