@@ -4,7 +4,7 @@ A usage error's text after ``Invalid value for '--option':`` comes from three pl
 parsers (already in the run's language, :mod:`seqlab.cli.options`), a command's own check, or the
 library's :class:`~seqlab.errors.SeqlabError` (the library never knows the output language). The
 commonest of the last two are listed here as English templates; :func:`translate_error` reads a
-message against them and words it again from the ``cli_errors`` catalogue, keeping the values it
+message against them and words it again from the ``cli`` catalogue, keeping the values it
 read (paths, numbers, option names). A message not listed stays in English.
 """
 

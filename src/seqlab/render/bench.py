@@ -6,7 +6,7 @@ predicted by the work–span model) and the work ratio d/T it is to be read agai
 times the recurrence's multiplications, so recurrence / attention *work* is d/T, and a time ratio above
 d/T is what spreading the work over processors buys (L8).
 
-Sentences go through the gettext domain ``bench`` (``locale/es/LC_MESSAGES/bench.po``). The translation
+Sentences go through the gettext domain ``seqlab`` (``locale/es/LC_MESSAGES/seqlab.po``). The translation
 function is called ``tr`` rather than ``_`` so that the ``seqlab`` catalogue's scan of ``_()`` does
 not claim these messages; extract them with ``pybabel extract -k tr``. Plots use matplotlib's
 object API on the Agg canvas (no pyplot, no global backend change), imported only when a plot is made.
@@ -131,7 +131,7 @@ def sweep_load(result: BenchResult) -> MachineLoad | None:
 
 
 def load_caveat(load: MachineLoad | None, lang: str = "en") -> str:
-    """The busy-machine caveat in the ``bench`` catalogue's words, or ``""`` on a quiet machine or an unknown load.
+    """The busy-machine caveat in the ``seqlab`` catalogue's words, or ``""`` on a quiet machine or an unknown load.
 
     The condition is :attr:`seqlab.measure.timing.MachineLoad.busy`, decided in one place; only the words are here.
 

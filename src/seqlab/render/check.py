@@ -3,7 +3,7 @@ the verdict (holds, holds with a caveat, does not hold), the condition it was ju
 lesson simplifies. Terminal (Rich), JSON, plain texts for the report, and the legend of ``--list``.
 
 Nothing here measures: every number comes from the result's ``values`` and ``condition``; every sentence is an
-English message id of the gettext domain ``check``. The words of each claim live in one module per theme
+English message id of the gettext domain ``seqlab``. The words of each claim live in one module per theme
 (:mod:`seqlab.render.check_structure`, :mod:`~seqlab.render.check_path`, :mod:`~seqlab.render.check_cost`,
 :mod:`~seqlab.render.check_time`); the legend in :mod:`seqlab.render.check_legend`.
 """

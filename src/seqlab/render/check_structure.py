@@ -3,7 +3,7 @@
 Each function takes the translator ``_``, a claim's ``values`` and ``condition`` and a number formatter
 ``n`` (:class:`seqlab.render.check.Numbers`), and returns ``(statement, measured, figure, condition, note)``;
 ``note`` may be empty. Nothing is measured here: every number comes from the check's values, every sentence
-is an English message id of the gettext domain ``check``.
+is an English message id of the gettext domain ``seqlab``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Results in, words and pictures out: nothing here measures. Every sentence words 
 its measurements (:class:`~seqlab.studies.decode.Win`, :class:`~seqlab.studies.decode.Growth`,
 :class:`~seqlab.studies.decode.Asymmetry`), so a different measurement gives a different sentence.
 
-Sentences go through the gettext domain ``decode`` (``locale/es/LC_MESSAGES/decode.po``); the translation
+Sentences go through the gettext domain ``seqlab`` (``locale/es/LC_MESSAGES/seqlab.po``); the translation
 function is called ``tr``. matplotlib is imported only when a plot is drawn (object API, Agg canvas).
 """
 

@@ -10,7 +10,7 @@ dependency matrix itself (output rows down, input rows across; dark = depends). 
 SVG id ``box-<key>``. :func:`figure_table` lists the fifteen boxes for the terminal (Rich), as a
 :class:`FittedTable`: laid out for the width it is printed at, its box names are never cut.
 
-Words come from the gettext domain ``figure`` (``locale/es/LC_MESSAGES/figure.po``) through ``tr``;
+Words come from the gettext domain ``seqlab`` (``locale/es/LC_MESSAGES/seqlab.po``) through ``tr``;
 the study's titles and lessons are English message ids of the same catalogue. matplotlib is imported
 only when a figure is drawn (object API on an Agg canvas, no pyplot).
 """

@@ -5,7 +5,7 @@ one sentence that quotes the finding's figures. A sentence that explains a resul
 the kind that supports it, so what is printed never claims more than the figures of every seed allow.
 Accuracies are quoted as ``mean (minimum–maximum over seeds)``.
 
-Words go through the gettext domain ``learn`` (``locale/es/LC_MESSAGES/learn.po``). The translation
+Words go through the gettext domain ``seqlab`` (``locale/es/LC_MESSAGES/seqlab.po``). The translation
 function is called ``tl`` rather than ``_`` so that the ``seqlab`` catalogue's scan of ``_()`` does
 not claim these messages; extract them with ``pybabel extract -k tl``.
 """

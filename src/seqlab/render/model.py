@@ -6,7 +6,7 @@ matrices showed; the second puts the order test of every depth side by side, wit
 position vectors; the sentences say what was measured and whether it is what the lesson says.
 :mod:`seqlab.render.model_plot` draws α of the chosen layer and head (re-exported here).
 
-Words go through the gettext domain ``model`` (``locale/es/LC_MESSAGES/model.po``) with the
+Words go through the gettext domain ``seqlab`` (``locale/es/LC_MESSAGES/seqlab.po``) with the
 function ``tr``; they are English message ids.
 """
 

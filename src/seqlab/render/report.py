@@ -6,7 +6,7 @@ is drawn by matplotlib and embedded as a base64 PNG. The page links to nothing o
 scripts or styles from elsewhere), so it opens offline and can be mailed as one file. The page is a Jinja2
 template kept in this module, autoescaped.
 
-Nothing here measures; the words are English message ids of the gettext domain ``report``.
+Nothing here measures; the words are English message ids of the gettext domain ``seqlab``.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 Results in, pictures out: nothing here measures. A Rich table puts each measured growth beside the
 paper's entry with a ✓ or ✗, a second one shows the raw figures at the largest T, a few sentences
 say what the numbers show, and :func:`plot_table1` draws work, span and path against T on log axes
-(matplotlib, imported only there). Sentences come from the gettext domain ``table1``
-(``locale/es/LC_MESSAGES/table1.po``) through the function ``tr``; they are English message ids.
+(matplotlib, imported only there). Sentences come from the gettext domain ``seqlab``
+(``locale/es/LC_MESSAGES/seqlab.po``) through the function ``tr``; they are English message ids.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ follows from a figure:
   self-attention at two lengths, and the gradient's reach back to position 1
   (:mod:`seqlab.measure.reach`).
 
-:func:`questions` returns the four in English or Spanish (gettext domain ``quiz``);
+:func:`questions` returns the four in English or Spanish (gettext domain ``seqlab``);
 :func:`grade` marks an answer and explains every option. For a numeric question the options are the
 right value and common slips (2d, d/2, d², one past the crossing), each with its explanation; they are
 feedback, not choices to show. The measuring lives in :mod:`seqlab.studies.quiz_facts` and the reading
