@@ -15,6 +15,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from seqlab.glossary import NOTATION
 from seqlab.i18n import format_integer, translator
 from seqlab.render.figures import new_figure, save_png_svg
 from seqlab.render.tables import FittedTable
@@ -175,10 +176,11 @@ def table1_sentences(result: Table1Result, lang: str = "en") -> list[str]:
     if gated:
         names = {("lstm",): tr("the LSTM"), ("gru",): tr("the GRU"), ("lstm", "gru"): tr("the LSTM and the GRU")}
         sentences.append(tr("Counted in matrix products, the path through {layers} does not grow: an additive bypass "
-                            "(the LSTM's cell state, the GRU's (1 − z) ⊙ h_{{t−1}} term) carries position 1 to the "
-                            "end without crossing W_hh. Counted in operations it grows as n, like the Elman RNN's "
-                            "(L3: a bypass, not a shortcut).").format(
-            layers=names[tuple(sorted((row.layer for row in gated), key=("lstm", "gru").index))]))
+                            "(the LSTM's {lstm_bypass}, the GRU's {gru_bypass}, in PyTorch's notation) carries "
+                            "position 1 to the end without crossing W_hh. Counted in operations it grows as n, like "
+                            "the Elman RNN's (L3: a bypass, not a shortcut).").format(
+            layers=names[tuple(sorted((row.layer for row in gated), key=("lstm", "gru").index))],
+            lstm_bypass=NOTATION["lstm_bypass"], gru_bypass=NOTATION["gru_bypass"]))
     dilated = [row for row in result.rows if row.layer == "dilated_convolution" and not row.path.matches]
     if dilated:
         base = (result.kernel + 1) // 2
