@@ -279,7 +279,7 @@ def test_the_busy_machine_caveat_follows_the_load_in_every_table():
 
     busy = replace(synthetic_result(), load=MachineLoad(3.5, 2, True))  # 3.5 >= 0.5 * 2 CPUs
     caption = bench_table(busy, 1, 512, "en").caption
-    assert caption.endswith("The machine was busy: its load average was 3.50 on 2 CPUs when the sweep began, so "
+    assert caption.endswith("The machine was busy: its load average was 3.50 on 2 CPUs when the timing began, so "
                             "these times may read long and spread wide; time again on a quiet machine before "
                             "comparing them.")
     assert "su carga media era 3,50 con 2 CPU" in bench_table(busy, 2, 512, "es").caption

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Group
@@ -26,6 +25,7 @@ from rich.text import Text
 from seqlab.i18n import format_fraction, format_integer, format_number, format_seconds, translator
 from seqlab.measure.timing import MachineLoad, busiest
 from seqlab.render.compare import MIN_BLOCKS, timed_blocks, timing_quality
+from seqlab.render.machine_load import busy_caveat
 from seqlab.render.figures import new_figure, save_png_svg
 from seqlab.render.json_output import to_json
 from seqlab.studies.bench import MACHINES, PAIRS, BenchResult, Crossover
@@ -76,7 +76,7 @@ def bench_table(result: BenchResult, threads: int, d: int, lang: str = "en", loa
         flops=format_number(calibration.flops_per_s, lang), n=calibration.matmul_size,
         latency=format_seconds(calibration.latency_s, lang), ops=calibration.chain_ops, mark=NOISY_MARK)
     caption += " " + _blocks_text(min(blocks), max(blocks), lang)
-    caveat = load_caveat(sweep_load(result), lang) if load_note else ""
+    caveat = busy_caveat(sweep_load(result), lang) if load_note else ""
     caption += f" {caveat}" if caveat else ""
     table = FittedTable(title=title, caption=caption, title_justify="left", caption_justify="left")
     table.add_column("T", justify="right")
@@ -128,23 +128,6 @@ def _blocks_text(fewest: int, most: int, lang: str) -> str:
 def sweep_load(result: BenchResult) -> MachineLoad | None:
     """The machine's load behind a sweep's times: the busiest of the sweep's own reading and its timings'."""
     return busiest([result.load, *(point.timing for point in result.points)])
-
-
-def load_caveat(load: MachineLoad | None, lang: str = "en") -> str:
-    """The busy-machine caveat in the ``seqlab`` catalogue's words, or ``""`` on a quiet machine or an unknown load.
-
-    The condition is :attr:`seqlab.measure.timing.MachineLoad.busy`, decided in one place; only the words are here.
-
-    >>> load_caveat(MachineLoad(3.0, 2, True))[:22], load_caveat(MachineLoad(0.2, 2, False))
-    ('The machine was busy: ', '')
-    """
-    if load is None or not load.busy:
-        return ""
-    tr = translator(lang)
-    return tr(
-        "The machine was busy: its load average was {load} on {cpus} CPUs when the sweep began, so these times may "
-        "read long and spread wide; time again on a quiet machine before comparing them.").format(
-        load=format_number(load.load_1min, lang), cpus=format_integer(load.cpus, lang))
 
 
 def _caveat(result: BenchResult, threads: tuple[int, ...], d: int, lang: str, machines: tuple[str, ...] = (),

@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from seqlab.i18n import format_integer, format_number, format_seconds, translator
+from seqlab.render.machine_load import busy_caveat
 from seqlab.studies.decode import TIME_MARGIN, DecodeResult, Win, time_lead
 
 DOMAIN = "seqlab"
@@ -85,11 +86,8 @@ def _caption(result: DecodeResult, lang: str) -> str:
         parts.append(tr("Time: median ± IQR of one step, {threads}, float32, batch {batch}, PyTorch {torch}; {mark} "
                         "noisy: IQR over a tenth of the median.").format(
             threads=threads, batch=config.batch, torch=result.torch_version, mark=NOISY_MARK))
-    if result.load is not None and result.load.busy and result.load.load_1min is not None:
-        parts.append(tr("The machine was busy (load average {load} on {cpus} CPUs when measuring began): the "
-                        "times may read long and spread wide.").format(
-            load=format_number(result.load.load_1min, lang), cpus=result.load.cpus))
-    return " ".join(parts)
+    parts.append(busy_caveat(result.load, lang))
+    return " ".join(part for part in parts if part)
 
 
 def _groups(wins: list[Win]) -> list[tuple[Win, list[int]]]:

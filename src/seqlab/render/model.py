@@ -13,7 +13,6 @@ function ``tr``; they are English message ids.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Group
