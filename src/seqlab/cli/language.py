@@ -40,6 +40,8 @@ from seqlab.i18n import LANGUAGES, catalogue, default_language
 #: text) and the commands' and options' help texts (ids: the English help, docstrings cleaned).
 CLICK_DOMAIN = "cli"
 HELP_DOMAIN = CLICK_DOMAIN
+#: The usage line's placeholders click writes ("Usage: seqlab [OPTIONS] COMMAND [ARGS]..."), worded again.
+METAVARS = ("[OPTIONS]", "COMMAND [ARGS]...")
 #: Modules that bind gettext's ``_`` at import and word part of the help and the errors.
 GETTEXT_MODULES = ("typer.core",)
 #: English usage messages of Typer's click copy, most specific first; ``{message}`` is read again.
@@ -227,6 +229,10 @@ def localise(command: Any, lang: str) -> None:
     translate = catalogue(lang, HELP_DOMAIN).gettext
     for owner, attribute, text in list(help_texts(command)):
         setattr(owner, attribute, translate(text))
+    for each in commands(command):
+        for attribute in ("options_metavar", "subcommand_metavar"):
+            if getattr(each, attribute, None) in METAVARS:
+                setattr(each, attribute, translate(getattr(each, attribute)))
 
 
 def first_paragraph(text: str | None) -> str:

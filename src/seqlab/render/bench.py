@@ -25,6 +25,7 @@ from rich.text import Text
 from seqlab.i18n import format_fraction, format_integer, format_number, format_seconds, translator
 from seqlab.measure.timing import MachineLoad, busiest
 from seqlab.render.compare import MIN_BLOCKS, timed_blocks, timing_quality
+from seqlab.render.labels import machine_label
 from seqlab.render.machine_load import busy_caveat
 from seqlab.render.figures import new_figure, save_png_svg
 from seqlab.render.json_output import to_json
@@ -81,9 +82,9 @@ def bench_table(result: BenchResult, threads: int, d: int, lang: str = "en", loa
     table = FittedTable(title=title, caption=caption, title_justify="left", caption_justify="left")
     table.add_column("T", justify="right")
     for key in result.machines:
-        table.add_column(MACHINES[key].label, justify="right")
+        table.add_column(machine_label(MACHINES[key].label, lang), justify="right")
     pair = _pairs(result)[:1]  # the fastest pair present; the other one is in the sentences and files
-    names = [dict(rec=MACHINES[rec].label, att=MACHINES[att].label) for rec, att in pair]
+    names = [dict(rec=machine_label(MACHINES[rec].label, lang), att=machine_label(MACHINES[att].label, lang)) for rec, att in pair]
     for column in (tr("{rec} / {att} time"), tr("{rec} / {att} model")) if pair else ():
         table.add_column(column.format(**names[0]), justify="right")
     if pair:
@@ -144,7 +145,7 @@ def _caveat(result: BenchResult, threads: tuple[int, ...], d: int, lang: str, ma
 def _crossover_sentence(c: Crossover, result: BenchResult, lang: str) -> str:
     tr = translator(lang)
     values = dict(threads=_threads_text(c.threads, lang), d=format_integer(c.d_model, lang),
-                  rec=MACHINES[c.recurrence].label, att=MACHINES[c.attention].label,
+                  rec=machine_label(MACHINES[c.recurrence].label, lang), att=machine_label(MACHINES[c.attention].label, lang),
                   work=format_fraction(c.work_T, lang), first=format_integer(result.lengths[0], lang),
                   last=format_integer(result.lengths[-1], lang),
                   ratio=format_number(result.lengths[-1] / float(c.work_T), lang))
@@ -182,7 +183,7 @@ def _scaling_sentence(result: BenchResult, pair: tuple[str, str], d: int, lang: 
         speedup = _median(result, key, few, d, T) / _median(result, key, many, d, T)
         message = tr("{machine} runs {factor} times as fast") if speedup >= 1 else \
             tr("{machine} takes {factor} times as long")
-        changes.append(message.format(machine=MACHINES[key].label,
+        changes.append(message.format(machine=machine_label(MACHINES[key].label, lang),
                                       factor=format_number(speedup if speedup >= 1 else 1 / speedup, lang)))
     return tr("From {few} to {many} at T = {T}, d_model = {d}: {rec_change}; {att_change}.").format(
         few=_threads_text(few, lang), many=_threads_text(many, lang), T=format_integer(T, lang),
@@ -193,7 +194,7 @@ def _scaling_sentence(result: BenchResult, pair: tuple[str, str], d: int, lang: 
 def _model_sentence(result: BenchResult, threads: int, d: int, lang: str) -> str:
     tr = translator(lang)
     T = result.lengths[-1]
-    ratios = ", ".join(f"{MACHINES[key].label} {format_number(p.timing.median_s / p.predicted_s, lang)}"
+    ratios = ", ".join(f"{machine_label(MACHINES[key].label, lang)} {format_number(p.timing.median_s / p.predicted_s, lang)}"
                        for key in result.machines for p in [result.point(key, threads, d, T)])
     return tr("{threads}, d_model = {d}: measured over predicted time at T = {T}: {ratios}.").format(
         threads=_threads_text(threads, lang), d=format_integer(d, lang), T=format_integer(T, lang),
@@ -203,14 +204,14 @@ def _model_sentence(result: BenchResult, threads: int, d: int, lang: str) -> str
 def _kernel_sentence(result: BenchResult, lang: str) -> str:
     tr = translator(lang)
     check = result.checks[0]
-    kernels = "; ".join(f"{MACHINES[c.machine].label} {', '.join(c.kernels + c.unaccounted)}"
+    kernels = "; ".join(f"{machine_label(MACHINES[c.machine].label, lang)} {', '.join(c.kernels + c.unaccounted)}"
                         for c in result.checks if c.d_model == check.d_model)
     wrong, no_formula = [], tr("no formula")
     for c in result.checks:
         if c.unaccounted:
-            wrong.append(f"{MACHINES[c.machine].label} ({', '.join(c.unaccounted)}: {no_formula})")
+            wrong.append(f"{machine_label(MACHINES[c.machine].label, lang)} ({', '.join(c.unaccounted)}: {no_formula})")
         elif c.counted != c.closed_form:
-            wrong.append(MACHINES[c.machine].label)
+            wrong.append(machine_label(MACHINES[c.machine].label, lang))
     values = dict(T=format_integer(check.T, lang), d=format_integer(check.d_model, lang), kernels=kernels,
                   machines=", ".join(dict.fromkeys(wrong)))
     if wrong:
@@ -310,12 +311,12 @@ def plot_bench(result: BenchResult, lang: str = "en"):
             for n, key in enumerate(result.machines):
                 medians = [_median(result, key, threads, d, T) for T in result.lengths]
                 ax.plot(result.lengths, medians, styles[i % 4], marker=MARKERS[n % len(MARKERS)], markersize=4,
-                        linewidth=1.6, color=f"C{n}", label=MACHINES[key].label + suffix)
+                        linewidth=1.6, color=f"C{n}", label=machine_label(MACHINES[key].label, lang) + suffix)
                 if pairs and key in pairs[0]:  # the model beside the measurement, for the pair in the table
                     ax.plot(result.lengths, [result.point(key, threads, d, T).predicted_s for T in result.lengths],
                             ":", marker=MARKERS[n % len(MARKERS)], markersize=6, markerfacecolor="none",
                             color=f"C{n}", linewidth=1, zorder=3,
-                            label=tr("{machine}, model").format(machine=MACHINES[key].label) + suffix)
+                            label=tr("{machine}, model").format(machine=machine_label(MACHINES[key].label, lang)) + suffix)
         ax.set(xscale="log", yscale="log", xlabel=tr("T (positions)"), ylabel=tr("seconds per forward call"),
                title=_threads_text(threads, lang))
         ax.grid(True, which="both", alpha=0.3)
@@ -336,7 +337,7 @@ def plot_bench(result: BenchResult, lang: str = "en"):
             ax.axvline(d, color="C7", linewidth=0.8, linestyle=styles[i % 4])  # the work crossover, T = d
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set(xscale="log", yscale="log", xlabel=tr("T (positions)"),
-               ylabel=tr("{rec} / {att}").format(rec=MACHINES[rec].label, att=MACHINES[att].label),
+               ylabel=tr("{rec} / {att}").format(rec=machine_label(MACHINES[rec].label, lang), att=machine_label(MACHINES[att].label, lang)),
                title=_threads_text(threads, lang))
         ax.grid(True, which="both", alpha=0.3)
     for ax in axes.flat:  # shared axes hide inner tick labels: every panel shows its own

@@ -39,8 +39,9 @@ DASH = "—"
 def _cell_text(cell: Cell | None, lang: str) -> Text:
     if cell is None:
         return Text(DASH)
+    tl = translator(lang)
     text = Text(range_text(cell.mean, cell.low, cell.high, lang))
-    path = [f"lr {rate_text(cell.lr)}"]
+    path = [tl("lr {lr}").format(lr=rate_text(cell.lr))]  # the learning rate chosen
     if cell.spectral_radius is not None:
         path.append(f"ρ {format_number(cell.spectral_radius, lang, 2)}")
     if cell.reach is not None:

@@ -96,7 +96,7 @@ def raw_table(result: Table1Result, d_model: int, lang: str = "en") -> Table:
     table = FittedTable(title=tr("Measured at T = {T}, d = {d}").format(T=T, d=d_model), title_justify="left")
     table.add_column(tr("Layer type"))
     table.add_column(tr("Multiplications (one layer)"), justify="right")
-    table.add_column(tr("Sequential ops (products)"), justify="right")
+    table.add_column(tr("Sequential ops of one layer (products)"), justify="right")
     table.add_column(tr("Path ops (products)"), justify="right")
     table.add_column(tr("Layers to connect all"), justify="right")
     for row in (r for r in result.rows if r.d_model == d_model):
