@@ -33,7 +33,7 @@ CLI_ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIB
 LESSON_WORDS = frozenset("""
 a al de del el en es la las lo los no o se si su un una y e u con por para
 real terminal error diagonal base control general final total normal local original global
-factor decide causal bit perro muerde cartero
+factor decide causal bit perro muerde cartero has panel vector ideas divisor residual byte
 """.split())
 #: The paper's title, a name in any language.
 TITLE = "Attention Is All You Need"
@@ -53,7 +53,9 @@ COMMANDS = {
     "check": ["check"],
     "decode": ["decode", "--positions", "4,8", "--d-model", "8"],
 }
-NAME = re.compile(r"[\d_/.²³⁴ᵀ·×⊙√∂‖]|[a-z][A-Z]|^-|^[A-Z]{2,}[a-z]")
+NAME = re.compile(r"[\d_/.²³⁴ᵀ·×⊙√∂‖]|[a-z][A-Z]|-[A-Z]|^-|^[A-Z]{2,}[a-z]")
+#: The web lab's messages name its API's parameters and the keys of the keyboard as they are.
+WEB_NAMES = frozenset({"answer", "heads", "sublayer", "memory", "Tab", "Enter", "Ctrl"})
 WORD = re.compile(r"[A-Za-zÀ-ÿ]+")
 
 
@@ -120,7 +122,8 @@ def module_names() -> frozenset[str]:
     """The names of the checkpoint's modules (``embeddings``, ``attention``, ``output``…): ``model`` lists them."""
     from seqlab.layers.pretrained import load_encoder
 
-    return frozenset(part for name, _ in load_encoder().model.named_modules() for part in name.split("."))
+    modules = list(load_encoder().model.named_modules())
+    return frozenset({part for name, _ in modules for part in name.split(".")} | {type(m).__name__ for _, m in modules})
 
 
 @pytest.mark.parametrize("name", [*COMMANDS, "report"])
@@ -136,7 +139,7 @@ def test_no_english_in_the_web_labs_spanish():
     with open(MESSAGES / "web.po", "rb") as po:
         spanish = [message.string for message in read_po(po, locale="es") if message.id]
     texts = [" ".join(s) if isinstance(s, tuple) else s for s in spanish]
-    leaks = {text: dict(english_in(re.sub(r"\{[^{}]*\}", " ", text))) for text in texts}
+    leaks = {text: dict(english_in(re.sub(r"\{[^{}]*\}", " ", text), WEB_NAMES)) for text in texts}
     assert {text: found for text, found in leaks.items() if found} == {}
 
 
@@ -148,9 +151,17 @@ def test_one_notation_for_the_gated_bypass_in_every_command(outputs):
     assert NOTATION["gru_bypass"] in text and NOTATION["lstm_bypass"] in text
 
 
-def test_attention_operations_in_a_row_say_what_they_count(outputs):
+def test_attention_operations_in_a_row_say_what_they_count(outputs, small_result):
     """The lesson's 3 (Q Kᵀ, softmax, A V) is the bare call with the dot score; any other figure names its scope."""
-    compare = " ".join(outputs["compare"].split())
-    assert "4 (la llamada: Q Kᵀ, ÷√d_k, softmax, A V)" in compare  # the scaled_dot score adds the ÷√d_k
+    from seqlab.render.compare import _call_span
+    from seqlab.render.compare_format import Formatter
+    from seqlab.studies.compare import CompareConfig, run_compare
+    from seqlab.text import synthetic_tokens
+
+    dot = run_compare(synthetic_tokens(8), "synthetic (8 tokens)", CompareConfig(d_model=4, time=False, score="dot"))
+    assert _call_span(dot, Formatter("en")) == "3 (the call: Q Kᵀ, softmax, A V)"  # L2: three in a row
+    assert _call_span(small_result, Formatter("es")) == "4 (la llamada: Q Kᵀ, ÷√d_k, softmax, A V)"  # scaled_dot
+    assert "(la llamada: Q Kᵀ, ÷√d_k," in " ".join(outputs["compare"].split())  # what compare prints (it wraps)
     check = " ".join(outputs["check"].split())
+    assert "llamada de atención con la puntuación de producto escalar" in check  # L2 names its scope: the dot call
     assert "3 y 3 operaciones en fila" in check  # L2, the dot score, T = 400 and 800

@@ -2,7 +2,7 @@
 
 A study's label is data (it is also written to JSON as it is): a module name (``nn.RNN``, ``SDPA``) is a name
 and stays; a label that adds how it ran (``ElmanRNN, loop``, ``Attention (explicit)``,
-``nn.MultiheadAttention, 8 heads``) is worded again from the ``seqlab`` catalogue, with the glossary's terms.
+``nn.MultiheadAttention, 8 heads``; seqlab's own ``Attention`` is a word, not a name) is worded again from the ``seqlab`` catalogue, with the glossary's terms.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def machine_label(label: str, lang: str = "en") -> str:
     """``label`` in ``lang``: the module's name as it is, the way it ran translated.
 
     >>> machine_label("ElmanRNN loop", "es"), machine_label("Attention (explicit)", "es")
-    ('ElmanRNN, bucle', 'Attention, explícita')
+    ('ElmanRNN, bucle', 'Atención, explícita')
     >>> machine_label("nn.MultiheadAttention, 8 heads", "es"), machine_label("nn.RNN", "es")
     ('nn.MultiheadAttention, 8 cabezas', 'nn.RNN')
     >>> machine_label("ElmanRNN loop", "en")
@@ -35,6 +35,8 @@ def machine_label(label: str, lang: str = "en") -> str:
     if match is None:
         return label
     name, how = match.group("name"), match.group("how")
+    if name == "Attention":  # seqlab's own attention, written out (not a library module's name)
+        name = _("Attention")
     if match.group("heads"):
         count = int(match.group("heads"))
         return f"{name}, " + ngettext("{count} head", "{count} heads", count).format(count=format_integer(count, lang))
