@@ -81,7 +81,7 @@ def test_the_allow_list_is_lower_case_words():
 
 
 def test_one_notation_for_the_gated_bypass():
-    """PyTorch's GRU: h_t = (1 − z_t) ⊙ n_t + z_t ⊙ h_{t−1}, so the bypass is z_t ⊙ h_{t−1} (and f_t ⊙ c_{t−1})."""
+    """PyTorch's GRU: h_t = (1 − z_t) ⊙ n_t + z_t ⊙ h_{t−1}, so its bypass is z_t ⊙ h_{t−1} (the LSTM's f_t ⊙ c_{t−1})."""
     assert NOTATION["gru_bypass"] in NOTATION["gru_update"] and NOTATION["lstm_bypass"] in NOTATION["lstm_update"]
     assert NOTATION["gru_update"].endswith("+ " + NOTATION["gru_bypass"])
     for _domain, english, spanish in MESSAGES_ALL:  # no message writes the other convention's bypass

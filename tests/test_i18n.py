@@ -95,7 +95,8 @@ def command_line_messages() -> set[str]:
     from seqlab.cli.error_texts import ERROR_MESSAGES
     from seqlab.cli.language import METAVARS, USAGE_MESSAGES, help_texts
 
-    typer_words = {message for _, message, _, _ in extract_from_file("python", typer.core.__file__, keywords={"_": None})}
+    typer_words = {message for _, message, _, _ in
+                   extract_from_file("python", typer.core.__file__, keywords={"_": None})}
     helps = {text for _owner, _attribute, text in help_texts(typer.main.get_command(app))}
     help_option = {"Show this message and exit."}  # the --help option's own text, from Typer's click copy
     return helps | typer_words | help_option | set(METAVARS) | set(USAGE_MESSAGES) | set(ERROR_MESSAGES)

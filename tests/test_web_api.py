@@ -184,7 +184,7 @@ def test_cost_scopes_with_unequal_widths_are_counted_exactly(client):
         "layer_without_output": (rec, rec, 6_815_744, 6_815_744, "pytorch", "recurrence"),
         "kernels": (rec, rec, 71_303_168, 71_303_168, "pytorch", "recurrence"),  # 4*64*512**2 + 2*64**2*512
     }
-    assert "Con estos anchos una capa de atención completa cuesta más" in data["scopes"]["verdict"]
+    assert "Con estas anchuras una capa de atención completa cuesta más" in data["scopes"]["verdict"]
     assert "(2 + T/d)" not in data["scopes"]["verdict"]  # that form holds only with every width equal
 
 

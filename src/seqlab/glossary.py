@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from seqlab.errors import SeqlabError
 from seqlab.i18n import check_language
 
-__all__ = ["ALLOWED_ENGLISH", "NOTATION", "TERMS", "USTED_FORMS", "Term", "term"]
+__all__ = ["ALLOWED_ENGLISH", "NOTATION", "TERMS", "USTED_FORMS", "Term", "rows", "term"]
 
 
 @dataclass(frozen=True)
@@ -69,8 +69,8 @@ TERMS: tuple[Term, ...] = (
          r"\bwidths?\b", ("anchura",), (r"\banchos\b", r"\bancho \d", r"\bancho \{")),
     Term("iqr", "IQR", "RIC", "interquartile range (rango intercuartílico) of the timed blocks", r"\bIQR\b", ("RIC",)),
     Term("loop", "loop", "bucle", "a recurrence run one step after another in Python", r"\bloop\b", ("bucle",)),
-    Term("head", "head", "cabeza", "one of the parallel attention calls of a multi-head layer", r"(?<![-\w])heads?\b(?!\s*(=|must))",
-         ("cabeza",)),
+    Term("head", "head", "cabeza", "one of the parallel attention calls of a multi-head layer",
+         r"(?<![-\w])heads?\b(?!\s*(=|must))", ("cabeza",)),
     Term("reach", "reach", "alcance", "the size of ∂y_T/∂x_1: how much of position 1 arrives at position T",
          r"(?<!to )(?<!it )(?<!inputs )\breach\b(?! it\b)", ("alcance",)),
     Term("self_attention", "self-attention", "auto-atención",
@@ -135,3 +135,16 @@ def term(term_id: str, lang: str) -> str:
         if entry.id == term_id:
             return entry.es if lang == "es" else entry.en
     raise SeqlabError(f"expected a glossary term id ({', '.join(t.id for t in TERMS)}), received {term_id!r}")
+
+
+def rows(lang: str = "en") -> list[tuple[str, str, str]]:
+    """The glossary as table rows for a page of the manual: (English term, Spanish term, definition), in order.
+
+    >>> rows()[0][:2], rows("es")[1][:2]
+    (('span', 'profundidad de la cadena'), ('en fila', 'in a row'))
+
+    Raises:
+        SeqlabError: ``lang`` is not en or es (the definitions are in English; ``lang`` orders the columns).
+    """
+    lang = check_language(lang)
+    return [(t.en, t.es, t.definition) if lang == "en" else (t.es, t.en, t.definition) for t in TERMS]

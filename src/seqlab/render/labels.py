@@ -2,7 +2,8 @@
 
 A study's label is data (it is also written to JSON as it is): a module name (``nn.RNN``, ``SDPA``) is a name
 and stays; a label that adds how it ran (``ElmanRNN, loop``, ``Attention (explicit)``,
-``nn.MultiheadAttention, 8 heads``; seqlab's own ``Attention`` is a word, not a name) is worded again from the ``seqlab`` catalogue, with the glossary's terms.
+``nn.MultiheadAttention, 8 heads``; seqlab's own ``Attention`` is a word, not a name) is worded again from the
+``seqlab`` catalogue, with the glossary's terms.
 """
 
 from __future__ import annotations
