@@ -196,6 +196,11 @@ def report(results, elapsed: float) -> None:
         _list("MISSED", missed, lambda r: f"{r.missed} pairs, first (i, j): {r.missed_pairs}")
         _list("EXTRA", extra, lambda r: f"{r.extra} pairs, first (i, j): {r.extra_pairs}")
         _list("crashed", [r for r in mine if r.coverage == "crashed"], lambda r: r.reason)
+        _list("refused by the engine (no figures)", [r for r in mine if r.coverage == "refused" and r.reason],
+              lambda r: r.reason)
+        _list("autograd-only Jacobian entries (no move of the input changes the output: not MISSED)",
+              [r for r in mine if r.autograd_only], lambda r: f"{r.autograd_only} pairs, first (i, j): "
+                                                          f"{r.autograd_only_pairs}")
         disagree = [r for r in mine if r.units_disagree]
         _list("products and ops patterns differ", disagree, lambda r: "")
         work = [r for r in mine if r.work and r.work["status"] in ("differs", "crashed")]

@@ -126,7 +126,8 @@ class Result:
     """What the engine did on one :class:`Case`, and how it compares (see the module docstring).
 
     ``missed`` / ``extra``: number of (input element, output element) pairs; ``missed_pairs`` /
-    ``extra_pairs``: the first :data:`KEEP_PAIRS` of them as (i, j) flat indices. ``extra_bound`` is True when
+    ``extra_pairs``: the first :data:`KEEP_PAIRS` of them as (i, j) flat indices; ``autograd_only``: Jacobian
+    entries no move of the input witnesses (autograd's formula over-states; see :func:`_witnessed`). ``extra_bound`` is True when
     the sample was refused (its EXTRA is the stated all-to-all bound, not a wrong answer).
     """
 
@@ -145,6 +146,8 @@ class Result:
     extra: int = 0
     missed_pairs: list = field(default_factory=list)
     extra_pairs: list = field(default_factory=list)
+    autograd_only: int = 0
+    autograd_only_pairs: list = field(default_factory=list)
     undefined: int = 0
     units_disagree: bool = False
     warnings: list = field(default_factory=list)
@@ -443,15 +446,17 @@ def _changed(a: Tensor, b: Tensor) -> Tensor:
 
 
 def perturbation_pattern(call64: Callable, shapes: list, point: Tensor, rows: Sequence[int],
-                         finite_only: bool = False) -> Tensor:
+                         finite_only: bool = False, small: bool = False) -> Tensor:
     """(m, n) booleans: y_j changes when x_i alone moves (i in ``rows``; float64; see :func:`deltas`).
 
-    ``finite_only``: count a change only where both values are finite (MISSED by perturbation).
+    ``finite_only``: count a change only where both values are finite (MISSED by perturbation). ``small``: also
+    move x_i by 1e-3 (|x_i| + 1) both ways (a local witness of a derivative).
     """
     base = _vector(call64, shapes, point)
     pattern = torch.zeros(base.numel(), point.numel(), dtype=torch.bool)
     for i in rows:
-        for delta in deltas(point, i):
+        local = 1e-3 * (abs(float(point[i])) + 1.0)
+        for delta in (*deltas(point, i), *((local, -local) if small else ())):
             moved = point.clone()
             moved[i] += delta
             out = _vector(call64, shapes, moved)
@@ -497,11 +502,14 @@ def _engine(case: Case, level: bool | None) -> list:
     from seqlab.measure.paths import measure_paths
 
     shapes = case.shapes
-    flat = torch.cat([t.reshape(-1) for t in case.sources]).reshape(-1, 1)  # (n, 1): element i = source i
+    layouts = [t.layout for t in case.sources]  # a sparse source is given dense and made sparse inside the layer,
+    # where the engine meets it (and refuses it by name)
+    flat = torch.cat([t.to_dense().reshape(-1) for t in case.sources]).reshape(-1, 1)  # (n, 1): element i = source i
 
     def layer(x: Tensor) -> Any:
         torch.manual_seed(SEED)
-        return case.call(_split(x, shapes))
+        parts = _split(x, shapes)
+        return case.call([p if lay == torch.strided else p.to_sparse(layout=lay) for p, lay in zip(parts, layouts)])
 
     return measure_paths(layer, flat, outputs=lambda r: [t.reshape(-1, 1) for t in float_outputs(r)],
                          positions=level)
@@ -583,7 +591,11 @@ def _judge(case: Case, result: Result, level: bool | None, work: bool, max_input
     except _Timeout:
         raise
     except Exception as error:
-        result.coverage, result.reason = "crashed", f"{type(error).__name__}: {_short(error)}"
+        from seqlab.errors import SeqlabError
+
+        refused = isinstance(error, SeqlabError)  # the engine's own refusal, by name: no figure at all
+        result.coverage = "refused" if refused else "crashed"
+        result.reason = f"{'refused by the engine' if refused else type(error).__name__}: {_short(error)}"
         return
     result.fallbacks = _merged(matrices, "fallbacks")
     result.decomposed = _merged(matrices, "decomposed")
@@ -639,6 +651,8 @@ def _compare(case: Case, result: Result, engine: Tensor, defined: Tensor, first:
     if jac is not None and jac.shape == engine.shape:
         result.judged = "jacobian"
         missed = strong & ~engine & defined[:, None]
+        if missed.any() and result.coverage != "refused":
+            missed = _witnessed(case, point, missed, result)
         unsure = nan & ~engine & defined[:, None]  # a NaN: a chain, or 0 x NaN in a backward formula
         if unsure.any():
             inputs = sorted(set(unsure.nonzero()[:, 1].tolist()))
@@ -682,6 +696,21 @@ def _compare(case: Case, result: Result, engine: Tensor, defined: Tensor, first:
     missed, open_ = _by_group(missed, groups, "amax"), _by_group(open_, groups, "amin")  # per complex element
     result.missed, result.missed_pairs = int(missed.sum()), _pairs(missed)
     result.extra, result.extra_pairs = int(open_.sum()), _pairs(open_)
+
+
+def _witnessed(case: Case, point: Tensor, missed: Tensor, result: Result) -> Tensor:
+    """The MISSED pairs that some move of the input element witnesses (it changes the output element).
+
+    Autograd's derivative formula can state a dependence the function does not have: ``max_unpool2d`` (and
+    ``index_put``) with an index written twice keeps one write, while the backward gathers the gradient to every
+    writer. A Jacobian entry that no move of x_i (large, small, to 0) changes is such a case: recorded in
+    ``autograd_only``, not MISSED.
+    """
+    inputs = sorted(set(missed.nonzero()[:, 1].tolist()))
+    moved = perturbation_pattern(case.call64, case.shapes, point, inputs, small=True)
+    result.autograd_only = int((missed & ~moved).sum())
+    result.autograd_only_pairs = _pairs(missed & ~moved)
+    return missed & moved
 
 
 def _pairs(pattern: Tensor) -> list[tuple[int, int]]:

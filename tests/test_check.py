@@ -21,8 +21,8 @@ from seqlab.cli import app
 from seqlab.errors import SeqlabError
 from seqlab.render.check import check_json, claim_text, summary
 from seqlab.render.check_legend import legend
-from seqlab.studies.check import (CAVEAT, CLAIMS, FAILS, HOLDS, VERDICTS, CheckConfig, CheckSizes, parse_claims,
-                                  run_check)
+from seqlab.studies.check import (CAVEAT, CLAIMS, FAILS, HOLDS, NOT_JUDGED, VERDICTS, CheckConfig, CheckSizes,
+                                  parse_claims, run_check)
 
 #: A wide, colourless console for in-process CLI runs (as conftest's CLI_ENV for compare).
 CLI_ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
@@ -72,7 +72,8 @@ def test_verdicts_of_the_twelve_claims(result):
     assert checks["L4"].condition["caveats"] == ["weight_shrinks_with_T"]
     layer_caveat = ["layer_scope_attention_costs_more"]
     assert checks["L7"].condition["caveats"] == checks["L9"].condition["caveats"] == layer_caveat
-    assert result.caveats >= 4 and result.held == sum(v != FAILS for v in verdicts.values())
+    assert result.caveats >= 4 and result.held == sum(v in (HOLDS, CAVEAT) for v in verdicts.values())
+    assert result.not_judged == sum(v == NOT_JUDGED for v in verdicts.values())
 
 
 def test_the_figures_behind_the_verdicts(result):
@@ -195,8 +196,8 @@ def test_legend_in_both_languages():
 def test_cli_lists_every_claim_with_verdict_and_condition(patched, result):
     output = patched("--lang", "en")
     assert output.exit_code == 0, output.output
-    marks = {HOLDS: "✓", CAVEAT: "~", FAILS: "✗"}
-    heads = [line for line in output.output.splitlines() if line[:3] in ("✓ L", "~ L", "✗ L")]
+    marks = {HOLDS: "✓", CAVEAT: "~", NOT_JUDGED: "?", FAILS: "✗"}
+    heads = [line for line in output.output.splitlines() if line[:3] in ("✓ L", "~ L", "? L", "✗ L")]
     assert [line.split()[1] for line in heads] == list(CLAIMS)
     assert [line[0] for line in heads] == [marks[c.verdict] for c in result.checks]
     assert output.output.count("Condition: ") == 12 and output.output.count("Figure: ") == 12

@@ -7,6 +7,7 @@ B3: attention's KV cache as t per decoded token, the Elman RNN's state not at al
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 
 import pytest
@@ -55,7 +56,40 @@ def test_b1_fails_when_the_scan_span_grows_like_the_loop(monkeypatch):
         return replace(span, ops=2 * x.shape[1])
     monkeypatch.setattr(claims_beyond, "measure_span", linear)
     judged = claims_beyond.check_b1(SIZES, 0)
-    assert judged.verdict == FAILS and judged.values["scan_model"] == "power"
+    assert judged.verdict == FAILS and judged.values["scan_form"] == "T"
+
+
+@pytest.mark.parametrize(("scan", "loop", "verdict"), [
+    (lambda T: 2 * math.ceil(math.log2(T)) + 8, lambda T: 2 * T + 6, HOLDS),  # the real forms
+    (lambda T: 2 * math.ceil(math.log2(T)) + 8, lambda T: round(T ** 1.5), FAILS),  # the loop 0.5 off T
+    (lambda T: 2 * math.ceil(math.log2(T)) + 8, lambda T: round(T ** 0.5) + 6, FAILS),
+    (lambda T: round(T ** 0.5) + 8, lambda T: 2 * T + 6, FAILS),  # the scan √T, not log T
+])
+def test_b1_judges_each_span_by_its_form(monkeypatch, scan, loop, verdict):
+    """An exponent 0.5 off (T^1.5 or T^0.5 for the loop, √T for the scan) does not hold; the real forms do."""
+    real = claims_beyond.measure_span
+
+    def patched(function, x, **kwargs):
+        span = real(function, x, **kwargs)
+        return replace(span, ops=(scan if function.form == "scan" else loop)(x.shape[1]))
+    monkeypatch.setattr(claims_beyond, "measure_span", patched)
+    assert claims_beyond.check_b1(SIZES, 0).verdict == verdict
+
+
+@pytest.mark.parametrize(("cache", "state", "verdict"), [
+    (lambda t: 128 * t, lambda t: 64, HOLDS),
+    (lambda t: round(t ** 1.5) * 128, lambda t: 64, FAILS),  # the cache 0.5 off t
+    (lambda t: round(t ** 0.5) * 128, lambda t: 64, FAILS),
+    (lambda t: 128 * t, lambda t: 8 * round(t ** 0.5), FAILS),  # a state that grows as √t
+])
+def test_b3_judges_each_growth_by_its_form(monkeypatch, cache, state, verdict):
+    real = claims_beyond.decode.measure_decode_step
+
+    def patched(machine, t, **kwargs):
+        step = real(machine, t, **kwargs)
+        return replace(step, state_bytes=(cache if machine == "attention_kv_cache" else state)(t))
+    monkeypatch.setattr(claims_beyond.decode, "measure_decode_step", patched)
+    assert claims_beyond.check_b3(SIZES, 0).verdict == verdict
 
 
 def test_b2_fails_when_the_math_peak_does_not_grow(monkeypatch):

@@ -309,3 +309,51 @@ def test_an_index_put_that_writes_one_place_twice_reads_every_writer():
     places = torch.tensor([1, 1, 2, 0, 3, 4])
     paths = _agrees(lambda x: x.new_zeros(6, 4).index_put((places,), x), _x())
     assert traced(paths)[0][1] and traced(paths)[1][1]
+
+
+# --- refusals by name, and a derived op read exactly ------------------------------------------------------
+
+@pytest.mark.parametrize("sparse", [lambda m: m.to_sparse(), lambda m: m.to_sparse_csr()], ids=["coo", "csr"])
+def test_a_sparse_tensor_is_refused_by_name(sparse):
+    """The distance store keeps dense elements: a sparse tensor inside the layer is refused, never traced as if
+    its strides placed its elements."""
+    weight = torch.eye(4, dtype=torch.float64)
+    with pytest.raises(SeqlabError, match=r"dense \(strided\) tensors only; aten\.\w+ met a tensor of layout sparse"):
+        measure_paths(lambda x: torch.sparse.mm(sparse(x), weight).to_dense(), _x(6, 4))
+
+
+def _moves(layer, x: torch.Tensor, i: int) -> torch.Tensor:
+    """(T_out,) whether moving input position i changes each output position (a witness that needs no autograd)."""
+    moved = x.clone()
+    moved[i] += 1.0
+    return (layer(moved) - layer(x)).abs().amax(dim=-1) > 0
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_an_eigendecomposition_reads_one_triangle(upper):
+    """eigvalsh reads the UPLO triangle; autograd's formula hands the gradient to both (it assumes symmetry), and
+    the derived rule does not: the element of the other triangle reaches no eigenvalue."""
+    def layer(x):  # x (4, 1): positions 0..3 are M[0, 1], M[1, 0], M[0, 0], M[1, 1]
+        m = torch.stack([torch.stack([x[2, 0], x[0, 0]]), torch.stack([x[1, 0], x[3, 0]])])
+        return torch.linalg.eigvalsh(m, UPLO="U" if upper else "L").reshape(2, 1)
+
+    x = torch.tensor([[0.3], [-0.7], [1.1], [2.0]], dtype=torch.float64)
+    paths = measure_paths(layer, x)
+    unread = 1 if upper else 0  # the off-diagonal element outside the triangle
+    for i in range(4):
+        assert traced(paths)[i] == tuple(_moves(layer, x, i).tolist()) == ((i != unread),) * 2
+    assert paths.derived and paths.exact
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_qr_entry_does_not_read_a_column_it_skips(seed):
+    """R[0, 2] = q_0 · a_2 reads columns 0 and 2 of A only; autograd returns rounding (~1e-17) for column 1, which
+    the derived rule reads as 0."""
+    def layer(x):  # x (9, 1): A = x.reshape(3, 3), position p = A[p // 3, p % 3]
+        return torch.linalg.qr(x.reshape(3, 3)).R.reshape(9, 1)
+
+    x = _x(9, 1, seed)
+    paths = measure_paths(layer, x)
+    column_one = (1, 4, 7)
+    assert [traced(paths)[i][2] for i in range(9)] == [i not in column_one for i in range(9)]
+    assert [bool(_moves(layer, x, i)[2]) for i in range(9)] == [i not in column_one for i in range(9)]

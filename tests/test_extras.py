@@ -212,6 +212,3 @@ def test_a_public_domain_sample_text_ships_in_the_package_with_its_source():
     assert lines[5].startswith("# Licencia: dominio público") and lines[9].startswith("Capítulo primero.")
     assert "data/*.txt" in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
         "package-data"]["seqlab"]
-    shared = ROOT.parent / "shared" / "data" / "quijote-i-1-es.txt"
-    if shared.is_file():  # the course's copy, where it sits beside the repository: the same bytes
-        assert shared.read_bytes() == sample.read_bytes()

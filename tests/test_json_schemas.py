@@ -159,8 +159,8 @@ def test_a_wrong_verdict_fails_the_check_schema():
     claim = {"claim": "L5", "beyond_lesson": False, "verdict": "maybe", "holds": True, "statement": "", "measured": "", "figure": "",
              "condition": {}, "condition_text": "", "note": None, "sources": None, "values": {}, "seconds": 0.1,
              "error": None}
-    document = {"schema_version": 1, "all_hold": True, "held": 1, "caveats": 0, "total": 1, "full": False, "seed": 0,
+    document = {"schema_version": 1, "all_hold": True, "held": 1, "caveats": 0, "not_judged": 0, "total": 1, "full": False, "seed": 0,
                 "threads": 1, "torch_version": "2.13.0", "elapsed_s": 0.1, "claims": [claim]}
     assert errors("check", document) == ["['claims', 0, 'verdict']: 'maybe' is not one of "
-                                         "['holds', 'holds_with_caveat', 'does_not_hold']"]
+                                         "['holds', 'holds_with_caveat', 'not_judged', 'does_not_hold']"]
     assert errors("check", {**document, "claims": [{**claim, "verdict": "holds"}]}) == []

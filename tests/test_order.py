@@ -270,3 +270,20 @@ def test_a_callable_that_asserts_its_dtype_cannot_tell_instead_of_failing() -> N
 
     r = measure_order(picky, _x(8, 4, torch.float32))
     assert r.verdict == "cannot tell at float32" and r.equivariant is None and r.float64_change is None
+
+
+@pytest.mark.parametrize(("times_tolerance", "holds"), [(0.5, True), (1.0, True), (1.5, False), (1000.0, False)])
+def test_a_float64_change_is_judged_against_its_own_tolerance(times_tolerance, holds):
+    """In float64 no rerun is needed: a change above the tolerance does not hold, however the rounding reads."""
+    from seqlab.measure.order import FAILS, HOLDS, verdict
+
+    tol = tolerance(3.0, 8, torch.float64)
+    assert verdict(times_tolerance * tol, tol, torch.float64, None) == (HOLDS if holds else FAILS)
+
+
+def test_an_order_sensitive_float64_layer_does_not_hold():
+    """Position i gets i · 1e-9 added: in float64 that is far above rounding, so order is seen."""
+    x = torch.randn(8, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    ramp = torch.arange(8, dtype=torch.float64)[:, None] * 1e-9
+    result = measure_order(lambda r: r + ramp, x, seed=0)
+    assert result.max_abs_change > 1000 * result.tolerance and not result.holds

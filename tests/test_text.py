@@ -4,8 +4,6 @@ import io
 import os
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -22,12 +20,6 @@ from seqlab.text import (
     synthetic_tokens,
     tokenize,
 )
-
-QUIJOTE_CANDIDATES = (
-    Path(__file__).resolve().parents[2] / "shared" / "data" / "quijote-i-1-es.txt",
-    Path("/work/shared/data/quijote-i-1-es.txt"),
-)
-
 
 # --- built-in texts -----------------------------------------------------------------------------
 
@@ -198,11 +190,19 @@ def test_embed_entries_look_standard_normal():
     assert abs(x.mean().item()) < 0.05 and abs(x.std().item() - 1.0) < 0.05
 
 
-def test_embed_memory_does_not_depend_on_the_vocabulary():
+def test_embed_memory_does_not_depend_on_the_vocabulary(monkeypatch):
     tokens = Tokens(ids=(199_997, 199_998, 199_999), pieces=("a", "b", "c"), tokenizer="o200k_base")
-    start = time.perf_counter()
+    drawn = []
+    real_randn = torch.randn
+
+    def counted_randn(*size, **kwargs):
+        out = real_randn(*size, **kwargs)
+        drawn.append(out.numel())
+        return out
+
+    monkeypatch.setattr(torch, "randn", counted_randn)
     x = embed(tokens, d_model=1024)
-    assert time.perf_counter() - start < 1.0  # 3 rows drawn, not a 200_000 × 1024 table
+    assert drawn == [1024] * 3  # 3 rows drawn, not a 200_000 × 1024 table
     assert x.shape == (3, 1024)
 
 
@@ -312,11 +312,33 @@ def test_read_text_open_failure_is_a_seqlab_error(tmp_path, monkeypatch):
         read_text(str(path))
 
 
-def test_read_text_quijote_chapter_when_present():
-    path = next((p for p in QUIJOTE_CANDIDATES if p.is_file()), None)
-    if path is None:
-        pytest.skip("quijote-i-1-es.txt not present in shared/data")
-    text = read_text(str(path))
+def test_read_text_quijote_chapter(quijote_path):
+    text = read_text(str(quijote_path))
     assert "hidalgo" in text.content
     assert len(tokenize(text.content)) > 2000
     assert len(tokenize(text.content, "words")) > 2000
+
+
+# --- The one seed scheme ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("seed", "role", "expected"), [
+    (0, "recurrence", 1), (0, "attention", 2), (1, "lstm", 1_000_006),  # 1 * 1_000_003 + 3
+    (5, "gru", 5_000_019), (2, "output", 2_000_011), (2, "heads", 2_000_012), (3, 13, 3_000_022),
+    (2**32 - 1, "attention", (2**32 - 1) * 1_000_003 + 2),
+])
+def test_stream_seed_is_seed_times_1000003_plus_the_stream(seed, role, expected):
+    from seqlab.text import seeded_generator, stream_seed
+
+    assert stream_seed(seed, role) == expected
+    assert seeded_generator(seed, role).initial_seed() == expected
+
+
+@pytest.mark.parametrize(("seed", "role", "match"), [(1.0, "recurrence", "seed must be an integer"),
+                                                      (True, "recurrence", "seed must be an integer"),
+                                                      (1, "mamba", "role must be one of recurrence, attention"),
+                                                      (1, 2.0, "role must be a name or a stream number")])
+def test_stream_seed_refuses(seed, role, match):
+    from seqlab.text import stream_seed
+
+    with pytest.raises(SeqlabError, match=match):
+        stream_seed(seed, role)

@@ -159,3 +159,43 @@ def test_every_timing_carries_the_load_it_began_under(monkeypatch) -> None:
     given = MachineLoad(1.0, 8, False)
     assert measure_time(lambda: None, label="given", min_run_time=FAST, load=given).load is given
     assert busiest([quiet, busy, None]) is busy.load and busiest([quiet]) is quiet.load
+
+
+# --- The one timing-quality rule, at its boundary -------------------------------------------------------------
+
+def _patch_blocks(monkeypatch, raw_times: list[float]) -> None:
+    """``Timer.blocked_autorange`` answering a Measurement of these block times (one call per block): the
+    measurement is patched, no clock decides the test."""
+    import torch.utils.benchmark as benchmark
+
+    class FakeTimer:
+        def __init__(self, **kwargs) -> None:
+            self.kwargs = kwargs
+
+        def blocked_autorange(self, min_run_time: float):
+            from torch.utils.benchmark.utils.common import TaskSpec
+
+            return benchmark.Measurement(1, list(raw_times), TaskSpec("fn()", "pass", label=self.kwargs["label"]))
+
+    monkeypatch.setattr(benchmark, "Timer", FakeTimer)
+
+
+@pytest.mark.parametrize(("half_iqr", "noisy"), [(0.0495, False), (0.0505, True)])
+def test_noisy_from_an_iqr_over_a_tenth_of_the_median(monkeypatch, half_iqr: float, noisy: bool) -> None:
+    from seqlab.measure.timing import NOISY_IQR_FRACTION, is_noisy
+
+    # five blocks sorted: quartiles are the 2nd and 4th, median the 3rd: IQR = 2 * half_iqr = 0.099 or 0.101
+    _patch_blocks(monkeypatch, [0.8, 1.0 - half_iqr, 1.0, 1.0 + half_iqr, 1.2])
+    t = measure_time(lambda: None, label="patched", threads=1, min_run_time=FAST)
+    assert t.samples == (0.8, 1.0 - half_iqr, 1.0, 1.0 + half_iqr, 1.2)
+    assert t.median_s == pytest.approx(1.0) and t.iqr_s == pytest.approx(2 * half_iqr, rel=1e-12)
+    assert NOISY_IQR_FRACTION == 0.10
+    assert t.noisy is noisy is is_noisy(t.median_s, t.iqr_s, len(t.samples))
+
+
+@pytest.mark.parametrize(("blocks", "noisy"), [(2, True), (3, False)])
+def test_noisy_from_fewer_than_three_blocks(blocks: int, noisy: bool) -> None:
+    """measure_time itself always times 3 blocks or more; a Timing built from a record may hold fewer."""
+    from seqlab.measure.timing import MIN_BLOCKS, is_noisy
+
+    assert MIN_BLOCKS == 3 and is_noisy(1.0, 0.0, blocks) is noisy  # no spread: only the blocks decide

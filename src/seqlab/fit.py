@@ -1,8 +1,17 @@
-"""Growth fits: how a measured quantity grows with T — a power law, or a logarithm (Table 1's columns).
+"""Growth fits: how a measured quantity grows with T (Table 1's columns), judged by the big-O's own model.
 
-``fit_growth`` fits y ≈ c·x^p and y ≈ a + b·ln x by least squares and keeps the logarithm only when it
-is clearly better, so the paper's O(1), O(n), O(n²) and O(log_k n) can be told apart from a handful of
-measured sizes. Pure Python: numbers in, a frozen :class:`Fit` out.
+Two readings of one series:
+
+* **the form** (the verdict's): :func:`fit_forms` fits y ≈ a + b·f(T) by least squares for each candidate
+  :data:`FORMS` — 1, log T, √T, T, T log T, T^1.5, T² (the half powers give a series half an order off a
+  big-O a form of its own, so that it is not read as the nearest whole one) — with the lower-order terms a closed form has (3Td² + 2T²d is
+  b·T + c·T²; a scan's span 2⌈log₂T⌉ + 8 is a + b·⌈log₂T⌉), and chooses by :func:`choose_form`'s stated
+  criterion. An exact count of a form is fitted by that form with no residual, so it is never judged
+  against its own form; a series of another form leaves a residual or a leading coefficient of 0.
+* **the exponent** (shown beside it): y ≈ c·x^p and y ≈ a + b·ln x, the log kept only when clearly
+  better (:data:`LOG_PREFERENCE`); informative, never the verdict (3Td² + 2T²d reads as T^1.83 at small T).
+
+Numbers in, a frozen :class:`Fit` out.
 """
 
 from __future__ import annotations
@@ -27,6 +36,9 @@ class Fit:
         prefactor: exp(intercept): y ≈ prefactor · x^exponent.
         log_intercept, log_slope: a and b of y ≈ a + b·ln x.
         power_error, log_error: RMS of ln(ŷ/y) of each model (inf where the logarithm predicts y ≤ 0).
+        form: the growth form :func:`choose_form` chose (one of :data:`FORMS`), the verdict's reading; None
+            from :func:`two_point_fit` (two points decide no form).
+        form_residual: that form's RMS relative residual, RMS((ŷ − y)/y).
     """
 
     model: str
@@ -36,6 +48,8 @@ class Fit:
     log_slope: float
     power_error: float
     log_error: float
+    form: str | None = None
+    form_residual: float | None = None
 
 
 def _least_squares(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
@@ -82,8 +96,10 @@ def fit_growth(xs: Sequence[int], ys: Sequence[float]) -> Fit:
     log_error = math.inf if any(p <= 0 for p in predicted) else \
         math.sqrt(sum((math.log(p) - ly) ** 2 for p, ly in zip(predicted, log_y)) / len(xs))
     keep_log = b > 0 and log_error < LOG_PREFERENCE * power_error
+    chosen = choose_form(fit_forms(xs, ys))
     return Fit(model="log" if keep_log else "power", exponent=exponent, prefactor=math.exp(intercept),
-               log_intercept=a, log_slope=b, power_error=power_error, log_error=log_error)
+               log_intercept=a, log_slope=b, power_error=power_error, log_error=log_error,
+               form=chosen.form, form_residual=chosen.residual)
 
 
 def two_point_fit(xs: Sequence[int], ys: Sequence[int]) -> Fit:
@@ -91,3 +107,145 @@ def two_point_fit(xs: Sequence[int], ys: Sequence[int]) -> Fit:
     exponent = math.log(ys[1] / ys[0]) / math.log(xs[1] / xs[0])
     return Fit(model="power", exponent=exponent, prefactor=ys[0] / xs[0] ** exponent, log_intercept=math.nan,
                log_slope=math.nan, power_error=0.0, log_error=math.nan)
+
+
+# --- forms: y ≈ a + b·f(T), with the lower-order terms of a closed form ---------------------------------------
+
+#: The candidate growth forms, slowest first.
+FORMS = ("1", "log T", "√T", "T", "T log T", "T^1.5", "T²")
+
+#: Each form's terms, lowest order first (the last one leads). "log T" is tried with ln T and with ⌈log₂T⌉ (a
+#: scan's or a tree's depth is a whole number of levels) and keeps the closer.
+_TERMS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "1": (("1",),),
+    "log T": (("1", "ln T"), ("1", "⌈log₂T⌉")),
+    "√T": (("1", "√T"),),
+    "T": (("1", "T"),),
+    "T log T": (("1", "T", "T ln T"),),
+    "T^1.5": (("1", "T", "T^1.5"),),
+    "T²": (("1", "T", "T²"),),
+}
+_TERM_VALUES = {
+    "1": lambda T: 1.0, "ln T": math.log, "⌈log₂T⌉": lambda T: float(math.ceil(math.log2(T))),
+    "√T": math.sqrt, "T": float, "T ln T": lambda T: T * math.log(T), "T^1.5": lambda T: float(T) ** 1.5,
+    "T²": lambda T: float(T) ** 2,
+}
+#: Residuals at most this (relative RMS) are exact: the form is the series' own.
+EXACT = 1e-9
+#: A form whose residual is within this factor of the best one's ties with it; the slowest of the tied is chosen.
+TIE = 1.5
+#: The leading term must reach this share of the largest value, else its coefficient is read as 0.
+LEADING_SHARE = 1e-6
+
+
+@dataclass(frozen=True)
+class FormFit:
+    """One candidate form fitted to a series.
+
+    Attributes:
+        form: its name in :data:`FORMS`.
+        terms: the terms fitted, lowest order first (the last leads); fewer than the form has when the series has
+            no more points than terms (the lowest are dropped first, so that a residual can show).
+        coefficients: least-squares coefficients of ``terms`` (relative residuals weighted alike).
+        residual: RMS of (ŷ − y)/y.
+        leads: the leading coefficient is positive and its term reaches :data:`LEADING_SHARE` of max y (always
+            True for "1").
+    """
+
+    form: str
+    terms: tuple[str, ...]
+    coefficients: tuple[float, ...]
+    residual: float
+    leads: bool
+
+
+def _solve(rows: list[list[float]], ys: list[float]) -> list[float] | None:
+    """Least squares by the normal equations (at most 3 unknowns, Gaussian elimination); None if singular."""
+    k = len(rows[0])
+    normal = [[sum(r[i] * r[j] for r in rows) for j in range(k)] + [sum(r[i] * y for r, y in zip(rows, ys))]
+              for i in range(k)]
+    for col in range(k):
+        pivot = max(range(col, k), key=lambda r: abs(normal[r][col]))
+        if abs(normal[pivot][col]) < 1e-300:
+            return None
+        normal[col], normal[pivot] = normal[pivot], normal[col]
+        for r in range(k):
+            if r != col:
+                factor = normal[r][col] / normal[col][col]
+                normal[r] = [a - factor * b for a, b in zip(normal[r], normal[col])]
+    return [normal[i][k] / normal[i][i] for i in range(k)]
+
+
+def _fit_terms(form: str, terms: tuple[str, ...], xs: Sequence[int], ys: Sequence[float]) -> FormFit | None:
+    if len(terms) > 1 and len(terms) >= len(xs):
+        terms = terms[len(terms) - len(xs) + 1:]  # keep a residual: drop the lowest-order terms first
+    # relative least squares: each point weighted by 1/y, columns scaled to 1 for conditioning
+    raw = [[_TERM_VALUES[t](x) / y for t in terms] for x, y in zip(xs, ys)]
+    scale = [max(abs(r[i]) for r in raw) or 1.0 for i in range(len(terms))]
+    solution = _solve([[v / s for v, s in zip(r, scale)] for r in raw], [1.0] * len(xs))
+    if solution is None:
+        return None
+    coefficients = tuple(c / s for c, s in zip(solution, scale))
+    predicted = [sum(c * _TERM_VALUES[t](x) for c, t in zip(coefficients, terms)) for x in xs]
+    residual = math.sqrt(sum(((p - y) / y) ** 2 for p, y in zip(predicted, ys)) / len(xs))
+    top = max(ys)
+    lead = coefficients[-1] * _TERM_VALUES[terms[-1]](max(xs))
+    leads = form == "1" or (coefficients[-1] > 0 and lead >= LEADING_SHARE * top)
+    return FormFit(form, terms, coefficients, residual, leads)
+
+
+def fit_forms(xs: Sequence[int], ys: Sequence[float]) -> tuple[FormFit, ...]:
+    """Fit every form of :data:`FORMS` (each with its lower-order terms) to y(x) by relative least squares.
+
+    >>> fits = fit_forms([32, 64, 128], [3 * T * 64**2 + 2 * T**2 * 64 for T in (32, 64, 128)])
+    >>> [(f.form, f.terms, f.residual < EXACT) for f in fits if f.form == "T²"]
+    [('T²', ('T', 'T²'), True)]
+
+    Args:
+        xs: at least 3 distinct positive sizes.
+        ys: as many positive values.
+
+    Raises:
+        SeqlabError: as :func:`fit_growth`.
+    """
+    if len(xs) != len(ys) or len(set(xs)) < 3:
+        raise SeqlabError(f"a growth fit needs at least 3 distinct sizes with one value each, received "
+                          f"{list(xs)} and {list(ys)}")
+    if any(x <= 0 for x in xs) or any(y is None or not y > 0 for y in ys):
+        raise SeqlabError(f"a growth fit needs positive sizes and values, received {list(xs)} and {list(ys)}")
+    fits = []
+    for form in FORMS:
+        variants = [f for f in (_fit_terms(form, terms, xs, [float(y) for y in ys]) for terms in _TERMS[form])
+                    if f is not None]
+        if variants:
+            fits.append(min(variants, key=lambda f: f.residual))
+    return tuple(fits)
+
+
+def choose_form(fits: Sequence[FormFit]) -> FormFit:
+    """The form a series grows by: among the forms whose leading term leads (:attr:`FormFit.leads`), the best
+    residual and those that tie with it (within :data:`TIE` times it, or all exact, under :data:`EXACT`), the
+    slowest-growing.
+
+    An exact count of one of the forms is chosen as that form: it has no residual, a slower form cannot fit it
+    exactly, and a faster one fits it only with a leading coefficient of 0. A count that steps around its form
+    (⌈T/C⌉ chunks at T near C, a window's ⌈(T − 1)/r⌉ hops at a few small T) can still fit another form
+    better: only ⌈log₂ T⌉ is among the terms tried.
+
+    >>> choose_form(fit_forms([300, 600, 1000], [2 * math.ceil(math.log2(T)) + 8 for T in (300, 600, 1000)])).form
+    'log T'
+    >>> choose_form(fit_forms([16, 32, 64, 128], [5 + 2 * T for T in (16, 32, 64, 128)])).form
+    'T'
+    """
+    usable = [f for f in fits if f.leads]
+    best = min(f.residual for f in usable)
+    tied = [f for f in usable if f.residual <= max(EXACT, TIE * best)]
+    return min(tied, key=lambda f: FORMS.index(f.form))
+
+
+def form_of_growth(model: str, exponent: float) -> str | None:
+    """The form of :data:`FORMS` a big-O names: ("power", 0) → "1", ("power", 1) → "T", ("power", 2) → "T²",
+    ("log", ·) → "log T"; None for any other power."""
+    if model == "log":
+        return "log T"
+    return {0.0: "1", 1.0: "T", 2.0: "T²"}.get(float(exponent))

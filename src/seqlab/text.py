@@ -1,9 +1,13 @@
-"""Text in: the built-in texts, reading a file or standard input, tokens, and a seeded embedding.
+"""Text in: the built-in texts, reading a file or standard input, tokens, a seeded embedding, and the seed scheme.
 
 Everything seqlab measures starts from a text of T tokens turned into T vectors x_1 … x_T, the
 inputs of the recurrence (L1: one step per token, 800 tokens → 800 steps in a row) and of attention
 (L2). The built-in Spanish text is about 800 o200k_base tokens, the size the lesson uses; its English
 twin is a faithful translation. Data flows one way: bytes → ``Text`` → ``Tokens`` → (T, d_model).
+
+One seed scheme for every front end: seed N gives the input vectors ``embed(tokens, d_model, seed=N)`` and the
+weights of each layer a study builds from ``seeded_generator(N, role)`` (its own stream per role), so
+``seqlab compare --seed N`` and the web lab's seed N build the same machines on the same vectors.
 
 Shape letters: T positions (tokens), d_model embedding width.
 """
@@ -37,6 +41,9 @@ _CHUNK_CHARS = 50_000  # ≤ 200_000 UTF-8 bytes, so ≤ bpe_openai's 200_000-to
 _CUT = re.compile(r"(?<=\n)(?=\S)|(?<=\S)(?= [^\W\d_])")  # o200k pre-token boundaries: after a
 # newline run, or before " word"; a piece is cut at the last one, so chunks encode as one call would
 _MASK64 = (1 << 64) - 1
+#: The weight streams of one seed, one per layer a study builds (``seeded_generator(seed, role)``).
+SEED_STREAMS = {"recurrence": 1, "attention": 2, "lstm": 3, "gru": 4, "output": 5, "heads": 6}
+_SEED_STEP = 1_000_003  # a prime: seed * step + stream gives every (seed, stream) of 32-bit seeds its own value
 
 
 @dataclass(frozen=True)
@@ -325,3 +332,45 @@ def embed(tokens: Tokens, d_model: int, seed: int = 0,
         generator = torch.Generator().manual_seed(_splitmix64(mixed_seed ^ (token_id & _MASK64)))
         rows[u] = torch.randn(d_model, generator=generator)
     return rows.to(dtype)[inverse]  # (T, d_model)
+
+
+def stream_seed(seed: int, role: str | int) -> int:
+    """The integer seed of one weight stream of a run's ``seed``: ``(seed · 1_000_003 + stream) mod 2^63``.
+
+    ``role`` names a layer of :data:`SEED_STREAMS` (``"recurrence"`` → 1, ``"attention"`` → 2, ``"lstm"`` → 3,
+    ``"gru"`` → 4, ``"output"`` → 5, ``"heads"`` → 6), or is a stream number itself (the check's claims number
+    theirs 1 … 13).
+
+    >>> stream_seed(0, "recurrence"), stream_seed(1, "attention"), stream_seed(2, 3)  # 2 * 1_000_003 + 3
+    (1, 1000005, 2000009)
+
+    Raises:
+        SeqlabError: ``seed`` not an integer, or ``role`` neither a name of :data:`SEED_STREAMS` nor an integer.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise SeqlabError(f"seed must be an integer, received {seed!r}")
+    if isinstance(role, str):
+        if role not in SEED_STREAMS:
+            raise SeqlabError(f"role must be one of {', '.join(SEED_STREAMS)} or a stream number, received {role!r}")
+        stream = SEED_STREAMS[role]
+    elif isinstance(role, int) and not isinstance(role, bool):
+        stream = role
+    else:
+        raise SeqlabError(f"role must be a name or a stream number, received {role!r}")
+    return (seed * _SEED_STEP + stream) % 2**63
+
+
+def seeded_generator(seed: int, role: str | int) -> torch.Generator:
+    """A fresh CPU ``torch.Generator`` for one layer's weights under a run's ``seed`` (the one seed scheme).
+
+    Every front end builds its layers this way: ``ElmanRNN(d, d, generator=seeded_generator(N, "recurrence"))``
+    and ``SelfAttention(d, generator=seeded_generator(N, "attention"))`` are the machines of ``seqlab compare
+    --seed N`` and of the web lab's seed N. Weights are drawn in float32; a float64 twin is their ``.double()``.
+
+    >>> seeded_generator(0, "attention").initial_seed()
+    2
+
+    Raises:
+        SeqlabError: as :func:`stream_seed`.
+    """
+    return torch.Generator().manual_seed(stream_seed(seed, role))

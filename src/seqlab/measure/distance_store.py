@@ -15,18 +15,90 @@ first expands that storage to element level (:meth:`DistanceStore.expand`) and g
 
 Shapes: ``rows`` = sources × the two units; a storage of ``n`` elements is (rows, n) per element or
 (rows, n / f) per position.
+
+:func:`estimate_path_bytes` is the one estimate of what a pass holds, from these very sizes (int32 distances,
+the chunk of the masked min-plus product): every front end that refuses a size before tracing calls it.
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from seqlab.errors import SeqlabError
-from seqlab.measure.distances import DTYPE, ITEMSIZE, UNREACHABLE, rows_of
+from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.measure.contraction_rules import CHUNK_ELEMENTS
+from seqlab.measure.distances import DTYPE, ITEMSIZE, UNITS, UNREACHABLE, rows_of
 from seqlab.memory import GIB
+
+
+@dataclass(frozen=True)
+class PathBytes:
+    """What one path-tracing pass holds, in bytes (:func:`estimate_path_bytes`).
+
+    Attributes:
+        distances: the store's int32 distances, exactly :attr:`DistanceStore.used_bytes` at element level.
+        values: the written tensors the tracer keeps alive (0 when not asked for).
+        temporary: the masked min-plus product's chunk (0 without such a product).
+    """
+
+    distances: int
+    values: int
+    temporary: int
+
+    @property
+    def total(self) -> int:
+        """distances + values + temporary."""
+        return self.distances + self.values + self.temporary
+
+
+def estimate_path_bytes(elements: int, sources: int, *, value_bytes: int = 0,
+                        product: tuple[int, int, int] | None = None) -> PathBytes:
+    """Bytes one path-tracing pass holds, from the tracer's own sizes: its distances, the values it keeps
+    alive, and the temporary of its chunked min-plus product. The one path-memory estimate.
+
+    distances = E · 2S · ITEMSIZE;   values = E · value_bytes;
+    temporary = ITEMSIZE · min(2S · n·k·p, max(CHUNK_ELEMENTS, 2S · k·p))
+
+    with E the elements of every storage the pass writes (the traced copy of x included), S its sources, two
+    distance rows per source (:data:`~seqlab.measure.distances.UNITS`: products, ops), ``ITEMSIZE`` = 4 (int32
+    distances, :mod:`seqlab.measure.distances`) and ``CHUNK_ELEMENTS`` = 2^24 (64 MiB: the row chunks of the
+    masked product in :mod:`seqlab.measure.contraction_rules`, of which one row may pass it). ``distances`` is
+    what :class:`DistanceStore` charges at element level (``used_bytes``); at position level it holds less,
+    so the estimate is then an upper bound.
+
+    >>> estimate_path_bytes(3 * 5 * 4, 1)  # 60 elements x 2 rows x 4 bytes
+    PathBytes(distances=480, values=0, temporary=0)
+    >>> estimate_path_bytes(60, 2, value_bytes=4, product=(512, 64, 512)).temporary // 2**20  # the 64 MiB chunk
+    64
+
+    Args:
+        elements: elements written by the pass (an integer >= 1), counted by the caller for its layer.
+        sources: source positions traced in the one pass (an integer >= 1).
+        value_bytes: bytes of one written value, to count the tensors the tracer keeps alive (4 for float32;
+            0: distances only).
+        product: ``(n, k, p)`` of the largest (n×k) @ (k×p) product the pass may trace as masked (a factor
+            holding a constant exact 0), batch dimensions folded into n; None when it has none.
+
+    Returns:
+        A :class:`PathBytes` (``.total`` for the sum).
+
+    Raises:
+        SeqlabError: ``elements``, ``sources`` or a product size not a positive integer, ``value_bytes``
+            not an integer >= 0.
+    """
+    require_positive_int("elements", elements)
+    require_positive_int("sources", sources)
+    if isinstance(value_bytes, bool) or not isinstance(value_bytes, int) or value_bytes < 0:
+        raise SeqlabError(f"value_bytes must be an integer >= 0, received {value_bytes!r}")
+    rows = len(UNITS) * sources
+    temporary = 0
+    if product is not None:
+        n, k, p = (require_positive_int(name, size) for name, size in zip("nkp", product, strict=True))
+        temporary = ITEMSIZE * min(rows * n * k * p, max(CHUNK_ELEMENTS, rows * k * p))
+    return PathBytes(distances=elements * rows * ITEMSIZE, values=elements * value_bytes, temporary=temporary)
 
 
 def _fresh(value: Tensor) -> bool:

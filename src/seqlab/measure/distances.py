@@ -23,6 +23,8 @@ UNREACHABLE = 2**30
 DTYPE = torch.int32
 #: Bytes per distance.
 ITEMSIZE = 4
+#: The two units, in the order of their rows: rows [0, S) count products, rows [S, 2S) count ops.
+UNITS = ("products", "ops")
 
 
 def unreachable(rows: int, shape: Sequence[int]) -> Tensor:

@@ -32,6 +32,10 @@ from seqlab.measure.distances import UNREACHABLE, unreachable
 
 #: The most Jacobian entries (output elements × input elements, summed over pairs) derived for one op call.
 LIMIT = 2**22
+#: Below this fraction of its output element's largest derivative an entry is rounding, read as 0 (64 float64 eps).
+ROUNDOFF = 64 * torch.finfo(torch.float64).eps
+#: Ops that read one triangle of a matrix and take the other as its mirror (``UPLO``, "L" by default).
+TRIANGLE_READERS = frozenset({torch.ops.aten._linalg_eigh.default, torch.ops.aten.linalg_eigh.default})
 #: Elements per chunk of the boolean min-plus product (S · outputs · inputs int32 values, 64 MiB).
 CHUNK_ELEMENTS = 2**24
 
@@ -102,6 +106,7 @@ def _patterns(func, leaves: list[Any], rebuild, slots: list[int], outs: Sequence
         for i, value in zip(slots, values, strict=True):
             changed[i] = value
         call_args, call_kwargs = rebuild(changed)
+        call_args = _one_triangle(func, call_args, call_kwargs)
         produced = func(*call_args, **call_kwargs)
         produced = list(produced) if isinstance(produced, (list, tuple)) else [produced]
         return tuple(produced[k] for k in float_outputs)
@@ -139,7 +144,41 @@ def _jacobian(function, inputs: tuple[Tensor, ...], strategy: str) -> tuple[tupl
         blocks = torch.autograd.functional.jacobian(function, inputs)
     # read on this thread, where the blocks were made (a block of an output that does not depend on an input can
     # be a functorch wrapper that is unsafe to touch from another thread); plain booleans go back
-    return tuple(tuple(((block != 0) | block.isnan()).clone() for block in row) for row in blocks)
+    widths = [t.dim() for t in inputs]
+    return tuple(_nonzero(row, widths) for row in blocks)
+
+
+def _nonzero(row: Sequence[Tensor], widths: Sequence[int]) -> tuple[Tensor, ...]:
+    """One output's Jacobian blocks, ``(*out.shape, *in_a.shape)`` for input a of ``widths[a]`` dims, as booleans:
+    the derivative is not 0 (or is NaN).
+
+    An entry at most :data:`ROUNDOFF` times the largest |∂out_o/∂in_i| of its output element is read as 0: it is
+    rounding in the backward formula (a QR's R[i, j] against a column it never reads comes back as 1e-17), and a
+    change that small cannot move a float32 or float64 output anyway.
+    """
+    largest = None
+    for block, width in zip(row, widths, strict=True):
+        flat = block.detach().abs().nan_to_num(nan=0.0).reshape(*block.shape[:block.dim() - width], -1)
+        top = flat.amax(dim=-1) if flat.shape[-1] else flat.new_zeros(flat.shape[:-1])
+        largest = top if largest is None else torch.maximum(largest, top)
+    result = []
+    for block, width in zip(row, widths, strict=True):
+        floor = (ROUNDOFF * largest).reshape(*largest.shape, *([1] * width))
+        result.append(((block.abs() > floor) | block.isnan()).clone())
+    return tuple(result)
+
+
+def _one_triangle(func, args: tuple, kwargs: dict) -> tuple:
+    """The arguments of a one-triangle reader with its matrix rebuilt from that triangle (the other mirrored), so
+    that autograd's formula, which assumes a symmetric input and hands the gradient to both triangles, gives the
+    other triangle none. Any other op's arguments as they are."""
+    if func not in TRIANGLE_READERS or not args or not isinstance(args[0], Tensor):
+        return args
+    upper = str(args[1] if len(args) > 1 else kwargs.get("UPLO", "L")).upper() == "U"
+    matrix = args[0]
+    kept = matrix.triu() if upper else matrix.tril()
+    mirrored = (matrix.triu(1) if upper else matrix.tril(-1)).mT
+    return (kept + mirrored, *args[1:])
 
 
 def _through(d: Tensor, pattern: Tensor) -> Tensor:

@@ -42,15 +42,13 @@ import torch
 from torch import Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from seqlab.errors import SeqlabError
 from seqlab.measure import jacobian_rule
 from seqlab.measure import path_rules as rules
 from seqlab.measure.distance_store import DistanceStore
-from seqlab.measure.distances import _ROW_FORM, DTYPE, narrow, widen
+from seqlab.measure.distances import _ROW_FORM, DTYPE, UNITS, narrow, widen
 from seqlab.measure.ops import (CREATION_NAMES, decomposition_of, is_contraction, is_movement, op_name,
                                tensors_in)
-
-#: The two units, in the order of their rows: rows [0, S) count products, rows [S, 2S) count ops.
-UNITS = ("products", "ops")
 
 VIEW, MOVEMENT, PRODUCT, REDUCTION, POINTWISE, OTHER, CONSTANT = range(7)
 
@@ -166,7 +164,9 @@ class PathTracer(TorchDispatchMode):
         if kind == OTHER and func._schema.is_mutable and _functional_form(func) is not None:
             # an op without a rule that writes an argument: its functional form, on the arguments before it writes
             early = self._without_rule(_functional_form(func), args, kwargs, None, refuse=False)
+        _check_strided(func, [*tensors_in(args), *tensors_in(kwargs.values())])
         out = func(*args, **kwargs)
+        _check_strided(func, _outputs(out))
         if kind == VIEW:
             if _aliases(out, args):
                 return out  # shares its base's storage: read through its own strides
@@ -272,6 +272,20 @@ class PathTracer(TorchDispatchMode):
         if kind == POINTWISE and len(outs) == 1:
             return [rules.pointwise(func, args, kwargs, outs[0], read, step, rows)]
         return None
+
+
+def _check_strided(func: torch._ops.OpOverload, tensors: list[Tensor]) -> None:
+    """Refuse an op on a sparse (or other non-strided) tensor: the distance store keeps one entry per stored
+    element of a dense tensor, and a sparse tensor's elements are not where its strides say.
+
+    Raises:
+        SeqlabError: the op and the layout it met.
+    """
+    for tensor in tensors:
+        if tensor.layout != torch.strided:
+            raise SeqlabError(f"the path tracer follows dense (strided) tensors only; {op_name(func)} met a tensor "
+                              f"of layout {str(tensor.layout).removeprefix('torch.')}: pass dense tensors "
+                              "(Tensor.to_dense())", parameter="layer")
 
 
 @functools.cache

@@ -29,7 +29,8 @@ import torch
 
 from seqlab.errors import SeqlabError, require_positive_int
 
-#: A result whose IQR exceeds this fraction of the median is flagged noisy.
+#: A result whose IQR exceeds this fraction of the median is flagged noisy (:func:`is_noisy`): torch's
+#: ``_IQR_WARN_THRESHOLD`` ("this could indicate system fluctuation", torch/utils/benchmark/utils/common.py).
 NOISY_IQR_FRACTION = 0.10
 #: Untimed calls after the first call, before the timed blocks.
 WARMUP_CALLS = 1
@@ -131,8 +132,8 @@ class Timing:
         runs: total timed calls (blocks x calls per block); warm-up and the first call excluded.
         threads: intra-op CPU threads torch used while timing.
         device: ``"cpu"`` or ``"cuda"`` (synchronised around every clock reading).
-        noisy: torch's Measurement warned, fewer than 3 samples (no spread to speak of), or
-            ``iqr_s > 0.10 * median_s``.
+        noisy: :func:`is_noisy` of this timing: fewer than :data:`MIN_BLOCKS` samples (no spread to speak
+            of), or ``iqr_s > NOISY_IQR_FRACTION * median_s`` (a tenth).
         min_run_time: seconds of timed blocks asked for.
         load: the machine's load when the timing began (:func:`machine_load`); None for a Timing built
             by hand. ``load.busy`` calls for the busy-machine caveat beside the time.
@@ -149,6 +150,33 @@ class Timing:
     noisy: bool
     min_run_time: float
     load: MachineLoad | None = None
+
+
+def is_noisy(median_s: float, iqr_s: float, blocks: int) -> bool:
+    """The one timing-quality rule: is a median with this spread too noisy to decide anything?
+
+    noisy  ⇔  blocks < MIN_BLOCKS  or  iqr_s > NOISY_IQR_FRACTION · median_s   (MIN_BLOCKS = 3, fraction 0.10)
+
+    Every front end and study judges a time by this rule (``Timing.noisy`` holds its answer): ``seqlab bench``,
+    ``compare``, ``decode``, the check of L8 and the web lab's Time panel. A noisy time still shows; a comparison
+    resting on it decides nothing (a caveat, never a failed claim).
+
+    >>> is_noisy(1.0, 0.099, 5), is_noisy(1.0, 0.101, 5), is_noisy(1.0, 0.0, 2)
+    (False, True, True)
+
+    Args:
+        median_s: median seconds per call (>= 0).
+        iqr_s: interquartile range of the same samples, seconds (>= 0).
+        blocks: timed blocks behind the median (an IQR needs at least :data:`MIN_BLOCKS`).
+
+    Returns:
+        True when the time is noisy.
+
+    Source: torch.utils.benchmark's ``Measurement``, which warns from an IQR of a tenth of the median
+    (``_IQR_WARN_THRESHOLD = 0.1``, "this could indicate system fluctuation"; its 0.25 is the gross one); the
+    fewest blocks for an IQR, :data:`MIN_BLOCKS`; the lesson's timing claim L8.
+    """
+    return blocks < MIN_BLOCKS or iqr_s > NOISY_IQR_FRACTION * median_s
 
 
 def _sync(device: str) -> None:
@@ -250,7 +278,7 @@ def measure_time(
         runs=int(m.number_per_run) * len(m.raw_times),
         threads=n_threads,
         device=device,
-        noisy=bool(m.has_warnings) or len(m.times) < 3 or iqr_s > NOISY_IQR_FRACTION * median_s,
+        noisy=is_noisy(median_s, iqr_s, len(samples)),
         min_run_time=float(min_run_time),
         load=load,
     )

@@ -18,11 +18,11 @@ from typing import Any
 
 from seqlab.i18n import format_fraction, format_integer, format_number, format_seconds, translator
 from seqlab.render.json_output import to_jsonable, versioned
-from seqlab.studies.check import CAVEAT, CLAIMS, FAILS, HOLDS, CheckResult, ClaimCheck
+from seqlab.studies.check import CAVEAT, CLAIMS, FAILS, HOLDS, NOT_JUDGED, CheckResult, ClaimCheck
 
 DOMAIN = "seqlab"
 #: The mark and style of each verdict in the terminal.
-MARKS = {HOLDS: ("✓", "green"), CAVEAT: ("~", "yellow"), FAILS: ("✗", "bold red")}
+MARKS = {HOLDS: ("✓", "green"), CAVEAT: ("~", "yellow"), NOT_JUDGED: ("?", "dim"), FAILS: ("✗", "bold red")}
 #: Columns of the hanging indent under each claim.
 INDENT = 7
 
@@ -91,7 +91,8 @@ def verdict_words(verdict: str, lang: str = "en") -> str:
     'se cumple con una salvedad'
     """
     _ = translator(lang, DOMAIN)
-    return {HOLDS: _("holds"), CAVEAT: _("holds with a caveat"), FAILS: _("does not hold")}[verdict]
+    return {HOLDS: _("holds"), CAVEAT: _("holds with a caveat"), NOT_JUDGED: _("not judged"),
+            FAILS: _("does not hold")}[verdict]
 
 
 def claim_text(check: ClaimCheck, lang: str = "en") -> ClaimText:
@@ -147,6 +148,9 @@ def summary(result: CheckResult, lang: str = "en", command: str = "check") -> st
         line += " " + _("With a caveat: {claims} ({caveats} of {held}).").format(
             caveats=sum(check.caveat for check in lesson), held=sum(check.holds for check in lesson),
             claims=", ".join(c.claim for c in lesson if c.caveat))
+    if any(not check.judged for check in lesson):
+        line += " " + _("Not judged: {claims} (the timings were inside their noise or the machine was busy; rerun on "
+                        "a quiet machine).").format(claims=", ".join(c.claim for c in lesson if not c.judged))
     if beyond:
         from seqlab.render.check_beyond import summary_line
 
@@ -211,8 +215,8 @@ def check_json(result: CheckResult, lang: str = "en") -> str:
                        "note": text.note, "sources": to_jsonable(check.values.get("sources")),
                        "values": to_jsonable(check.values), "seconds": check.seconds, "error": check.error})
     document = {"all_hold": result.all_hold, "held": result.held, "caveats": result.caveats,
-                "total": len(result.checks), "full": result.full, "seed": result.seed, "threads": result.threads,
-                "torch_version": result.torch_version, "elapsed_s": result.elapsed_s, "claims": claims}
+                "not_judged": result.not_judged, "total": len(result.checks), "full": result.full, "seed": result.seed,
+                "threads": result.threads, "torch_version": result.torch_version, "elapsed_s": result.elapsed_s, "claims": claims}
     return json.dumps(versioned(document, "check"), indent=2, ensure_ascii=False)
 
 

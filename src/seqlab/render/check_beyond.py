@@ -57,15 +57,14 @@ def _series(values, n) -> str:
 def b1(_, v, c, n):
     """B1: a linear recurrence's span by parallel scan (log T) against its loop (T)."""
     _ = _tr(n)
-    fitted = _("log T") if v["scan_model"] == "log" else "T^" + n(v["scan_exponent"])
     return (_("A linear recurrence's span grows as log T with a parallel scan, and as T with a loop"),
             _("Operations in a row of the selective recurrence (width {d}) by parallel scan and by loop, at T = "
               "{lengths}").format(d=n(v["width"]), lengths=_series(v["lengths"], n)),
-            _("scan {scan} ops (fit: {fit}); loop {loop} ops (fit: T^{loop_exponent})").format(
-                scan=_series(v["scan_ops"], n), fit=fitted, loop=_series(v["loop_ops"], n),
-                loop_exponent=n(v["loop_exponent"])),
-            _("holds when the scan's span fits log T (or a power of T below {log}) and the loop's a power within {tol} "
-              "of 1; otherwise it does not hold.").format(log=n.short(c["log_exponent"]), tol=n.short(c["tolerance"])),
+            _("scan {scan} ops (grows as {scan_form}); loop {loop} ops (grows as {loop_form})").format(
+                scan=_series(v["scan_ops"], n), scan_form=v["scan_form"], loop=_series(v["loop_ops"], n),
+                loop_form=v["loop_form"]),
+            _("holds when the form a + b·f(T) that fits the scan's span best is f = log T and the loop's is f = T "
+              "(forms that fit as well tie to the slower); otherwise it does not hold."),
             _("Only a linear recurrence h_t = a_t ⊙ h_{t−1} + b_t is associative and can be scanned; the lesson's "
               "h_t = tanh(W_hh h_{t−1} + …) is not, so its T steps stay in a row (L1)."))
 
@@ -92,12 +91,12 @@ def b3(_, v, c, n):
     return (_("In decoding, attention's KV cache grows with t while a recurrence's state stays fixed"),
             _("Bytes of the state after generating token t (width {d}), for attention with a KV cache and for the "
               "Elman RNN, at t = {positions}").format(d=n(v["width"]), positions=_series(v["positions"], n)),
-            _("KV cache {cache} bytes (t^{cache_exponent}), {cache_mult} multiplications per token; Elman RNN {state} "
-              "bytes (t^{state_exponent}), {state_mult} multiplications per token").format(
-                cache=_series(v["cache_bytes"], n), cache_exponent=n(v["cache_exponent"]),
+            _("KV cache {cache} bytes (grows as {cache_form}), {cache_mult} multiplications per token; Elman RNN "
+              "{state} bytes (grows as {state_form}), {state_mult} multiplications per token").format(
+                cache=_series(v["cache_bytes"], n), cache_form=v["cache_form"].replace("T", "t"),
                 cache_mult=_series(v["cache_multiplications"], n), state=_series(v["state_bytes"], n),
-                state_exponent=n(v["state_exponent"]), state_mult=_series(v["state_multiplications"], n)),
-            _("holds when the cache's exponent in t lies within {tol} of 1 and the RNN state's within {tol} of 0; "
-              "otherwise it does not hold.").format(tol=n.short(c["tolerance"])),
+                state_form=v["state_form"].replace("T", "t"), state_mult=_series(v["state_multiplications"], n)),
+            _("holds when the form a + b·f(t) that fits the cache's bytes best is f = t and the RNN state's is "
+              "f = 1 (constant); otherwise it does not hold."),
             _("In training attention's chain stays short (L2); in generation each token waits for the one before, as "
               "in the recurrence, and attention also reads a cache that grows with every token."))

@@ -56,11 +56,12 @@ _VALUE = {"type": "object"}
 #: ``seqlab check --json`` (:func:`seqlab.render.check.check_json`): the verdicts, then every claim.
 CHECK: dict[str, Any] = {
     "type": "object", "additionalProperties": False,
-    "required": ["all_hold", "held", "caveats", "total", "full", "seed", "threads", "torch_version", "elapsed_s",
-                 "claims"],
+    "required": ["all_hold", "held", "caveats", "not_judged", "total", "full", "seed", "threads", "torch_version",
+                 "elapsed_s", "claims"],
     "properties": {
         "all_hold": {"type": "boolean"}, "held": {"type": "integer", "minimum": 0},
-        "caveats": {"type": "integer", "minimum": 0}, "total": {"type": "integer", "minimum": 0},
+        "caveats": {"type": "integer", "minimum": 0}, "not_judged": {"type": "integer", "minimum": 0},
+        "total": {"type": "integer", "minimum": 0},
         "full": {"type": "boolean"}, "seed": {"type": "integer"}, "threads": {"type": "integer", "minimum": 1},
         "torch_version": {"type": "string"}, "elapsed_s": {"$ref": "#/$defs/real"},
         "claims": {"type": "array", "items": {
@@ -70,7 +71,7 @@ CHECK: dict[str, Any] = {
             "properties": {
                 "claim": {"type": "string", "pattern": "^(L([1-9]|1[0-2])|B[1-3])$"},
                 "beyond_lesson": {"type": "boolean"},
-                "verdict": {"enum": ["holds", "holds_with_caveat", "does_not_hold"]},
+                "verdict": {"enum": ["holds", "holds_with_caveat", "not_judged", "does_not_hold"]},
                 "holds": {"type": "boolean"}, "statement": {"type": "string"}, "measured": {"type": "string"},
                 "figure": {"type": "string"}, "condition": _VALUE, "condition_text": {"type": "string"},
                 "note": {"type": ["string", "null"]}, "sources": {"type": ["object", "null"]}, "values": _VALUE,

@@ -138,10 +138,10 @@ def check_figure(result: Any, lang: str = "en") -> Any:
     from matplotlib.patches import Patch
 
     from seqlab.render.check import verdict_words
-    from seqlab.studies.verdicts import CAVEAT, FAILS, HOLDS
+    from seqlab.studies.verdicts import CAVEAT, FAILS, HOLDS, NOT_JUDGED
 
     _ = translator(lang, DOMAIN)
-    colours = {HOLDS: "tab:green", CAVEAT: "tab:orange", FAILS: "tab:red"}
+    colours = {HOLDS: "tab:green", CAVEAT: "tab:orange", NOT_JUDGED: "tab:gray", FAILS: "tab:red"}
     figure = new_figure(figsize=(8, 0.4 * len(result.checks) + 1.6), layout="constrained")
     axis = figure.subplots()
     checks = list(result.checks)[::-1]

@@ -62,6 +62,7 @@ figcaption { color: #555; font-size: 0.85rem; }
 ol.claims { list-style: none; padding-left: 0; } ol.claims li { margin: 0.9rem 0; padding-left: 0.8rem;
        border-left: 4px solid #2da44e; } ol.claims li.fails { border-left-color: #cf222e; }
 ol.claims li.caveat { border-left-color: #9a6700; } .caveat .verdict { color: #9a6700; }
+ol.claims li.unjudged { border-left-color: #6e7781; } .unjudged .verdict { color: #6e7781; }
 .verdict { font-weight: bold; } .holds .verdict { color: #1a7f37; } .fails .verdict { color: #cf222e; }
 .claim-line { margin: 0.15rem 0; } .note { color: #555; } .summary { font-weight: bold; }
 @media screen and (max-width: 40rem) { body { padding: 0.75rem; } nav ol { columns: 1; } }
@@ -105,8 +106,8 @@ ol.claims li.caveat { border-left-color: #9a6700; } .caveat .verdict { color: #9
 {% if s.claims %}
 <ol class="claims">
 {% for c in s.claims %}
-<li class="claim {{ {'holds': 'holds', 'holds_with_caveat': 'caveat'}.get(c.verdict_key, 'fails') }}">
-<div class="claim-line"><span class="verdict">{{ {'holds': '✓', 'holds_with_caveat': '~'}.get(c.verdict_key, '✗') }} {{ c.claim }} {{ c.verdict }}</span>:
+<li class="claim {{ {'holds': 'holds', 'holds_with_caveat': 'caveat', 'not_judged': 'unjudged'}.get(c.verdict_key, 'fails') }}">
+<div class="claim-line"><span class="verdict">{{ {'holds': '✓', 'holds_with_caveat': '~', 'not_judged': '?'}.get(c.verdict_key, '✗') }} {{ c.claim }} {{ c.verdict }}</span>:
 {{ c.statement }}</div>
 <div class="claim-line">{{ labels.measured }} {{ c.measured }}</div>
 <div class="claim-line">{{ labels.figure }} {{ c.figure }}</div>

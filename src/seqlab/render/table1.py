@@ -20,7 +20,7 @@ from seqlab.i18n import format_integer, translator
 from seqlab.render.figures import new_figure, save_png_svg
 from seqlab.render.tables import FittedTable
 from seqlab.studies.profile import ProfileResult
-from seqlab.studies.table1 import TOLERANCE, Cell, Fit, Table1Result
+from seqlab.studies.table1 import Cell, Fit, Table1Result
 
 DOMAIN = "seqlab"
 DASH = "—"
@@ -57,7 +57,11 @@ def _decimal(value: float, lang: str) -> str:
 
 
 def growth(fit: Fit, lang: str, variable: str = "n") -> str:
-    """A fitted growth as text: ``n^2.00`` for a power law, ``log n`` for the logarithm."""
+    """A fitted growth as text: the form the verdict chose (``n²``, ``n``, ``log n``, ``1``: y ≈ a + b·f(n) with
+    the closed forms' lower-order terms, :func:`seqlab.fit.choose_form`); a two-point fit, which chooses no form,
+    as its power law ``n^2.00``."""
+    if fit.form is not None:
+        return fit.form.replace("T", variable)
     return f"log {variable}" if fit.model == "log" else f"{variable}^{_decimal(fit.exponent, lang)}"
 
 
@@ -141,9 +145,9 @@ def table1_sentences(result: Table1Result, lang: str = "en") -> list[str]:
     tr = _tr(lang)
     sentences = []
     if result.all_match:
-        sentences.append(tr("All {cells} cells agree with the paper: every measured exponent lies within {tolerance} "
-                            "of the paper's, and the logarithm is recognised where the paper has log_k(n).").format(
-            cells=result.cells, tolerance=_decimal(TOLERANCE, lang)))
+        sentences.append(tr("All {cells} cells agree with the paper: of the forms a + b·f(n) (f = 1, log n, √n, n, "
+                            "n log n, n^1.5, n², with the lower-order terms of the closed forms), the one that fits "
+                            "each measured series best is the paper's.").format(cells=result.cells))
     else:
         columns = (tr("work"), tr("sequential operations"), tr("path"))
         failing = [f"{layer_name(row.layer, result, lang)} ({column})" for row in result.rows

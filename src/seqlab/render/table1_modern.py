@@ -16,7 +16,7 @@ from seqlab.i18n import format_integer, translator
 from seqlab.render.table1 import MATCH, MISMATCH, growth
 from seqlab.render.tables import FittedTable
 from seqlab.studies.table1_modern import ModernResult, ModernRow
-from seqlab.studies.table1_results import TOLERANCE, Cell
+from seqlab.studies.table1_results import Cell
 
 DOMAIN = "seqlab"
 DASH = "—"
@@ -140,9 +140,9 @@ def _by_name(result: ModernResult) -> dict[str, ModernRow]:
 def _verdicts(result: ModernResult, lang: str) -> list[str]:
     tr = _tr(lang)
     if result.matched == result.cells:
-        return [tr("All {cells} cells show their big-O: every fitted exponent lies within {tolerance} of it, and the "
-                   "logarithm is recognised where the big-O has log T.").format(
-            cells=result.cells, tolerance=_point(TOLERANCE, lang))]
+        return [tr("All {cells} cells show their big-O: of the forms a + b·f(T) (f = 1, log T, √T, T, T log T, T^1.5, "
+                   "T², with the lower-order terms of the closed forms), the one that fits each measured series best "
+                   "is the big-O's.").format(cells=result.cells)]
     names = {"work": tr("work"), "span": tr("span"), "path": tr("path"), "memory": tr("peak memory"),
              "decode": tr("decode cost"), "state": tr("decode state")}
     failing = [f"{row_name(row.row, result, lang)} ({names[column]})" for row in result.rows
@@ -157,12 +157,6 @@ def _verdicts(result: ModernResult, lang: str) -> list[str]:
                             "fixed part still lowers the fitted exponent (longer --lengths show it).").format(
             rows=", ".join(row_name(row.row, result, lang) for row in paths)))
     return sentences
-
-
-def _point(value: float, lang: str) -> str:
-    from babel.numbers import format_decimal
-
-    return format_decimal(value, format="0.0#", locale=lang)
 
 
 def _increments_double(row: ModernRow) -> bool:

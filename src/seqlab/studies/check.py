@@ -9,12 +9,13 @@ claim to its function, :func:`parse_claims`, the runner :func:`run_check` (one t
 counting, the machine's threads besides one for L8's timings, a seeded global RNG, the caller's state
 restored) and the frozen results :class:`ClaimCheck` and :class:`CheckResult`.
 
-Each claim gets one of three verdicts (:data:`~seqlab.studies.verdicts.VERDICTS`): ``holds``,
+Each claim gets one of the verdicts :data:`~seqlab.studies.verdicts.VERDICTS`: ``holds``,
 ``holds_with_caveat`` (the measurement agrees with the claim as the lesson means it, but shows a condition
-the lesson leaves out, named in the check's ``condition``) or ``does_not_hold``. A measurement that raises
-is reported with its error and does not hold: nothing is skipped in silence. Only L8 reads a clock; its
-margins and noise rule let a busy machine downgrade it to a caveat, never fail it. Default sizes run in
-seconds; :attr:`CheckConfig.full` takes larger ones.
+the lesson leaves out, named in the check's ``condition``), ``not_judged`` (the measurement decided nothing)
+or ``does_not_hold``. A measurement that raises is reported with its error and does not hold: nothing is
+skipped in silence. Only L8 reads a clock; its margins and noise rule let a busy machine downgrade it to a
+caveat, or to ``not_judged`` when its lesson-scope comparison itself was not decided, never fail it. Default
+sizes run in seconds; :attr:`CheckConfig.full` takes larger ones.
 """
 
 from __future__ import annotations
@@ -32,10 +33,10 @@ from seqlab.studies.claims_path import check_l3, check_l4
 from seqlab.studies.claims_beyond import BEYOND, BEYOND_CHECKS
 from seqlab.studies.claims_time import check_l8
 from seqlab.studies.notebook_view import NotebookView
-from seqlab.studies.verdicts import CAVEAT, FAILS, HOLDS, VERDICTS, Judgement
+from seqlab.studies.verdicts import CAVEAT, FAILS, HOLDS, NOT_JUDGED, VERDICTS, Judgement
 
-__all__ = ["BEYOND", "CAVEAT", "CHECKS", "CLAIMS", "FAILS", "HOLDS", "LESSON_ANSWERS", "SENTENCES", "VERDICTS",
-           "CheckConfig",
+__all__ = ["BEYOND", "CAVEAT", "CHECKS", "CLAIMS", "FAILS", "HOLDS", "LESSON_ANSWERS", "NOT_JUDGED", "SENTENCES",
+           "VERDICTS", "CheckConfig",
            "CheckResult", "CheckSizes", "ClaimCheck", "Judgement", "parse_claims", "run_check"]
 
 #: The lesson's twelve claims, in its order.
@@ -61,7 +62,7 @@ class ClaimCheck:
 
     Attributes:
         claim: ``"L1"`` … ``"L12"``.
-        verdict: ``"holds"``, ``"holds_with_caveat"`` or ``"does_not_hold"``.
+        verdict: ``"holds"``, ``"holds_with_caveat"``, ``"not_judged"`` or ``"does_not_hold"``.
         values: every figure measured, by name (integers exact, Fractions exact, floats as measured,
             seconds for times; counts with their ``sources``); what each means is in the check's docstring.
         condition: the rule the verdict applied, its margins and the caveats that apply (structured data;
@@ -84,8 +85,13 @@ class ClaimCheck:
 
     @property
     def holds(self) -> bool:
-        """The claim is not contradicted: ``"holds"`` or ``"holds_with_caveat"``."""
-        return self.verdict != FAILS
+        """The claim holds: ``"holds"`` or ``"holds_with_caveat"`` (a claim ``"not_judged"`` does not)."""
+        return self.verdict in (HOLDS, CAVEAT)
+
+    @property
+    def judged(self) -> bool:
+        """The measurement decided the claim (any verdict but ``"not_judged"``)."""
+        return self.verdict != NOT_JUDGED
 
     @property
     def caveat(self) -> bool:
@@ -116,9 +122,14 @@ class CheckResult(NotebookView):
         return sum(check.caveat for check in self.checks)
 
     @property
+    def not_judged(self) -> int:
+        """How many claims the measurement could not decide (a noisy or busy machine)."""
+        return sum(not check.judged for check in self.checks)
+
+    @property
     def all_hold(self) -> bool:
-        """No claim checked is ``does_not_hold`` (caveats do not fail): the exit code is 0."""
-        return all(check.holds for check in self.checks)
+        """No claim checked is ``does_not_hold`` (caveats and claims not judged do not fail): the exit code is 0."""
+        return all(check.verdict != FAILS for check in self.checks)
 
 
 CHECKS: dict[str, Callable[[CheckSizes, int], Judgement]] = {

@@ -82,14 +82,15 @@ class CheckSizes:
 
 
 def claim_generator(seed: int, offset: int):
-    """The generator of one check: seeded by the run's ``seed`` and the check's own ``offset`` (1 … 13).
+    """The generator of one check: the run's ``seed`` and the check's own stream ``offset`` (1 … 13), by the one
+    seed scheme (:func:`seqlab.text.seeded_generator`).
 
     >>> claim_generator(0, 1).initial_seed(), claim_generator(2, 3).initial_seed()  # seed * 1_000_003 + offset
     (1, 2000009)
     """
-    import torch
+    from seqlab.text import seeded_generator
 
-    return torch.Generator().manual_seed(seed * 1_000_003 + offset)
+    return seeded_generator(seed, offset)
 
 
 def span_products(function, *args) -> int:

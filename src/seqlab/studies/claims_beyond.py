@@ -5,16 +5,16 @@ field built since (issue 15) are checked the same way, and marked ``beyond_lesso
 
 * **B1** — a *linear* recurrence's span grows as log T with a parallel scan, and as T with its loop (Hillis &
   Steele 1986; Blelloch 1990, §1.4; Mamba §3.3.2). Measured: :func:`~seqlab.measure.trace.measure_span` (ops) of the
-  selective recurrence by scan and by loop at :data:`SCAN_LENGTHS`. Holds when the scan's fit is the logarithm (or
-  a power below :data:`LOG_EXPONENT`) and the loop's exponent lies within :data:`TOLERANCE` of 1.
+  selective recurrence by scan and by loop at :data:`SCAN_LENGTHS`. Holds when the scan's growth form is log T and
+  the loop's is T (:func:`seqlab.fit.choose_form`, the rule table1 judges its cells by).
 * **B2** — attention's math path holds the T² scores in memory; the fused kernel does not (Dao et al. 2022,
   FlashAttention). Measured: :func:`~seqlab.measure.memory_peak.measure_peak_memory` of
   ``F.scaled_dot_product_attention`` on the math and on the flash CPU kernel at :data:`MEMORY_LENGTHS`. Holds when
   the math peak's exponent lies within :data:`MEMORY_TOLERANCE` of 2 and the fused one's within it of 1.
 * **B3** — in decoding, attention's KV cache grows with t while a recurrence's state is fixed (Katharopoulos et
   al. 2020, §3.4). Measured: :func:`~seqlab.measure.decode.measure_decode_step`'s state bytes of attention with a
-  KV cache and of the Elman RNN at :data:`DECODE_POSITIONS`. Holds when the cache's exponent in t lies within
-  :data:`TOLERANCE` of 1 and the RNN's within it of 0.
+  KV cache and of the Elman RNN at :data:`DECODE_POSITIONS`. Holds when the cache's growth form in t is T and the
+  RNN's is 1 (constant), by the same rule.
 
 Each check runs in well under a second on one thread; every verdict is ``holds`` or ``does_not_hold`` (none of
 these statements has a caveat the measurement could show).
@@ -44,13 +44,16 @@ SCAN_WIDTH = 4
 TOLERANCE = 0.1
 #: B2's margin on the exponent of the peak.
 MEMORY_TOLERANCE = 0.15
-#: Below this exponent a scan's span counts as not growing like a power of T (B1).
-LOG_EXPONENT = 0.2
 
 
 def _exponent(lengths, values) -> tuple[str, float]:
     fit = fit_growth(lengths, values)
     return fit.model, fit.exponent
+
+
+def _form(lengths, values) -> str:
+    """The growth form of a series (:func:`seqlab.fit.choose_form`: a + b·f(T), the rule of table1's cells)."""
+    return fit_growth(lengths, values).form
 
 
 def check_b1(sizes: CheckSizes, seed: int) -> Judgement:
@@ -65,12 +68,12 @@ def check_b1(sizes: CheckSizes, seed: int) -> Judgement:
         spans[form] = [measure_span(layer, torch.randn(1, T, SCAN_WIDTH)).ops for T in SCAN_LENGTHS]
     scan_model, scan_exponent = _exponent(SCAN_LENGTHS, spans["scan"])
     loop_model, loop_exponent = _exponent(SCAN_LENGTHS, spans["loop"])
-    scan_log = scan_model == "log" or scan_exponent < LOG_EXPONENT
-    loop_linear = loop_model == "power" and abs(loop_exponent - 1) <= TOLERANCE
+    scan_form, loop_form = _form(SCAN_LENGTHS, spans["scan"]), _form(SCAN_LENGTHS, spans["loop"])
+    scan_log, loop_linear = scan_form == "log T", loop_form == "T"
     values = {"lengths": SCAN_LENGTHS, "width": SCAN_WIDTH, "scan_ops": spans["scan"], "loop_ops": spans["loop"],
               "scan_model": scan_model, "scan_exponent": scan_exponent, "loop_model": loop_model,
-              "loop_exponent": loop_exponent}
-    condition = {"rule": "scan_log_loop_linear", "log_exponent": LOG_EXPONENT, "tolerance": TOLERANCE, "caveats": []}
+              "loop_exponent": loop_exponent, "scan_form": scan_form, "loop_form": loop_form}
+    condition = {"rule": "scan_log_loop_linear", "fit": "a + b·f(T), the chosen form", "caveats": []}
     return Judgement(verdict_of(not (scan_log and loop_linear)), values, condition)
 
 
@@ -116,12 +119,14 @@ def check_b3(sizes: CheckSizes, seed: int) -> Judgement:
     state = [s.state_bytes for s in steps["elman"]]
     _, cache_exponent = _exponent(DECODE_POSITIONS, cache)
     _, state_exponent = _exponent(DECODE_POSITIONS, state)
-    holds = abs(cache_exponent - 1) <= TOLERANCE and abs(state_exponent) <= TOLERANCE
+    cache_form, state_form = _form(DECODE_POSITIONS, cache), _form(DECODE_POSITIONS, state)
+    holds = cache_form == "T" and state_form == "1"
     values = {"positions": DECODE_POSITIONS, "width": DECODE_WIDTH, "cache_bytes": cache, "state_bytes": state,
-              "cache_exponent": cache_exponent, "state_exponent": state_exponent,
+              "cache_exponent": cache_exponent, "state_exponent": state_exponent, "cache_form": cache_form,
+              "state_form": state_form,
               "cache_multiplications": [s.multiplications for s in steps["attention_kv_cache"]],
               "state_multiplications": [s.multiplications for s in steps["elman"]]}
-    condition = {"rule": "cache_grows_state_fixed", "tolerance": TOLERANCE, "caveats": []}
+    condition = {"rule": "cache_grows_state_fixed", "fit": "a + b·f(t), the chosen form", "caveats": []}
     return Judgement(verdict_of(not holds), values, condition)
 
 

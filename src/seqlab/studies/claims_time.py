@@ -14,8 +14,9 @@ scope                  attention                                                
 =====================  ============================================================  =====================
 
 The ratio recurrence / attention says who finishes first (> 1: attention). A ratio counts only beyond
-:data:`SPEED_MARGIN` (either way); between, it is a tie. A timing whose IQR exceeds :data:`NOISE_FRACTION` of
-its median, or with fewer than :data:`MIN_BLOCKS` blocks, is noisy, and a comparison resting on it decides
+:data:`SPEED_MARGIN` (either way); between, it is a tie. A timing is noisy by the engine's one rule,
+:func:`seqlab.measure.timing.is_noisy` (IQR over :data:`~seqlab.measure.timing.NOISY_IQR_FRACTION` of its
+median, or fewer than :data:`~seqlab.measure.timing.MIN_BLOCKS` blocks), and a comparison resting on it decides
 nothing: a busy machine can only downgrade the verdict to a caveat, never fail it.
 
 Verdict:
@@ -23,6 +24,8 @@ Verdict:
 * does not hold — measured cleanly beyond the margin, the recurrence finishes first at the lesson's own
   scope (SDPA alone) on one thread, or its thread speed-up exceeds attention's (the recurrence, not
   attention, is the one spread over processors);
+* not judged — the lesson's own comparison (SDPA alone against the recurrence, on one thread) is noisy: the
+  measurement decided nothing, and the other scopes cannot stand in for it;
 * holds with a caveat — attention stops finishing first at some scope (named: the first one, in the order
   above, on each thread count), a comparison is a tie or noisy, or the machine has one thread (no scaling
   to measure);
@@ -44,10 +47,6 @@ from seqlab.studies.verdicts import Judgement, verdict_of
 SCOPES = ("sdpa", "sdpa_projections", "layer", "layer_batch")
 #: A ratio of times (or of speed-ups) decides only beyond this factor, either way.
 SPEED_MARGIN = 1.2
-#: A timing whose IQR exceeds this fraction of its median is too noisy to decide anything.
-NOISE_FRACTION = 0.25
-#: Fewest timed blocks for a median with a spread.
-MIN_BLOCKS = 3
 #: The control: one (n, n) @ (n, n) product, which any free core speeds up; if it does not get faster on the
 #: machine's threads, those threads are busy and no thread comparison is judged.
 CONTROL_SIZE = 384
@@ -93,9 +92,8 @@ def _time_all(sizes: CheckSizes, seed: int, thread_counts: tuple[int, ...]) -> d
     for name, function in _functions(sizes, seed).items():
         for threads in thread_counts:
             t = timing.measure_time(function, label=name, threads=threads, min_run_time=sizes.min_run_time)
-            noisy = len(t.samples) < MIN_BLOCKS or t.iqr_s > NOISE_FRACTION * t.median_s
             timings.setdefault(name, {})[threads] = {"median_s": t.median_s, "iqr_s": t.iqr_s,
-                                                     "blocks": len(t.samples), "noisy": noisy}
+                                                     "blocks": len(t.samples), "noisy": t.noisy}
     return timings
 
 
@@ -121,6 +119,8 @@ def check_l8(sizes: CheckSizes, seed: int) -> Judgement:
     """L8: attention's work is spread over processors and finishes first; the recurrence's T steps are not.
     Timed at four scopes on one thread and on the machine's; verdict rules: the module docstring."""
     import torch
+
+    from seqlab.measure import timing
 
     machine = sizes.threads or torch.get_num_threads()
     thread_counts = (1,) if machine == 1 else (1, machine)
@@ -148,5 +148,6 @@ def check_l8(sizes: CheckSizes, seed: int) -> Judgement:
               "timings": timings, "ratios": ratios, "classes": classes, "stops": stops, "speedups": speedups,
               "advantage": advantage, "scaling": scaling}
     condition = {"rule": "matched_scopes_and_threads", "speed_margin": SPEED_MARGIN,
-                 "noise_fraction": NOISE_FRACTION, "min_blocks": MIN_BLOCKS, "caveats": caveats}
-    return Judgement(verdict_of(contradicted, caveats), values, condition)
+                 "noise_fraction": timing.NOISY_IQR_FRACTION, "min_blocks": timing.MIN_BLOCKS, "caveats": caveats}
+    decided = classes[1]["sdpa"] not in ("noisy", "busy")
+    return Judgement(verdict_of(contradicted, caveats, decided), values, condition)

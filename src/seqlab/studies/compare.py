@@ -50,7 +50,7 @@ from seqlab.studies.compare_reach import query_row_reaches
 from seqlab.studies.compare_scopes import Scope, build_modules, library_attention, measure_scopes
 from seqlab.studies.compare_times import time_modules
 from seqlab.studies.notebook_view import NotebookView
-from seqlab.text import Tokens, embed
+from seqlab.text import Tokens, embed, seeded_generator, stream_seed
 
 #: Widest width ``compare`` accepts (d_model, d_h, d_k, d_v): the spectral radius of W_hh is an O(d_h³)
 #: eigen-solve (seconds at 4096, minutes at 8192); the memory guard still applies below it.
@@ -211,24 +211,15 @@ def check_compare_size(T: int, config: CompareConfig) -> None:
     require_fits(estimate, f"T = {T} at d_model = {d_model}")
 
 
-def _seed(seed: int, offset: int) -> int:
-    """The seed of one of the study's generators (one offset per module)."""
-    return (seed * 1_000_003 + offset) % 2**63
-
-
-def _generator(seed: int, offset: int) -> torch.Generator:
-    return torch.Generator().manual_seed(_seed(seed, offset))
-
-
 def _build(config: CompareConfig) -> tuple[ElmanRNN, SelfAttention]:
     d_model, d_h, d_k, d_v = config.widths()
     if config.score not in SCORES:
         raise SeqlabError(f"score must be one of {', '.join(SCORES)}; received {config.score!r}", parameter="score")
-    recurrence = ElmanRNN(d_model, d_h, generator=_generator(config.seed, 1)).eval()
+    recurrence = ElmanRNN(d_model, d_h, generator=seeded_generator(config.seed, "recurrence")).eval()
     if config.spectral_radius is not None:
         recurrence.set_spectral_radius(config.spectral_radius)
     attention = SelfAttention(d_model, d_k=d_k, d_v=d_v, score=config.score,
-                              generator=_generator(config.seed, 2)).eval()
+                              generator=seeded_generator(config.seed, "attention")).eval()
     return recurrence, attention
 
 
@@ -346,29 +337,29 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
     step = progress or (lambda done, total, what: None)
     with fixed_threads(1):
         step(0, 4, "recurrence")
-        gated_modules = {cell: build_gated(cell, d_model, d_h, _generator(config.seed, 3 + i))
-                         for i, cell in enumerate(CELLS if config.gated else ())}
+        gated_modules = {cell: build_gated(cell, d_model, d_h, seeded_generator(config.seed, cell))
+                         for cell in (CELLS if config.gated else ())}
         # this thread's reaches first (no two overlap: catch_warnings is process-wide), the gated ones beside the rest
         rec_reach = _reach(recurrence, x, recurrence.d_h, config)
         att_reaches = query_row_reaches(attention, x, lambda n: _probes(config, d_v, n), config.seed)
         with reach_thread() as pool:
             reaches = {cell: pool.submit(on_one_thread, gated_reach, copy.deepcopy(module), x,
-                                         seed=_seed(config.seed, 3 + i), probes=probes)
-                       for i, (cell, module) in enumerate(gated_modules.items())}
+                                         seed=stream_seed(config.seed, cell), probes=probes)
+                       for cell, module in gated_modules.items()}
             rec = _measure_recurrence(recurrence, x, config, reach=rec_reach)
             step(1, 4, "attention")
             att = _measure_attention(attention, x, config, reaches=att_reaches)
             step(2, 4, "scopes, LSTM and GRU")
             modules = build_modules(recurrence, attention, gated_modules, config.score,
-                                    _generator(config.seed, 5), _generator(config.seed, 6))
+                                    seeded_generator(config.seed, "output"), seeded_generator(config.seed, "heads"))
             with torch.no_grad():
                 q_k_v = attention.project(x)
                 scopes = measure_scopes(modules, x, config.score, rec.counted, att.counted, rec.counted_library,
                                         att.counted_library, (d_model, d_h, d_k, d_v), q_k_v)
             radius = spectral_radius(recurrence.weight_hh.detach())
-            gated = tuple(measure_gated(cell, module, x, seed=_seed(config.seed, 3 + i), probes=probes,
+            gated = tuple(measure_gated(cell, module, x, seed=stream_seed(config.seed, cell), probes=probes,
                                         path_width=config.path_width, reach=reaches[cell].result)
-                          for i, (cell, module) in enumerate(gated_modules.items()))
+                          for cell, module in gated_modules.items())
         sensitivity = measure_sensitivity(
             recurrence, "weight_hh", x, reach=rec.reach.first, draws=config.sensitivity_draws, seed=config.seed,
             probes=probes, probe_seed=config.seed) if radius > 1 and config.sensitivity_draws > 0 else None

@@ -13,7 +13,7 @@ The bypass is named in PyTorch's own convention (``torch.nn.LSTM`` and ``torch.n
 LSTM ``c_t = f_t ⊙ c_{t-1} + i_t ⊙ g_t`` (bypass f_t ⊙ c_{t-1}); GRU ``h_t = (1 - z_t) ⊙ n_t + z_t ⊙ h_{t-1}``
 (bypass z_t ⊙ h_{t-1}: in PyTorch's GRU z_t is the share *kept* from h_{t-1}).
 
-The path tracer keeps a closeness tensor per element written, so on an LSTM at T = 744, d = 512 it takes
+The path tracer keeps int32 distances per element written, so on an LSTM at T = 744, d = 512 it takes
 about 6 s (measured on 2 busy cores; 0.4 s at d = 16); the path is traced at a smaller width (``path_width``,
 default 16) because its length in products and ops does not depend on the width (the same ops run in the
 same order), and the result says so.

@@ -68,7 +68,7 @@ from seqlab.measure.timing import fixed_threads
 from seqlab.fit import Fit, fit_growth, two_point_fit  # noqa: F401  (Fit and fit_growth re-exported)
 from seqlab.measure.trace import measure_span
 from seqlab.measure.work import WorkCount, count_multiplications
-from seqlab.memory import MemoryEstimate, require_fits
+from seqlab.memory import FLOAT32_BYTES, MemoryEstimate, require_fits
 from seqlab.studies.table1_results import (CONSTANT, DEFAULT_D_MODEL, DEFAULT_KERNEL, DEFAULT_LENGTHS, DEFAULT_WINDOW,
                                            LAYER_TYPES, LINEAR, LOGARITHMIC, MAX_LENGTH, MAX_WIDTH, PAPER, QUADRATIC,
                                            QUICK_D_MODEL, QUICK_LENGTHS, TOLERANCE, Cell, Growth, LayerRow, PaperRow,
@@ -252,8 +252,8 @@ def _width_fit(layer: str, rows: Sequence[LayerRow]) -> WidthFit:
 
 # --- memory and the study --------------------------------------------------------------------------
 
-#: Bytes per element the path tracer keeps: closeness of 2 sources × 2 units in float64, plus the value.
-_PATH_BYTES_PER_ELEMENT = 2 * 2 * 8 + 4
+#: Sources of every path analysis here: the first and the last position.
+_PATH_SOURCES = 2
 _FIXED_BYTES = 256 * 2**20
 
 
@@ -275,19 +275,26 @@ def _elements(layer: str, T: int, d: int, kernel: int, window: int) -> int:
 def estimate_table1_bytes(config: Table1Config) -> MemoryEstimate:
     """Memory the largest single measurement of the study needs (measurements run one at a time).
 
-    The path analysis dominates: every element its traced pass writes keeps a float64 closeness for 2
-    sources and 2 units beside the float32 value (element counts calibrated on measured peaks, with
-    room to spare), plus 256 MiB for the interpreter's working set.
+    The path analysis dominates, by the tracer's own estimate
+    (:func:`seqlab.measure.distance_store.estimate_path_bytes`): every element its traced pass writes keeps
+    int32 distances for 2 sources and 2 units beside the float32 value (element counts calibrated on measured
+    peaks, with room to spare), attention's (T×d) @ (d×T) score product may take the tracer's masked-product
+    chunk, plus 256 MiB for the interpreter's working set.
 
     >>> estimate = estimate_table1_bytes(Table1Config())
     >>> round(estimate.gib, 1), estimate.largest
-    (0.8, 'the path analysis of the restricted stack at T = 256, d = 64')
+    (0.6, 'the path analysis of the restricted stack at T = 256, d = 64')
     """
+    from seqlab.measure.distance_store import estimate_path_bytes
+
     worst, largest = 0, ""
     for d in config.d_models:
         for T in config.lengths:
             for layer in LAYER_TYPES:
-                nbytes = _FIXED_BYTES + _PATH_BYTES_PER_ELEMENT * _elements(layer, T, d, config.kernel, config.window)
+                product = (T, d, T) if layer in ("self_attention", "restricted") else None
+                held = estimate_path_bytes(_elements(layer, T, d, config.kernel, config.window), _PATH_SOURCES,
+                                           value_bytes=FLOAT32_BYTES, product=product)
+                nbytes = _FIXED_BYTES + held.total
                 if nbytes > worst:
                     worst, largest = nbytes, f"the path analysis of the {layer} stack at T = {T}, d = {d}"
     return MemoryEstimate(total_bytes=worst, largest=largest)

@@ -18,7 +18,7 @@ machines, the paper's other rows and the modern mixers), each at several T, fits
   for the rows it does not name, the module's own ``step`` counted the same way), fitted against t;
 * **decode state** — bytes of the state the step hands on (keys and values for attention's KV cache).
 
-The path analysis carries a closeness per element and source, and the paper's rows need stacks of many layers,
+The path analysis carries a distance per element and source, and the paper's rows need stacks of many layers,
 so it runs at the short ``lengths``; work, span, memory and decoding run at the ``long_lengths``, where the T²
 terms dominate the T·d² ones at these widths and a chain's fixed part of a few ops no longer hides its growth.
 A cell *matches* when the fitted model is the big-O's and, for a power, the exponent lies within

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from seqlab.errors import SeqlabError, require_positive_int
-from seqlab.fit import Fit
+from seqlab.fit import Fit, form_of_growth
 from seqlab.layers import convolution
 from seqlab.studies.notebook_view import NotebookView
 
@@ -40,7 +40,12 @@ class Growth:
     exponent: float = 0.0
 
     def matches(self, fit: Fit) -> bool:
-        """Whether a fit shows this growth: same model and, for a power, exponent within :data:`TOLERANCE`."""
+        """Whether a fit shows this growth: the form the fit chose (:func:`seqlab.fit.choose_form`, a + b·f(T)
+        with the closed forms' lower-order terms) is this big-O's; a two-point fit (no form) or a power with no
+        form of its own falls back to the exponent, within :data:`TOLERANCE`."""
+        expected = form_of_growth(self.model, self.exponent)
+        if fit.form is not None and expected is not None:
+            return fit.form == expected
         if fit.model != self.model:
             return False
         return self.model == "log" or abs(fit.exponent - self.exponent) <= TOLERANCE

@@ -6,6 +6,8 @@ Every claim L1–L12 is judged as one of :data:`VERDICTS`:
 * ``"holds_with_caveat"`` — it meets the claim as the lesson means it, but the measurement shows a limit
   the lesson's wording leaves out (a scope at which the other side wins, a weight that shrinks with T,
   growth that needs a spectral radius well above 1 once tanh works), or it was too noisy to decide;
+* ``"not_judged"`` — the measurement decided nothing (every comparison the claim rests on was inside its
+  noise, or the machine was busy): neither held nor failed, and said so, rather than a guess;
 * ``"does_not_hold"`` — the measurement contradicts the claim beyond its margin.
 
 A check returns a :class:`Judgement`: the verdict, the raw figures, and the condition as structured data
@@ -27,8 +29,9 @@ from seqlab.errors import SeqlabError
 HOLDS = "holds"
 CAVEAT = "holds_with_caveat"
 FAILS = "does_not_hold"
-#: The three verdicts, from best to worst.
-VERDICTS = (HOLDS, CAVEAT, FAILS)
+NOT_JUDGED = "not_judged"
+#: The verdicts, from best to worst (``not_judged`` is no verdict on the claim: nothing was decided).
+VERDICTS = (HOLDS, CAVEAT, NOT_JUDGED, FAILS)
 
 
 @dataclass(frozen=True)
@@ -52,14 +55,19 @@ class Judgement:
             raise SeqlabError(f"verdict must be one of {', '.join(VERDICTS)}; received {self.verdict!r}")
 
 
-def verdict_of(contradicted: bool, caveats: Sequence[str] = ()) -> str:
-    """The verdict from whether the measurement contradicts the claim and which caveats apply.
+def verdict_of(contradicted: bool, caveats: Sequence[str] = (), decided: bool = True) -> str:
+    """The verdict from whether the measurement contradicts the claim, which caveats apply, and whether the
+    measurement decided anything at all (``decided=False``: ``not_judged``, never ``holds``).
 
     >>> verdict_of(False), verdict_of(False, ["layer_scope"]), verdict_of(True, ["layer_scope"])
     ('holds', 'holds_with_caveat', 'does_not_hold')
+    >>> verdict_of(False, ["undecided_scopes"], decided=False)
+    'not_judged'
     """
     if contradicted:
         return FAILS
+    if not decided:
+        return NOT_JUDGED
     return CAVEAT if caveats else HOLDS
 
 

@@ -47,12 +47,12 @@ def require_within_budget(estimate: MemoryEstimate, what: Phrase, parameter: str
     memory this machine has available.
 
     >>> try:
-    ...     require_within_budget(MemoryEstimate(300 * MIB, Phrase("path closeness of {count} sources",
+    ...     require_within_budget(MemoryEstimate(300 * MIB, Phrase("path distances of {count} sources",
     ...                                                               {"count": 99})),
     ...                           Phrase("T = {T} at d_model = {d}", {"T": 99, "d": 64}), "T")
     ... except LabError as error:
     ...     print(error.phrase.render("es").replace("; ", ";\\n"))
-    T = 99 con d_model = 64 necesitaría unos 300 MiB (sobre todo la cercanía de caminos de 99 orígenes);
+    T = 99 con d_model = 64 necesitaría unos 300 MiB (sobre todo las distancias de caminos de 99 orígenes);
     una petición puede usar como mucho 256 MiB
 
     Args:

@@ -9,8 +9,10 @@ from the server) and sends back a picklable result. :class:`WorkerPool` gives ea
 * a **queue bound**: at most :attr:`~WorkerPool.size` measurements at once; a request waits at most
   ``wait_s`` for a worker, and only while fewer than ``max_waiting`` others wait; otherwise
   :class:`~seqlab.web.budget.LabBusy` (HTTP 503 with ``Retry-After``);
-* a **time limit** per request (``limit_s``): past it the worker is killed and the request refused (422)
-  with the limit named;
+* a **time limit** per request (``limit_s``, times the pool's :attr:`~WorkerPool.time_limit_scale`; None turns
+  the limits off, as the test suite does so that no test depends on the machine's speed): past it the worker is
+  killed and the request refused (422) with the limit named; the pool reads its own :attr:`~WorkerPool.clock`,
+  so a test can move time instead of racing it;
 * **cancellation**: :meth:`WorkerPool.run` asks the ASGI request whether its client is still there between
   polls (every few milliseconds to 50 ms); a client that hangs up gets its worker killed, which frees the
   slot at once;
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import math
 import multiprocessing
 import os
 import pickle
@@ -155,9 +158,14 @@ class WorkerPool:
     def __init__(self, size: int = WORKERS, max_waiting: int = 1, wait_s: float = 2.0,
                  memory_limit_bytes: int = MEMORY_LIMIT_BYTES, recycle_bytes: int = RECYCLE_BYTES,
                  max_jobs: int = MAX_JOBS, preload: tuple[str, ...] = ("torch",),
-                 idle_recycle_s: float = IDLE_RECYCLE_S) -> None:
+                 idle_recycle_s: float = IDLE_RECYCLE_S, time_limit_scale: float | None = 1.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.size, self.max_waiting, self.wait_s, self.preload = size, max_waiting, wait_s, preload
         self.idle_recycle_s = idle_recycle_s
+        #: Every ``limit_s`` is multiplied by this (a slow machine may scale them); None: no time limit at all.
+        self.time_limit_scale = time_limit_scale
+        #: Seconds, monotonic: what the time limits are read against.
+        self.clock = clock
         self._reaper: threading.Thread | None = None
         self._closed = False
         self.memory_limit_bytes, self.recycle_bytes, self.max_jobs = memory_limit_bytes, recycle_bytes, max_jobs
@@ -248,9 +256,16 @@ class WorkerPool:
         if worker is not None and not keep:
             worker.stop()
 
+    def _limit(self, limit_s: float) -> tuple[float, float]:
+        """(deadline on :attr:`clock`, the limit in seconds) of a job asked to finish within ``limit_s``."""
+        if self.time_limit_scale is None:
+            return math.inf, math.inf
+        limit = limit_s * self.time_limit_scale
+        return self.clock() + limit, limit
+
     def _check(self, worker: Worker, deadline: float, limit_s: float) -> None:
         """Raise when the working ``worker`` is past its time or memory, or has died."""
-        if time.monotonic() > deadline:
+        if deadline != math.inf and self.clock() > deadline:
             raise LabError(Phrase(N_("the measurement ran past its time limit of {seconds} s on this machine and was "
                                   "stopped; ask for smaller sizes"), {"seconds": f"{limit_s:g}"}))
         used = resident_bytes(worker.process.pid)
@@ -282,9 +297,11 @@ class WorkerPool:
         keep = False
         try:
             worker.connection.send((function, args))
-            deadline = time.monotonic() + limit_s
-            while not worker.connection.poll(0.05):
-                self._check(worker, deadline, limit_s)
+            deadline, limit = self._limit(limit_s)
+            while True:  # checked before every wait: a job is judged on the clock, whatever its own speed
+                self._check(worker, deadline, limit)
+                if worker.connection.poll(0.05):
+                    break
             ok, payload, keep = self._finish(worker)
         finally:
             self._release(worker, keep)
@@ -317,9 +334,11 @@ class WorkerPool:
         keep = False
         try:
             worker.connection.send((function, args))
-            deadline, pause = time.monotonic() + limit_s, 0.002
-            while not worker.connection.poll():
-                self._check(worker, deadline, limit_s)
+            (deadline, limit), pause = self._limit(limit_s), 0.002
+            while True:  # checked before every wait, as in call
+                self._check(worker, deadline, limit)
+                if worker.connection.poll():
+                    break
                 if request is not None and await request.is_disconnected():
                     raise ClientGone()
                 await asyncio.sleep(pause)

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 
 from seqlab import cost
 from seqlab.errors import SeqlabError
-from seqlab.memory import FLOAT64_BYTES, MemoryEstimate
+from seqlab.memory import FLOAT32_BYTES, MemoryEstimate
 from seqlab.web.budget import MIB, require_within_budget
 from seqlab.web.messages import N_, Phrase
 from seqlab.web.cache import ResultCache
@@ -37,14 +37,12 @@ router = APIRouter()
 LIMIT_S = 60.0
 _results = ResultCache(64)
 
-#: Longest text: every T up to it fits one request's budget at every width up to MAX_WIDTH (T = 100 would
-#: not at d = 64; see estimate_chain_bytes).
+#: Longest text: every T up to it fits one request's budget at every width up to MAX_WIDTH (estimate_chain_bytes:
+#: about 127 MiB at T = 96, d = 64, against 256 MiB; the budget alone would hold T = 150 there).
 MAX_T = 96
 MAX_WIDTH = 64
 MAX_RADIUS = 8.0
 MAX_SEED = 2**31 - 1
-#: Largest temporary of the path tracer's chunked (max, ×) product (see seqlab.measure.path_rules).
-PATH_CHUNK_BYTES = 128 * MIB
 
 
 class Span(BaseModel):
@@ -81,11 +79,12 @@ class ChainResponse(BaseModel):
 
 
 def estimate_chain_bytes(T: int, d: int) -> MemoryEstimate:
-    """Bytes of the path analysis, the heaviest step: a float64 closeness per source, unit and written element.
+    """Bytes of the path analysis, the heaviest step, by the tracer's own estimate
+    (:func:`seqlab.measure.distance_store.estimate_path_bytes`: int32 distances, its 64 MiB product chunk).
 
     Written elements, generously: 8·T·d (states, products, sums; Q, K, V and outputs) plus 4·T² (scores,
-    scaled scores, weights); times 2 units × T sources × 8 bytes; plus the tracer's product temporary,
-    2T·T·d·T float64 values capped at its 128 MiB chunk.
+    scaled scores, weights), each with two int32 distances per source for all T sources in one pass, and its
+    float32 value; plus the masked min-plus temporary of the (T×d) @ (d×T) score product, capped at the chunk.
 
     >>> estimate_chain_bytes(16, 16).total_bytes < 64 * MIB
     True
@@ -93,12 +92,12 @@ def estimate_chain_bytes(T: int, d: int) -> MemoryEstimate:
     >>> estimate_chain_bytes(MAX_T, MAX_WIDTH).total_bytes <= REQUEST_BUDGET_BYTES  # the schema's ranges all fit
     True
     """
-    elements = 8 * T * d + 4 * T * T
-    closeness = 2 * T * elements * FLOAT64_BYTES
-    temporary = min(2 * T * T * d * T * FLOAT64_BYTES, PATH_CHUNK_BYTES)
-    terms = [(closeness, Phrase(N_("path closeness of {count} sources"), {"count": T})),
-             (temporary, Phrase(N_("a {a}×{b}×{c} product temporary"), {"a": T, "b": d, "c": T}))]
-    return MemoryEstimate(total_bytes=closeness + temporary, largest=max(terms, key=lambda term: term[0])[1])
+    from seqlab.measure.distance_store import estimate_path_bytes
+
+    held = estimate_path_bytes(8 * T * d + 4 * T * T, T, value_bytes=FLOAT32_BYTES, product=(T, d, T))
+    terms = [(held.distances + held.values, Phrase(N_("path distances of {count} sources"), {"count": T})),
+             (held.temporary, Phrase(N_("a {a}×{b}×{c} product temporary"), {"a": T, "b": d, "c": T}))]
+    return MemoryEstimate(total_bytes=held.total, largest=max(terms, key=lambda term: term[0])[1])
 
 
 def _machine(layer, x, span, scope: str) -> Machine:
@@ -120,6 +119,25 @@ def _machine(layer, x, span, scope: str) -> Machine:
                    reach=list(reach.norms), reach_per_step=per_step, reach_zeros=reach.zeros)
 
 
+def build_machines(d: int, seed: int):
+    """The lab's two machines at width d for seed N, float32 in eval mode: the weights of ``seqlab compare --seed N
+    --d-model d`` (the one seed scheme, :func:`seqlab.text.seeded_generator`). Used by the chain and order panels.
+
+    >>> rnn, attention = build_machines(4, 1)
+    >>> tuple(rnn.weight_hh.shape), tuple(attention.q_proj.weight.shape)  # (d_h, d_h), (d_k, d_model)
+    ((4, 4), (4, 4))
+
+    Returns:
+        ``(ElmanRNN(d, d), SelfAttention(d))`` (scaled dot-product score, d_k = d_v = d).
+    """
+    from seqlab.layers.attention import SelfAttention
+    from seqlab.layers.recurrent import ElmanRNN
+    from seqlab.text import seeded_generator
+
+    return (ElmanRNN(d, d, generator=seeded_generator(seed, "recurrence")).eval(),
+            SelfAttention(d, generator=seeded_generator(seed, "attention")).eval())
+
+
 def measure_chain(T: int, d: int, radius: float, seed: int, lang: str) -> ChainResponse:
     """Build both machines at width d on the first T words of the built-in text and measure them (in a worker
     process: the tracers switch PyTorch's global kernel flags while they run).
@@ -130,16 +148,14 @@ def measure_chain(T: int, d: int, radius: float, seed: int, lang: str) -> ChainR
     """
     import torch
 
-    from seqlab.layers.attention import SelfAttention
-    from seqlab.layers.recurrent import ElmanRNN, spectral_radius
+    from seqlab.layers.recurrent import spectral_radius
     from seqlab.measure.trace import measure_span
     from seqlab.text import embed, synthetic_tokens
 
     tokens = synthetic_tokens(T, tokenizer="words", lang=lang)
     x = embed(tokens, d, seed=seed)  # (T, d)
-    rnn = ElmanRNN(d, d, generator=torch.Generator().manual_seed(2 * seed + 1)).eval()
+    rnn, attention = build_machines(d, seed)
     rnn.set_spectral_radius(radius)
-    attention = SelfAttention(d, generator=torch.Generator().manual_seed(2 * seed + 2)).eval()
     with torch.no_grad():
         q, k, v = attention.project(x)  # (T, d) each
     recurrence = _machine(rnn, x, measure_span(rnn, x), "recurrence: the whole pass")

@@ -152,18 +152,16 @@ def measure_reordering(sentence: str, reordered: str, d: int, seed: int) -> Orde
     """
     import torch
 
-    from seqlab.layers.attention import SelfAttention
-    from seqlab.layers.recurrent import ElmanRNN
     from seqlab.measure.order import measure_key_value_order
     from seqlab.text import Tokens, embed, tokenize
+    from seqlab.web.panels.chain import build_machines
 
     words, moved = _split(sentence, "sentence"), _split(reordered, "reordered")
     perm = permutation_of(words, moved)
     T = len(words)
     tokens = tokenize(" ".join(words), "words")
     x = embed(Tokens(tokens.ids, tokens.pieces, "words"), d, seed=seed, dtype=torch.float64)  # (T, d)
-    rnn = ElmanRNN(d, d, generator=torch.Generator().manual_seed(2 * seed + 1), dtype=torch.float64).eval()
-    attention = SelfAttention(d, generator=torch.Generator().manual_seed(2 * seed + 2), dtype=torch.float64).eval()
+    rnn, attention = (machine.double() for machine in build_machines(d, seed))  # compare's weights, in float64
     index = torch.tensor(perm)
     shown = min(SHOWN, d)
     recurrence = _machine(rnn, x, index, shown)

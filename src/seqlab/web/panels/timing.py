@@ -43,8 +43,6 @@ WIDTHS = (64, 128, 256, 512)
 MAX_LENGTH = 2048
 FIRST_LENGTH = 64
 MIN_RUN_TIME = 0.02
-#: Fewest timed blocks with an interquartile range worth showing.
-MIN_BLOCKS = 3
 #: Seconds a sweep may run in its worker before it is stopped (the page states it).
 BENCH_LIMIT_S = 60
 
@@ -171,6 +169,8 @@ def time_text(median_s: float, iqr_s: float | None, blocks: int | None, lang: st
     >>> time_text(0.0273, 0.0011, 5, "en"), time_text(0.0273, 0.0, 1, "es")
     ('27.3\xa0ms ± 1.10\xa0ms', '27,3\xa0ms (un bloque cronometrado, sin dispersión)')
     """
+    from seqlab.measure.timing import MIN_BLOCKS  # the engine's fewest blocks for an IQR (its noise rule)
+
     _ = tr(lang)
     if blocks is None or iqr_s is None:
         return _("{median} (spread not recorded)").format(median=seconds(median_s, lang))
