@@ -2,7 +2,7 @@
 
 The fits are checked on synthetic series first, then the whole study at the smallest sizes must agree
 with the paper in every cell, and the CLI must print, write and refuse as the other commands do.
-The ``table1`` catalogue is checked here as ``test_i18n`` checks ``seqlab``'s.
+Its words are in the ``seqlab`` catalogue, which ``test_i18n`` checks.
 """
 
 from __future__ import annotations

@@ -7,8 +7,7 @@ times the recurrence's multiplications, so recurrence / attention *work* is d/T,
 d/T is what spreading the work over processors buys (L8).
 
 Sentences go through the gettext domain ``seqlab`` (``locale/es/LC_MESSAGES/seqlab.po``). The translation
-function is called ``tr`` rather than ``_`` so that the ``seqlab`` catalogue's scan of ``_()`` does
-not claim these messages; extract them with ``pybabel extract -k tr``. Plots use matplotlib's
+function is called ``tr`` (``test_i18n`` extracts ``_``, ``tr`` and ``tl`` calls alike). Plots use matplotlib's
 object API on the Agg canvas (no pyplot, no global backend change), imported only when a plot is made.
 """
 

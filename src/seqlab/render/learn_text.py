@@ -6,8 +6,7 @@ the kind that supports it, so what is printed never claims more than the figures
 Accuracies are quoted as ``mean (minimum–maximum over seeds)``.
 
 Words go through the gettext domain ``seqlab`` (``locale/es/LC_MESSAGES/seqlab.po``). The translation
-function is called ``tl`` rather than ``_`` so that the ``seqlab`` catalogue's scan of ``_()`` does
-not claim these messages; extract them with ``pybabel extract -k tl``.
+function is called ``tl`` (``test_i18n`` extracts ``_``, ``tr`` and ``tl`` calls alike).
 """
 
 from __future__ import annotations
