@@ -161,7 +161,7 @@ def test_attention_operations_in_a_row_say_what_they_count(outputs, small_result
     dot = run_compare(synthetic_tokens(8), "synthetic (8 tokens)", CompareConfig(d_model=4, time=False, score="dot"))
     assert _call_span(dot, Formatter("en")) == "3 (the call: Q Kᵀ, softmax, A V)"  # L2: three in a row
     assert _call_span(small_result, Formatter("es")) == "4 (la llamada: Q Kᵀ, ÷√d_k, softmax, A V)"  # scaled_dot
-    assert "(la llamada: Q" in " ".join(outputs["compare"].split())  # what compare prints (the cell wraps)
+    assert "4 (la llamada:" in " ".join(outputs["compare"].split())  # what compare prints (the cell wraps)
     check = " ".join(outputs["check"].split())
     assert "llamada de atención con la puntuación de producto escalar" in check  # L2 names its scope: the dot call
     assert "3 y 3 operaciones en fila" in check  # L2, the dot score, T = 400 and 800
