@@ -17,10 +17,15 @@ from seqlab.cli import app
 from seqlab.measure.memory_peak import PeakMemory
 from seqlab.render.check import check_json, claim_text, render_check, summary
 from seqlab.studies import claims_beyond
-from seqlab.studies.check import BEYOND, CLAIMS, FAILS, HOLDS, CheckConfig, parse_claims, run_check
+from seqlab.studies.check import (BEYOND, CLAIMS, FAILS, HOLDS, NOT_JUDGED, CheckConfig, ClaimCheck, parse_claims,
+                                  run_check)
 from seqlab.studies.claims import CheckSizes
 
 SIZES = CheckSizes()
+
+
+def judged_check(judged, claim: str = "B2") -> ClaimCheck:
+    return ClaimCheck(claim, judged.verdict, judged.values, judged.condition)
 CLI_ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
 
 
@@ -38,7 +43,9 @@ def test_the_three_statements_hold_with_their_figures(result):
     assert b1["scan_ops"] == [18, 20, 22, 24] and b1["scan_model"] == "log"  # two ops per round, log2 T rounds
     assert b1["loop_ops"] == [70, 134, 262, 518]  # 2 ops per position, plus 6
     assert b2["math_peak_bytes"][-1] >= 2 * 1024 * 1024 * 4  # scores and softmax of 1024 × 1024 float32
-    assert abs(b2["fused_exponent"] - 1) <= 0.15
+    assert b2["scores_bytes"] == [256 * 256 * 4, 512 * 512 * 4, 1024 * 1024 * 4]
+    assert b2["math_form"] == "T²" and b2["fused_allocator_bytes"][-1] < b2["scores_bytes"][-1]
+    assert all(a >= p for a, p in zip(b2["fused_allocator_bytes"], b2["fused_peak_bytes"]))  # buffers inside count
     assert b3["cache_bytes"] == [8192, 16384, 32768]  # keys and values: 2 * t * 16 * 4 bytes
     assert b3["state_bytes"] == [64, 64, 64]  # h: 16 float32
 
@@ -95,10 +102,37 @@ def test_b3_judges_each_growth_by_its_form(monkeypatch, cache, state, verdict):
 def test_b2_fails_when_the_math_peak_does_not_grow(monkeypatch):
     def constant(function, *args, **kwargs):
         function(*args, **kwargs)
-        return PeakMemory(4096, 0, 4096, 1, 0, (), "patched", {})
+        return PeakMemory(4096, 0, 4096, 1, 0, (), "patched", {}, allocator_peak_bytes=4096)
     monkeypatch.setattr(claims_beyond.memory_peak, "measure_peak_memory", constant)
     judged = claims_beyond.check_b2(SIZES, 0)
-    assert judged.verdict == FAILS and judged.values["math_exponent"] == 0.0
+    assert judged.verdict == FAILS and judged.values["math_form"] == "1"
+
+
+@pytest.mark.parametrize(("fused_share", "verdict"), [(0.99, HOLDS), (1.0, FAILS), (1.5, FAILS)])
+def test_b2_fails_when_the_fused_kernel_holds_the_scores(monkeypatch, fused_share, verdict):
+    """The fused kernel's allocator peak at the largest T against the T×T scores' bytes, on both sides."""
+    real = claims_beyond.memory_peak.measure_peak_memory
+    largest = claims_beyond.MEMORY_LENGTHS[-1]
+    calls = []
+
+    def patched(function, *args, **kwargs):
+        peak = real(function, *args, **kwargs)
+        calls.append(peak)
+        fused_call = len(calls) > len(claims_beyond.MEMORY_LENGTHS)
+        if fused_call and len(calls) == 2 * len(claims_beyond.MEMORY_LENGTHS):  # the fused kernel at the largest T
+            return replace(peak, allocator_peak_bytes=int(fused_share * largest * largest * 4))
+        return peak
+    monkeypatch.setattr(claims_beyond.memory_peak, "measure_peak_memory", patched)
+    assert claims_beyond.check_b2(SIZES, 0).verdict == verdict
+
+
+def test_b2_is_not_judged_without_allocator_events(monkeypatch):
+    real = claims_beyond.memory_peak.measure_peak_memory
+    monkeypatch.setattr(claims_beyond.memory_peak, "measure_peak_memory",
+                        lambda *a, **k: replace(real(*a, **k), allocator_peak_bytes=None))
+    judged = claims_beyond.check_b2(SIZES, 0)
+    assert judged.verdict == NOT_JUDGED and judged.condition["caveats"] == ["allocator_events_unavailable"]
+    assert "no allocator events" in claim_text(judged_check(judged), "en").figure
 
 
 def test_b3_fails_when_the_cache_does_not_grow(monkeypatch):
@@ -132,7 +166,7 @@ def test_json_marks_them_beyond_the_lesson(result):
     document = json.loads(check_json(result, "en"))
     assert [(c["claim"], c["beyond_lesson"]) for c in document["claims"]] == [
         ("L5", False), ("B1", True), ("B2", True), ("B3", True)]
-    assert "T^1.00" in document["claims"][2]["figure"]
+    assert "(grows as T²)" in document["claims"][2]["figure"]  # the math path
 
 
 def test_cli_runs_them_by_default_and_refuses_an_unknown_one(monkeypatch, result):

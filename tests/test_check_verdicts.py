@@ -21,7 +21,7 @@ import seqlab.measure.trace
 import seqlab.measure.work
 import seqlab.studies.claims_path as claims_path
 import seqlab.studies.figure
-from seqlab import scopes
+from seqlab import cost
 from seqlab.measure.timing import Timing
 from seqlab.studies import claims, claims_time, quiz
 from seqlab.studies.check import CAVEAT, CHECKS, FAILS, HOLDS, NOT_JUDGED, CheckSizes
@@ -161,8 +161,8 @@ def test_l7_and_l9_hold_plainly_if_the_layer_were_measured_cheaper(monkeypatch):
 
     monkeypatch.setattr(seqlab.measure.work, "count_on_meta", tenth)
     assert verdict("L7") == verdict("L9") == FAILS
-    closed = scopes.attention_layer_multiplications
-    monkeypatch.setattr(scopes, "attention_layer_multiplications", lambda *a, **k: closed(*a, **k) // 10)
+    closed = cost.attention_layer_multiplications  # the one table of closed forms, which L7 and L9 read
+    monkeypatch.setattr(cost, "attention_layer_multiplications", lambda *a, **k: closed(*a, **k) // 10)
     assert verdict("L7") == verdict("L9") == HOLDS
 
 

@@ -219,7 +219,7 @@ def test_command_and_library_errors_in_both_languages(runner, args, spanish, eng
 
 def test_the_templates_still_read_what_the_library_raises(tmp_path):
     """A wording change in the library would leave its error in English: each template is checked on the real text."""
-    from seqlab.cli.error_texts import translate_error
+    from seqlab.cli.language import translate_error
     from seqlab.errors import SeqlabError
     from seqlab.memory import MemoryEstimate, require_fits
     from seqlab.text import read_text

@@ -123,7 +123,7 @@ def test_table_lists_every_public_function():
               if obj.__module__ == cost.__name__ and not name.startswith("_")}
     assert set(cost.CLOSED_FORMS) == public
     for name, function in cost.CLOSED_FORMS.items():
-        assert re.search(r"\(L\d", function.__doc__) or name == "flops", name  # cites its claim
+        assert re.search(r"\(L\d|Source:", function.__doc__) or name == "flops", name  # cites its claim or source
 
 
 def _counted_flops(fn) -> int:

@@ -31,6 +31,8 @@ EXPECTED_MULTIPLICATIONS = {
     "attention_no_cache": (800, 4064, 18208),  # 16**2 + 2t * 16**2 + 2t * 16 = 256 + 544t: 800, 4064, 18208
     "linear_attention": (1552, 1552, 1552),  # q, k, v 3*256 + W_o 256 + S update and read 2*256 + z·q 16 = 1552
     "selective_recurrence": (1024, 1024, 1024),  # W_Δ, W_u, W_C in and W_o out: 4 * 16**2 = 1024
+    # Mamba block, N = 16, E = 32, R = 1: W_in 16·64 + W_x 32·33 + W_Δ 32 + (Δu)⊗B and h·C 2·32·16 + W_out 32·16
+    "mamba_block": (3648, 3648, 3648),
 }
 #: State bytes after the step, float32: h (16), a cache of t keys and values, t inputs, linear attention's (S, z).
 EXPECTED_STATE_BYTES = {
@@ -39,6 +41,9 @@ EXPECTED_STATE_BYTES = {
     "attention_no_cache": (64, 448, 2112),  # t * 16 * 4 = 64t
     "linear_attention": (1088, 1088, 1088),  # (16 * 16 + 16) * 4
     "selective_recurrence": (64, 64, 64),  # 16 * 4
+    # the SSM state 32 * 16 and the convolution window: a view of the last k = 4 inputs' storage, 32 * 4 (k - 1 are
+    # read next step; storage is what the state holds, as transformers' MambaCache keeps d_conv columns), * 4 bytes
+    "mamba_block": (2560, 2560, 2560),
 }
 
 

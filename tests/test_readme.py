@@ -1,8 +1,13 @@
-"""Every ``seqlab`` command shown in the README runs as written and succeeds (docs cannot rot)."""
+"""Every ``seqlab`` command shown in the README and the manual runs as written and succeeds (docs cannot rot).
+
+The commands are read from the ``bash`` blocks of README.md, README.es.md and every page of the manual
+(docs/en, docs/es). The outputs those pages show are checked apart, by tests/test_docs_outputs.py.
+"""
 
 import json
 import re
 import shlex
+import shutil
 import socket
 import subprocess
 import sys
@@ -16,23 +21,34 @@ from typer.testing import CliRunner
 from seqlab.cli import app
 from seqlab.text import builtin_text
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+#: Where the commands a reader is shown live: the two READMEs, then the manual, English first.
+SOURCES = [README, ROOT / "README.es.md", *sorted((ROOT / "docs" / "en").rglob("*.md")),
+           *sorted((ROOT / "docs" / "es").rglob("*.md"))]
+#: The scripts of examples/ that a command shown uses (a factory for profile, a checkpoint for model).
+EXAMPLES = ROOT / "examples"
 
 
 #: A README command whose comment says so must fail as shown: exit code 2 and an ``Error:`` line.
 EXITS_2 = "exits 2"
 
 
-def readme_commands() -> list[str]:
-    """seqlab commands of the README: lines of ``bash`` blocks and ``$ `` prompts of ``text`` blocks.
+def language_free(command: str) -> str:
+    """``command`` without its ``--lang en|es``: a Spanish page's twin of an English command runs once."""
+    return re.sub(r"\s--lang (en|es)\b", "", command).strip()
 
-    A ``text`` block's lines without ``$ `` are output, not commands: that is how the README shows the Spanish
-    twin of a command the test already runs in English (the same command with ``--lang es``; each command's
-    Spanish output is exercised by its own CLI tests), so that the twin does not double this test's run time.
-    A command keeps ``  # exits 2`` from its comment; a shell redirection (``> c.json``) is dropped.
+
+def readme_commands() -> list[str]:
+    """seqlab commands of the README and the manual: lines of ``bash`` blocks and ``$ `` prompts of ``text`` blocks.
+
+    A ``text`` block's lines without ``$ `` are output, not commands. A command that differs from one already
+    read only by its ``--lang`` (the Spanish pages' twins) is not run again: each command's Spanish output is
+    exercised by its own CLI tests, and the twin would double this test's run time. A command keeps
+    ``  # exits 2`` from its comment; a shell redirection (``> c.json``) is dropped.
     """
     commands = []
-    text = README.read_text(encoding="utf-8")
+    text = "\n".join(source.read_text(encoding="utf-8") for source in SOURCES)
     for kind, block in re.findall(r"```(bash|text)\n(.*?)```", text, flags=re.S):
         for line in block.splitlines():
             if kind == "text" and not line.startswith("$ "):
@@ -45,15 +61,17 @@ def readme_commands() -> list[str]:
                 commands.append(line)
             elif "&& seqlab " in line:  # the set-up commands: the part after the install
                 commands.append("seqlab " + line.split("&& seqlab ", 1)[1])
-    return list(dict.fromkeys(commands))  # a command shown twice runs once
+    first = {}
+    for command in commands:  # a command shown twice, or in both languages, runs once
+        first.setdefault(language_free(command), command)
+    return list(first.values())
 
 
-def readme_python_snippet(name: str) -> str:
-    """The ``python - <<'PY'`` snippet of the README that writes ``name`` (a checkpoint a command then reads)."""
-    text = README.read_text(encoding="utf-8")
-    snippets = [s for s in re.findall(r"python - <<'PY'\n(.*?)\nPY\n", text, flags=re.S) if f'"{name}"' in s]
-    assert len(snippets) == 1, f"one README snippet should write {name}"
-    return snippets[0]
+def example_writing(name: str) -> Path:
+    """The one script of examples/ that writes ``name`` (a checkpoint a command then reads)."""
+    scripts = [p for p in sorted(EXAMPLES.glob("*.py")) if f'"{name}"' in p.read_text(encoding="utf-8")]
+    assert len(scripts) == 1, f"one script of examples/ should write {name}"
+    return scripts[0]
 
 
 def command_name(arguments: list[str]) -> str:
@@ -62,11 +80,17 @@ def command_name(arguments: list[str]) -> str:
     return rest[0]
 
 
-def test_the_readme_shows_commands():
+def test_the_readme_and_the_manual_show_commands():
     commands = readme_commands()
     assert len(commands) >= 8
-    assert "seqlab decode --quick --lang en" in commands and "seqlab table1 --modern --quick --lang en" in commands
-    assert sum(c.endswith(EXITS_2) for c in commands) == 3  # the option errors and the memory refusal
+    assert "seqlab compare" in commands and "seqlab profile my_layer:make_layer --seq-len 16 --d-model 8 --lang en" \
+        in commands  # the set-up command, and the engineer's thing to try
+    assert [c for c in commands if c.endswith(EXITS_2)] == ["seqlab compare --tokens 200000  # exits 2"]
+
+
+def test_a_spanish_twin_runs_once():
+    assert language_free("seqlab compare --tokens 64 --lang es") == language_free("seqlab compare --tokens 64")
+    assert language_free("seqlab --lang es compare") == "seqlab compare"
 
 
 def test_command_name_skips_a_leading_language():
@@ -128,15 +152,17 @@ def serve_and_fetch(arguments: list[str]) -> None:
 def test_readme_command_runs(command, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "chapter.txt").write_text(builtin_text("es").content, encoding="utf-8")
+    for script in EXAMPLES.glob("*.py"):  # `cd examples && seqlab profile my_layer:...` runs from this folder
+        shutil.copy(script, tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
     command, _, comment = command.partition("  #")
     arguments = shlex.split(command)[1:]
     if arguments[0] == "serve":  # a server: start it, read it, stop it
         serve_and_fetch(arguments)
         return
-    if "--model" in arguments:  # a checkpoint of one's own: build it first with the README's own snippet
+    if "--model" in arguments:  # a checkpoint of one's own: build it first with the manual's own script
         folder = arguments[arguments.index("--model") + 1]
-        subprocess.run([sys.executable, "-c", readme_python_snippet(folder)], cwd=tmp_path, check=True,
-                       capture_output=True)
+        subprocess.run([sys.executable, str(example_writing(folder))], cwd=tmp_path, check=True, capture_output=True)
     result = CliRunner().invoke(app, arguments, input="")
     if EXITS_2 in comment:  # shown failing on purpose: one Error: line, exit code 2
         assert result.exit_code == 2, result.output

@@ -23,7 +23,7 @@ from seqlab.errors import SeqlabError
 from seqlab.fit import two_point_fit
 from seqlab.render.table1 import growth, plot_table1, render_table1, table1_sentences
 from seqlab.studies.table1 import (LAYER_TYPES, PAPER, Growth, Table1Config, check_table1_size, closed_form_work,
-                                   estimate_table1_bytes, fit_growth, gated_recurrence_multiplications,
+                                   estimate_table1_bytes, fit_growth,
                                    measure_sample, run_table1)
 
 ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
@@ -106,8 +106,8 @@ def test_verdict_tolerance(expected, exponent, model, matches):
 # --- Closed forms and single samples -------------------------------------------------------------------
 
 def test_closed_forms():
-    assert gated_recurrence_multiplications(256, 64, 64, 4) == 8_388_608  # 256 * 4 * 64 * 128
-    assert gated_recurrence_multiplications(10, 3, 5, 3) == 10 * 3 * 5 * 8  # T G d_h (d_model + d_h)
+    assert cost.gated_recurrence_multiplications(256, 64, 64, "lstm") == 8_388_608  # 256 * 4 * 64 * 128
+    assert cost.gated_recurrence_multiplications(10, 3, 5, "gru") == 10 * 3 * 5 * 8  # T G d_h (d_model + d_h)
     d, T = 8, 16
     assert closed_form_work("self_attention", T, d, 3, 4) == cost.attention_multiplications(T, d, d) == 4_096
     assert closed_form_work("rnn", T, d, 3, 4) == cost.recurrence_multiplications(T, d, d) == 2_048

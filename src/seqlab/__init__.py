@@ -4,7 +4,9 @@ The library returns values (frozen dataclasses); the command line (:mod:`seqlab.
 renders them, and so does a notebook: every result below shows itself as an HTML table in
 Jupyter and draws itself with ``result.plot()`` (a Matplotlib figure). Heavy imports happen
 inside the functions that need them, so ``import seqlab`` stays fast and has no side effects
-(no torch): each function is imported the first time it is looked up.
+(no torch): each function is imported the first time it is looked up. The one thing done at import is
+connecting the results' notebook view to its renderer (:func:`seqlab.studies.notebook_view.connect`): the
+studies never import :mod:`seqlab.render`, which imports them.
 
 * :func:`profile` — work, span and path of your own module (:func:`seqlab.studies.profile.profile`);
 * :func:`compare` — recurrence against attention on a text (:func:`seqlab.studies.compare.run_compare`);
@@ -42,3 +44,22 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
+
+
+def _result_html(result: Any, lang: str | None) -> str:
+    """:func:`seqlab.render.notebook.result_html`, imported when a notebook first shows a result."""
+    from seqlab.render.notebook import result_html
+
+    return result_html(result, lang)
+
+
+def _result_figure(result: Any, lang: str | None) -> Any:
+    """:func:`seqlab.render.notebook.result_figure`, imported when a result is first drawn."""
+    from seqlab.render.notebook import result_figure
+
+    return result_figure(result, lang)
+
+
+from seqlab.studies import notebook_view as _notebook_view  # noqa: E402  (light: no torch, no render)
+
+_notebook_view.connect(_result_html, _result_figure)

@@ -1,24 +1,45 @@
-"""Closed-form costs of the two machines, as exact integers (L1, L2, L5, L6, L7, L9).
+"""Every closed-form cost in seqlab, as exact integers: the one table the layers, measurements and reports call.
 
 Unit: **multiplications**, the lesson's unit; one multiply-add counts as one multiplication.
 PyTorch's convention is FLOPs, which counts a multiply-add as two: ``flops(m) = 2 * m``.
 Bias additions, the tanh, the softmax (exp, sum, division) and the -inf fill of a mask are
 left out everywhere; the Q, K, V projections are counted apart, by
-:func:`projection_multiplications`.
+:func:`projection_multiplications`, and the output projection by :func:`output_projection_multiplications`.
+Each function's docstring gives its source (a lesson claim L1…L12, or the paper).
 
-==================================  ===============================  =====
-function                            closed form                      claim
-==================================  ===============================  =====
-recurrence_multiplications          T (d_h^2 + d_h d_model)          L5
-attention_multiplications           T T_k (d_k + d_v)                L6
-projection_multiplications          T d_model (2 d_k + d_v)          L6
-work_ratio                          attention / recurrence           L7
-crossover_length                    d_h (d_h + d_model) / (d_k+d_v)  L7
-first_length_attention_costs_more   floor(crossover) + 1             L7
-recurrence_sequential_steps         T                                L1
-attention_sequential_products       2 (Q K^T, then A V)              L2
-flops                               2 m                              --
-==================================  ===============================  =====
+=========================================  ===================================================  ==========
+function                                   closed form                                          source
+=========================================  ===================================================  ==========
+recurrence_multiplications                 T (d_h^2 + d_h d_model)                              L5
+gated_recurrence_multiplications           G T (d_h^2 + d_h d_model), G = 1, 3, 4 gates         L5
+attention_multiplications                  T T_k (d_k + d_v)                                    L6
+scored_attention_multiplications           the call with a dot, general or additive score       L2, L6
+projection_multiplications                 T d_model (2 d_k + d_v)                              L6
+output_projection_multiplications          T d_v d_model                                        §3.2.2
+attention_layer_multiplications            projections + call + W_O                             L6
+kv_cache_step_multiplications              d_model (2 d_k + d_v) + t (d_k + d_v)                L6
+no_cache_step_multiplications              d_model d_k + t d_model (d_k + d_v) + t (d_k + d_v)  L6
+work_ratio                                 attention / recurrence                               L7
+crossover_length                           d_h (d_h + d_model) / (d_k+d_v)                      L7
+scored_crossover_length                    the same with a score                                L7
+first_length_attention_costs_more          floor(crossover) + 1                                 L7
+recurrence_sequential_steps                T                                                    L1
+attention_sequential_products              2 (Q K^T, then A V)                                  L2
+convolution_multiplications                k T d^2                                              Table 1
+restricted_attention_multiplications       (2r + 1) T (d_k + d_v)                               Table 1
+linear_attention_multiplications           T^2 (d_k + d_v) or T (2 d_k d_v + d_k), + proj.      Kath. 2020
+linear_attention_step_multiplications      2 d_k d_v + d_k + projections                        Kath. 2020
+diagonal_recurrence_multiplications        2 T d_model d_state                                  S4D, LRU
+diagonal_recurrence_step_multiplications   2 d_model d_state                                    S4D, LRU
+selective_recurrence_multiplications       4 T d_model d_state                                  Mamba
+selective_recurrence_step_multiplications  4 d_model d_state                                    Mamba
+sliding_window_multiplications             T w (d_k + d_v) + projections                        Longformer
+sliding_window_step_multiplications        w (d_k + d_v) + projections                          Longformer
+mamba_rank                                 ⌈d_model / 16⌉ (Δ's rank)                            Mamba
+mamba_block_multiplications                T (2dE + E(R + 5N) + RE + Ed) + (T + k − 1) E k      Mamba
+mamba_block_step_multiplications           2dE + E(R + 5N) + RE + Ed                            Mamba
+flops                                      2 m                                                  --
+=========================================  ===================================================  ==========
 
 With every width equal to d (L7): 2 T d^2 against 2 T^2 d, ratio T/d, equal at T = d.
 The lesson's worked numbers (L9, d = 512):
@@ -38,7 +59,7 @@ import math
 from collections.abc import Callable
 from fractions import Fraction
 
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import SeqlabError, check_form, require_positive_int
 
 __all__ = [
     "CLOSED_FORMS",
@@ -278,17 +299,440 @@ def flops(multiplications: int) -> int:
     return 2 * multiplications
 
 
-CLOSED_FORMS: dict[str, Callable[..., int | Fraction]] = {
-    "recurrence_multiplications": recurrence_multiplications,
-    "attention_multiplications": attention_multiplications,
-    "scored_attention_multiplications": scored_attention_multiplications,
-    "scored_crossover_length": scored_crossover_length,
-    "projection_multiplications": projection_multiplications,
-    "work_ratio": work_ratio,
-    "crossover_length": crossover_length,
-    "first_length_attention_costs_more": first_length_attention_costs_more,
-    "recurrence_sequential_steps": recurrence_sequential_steps,
-    "attention_sequential_products": attention_sequential_products,
-    "flops": flops,
-}
-"""The table above as data: name -> closed-form function."""
+# --- whole layers: gates, the output projection ------------------------------------------------------
+
+#: Weight blocks per step of each recurrent cell: W_ih and W_hh each hold G·d_h rows (PyTorch's layout:
+#: LSTM gates i, f, g, o; GRU gates r, z, n; a tanh RNN one).
+GATES = {"rnn": 1, "gru": 3, "lstm": 4}
+
+
+def gated_recurrence_multiplications(T: int, d_model: int, d_h: int, cell: str = "rnn") -> int:
+    """Multiplications of a recurrent layer over T steps: G·T(d_h² + d_h·d_model) (L5 with G gates).
+
+    Every step multiplies W_ih (G·d_h × d_model) by x_t and W_hh (G·d_h × d_h) by h_{t-1}; gate products,
+    activations and biases are left out.
+
+    >>> gated_recurrence_multiplications(50, 512, 512, "lstm")  # 4 * 26,214,400
+    104857600
+
+    Args:
+        T, d_model, d_h: integers >= 1.
+        cell: ``"rnn"`` (Elman, G = 1), ``"gru"`` (G = 3) or ``"lstm"`` (G = 4): a key of :data:`GATES`.
+
+    Returns:
+        int, multiplications.
+
+    Raises:
+        SeqlabError: a size that is not an integer >= 1, or an unknown cell.
+
+    Source: lesson claim L5, with PyTorch's gate layout (``torch.nn.LSTM`` / ``torch.nn.GRU``).
+    """
+    if cell not in GATES:
+        raise SeqlabError(f"cell must be one of {', '.join(GATES)}; received {cell!r}", parameter="cell")
+    return GATES[cell] * recurrence_multiplications(T, d_model, d_h)
+
+
+def output_projection_multiplications(T: int, d_v: int, d_model: int) -> int:
+    """Multiplications of an output projection W_O (d_model × d_v) applied to T rows: T·d_v·d_model.
+
+    >>> output_projection_multiplications(50, 512, 512)  # 50 * 512 * 512
+    13107200
+
+    Returns:
+        int, multiplications (bias-free).
+
+    Raises:
+        SeqlabError: any argument is not an integer >= 1.
+
+    Source: Vaswani et al. 2017, §3.2.2 (MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O).
+    """
+    T = require_positive_int("T", T)
+    d_v = require_positive_int("d_v", d_v)
+    return T * d_v * require_positive_int("d_model", d_model)
+
+
+def attention_layer_multiplications(T: int, d_model: int, d_k: int, d_v: int, output_projection: bool = True) -> int:
+    """Multiplications of a self-attention layer: projections, the call and (by default) W_O.
+
+    T·d_model(2d_k + d_v) for Q, K, V, T²(d_k + d_v) for the call (L6), and T·d_v·d_model for the output
+    projection back to d_model. With H heads of widths d_k/H and d_v/H the total is the same.
+
+    >>> attention_layer_multiplications(50, 512, 512, 512)  # 4 * 50 * 512² + 2 * 50² * 512
+    54988800
+
+    Returns:
+        int, multiplications.
+
+    Raises:
+        SeqlabError: a size that is not an integer >= 1.
+
+    Source: lesson claim L6 plus the projections of Vaswani et al. 2017, §3.2.2.
+    """
+    total = projection_multiplications(T, d_model, d_k, d_v) + attention_multiplications(T, d_k, d_v)
+    return total + (output_projection_multiplications(T, d_v, d_model) if output_projection else 0)
+
+
+# --- one decoding step ---------------------------------------------------------------------------------
+
+def kv_cache_step_multiplications(t: int, d_model: int, d_k: int, d_v: int) -> int:
+    """Multiplications of the attention step generating position t with a KV cache: d_model(2d_k + d_v) + t(d_k + d_v).
+
+    q_t, k_t, v_t are projected once (:func:`projection_multiplications` of one row); q_t scores the t cached
+    keys and mixes the t cached values (:func:`attention_multiplications` with T_k = t). No output projection.
+
+    >>> kv_cache_step_multiplications(16, 256, 256, 256)  # 3 * 256**2 + 2 * 16 * 256
+    204800
+
+    Returns:
+        int, multiplications.
+
+    Raises:
+        SeqlabError: any argument is not an integer >= 1.
+
+    Source: lesson claim L6 (a query over t keys: t(d_k + d_v)).
+    """
+    return projection_multiplications(1, d_model, d_k, d_v) + attention_multiplications(1, d_k, d_v, T_k=t)
+
+
+def no_cache_step_multiplications(t: int, d_model: int, d_k: int, d_v: int) -> int:
+    """Multiplications of the attention step at position t without a cache.
+
+    d_model·d_k + t·d_model(d_k + d_v) + t(d_k + d_v): the query of the new row, the keys and values of all
+    t rows again, then the query over t keys.
+
+    >>> no_cache_step_multiplications(16, 8, 8, 8)  # 8*8 + 2*16*8*8 + 2*16*8
+    2368
+
+    Returns:
+        int, multiplications.
+
+    Raises:
+        SeqlabError: any argument is not an integer >= 1.
+
+    Source: lesson claim L6.
+    """
+    t, d_model = require_positive_int("t", t), require_positive_int("d_model", d_model)
+    d_k, d_v = require_positive_int("d_k", d_k), require_positive_int("d_v", d_v)
+    return d_model * d_k + t * d_model * (d_k + d_v) + attention_multiplications(1, d_k, d_v, T_k=t)
+
+
+# --- the paper's other rows: convolution and restricted attention ----------------------------------------
+
+def convolution_multiplications(T: int, d: int, kernel: int) -> int:
+    """Multiplications of one 'same' convolution layer d → d of width k over T positions: k·T·d².
+
+    Every output position multiplies k input vectors by a d×d matrix each; the padded positions at
+    the ends are multiplied too (they are zeros, but the kernel does not skip them). Bias excluded.
+
+    >>> convolution_multiplications(64, 64, 3)  # 3 * 64 * 64**2
+    786432
+
+    Returns:
+        int, multiplications.
+
+    Raises:
+        SeqlabError: an argument is not an integer >= 1.
+
+    Source: Vaswani et al. 2017, Table 1 (convolutional row, O(k·n·d²)).
+    """
+    return require_positive_int("kernel", kernel) * require_positive_int("T", T) * require_positive_int("d", d) ** 2
+
+
+def restricted_attention_multiplications(T: int, window: int, d_k: int, d_v: int) -> int:
+    """Multiplications of one banded attention call: (2r + 1)·T·(d_k + d_v).
+
+    Each of the T queries scores 2r + 1 keys (d_k each) and mixes 2r + 1 values (d_v each). The
+    Q, K, V projections, the scaling and the softmax are not included (as in L6).
+
+    >>> restricted_attention_multiplications(64, 4, 64, 64)  # 9 * 64 * 128
+    73728
+
+    Returns:
+        int, multiplications.
+
+    Raises:
+        SeqlabError: an argument is not an integer >= 1.
+
+    Source: Vaswani et al. 2017, Table 1 (self-attention, restricted: O(r·n·d)).
+    """
+    slots = 2 * require_positive_int("window", window) + 1
+    return slots * require_positive_int("T", T) * (require_positive_int("d_k", d_k) + require_positive_int("d_v", d_v))
+
+
+# --- the modern mixers (seqlab.layers.linear_attention, linear_recurrence, sliding_window) -------------------
+
+#: The forms of :class:`seqlab.layers.linear_attention.LinearAttention`.
+LINEAR_ATTENTION_FORMS = ("parallel", "recurrent", "chunked")
+#: The forms of the linear recurrences of :mod:`seqlab.layers.linear_recurrence`.
+RECURRENCE_FORMS = ("loop", "scan")
+#: The forms of :class:`seqlab.layers.sliding_window.SlidingWindowAttention`.
+SLIDING_WINDOW_FORMS = ("banded", "masked")
+
+
+def _mixer_projections(T: int, d_model: int, d_k: int, d_v: int) -> int:
+    """W_q, W_k, W_v in and W_o out: T·d_model·(2·d_k + d_v) + T·d_v·d_model."""
+    return projection_multiplications(T, d_model, d_k, d_v) + output_projection_multiplications(T, d_v, d_model)
+
+
+def linear_attention_multiplications(T: int, d_model: int, d_k: int, d_v: int, form: str, chunk_size: int = 16, *,
+                                     causal: bool = True, batch: int = 1, projections: bool = True) -> int:
+    """Multiplications of one :class:`~seqlab.layers.linear_attention.LinearAttention` forward, in closed form.
+
+    Per sequence: parallel T²·(d_k + d_v) (causal or not); recurrent T·(2·d_k·d_v + d_k); chunked (causal)
+    (⌊T/C⌋·C² + (T mod C)²)·(d_k + d_v) + T·(2·d_k·d_v + d_k), and as recurrent when not causal; plus
+    T·d_model·(2·d_k + d_v) + T·d_v·d_model for the projections unless ``projections=False``. φ, sums, the
+    division and the causal tril are not counted.
+
+    >>> linear_attention_multiplications(64, 8, 8, 8, "recurrent", projections=False)  # 64 * (2*64 + 8)
+    8704
+    >>> linear_attention_multiplications(64, 8, 8, 8, "parallel", projections=False)  # 64**2 * 16
+    65536
+
+    Returns:
+        int, multiplications.
+
+    Raises:
+        SeqlabError: a size that is not a positive integer, or an unknown form.
+
+    Source: Katharopoulos et al. 2020, §3.2–3.4.
+    """
+    T, d_model, d_k, d_v, batch = (require_positive_int(name, value) for name, value in
+                                   (("T", T), ("d_model", d_model), ("d_k", d_k), ("d_v", d_v), ("batch", batch)))
+    C = require_positive_int("chunk_size", chunk_size)
+    check_form(form, LINEAR_ATTENTION_FORMS)
+    if form == "parallel":
+        mixing = T * T * (d_k + d_v)
+    elif form == "recurrent" or not causal:
+        mixing = T * (2 * d_k * d_v + d_k)
+    else:
+        mixing = ((T // C) * C * C + (T % C) ** 2) * (d_k + d_v) + T * (2 * d_k * d_v + d_k)
+    return batch * (mixing + (_mixer_projections(T, d_model, d_k, d_v) if projections else 0))
+
+
+def linear_attention_step_multiplications(d_model: int, d_k: int, d_v: int, *, batch: int = 1,
+                                          projections: bool = True) -> int:
+    """Multiplications of one decode step of linear attention: 2·d_k·d_v + d_k, plus projections.
+
+    Fixed whatever the position: the state (S, z) does not grow.
+
+    >>> linear_attention_step_multiplications(8, 8, 8)  # 2*64 + 8 + 8*24 + 64
+    392
+
+    Returns:
+        int, multiplications.
+
+    Raises:
+        SeqlabError: a size that is not a positive integer.
+
+    Source: Katharopoulos et al. 2020, §3.4 ("Transformers are RNNs").
+    """
+    return linear_attention_multiplications(1, d_model, d_k, d_v, "recurrent", batch=batch, projections=projections)
+
+
+def _linear_recurrence_multiplications(projections: int, T: int, d_model: int, d_state: int, form: str,
+                                       batch: int) -> int:
+    """``projections`` products of d_model × d_state per position and sequence (the state update is element-wise)."""
+    T, d_model, d_state, batch = (require_positive_int(name, value) for name, value in
+                                  (("T", T), ("d_model", d_model), ("d_state", d_state), ("batch", batch)))
+    check_form(form, RECURRENCE_FORMS)
+    return batch * projections * T * d_model * d_state
+
+
+def diagonal_recurrence_multiplications(T: int, d_model: int, d_state: int, form: str = "loop", *,
+                                        batch: int = 1) -> int:
+    """Multiplications of one diagonal linear recurrence forward: 2·T·d_model·d_state per sequence, both forms.
+
+    W_B in and W_C out; the element-wise update h_t = a ⊙ h_{t-1} + b_t and the scan's combines are not counted.
+
+    >>> diagonal_recurrence_multiplications(64, 8, 16, "scan")  # 2 * 64 * 8 * 16
+    16384
+
+    Returns:
+        int, multiplications.
+
+    Raises:
+        SeqlabError: a size that is not a positive integer, or an unknown form.
+
+    Source: S4D (Gu et al. 2022); LRU (Orvieto et al. 2023), §3.
+    """
+    return _linear_recurrence_multiplications(2, T, d_model, d_state, form, batch)
+
+
+def diagonal_recurrence_step_multiplications(d_model: int, d_state: int, *, batch: int = 1) -> int:
+    """Multiplications of one decode step of the diagonal recurrence: 2·d_model·d_state, whatever the position.
+
+    >>> diagonal_recurrence_step_multiplications(8, 16)
+    256
+
+    Raises:
+        SeqlabError: a size that is not a positive integer.
+
+    Source: S4D (Gu et al. 2022); LRU (Orvieto et al. 2023), §3.
+    """
+    return diagonal_recurrence_multiplications(1, d_model, d_state, batch=batch)
+
+
+def selective_recurrence_multiplications(T: int, d_model: int, d_state: int, form: str = "loop", *,
+                                         batch: int = 1) -> int:
+    """Multiplications of one selective recurrence forward: 4·T·d_model·d_state (W_Δ, W_u, W_C, W_o).
+
+    >>> selective_recurrence_multiplications(64, 8, 16, "loop")  # 4 * 64 * 8 * 16
+    32768
+
+    Returns:
+        int, multiplications.
+
+    Raises:
+        SeqlabError: a size that is not a positive integer, or an unknown form.
+
+    Source: Mamba (Gu & Dao 2023), §3.2.
+    """
+    return _linear_recurrence_multiplications(4, T, d_model, d_state, form, batch)
+
+
+def selective_recurrence_step_multiplications(d_model: int, d_state: int, *, batch: int = 1) -> int:
+    """Multiplications of one decode step of the selective recurrence: 4·d_model·d_state, whatever the position.
+
+    >>> selective_recurrence_step_multiplications(8, 16)
+    512
+
+    Raises:
+        SeqlabError: a size that is not a positive integer.
+
+    Source: Mamba (Gu & Dao 2023), §3.2.
+    """
+    return selective_recurrence_multiplications(1, d_model, d_state, batch=batch)
+
+
+def sliding_window_multiplications(T: int, d_model: int, window: int, form: str, *, d_k: int | None = None,
+                                   d_v: int | None = None, batch: int = 1, projections: bool = True) -> int:
+    """Multiplications of one sliding-window attention call: T·w·(d_k + d_v) banded, T²·(d_k + d_v) masked.
+
+    Plus T·d_model·(2·d_k + d_v) + T·d_v·d_model for the projections unless ``projections=False``.
+    d_k and d_v default to d_model.
+
+    >>> sliding_window_multiplications(64, 8, 4, "banded", projections=False)  # 64 * 4 * 16
+    4096
+    >>> sliding_window_multiplications(64, 8, 4, "masked", projections=False)  # 64**2 * 16
+    65536
+
+    Returns:
+        int, multiplications.
+
+    Raises:
+        SeqlabError: a size that is not a positive integer, or an unknown form.
+
+    Source: Longformer (Beltagy et al. 2020), §3.1.
+    """
+    T, d_model, window, batch = (require_positive_int(name, value) for name, value in
+                                 (("T", T), ("d_model", d_model), ("window", window), ("batch", batch)))
+    d_k = d_model if d_k is None else require_positive_int("d_k", d_k)
+    d_v = d_model if d_v is None else require_positive_int("d_v", d_v)
+    slots = window if check_form(form, SLIDING_WINDOW_FORMS) == "banded" else T
+    mixing = T * slots * (d_k + d_v)
+    return batch * (mixing + (_mixer_projections(T, d_model, d_k, d_v) if projections else 0))
+
+
+def sliding_window_step_multiplications(d_model: int, window: int, *, d_k: int | None = None, d_v: int | None = None,
+                                        batch: int = 1, projections: bool = True) -> int:
+    """Multiplications of one decode step of sliding-window attention: w·(d_k + d_v) plus the projections.
+
+    Whatever the position: the cache holds the last w keys and values.
+
+    >>> sliding_window_step_multiplications(8, 4)  # 4 * 16 + 8 * 24 + 64
+    320
+
+    Raises:
+        SeqlabError: a size that is not a positive integer.
+
+    Source: Longformer (Beltagy et al. 2020), §3.1.
+    """
+    return sliding_window_multiplications(1, d_model, window, "banded", d_k=d_k, d_v=d_v, batch=batch,
+                                          projections=projections)
+
+
+def mamba_rank(d_model: int) -> int:
+    """Δ's rank in a Mamba block when none is given: ⌈d_model / 16⌉ (Gu & Dao 2023, §3.6; the reference code's
+    ``"auto"``).
+
+    >>> mamba_rank(16), mamba_rank(17)
+    (1, 2)
+
+    Source: Gu & Dao 2023 (Mamba), §3.6; dt_rank="auto" in its reference code.
+    """
+    return math.ceil(require_positive_int("d_model", d_model) / 16)
+
+
+def _mamba_sizes(d_model: int, d_state: int, d_conv: int, expand: int, dt_rank: int | None,
+                 batch: int) -> tuple[int, int, int, int, int, int]:
+    d_model, d_state, d_conv, expand, batch = (require_positive_int(n, v) for n, v in (
+        ("d_model", d_model), ("d_state", d_state), ("d_conv", d_conv), ("expand", expand), ("batch", batch)))
+    rank = mamba_rank(d_model) if dt_rank is None else require_positive_int("dt_rank", dt_rank)
+    return d_model, d_state, d_conv, expand * d_model, rank, batch
+
+
+def mamba_block_multiplications(T: int, d_model: int, d_state: int = 16, d_conv: int = 4, expand: int = 2,
+                                dt_rank: int | None = None, *, batch: int = 1) -> int:
+    """Multiplications of one Mamba block over T positions (batch B), E = expand·d_model channels, N states each.
+
+    B times: T·(d_model·2E (W_in) + E·(R + 2N) (W_x) + R·E (W_Δ) + E·N (the outer product (Δ_t ⊙ u_t) ⊗ B_t)
+    + E·N (h_t C_t) + E·d_model (W_out)) + (T + k − 1)·E·k for the depthwise convolution, which runs over the
+    padded positions and drops the last k − 1 (executed work, as the reference code does it); plus B·T·E·N for
+    Δ_t ⊗ A when B·T > 1 (with a single Δ_t it scales A entry for entry: a gate product, not counted). The same
+    by loop or by scan: a scan rearranges the recurrence's element-wise products, not these.
+
+    >>> mamba_block_multiplications(10, 4, 3, 2, 2, 1)  # 10 * (4·16 + 8·7 + 1·8 + 2·8·3 + 8·3 + 8·4) + 11·8·2
+    2496
+
+    Raises:
+        SeqlabError: a size that is not an integer >= 1.
+
+    Source: Gu & Dao 2023 (Mamba), Figure 3 and Algorithm 2.
+    """
+    T = require_positive_int("T", T)
+    d_model, N, k, E, R, batch = _mamba_sizes(d_model, d_state, d_conv, expand, dt_rank, batch)
+    per_position = d_model * 2 * E + E * (R + 2 * N) + R * E + 2 * E * N + E * d_model
+    return batch * (T * per_position + (T + k - 1) * E * k) + _decay_outer_product(batch * T, E * N)
+
+
+def _decay_outer_product(rows: int, channel_states: int) -> int:
+    """Δ_t ⊗ A over ``rows`` positions (B·T): an outer product (one multiplication per element) when there is more
+    than one Δ_t; with one, Δ scales A's E·N entries one for one, a gate product (not counted; seqlab.measure.work's
+    rule: a product is counted when it forms more pairs than either factor holds)."""
+    return rows * channel_states if rows > 1 else 0
+
+
+def mamba_block_step_multiplications(d_model: int, d_state: int = 16, d_conv: int = 4, expand: int = 2,
+                                     dt_rank: int | None = None, *, batch: int = 1) -> int:
+    """Multiplications of one decode step of a Mamba block, whatever the position: the block's per-position
+    terms (Δ_t ⊗ A counted only for a batch of more than one, as in :func:`mamba_block_multiplications`); the
+    convolution over its k-wide window is element-wise (a product and a sum), not a contraction.
+
+    >>> mamba_block_step_multiplications(4, 3, 2, 2, 1)  # 4·16 + 8·7 + 1·8 + 8·3 + 8·3 + 8·4
+    208
+    >>> mamba_block_step_multiplications(4, 3, 2, 2, 1, batch=2)  # 2 · (208 + 8·3)
+    464
+
+    Raises:
+        SeqlabError: a size that is not an integer >= 1.
+
+    Source: Gu & Dao 2023 (Mamba), §3.4 (the recurrent mode: constant time per step).
+    """
+    d_model, N, _, E, R, batch = _mamba_sizes(d_model, d_state, d_conv, expand, dt_rank, batch)
+    return batch * (d_model * 2 * E + E * (R + 2 * N) + R * E + 2 * E * N + E * d_model) + _decay_outer_product(
+        batch, E * N)
+
+CLOSED_FORMS: dict[str, Callable[..., int | Fraction | None]] = {
+    function.__name__: function for function in (
+        recurrence_multiplications, attention_multiplications, scored_attention_multiplications,
+        scored_crossover_length, projection_multiplications, work_ratio, crossover_length,
+        first_length_attention_costs_more, recurrence_sequential_steps, attention_sequential_products, flops,
+        gated_recurrence_multiplications, output_projection_multiplications, attention_layer_multiplications,
+        kv_cache_step_multiplications, no_cache_step_multiplications, convolution_multiplications,
+        restricted_attention_multiplications, linear_attention_multiplications,
+        linear_attention_step_multiplications, diagonal_recurrence_multiplications,
+        diagonal_recurrence_step_multiplications, selective_recurrence_multiplications,
+        selective_recurrence_step_multiplications, sliding_window_multiplications,
+        sliding_window_step_multiplications, mamba_rank, mamba_block_multiplications,
+        mamba_block_step_multiplications)}
+"""The table above as data: name -> closed-form function (every public formula of this module)."""

@@ -39,3 +39,14 @@ def require_positive_int(name: str, value: object, maximum: int | None = None) -
     if maximum is not None and value > maximum:
         raise SeqlabError(f"{name} must be an integer in [1, {maximum}], received {value}", parameter=name)
     return value
+
+
+def check_form(form: object, forms: tuple[str, ...]) -> str:
+    """``form`` if it is one of ``forms``, else a :class:`SeqlabError` naming both.
+
+    >>> check_form("scan", ("loop", "scan"))
+    'scan'
+    """
+    if form not in forms:
+        raise SeqlabError(f"form must be one of {', '.join(forms)}; received {form!r}", parameter="form")
+    return form

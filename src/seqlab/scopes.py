@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from seqlab import cost
+from seqlab.cost import GATES, attention_layer_multiplications, gated_recurrence_multiplications  # re-exported
 from seqlab.errors import SeqlabError, require_positive_int
 
 __all__ = ["GATES", "SCOPES", "ScopedWork", "attention_layer_multiplications", "gated_recurrence_multiplications",
@@ -37,48 +38,6 @@ __all__ = ["GATES", "SCOPES", "ScopedWork", "attention_layer_multiplications", "
 
 #: The scopes at which work is compared, in the order they are shown.
 SCOPES = ("lesson", "layer", "kernels")
-
-#: Weight blocks per step of each recurrent cell: W_ih and W_hh each hold G·d_h rows (PyTorch's layout:
-#: LSTM gates i, f, g, o; GRU gates r, z, n; a tanh RNN one).
-GATES = {"rnn": 1, "gru": 3, "lstm": 4}
-
-
-def gated_recurrence_multiplications(T: int, d_model: int, d_h: int, cell: str = "rnn") -> int:
-    """Multiplications of a recurrent layer over T steps: G·T(d_h² + d_h·d_model) (L5 with G gates).
-
-    Every step multiplies W_ih (G·d_h × d_model) by x_t and W_hh (G·d_h × d_h) by h_{t-1}; gate products,
-    activations and biases are left out.
-
-    >>> gated_recurrence_multiplications(50, 512, 512, "lstm")  # 4 * 26,214,400
-    104857600
-
-    Args:
-        T, d_model, d_h: integers >= 1.
-        cell: ``"rnn"`` (Elman, G = 1), ``"gru"`` (G = 3) or ``"lstm"`` (G = 4).
-
-    Raises:
-        SeqlabError: a size that is not an integer >= 1, or an unknown cell.
-    """
-    if cell not in GATES:
-        raise SeqlabError(f"cell must be one of {', '.join(GATES)}; received {cell!r}", parameter="cell")
-    return GATES[cell] * cost.recurrence_multiplications(T, d_model, d_h)
-
-
-def attention_layer_multiplications(T: int, d_model: int, d_k: int, d_v: int, output_projection: bool = True) -> int:
-    """Multiplications of a self-attention layer: projections, the call and (by default) W_O.
-
-    T·d_model(2d_k + d_v) for Q, K, V, T²(d_k + d_v) for the call (L6), and T·d_v·d_model for the output
-    projection back to d_model. With H heads of widths d_k/H and d_v/H the total is the same.
-
-    >>> attention_layer_multiplications(50, 512, 512, 512)  # 4 * 50 * 512² + 2 * 50² * 512
-    54988800
-
-    Raises:
-        SeqlabError: a size that is not an integer >= 1.
-    """
-    total = cost.projection_multiplications(T, d_model, d_k, d_v) + cost.attention_multiplications(T, d_k, d_v)
-    return total + (T * d_v * d_model if output_projection else 0)
-
 
 def layer_crossover_length(d_model: int, d_h: int, d_k: int, d_v: int, output_projection: bool = True,
                            cell: str = "rnn") -> Fraction | None:

@@ -1,9 +1,9 @@
 """The ``seqlab`` command line: parse, call a study, render. Nothing here measures.
 
-One module per command registers itself on :data:`app`. Bad usage exits with code 2 and one
-``Error: Invalid value for '--option': …`` line (click's convention, with a ``--help`` hint), in the
-language of ``--lang`` (before or after the command name) or of the locale, like ``--help``
-(:mod:`seqlab.cli.group`). ``seqlab`` alone prints the help (exit 0); ``seqlab --version`` the version.
+One module per command defines its function; this module registers each on :data:`app`. Bad usage
+exits with code 2 and one ``Error: Invalid value for '--option': …`` line (click's convention, with a
+``--help`` hint), in the language of ``--lang`` (before or after the command name) or of the locale,
+like ``--help`` (:mod:`seqlab.cli.group`). ``seqlab`` alone prints the help (exit 0); ``seqlab --version`` the version.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from seqlab.cli import bench, check, compare, decode, figure, learn, model, profile, quiz, report, serve, table1
 from seqlab.cli.group import SeqlabGroup, print_version
 from seqlab.cli.options import LANG_HELP, language
 
@@ -46,15 +47,9 @@ def main() -> None:
     app()
 
 
-from seqlab.cli import compare as _compare  # noqa: E402,F401  (registers its command)
-from seqlab.cli import table1 as _table1  # noqa: E402,F401  (registers its command)
-from seqlab.cli import profile as _profile  # noqa: E402,F401  (registers its command)
-from seqlab.cli import bench as _bench  # noqa: E402,F401
-from seqlab.cli import learn as _learn  # noqa: E402,F401
-from seqlab.cli import quiz as _quiz  # noqa: E402,F401
-from seqlab.cli import model as _model  # noqa: E402,F401
-from seqlab.cli import figure as _figure  # noqa: E402,F401
-from seqlab.cli import check as _check  # noqa: E402,F401
-from seqlab.cli import serve as _serve  # noqa: E402,F401
-from seqlab.cli import report as _report  # noqa: E402,F401
-from seqlab.cli import decode as _decode  # noqa: E402,F401  (registers its command)
+# Explicit registration, in the order ``seqlab --help`` lists the commands. The command modules
+# define plain functions and never import this module, so the command line has no import cycle.
+for _command in (compare.compare, table1.table1, profile.profile, bench.bench, learn.learn, quiz.quiz,
+                 model.model, figure.figure, check.check, serve.serve, report.report, decode.decode):
+    app.command()(_command)
+del _command

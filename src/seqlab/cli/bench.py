@@ -12,7 +12,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli import app
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language, positive_float
 from seqlab.errors import SeqlabError
 
@@ -68,7 +67,6 @@ def _check_output(path: Optional[Path], option: str) -> None:
                                  param_hint=option)
 
 
-@app.command()
 def bench(
     lengths: Annotated[Optional[str], typer.Option(
         "--lengths", metavar="T,T,…",

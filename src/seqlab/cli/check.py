@@ -11,7 +11,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli import app
 from seqlab.cli.options import LANG_HELP, language
 from seqlab.cli.threads import ThreadsOption
 from seqlab.errors import SeqlabError
@@ -20,7 +19,6 @@ from seqlab.errors import SeqlabError
 FAILED = 1
 
 
-@app.command()
 def check(
     full: Annotated[bool, typer.Option("--full", help="Larger sizes (longer chains, more input draws, L8 timed "
                                        "at T = 512 and d = 64, a longer Figure 1): a few seconds more than the "

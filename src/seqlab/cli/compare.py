@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli import app
 from seqlab.cli.options import LANG_HELP, bad_parameter, float_between, integer_at_least, language
 from seqlab.cli.progress import progress_bar
 from seqlab.cli.threads import ThreadsOption, timing_threads
@@ -31,7 +30,6 @@ def _tokens(text: Optional[str], tokens: Optional[int], tokenizer: str, lang: st
         raise bad_parameter(error, OPTIONS, option) from None
 
 
-@app.command()
 def compare(
     text: Annotated[Optional[str], typer.Option("--text", help="A UTF-8 text file, or - for standard input. "
                                                 "Default: the built-in text in the output language.")] = None,

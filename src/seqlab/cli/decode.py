@@ -13,11 +13,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli import app
-from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
-from seqlab.cli.table1 import integer_list
+from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, integer_list, language
 from seqlab.cli.threads import DecodeThreadsOption
 from seqlab.errors import SeqlabError
+from seqlab.layers.mixers import machine_names  # torch-free: the machines --help lists
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"positions": "'--positions'", "d_model": "'--d-model'", "machine": "'--machines'",
@@ -40,7 +39,6 @@ def _machines(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
-@app.command()
 def decode(
     positions: Annotated[Optional[str], typer.Option(
         "--positions", metavar="T1,T2,...",
@@ -51,8 +49,7 @@ def decode(
         help="Every width: d_model = d_h = d_k = d_v (default 256; --quick: 64).")] = None,
     machines: Annotated[Optional[str], typer.Option(
         "--machines", metavar="NAME,...",
-        help="Which machines: elman, attention_kv_cache, attention_no_cache, linear_attention, "
-             "selective_recurrence (default: all).")] = None,
+        help=f"Which machines: {', '.join(machine_names())} (default: all).")] = None,
     batch: Annotated[int, typer.Option("--batch", parser=integer_at_least(1), metavar="INTEGER",
                                        help="Sequences generated side by side.")] = 1,
     time: Annotated[bool, typer.Option("--time/--no-time", help="Time each step (median ± IQR), or count only."

@@ -3,9 +3,10 @@
 A usage error's text after ``Invalid value for '--option':`` comes from three places: our option
 parsers (already in the run's language, :mod:`seqlab.cli.options`), a command's own check, or the
 library's :class:`~seqlab.errors.SeqlabError` (the library never knows the output language). The
-commonest of the last two are listed here as English templates; :func:`translate_error` reads a
-message against them and words it again from the ``cli`` catalogue, keeping the values it
-read (paths, numbers, option names). A message not listed stays in English.
+commonest of the last two are listed here as English templates (data only, so that
+:mod:`seqlab.cli.language` imports it without a cycle); :func:`seqlab.cli.language.translate_error`
+reads a message against them and words it again from the ``cli`` catalogue, keeping the
+values it read (paths, numbers, option names). A message not listed stays in English.
 """
 
 from __future__ import annotations
@@ -35,15 +36,3 @@ ERROR_MESSAGES = (
     "compare needs a text of at least 2 tokens; {source} has {count}",
 )
 
-
-def translate_error(message: str, lang: str) -> str:
-    """``message`` in ``lang`` if it reads as one of :data:`ERROR_MESSAGES`, else as it is.
-
-    >>> translate_error("give either --text or --tokens, not both", "es")
-    'dé --text o --tokens, no los dos'
-    >>> translate_error("text file '/x' does not exist; expected a UTF-8 text file or '-' for stdin", "es")
-    "el archivo de texto '/x' no existe; se esperaba un archivo de texto UTF-8 o '-' para la entrada estándar"
-    """
-    from seqlab.cli.language import read_as
-
-    return read_as(message, lang, ERROR_MESSAGES, ERRORS_DOMAIN)

@@ -13,7 +13,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli import app
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, integer_or_text, language, writable_folder
 from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
@@ -53,7 +52,6 @@ def _check_heads(ctx: typer.Context, d_model: int, heads: int | str) -> None:
                              f"received {shown}", param_hint=hint)
 
 
-@app.command()
 def figure(
     ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", metavar="DIR",

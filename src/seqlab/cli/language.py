@@ -34,6 +34,7 @@ from typing import Any
 
 from typer import _click  # the click copy Typer 0.2x builds its commands on
 
+from seqlab.cli.error_texts import ERROR_MESSAGES, ERRORS_DOMAIN
 from seqlab.i18n import LANGUAGES, catalogue, default_language
 
 #: The command line's catalogue: the click layer's own messages (usage errors, help headings; ids: their English
@@ -155,6 +156,17 @@ def read_as(message: str, lang: str, templates: Sequence[str], domain: str) -> s
     return message
 
 
+def translate_error(message: str, lang: str) -> str:
+    """``message`` in ``lang`` if it reads as one of :data:`seqlab.cli.error_texts.ERROR_MESSAGES`, else as it is.
+
+    >>> translate_error("give either --text or --tokens, not both", "es")
+    'da --text o --tokens, no los dos'
+    >>> translate_error("text file '/x' does not exist; expected a UTF-8 text file or '-' for stdin", "es")
+    "el archivo de texto '/x' no existe; se esperaba un archivo de texto UTF-8 o '-' para la entrada estándar"
+    """
+    return read_as(message, lang, ERROR_MESSAGES, ERRORS_DOMAIN)
+
+
 def translate_message(message: str, lang: str) -> str:
     """An English usage message of Typer's click copy, or a listed option error
     (:data:`seqlab.cli.error_texts.ERROR_MESSAGES`), worded again in ``lang``; unknown ones stay as they are.
@@ -164,8 +176,6 @@ def translate_message(message: str, lang: str) -> str:
     >>> translate_message("No such option: --bogus", "es"), translate_message("No such option: --bogus", "en")
     ('No existe la opción --bogus', 'No such option: --bogus')
     """
-    from seqlab.cli.error_texts import ERROR_MESSAGES, ERRORS_DOMAIN
-
     if lang == "en":
         return message
     for templates, domain in ((USAGE_MESSAGES, CLICK_DOMAIN), (ERROR_MESSAGES, ERRORS_DOMAIN)):

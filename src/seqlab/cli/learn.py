@@ -13,7 +13,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli import app
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
 from seqlab.errors import SeqlabError
 
@@ -57,7 +56,6 @@ def _rates(text: str) -> tuple[float, ...]:
     return tuple(values)
 
 
-@app.command()
 def learn(
     quick: Annotated[bool, typer.Option("--quick", help="A sketch in a minute or two: fewer seeds, lengths, "
                                         "steps and learning rates; the output lists what it cut.")] = False,

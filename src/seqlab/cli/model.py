@@ -21,7 +21,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli import app
 from seqlab.cli.extras import require_extra
 from seqlab.cli.options import integer_or_text, writable_folder
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
@@ -130,7 +129,6 @@ def _sequences(file: Optional[str], texts: list[str], lines: bool, lang: str) ->
     return text.source, found
 
 
-@app.command()
 def model(
     file: Annotated[Optional[str], typer.Argument(metavar="FILE", help="A UTF-8 text file of at most 8 MiB, or - "
                                                   "for standard input; only its first --max-tokens positions are "

@@ -55,6 +55,23 @@ def integer_at_least(minimum: int, maximum: int | None = None) -> Callable[[str]
     return parse
 
 
+def integer_list(text: str, minimum: int, option: str) -> tuple[int, ...]:
+    """Parse ``16,32,64``: integers >= ``minimum`` separated by commas; the error names the option and text.
+
+    >>> integer_list("16, 32,64", 2, "'--lengths'")
+    (16, 32, 64)
+    """
+    parts = [part.strip() for part in str(text).split(",")]
+    try:
+        values = tuple(int(part, 10) for part in parts)
+    except ValueError:
+        values = ()
+    if not values or any(value < minimum for value in values):
+        raise typer.BadParameter(f"expected integers >= {minimum} separated by commas, received {text!r}",
+                                 param_hint=option)
+    return values
+
+
 def float_between(minimum: float, maximum: float) -> Callable[[str], float]:
     """A parser for a number in [minimum, maximum] whose error names the received text.
 

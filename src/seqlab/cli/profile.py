@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli import app
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
 from seqlab.errors import SeqlabError
 
@@ -18,7 +17,6 @@ OPTIONS = {"factory": "'FACTORY'", "module": "'FACTORY'", "d_model": "'--d-model
 MAX_SEQ_LEN = 65_536
 
 
-@app.command()
 def profile(
     factory: Annotated[str, typer.Argument(metavar="FACTORY",
                                            help="module.path:factory — called with d_model, it returns an "

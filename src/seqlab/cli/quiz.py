@@ -15,7 +15,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli import app
 from seqlab.cli.options import LANG_HELP, language
 from seqlab.errors import SeqlabError
 from seqlab.i18n import translator
@@ -117,7 +116,6 @@ def _read(console, q, lang: str):
             console.print(Text(_unreadable(q.kind, raw, lang), style="yellow"))
 
 
-@app.command()
 def quiz(
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
 ) -> None:

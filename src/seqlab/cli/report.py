@@ -18,7 +18,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli import app
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language, writable_folder
 from seqlab.errors import SeqlabError
 from seqlab.i18n import format_integer, translator
@@ -96,7 +95,6 @@ def _fit_text(tokens, config, max_tokens: Optional[int], quick: bool, lang: str)
     return tokens
 
 
-@app.command()
 def report(
     out: Annotated[Path, typer.Option("--out", help="The HTML file to write, ending in .html or .htm; the PDF goes "
                                       "beside it with .pdf.")] = Path("report.html"),

@@ -18,7 +18,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli import app
 from seqlab.cli.extras import require_extra
 from seqlab.cli.options import LANG_HELP, integer_at_least, language
 
@@ -74,7 +73,6 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-@app.command()
 def serve(
     host: Annotated[str, typer.Option(metavar="ADDRESS",
                                       help="Address to listen on (127.0.0.1: this computer only).")] = "127.0.0.1",

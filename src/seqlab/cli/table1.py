@@ -7,31 +7,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli import app
-from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
+from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, integer_list, language
 from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"lengths": "'--lengths'", "T": "'--lengths'", "d_model": "'--d-model'", "kernel": "'--kernel'",
            "window": "'--window'", "chunk": "'--chunk'"}
-
-
-def integer_list(text: str, minimum: int, option: str) -> tuple[int, ...]:
-    """Parse ``16,32,64``: integers >= ``minimum`` separated by commas; the error names the option and text.
-
-    >>> integer_list("16, 32,64", 2, "'--lengths'")
-    (16, 32, 64)
-    """
-    parts = [part.strip() for part in str(text).split(",")]
-    try:
-        values = tuple(int(part, 10) for part in parts)
-    except ValueError:
-        values = ()
-    if not values or any(value < minimum for value in values):
-        raise typer.BadParameter(f"expected integers >= {minimum} separated by commas, received {text!r}",
-                                 param_hint=option)
-    return values
 
 
 def _plot_stem(plot: str) -> Path:
@@ -46,7 +28,6 @@ def _plot_stem(plot: str) -> Path:
     return path
 
 
-@app.command()
 def table1(
     lengths: Annotated[Optional[str], typer.Option(
         "--lengths", metavar="T1,T2,...",

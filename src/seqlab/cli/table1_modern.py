@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from seqlab.cli.options import bad_parameter, language
+from seqlab.cli.options import bad_parameter, integer_list, language
 from seqlab.errors import SeqlabError
 
 #: Which option each library parameter comes from, to point an error at the right one.
@@ -20,7 +20,6 @@ def run_modern_command(lengths: str | None, long_lengths: str | None, d_model: s
     Raises:
         typer.BadParameter: a bad value (exit 2), ``--plot`` (the extended table has no figure) or several widths.
     """
-    from seqlab.cli.table1 import integer_list
     from seqlab.studies import table1_modern as study
 
     lang = language(lang)

@@ -37,6 +37,7 @@ import math
 import torch
 from torch import Tensor
 
+from seqlab.cost import convolution_multiplications  # the closed form, re-exported: seqlab.cost holds it
 from seqlab.errors import SeqlabError, require_positive_int
 
 __all__ = ["ConvolutionStack", "convolution_multiplications", "dilation_base", "layers_to_connect", "reach"]
@@ -107,21 +108,6 @@ def layers_to_connect(T: int, kernel: int, dilated: bool) -> int:
     while reach(layers, kernel, True) < T - 1:  # the least L with b^L - 1 >= T - 1
         layers += 1
     return layers
-
-
-def convolution_multiplications(T: int, d: int, kernel: int) -> int:
-    """Multiplications of one 'same' convolution layer d → d of width k over T positions: k·T·d².
-
-    Every output position multiplies k input vectors by a d×d matrix each; the padded positions at
-    the ends are multiplied too (they are zeros, but the kernel does not skip them). Bias excluded.
-
-    >>> convolution_multiplications(64, 64, 3)  # 3 * 64 * 64**2
-    786432
-
-    Raises:
-        SeqlabError: an argument is not an integer >= 1.
-    """
-    return require_positive_int("kernel", kernel) * require_positive_int("T", T) * require_positive_int("d", d) ** 2
 
 
 class ConvolutionStack(torch.nn.Module):

@@ -8,15 +8,17 @@ a loop of ``step`` calls, each taking the new token's vector x_t and a *state* t
 What the state holds is what separates the machines:
 
 * :class:`ElmanDecoder` — the recurrence of L1: state = (h_{t-1},), a fixed (B, d_h) whatever t is; one step does
-  W_hh h_{t-1} + W_xh x_t, d_h·d_h + d_h·d_model multiplications (L5).
+  W_hh h_{t-1} + W_xh x_t, d_h·d_h + d_h·d_model multiplications (L5; :func:`seqlab.cost.recurrence_multiplications`
+  at T = 1).
 * :class:`KVCacheDecoder` — causal self-attention with a key/value cache: state = (K, V), the keys and values of
   positions 1..t-1, (B, t-1, d_k) and (B, t-1, d_v), so it grows with t. One step projects x_t once
   (q_t, k_t, v_t), appends k_t and v_t, and attends q_t over all t keys:
-  d_model·(2·d_k + d_v) + t·(d_k + d_v) multiplications (Vaswani et al. 2017, 3.2.1; the cache is how every
-  Transformer decoder is run in practice).
+  d_model·(2·d_k + d_v) + t·(d_k + d_v) multiplications (:func:`seqlab.cost.kv_cache_step_multiplications`;
+  Vaswani et al. 2017, 3.2.1; the cache is how every Transformer decoder is run in practice).
 * :class:`NoCacheDecoder` — the same attention without a cache: state = (X,), the inputs x_1..x_{t-1}
   (B, t-1, d_model); every step projects *all* t inputs to keys and values again:
-  d_model·d_k + t·(d_model·(d_k + d_v) + d_k + d_v) multiplications. For one layer this is the least a decoder
+  d_model·d_k + t·(d_model·(d_k + d_v) + d_k + d_v) multiplications
+  (:func:`seqlab.cost.no_cache_step_multiplications`). For one layer this is the least a decoder
   without a cache must redo (only the new query is needed); in a stack, every lower layer's outputs at all
   positions would have to be recomputed too.
 

@@ -18,9 +18,9 @@ Not causal (``causal=False``): the parallel form drops the tril; the recurrent a
 compute the whole state once, S = φ(K)ᵀV and z = Σ φ(k_j), and read it with every query (§3.2, eq. 6).
 
 The mixer projects q, k, v = x W_qᵀ, x W_kᵀ, x W_vᵀ (bias-free) and maps the result back with W_o.
-Counting convention (multiplications, seqlab's unit): every matrix product; φ, sums, the division and
-the causal tril are not counted; the zero state is multiplied at the first chunk and the state after the
-last chunk is computed too (as decoding would continue from it).
+Counting convention (multiplications, seqlab's unit; the closed forms live in :mod:`seqlab.cost`): every
+matrix product; φ, sums, the division and the causal tril are not counted; the zero state is multiplied at the
+first chunk and the state after the last chunk is computed too (as decoding would continue from it).
 
 Shape letters: B batch, T positions, L chunk length (≤ C), d_model, d_k, d_v widths.
 """
@@ -31,15 +31,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from seqlab.cost import LINEAR_ATTENTION_FORMS, linear_attention_multiplications, linear_attention_step_multiplications
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.layers.mixer_common import check_form, check_sequence, check_step, linear, quadratic_bytes
 from seqlab.memory import MemoryEstimate, require_fits
 
 __all__ = ["LINEAR_ATTENTION_FORMS", "LinearAttention", "feature_map", "linear_attention_multiplications",
            "linear_attention_step_multiplications"]
-
-LINEAR_ATTENTION_FORMS = ("parallel", "recurrent", "chunked")
-
 
 def feature_map(x: Tensor) -> Tensor:
     """φ(x) = elu(x) + 1, positive everywhere (Katharopoulos et al. 2020, eq. 7).
@@ -48,54 +46,6 @@ def feature_map(x: Tensor) -> Tensor:
     [0.0, 1.0, 3.0]
     """
     return F.elu(x) + 1
-
-
-def _projections(T: int, d_model: int, d_k: int, d_v: int) -> int:
-    return T * d_model * (2 * d_k + d_v) + T * d_v * d_model  # W_q, W_k, W_v in; W_o out
-
-
-def linear_attention_multiplications(T: int, d_model: int, d_k: int, d_v: int, form: str, chunk_size: int = 16, *,
-                                     causal: bool = True, batch: int = 1, projections: bool = True) -> int:
-    """Multiplications of one :class:`LinearAttention` forward, in closed form (see the module's convention).
-
-    Per sequence: parallel T²·(d_k + d_v) (causal or not); recurrent T·(2·d_k·d_v + d_k); chunked (causal)
-    (⌊T/C⌋·C² + (T mod C)²)·(d_k + d_v) + T·(2·d_k·d_v + d_k), and as recurrent when not causal; plus
-    T·d_model·(2·d_k + d_v) + T·d_v·d_model for the projections unless ``projections=False``.
-
-    >>> linear_attention_multiplications(64, 8, 8, 8, "recurrent", projections=False)  # 64 * (2*64 + 8)
-    8704
-    >>> linear_attention_multiplications(64, 8, 8, 8, "parallel", projections=False)  # 64**2 * 16
-    65536
-
-    Raises:
-        SeqlabError: a size that is not a positive integer, or an unknown form.
-    """
-    T, d_model, d_k, d_v, batch = (require_positive_int(name, value) for name, value in
-                                   (("T", T), ("d_model", d_model), ("d_k", d_k), ("d_v", d_v), ("batch", batch)))
-    C = require_positive_int("chunk_size", chunk_size)
-    check_form(form, LINEAR_ATTENTION_FORMS)
-    if form == "parallel":
-        mixing = T * T * (d_k + d_v)
-    elif form == "recurrent" or not causal:
-        mixing = T * (2 * d_k * d_v + d_k)
-    else:
-        mixing = ((T // C) * C * C + (T % C) ** 2) * (d_k + d_v) + T * (2 * d_k * d_v + d_k)
-    return batch * (mixing + (_projections(T, d_model, d_k, d_v) if projections else 0))
-
-
-def linear_attention_step_multiplications(d_model: int, d_k: int, d_v: int, *, batch: int = 1,
-                                          projections: bool = True) -> int:
-    """Multiplications of one decode :meth:`LinearAttention.step`: 2·d_k·d_v + d_k, plus projections.
-
-    Fixed whatever the position: the state (S, z) does not grow.
-
-    >>> linear_attention_step_multiplications(8, 8, 8)  # 2*64 + 8 + 8*24 + 64
-    392
-
-    Raises:
-        SeqlabError: a size that is not a positive integer.
-    """
-    return linear_attention_multiplications(1, d_model, d_k, d_v, "recurrent", batch=batch, projections=projections)
 
 
 def _recurrent_step(q: Tensor, k: Tensor, v: Tensor, S: Tensor, z: Tensor) -> tuple[Tensor, Tensor, Tensor]:

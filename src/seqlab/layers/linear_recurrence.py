@@ -17,10 +17,10 @@ lesson's recurrence (L1, span ∝ T), ``form="scan"`` takes ⌈log₂ T⌉ round
   c_t = W_C x_t, with A = exp(A_log) > 0 per channel (S4D-Real's A_n = n + 1); a_t is the zero-order hold
   of A (Mamba §2) and Δ_t ⊙ u_t the Euler step for B̄ x that Mamba's reference code takes.
 
-Counting convention (multiplications, seqlab's unit): the projections only — 2·T·d_model·d_state
-(diagonal) and 4·T·d_model·d_state (selective) per sequence, in either form. The state update, the
-scan's combines, softplus and exp are element-wise and not counted (see :mod:`seqlab.measure.work`);
-what the scan changes is the span, not the counted work.
+Counting convention (multiplications, seqlab's unit; the closed forms live in :mod:`seqlab.cost`): the
+projections only — 2·T·d_model·d_state (diagonal) and 4·T·d_model·d_state (selective) per sequence, in either
+form. The state update, the scan's combines, softplus and exp are element-wise and not counted (see
+:mod:`seqlab.measure.work`); what the scan changes is the span, not the counted work.
 
 Shape letters: B batch, T positions, d_model the input/output width, d_state the state width.
 """
@@ -33,6 +33,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from seqlab.cost import (RECURRENCE_FORMS, diagonal_recurrence_multiplications,  # the closed forms, re-exported
+                         diagonal_recurrence_step_multiplications, selective_recurrence_multiplications,
+                         selective_recurrence_step_multiplications)
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.layers.mixer_common import check_form, check_sequence, check_step, linear
 from seqlab.layers.scan import SCAN_METHODS, associative_scan, sequential_scan
@@ -40,60 +43,6 @@ from seqlab.layers.scan import SCAN_METHODS, associative_scan, sequential_scan
 __all__ = ["RECURRENCE_FORMS", "DiagonalRecurrence", "SelectiveRecurrence", "diagonal_recurrence_multiplications",
            "diagonal_recurrence_step_multiplications", "selective_recurrence_multiplications",
            "selective_recurrence_step_multiplications"]
-
-RECURRENCE_FORMS = ("loop", "scan")
-
-
-def _recurrence_multiplications(projections: int, T: int, d_model: int, d_state: int, form: str, batch: int) -> int:
-    T, d_model, d_state, batch = (require_positive_int(name, value) for name, value in
-                                  (("T", T), ("d_model", d_model), ("d_state", d_state), ("batch", batch)))
-    check_form(form, RECURRENCE_FORMS)
-    return batch * projections * T * d_model * d_state
-
-
-def diagonal_recurrence_multiplications(T: int, d_model: int, d_state: int, form: str = "loop", *,
-                                        batch: int = 1) -> int:
-    """Multiplications of one :class:`DiagonalRecurrence` forward: 2·T·d_model·d_state per sequence, both forms.
-
-    >>> diagonal_recurrence_multiplications(64, 8, 16, "scan")  # 2 * 64 * 8 * 16
-    16384
-
-    Raises:
-        SeqlabError: a size that is not a positive integer, or an unknown form.
-    """
-    return _recurrence_multiplications(2, T, d_model, d_state, form, batch)
-
-
-def diagonal_recurrence_step_multiplications(d_model: int, d_state: int, *, batch: int = 1) -> int:
-    """Multiplications of one decode step: 2·d_model·d_state, whatever the position.
-
-    >>> diagonal_recurrence_step_multiplications(8, 16)
-    256
-    """
-    return diagonal_recurrence_multiplications(1, d_model, d_state, batch=batch)
-
-
-def selective_recurrence_multiplications(T: int, d_model: int, d_state: int, form: str = "loop", *,
-                                         batch: int = 1) -> int:
-    """Multiplications of one :class:`SelectiveRecurrence` forward: 4·T·d_model·d_state (W_Δ, W_u, W_C, W_o).
-
-    >>> selective_recurrence_multiplications(64, 8, 16, "loop")  # 4 * 64 * 8 * 16
-    32768
-
-    Raises:
-        SeqlabError: a size that is not a positive integer, or an unknown form.
-    """
-    return _recurrence_multiplications(4, T, d_model, d_state, form, batch)
-
-
-def selective_recurrence_step_multiplications(d_model: int, d_state: int, *, batch: int = 1) -> int:
-    """Multiplications of one decode step: 4·d_model·d_state, whatever the position.
-
-    >>> selective_recurrence_step_multiplications(8, 16)
-    512
-    """
-    return selective_recurrence_multiplications(1, d_model, d_state, batch=batch)
-
 
 class _LinearRecurrence(torch.nn.Module):
     """Shared body: coefficients (a, b) from x, the loop or the scan, then a readout. Subclasses give the maths."""

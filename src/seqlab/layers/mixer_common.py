@@ -16,7 +16,7 @@ import math
 import torch
 from torch import Tensor
 
-from seqlab.errors import SeqlabError
+from seqlab.errors import SeqlabError, check_form  # check_form: shared with seqlab.cost's mixer closed forms
 
 __all__ = ["check_form", "check_sequence", "check_step", "linear", "quadratic_bytes"]
 
@@ -32,17 +32,6 @@ def linear(d_in: int, d_out: int, generator: torch.Generator | None, dtype: torc
     layer.weight = torch.nn.Parameter(torch.empty(d_out, d_in, dtype=dtype).uniform_(-bound, bound,
                                                                                      generator=generator))
     return layer
-
-
-def check_form(form: object, forms: tuple[str, ...]) -> str:
-    """``form`` if it is one of ``forms``, else a :class:`SeqlabError` naming both.
-
-    >>> check_form("scan", ("loop", "scan"))
-    'scan'
-    """
-    if form not in forms:
-        raise SeqlabError(f"form must be one of {', '.join(forms)}; received {form!r}", parameter="form")
-    return form
 
 
 def _dtype_of(module: torch.nn.Module) -> torch.dtype:

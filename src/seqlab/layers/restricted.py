@@ -28,27 +28,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from seqlab.cost import restricted_attention_multiplications  # the closed form, re-exported: seqlab.cost holds it
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.layers.attention import SelfAttention
 
 __all__ = ["RestrictedAttentionStack", "RestrictedSelfAttention", "layers_to_connect",
            "restricted_attention_multiplications"]
-
-
-def restricted_attention_multiplications(T: int, window: int, d_k: int, d_v: int) -> int:
-    """Multiplications of one banded attention call: (2r + 1)·T·(d_k + d_v).
-
-    Each of the T queries scores 2r + 1 keys (d_k each) and mixes 2r + 1 values (d_v each). The
-    Q, K, V projections, the scaling and the softmax are not included (as in L6).
-
-    >>> restricted_attention_multiplications(64, 4, 64, 64)  # 9 * 64 * 128
-    73728
-
-    Raises:
-        SeqlabError: an argument is not an integer >= 1.
-    """
-    slots = 2 * require_positive_int("window", window) + 1
-    return slots * require_positive_int("T", T) * (require_positive_int("d_k", d_k) + require_positive_int("d_v", d_v))
 
 
 def layers_to_connect(T: int, window: int) -> int:

@@ -16,9 +16,9 @@ attention, two-sided, 2r + 1 slots). Two forms, equal up to rounding:
 Decoding keeps the last w - 1 keys and values (and which of them are real positions yet): the state does
 not grow past w - 1 rows, and every step costs the same, w·(d_k + d_v) plus the projections.
 
-Counting convention (multiplications, seqlab's unit): matrix products only; the √d_k scaling, the mask
-and the softmax are not counted; the projections W_q, W_k, W_v, W_o are, T·d_model·(2·d_k + d_v) +
-T·d_v·d_model, unless ``projections=False``.
+Counting convention (multiplications, seqlab's unit; the closed forms live in :mod:`seqlab.cost`): matrix
+products only; the √d_k scaling, the mask and the softmax are not counted; the projections W_q, W_k, W_v, W_o
+are, T·d_model·(2·d_k + d_v) + T·d_v·d_model, unless ``projections=False``.
 
 Shape letters: B batch, T positions, w window slots, d_model, d_k, d_v widths.
 """
@@ -31,49 +31,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from seqlab.cost import SLIDING_WINDOW_FORMS, sliding_window_multiplications, sliding_window_step_multiplications
 from seqlab.errors import require_positive_int
 from seqlab.layers.mixer_common import check_form, check_sequence, check_step, linear, quadratic_bytes
 from seqlab.memory import MemoryEstimate, require_fits
 
 __all__ = ["SLIDING_WINDOW_FORMS", "SlidingWindowAttention", "sliding_window_multiplications",
            "sliding_window_step_multiplications"]
-
-SLIDING_WINDOW_FORMS = ("banded", "masked")
-
-
-def sliding_window_multiplications(T: int, d_model: int, window: int, form: str, *, d_k: int | None = None,
-                                   d_v: int | None = None, batch: int = 1, projections: bool = True) -> int:
-    """Multiplications of one :class:`SlidingWindowAttention` call: T·w·(d_k + d_v) banded, T²·(d_k + d_v) masked.
-
-    Plus T·d_model·(2·d_k + d_v) + T·d_v·d_model for the projections unless ``projections=False``.
-
-    >>> sliding_window_multiplications(64, 8, 4, "banded", projections=False)  # 64 * 4 * 16
-    4096
-    >>> sliding_window_multiplications(64, 8, 4, "masked", projections=False)  # 64**2 * 16
-    65536
-
-    Raises:
-        SeqlabError: a size that is not a positive integer, or an unknown form.
-    """
-    T, d_model, window, batch = (require_positive_int(name, value) for name, value in
-                                 (("T", T), ("d_model", d_model), ("window", window), ("batch", batch)))
-    d_k = d_model if d_k is None else require_positive_int("d_k", d_k)
-    d_v = d_model if d_v is None else require_positive_int("d_v", d_v)
-    slots = window if check_form(form, SLIDING_WINDOW_FORMS) == "banded" else T
-    mixing = T * slots * (d_k + d_v)
-    return batch * (mixing + (T * d_model * (2 * d_k + d_v) + T * d_v * d_model if projections else 0))
-
-
-def sliding_window_step_multiplications(d_model: int, window: int, *, d_k: int | None = None, d_v: int | None = None,
-                                        batch: int = 1, projections: bool = True) -> int:
-    """Multiplications of one decode step: w·(d_k + d_v) plus the projections, whatever the position.
-
-    >>> sliding_window_step_multiplications(8, 4)  # 4 * 16 + 8 * 24 + 64
-    320
-    """
-    return sliding_window_multiplications(1, d_model, window, "banded", d_k=d_k, d_v=d_v, batch=batch,
-                                          projections=projections)
-
 
 def _causal_slots(T: int, window: int, device: torch.device) -> Tensor:
     """(T, w) bool: slot s of query t holds a real position, t - (w - 1) + s >= 0.

@@ -19,29 +19,49 @@ of *generating* T tokens, each step's output fed back as the next input, as a mo
 then attention with a cache waits T steps in a row like the recurrence, although its parallel forward pass
 over a given text (training) has a span that does not grow with T.
 
-Machine names (shared with ``seqlab table1 --modern`` and ``seqlab decode``): :data:`MACHINES`.
+Machine names (shared with ``seqlab table1 --modern`` and ``seqlab decode``): :data:`MACHINES`, the lesson's
+three and each mixer of the registry :mod:`seqlab.layers.mixers` that has a decode machine.
 """
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from seqlab import cost
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.layers import mixers
 from seqlab.layers.decoding import state_bytes
 from seqlab.measure.timing import MachineLoad, Timing, measure_time
 from seqlab.memory import MemoryEstimate
 
-#: Every decoding machine, in the order tables show them.
-MACHINES = ("elman", "attention_kv_cache", "attention_no_cache", "linear_attention", "selective_recurrence")
-#: Machines whose state does not grow with t.
-FIXED_STATE = ("elman", "linear_attention", "selective_recurrence")
-#: Machines built from the modern mixers' modules (importable only once those modules exist).
-_MIXER_MODULES = {"linear_attention": ("seqlab.layers.linear_attention", "LinearAttention"),
-                  "selective_recurrence": ("seqlab.layers.linear_recurrence", "SelectiveRecurrence")}
+#: The lesson's machines (:mod:`seqlab.layers.decoding`), always present, before the mixers' machines.
+LESSON_MACHINES = mixers.LESSON_MACHINES
+
+
+class _Machines(Sequence[str]):
+    """A live, read-only view of the machine names (:func:`seqlab.layers.mixers.machine_names`)."""
+
+    def __init__(self, fixed_state_only: bool) -> None:
+        self._fixed_state_only = fixed_state_only
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return mixers.machine_names(self._fixed_state_only)[index]
+
+    def __len__(self) -> int:
+        return len(mixers.machine_names(self._fixed_state_only))
+
+    def __repr__(self) -> str:
+        return repr(mixers.machine_names(self._fixed_state_only))
+
+
+#: Every decoding machine, in the order tables show them: the lesson's, then the registered mixers' (live).
+MACHINES: Sequence[str] = _Machines(fixed_state_only=False)
+#: Machines whose state does not grow with t (live).
+FIXED_STATE: Sequence[str] = _Machines(fixed_state_only=True)
 
 
 @dataclass(frozen=True)
@@ -74,38 +94,32 @@ class DecodeStep:
 
 
 def check_machine(machine: str) -> str:
-    """Return ``machine`` if it is one of :data:`MACHINES` and its module can be imported.
+    """Return ``machine`` if it is one of :data:`MACHINES` and can be built here.
 
     >>> check_machine("elman")
     'elman'
 
     Raises:
-        SeqlabError: an unknown name (the message lists them), or a mixer whose module is not installed.
+        SeqlabError: an unknown name (the message lists them), or a mixer whose optional package is not
+            installed. A mixer whose own module fails to import raises that ImportError.
     """
     if machine not in MACHINES:
         raise SeqlabError(f"machine must be one of {', '.join(MACHINES)}; received {machine!r}",
                           parameter="machine")
-    if machine in _MIXER_MODULES and not _mixer_class(machine):
-        raise SeqlabError(f"the machine {machine!r} needs {_MIXER_MODULES[machine][0]}, which is not present",
+    if machine not in LESSON_MACHINES and not mixers.mixer(machine).available():
+        spec = mixers.mixer(machine)
+        raise SeqlabError(f"the machine {machine!r} needs {', '.join(spec.requires)}, which is not installed",
                           parameter="machine")
     return machine
 
 
 def available_machines() -> tuple[str, ...]:
-    """The machines of :data:`MACHINES` whose modules can be imported here, in order.
+    """The machines of :data:`MACHINES` that can be built here, in order.
 
     >>> available_machines()[:3]
     ('elman', 'attention_kv_cache', 'attention_no_cache')
     """
-    return tuple(m for m in MACHINES if m not in _MIXER_MODULES or _mixer_class(m) is not None)
-
-
-def _mixer_class(machine: str) -> Any:
-    module_name, class_name = _MIXER_MODULES[machine]
-    try:
-        return getattr(importlib.import_module(module_name), class_name)
-    except (ImportError, AttributeError):
-        return None
+    return tuple(m for m in MACHINES if m in LESSON_MACHINES or mixers.mixer(m).available())
 
 
 def build_decoder(machine: str, d_model: int, *, seed: int = 0, dtype: torch.dtype = torch.float32) -> Any:
@@ -130,9 +144,8 @@ def build_decoder(machine: str, d_model: int, *, seed: int = 0, dtype: torch.dty
         attention = SelfAttention(d_model, causal=True, generator=generator, dtype=dtype)
         decoder = KVCacheDecoder if machine == "attention_kv_cache" else NoCacheDecoder
         return decoder(attention).eval()
-    if machine == "linear_attention":
-        return _mixer_class(machine)(d_model, form="recurrent", generator=generator, dtype=dtype).eval()
-    return _mixer_class(machine)(d_model, generator=generator, dtype=dtype).eval()
+    mixer = mixers.mixer(machine)
+    return mixer.build(d_model, generator=generator, dtype=dtype, **mixer.decode.options)
 
 
 def step_multiplications(machine: str, t: int, d_model: int, batch: int = 1) -> int | None:
@@ -142,11 +155,11 @@ def step_multiplications(machine: str, t: int, d_model: int, batch: int = 1) -> 
     * ``attention_kv_cache``: 3d² (q_t, k_t, v_t) + t·d (scores q_t·k_j) + t·d (mix of t values) = 3d² + 2td;
     * ``attention_no_cache``: d² (q_t) + 2·t·d² (all t keys and values again) + 2td = d² + 2td² + 2td;
     * ``linear_attention``: 3d² (q, k, v) + d² (its output projection W_o) + 2d² + d (update and read of the
-      d×d state S and of z) = 6d² + d, from
-      :func:`seqlab.layers.linear_attention.linear_attention_step_multiplications`;
+      d×d state S and of z) = 6d² + d, from :func:`seqlab.cost.linear_attention_step_multiplications`;
     * ``selective_recurrence`` (d_state = d): W_Δ x_t, W_u x_t, W_C x_t and W_o (c_t ⊙ h_t) = 4d², from
-      :func:`seqlab.layers.linear_recurrence.selective_recurrence_step_multiplications` (the element-wise
-      update h_t = a_t ⊙ h_{t-1} + b_t is not a product).
+      :func:`seqlab.cost.selective_recurrence_step_multiplications` (the element-wise
+      update h_t = a_t ⊙ h_{t-1} + b_t is not a product);
+    * any other mixer machine: its :attr:`seqlab.layers.mixers.DecodeMachine.step_multiplications`.
 
     Scope: each machine's own layer. Linear attention's includes its output projection W_o; seqlab's
     :class:`~seqlab.layers.attention.SelfAttention` (both attention decoders) has none.
@@ -165,23 +178,13 @@ def step_multiplications(machine: str, t: int, d_model: int, batch: int = 1) -> 
     t, d, batch = (require_positive_int(name, value) for name, value in (("t", t), ("d_model", d_model),
                                                                         ("batch", batch)))
     if machine == "elman":
-        return batch * 2 * d * d
+        return batch * cost.recurrence_multiplications(1, d, d)
     if machine == "attention_kv_cache":
-        return batch * (3 * d * d + 2 * t * d)
+        return batch * cost.kv_cache_step_multiplications(t, d, d, d)
     if machine == "attention_no_cache":
-        return batch * (d * d + 2 * t * d * d + 2 * t * d)
-    return _mixer_step_multiplications(machine, d, batch)
-
-
-def _mixer_step_multiplications(machine: str, d: int, batch: int) -> int | None:
-    """The mixer module's own closed form for one step at width d, projections in (None when it offers none)."""
-    module = importlib.import_module(_MIXER_MODULES[machine][0])
-    formula = getattr(module, f"{machine}_step_multiplications", None)
-    if formula is None:
-        return None
-    if machine == "linear_attention":  # q, k, v and W_o projections, then 2·d_k·d_v + d_k on the state
-        return int(formula(d, d, d, batch=batch))
-    return int(formula(d, d, batch=batch))  # d_state = d_model: W_Δ, W_u, W_C in and W_o out
+        return batch * cost.no_cache_step_multiplications(t, d, d, d)
+    formula = mixers.mixer(machine).decode.step_multiplications
+    return None if formula is None else int(formula(d, batch))
 
 
 def estimate_decode_bytes(machine: str, t: int, d_model: int, batch: int = 1,

@@ -255,7 +255,8 @@ def measure_peak_memory(function: Callable[..., Any], *args: Any, **kwargs: Any)
 
     Raises:
         Exception: whatever ``function`` raises, unchanged; nothing of its own. Estimate and refuse sizes that
-        would not fit (:func:`seqlab.memory.require_fits`) before calling this: it measures, it does not guard.
+            would not fit (:func:`seqlab.memory.require_fits`) before calling this: it measures, it does not
+            guard.
     """
     tracker = _PeakTracker()
     with _allocator_events() as events:

@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from seqlab.i18n import format_integer, format_number, format_seconds, translator
+from seqlab.layers import mixers
 from seqlab.render.machine_load import busy_caveat
 from seqlab.studies.decode import TIME_MARGIN, DecodeResult, Win, time_lead
 
@@ -34,8 +35,8 @@ def machine_label(machine: str, lang: str = "en") -> str:
     """
     tr = translator(lang)
     labels = {"elman": tr("Elman RNN"), "attention_kv_cache": tr("attention, KV cache"),
-              "attention_no_cache": tr("attention, no cache"), "linear_attention": tr("linear attention"),
-              "selective_recurrence": tr("selective recurrence")}
+              "attention_no_cache": tr("attention, no cache")}
+    labels.update((name, tr(mixer.decode.label)) for name, mixer in mixers.decode_machines())  # the registry's
     return labels.get(machine, machine)
 
 

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from seqlab.i18n import format_integer, translator
+from seqlab.layers import mixers
 from seqlab.render.table1 import MATCH, MISMATCH, growth
 from seqlab.render.tables import FittedTable
 from seqlab.studies.table1_modern import ModernResult, ModernRow
@@ -34,21 +35,17 @@ def row_name(row: str, result: ModernResult, lang: str = "en") -> str:
     """
     tr = _tr(lang)
     k, r, C = (result.kernel, result.window, result.chunk) if result is not None else ("k", "r", "C")
-    return {
+    names = {
         "elman": tr("Elman RNN"),
         "self_attention": tr("Self-attention (math path)"),
         "convolution": tr("Convolution, contiguous (k = {k})").format(k=k),
         "dilated_convolution": tr("Convolution, dilated (k = {k})").format(k=k),
         "restricted": tr("Self-attention, restricted (r = {r})").format(r=r),
-        "linear_attention_parallel": tr("Linear attention, parallel form"),
-        "linear_attention_recurrent": tr("Linear attention, recurrent form"),
-        "linear_attention_chunked": tr("Linear attention, chunked (C = {C})").format(C=C),
-        "diagonal_loop": tr("Diagonal recurrence, loop"),
-        "diagonal_scan": tr("Diagonal recurrence, parallel scan"),
-        "selective_loop": tr("Selective recurrence, loop"),
-        "selective_scan": tr("Selective recurrence, parallel scan"),
-        "sliding_window": tr("Sliding-window attention (w = {w})").format(w=r),
-    }[row]
+    }
+    if row in names:
+        return names[row]
+    # a mixer's row: its label in the registry (seqlab.layers.mixers), a message id of this catalogue
+    return tr(mixers.mixer_rows()[row][1].label).format(C=C, w=r)
 
 
 def _cell(cell: Cell | None, lang: str, variable: str = "T") -> str:

@@ -18,19 +18,20 @@ from seqlab.measure.timing import Timing
 
 @dataclass(frozen=True)
 class Machine:
-    """One machine of the sweep: its key (``--machines``), label, family and gate blocks g."""
+    """One machine of the sweep: its key (``--machines``), label, family and recurrent cell (its gate blocks g,
+    :data:`seqlab.cost.GATES`)."""
 
     key: str
     label: str
     family: str  # "recurrence" or "attention"
-    gates: int = 1
+    cell: str = "rnn"
 
 
 MACHINES: dict[str, Machine] = {m.key: m for m in (
     Machine("rnn", "nn.RNN", "recurrence"),
     Machine("loop", "ElmanRNN loop", "recurrence"),
-    Machine("lstm", "nn.LSTM", "recurrence", gates=4),
-    Machine("gru", "nn.GRU", "recurrence", gates=3),
+    Machine("lstm", "nn.LSTM", "recurrence", cell="lstm"),
+    Machine("gru", "nn.GRU", "recurrence", cell="gru"),
     Machine("sdpa", "SDPA", "attention"),
     Machine("attention", "Attention (explicit)", "attention"),
 )}
@@ -51,7 +52,7 @@ def multiplications(machine: str, T: int, d: int, batch: int = 1) -> int:
     """
     spec = _machine(machine)
     if spec.family == "recurrence":
-        return spec.gates * cost.recurrence_multiplications(T, d, d) * require_positive_int("batch", batch)
+        return cost.gated_recurrence_multiplications(T, d, d, spec.cell) * require_positive_int("batch", batch)
     return cost.attention_multiplications(T, d, d) * require_positive_int("batch", batch)
 
 

@@ -16,7 +16,7 @@ L6    counted on the hand-written call, on SDPA on meta (PyTorch's formulas) and
       (seqlab's formula, labelled so) = T²(d_k + d_v); the projections counted apart = T·d_model(2d_k + d_v)
 L7    lesson scope: counted ratio SDPA / ``nn.RNN`` = T/d at T = d/2, d, 2d, crossover at T = d; layer scope:
       ``nn.MultiheadAttention`` (one head and H heads, Q, K, V and W_O) / ``nn.RNN`` (W_xh included) =
-      2 + T/d, counted on meta and against :func:`seqlab.scopes.attention_layer_multiplications`
+      2 + T/d, counted on meta and against :func:`seqlab.cost.attention_layer_multiplications`
 L9    the worked numbers at d = 512, counted at d = 512 (``nn.RNN`` on the CPU, SDPA and the multi-head
       layer on meta), against the lesson's figures; chains traced at two small widths (the chain length
       does not depend on the width, measured)
@@ -82,8 +82,8 @@ def _layer_counts(d: int, lengths, heads: tuple[int, ...], recurrences: dict | N
         rows[T] = {"recurrence": recurrence.multiplications, "recurrence_source": recurrence.source,
                    "attention": {h: c.multiplications for h, c in attention.items()},
                    "attention_source": sorted({c.source for c in attention.values()}),
-                   "closed_recurrence": scopes.gated_recurrence_multiplications(T, d, d),
-                   "closed_attention": scopes.attention_layer_multiplications(T, d, d, d),
+                   "closed_recurrence": cost.gated_recurrence_multiplications(T, d, d),
+                   "closed_attention": cost.attention_layer_multiplications(T, d, d, d),
                    "ratio": {h: Fraction(c.multiplications, recurrence.multiplications) for h, c in attention.items()}}
     return rows
 

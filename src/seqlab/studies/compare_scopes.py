@@ -285,7 +285,7 @@ def measure_scopes(modules: Modules, x: torch.Tensor, score: str, counted_elman:
     T, batch = x.shape[0], x[None]  # (1, T, d_model)
     rnn_closed = cost.recurrence_multiplications(T, d_model, d_h)
     recurrence = scope_count("rnn", "ElmanRNN, loop", rnn_closed, counted_elman)
-    gated_closed = {cell: scopes.gated_recurrence_multiplications(T, d_model, d_h, cell) for cell in modules.gated}
+    gated_closed = {cell: cost.gated_recurrence_multiplications(T, d_model, d_h, cell) for cell in modules.gated}
     gated_cpu = {cell: count_multiplications(module, batch) for cell, module in modules.gated.items()}
     # outside the kernels' scope a gated layer is counted by PyTorch's formulas: on the CPU when its kernel
     # decomposes there (GRU), on the meta device when it is fused (oneDNN's LSTM)
@@ -303,7 +303,8 @@ def measure_scopes(modules: Modules, x: torch.Tensor, score: str, counted_elman:
 
     def layer_closed(t: int) -> int:
         return (cost.projection_multiplications(t, d_model, d_k, d_v)
-                + cost.scored_attention_multiplications(score, t, d_k, d_v) + t * d_v * d_model)
+                + cost.scored_attention_multiplications(score, t, d_k, d_v)
+                + cost.output_projection_multiplications(t, d_v, d_model))
 
     explicit_layer = count_multiplications(lambda rows: modules.output(modules.attention(rows)[0]), x)
     heads_layer, heads_kernel = (), None

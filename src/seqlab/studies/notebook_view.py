@@ -1,17 +1,39 @@
 """A result in a Jupyter notebook: an HTML table and a Matplotlib figure (issue 16, notebooks).
 
-The result dataclasses (``ProfileResult``, ``CompareResult``, ``Table1Result``, ``CheckResult``) inherit
-:class:`NotebookView`. It holds no data and formats nothing: each method imports
-:mod:`seqlab.render.notebook` when called and hands it the result, so the data still flows one way
-(studies hold values; render turns them into HTML and pictures) and ``import seqlab.studies...`` never
-imports Rich's HTML walker or Matplotlib.
+The result dataclasses (``ProfileResult``, ``CompareResult``, ``Table1Result``, ``CheckResult``, ``DecodeResult``,
+``ModernResult``) inherit :class:`NotebookView`. It holds no data and formats nothing: each method hands the
+result to the renderer :func:`connect` was given. The package root (``seqlab/__init__``, which Python runs
+before any ``seqlab.studies`` module) connects :func:`seqlab.render.notebook.result_html` and
+:func:`~seqlab.render.notebook.result_figure`, each imported only when called. So the data flows one way
+(studies hold values; render turns them into HTML and pictures), no studies module imports render (no import
+cycle), and ``import seqlab.studies...`` never imports Rich's HTML walker or Matplotlib.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["NotebookView"]
+from seqlab.errors import SeqlabError
+
+__all__ = ["NotebookView", "connect"]
+
+#: "html" and "figure" -> the renderer (result, lang) -> HTML text / a Matplotlib figure; set by :func:`connect`.
+_RENDERERS: dict[str, Callable[[Any, str | None], Any]] = {}
+
+
+def connect(html: Callable[[Any, str | None], str], figure: Callable[[Any, str | None], Any]) -> None:
+    """Give every result its notebook renderers: ``html(result, lang)`` and ``figure(result, lang)``.
+
+    Called once by the package root with :mod:`seqlab.render.notebook`'s functions; a test may connect others.
+    """
+    _RENDERERS.update(html=html, figure=figure)
+
+
+def _renderer(kind: str) -> Callable[[Any, str | None], Any]:
+    if kind not in _RENDERERS:
+        raise SeqlabError("no notebook renderer is connected (seqlab/__init__ connects seqlab.render.notebook)")
+    return _RENDERERS[kind]
 
 
 class NotebookView:
@@ -40,9 +62,7 @@ class NotebookView:
         Raises:
             SeqlabError: an unknown language.
         """
-        from seqlab.render.notebook import result_html
-
-        return result_html(self, lang)
+        return _renderer("html")(self, lang)
 
     def plot(self, lang: str | None = None) -> Any:
         """This result drawn as a ``matplotlib.figure.Figure`` (:func:`seqlab.render.notebook.result_figure`).
@@ -59,6 +79,4 @@ class NotebookView:
         Raises:
             SeqlabError: an unknown language, or matplotlib is not installed.
         """
-        from seqlab.render.notebook import result_figure
-
-        return result_figure(self, lang)
+        return _renderer("figure")(self, lang)

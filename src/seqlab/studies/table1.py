@@ -60,7 +60,7 @@ from seqlab import cost
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.layers import convolution, restricted
 from seqlab.layers.attention import SelfAttention
-from seqlab.layers.convolution import ConvolutionStack, convolution_multiplications
+from seqlab.layers.convolution import ConvolutionStack
 from seqlab.layers.recurrent import ElmanRNN
 from seqlab.layers.restricted import RestrictedAttentionStack, RestrictedSelfAttention
 from seqlab.measure.paths import PathMatrix, measure_paths
@@ -78,26 +78,10 @@ __all__ = ["CONSTANT", "DEFAULT_D_MODEL", "DEFAULT_KERNEL", "DEFAULT_LENGTHS", "
            "LINEAR", "LOGARITHMIC", "MAX_LENGTH", "MAX_WIDTH", "PAPER", "QUADRATIC", "QUICK_D_MODEL",
            "QUICK_LENGTHS", "TOLERANCE", "Cell", "Fit", "Growth", "LayerRow", "PaperRow", "Sample", "Table1Config",
            "Table1Result", "WidthFit", "check_table1_size", "closed_form_work", "estimate_table1_bytes",
-           "fit_growth", "gated_recurrence_multiplications", "measure_sample", "run_table1"]
+           "fit_growth", "measure_sample", "run_table1"]
 
 
 # --- closed forms and fits -----------------------------------------------------------------------
-
-def gated_recurrence_multiplications(T: int, d_model: int, d_h: int, gates: int) -> int:
-    """Multiplications of a gated recurrence (G gates: LSTM 4, GRU 3, tanh RNN 1): T·G·d_h·(d_model + d_h).
-
-    Every step multiplies the input by W_ih (G·d_h × d_model) and the state by W_hh (G·d_h × d_h);
-    gate products, activations and biases are not counted (L5 with gates).
-
-    >>> gated_recurrence_multiplications(256, 64, 64, 4)  # 256 * 4 * 64 * 128
-    8388608
-
-    Raises:
-        SeqlabError: an argument is not an integer >= 1.
-    """
-    T, d_model, d_h = (require_positive_int(n, v) for n, v in (("T", T), ("d_model", d_model), ("d_h", d_h)))
-    return T * require_positive_int("gates", gates) * d_h * (d_model + d_h)
-
 
 def closed_form_work(layer: str, T: int, d: int, kernel: int, window: int) -> int:
     """Multiplications of one layer of type ``layer`` by its closed form (the scope of :func:`run_table1`).
@@ -111,11 +95,11 @@ def closed_form_work(layer: str, T: int, d: int, kernel: int, window: int) -> in
     forms: dict[str, Callable[[], int]] = {
         "self_attention": lambda: cost.attention_multiplications(T, d, d),
         "rnn": lambda: cost.recurrence_multiplications(T, d, d),
-        "lstm": lambda: gated_recurrence_multiplications(T, d, d, 4),
-        "gru": lambda: gated_recurrence_multiplications(T, d, d, 3),
-        "convolution": lambda: convolution_multiplications(T, d, kernel),
-        "dilated_convolution": lambda: convolution_multiplications(T, d, kernel),
-        "restricted": lambda: restricted.restricted_attention_multiplications(T, window, d, d),
+        "lstm": lambda: cost.gated_recurrence_multiplications(T, d, d, "lstm"),
+        "gru": lambda: cost.gated_recurrence_multiplications(T, d, d, "gru"),
+        "convolution": lambda: cost.convolution_multiplications(T, d, kernel),
+        "dilated_convolution": lambda: cost.convolution_multiplications(T, d, kernel),
+        "restricted": lambda: cost.restricted_attention_multiplications(T, window, d, d),
     }
     if layer not in forms:
         raise SeqlabError(f"layer must be one of {', '.join(LAYER_TYPES)}; received {layer!r}", parameter="layer")

@@ -240,7 +240,8 @@ def _decode(machine: Machine, t: int, config: ModernConfig) -> tuple[int | None,
     if machine.decode_machine is not None:
         step = decode.measure_decode_step(machine.decode_machine, t, d_model=config.d_model, time=False,
                                           seed=config.seed, decoder=machine.decoder)
-        return step.multiplications, step.closed_form, step.state_bytes
+        formula = machine.step_closed_form  # the row's own module, when its options differ from the machine's
+        return step.multiplications, (int(formula()) if formula is not None else step.closed_form), step.state_bytes
     from seqlab.layers.decoding import state_bytes
     from seqlab.measure.work import count_multiplications
 

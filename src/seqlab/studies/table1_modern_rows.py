@@ -12,8 +12,10 @@ Three groups of rows (issue 15, item 2):
 
 Every row states, per column, the big-O in T (or in the decoded position t) and where it comes from;
 :class:`~seqlab.studies.table1_results.Growth` turns it into the exponent (or logarithm) a fit must show.
-A mixer's module is imported when its row is built, so a row whose module is not installed is reported as
-missing, never invented. :func:`build_machine` makes the module a row measures.
+The mixers' rows come from the one registry, :mod:`seqlab.layers.mixers` (a new mixer registers there and
+its rows appear here). A mixer's module is imported when its row is built, so a row whose optional package
+is not installed is reported as missing, never invented; a broken mixer module raises its ImportError.
+:func:`build_machine` makes the module a row measures.
 
 Shapes: T positions, t the decoded position, d = d_model = d_k = d_v = d_h, k kernel, r window, C chunk,
 w sliding window.
@@ -21,8 +23,7 @@ w sliding window.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,11 +32,10 @@ from torch import Tensor
 
 from seqlab import cost
 from seqlab.errors import SeqlabError
-from seqlab.layers import restricted
-from seqlab.layers.convolution import convolution_multiplications
+from seqlab.layers import mixers
 from seqlab.studies.table1_results import CONSTANT, LINEAR, LOGARITHMIC, QUADRATIC, Growth
 
-__all__ = ["MODERN_ROWS", "ROWS", "Machine", "RowSpec", "build_machine", "row_available"]
+__all__ = ["ROWS", "Machine", "RowSpec", "build_machine", "modern_rows", "row_available"]
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class RowSpec:
 
 
 _L, _P, _M = "lesson", "paper", "mixer"
-ROWS: dict[str, RowSpec] = {
+_FIXED_ROWS: dict[str, RowSpec] = {
     "elman": RowSpec(_L, "rnn", ("O(T·d²)", LINEAR), ("O(T)", LINEAR), ("O(T)", LINEAR), ("O(T·d)", LINEAR),
                      ("O(d²)", CONSTANT), ("O(d)", CONSTANT), "L1, L3, L5; Vaswani et al. 2017, Table 1"),
     "self_attention": RowSpec(_L, "self_attention", ("O(T²·d)", QUADRATIC), ("O(1)", CONSTANT), ("O(1)", CONSTANT),
@@ -69,69 +69,58 @@ ROWS: dict[str, RowSpec] = {
                                    "Vaswani et al. 2017, Table 1"),
     "restricted": RowSpec(_P, "restricted", ("O(r·T·d)", LINEAR), ("O(1)", CONSTANT), ("O(T/r)", LINEAR),
                           ("O(r·T·d)", LINEAR), None, None, "Vaswani et al. 2017, Table 1"),
-    "linear_attention_parallel": RowSpec(_M, None, ("O(T²·d)", QUADRATIC), ("O(1)", CONSTANT), ("O(1)", CONSTANT),
-                                         ("O(T²)", QUADRATIC), ("O(d²)", CONSTANT), ("O(d²)", CONSTANT),
-                                         "Katharopoulos et al. 2020, §3.2–3.4"),
-    "linear_attention_recurrent": RowSpec(_M, None, ("O(T·d_k·d_v)", LINEAR), ("O(T)", LINEAR), ("O(T)", LINEAR),
-                                          ("O(T·d)", LINEAR), ("O(d²)", CONSTANT), ("O(d²)", CONSTANT),
-                                          "Katharopoulos et al. 2020, §3.4"),
-    "linear_attention_chunked": RowSpec(_M, None, ("O(T·(C + d)·d)", LINEAR), ("O(T/C)", LINEAR),
-                                        ("O(T/C)", LINEAR), ("O(T·d)", LINEAR), ("O(d²)", CONSTANT),
-                                        ("O(d²)", CONSTANT),
-                                        "Katharopoulos et al. 2020, §3.3; Hua et al. 2022"),
-    "diagonal_loop": RowSpec(_M, None, ("O(T·d²)", LINEAR), ("O(T)", LINEAR), ("O(T)", LINEAR), ("O(T·d)", LINEAR),
-                             ("O(d²)", CONSTANT), ("O(d)", CONSTANT),
-                             "S4D (Gu et al. 2022); LRU (Orvieto et al. 2023), §3"),
-    "diagonal_scan": RowSpec(_M, None, ("O(T·d²)", LINEAR), ("O(log T)", LOGARITHMIC), ("O(log T)", LOGARITHMIC),
-                             ("O(T·d)", LINEAR), ("O(d²)", CONSTANT), ("O(d)", CONSTANT),
-                             "Hillis & Steele 1986; Blelloch 1990, §1.4; LRU (Orvieto et al. 2023)"),
-    "selective_loop": RowSpec(_M, None, ("O(T·d²)", LINEAR), ("O(T)", LINEAR), ("O(T)", LINEAR), ("O(T·d)", LINEAR),
-                              ("O(d²)", CONSTANT), ("O(d)", CONSTANT), "Mamba (Gu & Dao 2023), §3.2"),
-    "selective_scan": RowSpec(_M, None, ("O(T·d²)", LINEAR), ("O(log T)", LOGARITHMIC), ("O(log T)", LOGARITHMIC),
-                              ("O(T·d)", LINEAR), ("O(d²)", CONSTANT), ("O(d)", CONSTANT),
-                              "Mamba (Gu & Dao 2023), §3.3.2; Blelloch 1990, §1.4"),
-    "sliding_window": RowSpec(_M, None, ("O(w·T·d)", LINEAR), ("O(1)", CONSTANT), ("O(T/w)", LINEAR),
-                              ("O(w·T·d)", LINEAR), ("O(w·d)", CONSTANT), ("O(w·d)", CONSTANT),
-                              "Longformer (Beltagy et al. 2020), §3.1"),
 }
-"""Every row, in the table's order: the lesson's, the paper's, then the mixers."""
+"""The lesson's rows and the paper's, in the table's order; the mixers' rows follow from the registry."""
 
-#: The mixers' rows (their modules may not all be installed).
-MODERN_ROWS = tuple(name for name, spec in ROWS.items() if spec.group == _M)
-
-#: Row -> (module, class, keyword arguments, the decode machine of :mod:`seqlab.measure.decode` or None).
-_MIXERS: dict[str, tuple[str, str, dict[str, Any], str | None]] = {
-    "linear_attention_parallel": ("seqlab.layers.linear_attention", "LinearAttention", {"form": "parallel"},
-                                  "linear_attention"),
-    "linear_attention_recurrent": ("seqlab.layers.linear_attention", "LinearAttention", {"form": "recurrent"},
-                                   "linear_attention"),
-    "linear_attention_chunked": ("seqlab.layers.linear_attention", "LinearAttention", {"form": "chunked"},
-                                 "linear_attention"),
-    "diagonal_loop": ("seqlab.layers.linear_recurrence", "DiagonalRecurrence", {"form": "loop"}, None),
-    "diagonal_scan": ("seqlab.layers.linear_recurrence", "DiagonalRecurrence", {"form": "scan"}, None),
-    "selective_loop": ("seqlab.layers.linear_recurrence", "SelectiveRecurrence", {"form": "loop"},
-                       "selective_recurrence"),
-    "selective_scan": ("seqlab.layers.linear_recurrence", "SelectiveRecurrence", {"form": "scan"},
-                       "selective_recurrence"),
-    "sliding_window": ("seqlab.layers.sliding_window", "SlidingWindowAttention", {"form": "banded"}, None),
-}
+_GROWTHS = {"constant": CONSTANT, "linear": LINEAR, "quadratic": QUADRATIC, "logarithmic": LOGARITHMIC}
 
 
-def _mixer_class(row: str) -> Any:
-    module, name, _, _ = _MIXERS[row]
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        return None
+def _mixer_spec(row: mixers.MixerRow) -> RowSpec:
+    """A registered mixer's row as a :class:`RowSpec` (its big-O strings turned into growths)."""
+    def column(entry: tuple[str, str]) -> tuple[str, Growth]:
+        return entry[0], _GROWTHS[entry[1]]
+    return RowSpec(_M, None, column(row.work), column(row.span), column(row.path), column(row.memory),
+                   column(row.decode), column(row.state), row.source)
+
+
+class _Rows(Mapping[str, RowSpec]):
+    """A live, read-only view of every row: the lesson's and the paper's, then each registered mixer's rows."""
+
+    def _all(self) -> dict[str, RowSpec]:
+        return {**_FIXED_ROWS, **{name: _mixer_spec(row) for name, (_, row) in mixers.mixer_rows().items()}}
+
+    def __getitem__(self, row: str) -> RowSpec:
+        return self._all()[row]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+#: Every row, in the table's order: the lesson's, the paper's, then the mixers' (:mod:`seqlab.layers.mixers`).
+ROWS: Mapping[str, RowSpec] = _Rows()
+
+
+def modern_rows() -> tuple[str, ...]:
+    """The mixers' rows, in the table's order (their modules may not all be installed).
+
+    >>> modern_rows()[-1]
+    'sliding_window'
+    """
+    return tuple(mixers.mixer_rows())
 
 
 def row_available(row: str) -> bool:
-    """Whether the module a row builds can be imported here (the lesson's and the paper's always can).
+    """Whether a row can be built here (the lesson's and the paper's always can; a mixer's unless a package
+    it requires is missing; a mixer whose own module is broken raises its ImportError).
 
     >>> row_available("elman")
     True
     """
-    return row not in _MIXERS or _mixer_class(row) is not None
+    rows = mixers.mixer_rows()
+    return row not in rows or rows[row][0].available()
 
 
 @dataclass(frozen=True)
@@ -186,42 +175,38 @@ def build_machine(row: str, d: int, *, kernel: int, window: int, chunk: int, see
                        build_decoder("attention_kv_cache", d, seed=seed), "attention_kv_cache")
     if row in ("convolution", "dilated_convolution"):
         one = ConvolutionStack(d, kernel, layers=1, generator=generator).eval()
-        return Machine(one, lambda T: convolution_multiplications(T, d, kernel), None, None)
+        return Machine(one, lambda T: cost.convolution_multiplications(T, d, kernel), None, None)
     if row == "restricted":
         one = RestrictedSelfAttention(d, window, generator=generator).eval()
-        return Machine(lambda x: one(x)[0], lambda T: restricted.restricted_attention_multiplications(
+        return Machine(lambda x: one(x)[0], lambda T: cost.restricted_attention_multiplications(
             T, window, d, d) + cost.projection_multiplications(T, d, d, d), None, None)
     return _build_mixer(row, d, window=window, chunk=chunk, generator=generator)
 
 
 def _build_mixer(row: str, d: int, *, window: int, chunk: int, generator: torch.Generator) -> Machine:
-    cls = _mixer_class(row)
-    if cls is None:
-        raise SeqlabError(f"the row {row!r} needs {_MIXERS[row][0]}, which is not installed here", parameter="row")
-    module_name, _, options, machine = _MIXERS[row]
-    options = dict(options)
-    if row.startswith("linear_attention"):
-        options["chunk_size"] = chunk
-    if row != "sliding_window":
-        module = cls(d, generator=generator, **options).eval()
-        step_form = None
-        if row.startswith("diagonal"):
-            formula = importlib.import_module(module_name).diagonal_recurrence_step_multiplications
-            step_form = lambda: formula(d, module.d_state)  # noqa: E731
-        return Machine(module, module.multiplications, module, machine, step_form)
-    module = cls(d, window, generator=generator, **options).eval()
-    formula = importlib.import_module(module_name).sliding_window_step_multiplications
+    mixer, spec = mixers.mixer_rows()[row]
+    if not mixer.available():
+        raise SeqlabError(f"the row {row!r} needs {', '.join(mixer.requires)}, which is not installed here",
+                          parameter="row")
+    sizes = {"window": window, "chunk": chunk}
+    module = mixer.build(d, generator=generator, **sizes, **spec.options)
+    machine = mixer.name if mixer.decode is not None else None
+    step_form = None
+    if mixer.step_multiplications is not None:  # the row's own module (its options may differ from the machine's)
+        step_form = lambda: mixer.step_multiplications(module)  # noqa: E731
+    stack = None
+    if mixer.connecting_depth is not None:
+        def stack(T: int) -> Callable[[Tensor], list[Tensor]]:
+            """The stack of :attr:`~seqlab.layers.mixers.Mixer.connecting_depth` layers that connects 1 to T."""
+            depth = mixer.connecting_depth(T, window)
+            layers = [module] + [mixer.build(d, generator=generator, **sizes, **spec.options)
+                                 for _ in range(depth - 1)]
 
-    def stack(T: int) -> Callable[[Tensor], list[Tensor]]:
-        """⌈(T - 1)/(w - 1)⌉ layers: each reaches w - 1 positions back, so that many connect 1 to T."""
-        depth = max(1, -(-(T - 1) // max(window - 1, 1)))
-        layers = [module] + [cls(d, window, generator=generator, **options).eval() for _ in range(depth - 1)]
-
-        def forward_all(x: Tensor) -> list[Tensor]:
-            outputs = []
-            for layer in layers:
-                x = layer(x)  # (1, T, d)
-                outputs.append(x)
-            return outputs
-        return forward_all
-    return Machine(module, module.multiplications, module, None, lambda: formula(d, window), stack)
+            def forward_all(x: Tensor) -> list[Tensor]:
+                outputs = []
+                for layer in layers:
+                    x = layer(x)  # (1, T, d)
+                    outputs.append(x)
+                return outputs
+            return forward_all
+    return Machine(module, module.multiplications, module, machine, step_form, stack)

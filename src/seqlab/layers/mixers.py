@@ -1,0 +1,344 @@
+"""The one registry of sequence mixers: what every table, command and closed form reads about them.
+
+A *mixer* is a layer of :mod:`seqlab.layers` that maps (B, T, d_model) to (B, T, d_model), decodes one
+position at a time with ``initial_state`` / ``step`` (:mod:`seqlab.layers.mixer_common`) and gives its closed
+form with ``multiplications(T, batch)`` (from :mod:`seqlab.cost`). Adding one takes a
+module in ``seqlab/layers/`` and one :func:`register` call; then
+
+* ``seqlab table1 --modern`` measures its rows (:mod:`seqlab.studies.table1_modern_rows`) and names them
+  (:func:`seqlab.render.table1_modern.row_name`, from :attr:`MixerRow.label`);
+* ``seqlab decode`` offers it as a machine when it has a :class:`DecodeMachine`
+  (:mod:`seqlab.measure.decode`, :func:`seqlab.render.decode.machine_label`), its closed form from
+  :mod:`seqlab.cost`.
+
+A mixer's module is imported when it is first built, so ``import seqlab`` stays light. Its import must work:
+a shipped mixer whose module raises ImportError (a typo, a moved name) fails with that error, loudly. Only a
+third-party package the mixer names in :attr:`Mixer.requires` that is not installed makes it *unavailable*
+(reported as "not installed" by the tables, never invented).
+
+The English labels are message ids (``N_`` marks them for extraction): row names of the ``table1_modern``
+catalogue, machine names of the ``decode`` catalogue; each renderer translates them.
+
+>>> [m.name for m in mixers()]
+['linear_attention', 'diagonal_recurrence', 'selective_recurrence', 'sliding_window', 'mamba_block']
+>>> [name for name, _ in decode_machines()]
+['linear_attention', 'selective_recurrence', 'mamba_block']
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from seqlab import cost
+from seqlab.errors import SeqlabError
+
+__all__ = ["GROWTHS", "LESSON_MACHINES", "DecodeMachine", "Mixer", "MixerRow", "decode_machines", "machine_names",
+           "mixer", "mixer_rows", "mixers", "register", "unregister"]
+
+#: The growths a big-O may name (:data:`seqlab.studies.table1_results.CONSTANT` …).
+GROWTHS = ("constant", "linear", "quadratic", "logarithmic")
+
+
+def N_(message: str) -> str:
+    """Mark ``message`` as a message id, translated later by the renderer that shows it."""
+    return message
+
+
+def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True)
+class MixerRow:
+    """One row of ``seqlab table1 --modern`` built from a mixer: its name, label, options and big-O per column.
+
+    Attributes:
+        name: the row's key (``"selective_scan"``), unique across the table.
+        label: the row's English name, a message id of the ``table1_modern`` catalogue; ``{C}`` reads the
+            chunk size, ``{w}`` the window.
+        options: keyword arguments of the mixer's class for this row (e.g. ``{"form": "scan"}``).
+        work, span, path, memory: (the big-O as printed, its growth in T: one of :data:`GROWTHS`).
+        decode, state: the same in the decoded position t (one decode step's work, the state it hands on).
+        source: the paper (and section) the row follows.
+    """
+
+    name: str
+    label: str
+    options: Mapping[str, Any]
+    work: tuple[str, str]
+    span: tuple[str, str]
+    path: tuple[str, str]
+    memory: tuple[str, str]
+    decode: tuple[str, str]
+    state: tuple[str, str]
+    source: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", _frozen(self.options))
+        for column in ("work", "span", "path", "memory", "decode", "state"):
+            growth = getattr(self, column)[1]
+            if growth not in GROWTHS:
+                raise SeqlabError(f"{self.name}: the {column} growth must be one of {', '.join(GROWTHS)}, "
+                                  f"received {growth!r}", parameter=column)
+
+
+@dataclass(frozen=True)
+class DecodeMachine:
+    """The mixer as a machine of ``seqlab decode``.
+
+    Attributes:
+        label: the machine's English name, a message id of the ``decode`` catalogue.
+        options: keyword arguments of the class for decoding (e.g. ``{"form": "recurrent"}``).
+        fixed_state: whether its state does not grow with t.
+        step_multiplications: (d, batch) -> multiplications of one step with every width d, from
+            :mod:`seqlab.cost` (None: no closed form).
+    """
+
+    label: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    fixed_state: bool = True
+    step_multiplications: Callable[[int, int], int] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", _frozen(self.options))
+
+
+def _width_first(cls: type, d_model: int, *, window: int | None, chunk: int | None, **kwargs: Any) -> Any:
+    return cls(d_model, **kwargs)
+
+
+@dataclass(frozen=True)
+class Mixer:
+    """One registered mixer: where its class lives, how to build it, its rows, its decode machine.
+
+    Attributes:
+        name: the key (also the decode machine's name), unique.
+        module, class_name: the module in :mod:`seqlab.layers` and the ``torch.nn.Module`` class in it.
+        rows: the rows of ``seqlab table1 --modern``, in the table's order.
+        decode: the machine of ``seqlab decode``, or None when the command does not offer it (its rows then
+            count the module's own ``step``).
+        factory: (class, d_model, window=, chunk=, generator=, dtype=, **options) -> the module; the default
+            passes d_model and the keywords, never window or chunk.
+        step_multiplications: module -> multiplications of one of its decode steps, from :mod:`seqlab.cost`
+            (for rows measured without a decode machine; None: no closed form).
+        connecting_depth: (T, window) -> layers of the stack that connects all T positions, when one layer
+            does not (None: one layer does).
+        requires: third-party packages the module imports; when one is missing the mixer is unavailable.
+    """
+
+    name: str
+    module: str
+    class_name: str
+    rows: tuple[MixerRow, ...]
+    decode: DecodeMachine | None = None
+    factory: Callable[..., Any] = _width_first
+    step_multiplications: Callable[[Any], int] | None = None
+    connecting_depth: Callable[[int, int], int] | None = None
+    requires: tuple[str, ...] = ()
+
+    def load(self) -> type | None:
+        """The mixer's class, or None when a package of :attr:`requires` is not installed.
+
+        Raises:
+            ImportError: the module itself is broken (any import failure but a missing required package).
+            AttributeError: the module has no :attr:`class_name`.
+        """
+        try:
+            module = importlib.import_module(self.module)
+        except ModuleNotFoundError as error:
+            missing = (error.name or "").split(".")[0]
+            if missing in self.requires:
+                return None
+            raise
+        return getattr(module, self.class_name)
+
+    def available(self) -> bool:
+        """Whether the mixer can be built here (False only when a package of :attr:`requires` is missing)."""
+        return self.load() is not None
+
+    def build(self, d_model: int, *, window: int | None = None, chunk: int | None = None, generator: Any = None,
+              **options: Any) -> Any:
+        """The mixer's module at width d_model with ``options`` (eval mode).
+
+        Raises:
+            SeqlabError: a package of :attr:`requires` is not installed, or the class refuses the sizes.
+        """
+        cls = self.load()
+        if cls is None:
+            raise SeqlabError(f"the mixer {self.name!r} needs {', '.join(self.requires)}, which is not installed here",
+                              parameter="mixer")
+        return self.factory(cls, d_model, window=window, chunk=chunk, generator=generator, **options).eval()
+
+
+_REGISTRY: dict[str, Mixer] = {}
+
+
+def register(new: Mixer) -> Mixer:
+    """Add ``new`` to the registry (after the mixers already there) and return it.
+
+    Raises:
+        SeqlabError: its name, one of its row names or its decode machine's name is taken.
+    """
+    taken_rows = {row.name for m in _REGISTRY.values() for row in m.rows}
+    clash = [row.name for row in new.rows if row.name in taken_rows]
+    if new.name in _REGISTRY or clash:
+        raise SeqlabError(f"a mixer named {new.name!r} or a row {clash} is already registered", parameter="mixer")
+    _REGISTRY[new.name] = new
+    return new
+
+
+def unregister(name: str) -> Mixer:
+    """Remove the mixer ``name`` and return it.
+
+    Raises:
+        SeqlabError: no mixer of that name is registered.
+    """
+    if name not in _REGISTRY:
+        raise SeqlabError(f"no mixer named {name!r}; registered: {', '.join(_REGISTRY)}", parameter="mixer")
+    return _REGISTRY.pop(name)
+
+
+def mixers() -> tuple[Mixer, ...]:
+    """Every registered mixer, in registration order."""
+    return tuple(_REGISTRY.values())
+
+
+def mixer(name: str) -> Mixer:
+    """The mixer registered as ``name``.
+
+    >>> mixer("sliding_window").class_name
+    'SlidingWindowAttention'
+
+    Raises:
+        SeqlabError: no mixer of that name is registered.
+    """
+    if name not in _REGISTRY:
+        raise SeqlabError(f"no mixer named {name!r}; registered: {', '.join(_REGISTRY)}", parameter="mixer")
+    return _REGISTRY[name]
+
+
+def mixer_rows() -> dict[str, tuple[Mixer, MixerRow]]:
+    """Row name -> (its mixer, the row), every mixer's rows in registration order.
+
+    >>> list(mixer_rows())[:2]
+    ['linear_attention_parallel', 'linear_attention_recurrent']
+    """
+    return {row.name: (m, row) for m in _REGISTRY.values() for row in m.rows}
+
+
+def decode_machines() -> tuple[tuple[str, Mixer], ...]:
+    """(machine name, mixer) for every mixer with a :class:`DecodeMachine`, in registration order."""
+    return tuple((m.name, m) for m in _REGISTRY.values() if m.decode is not None)
+
+
+#: The decoders of :mod:`seqlab.layers.decoding` (the lesson's machines), listed before the mixers'.
+LESSON_MACHINES = ("elman", "attention_kv_cache", "attention_no_cache")
+
+
+def machine_names(fixed_state_only: bool = False) -> tuple[str, ...]:
+    """Every machine of ``seqlab decode``: the lesson's, then each mixer's decode machine (torch-free).
+
+    >>> machine_names(), machine_names(fixed_state_only=True)[0]
+    (('elman', 'attention_kv_cache', 'attention_no_cache', 'linear_attention', 'selective_recurrence', 'mamba_block'), 'elman')
+    """
+    lesson = ("elman",) if fixed_state_only else LESSON_MACHINES
+    return lesson + tuple(name for name, m in decode_machines() if m.decode.fixed_state or not fixed_state_only)
+
+
+# --- the shipped mixers ------------------------------------------------------------------------------------
+
+def _linear_attention(cls: type, d_model: int, *, window: int | None, chunk: int | None, **kwargs: Any) -> Any:
+    return cls(d_model, **({} if chunk is None else {"chunk_size": chunk}), **kwargs)
+
+
+def _sliding_window(cls: type, d_model: int, *, window: int | None, chunk: int | None, **kwargs: Any) -> Any:
+    return cls(d_model, window, **kwargs)
+
+
+def _sliding_window_depth(T: int, window: int) -> int:
+    """⌈(T - 1)/(w - 1)⌉ layers: each reaches w - 1 positions back, so that many connect 1 to T."""
+    return max(1, -(-(T - 1) // max(window - 1, 1)))
+
+
+_C, _L, _Q, _G = "constant", "linear", "quadratic", "logarithmic"
+
+register(Mixer(
+    "linear_attention", "seqlab.layers.linear_attention", "LinearAttention",
+    rows=(
+        MixerRow("linear_attention_parallel", N_("Linear attention, parallel form"), {"form": "parallel"},
+                 ("O(T²·d)", _Q), ("O(1)", _C), ("O(1)", _C), ("O(T²)", _Q), ("O(d²)", _C), ("O(d²)", _C),
+                 "Katharopoulos et al. 2020, §3.2–3.4"),
+        MixerRow("linear_attention_recurrent", N_("Linear attention, recurrent form"), {"form": "recurrent"},
+                 ("O(T·d_k·d_v)", _L), ("O(T)", _L), ("O(T)", _L), ("O(T·d)", _L), ("O(d²)", _C), ("O(d²)", _C),
+                 "Katharopoulos et al. 2020, §3.4"),
+        MixerRow("linear_attention_chunked", N_("Linear attention, chunked (C = {C})"), {"form": "chunked"},
+                 ("O(T·(C + d)·d)", _L), ("O(T/C)", _L), ("O(T/C)", _L), ("O(T·d)", _L), ("O(d²)", _C),
+                 ("O(d²)", _C), "Katharopoulos et al. 2020, §3.3; Hua et al. 2022"),
+    ),
+    decode=DecodeMachine(N_("linear attention"), {"form": "recurrent"}, fixed_state=True,
+                         step_multiplications=lambda d, batch: cost.linear_attention_step_multiplications(
+                             d, d, d, batch=batch)),  # q, k, v and W_o, then 2·d_k·d_v + d_k on the state
+    factory=_linear_attention,
+))
+
+register(Mixer(
+    "diagonal_recurrence", "seqlab.layers.linear_recurrence", "DiagonalRecurrence",
+    rows=(
+        MixerRow("diagonal_loop", N_("Diagonal recurrence, loop"), {"form": "loop"},
+                 ("O(T·d²)", _L), ("O(T)", _L), ("O(T)", _L), ("O(T·d)", _L), ("O(d²)", _C), ("O(d)", _C),
+                 "S4D (Gu et al. 2022); LRU (Orvieto et al. 2023), §3"),
+        MixerRow("diagonal_scan", N_("Diagonal recurrence, parallel scan"), {"form": "scan"},
+                 ("O(T·d²)", _L), ("O(log T)", _G), ("O(log T)", _G), ("O(T·d)", _L), ("O(d²)", _C), ("O(d)", _C),
+                 "Hillis & Steele 1986; Blelloch 1990, §1.4; LRU (Orvieto et al. 2023)"),
+    ),
+    step_multiplications=lambda module: cost.diagonal_recurrence_step_multiplications(module.d_model,
+                                                                                      module.d_state),
+))
+
+register(Mixer(
+    "selective_recurrence", "seqlab.layers.linear_recurrence", "SelectiveRecurrence",
+    rows=(
+        MixerRow("selective_loop", N_("Selective recurrence, loop"), {"form": "loop"},
+                 ("O(T·d²)", _L), ("O(T)", _L), ("O(T)", _L), ("O(T·d)", _L), ("O(d²)", _C), ("O(d)", _C),
+                 "Mamba (Gu & Dao 2023), §3.2"),
+        MixerRow("selective_scan", N_("Selective recurrence, parallel scan"), {"form": "scan"},
+                 ("O(T·d²)", _L), ("O(log T)", _G), ("O(log T)", _G), ("O(T·d)", _L), ("O(d²)", _C), ("O(d)", _C),
+                 "Mamba (Gu & Dao 2023), §3.3.2; Blelloch 1990, §1.4"),
+    ),
+    decode=DecodeMachine(N_("selective recurrence"), fixed_state=True,
+                         step_multiplications=lambda d, batch: cost.selective_recurrence_step_multiplications(
+                             d, d, batch=batch)),  # d_state = d_model: W_Δ, W_u, W_C in and W_o out
+))
+
+register(Mixer(
+    "sliding_window", "seqlab.layers.sliding_window", "SlidingWindowAttention",
+    rows=(
+        MixerRow("sliding_window", N_("Sliding-window attention (w = {w})"), {"form": "banded"},
+                 ("O(w·T·d)", _L), ("O(1)", _C), ("O(T/w)", _L), ("O(w·T·d)", _L), ("O(w·d)", _C), ("O(w·d)", _C),
+                 "Longformer (Beltagy et al. 2020), §3.1"),
+    ),
+    factory=_sliding_window,
+    step_multiplications=lambda module: cost.sliding_window_step_multiplications(module.d_model, module.window),
+    connecting_depth=_sliding_window_depth,
+))
+
+register(Mixer(
+    "mamba_block", "seqlab.layers.mamba_block", "MambaBlock",
+    rows=(
+        MixerRow("mamba_loop", N_("Mamba block (N = 4), loop"), {"form": "loop", "d_state": 4},
+                 ("O(T·d²)", _L), ("O(T)", _L), ("O(T)", _L), ("O(T·d·N)", _L), ("O(d²)", _C), ("O(d·N)", _C),
+                 "Mamba (Gu & Dao 2023), Figure 3, Algorithm 2"),
+        MixerRow("mamba_scan", N_("Mamba block (N = 4), parallel scan"), {"form": "scan", "d_state": 4},
+                 ("O(T·d²)", _L), ("O(log T)", _G), ("O(log T)", _G), ("O(T·d·N)", _L), ("O(d²)", _C),
+                 ("O(d·N)", _C), "Mamba (Gu & Dao 2023), §3.3.2, Figure 3"),
+    ),
+    decode=DecodeMachine(N_("Mamba block"), {"form": "loop"}, fixed_state=True,
+                         step_multiplications=lambda d, batch: cost.mamba_block_step_multiplications(
+                             d, batch=batch)),  # N = 16, k = 4, E = 2d, R = ⌈d/16⌉: the paper's defaults
+    step_multiplications=lambda module: cost.mamba_block_step_multiplications(
+        module.d_model, module.d_state, module.d_conv, module.d_inner // module.d_model, module.dt_rank),
+))
