@@ -408,12 +408,18 @@ _LAST_JACOBIAN: list = [None]
 
 def strong_pattern() -> Tensor:
     """Entries of the last Jacobian a float32 run can carry: the change |J_ij|·max(1, |x_i|) is above 64 float32 eps
-    of |y_j| (seqlab's dependence band, :mod:`seqlab.measure.dependence`, per output element). The engine traced
+    of |y_j| (seqlab's dependence band, :mod:`seqlab.measure.dependence`, per output element; at least eps of the
+    largest |y|, so an output that is 0 has a band too). The engine traced
     the sample in float32, where a softmax weight of 1e-44 in float64 is exactly 0 and cuts its path; MISSED
     compares like with like."""
     J, x, y = _LAST_JACOBIAN[0]
     change = J.abs() * x.abs().clamp(min=1.0)[None, :]  # (m, n)
-    return (J.abs() > TINY) & (change > 64 * torch.finfo(torch.float32).eps * y.abs()[:, None])
+    eps = torch.finfo(torch.float32).eps
+    # an output element that is 0 (a row of attention whose kept weights underflowed to exact zeros in float32)
+    # still has a band: float32's eps of the output's own scale
+    scale = float(y.abs().nan_to_num(nan=0.0, posinf=0.0, neginf=0.0).max()) if y.numel() else 0.0
+    band = torch.maximum(y.abs(), torch.full_like(y, eps * scale))
+    return (J.abs() > TINY) & (change > 64 * eps * band[:, None])
 
 
 def output_groups(result: Any) -> Tensor:
@@ -446,17 +452,21 @@ def _changed(a: Tensor, b: Tensor) -> Tensor:
 
 
 def perturbation_pattern(call64: Callable, shapes: list, point: Tensor, rows: Sequence[int],
-                         finite_only: bool = False, small: bool = False) -> Tensor:
+                         finite_only: bool = False, small: bool = False, local_only: bool = False) -> Tensor:
     """(m, n) booleans: y_j changes when x_i alone moves (i in ``rows``; float64; see :func:`deltas`).
 
     ``finite_only``: count a change only where both values are finite (MISSED by perturbation). ``small``: also
-    move x_i by 1e-3 (|x_i| + 1) both ways (a local witness of a derivative).
+    move x_i by 1e-3 (|x_i| + 1) both ways (a local witness of a derivative); ``local_only``: only moves of
+    1e-5 (|x_i| + 1) (dependence at the point, the engine's reading: a max-pool window's other elements do not move its output
+    there, though a large move of one would make it the max).
     """
     base = _vector(call64, shapes, point)
     pattern = torch.zeros(base.numel(), point.numel(), dtype=torch.bool)
     for i in rows:
-        local = 1e-3 * (abs(float(point[i])) + 1.0)
-        for delta in (*deltas(point, i), *((local, -local) if small else ())):
+        local = (1e-5 if local_only else 1e-3) * (abs(float(point[i])) + 1.0)  # 1e-5: above float32's rounding,
+        # below a near-tie of a max (which a move of 1e-3 may overtake: not dependence at the point)
+        moves = (local, -local) if local_only else (*deltas(point, i), *((local, -local) if small else ()))
+        for delta in moves:
             moved = point.clone()
             moved[i] += delta
             out = _vector(call64, shapes, moved)
@@ -638,6 +648,7 @@ def _compare(case: Case, result: Result, engine: Tensor, defined: Tensor, first:
         groups = output_groups(_seeded(case.call64, _split(point.clone(), shapes))) if case.call64 else None
     except Exception:
         groups = None
+    moves_on = case.call64  # the function moves are tried on: the float64 call, unless it computes another one
     if case.call64 is not None:
         try:
             out64 = torch.cat(float_outputs(_seeded(case.call64, _split(point.clone(), shapes))))
@@ -645,6 +656,8 @@ def _compare(case: Case, result: Result, engine: Tensor, defined: Tensor, first:
             if out64.shape == out32.shape and torch.allclose(out64, out32, rtol=1e-3, atol=1e-4, equal_nan=True):
                 jac, nan = jacobian_pattern(case.call64, shapes, point)
                 strong = strong_pattern()
+            else:  # a random draw in float64 is another draw (fractional_max_pool's windows): judge the float32 call
+                moves_on = _in_float32(case.call)
         except Exception:
             jac = None
     rows = range(point.numel())
@@ -664,8 +677,8 @@ def _compare(case: Case, result: Result, engine: Tensor, defined: Tensor, first:
             result.reason = "no float64 call: EXTRA/MISSED not judged"
             return
         result.judged = "perturbation"
-        try:
-            moved = perturbation_pattern(case.call64, shapes, point, rows, finite_only=True)
+        try:  # the engine reads dependence at the point (as the Jacobian does): witnessed by local moves
+            moved = perturbation_pattern(moves_on, shapes, point, rows, finite_only=True, local_only=True)
         except Exception as error:
             result.judged, result.reason = None, f"not judged: {type(error).__name__}: {_short(error)}"
             return
@@ -690,7 +703,7 @@ def _compare(case: Case, result: Result, engine: Tensor, defined: Tensor, first:
     if open_.any():
         inputs = sorted(set(open_.nonzero()[:, 1].tolist()))
         try:
-            open_ &= ~perturbation_pattern(case.call64, shapes, point, inputs)
+            open_ &= ~perturbation_pattern(moves_on, shapes, point, inputs)
         except Exception:
             pass
     missed, open_ = _by_group(missed, groups, "amax"), _by_group(open_, groups, "amin")  # per complex element
@@ -703,14 +716,21 @@ def _witnessed(case: Case, point: Tensor, missed: Tensor, result: Result) -> Ten
 
     Autograd's derivative formula can state a dependence the function does not have: ``max_unpool2d`` (and
     ``index_put``) with an index written twice keeps one write, while the backward gathers the gradient to every
-    writer. A Jacobian entry that no move of x_i (large, small, to 0) changes is such a case: recorded in
-    ``autograd_only``, not MISSED.
+    writer. A Jacobian entry that no move of x_i (large, small, to 0) changes in the float32 call the engine traced
+    is such a case, or a random draw that fell another way in float64 (a dropout mask element at its threshold):
+    recorded in ``autograd_only``, not MISSED.
     """
     inputs = sorted(set(missed.nonzero()[:, 1].tolist()))
-    moved = perturbation_pattern(case.call64, case.shapes, point, inputs, small=True)
+    # moved on the float32 call the engine traced: a random draw (dropout's mask) can fall the other way in float64
+    moved = perturbation_pattern(_in_float32(case.call), case.shapes, point, inputs, small=True)
     result.autograd_only = int((missed & ~moved).sum())
     result.autograd_only_pairs = _pairs(missed & ~moved)
     return missed & moved
+
+
+def _in_float32(call: Callable[[list[Tensor]], Any]) -> Callable[[list[Tensor]], Any]:
+    """``call`` (float32) taking the float64 tensors the perturbation hands it."""
+    return lambda tensors: call([t.float() for t in tensors])
 
 
 def _pairs(pattern: Tensor) -> list[tuple[int, int]]:

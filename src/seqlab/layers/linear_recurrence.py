@@ -155,7 +155,11 @@ class DiagonalRecurrence(_LinearRecurrence):
 
 
 class SelectiveRecurrence(_LinearRecurrence):
-    """Selective linear recurrence (Mamba-style, one state per channel): a_t and b_t computed from x_t.
+    """Selective linear recurrence, a simplification of Mamba: a_t and b_t computed from x_t, one state per channel.
+
+    Of Mamba's block it keeps the selection (Δ from the input, so a decay that depends on the token) and drops
+    the rest: N > 1 states per channel, B_t and C_t shared over channels, the low-rank Δ, the D skip, the SiLU gate
+    and the causal convolution. :class:`seqlab.layers.mamba_block.MambaBlock` is the block with every part.
 
     Δ_t = softplus(W_Δ x_t + δ), a_t = exp(-Δ_t ⊙ A), b_t = Δ_t ⊙ W_u x_t, y_t = W_o (W_C x_t ⊙ h_t).
 

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from seqlab.measure.distances import (DTYPE, ITEMSIZE, UNREACHABLE, align, broadcast_min, everything,
+from seqlab.measure.distances import (DTYPE, ITEMSIZE, UNREACHABLE, align, broadcast_min, everything, least,
                                       narrow)
 from seqlab.measure.ops import bound_arguments
 
@@ -56,16 +56,16 @@ def contraction(func, args, kwargs, out: Tensor, read: Read, step: Step, sources
         parts = list(_matrix_product(b[left], b[right], read))
     elif packet in (aten.mv, aten.addmv):
         matrix, vector = read(b["self" if packet is aten.mv else "mat"]), read(b["vec"])
-        parts = [None if matrix is None else matrix.amin(dim=-1),
-                 None if vector is None else vector.amin(dim=-1, keepdim=True)]
+        parts = [None if matrix is None else least(matrix, -1),
+                 None if vector is None else least(vector, -1, keepdim=True)]
     elif packet in (aten.dot, aten.vdot):
         other = b["tensor"] if packet is aten.dot else b["other"]  # their schemas name the second vector apart
         spread = everything([read(b["self"]), read(other)], shape, sources) if shape == () else None
         return None if spread is None else step(spread)
     elif packet is aten.addbmm:
         first, second = read(b["batch1"]), read(b["batch2"])
-        parts = [None if first is None else first.amin(dim=(1, 3)).unsqueeze(-1),
-                 None if second is None else second.amin(dim=(1, 2)).unsqueeze(-2)]
+        parts = [None if first is None else least(first, (1, 3)).unsqueeze(-1),
+                 None if second is None else least(second, (1, 2)).unsqueeze(-2)]
     elif packet is aten.addr:
         first, second = read(b["vec1"]), read(b["vec2"])
         parts = [None if first is None else first.unsqueeze(-1), None if second is None else second.unsqueeze(-2)]
@@ -131,7 +131,7 @@ def _triangular_solve(b: dict, out: Tensor, read: Read, step: Step, sources: int
         offset = 0 if not b["unitriangular"] else 1
         triangle = torch.ones(n, n, dtype=torch.bool)
         triangle = triangle.triu(offset) if upper else triangle.tril(-offset)
-        rows = torch.where(triangle, a, UNREACHABLE).amin(dim=-1, keepdim=True)  # (S, …, n, 1)
+        rows = least(torch.where(triangle, a, UNREACHABLE), -1, keepdim=True)  # (S, …, n, 1)
         parts.append(rows.flip(-2).cummin(dim=-2).values.flip(-2) if upper else rows.cummin(dim=-2).values)
     if not parts:
         return None
@@ -154,7 +154,7 @@ def _rows(d: Distance) -> Distance:
     if d is None:
         return None
     rows = narrow(d)
-    return d.amin(dim=-1, keepdim=True) if rows is None else rows
+    return least(d, -1, keepdim=True) if rows is None else rows
 
 
 def _columns(d: Distance) -> Distance:
@@ -164,8 +164,8 @@ def _columns(d: Distance) -> Distance:
         return None
     rows = narrow(d)
     if rows is None:
-        return d.amin(dim=-2, keepdim=True)
-    return align(rows.amin(dim=-2, keepdim=True), (*d.shape[1:-2], 1, d.shape[-1]))
+        return least(d, -2, keepdim=True)
+    return align(least(rows, -2, keepdim=True), (*d.shape[1:-2], 1, d.shape[-1]))
 
 
 def _constant_zeros(tensor: Tensor, d: Distance, read: Read) -> tuple[Tensor, bool]:

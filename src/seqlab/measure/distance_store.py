@@ -30,7 +30,7 @@ from torch import Tensor
 
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.measure.contraction_rules import CHUNK_ELEMENTS
-from seqlab.measure.distances import DTYPE, ITEMSIZE, UNITS, UNREACHABLE, rows_of
+from seqlab.measure.distances import DTYPE, ITEMSIZE, UNITS, UNREACHABLE, least, rows_of
 from seqlab.memory import GIB
 
 
@@ -202,7 +202,7 @@ class DistanceStore:
         if view is not None:
             return view.amin(dim=-1)
         storage = self.by_storage[key]
-        best = storage.reshape(self.rows, -1).amin(dim=1)
+        best = least(storage.reshape(self.rows, -1), 1)
         return best.reshape(self.rows, *([1] * tensor.dim())).expand(self.rows, *tensor.shape)
 
     def _rows_view(self, key: int, storage: Tensor, tensor: Tensor) -> Tensor | None:
@@ -295,7 +295,7 @@ class DistanceStore:
             return
         storage = self.by_storage[key] if key not in self.features else self.expand(key)
         if value is not None:
-            best = value.reshape(self.rows, -1).amin(dim=1, keepdim=True)
+            best = least(value.reshape(self.rows, -1), 1, keepdim=True)
             storage.copy_(torch.minimum(storage, best))
 
     @staticmethod

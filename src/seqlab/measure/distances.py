@@ -40,6 +40,21 @@ def unreachable(rows: int, shape: Sequence[int]) -> Tensor:
 _ROW_FORM: ContextVar[bool] = ContextVar("seqlab_row_form", default=False)
 
 
+def least(d: Tensor, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
+    """``d.amin(dim, keepdim)``, and :data:`UNREACHABLE` where a reduced dim is empty (a product over a 0-wide
+    contraction, a sum over nothing: no term, so no dependence), where ``amin`` would raise.
+
+    >>> least(torch.zeros(2, 3, 0, dtype=torch.int32), -1).tolist() == [[UNREACHABLE] * 3] * 2
+    True
+    """
+    reduced = {k % d.dim() for k in ([dim] if isinstance(dim, int) else dim)}
+    if all(d.shape[k] for k in reduced):
+        return d.amin(dim=dim, keepdim=keepdim)
+    kept = [1 if k in reduced else n for k, n in enumerate(d.shape)]
+    full = torch.full(kept, UNREACHABLE, dtype=d.dtype, device=d.device)
+    return full if keepdim else full.reshape([n for k, n in enumerate(d.shape) if k not in reduced])
+
+
 @contextmanager
 def row_form(on: bool = True) -> Iterator[None]:
     """Let :func:`narrow` hand rules the row form inside the block (this thread or task only; restored after).

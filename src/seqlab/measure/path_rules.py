@@ -39,7 +39,7 @@ import torch
 from torch import Tensor
 
 from seqlab.measure.contraction_rules import contraction
-from seqlab.measure.distances import UNREACHABLE, align, broadcast_min, everything, narrow, unreachable
+from seqlab.measure.distances import UNREACHABLE, align, broadcast_min, everything, least, narrow, unreachable
 from seqlab.measure.ops import bound_arguments as arguments
 from seqlab.measure.ops import schema_arguments
 from seqlab.measure.ops import tensors_in
@@ -195,7 +195,7 @@ def reduction(func, args, kwargs, outs: list[Tensor], read: Read, step: Step, so
     if name in _PREFIX_ALONG_DIM and data.dim():
         reduced = torch.cummin(d, dim=dims[0] + 1).values
     else:
-        reduced = d.amin(dim=[i + 1 for i in dims], keepdim=True) if data.dim() else d
+        reduced = least(d, [i + 1 for i in dims], keepdim=True) if data.dim() else d
     results = []
     for out in outs:
         if out.shape == reduced.shape[1:] or _broadcastable(reduced.shape[1:], out.shape):

@@ -161,11 +161,18 @@ class PathTracer(TorchDispatchMode):
         if kind == MOVEMENT and rules.accumulates(func, args, kwargs):
             kind = OTHER  # a movement that sums what it moves: no id can go through it
         early = None
+        # the generator's state before an op the tracer may run again (a functional form, a decomposition): those
+        # runs replay the op's draws (SDPA's dropout, rrelu's noise), so that its distances are those of the values
+        # it really drew, and the pass draws what it draws untraced
+        draws = torch.get_rng_state() if kind == OTHER or torch.Tag.nondeterministic_seeded in func.tags else None
         if kind == OTHER and func._schema.is_mutable and _functional_form(func) is not None:
             # an op without a rule that writes an argument: its functional form, on the arguments before it writes
             early = self._without_rule(_functional_form(func), args, kwargs, None, refuse=False)
+            if draws is not None:
+                torch.set_rng_state(draws)
         _check_strided(func, [*tensors_in(args), *tensors_in(kwargs.values())])
         out = func(*args, **kwargs)
+        replay = None if draws is None else (draws, torch.get_rng_state())
         _check_strided(func, _outputs(out))
         if kind == VIEW:
             if _aliases(out, args):
@@ -184,7 +191,7 @@ class PathTracer(TorchDispatchMode):
         else:
             values = None if kind == OTHER else self._propagate(kind, func, args, kwargs, outs)
             if values is None:  # no rule applies to these arguments: a functional op is decomposed or derived
-                values = self._without_rule(func, args, kwargs, outs)
+                values = self._without_rule(func, args, kwargs, outs, replay=replay)
         for tensor, value in zip(outs, values, strict=True):
             self.store.write(tensor, value)
         return out
@@ -204,17 +211,19 @@ class PathTracer(TorchDispatchMode):
         d = self.store(value) if isinstance(value, Tensor) else None
         return None if d is None else rules.broadcast_min([d], tensor.shape, self.store.rows)
 
-    def _without_rule(self, func, args, kwargs, outs: list[Tensor] | None,
-                      refuse: bool = True) -> list[Tensor | None] | None:
+    def _without_rule(self, func, args, kwargs, outs: list[Tensor] | None, refuse: bool = True,
+                      replay: tuple[Tensor, Tensor] | None = None) -> list[Tensor | None] | None:
         """An op no rule handles: PyTorch's decomposition, else its Jacobian on these inputs, else refused.
 
         ``outs``: the op's outputs once it has run (a functional op leaves its arguments as they were); None
         for the out-of-place twin of an in-place op, run before the op (its shapes from a meta run). A refused
         op (``refuse``; else None is returned) is named in :attr:`fallbacks` and treated as all-to-all: every
-        figure through it is then a bound (dependence over-stated, path lengths under-stated).
+        figure through it is then a bound (dependence over-stated, path lengths under-stated). ``replay``: a random
+        op's generator states before and after it ran (its decomposition draws the same values, then the state
+        is where the op left it).
         """
         if not func._schema.is_mutable:
-            values = self._decomposition(func, args, kwargs)
+            values = self._decomposition(func, args, kwargs, replay)
             if values is not None and (outs is None or len(values) == len(outs)):
                 self.decomposed[op_name(func)] += 1
                 return values
@@ -235,14 +244,18 @@ class PathTracer(TorchDispatchMode):
         spread = [rules.everything(inputs, o.shape, self.store.rows) for o in outs]
         return [None if d is None else self.step_op(d) for d in spread]
 
-    def _decomposition(self, func, args, kwargs) -> list[Tensor | None] | None:
+    def _decomposition(self, func, args, kwargs,
+                       replay: tuple[Tensor, Tensor] | None = None) -> list[Tensor | None] | None:
         """Trace PyTorch's own decomposition of ``func`` (its parts come back to this mode); None if it has none
-        or it does not apply. The parts are one op of ``func``; the products among them are real products."""
+        or it does not apply. The parts are one op of ``func``; the products among them are real products.
+        ``replay``: see :meth:`_without_rule`."""
         decompose = decomposition_of(func)
         if decompose is None:
             return None
         before = (Counter(self.fallbacks), Counter(self.decomposed), Counter(self.derived))
         self._inside += 1
+        if replay is not None:
+            torch.set_rng_state(replay[0])
         try:
             with self:
                 produced = decompose(*args, **kwargs)
@@ -253,6 +266,8 @@ class PathTracer(TorchDispatchMode):
             return None
         finally:
             self._inside -= 1
+            if replay is not None:
+                torch.set_rng_state(replay[1])
         return [None if d is None else self.step_op(d) for d in map(self.store, _outputs(produced))]
 
     def _propagate(self, kind: int, func, args, kwargs, outs: list[Tensor]) -> list[Tensor | None] | None:
