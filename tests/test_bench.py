@@ -8,22 +8,16 @@ on SYNTHETIC timings whose answers are worked out by hand next to each assertion
 from __future__ import annotations
 
 import csv
-import gettext
 import importlib.util
 import io
 import json
-import string
 import xml.etree.ElementTree as ElementTree
 from dataclasses import replace
 from fractions import Fraction
-from importlib import resources
 from pathlib import Path
 
 import pytest
 import torch
-from babel.messages.extract import extract_from_file
-from babel.messages.mofile import write_mo
-from babel.messages.pofile import read_po
 
 import seqlab.studies.bench as bench
 from seqlab.errors import SeqlabError
@@ -36,7 +30,6 @@ from seqlab.studies.bench import (BenchConfig, BenchPoint, BenchResult, SpanFit,
                                   check_bench_config, crossovers, measured_crossover, model_terms, multiplications,
                                   predict, predicted_crossover, run_bench)
 
-PACKAGE = Path(str(resources.files("seqlab")))
 REPO = Path(__file__).resolve().parents[1]
 #: A wide, colourless console for in-process CLI runs (as conftest's CLI_ENV for compare).
 CLI_ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
@@ -286,7 +279,7 @@ def test_the_busy_machine_caveat_follows_the_load_in_every_table():
 
     busy = replace(synthetic_result(), load=MachineLoad(3.5, 2, True))  # 3.5 >= 0.5 * 2 CPUs
     caption = bench_table(busy, 1, 512, "en").caption
-    assert caption.endswith("The machine was busy: its load average was 3.50 on 2 CPUs when the sweep began, so "
+    assert caption.endswith("The machine was busy: its load average was 3.50 on 2 CPUs when the timing began, so "
                             "these times may read long and spread wide; time again on a quiet machine before "
                             "comparing them.")
     assert "su carga media era 3,50 con 2 CPU" in bench_table(busy, 2, 512, "es").caption
@@ -446,25 +439,3 @@ def test_gpu_bench_without_a_gpu_exits_with_a_clear_message(monkeypatch, capsys)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert module.main([]) == 1
     assert "no CUDA device" in capsys.readouterr().err
-
-
-# --- The bench catalogue ---------------------------------------------------------------------------------
-
-def test_bench_catalogue_is_complete_current_and_not_fuzzy():
-    with open(PACKAGE / "locale" / "es" / "LC_MESSAGES" / "bench.po", "rb") as po:
-        catalogue = read_po(po, locale="es")
-    assert not catalogue.fuzzy and not [m.id for m in catalogue if m.id and m.fuzzy]
-    messages = {m.id: m.string for m in catalogue if m.id}
-    used = {message for name in ("render/bench.py", "cli/bench.py")
-            for _, message, _, _ in extract_from_file("python", PACKAGE / name, keywords={"tr": None})}
-    assert used == set(messages), "run `pybabel extract --no-default-keywords -k tr` and update bench.po"
-
-    def fields(text: str) -> set[str]:
-        return {f for _, f, _, _ in string.Formatter().parse(text) if f is not None}
-
-    for msgid, msgstr in messages.items():
-        assert msgstr.strip() and fields(msgstr) == fields(msgid), msgid
-    compiled = io.BytesIO()
-    write_mo(compiled, catalogue)
-    with open(PACKAGE / "locale" / "es" / "LC_MESSAGES" / "bench.mo", "rb") as mo:
-        assert gettext.GNUTranslations(mo)._catalog == gettext.GNUTranslations(io.BytesIO(compiled.getvalue()))._catalog

@@ -21,13 +21,13 @@ from typer.testing import CliRunner
 import seqlab.memory
 from seqlab.cli import app
 from seqlab.errors import SeqlabError
+from seqlab.i18n import translator
 from seqlab.layers.transformer import BOX_KEYS, Transformer, compose, shift_right, sinusoidal_encoding
 from seqlab.render.figure import (
     MIXES_FILL,
     PLAIN_FILL,
     draw_figure,
     figure_table,
-    figure_translator,
     lit_sentence,
     pattern_text,
     wrap_lines,
@@ -111,10 +111,10 @@ def test_a_feed_forward_that_mixes_lights_a_fourth_box(small_model, replacement,
     assert feed_forward.band == band and feed_forward.dependencies[0].band == band  # ±1: j − 1 ≤ i ≤ j + 1
     if band is not None:  # the pattern is shown with its width, in both languages
         assert pattern_text(feed_forward.pattern, "en", feed_forward.band) == "band ±1, of width 3 (|i − j| ≤ 1)"
-        assert pattern_text(feed_forward.pattern, "es", feed_forward.band) == "banda ±1, de ancho 3 (|i − j| ≤ 1)"
+        assert pattern_text(feed_forward.pattern, "es", feed_forward.band) == "banda ±1, de anchura 3 (|i − j| ≤ 1)"
         result = FigureResult(4, 3, 16, 4, 0, (), measured)
         assert "Position-wise feed-forward (band ±1, of width 3 (|i − j| ≤ 1))" in lit_sentence(result, "en")
-        assert "banda ±1, de ancho 3 (|i − j| ≤ 1)" in lit_sentence(result, "es")
+        assert "banda ±1, de anchura 3 (|i − j| ≤ 1)" in lit_sentence(result, "es")
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
@@ -241,7 +241,7 @@ def test_the_command_prints_the_table_and_writes_three_files(tmp_path):
 def test_the_command_speaks_spanish(tmp_path):
     run = invoke("--out", str(tmp_path), "--lang", "es", *SMALL)
     assert run.exit_code == 0, run.output
-    for words in ("3 de 15 cajas mezclan posiciones", "Autoatención multicabeza enmascarada", "todas con todas",
+    for words in ("3 de 15 cajas mezclan posiciones", "Auto-atención multicabeza enmascarada", "todas con todas",
                   "Suma y normalización", "Bloque 5 · Lección 2", "Patrón medido", "Archivo escrito"):
         assert words in run.output, words
     assert "boxes mix" not in run.output
@@ -340,8 +340,8 @@ def test_box_names_are_whole_at_80_columns(tmp_path, lang):
     assert run.exit_code == 0, run.output
     rows = [line for line in run.stdout.splitlines() if line.startswith("│")]
     assert len(rows) >= 15 and all(len(line) <= 80 for line in run.stdout.splitlines())
-    tr = figure_translator(lang)
-    for spec in BOX_SPECS:  # e.g. "Encoder–decoder attention", "Autoatención multicabeza enmascarada"
+    tr = translator(lang)
+    for spec in BOX_SPECS:  # e.g. "Encoder–decoder attention", "Auto-atención multicabeza enmascarada"
         assert any(tr(spec.title) in row for row in rows), tr(spec.title)
     assert "…" not in run.stdout
 

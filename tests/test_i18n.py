@@ -1,8 +1,10 @@
-"""Languages (seqlab.i18n): the Spanish catalogue is complete, compiled and matches the code; numbers per language.
+"""Languages (seqlab.i18n): the Spanish catalogues are complete, compiled and match the code; numbers per language.
 
 The catalogue checks read every ``src/seqlab/locale/es/LC_MESSAGES/<domain>.po`` with Babel (one domain per
-command: ``seqlab`` for compare, ``table1``, ``bench``…), compile it in memory and compare it with the committed
-``.mo``; every ``_("…")`` literal in a module must be a msgid of the domain its ``translator`` names.
+front end, :data:`seqlab.i18n.DOMAINS`: ``seqlab`` for the renderers, ``cli`` for the command line, ``web``),
+compile it in memory and compare it with the committed ``.mo``; every ``_("…")`` literal in a module must be a
+msgid of the domain its ``translator`` names, and every msgid must be used: by a literal, or, in ``cli``, as a
+help text, a Typer message or an error template the command line reads back.
 """
 
 from __future__ import annotations
@@ -20,14 +22,16 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 
 from seqlab.errors import SeqlabError
-from seqlab.i18n import LANGUAGES, check_language, default_language, format_integer, format_number, translator
+from seqlab.i18n import (DOMAINS, LANGUAGES, check_language, default_language, format_integer, format_number,
+                         translator)
 
 PACKAGE = Path(str(resources.files("seqlab")))
 MESSAGES = PACKAGE / "locale" / "es" / "LC_MESSAGES"
-DOMAINS = sorted(path.stem for path in MESSAGES.glob("*.po"))
+DOMAINS_ON_DISK = sorted(path.stem for path in MESSAGES.glob("*.po"))
 LOCALE_VARIABLES = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
 #: Names the renderers give their gettext function: _ (compare), tr (table1, bench), tl (learn).
 KEYWORDS = {"_": None, "tr": None, "tl": None, "N_": None,  # N_: marked, translated later (figure)
+            "translate": None, "gettext": None,  # the command line's own lookups (cli.language, cli.group)
             "ngettext": (1, 2)}  # plural_translator's function: (singular, plural) ids
 #: Templates of the web lab; their _("…") calls belong to the ``web`` catalogue.
 TEMPLATES = PACKAGE / "web" / "templates"
@@ -78,11 +82,27 @@ def used_by_domain() -> dict[str | None, dict[str, str]]:
 
 # --- The catalogues ---------------------------------------------------------------------------------
 
-def test_the_main_catalogue_exists():
-    assert "seqlab" in DOMAINS
+def test_one_catalogue_per_front_end():
+    assert tuple(sorted(DOMAINS)) == tuple(DOMAINS_ON_DISK) == ("cli", "seqlab", "web")
 
 
-@pytest.mark.parametrize("domain", DOMAINS)
+def command_line_messages() -> set[str]:
+    """The ``cli`` msgids no ``_("…")`` literal names: help texts, Typer's own words, the error templates."""
+    import typer.core
+    import typer.main
+
+    from seqlab.cli import app
+    from seqlab.cli.error_texts import ERROR_MESSAGES
+    from seqlab.cli.language import METAVARS, USAGE_MESSAGES, help_texts
+
+    typer_words = {message for _, message, _, _ in
+                   extract_from_file("python", typer.core.__file__, keywords={"_": None})}
+    helps = {text for _owner, _attribute, text in help_texts(typer.main.get_command(app))}
+    help_option = {"Show this message and exit."}  # the --help option's own text, from Typer's click copy
+    return helps | typer_words | help_option | set(METAVARS) | set(USAGE_MESSAGES) | set(ERROR_MESSAGES)
+
+
+@pytest.mark.parametrize("domain", DOMAINS_ON_DISK)
 def test_every_message_is_translated_with_the_same_placeholders(domain):
     messages = real_messages(read_catalogue(domain))
     assert messages, f"{domain}.po has no messages"
@@ -95,7 +115,7 @@ def test_every_message_is_translated_with_the_same_placeholders(domain):
         assert placeholders(msgstr) == placeholders(msgid), f"placeholders differ in {msgid!r} -> {msgstr!r}"
 
 
-@pytest.mark.parametrize("domain", DOMAINS)
+@pytest.mark.parametrize("domain", DOMAINS_ON_DISK)
 def test_nothing_is_fuzzy(domain):
     catalogue = read_catalogue(domain)
     assert not catalogue.fuzzy, f"remove '#, fuzzy' from {domain}.po's header, or `{compile_command(domain)}` skips it"
@@ -103,7 +123,7 @@ def test_nothing_is_fuzzy(domain):
     assert fuzzy == [], f"fuzzy translations are skipped when compiling: {fuzzy}"
 
 
-@pytest.mark.parametrize("domain", DOMAINS)
+@pytest.mark.parametrize("domain", DOMAINS_ON_DISK)
 def test_compiled_catalogue_is_current(domain):
     compiled = io.BytesIO()
     write_mo(compiled, read_catalogue(domain))
@@ -116,9 +136,10 @@ def test_compiled_catalogue_is_current(domain):
 def test_every_translated_string_in_the_code_is_in_its_catalogue():
     used = used_by_domain()
     assert len(used.get("seqlab", {})) >= 40  # the extractor really found the compare renderer's messages
-    catalogues = {domain: real_messages(read_catalogue(domain)) for domain in DOMAINS}
+    catalogues = {domain: real_messages(read_catalogue(domain)) for domain in DOMAINS_ON_DISK}
     anywhere = set().union(*catalogues.values())
     loose = used.pop(None, {})
+    used.setdefault("cli", {}).update({message: "the command line" for message in command_line_messages()})
     missing = {m: where for m, where in loose.items() if m not in anywhere}
     assert missing == {}, f"strings in no catalogue: {missing}"
     for domain, messages_used in used.items():

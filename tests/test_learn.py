@@ -12,18 +12,11 @@ test_learn_verdicts.py.
 
 from __future__ import annotations
 
-import gettext
-import io
 import json
 import math
-import string
-from pathlib import Path
 
 import pytest
 import torch
-from babel.messages.extract import extract_from_dir
-from babel.messages.mofile import write_mo
-from babel.messages.pofile import read_po
 
 import seqlab.memory
 import seqlab.studies.learn as study
@@ -34,9 +27,6 @@ from seqlab.learn.training import Run, TrainSettings, deterministic_torch, train
 from seqlab.studies.learn import MAX_LENGTH, LearnConfig, LearnResult, check_learn_config, estimate_learn, run_learn
 from seqlab.studies.learn_verdicts import learn_findings
 
-LOCALE = Path(study.__file__).resolve().parents[1] / "locale" / "es" / "LC_MESSAGES"
-SOURCES = Path(study.__file__).resolve().parents[1]
-COMPILE = "pybabel compile -d src/seqlab/locale -D learn -l es"
 #: A wide, colourless console for in-process CLI runs (as conftest's CLI_ENV for compare).
 CLI_ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
 
@@ -354,34 +344,3 @@ def test_cli_ctrl_c_prints_what_finished_and_exits_130(learn_cli, monkeypatch):
     result = learn_cli("--tasks", "position", "--models", "mlp", "--lengths", "4,6", "--seeds", "1", "--rates", "1e-2")
     assert result.exit_code == 130, result.output
     assert "Interrupted: kept 1 of 2 runs." in result.output and "MLP (per position)" in result.output
-
-
-# --- The Spanish catalogue of the "learn" domain -----------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def catalogue():
-    with open(LOCALE / "learn.po", "rb") as po:
-        return read_po(po, locale="es")
-
-
-def _fields(text: str) -> set[str]:
-    return {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
-
-
-def test_learn_catalogue_is_complete_current_and_matches_the_code(catalogue):
-    messages = {m.id: m.string for m in catalogue if m.id}
-    assert not catalogue.fuzzy and not [m.id for m in catalogue if m.id and m.fuzzy]
-    for msgid, msgstr in messages.items():
-        assert msgstr.strip() and _fields(msgstr) == _fields(msgid), msgid
-    compiled = io.BytesIO()
-    write_mo(compiled, catalogue)
-    expected = gettext.GNUTranslations(io.BytesIO(compiled.getvalue()))._catalog
-    with open(LOCALE / "learn.mo", "rb") as mo:
-        assert gettext.GNUTranslations(mo)._catalog == expected, f"learn.mo is out of date: run `{COMPILE}`"
-    used = set()
-    for relative in ("render/learn.py", "render/learn_text.py", "cli/learn.py"):
-        path = SOURCES / relative
-        found = extract_from_dir(str(path.parent), method_map=[(path.name, "python")], keywords={"tl": None})
-        used |= {message for _, _, message, _, _ in found}
-    assert used - set(messages) == set(), "strings missing from learn.po"
-    assert set(messages) - used == set(), "msgids no code uses any more"

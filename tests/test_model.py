@@ -305,7 +305,7 @@ def test_the_mixing_table_names_a_band_with_its_width_in_both_languages(result):
     assert window.pattern == "band" and window.band.width == 3 and window.min_off_diagonal > 0.0
     shown = dataclasses.replace(result, modules=(*result.modules, window))
     for lang, words in (("en", "causal band of width 3 (j − 3 < i ≤ j)"),
-                        ("es", "banda causal de ancho 3 (j − 3 < i ≤ j)")):
+                        ("es", "banda causal de anchura 3 (j − 3 < i ≤ j)")):
         console = Console(width=240, record=True, color_system=None)
         console.print(mixing_table(shown, lang))
         assert words in console.export_text()

@@ -144,7 +144,7 @@ def test_table1(table1_result, lang):
     from seqlab.render.table1 import render_table1
 
     text = assert_names_whole(render_table1(table1_result, lang))
-    assert ("Autoatención" if lang == "es" else "Self-attention") in text  # the issue: no layer names in es
+    assert ("Auto-atención" if lang == "es" else "Self-attention") in text  # the issue: no layer names in es
 
 
 @LANGS

@@ -392,17 +392,18 @@ def _with_load(value, load):
 
 def test_the_report_says_when_the_machine_was_busy_and_only_then(result):
     from seqlab.measure.timing import MachineLoad
+    from seqlab.render.machine_load import busy_caveat
 
     assert result.load is not None and result.bench.load == result.load  # read once, before the first part
     busy = _with_load(result, MachineLoad(5.0, 2, True))  # os.getloadavg()[0] = 5 on 2 CPUs
     html = render_report(busy, "en")
     meta = re.search(r'<p class="meta">(.*?)</p>', html, flags=re.DOTALL).group(1)
-    assert meta.endswith("The machine was busy (load average 5.00 on 2 CPUs when measuring began): the times in "
-                         "this report may read long and spread wide.")
-    assert "The machine was busy: its load average was 5.00 on 2 CPUs" in sections_of(html)["bench"]
-    assert "La máquina estaba ocupada (carga media 5,00 con 2 CPU" in render_report(busy, "es")
+    sentence = busy_caveat(MachineLoad(5.0, 2, True), "en")  # the one busy-machine sentence, everywhere
+    assert sentence.startswith("The machine was busy: its load average was 5.00 on 2 CPUs")
+    assert meta.endswith(sentence) and sentence in sections_of(html)["bench"]
+    assert busy_caveat(MachineLoad(5.0, 2, True), "es") in render_report(busy, "es")
     quiet = render_report(_with_load(result, MachineLoad(0.2, 2, False)), "en")
-    assert "The machine was busy (load" not in quiet and "load average was" not in quiet
+    assert "The machine was busy" not in quiet and "load average was" not in quiet
 
 
 @pytest.mark.parametrize(("load_1min", "busy"), [(4.0, True), (0.1, False)])
@@ -428,5 +429,6 @@ def test_the_load_is_read_before_the_first_part_and_reaches_the_page(result, mon
     run = run_report(synthetic_tokens(48, lang="en"), "synthetic (48 tokens)", ReportConfig.quick())
     assert run.load.busy is busy and run.bench.load == run.load and run.load.load_1min == load_1min
     html = render_report(run, "es")
-    assert ("La máquina estaba ocupada (carga media 4,00 con 2 CPU" in html) is busy
+    meta = re.search(r'<p class="meta">(.*?)</p>', html, flags=re.DOTALL).group(1)
+    assert ("La máquina estaba ocupada: su carga media era 4,00 con 2 CPU" in meta) is busy
     assert ("La máquina estaba ocupada: su carga media era 4,00 con 2 CPU" in sections_of(html)["bench"]) is busy

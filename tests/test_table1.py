@@ -2,24 +2,16 @@
 
 The fits are checked on synthetic series first, then the whole study at the smallest sizes must agree
 with the paper in every cell, and the CLI must print, write and refuse as the other commands do.
-The ``table1`` catalogue is checked here as ``test_i18n`` checks ``seqlab``'s.
+Its words are in the ``seqlab`` catalogue, which ``test_i18n`` checks.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import gettext
-import io
 import json
 import math
-import string
-from importlib import resources
-from pathlib import Path
 
 import pytest
-from babel.messages.extract import extract_from_file
-from babel.messages.mofile import write_mo
-from babel.messages.pofile import read_po
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -36,12 +28,6 @@ from seqlab.studies.table1 import (LAYER_TYPES, PAPER, Growth, Table1Config, che
 
 ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
 SMALLEST = Table1Config(lengths=(16, 32, 64), d_models=(8,))
-
-PACKAGE = Path(str(resources.files("seqlab")))
-MESSAGES = PACKAGE / "locale" / "es" / "LC_MESSAGES"
-COMPILE = "pybabel compile -d src/seqlab/locale -D table1 -l es"
-TRANSLATED_MODULES = (PACKAGE / "render" / "table1.py",)  # messages of the table1 domain, marked tr("…")
-
 
 @pytest.fixture(scope="module")
 def smallest() -> object:
@@ -277,45 +263,6 @@ def test_plot_writes_png_and_svg(smallest, tmp_path):
     assert (png.name, svg.name) == ("figure.png", "figure.svg")
     assert png.read_bytes().startswith(b"\x89PNG") and svg.read_text(encoding="utf-8").lstrip().startswith("<?xml")
     assert "Tabla 1" in svg.read_text(encoding="utf-8")
-
-
-# --- The catalogue of the table1 domain -----------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def catalogue():
-    with open(MESSAGES / "table1.po", "rb") as po:
-        return read_po(po, locale="es", domain="table1")
-
-
-def placeholders(text: str) -> set[str]:
-    return {field for _, field, _, _ in string.Formatter().parse(text) if field is not None}
-
-
-def test_catalogue_is_complete_and_not_fuzzy(catalogue):
-    assert not catalogue.fuzzy, f"remove '#, fuzzy' from table1.po's header, or `{COMPILE}` skips it"
-    messages = {message.id: message.string for message in catalogue if message.id}
-    assert len(messages) >= 40
-    for msgid, msgstr in messages.items():
-        assert msgstr.strip() and msgstr != msgid or msgid in ("Longest path",), msgid
-        assert placeholders(msgstr) == placeholders(msgid), msgid
-    assert [message.id for message in catalogue if message.id and message.fuzzy] == []
-
-
-def test_compiled_catalogue_is_current(catalogue):
-    compiled = io.BytesIO()
-    write_mo(compiled, catalogue)
-    expected = gettext.GNUTranslations(io.BytesIO(compiled.getvalue()))._catalog
-    with open(MESSAGES / "table1.mo", "rb") as mo:
-        assert gettext.GNUTranslations(mo)._catalog == expected, f"table1.mo is out of date: run `{COMPILE}`"
-
-
-def test_every_message_in_the_code_is_in_the_catalogue_and_back(catalogue):
-    used = {message for path in TRANSLATED_MODULES
-            for _, message, _, _ in extract_from_file("python", str(path), keywords={"tr": None})}
-    known = {message.id for message in catalogue if message.id}
-    assert len(used) >= 40
-    assert used - known == set(), f"add these to table1.po, then `{COMPILE}`"
-    assert known - used == set(), "msgids no code uses any more"
 
 
 # --- The command line -----------------------------------------------------------------------------------

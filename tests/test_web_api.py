@@ -184,7 +184,7 @@ def test_cost_scopes_with_unequal_widths_are_counted_exactly(client):
         "layer_without_output": (rec, rec, 6_815_744, 6_815_744, "pytorch", "recurrence"),
         "kernels": (rec, rec, 71_303_168, 71_303_168, "pytorch", "recurrence"),  # 4*64*512**2 + 2*64**2*512
     }
-    assert "Con estos anchos una capa de atención completa cuesta más" in data["scopes"]["verdict"]
+    assert "Con estas anchuras una capa de atención completa cuesta más" in data["scopes"]["verdict"]
     assert "(2 + T/d)" not in data["scopes"]["verdict"]  # that form holds only with every width equal
 
 
@@ -466,7 +466,7 @@ def test_recorded_times_carry_the_spread_their_record_holds(tmp_path):
     (shown,) = gpu_records("en", tmp_path)
     assert (shown.points[0].rnn_text, shown.points[0].sdpa_text) == ("2.00\xa0ms ± 100\xa0µs",
                                                                      "500\xa0µs (one timed block, no spread)")
-    assert shown.caveat.startswith("This computer was busy: its load average was 12.0 on 8 CPUs")
+    assert shown.caveat.startswith("The machine was busy: its load average was 12.0 on 8 CPUs")
     del record["result"]  # an older record: the medians alone, said so; no load, no caveat claimed
     (tmp_path / "gpu-some.json").write_text(json.dumps(record), encoding="utf-8")
     (older,) = gpu_records("es", tmp_path)
@@ -565,9 +565,9 @@ def test_a_short_bench_carries_its_spread_and_the_busy_caveat_only_when_busy(cli
     local = client.post("/api/time/run", params={"lang": "es"}, json={"d_model": 64, "max_T": 64}).json()["local"]
     assert local["load"] == {"load_1min": load_1min, "cpus": 2, "busy": busy, "threshold_per_cpu": 0.5}
     if busy:
-        assert local["caveat"] == ("Este ordenador estaba ocupado: su carga media era 9,00 con 2 CPU al empezar la "
-                                   "medición, así que estos tiempos pueden salir largos y dispersos. Vuelve a medir "
-                                   "con la máquina tranquila antes de sacar conclusiones.")
+        assert local["caveat"] == ("La máquina estaba ocupada: su carga media era 9,00 con 2 CPU al empezar el "
+                                   "cronometraje, así que estos tiempos pueden salir largos y dispersos; vuelve a "
+                                   "medir con la máquina tranquila antes de compararlos.")
     else:
         assert local["caveat"] is None
     row = local["rows"][0]
@@ -576,7 +576,7 @@ def test_a_short_bench_carries_its_spread_and_the_busy_caveat_only_when_busy(cli
     assert row["rnn_iqr_s"] >= 0 and row["sdpa_iqr_s"] >= 0
     english = client.get("/api/time").json()["local"]  # the same run, shown to the next visitor in English
     assert english["origin"] == "last_on_server" and (english["caveat"] or "").startswith(
-        "This computer was busy: its load average was 9.00 on 2 CPUs" if busy else "")
+        "The machine was busy: its load average was 9.00 on 2 CPUs" if busy else "")
 
 
 def test_pages_refuse_an_unknown_language(client):

@@ -459,8 +459,8 @@ def test_the_bench_says_whose_it_is_and_when_the_machine_was_busy(page, base_url
     assert all(" ± " in cell for cell in page.locator("#local-result tbody td").all_inner_texts()[0:2])
     assert page.locator("#load-caveat").count() == (1 if busy else 0)
     if busy:
-        assert page.inner_text("#load-caveat").startswith("This computer was busy: its load average was 7.00 on 2 "
-                                                          "CPUs when the bench began")
+        assert page.inner_text("#load-caveat").startswith("The machine was busy: its load average was 7.00 on 2 "
+                                                          "CPUs when the timing began")
     other = page.context.new_page()  # another visitor: the same run, said to be the server's latest, not theirs
     other.goto(f"{base_url}/time?lang=es")
     other.wait_for_selector("#local-result .origin[data-origin='last_on_server']")

@@ -1,9 +1,11 @@
 """Languages: English and Spanish output through gettext catalogues (``locale/<lang>/LC_MESSAGES``).
 
-Message ids are the English sentences; ``es`` has compiled catalogues, one per domain (``seqlab.mo``
-for compare, one per later command), built from the ``.po`` files with Babel
-(``pybabel compile -d src/seqlab/locale -D <domain>``; a test checks every compiled file is current).
-Numbers are formatted per language with Babel.
+Message ids are the English sentences. ``es`` has one compiled catalogue per front end (:data:`DOMAINS`):
+``seqlab`` holds the words of every renderer (each command's output, the report, the notebook), ``cli`` those of
+the command line itself (option help, usage errors, Click's own messages) and ``web`` those of the web lab. They
+are built from the ``.po`` files with Babel (``pybabel compile -d src/seqlab/locale -D <domain>``; a test checks
+every compiled file is current). :func:`translator` is the one way in; the terms the catalogues use come from
+:mod:`seqlab.glossary`. Numbers are formatted per language with Babel.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import gettext
 import math
 import os
+import re
 from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
@@ -20,6 +23,8 @@ from seqlab.errors import SeqlabError
 
 LANGUAGES = ("en", "es")
 DOMAIN = "seqlab"
+#: The gettext domains, one per front end: renderers (terminal, report, notebook), the command line, the web lab.
+DOMAINS = ("seqlab", "cli", "web")
 
 
 def default_language() -> str:
@@ -46,8 +51,12 @@ def check_language(lang: str) -> str:
     return lang
 
 
-def _catalogue(lang: str, domain: str) -> gettext.NullTranslations:
-    """The translations of ``domain`` for ``lang``: English is the message ids themselves.
+@lru_cache(maxsize=None)
+def catalogue(lang: str, domain: str = DOMAIN) -> gettext.NullTranslations:
+    """The translations of ``domain`` (one of :data:`DOMAINS`) for ``lang``: English is the message ids themselves.
+
+    >>> catalogue("es", "cli").gettext("Usage:"), catalogue("en", "cli").gettext("Usage:")
+    ('Uso:', 'Usage:')
 
     Raises:
         SeqlabError: unknown language, or the Spanish catalogue is missing from the package.
@@ -62,11 +71,10 @@ def _catalogue(lang: str, domain: str) -> gettext.NullTranslations:
         raise SeqlabError(f"the {lang!r} catalogue {domain!r} is missing from {localedir}: {error}") from error
 
 
-@lru_cache(maxsize=None)
 def translator(lang: str, domain: str = DOMAIN) -> Callable[[str], str]:
     """The gettext function for ``lang``: English message id in, sentence in that language out.
 
-    Each command may keep its messages in a catalogue of its own (``domain``, the ``.po`` file name).
+    ``domain`` is the front end's catalogue (:data:`DOMAINS`); every renderer uses the default, ``seqlab``.
 
     >>> translator("es")("Measurement")
     'Medida'
@@ -76,10 +84,9 @@ def translator(lang: str, domain: str = DOMAIN) -> Callable[[str], str]:
     Raises:
         SeqlabError: unknown language, or the Spanish catalogue is missing from the package.
     """
-    return _catalogue(lang, domain).gettext
+    return catalogue(lang, domain).gettext
 
 
-@lru_cache(maxsize=None)
 def plural_translator(lang: str, domain: str = DOMAIN) -> Callable[[str, str, int], str]:
     """The ngettext function for ``lang``: English singular and plural ids and a count in, the right form out.
 
@@ -91,18 +98,23 @@ def plural_translator(lang: str, domain: str = DOMAIN) -> Callable[[str, str, in
     Raises:
         SeqlabError: unknown language, or the Spanish catalogue is missing from the package.
     """
-    return _catalogue(lang, domain).ngettext
+    return catalogue(lang, domain).ngettext
 
 
 def format_source(source: str, lang: str) -> str:
-    """Where a text came from, in ``lang``: a built-in text is named in words, a path or ``stdin`` as is.
+    """Where a text came from, in ``lang``: a built-in or synthetic text is named in words, a path or ``stdin`` as is.
 
     >>> format_source("built-in (es)", "es"), format_source("built-in (en)", "en"), format_source("a.txt", "es")
     ('el texto incluido (es)', 'the built-in text (en)', 'a.txt')
+    >>> format_source("synthetic (12 tokens)", "es")
+    'texto sintético (12 tokens)'
     """
+    _ = translator(lang)
     if source.startswith("built-in (") and source.endswith(")"):
-        _ = translator(lang)
         return _("the built-in text ({language})").format(language=source[len("built-in ("):-1])
+    synthetic = re.fullmatch(r"synthetic \((\d+) tokens\)", source)
+    if synthetic:
+        return _("synthetic text ({count} tokens)").format(count=format_integer(int(synthetic.group(1)), lang))
     return source
 
 

@@ -134,13 +134,13 @@ def _run(config, lang: str):
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from seqlab.render.bench import bench_translator
+    from seqlab.i18n import translator
     from seqlab.studies.bench import run_bench
 
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
-        tr = bench_translator(lang)
+        tr = translator(lang)
         measuring = tr("Measuring")
         task = bar.add_task(measuring, total=None)
         try:
@@ -155,7 +155,8 @@ def _emit(result, lang: str, as_json: bool, csv_path: Optional[Path], plot: Opti
     """Print the table (or JSON) on stdout; write the files asked for; name them on stderr."""
     from rich.console import Console
 
-    from seqlab.render.bench import bench_translator, render_bench, to_csv, write_all, write_plots
+    from seqlab.i18n import translator
+    from seqlab.render.bench import render_bench, to_csv, write_all, write_plots
     from seqlab.render.json_output import to_json
 
     if as_json:
@@ -170,6 +171,6 @@ def _emit(result, lang: str, as_json: bool, csv_path: Optional[Path], plot: Opti
         written += write_plots(result, plot, lang)
     if out is not None:
         written += write_all(result, out, lang).values()
-    tr = bench_translator(lang)
+    tr = translator(lang)
     for path in written:
         typer.echo(tr("Wrote {path}").format(path=path), err=True)

@@ -5,13 +5,13 @@ parsers (already in the run's language, :mod:`seqlab.cli.options`), a command's 
 library's :class:`~seqlab.errors.SeqlabError` (the library never knows the output language). The
 commonest of the last two are listed here as English templates (data only, so that
 :mod:`seqlab.cli.language` imports it without a cycle); :func:`seqlab.cli.language.translate_error`
-reads a message against them and words it again from the ``cli_errors`` catalogue, keeping the
+reads a message against them and words it again from the ``cli`` catalogue, keeping the
 values it read (paths, numbers, option names). A message not listed stays in English.
 """
 
 from __future__ import annotations
 
-ERRORS_DOMAIN = "cli_errors"
+ERRORS_DOMAIN = "cli"
 
 #: English templates of option errors, most specific first; a field matches any text.
 ERROR_MESSAGES = (

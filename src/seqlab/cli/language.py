@@ -6,7 +6,7 @@ command line (before the command name or after it), else the environment's local
 for that run only:
 
 - ``typer.core`` calls gettext's ``_`` (bound at import: "Options", "Commands", "default: …",
-  "No such command …"): :func:`cli_language` gives that module our ``click`` catalogue's gettext and
+  "No such command …"): :func:`cli_language` gives that module the ``cli`` catalogue's gettext and
   puts the original back on the way out; :mod:`gettext`'s process-wide state (``textdomain``,
   ``install``) is never touched;
 - the click copy Typer carries writes English text ("Usage: ", "Invalid value for …", "No such
@@ -16,13 +16,12 @@ for that run only:
 
 The run's language is also kept in a context variable, so the option parsers of
 :mod:`seqlab.cli.options` word their errors in it (catalogue ``cli``). :func:`localise` puts each
-command's and option's help through the ``cli_help`` catalogue (message ids: the English help). It
+command's and option's help through the same ``cli`` catalogue (message ids: the English help). It
 edits the click objects Typer builds afresh on every run, never the functions' docstrings.
 """
 
 from __future__ import annotations
 
-import gettext
 import importlib
 import inspect
 import re
@@ -31,18 +30,19 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from typer import _click  # the click copy Typer 0.2x builds its commands on
 
 from seqlab.cli.error_texts import ERROR_MESSAGES, ERRORS_DOMAIN
-from seqlab.i18n import LANGUAGES, default_language
+from seqlab.i18n import LANGUAGES, catalogue, default_language
 
-#: Catalogue of the click layer's own messages (usage errors, help headings; ids: their English text).
-CLICK_DOMAIN = "click"
-#: Catalogue of the commands' and options' help texts (ids: the English help, docstrings cleaned).
-HELP_DOMAIN = "cli_help"
+#: The command line's catalogue: the click layer's own messages (usage errors, help headings; ids: their English
+#: text) and the commands' and options' help texts (ids: the English help, docstrings cleaned).
+CLICK_DOMAIN = "cli"
+HELP_DOMAIN = CLICK_DOMAIN
+#: The usage line's placeholders click writes ("Usage: seqlab [OPTIONS] COMMAND [ARGS]..."), worded again.
+METAVARS = ("[OPTIONS]", "COMMAND [ARGS]...")
 #: Modules that bind gettext's ``_`` at import and word part of the help and the errors.
 GETTEXT_MODULES = ("typer.core",)
 #: English usage messages of Typer's click copy, most specific first; ``{message}`` is read again.
@@ -63,19 +63,6 @@ USAGE_MESSAGES = (
 )
 
 _LANGUAGE: ContextVar[str | None] = ContextVar("seqlab_cli_language", default=None)
-
-
-@lru_cache(maxsize=None)
-def catalogue(lang: str, domain: str) -> gettext.NullTranslations:
-    """The compiled catalogue ``domain`` for ``lang``; English (and a missing file) reads the ids as they are.
-
-    >>> catalogue("es", "click").gettext("Usage:"), catalogue("en", "click").gettext("Usage:")
-    ('Uso:', 'Usage:')
-    """
-    if lang == "en":
-        return gettext.NullTranslations()
-    localedir = str(resources.files("seqlab") / "locale")
-    return gettext.translation(domain, localedir=localedir, languages=[lang], fallback=True)
 
 
 def argument_language(args: Sequence[str]) -> str | None:
@@ -173,7 +160,7 @@ def translate_error(message: str, lang: str) -> str:
     """``message`` in ``lang`` if it reads as one of :data:`seqlab.cli.error_texts.ERROR_MESSAGES`, else as it is.
 
     >>> translate_error("give either --text or --tokens, not both", "es")
-    'dé --text o --tokens, no los dos'
+    'da --text o --tokens, no los dos'
     >>> translate_error("text file '/x' does not exist; expected a UTF-8 text file or '-' for stdin", "es")
     "el archivo de texto '/x' no existe; se esperaba un archivo de texto UTF-8 o '-' para la entrada estándar"
     """
@@ -252,6 +239,10 @@ def localise(command: Any, lang: str) -> None:
     translate = catalogue(lang, HELP_DOMAIN).gettext
     for owner, attribute, text in list(help_texts(command)):
         setattr(owner, attribute, translate(text))
+    for each in commands(command):
+        for attribute in ("options_metavar", "subcommand_metavar"):
+            if getattr(each, attribute, None) in METAVARS:
+                setattr(each, attribute, translate(getattr(each, attribute)))
 
 
 def first_paragraph(text: str | None) -> str:

@@ -113,10 +113,11 @@ def _run(config, lang: str):
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from seqlab.render.learn import duration_text, learn_translator, progress_text
+    from seqlab.i18n import translator
+    from seqlab.render.learn import duration_text, progress_text
     from seqlab.studies.learn import estimate_learn, run_learn
 
-    tl = learn_translator(lang)
+    tl = translator(lang)
     try:
         estimate = estimate_learn(config)
     except KeyboardInterrupt:
@@ -137,9 +138,10 @@ def _emit(result, lang: str, as_json: bool, plot: Optional[Path]) -> None:
     """Print the tables (or JSON) on stdout; write the plot; name files and interruptions on stderr."""
     from rich.console import Console
 
-    from seqlab.render.learn import learn_json, learn_translator, render_learn, write_plots
+    from seqlab.i18n import translator
+    from seqlab.render.learn import learn_json, render_learn, write_plots
 
-    tl = learn_translator(lang)
+    tl = translator(lang)
     if as_json:
         typer.echo(learn_json(result))
     else:

@@ -17,8 +17,9 @@ from pathlib import Path
 import typer
 from typer._click.globals import get_current_context  # typer vendors click: no click package
 
-from seqlab.cli.language import catalogue, current_language
+from seqlab.cli.language import current_language
 from seqlab.errors import SeqlabError
+from seqlab.i18n import translator
 
 DOMAIN = "cli"
 LANG_HELP = "Language of the output: en or es (default: from the environment's locale)."
@@ -26,7 +27,7 @@ LANG_HELP = "Language of the output: en or es (default: from the environment's l
 
 def _gettext() -> Callable[[str], str]:
     """The ``cli`` catalogue's gettext in the run's language."""
-    return catalogue(current_language(), DOMAIN).gettext
+    return translator(current_language(), DOMAIN)
 
 
 def integer_at_least(minimum: int, maximum: int | None = None) -> Callable[[str], int]:

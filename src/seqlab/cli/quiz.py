@@ -26,19 +26,15 @@ INTERRUPTED = 130
 GLUE = "\xa0"
 
 
-def _tr(lang: str):
-    return translator(lang, "quiz")
-
-
 def _ask_label(kind: str, lang: str) -> str:
-    _ = _tr(lang)
+    _ = translator(lang)
     return {"single": _("Your answer (one letter, ? for a hint)"),
             "numeric": _("Your answer (a whole number, ? for a hint)"),
             "multiple": _("Your answer (every true letter, e.g. a, c; ? for a hint)")}[kind]
 
 
 def _unreadable(kind: str, answer: str, lang: str) -> str:
-    _ = _tr(lang)
+    _ = translator(lang)
     text = {"single": _("Could not read {answer}: type one of the letters shown."),
             "numeric": _("Could not read {answer}: type a whole number such as 100."),
             "multiple": _("Could not read {answer}: type the letters of the true statements, e.g. a, c.")}[kind]
@@ -48,7 +44,7 @@ def _unreadable(kind: str, answer: str, lang: str) -> str:
 def _show_question(console, q, number: int, total: int, lang: str) -> None:
     from rich.text import Text
 
-    _ = _tr(lang)
+    _ = translator(lang)
     console.print()
     console.print(Text(_("Question {number} of {total} ({claims})").format(
         number=number, total=total, claims=", ".join(q.claims)), style="bold"))
@@ -61,7 +57,7 @@ def _show_question(console, q, number: int, total: int, lang: str) -> None:
 def _show_grade(console, q, result, lang: str) -> None:
     from rich.text import Text
 
-    _ = _tr(lang)
+    _ = translator(lang)
     if result.correct:
         console.print(Text(f"{RIGHT} " + _("Right."), style="bold green"))
     else:
@@ -99,7 +95,7 @@ def _read(console, q, lang: str):
 
     from seqlab.studies.quiz import grade
 
-    _ = _tr(lang)
+    _ = translator(lang)
     while True:
         try:
             raw = Prompt.ask(escape(_ask_label(q.kind, lang)), console=console)
@@ -130,7 +126,7 @@ def quiz(
     from seqlab.studies.quiz import questions
 
     lang = language(lang)
-    _ = _tr(lang)
+    _ = translator(lang)
     console = Console(highlight=False)
     asked = questions(lang)
     console.print(Text(_("Check your intuition: {total} questions on recurrence and attention.").format(
@@ -160,7 +156,7 @@ def _score(console, right: int, answered: int, total: int, lang: str) -> None:
     """The score line: over every question, or over those answered when the quiz stopped early."""
     from rich.text import Text
 
-    _ = _tr(lang)
+    _ = translator(lang)
     console.print()
     if answered == total:
         text = _("Score: {right} of {total}.").format(right=right, total=total)

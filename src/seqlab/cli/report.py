@@ -36,10 +36,6 @@ OPTIONS = {"d_model": "'--d-model'", "T": "'--text'", "tokenizer": "'--text'"}
 HTML_SUFFIXES = (".html", ".htm")
 
 
-def _tr(lang: str):
-    return translator(lang, "report")
-
-
 def _text(text: Optional[str], lang: str):
     """Resolve ``--text`` into (Tokens, source label); a failure names the option."""
     from seqlab.text import builtin_text, read_text, tokenize
@@ -83,7 +79,7 @@ def _fit_text(tokens, config, max_tokens: Optional[int], quick: bool, lang: str)
     limit = max_tokens if max_tokens is not None else QUICK_MAX_TOKENS if quick else None
     if limit is not None and len(tokens) > limit:
         if max_tokens is None:
-            tl = _tr(lang)
+            tl = translator(lang)
             typer.echo(tl("--quick compares the first {kept} of the text's {total} tokens (--max-tokens sets how "
                           "many, up to {kept}).").format(
                 kept=format_integer(limit, lang), total=format_integer(len(tokens), lang)), err=True)
@@ -123,7 +119,7 @@ def report(
     from seqlab.studies.report import ReportConfig, with_compare
 
     lang = language(lang)
-    tl = _tr(lang)
+    tl = translator(lang)
     _check_out(out, pdf)
     if quick and d_model is not None and d_model > QUICK_MAX_D_MODEL:
         raise typer.BadParameter(f"expected an integer in [1, {QUICK_MAX_D_MODEL}] under --quick (a preview in "

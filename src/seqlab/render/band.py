@@ -3,8 +3,8 @@
 One place for the band's name, so the model table, Figure 1 and the web lab say the same thing: its kind
 (causal, symmetric ±h, dilated), its width (input rows an interior output row reads) and the rows it reads
 as an inequality in j (output row) and i (input row), e.g. ``causal band of width 3 (j − 3 < i ≤ j)``.
-The formula is mathematics, the same in every language; the words go through the gettext domain ``band``
-(``locale/es/LC_MESSAGES/band.po``).
+The formula is mathematics, the same in every language; the words go through the gettext domain ``seqlab``
+(``locale/es/LC_MESSAGES/seqlab.po``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from seqlab.i18n import format_integer, translator
 if TYPE_CHECKING:
     from seqlab.measure.mixing import Band
 
-DOMAIN = "band"
+DOMAIN = "seqlab"
 #: Up to this many offsets a dilated band lists them all; beyond, the first two and the last.
 LISTED_OFFSETS = 5
 MINUS = "−"

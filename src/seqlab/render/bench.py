@@ -6,9 +6,8 @@ predicted by the work–span model) and the work ratio d/T it is to be read agai
 times the recurrence's multiplications, so recurrence / attention *work* is d/T, and a time ratio above
 d/T is what spreading the work over processors buys (L8).
 
-Sentences go through the gettext domain ``bench`` (``locale/es/LC_MESSAGES/bench.po``). The translation
-function is called ``tr`` rather than ``_`` so that the ``seqlab`` catalogue's scan of ``_()`` does
-not claim these messages; extract them with ``pybabel extract -k tr``. Plots use matplotlib's
+Sentences go through the gettext domain ``seqlab`` (``locale/es/LC_MESSAGES/seqlab.po``). The translation
+function is called ``tr`` (``test_i18n`` extracts ``_``, ``tr`` and ``tl`` calls alike). Plots use matplotlib's
 object API on the Agg canvas (no pyplot, no global backend change), imported only when a plot is made.
 """
 
@@ -16,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Group
@@ -26,29 +24,22 @@ from rich.text import Text
 from seqlab.i18n import format_fraction, format_integer, format_number, format_seconds, translator
 from seqlab.measure.timing import MachineLoad, busiest
 from seqlab.render.compare import MIN_BLOCKS, timed_blocks, timing_quality
+from seqlab.render.labels import machine_label
+from seqlab.render.machine_load import busy_caveat
 from seqlab.render.figures import new_figure, save_png_svg
 from seqlab.render.json_output import to_json
 from seqlab.studies.bench import MACHINES, PAIRS, BenchResult, Crossover
 from seqlab.render.tables import FittedTable
 
-DOMAIN = "bench"
+DOMAIN = "seqlab"
 NOISY_MARK = "†"
 CSV_FIELDS = ("device", "threads", "d_model", "batch", "T", "machine", "multiplications", "span_ops",
               "predicted_s", "bound", "median_s", "iqr_s", "first_call_s", "runs", "noisy", "load_1min", "busy", "sample",
               "sample_s")
 
 
-def bench_translator(lang: str) -> Callable[[str], str]:
-    """The gettext function of the ``bench`` domain for ``lang``.
-
-    >>> bench_translator("es")("work d/T")
-    'trabajo d/T'
-    """
-    return translator(lang, DOMAIN)
-
-
 def _threads_text(threads: int, lang: str) -> str:
-    tr = bench_translator(lang)
+    tr = translator(lang)
     return tr("1 thread") if threads == 1 else tr("{threads} threads").format(threads=threads)
 
 
@@ -73,7 +64,7 @@ def bench_table(result: BenchResult, threads: int, d: int, lang: str = "en", loa
     ``load_note``: end the caption with the busy-machine caveat when the machine was busy (``render_bench``
     says it under the first table only: it is about the whole sweep).
     """
-    tr = bench_translator(lang)
+    tr = translator(lang)
     calibration = result.calibration(threads)
     title = tr("Forward pass per call, median ± IQR: {threads}, d_model = {d}").format(
         threads=_threads_text(threads, lang), d=format_integer(d, lang))
@@ -85,14 +76,14 @@ def bench_table(result: BenchResult, threads: int, d: int, lang: str = "en", loa
         flops=format_number(calibration.flops_per_s, lang), n=calibration.matmul_size,
         latency=format_seconds(calibration.latency_s, lang), ops=calibration.chain_ops, mark=NOISY_MARK)
     caption += " " + _blocks_text(min(blocks), max(blocks), lang)
-    caveat = load_caveat(sweep_load(result), lang) if load_note else ""
+    caveat = busy_caveat(sweep_load(result), lang) if load_note else ""
     caption += f" {caveat}" if caveat else ""
     table = FittedTable(title=title, caption=caption, title_justify="left", caption_justify="left")
     table.add_column("T", justify="right")
     for key in result.machines:
-        table.add_column(MACHINES[key].label, justify="right")
+        table.add_column(machine_label(MACHINES[key].label, lang), justify="right")
     pair = _pairs(result)[:1]  # the fastest pair present; the other one is in the sentences and files
-    names = [dict(rec=MACHINES[rec].label, att=MACHINES[att].label) for rec, att in pair]
+    names = [dict(rec=machine_label(MACHINES[rec].label, lang), att=machine_label(MACHINES[att].label, lang)) for rec, att in pair]
     for column in (tr("{rec} / {att} time"), tr("{rec} / {att} model")) if pair else ():
         table.add_column(column.format(**names[0]), justify="right")
     if pair:
@@ -110,7 +101,7 @@ def bench_table(result: BenchResult, threads: int, d: int, lang: str = "en", loa
 
 def _cell(timing, lang: str) -> str:
     """``median ± IQR`` (``†`` when noisy); from fewer than 3 timed blocks the median alone, saying so."""
-    tr = bench_translator(lang)
+    tr = translator(lang)
     median, blocks = format_seconds(timing.median_s, lang), timed_blocks(timing)
     if blocks == 1:
         return tr("{median} (one block)").format(median=median)
@@ -122,7 +113,7 @@ def _cell(timing, lang: str) -> str:
 
 def _blocks_text(fewest: int, most: int, lang: str) -> str:
     """How many timed blocks each median comes from, and that fewer than 3 give no IQR."""
-    tr = bench_translator(lang)
+    tr = translator(lang)
     if most == 1:
         text = tr("Each time comes from a single timed block.")
     elif fewest == most:
@@ -139,27 +130,10 @@ def sweep_load(result: BenchResult) -> MachineLoad | None:
     return busiest([result.load, *(point.timing for point in result.points)])
 
 
-def load_caveat(load: MachineLoad | None, lang: str = "en") -> str:
-    """The busy-machine caveat in the ``bench`` catalogue's words, or ``""`` on a quiet machine or an unknown load.
-
-    The condition is :attr:`seqlab.measure.timing.MachineLoad.busy`, decided in one place; only the words are here.
-
-    >>> load_caveat(MachineLoad(3.0, 2, True))[:22], load_caveat(MachineLoad(0.2, 2, False))
-    ('The machine was busy: ', '')
-    """
-    if load is None or not load.busy:
-        return ""
-    tr = bench_translator(lang)
-    return tr(
-        "The machine was busy: its load average was {load} on {cpus} CPUs when the sweep began, so these times may "
-        "read long and spread wide; time again on a quiet machine before comparing them.").format(
-        load=format_number(load.load_1min, lang), cpus=format_integer(load.cpus, lang))
-
-
 def _caveat(result: BenchResult, threads: tuple[int, ...], d: int, lang: str, machines: tuple[str, ...] = (),
             lengths: tuple[int, ...] = ()) -> str:
     """A sentence to append when a timing behind a sentence is rough or noisy (L8), else ``""``."""
-    tr = bench_translator(lang)
+    tr = translator(lang)
     timings = [result.point(key, n, d, T).timing for n in threads for key in machines or result.machines
                for T in lengths or result.lengths]
     quality = timing_quality(*timings)
@@ -168,9 +142,9 @@ def _caveat(result: BenchResult, threads: tuple[int, ...], d: int, lang: str, ma
 
 
 def _crossover_sentence(c: Crossover, result: BenchResult, lang: str) -> str:
-    tr = bench_translator(lang)
+    tr = translator(lang)
     values = dict(threads=_threads_text(c.threads, lang), d=format_integer(c.d_model, lang),
-                  rec=MACHINES[c.recurrence].label, att=MACHINES[c.attention].label,
+                  rec=machine_label(MACHINES[c.recurrence].label, lang), att=machine_label(MACHINES[c.attention].label, lang),
                   work=format_fraction(c.work_T, lang), first=format_integer(result.lengths[0], lang),
                   last=format_integer(result.lengths[-1], lang),
                   ratio=format_number(result.lengths[-1] / float(c.work_T), lang))
@@ -201,14 +175,14 @@ def _crossover_sentence(c: Crossover, result: BenchResult, lang: str) -> str:
 
 
 def _scaling_sentence(result: BenchResult, pair: tuple[str, str], d: int, lang: str) -> str:
-    tr = bench_translator(lang)
+    tr = translator(lang)
     few, many, T = result.threads[0], result.threads[-1], result.lengths[-1]
     changes = []
     for key in pair:
         speedup = _median(result, key, few, d, T) / _median(result, key, many, d, T)
         message = tr("{machine} runs {factor} times as fast") if speedup >= 1 else \
             tr("{machine} takes {factor} times as long")
-        changes.append(message.format(machine=MACHINES[key].label,
+        changes.append(message.format(machine=machine_label(MACHINES[key].label, lang),
                                       factor=format_number(speedup if speedup >= 1 else 1 / speedup, lang)))
     return tr("From {few} to {many} at T = {T}, d_model = {d}: {rec_change}; {att_change}.").format(
         few=_threads_text(few, lang), many=_threads_text(many, lang), T=format_integer(T, lang),
@@ -217,9 +191,9 @@ def _scaling_sentence(result: BenchResult, pair: tuple[str, str], d: int, lang: 
 
 
 def _model_sentence(result: BenchResult, threads: int, d: int, lang: str) -> str:
-    tr = bench_translator(lang)
+    tr = translator(lang)
     T = result.lengths[-1]
-    ratios = ", ".join(f"{MACHINES[key].label} {format_number(p.timing.median_s / p.predicted_s, lang)}"
+    ratios = ", ".join(f"{machine_label(MACHINES[key].label, lang)} {format_number(p.timing.median_s / p.predicted_s, lang)}"
                        for key in result.machines for p in [result.point(key, threads, d, T)])
     return tr("{threads}, d_model = {d}: measured over predicted time at T = {T}: {ratios}.").format(
         threads=_threads_text(threads, lang), d=format_integer(d, lang), T=format_integer(T, lang),
@@ -227,16 +201,16 @@ def _model_sentence(result: BenchResult, threads: int, d: int, lang: str) -> str
 
 
 def _kernel_sentence(result: BenchResult, lang: str) -> str:
-    tr = bench_translator(lang)
+    tr = translator(lang)
     check = result.checks[0]
-    kernels = "; ".join(f"{MACHINES[c.machine].label} {', '.join(c.kernels + c.unaccounted)}"
+    kernels = "; ".join(f"{machine_label(MACHINES[c.machine].label, lang)} {', '.join(c.kernels + c.unaccounted)}"
                         for c in result.checks if c.d_model == check.d_model)
     wrong, no_formula = [], tr("no formula")
     for c in result.checks:
         if c.unaccounted:
-            wrong.append(f"{MACHINES[c.machine].label} ({', '.join(c.unaccounted)}: {no_formula})")
+            wrong.append(f"{machine_label(MACHINES[c.machine].label, lang)} ({', '.join(c.unaccounted)}: {no_formula})")
         elif c.counted != c.closed_form:
-            wrong.append(MACHINES[c.machine].label)
+            wrong.append(machine_label(MACHINES[c.machine].label, lang))
     values = dict(T=format_integer(check.T, lang), d=format_integer(check.d_model, lang), kernels=kernels,
                   machines=", ".join(dict.fromkeys(wrong)))
     if wrong:
@@ -257,7 +231,7 @@ def bench_sentences(result: BenchResult, lang: str = "en") -> list[str]:
 
 def caveat_texts(lang: str = "en") -> dict[str, tuple[str, str]]:
     """Timing quality (``"few"`` blocks, ``"noisy"``) -> (the caveat a sentence ends with, its "as above" form)."""
-    tr = bench_translator(lang)
+    tr = translator(lang)
     return {"few": (tr("(A rough figure: some of these times come from fewer than 3 timed blocks, with no spread "
                        "to judge them by.)"), tr("(A rough figure, as above.)")),
             "noisy": (tr("(Noisy: the spread of some of these times is over a tenth of the median, the machine was "
@@ -322,7 +296,7 @@ def plot_bench(result: BenchResult, lang: str = "en"):
     Raises:
         SeqlabError: matplotlib is not installed.
     """
-    tr = bench_translator(lang)
+    tr = translator(lang)
     pairs = _pairs(result)
     columns, rows = len(result.threads), 2 if pairs else 1
     figure = new_figure(figsize=(4.8 * columns + 3.2, 4.2 * rows), layout="constrained")
@@ -336,12 +310,12 @@ def plot_bench(result: BenchResult, lang: str = "en"):
             for n, key in enumerate(result.machines):
                 medians = [_median(result, key, threads, d, T) for T in result.lengths]
                 ax.plot(result.lengths, medians, styles[i % 4], marker=MARKERS[n % len(MARKERS)], markersize=4,
-                        linewidth=1.6, color=f"C{n}", label=MACHINES[key].label + suffix)
+                        linewidth=1.6, color=f"C{n}", label=machine_label(MACHINES[key].label, lang) + suffix)
                 if pairs and key in pairs[0]:  # the model beside the measurement, for the pair in the table
                     ax.plot(result.lengths, [result.point(key, threads, d, T).predicted_s for T in result.lengths],
                             ":", marker=MARKERS[n % len(MARKERS)], markersize=6, markerfacecolor="none",
                             color=f"C{n}", linewidth=1, zorder=3,
-                            label=tr("{machine}, model").format(machine=MACHINES[key].label) + suffix)
+                            label=tr("{machine}, model").format(machine=machine_label(MACHINES[key].label, lang)) + suffix)
         ax.set(xscale="log", yscale="log", xlabel=tr("T (positions)"), ylabel=tr("seconds per forward call"),
                title=_threads_text(threads, lang))
         ax.grid(True, which="both", alpha=0.3)
@@ -362,7 +336,7 @@ def plot_bench(result: BenchResult, lang: str = "en"):
             ax.axvline(d, color="C7", linewidth=0.8, linestyle=styles[i % 4])  # the work crossover, T = d
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set(xscale="log", yscale="log", xlabel=tr("T (positions)"),
-               ylabel=tr("{rec} / {att}").format(rec=MACHINES[rec].label, att=MACHINES[att].label),
+               ylabel=tr("{rec} / {att}").format(rec=machine_label(MACHINES[rec].label, lang), att=machine_label(MACHINES[att].label, lang)),
                title=_threads_text(threads, lang))
         ax.grid(True, which="both", alpha=0.3)
     for ax in axes.flat:  # shared axes hide inner tick labels: every panel shows its own

@@ -3,7 +3,7 @@ the verdict (holds, holds with a caveat, does not hold), the condition it was ju
 lesson simplifies. Terminal (Rich), JSON, plain texts for the report, and the legend of ``--list``.
 
 Nothing here measures: every number comes from the result's ``values`` and ``condition``; every sentence is an
-English message id of the gettext domain ``check``. The words of each claim live in one module per theme
+English message id of the gettext domain ``seqlab``. The words of each claim live in one module per theme
 (:mod:`seqlab.render.check_structure`, :mod:`~seqlab.render.check_path`, :mod:`~seqlab.render.check_cost`,
 :mod:`~seqlab.render.check_time`); the legend in :mod:`seqlab.render.check_legend`.
 """
@@ -20,7 +20,7 @@ from seqlab.i18n import format_fraction, format_integer, format_number, format_s
 from seqlab.render.json_output import to_jsonable, versioned
 from seqlab.studies.check import CAVEAT, CLAIMS, FAILS, HOLDS, NOT_JUDGED, CheckResult, ClaimCheck
 
-DOMAIN = "check"
+DOMAIN = "seqlab"
 #: The mark and style of each verdict in the terminal.
 MARKS = {HOLDS: ("✓", "green"), CAVEAT: ("~", "yellow"), NOT_JUDGED: ("?", "dim"), FAILS: ("✗", "bold red")}
 #: Columns of the hanging indent under each claim.

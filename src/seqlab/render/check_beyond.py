@@ -2,7 +2,7 @@
 
 Same contract as :mod:`seqlab.render.check_structure`: each function returns ``(statement, measured, figure,
 condition, note)`` from the check's values and condition; nothing is measured here. The messages live in their own
-gettext domain, ``check_beyond``; the language comes with the number formatter ``n``
+gettext domain, ``seqlab``; the language comes with the number formatter ``n``
 (:class:`~seqlab.render.check.Numbers`).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from seqlab.i18n import translator
 
-DOMAIN = "check_beyond"
+DOMAIN = "seqlab"
 
 
 def _tr(n):

@@ -11,7 +11,7 @@ from fractions import Fraction
 
 from seqlab.i18n import format_number
 
-DOMAIN = "check"
+DOMAIN = "seqlab"
 #: The lesson's rounding of 2000/512 = 3.906 (L9), formatted per language in the note.
 LESSON_LAST_RATIO = 3.9
 
@@ -55,8 +55,9 @@ def l5(_, v, c, n):
 def l6(_, v, c, n):
     """L6: the call's count; the fused kernel's formula named as the only source there."""
     s = v["sources"]
+    counted = {"counted_call": _("the hand-written call"), "counted_sdpa_meta": _("SDPA on the meta device")}
     condition = _("every count equals the closed form exactly; independent of seqlab's formulas: {names}.").format(
-        names=", ".join(c["independent"]) or "—")
+        names=", ".join(counted.get(name, name) for name in c["independent"]) or "—")
     if "seqlab_formula_only" in c["caveats"]:
         condition += " " + _("Caveat: no count here is independent of seqlab's own formulas.")
     return (_("One attention call does T²(d_k + d_v) multiplications; the projections are counted apart"),

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from seqlab.i18n import translator
 
-DOMAIN = "check"
+DOMAIN = "seqlab"
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@ from a claim's values and condition; nothing measured here.
 
 from __future__ import annotations
 
-DOMAIN = "check"
+from seqlab.glossary import NOTATION
+
+DOMAIN = "seqlab"
 
 
 def _failed(_, keys) -> str:
@@ -49,9 +51,10 @@ def l3(_, v, c, n):
             condition,
             _("At h = 0 (no input, no bias) tanh' is 1: that factor is the bare repeated product, linear algebra that "
               "approaches ρ. The gated layers' path still grows in ops; in products it stays flat, along an additive "
-              "bypass that crosses no W_hh, in PyTorch's notation the LSTM's c_t = f_t ⊙ c_{t−1} + i_t ⊙ g_t and "
-              "the GRU's z_t ⊙ h_{t−1} in h_t = (1 − z_t) ⊙ n_t + z_t ⊙ h_{t−1} (a GRU has no cell state). "
-              "Gradient clipping is not measured: it scales large gradients down and cannot bring small ones back."))
+              "bypass that crosses no W_hh, in PyTorch's notation the LSTM's {lstm_bypass} in {lstm_update} and "
+              "the GRU's {gru_bypass} in {gru_update} (a GRU has no cell state). "
+              "Gradient clipping is not measured: it scales large gradients down and cannot bring small ones back."
+              ).format(**NOTATION))
 
 
 def l4(_, v, c, n):

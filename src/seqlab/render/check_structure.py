@@ -3,12 +3,12 @@
 Each function takes the translator ``_``, a claim's ``values`` and ``condition`` and a number formatter
 ``n`` (:class:`seqlab.render.check.Numbers`), and returns ``(statement, measured, figure, condition, note)``;
 ``note`` may be empty. Nothing is measured here: every number comes from the check's values, every sentence
-is an English message id of the gettext domain ``check``.
+is an English message id of the gettext domain ``seqlab``.
 """
 
 from __future__ import annotations
 
-DOMAIN = "check"
+DOMAIN = "seqlab"
 
 
 def l1(_, v, c, n):
@@ -72,9 +72,7 @@ def l10(_, v, c, n):
 
 def l11(_, v, c, n, lang: str):
     """L11: Figure 1's three attention boxes."""
-    from seqlab.render.figure import figure_translator
-
-    titles = ", ".join(figure_translator(lang)(title) for title in v["lit_titles"])
+    titles = ", ".join(_(title) for title in v["lit_titles"])  # the box titles are in the same catalogue
     return (_("Figure 1: of the fifteen boxes, only the three attention boxes mix positions"),
             _("Dependence of every output row on every input row, box by box, in a one-layer Transformer (S = {S}, "
               "T = {T}, d_model = {d}, {h} heads)").format(S=n(v["T_source"]), T=n(v["T_target"]),

@@ -6,7 +6,7 @@ from the claim's values and condition; nothing measured here.
 
 from __future__ import annotations
 
-DOMAIN = "check"
+DOMAIN = "seqlab"
 
 
 def scope_words(_, scope: str, batch: int, n) -> str:

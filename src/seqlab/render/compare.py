@@ -26,6 +26,20 @@ __all__ = ["MIN_BLOCKS", "caption", "compare_sentences", "compare_table", "rende
            "timing_quality"]
 
 
+#: The operations of one attention call, in order, for the scores whose call is a fixed list (L2's three for dot;
+#: the scaled score divides by √d_k): the attention column's span names what it counts.
+CALL_STEPS = {"dot": ("Q Kᵀ", "softmax", "A V"), "scaled_dot": ("Q Kᵀ", "÷√d_k", "softmax", "A V")}
+
+
+def _call_span(result: CompareResult, f: Formatter) -> str:
+    """Attention's operations in a row with their scope: the call alone (Q, K, V given), its steps listed when
+    the measured count is that list's length (3 for the lesson's dot score, 4 with the ÷√d_k of scaled_dot)."""
+    ops, steps = result.attention.span.ops, CALL_STEPS.get(result.score)
+    scope = (f._("the call: {steps}").format(steps=", ".join(steps)) if steps and len(steps) == ops
+             else f._("the call alone, score {score}").format(score=result.score))
+    return f"{f.integer(ops)} ({scope})"
+
+
 def _gated_cells(result: CompareResult, cell) -> list[str]:
     """One cell per gated layer (LSTM, GRU), or dashes when the result has none."""
     return [cell(g) for g in result.gated] if result.gated else [DASH, DASH]
@@ -48,7 +62,7 @@ def _rows(result: CompareResult, f: Formatter, detailed: bool) -> list[tuple[str
         half=f.number(half.first), T_half=f.integer(half.position + 1), full=f.number(att.reach.first),
         T=f.integer(result.T))
     rows = [
-        (_("Span: operations in a row"), f.integer(rec.span.ops), f.integer(att.span.ops),
+        (_("Span: operations in a row"), f.integer(rec.span.ops), _call_span(result, f),
          *gated(lambda g: f.integer(g.span.ops))),
         (_("Span: matrix products in a row"), f.integer(rec.span.products), f.integer(att.span.products),
          *gated(lambda g: f.integer(g.span.products))),

@@ -13,12 +13,12 @@ from seqlab.i18n import format_integer, format_number, format_seconds, translato
 from seqlab.measure.order import OrderResult
 from seqlab.measure.paths import PathMatrix
 from seqlab.measure.reach import Reach
-from seqlab.measure.timing import MIN_BLOCKS, MachineLoad, Timing
+from seqlab.measure.timing import MIN_BLOCKS, Timing
 from seqlab.measure.work import WorkCount
 
 DASH = "—"
 
-__all__ = ["DASH", "MIN_BLOCKS", "Formatter", "load_caveat", "timed_blocks", "timing_quality"]
+__all__ = ["DASH", "MIN_BLOCKS", "Formatter", "timed_blocks", "timing_quality"]
 
 
 def timed_blocks(timing: Timing) -> int:
@@ -40,23 +40,6 @@ def timing_quality(*timings: Timing | None) -> str | None:
     if any(timing.noisy for timing in present):
         return "noisy"
     return None
-
-
-def load_caveat(load: MachineLoad | None, lang: str = "en") -> str:
-    """The busy-machine caveat for ``compare``'s times, or ``""`` on a quiet machine or an unknown load.
-
-    The condition is :attr:`seqlab.measure.timing.MachineLoad.busy` (load average against CPUs), decided there.
-
-    >>> load_caveat(MachineLoad(3.0, 2, True))[:22], load_caveat(MachineLoad(0.2, 2, False))
-    ('The machine was busy: ', '')
-    """
-    if load is None or not load.busy:
-        return ""
-    _ = translator(lang)
-    return _(
-        "The machine was busy: its load average was {load} on {cpus} CPUs when the timing began, so these times "
-        "may read long and spread wide; time again on a quiet machine before comparing them.").format(
-        load=format_number(load.load_1min, lang), cpus=format_integer(load.cpus, lang))
 
 
 class Formatter:

@@ -13,7 +13,8 @@ import math
 
 from seqlab.i18n import format_seconds, plural_translator
 from seqlab.measure.timing import Timing
-from seqlab.render.compare_format import Formatter, load_caveat, timed_blocks, timing_quality
+from seqlab.render.compare_format import Formatter, timed_blocks, timing_quality
+from seqlab.render.machine_load import busy_caveat
 from seqlab.render.compare_scopes import heads_text
 from seqlab.studies.claims_time import SPEED_MARGIN
 from seqlab.studies.compare import CompareResult
@@ -197,7 +198,7 @@ def time_sentences(result: CompareResult, f: Formatter) -> list[str]:
         sentences.append(f._("nn.LSTM takes {lstm} and nn.GRU {gru}{caveat}.").format(
             lstm=format_seconds(times[0].median_s, f.lang), gru=format_seconds(times[1].median_s, f.lang),
             caveat=_caveat(f, *times)))
-    caveat = load_caveat(result.load, f.lang)
+    caveat = busy_caveat(result.load, f.lang)
     if sentences and caveat:
         sentences.append(caveat)
     return sentences

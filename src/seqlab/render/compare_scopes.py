@@ -13,11 +13,12 @@ from fractions import Fraction
 from rich.table import Table
 
 from seqlab.i18n import format_fraction, format_integer, plural_translator, translator
+from seqlab.render.labels import machine_label
 from seqlab.studies.compare_scopes import HEADS, Scope, ScopeCount
 from seqlab.render.tables import FittedTable
 
 
-def _machine(entry: ScopeCount, scope: str, heads: str, _) -> str:
+def _machine(entry: ScopeCount, scope: str, heads: str, _, lang: str) -> str:
     """What the entry measures, in words, with the module that was counted."""
     names = {
         "rnn": _("Elman RNN: W_xh and W_hh"),
@@ -28,7 +29,7 @@ def _machine(entry: ScopeCount, scope: str, heads: str, _) -> str:
         "lstm": _("LSTM: 4 gate blocks"),
         "gru": _("GRU: 3 gate blocks"),
     }
-    return f"{names[entry.machine]}\n{entry.module}"
+    return f"{names[entry.machine]}\n{machine_label(entry.module, lang)}"
 
 
 def _source(entry: ScopeCount, lang: str, _) -> str:
@@ -84,7 +85,7 @@ def scopes_table(scopes: tuple[Scope, ...], heads: int | None, lang: str = "en")
         first = True
         for entry in (e for e in entries if e is not None):
             mark = "=" if entry.counted == entry.closed_form else "≠"
-            table.add_row(scope_name(scope.name, lang) if first else "", _machine(entry, scope.name, heads, _),
+            table.add_row(scope_name(scope.name, lang) if first else "", _machine(entry, scope.name, heads, _, lang),
                           format_integer(entry.closed_form, lang),
                           f"{format_integer(entry.counted, lang)} ({mark} {_('formula')})", _source(entry, lang, _))
             first = False

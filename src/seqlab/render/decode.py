@@ -4,7 +4,7 @@ Results in, words and pictures out: nothing here measures. Every sentence words 
 its measurements (:class:`~seqlab.studies.decode.Win`, :class:`~seqlab.studies.decode.Growth`,
 :class:`~seqlab.studies.decode.Asymmetry`), so a different measurement gives a different sentence.
 
-Sentences go through the gettext domain ``decode`` (``locale/es/LC_MESSAGES/decode.po``); the translation
+Sentences go through the gettext domain ``seqlab`` (``locale/es/LC_MESSAGES/seqlab.po``); the translation
 function is called ``tr``. matplotlib is imported only when a plot is drawn (object API, Agg canvas).
 """
 
@@ -19,20 +19,12 @@ from rich.text import Text
 
 from seqlab.i18n import format_integer, format_number, format_seconds, translator
 from seqlab.layers import mixers
+from seqlab.render.machine_load import busy_caveat
 from seqlab.studies.decode import TIME_MARGIN, DecodeResult, Win, time_lead
 
-DOMAIN = "decode"
+DOMAIN = "seqlab"
 #: Marks a time whose IQR exceeds a tenth of its median (:attr:`seqlab.measure.timing.Timing.noisy`).
 NOISY_MARK = "†"
-
-
-def decode_translator(lang: str) -> Callable[[str], str]:
-    """The gettext function of the ``decode`` domain for ``lang``.
-
-    >>> decode_translator("es")("Elman RNN")
-    'RNN de Elman'
-    """
-    return translator(lang, DOMAIN)
 
 
 def machine_label(machine: str, lang: str = "en") -> str:
@@ -41,7 +33,7 @@ def machine_label(machine: str, lang: str = "en") -> str:
     >>> machine_label("attention_kv_cache"), machine_label("attention_kv_cache", "es")
     ('attention, KV cache', 'atención con caché KV')
     """
-    tr = decode_translator(lang)
+    tr = translator(lang)
     labels = {"elman": tr("Elman RNN"), "attention_kv_cache": tr("attention, KV cache"),
               "attention_no_cache": tr("attention, no cache")}
     labels.update((name, tr(mixer.decode.label)) for name, mixer in mixers.decode_machines())  # the registry's
@@ -65,7 +57,7 @@ def _time_cell(step, lang: str) -> str:
 
 def decode_table(result: DecodeResult, lang: str = "en") -> Table:
     """One row per machine and position: multiplications counted and in closed form, time, state bytes."""
-    tr = decode_translator(lang)
+    tr = translator(lang)
     config = result.config
     title = tr("Cost of one new token at position t, d_model = {d}").format(d=format_integer(config.d_model, lang))
     table = Table(title=title, caption=_caption(result, lang), title_justify="left", caption_justify="left")
@@ -85,7 +77,7 @@ def decode_table(result: DecodeResult, lang: str = "en") -> Table:
 
 def _caption(result: DecodeResult, lang: str) -> str:
     """Scope and conditions of every figure in the table."""
-    tr = decode_translator(lang)
+    tr = translator(lang)
     config = result.config
     parts = [tr("Multiplications: one per multiply-add, counted on the step as it ran (bias, tanh, softmax and "
                 "scaling not counted); each machine's own layer: linear attention includes its output "
@@ -95,11 +87,8 @@ def _caption(result: DecodeResult, lang: str) -> str:
         parts.append(tr("Time: median ± IQR of one step, {threads}, float32, batch {batch}, PyTorch {torch}; {mark} "
                         "noisy: IQR over a tenth of the median.").format(
             threads=threads, batch=config.batch, torch=result.torch_version, mark=NOISY_MARK))
-    if result.load is not None and result.load.busy and result.load.load_1min is not None:
-        parts.append(tr("The machine was busy (load average {load} on {cpus} CPUs when measuring began): the "
-                        "times may read long and spread wide.").format(
-            load=format_number(result.load.load_1min, lang), cpus=result.load.cpus))
-    return " ".join(parts)
+    parts.append(busy_caveat(result.load, lang))
+    return " ".join(part for part in parts if part)
 
 
 def _groups(wins: list[Win]) -> list[tuple[Win, list[int]]]:
@@ -119,7 +108,7 @@ def _groups(wins: list[Win]) -> list[tuple[Win, list[int]]]:
 
 def win_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
     """Where each machine wins: fewest multiplications, least time (by the margin), smallest state."""
-    tr = decode_translator(lang)
+    tr = translator(lang)
     lines = []
     for criterion in ("work", "time", "state"):
         for win, positions in _groups([w for w in result.wins if w.criterion == criterion]):
@@ -149,7 +138,7 @@ def _win_text(tr: Callable[[str], str], criterion: str, win: Win) -> str:
 
 def work_growth_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
     """Whose multiplications per new token stay fixed and whose grow with t (and by how much)."""
-    tr = decode_translator(lang)
+    tr = translator(lang)
     fixed = [machine_label(g.machine, lang) for g in result.work_growth if g.kind == "fixed"]
     grows = [tr("{machine} ×{ratio}").format(machine=machine_label(g.machine, lang),
                                              ratio=format_number(float(g.ratio), lang))
@@ -168,7 +157,7 @@ def work_growth_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
 
 def growth_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
     """How each machine's state grows with t: fixed, in step with t, or otherwise."""
-    tr = decode_translator(lang)
+    tr = translator(lang)
     fixed = [machine_label(g.machine, lang) for g in result.growth if g.kind == "fixed"]
     lines = []
     if fixed:
@@ -189,7 +178,7 @@ def growth_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
 
 def cache_sentence(result: DecodeResult, lang: str = "en") -> str:
     """What the KV cache saves against recomputing keys and values, at the last position ("" without both)."""
-    tr = decode_translator(lang)
+    tr = translator(lang)
     machines = result.config.machines
     if "attention_kv_cache" not in machines or "attention_no_cache" not in machines:
         return ""
@@ -217,7 +206,7 @@ def cache_sentence(result: DecodeResult, lang: str = "en") -> str:
 
 def asymmetry_sentence(result: DecodeResult, lang: str = "en") -> str:
     """Training against generation in one line, from the spans measured."""
-    tr = decode_translator(lang)
+    tr = translator(lang)
     a = result.asymmetry
     values = {"T1": format_integer(a.lengths[0], lang), "T2": format_integer(a.lengths[1], lang),
               "train1": a.training[0], "train2": a.training[1], "gen1": a.generation[0], "gen2": a.generation[1],
@@ -236,7 +225,7 @@ def decode_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
     lines = win_sentences(result, lang) + work_growth_sentences(result, lang) + growth_sentences(result, lang)
     lines += [line for line in (cache_sentence(result, lang), asymmetry_sentence(result, lang)) if line]
     if not result.counts_match:
-        tr = decode_translator(lang)
+        tr = translator(lang)
         differ = [f"{machine_label(s.machine, lang)} t={s.t}" for s in result.steps
                   if s.closed_form is not None and s.closed_form != s.multiplications]
         lines.append(tr("Counted multiplications differ from the closed form for: {steps}.").format(
@@ -266,7 +255,7 @@ def decode_figure(result: DecodeResult, lang: str = "en"):
     """The three panels as a matplotlib Figure (Agg canvas)."""
     from seqlab.render.figures import new_figure
 
-    tr = decode_translator(lang)
+    tr = translator(lang)
     config = result.config
     panels = [(tr("multiplications per new token"), lambda s: s.multiplications, False),
               (tr("seconds per new token (median, IQR bars)"), lambda s: s.timing and s.timing.median_s, True),
@@ -294,7 +283,7 @@ def decode_figure(result: DecodeResult, lang: str = "en"):
 
 def report_texts(lang: str = "en") -> tuple[str, str, str]:
     """(heading, introduction, plot caption) of the decoding section of ``seqlab report``."""
-    tr = decode_translator(lang)
+    tr = translator(lang)
     return (tr("Generation: the cost of each new token"),
             tr("A model that writes runs one step per token, so every machine is a loop here. Per new token at a "
                "few positions t: multiplications counted on the step, its time and the state it carries "

@@ -10,7 +10,7 @@ dependency matrix itself (output rows down, input rows across; dark = depends). 
 SVG id ``box-<key>``. :func:`figure_table` lists the fifteen boxes for the terminal (Rich), as a
 :class:`FittedTable`: laid out for the width it is printed at, its box names are never cut.
 
-Words come from the gettext domain ``figure`` (``locale/es/LC_MESSAGES/figure.po``) through ``tr``;
+Words come from the gettext domain ``seqlab`` (``locale/es/LC_MESSAGES/seqlab.po``) through ``tr``;
 the study's titles and lessons are English message ids of the same catalogue. matplotlib is imported
 only when a figure is drawn (object API on an Agg canvas, no pyplot).
 """
@@ -34,7 +34,7 @@ from seqlab.render.figures import new_figure, save_png_svg
 from seqlab.render.tables import FittedTable
 from seqlab.studies.figure import BoxResult, FigureResult
 
-DOMAIN = "figure"
+DOMAIN = "seqlab"
 #: Highlighter fill and edge of a box that mixes positions; plain fill and edge of the others.
 MIXES_FILL, MIXES_EDGE = "#ffe44d", "#c79a00"
 PLAIN_FILL, PLAIN_EDGE = "#ffffff", "#555555"
@@ -46,15 +46,6 @@ RESIDUAL_OFFSET = 0.28
 FIGURE_SIZE = (11.2, 12.0)
 #: Characters per line of the text in the free corner above the encoder (9 pt, then 8.2 pt).
 LEGEND_CHARACTERS = (78, 86)
-
-
-def figure_translator(lang: str) -> Callable[[str], str]:
-    """The gettext function of the ``figure`` domain for ``lang``.
-
-    >>> figure_translator("es")("Add & norm")
-    'Suma y normalización'
-    """
-    return translator(lang, DOMAIN)
 
 
 def _patterns(tr: Callable[[str], str]) -> dict[str, str]:
@@ -72,7 +63,7 @@ def pattern_text(pattern: str, lang: str = "en", band: Band | None = None) -> st
     """
     if pattern == BAND:
         return band_text(band, lang)
-    return _patterns(figure_translator(lang)).get(pattern, pattern)
+    return _patterns(translator(lang)).get(pattern, pattern)
 
 
 def _stacks(tr: Callable[[str], str]) -> dict[str, str]:
@@ -85,7 +76,7 @@ def heads_text(heads: int, lang: str = "en") -> str:
     >>> heads_text(1), heads_text(8, "es")
     ('1 head', '8 cabezas')
     """
-    tr = figure_translator(lang)
+    tr = translator(lang)
     return tr("1 head") if heads == 1 else tr("{heads} heads").format(heads=heads)
 
 
@@ -105,7 +96,7 @@ def wrap_lines(text: str, width: int) -> list[str]:
 
 def lit_sentence(result: FigureResult, lang: str = "en") -> str:
     """The closing line: how many boxes mix positions, and which, with their patterns (from the result)."""
-    tr = figure_translator(lang)
+    tr = translator(lang)
     mixing = [f"{tr(box.title)} ({pattern_text(box.pattern, lang, box.band)})" for box in result.boxes if box.mixes]
     listing = ", ".join(mixing) if mixing else tr("none")
     return tr("{count} of {total} boxes mix positions: {boxes}.").format(
@@ -120,7 +111,7 @@ def figure_table(result: FigureResult, lang: str = "en") -> Group:
     The first line names the sizes and says what "mixes" means; it speaks of the built-in story, the
     text ``seqlab figure`` measures. The second is :func:`lit_sentence`. Mixing rows are bold.
     """
-    tr = figure_translator(lang)
+    tr = translator(lang)
     stacks = _stacks(tr)
     table = FittedTable(title=tr('Figure 1 of "Attention Is All You Need", box by box (L11)'), title_justify="left")
     for header in (tr("Stack"), tr("Box"), tr("Measured pattern"), tr("Mixes"), tr("Lesson")):
@@ -233,7 +224,7 @@ def draw_figure(result: FigureResult, lang: str = "en") -> Any:
     Raises:
         SeqlabError: matplotlib is not installed.
     """
-    tr = figure_translator(lang)
+    tr = translator(lang)
     figure = new_figure(figsize=FIGURE_SIZE)
     ax = figure.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, FIGURE_SIZE[0])

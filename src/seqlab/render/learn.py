@@ -19,19 +19,19 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from seqlab.i18n import format_integer, format_number
+from seqlab.i18n import format_integer, format_number, translator
 from seqlab.learn.models import RECURRENT
 from seqlab.learn.selection import Cell
 from seqlab.learn.tasks import TASKS
 from seqlab.render.figures import new_figure, save_png_svg
-from seqlab.render.learn_text import (DOMAIN, accuracy_text, duration_text, learn_sentences, learn_translator,
-                                      model_label, model_labels, progress_text, range_text, rate_text, task_titles)
+from seqlab.render.learn_text import (DOMAIN, accuracy_text, duration_text, learn_sentences, model_label, model_labels,
+                                      progress_text, range_text, rate_text, task_titles)
 from seqlab.studies.learn import LearnResult
 from seqlab.studies.learn_verdicts import learn_findings
 from seqlab.render.tables import FittedTable
 
 __all__ = ["DOMAIN", "accuracy_text", "duration_text", "learn_json", "learn_sentences", "learn_table",
-           "learn_translator", "model_label", "plot_learn", "progress_text", "render_learn", "write_plots"]
+           "model_label", "plot_learn", "progress_text", "render_learn", "write_plots"]
 
 DASH = "—"
 
@@ -39,8 +39,9 @@ DASH = "—"
 def _cell_text(cell: Cell | None, lang: str) -> Text:
     if cell is None:
         return Text(DASH)
+    tl = translator(lang)
     text = Text(range_text(cell.mean, cell.low, cell.high, lang))
-    path = [f"lr {rate_text(cell.lr)}"]
+    path = [tl("lr {lr}").format(lr=rate_text(cell.lr))]  # the learning rate chosen
     if cell.spectral_radius is not None:
         path.append(f"ρ {format_number(cell.spectral_radius, lang, 2)}")
     if cell.reach is not None:
@@ -60,7 +61,7 @@ def _params_text(result: LearnResult, task: str, model: str, lang: str) -> str:
 
 def learn_table(result: LearnResult, task: str, lang: str = "en") -> Table:
     """One task's table: a row per model, a column per T; mean accuracy (range over seeds), rate, path."""
-    tl = learn_translator(lang)
+    tl = translator(lang)
     labels = model_labels(tl)
     caption = tl("Test accuracy: mean and (minimum–maximum) over the seeds (seeds: {seeds}); chance {chance}. "
                  "Under it: the learning rate chosen on the validation split, and medians over seeds of ρ, the "
@@ -91,7 +92,7 @@ def plot_learn(result: LearnResult, lang: str = "en"):
     Raises:
         SeqlabError: matplotlib is not installed.
     """
-    tl = learn_translator(lang)
+    tl = translator(lang)
     labels, titles = model_labels(tl), task_titles(tl)
     tasks = list(result.lengths)
     figure = new_figure(figsize=(5.2 * len(tasks), 4.4), layout="constrained")

@@ -5,9 +5,8 @@ one sentence that quotes the finding's figures. A sentence that explains a resul
 the kind that supports it, so what is printed never claims more than the figures of every seed allow.
 Accuracies are quoted as ``mean (minimum–maximum over seeds)``.
 
-Words go through the gettext domain ``learn`` (``locale/es/LC_MESSAGES/learn.po``). The translation
-function is called ``tl`` rather than ``_`` so that the ``seqlab`` catalogue's scan of ``_()`` does
-not claim these messages; extract them with ``pybabel extract -k tl``.
+Words go through the gettext domain ``seqlab`` (``locale/es/LC_MESSAGES/seqlab.po``). The translation
+function is called ``tl`` (``test_i18n`` extracts ``_``, ``tr`` and ``tl`` calls alike).
 """
 
 from __future__ import annotations
@@ -20,19 +19,9 @@ from seqlab.learn.tasks import evaluation_positions, training_positions
 from seqlab.studies.learn import Cut, LearnResult, PlannedRun
 from seqlab.studies.learn_verdicts import Finding, learn_findings
 
-__all__ = ["DOMAIN", "accuracy_text", "duration_text", "finding_sentence", "learn_sentences", "learn_translator",
-           "model_label", "progress_text", "range_text", "rate_text", "run_line", "task_titles"]
+__all__ = ["DOMAIN", "accuracy_text", "duration_text", "finding_sentence", "learn_sentences", "model_label", "progress_text", "range_text", "rate_text", "run_line", "task_titles"]
 
-DOMAIN = "learn"
-
-
-def learn_translator(lang: str) -> Callable[[str], str]:
-    """The gettext function of the ``learn`` domain for ``lang``.
-
-    >>> learn_translator("es")("Attention + PE")
-    'Atención + CP'
-    """
-    return translator(lang, DOMAIN)
+DOMAIN = "seqlab"
 
 
 def model_labels(tl: Callable[[str], str]) -> dict[str, str]:
@@ -47,7 +36,7 @@ def model_label(model: str, lang: str = "en") -> str:
     >>> model_label("mlp", "es")
     'MLP (por posición)'
     """
-    return model_labels(learn_translator(lang)).get(model, LABELS.get(model, model))
+    return model_labels(translator(lang)).get(model, LABELS.get(model, model))
 
 
 def task_titles(tl: Callable[[str], str]) -> dict[str, str]:
@@ -210,7 +199,7 @@ def _one_seed(tl: Callable[[str], str]) -> dict[str, str]:
 
 def finding_sentence(finding: Finding, lang: str = "en") -> str:
     """The sentence of one :class:`~seqlab.studies.learn_verdicts.Finding`, in ``lang``."""
-    tl = learn_translator(lang)
+    tl = translator(lang)
     one = finding.figures.get("failed") == 1  # then none explained, or the one did
     templates = _one_seed(tl) if one and finding.kind in _one_seed(tl) else _templates(tl)
     return templates[finding.kind].format(**_values(finding, lang, tl))
@@ -235,7 +224,7 @@ def _cut_text(cut: Cut, lang: str, tl: Callable[[str], str]) -> str:
 
 def cuts_line(result: LearnResult, lang: str = "en") -> str | None:
     """What this run cut from the full preset, and what that means for its verdicts; None when nothing."""
-    tl = learn_translator(lang)
+    tl = translator(lang)
     cuts = result.cuts
     if not cuts:
         return None
@@ -246,7 +235,7 @@ def cuts_line(result: LearnResult, lang: str = "en") -> str | None:
 
 def run_line(result: LearnResult, lang: str = "en") -> str:
     """How it was run: runs, rates, seeds, steps, threads, PyTorch, time; and the partial-result flag."""
-    tl = learn_translator(lang)
+    tl = translator(lang)
     settings = result.config.settings
     line = tl("{runs} runs: each model at each learning rate ({rates}) and each seed (seeds: {seeds}), the rate chosen "
               "on {validation} validation examples held out from the training data; at most {steps} steps of "
@@ -269,7 +258,7 @@ def _listing(result: LearnResult, task: str, T: int, lang: str, labels: dict[str
 
 def learn_sentences(result: LearnResult, lang: str = "en") -> list[str]:
     """Plain sentences: what was measured at each task's longest T, the verdicts it supports, how it ran."""
-    tl = learn_translator(lang)
+    tl = translator(lang)
     labels, titles = model_labels(tl), task_titles(tl)
     findings = learn_findings(result)
     sentences = []
@@ -294,7 +283,7 @@ def progress_text(run: PlannedRun | None, lang: str = "en") -> str:
     >>> progress_text(PlannedRun("recall", "elman", 64, 1, 0.003))
     'recall · Elman RNN · T = 64 · seed 1 · lr 3e-3'
     """
-    tl = learn_translator(lang)
+    tl = translator(lang)
     if run is None:
         return tl("Done")
     tasks = {"recall": tl("recall"), "order": tl("order"), "position": tl("position")}

@@ -6,14 +6,13 @@ matrices showed; the second puts the order test of every depth side by side, wit
 position vectors; the sentences say what was measured and whether it is what the lesson says.
 :mod:`seqlab.render.model_plot` draws α of the chosen layer and head (re-exported here).
 
-Words go through the gettext domain ``model`` (``locale/es/LC_MESSAGES/model.po``) with the
+Words go through the gettext domain ``seqlab`` (``locale/es/LC_MESSAGES/seqlab.po``) with the
 function ``tr``; they are English message ids.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Group
@@ -26,17 +25,8 @@ from seqlab.render.band import band_text
 from seqlab.render.tables import FittedTable
 from seqlab.studies.model import ModelResult, ModuleMixing, OrderCheck
 
-DOMAIN = "model"
+DOMAIN = "seqlab"
 DASH = "—"
-
-
-def model_translator(lang: str) -> Callable[[str], str]:
-    """The gettext function of the ``model`` domain for ``lang``.
-
-    >>> model_translator("es")("all-to-all")
-    'todas con todas'
-    """
-    return translator(lang, DOMAIN)
 
 
 def pattern_name(pattern: str, lang: str = "en", band: Band | None = None) -> str:
@@ -49,7 +39,7 @@ def pattern_name(pattern: str, lang: str = "en", band: Band | None = None) -> st
     """
     if pattern == BAND:
         return band_text(band, lang)
-    tr = model_translator(lang)
+    tr = translator(lang)
     names = {"per-row": tr("per row"), "all-to-all": tr("all-to-all"), "causal": tr("causal"),
              "cross": tr("cross"), "partial": tr("partial"), "none": tr("none"),
              "differs": tr("differs between sequences")}
@@ -79,7 +69,7 @@ def mixing_table(result: ModelResult, lang: str = "en") -> Table:
     A :class:`~seqlab.render.tables.FittedTable`: module names are never cut; below about 100
     columns the Type column (the module's class) is left out to make room for them.
     """
-    tr = model_translator(lang)
+    tr = translator(lang)
     groups: dict[str, list[ModuleMixing]] = {}
     for module in result.modules:
         groups.setdefault(_local_name(module), []).append(module)
@@ -126,26 +116,26 @@ def _batch_caption(result: ModelResult, lang: str) -> str:
     """For a batch: each sequence measured on its own real positions, padding never read."""
     if len(result.windows) < 2:
         return ""
-    tr = model_translator(lang)
+    tr = translator(lang)
     return " " + tr("{B} sequences in one padded batch, each measured on its own positions: a padded position is "
                     "never a source or a target.").format(B=format_integer(len(result.windows), lang))
 
 
 def _switch_words(result: ModelResult, lang: str) -> str:
     """How the positions were switched off, in words."""
-    tr = model_translator(lang)
+    tr = translator(lang)
     if result.position_switch.startswith("rotary"):
         return tr("the rotary rotation made the identity")
     return tr("the position vectors set to 0")
 
 
 def _depth_name(depth: int, lang: str) -> str:
-    tr = model_translator(lang)
+    tr = translator(lang)
     return tr("embeddings") if depth == 0 else tr("layer {layer}").format(layer=depth)
 
 
 def _order_cells(check: OrderCheck, depth: int, lang: str) -> tuple[str, str]:
-    tr = model_translator(lang)
+    tr = translator(lang)
     row = check.depths[depth]
     said = row.verdict
     if said.startswith("cannot tell at "):  # within the depth's own rounding, not settled in float64
@@ -158,7 +148,7 @@ def _order_cells(check: OrderCheck, depth: int, lang: str) -> tuple[str, str]:
 
 def order_table(result: ModelResult, lang: str = "en") -> Table:
     """max |f(x[π]) − f(x)[π]| at every depth, without and with the position vectors (L10)."""
-    tr = model_translator(lang)
+    tr = translator(lang)
     off, on = result.order_without_positions, result.order_with_positions
     caption = tr("max |f(x[π]) − f(x)[π]| over every row and feature of a depth's output, beside the rounding "
                  "tolerance 64·eps·max(1, max |f|)·√T in brackets; {dtype}, eval mode.").format(dtype=result.dtype)
@@ -187,7 +177,7 @@ def order_table(result: ModelResult, lang: str = "en") -> Table:
 
 def _with_specials(pieces: tuple[str, ...], lang: str) -> str:
     """"with [CLS] and [SEP]", "with no special tokens"."""
-    tr = model_translator(lang)
+    tr = translator(lang)
     if not pieces:
         return tr("with no special tokens")
     if len(pieces) == 1:
@@ -196,7 +186,7 @@ def _with_specials(pieces: tuple[str, ...], lang: str) -> str:
 
 
 def _window_sentence(result: ModelResult, lang: str) -> str:
-    tr = model_translator(lang)
+    tr = translator(lang)
     first = result.windows[0] if result.windows else None
     values = dict(source=format_source(result.source, lang), model=result.model, T=format_integer(result.T, lang),
                   kept=format_integer(result.kept_pieces, lang), total=format_integer(result.text_pieces, lang),
@@ -226,7 +216,7 @@ def _window_sentence(result: ModelResult, lang: str) -> str:
 
 
 def _mixing_sentence(result: ModelResult, lang: str) -> str:
-    tr = model_translator(lang)
+    tr = translator(lang)
     mixing = [m for m in result.modules if m.mixes]
     attention_only = all(m.mixes == m.contains_attention for m in result.modules)
     values = dict(mixing=format_integer(len(mixing), lang), total=format_integer(len(result.modules), lang),
@@ -251,7 +241,7 @@ def _closest_depth(check: OrderCheck):
 
 def _order_sentence(result: ModelResult, lang: str) -> str:
     """L10 in a sentence; each |Δ| is named with the tolerance of its own depth."""
-    tr = model_translator(lang)
+    tr = translator(lang)
     off, on = result.order_without_positions, result.order_with_positions
     last = len(on.depths) - 1
     closest = _closest_depth(off)
@@ -289,7 +279,7 @@ def _order_sentence(result: ModelResult, lang: str) -> str:
 
 
 def _attention_sentences(result: ModelResult, lang: str) -> list[str]:
-    tr = model_translator(lang)
+    tr = translator(lang)
     a = result.attention
     values = dict(layer=a.layer, head=a.head, T=format_integer(result.T, lang),
                   alpha=format_number(a.alpha_T1, lang), uniform=format_number(a.uniform, lang),
@@ -326,7 +316,7 @@ def _attention_sentences(result: ModelResult, lang: str) -> list[str]:
 
 def run_line(result: ModelResult, lang: str = "en") -> str:
     """How it was measured: model sizes, dtype, seed, threads and versions."""
-    tr = model_translator(lang)
+    tr = translator(lang)
     torch_version, transformers_version = result.versions
     ngettext = plural_translator(lang, DOMAIN)  # a checkpoint of your own may have 1 layer or 1 head
     threads = tr("1 thread") if result.threads == 1 else tr("{count} threads").format(count=result.threads)
@@ -341,7 +331,7 @@ def run_line(result: ModelResult, lang: str = "en") -> str:
 
 def model_sentences(result: ModelResult, lang: str = "en", figures: tuple[Path, ...] = ()) -> list[str]:
     """The plain sentences of the report, with the heat map's files when there are some."""
-    tr = model_translator(lang)
+    tr = translator(lang)
     sentences = [_window_sentence(result, lang), _mixing_sentence(result, lang), _order_sentence(result, lang),
                  *_attention_sentences(result, lang)]
     if result.unmeasured:
@@ -355,7 +345,7 @@ def model_sentences(result: ModelResult, lang: str = "en", figures: tuple[Path, 
 
 def render_model(result: ModelResult, lang: str = "en", figures: tuple[Path, ...] = ()) -> Group:
     """The report as one Rich renderable: the title, both tables and the sentences."""
-    tr = model_translator(lang)
+    tr = translator(lang)
     title = Text(tr("A trained Transformer under the microscope: {model}").format(model=result.model), style="bold")
     return Group(title, mixing_table(result, lang), order_table(result, lang),
                  *(Text(sentence) for sentence in model_sentences(result, lang, figures)))

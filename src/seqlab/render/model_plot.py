@@ -13,21 +13,9 @@ from seqlab.i18n import format_number, translator
 from seqlab.render.figures import new_figure, save_png_svg
 from seqlab.studies.model import ModelResult
 
-DOMAIN = "model"
+DOMAIN = "seqlab"
 #: Most tick labels on an axis of the heat map; beyond it every k-th position is labelled.
 MAX_TICKS = 40
-
-
-def model_translator(lang: str):
-    """The gettext function of the ``model`` catalogue for ``lang`` (en or es): the heat map's words.
-
-    >>> model_translator("en")("Layer")
-    'Layer'
-
-    Raises:
-        SeqlabError: ``lang`` is not en or es.
-    """
-    return translator(lang, DOMAIN)
 
 
 def _tick_positions(T: int) -> list[int]:
@@ -53,7 +41,7 @@ def plot_attention(result: ModelResult, lang: str = "en"):
     from matplotlib.colors import PowerNorm
     from matplotlib.patches import Rectangle
 
-    tr = model_translator(lang)
+    tr = translator(lang)
     a = result.attention
     T = len(a.weights)
     figure = new_figure(figsize=(9.0, 8.4), layout="constrained")

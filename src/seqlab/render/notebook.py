@@ -27,7 +27,7 @@ from rich.text import Text
 from seqlab.errors import SeqlabError
 from seqlab.i18n import check_language, default_language, translator
 
-DOMAIN = "notebook"
+DOMAIN = "seqlab"
 
 __all__ = ["check_table", "renderable_html", "result_figure", "result_html", "table_html"]
 

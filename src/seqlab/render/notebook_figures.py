@@ -23,7 +23,7 @@ from typing import Any
 from seqlab.i18n import format_integer, format_source, translator
 from seqlab.render.figures import new_figure
 
-DOMAIN = "notebook"
+DOMAIN = "seqlab"
 
 __all__ = ["check_figure", "compare_figure", "modern_figure", "profile_figure"]
 

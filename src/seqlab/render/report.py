@@ -6,7 +6,7 @@ is drawn by matplotlib and embedded as a base64 PNG. The page links to nothing o
 scripts or styles from elsewhere), so it opens offline and can be mailed as one file. The page is a Jinja2
 template kept in this module, autoescaped.
 
-Nothing here measures; the words are English message ids of the gettext domain ``report``.
+Nothing here measures; the words are English message ids of the gettext domain ``seqlab``.
 """
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from seqlab.errors import SeqlabError
-from seqlab.i18n import format_integer, format_number, format_seconds, format_source, plural_translator, translator
+from seqlab.i18n import format_integer, format_seconds, format_source, plural_translator, translator
 from seqlab.render.print_size import (  # noqa: F401  (re-exported: the printed page's sizes)
     MIN_PRINT_PT, PAGE_MARGIN_MM, PRINT_WIDTH_IN, css_width, legible, legible_defaults, min_font_pt, print_scale,
 )
+from seqlab.render.machine_load import busy_caveat
 from seqlab.studies.report import ReportResult
 
-DOMAIN = "report"
+DOMAIN = "seqlab"
 #: Resolution of the embedded plots.
 DPI = 96
 #: Width of Table 1's plot as :func:`seqlab.render.table1.plot_table1` draws it (inches).
@@ -285,11 +286,8 @@ def busy_note(result: ReportResult, lang: str = "en") -> str:
     :attr:`seqlab.measure.timing.MachineLoad.busy`, read before the first part and on every compare timing)."""
     from seqlab.measure.timing import busiest, timings_in
 
-    load, _ = busiest([result.load, result.bench.load, *timings_in(result.compare), *timings_in(result.decode)]), \
-        translator(lang, DOMAIN)
-    return "" if load is None or not load.busy else _(
-        "The machine was busy (load average {load} on {cpus} CPUs when measuring began): the times in this report "
-        "may read long and spread wide.").format(load=format_number(load.load_1min, lang), cpus=load.cpus)
+    return busy_caveat(busiest([result.load, result.bench.load, *timings_in(result.compare),
+                                *timings_in(result.decode)]), lang)
 
 
 def render_report(result: ReportResult, lang: str = "en") -> str:

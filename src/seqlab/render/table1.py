@@ -3,8 +3,8 @@
 Results in, pictures out: nothing here measures. A Rich table puts each measured growth beside the
 paper's entry with a ✓ or ✗, a second one shows the raw figures at the largest T, a few sentences
 say what the numbers show, and :func:`plot_table1` draws work, span and path against T on log axes
-(matplotlib, imported only there). Sentences come from the gettext domain ``table1``
-(``locale/es/LC_MESSAGES/table1.po``) through the function ``tr``; they are English message ids.
+(matplotlib, imported only there). Sentences come from the gettext domain ``seqlab``
+(``locale/es/LC_MESSAGES/seqlab.po``) through the function ``tr``; they are English message ids.
 """
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from seqlab.glossary import NOTATION
 from seqlab.i18n import format_integer, translator
 from seqlab.render.figures import new_figure, save_png_svg
 from seqlab.render.tables import FittedTable
 from seqlab.studies.profile import ProfileResult
 from seqlab.studies.table1 import Cell, Fit, Table1Result
 
-DOMAIN = "table1"
+DOMAIN = "seqlab"
 DASH = "—"
 MATCH, MISMATCH = "✓", "✗"
 
@@ -99,7 +100,7 @@ def raw_table(result: Table1Result, d_model: int, lang: str = "en") -> Table:
     table = FittedTable(title=tr("Measured at T = {T}, d = {d}").format(T=T, d=d_model), title_justify="left")
     table.add_column(tr("Layer type"))
     table.add_column(tr("Multiplications (one layer)"), justify="right")
-    table.add_column(tr("Sequential ops (products)"), justify="right")
+    table.add_column(tr("Sequential ops of one layer (products)"), justify="right")
     table.add_column(tr("Path ops (products)"), justify="right")
     table.add_column(tr("Layers to connect all"), justify="right")
     for row in (r for r in result.rows if r.d_model == d_model):
@@ -179,10 +180,11 @@ def table1_sentences(result: Table1Result, lang: str = "en") -> list[str]:
     if gated:
         names = {("lstm",): tr("the LSTM"), ("gru",): tr("the GRU"), ("lstm", "gru"): tr("the LSTM and the GRU")}
         sentences.append(tr("Counted in matrix products, the path through {layers} does not grow: an additive bypass "
-                            "(the LSTM's cell state, the GRU's (1 − z) ⊙ h_{{t−1}} term) carries position 1 to the "
-                            "end without crossing W_hh. Counted in operations it grows as n, like the Elman RNN's "
-                            "(L3: a bypass, not a shortcut).").format(
-            layers=names[tuple(sorted((row.layer for row in gated), key=("lstm", "gru").index))]))
+                            "(the LSTM's {lstm_bypass}, the GRU's {gru_bypass}, in PyTorch's notation) carries "
+                            "position 1 to the end without crossing W_hh. Counted in operations it grows as n, like "
+                            "the Elman RNN's (L3: a bypass, not a shortcut).").format(
+            layers=names[tuple(sorted((row.layer for row in gated), key=("lstm", "gru").index))],
+            lstm_bypass=NOTATION["lstm_bypass"], gru_bypass=NOTATION["gru_bypass"]))
     dilated = [row for row in result.rows if row.layer == "dilated_convolution" and not row.path.matches]
     if dilated:
         base = (result.kernel + 1) // 2

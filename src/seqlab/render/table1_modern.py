@@ -3,7 +3,7 @@
 Results in, text out: nothing here measures. The first Rich table sets each fitted growth beside the row's
 big-O with a ✓ or ✗ (sections: the lesson's machines, the paper's rows, the mixers); the second shows the raw
 figures at the largest lengths and each row's source; then sentences say what the numbers show. Sentences
-are English message ids of the gettext domain ``table1_modern`` (``locale/es/LC_MESSAGES/table1_modern.po``).
+are English message ids of the gettext domain ``seqlab`` (``locale/es/LC_MESSAGES/seqlab.po``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from seqlab.render.tables import FittedTable
 from seqlab.studies.table1_modern import ModernResult, ModernRow
 from seqlab.studies.table1_results import Cell
 
-DOMAIN = "table1_modern"
+DOMAIN = "seqlab"
 DASH = "—"
 
 

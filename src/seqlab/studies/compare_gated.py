@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import torch
 
+from seqlab.glossary import NOTATION
 from seqlab.measure.paths import PathMatrix, measure_paths
 from seqlab.measure.reach import Reach, measure_reach
 from seqlab.measure.timing import Timing
@@ -39,10 +40,7 @@ from seqlab.measure.trace import Span, measure_span
 #: The gated cells shown, in order.
 CELLS = ("lstm", "gru")
 #: Each cell's update with its bypass, in PyTorch's notation: (state update, the bypass term).
-BYPASS = {
-    "lstm": ("c_t = f_t ⊙ c_{t−1} + i_t ⊙ g_t", "f_t ⊙ c_{t−1}"),
-    "gru": ("h_t = (1 − z_t) ⊙ n_t + z_t ⊙ h_{t−1}", "z_t ⊙ h_{t−1}"),
-}
+BYPASS = {cell: (NOTATION[f"{cell}_update"], NOTATION[f"{cell}_bypass"]) for cell in CELLS}  # seqlab.glossary
 #: Module names as PyTorch spells them.
 MODULES = {"lstm": "nn.LSTM", "gru": "nn.GRU"}
 #: Width at which the gated paths are traced by default (the length does not depend on it).

@@ -18,7 +18,7 @@ pattern, mixes, band}], band}]}``, boxes in the paper's order; ``band`` is ``{lo
 pattern is ``"band"`` (:class:`~seqlab.measure.mixing.Band`), else null.
 
 Titles and lesson labels are English message ids marked with :func:`N_`; the renderers translate
-them through the gettext domain ``figure``.
+them through the gettext domain ``seqlab``.
 
 Shapes: S source positions, T target positions, d_model width, V vocabulary (distinct ids + start).
 """
@@ -41,7 +41,7 @@ from seqlab.measure.mixing import (
 from seqlab.memory import FLOAT64_BYTES, MemoryEstimate, require_fits
 from seqlab.text import Text, Tokens, builtin_text, embed, tokenize
 
-DOMAIN = "figure"  # the gettext catalogue that holds the N_-marked titles and lessons
+DOMAIN = "seqlab"  # the gettext catalogue that holds the N_-marked titles and lessons
 
 DEFAULT_LENGTH = 10
 DEFAULT_D_MODEL = 512  # the paper's base model (§3): d_model = 512, h = 8
@@ -53,7 +53,7 @@ MAX_SEED = 2**32 - 1  # torch.manual_seed takes larger ones, but every command k
 
 
 def N_(message: str) -> str:
-    """Mark an English message id for the ``figure`` catalogue without translating it (gettext's ``N_``).
+    """Mark an English message id for the ``seqlab`` catalogue without translating it (gettext's ``N_``).
 
     >>> N_("Add & norm")
     'Add & norm'

@@ -16,7 +16,7 @@ follows from a figure:
   self-attention at two lengths, and the gradient's reach back to position 1
   (:mod:`seqlab.measure.reach`).
 
-:func:`questions` returns the four in English or Spanish (gettext domain ``quiz``);
+:func:`questions` returns the four in English or Spanish (gettext domain ``seqlab``);
 :func:`grade` marks an answer and explains every option. For a numeric question the options are the
 right value and common slips (2d, d/2, d², one past the crossing), each with its explanation; they are
 feedback, not choices to show. The measuring lives in :mod:`seqlab.studies.quiz_facts` and the reading
@@ -39,7 +39,7 @@ __all__ = ["DOMAIN", "FACT_WIDTH", "KEYS", "KINDS", "LENGTHS", "WIDTH", "Grade",
            "Question", "QuizFacts", "build_questions", "grade", "measure_facts", "parse_choice", "parse_number",
            "question", "questions"]
 
-DOMAIN = "quiz"
+DOMAIN = "seqlab"
 KEYS = ("q1", "q2", "q3", "q4")
 KINDS = ("single", "numeric", "multiple")
 

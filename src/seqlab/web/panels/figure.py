@@ -91,7 +91,7 @@ def _translate(lang: str):
     from seqlab.i18n import translator
 
     try:
-        return translator(lang, "figure")
+        return translator(lang)
     except SeqlabError:
         return lambda message: message
 

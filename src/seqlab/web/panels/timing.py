@@ -11,7 +11,7 @@ says the GPU was not recorded.
 Every time carries its spread (median ± IQR, or the number of timed blocks when there are too few for one),
 and a sweep begun on a busy machine carries the busy-machine caveat: the condition is
 :func:`seqlab.measure.timing.machine_load` (``os.getloadavg()[0]`` against ``os.cpu_count()``), the words are
-:func:`load_caveat`'s, in the ``web`` catalogue.
+:func:`seqlab.render.machine_load.busy_caveat`'s, the one busy-machine sentence.
 
 Units: seconds per forward call (median and interquartile range); work ratios from the closed forms.
 """
@@ -182,19 +182,16 @@ def time_text(median_s: float, iqr_s: float | None, blocks: int | None, lang: st
 
 
 def load_caveat(load, lang: str) -> str | None:
-    """The busy-machine caveat of a sweep in the ``web`` catalogue's words; None on a quiet machine or an
-    unknown load. The condition, :attr:`seqlab.measure.timing.MachineLoad.busy`, is decided there, not here.
+    """The busy-machine caveat of a sweep (:func:`seqlab.render.machine_load.busy_caveat`, the one sentence every
+    front end shows); None on a quiet machine or an unknown load.
 
     >>> from seqlab.measure.timing import MachineLoad
     >>> load_caveat(MachineLoad(3.0, 2, True), "en")[:26], load_caveat(MachineLoad(0.1, 2, False), "en")
-    ('This computer was busy: it', None)
+    ('The machine was busy: its ', None)
     """
-    if load is None or not load.busy:
-        return None
-    _ = tr(lang)
-    return _("This computer was busy: its load average was {load} on {cpus} CPUs when the bench began, so these "
-             "times may read long and spread wide. Run it again when the machine is quiet before drawing a "
-             "conclusion.").format(load=format_number(load.load_1min, lang), cpus=load.cpus)
+    from seqlab.render.machine_load import busy_caveat
+
+    return busy_caveat(load, lang if lang in ("en", "es") else "en") or None
 
 
 def gpu_records(lang: str, folder: Path | None = None) -> list[GpuRecord]:

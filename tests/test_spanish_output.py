@@ -1,0 +1,167 @@
+"""Spanish output: every command run with ``--lang es`` prints no English word outside the glossary's allow-list.
+
+What counts as English is read from the program itself: a word of an English message id (any of the three
+catalogues) that is neither a word of the lesson's Spanish text (``src/seqlab/data`` is not needed: the
+lesson's vocabulary is the catalogues' reference, :data:`LESSON_WORDS` below lists the Spanish words that
+are spelled like English ones) nor in :data:`seqlab.glossary.ALLOWED_ENGLISH`. Names are skipped: a token with
+a digit, an underscore, a slash, a dot or a capital inside (``d_model``, ``nn.RNN``, ``ElmanRNN``,
+``all-MiniLM-L6-v2``), an option (``--quick``) and a single letter. Every command runs at its smallest sizes
+(the report at ``ReportConfig.quick``); the web lab's Spanish strings are its catalogue's, scanned alike.
+
+The same runs gather the formulas the commands print: the gated bypass is written one way everywhere
+(:data:`seqlab.glossary.NOTATION`, PyTorch's), and attention's operations in a row carry what they count.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+
+import pytest
+from babel.messages.pofile import read_po
+
+from seqlab.glossary import ALLOWED_ENGLISH, NOTATION
+from seqlab.i18n import DOMAINS
+
+TESTS = Path(__file__).resolve().parent
+MESSAGES = Path(str(resources.files("seqlab"))) / "locale" / "es" / "LC_MESSAGES"
+CLI_ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
+#: Spanish words spelled like an English word of the messages (not English in a Spanish sentence).
+LESSON_WORDS = frozenset("""
+a al de del el en es la las lo los no o se si su un una y e u con por para
+real terminal error diagonal base control general final total normal local original global
+factor decide causal bit perro muerde cartero has panel vector ideas divisor residual byte
+""".split())
+#: The paper's title, a name in any language.
+TITLE = "Attention Is All You Need"
+#: Each command at its smallest sizes, as its own tests run it.
+COMMANDS = {
+    "help": ["--help"],
+    "compare": ["compare", "--tokens", "12", "--d-model", "8"],
+    "table1": ["table1", "--quick"],
+    "table1_modern": ["table1", "--quick", "--modern"],
+    "profile": ["profile", "example_layers:make_rnn", "--seq-len", "12", "--d-model", "4"],
+    "bench": ["bench", "--lengths", "8,16,32", "--d-model", "8", "--min-run-time", "0.01", "--threads", "1"],
+    "learn": ["learn", "--quick", "--tasks", "position", "--models", "mlp,attention", "--lengths", "4", "--seeds", "1"],
+    "quiz": ["quiz"],
+    "model": ["model", "--max-tokens", "16", "--mixing-tokens", "4"],
+    "figure": ["figure", "--length", "4", "--d-model", "8", "--heads", "2"],
+    "check_list": ["check", "--list"],
+    "check": ["check"],
+    "decode": ["decode", "--positions", "4,8", "--d-model", "8"],
+}
+NAME = re.compile(r"[\d_/.²³⁴ᵀ·×⊙√∂‖]|[a-z][A-Z]|-[A-Z]|^-|^[A-Z]{2,}[a-z]")
+#: The web lab's messages name its API's parameters and the keys of the keyboard as they are.
+WEB_NAMES = frozenset({"answer", "heads", "sublayer", "memory", "Tab", "Enter", "Ctrl"})
+WORD = re.compile(r"[A-Za-zÀ-ÿ]+")
+
+
+def english_words() -> frozenset[str]:
+    """Every word of the program's English messages, lower case, less the Spanish look-alikes and the allow-list."""
+    words = set()
+    for domain in DOMAINS:
+        with open(MESSAGES / f"{domain}.po", "rb") as po:
+            for message in read_po(po, locale="es"):
+                for msgid in (message.id if isinstance(message.id, tuple) else (message.id,)):
+                    words |= {w.lower() for w in WORD.findall(re.sub(r"\{[^{}]*\}", " ", msgid or ""))}
+    return frozenset(words - LESSON_WORDS - ALLOWED_ENGLISH)
+
+
+ENGLISH = english_words()
+
+
+def english_in(text: str, names: frozenset[str] = frozenset()) -> Counter:
+    """The English words of ``text`` (names, options, single letters and ``names`` skipped), with their counts."""
+    found: Counter = Counter()
+    for token in text.replace(TITLE, " ").split():
+        if NAME.search(token.strip("()[]{}«»,;:¿?¡!'\"")):
+            continue
+        for word in WORD.findall(token):
+            if len(word) > 1 and word.lower() in ENGLISH and word not in names:
+                found[word.lower()] += 1
+    return found
+
+
+@pytest.fixture(scope="module")
+def outputs() -> dict[str, str]:
+    """name -> what the command printed with ``--lang es`` (exit status 0 asserted); the report's page as text."""
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+    from seqlab.render.report import render_report
+    from seqlab.studies.report import ReportConfig, run_report
+    from seqlab.text import synthetic_tokens
+
+    sys.path.insert(0, str(TESTS))  # profile imports its factory from example_layers, beside this file
+    try:
+        printed = {}
+        for name, args in COMMANDS.items():
+            result = CliRunner().invoke(app, ["--lang", "es", *args], env=CLI_ENV,
+                                        input="?\n" * 20 if name == "quiz" else None)
+            assert result.exit_code in ((0, 130) if name == "quiz" else (0,)), (name, result.output)
+            printed[name] = result.output
+    finally:
+        sys.path.remove(str(TESTS))
+    page = render_report(run_report(synthetic_tokens(48, lang="es"), "synthetic (48 tokens)", ReportConfig.quick()),
+                         "es")
+    body = re.sub(r"<(script|style)\b.*?</\1>", " ", page, flags=re.S)
+    printed["report"] = re.sub(r"<[^>]+>", " ", body)
+    return printed
+
+
+def test_the_detector_finds_english():
+    assert {"the", "loop", "heads", "span"} <= ENGLISH and "multiplicaciones" not in ENGLISH
+    assert english_in("nn.MultiheadAttention, 8 heads; ElmanRNN loop; d_model = 8") == Counter(heads=1, loop=1)
+    assert english_in("Profundidad de la cadena: operaciones en fila (scan, kernels, PyTorch)") == Counter()
+
+
+def module_names() -> frozenset[str]:
+    """The names of the checkpoint's modules (``embeddings``, ``attention``, ``output``…): ``model`` lists them."""
+    from seqlab.layers.pretrained import load_encoder
+
+    modules = list(load_encoder().model.named_modules())
+    return frozenset({part for name, _ in modules for part in name.split(".")} | {type(m).__name__ for _, m in modules})
+
+
+@pytest.mark.parametrize("name", [*COMMANDS, "report"])
+def test_no_english_in_the_spanish_output(outputs, name):
+    assert outputs[name].strip(), f"{name} printed nothing"
+    names = module_names() if name == "model" else frozenset()
+    found = english_in(outputs[name], names)
+    lines = [line.strip() for line in outputs[name].splitlines() if english_in(line, names)]
+    assert found == Counter(), f"{name} --lang es prints English {dict(found)}:\n" + "\n".join(lines[:15])
+
+
+def test_no_english_in_the_web_labs_spanish():
+    with open(MESSAGES / "web.po", "rb") as po:
+        spanish = [message.string for message in read_po(po, locale="es") if message.id]
+    texts = [" ".join(s) if isinstance(s, tuple) else s for s in spanish]
+    leaks = {text: dict(english_in(re.sub(r"\{[^{}]*\}", " ", text), WEB_NAMES)) for text in texts}
+    assert {text: found for text, found in leaks.items() if found} == {}
+
+
+def test_one_notation_for_the_gated_bypass_in_every_command(outputs):
+    """The GRU's bypass is PyTorch's z_t ⊙ h_{t−1} wherever a command writes it (never (1 − z) ⊙ h_{t−1})."""
+    text = " ".join(" ".join(output.split()) for output in outputs.values())
+    factors = set(re.findall(r"(\S+) ⊙ h_\{t−1\}", text))
+    assert factors and factors <= {"z_t", "a_t"}, factors  # a_t: the linear recurrences' own decay
+    assert NOTATION["gru_bypass"] in text and NOTATION["lstm_bypass"] in text
+
+
+def test_attention_operations_in_a_row_say_what_they_count(outputs, small_result):
+    """The lesson's 3 (Q Kᵀ, softmax, A V) is the bare call with the dot score; any other figure names its scope."""
+    from seqlab.render.compare import _call_span
+    from seqlab.render.compare_format import Formatter
+    from seqlab.studies.compare import CompareConfig, run_compare
+    from seqlab.text import synthetic_tokens
+
+    dot = run_compare(synthetic_tokens(8), "synthetic (8 tokens)", CompareConfig(d_model=4, time=False, score="dot"))
+    assert _call_span(dot, Formatter("en")) == "3 (the call: Q Kᵀ, softmax, A V)"  # L2: three in a row
+    assert _call_span(small_result, Formatter("es")) == "4 (la llamada: Q Kᵀ, ÷√d_k, softmax, A V)"  # scaled_dot
+    assert "4 (la llamada:" in " ".join(outputs["compare"].split())  # what compare prints (the cell wraps)
+    check = " ".join(outputs["check"].split())
+    assert "llamada de atención con la puntuación de producto escalar" in check  # L2 names its scope: the dot call
+    assert "3 y 3 operaciones en fila" in check  # L2, the dot score, T = 400 and 800
