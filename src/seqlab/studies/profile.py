@@ -164,8 +164,11 @@ def _traced(stage: str, module: Callable[..., Any], x: Tensor, measure: Callable
 
     try:
         return measure(recorded)
-    except SeqlabError:
-        raise
+    except SeqlabError as error:
+        if error.parameter != "layer":
+            raise
+        # the engine refused something inside the module (a sparse tensor): the module is at fault, and named
+        raise SeqlabError(f"the {stage} cannot trace {type(module).__name__}: {error}", parameter="module") from error
     except Exception as error:  # noqa: BLE001 - any failure inside a trace is reported with its op
         name = type(module).__name__
         if recorder.current is not None:
