@@ -12,7 +12,7 @@ from seqlab.measure.reach import measure_reach
 from seqlab.studies import compare
 from seqlab.studies.compare import CompareConfig, run_compare
 from seqlab.studies.compare_gated import CELLS, build_gated, gated_reach, on_one_thread, reach_thread
-from seqlab.text import synthetic_tokens
+from seqlab.text import seeded_generator, stream_seed, synthetic_tokens
 
 
 def _x(T: int, d: int) -> torch.Tensor:
@@ -49,8 +49,8 @@ def test_compare_keeps_its_figures_and_leaks_nothing():
     result = run_compare(synthetic_tokens(24), "synthetic (24 tokens)", config)
     assert torch.get_num_threads() == threads and warnings.filters == filters
     probes = compare._probes(config, 16, 24)
-    for i, (cell, measured) in enumerate(zip(CELLS, result.gated, strict=True)):
-        module = build_gated(cell, 16, 16, compare._generator(config.seed, 3 + i))
+    for cell, measured in zip(CELLS, result.gated, strict=True):
+        module = build_gated(cell, 16, 16, seeded_generator(config.seed, cell))
         assert measured.cell == cell
         assert measured.reach == gated_reach(module, compare.embed(synthetic_tokens(24), 16, seed=config.seed),
-                                             seed=compare._seed(config.seed, 3 + i), probes=probes)
+                                             seed=stream_seed(config.seed, cell), probes=probes)

@@ -28,7 +28,8 @@ from seqlab.errors import SeqlabError
 FAILING = ("does not hold", "does_not_hold")
 UNSETTLED = "cannot tell"
 #: Booleans of a verdict class that are not a verdict, with the reason.
-NOT_VERDICTS = {"ClaimCheck.beyond_lesson": "which list the claim belongs to (B1–B3 or L1–L12)"}
+NOT_VERDICTS = {"ClaimCheck.beyond_lesson": "which list the claim belongs to (B1–B3 or L1–L12)",
+                "ClaimCheck.judged": "whether the measurement decided the claim (True for does_not_hold too)"}
 
 
 def _modules():

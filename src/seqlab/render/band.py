@@ -65,7 +65,7 @@ def band_text(band: Band | None, lang: str = "en") -> str:
     >>> band_text(Band(2, 0))
     'causal band of width 3 (j − 3 < i ≤ j)'
     >>> band_text(Band(1, 1), "es")
-    'banda ±1, de ancho 3 (|i − j| ≤ 1)'
+    'banda ±1, de anchura 3 (|i − j| ≤ 1)'
     >>> band_text(Band(4, 0, 2))
     'causal dilated band of width 3, dilation 2 (i − j ∈ {−4, −2, 0})'
     >>> band_text(None, "es")

@@ -35,7 +35,7 @@ def pattern_name(pattern: str, lang: str = "en", band: Band | None = None) -> st
     >>> pattern_name("per-row", "es")
     'fila a fila'
     >>> pattern_name("band", "es", Band(2, 0))
-    'banda causal de ancho 3 (j − 3 < i ≤ j)'
+    'banda causal de anchura 3 (j − 3 < i ≤ j)'
     """
     if pattern == BAND:
         return band_text(band, lang)

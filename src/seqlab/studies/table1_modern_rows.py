@@ -107,7 +107,7 @@ def modern_rows() -> tuple[str, ...]:
     """The mixers' rows, in the table's order (their modules may not all be installed).
 
     >>> modern_rows()[-1]
-    'sliding_window'
+    'mamba_scan'
     """
     return tuple(mixers.mixer_rows())
 
