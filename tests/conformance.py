@@ -566,7 +566,16 @@ def run_case(case: Case, level: bool | None = None, seconds: float | None = None
     return result
 
 
+#: Entries whose output is uninitialised memory: its values are undefined, so no dependence can be judged (a
+#: buffer freed by the input's clone can come back holding the input's values).
+UNINITIALISED = frozenset({"empty", "empty_like", "new_empty", "new_empty_strided", "empty_strided",
+                           "empty_permuted"})
+
+
 def _judge(case: Case, result: Result, level: bool | None, work: bool, max_input: int, max_output: int) -> None:
+    if case.entry in UNINITIALISED:
+        result.reason = "uninitialised memory: the output's values are undefined"
+        return
     n = sum(t.numel() for t in case.sources)
     if n == 0:
         result.reason = "empty input"
