@@ -109,6 +109,7 @@ SWEEP = [
     dict(lengths=(32, 64, 128), long_lengths=(300, 600, 1000), d_model=16),
     dict(lengths=(32, 64, 128), long_lengths=(256, 512, 1024), d_model=16, chunk=16),
     dict(lengths=(24, 48, 96), long_lengths=(96, 200, 400), d_model=7, chunk=3),
+    dict(lengths=(32, 64, 128), long_lengths=(300, 600, 1000), d_model=3, chunk=7),  # a newcomer's ✗
 ]
 SWEEP_ROWS = ("self_attention", "linear_attention_chunked", "diagonal_scan", "selective_scan")
 
@@ -121,3 +122,21 @@ def test_table1_modern_marks_no_exact_count_against_its_own_form(options):
     failing = [(name, column, cell.fit.form) for name in SWEEP_ROWS
                for column, cell in measure_row(name, config).cells().items() if cell is not None and not cell.matches]
     assert failing == []
+
+
+def test_a_count_that_wobbles_about_its_line_is_linear():
+    """Linear attention chunked by C = 7 at T = 300, 600, 1000 (7 divides none): 29,664, 59,340, 98,964
+    multiplications, within 2e-4 of a line; T² fits the wobble better, but T accounts for it (GOOD_ENOUGH)."""
+    assert fit_growth((300, 600, 1000), (29664, 59340, 98964)).form == "T"
+    original = fit.GOOD_ENOUGH
+    try:
+        fit.GOOD_ENOUGH = 1e-5
+        assert fit_growth((300, 600, 1000), (29664, 59340, 98964)).form != "T"
+    finally:
+        fit.GOOD_ENOUGH = original
+
+
+@pytest.mark.parametrize("d", [512, 4096])
+def test_an_exact_quadratic_wins_where_its_square_is_small(d):
+    """3Td² + 2T²d at T = 16, 32, 48: the T² term is under 1 % of the count at d = 4096, yet the form is exact."""
+    assert fit_growth((16, 32, 48), [3 * T * d * d + 2 * T * T * d for T in (16, 32, 48)]).form == "T²"

@@ -134,6 +134,9 @@ _TERM_VALUES = {
 EXACT = 1e-9
 #: A form whose residual is within this factor of the best one's ties with it; the slowest of the tied is chosen.
 TIE = 1.5
+#: With no exact form, a form within this relative RMS residual accounts for the series (a count with ⌈T/C⌉
+#: chunks wobbles about its line by 1e-4): a faster form fitting the wobble better does not win.
+GOOD_ENOUGH = 1e-3
 #: The leading term must reach this share of the largest value, else its coefficient is read as 0.
 LEADING_SHARE = 1e-6
 
@@ -223,9 +226,9 @@ def fit_forms(xs: Sequence[int], ys: Sequence[float]) -> tuple[FormFit, ...]:
 
 
 def choose_form(fits: Sequence[FormFit]) -> FormFit:
-    """The form a series grows by: among the forms whose leading term leads (:attr:`FormFit.leads`), the best
-    residual and those that tie with it (within :data:`TIE` times it, or all exact, under :data:`EXACT`), the
-    slowest-growing.
+    """The form a series grows by, among the forms whose leading term leads (:attr:`FormFit.leads`): the slowest
+    exact one (residual under :data:`EXACT`); when none is exact, the slowest of the best and of those that tie
+    with it (within :data:`TIE` times its residual, or under :data:`GOOD_ENOUGH`).
 
     An exact count of one of the forms is chosen as that form: it has no residual, a slower form cannot fit it
     exactly, and a faster one fits it only with a leading coefficient of 0. A count that steps around its form
@@ -238,8 +241,11 @@ def choose_form(fits: Sequence[FormFit]) -> FormFit:
     'T'
     """
     usable = [f for f in fits if f.leads]
+    exact = [f for f in usable if f.residual <= EXACT]
+    if exact:  # a count of one of the forms (attention's 3Td² + 2T²d even where T² is 1 % of it)
+        return min(exact, key=lambda f: FORMS.index(f.form))
     best = min(f.residual for f in usable)
-    tied = [f for f in usable if f.residual <= max(EXACT, TIE * best)]
+    tied = [f for f in usable if f.residual <= max(GOOD_ENOUGH, TIE * best)]
     return min(tied, key=lambda f: FORMS.index(f.form))
 
 
