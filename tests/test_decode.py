@@ -41,9 +41,7 @@ EXPECTED_STATE_BYTES = {
     "attention_no_cache": (64, 448, 2112),  # t * 16 * 4 = 64t
     "linear_attention": (1088, 1088, 1088),  # (16 * 16 + 16) * 4
     "selective_recurrence": (64, 64, 64),  # 16 * 4
-    # the SSM state 32 * 16 and the convolution window: a view of the last k = 4 inputs' storage, 32 * 4 (k - 1 are
-    # read next step; storage is what the state holds, as transformers' MambaCache keeps d_conv columns), * 4 bytes
-    "mamba_block": (2560, 2560, 2560),
+    "mamba_block": (2432, 2432, 2432),  # the SSM state 32 * 16 and the convolution window 32 * (k - 1 = 3), * 4
 }
 
 

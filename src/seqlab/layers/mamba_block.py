@@ -163,4 +163,4 @@ class MambaBlock(torch.nn.Module):
         A = -torch.exp(self.A_log)
         h = torch.exp(delta[..., None] * A) * h + (delta * u)[..., None] * B_t[:, None, :]  # (B, E, N)
         y = torch.einsum("ben,bn->be", h, C_t) + self.D * u
-        return self.out_proj(y * F.silu(z)), (frame[..., 1:], h)
+        return self.out_proj(y * F.silu(z)), (frame[..., 1:].clone(), h)  # the window: k − 1 inputs, its own
