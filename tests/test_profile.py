@@ -145,7 +145,7 @@ def test_refused_ops_are_named_and_their_paths_printed_as_bounds(monkeypatch, la
     assert result.path.fallbacks == {"aten._cdist_forward": 1} and not result.path.exact
     assert not result.complete
     text = _printed(profile_table(result, lang))
-    bound = {"en": "at least 0 products, 1 ops (a bound)", "es": "al menos 0 productos, 1 operaciones (una cota)"}
+    bound = {"en": "at least 0 products, 1 op (a bound)", "es": "al menos 0 productos, 1 operación (una cota)"}
     assert text.count(bound[lang]) == 3  # longest, 1 to T, T to 1: none printed as measured
     document = json.loads(to_json(result))
     assert document["path"]["exact"] is False and document["path"]["fallbacks"] == {"aten._cdist_forward": 1}

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from seqlab.glossary import NOTATION
-from seqlab.i18n import format_integer, translator
+from seqlab.i18n import format_integer, plural_translator, translator
 from seqlab.render.figures import new_figure, save_png_svg
 from seqlab.render.tables import FittedTable
 from seqlab.studies.profile import ProfileResult
@@ -276,11 +276,12 @@ def _pair(products: int | None, ops: int | None, lang: str, exact: bool = True) 
     tr = _tr(lang)
     if products is None or ops is None:
         return tr("not connected")
-    if not exact:
-        return tr("at least {products} products, {ops} ops (a bound)").format(
-            products=format_integer(products, lang), ops=format_integer(ops, lang))
-    return tr("{products} products, {ops} ops").format(products=format_integer(products, lang),
-                                                         ops=format_integer(ops, lang))
+    ngettext = plural_translator(lang)
+    counted_products = ngettext("{count} product", "{count} products", products)
+    counted_ops = ngettext("{count} op", "{count} ops", ops)
+    both = tr("{products}, {ops}").format(products=counted_products.format(count=format_integer(products, lang)),
+                                          ops=counted_ops.format(count=format_integer(ops, lang)))
+    return tr("at least {path} (a bound)").format(path=both) if not exact else both
 
 
 def profile_table(result: ProfileResult, lang: str = "en") -> Table:
