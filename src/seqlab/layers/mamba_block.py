@@ -36,7 +36,7 @@ from torch import Tensor
 from seqlab.cost import mamba_block_multiplications, mamba_block_step_multiplications, mamba_rank
 from seqlab.errors import require_positive_int
 from seqlab.layers.mixer_common import check_form, check_sequence, check_step, linear
-from seqlab.layers.scan import associative_scan, sequential_scan
+from seqlab.layers.scan import SCAN_METHODS, associative_scan, sequential_scan
 
 FORMS = ("loop", "scan")
 __all__ = ["FORMS", "MambaBlock", "mamba_block_multiplications", "mamba_block_step_multiplications"]
@@ -77,8 +77,7 @@ class MambaBlock(torch.nn.Module):
         self.d_inner = require_positive_int("expand", expand) * self.d_model
         self.dt_rank = mamba_rank(self.d_model) if dt_rank is None else require_positive_int("dt_rank", dt_rank)
         self.form = check_form(form, FORMS)
-        associative_scan(torch.ones(1, 1, 1), torch.ones(1, 1, 1), method=scan_method)  # refuses a bad method
-        self.scan_method = scan_method
+        self.scan_method = check_form(scan_method, SCAN_METHODS)
         E, N, R = self.d_inner, self.d_state, self.dt_rank
         self.in_proj = linear(self.d_model, 2 * E, generator, dtype)
         self.conv1d = torch.nn.Conv1d(E, E, self.d_conv, groups=E, padding=self.d_conv - 1, device="meta",

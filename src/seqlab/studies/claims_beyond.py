@@ -43,8 +43,6 @@ DECODE_POSITIONS = (64, 128, 256)
 DECODE_WIDTH = 16
 #: Width of B1's recurrence.
 SCAN_WIDTH = 4
-#: A power-law exponent within this of the expected one matches it (B1, B3).
-TOLERANCE = 0.1
 
 
 def _exponent(lengths, values) -> tuple[str, float]:
