@@ -146,21 +146,7 @@ def _verdicts(result: ModernResult, lang: str) -> list[str]:
                for column, cell in row.cells().items() if not cell.matches]
     sentences = [tr("{matched} of {cells} cells show their big-O; these do not: {cells_list}.").format(
         matched=result.matched, cells=result.cells, cells_list="; ".join(failing))]
-    paths = [row for row in result.rows if not row.path.matches and row.path.expected.model == "power"
-             and row.path.expected.exponent >= 1 and _increments_double(row)]
-    if paths:
-        sentences.append(tr("The path of {rows} grows by a constant step per position plus a fixed part of a few ops; "
-                            "its increments double when T doubles, as growth linear in T does, but at these lengths the "
-                            "fixed part still lowers the fitted exponent (longer --lengths show it).").format(
-            rows=", ".join(row_name(row.row, result, lang) for row in paths)))
     return sentences
-
-
-def _increments_double(row: ModernRow) -> bool:
-    """Path increments between consecutive doublings of T grow by about 2 (within 25 %)."""
-    values = [s.path_ops for s in row.short]
-    steps = [b - a for a, b in zip(values, values[1:])]
-    return len(steps) >= 2 and all(a > 0 and 1.5 <= b / a <= 2.5 for a, b in zip(steps, steps[1:]))
 
 
 def modern_sentences(result: ModernResult, lang: str = "en") -> list[str]:
