@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seqlab import fit
-from seqlab.fit import choose_form, fit_forms, fit_growth
+from seqlab.fit import choose_form, fit_forms, fit_growth, judge_form
 from seqlab.studies.table1_results import CONSTANT, LINEAR, LOGARITHMIC, QUADRATIC
 
 #: A series of each form, with the lower-order terms closed forms have, and which Growth names it.
@@ -30,10 +30,58 @@ lengths = st.lists(st.integers(2, 4096), min_size=3, max_size=6, unique=True).ma
 @settings(max_examples=60, deadline=None)
 @given(lengths=lengths, d=st.integers(1, 512))
 @pytest.mark.parametrize("form", sorted(SERIES))
-def test_an_exact_series_is_chosen_as_its_own_form(form, lengths, d):
+def test_an_exact_series_is_never_judged_against_its_own_form(form, lengths, d):
+    """At any lengths an exact series is chosen as its form, or the lengths cannot tell (2⌈log₂T⌉ + 8 at lengths
+    sharing ⌈log₂T⌉, T = 3, 6, 9 affine in ⌈log₂T⌉ = 2, 3, 4): never a mismatch."""
     series, growth = SERIES[form]
-    result = fit_growth(lengths, [series(T, d) for T in lengths])
-    assert result.form == form and growth.matches(result)
+    ys = [series(T, d) for T in lengths]
+    verdict = judge_form(lengths, ys, form)
+    assert verdict.verdict in (fit.MATCH, fit.NOT_SEPARATED)
+    assert (verdict.verdict == fit.MATCH) == (fit_growth(lengths, ys).form == form and growth.matches(fit_growth(lengths, ys)))
+
+
+@pytest.mark.parametrize("form", sorted(SERIES))
+def test_an_exact_series_at_lengths_that_separate_is_its_own_form(form):
+    series, growth = SERIES[form]
+    xs = (16, 32, 64, 128)
+    assert judge_form(xs, [series(T, 8) for T in xs], form).verdict == fit.MATCH
+
+
+@pytest.mark.parametrize(("xs", "ys", "expected", "other"), [
+    ((5, 6, 7), [14, 14, 14], "log T", "1"),  # a scan's span, ⌈log₂T⌉ = 3 throughout
+    ((3, 6, 9), [12, 24, 36], "T", "log T"),  # 4T, and ⌈log₂T⌉ = 2, 3, 4 is affine in T there
+    ((15, 16, 17), [10, 11, 9], "log T", "1"),  # not monotone: no a + b·f(T) describes it
+])
+def test_lengths_that_do_not_separate_are_not_judged(xs, ys, expected, other):
+    verdict = judge_form(xs, ys, expected)
+    assert (verdict.verdict, verdict.other) == (fit.NOT_SEPARATED, other)
+
+
+def test_a_count_exact_in_its_steps_and_in_a_faster_form_is_not_judged():
+    """A scan's path 3 + ⌈log₂T⌉ + popcount(T − 1) is 5, 6, 7 at T = 2, 3, 4: exact in its rounds and hops and in T.
+    Without its steps the lengths separate log T from T, and the series is T's: a mismatch."""
+    from seqlab.layers.scan import scan_path_steps
+
+    hops = fit.Steps("log T", "⌈log₂T⌉ + hops", scan_path_steps)
+    verdict = judge_form((2, 3, 4), [5, 6, 7], "log T", hops)
+    assert (verdict.verdict, verdict.other) == (fit.NOT_SEPARATED, "T")
+    assert judge_form((2, 3, 4), [5, 6, 7], "log T").verdict == fit.MISMATCH
+    assert (verdict.verdict, verdict.other) == (fit.NOT_SEPARATED, other)
+
+
+def test_steps_make_a_stepping_count_its_own_form():
+    """A chunked span 7 + ⌈T/4⌉ at T = 5, 11, 12, 14 (9, 10, 10, 11) is of form T through its chunks; without them,
+    T log T fits it best."""
+    chunks = fit.Steps("T", "⌈T/4⌉", lambda T: -(-T // 4))
+    xs = (5, 11, 12, 14)
+    ys = [7 + -(-T // 4) for T in xs]
+    assert judge_form(xs, ys, "T", chunks).verdict == fit.MATCH
+    assert choose_form(fit_forms(xs, ys)).form == "T log T"
+
+
+def test_a_wrong_series_at_lengths_that_separate_is_a_mismatch():
+    assert judge_form((64, 128, 256), [128, 256, 512], "log T").verdict == fit.MISMATCH  # a chain of 2T ops
+    assert judge_form((64, 128, 256), [5, 5, 5], "T²").verdict == fit.MISMATCH  # a constant peak is not T²
 
 
 @pytest.mark.parametrize(("values", "wrong"), [
