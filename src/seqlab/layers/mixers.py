@@ -68,12 +68,23 @@ class Regime:
         symbol: the size with its value (``"w = 4"``).
         steps: the count's own whole-number term (:class:`seqlab.fit.Steps`: ⌈T/C⌉ chunks, the layers of a stack),
             or None.
+        multiple: only lengths that are multiples of it are in the regime (a chunked layer's peak steps with the
+            last, partial chunk: whole chunks only); 1 for every length from ``start``.
     """
 
     start: int | None
     size: str = ""
     symbol: str = ""
     steps: Steps | None = None
+    multiple: int = 1
+
+    def holds(self, T: int) -> bool:
+        """Whether length T lies in the regime.
+
+        >>> Regime(9, multiple=4).holds(12), Regime(9, multiple=4).holds(13), Regime(None).holds(100)
+        (True, False, False)
+        """
+        return self.start is not None and T >= self.start and T % self.multiple == 0
 
 
 #: The regime of a column whose big-O applies at every length.
@@ -323,9 +334,11 @@ def _past_width(module: Any, times: int, plus: int = 0) -> Regime:
     return Regime(times * module.d_model + plus, N_("the width"), f"d = {module.d_model}")
 
 
-def _later(*regimes: Regime) -> Regime:
-    """The regime that starts last (a column past both a chunk and a width)."""
-    return max(regimes, key=lambda regime: regime.start)
+def _chunk_memory(module: Any) -> Regime:
+    """Whole chunks past T = max(C + 1, 2d + 2, 4C²/d): the peak steps with the last, partial chunk, and holds the
+    C×C maps of a chunk, not the T×d tensors, until T·d passes a few C² (measured: from 2C²/d)."""
+    C, d = module.chunk_size, module.d_model
+    return Regime(max(C + 1, 2 * d + 2, -(-4 * C * C // d)), N_("whole chunks"), f"C = {C}", multiple=C)
 
 
 def _scan_path(module: Any, reach: int = 1) -> Steps:
@@ -368,7 +381,7 @@ register(Mixer(
                  ("O(d²)", _C), "Katharopoulos et al. 2020, §3.3; Hua et al. 2022",
                  {"work": lambda m: _past_chunk(m, _chunk_blocks(m)), "span": lambda m: _past_chunk(m, _chunks(m)),
                   "path": lambda m: _past_chunk(m, _chunks(m)),
-                  "memory": lambda m: _later(_past_chunk(m), _past_width(m, 2, 2))}),
+                  "memory": _chunk_memory}),
     ),
     decode=DecodeMachine(N_("linear attention"), {"form": "recurrent"}, fixed_state=True,
                          step_multiplications=lambda d, batch: cost.linear_attention_step_multiplications(

@@ -142,6 +142,8 @@ def regimes_text(row: ModernRow, lang: str = "en") -> str:
         if not cell.regime_size:
             continue
         start = tr("no length") if cell.regime_start is None else f"T ≥ {format_integer(cell.regime_start, lang)}"
+        if cell.regime_multiple > 1:
+            start = tr("{start}, multiples of {multiple}").format(start=start, multiple=cell.regime_multiple)
         parts.append(f"{names[column]}: {start} ({cell.regime_symbol})")
     return "; ".join(parts) or tr("every length")
 
@@ -181,9 +183,15 @@ def _reason(cell: ModernCell, lang: str) -> str:
     tr = _tr(lang)
     if cell.reason == "no_regime":
         return tr("with {symbol} no stack connects position 1 to T").format(symbol=cell.regime_symbol)
+    if cell.reason == "below_regime" and cell.regime_multiple > 1:
+        return tr("below {size}: its big-O applies at multiples of {multiple} from T = {start}, and {count} of the "
+                  "lengths are (a fit needs 3)").format(size=_size(cell, lang), multiple=cell.regime_multiple,
+                                                       start=format_integer(cell.regime_start, lang),
+                                                       count=len(cell.lengths))
     if cell.reason == "below_regime":
-        return tr("below {size}: its big-O applies from T = {start}, which {count} of the lengths reach").format(
-            size=_size(cell, lang), start=format_integer(cell.regime_start, lang), count=len(cell.lengths))
+        return tr("below {size}: its big-O applies from T = {start}, and {count} of the lengths reach it (a fit "
+                  "needs 3)").format(size=_size(cell, lang), start=format_integer(cell.regime_start, lang),
+                                     count=len(cell.lengths))
     form = form_of_growth(cell.expected.model, cell.expected.exponent) or cell.paper
     return tr("lengths do not separate {form} from {other}").format(form=form, other=cell.other)
 
@@ -218,8 +226,10 @@ def modern_sentences(result: ModernResult, lang: str = "en") -> list[str]:
     """What the numbers show: verdicts, scopes, scan against loop, decoding, and what is missing."""
     tr = _tr(lang)
     sentences = _verdicts(result, lang)
-    scope = tr("Work is the multiplications of the whole layer, projections included, for every row, so the rows "
-               "compare like with like (seqlab table1 counts attention's call alone, as the paper does).")
+    scope = tr("Work is the multiplications of the whole layer for every row: its input projections, its mixing and "
+               "its output projection W_O wherever the original layer has one (every attention and mixer row; the "
+               "Elman RNN and the convolutions have none), so the rows compare like with like (seqlab table1 counts "
+               "attention's call alone, as the paper does).")
     differing = result.counts_differ
     scope += " " + (tr("{count} counts differ from their closed form (see --json).").format(count=differing)
                     if differing else tr("Every count, of a layer and of a decode step, equals its closed form."))

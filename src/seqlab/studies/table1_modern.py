@@ -6,9 +6,11 @@ study measures all six columns for the rows of :mod:`seqlab.studies.table1_moder
 machines, the paper's other rows and the modern mixers), each at several T, fits each series against T
 (:func:`seqlab.fit.fit_growth`: a power law or a logarithm) and sets the fit beside the row's big-O:
 
-* **work** — multiplications counted while the *whole layer* runs (:func:`~seqlab.measure.work.count_multiplications`;
-  projections included for every row, so rows compare like with like; ``seqlab table1`` counts attention's
-  call alone, as the paper does), each count checked against the row's closed form;
+* **work** — multiplications counted while the *whole layer* runs (:func:`~seqlab.measure.work.count_multiplications`):
+  its input projections, its mixing and its output projection W_O wherever the original layer has one (the
+  attention rows get theirs, :class:`~seqlab.studies.table1_modern_rows.WithOutputProjection`, as every mixer has
+  its own; the Elman RNN and the convolutions have none), so rows compare like with like (``seqlab table1`` counts
+  attention's call alone, as the paper does); each count checked against the row's closed form;
 * **span** — operations (and matrix products) in a row of one layer (:func:`~seqlab.measure.trace.measure_span`);
 * **path** — least operations from position 1 to T (or T to 1), on the stack that connects all positions
   (:func:`~seqlab.measure.paths.measure_paths`; one layer except for the paper's convolution and restricted rows);
@@ -118,7 +120,8 @@ class ModernCell:
         verdict: one of :data:`VERDICTS`; ``matches`` is ``verdict == "match"``.
         lengths: the lengths judged (those in the regime).
         regime_start: the first length of the regime (None: none); regime_size, regime_symbol: the size that sets
-            it (an English message id, empty when the big-O applies at every length) and its value (``"w = 4"``).
+            it (an English message id, empty when the big-O applies at every length) and its value (``"w = 4"``);
+            regime_multiple: the regime holds only multiples of it (whole chunks), else 1.
         steps: the count's own whole-number term fitted with the big-O's form (:class:`seqlab.fit.Steps`), or None.
         reason: why the cell is not judged, one of :data:`REASONS` (None when judged).
         other: the form these lengths cannot tell from the big-O's (reason ``"not_separated"``).
@@ -132,6 +135,7 @@ class ModernCell:
     regime_start: int | None
     regime_size: str
     regime_symbol: str
+    regime_multiple: int
     steps: str | None
     reason: str | None
     other: str | None
@@ -340,10 +344,10 @@ def _cell(entry: tuple[str, Growth] | None, lengths: Sequence[int], values: Sequ
     paper, expected = entry
     steps = regime.steps
     where = dict(regime_start=regime.start, regime_size=regime.size, regime_symbol=regime.symbol,
-                 steps=None if steps is None else steps.name)
+                 regime_multiple=regime.multiple, steps=None if steps is None else steps.name)
     if regime.start is None:
         return ModernCell(paper, expected, None, NOT_JUDGED, (), **where, reason="no_regime", other=None)
-    judged = [(T, v) for T, v in zip(lengths, values) if T >= regime.start]
+    judged = [(T, v) for T, v in zip(lengths, values) if regime.holds(T)]
     if len(judged) < 3:
         return ModernCell(paper, expected, fit_growth(lengths, values), NOT_JUDGED,
                           tuple(T for T, _ in judged), **where, reason="below_regime", other=None)

@@ -37,7 +37,7 @@ from seqlab.layers import mixers
 from seqlab.layers.mixers import EVERY_LENGTH, N_, Regime
 from seqlab.studies.table1_results import CONSTANT, LINEAR, LOGARITHMIC, QUADRATIC, Growth
 
-__all__ = ["ROWS", "Machine", "RowSpec", "build_machine", "modern_rows", "row_available"]
+__all__ = ["ROWS", "Machine", "RowSpec", "WithOutputProjection", "build_machine", "modern_rows", "row_available"]
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,8 @@ def _fixed_regimes(row: str, d: int, kernel: int, window: int) -> dict[str, Regi
     A convolution of kernel k reaches (k − 1)/2 positions each way and restricted attention r, so one layer
     connects every position up to T = (k − 1)/2 + 1 and r + 1; past those the stack's depth
     (:func:`seqlab.layers.convolution.layers_to_connect`, :func:`seqlab.layers.restricted.layers_to_connect`)
-    steps. Attention's peak holds the T×T scores only past T = 4·d (below, the T×d tensors; measured).
+    steps. Attention's peak holds the T×T scores only past T = 4·d (below, the T×d tensors; measured), restricted
+    attention's its band of 2r + 1 slots per query past T = 2r + 1.
     """
     from seqlab.layers import convolution, restricted
 
@@ -96,9 +97,10 @@ def _fixed_regimes(row: str, d: int, kernel: int, window: int) -> dict[str, Regi
         dilated = row == "dilated_convolution"
         return {"path": _stack_path(half + 2, N_("the kernel"), f"k = {kernel}", "log T" if dilated else "T",
                                     lambda T: convolution.layers_to_connect(T, kernel, dilated))}
-    if row == "restricted":
+    if row == "restricted":  # the peak holds the band of 2r + 1 slots per query once T passes it (measured)
         return {"path": _stack_path(window + 2, N_("the restriction"), f"r = {window}", "T",
-                                    lambda T: restricted.layers_to_connect(T, window))}
+                                    lambda T: restricted.layers_to_connect(T, window)),
+                "memory": Regime(2 * window + 2, N_("the restriction"), f"r = {window}")}
     if row == "self_attention":
         return {"memory": Regime(4 * d, N_("the width"), f"d = {d}")}
     return {}
@@ -155,6 +157,31 @@ def row_available(row: str) -> bool:
     return row not in rows or rows[row][0].available()
 
 
+class WithOutputProjection(torch.nn.Module):
+    """An attention layer (``attention(x)`` -> (outputs, weights)) followed by its output projection W_O, d_v -> d.
+
+    Every Transformer layer maps the mixed values back to d_model with W^O (Vaswani et al. 2017, §3.2.2), as every
+    mixer of :mod:`seqlab.layers.mixers` does with its ``o_proj`` / ``out_proj``; with it the attention rows count
+    in-projections + mixing + W_O like the mixers' rows. Bias-free, drawn from ``generator``.
+
+    >>> from seqlab.layers.attention import SelfAttention
+    >>> layer = WithOutputProjection(SelfAttention(4), torch.Generator().manual_seed(0))
+    >>> layer(torch.zeros(1, 3, 4)).shape, tuple(layer.o_proj.weight.shape)  # (1, T, d_model); W_O (d_model, d_v)
+    (torch.Size([1, 3, 4]), (4, 4))
+    """
+
+    def __init__(self, attention: torch.nn.Module, generator: torch.Generator | None) -> None:
+        from seqlab.layers.mixer_common import linear
+
+        super().__init__()
+        self.attention = attention
+        self.o_proj = linear(attention.d_v, attention.d_model, generator, attention.q_proj.weight.dtype)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """y (…, T, d_model) = attention(x) W_Oᵀ for x (…, T, d_model)."""
+        return self.o_proj(self.attention(x)[0])  # (…, T, d_v) -> (…, T, d_model)
+
+
 @dataclass(frozen=True)
 class Machine:
     """A row built at width d: the one layer (x (1, T, d) -> y), its closed-form work at T, the step API.
@@ -207,18 +234,17 @@ def build_machine(row: str, d: int, *, kernel: int, window: int, chunk: int, see
         decoder = build_decoder("elman", d, seed=seed)
         return Machine(decoder.rnn, lambda T: cost.recurrence_multiplications(T, d, d), decoder, "elman")
     regimes = _fixed_regimes(row, d, kernel, window)
-    if row == "self_attention":
-        attention = SelfAttention(d, causal=True, generator=generator).eval()
-        return Machine(lambda x: attention(x)[0],
-                       lambda T: cost.attention_multiplications(T, d, d) + cost.projection_multiplications(T, d, d, d),
+    if row == "self_attention":  # Q, K, V, the call and W_O, as the mixers count theirs
+        attention = WithOutputProjection(SelfAttention(d, causal=True, generator=generator), generator).eval()
+        return Machine(attention, lambda T: cost.attention_layer_multiplications(T, d, d, d),
                        build_decoder("attention_kv_cache", d, seed=seed), "attention_kv_cache", regimes=regimes)
     if row in ("convolution", "dilated_convolution"):
         one = ConvolutionStack(d, kernel, layers=1, generator=generator).eval()
         return Machine(one, lambda T: cost.convolution_multiplications(T, d, kernel), None, None, regimes=regimes)
     if row == "restricted":
-        one = RestrictedSelfAttention(d, window, generator=generator).eval()
-        return Machine(lambda x: one(x)[0], lambda T: cost.restricted_attention_multiplications(
-            T, window, d, d) + cost.projection_multiplications(T, d, d, d), None, None, regimes=regimes)
+        one = WithOutputProjection(RestrictedSelfAttention(d, window, generator=generator), generator).eval()
+        return Machine(one, lambda T: cost.restricted_attention_layer_multiplications(T, window, d, d, d), None, None,
+                       regimes=regimes)
     return _build_mixer(row, d, window=window, chunk=chunk, generator=generator)
 
 
