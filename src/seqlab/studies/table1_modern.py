@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import torch
 
@@ -130,14 +131,14 @@ class ModernCell:
     paper: str
     expected: Growth
     fit: Fit | None
-    verdict: str
+    verdict: Literal["match", "mismatch", "not_judged"]
     lengths: tuple[int, ...]
     regime_start: int | None
     regime_size: str
     regime_symbol: str
     regime_multiple: int
     steps: str | None
-    reason: str | None
+    reason: Literal["below_regime", "no_regime", "not_separated"] | None
     other: str | None
 
     @property
