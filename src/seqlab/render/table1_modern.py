@@ -133,7 +133,7 @@ def regimes_text(row: ModernRow, lang: str = "en") -> str:
     >>> from seqlab.studies.table1_modern import ModernConfig, measure_row
     >>> regimes_text(measure_row("restricted", ModernConfig(lengths=(8, 16, 32), long_lengths=(64, 128, 256),
     ...                                                      d_model=4, window=2).validated()))
-    'path: T ≥ 4 (r = 2)'
+    'path: T ≥ 4 (r = 2); peak memory: T ≥ 6 (r = 2)'
     """
     tr = _tr(lang)
     names = _column_names(lang)
