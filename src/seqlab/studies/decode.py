@@ -73,8 +73,8 @@ class DecodeConfig:
         machines: which of :data:`seqlab.measure.decode.MACHINES` (default: every one importable here).
         batch: sequences generated side by side.
         time: time each step (median and IQR) or count only.
-        min_run_time: seconds of timed blocks per machine and position, spread over the rounds (one block of
-            about min_run_time / rounds seconds per round).
+        min_run_time: the aimed seconds of one timed block (each machine runs one block per round, so a position
+            takes about rounds × machines × min_run_time seconds of timing).
         rounds: interleaved rounds per position (at least :data:`~seqlab.measure.rounds.MIN_ROUNDS`).
         threads: CPU threads while timing (default 1: a step at batch 1 is a few small products, and on a shared
             machine a second thread mostly waits to be scheduled).
@@ -475,7 +475,7 @@ def run_decode(config: DecodeConfig = DecodeConfig(),
                                            decoder=decoders[m]) for m in config.machines}
         counted = {m: count_decode_step(p) for m, p in prepared.items()}
         if config.time:
-            rounds = measure_rounds(prepared, rounds=config.rounds, block_seconds=config.min_run_time / config.rounds,
+            rounds = measure_rounds(prepared, rounds=config.rounds, block_seconds=config.min_run_time,
                                     threads=config.threads, load=load)
             timed.append(TimedPosition(t, rounds))
             counted = {m: replace(step, timing=replace(rounds.timing(m), label=f"{m} t={t}"))
