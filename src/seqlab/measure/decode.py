@@ -277,7 +277,10 @@ def prepare_decode_step(machine: str, t: int, *, d_model: int, batch: int = 1, d
     >>> prepare_decode_step("attention_static_cache", 4, d_model=8).state[0].shape  # capacity t when built here
     torch.Size([1, 4, 8])
 
-    Args: as :func:`measure_decode_step` (a static cache built here has capacity t).
+    Args:
+        machine: one of :data:`MACHINES`. t: the position (1-based). d_model: every width. batch: sequences side
+            by side. dtype: weights and inputs. seed: weights and the random prefix.
+        decoder: a decoder already built for ``machine`` (None: built here; a static cache then has capacity t).
 
     Raises:
         SeqlabError: unknown machine, or a size that is not an integer >= 1.
