@@ -360,6 +360,11 @@ def _sliding_path(module: Any) -> Regime:
     return Regime(w + 1 if w > 1 else None, N_("the window"), f"w = {w}", steps)
 
 
+def _past_window(module: Any) -> Regime:
+    """T > w: below, the padded window holds more slots than there are positions (measured on the peak)."""
+    return Regime(module.window + 1, N_("the window"), f"w = {module.window}")
+
+
 def _past_convolution(module: Any, steps: Steps | None = None) -> Regime:
     """T > d_conv: the causal convolution alone reaches every position back to the first below that."""
     return Regime(module.d_conv + 1, N_("the convolution"), f"d_conv = {module.d_conv}", steps)
@@ -425,7 +430,8 @@ register(Mixer(
     rows=(
         MixerRow("sliding_window", N_("Sliding-window attention (w = {w})"), {"form": "banded"},
                  ("O(w·T·d)", _L), ("O(1)", _C), ("O(T/w)", _L), ("O(w·T·d)", _L), ("O(w·d)", _C), ("O(w·d)", _C),
-                 "Longformer (Beltagy et al. 2020), §3.1", {"path": _sliding_path}),
+                 "Longformer (Beltagy et al. 2020), §3.1",
+                 {"path": _sliding_path, "memory": _past_window}),
     ),
     factory=_sliding_window,
     step_multiplications=lambda module: cost.sliding_window_step_multiplications(module.d_model, module.window),
