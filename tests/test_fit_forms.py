@@ -37,7 +37,8 @@ def test_an_exact_series_is_never_judged_against_its_own_form(form, lengths, d):
     ys = [series(T, d) for T in lengths]
     verdict = judge_form(lengths, ys, form)
     assert verdict.verdict in (fit.MATCH, fit.NOT_SEPARATED)
-    assert (verdict.verdict == fit.MATCH) == (fit_growth(lengths, ys).form == form and growth.matches(fit_growth(lengths, ys)))
+    fitted = fit_growth(lengths, ys)
+    assert (verdict.verdict == fit.MATCH) == (fitted.form == form and growth.matches(fitted))
 
 
 @pytest.mark.parametrize("form", sorted(SERIES))

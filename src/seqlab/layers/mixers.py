@@ -37,8 +37,8 @@ from seqlab import cost
 from seqlab.errors import SeqlabError
 from seqlab.fit import Steps
 
-__all__ = ["EVERY_LENGTH", "GROWTHS", "LESSON_MACHINES", "DecodeMachine", "Mixer", "MixerRow", "Regime", "decode_machines",
-           "machine_names", "mixer", "mixer_rows", "mixers", "register", "unregister"]
+__all__ = ["COLUMNS", "EVERY_LENGTH", "GROWTHS", "LESSON_MACHINES", "DecodeMachine", "Mixer", "MixerRow", "Regime",
+           "decode_machines", "machine_names", "mixer", "mixer_rows", "mixers", "register", "unregister"]
 
 #: The growths a big-O may name (:data:`seqlab.studies.table1_results.CONSTANT` …).
 GROWTHS = ("constant", "linear", "quadratic", "logarithmic")

@@ -60,8 +60,8 @@ from seqlab.studies.table1_modern_rows import ROWS, Machine, build_machine, row_
 from seqlab.studies.table1_results import MAX_LENGTH, MAX_WIDTH, Growth, Table1Config
 
 __all__ = ["DEFAULT_LONG_LENGTHS", "DEFAULT_SHORT_LENGTHS", "NOT_JUDGED", "QUICK_LONG_LENGTHS", "QUICK_SHORT_LENGTHS",
-           "VERDICTS", "LongSample", "ModernCell", "ModernConfig", "ModernResult", "ModernRow", "ShortSample",
-           "check_modern_size", "run_modern"]
+           "REASONS", "VERDICTS", "LongSample", "ModernCell", "ModernConfig", "ModernResult", "ModernRow",
+           "ShortSample", "check_modern_size", "run_modern"]
 
 DEFAULT_SHORT_LENGTHS = (32, 64, 128, 256)
 QUICK_SHORT_LENGTHS = (32, 64, 128)
