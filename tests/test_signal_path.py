@@ -1,0 +1,134 @@
+"""The signal's path (seqlab.measure.signal_path): transition factors met from x_i to y_j, measured from J(s) = s^k J(1).
+
+Exact integer counts, by agreement of two routes: the loop and the scan (or the recurrent and the parallel form) of
+one layer give the same count and the same reach, while their graph paths differ.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from seqlab.errors import SeqlabError
+from seqlab.layers.attention import SelfAttention
+from seqlab.layers.linear_attention import LinearAttention
+from seqlab.layers.linear_recurrence import DiagonalRecurrence, SelectiveRecurrence
+from seqlab.layers.mamba_block import MambaBlock
+from seqlab.layers.recurrent import ElmanRNN
+from seqlab.layers.transition import apply_transition, declares_transition
+from seqlab.measure.signal_path import declared_factors, measure_signal_path
+from seqlab.measure.trace import measure_span
+
+D = 4
+
+
+def _gen(seed: int = 0) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def _x(T: int, d: int = D, seed: int = 1) -> torch.Tensor:
+    return torch.randn(1, T, d, generator=_gen(seed))  # (1, T, d)
+
+
+@pytest.mark.parametrize(("source", "target"), [(0, 7), (2, 7), (3, 3), (0, 1), (5, 6)])
+def test_elman_meets_j_minus_i_products_by_w_hh(source: int, target: int) -> None:
+    rnn = ElmanRNN(D, 3, generator=_gen())
+    sp = measure_signal_path(rnn, _x(8), source=source, target=target)
+    assert (sp.factors, sp.factor, sp.modules) == (target - source, "W_hh", ("ElmanRNN",))
+    assert sp.reason is None and sp.residual < 1e-12
+
+
+@pytest.mark.parametrize("cls", [DiagonalRecurrence, SelectiveRecurrence])
+@pytest.mark.parametrize("T", [5, 16, 33])
+def test_recurrence_loop_and_scan_meet_t_minus_1_decays(cls: type, T: int) -> None:
+    x = _x(T)
+    readings = {}
+    for form in ("loop", "scan"):
+        layer = cls(D, 3, form=form, generator=_gen())
+        readings[form] = measure_signal_path(layer, x)
+        assert (readings[form].factors, readings[form].factor) == (T - 1, "a_t")
+    assert readings["loop"].reach == pytest.approx(readings["scan"].reach, rel=1e-12)
+
+
+def test_the_scan_shortens_the_graph_path_not_the_factor_count() -> None:
+    x = _x(32)
+    loop = DiagonalRecurrence(D, form="loop", generator=_gen())
+    scan = DiagonalRecurrence(D, form="scan", generator=_gen())
+    assert measure_span(scan, x).ops < measure_span(loop, x).ops  # 10 against 64 ops in a row
+    assert measure_signal_path(scan, x).factors == measure_signal_path(loop, x).factors == 31
+
+
+@pytest.mark.parametrize("T", [6, 20])
+def test_linear_attention_recurrent_parallel_and_chunked_meet_one_weight(T: int) -> None:
+    x = _x(T)
+    paths = [measure_signal_path(LinearAttention(D, form=form, chunk_size=4, generator=_gen()), x)
+             for form in ("recurrent", "parallel", "chunked")]
+    assert [p.factors for p in paths] == [1, 1, 1]
+    assert paths[0].reach == pytest.approx(paths[1].reach, rel=1e-12) == paths[2].reach
+
+
+@pytest.mark.parametrize("T", [4, 16, 64])
+def test_attention_meets_one_weight_whatever_the_distance(T: int) -> None:
+    attention = SelfAttention(D, causal=True, generator=_gen())
+    sp = measure_signal_path(attention, _x(T), output=lambda out: out[0])
+    assert (sp.factors, sp.factor, sp.modules) == (1, "α_ji", ("Attention",))
+
+
+def test_mamba_block_routes_meet_different_counts_so_not_measured() -> None:
+    # the causal convolution spreads x_1 over d_conv = 4 positions: routes of T - 4 … T - 1 decays
+    for form in ("loop", "scan"):
+        sp = measure_signal_path(MambaBlock(D, d_state=2, form=form, generator=_gen()), _x(10))
+        assert (sp.factors, sp.reason) == (None, "not_a_power")
+        assert 6 < sp.readings[0] < 9
+
+
+def test_selective_decay_chosen_by_x_i_adds_a_route_so_i_after_1_is_not_measured() -> None:
+    # x_i also sets a_i, which multiplies h_{i-1} ≠ 0: routes of j - i and j - i + 1 decays (from x_1, h_0 = 0)
+    x = _x(8)
+    assert measure_signal_path(SelectiveRecurrence(D, form="scan", generator=_gen()), x, source=0).factors == 7
+    sp = measure_signal_path(SelectiveRecurrence(D, form="scan", generator=_gen()), x, source=3)
+    assert (sp.factors, sp.reason) == (None, "not_a_power")
+    assert measure_signal_path(DiagonalRecurrence(D, generator=_gen()), x, source=3).factors == 4  # fixed decay
+
+
+def test_no_dependence_is_named() -> None:
+    sp = measure_signal_path(DiagonalRecurrence(D, generator=_gen()), _x(6), source=5, target=0)  # causal: none
+    assert (sp.factors, sp.reason, sp.reach) == (None, "no_dependence", 0.0)
+
+
+@pytest.mark.parametrize("module", [torch.nn.RNN(D, 3, batch_first=True), torch.nn.Linear(D, D)])
+def test_a_module_without_declared_factors_is_refused_by_name(module: torch.nn.Module) -> None:
+    assert declared_factors(module) == ()
+    with pytest.raises(SeqlabError, match=f"^{type(module).__name__} declares no transition factor"):
+        measure_signal_path(module, _x(5))
+
+
+def test_a_declared_factor_the_forward_never_applies_is_refused() -> None:
+    from seqlab.layers.restricted import RestrictedSelfAttention
+
+    layer = RestrictedSelfAttention(D, 2, generator=_gen())  # its banded attend bypasses Attention.forward
+    with pytest.raises(SeqlabError, match="Attention declares a transition factor that this forward never applied"):
+        measure_signal_path(layer, _x(5), output=lambda out: out[0])
+
+
+def test_default_forward_is_untouched_and_the_caller_module_is_left_as_it_was() -> None:
+    rnn = ElmanRNN(D, 3, generator=_gen())
+    x = _x(6)
+    before = rnn(x)
+    measure_signal_path(rnn, x)
+    assert rnn.transition_scale is None and rnn.weight_hh.dtype == torch.float32
+    assert torch.equal(rnn(x), before)
+    a = torch.tensor([0.5])
+    assert apply_transition(rnn, a) is a  # scale None: the very tensor, no op added
+
+
+def test_declarations() -> None:
+    assert declares_transition(ElmanRNN(2, 2)) and not declares_transition(torch.nn.RNN(2, 2))
+    assert declared_factors(MambaBlock(4, d_state=2)) == ("a_t",)
+    assert declared_factors(LinearAttention(4)) == ("α_ji",)
+
+
+@pytest.mark.parametrize("bad", [{"scales": (1.0,)}, {"scales": ()}, {"source": 9}, {"target": 1.5}])
+def test_bad_arguments_are_refused(bad: dict) -> None:
+    with pytest.raises(SeqlabError):
+        measure_signal_path(ElmanRNN(D, 3), _x(5), **bad)
