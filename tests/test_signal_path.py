@@ -104,11 +104,24 @@ def test_a_module_without_declared_factors_is_refused_by_name(module: torch.nn.M
 
 
 def test_a_declared_factor_the_forward_never_applies_is_refused() -> None:
+    class Bypass(torch.nn.Module):  # holds an attention that declares α_ji, but never calls it
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = SelfAttention(D, generator=_gen())
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x.cumsum(1)
+
+    with pytest.raises(SeqlabError, match="Attention declares a transition factor that this forward never applied"):
+        measure_signal_path(Bypass(), _x(5))
+
+
+def test_restricted_attention_meets_one_weight_inside_its_band() -> None:
     from seqlab.layers.restricted import RestrictedSelfAttention
 
-    layer = RestrictedSelfAttention(D, 2, generator=_gen())  # its banded attend bypasses Attention.forward
-    with pytest.raises(SeqlabError, match="Attention declares a transition factor that this forward never applied"):
-        measure_signal_path(layer, _x(5), output=lambda out: out[0])
+    layer = RestrictedSelfAttention(D, 2, generator=_gen())  # its banded attend marks Σ α_ij v_j too
+    sp = measure_signal_path(layer, _x(5), source=0, target=2, output=lambda out: out[0])
+    assert (sp.factors, sp.factor) == (1, "α_ji")
 
 
 def test_default_forward_is_untouched_and_the_caller_module_is_left_as_it_was() -> None:
@@ -132,3 +145,56 @@ def test_declarations() -> None:
 def test_bad_arguments_are_refused(bad: dict) -> None:
     with pytest.raises(SeqlabError):
         measure_signal_path(ElmanRNN(D, 3), _x(5), **bad)
+
+
+# --- table1 --modern: both readings of path side by side ---------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def modern():
+    from seqlab.studies.table1_modern import ModernConfig, run_modern
+
+    return run_modern(ModernConfig(lengths=(8, 16, 32), long_lengths=(64, 128, 256), d_model=4,
+                                   rows=("elman", "self_attention", "convolution", "diagonal_loop", "diagonal_scan",
+                                         "mamba_scan")))
+
+
+def test_table1_modern_loop_and_scan_same_factors_different_graph_paths(modern) -> None:
+    rows = {r.row: r for r in modern.rows}
+    loop, scan = rows["diagonal_loop"].short, rows["diagonal_scan"].short
+    assert [s.signal_factors for s in loop] == [s.signal_factors for s in scan] == [7, 15, 31]  # T - 1
+    assert [s.path_ops for s in loop] == [17, 33, 65] and [s.path_ops for s in scan] == [9, 11, 13]
+    assert all(a.signal_reach == pytest.approx(b.signal_reach, rel=1e-12) for a, b in zip(loop, scan))
+    assert [s.signal_factors for s in rows["elman"].short] == [7, 15, 31]
+    assert [s.signal_factors for s in rows["self_attention"].short] == [1, 1, 1]
+    assert [(s.signal_factors, s.signal_absent) for s in rows["convolution"].short] == [(None, "no_factor")] * 3
+    assert rows["mamba_scan"].short[-1].signal_absent == "not_a_power"
+
+
+@pytest.mark.parametrize(("lang", "caption", "sentence", "absent"), [
+    ("en", "A parallel scan shortens the first and leaves the second as it was.",
+     "yet in both the signal meets 31 decays a_t", "their module declares no transition factor: Convolution"),
+    ("es", "Un scan paralelo acorta el primero y deja el segundo como estaba.",
+     "pero en las dos la señal encuentra 31 decaimientos a_t", "su módulo no declara ningún factor de transición"),
+])
+def test_table1_modern_shows_both_readings(modern, lang, caption, sentence, absent) -> None:
+    from rich.console import Console
+
+    from seqlab.render.table1_modern import modern_sentences, raw_table
+
+    console = Console(width=260, record=True, color_system=None)
+    console.print(raw_table(modern, lang))
+    text = console.export_text()
+    assert caption in " ".join(text.split()) and "31 a_t (" in text
+    assert ("not measured" if lang == "en" else "sin medir") in text  # the Mamba block's routes
+    words = " ".join(modern_sentences(modern, lang))
+    assert sentence in words and absent in words
+
+
+def test_table1_modern_json_carries_the_signal_path(modern) -> None:
+    import json
+
+    from seqlab.render.json_output import to_json
+
+    document = json.loads(to_json(modern))
+    elman = document["rows"][0]["short"][-1]
+    assert (elman["signal_factors"], elman["signal_factor"], elman["signal_absent"]) == (31, "W_hh", None)
