@@ -198,3 +198,28 @@ def test_table1_modern_json_carries_the_signal_path(modern) -> None:
     document = json.loads(to_json(modern))
     elman = document["rows"][0]["short"][-1]
     assert (elman["signal_factors"], elman["signal_factor"], elman["signal_absent"]) == (31, "W_hh", None)
+
+
+# --- profile: the signal path where the module declares factors, named as absent otherwise ------------------------
+
+@pytest.mark.parametrize(("module", "factors", "words_en", "words_es"), [
+    (ElmanRNN(D, D, generator=_gen()), 5, "5 transition factors (W_hh), reach", "5 factores de transición (W_hh), alcance"),
+    (torch.nn.RNN(D, D, batch_first=True), None, "absent: RNN declares no transition factor",
+     "ausente: RNN no declara ningún factor de transición"),
+    (MambaBlock(D, d_state=2, generator=_gen()), None, "not measured: routes from x_1 to y_T cross different",
+     "sin medir: las rutas de x_1 a y_T cruzan números distintos"),
+])
+def test_profile_reads_the_signal_path(module, factors, words_en, words_es) -> None:
+    from rich.console import Console
+
+    from seqlab.render.table1 import profile_table
+    from seqlab.studies.profile import profile
+
+    result = profile(module, _x(6))
+    path = result.signal.path
+    assert (path.factors if path is not None else None) == factors
+    assert result.signal.absent == ("no_factor" if isinstance(module, torch.nn.RNN) else None)
+    for lang, words in (("en", words_en), ("es", words_es)):
+        console = Console(width=240, record=True, color_system=None)
+        console.print(profile_table(result, lang))
+        assert words in console.export_text()

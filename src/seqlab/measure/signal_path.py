@@ -44,7 +44,8 @@ from torch import Tensor
 from seqlab.errors import SeqlabError
 from seqlab.layers.transition import declares_transition
 
-__all__ = ["REASONS", "RESIDUAL", "SCALES", "TOLERANCE", "SignalPath", "declared_factors", "measure_signal_path"]
+__all__ = ["ABSENT", "REASONS", "RESIDUAL", "SCALES", "TOLERANCE", "SignalPath", "SignalReading", "declared_factors",
+           "measure_signal_path", "read_signal_path"]
 
 #: The scales s at which J(s) is compared with J(1) (s^k stays within float64's range for k up to about 3,000).
 SCALES = (1.25, 0.8)
@@ -55,6 +56,9 @@ RESIDUAL = 1e-9
 #: Why a pair is not measured: routes with different factor counts; no dependence (J(1) = 0); a norm that
 #: overflows, underflows or is NaN in float64.
 REASONS = ("not_a_power", "no_dependence", "out_of_range")
+#: Why a module has no reading at all (:func:`read_signal_path`): it declares no transition factor; or the
+#: measurement refused it (a declared factor its forward never applies, an output without the input's positions).
+ABSENT = ("no_factor", "refused")
 
 
 @dataclass(frozen=True)
@@ -227,3 +231,46 @@ def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, 
     accepted = all(abs(r - k) <= tolerance for r in readings) and worst <= residual
     return SignalPath(factors=k if accepted else None, residual=worst, reason=None if accepted else "not_a_power",
                       **common)
+
+
+@dataclass(frozen=True)
+class SignalReading:
+    """A module's signal path from x_1 to y_T (:func:`read_signal_path`), or why it has none.
+
+    Attributes:
+        module: the module's class name.
+        path: the :class:`SignalPath` (its own ``factors`` may still be None, with its reason), or None when absent.
+        absent: None, or one of :data:`ABSENT`.
+        detail: the refusal's message when ``absent`` is ``"refused"``.
+    """
+
+    module: str
+    path: SignalPath | None
+    absent: str | None = None
+    detail: str | None = None
+
+
+def read_signal_path(module: object, x: Tensor, *,
+                     output: Callable[[object], Tensor] | None = None) -> SignalReading:
+    """The signal path from x_1 to y_T of any module, absent and named where it declares no factor; never raises.
+
+    >>> read_signal_path(torch.nn.RNN(2, 2, batch_first=True), torch.zeros(1, 3, 2)).absent
+    'no_factor'
+
+    Args:
+        module: any callable; only a ``torch.nn.Module`` that declares a transition factor gets a reading.
+        x: (T, d_in) or (B, T, d_in); with B > 1 the first sequence is read.
+        output: as :func:`measure_signal_path`'s.
+
+    Returns:
+        A :class:`SignalReading`.
+    """
+    name = type(module).__name__
+    if not declared_factors(module):
+        return SignalReading(name, None, "no_factor")
+    if isinstance(x, Tensor) and x.dim() == 3 and x.shape[0] > 1:
+        x = x[:1]  # (1, T, d_in)
+    try:
+        return SignalReading(name, measure_signal_path(module, x, source=0, target=-1, output=output))
+    except SeqlabError as error:
+        return SignalReading(name, None, "refused", str(error))

@@ -14,6 +14,8 @@ from rich.text import Text
 
 from seqlab.i18n import format_integer, translator
 from seqlab.layers import mixers
+from seqlab.measure.signal_path import REASONS
+from seqlab.render.signal_path import reason_words
 from seqlab.render.table1 import MATCH, MISMATCH, growth
 from seqlab.render.tables import FittedTable
 from seqlab.studies.table1_modern import SIGNAL_ABSENT, ModernResult, ModernRow
@@ -243,9 +245,7 @@ def _signal_sentences(result: ModernResult, lang: str) -> list[str]:
     reasons = {
         "no_factor": tr("their module declares no transition factor"),
         "stack_not_measured": tr("their connecting stack is seqlab table1's, whose layers are not offered here"),
-        "not_a_power": tr("routes from x_1 to y_T cross different numbers of factors (J(s) is not one power of s)"),
-        "no_dependence": tr("y_T does not depend on x_1"),
-        "out_of_range": tr("a norm left float64's range"),
+        **{reason: reason_words(reason, lang) for reason in REASONS},
     }
     for reason, words in reasons.items():
         named = [row_name(row.row, result, lang) for row in result.rows if row.short[-1].signal_absent == reason]
