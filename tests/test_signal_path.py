@@ -223,3 +223,34 @@ def test_profile_reads_the_signal_path(module, factors, words_en, words_es) -> N
         console = Console(width=240, record=True, color_system=None)
         console.print(profile_table(result, lang))
         assert words in console.export_text()
+
+
+def test_probes_give_the_same_count_and_estimate_the_reach() -> None:
+    rnn = ElmanRNN(D, 6, generator=_gen())
+    exact = measure_signal_path(rnn, _x(9))
+    probed = measure_signal_path(rnn, _x(9), probes=3)
+    assert exact.factors == probed.factors == 8 and (exact.probes, probed.probes) == (None, 3)
+    assert 0.1 < probed.reach / exact.reach < 10  # an estimate of ‖J‖_F from 3 directions
+    sp = measure_signal_path(MambaBlock(D, d_state=2, generator=_gen()), _x(8), probes=2)
+    assert sp.reason == "not_a_power"  # routes of different lengths show through random directions too
+
+
+# --- compare: each machine's signal path, LSTM and GRU named as absent ---------------------------------------------
+
+def test_compare_reads_each_machine_signal_path() -> None:
+    from rich.console import Console
+
+    from seqlab.render.compare import render_compare
+    from seqlab.studies.compare import CompareConfig, run_compare
+    from seqlab.text import tokenize
+
+    result = run_compare(tokenize("el perro muerde al cartero que pasa", "words"), "example",
+                         CompareConfig(d_model=8, time=False, sensitivity_draws=0))
+    assert result.recurrence.signal.path.factors == result.T - 1 == 6  # W_hh from x_1 to h_T
+    assert result.attention.signal.path.factors == 1  # one α_T1
+    assert [g.signal.absent for g in result.gated] == ["no_factor", "no_factor"]
+    console = Console(width=260, record=True, color_system=None)
+    console.print(render_compare(result, "en"))
+    text = " ".join(console.export_text().split())
+    assert "6 transition factors (W_hh)" in text and "1 transition factor (α_ji)" in text
+    assert "absent: LSTM declares no transition factor" in text

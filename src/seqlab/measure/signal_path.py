@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from seqlab.errors import SeqlabError
+from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.layers.transition import declares_transition
 
 __all__ = ["ABSENT", "REASONS", "RESIDUAL", "SCALES", "TOLERANCE", "SignalPath", "SignalReading", "declared_factors",
@@ -75,6 +75,9 @@ class SignalPath:
         reach: ‖∂y_j/∂x_i‖_F at s = 1, float64.
         scales, tolerance, residual_tolerance: the acceptance rule used.
         reason: one of :data:`REASONS` when ``factors`` is None, else None.
+        probes: None when the whole block J was taken (``reach`` exact); else R, the Gaussian output directions U
+            the test ran on: UᵀJ(s) = s^k UᵀJ(1) (for random U it holds only when J's does), and ``reach`` is the
+            estimate ‖UᵀJ(1)‖_F / √R of ‖J(1)‖_F.
     """
 
     source: int
@@ -89,6 +92,7 @@ class SignalPath:
     tolerance: float
     residual_tolerance: float
     reason: str | None
+    probes: int | None = None
     dtype: str = "float64"
 
     @property
@@ -130,9 +134,11 @@ def _position(name: str, value: object, T: int) -> int:
     return value % T
 
 
-def _jacobian_block(y: Tensor, x: Tensor, source: int, target: int) -> Tensor:
-    """∂y_target/∂x_source, (d_out, d_in), one backward pass per output element."""
+def _jacobian_block(y: Tensor, x: Tensor, source: int, target: int, directions: Tensor | None) -> Tensor:
+    """∂y_target/∂x_source, (d_out, d_in), one backward pass per output element; or UᵀJ (R, d_in) for U (d_out, R)."""
     y_j = y[..., target, :].reshape(-1)  # (d_out,)
+    if directions is not None and y_j.requires_grad:
+        y_j = directions.T @ y_j  # (R,): the probed outputs uᵀy_j
     rows = []
     for c in range(y_j.shape[0]):
         if not y_j.requires_grad:
@@ -144,7 +150,7 @@ def _jacobian_block(y: Tensor, x: Tensor, source: int, target: int) -> Tensor:
 
 
 def _run(copy64: torch.nn.Module, declaring: list[torch.nn.Module], x: Tensor, s: float,
-         output: Callable[[object], Tensor] | None, source: int, target: int) -> Tensor:
+         output: Callable[[object], Tensor] | None, source: int, target: int, probes: int | None) -> Tensor:
     """J(s): every declared factor scaled by s, the block for (target, source); refuses a factor never applied."""
     for m in declaring:
         m.transition_scale, m.transition_applied = s, 0
@@ -159,7 +165,10 @@ def _run(copy64: torch.nn.Module, declaring: list[torch.nn.Module], x: Tensor, s
         if unused:
             raise SeqlabError(f"{', '.join(unused)} declares a transition factor that this forward never applied; "
                               f"its signal path is not measured", parameter="module")
-        return _jacobian_block(y, x, source, target)
+        directions = None
+        if probes is not None:  # the same U at every scale: drawn from a fixed seed
+            directions = torch.randn(y.shape[-1], probes, dtype=y.dtype, generator=torch.Generator().manual_seed(0))
+        return _jacobian_block(y, x, source, target, directions)
     finally:
         for m in declaring:
             m.transition_scale = None
@@ -167,7 +176,8 @@ def _run(copy64: torch.nn.Module, declaring: list[torch.nn.Module], x: Tensor, s
 
 def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, target: int = -1,
                         output: Callable[[object], Tensor] | None = None, scales: tuple[float, ...] = SCALES,
-                        tolerance: float = TOLERANCE, residual: float = RESIDUAL) -> SignalPath:
+                        tolerance: float = TOLERANCE, residual: float = RESIDUAL, probes: int | None = None
+                        ) -> SignalPath:
     """Transition factors a signal from x_source meets on its way to y_target, from J(s) = s^k J(1), float64.
 
     >>> from seqlab.layers.recurrent import ElmanRNN
@@ -184,6 +194,8 @@ def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, 
         output: picks the (…, T, d_out) tensor from what the module returns (default: the return value itself,
             e.g. ``lambda out: out[0]`` for a module returning (outputs, weights)).
         scales: the s ≠ 1 compared with s = 1; tolerance, residual: the acceptance rule (see the module docstring).
+        probes: None (default) takes the whole block, d_out backward passes per scale; R >= 1 tests R Gaussian
+            output directions instead (R backward passes; the count is as exact, the reach an estimate).
 
     Returns:
         A :class:`SignalPath`; ``factors`` is None, with the reason, when J(s) is not one power of s times J(1).
@@ -200,6 +212,8 @@ def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, 
     if not scales or any(isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or s <= 0
                          or s == 1 for s in scales):
         raise SeqlabError(f"scales must be finite numbers > 0 other than 1, received {scales!r}", parameter="scales")
+    if probes is not None:
+        require_positive_int("probes", probes)
     x = _check_input(x)
     T = x.shape[-2]
     source, target = _position("source", source, T), _position("target", target, T)
@@ -207,15 +221,17 @@ def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, 
     declaring = _declaring(copy64)
     x64 = x.detach().to(torch.float64).requires_grad_(True)
     with torch.enable_grad():
-        base = _run(copy64, declaring, x64, 1.0, output, source, target)  # (d_out, d_in)
-        scaled = [_run(copy64, declaring, x64, float(s), output, source, target) for s in scales]
-    reach = float(torch.linalg.matrix_norm(base))
+        base = _run(copy64, declaring, x64, 1.0, output, source, target, probes)  # (d_out | R, d_in)
+        scaled = [_run(copy64, declaring, x64, float(s), output, source, target, probes) for s in scales]
+    base_norm = float(torch.linalg.matrix_norm(base))  # ‖J(1)‖_F, or ‖UᵀJ(1)‖_F with probes
+    reach = base_norm / (math.sqrt(probes) if probes is not None else 1.0)  # E‖UᵀJ‖² = R‖J‖² for Gaussian U
     norms = [float(torch.linalg.matrix_norm(J)) for J in scaled]
-    readings = tuple(math.log(n / reach) / math.log(s) if reach > 0 and 0 < n < math.inf and math.isfinite(reach)
+    readings = tuple(math.log(n / base_norm) / math.log(s) if reach > 0 and 0 < n < math.inf and math.isfinite(reach)
                      else None for n, s in zip(norms, scales))
     common = dict(source=source, target=target, factor=", ".join(declared_factors(module)),
                   modules=tuple(dict.fromkeys(type(m).__name__ for m in declaring)), readings=readings, reach=reach,
-                  scales=tuple(float(s) for s in scales), tolerance=tolerance, residual_tolerance=residual)
+                  scales=tuple(float(s) for s in scales), tolerance=tolerance, residual_tolerance=residual,
+                  probes=probes)
     if not math.isfinite(reach) or any(not math.isfinite(n) for n in norms):
         return SignalPath(factors=None, residual=None, reason="out_of_range", **common)
     if reach == 0:
@@ -250,8 +266,8 @@ class SignalReading:
     detail: str | None = None
 
 
-def read_signal_path(module: object, x: Tensor, *,
-                     output: Callable[[object], Tensor] | None = None) -> SignalReading:
+def read_signal_path(module: object, x: Tensor, *, output: Callable[[object], Tensor] | None = None,
+                     probes: int | None = None) -> SignalReading:
     """The signal path from x_1 to y_T of any module, absent and named where it declares no factor; never raises.
 
     >>> read_signal_path(torch.nn.RNN(2, 2, batch_first=True), torch.zeros(1, 3, 2)).absent
@@ -260,7 +276,7 @@ def read_signal_path(module: object, x: Tensor, *,
     Args:
         module: any callable; only a ``torch.nn.Module`` that declares a transition factor gets a reading.
         x: (T, d_in) or (B, T, d_in); with B > 1 the first sequence is read.
-        output: as :func:`measure_signal_path`'s.
+        output, probes: as :func:`measure_signal_path`'s.
 
     Returns:
         A :class:`SignalReading`.
@@ -271,6 +287,6 @@ def read_signal_path(module: object, x: Tensor, *,
     if isinstance(x, Tensor) and x.dim() == 3 and x.shape[0] > 1:
         x = x[:1]  # (1, T, d_in)
     try:
-        return SignalReading(name, measure_signal_path(module, x, source=0, target=-1, output=output))
+        return SignalReading(name, measure_signal_path(module, x, source=0, target=-1, output=output, probes=probes))
     except SeqlabError as error:
         return SignalReading(name, None, "refused", str(error))

@@ -39,6 +39,21 @@ def reading_words(reading: SignalReading | None, lang: str = "en") -> str:
     '3 transition factors (W_hh), reach 9.4e-03'
     """
     tr = translator(lang, DOMAIN)
+    counted = count_words(reading, lang)
+    if reading is None or reading.path is None or reading.path.factors is None:
+        return counted
+    return tr("{factors}, reach {reach}").format(factors=counted, reach=f"{reading.path.reach:.1e}")
+
+
+def count_words(reading: SignalReading | None, lang: str = "en") -> str:
+    """The factors met from x_1 to y_T alone (no reach), or why there is no count.
+
+    >>> import torch
+    >>> from seqlab.measure.signal_path import read_signal_path
+    >>> count_words(read_signal_path(torch.nn.LSTM(2, 2, batch_first=True), torch.zeros(1, 3, 2)), "es")
+    'ausente: LSTM no declara ningún factor de transición'
+    """
+    tr = translator(lang, DOMAIN)
     if reading is None:
         return tr("not measured")
     if reading.absent == "no_factor":
@@ -50,6 +65,5 @@ def reading_words(reading: SignalReading | None, lang: str = "en") -> str:
     if path.factors is None:
         return tr("not measured: {reason}").format(reason=reason_words(path.reason, lang))
     ngettext = plural_translator(lang)
-    counted = ngettext("{count} transition factor ({factor})", "{count} transition factors ({factor})",
-                       path.factors).format(count=format_integer(path.factors, lang), factor=path.factor)
-    return tr("{factors}, reach {reach}").format(factors=counted, reach=f"{path.reach:.1e}")
+    return ngettext("{count} transition factor ({factor})", "{count} transition factors ({factor})",
+                    path.factors).format(count=format_integer(path.factors, lang), factor=path.factor)
