@@ -254,3 +254,11 @@ def test_compare_reads_each_machine_signal_path() -> None:
     text = " ".join(console.export_text().split())
     assert "6 transition factors (W_hh)" in text and "1 transition factor (α_ji)" in text
     assert "absent: LSTM declares no transition factor" in text
+
+
+def test_notebook_views_show_the_signal_path(modern) -> None:
+    from seqlab.studies.profile import profile
+
+    assert "31 a_t (" in modern.html("en") and "Camino de la señal: factores 1 → T" in modern.html("es")
+    html = profile(ElmanRNN(D, D, generator=_gen()), _x(5)).html("en")
+    assert "4 transition factors (W_hh), reach" in html
