@@ -262,3 +262,19 @@ def test_notebook_views_show_the_signal_path(modern) -> None:
     assert "31 a_t (" in modern.html("en") and "Camino de la señal: factores 1 → T" in modern.html("es")
     html = profile(ElmanRNN(D, D, generator=_gen()), _x(5)).html("en")
     assert "4 transition factors (W_hh), reach" in html
+
+
+def test_a_declaring_module_that_fails_in_float64_is_refused_by_name_and_profile_goes_on() -> None:
+    from seqlab.measure.signal_path import read_signal_path
+
+    class Float32Only(DiagonalRecurrence):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if x.dtype != torch.float32:
+                raise TypeError("float32 only")
+            return super().forward(x)
+
+    layer = Float32Only(D, generator=_gen())
+    with pytest.raises(SeqlabError, match="Float32Only fails on its float64 copy: TypeError: float32 only"):
+        measure_signal_path(layer, _x(4))
+    reading = read_signal_path(layer, _x(4))
+    assert (reading.absent, reading.path) == ("refused", None) and "float32 only" in reading.detail

@@ -155,8 +155,14 @@ def _run(copy64: torch.nn.Module, declaring: list[torch.nn.Module], x: Tensor, s
     for m in declaring:
         m.transition_scale, m.transition_applied = s, 0
     try:
-        result = copy64(x)
-        y = output(result) if output is not None else result
+        try:
+            result = copy64(x)
+            y = output(result) if output is not None else result
+        except SeqlabError:
+            raise
+        except Exception as error:  # noqa: BLE001 - the module failing on its float64 copy is named, not raised raw
+            raise SeqlabError(f"{type(copy64).__name__} fails on its float64 copy: {type(error).__name__}: {error}",
+                              parameter="module") from error
         if not isinstance(y, Tensor) or y.dim() != x.dim() or y.shape[:-1] != x.shape[:-1]:
             shape = tuple(y.shape) if isinstance(y, Tensor) else type(y).__name__
             raise SeqlabError(f"the output must have the input's positions, shape {tuple(x.shape[:-1])} + (d_out,); "
@@ -201,8 +207,8 @@ def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, 
         A :class:`SignalPath`; ``factors`` is None, with the reason, when J(s) is not one power of s times J(1).
 
     Raises:
-        SeqlabError: ``module`` declares no transition factor (named), or one that its forward never applies;
-            a bad x, position, output or scale.
+        SeqlabError: ``module`` declares no transition factor (named), or one that its forward never applies; it
+            cannot be copied to float64 or fails there; a bad x, position, output or scale.
     """
     if not isinstance(module, torch.nn.Module):
         raise SeqlabError(f"module must be a torch.nn.Module, received {type(module).__name__}", parameter="module")
@@ -217,7 +223,11 @@ def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, 
     x = _check_input(x)
     T = x.shape[-2]
     source, target = _position("source", source, T), _position("target", target, T)
-    copy64 = copy.deepcopy(module).to(torch.float64).eval()
+    try:
+        copy64 = copy.deepcopy(module).to(torch.float64).eval()
+    except Exception as error:  # noqa: BLE001 - a module that cannot be copied has no reading, named
+        raise SeqlabError(f"{type(module).__name__} cannot be copied to float64 for the measurement: "
+                          f"{type(error).__name__}: {error}", parameter="module") from error
     declaring = _declaring(copy64)
     x64 = x.detach().to(torch.float64).requires_grad_(True)
     with torch.enable_grad():
