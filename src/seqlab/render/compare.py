@@ -45,8 +45,14 @@ def _gated_cells(result: CompareResult, cell) -> list[str]:
     return [cell(g) for g in result.gated] if result.gated else [DASH, DASH]
 
 
+def _timing_threads(result: CompareResult, f: Formatter) -> str:
+    """The timings' thread count in words (every time shown states it)."""
+    return plural_translator(f.lang)("{count} thread", "{count} threads", result.threads).format(count=result.threads)
+
+
 def _rows(result: CompareResult, f: Formatter, detailed: bool) -> list[tuple[str, ...]]:
     _ = f._
+    threads = _timing_threads(result, f)
     rec, att = result.recurrence, result.attention
     gated = lambda cell: _gated_cells(result, cell)  # noqa: E731
     factor = lambda reach: DASH if reach.factor_per_step() is None else f.number(reach.factor_per_step())  # noqa: E731
@@ -77,9 +83,10 @@ def _rows(result: CompareResult, f: Formatter, detailed: bool) -> list[tuple[str
         (_("Token rows shuffled"), f.order(rec.order), f.order(att.order), DASH, DASH),
         (_("Keys and values shuffled together"), f.order(rec.key_value_order), f.order(att.key_value_order),
          DASH, DASH),
-        (_("Wall time, the library layer"), f.time(rec.time_library),
+        (_("Wall time on {threads}, the library layer").format(threads=threads), f.time(rec.time_library),
          f.time(att.time_layer), *gated(lambda g: f.time(g.time_library))),
-        (_("Wall time, the call alone (SDPA)"), DASH, f.time(att.time_library), DASH, DASH),
+        (_("Wall time on {threads}, the call alone (SDPA)").format(threads=threads), DASH, f.time(att.time_library),
+         DASH, DASH),
     ]
     if detailed:
         rows += _detail_rows(result, f)
@@ -103,7 +110,8 @@ def _detail_rows(result: CompareResult, f: Formatter) -> list[tuple[str, ...]]:
                   for g in result.gated}
     decay = lambda m: DASH if f.decay(m.reach) is None else f.number(f.decay(m.reach))  # noqa: E731
     return [
-        (_("Wall time, explicit machine"), f.time(rec.time_explicit), f.time(att.time_explicit), DASH, DASH),
+        (_("Wall time on {threads}, explicit machine").format(threads=_timing_threads(result, f)),
+         f.time(rec.time_explicit), f.time(att.time_explicit), DASH, DASH),
         (_("Reach decay per step (log-linear fit)"), decay(rec), decay(att),
          *_gated_cells(result, decay)),
         (_("Reach estimator, dtype"), f"{rec.reach.estimator}, {rec.reach.dtype}",
