@@ -162,7 +162,7 @@ def test_l8_one_scope_not_decided_is_a_caveat_that_names_it(monkeypatch):
     assert sentence == "not decided: the whole layer on 1 thread (×0.900–1.45 over 7 rounds, across the ×1.2 margin)."
     assert "some" not in text
     spanish = words(judged, "es")
-    assert "no decidido: la capa entera con 1 hilo (×0,900–1,45 en 7 rondas" in spanish.lower()
+    assert "salvedad: sin decidir: la capa entera con 1 hilo (×0,900–1,45 en 7 rondas, a ambos lados" in spanish.lower()
 
 
 def test_l8_names_the_scope_where_attention_stops_finishing_first(monkeypatch):
