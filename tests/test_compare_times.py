@@ -189,3 +189,15 @@ def test_json_carries_the_decisions(monkeypatch):
     assert (sdpa["a"], sdpa["b"], sdpa["outcome"], sdpa["margin"], sdpa["rounds"]) == ("nn.RNN", "SDPA", "b_first",
                                                                                        1.2, 7)
     assert sdpa["low"] == pytest.approx(4.0) and layer["b"] == LAYER and document["threads"] == 2
+
+
+def test_every_time_shown_states_its_threads(monkeypatch, untimed):
+    """The table's time rows name the timings' threads; untimed (``--no-time``) they name none."""
+    from seqlab.render.compare import _rows
+
+    labels = [row[0] for row in _rows(timed(monkeypatch, threads=2), EN, detailed=True)]
+    assert {"Wall time on 2 threads, the library layer", "Wall time on 2 threads, the call alone (SDPA)",
+            "Wall time on 2 threads, explicit machine"} <= set(labels)
+    untimed_labels = [row[0] for row in _rows(untimed, ES, detailed=False)]
+    assert "Tiempo real, la capa de la biblioteca" in untimed_labels
+    assert not any("hilo" in label for label in untimed_labels)
