@@ -11,7 +11,9 @@ the same machine). A comparison then decides only when the spread of those ratio
     b_first   ⇔  lower quartile of ratio_k > margin    and  best > margin
     a_first   ⇔  upper quartile of ratio_k < 1/margin  and  best < 1/margin
     tie       ⇔  both quartiles within [1/margin, margin]
-    not_judged otherwise (the spread straddles the margin), or with fewer than :data:`MIN_ROUNDS` rounds.
+    not_judged otherwise (the spread straddles the margin)
+
+and not judged with fewer than :data:`MIN_ROUNDS` rounds.
 
 Other work on the computer only ever *adds* time to a block, so each machine's quickest round is its least
 disturbed one; asking both readings to agree keeps a burst that hit most of one machine's blocks from deciding.
