@@ -16,7 +16,6 @@ from dataclasses import replace
 from fractions import Fraction
 
 import pytest
-import torch
 
 import seqlab.memory
 from seqlab.errors import SeqlabError

@@ -84,7 +84,11 @@ def _functions(sizes: CheckSizes, seed: int) -> dict[str, object]:
 
 
 def timed_name(name: str, threads: int) -> str:
-    """The name one callable is timed under on ``threads`` threads, e.g. ``"sdpa@2"``."""
+    """The name one callable is timed under on ``threads`` threads.
+
+    >>> timed_name("sdpa", 2)
+    'sdpa@2'
+    """
     return f"{name}@{threads}"
 
 
@@ -130,7 +134,17 @@ def undecided_reason(decision) -> str:
     """Why a :class:`~seqlab.measure.rounds.Decision` was not judged: ``"few_rounds"`` (fewer than
     :data:`~seqlab.measure.rounds.MIN_ROUNDS`), ``"quickest_disagree"`` (the quartiles clear the margin, or sit
     inside it, but the quickest rounds do not agree) or ``"straddles"`` (the quartiles of the per-round ratios
-    straddle the margin). Raises SeqlabError for a decided one."""
+    straddle the margin).
+
+    >>> from seqlab.measure.rounds import Decision
+    >>> undecided_reason(Decision("a", "b", "not_judged", 1.3, 0.9, 1.45, 1.2, 7))
+    'straddles'
+    >>> undecided_reason(Decision("a", "b", "not_judged", 3.0, 3.0, 3.0, 1.2, 7))  # quartiles clear, best not
+    'quickest_disagree'
+
+    Raises:
+        SeqlabError: ``decision`` was decided (it needs no reason).
+    """
     from seqlab.errors import SeqlabError
     from seqlab.measure.rounds import MIN_ROUNDS
 

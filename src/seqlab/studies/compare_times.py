@@ -36,7 +36,11 @@ RNN, SDPA = "nn.RNN", "SDPA"
 
 
 def layer_name(heads: int) -> str:
-    """The name ``nn.MultiheadAttention`` with ``heads`` heads is timed under."""
+    """The name ``nn.MultiheadAttention`` with ``heads`` heads is timed under.
+
+    >>> layer_name(8)
+    'nn.MultiheadAttention (8 heads)'
+    """
     return f"nn.MultiheadAttention ({heads} heads)"
 
 
