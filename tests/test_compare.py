@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import replace
-
 from fractions import Fraction
 
 import pytest

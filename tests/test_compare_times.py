@@ -201,3 +201,13 @@ def test_every_time_shown_states_its_threads(monkeypatch, untimed):
     untimed_labels = [row[0] for row in _rows(untimed, ES, detailed=False)]
     assert "Tiempo real, la capa de la biblioteca" in untimed_labels
     assert not any("hilo" in label for label in untimed_labels)
+
+
+def test_a_bad_thread_count_is_refused_before_any_tracing(monkeypatch):
+    from seqlab.errors import SeqlabError
+
+    traced = []
+    monkeypatch.setattr("seqlab.studies.compare._build", lambda config: traced.append(config))
+    with pytest.raises(SeqlabError, match="threads must be an integer >= 1, received 0"):
+        run_compare(synthetic_tokens(12), "tiny", CompareConfig(d_model=16, threads=0))
+    assert traced == []

@@ -13,9 +13,9 @@ Each claim gets one of the verdicts :data:`~seqlab.studies.verdicts.VERDICTS`: `
 ``holds_with_caveat`` (the measurement agrees with the claim as the lesson means it, but shows a condition
 the lesson leaves out, named in the check's ``condition``), ``not_judged`` (the measurement decided nothing)
 or ``does_not_hold``. A measurement that raises is reported with its error and does not hold: nothing is
-skipped in silence. Only L8 reads a clock; its margins and noise rule let a busy machine downgrade it to a
-caveat, or to ``not_judged`` when its lesson-scope comparison itself was not decided, never fail it (its
-machines are timed in interleaved rounds and judged by :func:`seqlab.measure.rounds.decide`). Default
+skipped in silence. Only L8 reads a clock; its machines are timed in interleaved rounds and every comparison
+is judged by :func:`seqlab.measure.rounds.decide`, so a busy machine leaves comparisons not decided (a caveat
+naming each, or ``not_judged`` when its lesson-scope comparison itself was not decided) rather than failing it. Default
 sizes run in seconds; :attr:`CheckConfig.full` takes larger ones.
 """
 

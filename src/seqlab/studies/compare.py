@@ -334,12 +334,15 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
         A :class:`CompareResult`.
 
     Raises:
-        SeqlabError: fewer than 2 tokens, bad widths or score, or sizes that would not fit in memory.
+        SeqlabError: fewer than 2 tokens, bad widths or score, a thread count that is not an integer >= 1, or
+            sizes that would not fit in memory.
     """
     T = len(tokens)
     if T < 2:
         raise SeqlabError(f"compare needs a text of at least 2 tokens; {source} has {T}", parameter="T")
     check_compare_size(T, config)
+    if config.threads is not None:  # refused before anything is traced, not after
+        require_positive_int("threads", config.threads)
     recurrence, attention = _build(config)
     x = embed(tokens, recurrence.d_model, seed=config.seed)  # (T, d_model)
     d_model, d_h, d_k, d_v = config.widths()
