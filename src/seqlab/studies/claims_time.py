@@ -51,7 +51,8 @@ from seqlab.studies.verdicts import Judgement, verdict_of
 SCOPES = ("sdpa", "sdpa_projections", "layer", "layer_batch")
 #: A ratio of times (or of speed-ups) decides only beyond this factor, either way (``check`` L8 and ``compare``).
 SPEED_MARGIN = 1.2
-#: Interleaved rounds of L8's measurement (seven per-round ratios give quartiles worth the name).
+#: Interleaved rounds of L8's measurement: seven per-round ratios give quartiles worth the name (equal to
+#: seqlab.measure.rounds.DEFAULT_ROUNDS, held equal by a test; that module is imported only when L8 runs).
 ROUNDS = 7
 #: The control: one (n, n) @ (n, n) product, which any free core speeds up; if it does not get faster on the
 #: machine's threads, those threads are busy and no thread comparison is judged.
