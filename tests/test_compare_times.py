@@ -189,6 +189,10 @@ def test_json_carries_the_decisions(monkeypatch):
     assert (sdpa["a"], sdpa["b"], sdpa["outcome"], sdpa["margin"], sdpa["rounds"]) == ("nn.RNN", "SDPA", "b_first",
                                                                                        1.2, 7)
     assert sdpa["low"] == pytest.approx(4.0) and layer["b"] == LAYER and document["threads"] == 2
+    jsonschema = pytest.importorskip("jsonschema")
+    from seqlab.render.json_output import schema
+
+    assert list(jsonschema.Draft202012Validator(schema("compare")).iter_errors(document)) == []
 
 
 def test_every_time_shown_states_its_threads(monkeypatch, untimed):
