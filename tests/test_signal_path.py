@@ -1,4 +1,4 @@
-"""The signal's path (seqlab.measure.signal_path): transition factors met from x_i to y_j, measured from J(s) = s^k J(1).
+"""The signal's path (seqlab.measure.signal_path): transition factors met from x_i to y_j, from J(s) = s^k J(1).
 
 Exact integer counts, by agreement of two routes: the loop and the scan (or the recurrent and the parallel form) of
 one layer give the same count and the same reach, while their graph paths differ.
@@ -203,7 +203,8 @@ def test_table1_modern_json_carries_the_signal_path(modern) -> None:
 # --- profile: the signal path where the module declares factors, named as absent otherwise ------------------------
 
 @pytest.mark.parametrize(("module", "factors", "words_en", "words_es"), [
-    (ElmanRNN(D, D, generator=_gen()), 5, "5 transition factors (W_hh), reach", "5 factores de transición (W_hh), alcance"),
+    (ElmanRNN(D, D, generator=_gen()), 5, "5 transition factors (W_hh), reach",
+     "5 factores de transición (W_hh), alcance"),
     (torch.nn.RNN(D, D, batch_first=True), None, "absent: RNN declares no transition factor",
      "ausente: RNN no declara ningún factor de transición"),
     (MambaBlock(D, d_state=2, generator=_gen()), None, "not measured: routes from x_1 to y_T cross different",

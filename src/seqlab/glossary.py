@@ -95,6 +95,9 @@ TERMS: tuple[Term, ...] = (
     Term("transition_factor", "transition factor", "factor de transición",
          "a multiplicative factor between positions: W_hh in the recurrence, a decay a_t, an attention weight α_ji",
          r"\btransition factors?\b", ("factor de transición", "factores de transición")),
+    Term("interleaved_rounds", "interleaved rounds", "rondas intercaladas",
+         "timing in which every round times one block of each machine, the order rotating (L8's one rule)",
+         r"\binterleaved rounds?\b", ("rondas intercaladas",)),
 )
 
 #: One notation per formula that more than one command prints: PyTorch's (``torch.nn.LSTM`` and

@@ -1,4 +1,4 @@
-"""Transition factors: the multiplicative factor a layer puts between positions, declared so it can be scaled (issue 23).
+"""Transition factors: the multiplicative factor a layer puts between positions, declared to be scaled (issue 23).
 
 A signal from x_i reaches y_j through products: the lesson's recurrence multiplies it by W_hh once per step (L3),
 attention by one weight α_ji whatever the distance (L4), a diagonal or selective recurrence by one decay a_t per

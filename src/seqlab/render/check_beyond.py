@@ -115,7 +115,7 @@ def _counts(values, n, missing: str) -> str:
 
 
 def b4(_, v, c, n):
-    """B4: the scan's graph path is shorter (log T against T); its signal path is the loop's T − 1 decays, same reach."""
+    """B4: the scan's graph path is shorter (log T against T); its signal path is the loop's T − 1 decays."""
     _ = _tr(n)
     missing = _("not measured")
     return (_("A parallel scan shortens the chain of waits, not the chain of factors"),
@@ -128,7 +128,8 @@ def b4(_, v, c, n):
               "(relative)").format(
                 scan=_counts(v["scan_path_ops"], n, missing), scan_form=v["scan_form"] or missing,
                 loop=_counts(v["loop_path_ops"], n, missing), loop_form=v["loop_form"] or missing,
-                scan_factors=_counts(v["scan_factors"], n, missing), loop_factors=_counts(v["loop_factors"], n, missing),
+                scan_factors=_counts(v["scan_factors"], n, missing),
+                loop_factors=_counts(v["loop_factors"], n, missing),
                 difference=f"{v['reach_difference']:.1e}"),
             _("holds when the scan's graph path is shorter at every T, the form a + b·f(T) that fits it best is "
               "f = log T and the loop's is f = T, both forms meet T − 1 transition factors at every T, and their "

@@ -19,9 +19,9 @@ field built since (issues 15 and 23) are checked the same way, and marked ``beyo
   RNN's is 1 (constant), by the same rule.
 * **B4** — a parallel scan shortens the chain of waits but not the chain of factors (Hillis & Steele 1986; Blelloch
   1990, §1.4; lesson L3/L4 read path as the factors a signal meets). Measured on the diagonal recurrence by loop and
-  by scan at :data:`SIGNAL_LENGTHS`: the graph path from x_1 to y_T in ops (:func:`~seqlab.measure.paths.measure_paths`),
-  the transition factors met on the way (:func:`~seqlab.measure.signal_path.measure_signal_path`) and the reach
-  ‖∂y_T/∂x_1‖_F. Holds when the scan's graph path is shorter at every T and grows as log T while the loop's grows as
+  by scan at :data:`SIGNAL_LENGTHS`: the graph path from x_1 to y_T in ops
+  (:func:`~seqlab.measure.paths.measure_paths`), the transition factors met on the way
+  (:func:`~seqlab.measure.signal_path.measure_signal_path`) and the reach ‖∂y_T/∂x_1‖_F. Holds when the scan's graph path is shorter at every T and grows as log T while the loop's grows as
   T, the factor counts are T − 1 in both forms at every T, and the two reaches agree within
   :data:`REACH_TOLERANCE` (relative, float64).
 
@@ -161,8 +161,8 @@ def _graph_path(layer, x) -> int | None:
 
 
 def check_b4(sizes: CheckSizes, seed: int) -> Judgement:
-    """B4: the diagonal recurrence's scan waits fewer ops than its loop (log T against T), yet from x_1 to y_T the signal
-    meets the same T − 1 decays in both forms, and ‖∂y_T/∂x_1‖ is the same."""
+    """B4: the diagonal recurrence's scan waits fewer ops than its loop (log T against T), yet from x_1 to y_T the
+    signal meets the same T − 1 decays in both forms, and ‖∂y_T/∂x_1‖ is the same."""
     import torch
 
     from seqlab.layers.linear_recurrence import DiagonalRecurrence
