@@ -130,11 +130,11 @@ def b4(_, v, c, n):
                 loop=_counts(v["loop_path_ops"], n, missing), loop_form=v["loop_form"] or missing,
                 scan_factors=_counts(v["scan_factors"], n, missing),
                 loop_factors=_counts(v["loop_factors"], n, missing),
-                difference=f"{v['reach_difference']:.1e}"),
+                difference=n(float(v["reach_difference"]))),
             _("holds when the scan's graph path is shorter at every T, the form a + b·f(T) that fits it best is "
               "f = log T and the loop's is f = T, both forms meet T − 1 transition factors at every T, and their "
               "reaches agree within {tolerance} (relative); otherwise it does not hold.").format(
-                tolerance=f"{v['reach_tolerance']:.0e}"),
+                tolerance=n(float(v["reach_tolerance"]))),
             _("The scan regroups the products a_T ⋯ a_2 into about log₂ T rounds, so y_T waits fewer steps for x_1; "
               "the signal from x_1 is still multiplied by each of the T − 1 decays and fades exactly as in the loop "
               "(L3)."))

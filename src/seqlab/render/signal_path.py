@@ -6,7 +6,7 @@ everywhere. Nothing here measures; the words are English message ids of the gett
 
 from __future__ import annotations
 
-from seqlab.i18n import format_integer, plural_translator, translator
+from seqlab.i18n import format_integer, format_number, plural_translator, translator
 from seqlab.measure.signal_path import SignalReading
 
 DOMAIN = "seqlab"
@@ -36,13 +36,13 @@ def reading_words(reading: SignalReading | None, lang: str = "en") -> str:
     >>> from seqlab.layers.recurrent import ElmanRNN
     >>> x = torch.ones(1, 4, 2)
     >>> reading_words(read_signal_path(ElmanRNN(2, 2, generator=torch.Generator().manual_seed(0)), x))
-    '3 transition factors (W_hh), reach 9.4e-03'
+    '3 transition factors (W_hh), reach 0.00942'
     """
     tr = translator(lang, DOMAIN)
     counted = count_words(reading, lang)
     if reading is None or reading.path is None or reading.path.factors is None:
         return counted
-    return tr("{factors}, reach {reach}").format(factors=counted, reach=f"{reading.path.reach:.1e}")
+    return tr("{factors}, reach {reach}").format(factors=counted, reach=format_number(reading.path.reach, lang))
 
 
 def count_words(reading: SignalReading | None, lang: str = "en") -> str:

@@ -12,7 +12,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from seqlab.i18n import format_integer, translator
+from seqlab.i18n import format_integer, format_number, translator
 from seqlab.layers import mixers
 from seqlab.measure.signal_path import REASONS
 from seqlab.render.signal_path import reason_words
@@ -92,7 +92,8 @@ def _equals(counted: int | None, formula: int | None, lang: str) -> str:
 def _signal_cell(sample, lang: str) -> str:
     """``127 a_t (1.1e-03)``: factors met from x_1 to y_T, the factor, the reach; a dash or "not measured" else."""
     if sample.signal_factors is not None:
-        return f"{format_integer(sample.signal_factors, lang)} {sample.signal_factor} ({sample.signal_reach:.1e})"
+        reach = format_number(sample.signal_reach, lang)
+        return f"{format_integer(sample.signal_factors, lang)} {sample.signal_factor} ({reach})"
     tr = _tr(lang)
     return DASH if sample.signal_absent in SIGNAL_ABSENT else tr("not measured")
 
@@ -228,20 +229,21 @@ def _signal_sentences(result: ModernResult, lang: str) -> list[str]:
             continue
         same = a.signal_factors == b.signal_factors and abs(a.signal_reach - b.signal_reach) <= 1e-9 * a.signal_reach
         if same:
-            sentences.append(tr("At T = {T}, from x_1 to y_T, {scan_row} waits {scan} ops and {loop_row} {loop}, yet "
-                                "in both the signal meets {factors} decays a_t and arrives with the same reach "
-                                "({reach}): the scan regroups the products, it removes none.").format(
+            sentences.append(tr("At T = {T}, from x_1 to y_T, the parallel scan waits {scan} ops and the loop {loop} "
+                                "({scan_row}; {loop_row}), yet in both the signal meets {factors} decays a_t and "
+                                "arrives with the same reach ({reach}): the scan regroups the products, it removes "
+                                "none.").format(
                 T=format_integer(T, lang), scan_row=row_name(scan, result, lang),
                 scan=format_integer(b.path_ops, lang), loop_row=row_name(loop, result, lang),
                 loop=format_integer(a.path_ops, lang), factors=format_integer(a.signal_factors, lang),
-                reach=f"{a.signal_reach:.2e}"))
+                reach=format_number(a.signal_reach, lang)))
         else:
             sentences.append(tr("At T = {T}, {loop_row} and {scan_row} disagree on the signal path: {loop} against "
                                 "{scan} factors, reach {loop_reach} against {scan_reach}.").format(
                 T=format_integer(T, lang), loop_row=row_name(loop, result, lang),
                 scan_row=row_name(scan, result, lang), loop=format_integer(a.signal_factors, lang),
-                scan=format_integer(b.signal_factors, lang), loop_reach=f"{a.signal_reach:.2e}",
-                scan_reach=f"{b.signal_reach:.2e}"))
+                scan=format_integer(b.signal_factors, lang), loop_reach=format_number(a.signal_reach, lang),
+                scan_reach=format_number(b.signal_reach, lang)))
     reasons = {
         "no_factor": tr("their module declares no transition factor"),
         "stack_not_measured": tr("their connecting stack is seqlab table1's, whose layers are not offered here"),
