@@ -197,6 +197,9 @@ class Machine:
         stack: T -> (x -> every layer's output) of the stack that connects all T positions, when one layer
             does not (None: one layer connects them).
         regimes: column -> where its big-O applies (:class:`~seqlab.layers.mixers.Regime`; see :meth:`regime`).
+        module: the ``torch.nn.Module`` behind ``layer``, whose declared transition factors the signal path scales
+            (:mod:`seqlab.measure.signal_path`); None when the row has none to offer.
+        module_output: picks the (1, T, d) output from what ``module`` returns (None: the return value itself).
     """
 
     layer: Callable[[Tensor], Tensor]
@@ -206,6 +209,8 @@ class Machine:
     step_closed_form: Callable[[], int] | None = None
     stack: Callable[[int], Callable[[Tensor], list[Tensor]]] | None = None
     regimes: Mapping[str, Regime] = field(default_factory=dict)
+    module: torch.nn.Module | None = None
+    module_output: Callable[[Any], Tensor] | None = None
 
     def regime(self, column: str) -> Regime:
         """Where the big-O of ``column`` applies (:data:`~seqlab.layers.mixers.EVERY_LENGTH` unless the row says)."""
@@ -232,19 +237,22 @@ def build_machine(row: str, d: int, *, kernel: int, window: int, chunk: int, see
     generator = torch.Generator().manual_seed(seed)
     if row == "elman":
         decoder = build_decoder("elman", d, seed=seed)
-        return Machine(decoder.rnn, lambda T: cost.recurrence_multiplications(T, d, d), decoder, "elman")
+        return Machine(decoder.rnn, lambda T: cost.recurrence_multiplications(T, d, d), decoder, "elman",
+                       module=decoder.rnn)
     regimes = _fixed_regimes(row, d, kernel, window)
     if row == "self_attention":  # Q, K, V, the call and W_O, as the mixers count theirs
         attention = WithOutputProjection(SelfAttention(d, causal=True, generator=generator), generator).eval()
         return Machine(attention, lambda T: cost.attention_layer_multiplications(T, d, d, d),
-                       build_decoder("attention_kv_cache", d, seed=seed), "attention_kv_cache", regimes=regimes)
+                       build_decoder("attention_kv_cache", d, seed=seed), "attention_kv_cache", regimes=regimes,
+                       module=attention)
     if row in ("convolution", "dilated_convolution"):
         one = ConvolutionStack(d, kernel, layers=1, generator=generator).eval()
-        return Machine(one, lambda T: cost.convolution_multiplications(T, d, kernel), None, None, regimes=regimes)
+        return Machine(one, lambda T: cost.convolution_multiplications(T, d, kernel), None, None, regimes=regimes,
+                       module=one)
     if row == "restricted":
         one = WithOutputProjection(RestrictedSelfAttention(d, window, generator=generator), generator).eval()
         return Machine(one, lambda T: cost.restricted_attention_layer_multiplications(T, window, d, d, d), None, None,
-                       regimes=regimes)
+                       regimes=regimes, module=one)
     return _build_mixer(row, d, window=window, chunk=chunk, generator=generator)
 
 
@@ -275,4 +283,4 @@ def _build_mixer(row: str, d: int, *, window: int, chunk: int, generator: torch.
                 return outputs
             return forward_all
     regimes = {column: regime(module) for column, regime in spec.regimes.items()}
-    return Machine(module, module.multiplications, module, machine, step_form, stack, regimes)
+    return Machine(module, module.multiplications, module, machine, step_form, stack, regimes, module=module)
