@@ -44,8 +44,10 @@ def test_exact_counts_equal_their_closed_forms(tiny):
     assert rows["linear_attention_parallel"].long[0].multiplications == 36_864
     assert all(s.multiplications == s.closed_form for row in tiny.rows for s in row.long)
     assert tiny.counts_differ == 0
-    # decoding: the RNN's step is 2·d² = 32 multiplications, the KV cache's 3·d² + 2·t·d = 48 + 512 at t = 64
-    assert (elman[0].decode_multiplications, attention[0].decode_multiplications) == (32, 560)
+    # decoding: the RNN's step is 2·d² = 32 multiplications, the KV cache's 3·d² + 2·t·d + d² (W_O, the work
+    # column's scope) = 48 + 512 + 16 at t = 64
+    assert (elman[0].decode_multiplications, attention[0].decode_multiplications) == (32, 576)
+    assert attention[0].decode_closed_form == 576
     # states: h is d floats (16 bytes); keys and values of 64 positions: 2 * 64 * 4 * 4 bytes
     assert (elman[0].state_bytes, attention[0].state_bytes) == (16, 2048)
 

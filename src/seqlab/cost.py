@@ -18,6 +18,7 @@ projection_multiplications                 T d_model (2 d_k + d_v)              
 output_projection_multiplications          T d_v d_model                                        §3.2.2
 attention_layer_multiplications            projections + call + W_O                             L6
 kv_cache_step_multiplications              d_model (2 d_k + d_v) + t (d_k + d_v)                L6
+kv_cache_layer_step_multiplications        the step above + d_v d_model (W_O)                   L6, §3.2.2
 no_cache_step_multiplications              d_model d_k + t d_model (d_k + d_v) + t (d_k + d_v)  L6
 work_ratio                                 attention / recurrence                               L7
 crossover_length                           d_h (d_h + d_model) / (d_k+d_v)                      L7
@@ -397,6 +398,27 @@ def kv_cache_step_multiplications(t: int, d_model: int, d_k: int, d_v: int) -> i
     return projection_multiplications(1, d_model, d_k, d_v) + attention_multiplications(1, d_k, d_v, T_k=t)
 
 
+def kv_cache_layer_step_multiplications(t: int, d_model: int, d_k: int, d_v: int) -> int:
+    """The KV-cache step of a whole attention layer: :func:`kv_cache_step_multiplications` + d_v·d_model for W_O.
+
+    d_model(2d_k + d_v) + t(d_k + d_v) + d_v·d_model: the step's own projections, its query over the t cached keys
+    and values, then the output projection of its one row back to d_model (the scope of
+    :func:`attention_layer_multiplications`, one position at a time).
+
+    >>> kv_cache_layer_step_multiplications(16, 256, 256, 256)  # 4 * 256**2 + 2 * 16 * 256
+    270336
+
+    Returns:
+        int, multiplications.
+
+    Raises:
+        SeqlabError: any argument is not an integer >= 1.
+
+    Source: lesson claim L6; Vaswani et al. 2017, §3.2.2 (W^O).
+    """
+    return kv_cache_step_multiplications(t, d_model, d_k, d_v) + d_v * d_model  # validated by the call before
+
+
 def no_cache_step_multiplications(t: int, d_model: int, d_k: int, d_v: int) -> int:
     """Multiplications of the attention step at position t without a cache.
 
@@ -753,7 +775,8 @@ CLOSED_FORMS: dict[str, Callable[..., int | Fraction | None]] = {
         scored_crossover_length, projection_multiplications, work_ratio, crossover_length,
         first_length_attention_costs_more, recurrence_sequential_steps, attention_sequential_products, flops,
         gated_recurrence_multiplications, output_projection_multiplications, attention_layer_multiplications,
-        kv_cache_step_multiplications, no_cache_step_multiplications, convolution_multiplications,
+        kv_cache_step_multiplications, kv_cache_layer_step_multiplications, no_cache_step_multiplications,
+        convolution_multiplications,
         restricted_attention_multiplications, restricted_attention_layer_multiplications,
         linear_attention_multiplications,
         linear_attention_step_multiplications, diagonal_recurrence_multiplications,

@@ -346,7 +346,7 @@ def _decode(machine: Machine, t: int, config: ModernConfig) -> tuple[int | None,
         step = decode.measure_decode_step(machine.decode_machine, t, d_model=config.d_model, time=False,
                                           seed=config.seed, decoder=machine.decoder)
         formula = machine.step_closed_form  # the row's own module, when its options differ from the machine's
-        return step.multiplications, (int(formula()) if formula is not None else step.closed_form), step.state_bytes
+        return step.multiplications, (int(formula(t)) if formula is not None else step.closed_form), step.state_bytes
     from seqlab.layers.decoding import state_bytes
     from seqlab.measure.work import count_multiplications
 
@@ -357,7 +357,7 @@ def _decode(machine: Machine, t: int, config: ModernConfig) -> tuple[int | None,
         counted = count_multiplications(machine.decoder.step, x_t, state)
         _, after = machine.decoder.step(x_t, state)
     formula = machine.step_closed_form
-    return counted.multiplications, (int(formula()) if formula is not None else None), state_bytes(after)
+    return counted.multiplications, (int(formula(t)) if formula is not None else None), state_bytes(after)
 
 
 def _long(machine: Machine, T: int, config: ModernConfig) -> LongSample:

@@ -182,6 +182,41 @@ class WithOutputProjection(torch.nn.Module):
         return self.o_proj(self.attention(x)[0])  # (…, T, d_v) -> (…, T, d_model)
 
 
+class StepWithOutputProjection(torch.nn.Module):
+    """A decoder's step followed by the layer's output projection W_O (d_v -> d_model), state handed on unchanged.
+
+    The decode column then counts the same scope as the work column: a KV-cache step of the attention row projects
+    its mixed value back to d_model, as every mixer's step does with its ``o_proj`` (Vaswani et al. 2017, §3.2.2).
+
+    >>> from seqlab.layers.attention import SelfAttention
+    >>> from seqlab.layers.decoding import KVCacheDecoder
+    >>> g = torch.Generator().manual_seed(0)
+    >>> layer = WithOutputProjection(SelfAttention(4, causal=True, generator=g), g)
+    >>> step = StepWithOutputProjection(KVCacheDecoder(layer.attention), layer.o_proj)
+    >>> y, state = step.step(torch.zeros(1, 4), step.initial_state(1))
+    >>> y.shape, state[0].shape  # (B, d_model), keys (B, t, d_k)
+    (torch.Size([1, 4]), torch.Size([1, 1, 4]))
+    """
+
+    def __init__(self, decoder: Any, o_proj: torch.nn.Linear) -> None:
+        super().__init__()
+        self.decoder, self.o_proj = decoder, o_proj
+        self.d_model = decoder.d_model
+
+    def initial_state(self, batch: int, **options: Any) -> tuple[Tensor, ...]:
+        """The wrapped decoder's empty state (see its ``initial_state``)."""
+        return self.decoder.initial_state(batch, **options)
+
+    def state_from_prefix(self, prefix: Tensor) -> tuple[Tensor, ...]:
+        """The wrapped decoder's state after ``prefix`` (B, t-1, d_model)."""
+        return self.decoder.state_from_prefix(prefix)
+
+    def step(self, x_t: Tensor, state: tuple[Tensor, ...]) -> tuple[Tensor, tuple[Tensor, ...]]:
+        """y_t (B, d_model) = step(x_t) W_Oᵀ for x_t (B, d_model); the state as the wrapped step hands it on."""
+        y, state = self.decoder.step(x_t, state)  # (B, d_v)
+        return self.o_proj(y), state
+
+
 @dataclass(frozen=True)
 class Machine:
     """A row built at width d: the one layer (x (1, T, d) -> y), its closed-form work at T, the step API.
@@ -192,7 +227,7 @@ class Machine:
         decoder: an object with ``initial_state`` / ``step`` (None: the layer has no step API here).
         decode_machine: the machine name of :mod:`seqlab.measure.decode` measuring the decoder, or None when
             the table measures the decoder's step itself.
-        step_closed_form: multiplications of one decode step by the module's closed form (None: none offered,
+        step_closed_form: t -> multiplications of the step generating position t by the module's closed form (None: none offered,
             or measured through ``decode_machine``, which brings its own).
         stack: T -> (x -> every layer's output) of the stack that connects all T positions, when one layer
             does not (None: one layer connects them).
@@ -206,7 +241,7 @@ class Machine:
     closed_form: Callable[[int], int]
     decoder: Any
     decode_machine: str | None
-    step_closed_form: Callable[[], int] | None = None
+    step_closed_form: Callable[[int], int] | None = None
     stack: Callable[[int], Callable[[Tensor], list[Tensor]]] | None = None
     regimes: Mapping[str, Regime] = field(default_factory=dict)
     module: torch.nn.Module | None = None
@@ -242,8 +277,9 @@ def build_machine(row: str, d: int, *, kernel: int, window: int, chunk: int, see
     regimes = _fixed_regimes(row, d, kernel, window)
     if row == "self_attention":  # Q, K, V, the call and W_O, as the mixers count theirs
         attention = WithOutputProjection(SelfAttention(d, causal=True, generator=generator), generator).eval()
-        return Machine(attention, lambda T: cost.attention_layer_multiplications(T, d, d, d),
-                       build_decoder("attention_kv_cache", d, seed=seed), "attention_kv_cache", regimes=regimes,
+        decoder = StepWithOutputProjection(build_decoder("attention_kv_cache", d, seed=seed), attention.o_proj)
+        return Machine(attention, lambda T: cost.attention_layer_multiplications(T, d, d, d), decoder, None,
+                       lambda t: cost.kv_cache_layer_step_multiplications(t, d, d, d), regimes=regimes,
                        module=attention)
     if row in ("convolution", "dilated_convolution"):
         one = ConvolutionStack(d, kernel, layers=1, generator=generator).eval()
@@ -266,7 +302,7 @@ def _build_mixer(row: str, d: int, *, window: int, chunk: int, generator: torch.
     machine = mixer.name if mixer.decode is not None else None
     step_form = None
     if mixer.step_multiplications is not None:  # the row's own module (its options may differ from the machine's)
-        step_form = lambda: mixer.step_multiplications(module)  # noqa: E731
+        step_form = lambda t: mixer.step_multiplications(module)  # noqa: E731  (a fixed state: the same at every t)
     stack = None
     if mixer.connecting_depth is not None:
         def stack(T: int) -> Callable[[Tensor], list[Tensor]]:
