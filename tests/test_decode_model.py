@@ -73,7 +73,7 @@ def results(checkpoints):
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_bytes_equal_the_closed_form_at_three_positions(results, name):
     result = results[name]
-    assert [s.t for s in result.steps] == list(POSITIONS)
+    assert [s.t for s in result.steps if s.cache == "dynamic"] == list(POSITIONS)
     for step in result.steps:
         assert step.closed_bytes is not None
         assert dict(step.state.by_kind) == dict(step.closed_bytes), (name, step.t)
@@ -123,6 +123,25 @@ def test_growth_is_named_right(results, name):
     assert by_figure["multiplications"].kind == work and by_figure["multiplications"].expected == work
 
 
+@pytest.mark.parametrize("name", ["gpt2", "llama_gqa"])
+def test_static_cache_holds_the_largest_position_from_the_start(results, name):
+    result = results[name]
+    assert result.model.offers_static
+    static = [s for s in result.steps if s.cache == "static"]
+    assert [s.t for s in static] == list(POSITIONS)
+    for step in static:  # closed forms at t = 16, the preallocated rows, whatever the position
+        assert dict(step.state.by_kind) == dict(step.closed_bytes) and step.multiplications == step.closed_form
+    by_figure = {g.figure: g for g in result.growth}
+    assert by_figure["static bytes"].kind == "constant" == by_figure["static bytes"].expected
+    assert by_figure["static multiplications"].kind == "constant"
+    dynamic = [s for s in result.steps if s.cache == "dynamic"]
+    assert dynamic[-1].state.total_bytes == static[-1].state.total_bytes  # equal at the last position
+
+
+def test_recurrent_and_windowed_models_offer_no_static_cache(results):
+    assert not any(results[name].model.offers_static for name in ("mamba", "rwkv", "mistral", "jamba"))
+
+
 def test_hybrid_is_the_sum_of_a_constant_and_a_linear_part(results):
     by_figure = {g.figure: g for g in results["jamba"].growth}
     assert by_figure["bytes:attention_kv"].kind == "linear"
@@ -143,7 +162,7 @@ def test_classify_growth_forms():
 
 def test_timed_quick_run_gives_a_time_per_position(checkpoints):
     result = run_model_decode(ModelDecodeConfig.quick(checkpoints["gpt2"], rounds=3, block_seconds=0.001))
-    assert [s.t for s in result.steps] == [8, 16, 32]
+    assert [s.t for s in result.steps if s.cache == "dynamic"] == [8, 16, 32]
     assert all(s.timing is not None and s.timing.median_s > 0 for s in result.steps)
     assert result.threads == 1
 

@@ -97,6 +97,8 @@ class ModelFacts:
         max_positions: the largest position it accepts, or None (a recurrence: no limit).
         dtype: the weights' dtype. cache_argument: ``"cache"`` or ``"state"``, how the step gets the past.
         sliding_window: the window w of sliding-window layers, or None.
+        offers_static: every layer is full attention, so transformers' ``StaticCache`` (keys and values
+            preallocated for a fixed number of positions) is measured beside the dynamic one.
     """
 
     name: str
@@ -111,6 +113,7 @@ class ModelFacts:
     dtype: str
     cache_argument: str
     sliding_window: int | None = None
+    offers_static: bool = False
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,9 @@ class ModelStep:
         state: the cache after the step (:class:`~seqlab.measure.cache_state.CacheState`).
         closed_bytes: bytes per kind by :func:`closed_state_bytes`, or None when the family has none here.
         timing: the step's time (median and IQR over rounds), or None when not timed.
+        cache: ``"dynamic"`` (the cache the model returns, grown by concatenation) or ``"static"`` (a
+            ``StaticCache`` preallocated for the largest position: every step attends over all its rows, the
+            unwritten ones masked).
     """
 
     t: int
@@ -136,6 +142,7 @@ class ModelStep:
     state: CacheState
     closed_bytes: Mapping[str, int] | None
     timing: Timing | None = None
+    cache: str = "dynamic"
 
 
 @dataclass(frozen=True)
@@ -143,7 +150,8 @@ class Growth:
     """How one figure grows with t, measured and expected.
 
     Attributes:
-        figure: ``"multiplications"``, ``"bytes"`` (the whole state) or ``"bytes:<kind>"``.
+        figure: ``"multiplications"``, ``"bytes"`` (the whole state) or ``"bytes:<kind>"``; prefixed
+            ``"static "`` for the static cache's steps.
         values: the measured figure at each position.
         kind: one of :data:`GROWTHS` (:func:`classify_growth`).
         form: the growth form fit.py chooses for the series (``"1"``, ``"T"``...; None for a capped series).
@@ -421,20 +429,22 @@ def load_causal_lm(folder: str) -> tuple[Any, ModelFacts]:
                        non_embedding_parameters=sum(n for i, n in parameters.items() if i not in embeddings),
                        layers=config.num_hidden_layers, d_model=config.hidden_size, vocabulary=config.vocab_size,
                        max_positions=max_positions(config), dtype="float32", cache_argument=argument,
-                       sliding_window=window if isinstance(window, int) else None)
+                       sliding_window=window if isinstance(window, int) else None,
+                       offers_static=argument == "cache" and set(_layer_kinds(config) or ["?"]) == {"attention"})
     return model, facts
 
 
 def estimate_model_decode_bytes(model: Any, facts: ModelFacts, positions: tuple[int, ...]) -> MemoryEstimate:
     """Memory the measurement needs beyond the weights: every position's cache held at once (an upper bound: a
-    full key/value cache of every layer, 2·L·d·t·4 bytes, or the closed form where one exists) and the largest
+    full key/value cache of every layer, 2·L·d·t·4 bytes, or the closed form where one exists; a static cache of
+    the largest t per position when one is measured) and the largest
     prefill's eager attention scores, H·t²·4 bytes for one layer at a time, plus its activations."""
     config = model.config
     caches = 0
-    for t in positions:
+    T = max(positions)
+    for t in positions + ((T,) * len(positions) if facts.offers_static else ()):  # a static cache holds T rows
         closed = closed_state_bytes(config, t, 4)
         caches += sum(closed.values()) if closed else 2 * facts.layers * facts.d_model * t * 4
-    T = max(positions)
     heads = _get(config, "num_attention_heads", "n_head", default=1)
     scores = 2 * heads * T * T * 4
     width = max(facts.d_model, _get(config, "intermediate_size", "n_inner", default=4 * facts.d_model) or 0)
@@ -478,29 +488,43 @@ def check_model_decode(config: ModelDecodeConfig) -> tuple[ModelDecodeConfig, An
 
 # --- Measuring ----------------------------------------------------------------------------------------------------
 
-def _snapshot(cache: object) -> list[tuple[object, dict]]:
-    """Shallow copies of the cache's and its layers' attributes: restoring them undoes a step that appended
-    (``torch.cat`` makes new key/value tensors; the old ones stay intact). A state updated in place (Mamba's,
-    RWKV's) keeps its shape, so a repeated step costs the same."""
+def _snapshot(cache: object) -> list[tuple[object, dict, dict]]:
+    """Shallow copies of the cache's and its layers' attributes, and the values of their integer tensors:
+    restoring them undoes a step. ``torch.cat`` makes new key/value tensors, the old ones stay intact; a
+    position counter kept as an integer tensor is advanced in place (``StaticLayer.cumulative_length``), so its
+    value is copied back. A state updated in place (Mamba's, RWKV's) keeps its shape, so a repeated step costs the
+    same."""
     if isinstance(cache, (list, tuple)) or not hasattr(cache, "__dict__"):
         return []
     owners = [cache, *getattr(cache, "layers", [])]
     return [(owner, {k: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v)
-                     for k, v in vars(owner).items()}) for owner in owners]
+                     for k, v in vars(owner).items()},
+             {k: v.clone() for k, v in vars(owner).items()
+              if isinstance(v, torch.Tensor) and not (v.is_floating_point() or v.is_complex())})
+            for owner in owners]
 
 
-def _restore(saved: list[tuple[object, dict]]) -> None:
-    for owner, attributes in saved:
+def _restore(saved: list[tuple[object, dict, dict]]) -> None:
+    for owner, attributes, counters in saved:
         owner.__dict__.update({k: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v)
                                for k, v in attributes.items()})
+        for name, value in counters.items():
+            getattr(owner, name).copy_(value)
 
 
-def _prefill(model: Any, facts: ModelFacts, t: int, seed: int) -> tuple[dict[str, Any], torch.Tensor]:
-    """Read t − 1 ids; return the step's keyword arguments (the cache) and the id of token t."""
+def _prefill(model: Any, facts: ModelFacts, t: int, seed: int,
+             static_length: int | None = None) -> tuple[dict[str, Any], torch.Tensor]:
+    """Read t − 1 ids (into a ``StaticCache`` of ``static_length`` rows when given); return the step's keyword
+    arguments (the cache) and the id of token t."""
     generator = torch.Generator().manual_seed(seed)
     ids = torch.randint(0, facts.vocabulary, (1, t), generator=generator)  # (1, t)
+    given: dict[str, Any] = {}
+    if static_length is not None:
+        from transformers import StaticCache
+
+        given["cache"] = StaticCache(config=model.config, max_cache_len=static_length)
     with torch.no_grad():
-        out = model(ids[:, :-1], use_cache=True, logits_to_keep=1)
+        out = model(ids[:, :-1], use_cache=True, logits_to_keep=1, **given)
     past = out.get(facts.cache_argument)
     if past is None:
         found = ", ".join(k for k in out.keys() if k != "logits") or "nothing but logits"
@@ -508,6 +532,20 @@ def _prefill(model: Any, facts: ModelFacts, t: int, seed: int) -> tuple[dict[str
                           f"{type(out).__name__} with {found}; expected a {facts.cache_argument!r} object",
                           parameter="model")
     return {facts.cache_argument: past}, ids[:, -1:]
+
+
+def _growths(positions: tuple[int, ...], steps: list[ModelStep], prefix: str) -> list[Growth]:
+    """The growth of the multiplications, the whole state and each kind, measured and from the closed forms."""
+    growth = [_growth(prefix + "multiplications", positions, tuple(s.multiplications for s in steps),
+                      None if steps[0].closed_form is None else tuple(s.closed_form for s in steps)),
+              _growth(prefix + "bytes", positions, tuple(s.state.total_bytes for s in steps),
+                      None if steps[0].closed_bytes is None else tuple(sum(s.closed_bytes.values()) for s in steps))]
+    for kind in dict.fromkeys(k for s in steps for k in s.state.by_kind):
+        closed = (None if any(s.closed_bytes is None or kind not in s.closed_bytes for s in steps)
+                  else tuple(s.closed_bytes[kind] for s in steps))
+        growth.append(_growth(f"{prefix}bytes:{kind}", positions, tuple(s.state.by_kind.get(kind, 0) for s in steps),
+                              closed))
+    return growth
 
 
 def _read(facts: ModelFacts, past: object) -> CacheState:
@@ -538,10 +576,11 @@ def run_model_decode(config: ModelDecodeConfig,
     clock = time.perf_counter()
     load = machine_load() if config.time else None
     steps, steppers = [], {}
-    for done, t in enumerate(positions):
+    runs = [("dynamic", t) for t in positions] + ([("static", t) for t in positions] if facts.offers_static else [])
+    for done, (kind, t) in enumerate(runs):
         if progress is not None:
-            progress(done, len(positions), f"t = {t}")
-        kwargs, token = _prefill(model, facts, t, config.seed)
+            progress(done, len(runs), f"{kind} t = {t}")
+        kwargs, token = _prefill(model, facts, t, config.seed, max(positions) if kind == "static" else None)
         saved = _snapshot(kwargs[facts.cache_argument])
         with torch.no_grad():
             work = count_multiplications(lambda: model(token, use_cache=True, **kwargs))
@@ -552,31 +591,28 @@ def run_model_decode(config: ModelDecodeConfig,
             model(token, use_cache=True, **kwargs)
             _restore(saved)
 
-        steppers[f"t = {t}"] = step
+        steppers[f"{kind} t = {t}"] = step
+        keys = t if kind == "dynamic" else max(positions)  # a static cache's step attends over every row
         d_attn = _attention_sizes(model.config) if model.config.model_type in ATTENTION_TYPES else None
         kaplan = (cost.kaplan_step_multiplications(facts.non_embedding_parameters, facts.layers, t,
                                                    d_attn[0] * d_attn[2]) if d_attn else None)
         steps.append(ModelStep(t=t, multiplications=work.multiplications,
-                               closed_form=closed_step_multiplications(model.config, t), kaplan=kaplan,
+                               closed_form=closed_step_multiplications(model.config, keys), kaplan=kaplan,
                                unaccounted=dict(work.unaccounted), state=state,
-                               closed_bytes=closed_state_bytes(model.config, t, 4)))
+                               closed_bytes=closed_state_bytes(model.config, keys, 4), cache=kind))
     threads = config.threads
     if config.time:
         with torch.no_grad():
             rounds = measure_rounds(steppers, rounds=config.rounds, block_seconds=config.block_seconds,
                                     threads=config.threads, load=load)
         threads = rounds.threads
-        steps = [replace(s, timing=rounds.timing(f"t = {s.t}")) for s in steps]
+        steps = [replace(s, timing=rounds.timing(f"{s.cache} t = {s.t}")) for s in steps]
+    growth: list[Growth] = []
+    for kind in ("dynamic", "static"):
+        own = [s for s in steps if s.cache == kind]
+        if own:
+            growth.extend(_growths(positions, own, "" if kind == "dynamic" else "static "))
     kinds = tuple(dict.fromkeys(k for s in steps for k in s.state.by_kind))
-    growth = [_growth("multiplications", positions, tuple(s.multiplications for s in steps),
-                      None if steps[0].closed_form is None else tuple(s.closed_form for s in steps)),
-              _growth("bytes", positions, tuple(s.state.total_bytes for s in steps),
-                      None if steps[0].closed_bytes is None else tuple(sum(s.closed_bytes.values()) for s in steps))]
-    for kind in kinds:
-        closed = (None if any(s.closed_bytes is None or kind not in s.closed_bytes for s in steps)
-                  else tuple(s.closed_bytes[kind] for s in steps))
-        growth.append(_growth(f"bytes:{kind}", positions, tuple(s.state.by_kind.get(kind, 0) for s in steps),
-                              closed))
     return ModelDecodeResult(config=config, model=facts, positions=positions, steps=tuple(steps),
                              growth=tuple(growth), threads=threads, torch_version=torch.__version__,
                              transformers_version=transformers.__version__, elapsed_s=time.perf_counter() - clock,
