@@ -47,20 +47,16 @@ EXPECTED = {"gpt2": ("linear", "constant + linear"), "llama_gqa": ("linear", "co
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
     """Folder of each family's tiny checkpoint (random weights, seeded)."""
-    from transformers.utils import logging
+    from seqlab.layers.pretrained import _offline_and_quiet
 
-    verbosity = logging.get_verbosity()
-    logging.set_verbosity_error()
     folders = {}
-    try:
+    with _offline_and_quiet():  # no progress bar, no notes on stderr
         for name, make in CONFIGS.items():
             torch.manual_seed(0)
             model = transformers.AutoModelForCausalLM.from_config(make())
             folder = tmp_path_factory.mktemp(name)
             model.save_pretrained(folder)
             folders[name] = str(folder)
-    finally:
-        logging.set_verbosity(verbosity)
     return folders
 
 
@@ -231,8 +227,16 @@ def test_cli_model_table_json_and_errors(checkpoints):
     run = CliRunner().invoke(app, ["decode", "--model", checkpoints["llama_gqa"], "--positions", "4,8,16",
                                    "--no-time", "--json"], env=env)
     document = json.loads(run.output)
+    jsonschema = pytest.importorskip("jsonschema")
+    from seqlab.render.json_output import SCHEMA_VERSIONS, schema
+
+    assert document["schema_version"] == SCHEMA_VERSIONS["decode_model"]
+    assert list(jsonschema.Draft202012Validator(schema("decode_model")).iter_errors(document)) == []
     assert document["positions"] == [4, 8, 16] and document["steps"][1]["state"]["by_kind"] == {"attention_kv": 4096}
     run = CliRunner().invoke(app, ["decode", "--model", "/no/such/dir"], env=env)
     assert run.exit_code == 2 and "is not a folder" in run.output
     run = CliRunner().invoke(app, ["decode", "--model", checkpoints["gpt2"], "--positions", "4,8,100"], env=env)
     assert run.exit_code == 2 and "at most 64 positions" in run.output
+    run = CliRunner().invoke(app, ["decode", "--model", checkpoints["gpt2"], "--positions", "4,8,100", "--lang", "es"],
+                             env=env)
+    assert run.exit_code == 2 and "como mucho 64 posiciones" in run.output

@@ -571,6 +571,14 @@ def run_model_decode(config: ModelDecodeConfig,
     from seqlab.measure.rounds import measure_rounds
     from seqlab.measure.work import count_multiplications
 
+    from seqlab.layers.pretrained import _offline_and_quiet
+
+    with _offline_and_quiet():  # transformers' notes on fallback kernels go unprinted: the library never prints
+        return _run(config, progress, count_multiplications, measure_rounds, transformers.__version__)
+
+
+def _run(config: ModelDecodeConfig, progress: Callable[[int, int, str], None] | None,
+         count_multiplications: Callable, measure_rounds: Callable, transformers_version: str) -> ModelDecodeResult:
     config, model, facts = check_model_decode(config)
     positions = config.positions
     clock = time.perf_counter()
@@ -615,5 +623,5 @@ def run_model_decode(config: ModelDecodeConfig,
     kinds = tuple(dict.fromkeys(k for s in steps for k in s.state.by_kind))
     return ModelDecodeResult(config=config, model=facts, positions=positions, steps=tuple(steps),
                              growth=tuple(growth), threads=threads, torch_version=torch.__version__,
-                             transformers_version=transformers.__version__, elapsed_s=time.perf_counter() - clock,
+                             transformers_version=transformers_version, elapsed_s=time.perf_counter() - clock,
                              load=load, kinds=kinds)
