@@ -139,11 +139,19 @@ def difference_sentences(result: ModelDecodeResult, lang: str = "en") -> list[st
     lines = []
     dynamic = [s for s in result.steps if s.cache == "dynamic"]
     last = dynamic[-1]
-    if last.kaplan is not None:
-        lines.append(tr("Kaplan et al.'s N + L·t·d_attn gives {kaplan} multiplications at t = {t}, {gap} fewer than "
-                        "counted: it leaves out α·V (L·t·d_attn) and the output layer (d·V).").format(
-            kaplan=format_integer(last.kaplan, lang), t=format_integer(last.t, lang),
-            gap=format_integer(last.multiplications - last.kaplan, lang)))
+    facts = result.model
+    if last.kaplan is not None and last.closed_form == last.multiplications:
+        attention_width = (last.kaplan - facts.non_embedding_parameters) // (facts.layers * last.t)  # d_attn
+        values = facts.layers * last.t * attention_width  # α·V: L·t·d_attn
+        output = facts.d_model * facts.vocabulary  # d·V
+        gap = last.multiplications - last.kaplan
+        if values + output - gap == facts.vector_parameters:  # the remainder is exactly the 1-D weights
+            lines.append(tr("Kaplan et al.'s N + L·t·d_attn gives {kaplan} multiplications at t = {t}, {gap} fewer "
+                            "than counted: it leaves out α·V ({values}) and the output layer d·V ({output}), and "
+                            "counts each of the {extra} bias and norm parameters in N as a multiplication.").format(
+                kaplan=format_integer(last.kaplan, lang), t=format_integer(last.t, lang),
+                gap=format_integer(gap, lang), values=format_integer(values, lang),
+                output=format_integer(output, lang), extra=format_integer(facts.vector_parameters, lang)))
     if result.model.sliding_window is not None and last.state.visible_bytes < last.state.total_bytes:
         lines.append(tr("The sliding window (w = {w}) keeps w − 1 rows visible ({visible} bytes) as a view of the "
                         "w rows the step concatenated: the storage, {held} bytes, is what stays allocated.").format(

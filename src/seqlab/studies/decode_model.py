@@ -97,6 +97,8 @@ class ModelFacts:
         max_positions: the largest position it accepts, or None (a recurrence: no limit).
         dtype: the weights' dtype. cache_argument: ``"cache"`` or ``"state"``, how the step gets the past.
         sliding_window: the window w of sliding-window layers, or None.
+        vector_parameters: weight elements in 1-D tensors (biases, norm scales): in N, but multiplying nothing
+            in a matrix product.
         offers_static: every layer is full attention, so transformers' ``StaticCache`` (keys and values
             preallocated for a fixed number of positions) is measured beside the dynamic one.
     """
@@ -114,6 +116,7 @@ class ModelFacts:
     cache_argument: str
     sliding_window: int | None = None
     offers_static: bool = False
+    vector_parameters: int = 0
 
 
 @dataclass(frozen=True)
@@ -422,6 +425,7 @@ def load_causal_lm(folder: str) -> tuple[Any, ModelFacts]:
     model.requires_grad_(False)
     embeddings = {id(p) for m in model.modules() if isinstance(m, torch.nn.Embedding) for p in m.parameters()}
     parameters = {id(p): p.numel() for p in model.parameters()}  # tied weights once
+    vectors = sum(p.numel() for p in model.parameters() if p.dim() == 1 and id(p) not in embeddings)
     argument = "state" if "state" in inspect.signature(model.forward).parameters else "cache"
     window = getattr(config, "sliding_window", None) if "sliding" in (_layer_kinds(config) or []) else None
     facts = ModelFacts(name=Path(folder).name, architecture=architecture, model_type=str(config.model_type),
@@ -430,6 +434,7 @@ def load_causal_lm(folder: str) -> tuple[Any, ModelFacts]:
                        layers=config.num_hidden_layers, d_model=config.hidden_size, vocabulary=config.vocab_size,
                        max_positions=max_positions(config), dtype="float32", cache_argument=argument,
                        sliding_window=window if isinstance(window, int) else None,
+                       vector_parameters=vectors,
                        offers_static=argument == "cache" and set(_layer_kinds(config) or ["?"]) == {"attention"})
     return model, facts
 
