@@ -59,8 +59,10 @@ def model_decode_table(result: ModelDecodeResult, lang: str = "en") -> Table:
     title = tr("One new token of {name} ({architecture}, {parameters} parameters), per position t").format(
         name=facts.name, architecture=facts.architecture, parameters=format_integer(facts.parameters, lang))
     table = Table(title=title, caption=_caption(result, lang), title_justify="left", caption_justify="left")
-    headers = [tr("cache"), "t", tr("multiplications\n(counted)"), tr("closed\nform"), "Kaplan",
-               tr("time per token\nmedian ± IQR")]
+    kaplan = any(step.kaplan is not None for step in result.steps)  # columns with a figure in some row only
+    timed = result.config.time
+    headers = [tr("cache"), "t", tr("multiplications\n(counted)"), tr("closed\nform")]
+    headers += ["Kaplan"] * kaplan + [tr("time per token\nmedian ± IQR")] * timed
     headers += [kind_label(kind, lang) + "\n" + tr("(bytes)") for kind in result.kinds]
     headers += [tr("closed\nform")]
     for header in headers:
@@ -70,13 +72,16 @@ def model_decode_table(result: ModelDecodeResult, lang: str = "en") -> Table:
         closed_bytes = None if step.closed_bytes is None else sum(step.closed_bytes.values())
         exact = step.closed_bytes is not None and dict(step.closed_bytes) == dict(step.state.by_kind)
         cache = tr("dynamic") if step.cache == "dynamic" else tr("static")
-        table.add_row(cache if step.cache != previous else "", format_integer(step.t, lang),
-                      format_integer(step.multiplications, lang),
-                      _same_or(step.closed_form, step.multiplications, lang),
-                      "—" if step.kaplan is None else format_integer(step.kaplan, lang), _time_cell(step, lang),
-                      *(format_integer(step.state.by_kind[k], lang) if k in step.state.by_kind else "—"
-                        for k in result.kinds),
-                      "=" if exact else "—" if closed_bytes is None else format_integer(closed_bytes, lang))
+        cells = [cache if step.cache != previous else "", format_integer(step.t, lang),
+                 format_integer(step.multiplications, lang), _same_or(step.closed_form, step.multiplications, lang)]
+        if kaplan:
+            cells.append("—" if step.kaplan is None else format_integer(step.kaplan, lang))
+        if timed:
+            cells.append(_time_cell(step, lang))
+        cells += [format_integer(step.state.by_kind[k], lang) if k in step.state.by_kind else "—"
+                  for k in result.kinds]
+        cells.append("=" if exact else "—" if closed_bytes is None else format_integer(closed_bytes, lang))
+        table.add_row(*cells)
         previous = step.cache
     return table
 
