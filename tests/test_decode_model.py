@@ -243,3 +243,31 @@ def test_cli_model_table_json_and_errors(checkpoints):
     run = CliRunner().invoke(app, ["decode", "--model", checkpoints["gpt2"], "--positions", "4,8,100", "--lang", "es"],
                              env=env)
     assert run.exit_code == 2 and "como mucho 64 posiciones" in run.output
+
+
+def test_work_that_would_not_fit_is_refused_before_the_prefill(checkpoints, monkeypatch):
+    import seqlab.memory
+    from seqlab.studies import decode_model
+
+    monkeypatch.setattr(seqlab.memory, "available_memory_bytes", lambda: 100_000)
+    calls = []
+    monkeypatch.setattr(decode_model, "_prefill", lambda *args, **kwargs: calls.append(args))
+    with pytest.raises(SeqlabError, match=r"would need about .* available"):
+        run_model_decode(ModelDecodeConfig(checkpoints["gpt2"], positions=(16, 32, 64), time=False))
+    assert calls == []  # refused before any prefill
+
+
+def test_a_forward_that_returns_no_cache_is_refused_naming_what_it_returned(checkpoints, monkeypatch):
+    from seqlab.studies import decode_model
+
+    model, facts = load_causal_lm(checkpoints["gpt2"])
+    monkeypatch.setattr(model.config, "use_cache", False)
+    original = model.forward
+
+    def forward(*args, **kwargs):  # a model whose forward returns logits only
+        kwargs["use_cache"] = False
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(model, "forward", forward)
+    with pytest.raises(SeqlabError, match=r"returned CausalLMOutputWithCrossAttentions with nothing but logits"):
+        decode_model._prefill(model, facts, 4, 0)
