@@ -388,6 +388,8 @@ def kv_cache_step_multiplications(t: int, d_model: int, d_k: int, d_v: int) -> i
 
     q_t, k_t, v_t are projected once (:func:`projection_multiplications` of one row); q_t scores the t cached
     keys and mixes the t cached values (:func:`attention_multiplications` with T_k = t). No output projection.
+    The same for a cache grown by concatenation and for a static one preallocated to a capacity C >= t: a static
+    step writes row t in place (a copy) and attends over the t rows written, never over all C.
 
     >>> kv_cache_step_multiplications(16, 256, 256, 256)  # 3 * 256**2 + 2 * 16 * 256
     204800

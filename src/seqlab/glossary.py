@@ -86,6 +86,9 @@ TERMS: tuple[Term, ...] = (
          r"\bcrossover\b", ("cruce", "cruzan")),
     Term("spectral_radius", "spectral radius", "radio espectral", "the largest |eigenvalue| of W_hh (L3)",
          r"\bspectral radius\b", ("radio espectral",)),
+    Term("interleaved_rounds", "interleaved rounds", "rondas intercaladas",
+         "timing in which every round times one block of each machine, the order rotating (L8's one rule)",
+         r"\binterleaved rounds?\b", ("rondas intercaladas",)),
 )
 
 #: One notation per formula that more than one command prints: PyTorch's (``torch.nn.LSTM`` and

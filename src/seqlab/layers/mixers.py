@@ -236,14 +236,14 @@ def decode_machines() -> tuple[tuple[str, Mixer], ...]:
 
 
 #: The decoders of :mod:`seqlab.layers.decoding` (the lesson's machines), listed before the mixers'.
-LESSON_MACHINES = ("elman", "attention_kv_cache", "attention_no_cache")
+LESSON_MACHINES = ("elman", "attention_kv_cache", "attention_static_cache", "attention_no_cache")
 
 
 def machine_names(fixed_state_only: bool = False) -> tuple[str, ...]:
     """Every machine of ``seqlab decode``: the lesson's, then each mixer's decode machine (torch-free).
 
     >>> machine_names(), machine_names(fixed_state_only=True)[0]
-    (('elman', 'attention_kv_cache', 'attention_no_cache', 'linear_attention', 'selective_recurrence', 'mamba_block'), 'elman')
+    (('elman', 'attention_kv_cache', 'attention_static_cache', 'attention_no_cache', 'linear_attention', 'selective_recurrence', 'mamba_block'), 'elman')
     """
     lesson = ("elman",) if fixed_state_only else LESSON_MACHINES
     return lesson + tuple(name for name, m in decode_machines() if m.decode.fixed_state or not fixed_state_only)
