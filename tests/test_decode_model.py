@@ -153,6 +153,17 @@ def test_window_cap(results):
     assert growth.cap == 2 * 2 * 2 * 8 * 8 * 4  # w = 8 rows held (7 visible)
 
 
+@pytest.mark.parametrize(("name", "prefill_constant"), [("gpt2", True), ("llama_gqa", True), ("mamba", False),
+                                                      ("rwkv", False)])
+def test_prefill_span_against_generation(results, name, prefill_constant):
+    span = results[name].span
+    assert span.lengths == (16, 32)
+    assert span.prefill_constant is prefill_constant  # attention reads every position at once; a scan does not
+    assert span.generation_grows  # one step per token for every family
+    assert span.generation_products[1] == 2 * span.generation_products[0]  # the same products per token
+    assert span.prefill_products[0] == span.prefill_products[1]  # the scan's steps are element-wise
+
+
 def test_classify_growth_forms():
     assert classify_growth((4, 8, 16), (3, 5, 4))[0] == "other"
     with pytest.raises(SeqlabError, match="3 distinct"):

@@ -139,7 +139,8 @@ def growth_sentences(result: ModelDecodeResult, lang: str = "en") -> list[str]:
 
 def difference_sentences(result: ModelDecodeResult, lang: str = "en") -> list[str]:
     """Where a measured figure differs from a textbook one, and why (Kaplan's estimate, a window's view,
-    Mamba's convolution window, bookkeeping tensors, a static cache's rows)."""
+    Mamba's convolution window, bookkeeping tensors, a static cache's rows), then the prefill's span against
+    generation's."""
     tr = translator(lang)
     lines = []
     dynamic = [s for s in result.steps if s.cache == "dynamic"]
@@ -178,7 +179,17 @@ def difference_sentences(result: ModelDecodeResult, lang: str = "en") -> list[st
             bytes=format_integer(static[0].state.total_bytes, lang), t=format_integer(result.positions[-1], lang),
             work=format_integer(static[0].multiplications, lang), t1=format_integer(static[0].t, lang),
             dynamic=format_integer(dynamic[0].multiplications, lang)))
-    lines.append(tr("Not measured here: the span of the prefill against that of generation on this model."))
+    span = result.span
+    if span is not None:
+        prefill = tr("the same at both T") if span.prefill_constant else tr("growing with T")
+        generation = tr("growing like T") if span.generation_grows else tr("not growing like T")
+        lines.append(tr("Span (ops in a row): reading T = {t1} and {t2} given tokens in one pass takes {p1} and {p2} "
+                        "({prefill}); writing T tokens one by one, each output fed back, takes {g1} and {g2} "
+                        "({generation}).").format(
+            t1=format_integer(span.lengths[0], lang), t2=format_integer(span.lengths[1], lang),
+            p1=format_integer(span.prefill_ops[0], lang), p2=format_integer(span.prefill_ops[1], lang),
+            g1=format_integer(span.generation_ops[0], lang), g2=format_integer(span.generation_ops[1], lang),
+            prefill=prefill, generation=generation))
     return lines
 
 

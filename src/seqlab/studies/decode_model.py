@@ -16,6 +16,11 @@ RWKV). Per new token (:class:`ModelStep`):
   median ± IQR, threads stated (1 by default). A timed call is the step and the restoring of the cache to its
   t − 1 positions (a few attribute assignments), so every call writes the same token t.
 
+Then, at two lengths T, the span (ops in a row, :func:`seqlab.measure.trace.measure_span`) of the prefill over T
+given tokens against that of writing T tokens one by one, each output fed back (:class:`ModelSpan`): attention's
+prefill chain does not grow with T, a recurrence's scan adds a few ops per position, and generation grows like T
+for every family.
+
 The growth of each figure with t is then measured and named (:func:`classify_growth`): constant, linear,
 constant + linear (a fixed part plus a growing one: a hybrid's state, an attention step's work), capped (grows,
 then stops: a sliding window), or other; the same rule applied to the closed forms names the growth expected.
@@ -52,6 +57,8 @@ QUICK_POSITIONS = (8, 16, 32)
 MIN_POSITIONS = 3
 #: Growth names :func:`classify_growth` gives.
 GROWTHS = ("constant", "linear", "constant + linear", "capped", "other")
+#: Generation grows like T when span(T2)/span(T1) is at least this share of T2/T1.
+GROWTH_SHARE = 0.9
 #: Model types whose step has a closed form here, by family.
 ATTENTION_TYPES = {"gpt2": False, "llama": True, "mistral": True, "qwen2": True}  # model type -> gated MLP
 
@@ -69,6 +76,8 @@ class ModelDecodeConfig:
         block_seconds: the aimed length of one timed block (seconds).
         threads: CPU threads while timing (default 1).
         seed: the token ids.
+        span_lengths: the two T at which the prefill and generation spans are traced (:class:`ModelSpan`), or
+            None to trace none.
     """
 
     model: str
@@ -78,11 +87,13 @@ class ModelDecodeConfig:
     block_seconds: float = 0.02
     threads: int = 1
     seed: int = 0
+    span_lengths: tuple[int, int] | None = (16, 32)
 
     @classmethod
     def quick(cls, model: str, **changes: Any) -> ModelDecodeConfig:
-        """t = 8, 16, 32, three short rounds: seconds for a small model."""
-        values: dict[str, Any] = {"positions": QUICK_POSITIONS, "rounds": 3, "block_seconds": 0.005}
+        """t = 8, 16, 32, three short rounds, spans at T = 8, 16: seconds for a small model."""
+        values: dict[str, Any] = {"positions": QUICK_POSITIONS, "rounds": 3, "block_seconds": 0.005,
+                                  "span_lengths": (8, 16)}
         return cls(model=model, **{**values, **changes})
 
 
@@ -179,6 +190,30 @@ class Growth:
 
 
 @dataclass(frozen=True)
+class ModelSpan:
+    """Ops in a row (span) of the prefill against generation, traced on the model at two lengths T.
+
+    Attributes:
+        lengths: (T1, T2).
+        prefill_ops, prefill_products: one forward pass over T given tokens: the longest chain of dependent ops,
+            and of matrix products along it (:func:`seqlab.measure.trace.measure_span`).
+        generation_ops, generation_products: writing T tokens from one, each step's most likely token fed back
+            (``argmax`` of the logits, through the cache).
+        prefill_constant: the prefill's ops in a row are the same at both T (attention reads all positions at
+            once; a recurrence's scan adds a few ops per position).
+        generation_grows: generation's ops in a row grow at least :data:`GROWTH_SHARE` · T2/T1 times.
+    """
+
+    lengths: tuple[int, int]
+    prefill_ops: tuple[int, int]
+    prefill_products: tuple[int, int]
+    generation_ops: tuple[int, int]
+    generation_products: tuple[int, int]
+    prefill_constant: bool
+    generation_grows: bool
+
+
+@dataclass(frozen=True)
 class ModelDecodeResult:
     """Every step measured, and the growth of each figure."""
 
@@ -193,6 +228,7 @@ class ModelDecodeResult:
     elapsed_s: float
     load: MachineLoad | None = None
     kinds: tuple[str, ...] = field(default_factory=tuple)
+    span: ModelSpan | None = None
 
     @property
     def counts_match(self) -> bool | None:
@@ -486,6 +522,12 @@ def check_model_decode(config: ModelDecodeConfig) -> tuple[ModelDecodeConfig, An
                           f"received {list(positions)}", parameter="positions")
     require_positive_int("rounds", config.rounds)
     require_positive_int("threads", config.threads)
+    if config.span_lengths is not None:
+        if len(config.span_lengths) != 2 or len(set(config.span_lengths)) != 2:
+            raise SeqlabError(f"span_lengths must be two different lengths, received {config.span_lengths!r}",
+                              parameter="span_lengths")
+        for T in config.span_lengths:
+            require_positive_int("span_lengths", T, limit)
     require_fits(estimate_model_decode_bytes(model, facts, positions),
                  f"decoding {facts.name} at t = {', '.join(map(str, positions))}")
     return replace(config, positions=positions), model, facts
@@ -537,6 +579,37 @@ def _prefill(model: Any, facts: ModelFacts, t: int, seed: int,
                           f"{type(out).__name__} with {found}; expected a {facts.cache_argument!r} object",
                           parameter="model")
     return {facts.cache_argument: past}, ids[:, -1:]
+
+
+def measure_model_span(model: Any, facts: ModelFacts, lengths: tuple[int, int], seed: int = 0) -> ModelSpan:
+    """Trace the prefill over T tokens and the generation of T tokens at both lengths (ops and products in a row).
+
+    Raises:
+        SeqlabError: a length that is not an integer >= 2, or beyond the model's maximum positions.
+    """
+    from seqlab.measure.trace import measure_span
+
+    for T in lengths:
+        require_positive_int("span_lengths", T, facts.max_positions)
+    spans = []
+    for T in lengths:
+        ids = torch.randint(0, facts.vocabulary, (1, T), generator=torch.Generator().manual_seed(seed))  # (1, T)
+
+        def generate(T: int = T, ids: torch.Tensor = ids) -> None:
+            token, past = ids[:, :1], {}  # (1, 1)
+            for _ in range(T):
+                out = model(token, use_cache=True, logits_to_keep=1, **past)
+                past = {facts.cache_argument: out.get(facts.cache_argument)}
+                token = out.logits[:, -1:].argmax(-1)  # (1, 1): the output fed back
+
+        prefill = measure_span(lambda ids=ids: model(ids, use_cache=False, logits_to_keep=1))
+        spans.append((prefill, measure_span(generate)))
+    (p1, g1), (p2, g2) = spans
+    T1, T2 = lengths
+    grows = g1.ops > 0 and Fraction(g2.ops, g1.ops) >= GROWTH_SHARE * Fraction(T2, T1)
+    return ModelSpan(lengths=(T1, T2), prefill_ops=(p1.ops, p2.ops), prefill_products=(p1.products, p2.products),
+                     generation_ops=(g1.ops, g2.ops), generation_products=(g1.products, g2.products),
+                     prefill_constant=p1.ops == p2.ops, generation_grows=grows)
 
 
 def _growths(positions: tuple[int, ...], steps: list[ModelStep], prefix: str) -> list[Growth]:
@@ -626,7 +699,9 @@ def _run(config: ModelDecodeConfig, progress: Callable[[int, int, str], None] | 
         if own:
             growth.extend(_growths(positions, own, "" if kind == "dynamic" else "static "))
     kinds = tuple(dict.fromkeys(k for s in steps for k in s.state.by_kind))
+    span = None if config.span_lengths is None else measure_model_span(model, facts, config.span_lengths,
+                                                                         config.seed)
     return ModelDecodeResult(config=config, model=facts, positions=positions, steps=tuple(steps),
                              growth=tuple(growth), threads=threads, torch_version=torch.__version__,
                              transformers_version=transformers_version, elapsed_s=time.perf_counter() - clock,
-                             load=load, kinds=kinds)
+                             load=load, kinds=kinds, span=span)
