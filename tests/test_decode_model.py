@@ -254,6 +254,8 @@ def test_cli_model_table_json_and_errors(checkpoints):
     run = CliRunner().invoke(app, ["decode", "--model", checkpoints["gpt2"], "--positions", "4,8,100", "--lang", "es"],
                              env=env)
     assert run.exit_code == 2 and "como mucho 64 posiciones" in run.output
+    run = CliRunner().invoke(app, ["decode", "--model", checkpoints["gpt2"], "--d-model", "8"], env=env)
+    assert run.exit_code == 2 and "--d-model apply to seqlab's own machines, not to --model" in run.output
 
 
 def test_work_that_would_not_fit_is_refused_before_the_prefill(checkpoints, monkeypatch):
@@ -282,3 +284,19 @@ def test_a_forward_that_returns_no_cache_is_refused_naming_what_it_returned(chec
     monkeypatch.setattr(model, "forward", forward)
     with pytest.raises(SeqlabError, match=r"returned CausalLMOutputWithCrossAttentions with nothing but logits"):
         decode_model._prefill(model, facts, 4, 0)
+
+
+def test_plot_and_notebook_view(checkpoints, tmp_path, results):
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+
+    plot = tmp_path / "decode.svg"
+    run = CliRunner().invoke(app, ["decode", "--model", checkpoints["rwkv"], "--positions", "4,8,16", "--no-time",
+                                   "--plot", str(plot)], env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert run.exit_code == 0, run.output
+    assert plot.read_text(encoding="utf-8").lstrip().startswith("<?xml")
+    html = results["jamba"].html("es")
+    assert "claves/valores de atención" in html and "44.544" in html  # the count at t = 16
+    figure = results["jamba"].plot()
+    assert [len(ax.lines) for ax in figure.axes] == [1, 3]  # multiplications; three kinds of state

@@ -71,11 +71,16 @@ def decode(
     from seqlab.studies.decode import DecodeConfig, check_decode_config, run_decode
 
     lang = language(lang)
+    plot_path = _plot_path(plot) if plot is not None else None
     if model is not None:
         from seqlab.cli.decode_model import decode_model
 
-        return decode_model(model, positions, time, quick, as_json, lang, threads)
-    plot_path = _plot_path(plot) if plot is not None else None
+        given = [name for name, value in (("--d-model", d_model), ("--machines", machines), ("--batch", batch != 1))
+                 if value]
+        if given:
+            raise typer.BadParameter(f"{', '.join(given)} apply to seqlab's own machines, not to --model",
+                                     param_hint="'--model'")
+        return decode_model(model, positions, time, quick, as_json, lang, threads, plot_path)
     changes: dict[str, object] = {"batch": batch, "time": time}
     if threads is not None:
         changes["threads"] = threads

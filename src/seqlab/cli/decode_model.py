@@ -8,6 +8,8 @@ cannot read (the line names the types it found).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from seqlab.cli.options import bad_parameter, integer_list
@@ -17,8 +19,8 @@ OPTIONS = {"model": "'--model'", "positions": "'--positions'", "threads": "'--th
 
 
 def decode_model(model: str, positions: str | None, time: bool, quick: bool, as_json: bool, lang: str,
-                 threads: int | None) -> None:
-    """Measure and print (a table and sentences, or ``--json``)."""
+                 threads: int | None, plot: Path | None = None) -> None:
+    """Measure and print (a table and sentences, or ``--json``); draw to ``plot`` when given."""
     from seqlab.studies.decode_model import ModelDecodeConfig, run_model_decode
 
     changes: dict[str, object] = {"time": time}
@@ -31,6 +33,13 @@ def decode_model(model: str, positions: str | None, time: bool, quick: bool, as_
         result = run_model_decode(config)
     except SeqlabError as error:
         raise bad_parameter(error, OPTIONS, "'--model'") from None
+    if plot is not None:
+        from seqlab.render.decode_model import model_decode_figure
+
+        try:
+            model_decode_figure(result, lang).savefig(plot)
+        except OSError as error:
+            raise typer.BadParameter(f"cannot write {str(plot)!r}: {error}", param_hint="'--plot'") from None
     if as_json:
         from seqlab.render.json_output import to_json
 

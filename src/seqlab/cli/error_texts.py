@@ -43,5 +43,6 @@ ERROR_MESSAGES = (
     "keys/values, a convolution window or a recurrent state ({tensors})",
     "seqlab cannot read this model's cache: it found {what} with no floating-point tensor reachable from it; "
     "expected keys/values, conv_states or recurrent_states",
+    "{options} apply to seqlab's own machines, not to --model",
 )
 

@@ -199,3 +199,33 @@ def render_model_decode(result: ModelDecodeResult, lang: str = "en") -> Group:
     parts += [Text(line) for line in growth_sentences(result, lang)]
     parts += [Text(line) for line in difference_sentences(result, lang)]
     return Group(*parts)
+
+
+def model_decode_figure(result: ModelDecodeResult, lang: str = "en"):
+    """Multiplications per new token and the cache's bytes per kind against t, dynamic (and static) cache, as a
+    matplotlib Figure (Agg canvas, log axes)."""
+    from seqlab.render.figures import new_figure
+
+    tr = translator(lang)
+    figure = new_figure(figsize=(8.4, 4.0), layout="constrained")
+    work, state = figure.subplots(1, 2, squeeze=False)[0]
+    for index, cache in enumerate(dict.fromkeys(s.cache for s in result.steps)):
+        steps = [s for s in result.steps if s.cache == cache]
+        ts = [s.t for s in steps]
+        label = tr("dynamic") if cache == "dynamic" else tr("static")
+        work.plot(ts, [s.multiplications for s in steps], marker="os"[index], linestyle=("-", "--")[index],
+                  color=f"C{index}", label=label)
+        for number, kind in enumerate(result.kinds):
+            state.plot(ts, [s.state.by_kind.get(kind, 0) or float("nan") for s in steps], marker="osD^"[number],
+                       linestyle=("-", "--")[index], color=f"C{number}",
+                       label=f"{kind_label(kind, lang)} ({label})")
+    for ax, ylabel in ((work, tr("Multiplications per new token")), (state, tr("Cache bytes"))):
+        ax.set(xscale="log", yscale="log", xlabel="t", ylabel=ylabel)
+        ax.set_xticks(list(result.positions), [format_integer(t, lang) for t in result.positions])
+        ax.xaxis.set_minor_formatter("")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize="small")
+    figure.suptitle(tr("One new token of {name} ({architecture}, {parameters} parameters), per position t").format(
+        name=result.model.name, architecture=result.model.architecture,
+        parameters=format_integer(result.model.parameters, lang)))
+    return figure

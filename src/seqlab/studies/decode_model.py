@@ -50,6 +50,7 @@ from seqlab.fit import choose_form, fit_forms
 from seqlab.measure.cache_state import RWKV_STATE_KINDS, CacheState, read_cache_state
 from seqlab.measure.timing import MachineLoad, Timing, machine_load
 from seqlab.memory import MemoryEstimate, require_fits
+from seqlab.studies.notebook_view import NotebookView
 
 DEFAULT_POSITIONS = (16, 64, 256)
 QUICK_POSITIONS = (8, 16, 32)
@@ -214,8 +215,8 @@ class ModelSpan:
 
 
 @dataclass(frozen=True)
-class ModelDecodeResult:
-    """Every step measured, and the growth of each figure."""
+class ModelDecodeResult(NotebookView):
+    """Every step measured, and the growth of each figure (in a notebook: an HTML table and a figure)."""
 
     config: ModelDecodeConfig
     model: ModelFacts
