@@ -270,6 +270,18 @@ def test_work_that_would_not_fit_is_refused_before_the_prefill(checkpoints, monk
     assert calls == []  # refused before any prefill
 
 
+def test_weights_that_would_not_fit_are_refused_before_loading(checkpoints, monkeypatch):
+    import seqlab.memory
+    from seqlab.studies import decode_model
+
+    # read from the file's header: every weight once (GPT-2's output layer is tied to the token embedding)
+    assert decode_model._stored_elements(checkpoints["gpt2"]) == load_causal_lm(checkpoints["gpt2"])[1].parameters
+    load_causal_lm.cache_clear()
+    monkeypatch.setattr(seqlab.memory, "available_memory_bytes", lambda: 1000)
+    with pytest.raises(SeqlabError, match=r"loading gpt2.* would need about .*float32 weights"):
+        load_causal_lm(checkpoints["gpt2"])
+
+
 def test_a_forward_that_returns_no_cache_is_refused_naming_what_it_returned(checkpoints, monkeypatch):
     from seqlab.studies import decode_model
 

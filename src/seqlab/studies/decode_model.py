@@ -420,12 +420,32 @@ def _growth(figure: str, ts: tuple[int, ...], values: tuple[int, ...], expected:
 
 # --- Loading and checking ----------------------------------------------------------------------------------------
 
+def _stored_elements(folder: str) -> int:
+    """Weight elements of a checkpoint read from its files' headers, nothing loaded: every tensor's shape in the
+    ``.safetensors`` files; a ``.bin`` file (a pickle, unreadable without loading) counts its bytes, one per
+    element at least as many as it holds in fp8, so never fewer than it holds."""
+    import math
+    from pathlib import Path
+
+    from safetensors import safe_open
+
+    total = 0
+    for path in Path(folder).iterdir():
+        if path.suffix == ".safetensors":
+            with safe_open(str(path), "pt") as handle:
+                total += sum(math.prod(handle.get_slice(key).get_shape()) for key in handle.keys())
+        elif path.suffix == ".bin":
+            total += path.stat().st_size
+    return total
+
+
 @functools.lru_cache(maxsize=2)
 def load_causal_lm(folder: str) -> tuple[Any, ModelFacts]:
     """A local checkpoint as a causal LM, offline, in eval mode, eager attention, float32, cached per folder.
 
     Raises:
         SeqlabError: the folder is missing or has no config or weights, its model type has no causal-LM class,
+            its float32 weights would not fit in memory (checked from the files' headers before reading them),
             or it cannot be loaded (one line, parameter ``"model"``).
     """
     from pathlib import Path
@@ -451,6 +471,8 @@ def load_causal_lm(folder: str) -> tuple[Any, ModelFacts]:
         raise SeqlabError(f"{folder!r} holds a {architecture} (model type {config.model_type!r}), which is not a "
                           "causal language model; expected a decoder that writes token by token (GPT-2, Llama, "
                           "Mamba, RWKV...)", parameter="model")
+    require_fits(MemoryEstimate(4 * _stored_elements(folder), "float32 weights"),
+                 f"loading {Path(folder).name} in float32")  # before the weights are read
     try:
         with _offline_and_quiet():
             model = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager", dtype=torch.float32,
