@@ -256,7 +256,12 @@ def _get(config: Any, *names: str, default: Any = None) -> Any:
 
 def max_positions(config: Any) -> int | None:
     """The largest position an attention model accepts (``max_position_embeddings``); None for a recurrence
-    (Mamba, RWKV: no position table)."""
+    (Mamba, RWKV: no position table).
+
+    >>> from transformers import GPT2Config, MambaConfig
+    >>> max_positions(GPT2Config(n_positions=64)), max_positions(MambaConfig())
+    (64, None)
+    """
     if config.model_type in ("mamba", "rwkv"):
         return None
     return _get(config, "max_position_embeddings", "n_positions")
@@ -306,6 +311,15 @@ def closed_state_bytes(config: Any, t: int, element_bytes: int) -> dict[str, int
     the convolution window (E·d_conv) and the SSM state (E·N); RWKV: :func:`seqlab.cost.rwkv_state_bytes` split
     into the token shifts (2d) and the WKV state (3·d_att).
 
+    >>> from transformers import LlamaConfig
+    >>> config = LlamaConfig(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+    ...                      num_hidden_layers=2)
+    >>> closed_state_bytes(config, 8, 4)  # 2 · 2 layers · 2 kv heads · 16 · 8 positions · 4 bytes
+    {'attention_kv': 4096}
+
+    Args:
+        config: a transformers config (``model.config``). t: the position (>= 1). element_bytes: 4 for float32.
+
     Returns:
         kind -> bytes, or None for a family with no closed form here (or expert layers).
     """
@@ -346,6 +360,13 @@ def closed_step_multiplications(config: Any, t: int) -> int | None:
     :func:`seqlab.cost.hf_mamba_step_multiplications`; RWKV: :func:`seqlab.cost.rwkv_step_multiplications`) and
     of its feed-forward block (:func:`seqlab.cost.mlp_step_multiplications`: GPT-2's 2·d·d_ff, the gated 3·d·d_ff
     of Llama, Mistral, Qwen2, Jamba), plus the output layer d·V.
+
+    >>> from transformers import GPT2Config
+    >>> closed_step_multiplications(GPT2Config(vocab_size=64, n_embd=32, n_layer=2, n_head=4), 16)
+    28672
+
+    Args:
+        config: a transformers config (``model.config``). t: the position (>= 1).
 
     Returns:
         The count, or None for a family with no closed form here (or a Jamba with expert layers).
@@ -606,6 +627,12 @@ def _prefill(model: Any, facts: ModelFacts, t: int, seed: int,
 
 def measure_model_span(model: Any, facts: ModelFacts, lengths: tuple[int, int], seed: int = 0) -> ModelSpan:
     """Trace the prefill over T tokens and the generation of T tokens at both lengths (ops and products in a row).
+
+    Args:
+        model: from :func:`load_causal_lm`. facts: its :class:`ModelFacts`. lengths: (T1, T2). seed: the ids.
+
+    Returns:
+        A :class:`ModelSpan`.
 
     Raises:
         SeqlabError: a length that is not an integer >= 2, or beyond the model's maximum positions.
