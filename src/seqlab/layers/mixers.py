@@ -9,7 +9,9 @@ module in ``seqlab/layers/`` and one :func:`register` call; then
   (:func:`seqlab.render.table1_modern.row_name`, from :attr:`MixerRow.label`);
 * ``seqlab decode`` offers it as a machine when it has a :class:`DecodeMachine`
   (:mod:`seqlab.measure.decode`, :func:`seqlab.render.decode.machine_label`), its closed form from
-  :mod:`seqlab.cost`.
+  :mod:`seqlab.cost`;
+* ``table1 --modern``, ``profile`` and ``compare`` read its signal path (:mod:`seqlab.measure.signal_path`) when
+  its class declares its transition factor (:mod:`seqlab.layers.transition`); otherwise they name it as absent.
 
 A mixer's module is imported when it is first built, so ``import seqlab`` stays light. Its import must work:
 a shipped mixer whose module raises ImportError (a typo, a moved name) fails with that error, loudly. Only a

@@ -12,11 +12,13 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from seqlab.i18n import format_integer, translator
+from seqlab.i18n import format_integer, format_number, translator
 from seqlab.layers import mixers
+from seqlab.measure.signal_path import REASONS
+from seqlab.render.signal_path import reason_words
 from seqlab.render.table1 import MATCH, MISMATCH, growth
 from seqlab.render.tables import FittedTable
-from seqlab.studies.table1_modern import ModernResult, ModernRow
+from seqlab.studies.table1_modern import SIGNAL_ABSENT, ModernResult, ModernRow
 from seqlab.studies.table1_results import Cell
 
 DOMAIN = "seqlab"
@@ -87,14 +89,38 @@ def _equals(counted: int | None, formula: int | None, lang: str) -> str:
     return f"{format_integer(counted, lang)} ({mark})"
 
 
+def _signal_cell(sample, lang: str) -> str:
+    """``127 a_t (1.1e-03)``: factors met from x_1 to y_T, the factor, the reach; a dash or "not measured" else."""
+    if sample.signal_factors is not None:
+        reach = format_number(sample.signal_reach, lang)
+        return f"{format_integer(sample.signal_factors, lang)} {sample.signal_factor} ({reach})"
+    tr = _tr(lang)
+    return DASH if sample.signal_absent in SIGNAL_ABSENT else tr("not measured")
+
+
+def signal_caption(lang: str = "en") -> str:
+    """What the two path columns read: the graph path's wait against the signal path's factors.
+
+    >>> signal_caption().startswith("Path: the ops y_T waits for x_1")
+    True
+    """
+    tr = _tr(lang)
+    return tr("Path: the ops y_T waits for x_1 in the traced graph (graph path). Signal path: the transition "
+              "factors (W_hh, a_t, α_ji) that multiply the signal from x_1 on its way to y_T, the k of "
+              "J(s) = s^k·J(1) in float64, with the reach ‖∂y_T/∂x_1‖ in brackets. A parallel scan shortens "
+              "the first and leaves the second as it was.")
+
+
 def raw_table(result: ModernResult, lang: str = "en") -> Table:
     """The figures behind the fits at the largest lengths, and each row's source."""
     tr = _tr(lang)
     T, t = result.long_lengths[-1], result.long_lengths[-1]
     table = FittedTable(title=tr("Measured at T = {T} (path at T = {Tp}, on the stack that connects all positions); "
-                           "decoding at t = {t}").format(T=T, Tp=result.lengths[-1], t=t), title_justify="left")
+                           "decoding at t = {t}").format(T=T, Tp=result.lengths[-1], t=t), title_justify="left",
+                        caption=signal_caption(lang), caption_justify="left")
     for heading, justify in ((tr("Row"), "left"), (tr("Multiplications (whole layer)"), "right"),
                              (tr("Span: ops (products)"), "right"), (tr("Path: ops (layers)"), "right"),
+                             (tr("Signal path: factors 1 → T (reach)"), "right"),
                              (tr("Peak bytes"), "right"), (tr("Multiplications per token"), "right"),
                              (tr("State bytes"), "right")):
         table.add_column(heading, justify=justify)
@@ -102,7 +128,7 @@ def raw_table(result: ModernResult, lang: str = "en") -> Table:
         s, p = row.long[-1], row.short[-1]
         table.add_row(row_name(row.row, result, lang), _equals(s.multiplications, s.closed_form, lang),
                       f"{format_integer(s.span_ops, lang)} ({format_integer(s.span_products, lang)})",
-                      f"{format_integer(p.path_ops, lang)} ({format_integer(p.depth, lang)})",
+                      f"{format_integer(p.path_ops, lang)} ({format_integer(p.depth, lang)})", _signal_cell(p, lang),
                       format_integer(s.peak_bytes, lang), _equals(s.decode_multiplications, s.decode_closed_form, lang),
                       DASH if s.state_bytes is None else format_integer(s.state_bytes, lang))
     return table
@@ -171,6 +197,7 @@ def modern_sentences(result: ModernResult, lang: str = "en") -> list[str]:
                 T=format_integer(T, lang), scan=format_integer(rows[scan].long[-1].span_ops, lang),
                 loop=format_integer(rows[loop].long[-1].span_ops, lang)))
             break
+    sentences.extend(_signal_sentences(result, lang))
     if "self_attention" in rows and "elman" in rows:
         kv, rnn = rows["self_attention"].long[-1], rows["elman"].long[-1]
         sentences.append(tr("To generate token t = {t}, attention with a KV cache does {kv} multiplications and holds "
@@ -186,6 +213,47 @@ def modern_sentences(result: ModernResult, lang: str = "en") -> list[str]:
     if unaccounted:
         sentences.append(tr("Ops the work counter could not account for: {names}.").format(
             names=", ".join(unaccounted)))
+    return sentences
+
+
+def _signal_sentences(result: ModernResult, lang: str) -> list[str]:
+    """Loop against scan on both readings of path at the largest short T, then the rows without a signal path."""
+    tr = _tr(lang)
+    rows, T = _by_name(result), result.lengths[-1]
+    sentences = []
+    for loop, scan in (("diagonal_loop", "diagonal_scan"), ("selective_loop", "selective_scan")):
+        if loop not in rows or scan not in rows:
+            continue
+        a, b = rows[loop].short[-1], rows[scan].short[-1]
+        if a.signal_factors is None or b.signal_factors is None:
+            continue
+        same = a.signal_factors == b.signal_factors and abs(a.signal_reach - b.signal_reach) <= 1e-9 * a.signal_reach
+        if same:
+            sentences.append(tr("At T = {T}, from x_1 to y_T, the parallel scan waits {scan} ops and the loop {loop} "
+                                "({scan_row}; {loop_row}), yet in both the signal meets {factors} decays a_t and "
+                                "arrives with the same reach ({reach}): the scan regroups the products, it removes "
+                                "none.").format(
+                T=format_integer(T, lang), scan_row=row_name(scan, result, lang),
+                scan=format_integer(b.path_ops, lang), loop_row=row_name(loop, result, lang),
+                loop=format_integer(a.path_ops, lang), factors=format_integer(a.signal_factors, lang),
+                reach=format_number(a.signal_reach, lang)))
+        else:
+            sentences.append(tr("At T = {T}, {loop_row} and {scan_row} disagree on the signal path: {loop} against "
+                                "{scan} factors, reach {loop_reach} against {scan_reach}.").format(
+                T=format_integer(T, lang), loop_row=row_name(loop, result, lang),
+                scan_row=row_name(scan, result, lang), loop=format_integer(a.signal_factors, lang),
+                scan=format_integer(b.signal_factors, lang), loop_reach=format_number(a.signal_reach, lang),
+                scan_reach=format_number(b.signal_reach, lang)))
+    reasons = {
+        "no_factor": tr("their module declares no transition factor"),
+        "stack_not_measured": tr("their connecting stack is seqlab table1's, whose layers are not offered here"),
+        **{reason: reason_words(reason, lang) for reason in REASONS},
+    }
+    for reason, words in reasons.items():
+        named = [row_name(row.row, result, lang) for row in result.rows if row.short[-1].signal_absent == reason]
+        if named:
+            sentences.append(tr("No signal path at T = {T} — {reason}: {rows}.").format(
+                T=format_integer(T, lang), reason=words, rows=", ".join(named)))
     return sentences
 
 

@@ -34,6 +34,7 @@ from seqlab.measure.paths import PathMatrix, measure_paths
 from seqlab.measure.reach import Reach, auto_probes, measure_reach
 from seqlab.measure.rounds import Decision
 from seqlab.measure.sensitivity import DRAWS, Sensitivity, measure_sensitivity
+from seqlab.measure.signal_path import SignalReading, read_signal_path
 from seqlab.measure.timing import MachineLoad, Timing, fixed_threads
 from seqlab.measure.trace import Span, measure_span
 from seqlab.measure.work import WorkCount, count_multiplications
@@ -140,6 +141,8 @@ class MachineMeasurements:
         reach_half: attention only: the reach of y_{T/2} from x_1 on the first T/2 tokens (how the one
             weight α_T1 shrinks as the softmax spreads over more keys, L4); None for the recurrence.
         time_layer: attention only: wall time of ``nn.MultiheadAttention`` with H heads (the layer, fast path).
+        signal: the signal path from x_1 to y_T (:func:`~seqlab.measure.signal_path.read_signal_path`: W_hh T − 1
+            times in the recurrence, one α_T1 in attention), with the config's probes; None when not read.
     """
 
     closed_form: int
@@ -157,6 +160,7 @@ class MachineMeasurements:
     time_explicit: Timing | None
     reach_half: Reach | None = None
     time_layer: Timing | None = None
+    signal: SignalReading | None = None
 
 
 @dataclass(frozen=True)
@@ -273,6 +277,7 @@ def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig, r
         key_value_order=None,
         time_library=None,
         time_explicit=None,
+        signal=read_signal_path(rnn, x, probes=_probes(config, rnn.d_h, T)),
     )
 
 
@@ -311,6 +316,7 @@ def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareCon
         time_library=None,
         time_explicit=None,
         reach_half=reach_half,
+        signal=read_signal_path(layer, x, output=_first, probes=_probes(config, layer.d_v, T)),
     )
 
 

@@ -12,6 +12,10 @@ machines, the paper's other rows and the modern mixers), each at several T, fits
 * **span** — operations (and matrix products) in a row of one layer (:func:`~seqlab.measure.trace.measure_span`);
 * **path** — least operations from position 1 to T (or T to 1), on the stack that connects all positions
   (:func:`~seqlab.measure.paths.measure_paths`; one layer except for the paper's convolution and restricted rows);
+  beside it, not judged, the **signal path**: the transition factors a signal from x_1 meets on its way to y_T and
+  the reach ‖∂y_T/∂x_1‖ (:func:`~seqlab.measure.signal_path.measure_signal_path`, float64), where the row's module
+  declares its factor — the graph path says how long y_T waits, the signal path how many times the signal is
+  multiplied; a parallel scan changes the first, never the second;
 * **memory** — peak bytes held by tensors the forward pass allocates, inputs and weights excluded
   (:func:`~seqlab.measure.memory_peak.measure_peak_memory`); attention on its math path;
 * **decode cost** — multiplications of the one step that generates position t (:mod:`seqlab.measure.decode`,
@@ -34,12 +38,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+import copy
+
 import torch
 
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.fit import Fit, fit_growth
 from seqlab.measure import memory_peak
 from seqlab.measure.paths import measure_paths
+from seqlab.measure.signal_path import declared_factors, measure_signal_path
 from seqlab.measure.timing import fixed_threads
 from seqlab.measure.trace import measure_span
 from seqlab.memory import MemoryEstimate, require_fits
@@ -92,14 +99,28 @@ class ModernConfig:
                        rows=tuple(row for row in ROWS if row in rows))
 
 
+#: Why a row has no signal path at a T, beside :data:`seqlab.measure.signal_path.REASONS`: its module declares no
+#: transition factor; or its connecting stack is the paper's, built by ``seqlab table1``, whose layers are not offered.
+SIGNAL_ABSENT = ("no_factor", "stack_not_measured")
+
+
 @dataclass(frozen=True)
 class ShortSample:
-    """Path of one row at one short T (ops; products beside) and the depth of the stack that connects all T."""
+    """Path of one row at one short T (ops; products beside) and the depth of the stack that connects all T.
+
+    Beside the graph path, the signal path from x_1 to y_T on the same stack: ``signal_factors`` transition factors
+    (``signal_factor`` names them; unit: factors) and ``signal_reach`` = ‖∂y_T/∂x_1‖_F (float64), or None with
+    ``signal_absent`` saying why (a key of :data:`seqlab.measure.signal_path.REASONS` or of :data:`SIGNAL_ABSENT`).
+    """
 
     T: int
     depth: int
     path_ops: int | None
     path_products: int | None
+    signal_factors: int | None = None
+    signal_factor: str | None = None
+    signal_reach: float | None = None
+    signal_absent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -222,13 +243,28 @@ def _short(row: str, machine: Machine, T: int, config: ModernConfig) -> ShortSam
     layer = ROWS[row].table1_layer
     if layer is not None:
         s = table1.measure_sample(layer, T, config.d_model, config.kernel, config.window, config.seed)
-        return ShortSample(T, s.depth, s.path_ops, s.path_products)
+        return ShortSample(T, s.depth, s.path_ops, s.path_products, **_signal(machine, T, s.depth, config))
     x = _input(T, config.d_model, config.seed)
     stack = machine.stack(T) if machine.stack is not None else (lambda inputs: [machine.layer(inputs)])
     per_depth = measure_paths(stack, x, sources=(0, T - 1), outputs=lambda outputs: outputs)
     path_ops, _ = table1._path(per_depth, T, "ops")
     path_products, _ = table1._path(per_depth, T, "products")
-    return ShortSample(T, len(per_depth), path_ops, path_products)
+    return ShortSample(T, len(per_depth), path_ops, path_products, **_signal(machine, T, len(per_depth), config))
+
+
+def _signal(machine: Machine, T: int, depth: int, config: ModernConfig) -> dict:
+    """The signal path from x_1 to y_T on the row's connecting stack (``depth`` copies of its module), as fields."""
+    module = machine.module
+    if module is None or not declared_factors(module):
+        return {"signal_absent": "no_factor"}
+    if depth > 1:
+        if machine.stack is None or machine.module_output is not None:
+            return {"signal_absent": "stack_not_measured"}
+        module = torch.nn.Sequential(*(copy.deepcopy(module) for _ in range(depth)))  # the same weights per layer
+    signal = measure_signal_path(module, _input(T, config.d_model, config.seed), source=0, target=T - 1,
+                                 output=machine.module_output)
+    return {"signal_factors": signal.factors, "signal_factor": signal.factor, "signal_reach": signal.reach,
+            "signal_absent": signal.reason}
 
 
 def _decode(machine: Machine, t: int, config: ModernConfig) -> tuple[int | None, int | None, int | None]:

@@ -137,6 +137,9 @@ class Machine:
             or measured through ``decode_machine``, which brings its own).
         stack: T -> (x -> every layer's output) of the stack that connects all T positions, when one layer
             does not (None: one layer connects them).
+        module: the ``torch.nn.Module`` behind ``layer``, whose declared transition factors the signal path scales
+            (:mod:`seqlab.measure.signal_path`); None when the row has none to offer.
+        module_output: picks the (1, T, d) output from what ``module`` returns (None: the return value itself).
     """
 
     layer: Callable[[Tensor], Tensor]
@@ -145,6 +148,8 @@ class Machine:
     decode_machine: str | None
     step_closed_form: Callable[[], int] | None = None
     stack: Callable[[int], Callable[[Tensor], list[Tensor]]] | None = None
+    module: torch.nn.Module | None = None
+    module_output: Callable[[Any], Tensor] | None = None
 
 
 def build_machine(row: str, d: int, *, kernel: int, window: int, chunk: int, seed: int = 0) -> Machine:
@@ -167,19 +172,22 @@ def build_machine(row: str, d: int, *, kernel: int, window: int, chunk: int, see
     generator = torch.Generator().manual_seed(seed)
     if row == "elman":
         decoder = build_decoder("elman", d, seed=seed)
-        return Machine(decoder.rnn, lambda T: cost.recurrence_multiplications(T, d, d), decoder, "elman")
+        return Machine(decoder.rnn, lambda T: cost.recurrence_multiplications(T, d, d), decoder, "elman",
+                       module=decoder.rnn)
     if row == "self_attention":
         attention = SelfAttention(d, causal=True, generator=generator).eval()
         return Machine(lambda x: attention(x)[0],
                        lambda T: cost.attention_multiplications(T, d, d) + cost.projection_multiplications(T, d, d, d),
-                       build_decoder("attention_kv_cache", d, seed=seed), "attention_kv_cache")
+                       build_decoder("attention_kv_cache", d, seed=seed), "attention_kv_cache", module=attention,
+                       module_output=lambda out: out[0])
     if row in ("convolution", "dilated_convolution"):
         one = ConvolutionStack(d, kernel, layers=1, generator=generator).eval()
-        return Machine(one, lambda T: cost.convolution_multiplications(T, d, kernel), None, None)
+        return Machine(one, lambda T: cost.convolution_multiplications(T, d, kernel), None, None, module=one)
     if row == "restricted":
         one = RestrictedSelfAttention(d, window, generator=generator).eval()
         return Machine(lambda x: one(x)[0], lambda T: cost.restricted_attention_multiplications(
-            T, window, d, d) + cost.projection_multiplications(T, d, d, d), None, None)
+            T, window, d, d) + cost.projection_multiplications(T, d, d, d), None, None, module=one,
+                       module_output=lambda out: out[0])
     return _build_mixer(row, d, window=window, chunk=chunk, generator=generator)
 
 
@@ -209,4 +217,4 @@ def _build_mixer(row: str, d: int, *, window: int, chunk: int, generator: torch.
                     outputs.append(x)
                 return outputs
             return forward_all
-    return Machine(module, module.multiplications, module, machine, step_form, stack)
+    return Machine(module, module.multiplications, module, machine, step_form, stack, module=module)
