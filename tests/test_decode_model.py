@@ -36,12 +36,14 @@ CONFIGS = {
                                               attn_layer_period=2, attn_layer_offset=1, expert_layer_period=100,
                                               expert_layer_offset=99, num_experts=1, mamba_d_state=4, mamba_d_conv=4,
                                               mamba_expand=2),
+    "qwen2_mixed": lambda: transformers.Qwen2Config(**{**ATTENTION, "num_hidden_layers": 4}, num_key_value_heads=2,
+                                                    use_sliding_window=True, sliding_window=8, max_window_layers=2),
 }
 POSITIONS = (4, 8, 16)
 #: What each family's state and step must grow like at t = 4, 8, 16 (window 8 for Mistral).
 EXPECTED = {"gpt2": ("linear", "constant + linear"), "llama_gqa": ("linear", "constant + linear"),
             "mistral": ("capped", "capped"), "mamba": ("constant", "constant"), "rwkv": ("constant", "constant"),
-            "jamba": ("constant + linear", "constant + linear")}
+            "jamba": ("constant + linear", "constant + linear"), "qwen2_mixed": ("linear + capped", "other")}
 
 
 @pytest.fixture(scope="module")
@@ -146,6 +148,14 @@ def test_hybrid_is_the_sum_of_a_constant_and_a_linear_part(results):
     assert by_figure["bytes:attention_kv"].kind == "linear"
     assert by_figure["bytes:recurrent"].kind == "constant" and by_figure["bytes:convolution"].kind == "constant"
     assert by_figure["bytes:attention_kv"].slope == 2 * 2 * 8 * 4 * 2  # per position: 2 layers · K,V · 2 · 8 · 4
+
+
+def test_full_and_window_layers_sum_to_linear_plus_capped(results):
+    by_figure = {g.figure: g for g in results["qwen2_mixed"].growth}
+    assert by_figure["bytes:attention_kv"].kind == "linear" and by_figure["bytes:sliding_window_kv"].kind == "capped"
+    assert by_figure["bytes"].expected == "linear + capped"
+    # per step: the full layers' t keys plus the window's min(t, 8): a line, then a kink at w, named "other"
+    assert by_figure["multiplications"].expected == "other"
 
 
 def test_window_cap(results):

@@ -31,14 +31,14 @@ def kind_label(kind: str, lang: str = "en") -> str:
 
 
 def growth_label(kind: str, lang: str = "en") -> str:
-    """A growth name of :data:`~seqlab.studies.decode_model.GROWTHS` for readers.
+    """A growth name of :data:`~seqlab.studies.decode_model.GROWTHS` (or a sum of them) for readers.
 
-    >>> growth_label("constant + linear", "es")
-    'constante + lineal'
+    >>> growth_label("constant + linear", "es"), growth_label("linear + capped", "es")
+    ('constante + lineal', 'lineal + con tope')
     """
     tr = translator(lang)
-    return {"constant": tr("constant"), "linear": tr("linear"), "constant + linear": tr("constant + linear"),
-            "capped": tr("capped"), "other": tr("other")}.get(kind, kind)
+    words = {"constant": tr("constant"), "linear": tr("linear"), "capped": tr("capped"), "other": tr("other")}
+    return " + ".join(words.get(part, part) for part in kind.split(" + "))
 
 
 def _same_or(value: int | None, reference: int, lang: str) -> str:
@@ -113,11 +113,11 @@ def _growth_sentence(growth: Growth, result: ModelDecodeResult, lang: str) -> st
     values = {"what": what, "growth": growth_label(growth.kind, lang),
               "first": format_integer(growth.values[0], lang), "last": format_integer(growth.values[-1], lang),
               "t1": format_integer(first, lang), "t2": format_integer(last, lang)}
-    if growth.kind in ("linear", "constant + linear"):
+    if growth.kind in ("linear", "constant + linear") and growth.slope is not None:
         values["slope"] = format_integer(int(growth.slope), lang) if growth.slope.denominator == 1 else \
             str(growth.slope)
         text = tr("{what}: {growth}, {first} at t = {t1} to {last} at t = {t2}, {slope} more per position.")
-    elif growth.kind == "capped":
+    elif growth.kind == "capped" and growth.cap is not None:
         values["cap"] = format_integer(growth.cap, lang)
         text = tr("{what}: {growth}, {first} at t = {t1}, then held at {cap} up to t = {t2}.")
     else:

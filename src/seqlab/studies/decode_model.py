@@ -56,7 +56,8 @@ DEFAULT_POSITIONS = (16, 64, 256)
 QUICK_POSITIONS = (8, 16, 32)
 #: Fewest positions: a growth is named from three (two points fit any line).
 MIN_POSITIONS = 3
-#: Growth names :func:`classify_growth` gives.
+#: Growth names :func:`classify_growth` gives (a state of several kinds is also named by the sum of its parts':
+#: ``linear + capped``, ``constant + linear + capped``...).
 GROWTHS = ("constant", "linear", "constant + linear", "capped", "other")
 #: Generation grows like T when span(T2)/span(T1) is at least this share of T2/T1.
 GROWTH_SHARE = 0.9
@@ -168,7 +169,8 @@ class Growth:
         figure: ``"multiplications"``, ``"bytes"`` (the whole state) or ``"bytes:<kind>"``; prefixed
             ``"static "`` for the static cache's steps.
         values: the measured figure at each position.
-        kind: one of :data:`GROWTHS` (:func:`classify_growth`).
+        kind: one of :data:`GROWTHS` (:func:`classify_growth`); for the whole state of several kinds, the sum of
+            their growths (``linear + capped``).
         form: the growth form fit.py chooses for the series (``"1"``, ``"T"``...; None for a capped series).
         slope, intercept: of the exact line through every point (None when there is none).
         cap: the value a capped series stops at (None otherwise).
@@ -662,18 +664,33 @@ def measure_model_span(model: Any, facts: ModelFacts, lengths: tuple[int, int], 
                      prefill_constant=p1.ops == p2.ops, generation_grows=grows)
 
 
+def _sum_of(kinds: list[str | None]) -> str | None:
+    """The growth of a sum of parts, named by its parts' growths: ``constant + linear`` (a hybrid's attention
+    cache beside its fixed Mamba state), ``linear + capped`` (full and sliding-window layers); None when a part
+    is unnamed (``other``) or unknown."""
+    if any(kind is None or kind == "other" for kind in kinds):
+        return None
+    parts = {part for kind in kinds for part in kind.split(" + ")}
+    return " + ".join(part for part in ("constant", "linear", "capped") if part in parts)
+
+
 def _growths(positions: tuple[int, ...], steps: list[ModelStep], prefix: str) -> list[Growth]:
-    """The growth of the multiplications, the whole state and each kind, measured and from the closed forms."""
-    growth = [_growth(prefix + "multiplications", positions, tuple(s.multiplications for s in steps),
-                      None if steps[0].closed_form is None else tuple(s.closed_form for s in steps)),
-              _growth(prefix + "bytes", positions, tuple(s.state.total_bytes for s in steps),
-                      None if steps[0].closed_bytes is None else tuple(sum(s.closed_bytes.values()) for s in steps))]
+    """The growth of the multiplications, the whole state and each kind, measured and from the closed forms; the
+    whole state of several kinds is named as the sum of theirs (:func:`_sum_of`)."""
+    by_kind = []
     for kind in dict.fromkeys(k for s in steps for k in s.state.by_kind):
         closed = (None if any(s.closed_bytes is None or kind not in s.closed_bytes for s in steps)
                   else tuple(s.closed_bytes[kind] for s in steps))
-        growth.append(_growth(f"{prefix}bytes:{kind}", positions, tuple(s.state.by_kind.get(kind, 0) for s in steps),
-                              closed))
-    return growth
+        by_kind.append(_growth(f"{prefix}bytes:{kind}", positions, tuple(s.state.by_kind.get(kind, 0) for s in steps),
+                               closed))
+    whole = _growth(prefix + "bytes", positions, tuple(s.state.total_bytes for s in steps),
+                    None if steps[0].closed_bytes is None else tuple(sum(s.closed_bytes.values()) for s in steps))
+    if len(by_kind) > 1 and _sum_of([g.kind for g in by_kind]) is not None:
+        expected = _sum_of([g.expected for g in by_kind]) if whole.expected is not None else None
+        whole = replace(whole, kind=_sum_of([g.kind for g in by_kind]), expected=expected)
+    work = _growth(prefix + "multiplications", positions, tuple(s.multiplications for s in steps),
+                   None if steps[0].closed_form is None else tuple(s.closed_form for s in steps))
+    return [work, whole, *by_kind]
 
 
 def _read(facts: ModelFacts, past: object) -> CacheState:
