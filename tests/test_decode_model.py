@@ -43,7 +43,7 @@ POSITIONS = (4, 8, 16)
 #: What each family's state and step must grow like at t = 4, 8, 16 (window 8 for Mistral).
 EXPECTED = {"gpt2": ("linear", "constant + linear"), "llama_gqa": ("linear", "constant + linear"),
             "mistral": ("capped", "capped"), "mamba": ("constant", "constant"), "rwkv": ("constant", "constant"),
-            "jamba": ("constant + linear", "constant + linear"), "qwen2_mixed": ("linear + capped", "other")}
+            "jamba": ("constant + linear", "constant + linear"), "qwen2_mixed": ("linear + capped", "constant + linear + capped")}
 
 
 @pytest.fixture(scope="module")
@@ -148,14 +148,25 @@ def test_hybrid_is_the_sum_of_a_constant_and_a_linear_part(results):
     assert by_figure["bytes:attention_kv"].kind == "linear"
     assert by_figure["bytes:recurrent"].kind == "constant" and by_figure["bytes:convolution"].kind == "constant"
     assert by_figure["bytes:attention_kv"].slope == 2 * 2 * 8 * 4 * 2  # per position: 2 layers · K,V · 2 · 8 · 4
+    assert by_figure["multiplications:mamba"].kind == "constant"
+    assert by_figure["multiplications:attention"].slope == 2 * 2 * 4 * 8  # 2 layers · (q·K, α·V) · H · d_h
 
 
 def test_full_and_window_layers_sum_to_linear_plus_capped(results):
     by_figure = {g.figure: g for g in results["qwen2_mixed"].growth}
     assert by_figure["bytes:attention_kv"].kind == "linear" and by_figure["bytes:sliding_window_kv"].kind == "capped"
     assert by_figure["bytes"].expected == "linear + capped"
-    # per step: the full layers' t keys plus the window's min(t, 8): a line, then a kink at w, named "other"
-    assert by_figure["multiplications"].expected == "other"
+    # per step: the full layers' t keys plus the window's min(t, 8): no one form; named by the layers' parts
+    assert by_figure["multiplications:attention"].kind == "constant + linear"
+    assert by_figure["multiplications:sliding"].kind == "capped" == by_figure["multiplications:sliding"].expected
+    assert by_figure["multiplications"].expected == "constant + linear + capped"
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_work_split_by_kind_of_layer_equals_the_closed_form(results, name):
+    for step in results[name].steps:
+        assert dict(step.work_by_kind) == dict(step.closed_work_by_kind), (name, step.t)
+        assert sum(step.work_by_kind.values()) == step.multiplications
 
 
 def test_window_cap(results):

@@ -30,6 +30,17 @@ def kind_label(kind: str, lang: str = "en") -> str:
             "convolution": tr("convolution window"), "recurrent": tr("recurrent state")}.get(kind, kind)
 
 
+def layer_label(kind: str, lang: str = "en") -> str:
+    """A kind of layer for readers (the parts a step's multiplications are split into).
+
+    >>> layer_label("mamba"), layer_label("sliding", "es")
+    ('Mamba layers', 'las capas de ventana deslizante')
+    """
+    tr = translator(lang)
+    return {"attention": tr("attention layers"), "sliding": tr("sliding-window layers"), "mamba": tr("Mamba layers"),
+            "rwkv": tr("RWKV layers"), "output": tr("the output layer")}.get(kind, kind)
+
+
 def growth_label(kind: str, lang: str = "en") -> str:
     """A growth name of :data:`~seqlab.studies.decode_model.GROWTHS` (or a sum of them) for readers.
 
@@ -106,8 +117,12 @@ def _growth_sentence(growth: Growth, result: ModelDecodeResult, lang: str) -> st
     tr = translator(lang)
     first, last = result.positions[0], result.positions[-1]
     figure = growth.figure.removeprefix("static ")
-    what = (tr("Multiplications per new token") if figure == "multiplications" else tr("Cache bytes")
-            if figure == "bytes" else kind_label(figure.removeprefix("bytes:"), lang).capitalize())
+    if figure.startswith("multiplications:"):
+        what = tr("Multiplications per new token in {layers}").format(
+            layers=layer_label(figure.removeprefix("multiplications:"), lang))
+    else:
+        what = (tr("Multiplications per new token") if figure == "multiplications" else tr("Cache bytes")
+                if figure == "bytes" else kind_label(figure.removeprefix("bytes:"), lang).capitalize())
     if growth.figure.startswith("static "):
         what = tr("{what} (static cache)").format(what=what)
     values = {"what": what, "growth": growth_label(growth.kind, lang),
@@ -133,8 +148,14 @@ def _growth_sentence(growth: Growth, result: ModelDecodeResult, lang: str) -> st
 
 def growth_sentences(result: ModelDecodeResult, lang: str = "en") -> list[str]:
     """One sentence per figure: its growth named, with the slope or the cap, against the closed forms'."""
-    shown = [g for g in result.growth if ":" not in g.figure or len(result.kinds) > 1]
-    return [_growth_sentence(g, result, lang) for g in shown]
+    layers = {g.figure.split(":")[1] for g in result.growth if g.figure.startswith("multiplications:")} - {"output"}
+
+    def shown(growth: Growth) -> bool:  # a part is worded only where the whole has several
+        if growth.figure.removeprefix("static ").startswith("bytes:"):
+            return len(result.kinds) > 1
+        return ":" not in growth.figure or len(layers) > 1
+
+    return [_growth_sentence(g, result, lang) for g in result.growth if shown(g)]
 
 
 def difference_sentences(result: ModelDecodeResult, lang: str = "en") -> list[str]:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -148,6 +149,8 @@ class ModelStep:
         cache: ``"dynamic"`` (the cache the model returns, grown by concatenation) or ``"static"`` (a
             ``StaticCache`` preallocated for the largest position: every step attends over all its rows, the
             unwritten ones masked).
+        work_by_kind: ``multiplications`` split by kind of layer (:func:`work_by_kind`), or None.
+        closed_work_by_kind: the same from the config (:func:`closed_step_by_kind`), or None.
     """
 
     t: int
@@ -159,6 +162,8 @@ class ModelStep:
     closed_bytes: Mapping[str, int] | None
     timing: Timing | None = None
     cache: str = "dynamic"
+    work_by_kind: Mapping[str, int] | None = None
+    closed_work_by_kind: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -354,52 +359,99 @@ def closed_state_bytes(config: Any, t: int, element_bytes: int) -> dict[str, int
     return out
 
 
-def closed_step_multiplications(config: Any, t: int) -> int | None:
-    """Multiplications of the decode step at position t, from the config alone (batch 1).
+def closed_step_by_kind(config: Any, t: int) -> dict[str, int] | None:
+    """Multiplications of the decode step at position t per kind of layer, from the config alone (batch 1).
 
-    Σ over layers of the mixer's step (attention over t keys, or min(t, w) in a window:
+    Each layer is its mixer's step (attention over t keys, or min(t, w) in a window:
     :func:`seqlab.cost.decoder_attention_step_multiplications`; Mamba:
     :func:`seqlab.cost.hf_mamba_step_multiplications`; RWKV: :func:`seqlab.cost.rwkv_step_multiplications`) and
-    of its feed-forward block (:func:`seqlab.cost.mlp_step_multiplications`: GPT-2's 2·d·d_ff, the gated 3·d·d_ff
-    of Llama, Mistral, Qwen2, Jamba), plus the output layer d·V.
+    its feed-forward block (:func:`seqlab.cost.mlp_step_multiplications`: GPT-2's 2·d·d_ff, the gated 3·d·d_ff of
+    Llama, Mistral, Qwen2, Jamba); ``"output"`` is the output layer d·V.
 
     >>> from transformers import GPT2Config
-    >>> closed_step_multiplications(GPT2Config(vocab_size=64, n_embd=32, n_layer=2, n_head=4), 16)
-    28672
+    >>> closed_step_by_kind(GPT2Config(vocab_size=64, n_embd=32, n_layer=2, n_head=4), 16)
+    {'output': 2048, 'attention': 26624}
 
     Args:
         config: a transformers config (``model.config``). t: the position (>= 1).
 
     Returns:
-        The count, or None for a family with no closed form here (or a Jamba with expert layers).
+        kind (``"attention"``, ``"sliding"``, ``"mamba"``, ``"rwkv"``, ``"output"``) -> multiplications, or None
+        for a family with no closed form here (or a Jamba with expert layers).
     """
     kinds = _layer_kinds(config)
     if kinds is None:
         return None
     d, V = config.hidden_size, config.vocab_size
-    total = d * V
+    out = {"output": d * V}
     heads, kv_heads, head_dim = _attention_sizes(config) if {"attention", "sliding"} & set(kinds) else (0, 0, 0)
     kind = config.model_type
     if kind == "jamba" and any(n > 1 for n in getattr(config, "layers_num_experts", [1])):
         return None  # a router and top-k experts per token: no closed form here
     for layer in kinds:
         if layer == "attention":
-            total += cost.decoder_attention_step_multiplications(t, d, heads, kv_heads, head_dim)
+            total = cost.decoder_attention_step_multiplications(t, d, heads, kv_heads, head_dim)
         elif layer == "sliding":
-            total += cost.decoder_attention_step_multiplications(min(t, config.sliding_window), d, heads, kv_heads,
-                                                                 head_dim)
+            total = cost.decoder_attention_step_multiplications(min(t, config.sliding_window), d, heads, kv_heads,
+                                                                head_dim)
         elif layer == "mamba":
             E, N, k, R = _mamba_sizes(config)
-            total += cost.hf_mamba_step_multiplications(d, E, N, k, R)
+            total = cost.hf_mamba_step_multiplications(d, E, N, k, R)
         else:  # rwkv: its two mixes are the whole layer
             d_att = config.attention_hidden_size or d
-            total += cost.rwkv_step_multiplications(d, d_att, config.intermediate_size or 4 * d)
-            continue
+            total = cost.rwkv_step_multiplications(d, d_att, config.intermediate_size or 4 * d)
         if kind == "gpt2":
             total += cost.mlp_step_multiplications(d, config.n_inner or 4 * d, gated=False)
-        elif kind != "mamba":
+        elif kind not in ("mamba", "rwkv"):
             total += cost.mlp_step_multiplications(d, config.intermediate_size, gated=True)
-    return total
+        out[layer] = out.get(layer, 0) + total
+    return out
+
+
+def closed_step_multiplications(config: Any, t: int) -> int | None:
+    """Multiplications of the decode step at position t, from the config alone: the sum of
+    :func:`closed_step_by_kind`.
+
+    >>> from transformers import GPT2Config
+    >>> closed_step_multiplications(GPT2Config(vocab_size=64, n_embd=32, n_layer=2, n_head=4), 16)
+    28672
+
+    Returns:
+        The count, or None for a family with no closed form here (or a Jamba with expert layers).
+    """
+    by_kind = closed_step_by_kind(config, t)
+    return None if by_kind is None else sum(by_kind.values())
+
+
+#: A decoder layer's module path as the counter names it (``…model.layers.3``, ``…transformer.h.0``, ``…blocks.1``).
+_LAYER_MODULE = re.compile(r"\.(?:layers|h|blocks)\.(\d+)$")
+
+
+def work_by_kind(by_module: Mapping[str, int], config: Any, total: int) -> dict[str, int] | None:
+    """A counted step split by kind of layer: each decoder layer's module (its mixer and feed-forward block) under
+    its kind from the config, and the rest (output layer, final norm) as ``"output"``.
+
+    >>> from transformers import MambaConfig
+    >>> work_by_kind({"M.backbone.layers.0": 7936, "M.backbone.layers.1": 7936, "M.lm_head": 2048},
+    ...              MambaConfig(num_hidden_layers=2), 17920)
+    {'output': 2048, 'mamba': 15872}
+
+    Returns:
+        kind -> multiplications summing to ``total``, or None when the family is unknown or no layer module was
+        found.
+    """
+    kinds = _layer_kinds(config)
+    if kinds is None:
+        return None
+    out: dict[str, int] = {}
+    for name, count in by_module.items():
+        match = _LAYER_MODULE.search(name)
+        if match and int(match.group(1)) < len(kinds):
+            kind = kinds[int(match.group(1))]
+            out[kind] = out.get(kind, 0) + count
+    if not out:
+        return None
+    return {"output": total - sum(out.values()), **out}
 
 
 # --- Growth ---------------------------------------------------------------------------------------------------
@@ -674,23 +726,41 @@ def _sum_of(kinds: list[str | None]) -> str | None:
     return " + ".join(part for part in ("constant", "linear", "capped") if part in parts)
 
 
+def _parts(figure: str, positions: tuple[int, ...], steps: list[ModelStep], measured: Callable,
+           closed: Callable) -> list[Growth]:
+    """One growth per part (kind of state, or of layer): ``figure:<part>``."""
+    growth = []
+    for part in dict.fromkeys(k for s in steps for k in (measured(s) or {})):
+        expected = (None if any(closed(s) is None or part not in closed(s) for s in steps)
+                    else tuple(closed(s)[part] for s in steps))
+        values = tuple((measured(s) or {}).get(part, 0) for s in steps)
+        if min(values) > 0:
+            growth.append(_growth(f"{figure}:{part}", positions, values, expected))
+    return growth
+
+
+def _named_by_parts(whole: Growth, parts: list[Growth]) -> Growth:
+    """A whole the rule can only call ``other`` named by the sum of its parts' growths (:func:`_sum_of`)."""
+    if len(parts) < 2:
+        return whole
+    kind = _sum_of([g.kind for g in parts]) if whole.kind == "other" else whole.kind
+    expected = whole.expected
+    if expected == "other":
+        expected = _sum_of([g.expected for g in parts]) or expected
+    return replace(whole, kind=kind or whole.kind, expected=expected)
+
+
 def _growths(positions: tuple[int, ...], steps: list[ModelStep], prefix: str) -> list[Growth]:
-    """The growth of the multiplications, the whole state and each kind, measured and from the closed forms; the
-    whole state of several kinds is named as the sum of theirs (:func:`_sum_of`)."""
-    by_kind = []
-    for kind in dict.fromkeys(k for s in steps for k in s.state.by_kind):
-        closed = (None if any(s.closed_bytes is None or kind not in s.closed_bytes for s in steps)
-                  else tuple(s.closed_bytes[kind] for s in steps))
-        by_kind.append(_growth(f"{prefix}bytes:{kind}", positions, tuple(s.state.by_kind.get(kind, 0) for s in steps),
-                               closed))
+    """The growth of the multiplications, the whole state, each kind of state and each kind of layer's work,
+    measured and from the closed forms; a whole that only a sum can name is named by its parts' (:func:`_sum_of`)."""
+    states = _parts(f"{prefix}bytes", positions, steps, lambda s: s.state.by_kind, lambda s: s.closed_bytes)
+    works = _parts(f"{prefix}multiplications", positions, steps, lambda s: s.work_by_kind,
+                   lambda s: s.closed_work_by_kind)
     whole = _growth(prefix + "bytes", positions, tuple(s.state.total_bytes for s in steps),
                     None if steps[0].closed_bytes is None else tuple(sum(s.closed_bytes.values()) for s in steps))
-    if len(by_kind) > 1 and _sum_of([g.kind for g in by_kind]) is not None:
-        expected = _sum_of([g.expected for g in by_kind]) if whole.expected is not None else None
-        whole = replace(whole, kind=_sum_of([g.kind for g in by_kind]), expected=expected)
     work = _growth(prefix + "multiplications", positions, tuple(s.multiplications for s in steps),
                    None if steps[0].closed_form is None else tuple(s.closed_form for s in steps))
-    return [work, whole, *by_kind]
+    return [_named_by_parts(work, works), _named_by_parts(whole, states), *states, *works]
 
 
 def _read(facts: ModelFacts, past: object) -> CacheState:
@@ -752,7 +822,9 @@ def _run(config: ModelDecodeConfig, progress: Callable[[int, int, str], None] | 
         steps.append(ModelStep(t=t, multiplications=work.multiplications,
                                closed_form=closed_step_multiplications(model.config, keys), kaplan=kaplan,
                                unaccounted=dict(work.unaccounted), state=state,
-                               closed_bytes=closed_state_bytes(model.config, keys, 4), cache=kind))
+                               closed_bytes=closed_state_bytes(model.config, keys, 4), cache=kind,
+                               work_by_kind=work_by_kind(work.by_module, model.config, work.multiplications),
+                               closed_work_by_kind=closed_step_by_kind(model.config, keys)))
     threads = config.threads
     if config.time:
         with torch.no_grad():
