@@ -67,6 +67,10 @@ OUTPUTS: dict[str, Shown] = {
     "table1.es": Shown("seqlab table1 --quick --lang es"),
     "table1-modern": Shown("seqlab table1 --modern --lengths 32,64,128 --long-lengths 128,256,512 --d-model 8 "
                            "--lang en", columns=120),
+    "table1-modern-tiny": Shown("seqlab table1 --modern --lengths 2,3,4 --long-lengths 5,6,7 --d-model 4 --lang en",
+                                columns=120),
+    "table1-modern-tiny.es": Shown("seqlab table1 --modern --lengths 2,3,4 --long-lengths 5,6,7 --d-model 4 "
+                                   "--lang es", columns=120),
     "profile": Shown("seqlab profile my_layer:make_layer --seq-len 16 --d-model 8 --lang en",
                      copy=("examples/my_layer.py",)),
     "profile.es": Shown("seqlab profile my_layer:make_layer --seq-len 16 --d-model 8 --lang es",
