@@ -80,6 +80,10 @@ OUTPUTS: dict[str, Shown] = {
                    "--min-run-time 0.05 --lang en", columns=250),
     "decode": Shown("seqlab decode --quick --no-time --lang en"),
     "decode.es": Shown("seqlab decode --quick --no-time --lang es"),
+    "decode-model": Shown("seqlab decode --model tiny-jamba --positions 4,8,16 --no-time --lang en", columns=120,
+                          prepare="examples/tiny_hybrid.py"),
+    "decode-model.es": Shown("seqlab decode --model tiny-jamba --positions 4,8,16 --no-time --lang es", columns=120,
+                             prepare="examples/tiny_hybrid.py"),
     "learn": Shown("seqlab learn --quick --tasks recall --models elman,attention --lengths 8 --seeds 1 "
                    "--lang en"),
     "learn.es": Shown("seqlab learn --quick --tasks recall --models elman,attention --lengths 8 --seeds 1 "

@@ -40,6 +40,15 @@ sliding_window_step_multiplications        w (d_k + d_v) + projections          
 mamba_rank                                 ⌈d_model / 16⌉ (Δ's rank)                            Mamba
 mamba_block_multiplications                T (2dE + E(R + 5N) + RE + Ed) + (T + k − 1) E k      Mamba
 mamba_block_step_multiplications           2dE + E(R + 5N) + RE + Ed                            Mamba
+kv_cache_bytes                             2 L H_kv d_head t b  (per batch row)                 §3.2.2
+sliding_window_cache_rows                  min(t, w)                                            Mistral
+ssm_state_bytes                            L E (d_conv + N) b                                   Mamba
+rwkv_state_bytes                           L (2 d + 3 d_att) b                                  RWKV
+decoder_attention_step_multiplications     d H d_h + 2 d H_kv d_h + H d_h d + 2 H d_h keys      §3.2.2
+mlp_step_multiplications                   2 d d_ff, or 3 d d_ff gated                          §3.3
+hf_mamba_step_multiplications              mamba_block_step + 2 E d_conv                        Mamba
+rwkv_step_multiplications                  4 d d_att + 2 d d_ff + d^2                           RWKV
+kaplan_step_multiplications                N + L t d_attn                                       Kaplan
 flops                                      2 m                                                  --
 =========================================  ===================================================  ==========
 
@@ -769,6 +778,194 @@ def mamba_block_step_multiplications(d_model: int, d_state: int = 16, d_conv: in
     return batch * (d_model * 2 * E + E * (R + 2 * N) + R * E + 2 * E * N + E * d_model) + _decay_outer_product(
         batch, E * N)
 
+
+# --- A checkpoint's decode step and its cache (issue 24): the forms ``seqlab decode --model`` checks -------------
+# Shape letters: L layers (of the kind named), H query heads, H_kv key/value heads, d_h head width, d = d_model,
+# d_ff the feed-forward width, E the SSM's inner width, N its state size, b bytes per element, t the position.
+
+
+def kv_cache_bytes(t: int, layers: int, kv_heads: int, head_dim: int, element_bytes: int, *, batch: int = 1) -> int:
+    """Bytes of a key/value cache holding t positions: keys and values, (B, H_kv, t, d_h) each, in every layer.
+
+    2 · L · H_kv · d_h · t · b · B. Grouped-query attention stores H_kv < H heads; d_h is the config's
+    ``head_dim`` (not always d_model / H).
+
+    >>> kv_cache_bytes(12, 2, 2, 16, 4)  # 2 · 2 · 2 · 16 · 12 · 4
+    6144
+
+    Raises:
+        SeqlabError: a size that is not an integer >= 1.
+
+    Source: Vaswani et al. 2017, §3.2.2 (one key and one value per head and position); Ainslie et al. 2023 (GQA).
+    """
+    for name, value in (("t", t), ("layers", layers), ("kv_heads", kv_heads), ("head_dim", head_dim),
+                        ("element_bytes", element_bytes), ("batch", batch)):
+        require_positive_int(name, value)
+    return 2 * layers * kv_heads * head_dim * t * element_bytes * batch
+
+
+def sliding_window_cache_rows(t: int, window: int) -> int:
+    """Positions whose keys a sliding-window cache holds in memory after the step at position t: min(t, w).
+
+    The new token attends over min(t, w) keys (itself and w − 1 before it). transformers'
+    ``DynamicSlidingWindowLayer`` then keeps a *view* of the last w − 1 rows, the ones the next token will need;
+    the view keeps the whole storage of the concatenation alive, so min(t, w) rows stay allocated while
+    min(t, w − 1) are visible.
+
+    >>> sliding_window_cache_rows(4, 8), sliding_window_cache_rows(16, 8)
+    (4, 8)
+
+    Raises:
+        SeqlabError: a size that is not an integer >= 1.
+
+    Source: Jiang et al. 2023 (Mistral 7B), §2 (rolling buffer cache of w entries).
+    """
+    require_positive_int("t", t)
+    require_positive_int("window", window)
+    return min(t, window)
+
+
+def ssm_state_bytes(layers: int, d_inner: int, d_state: int, d_conv: int, element_bytes: int, *,
+                    batch: int = 1) -> int:
+    """Bytes of a Mamba state whatever t: per layer a convolution window (B, E, d_conv) and an SSM state (B, E, N).
+
+    L · E · (d_conv + N) · b · B. The recurrence itself needs only d_conv − 1 past inputs; transformers keeps
+    d_conv columns (the oldest is overwritten before it is read).
+
+    >>> ssm_state_bytes(2, 64, 4, 4, 4)  # 2 · 64 · (4 + 4) · 4
+    4096
+
+    Raises:
+        SeqlabError: a size that is not an integer >= 1.
+
+    Source: Gu & Dao 2023 (Mamba), §3.4 (recurrent mode: a state of E·N per layer, plus the convolution's window).
+    """
+    for name, value in (("layers", layers), ("d_inner", d_inner), ("d_state", d_state), ("d_conv", d_conv),
+                        ("element_bytes", element_bytes), ("batch", batch)):
+        require_positive_int(name, value)
+    return layers * d_inner * (d_conv + d_state) * element_bytes * batch
+
+
+def rwkv_state_bytes(layers: int, d_model: int, d_attention: int, element_bytes: int, *, batch: int = 1) -> int:
+    """Bytes of an RWKV-4 state whatever t: per layer two token-shift inputs (time mix and channel mix, d each) and
+    the WKV numerator, denominator and running maximum (d_att each).
+
+    L · (2d + 3 d_att) · b · B.
+
+    >>> rwkv_state_bytes(2, 32, 32, 4)  # 2 · (64 + 96) · 4
+    1280
+
+    Raises:
+        SeqlabError: a size that is not an integer >= 1.
+
+    Source: Peng et al. 2023 (RWKV), §3 and its reference code (the state's five rows per layer).
+    """
+    for name, value in (("layers", layers), ("d_model", d_model), ("d_attention", d_attention),
+                        ("element_bytes", element_bytes), ("batch", batch)):
+        require_positive_int(name, value)
+    return layers * (2 * d_model + 3 * d_attention) * element_bytes * batch
+
+
+def decoder_attention_step_multiplications(keys: int, d_model: int, heads: int, kv_heads: int, head_dim: int) -> int:
+    """Multiplications of one attention layer's decode step over ``keys`` cached keys (the new one included).
+
+    d·H·d_h (query) + 2·d·H_kv·d_h (key, value) + H·d_h·d (output) + 2·H·d_h·keys (q·Kᵀ and α·V). The score
+    products run over all H query heads: grouped keys are repeated to H heads before the products.
+
+    >>> decoder_attention_step_multiplications(13, 32, 4, 2, 16)  # 2048 + 2048 + 2048 + 1664
+    7808
+
+    Raises:
+        SeqlabError: a size that is not an integer >= 1.
+
+    Source: Vaswani et al. 2017, §3.2.2; lesson claim L6 (a query over t keys: t(d_k + d_v)).
+    """
+    for name, value in (("keys", keys), ("d_model", d_model), ("heads", heads), ("kv_heads", kv_heads),
+                        ("head_dim", head_dim)):
+        require_positive_int(name, value)
+    width, kv_width = heads * head_dim, kv_heads * head_dim
+    return d_model * width + 2 * d_model * kv_width + width * d_model + 2 * width * keys
+
+
+def mlp_step_multiplications(d_model: int, d_ff: int, gated: bool) -> int:
+    """Multiplications of one position through a feed-forward block: 2·d·d_ff, or 3·d·d_ff with a gate (SwiGLU).
+
+    >>> mlp_step_multiplications(32, 128, False), mlp_step_multiplications(32, 48, True)
+    (8192, 4608)
+
+    Raises:
+        SeqlabError: a size that is not an integer >= 1.
+
+    Source: Vaswani et al. 2017, §3.3; Shazeer 2020 (GLU variants: gate, up and down projections).
+    """
+    require_positive_int("d_model", d_model)
+    require_positive_int("d_ff", d_ff)
+    return (3 if gated else 2) * d_model * d_ff
+
+
+def hf_mamba_step_multiplications(d_model: int, d_inner: int, d_state: int, d_conv: int, dt_rank: int) -> int:
+    """Multiplications of one decode step of a transformers Mamba mixer (its PyTorch path, batch 1).
+
+    :func:`mamba_block_step_multiplications` + 2·E·d_conv: transformers runs the step's convolution as a
+    ``conv1d`` over the d_conv cached columns and the new one, which gives two outputs (one is dropped), E·d_conv
+    multiplications each; seqlab's own block reads the window element-wise (no contraction).
+
+    >>> hf_mamba_step_multiplications(32, 64, 4, 4, 2)  # 4096 + 640 + 128 + 512 + 2048 + 512
+    7936
+
+    Raises:
+        SeqlabError: a size that is not an integer >= 1.
+
+    Source: Gu & Dao 2023 (Mamba), §3.4; transformers' ``MambaMixer`` decode path.
+    """
+    require_positive_int("d_inner", d_inner)
+    require_positive_int("d_conv", d_conv)
+    if d_inner % d_model:
+        raise SeqlabError(f"d_inner must be a multiple of d_model, received {d_inner} and {d_model}")
+    return mamba_block_step_multiplications(d_model, d_state, d_conv, d_inner // d_model, dt_rank) \
+        + 2 * d_inner * d_conv
+
+
+def rwkv_step_multiplications(d_model: int, d_attention: int, d_ff: int) -> int:
+    """Multiplications of one RWKV-4 layer's decode step: time mix (key, value, receptance d·d_att each, output
+    d_att·d) and channel mix (key d·d_ff, value d_ff·d, receptance d·d); the WKV update is element-wise.
+
+    4·d·d_att + 2·d·d_ff + d².
+
+    >>> rwkv_step_multiplications(32, 32, 64)  # 4096 + 4096 + 1024
+    9216
+
+    Raises:
+        SeqlabError: a size that is not an integer >= 1.
+
+    Source: Peng et al. 2023 (RWKV), §3 (time mixing and channel mixing).
+    """
+    for name, value in (("d_model", d_model), ("d_attention", d_attention), ("d_ff", d_ff)):
+        require_positive_int(name, value)
+    return 4 * d_model * d_attention + 2 * d_model * d_ff + d_model * d_model
+
+
+def kaplan_step_multiplications(non_embedding_parameters: int, layers: int, t: int, d_attention: int) -> int:
+    """Kaplan et al.'s forward cost per token in multiplications: N + L·t·d_attn (their 2N + 2·n_layer·n_ctx·d_attn
+    FLOPs, halved).
+
+    It counts the q·Kᵀ products of the context but not α·V (another L·t·d_attn), and leaves the de-embedding
+    (d·V) out of N: a measured step exceeds it by L·t·d_attn + d·V, less the biases' and norms' parameters.
+
+    >>> kaplan_step_multiplications(24576, 2, 13, 32)
+    25408
+
+    Raises:
+        SeqlabError: a size that is not an integer >= 1.
+
+    Source: Kaplan et al. 2020 (Scaling laws), Table 1.
+    """
+    for name, value in (("non_embedding_parameters", non_embedding_parameters), ("layers", layers), ("t", t),
+                        ("d_attention", d_attention)):
+        require_positive_int(name, value)
+    return non_embedding_parameters + layers * t * d_attention
+
+
 CLOSED_FORMS: dict[str, Callable[..., int | Fraction | None]] = {
     function.__name__: function for function in (
         recurrence_multiplications, attention_multiplications, scored_attention_multiplications,
@@ -783,5 +980,7 @@ CLOSED_FORMS: dict[str, Callable[..., int | Fraction | None]] = {
         diagonal_recurrence_step_multiplications, selective_recurrence_multiplications,
         selective_recurrence_step_multiplications, sliding_window_multiplications,
         sliding_window_step_multiplications, mamba_rank, mamba_block_multiplications,
-        mamba_block_step_multiplications)}
+        mamba_block_step_multiplications, kv_cache_bytes, sliding_window_cache_rows, ssm_state_bytes,
+        rwkv_state_bytes, decoder_attention_step_multiplications, mlp_step_multiplications,
+        hf_mamba_step_multiplications, rwkv_step_multiplications, kaplan_step_multiplications)}
 """The table above as data: name -> closed-form function (every public formula of this module)."""

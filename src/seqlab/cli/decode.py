@@ -62,12 +62,25 @@ def decode(
                                        "or FILE.svg.")] = None,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
     threads: DecodeThreadsOption = None,
+    model: Annotated[Optional[str], typer.Option(
+        "--model", metavar="DIR", help="Measure a local Hugging Face causal LM instead, read offline from DIR: "
+                                       "multiplications, time and the bytes of its own cache per new token "
+                                       "(positions >= 2; default 16,64,256; --quick: 8,16,32).")] = None,
 ) -> None:
     """Generate token by token: multiplications, time and state per new token, machine by machine."""
     from seqlab.studies.decode import DecodeConfig, check_decode_config, run_decode
 
     lang = language(lang)
     plot_path = _plot_path(plot) if plot is not None else None
+    if model is not None:
+        from seqlab.cli.decode_model import decode_model
+
+        given = [name for name, value in (("--d-model", d_model), ("--machines", machines), ("--batch", batch != 1))
+                 if value]
+        if given:
+            raise typer.BadParameter(f"{', '.join(given)} apply to seqlab's own machines, not to --model",
+                                     param_hint="'--model'")
+        return decode_model(model, positions, time, quick, as_json, lang, threads, plot_path)
     changes: dict[str, object] = {"batch": batch, "time": time}
     if threads is not None:
         changes["threads"] = threads

@@ -34,5 +34,16 @@ ERROR_MESSAGES = (
     "cannot write {path}: {reason}",
     "plots need matplotlib (pip install matplotlib)",
     "compare needs a text of at least 2 tokens; {source} has {count}",
+    "{path} is not a folder; expected a local Hugging Face checkpoint folder (config.json, weights)",
+    "{path} holds a {architecture} (model type {model_type}), which is not a causal language model; expected a "
+    "decoder that writes token by token (GPT-2, Llama, Mamba, RWKV...)",
+    "position {t} is beyond what {name} reads: at most {limit} positions (max_position_embeddings)",
+    "positions must name at least {count} distinct positions to name a growth, received {positions}",
+    "seqlab cannot read this model's cache: it found {what} holding tensors it cannot assign to attention "
+    "keys/values, a convolution window or a recurrent state ({tensors})",
+    "seqlab cannot read this model's cache: it found {what} with no floating-point tensor reachable from it; "
+    "expected keys/values, conv_states or recurrent_states",
+    "{options} apply to seqlab's own machines, not to --model",
+    "{path} has no {what}; expected a local Hugging Face checkpoint folder (config.json, weights)",
 )
 

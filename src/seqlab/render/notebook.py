@@ -38,6 +38,8 @@ VIEWS: dict[str, tuple[str, str]] = {
     "Table1Result": ("seqlab.render.table1:render_table1", "seqlab.render.table1:table1_figure"),
     "CheckResult": ("seqlab.render.notebook:check_table", "seqlab.render.notebook_figures:check_figure"),
     "DecodeResult": ("seqlab.render.decode:render_decode", "seqlab.render.decode:decode_figure"),
+    "ModelDecodeResult": ("seqlab.render.decode_model:render_model_decode",
+                          "seqlab.render.decode_model:model_decode_figure"),
     "ModernResult": ("seqlab.render.table1_modern:render_modern", "seqlab.render.notebook_figures:modern_figure"),
 }
 

@@ -1,0 +1,52 @@
+"""``seqlab decode --model DIR``: a local Hugging Face causal LM's cost per new token, read from its own cache.
+
+Parse, call :func:`seqlab.studies.decode_model.run_model_decode`, render. Everything that can be refused is refused
+before the prefill (exit 2, one ``Error:`` line): a folder that is missing or holds no causal LM, positions below 2
+or beyond the model's maximum, fewer than three positions, work that would not fit in memory, and a cache seqlab
+cannot read (the line names the types it found).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from seqlab.cli.options import bad_parameter, integer_list
+from seqlab.errors import SeqlabError
+
+OPTIONS = {"model": "'--model'", "positions": "'--positions'", "threads": "'--threads'"}
+
+
+def decode_model(model: str, positions: str | None, time: bool, quick: bool, as_json: bool, lang: str,
+                 threads: int | None, plot: Path | None = None) -> None:
+    """Measure and print (a table and sentences, or ``--json``); draw to ``plot`` when given."""
+    from seqlab.studies.decode_model import ModelDecodeConfig, run_model_decode
+
+    changes: dict[str, object] = {"time": time}
+    if threads is not None:
+        changes["threads"] = threads
+    if positions is not None:
+        changes["positions"] = integer_list(positions, 2, "'--positions'")
+    try:
+        config = ModelDecodeConfig.quick(model, **changes) if quick else ModelDecodeConfig(model, **changes)
+        result = run_model_decode(config)
+    except SeqlabError as error:
+        raise bad_parameter(error, OPTIONS, "'--model'") from None
+    if plot is not None:
+        from seqlab.render.decode_model import model_decode_figure
+
+        try:
+            model_decode_figure(result, lang).savefig(plot)
+        except OSError as error:
+            raise typer.BadParameter(f"cannot write {str(plot)!r}: {error}", param_hint="'--plot'") from None
+    if as_json:
+        from seqlab.render.json_output import to_json
+
+        typer.echo(to_json(result))
+        return
+    from rich.console import Console
+
+    from seqlab.render.decode_model import render_model_decode
+
+    Console().print(render_model_decode(result, lang))

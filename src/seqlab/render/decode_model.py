@@ -1,0 +1,252 @@
+"""Render a :class:`~seqlab.studies.decode_model.ModelDecodeResult`: the table and the sentences (issue 24).
+
+Results in, words out: nothing here measures. Each sentence words a figure or a decision the study took (the
+growth it named, a count against its closed form), so a different measurement gives a different sentence.
+Sentences go through the gettext domain ``seqlab`` (``locale/es/LC_MESSAGES/seqlab.po``), the function ``tr``.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from seqlab.i18n import format_integer, format_seconds, translator
+from seqlab.render.machine_load import busy_caveat
+from seqlab.studies.decode_model import Growth, ModelDecodeResult, ModelStep
+
+DOMAIN = "seqlab"
+NOISY_MARK = "†"
+
+
+def kind_label(kind: str, lang: str = "en") -> str:
+    """A state kind for readers.
+
+    >>> kind_label("sliding_window_kv"), kind_label("recurrent", "es")
+    ('sliding-window keys/values', 'estado recurrente')
+    """
+    tr = translator(lang)
+    return {"attention_kv": tr("attention keys/values"), "sliding_window_kv": tr("sliding-window keys/values"),
+            "convolution": tr("convolution window"), "recurrent": tr("recurrent state")}.get(kind, kind)
+
+
+def layer_label(kind: str, lang: str = "en") -> str:
+    """A kind of layer for readers (the parts a step's multiplications are split into).
+
+    >>> layer_label("mamba"), layer_label("sliding", "es")
+    ('Mamba layers', 'las capas de ventana deslizante')
+    """
+    tr = translator(lang)
+    return {"attention": tr("attention layers"), "sliding": tr("sliding-window layers"), "mamba": tr("Mamba layers"),
+            "rwkv": tr("RWKV layers"), "output": tr("the output layer")}.get(kind, kind)
+
+
+def growth_label(kind: str, lang: str = "en") -> str:
+    """A growth name of :data:`~seqlab.studies.decode_model.GROWTHS` (or a sum of them) for readers.
+
+    >>> growth_label("constant + linear", "es"), growth_label("linear + capped", "es")
+    ('constante + lineal', 'lineal + con tope')
+    """
+    tr = translator(lang)
+    words = {"constant": tr("constant"), "linear": tr("linear"), "capped": tr("capped"), "other": tr("other")}
+    return " + ".join(words.get(part, part) for part in kind.split(" + "))
+
+
+def _same_or(value: int | None, reference: int, lang: str) -> str:
+    return "—" if value is None else "=" if value == reference else format_integer(value, lang)
+
+
+def _time_cell(step: ModelStep, lang: str) -> str:
+    if step.timing is None:
+        return "—"
+    mark = f" {NOISY_MARK}" if step.timing.noisy else ""
+    return f"{format_seconds(step.timing.median_s, lang)} ± {format_seconds(step.timing.iqr_s, lang)}{mark}"
+
+
+def model_decode_table(result: ModelDecodeResult, lang: str = "en") -> Table:
+    """One row per cache and position: multiplications (counted, closed form, Kaplan's), time, bytes per kind."""
+    tr = translator(lang)
+    facts = result.model
+    title = tr("One new token of {name} ({architecture}, {parameters} parameters), per position t").format(
+        name=facts.name, architecture=facts.architecture, parameters=format_integer(facts.parameters, lang))
+    table = Table(title=title, caption=_caption(result, lang), title_justify="left", caption_justify="left")
+    kaplan = any(step.kaplan is not None for step in result.steps)  # columns with a figure in some row only
+    timed = result.config.time
+    headers = [tr("cache"), "t", tr("multiplications\n(counted)"), tr("closed\nform")]
+    headers += ["Kaplan"] * kaplan + [tr("time per token\nmedian ± IQR")] * timed
+    headers += [kind_label(kind, lang) + "\n" + tr("(bytes)") for kind in result.kinds]
+    headers += [tr("closed\nform")]
+    for header in headers:
+        table.add_column(header, justify="left" if header == tr("cache") else "right")
+    previous = None
+    for step in result.steps:
+        closed_bytes = None if step.closed_bytes is None else sum(step.closed_bytes.values())
+        exact = step.closed_bytes is not None and dict(step.closed_bytes) == dict(step.state.by_kind)
+        cache = tr("dynamic") if step.cache == "dynamic" else tr("static")
+        cells = [cache if step.cache != previous else "", format_integer(step.t, lang),
+                 format_integer(step.multiplications, lang), _same_or(step.closed_form, step.multiplications, lang)]
+        if kaplan:
+            cells.append("—" if step.kaplan is None else format_integer(step.kaplan, lang))
+        if timed:
+            cells.append(_time_cell(step, lang))
+        cells += [format_integer(step.state.by_kind[k], lang) if k in step.state.by_kind else "—"
+                  for k in result.kinds]
+        cells.append("=" if exact else "—" if closed_bytes is None else format_integer(closed_bytes, lang))
+        table.add_row(*cells)
+        previous = step.cache
+    return table
+
+
+def _caption(result: ModelDecodeResult, lang: str) -> str:
+    tr = translator(lang)
+    parts = [tr("Each row: the model reads t − 1 random tokens, then writes token t through the cache it returned. "
+                "Multiplications: one per multiply-add, counted on that step as the model's own code ran (bias, "
+                "norms, softmax not counted). Bytes: every tensor reachable from the cache object, each storage "
+                "once, after the step. '=' equals the closed form from the config. Eager attention, float32, "
+                "batch 1; transformers {version}.").format(version=result.transformers_version)]
+    if result.config.time:
+        threads = tr("1 thread") if result.threads == 1 else tr("{threads} threads").format(threads=result.threads)
+        parts.append(tr("Time: median ± IQR over {rounds} interleaved rounds, {threads}; {mark} noisy: IQR over a "
+                        "tenth of the median.").format(rounds=result.config.rounds, threads=threads,
+                                                        mark=NOISY_MARK))
+    parts.append(busy_caveat(result.load, lang))
+    return " ".join(part for part in parts if part)
+
+
+def _growth_sentence(growth: Growth, result: ModelDecodeResult, lang: str) -> str:
+    tr = translator(lang)
+    first, last = result.positions[0], result.positions[-1]
+    figure = growth.figure.removeprefix("static ")
+    if figure.startswith("multiplications:"):
+        what = tr("Multiplications per new token in {layers}").format(
+            layers=layer_label(figure.removeprefix("multiplications:"), lang))
+    else:
+        what = (tr("Multiplications per new token") if figure == "multiplications" else tr("Cache bytes")
+                if figure == "bytes" else kind_label(figure.removeprefix("bytes:"), lang).capitalize())
+    if growth.figure.startswith("static "):
+        what = tr("{what} (static cache)").format(what=what)
+    values = {"what": what, "growth": growth_label(growth.kind, lang),
+              "first": format_integer(growth.values[0], lang), "last": format_integer(growth.values[-1], lang),
+              "t1": format_integer(first, lang), "t2": format_integer(last, lang)}
+    if growth.kind in ("linear", "constant + linear") and growth.slope is not None:
+        values["slope"] = format_integer(int(growth.slope), lang) if growth.slope.denominator == 1 else \
+            str(growth.slope)
+        text = tr("{what}: {growth}, {first} at t = {t1} to {last} at t = {t2}, {slope} more per position.")
+    elif growth.kind == "capped" and growth.cap is not None:
+        values["cap"] = format_integer(growth.cap, lang)
+        text = tr("{what}: {growth}, {first} at t = {t1}, then held at {cap} up to t = {t2}.")
+    else:
+        text = tr("{what}: {growth}, {first} at t = {t1} and {last} at t = {t2}.")
+    sentence = text.format(**values)
+    if growth.expected is None:
+        return sentence + " " + tr("No closed form for this family here.")
+    if growth.as_expected:
+        return sentence + " " + tr("The closed forms from the config grow the same way.")
+    return sentence + " " + tr("The closed forms from the config grow otherwise: {expected}.").format(
+        expected=growth_label(growth.expected, lang))
+
+
+def growth_sentences(result: ModelDecodeResult, lang: str = "en") -> list[str]:
+    """One sentence per figure: its growth named, with the slope or the cap, against the closed forms'."""
+    layers = {g.figure.split(":")[1] for g in result.growth if g.figure.startswith("multiplications:")} - {"output"}
+
+    def shown(growth: Growth) -> bool:  # a part is worded only where the whole has several
+        if growth.figure.removeprefix("static ").startswith("bytes:"):
+            return len(result.kinds) > 1
+        return ":" not in growth.figure or len(layers) > 1
+
+    return [_growth_sentence(g, result, lang) for g in result.growth if shown(g)]
+
+
+def difference_sentences(result: ModelDecodeResult, lang: str = "en") -> list[str]:
+    """Where a measured figure differs from a textbook one, and why (Kaplan's estimate, a window's view,
+    Mamba's convolution window, bookkeeping tensors, a static cache's rows), then the prefill's span against
+    generation's."""
+    tr = translator(lang)
+    lines = []
+    dynamic = [s for s in result.steps if s.cache == "dynamic"]
+    last = dynamic[-1]
+    facts = result.model
+    if last.kaplan is not None and last.closed_form == last.multiplications:
+        attention_width = (last.kaplan - facts.non_embedding_parameters) // (facts.layers * last.t)  # d_attn
+        values = facts.layers * last.t * attention_width  # α·V: L·t·d_attn
+        output = facts.d_model * facts.vocabulary  # d·V
+        gap = last.multiplications - last.kaplan
+        if values + output - gap == facts.vector_parameters:  # the remainder is exactly the 1-D weights
+            lines.append(tr("Kaplan et al.'s N + L·t·d_attn gives {kaplan} multiplications at t = {t}, {gap} fewer "
+                            "than counted: it leaves out α·V ({values}) and the output layer d·V ({output}), and "
+                            "counts each of the {extra} bias and norm parameters in N as a multiplication.").format(
+                kaplan=format_integer(last.kaplan, lang), t=format_integer(last.t, lang),
+                gap=format_integer(gap, lang), values=format_integer(values, lang),
+                output=format_integer(output, lang), extra=format_integer(facts.vector_parameters, lang)))
+    if result.model.sliding_window is not None and last.state.visible_bytes < last.state.total_bytes:
+        lines.append(tr("The sliding window (w = {w}) keeps w − 1 rows visible ({visible} bytes) as a view of the "
+                        "w rows the step concatenated: the storage, {held} bytes, is what stays allocated.").format(
+            w=format_integer(result.model.sliding_window, lang), visible=format_integer(last.state.visible_bytes, lang),
+            held=format_integer(last.state.total_bytes, lang)))
+    if "convolution" in result.kinds and result.model.model_type in ("mamba", "jamba"):
+        lines.append(tr("The convolution window holds d_conv columns per channel, one more than the recurrence "
+                        "needs; the step's convolution gives two outputs and keeps one (2·E·d_conv "
+                        "multiplications per layer)."))
+    if last.state.bookkeeping_bytes:
+        lines.append(tr("Besides the state, the cache holds {bytes} bytes of integer tensors (window lengths, "
+                        "positions), not counted as state.").format(
+            bytes=format_integer(last.state.bookkeeping_bytes, lang)))
+    static = [s for s in result.steps if s.cache == "static"]
+    if static:
+        lines.append(tr("The static cache holds {bytes} bytes from the first token, the rows of t = {t}, and every "
+                        "step attends over all of them (the unwritten ones masked): {work} multiplications at "
+                        "t = {t1} against {dynamic} with the dynamic cache.").format(
+            bytes=format_integer(static[0].state.total_bytes, lang), t=format_integer(result.positions[-1], lang),
+            work=format_integer(static[0].multiplications, lang), t1=format_integer(static[0].t, lang),
+            dynamic=format_integer(dynamic[0].multiplications, lang)))
+    span = result.span
+    if span is not None:
+        prefill = tr("the same at both T") if span.prefill_constant else tr("growing with T")
+        generation = tr("growing like T") if span.generation_grows else tr("not growing like T")
+        lines.append(tr("Span (ops in a row): reading T = {t1} and {t2} given tokens in one pass takes {p1} and {p2} "
+                        "({prefill}); writing T tokens one by one, each output fed back, takes {g1} and {g2} "
+                        "({generation}).").format(
+            t1=format_integer(span.lengths[0], lang), t2=format_integer(span.lengths[1], lang),
+            p1=format_integer(span.prefill_ops[0], lang), p2=format_integer(span.prefill_ops[1], lang),
+            g1=format_integer(span.generation_ops[0], lang), g2=format_integer(span.generation_ops[1], lang),
+            prefill=prefill, generation=generation))
+    return lines
+
+
+def render_model_decode(result: ModelDecodeResult, lang: str = "en") -> Group:
+    """The table and the sentences, for the terminal."""
+    parts: list = [model_decode_table(result, lang), Text("")]
+    parts += [Text(line) for line in growth_sentences(result, lang)]
+    parts += [Text(line) for line in difference_sentences(result, lang)]
+    return Group(*parts)
+
+
+def model_decode_figure(result: ModelDecodeResult, lang: str = "en"):
+    """Multiplications per new token and the cache's bytes per kind against t, dynamic (and static) cache, as a
+    matplotlib Figure (Agg canvas, log axes)."""
+    from seqlab.render.figures import new_figure
+
+    tr = translator(lang)
+    figure = new_figure(figsize=(8.4, 4.0), layout="constrained")
+    work, state = figure.subplots(1, 2, squeeze=False)[0]
+    for index, cache in enumerate(dict.fromkeys(s.cache for s in result.steps)):
+        steps = [s for s in result.steps if s.cache == cache]
+        ts = [s.t for s in steps]
+        label = tr("dynamic") if cache == "dynamic" else tr("static")
+        work.plot(ts, [s.multiplications for s in steps], marker="os"[index], linestyle=("-", "--")[index],
+                  color=f"C{index}", label=label)
+        for number, kind in enumerate(result.kinds):
+            state.plot(ts, [s.state.by_kind.get(kind, 0) or float("nan") for s in steps], marker="osD^"[number],
+                       linestyle=("-", "--")[index], color=f"C{number}",
+                       label=f"{kind_label(kind, lang)} ({label})")
+    for ax, ylabel in ((work, tr("Multiplications per new token")), (state, tr("Cache bytes"))):
+        ax.set(xscale="log", yscale="log", xlabel="t", ylabel=ylabel)
+        ax.set_xticks(list(result.positions), [format_integer(t, lang) for t in result.positions])
+        ax.xaxis.set_minor_formatter("")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize="small")
+    figure.suptitle(tr("One new token of {name} ({architecture}, {parameters} parameters), per position t").format(
+        name=result.model.name, architecture=result.model.architecture,
+        parameters=format_integer(result.model.parameters, lang)))
+    return figure

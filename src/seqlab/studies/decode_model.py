@@ -1,0 +1,846 @@
+"""``seqlab decode --model DIR``: what one more token costs a local Hugging Face causal LM, read from its own cache
+(issue 24; L1, L2, L5, L6, L8).
+
+For each position t the model reads t − 1 random token ids in one forward pass (the prefill), then writes token
+t through the cache object that pass returned (``cache=`` for transformers' ``Cache`` objects, ``state=`` for
+RWKV). Per new token (:class:`ModelStep`):
+
+* multiplications of the decode step, counted while the model's own code runs
+  (:func:`seqlab.measure.work.count_multiplications`, one per multiply-add), beside the closed form from the
+  config (:func:`closed_step_multiplications`, from :mod:`seqlab.cost`) and Kaplan et al.'s 2N + 2·L·t·d
+  estimate halved (:func:`seqlab.cost.kaplan_step_multiplications`);
+* the cache's bytes after the step, read from the cache object (:func:`seqlab.measure.cache_state.read_cache_state`:
+  every reachable tensor, each storage once), split by kind, beside the closed form
+  (:func:`closed_state_bytes`);
+* time per token: every position's step timed in interleaved rounds (:func:`seqlab.measure.rounds.measure_rounds`),
+  median ± IQR, threads stated (1 by default). A timed call is the step and the restoring of the cache to its
+  t − 1 positions (a few attribute assignments), so every call writes the same token t.
+
+Then, at two lengths T, the span (ops in a row, :func:`seqlab.measure.trace.measure_span`) of the prefill over T
+given tokens against that of writing T tokens one by one, each output fed back (:class:`ModelSpan`): attention's
+prefill chain does not grow with T, a recurrence's scan adds a few ops per position, and generation grows like T
+for every family.
+
+The growth of each figure with t is then measured and named (:func:`classify_growth`): constant, linear,
+constant + linear (a fixed part plus a growing one: a hybrid's state, an attention step's work), capped (grows,
+then stops: a sliding window), or other; the same rule applied to the closed forms names the growth expected.
+
+Eager attention, ``eval()``, float32 weights, batch 1, ids drawn from a seeded generator. Everything that can be
+refused is refused before the prefill (:func:`check_model_decode`): a folder that is not a causal LM, positions
+beyond the model's maximum, or caches that would not fit in memory.
+
+Shape letters: L layers, H heads, H_kv key/value heads, d_h head width, d = d_model, V vocabulary, t position.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import Any
+
+import torch
+
+from seqlab import cost
+from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.fit import choose_form, fit_forms
+from seqlab.measure.cache_state import RWKV_STATE_KINDS, CacheState, read_cache_state
+from seqlab.measure.timing import MachineLoad, Timing, machine_load
+from seqlab.memory import MemoryEstimate, require_fits
+from seqlab.studies.notebook_view import NotebookView
+
+DEFAULT_POSITIONS = (16, 64, 256)
+QUICK_POSITIONS = (8, 16, 32)
+#: Fewest positions: a growth is named from three (two points fit any line).
+MIN_POSITIONS = 3
+#: Growth names :func:`classify_growth` gives (a state of several kinds is also named by the sum of its parts':
+#: ``linear + capped``, ``constant + linear + capped``...).
+GROWTHS = ("constant", "linear", "constant + linear", "capped", "other")
+#: Generation grows like T when span(T2)/span(T1) is at least this share of T2/T1.
+GROWTH_SHARE = 0.9
+#: Model types whose step has a closed form here, by family.
+ATTENTION_TYPES = {"gpt2": False, "llama": True, "mistral": True, "qwen2": True}  # model type -> gated MLP
+
+
+@dataclass(frozen=True)
+class ModelDecodeConfig:
+    """What to measure.
+
+    Attributes:
+        model: the checkpoint folder.
+        positions: positions t of the new token (each >= 2: the prefill reads t − 1 >= 1 tokens), increasing;
+            None for :data:`DEFAULT_POSITIONS` (those within the model's maximum).
+        time: time the steps (interleaved rounds) or count only.
+        rounds: timing rounds.
+        block_seconds: the aimed length of one timed block (seconds).
+        threads: CPU threads while timing (default 1).
+        seed: the token ids.
+        span_lengths: the two T at which the prefill and generation spans are traced (:class:`ModelSpan`), or
+            None to trace none.
+    """
+
+    model: str
+    positions: tuple[int, ...] | None = None
+    time: bool = True
+    rounds: int = 7
+    block_seconds: float = 0.02
+    threads: int = 1
+    seed: int = 0
+    span_lengths: tuple[int, int] | None = (16, 32)
+
+    @classmethod
+    def quick(cls, model: str, **changes: Any) -> ModelDecodeConfig:
+        """t = 8, 16, 32, three short rounds, spans at T = 8, 16: seconds for a small model."""
+        values: dict[str, Any] = {"positions": QUICK_POSITIONS, "rounds": 3, "block_seconds": 0.005,
+                                  "span_lengths": (8, 16)}
+        return cls(model=model, **{**values, **changes})
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """The checkpoint, as its config and its loaded weights describe it.
+
+    Attributes:
+        name: the folder's name. architecture: the saved class. model_type: the config's model type.
+        parameters: every weight element. non_embedding_parameters: less the token and position embeddings.
+        layers: the config's layer count. d_model: its width. vocabulary: its vocabulary size.
+        max_positions: the largest position it accepts, or None (a recurrence: no limit).
+        dtype: the weights' dtype. cache_argument: ``"cache"`` or ``"state"``, how the step gets the past.
+        sliding_window: the window w of sliding-window layers, or None.
+        vector_parameters: weight elements in 1-D tensors (biases, norm scales): in N, but multiplying nothing
+            in a matrix product.
+        offers_static: every layer is full attention, so transformers' ``StaticCache`` (keys and values
+            preallocated for a fixed number of positions) is measured beside the dynamic one.
+    """
+
+    name: str
+    architecture: str
+    model_type: str
+    parameters: int
+    non_embedding_parameters: int
+    layers: int
+    d_model: int
+    vocabulary: int
+    max_positions: int | None
+    dtype: str
+    cache_argument: str
+    sliding_window: int | None = None
+    offers_static: bool = False
+    vector_parameters: int = 0
+
+
+@dataclass(frozen=True)
+class ModelStep:
+    """One new token at position t.
+
+    Attributes:
+        t: the position (the cache holds t − 1 positions before the step, t after it, less what a window drops).
+        multiplications: counted on the decode step.
+        closed_form: :func:`closed_step_multiplications`, or None when the family has none here.
+        kaplan: Kaplan et al.'s N + L·t·d_attn (multiplications), or None without attention width.
+        unaccounted: ops that ran with no formula (their multiplications are missing from the count).
+        state: the cache after the step (:class:`~seqlab.measure.cache_state.CacheState`).
+        closed_bytes: bytes per kind by :func:`closed_state_bytes`, or None when the family has none here.
+        timing: the step's time (median and IQR over rounds), or None when not timed.
+        cache: ``"dynamic"`` (the cache the model returns, grown by concatenation) or ``"static"`` (a
+            ``StaticCache`` preallocated for the largest position: every step attends over all its rows, the
+            unwritten ones masked).
+        work_by_kind: ``multiplications`` split by kind of layer (:func:`work_by_kind`), or None.
+        closed_work_by_kind: the same from the config (:func:`closed_step_by_kind`), or None.
+    """
+
+    t: int
+    multiplications: int
+    closed_form: int | None
+    kaplan: int | None
+    unaccounted: Mapping[str, int]
+    state: CacheState
+    closed_bytes: Mapping[str, int] | None
+    timing: Timing | None = None
+    cache: str = "dynamic"
+    work_by_kind: Mapping[str, int] | None = None
+    closed_work_by_kind: Mapping[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class Growth:
+    """How one figure grows with t, measured and expected.
+
+    Attributes:
+        figure: ``"multiplications"``, ``"bytes"`` (the whole state) or ``"bytes:<kind>"``; prefixed
+            ``"static "`` for the static cache's steps.
+        values: the measured figure at each position.
+        kind: one of :data:`GROWTHS` (:func:`classify_growth`); for the whole state of several kinds, the sum of
+            their growths (``linear + capped``).
+        form: the growth form fit.py chooses for the series (``"1"``, ``"T"``...; None for a capped series).
+        slope, intercept: of the exact line through every point (None when there is none).
+        cap: the value a capped series stops at (None otherwise).
+        expected: the kind the closed forms give at the same positions, or None without a closed form.
+    """
+
+    figure: str
+    values: tuple[int, ...]
+    kind: str
+    form: str | None
+    slope: Fraction | None
+    intercept: Fraction | None
+    cap: int | None
+    expected: str | None
+
+    @property
+    def as_expected(self) -> bool | None:
+        """The measured growth is the one the closed forms give (None without a closed form)."""
+        return None if self.expected is None else self.kind == self.expected
+
+
+@dataclass(frozen=True)
+class ModelSpan:
+    """Ops in a row (span) of the prefill against generation, traced on the model at two lengths T.
+
+    Attributes:
+        lengths: (T1, T2).
+        prefill_ops, prefill_products: one forward pass over T given tokens: the longest chain of dependent ops,
+            and of matrix products along it (:func:`seqlab.measure.trace.measure_span`).
+        generation_ops, generation_products: writing T tokens from one, each step's most likely token fed back
+            (``argmax`` of the logits, through the cache).
+        prefill_constant: the prefill's ops in a row are the same at both T (attention reads all positions at
+            once; a recurrence's scan adds a few ops per position).
+        generation_grows: generation's ops in a row grow at least :data:`GROWTH_SHARE` · T2/T1 times.
+    """
+
+    lengths: tuple[int, int]
+    prefill_ops: tuple[int, int]
+    prefill_products: tuple[int, int]
+    generation_ops: tuple[int, int]
+    generation_products: tuple[int, int]
+    prefill_constant: bool
+    generation_grows: bool
+
+
+@dataclass(frozen=True)
+class ModelDecodeResult(NotebookView):
+    """Every step measured, and the growth of each figure (in a notebook: an HTML table and a figure)."""
+
+    config: ModelDecodeConfig
+    model: ModelFacts
+    positions: tuple[int, ...]
+    steps: tuple[ModelStep, ...]
+    growth: tuple[Growth, ...]
+    threads: int
+    torch_version: str
+    transformers_version: str
+    elapsed_s: float
+    load: MachineLoad | None = None
+    kinds: tuple[str, ...] = field(default_factory=tuple)
+    span: ModelSpan | None = None
+
+    @property
+    def counts_match(self) -> bool | None:
+        """Every step's count equals its closed form (None when none has one)."""
+        pairs = [(s.multiplications, s.closed_form) for s in self.steps if s.closed_form is not None]
+        return None if not pairs else all(a == b for a, b in pairs)
+
+    @property
+    def bytes_match(self) -> bool | None:
+        """Every step's bytes per kind equal the closed form (None when none has one)."""
+        pairs = [(dict(s.state.by_kind), dict(s.closed_bytes)) for s in self.steps if s.closed_bytes is not None]
+        return None if not pairs else all(a == b for a, b in pairs)
+
+
+# --- Sizes from the config, and their closed forms ------------------------------------------------------------
+
+def _get(config: Any, *names: str, default: Any = None) -> Any:
+    for name in names:
+        value = getattr(config, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return default
+
+
+def max_positions(config: Any) -> int | None:
+    """The largest position an attention model accepts (``max_position_embeddings``); None for a recurrence
+    (Mamba, RWKV: no position table).
+
+    >>> from transformers import GPT2Config, MambaConfig
+    >>> max_positions(GPT2Config(n_positions=64)), max_positions(MambaConfig())
+    (64, None)
+    """
+    if config.model_type in ("mamba", "rwkv"):
+        return None
+    return _get(config, "max_position_embeddings", "n_positions")
+
+
+def _attention_sizes(config: Any) -> tuple[int, int, int]:
+    heads = _get(config, "num_attention_heads", "n_head")
+    kv_heads = _get(config, "num_key_value_heads", default=heads)
+    head_dim = _get(config, "head_dim", default=config.hidden_size // heads)
+    return heads, kv_heads, head_dim
+
+
+def _layer_kinds(config: Any) -> list[str] | None:
+    """Each layer's kind from the config: ``"attention"``, ``"sliding"``, ``"mamba"``, ``"rwkv"``; None when the
+    family is not one this module knows."""
+    L = config.num_hidden_layers
+    kind = config.model_type
+    if kind == "mamba":
+        return ["mamba"] * L
+    if kind == "rwkv":
+        return ["rwkv"] * L
+    if kind == "jamba":
+        return ["attention" if block == "attention" else "mamba" for block in config.layers_block_type]
+    if kind in ATTENTION_TYPES:
+        types = getattr(config, "layer_types", None)
+        if kind == "qwen2" and isinstance(types, (list, tuple)):
+            return ["sliding" if name == "sliding_attention" else "attention" for name in types]
+        window = getattr(config, "sliding_window", None) if kind == "mistral" else None
+        return ["sliding" if window else "attention"] * L
+    return None
+
+
+def _mamba_sizes(config: Any) -> tuple[int, int, int, int]:
+    d = config.hidden_size
+    if config.model_type == "jamba":
+        rank = config.mamba_dt_rank
+        return config.mamba_expand * d, config.mamba_d_state, config.mamba_d_conv, rank
+    rank = config.time_step_rank
+    return config.intermediate_size, config.state_size, config.conv_kernel, rank
+
+
+def closed_state_bytes(config: Any, t: int, element_bytes: int) -> dict[str, int] | None:
+    """The cache's bytes per kind after the step at position t, from the config alone (batch 1).
+
+    Full attention: :func:`seqlab.cost.kv_cache_bytes` over its layers; sliding window: the same with
+    :func:`seqlab.cost.sliding_window_cache_rows` positions; Mamba: :func:`seqlab.cost.ssm_state_bytes` split into
+    the convolution window (E·d_conv) and the SSM state (E·N); RWKV: :func:`seqlab.cost.rwkv_state_bytes` split
+    into the token shifts (2d) and the WKV state (3·d_att).
+
+    >>> from transformers import LlamaConfig
+    >>> config = LlamaConfig(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+    ...                      num_hidden_layers=2)
+    >>> closed_state_bytes(config, 8, 4)  # 2 · 2 layers · 2 kv heads · 16 · 8 positions · 4 bytes
+    {'attention_kv': 4096}
+
+    Args:
+        config: a transformers config (``model.config``). t: the position (>= 1). element_bytes: 4 for float32.
+
+    Returns:
+        kind -> bytes, or None for a family with no closed form here (or expert layers).
+    """
+    kinds = _layer_kinds(config)
+    if kinds is None:
+        return None
+    out: dict[str, int] = {}
+
+    def add(kind: str, value: int) -> None:
+        out[kind] = out.get(kind, 0) + value
+
+    n = {kind: kinds.count(kind) for kind in set(kinds)}
+    if n.get("attention") or n.get("sliding"):
+        _, kv_heads, head_dim = _attention_sizes(config)
+        if n.get("attention"):
+            add("attention_kv", cost.kv_cache_bytes(t, n["attention"], kv_heads, head_dim, element_bytes))
+        if n.get("sliding"):
+            rows = cost.sliding_window_cache_rows(t, config.sliding_window)
+            add("sliding_window_kv", cost.kv_cache_bytes(rows, n["sliding"], kv_heads, head_dim, element_bytes))
+    if n.get("mamba"):
+        E, N, k, _ = _mamba_sizes(config)
+        total = cost.ssm_state_bytes(n["mamba"], E, N, k, element_bytes)
+        add("convolution", n["mamba"] * E * k * element_bytes)
+        add("recurrent", total - n["mamba"] * E * k * element_bytes)
+    if n.get("rwkv"):
+        d, d_att = config.hidden_size, config.attention_hidden_size or config.hidden_size
+        total = cost.rwkv_state_bytes(n["rwkv"], d, d_att, element_bytes)
+        add("convolution", n["rwkv"] * 2 * d * element_bytes)
+        add("recurrent", total - n["rwkv"] * 2 * d * element_bytes)
+    return out
+
+
+def closed_step_by_kind(config: Any, t: int) -> dict[str, int] | None:
+    """Multiplications of the decode step at position t per kind of layer, from the config alone (batch 1).
+
+    Each layer is its mixer's step (attention over t keys, or min(t, w) in a window:
+    :func:`seqlab.cost.decoder_attention_step_multiplications`; Mamba:
+    :func:`seqlab.cost.hf_mamba_step_multiplications`; RWKV: :func:`seqlab.cost.rwkv_step_multiplications`) and
+    its feed-forward block (:func:`seqlab.cost.mlp_step_multiplications`: GPT-2's 2·d·d_ff, the gated 3·d·d_ff of
+    Llama, Mistral, Qwen2, Jamba); ``"output"`` is the output layer d·V.
+
+    >>> from transformers import GPT2Config
+    >>> closed_step_by_kind(GPT2Config(vocab_size=64, n_embd=32, n_layer=2, n_head=4), 16)
+    {'output': 2048, 'attention': 26624}
+
+    Args:
+        config: a transformers config (``model.config``). t: the position (>= 1).
+
+    Returns:
+        kind (``"attention"``, ``"sliding"``, ``"mamba"``, ``"rwkv"``, ``"output"``) -> multiplications, or None
+        for a family with no closed form here (or a Jamba with expert layers).
+    """
+    kinds = _layer_kinds(config)
+    if kinds is None:
+        return None
+    d, V = config.hidden_size, config.vocab_size
+    out = {"output": d * V}
+    heads, kv_heads, head_dim = _attention_sizes(config) if {"attention", "sliding"} & set(kinds) else (0, 0, 0)
+    kind = config.model_type
+    if kind == "jamba" and any(n > 1 for n in getattr(config, "layers_num_experts", [1])):
+        return None  # a router and top-k experts per token: no closed form here
+    for layer in kinds:
+        if layer == "attention":
+            total = cost.decoder_attention_step_multiplications(t, d, heads, kv_heads, head_dim)
+        elif layer == "sliding":
+            total = cost.decoder_attention_step_multiplications(min(t, config.sliding_window), d, heads, kv_heads,
+                                                                head_dim)
+        elif layer == "mamba":
+            E, N, k, R = _mamba_sizes(config)
+            total = cost.hf_mamba_step_multiplications(d, E, N, k, R)
+        else:  # rwkv: its two mixes are the whole layer
+            d_att = config.attention_hidden_size or d
+            total = cost.rwkv_step_multiplications(d, d_att, config.intermediate_size or 4 * d)
+        if kind == "gpt2":
+            total += cost.mlp_step_multiplications(d, config.n_inner or 4 * d, gated=False)
+        elif kind not in ("mamba", "rwkv"):
+            total += cost.mlp_step_multiplications(d, config.intermediate_size, gated=True)
+        out[layer] = out.get(layer, 0) + total
+    return out
+
+
+def closed_step_multiplications(config: Any, t: int) -> int | None:
+    """Multiplications of the decode step at position t, from the config alone: the sum of
+    :func:`closed_step_by_kind`.
+
+    >>> from transformers import GPT2Config
+    >>> closed_step_multiplications(GPT2Config(vocab_size=64, n_embd=32, n_layer=2, n_head=4), 16)
+    28672
+
+    Returns:
+        The count, or None for a family with no closed form here (or a Jamba with expert layers).
+    """
+    by_kind = closed_step_by_kind(config, t)
+    return None if by_kind is None else sum(by_kind.values())
+
+
+#: A decoder layer's module path as the counter names it (``…model.layers.3``, ``…transformer.h.0``, ``…blocks.1``).
+_LAYER_MODULE = re.compile(r"\.(?:layers|h|blocks)\.(\d+)$")
+
+
+def work_by_kind(by_module: Mapping[str, int], config: Any, total: int) -> dict[str, int] | None:
+    """A counted step split by kind of layer: each decoder layer's module (its mixer and feed-forward block) under
+    its kind from the config, and the rest (output layer, final norm) as ``"output"``.
+
+    >>> from transformers import MambaConfig
+    >>> work_by_kind({"M.backbone.layers.0": 7936, "M.backbone.layers.1": 7936, "M.lm_head": 2048},
+    ...              MambaConfig(num_hidden_layers=2), 17920)
+    {'output': 2048, 'mamba': 15872}
+
+    Returns:
+        kind -> multiplications summing to ``total``, or None when the family is unknown or no layer module was
+        found.
+    """
+    kinds = _layer_kinds(config)
+    if kinds is None:
+        return None
+    out: dict[str, int] = {}
+    for name, count in by_module.items():
+        match = _LAYER_MODULE.search(name)
+        if match and int(match.group(1)) < len(kinds):
+            kind = kinds[int(match.group(1))]
+            out[kind] = out.get(kind, 0) + count
+    if not out:
+        return None
+    return {"output": total - sum(out.values()), **out}
+
+
+# --- Growth ---------------------------------------------------------------------------------------------------
+
+def classify_growth(ts: tuple[int, ...], ys: tuple[int, ...]) -> tuple[str, str | None, Fraction | None,
+                                                                         Fraction | None, int | None]:
+    """Name how ys grows with ts: (kind, fitted form, slope, intercept, cap).
+
+    constant (all equal); linear (an exact line through 0: y = b·t); constant + linear (an exact line with a
+    positive intercept: a fixed part plus a growing one); capped (grows, then the last two are equal); other.
+    The form is fit.py's (:func:`seqlab.fit.choose_form` over a + b·f(T)), None for a capped series.
+
+    >>> classify_growth((4, 8, 16), (64, 128, 256))[0], classify_growth((4, 8, 16), (4, 7, 7))[0]
+    ('linear', 'capped')
+    >>> classify_growth((4, 8, 16), (100, 100, 100))[0], classify_growth((4, 8, 16), (104, 108, 116))[0]
+    ('constant', 'constant + linear')
+
+    Raises:
+        SeqlabError: fewer than 3 distinct positions, or a value that is not > 0.
+    """
+    if len(set(ts)) < MIN_POSITIONS or len(ts) != len(ys):
+        raise SeqlabError(f"a growth needs at least {MIN_POSITIONS} distinct positions with one value each, "
+                          f"received {list(ts)} and {list(ys)}")
+    if len(set(ys)) == 1:
+        return "constant", choose_form(fit_forms(ts, ys)).form, Fraction(0), Fraction(ys[0]), None
+    slope = Fraction(ys[1] - ys[0], ts[1] - ts[0])
+    intercept = ys[0] - slope * ts[0]
+    if all(y == intercept + slope * t for t, y in zip(ts, ys)) and slope > 0 and intercept >= 0:
+        kind = "linear" if intercept == 0 else "constant + linear"
+        return kind, choose_form(fit_forms(ts, ys)).form, slope, intercept, None
+    if all(a <= b for a, b in zip(ys, ys[1:])) and ys[-1] == ys[-2] and ys[0] < ys[-1]:
+        return "capped", None, None, None, ys[-1]
+    return "other", choose_form(fit_forms(ts, ys)).form, None, None, None
+
+
+def _growth(figure: str, ts: tuple[int, ...], values: tuple[int, ...], expected: tuple[int, ...] | None) -> Growth:
+    kind, form, slope, intercept, cap = classify_growth(ts, values)
+    return Growth(figure, values, kind, form, slope, intercept, cap,
+                  None if expected is None else classify_growth(ts, expected)[0])
+
+
+# --- Loading and checking ----------------------------------------------------------------------------------------
+
+def _stored_elements(folder: str) -> int:
+    """Weight elements of a checkpoint read from its files' headers, nothing loaded: every tensor's shape in the
+    ``.safetensors`` files; a ``.bin`` file (a pickle, unreadable without loading) counts its bytes, one per
+    element at least as many as it holds in fp8, so never fewer than it holds."""
+    import math
+    from pathlib import Path
+
+    from safetensors import safe_open
+
+    total = 0
+    for path in Path(folder).iterdir():
+        if path.suffix == ".safetensors":
+            with safe_open(str(path), "pt") as handle:
+                total += sum(math.prod(handle.get_slice(key).get_shape()) for key in handle.keys())
+        elif path.suffix == ".bin":
+            total += path.stat().st_size
+    return total
+
+
+@functools.lru_cache(maxsize=2)
+def load_causal_lm(folder: str) -> tuple[Any, ModelFacts]:
+    """A local checkpoint as a causal LM, offline, in eval mode, eager attention, float32, cached per folder.
+
+    Raises:
+        SeqlabError: the folder is missing or has no config or weights, its model type has no causal-LM class,
+            its float32 weights would not fit in memory (checked from the files' headers before reading them),
+            or it cannot be loaded (one line, parameter ``"model"``).
+    """
+    from pathlib import Path
+
+    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    from seqlab.layers.pretrained import _first_line, _offline_and_quiet, checkpoint_folder
+
+    folder = checkpoint_folder(folder, tokenizer=False)
+    try:
+        with _offline_and_quiet():
+            config = AutoConfig.from_pretrained(folder, local_files_only=True)
+    except Exception as error:  # noqa: BLE001  (any failure to read it is the same one-line refusal)
+        raise SeqlabError(f"{folder!r} cannot be read as a Hugging Face model: {_first_line(error)}",
+                          parameter="model") from None
+    saved = list(getattr(config, "architectures", None) or [])
+    architecture = (saved or [type(config).__name__])[0]
+    causal = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(config.model_type)
+    causal_names = set(causal) if isinstance(causal, (list, tuple)) else {causal}
+    if (causal is None or getattr(config, "is_encoder_decoder", False)
+            or (saved and not causal_names & set(saved))):  # e.g. a BertModel saved: an encoder, not its LM head
+        raise SeqlabError(f"{folder!r} holds a {architecture} (model type {config.model_type!r}), which is not a "
+                          "causal language model; expected a decoder that writes token by token (GPT-2, Llama, "
+                          "Mamba, RWKV...)", parameter="model")
+    require_fits(MemoryEstimate(4 * _stored_elements(folder), "float32 weights"),
+                 f"loading {Path(folder).name} in float32")  # before the weights are read
+    try:
+        with _offline_and_quiet():
+            model = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager", dtype=torch.float32,
+                                                         local_files_only=True)
+    except Exception as error:  # noqa: BLE001
+        raise SeqlabError(f"{folder!r} cannot be loaded as a causal LM ({architecture}): {_first_line(error)}",
+                          parameter="model") from None
+    model.eval()
+    model.requires_grad_(False)
+    embeddings = {id(p) for m in model.modules() if isinstance(m, torch.nn.Embedding) for p in m.parameters()}
+    parameters = {id(p): p.numel() for p in model.parameters()}  # tied weights once
+    vectors = sum(p.numel() for p in model.parameters() if p.dim() == 1 and id(p) not in embeddings)
+    argument = "state" if "state" in inspect.signature(model.forward).parameters else "cache"
+    window = getattr(config, "sliding_window", None) if "sliding" in (_layer_kinds(config) or []) else None
+    facts = ModelFacts(name=Path(folder).name, architecture=architecture, model_type=str(config.model_type),
+                       parameters=sum(parameters.values()),
+                       non_embedding_parameters=sum(n for i, n in parameters.items() if i not in embeddings),
+                       layers=config.num_hidden_layers, d_model=config.hidden_size, vocabulary=config.vocab_size,
+                       max_positions=max_positions(config), dtype="float32", cache_argument=argument,
+                       sliding_window=window if isinstance(window, int) else None,
+                       vector_parameters=vectors,
+                       offers_static=argument == "cache" and set(_layer_kinds(config) or ["?"]) == {"attention"})
+    return model, facts
+
+
+def estimate_model_decode_bytes(model: Any, facts: ModelFacts, positions: tuple[int, ...]) -> MemoryEstimate:
+    """Memory the measurement needs beyond the weights: every position's cache held at once (an upper bound: a
+    full key/value cache of every layer, 2·L·d·t·4 bytes, or the closed form where one exists; a static cache of
+    the largest t per position when one is measured) and the largest
+    prefill's eager attention scores, H·t²·4 bytes for one layer at a time, plus its activations."""
+    config = model.config
+    caches = 0
+    T = max(positions)
+    for t in positions + ((T,) * len(positions) if facts.offers_static else ()):  # a static cache holds T rows
+        closed = closed_state_bytes(config, t, 4)
+        caches += sum(closed.values()) if closed else 2 * facts.layers * facts.d_model * t * 4
+    heads = _get(config, "num_attention_heads", "n_head", default=1)
+    scores = 2 * heads * T * T * 4
+    width = max(facts.d_model, _get(config, "intermediate_size", "n_inner", default=4 * facts.d_model) or 0)
+    activations = 8 * T * width * 4
+    largest = "cache of every position" if caches >= scores else f"attention scores of the prefill at t = {T}"
+    return MemoryEstimate(caches + scores + activations, largest)
+
+
+def check_model_decode(config: ModelDecodeConfig) -> tuple[ModelDecodeConfig, Any, ModelFacts]:
+    """Load the model and refuse bad positions and work that would not fit, before any prefill.
+
+    Raises:
+        SeqlabError: see :func:`load_causal_lm`; a position < 2, beyond the model's maximum positions, fewer than
+            :data:`MIN_POSITIONS` distinct positions (parameter ``"positions"``); bad timing sizes; an estimate
+            beyond the memory available.
+    """
+    model, facts = load_causal_lm(config.model)
+    limit = facts.max_positions
+    positions = config.positions
+    if positions is None:
+        positions = tuple(t for t in DEFAULT_POSITIONS if limit is None or t <= limit)
+        if len(positions) < MIN_POSITIONS:
+            positions = tuple(sorted({max(2, limit // 4), max(3, limit // 2), limit}))
+    for t in positions:
+        if isinstance(t, bool) or not isinstance(t, int) or t < 2:
+            raise SeqlabError(f"positions must be integers >= 2 (the prefill reads t - 1 >= 1 tokens), received "
+                              f"{t!r}", parameter="positions")
+        if limit is not None and t > limit:
+            raise SeqlabError(f"position {t} is beyond what {facts.name} reads: at most {limit} positions "
+                              "(max_position_embeddings)", parameter="positions")
+    positions = tuple(sorted(set(positions)))
+    if len(positions) < MIN_POSITIONS:
+        raise SeqlabError(f"positions must name at least {MIN_POSITIONS} distinct positions to name a growth, "
+                          f"received {list(positions)}", parameter="positions")
+    require_positive_int("rounds", config.rounds)
+    require_positive_int("threads", config.threads)
+    if config.span_lengths is not None:
+        if len(config.span_lengths) != 2 or len(set(config.span_lengths)) != 2:
+            raise SeqlabError(f"span_lengths must be two different lengths, received {config.span_lengths!r}",
+                              parameter="span_lengths")
+        for T in config.span_lengths:
+            require_positive_int("span_lengths", T, limit)
+    require_fits(estimate_model_decode_bytes(model, facts, positions),
+                 f"decoding {facts.name} at t = {', '.join(map(str, positions))}")
+    return replace(config, positions=positions), model, facts
+
+
+# --- Measuring ----------------------------------------------------------------------------------------------------
+
+def _snapshot(cache: object) -> list[tuple[object, dict, dict]]:
+    """Shallow copies of the cache's and its layers' attributes, and the values of their integer tensors:
+    restoring them undoes a step. ``torch.cat`` makes new key/value tensors, the old ones stay intact; a
+    position counter kept as an integer tensor is advanced in place (``StaticLayer.cumulative_length``), so its
+    value is copied back. A state updated in place (Mamba's, RWKV's) keeps its shape, so a repeated step costs the
+    same."""
+    if isinstance(cache, (list, tuple)) or not hasattr(cache, "__dict__"):
+        return []
+    owners = [cache, *getattr(cache, "layers", [])]
+    return [(owner, {k: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v)
+                     for k, v in vars(owner).items()},
+             {k: v.clone() for k, v in vars(owner).items()
+              if isinstance(v, torch.Tensor) and not (v.is_floating_point() or v.is_complex())})
+            for owner in owners]
+
+
+def _restore(saved: list[tuple[object, dict, dict]]) -> None:
+    for owner, attributes, counters in saved:
+        owner.__dict__.update({k: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v)
+                               for k, v in attributes.items()})
+        for name, value in counters.items():
+            getattr(owner, name).copy_(value)
+
+
+def _prefill(model: Any, facts: ModelFacts, t: int, seed: int,
+             static_length: int | None = None) -> tuple[dict[str, Any], torch.Tensor]:
+    """Read t − 1 ids (into a ``StaticCache`` of ``static_length`` rows when given); return the step's keyword
+    arguments (the cache) and the id of token t."""
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, facts.vocabulary, (1, t), generator=generator)  # (1, t)
+    given: dict[str, Any] = {}
+    if static_length is not None:
+        from transformers import StaticCache
+
+        given["cache"] = StaticCache(config=model.config, max_cache_len=static_length)
+    with torch.no_grad():
+        out = model(ids[:, :-1], use_cache=True, logits_to_keep=1, **given)
+    past = out.get(facts.cache_argument)
+    if past is None:
+        found = ", ".join(k for k in out.keys() if k != "logits") or "nothing but logits"
+        raise SeqlabError(f"seqlab cannot read this model's cache: {facts.architecture}'s forward pass returned "
+                          f"{type(out).__name__} with {found}; expected a {facts.cache_argument!r} object",
+                          parameter="model")
+    return {facts.cache_argument: past}, ids[:, -1:]
+
+
+def measure_model_span(model: Any, facts: ModelFacts, lengths: tuple[int, int], seed: int = 0) -> ModelSpan:
+    """Trace the prefill over T tokens and the generation of T tokens at both lengths (ops and products in a row).
+
+    Args:
+        model: from :func:`load_causal_lm`. facts: its :class:`ModelFacts`. lengths: (T1, T2). seed: the ids.
+
+    Returns:
+        A :class:`ModelSpan`.
+
+    Raises:
+        SeqlabError: a length that is not an integer >= 2, or beyond the model's maximum positions.
+    """
+    from seqlab.measure.trace import measure_span
+
+    for T in lengths:
+        require_positive_int("span_lengths", T, facts.max_positions)
+    spans = []
+    for T in lengths:
+        ids = torch.randint(0, facts.vocabulary, (1, T), generator=torch.Generator().manual_seed(seed))  # (1, T)
+
+        def generate(T: int = T, ids: torch.Tensor = ids) -> None:
+            token, past = ids[:, :1], {}  # (1, 1)
+            for _ in range(T):
+                out = model(token, use_cache=True, logits_to_keep=1, **past)
+                past = {facts.cache_argument: out.get(facts.cache_argument)}
+                token = out.logits[:, -1:].argmax(-1)  # (1, 1): the output fed back
+
+        prefill = measure_span(lambda ids=ids: model(ids, use_cache=False, logits_to_keep=1))
+        spans.append((prefill, measure_span(generate)))
+    (p1, g1), (p2, g2) = spans
+    T1, T2 = lengths
+    grows = g1.ops > 0 and Fraction(g2.ops, g1.ops) >= GROWTH_SHARE * Fraction(T2, T1)
+    return ModelSpan(lengths=(T1, T2), prefill_ops=(p1.ops, p2.ops), prefill_products=(p1.products, p2.products),
+                     generation_ops=(g1.ops, g2.ops), generation_products=(g1.products, g2.products),
+                     prefill_constant=p1.ops == p2.ops, generation_grows=grows)
+
+
+def _sum_of(kinds: list[str | None]) -> str | None:
+    """The growth of a sum of parts, named by its parts' growths: ``constant + linear`` (a hybrid's attention
+    cache beside its fixed Mamba state), ``linear + capped`` (full and sliding-window layers); None when a part
+    is unnamed (``other``) or unknown."""
+    if any(kind is None or kind == "other" for kind in kinds):
+        return None
+    parts = {part for kind in kinds for part in kind.split(" + ")}
+    return " + ".join(part for part in ("constant", "linear", "capped") if part in parts)
+
+
+def _parts(figure: str, positions: tuple[int, ...], steps: list[ModelStep], measured: Callable,
+           closed: Callable) -> list[Growth]:
+    """One growth per part (kind of state, or of layer): ``figure:<part>``."""
+    growth = []
+    for part in dict.fromkeys(k for s in steps for k in (measured(s) or {})):
+        expected = (None if any(closed(s) is None or part not in closed(s) for s in steps)
+                    else tuple(closed(s)[part] for s in steps))
+        values = tuple((measured(s) or {}).get(part, 0) for s in steps)
+        if min(values) > 0:
+            growth.append(_growth(f"{figure}:{part}", positions, values, expected))
+    return growth
+
+
+def _named_by_parts(whole: Growth, parts: list[Growth]) -> Growth:
+    """A whole the rule can only call ``other`` named by the sum of its parts' growths (:func:`_sum_of`)."""
+    if len(parts) < 2:
+        return whole
+    kind = _sum_of([g.kind for g in parts]) if whole.kind == "other" else whole.kind
+    expected = whole.expected
+    if expected == "other":
+        expected = _sum_of([g.expected for g in parts]) or expected
+    return replace(whole, kind=kind or whole.kind, expected=expected)
+
+
+def _growths(positions: tuple[int, ...], steps: list[ModelStep], prefix: str) -> list[Growth]:
+    """The growth of the multiplications, the whole state, each kind of state and each kind of layer's work,
+    measured and from the closed forms; a whole that only a sum can name is named by its parts' (:func:`_sum_of`)."""
+    states = _parts(f"{prefix}bytes", positions, steps, lambda s: s.state.by_kind, lambda s: s.closed_bytes)
+    works = _parts(f"{prefix}multiplications", positions, steps, lambda s: s.work_by_kind,
+                   lambda s: s.closed_work_by_kind)
+    whole = _growth(prefix + "bytes", positions, tuple(s.state.total_bytes for s in steps),
+                    None if steps[0].closed_bytes is None else tuple(sum(s.closed_bytes.values()) for s in steps))
+    work = _growth(prefix + "multiplications", positions, tuple(s.multiplications for s in steps),
+                   None if steps[0].closed_form is None else tuple(s.closed_form for s in steps))
+    return [_named_by_parts(work, works), _named_by_parts(whole, states), *states, *works]
+
+
+def _read(facts: ModelFacts, past: object) -> CacheState:
+    return read_cache_state(past, RWKV_STATE_KINDS if facts.model_type == "rwkv" else None)
+
+
+def run_model_decode(config: ModelDecodeConfig,
+                     progress: Callable[[int, int, str], None] | None = None) -> ModelDecodeResult:
+    """Measure the decode step at every position, then name the growth of each figure.
+
+    Args:
+        config: what to measure (checked first by :func:`check_model_decode`).
+        progress: called as ``progress(done, total, what)``.
+
+    Returns:
+        A :class:`ModelDecodeResult`.
+
+    Raises:
+        SeqlabError: see :func:`check_model_decode`; a cache seqlab cannot read (one line naming what was found).
+    """
+    import transformers
+
+    from seqlab.measure.rounds import measure_rounds
+    from seqlab.measure.work import count_multiplications
+
+    from seqlab.layers.pretrained import _offline_and_quiet
+
+    with _offline_and_quiet():  # transformers' notes on fallback kernels go unprinted: the library never prints
+        return _run(config, progress, count_multiplications, measure_rounds, transformers.__version__)
+
+
+def _run(config: ModelDecodeConfig, progress: Callable[[int, int, str], None] | None,
+         count_multiplications: Callable, measure_rounds: Callable, transformers_version: str) -> ModelDecodeResult:
+    config, model, facts = check_model_decode(config)
+    positions = config.positions
+    clock = time.perf_counter()
+    load = machine_load() if config.time else None
+    steps, steppers = [], {}
+    runs = [("dynamic", t) for t in positions] + ([("static", t) for t in positions] if facts.offers_static else [])
+    for done, (kind, t) in enumerate(runs):
+        if progress is not None:
+            progress(done, len(runs), f"{kind} t = {t}")
+        kwargs, token = _prefill(model, facts, t, config.seed, max(positions) if kind == "static" else None)
+        saved = _snapshot(kwargs[facts.cache_argument])
+        with torch.no_grad():
+            work = count_multiplications(lambda: model(token, use_cache=True, **kwargs))
+        state = _read(facts, kwargs[facts.cache_argument])
+        _restore(saved)
+
+        def step(kwargs=kwargs, token=token, saved=saved) -> None:
+            model(token, use_cache=True, **kwargs)
+            _restore(saved)
+
+        steppers[f"{kind} t = {t}"] = step
+        keys = t if kind == "dynamic" else max(positions)  # a static cache's step attends over every row
+        d_attn = _attention_sizes(model.config) if model.config.model_type in ATTENTION_TYPES else None
+        kaplan = (cost.kaplan_step_multiplications(facts.non_embedding_parameters, facts.layers, t,
+                                                   d_attn[0] * d_attn[2]) if d_attn else None)
+        steps.append(ModelStep(t=t, multiplications=work.multiplications,
+                               closed_form=closed_step_multiplications(model.config, keys), kaplan=kaplan,
+                               unaccounted=dict(work.unaccounted), state=state,
+                               closed_bytes=closed_state_bytes(model.config, keys, 4), cache=kind,
+                               work_by_kind=work_by_kind(work.by_module, model.config, work.multiplications),
+                               closed_work_by_kind=closed_step_by_kind(model.config, keys)))
+    threads = config.threads
+    if config.time:
+        with torch.no_grad():
+            rounds = measure_rounds(steppers, rounds=config.rounds, block_seconds=config.block_seconds,
+                                    threads=config.threads, load=load)
+        threads = rounds.threads
+        steps = [replace(s, timing=rounds.timing(f"{s.cache} t = {s.t}")) for s in steps]
+    growth: list[Growth] = []
+    for kind in ("dynamic", "static"):
+        own = [s for s in steps if s.cache == kind]
+        if own:
+            growth.extend(_growths(positions, own, "" if kind == "dynamic" else "static "))
+    kinds = tuple(dict.fromkeys(k for s in steps for k in s.state.by_kind))
+    span = None if config.span_lengths is None else measure_model_span(model, facts, config.span_lengths,
+                                                                         config.seed)
+    return ModelDecodeResult(config=config, model=facts, positions=positions, steps=tuple(steps),
+                             growth=tuple(growth), threads=threads, torch_version=torch.__version__,
+                             transformers_version=transformers_version, elapsed_s=time.perf_counter() - clock,
+                             load=load, kinds=kinds, span=span)
