@@ -67,6 +67,10 @@ OUTPUTS: dict[str, Shown] = {
     "table1.es": Shown("seqlab table1 --quick --lang es"),
     "table1-modern": Shown("seqlab table1 --modern --lengths 32,64,128 --long-lengths 128,256,512 --d-model 8 "
                            "--lang en", columns=120),
+    "table1-modern-tiny": Shown("seqlab table1 --modern --lengths 2,3,4 --long-lengths 5,6,7 --d-model 4 --lang en",
+                                columns=120),
+    "table1-modern-tiny.es": Shown("seqlab table1 --modern --lengths 2,3,4 --long-lengths 5,6,7 --d-model 4 "
+                                   "--lang es", columns=120),
     "profile": Shown("seqlab profile my_layer:make_layer --seq-len 16 --d-model 8 --lang en",
                      copy=("examples/my_layer.py",)),
     "profile.es": Shown("seqlab profile my_layer:make_layer --seq-len 16 --d-model 8 --lang es",
@@ -89,8 +93,8 @@ OUTPUTS: dict[str, Shown] = {
     "quiz.es": Shown("seqlab quiz --lang es", stdin="c\n?\n512\nb\na, b, c\n"),
     "check": Shown("seqlab check --only L1,L2,L5,L7 --lang en"),
     "check.es": Shown("seqlab check --only L1,L2,L5,L7 --lang es"),
-    "check-beyond": Shown("seqlab check --only B1,B2,B3 --lang en"),
-    "check-beyond.es": Shown("seqlab check --only B1,B2,B3 --lang es"),
+    "check-beyond": Shown("seqlab check --only B1,B2,B3,B4 --lang en"),
+    "check-beyond.es": Shown("seqlab check --only B1,B2,B3,B4 --lang es"),
     "scan-spans": Shown("python benchmarks/scan_vs_loop.py --spans"),
 }
 
@@ -149,7 +153,7 @@ def run(shown: Shown) -> str:
 TIMED_LINE = re.compile(
     r"\d\s?(ns|µs|ms|s)\b|FLOP/s|load|carga|IQR|noisy|ruidos|busy|ocupad|as fast|faster|slower|"
     r"más rápid|más lent|timed blocks|bloques cronometrados|predicted time|tiempo previsto|crossing|†|"
-    r"median|mediana|interleaved rounds|rondas intercaladas|finished first|terminó antes|not judged|sin decidir")
+    r"median|mediana|interleaved rounds|rondas intercaladas|finished first|terminó antes|time crossover|cruce en tiempo")
 #: Figures inside a kept line that depend on the machine: thread counts and free memory.
 MACHINE_FIGURE = re.compile(r"\d+ (threads?|hilos?)|CPU threads: \d+|hilos de CPU: \d+|"
                             r"[\d.,]+ [KMGT]iB available|[\d.,]+ [KMGT]iB disponibles|against [\d,]+\)|"

@@ -2,8 +2,8 @@
 
 Each test runs one claim's check directly at small sizes with the engine function it calls (or the measured
 value) replaced by a wrong one, and asserts the new verdict: holds → does not hold, caveat → holds or does not
-hold, as the rule says. L8's timings are replaced by fake :class:`~seqlab.measure.timing.Timing` values, so no
-clock is read and nothing here depends on the CPU or its load.
+hold, as the rule says. L8, the one claim that reads a clock, is tested on fake interleaved rounds in
+tests/test_claims_time.py.
 """
 
 from __future__ import annotations
@@ -16,15 +16,13 @@ import torch
 import seqlab.measure.order
 import seqlab.measure.paths
 import seqlab.measure.reach
-import seqlab.measure.timing
 import seqlab.measure.trace
 import seqlab.measure.work
 import seqlab.studies.claims_path as claims_path
 import seqlab.studies.figure
 from seqlab import cost
-from seqlab.measure.timing import Timing
-from seqlab.studies import claims, claims_time, quiz
-from seqlab.studies.check import CAVEAT, CHECKS, FAILS, HOLDS, NOT_JUDGED, CheckSizes
+from seqlab.studies import claims, quiz
+from seqlab.studies.check import CAVEAT, CHECKS, FAILS, HOLDS, CheckSizes
 
 SIZES = CheckSizes(span_lengths=(8, 16), path_lengths=(8, 16), radii=(0.5, 0.8, 1.0, 1.25, 1.5, 3.0), reach_draws=1,
                    reach_lengths=(8, 16, 32), count_length=8, count_widths=(4, 6), crossover_width=8,
@@ -184,94 +182,6 @@ def test_l9_chain_that_depends_on_width_does_not_hold(monkeypatch):
     assert verdict("L9") == FAILS
 
 
-# --- L8: time, with fake timings ----------------------------------------------------------------------------
-
-#: Seconds per call (1 thread, 2 threads) of each timed function in a world where the lesson holds plainly.
-PLAIN = {"control": (2.0, 1.0), "recurrence": (4.0, 4.0), "recurrence_batch": (5.0, 5.0), "sdpa": (1.0, 0.5),
-         "sdpa_projections": (1.5, 0.8), "layer": (2.0, 1.0), "layer_batch": (4.0, 2.0)}
-
-
-def fake_timings(monkeypatch, seconds: dict, spread: float = 0.01) -> None:
-    """``measure_time`` answering ``seconds[label][threads == 2]`` with IQR ``spread`` of the median, noisy by
-    the engine's rule (:func:`seqlab.measure.timing.is_noisy`)."""
-    def fake(fn, *, label, threads=None, min_run_time=0.2, device="cpu"):
-        median = seconds[label][threads == 2]
-        noisy = seqlab.measure.timing.is_noisy(median, spread * median, 5)
-        return Timing(label, (median,) * 5, median, spread * median, median, 5, threads, device, noisy, min_run_time)
-
-    monkeypatch.setattr(seqlab.measure.timing, "measure_time", fake)
-
-
-def test_l8_holds_when_attention_finishes_first_everywhere_and_scales(monkeypatch):
-    fake_timings(monkeypatch, PLAIN)
-    assert verdict("L8") == HOLDS
-
-
-def test_l8_recurrence_first_at_the_lessons_scope_does_not_hold(monkeypatch):
-    fake_timings(monkeypatch, {**PLAIN, "sdpa": (8.0, 4.0)})
-    judged = CHECKS["L8"](SIZES, 0)
-    assert judged.verdict == FAILS and judged.values["classes"][1]["sdpa"] == "recurrence_first"
-
-
-def test_l8_under_load_a_contradiction_only_downgrades(monkeypatch):
-    """Every timing noisy: the lesson's own comparison decided nothing, so L8 is not judged (never "holds")."""
-    fake_timings(monkeypatch, {**PLAIN, "sdpa": (8.0, 4.0)}, spread=0.5)  # IQR half the median: noisy
-    judged = CHECKS["L8"](SIZES, 0)
-    assert judged.verdict == NOT_JUDGED and "undecided_scopes" in judged.condition["caveats"]
-
-
-def test_l8_noise_away_from_the_lessons_scope_is_a_caveat(monkeypatch):
-    """The lesson's comparison (SDPA alone, one thread) decided and attention first; a noisy whole layer only
-    downgrades to a caveat."""
-    noisy_layer = {"layer"}
-
-    def fake(fn, *, label, threads=None, min_run_time=0.2, device="cpu"):
-        median = PLAIN[label][threads == 2]
-        spread = 0.5 if label in noisy_layer else 0.01
-        noisy = seqlab.measure.timing.is_noisy(median, spread * median, 5)
-        return Timing(label, (median,) * 5, median, spread * median, median, 5, threads, device, noisy, min_run_time)
-
-    monkeypatch.setattr(seqlab.measure.timing, "measure_time", fake)
-    judged = CHECKS["L8"](SIZES, 0)
-    assert judged.values["classes"][1]["sdpa"] == "attention_first" and judged.values["classes"][1]["layer"] == "noisy"
-    assert judged.verdict == CAVEAT and "undecided_scopes" in judged.condition["caveats"]
-
-
-@pytest.mark.parametrize(("spread", "verdict_"), [(0.099, FAILS), (0.101, NOT_JUDGED)])
-def test_l8_judges_noise_by_the_engines_one_rule(monkeypatch, spread, verdict_):
-    """Just below a tenth of the median (NOISY_IQR_FRACTION) a contradiction counts; just above it only downgrades."""
-    assert seqlab.measure.timing.NOISY_IQR_FRACTION == 0.10
-    fake_timings(monkeypatch, {**PLAIN, "sdpa": (8.0, 4.0)}, spread=spread)
-    judged = CHECKS["L8"](SIZES, 0)
-    assert judged.verdict == verdict_ and judged.condition["noise_fraction"] == 0.10
-    assert judged.values["timings"]["sdpa"][1]["noisy"] is (spread > 0.10)
-
-
-def test_l8_names_the_scope_where_attention_stops_finishing_first(monkeypatch):
-    fake_timings(monkeypatch, {**PLAIN, "layer_batch": (20.0, 10.0)})
-    judged = CHECKS["L8"](SIZES, 0)
-    assert judged.verdict == CAVEAT and judged.values["stops"] == {1: "layer_batch", 2: "layer_batch"}
-    assert judged.condition["caveats"] == ["attention_stops_first"]
-
-
-def test_l8_recurrence_scaling_better_does_not_hold(monkeypatch):
-    fake_timings(monkeypatch, {**PLAIN, "recurrence": (4.0, 1.0), "sdpa": (1.0, 0.9)})
-    judged = CHECKS["L8"](SIZES, 0)
-    assert judged.verdict == FAILS and judged.values["scaling"] == "recurrence_scales"
-
-
-def test_l8_busy_threads_are_not_judged(monkeypatch):
-    fake_timings(monkeypatch, {**PLAIN, "control": (2.0, 2.0), "recurrence": (4.0, 1.0), "sdpa": (1.0, 0.9)})
-    judged = CHECKS["L8"](SIZES, 0)
-    assert judged.verdict == CAVEAT and "scaling_busy" in judged.condition["caveats"]
-
-
-def test_l8_on_one_thread_scaling_is_a_caveat(monkeypatch):
-    fake_timings(monkeypatch, PLAIN)
-    judged = CHECKS["L8"](replace(SIZES, threads=1), 0)
-    assert judged.verdict == CAVEAT and judged.condition["caveats"] == ["scaling_one_thread"]
-
-
 # --- L10–L12 ------------------------------------------------------------------------------------------------
 
 def test_l10_order_sensitive_attention_does_not_hold(monkeypatch):
@@ -322,17 +232,3 @@ def test_l12_a_different_fact_changes_the_answer_and_the_verdict(monkeypatch):
     monkeypatch.setattr(quiz, "measure_facts", lambda: replace(facts, crossover=facts.crossover * 2))
     judged = CHECKS["L12"](SIZES, 0)
     assert judged.verdict == FAILS and judged.condition["differ"] == ["q2"]
-
-
-@pytest.mark.parametrize(("sdpa_one_thread", "expected_class", "verdict_"), [
-    (4.0 * claims_time.SPEED_MARGIN * 0.99, "tie", CAVEAT),  # attention slower, within the margin: a tie, no failure
-    (4.0 * claims_time.SPEED_MARGIN * 1.01, "recurrence_first", FAILS),  # just beyond it: the recurrence first
-    (4.0 / claims_time.SPEED_MARGIN / 0.99, "tie", CAVEAT),  # attention faster, within the margin: still a tie
-    (4.0 / claims_time.SPEED_MARGIN / 1.01, "attention_first", HOLDS),
-])
-def test_l8_a_tie_is_neither_side_first(monkeypatch, sdpa_one_thread, expected_class, verdict_):
-    """The recurrence takes 4 s; SDPA alone on one thread at the margin's edges (ties are not "recurrence first")."""
-    fake_timings(monkeypatch, {**PLAIN, "sdpa": (sdpa_one_thread, sdpa_one_thread / 8)})
-    judged = CHECKS["L8"](SIZES, 0)
-    assert judged.values["classes"][1]["sdpa"] == expected_class
-    assert judged.verdict == verdict_

@@ -10,10 +10,11 @@ Each expected number sits next to its hand arithmetic.
 
 from __future__ import annotations
 
+import statistics
+from dataclasses import replace
 from fractions import Fraction
 
 import pytest
-import torch
 
 import seqlab.memory
 from seqlab.errors import SeqlabError
@@ -151,18 +152,26 @@ def test_order_blindness(score):
 
 @pytest.mark.parametrize("time_explicit", [False, True])
 def test_timing_when_asked(time_explicit):
+    from seqlab.measure.rounds import DEFAULT_ROUNDS
+
     result = run_compare(synthetic_tokens(8), "tiny", CompareConfig(d_model=8, time=True, min_run_time=0.05,
-                                                                   time_explicit=time_explicit, gated=False))
+                                                                   time_explicit=time_explicit, gated=False,
+                                                                   threads=1))
     rec, att = result.recurrence, result.attention
     for timing, label in ((rec.time_library, "nn.RNN"), (att.time_library, "SDPA")):
         assert isinstance(timing, Timing)
         assert timing.label == label
-        assert timing.median_s > 0 and timing.runs >= 1 and len(timing.samples) >= 1
-        assert timing.threads == torch.get_num_threads() and timing.device == "cpu"
-        assert timing.min_run_time == 0.05
+        assert timing.median_s > 0 and timing.runs >= DEFAULT_ROUNDS and len(timing.samples) == DEFAULT_ROUNDS
+        assert timing.threads == 1 == result.threads and timing.device == "cpu"
+    # who finishes first comes from the same interleaved rounds: nn.RNN against the call, then the layer
+    sdpa, layer = result.time_decisions
+    assert (sdpa.a, sdpa.b, layer.b) == ("nn.RNN", "SDPA", att.time_layer.label) and sdpa.margin == 1.2
+    assert sdpa.ratio == pytest.approx(statistics.median(r / a for r, a in zip(rec.time_library.samples,
+                                                                                  att.time_library.samples)))
     if time_explicit:
         assert rec.time_explicit.label == "ElmanRNN (loop)" and rec.time_explicit.median_s > 0
         assert att.time_explicit.label == "Attention (explicit)" and att.time_explicit.median_s > 0
+        assert len(rec.time_explicit.samples) == DEFAULT_ROUNDS
     else:
         assert rec.time_explicit is None and att.time_explicit is None
 
@@ -241,10 +250,18 @@ def synthetic_timing(median: float, blocks: int, spread: float = 0.01, label: st
 
 
 def timed(result: CompareResult, recurrence: Timing, attention: Timing) -> CompareResult:
+    """``result`` with these two timings and the decision rounds.decide makes on their per-round samples."""
     from dataclasses import replace
 
+    from seqlab.measure.rounds import Rounds, decide
+
+    recurrence, attention = replace(recurrence, label="nn.RNN"), replace(attention, label="SDPA")
+    rounds = Rounds(per_round={"nn.RNN": recurrence.samples, "SDPA": attention.samples},
+                    calls={"nn.RNN": 4, "SDPA": 4}, first_call_s={"nn.RNN": 0.0, "SDPA": 0.0}, threads=2,
+                    device="cpu", load=None)
     return replace(result, recurrence=replace(result.recurrence, time_library=recurrence),
-                   attention=replace(result.attention, time_library=attention))
+                   attention=replace(result.attention, time_library=attention),
+                   time_decisions=(decide(rounds, "nn.RNN", "SDPA", 1.2),))
 
 
 def test_a_timing_shows_its_blocks_not_its_calls():
@@ -258,16 +275,17 @@ def test_a_timing_shows_its_blocks_not_its_calls():
     assert _Formatter("es").time(synthetic_timing(0.693, 1)) == "693 ms (un solo bloque cronometrado, sin dispersión)"
 
 
-def test_the_time_sentence_carries_the_caveat(small_result):
+def test_the_time_sentence_comes_from_the_rounds(small_result):
+    """Who finishes first is read from rounds.decide on the per-round times, with the spread and threads."""
     from seqlab.render.compare import compare_sentences
 
     steady = compare_sentences(timed(small_result, synthetic_timing(0.02, 8), synthetic_timing(0.01, 8)), "en")[-1]
     assert steady == ("On 2 threads nn.RNN takes 20.0 ms and SDPA (the attention call alone) 10.0 ms: attention "
-                      "finishes 2.00 times as fast.")
-    noisy = compare_sentences(timed(small_result, synthetic_timing(0.02, 8, spread=0.2),
-                                    synthetic_timing(0.01, 8)), "en")[-1]
-    assert noisy.endswith("attention finishes 2.00 times as fast (noisy: the spread is over a tenth of the median, "
-                          "the machine was busy).")
-    rough = compare_sentences(timed(small_result, synthetic_timing(0.693, 1), synthetic_timing(0.024, 1)), "es")[-1]
-    assert rough.endswith("veces más rápido (cifra aproximada: se cronometró en un solo bloque, así que no se midió "
-                          "la dispersión).")
+                      "finishes 2.00 times as fast (×2.00–2.00 over 8 interleaved rounds).")
+    # the same medians, but rounds that disagree: nothing is said to finish first
+    wide = synthetic_timing(0.01, 8, spread=0.2)  # rounds at 0.2 … 1.6 times the median
+    against = replace(wide, samples=wide.samples[::-1])  # the recurrence's slow rounds meet attention's quick ones
+    noisy = compare_sentences(timed(small_result, replace(synthetic_timing(0.02, 8, spread=0.2)), against), "en")[-1]
+    assert "times as fast" not in noisy and "which finishes first is not judged" in noisy
+    rough = compare_sentences(timed(small_result, synthetic_timing(0.693, 8), synthetic_timing(0.024, 8)), "es")[-1]
+    assert rough.endswith("veces más rápido (×28,9–28,9 en 8 rondas intercaladas).")

@@ -219,22 +219,33 @@ def timing(median: float, label: str = "t") -> Timing:
 
 
 def timed(result: CompareResult, rnn: float, sdpa: float, mha: float, load: MachineLoad | None) -> CompareResult:
-    return replace(result, recurrence=replace(result.recurrence, time_library=timing(rnn)),
-                   attention=replace(result.attention, time_library=timing(sdpa), time_layer=timing(mha)),
-                   gated=tuple(replace(g, time_library=timing(0.03)) for g in result.gated), load=load)
+    """Every machine at its median with the same ±1 % in each round, and rounds.decide's decisions on them."""
+    from seqlab.measure.rounds import Rounds, decide
+
+    layer = "nn.MultiheadAttention (8 heads)"
+    times = {"nn.RNN": timing(rnn, "nn.RNN"), "SDPA": timing(sdpa, "SDPA"), layer: timing(mha, layer)}
+    rounds = Rounds(per_round={name: t.samples for name, t in times.items()}, calls=dict.fromkeys(times, 4),
+                    first_call_s=dict.fromkeys(times, 0.0), threads=2, device="cpu", load=load)
+    return replace(result, recurrence=replace(result.recurrence, time_library=times["nn.RNN"]),
+                   attention=replace(result.attention, time_library=times["SDPA"], time_layer=times[layer]),
+                   gated=tuple(replace(g, time_library=timing(0.03)) for g in result.gated), load=load,
+                   time_decisions=(decide(rounds, "nn.RNN", "SDPA", 1.2), decide(rounds, "nn.RNN", layer, 1.2)))
 
 
 def test_the_layer_time_verdict_and_the_busy_caveat(small_result):
     quiet, busy = MachineLoad(0.1, 2, False), MachineLoad(3.0, 2, True)
     sentences = prose.time_sentences(timed(small_result, 0.02, 0.01, 0.01, quiet), EN)
     assert len(sentences) == 3  # call, layer, LSTM/GRU: no caveat on a quiet machine
-    assert "attention finishes 2.00 times as fast as nn.RNN" in sentences[1]
+    assert "At layer scope on 2 threads" in sentences[1]
+    assert "attention finishes 2.00 times as fast as nn.RNN (×2.00–2.00 over 3 interleaved rounds)" in sentences[1]
+    assert sentences[2] == "On 2 threads nn.LSTM takes 30.0 ms and nn.GRU 30.0 ms."
     sentences = prose.time_sentences(timed(small_result, 0.02, 0.01, 0.08, busy), EN)
-    assert "the recurrence finishes 4.00 times as fast" in sentences[1]
+    assert "the recurrence finishes 4.00 times as fast (×4.00–4.00 over 3 interleaved rounds)" in sentences[1]
     assert sentences[-1].startswith("The machine was busy: its load average was 3.00 on 2 CPUs")
-    # within check's L8 margin (×1.2 either way) neither side is said to finish first
+    # within the margin (×1.2 either way, rounds.decide's tie) neither side is said to finish first
     sentences = prose.time_sentences(timed(small_result, 0.02, 0.0175, 0.019, quiet), EN)
-    assert "about as fast, within ×1.20 either way" in sentences[0] and "finishes" not in sentences[0]
+    assert "about as fast, within ×1.20 either way (nn.RNN / SDPA ×1.14–1.14" in sentences[0]
+    assert "finishes" not in sentences[0]
     assert "about as fast as nn.RNN, within ×1.20 either way" in sentences[1]
     spanish = prose.time_sentences(timed(small_result, 0.02, 0.0175, 0.019, quiet), Formatter("es"))
     assert "dentro de ×1,20 en un sentido u otro" in spanish[1]

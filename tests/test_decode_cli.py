@@ -59,7 +59,8 @@ def test_timed_quick_run_shows_median_and_iqr():
     result = decode("--quick", "--positions", "2,4", "--d-model", "8", "--machines", "elman,attention_kv_cache")
     assert result.exit_code == 0, result.output
     assert " ± " in row(result.output, "Elman RNN", "4")[2]
-    assert "Time: median ± IQR of one step, 1 thread" in result.output
+    assert "Time: median ± IQR of one step over 7 interleaved rounds" in result.output
+    assert "rotating), 1 thread, float32" in " ".join(result.output.split())  # the caption wraps
 
 
 def test_json_shape():

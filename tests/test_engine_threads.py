@@ -79,13 +79,14 @@ def test_compare_times_on_the_threads_asked_for(monkeypatch):
 
     seen = []
 
-    def run_compare(*args, **kwargs):  # (tokens, source, config[, progress])
-        seen.append(torch.get_num_threads())
+    def run_compare(tokens, source, config, *args, **kwargs):  # (tokens, source, config[, progress])
+        seen.append(config.threads)
         raise SystemExit(0)
 
     monkeypatch.setattr(study, "run_compare", run_compare)
     CliRunner().invoke(app, ["compare", "--tokens", "4", "--threads", "3", "--no-time"])
-    assert seen == [3]
+    CliRunner().invoke(app, ["compare", "--tokens", "4", "--no-time"])
+    assert seen == [3, None]  # None: the study takes timing_threads_default (tested in test_compare_times.py)
 
 
 def test_check_passes_threads_to_its_timings(monkeypatch):

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seqlab import fit
-from seqlab.fit import choose_form, fit_forms, fit_growth
+from seqlab.fit import choose_form, fit_forms, fit_growth, judge_form
 from seqlab.studies.table1_results import CONSTANT, LINEAR, LOGARITHMIC, QUADRATIC
 
 #: A series of each form, with the lower-order terms closed forms have, and which Growth names it.
@@ -30,10 +30,58 @@ lengths = st.lists(st.integers(2, 4096), min_size=3, max_size=6, unique=True).ma
 @settings(max_examples=60, deadline=None)
 @given(lengths=lengths, d=st.integers(1, 512))
 @pytest.mark.parametrize("form", sorted(SERIES))
-def test_an_exact_series_is_chosen_as_its_own_form(form, lengths, d):
+def test_an_exact_series_is_never_judged_against_its_own_form(form, lengths, d):
+    """At any lengths an exact series is chosen as its form, or the lengths cannot tell (2⌈log₂T⌉ + 8 at lengths
+    sharing ⌈log₂T⌉, T = 3, 6, 9 affine in ⌈log₂T⌉ = 2, 3, 4): never a mismatch."""
     series, growth = SERIES[form]
-    result = fit_growth(lengths, [series(T, d) for T in lengths])
-    assert result.form == form and growth.matches(result)
+    ys = [series(T, d) for T in lengths]
+    verdict = judge_form(lengths, ys, form)
+    assert verdict.verdict in (fit.MATCH, fit.NOT_SEPARATED)
+    fitted = fit_growth(lengths, ys)
+    assert (verdict.verdict == fit.MATCH) == (fitted.form == form and growth.matches(fitted))
+
+
+@pytest.mark.parametrize("form", sorted(SERIES))
+def test_an_exact_series_at_lengths_that_separate_is_its_own_form(form):
+    series, growth = SERIES[form]
+    xs = (16, 32, 64, 128)
+    assert judge_form(xs, [series(T, 8) for T in xs], form).verdict == fit.MATCH
+
+
+@pytest.mark.parametrize(("xs", "ys", "expected", "other"), [
+    ((5, 6, 7), [14, 14, 14], "log T", "1"),  # a scan's span, ⌈log₂T⌉ = 3 throughout
+    ((3, 6, 9), [12, 24, 36], "T", "log T"),  # 4T, and ⌈log₂T⌉ = 2, 3, 4 is affine in T there
+    ((15, 16, 17), [10, 11, 9], "log T", "1"),  # not monotone: no a + b·f(T) describes it
+])
+def test_lengths_that_do_not_separate_are_not_judged(xs, ys, expected, other):
+    verdict = judge_form(xs, ys, expected)
+    assert (verdict.verdict, verdict.other) == (fit.NOT_SEPARATED, other)
+
+
+def test_a_count_exact_in_its_steps_and_in_a_faster_form_is_not_judged():
+    """A scan's path 3 + ⌈log₂T⌉ + popcount(T − 1) is 5, 6, 7 at T = 2, 3, 4: exact in its rounds and hops and in T.
+    Without its steps the lengths separate log T from T, and the series is T's: a mismatch."""
+    from seqlab.layers.scan import scan_path_steps
+
+    hops = fit.Steps("log T", "⌈log₂T⌉ + hops", scan_path_steps)
+    verdict = judge_form((2, 3, 4), [5, 6, 7], "log T", hops)
+    assert (verdict.verdict, verdict.other) == (fit.NOT_SEPARATED, "T")
+    assert judge_form((2, 3, 4), [5, 6, 7], "log T").verdict == fit.MISMATCH
+
+
+def test_steps_make_a_stepping_count_its_own_form():
+    """A chunked span 7 + ⌈T/4⌉ at T = 5, 11, 12, 14 (9, 10, 10, 11) is of form T through its chunks; without them,
+    T log T fits it best."""
+    chunks = fit.Steps("T", "⌈T/4⌉", lambda T: -(-T // 4))
+    xs = (5, 11, 12, 14)
+    ys = [7 + -(-T // 4) for T in xs]
+    assert judge_form(xs, ys, "T", chunks).verdict == fit.MATCH
+    assert choose_form(fit_forms(xs, ys)).form == "T log T"
+
+
+def test_a_wrong_series_at_lengths_that_separate_is_a_mismatch():
+    assert judge_form((64, 128, 256), [128, 256, 512], "log T").verdict == fit.MISMATCH  # a chain of 2T ops
+    assert judge_form((64, 128, 256), [5, 5, 5], "T²").verdict == fit.MISMATCH  # a constant peak is not T²
 
 
 @pytest.mark.parametrize(("values", "wrong"), [
@@ -120,8 +168,99 @@ def test_table1_modern_marks_no_exact_count_against_its_own_form(options):
 
     config = ModernConfig(**options, rows=SWEEP_ROWS).validated()
     failing = [(name, column, cell.fit.form) for name in SWEEP_ROWS
-               for column, cell in measure_row(name, config).cells().items() if cell is not None and not cell.matches]
+               for column, cell in measure_row(name, config).cells().items() if cell.verdict == "mismatch"]
     assert failing == []
+
+
+#: Tiny and odd options (issue 23): lengths 2, 3, 4; every length below the window and the chunk; lengths that
+#: straddle them; d = 1; chunk 1 and chunk ≥ T; window 1 (no stack connects) and 2; kernels 3, 5, 7; lengths that
+#: are not powers of 2 (a scan's path steps with the binary digits of T − 1, and is not monotone at 15, 16, 17).
+TINY_SWEEP = [
+    dict(lengths=(2, 3, 4), long_lengths=(5, 6, 7), d_model=4),
+    dict(lengths=(2, 3, 4), long_lengths=(2, 3, 4), d_model=1, chunk=1, window=1),
+    dict(lengths=(3, 5, 9), long_lengths=(3, 9, 17), d_model=2, chunk=8, window=2, kernel=5),
+    dict(lengths=(4, 5, 7, 10, 11), long_lengths=(6, 14, 18), d_model=5, chunk=4, window=4),
+    dict(lengths=(4, 6, 8), long_lengths=(8, 12, 16), d_model=3, chunk=64, window=20, kernel=7),
+    dict(lengths=(15, 16, 17), long_lengths=(36, 39, 48), d_model=2, chunk=2, window=3),
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_sweep():
+    from seqlab.studies.table1_modern import ModernConfig, run_modern
+
+    return [run_modern(ModernConfig(**options)) for options in TINY_SWEEP]
+
+
+@pytest.mark.parametrize("index", range(len(TINY_SWEEP)), ids=lambda i: ",".join(
+    f"{k}={v}" for k, v in TINY_SWEEP[i].items()))
+def test_table1_modern_marks_no_exact_count_x_at_tiny_and_odd_options(tiny_sweep, index):
+    """Every cell is ✓ or not judged, never ✗; each cell not judged has its reason, and the sentences name it."""
+    from seqlab.render.table1_modern import modern_sentences, row_name
+    from seqlab.studies.table1_modern import REASONS
+
+    result = tiny_sweep[index]
+    cells = [(row, column, cell) for row in result.rows for column, cell in row.cells().items()]
+    assert [(row.row, column) for row, column, cell in cells if cell.verdict == "mismatch"] == []
+    assert result.matched == result.cells and result.matched + result.not_judged == len(cells)
+    text = " ".join(modern_sentences(result))
+    for row, column, cell in cells:
+        if cell.judged:
+            continue
+        assert cell.reason in REASONS and (cell.reason != "not_separated") == (cell.other is None)
+        assert (cell.reason == "not_separated") == (len(cell.lengths) >= 3)  # else fewer than 3 lengths in regime
+        assert cell.reason == "not_separated" or cell.regime_size  # the size that sets the regime is named
+        assert f"{row_name(row.row, result)} ({column if column != 'memory' else 'peak memory'}): " in text
+
+
+def test_the_issues_example_names_each_cell_and_why(tiny_sweep):
+    """seqlab table1 --modern --lengths 2,3,4 --long-lengths 5,6,7 --d-model 4: every cell the issue found ✗."""
+    rows = {row.row: row for row in tiny_sweep[0].rows}
+    why = {(name, column): (cell.reason, cell.regime_start, cell.other) for name, row in rows.items()
+           for column, cell in row.cells().items() if not cell.judged}
+    assert why[("restricted", "path")] == ("below_regime", 6, None)  # r = 4: one layer connects T ≤ r + 1
+    assert why[("linear_attention_chunked", "path")] == ("below_regime", 5, None)  # T ≤ C: one chunk
+    assert why[("linear_attention_chunked", "span")] == ("not_separated", 5, "1")  # ⌈T/4⌉ = 2 at 5, 6, 7
+    assert why[("sliding_window", "path")] == ("below_regime", 5, None)  # T ≤ w
+    assert why[("mamba_loop", "path")] == ("below_regime", 5, None)  # T ≤ d_conv
+    for scan in ("diagonal_scan", "selective_scan", "mamba_scan"):
+        assert why[(scan, "span")] == ("not_separated", 2, "1")  # ⌈log₂T⌉ = 3 at T = 5, 6, 7
+    assert why[("diagonal_scan", "path")] == ("not_separated", 2, "T")  # 5, 6, 7: rounds and hops 2, 3, 4 = T
+
+
+def test_a_window_of_one_connects_no_two_positions(tiny_sweep):
+    path = {row.row: row for row in tiny_sweep[1].rows}["sliding_window"].path
+    assert (path.verdict, path.reason, path.fit) == ("not_judged", "no_regime", None)
+
+
+def test_kernel_2_is_refused():
+    from seqlab.errors import SeqlabError
+    from seqlab.studies.table1_modern import ModernConfig
+
+    with pytest.raises(SeqlabError, match="kernel"):
+        ModernConfig(kernel=2).validated()
+
+
+def test_the_regime_follows_the_rows_own_sizes():
+    """A Mamba block of d_conv = 2, registered as a new mixer: its path's regime starts at T = 3, not 5, and a
+    window of 2 and a chunk of 3 move the sliding window's and the chunked rows' regimes (not a list of options)."""
+    from seqlab.layers import mixers
+    from seqlab.studies.table1_modern import ModernConfig, measure_row
+
+    shipped = mixers.mixer("mamba_block")
+    row = shipped.rows[0]
+    short = mixers.Mixer("mamba_block_k2", shipped.module, shipped.class_name, rows=(mixers.MixerRow(
+        "mamba_loop_k2", row.label, {**row.options, "d_conv": 2}, row.work, row.span, row.path, row.memory,
+        row.decode, row.state, row.source, row.regimes),), step_multiplications=shipped.step_multiplications)
+    mixers.register(short)
+    try:
+        config = ModernConfig(lengths=(3, 4, 5), long_lengths=(5, 6, 7), d_model=2, window=2, chunk=3).validated()
+        path = measure_row("mamba_loop_k2", config).path
+        assert (path.regime_start, path.regime_symbol, path.verdict) == (3, "d_conv = 2", "match")
+        assert measure_row("sliding_window", config).path.regime_start == 3  # T > w = 2
+        assert measure_row("linear_attention_chunked", config).span.regime_start == 4  # T > C = 3
+    finally:
+        mixers.unregister("mamba_block_k2")
 
 
 def test_a_count_that_wobbles_about_its_line_is_linear():

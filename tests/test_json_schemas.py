@@ -108,6 +108,21 @@ def test_table1_modern_json():
     assert len(valid("table1_modern", to_json(result))["rows"]) == 2
 
 
+def test_table1_modern_json_carries_cells_not_judged():
+    """At T = 2, 3, 4 restricted attention's path lies below its window (r = 4): the cell is not judged, and says
+    why, in the document; a ✗ written in its place fails the schema's verdicts."""
+    from seqlab.studies.table1_modern import ModernConfig, run_modern
+
+    result = run_modern(ModernConfig(rows=("restricted",), lengths=(2, 3, 4), long_lengths=(10, 12, 14), d_model=2))
+    document = valid("table1_modern", to_json(result))
+    path = document["rows"][0]["path"]
+    assert (path["verdict"], path["reason"], path["regime_start"], path["regime_symbol"]) == \
+        ("not_judged", "below_regime", 6, "r = 4")
+    path["verdict"] = "x"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(document, schema("table1_modern"))
+
+
 def test_bench_json():
     from seqlab.studies.bench import BenchConfig, run_bench
 

@@ -80,8 +80,8 @@ def test_the_shipped_mixers_and_their_rows():
     assert [m.name for m in mixers.mixers()] == ["linear_attention", "diagonal_recurrence", "selective_recurrence",
                                                  "sliding_window", "mamba_block"]
     assert list(table1_modern_rows.ROWS)[5:] == list(mixers.mixer_rows()) == list(table1_modern_rows.modern_rows())
-    assert tuple(decode.MACHINES) == ("elman", "attention_kv_cache", "attention_no_cache", "linear_attention",
-                                      "selective_recurrence", "mamba_block")
+    assert tuple(decode.MACHINES) == ("elman", "attention_kv_cache", "attention_static_cache", "attention_no_cache",
+                                      "linear_attention", "selective_recurrence", "mamba_block")
     assert tuple(decode.FIXED_STATE) == ("elman", "linear_attention", "selective_recurrence", "mamba_block")
 
 

@@ -34,8 +34,9 @@ def test_exact_counts_equal_their_closed_forms(tiny):
     rows = {row.row: row for row in tiny.rows}
     elman, attention = rows["elman"].long, rows["self_attention"].long
     assert [s.multiplications for s in elman] == [2048, 4096, 8192]  # T * (d² + d²) = 64 * 32, …
-    # 2·T²·d + 3·T·d² (scores and mix; Q, K, V projections): 2 * 64² * 4 + 3 * 64 * 16 = 35_840
-    assert attention[0].multiplications == attention[0].closed_form == 35_840
+    # 2·T²·d + 4·T·d² (scores and mix; Q, K, V and W_O projections): 2 * 64² * 4 + 4 * 64 * 16 = 36_864,
+    # as much as parallel linear attention's T²·(d_k + d_v) + its four projections: like with like
+    assert attention[0].multiplications == attention[0].closed_form == 36_864
     # recurrent linear attention: T·(2·d_k·d_v + d_k) + T·d·(2·d_k + d_v) + T·d_v·d
     # = 64 * 36 + 64 * 48 + 64 * 16
     assert rows["linear_attention_recurrent"].long[0].multiplications == 6_400

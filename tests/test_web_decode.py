@@ -60,6 +60,10 @@ def test_state_fixed_for_recurrences_and_linear_in_t_for_the_cache(counted):
     cache = [s["state_bytes"] for s in by_key["attention_kv_cache"]["steps"]]
     assert cache == [t * 2 * 8 * 4 for t in (1, 4, 16)]  # t keys and t values of 8 float32 numbers
     assert len({s["state_bytes"] for s in by_key["elman"]["steps"]}) == 1
+    static = [s["state_bytes"] for s in by_key["attention_static_cache"]["steps"]]
+    assert static == [16 * 2 * 8 * 4 + 8] * 3  # capacity 16 (the largest t) from the first token, + the row count
+    assert static[-1] == cache[-1] + 8 and by_key["attention_static_cache"]["fixed_state"]
+    assert "holds its capacity from the first token" in counted["static_note"]
     assert all(s["median_s"] is None for m in counted["machines"] for s in m["steps"])  # time=false
 
 
@@ -73,8 +77,14 @@ def test_sentences_follow_the_language(client, counted):
 def test_timed_steps_carry_median_and_spread(client):
     response = client.get("/api/decode", params={"d_model": 4, "positions": 4, "time": "true"})
     assert response.status_code == 200
-    steps = [s for m in response.json()["machines"] for s in m["steps"]]
+    data = response.json()
+    steps = [s for m in data["machines"] for s in m["steps"]]
     assert all(s["median_s"] > 0 and s["iqr_s"] >= 0 for s in steps)
+    assert data["threads"] == 1 and data["rounds"] == 7  # decode's default: one thread, seven interleaved rounds
+    # one time sentence per run of positions, each a decision: named against every machine, or naming the pair
+    timed = [line for line in data["sentences"] if line.startswith("Fastest per new token")]
+    assert timed and all("decided against every other machine" in line or "not judged" in line or " tie " in line
+                         for line in timed)
 
 
 @pytest.mark.parametrize("params, field", [({"positions": 1}, "positions"), ({"positions": 5000}, "positions"),

@@ -27,6 +27,7 @@ recurrence_sequential_steps                T                                    
 attention_sequential_products              2 (Q K^T, then A V)                                  L2
 convolution_multiplications                k T d^2                                              Table 1
 restricted_attention_multiplications       (2r + 1) T (d_k + d_v)                               Table 1
+restricted_attention_layer_multiplications projections + banded call + W_O                      Table 1
 linear_attention_multiplications           T^2 (d_k + d_v) or T (2 d_k d_v + d_k), + proj.      Kath. 2020
 linear_attention_step_multiplications      2 d_k d_v + d_k + projections                        Kath. 2020
 diagonal_recurrence_multiplications        2 T d_model d_state                                  S4D, LRU
@@ -379,6 +380,8 @@ def kv_cache_step_multiplications(t: int, d_model: int, d_k: int, d_v: int) -> i
 
     q_t, k_t, v_t are projected once (:func:`projection_multiplications` of one row); q_t scores the t cached
     keys and mixes the t cached values (:func:`attention_multiplications` with T_k = t). No output projection.
+    The same for a cache grown by concatenation and for a static one preallocated to a capacity C >= t: a static
+    step writes row t in place (a copy) and attends over the t rows written, never over all C.
 
     >>> kv_cache_step_multiplications(16, 256, 256, 256)  # 3 * 256**2 + 2 * 16 * 256
     204800
@@ -457,6 +460,28 @@ def restricted_attention_multiplications(T: int, window: int, d_k: int, d_v: int
     """
     slots = 2 * require_positive_int("window", window) + 1
     return slots * require_positive_int("T", T) * (require_positive_int("d_k", d_k) + require_positive_int("d_v", d_v))
+
+
+def restricted_attention_layer_multiplications(T: int, window: int, d_model: int, d_k: int, d_v: int,
+                                               output_projection: bool = True) -> int:
+    """Multiplications of a restricted self-attention layer: Q, K, V, the banded call and (by default) W_O.
+
+    T·d_model(2d_k + d_v) for the projections, (2r + 1)·T·(d_k + d_v) for the call, and T·d_v·d_model for the
+    output projection back to d_model, as :func:`attention_layer_multiplications` counts full attention's layer.
+
+    >>> restricted_attention_layer_multiplications(64, 4, 64, 64, 64)  # 4 * 64 * 64² + 9 * 64 * 128
+    1122304
+
+    Returns:
+        int, multiplications.
+
+    Raises:
+        SeqlabError: a size that is not an integer >= 1.
+
+    Source: Vaswani et al. 2017, Table 1 (self-attention, restricted) and §3.2.2 (the projections and W^O).
+    """
+    total = projection_multiplications(T, d_model, d_k, d_v) + restricted_attention_multiplications(T, window, d_k, d_v)
+    return total + (output_projection_multiplications(T, d_v, d_model) if output_projection else 0)
 
 
 # --- the modern mixers (seqlab.layers.linear_attention, linear_recurrence, sliding_window) -------------------
@@ -729,7 +754,8 @@ CLOSED_FORMS: dict[str, Callable[..., int | Fraction | None]] = {
         first_length_attention_costs_more, recurrence_sequential_steps, attention_sequential_products, flops,
         gated_recurrence_multiplications, output_projection_multiplications, attention_layer_multiplications,
         kv_cache_step_multiplications, no_cache_step_multiplications, convolution_multiplications,
-        restricted_attention_multiplications, linear_attention_multiplications,
+        restricted_attention_multiplications, restricted_attention_layer_multiplications,
+        linear_attention_multiplications,
         linear_attention_step_multiplications, diagonal_recurrence_multiplications,
         diagonal_recurrence_step_multiplications, selective_recurrence_multiplications,
         selective_recurrence_step_multiplications, sliding_window_multiplications,

@@ -7,7 +7,11 @@ Two readings of one series:
   big-O a form of its own, so that it is not read as the nearest whole one) — with the lower-order terms a closed form has (3Td² + 2T²d is
   b·T + c·T²; a scan's span 2⌈log₂T⌉ + 8 is a + b·⌈log₂T⌉), and chooses by :func:`choose_form`'s stated
   criterion. An exact count of a form is fitted by that form with no residual, so it is never judged
-  against its own form; a series of another form leaves a residual or a leading coefficient of 0.
+  against its own form; a series of another form leaves a residual or a leading coefficient of 0. A count that
+  steps (⌈T/C⌉ chunks, ⌈(T − 1)/r⌉ layers, a scan's rounds and hops) brings its own whole-number term,
+  :class:`Steps`, tried as one more variant of its form.
+* **the verdict** (:func:`judge_form`): the form chosen is the expected one (match), another one while the lengths
+  separate the two (mismatch), or the lengths cannot tell them apart (not separated: never a mismatch).
 * **the exponent** (shown beside it): y ≈ c·x^p and y ≈ a + b·ln x, the log kept only when clearly
   better (:data:`LOG_PREFERENCE`); informative, never the verdict (3Td² + 2T²d reads as T^1.83 at small T).
 
@@ -17,7 +21,7 @@ Numbers in, a frozen :class:`Fit` out.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from seqlab.errors import SeqlabError
@@ -60,7 +64,7 @@ def _least_squares(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, flo
     return mean_y - slope * mean_x, slope
 
 
-def fit_growth(xs: Sequence[int], ys: Sequence[float]) -> Fit:
+def fit_growth(xs: Sequence[int], ys: Sequence[float], steps: Steps | None = None) -> Fit:
     """Fit y ≈ c·x^p and y ≈ a + b·ln x; keep the logarithm only if its error is under half the power law's.
 
     Errors are compared in the same space, RMS of ln(ŷ/y), so a constant (both exact) stays a power
@@ -75,6 +79,7 @@ def fit_growth(xs: Sequence[int], ys: Sequence[float]) -> Fit:
     Args:
         xs: at least 3 distinct positive sizes.
         ys: as many positive values.
+        steps: the count's own whole-number term of a form (:class:`Steps`), or None.
 
     Returns:
         A :class:`Fit`.
@@ -96,7 +101,7 @@ def fit_growth(xs: Sequence[int], ys: Sequence[float]) -> Fit:
     log_error = math.inf if any(p <= 0 for p in predicted) else \
         math.sqrt(sum((math.log(p) - ly) ** 2 for p, ly in zip(predicted, log_y)) / len(xs))
     keep_log = b > 0 and log_error < LOG_PREFERENCE * power_error
-    chosen = choose_form(fit_forms(xs, ys))
+    chosen = choose_form(fit_forms(xs, ys, steps))
     return Fit(model="log" if keep_log else "power", exponent=exponent, prefactor=math.exp(intercept),
                log_intercept=a, log_slope=b, power_error=power_error, log_error=log_error,
                form=chosen.form, form_residual=chosen.residual)
@@ -142,6 +147,36 @@ LEADING_SHARE = 1e-6
 
 
 @dataclass(frozen=True)
+class Steps:
+    """A count's own whole-number version of a form's leading term, tried as one more variant of ``form``.
+
+    A chunked layer's span grows by one op per chunk, a + b·⌈T/C⌉; a stack's path by a few ops per layer,
+    a + b·⌈(T − 1)/r⌉; a parallel scan's path by the rounds and hops of the scan. Such a count is of its form
+    (⌈T/C⌉ is Θ(T)) but leaves a residual against the smooth f(T) at lengths where the steps show.
+
+    >>> chunks = Steps("T", "⌈T/4⌉", lambda T: -(-T // 4))
+    >>> choose_form(fit_forms([5, 6, 9, 13], [7 + -(-T // 4) for T in (5, 6, 9, 13)], chunks)).form
+    'T'
+
+    Attributes:
+        form: the form of :data:`FORMS` whose variant this is.
+        name: the term as printed (``"⌈T/C⌉"``).
+        values: T -> the term's value (positive).
+        terms: the lower-order terms fitted with it (default the constant).
+    """
+
+    form: str
+    name: str
+    values: Callable[[int], float]
+    terms: tuple[str, ...] = ("1",)
+
+    def __post_init__(self) -> None:
+        if self.form not in FORMS:
+            raise SeqlabError(f"steps must belong to one of the forms {', '.join(FORMS)}, received {self.form!r}",
+                              parameter="steps")
+
+
+@dataclass(frozen=True)
 class FormFit:
     """One candidate form fitted to a series.
 
@@ -179,26 +214,29 @@ def _solve(rows: list[list[float]], ys: list[float]) -> list[float] | None:
     return [normal[i][k] / normal[i][i] for i in range(k)]
 
 
-def _fit_terms(form: str, terms: tuple[str, ...], xs: Sequence[int], ys: Sequence[float]) -> FormFit | None:
+def _fit_terms(form: str, terms: tuple[str, ...], xs: Sequence[int], ys: Sequence[float],
+               values: Mapping[str, Callable[[int], float]] = _TERM_VALUES) -> FormFit | None:
     if len(terms) > 1 and len(terms) >= len(xs):
         terms = terms[len(terms) - len(xs) + 1:]  # keep a residual: drop the lowest-order terms first
     # relative least squares: each point weighted by 1/y, columns scaled to 1 for conditioning
-    raw = [[_TERM_VALUES[t](x) / y for t in terms] for x, y in zip(xs, ys)]
+    raw = [[values[t](x) / y for t in terms] for x, y in zip(xs, ys)]
     scale = [max(abs(r[i]) for r in raw) or 1.0 for i in range(len(terms))]
     solution = _solve([[v / s for v, s in zip(r, scale)] for r in raw], [1.0] * len(xs))
     if solution is None:
         return None
     coefficients = tuple(c / s for c, s in zip(solution, scale))
-    predicted = [sum(c * _TERM_VALUES[t](x) for c, t in zip(coefficients, terms)) for x in xs]
+    predicted = [sum(c * values[t](x) for c, t in zip(coefficients, terms)) for x in xs]
     residual = math.sqrt(sum(((p - y) / y) ** 2 for p, y in zip(predicted, ys)) / len(xs))
     top = max(ys)
-    lead = coefficients[-1] * _TERM_VALUES[terms[-1]](max(xs))
+    lead = coefficients[-1] * max(values[terms[-1]](x) for x in xs)
     leads = form == "1" or (coefficients[-1] > 0 and lead >= LEADING_SHARE * top)
     return FormFit(form, terms, coefficients, residual, leads)
 
 
-def fit_forms(xs: Sequence[int], ys: Sequence[float]) -> tuple[FormFit, ...]:
+def fit_forms(xs: Sequence[int], ys: Sequence[float], steps: Steps | None = None) -> tuple[FormFit, ...]:
     """Fit every form of :data:`FORMS` (each with its lower-order terms) to y(x) by relative least squares.
+
+    ``steps`` (:class:`Steps`) adds the count's own whole-number term as one more variant of its form.
 
     >>> fits = fit_forms([32, 64, 128], [3 * T * 64**2 + 2 * T**2 * 64 for T in (32, 64, 128)])
     >>> [(f.form, f.terms, f.residual < EXACT) for f in fits if f.form == "T²"]
@@ -216,12 +254,16 @@ def fit_forms(xs: Sequence[int], ys: Sequence[float]) -> tuple[FormFit, ...]:
                           f"{list(xs)} and {list(ys)}")
     if any(x <= 0 for x in xs) or any(y is None or not y > 0 for y in ys):
         raise SeqlabError(f"a growth fit needs positive sizes and values, received {list(xs)} and {list(ys)}")
+    values: Mapping[str, Callable[[int], float]] = _TERM_VALUES
+    if steps is not None:
+        values = {**_TERM_VALUES, steps.name: lambda T: float(steps.values(T))}
     fits = []
     for form in FORMS:
-        variants = [f for f in (_fit_terms(form, terms, xs, [float(y) for y in ys]) for terms in _TERMS[form])
+        tried = _TERMS[form] + ((steps.terms + (steps.name,),) if steps is not None and steps.form == form else ())
+        variants = [f for f in (_fit_terms(form, terms, xs, [float(y) for y in ys], values) for terms in tried)
                     if f is not None]
-        if variants:
-            fits.append(min(variants, key=lambda f: f.residual))
+        if variants:  # the closest variant whose leading term leads, else the closest
+            fits.append(min(variants, key=lambda f: (not f.leads, f.residual)))
     return tuple(fits)
 
 
@@ -255,3 +297,91 @@ def form_of_growth(model: str, exponent: float) -> str | None:
     if model == "log":
         return "log T"
     return {0.0: "1", 1.0: "T", 2.0: "T²"}.get(float(exponent))
+
+
+# --- the verdict: match, mismatch, or lengths that cannot tell ------------------------------------------------
+
+#: The verdicts of :func:`judge_form`.
+MATCH, MISMATCH, NOT_SEPARATED = "match", "mismatch", "not_separated"
+
+
+@dataclass(frozen=True)
+class FormVerdict:
+    """What a series' fit says about an expected form.
+
+    Attributes:
+        verdict: :data:`MATCH` (the form chosen is the expected one), :data:`MISMATCH` (another one, at lengths that
+            separate the two) or :data:`NOT_SEPARATED` (these lengths cannot tell the expected form from ``other``).
+        chosen: the form :func:`choose_form` chose.
+        other: the form the lengths cannot tell from the expected one (None unless not separated).
+    """
+
+    verdict: str
+    chosen: str
+    other: str | None = None
+
+
+def _monotone(ys: Sequence[float]) -> bool:
+    rises = [b - a for a, b in zip(ys, ys[1:])]
+    return all(r >= 0 for r in rises) or all(r <= 0 for r in rises)
+
+
+def _probes(fit: FormFit | None, form: str, xs: Sequence[int], steps: Steps | None) -> list[list[float]]:
+    """Series of ``form`` at xs: its fit's prediction (when it leads), and each variant's leading term alone."""
+    values = {**_TERM_VALUES, **({steps.name: steps.values} if steps is not None else {})}
+    probes = []
+    if fit is not None and fit.leads:
+        predicted = [sum(c * values[t](x) for c, t in zip(fit.coefficients, fit.terms)) for x in xs]
+        if all(p > 0 for p in predicted):
+            probes.append(predicted)
+    leading = [terms[-1] for terms in _TERMS[form]] + ([steps.name] if steps is not None and steps.form == form else [])
+    return probes + [[float(values[term](x)) for x in xs] for term in leading]
+
+
+def judge_form(xs: Sequence[int], ys: Sequence[float], expected: str, steps: Steps | None = None) -> FormVerdict:
+    """Whether y(x) shows the form ``expected``, or whether these lengths cannot tell.
+
+    The fit (:func:`fit_forms`, :func:`choose_form`) decides, except where it cannot tell two forms apart:
+
+    * the expected form is chosen and exact, and a faster form fits exactly too (T = 3, 6, 9 are affine in
+      ⌈log₂T⌉ = 2, 3, 4): not separated from that form;
+    * another form is chosen, and the series is not monotone (no a + b·f(T) is: it steps around its form), or the
+      expected form ties with the chosen one by :func:`choose_form`'s criterion (within :data:`TIE` of its residual,
+      or under :data:`GOOD_ENOUGH`, and the slower won), or a series of the expected form at these lengths (its
+      fit's prediction, or one of its terms alone: ⌈log₂T⌉ = 3 at T = 5, 6, 7) is chosen as the same other form:
+      not separated from the chosen form;
+    * otherwise another form chosen is a mismatch.
+
+    >>> judge_form([5, 6, 7], [14, 14, 14], "log T")  # a scan's 2⌈log₂T⌉ + 8: ⌈log₂T⌉ = 3 throughout
+    FormVerdict(verdict='not_separated', chosen='1', other='1')
+    >>> judge_form([64, 128, 256], [128, 256, 512], "log T").verdict  # a chain of 2T ops is not O(log T)
+    'mismatch'
+
+    Args:
+        xs: at least 3 distinct positive sizes.
+        ys: as many positive values.
+        expected: a form of :data:`FORMS`.
+        steps: the count's own whole-number term (:class:`Steps`), or None.
+
+    Raises:
+        SeqlabError: an unknown form, or as :func:`fit_forms`.
+    """
+    if expected not in FORMS:
+        raise SeqlabError(f"expected must be one of the forms {', '.join(FORMS)}, received {expected!r}",
+                          parameter="expected")
+    fits = fit_forms(xs, ys, steps)
+    chosen = choose_form(fits)
+    own = next((f for f in fits if f.form == expected), None)
+    rank = FORMS.index
+    if chosen.form == expected:
+        faster = [f for f in fits if f.leads and f.residual <= EXACT and rank(f.form) > rank(expected)]
+        if chosen.residual <= EXACT and faster:
+            return FormVerdict(NOT_SEPARATED, chosen.form, min(faster, key=lambda f: rank(f.form)).form)
+        return FormVerdict(MATCH, chosen.form)
+    best = min(f.residual for f in fits if f.leads)
+    tied = own is not None and own.leads and own.residual <= max(GOOD_ENOUGH, TIE * best)
+    if expected != "1" and not _monotone(ys) or tied:
+        return FormVerdict(NOT_SEPARATED, chosen.form, chosen.form)
+    if any(choose_form(fit_forms(xs, probe, steps)).form == chosen.form for probe in _probes(own, expected, xs, steps)):
+        return FormVerdict(NOT_SEPARATED, chosen.form, chosen.form)
+    return FormVerdict(MISMATCH, chosen.form)

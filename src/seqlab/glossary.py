@@ -86,6 +86,18 @@ TERMS: tuple[Term, ...] = (
          r"\bcrossover\b", ("cruce", "cruzan")),
     Term("spectral_radius", "spectral radius", "radio espectral", "the largest |eigenvalue| of W_hh (L3)",
          r"\bspectral radius\b", ("radio espectral",)),
+    Term("graph_path", "graph path", "camino en el grafo",
+         "the least ops in a row from x_i to y_j in the traced op graph: how long y_j waits for x_i",
+         r"\bgraph paths?\b", ("camino en el grafo", "caminos en el grafo")),
+    Term("signal_path", "signal path", "camino de la señal",
+         "the transition factors a signal from x_i meets on its way to y_j (L3, L4), measured as k in J(s) = s^k·J(1)",
+         r"\bsignal paths?\b", ("camino de la señal", "caminos de la señal")),
+    Term("transition_factor", "transition factor", "factor de transición",
+         "a multiplicative factor between positions: W_hh in the recurrence, a decay a_t, an attention weight α_ji",
+         r"\btransition factors?\b", ("factor de transición", "factores de transición")),
+    Term("interleaved_rounds", "interleaved rounds", "rondas intercaladas",
+         "timing in which every round times one block of each machine, the order rotating (L8's one rule)",
+         r"\binterleaved rounds?\b", ("rondas intercaladas",)),
 )
 
 #: One notation per formula that more than one command prints: PyTorch's (``torch.nn.LSTM`` and

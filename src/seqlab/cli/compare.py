@@ -8,7 +8,7 @@ import typer
 
 from seqlab.cli.options import LANG_HELP, bad_parameter, float_between, integer_at_least, language
 from seqlab.cli.progress import progress_bar
-from seqlab.cli.threads import ThreadsOption, timing_threads
+from seqlab.cli.threads import ThreadsOption
 from seqlab.errors import SeqlabError
 
 #: Which option each library parameter comes from, to point an error at the right one.
@@ -80,7 +80,8 @@ def compare(
                                  param_hint="'--tokenizer'")
     config = CompareConfig(d_model=d_model, d_h=d_h, d_k=d_k, d_v=d_v, score=score, seed=seed,
                            spectral_radius=spectral_radius, probes=probes, exact_reach=exact_reach,
-                           time=not no_time, time_explicit=detailed and not no_time, path_width=path_width)
+                           time=not no_time, time_explicit=detailed and not no_time, path_width=path_width,
+                           threads=threads)
     length_option = "'--tokens'" if tokens is not None else "'--text'"
     options = {**OPTIONS, "T": length_option}
     # a memory refusal comes from the sizes together: name every option that fed the estimate
@@ -94,7 +95,7 @@ def compare(
         raise bad_parameter(error, options, size_options) from None
     token_sequence, source = _tokens(text, tokens, tokenizer, lang)
     try:
-        with timing_threads(threads), progress_bar() as step:  # the bar only on a terminal (cli.progress)
+        with progress_bar() as step:  # the bar only on a terminal (cli.progress)
             result = run_compare(token_sequence, source, config, step)
     except SeqlabError as error:
         raise bad_parameter(error, options, size_options) from None

@@ -2,22 +2,22 @@
 
 Counting and tracing always run on one thread (:func:`seqlab.measure.switches.one_thread`): they pay
 Python per op, and on a busy machine idle threads spinning on taken cores slowed ``seqlab compare`` ten
-times. Only the timings use the threads asked for here; without ``--threads`` they use PyTorch's own
-count (the machine's cores, or ``OMP_NUM_THREADS``), as before.
+times. Only the timings use the threads asked for here; without ``--threads`` compare and check time on
+:func:`seqlab.measure.rounds.timing_threads_default`: PyTorch's own count (the machine's cores, or
+``OMP_NUM_THREADS``) capped by the cores the machine's load leaves free, so a busy machine is not
+oversubscribed (issue 23).
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Annotated, Optional
 
 import typer
 
 from seqlab.cli.options import integer_at_least
 
-THREADS_HELP = ("CPU threads for the timings (default: PyTorch's count, the machine's cores); counting and "
-                "tracing always run on one thread.")
+THREADS_HELP = ("CPU threads for the timings (default: PyTorch's count, the machine's cores, capped by the cores "
+                "its load leaves free); counting and tracing always run on one thread.")
 
 DECODE_THREADS_HELP = ("CPU threads for the timings (default: 1, since one step at batch 1 is a few small "
                        "products); counting and tracing always run on one thread.")
@@ -33,24 +33,3 @@ def threads_option(help_text: str):
 ThreadsOption = threads_option(THREADS_HELP)
 #: decode's: its timings default to one thread (see seqlab.studies.decode.DecodeConfig.threads).
 DecodeThreadsOption = threads_option(DECODE_THREADS_HELP)
-
-
-@contextlib.contextmanager
-def timing_threads(threads: int | None) -> Iterator[None]:
-    """Run the block with ``threads`` CPU threads (None: as it is), then restore the caller's count.
-
-    >>> import torch
-    >>> before = torch.get_num_threads()
-    >>> with timing_threads(1):
-    ...     torch.get_num_threads()
-    1
-    >>> torch.get_num_threads() == before
-    True
-    """
-    if threads is None:
-        yield
-        return
-    from seqlab.measure.timing import fixed_threads
-
-    with fixed_threads(threads):
-        yield

@@ -34,6 +34,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.layers.transition import BACKWARD, apply_transition
 
 __all__ = ["SCORES", "Attention", "SelfAttention", "causal_mask"]
 
@@ -82,10 +83,17 @@ class Attention(torch.nn.Module):
         generator: RNG for the learned parameters (reproducible construction).
         dtype: floating dtype of the learned parameters.
 
+    Transition factor (:mod:`seqlab.layers.transition`): the weight α_ij, marked in the backward on the weighted
+    sum Σ_j α_ij v_j that every route through it takes: one per signal whatever |i - j| (L4).
+
     Raises:
         SeqlabError: unknown ``score`` (the message lists :data:`SCORES`), a missing or
             non-positive width, or a width that the score does not use.
     """
+
+    transition_factor = "α_ji"
+    transition_scaling = BACKWARD
+    transition_scale: float | None = None
 
     def __init__(self, score: str = "scaled_dot", d_k: int | None = None, *,
                  d_q: int | None = None, d_attention: int | None = None,
@@ -189,7 +197,7 @@ class Attention(torch.nn.Module):
             allowed = _check_mask(mask, e.shape)  # (…, T_q, T_k) bool
             e = e.masked_fill(~allowed, float("-inf"))  # (…, T_q, T_k)
         weights = torch.softmax(e, dim=-1)  # (…, T_q, T_k): each row on its own
-        outputs = weights @ value  # (…, T_q, d_v): c_i = sum_j alpha_ij v_j, product A V
+        outputs = apply_transition(self, weights @ value)  # (…, T_q, d_v): c_i = sum_j alpha_ij v_j, product A V
         return outputs, weights
 
 

@@ -34,6 +34,7 @@ from torch import Tensor
 from seqlab.cost import LINEAR_ATTENTION_FORMS, linear_attention_multiplications, linear_attention_step_multiplications
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.layers.mixer_common import check_form, check_sequence, check_step, linear, quadratic_bytes
+from seqlab.layers.transition import BACKWARD, apply_transition
 from seqlab.memory import MemoryEstimate, require_fits
 
 __all__ = ["LINEAR_ATTENTION_FORMS", "LinearAttention", "feature_map", "linear_attention_multiplications",
@@ -75,11 +76,18 @@ class LinearAttention(torch.nn.Module):
         generator: RNG for the weights (reproducible construction).
         dtype: floating dtype of the weights (float32 or float64).
 
+    Transition factor (:mod:`seqlab.layers.transition`): the normalised weight α_ji = φ(q_j)ᵀφ(k_i) / φ(q_j)ᵀz_j,
+    marked in the backward on Σ_i α_ji v_i (the mix, before W_o), in every form: one per signal whatever j - i.
+
     Raises:
         SeqlabError: a width or chunk size that is not a positive integer, or an unknown form.
 
     Source: Katharopoulos et al. 2020, §3.2–3.4 (eqs. 6–7 and the causal sums of §3.3).
     """
+
+    transition_factor = "α_ji"
+    transition_scaling = BACKWARD
+    transition_scale: float | None = None
 
     def __init__(self, d_model: int, d_k: int | None = None, d_v: int | None = None, *, form: str = "parallel",
                  chunk_size: int = 16, causal: bool = True, generator: torch.Generator | None = None,
@@ -156,7 +164,7 @@ class LinearAttention(torch.nn.Module):
         x = check_sequence(self, x, self.d_model)
         q, k, v = feature_map(self.q_proj(x)), feature_map(self.k_proj(x)), self.v_proj(x)  # (B, T, d_k|d_v)
         mix = {"parallel": self._parallel, "recurrent": self._recurrent, "chunked": self._chunked}[self.form]
-        return self.o_proj(mix(q, k, v))  # (B, T, d_model)
+        return self.o_proj(apply_transition(self, mix(q, k, v)))  # (B, T, d_model)
 
     def initial_state(self, batch: int, *, dtype: torch.dtype | None = None,
                       device: torch.device | str = "cpu") -> tuple[Tensor, Tensor]:

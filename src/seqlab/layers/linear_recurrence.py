@@ -39,13 +39,22 @@ from seqlab.cost import (RECURRENCE_FORMS, diagonal_recurrence_multiplications, 
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.layers.mixer_common import check_form, check_sequence, check_step, linear
 from seqlab.layers.scan import SCAN_METHODS, associative_scan, sequential_scan
+from seqlab.layers.transition import FORWARD, apply_transition
 
 __all__ = ["RECURRENCE_FORMS", "DiagonalRecurrence", "SelectiveRecurrence", "diagonal_recurrence_multiplications",
            "diagonal_recurrence_step_multiplications", "selective_recurrence_multiplications",
            "selective_recurrence_step_multiplications"]
 
 class _LinearRecurrence(torch.nn.Module):
-    """Shared body: coefficients (a, b) from x, the loop or the scan, then a readout. Subclasses give the maths."""
+    """Shared body: coefficients (a, b) from x, the loop or the scan, then a readout. Subclasses give the maths.
+
+    Transition factor (:mod:`seqlab.layers.transition`): the decay a_t, scaled in the forward (h is linear in it),
+    so a signal from x_1 meets T - 1 of them on its way to y_T, by the loop and by the scan alike.
+    """
+
+    transition_factor = "a_t"
+    transition_scaling = FORWARD
+    transition_scale: float | None = None
 
     def __init__(self, d_model: int, d_state: int | None, form: str, scan_method: str) -> None:
         super().__init__()
@@ -73,6 +82,7 @@ class _LinearRecurrence(torch.nn.Module):
         """
         x = check_sequence(self, x, self.d_model)
         a, b, context = self.coefficients(x)  # (…, d_state), (B, T, d_state)
+        a = apply_transition(self, a)  # (…, d_state): s · a_t while a measurement scales the decays
         if self.form == "loop":
             h = sequential_scan(a, b, dim=1)  # (B, T, d_state): T steps in a row
         else:

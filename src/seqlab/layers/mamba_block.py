@@ -37,6 +37,7 @@ from seqlab.cost import mamba_block_multiplications, mamba_block_step_multiplica
 from seqlab.errors import require_positive_int
 from seqlab.layers.mixer_common import check_form, check_sequence, check_step, linear
 from seqlab.layers.scan import SCAN_METHODS, associative_scan, sequential_scan
+from seqlab.layers.transition import FORWARD, apply_transition
 
 FORMS = ("loop", "scan")
 __all__ = ["FORMS", "MambaBlock", "mamba_block_multiplications", "mamba_block_step_multiplications"]
@@ -60,12 +61,20 @@ class MambaBlock(torch.nn.Module):
         generator: RNG for the weights and Δ's initial bias (the global RNG is not touched).
         dtype: floating dtype of the weights.
 
+    Transition factor (:mod:`seqlab.layers.transition`): the decay exp(Δ_t A), scaled in the forward. The causal
+    convolution spreads x_i over d_conv positions, so a signal from x_i reaches y_j by routes that meet
+    different numbers of decays (j - i - d_conv + 1 … j - i).
+
     Raises:
         SeqlabError: a size that is not a positive integer, an unknown form or method.
 
     Source: Gu & Dao 2023 (Mamba), §3.2 (selection), §3.6 and Figure 3 (the block), Algorithm 2; A = −(1, …, N)
         per channel (S4D-real) and Δ₀ log-uniform in [0.001, 0.1], as in the reference code.
     """
+
+    transition_factor = "a_t"
+    transition_scaling = FORWARD
+    transition_scale: float | None = None
 
     def __init__(self, d_model: int, d_state: int = 16, d_conv: int = 4, expand: int = 2,
                  dt_rank: int | None = None, *, form: str = "scan", scan_method: str = "hillis_steele",
@@ -116,7 +125,7 @@ class MambaBlock(torch.nn.Module):
         u = F.silu(self.conv1d(u.transpose(1, 2))[..., :T].transpose(1, 2))  # causal: the first T outputs
         delta, B_t, C_t = self._selection(u)  # (B, T, E), (B, T, N), (B, T, N)
         A = -torch.exp(self.A_log)  # (E, N)
-        decay = torch.exp(delta[..., None] * A)  # (B, T, E, N)
+        decay = apply_transition(self, torch.exp(delta[..., None] * A))  # (B, T, E, N)
         drive = (delta * u)[..., None] * B_t[:, :, None, :]  # (B, T, E, N)
         if self.form == "loop":
             h = sequential_scan(decay, drive, dim=1)

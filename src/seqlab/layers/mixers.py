@@ -9,7 +9,9 @@ module in ``seqlab/layers/`` and one :func:`register` call; then
   (:func:`seqlab.render.table1_modern.row_name`, from :attr:`MixerRow.label`);
 * ``seqlab decode`` offers it as a machine when it has a :class:`DecodeMachine`
   (:mod:`seqlab.measure.decode`, :func:`seqlab.render.decode.machine_label`), its closed form from
-  :mod:`seqlab.cost`.
+  :mod:`seqlab.cost`;
+* ``table1 --modern``, ``profile`` and ``compare`` read its signal path (:mod:`seqlab.measure.signal_path`) when
+  its class declares its transition factor (:mod:`seqlab.layers.transition`); otherwise they name it as absent.
 
 A mixer's module is imported when it is first built, so ``import seqlab`` stays light. Its import must work:
 a shipped mixer whose module raises ImportError (a typo, a moved name) fails with that error, loudly. Only a
@@ -35,9 +37,10 @@ from typing import Any
 
 from seqlab import cost
 from seqlab.errors import SeqlabError
+from seqlab.fit import Steps
 
-__all__ = ["GROWTHS", "LESSON_MACHINES", "DecodeMachine", "Mixer", "MixerRow", "decode_machines", "machine_names",
-           "mixer", "mixer_rows", "mixers", "register", "unregister"]
+__all__ = ["COLUMNS", "EVERY_LENGTH", "GROWTHS", "LESSON_MACHINES", "DecodeMachine", "Mixer", "MixerRow", "Regime",
+           "decode_machines", "machine_names", "mixer", "mixer_rows", "mixers", "register", "unregister"]
 
 #: The growths a big-O may name (:data:`seqlab.studies.table1_results.CONSTANT` …).
 GROWTHS = ("constant", "linear", "quadratic", "logarithmic")
@@ -52,6 +55,44 @@ def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(dict(mapping))
 
 
+#: The columns of a row (the big-O of each is judged against the lengths of its regime).
+COLUMNS = ("work", "span", "path", "memory", "decode", "state")
+
+
+@dataclass(frozen=True)
+class Regime:
+    """Where one column's big-O applies: from length ``start`` on, set by a size of the layer (T ≤ C: one chunk,
+    the layer is the parallel form; T ≤ w: one window connects every position, as full attention does).
+
+    Attributes:
+        start: the first length in the regime (None: no length, e.g. a window of 1 connects no two positions).
+        size: the size that sets it, an English message id (``"the window"``); empty for :data:`EVERY_LENGTH`.
+        symbol: the size with its value (``"w = 4"``).
+        steps: the count's own whole-number term (:class:`seqlab.fit.Steps`: ⌈T/C⌉ chunks, the layers of a stack),
+            or None.
+        multiple: only lengths that are multiples of it are in the regime (a chunked layer's peak steps with the
+            last, partial chunk: whole chunks only); 1 for every length from ``start``.
+    """
+
+    start: int | None
+    size: str = ""
+    symbol: str = ""
+    steps: Steps | None = None
+    multiple: int = 1
+
+    def holds(self, T: int) -> bool:
+        """Whether length T lies in the regime.
+
+        >>> Regime(9, multiple=4).holds(12), Regime(9, multiple=4).holds(13), Regime(None).holds(100)
+        (True, False, False)
+        """
+        return self.start is not None and T >= self.start and T % self.multiple == 0
+
+
+#: The regime of a column whose big-O applies at every length.
+EVERY_LENGTH = Regime(2)
+
+
 @dataclass(frozen=True)
 class MixerRow:
     """One row of ``seqlab table1 --modern`` built from a mixer: its name, label, options and big-O per column.
@@ -64,6 +105,8 @@ class MixerRow:
         work, span, path, memory: (the big-O as printed, its growth in T: one of :data:`GROWTHS`).
         decode, state: the same in the decoded position t (one decode step's work, the state it hands on).
         source: the paper (and section) the row follows.
+        regimes: column -> (the built module -> its :class:`Regime`), for the columns whose big-O applies only
+            past a size of the layer or whose count steps; the others apply at every length.
     """
 
     name: str
@@ -76,10 +119,16 @@ class MixerRow:
     decode: tuple[str, str]
     state: tuple[str, str]
     source: str
+    regimes: Mapping[str, Callable[[Any], Regime]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", _frozen(self.options))
-        for column in ("work", "span", "path", "memory", "decode", "state"):
+        object.__setattr__(self, "regimes", _frozen(self.regimes))
+        unknown = sorted(set(self.regimes) - set(COLUMNS))
+        if unknown:
+            raise SeqlabError(f"{self.name}: regimes are for the columns {', '.join(COLUMNS)}, received {unknown}",
+                              parameter="regimes")
+        for column in COLUMNS:
             growth = getattr(self, column)[1]
             if growth not in GROWTHS:
                 raise SeqlabError(f"{self.name}: the {column} growth must be one of {', '.join(GROWTHS)}, "
@@ -236,14 +285,14 @@ def decode_machines() -> tuple[tuple[str, Mixer], ...]:
 
 
 #: The decoders of :mod:`seqlab.layers.decoding` (the lesson's machines), listed before the mixers'.
-LESSON_MACHINES = ("elman", "attention_kv_cache", "attention_no_cache")
+LESSON_MACHINES = ("elman", "attention_kv_cache", "attention_static_cache", "attention_no_cache")
 
 
 def machine_names(fixed_state_only: bool = False) -> tuple[str, ...]:
     """Every machine of ``seqlab decode``: the lesson's, then each mixer's decode machine (torch-free).
 
     >>> machine_names(), machine_names(fixed_state_only=True)[0]
-    (('elman', 'attention_kv_cache', 'attention_no_cache', 'linear_attention', 'selective_recurrence', 'mamba_block'), 'elman')
+    (('elman', 'attention_kv_cache', 'attention_static_cache', 'attention_no_cache', 'linear_attention', 'selective_recurrence', 'mamba_block'), 'elman')
     """
     lesson = ("elman",) if fixed_state_only else LESSON_MACHINES
     return lesson + tuple(name for name, m in decode_machines() if m.decode.fixed_state or not fixed_state_only)
@@ -264,6 +313,65 @@ def _sliding_window_depth(T: int, window: int) -> int:
     return max(1, -(-(T - 1) // max(window - 1, 1)))
 
 
+def _past_chunk(module: Any, steps: Steps | None = None) -> Regime:
+    """T > C: at T ≤ C one chunk holds every position and the chunked form is the parallel one."""
+    C = module.chunk_size
+    return Regime(C + 1, N_("the chunk"), f"C = {C}", steps)
+
+
+def _chunks(module: Any) -> Steps:
+    """⌈T/C⌉ chunks: the span and the path grow by a few ops per chunk."""
+    C = module.chunk_size
+    return Steps("T", f"⌈T/{C}⌉", lambda T: -(-T // C))
+
+
+def _chunk_blocks(module: Any) -> Steps:
+    """⌊T/C⌋·C² + (T mod C)²: the within-chunk products of the chunked form, Θ(T·C) past one chunk, beside T."""
+    C = module.chunk_size
+    return Steps("T", f"⌊T/{C}⌋·{C}² + (T mod {C})²", lambda T: (T // C) * C * C + (T % C) ** 2, ("T",))
+
+
+def _past_width(module: Any, times: int, plus: int = 0) -> Regime:
+    """T ≥ times·d + plus: the peak holds the T-sized tensors from there on, not the d-sized ones (measured)."""
+    return Regime(times * module.d_model + plus, N_("the width"), f"d = {module.d_model}")
+
+
+def _chunk_memory(module: Any) -> Regime:
+    """Whole chunks past T = max(C + 1, 2d + 2, 4C²/d): the peak steps with the last, partial chunk, and holds the
+    C×C maps of a chunk, not the T×d tensors, until T·d passes a few C² (measured: from 2C²/d)."""
+    C, d = module.chunk_size, module.d_model
+    return Regime(max(C + 1, 2 * d + 2, -(-4 * C * C // d)), N_("whole chunks"), f"C = {C}", multiple=C)
+
+
+def _scan_path(module: Any, reach: int = 1) -> Steps:
+    from seqlab.layers.scan import scan_path_steps
+
+    return Steps("log T", "⌈log₂T⌉ + hops" if reach == 1 else f"⌈log₂T⌉ + hops past {reach}",
+                 lambda T: scan_path_steps(T, reach))
+
+
+def _two_rounds(module: Any) -> Regime:
+    """T ≥ 3: at T = 2 a scan has one round, and its peak holds none of a round's temporaries (measured)."""
+    return Regime(3, N_("two scan rounds"), "⌈log₂T⌉ ≥ 2")
+
+
+def _sliding_path(module: Any) -> Regime:
+    """T > w: one window connects every position (as full attention does); a window of 1 connects none."""
+    w = module.window
+    steps = Steps("T", f"⌈(T − 1)/{w - 1}⌉", lambda T: _sliding_window_depth(T, w)) if w > 1 else None
+    return Regime(w + 1 if w > 1 else None, N_("the window"), f"w = {w}", steps)
+
+
+def _past_window(module: Any) -> Regime:
+    """T > w: below, the padded window holds more slots than there are positions (measured on the peak)."""
+    return Regime(module.window + 1, N_("the window"), f"w = {module.window}")
+
+
+def _past_convolution(module: Any, steps: Steps | None = None) -> Regime:
+    """T > d_conv: the causal convolution alone reaches every position back to the first below that."""
+    return Regime(module.d_conv + 1, N_("the convolution"), f"d_conv = {module.d_conv}", steps)
+
+
 _C, _L, _Q, _G = "constant", "linear", "quadratic", "logarithmic"
 
 register(Mixer(
@@ -271,13 +379,16 @@ register(Mixer(
     rows=(
         MixerRow("linear_attention_parallel", N_("Linear attention, parallel form"), {"form": "parallel"},
                  ("O(T²·d)", _Q), ("O(1)", _C), ("O(1)", _C), ("O(T²)", _Q), ("O(d²)", _C), ("O(d²)", _C),
-                 "Katharopoulos et al. 2020, §3.2–3.4"),
+                 "Katharopoulos et al. 2020, §3.2–3.4", {"memory": lambda m: _past_width(m, 2, 2)}),
         MixerRow("linear_attention_recurrent", N_("Linear attention, recurrent form"), {"form": "recurrent"},
                  ("O(T·d_k·d_v)", _L), ("O(T)", _L), ("O(T)", _L), ("O(T·d)", _L), ("O(d²)", _C), ("O(d²)", _C),
-                 "Katharopoulos et al. 2020, §3.4"),
+                 "Katharopoulos et al. 2020, §3.4", {"memory": lambda m: _past_width(m, 2, 2)}),
         MixerRow("linear_attention_chunked", N_("Linear attention, chunked (C = {C})"), {"form": "chunked"},
                  ("O(T·(C + d)·d)", _L), ("O(T/C)", _L), ("O(T/C)", _L), ("O(T·d)", _L), ("O(d²)", _C),
-                 ("O(d²)", _C), "Katharopoulos et al. 2020, §3.3; Hua et al. 2022"),
+                 ("O(d²)", _C), "Katharopoulos et al. 2020, §3.3; Hua et al. 2022",
+                 {"work": lambda m: _past_chunk(m, _chunk_blocks(m)), "span": lambda m: _past_chunk(m, _chunks(m)),
+                  "path": lambda m: _past_chunk(m, _chunks(m)),
+                  "memory": _chunk_memory}),
     ),
     decode=DecodeMachine(N_("linear attention"), {"form": "recurrent"}, fixed_state=True,
                          step_multiplications=lambda d, batch: cost.linear_attention_step_multiplications(
@@ -293,7 +404,8 @@ register(Mixer(
                  "S4D (Gu et al. 2022); LRU (Orvieto et al. 2023), §3"),
         MixerRow("diagonal_scan", N_("Diagonal recurrence, parallel scan"), {"form": "scan"},
                  ("O(T·d²)", _L), ("O(log T)", _G), ("O(log T)", _G), ("O(T·d)", _L), ("O(d²)", _C), ("O(d)", _C),
-                 "Hillis & Steele 1986; Blelloch 1990, §1.4; LRU (Orvieto et al. 2023)"),
+                 "Hillis & Steele 1986; Blelloch 1990, §1.4; LRU (Orvieto et al. 2023)",
+                 {"path": lambda m: Regime(2, steps=_scan_path(m)), "memory": _two_rounds}),
     ),
     step_multiplications=lambda module: cost.diagonal_recurrence_step_multiplications(module.d_model,
                                                                                       module.d_state),
@@ -307,7 +419,8 @@ register(Mixer(
                  "Mamba (Gu & Dao 2023), §3.2"),
         MixerRow("selective_scan", N_("Selective recurrence, parallel scan"), {"form": "scan"},
                  ("O(T·d²)", _L), ("O(log T)", _G), ("O(log T)", _G), ("O(T·d)", _L), ("O(d²)", _C), ("O(d)", _C),
-                 "Mamba (Gu & Dao 2023), §3.3.2; Blelloch 1990, §1.4"),
+                 "Mamba (Gu & Dao 2023), §3.3.2; Blelloch 1990, §1.4",
+                 {"path": lambda m: Regime(2, steps=_scan_path(m)), "memory": _two_rounds}),
     ),
     decode=DecodeMachine(N_("selective recurrence"), fixed_state=True,
                          step_multiplications=lambda d, batch: cost.selective_recurrence_step_multiplications(
@@ -319,7 +432,8 @@ register(Mixer(
     rows=(
         MixerRow("sliding_window", N_("Sliding-window attention (w = {w})"), {"form": "banded"},
                  ("O(w·T·d)", _L), ("O(1)", _C), ("O(T/w)", _L), ("O(w·T·d)", _L), ("O(w·d)", _C), ("O(w·d)", _C),
-                 "Longformer (Beltagy et al. 2020), §3.1"),
+                 "Longformer (Beltagy et al. 2020), §3.1",
+                 {"path": _sliding_path, "memory": _past_window}),
     ),
     factory=_sliding_window,
     step_multiplications=lambda module: cost.sliding_window_step_multiplications(module.d_model, module.window),
@@ -331,10 +445,12 @@ register(Mixer(
     rows=(
         MixerRow("mamba_loop", N_("Mamba block (N = 4), loop"), {"form": "loop", "d_state": 4},
                  ("O(T·d²)", _L), ("O(T)", _L), ("O(T)", _L), ("O(T·d·N)", _L), ("O(d²)", _C), ("O(d·N)", _C),
-                 "Mamba (Gu & Dao 2023), Figure 3, Algorithm 2"),
+                 "Mamba (Gu & Dao 2023), Figure 3, Algorithm 2",
+                 {"path": _past_convolution, "memory": _past_convolution}),
         MixerRow("mamba_scan", N_("Mamba block (N = 4), parallel scan"), {"form": "scan", "d_state": 4},
                  ("O(T·d²)", _L), ("O(log T)", _G), ("O(log T)", _G), ("O(T·d·N)", _L), ("O(d²)", _C),
-                 ("O(d·N)", _C), "Mamba (Gu & Dao 2023), §3.3.2, Figure 3"),
+                 ("O(d·N)", _C), "Mamba (Gu & Dao 2023), §3.3.2, Figure 3",
+                 {"path": lambda m: _past_convolution(m, _scan_path(m, m.d_conv)), "memory": _past_convolution}),
     ),
     decode=DecodeMachine(N_("Mamba block"), {"form": "loop"}, fixed_state=True,
                          step_multiplications=lambda d, batch: cost.mamba_block_step_multiplications(

@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.layers.transition import BACKWARD, apply_transition
 
 __all__ = ["ElmanRNN", "spectral_radius", "with_spectral_radius"]
 
@@ -128,9 +129,16 @@ class ElmanRNN(torch.nn.Module):
 
     Parameters are initialised like ``torch.nn.RNN``: U(-1/sqrt(d_h), 1/sqrt(d_h)).
 
+    Transition factor (:mod:`seqlab.layers.transition`): W_hh, marked in the backward on the product
+    W_hh h_{t-1} (tanh sees the forward unchanged), so a signal from x_i meets j - i of them on its way to h_j.
+
     Raises:
         SeqlabError: ``d_model`` or ``d_h`` is not an integer >= 1.
     """
+
+    transition_factor = "W_hh"
+    transition_scaling = BACKWARD
+    transition_scale: float | None = None
 
     def __init__(self, d_model: int, d_h: int, *, bias: bool = True,
                  generator: torch.Generator | None = None,
@@ -188,7 +196,7 @@ class ElmanRNN(torch.nn.Module):
         states = []
         # unbind, not xb[:, t]: the backward of T slices would write T full-size zero tensors (O(T²)).
         for x_t in xb.unbind(dim=1):  # x_t: (B, d_model)
-            from_past = h @ self.weight_hh.T  # (B, d_h): W_hh h_{t-1}, waits for the last step
+            from_past = apply_transition(self, h @ self.weight_hh.T)  # (B, d_h): W_hh h_{t-1}, waits for the last step
             from_input = x_t @ self.weight_xh.T  # (B, d_h): W_xh x_t, independent of the past
             pre = from_past + from_input  # (B, d_h)
             if self.bias_h is not None:

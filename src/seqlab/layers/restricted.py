@@ -31,6 +31,7 @@ from torch import Tensor
 from seqlab.cost import restricted_attention_multiplications  # the closed form, re-exported: seqlab.cost holds it
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.layers.attention import SelfAttention
+from seqlab.layers.transition import apply_transition
 
 __all__ = ["RestrictedAttentionStack", "RestrictedSelfAttention", "layers_to_connect",
            "restricted_attention_multiplications"]
@@ -124,7 +125,7 @@ class RestrictedSelfAttention(SelfAttention):
         scores = torch.where(_band_mask(T, r, q.device), scores, float("-inf"))  # (…, T, W): -inf past the ends
         weights = torch.softmax(scores, dim=-1)  # (…, T, W): padded slots get exactly 0
         outputs = (weights.unsqueeze(-2) @ values).squeeze(-2)  # (…, T, d_v): W·d_v per query
-        return outputs, weights
+        return apply_transition(self.attention, outputs), weights  # α_ij declared by self.attention (one per route)
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """(outputs (…, T, d_v), weights (…, T, 2r + 1)) for x (T, d_model) or (B, T, d_model).

@@ -32,9 +32,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from seqlab.errors import SeqlabError
+from seqlab.errors import SeqlabError, require_positive_int
 
-__all__ = ["SCAN_METHODS", "associative_scan", "scan_products", "scan_rounds", "sequential_scan"]
+__all__ = ["SCAN_METHODS", "associative_scan", "scan_path_steps", "scan_products", "scan_rounds", "sequential_scan"]
 
 #: The parallel methods of :func:`associative_scan`.
 SCAN_METHODS = ("hillis_steele", "blelloch")
@@ -55,6 +55,30 @@ def scan_rounds(T: int, method: str = "hillis_steele") -> int:
         raise SeqlabError(f"T must be an integer >= 1, received {T!r}", parameter="T")
     _check_method(method)
     return (T - 1).bit_length()
+
+
+def scan_path_steps(T: int, reach: int = 1) -> int:
+    """Rounds and hops of the least path from position 1 to T through a Hillis–Steele scan: ⌈log₂ T⌉ + popcount(T − 1).
+
+    Every round adds an op on each position's own chain; the path from 1 to T also jumps back 2^k positions in
+    the rounds k of the binary digits of the distance T − 1. A layer that reaches ``reach`` − 1 positions back
+    before the scan (Mamba's causal convolution of kernel d_conv) starts it from the nearest of those, the
+    fewest hops: min over s < reach of popcount(T − 1 − s). Measured paths are this plus a fixed number of ops.
+
+    >>> [scan_path_steps(T) for T in (2, 8, 9, 16, 17)]  # 1+1, 3+3, 4+1, 4+4, 5+1
+    [2, 6, 5, 8, 6]
+    >>> scan_path_steps(16, reach=4)  # 4 rounds; 15, 14, 13, 12 have 4, 3, 3, 2 binary ones
+    6
+
+    Raises:
+        SeqlabError: T or reach not an integer >= 1, or reach >= T.
+
+    Source: Hillis & Steele 1986, the doubling algorithm (round k combines t with t − 2^k).
+    """
+    T, reach = require_positive_int("T", T), require_positive_int("reach", reach)
+    if reach >= T:
+        raise SeqlabError(f"reach must be below T, received reach={reach}, T={T}", parameter="reach")
+    return (T - 1).bit_length() + min(bin(T - 1 - s).count("1") for s in range(reach))
 
 
 def scan_products(T: int, method: str = "hillis_steele") -> int:

@@ -34,6 +34,7 @@ from torch import Tensor
 from seqlab.cost import SLIDING_WINDOW_FORMS, sliding_window_multiplications, sliding_window_step_multiplications
 from seqlab.errors import require_positive_int
 from seqlab.layers.mixer_common import check_form, check_sequence, check_step, linear, quadratic_bytes
+from seqlab.layers.transition import BACKWARD, apply_transition
 from seqlab.memory import MemoryEstimate, require_fits
 
 __all__ = ["SLIDING_WINDOW_FORMS", "SlidingWindowAttention", "sliding_window_multiplications",
@@ -84,9 +85,16 @@ class SlidingWindowAttention(torch.nn.Module):
     Raises:
         SeqlabError: a width or window that is not a positive integer, or an unknown form.
 
+    Transition factor (:mod:`seqlab.layers.transition`): the weight α_tj, marked in the backward on Σ_j α_tj v_j
+    (before W_o): one per layer a signal crosses.
+
     Source: Beltagy et al. 2020 (Longformer), §3.1; Child et al. 2019 (local pattern); beside Vaswani et al. 2017's
     restricted attention (Table 1, L7).
     """
+
+    transition_factor = "α_ji"
+    transition_scaling = BACKWARD
+    transition_scale: float | None = None
 
     def __init__(self, d_model: int, window: int, *, form: str = "banded", d_k: int | None = None,
                  d_v: int | None = None, generator: torch.Generator | None = None,
@@ -138,7 +146,7 @@ class SlidingWindowAttention(torch.nn.Module):
         x = check_sequence(self, x, self.d_model)
         q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)  # (B, T, d_k|d_v)
         c = self._banded(q, k, v) if self.form == "banded" else self._masked(q, k, v)  # (B, T, d_v)
-        return self.o_proj(c)  # (B, T, d_model)
+        return self.o_proj(apply_transition(self, c))  # (B, T, d_model)
 
     def initial_state(self, batch: int, *, dtype: torch.dtype | None = None,
                       device: torch.device | str = "cpu") -> tuple[Tensor, Tensor, Tensor]:

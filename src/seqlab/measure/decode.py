@@ -26,7 +26,7 @@ three and each mixer of the registry :mod:`seqlab.layers.mixers` that has a deco
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -40,6 +40,10 @@ from seqlab.memory import MemoryEstimate
 
 #: The lesson's machines (:mod:`seqlab.layers.decoding`), always present, before the mixers' machines.
 LESSON_MACHINES = mixers.LESSON_MACHINES
+#: The machines built on one causal :class:`~seqlab.layers.attention.SelfAttention`.
+ATTENTION_MACHINES = ("attention_kv_cache", "attention_static_cache", "attention_no_cache")
+#: The attention machines that keep a key/value cache (the growing one, the preallocated one).
+CACHE_MACHINES = ("attention_kv_cache", "attention_static_cache")
 
 
 class _Machines(Sequence[str]):
@@ -116,20 +120,31 @@ def check_machine(machine: str) -> str:
 def available_machines() -> tuple[str, ...]:
     """The machines of :data:`MACHINES` that can be built here, in order.
 
-    >>> available_machines()[:3]
-    ('elman', 'attention_kv_cache', 'attention_no_cache')
+    >>> available_machines()[:4]
+    ('elman', 'attention_kv_cache', 'attention_static_cache', 'attention_no_cache')
     """
     return tuple(m for m in MACHINES if m in LESSON_MACHINES or mixers.mixer(m).available())
 
 
-def build_decoder(machine: str, d_model: int, *, seed: int = 0, dtype: torch.dtype = torch.float32) -> Any:
+def build_decoder(machine: str, d_model: int, *, seed: int = 0, dtype: torch.dtype = torch.float32,
+                  capacity: int | None = None) -> Any:
     """A decoder with ``initial_state`` / ``step`` for ``machine``, every width d_model, weights from ``seed``.
+
+    ``attention_static_cache`` is the KV cache preallocated to ``capacity`` rows (the largest position it will
+    generate) and written in place; the three attention machines built from one seed share the same weights.
 
     >>> build_decoder("attention_kv_cache", 8).attention.d_k
     8
+    >>> build_decoder("attention_static_cache", 8, capacity=32).capacity
+    32
+
+    Args:
+        machine: one of :data:`MACHINES`. d_model: every width. seed: the weights. dtype: their dtype.
+        capacity: rows of the static cache (required for ``attention_static_cache``, ignored otherwise).
 
     Raises:
-        SeqlabError: unknown or unavailable machine, or d_model not an integer >= 1.
+        SeqlabError: unknown or unavailable machine, d_model not an integer >= 1, or the static cache without
+            a capacity that is an integer >= 1.
     """
     from seqlab.layers.attention import SelfAttention
     from seqlab.layers.decoding import ElmanDecoder, KVCacheDecoder, NoCacheDecoder
@@ -140,10 +155,14 @@ def build_decoder(machine: str, d_model: int, *, seed: int = 0, dtype: torch.dty
     generator = torch.Generator().manual_seed(seed)
     if machine == "elman":
         return ElmanDecoder(ElmanRNN(d_model, d_model, generator=generator, dtype=dtype)).eval()
-    if machine in ("attention_kv_cache", "attention_no_cache"):
+    if machine in ATTENTION_MACHINES:
         attention = SelfAttention(d_model, causal=True, generator=generator, dtype=dtype)
-        decoder = KVCacheDecoder if machine == "attention_kv_cache" else NoCacheDecoder
-        return decoder(attention).eval()
+        if machine == "attention_static_cache":
+            if capacity is None:
+                raise SeqlabError("the static KV cache needs a capacity (the largest position it generates), "
+                                  "received None", parameter="capacity")
+            return KVCacheDecoder(attention, capacity=capacity).eval()
+        return (KVCacheDecoder if machine == "attention_kv_cache" else NoCacheDecoder)(attention).eval()
     mixer = mixers.mixer(machine)
     return mixer.build(d_model, generator=generator, dtype=dtype, **mixer.decode.options)
 
@@ -153,6 +172,8 @@ def step_multiplications(machine: str, t: int, d_model: int, batch: int = 1) -> 
 
     * ``elman``: d² + d² (W_hh h_{t-1} and W_xh x_t, L5);
     * ``attention_kv_cache``: 3d² (q_t, k_t, v_t) + t·d (scores q_t·k_j) + t·d (mix of t values) = 3d² + 2td;
+    * ``attention_static_cache``: the same 3d² + 2td (its step reads the t rows written, not its capacity;
+      writing row t in place is a copy, no multiplication);
     * ``attention_no_cache``: d² (q_t) + 2·t·d² (all t keys and values again) + 2td = d² + 2td² + 2td;
     * ``linear_attention``: 3d² (q, k, v) + d² (its output projection W_o) + 2d² + d (update and read of the
       d×d state S and of z) = 6d² + d, from :func:`seqlab.cost.linear_attention_step_multiplications`;
@@ -179,7 +200,7 @@ def step_multiplications(machine: str, t: int, d_model: int, batch: int = 1) -> 
                                                                         ("batch", batch)))
     if machine == "elman":
         return batch * cost.recurrence_multiplications(1, d, d)
-    if machine == "attention_kv_cache":
+    if machine in CACHE_MACHINES:
         return batch * cost.kv_cache_step_multiplications(t, d, d, d)
     if machine == "attention_no_cache":
         return batch * cost.no_cache_step_multiplications(t, d, d, d)
@@ -227,11 +248,90 @@ def prepared_state(decoder: Any, t: int, batch: int, generator: torch.Generator,
         return state
 
 
+@dataclass(frozen=True)
+class PreparedStep:
+    """The step that generates position t, ready to run: a decoder, the state after t-1 tokens and x_t.
+
+    Calling it runs ``decoder.step(x_t, state)`` (a static cache writes row t into the same buffers each call,
+    so every call is the same step).
+
+    Attributes:
+        machine: one of :data:`MACHINES`. t: the position generated (1-based).
+        decoder: the decoder. x_t: the new input (B, d_model). state: the state after t-1 tokens.
+    """
+
+    machine: str
+    t: int
+    decoder: Any
+    x_t: torch.Tensor
+    state: tuple[torch.Tensor, ...]
+
+    def __call__(self) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
+        return self.decoder.step(self.x_t, self.state)
+
+
+def prepare_decode_step(machine: str, t: int, *, d_model: int, batch: int = 1, dtype: torch.dtype = torch.float32,
+                        seed: int = 0, decoder: Any = None) -> PreparedStep:
+    """The step at position t of ``machine``: its decoder (built unless given), state after t-1 random tokens, x_t.
+
+    >>> prepare_decode_step("attention_static_cache", 4, d_model=8).state[0].shape  # capacity t when built here
+    torch.Size([1, 4, 8])
+
+    Args:
+        machine: one of :data:`MACHINES`. t: the position (1-based). d_model: every width. batch: sequences side
+            by side. dtype: weights and inputs. seed: weights and the random prefix.
+        decoder: a decoder already built for ``machine`` (None: built here; a static cache then has capacity t).
+
+    Raises:
+        SeqlabError: unknown machine, or a size that is not an integer >= 1.
+    """
+    from seqlab.measure.switches import one_thread
+
+    check_machine(machine)
+    t, batch = require_positive_int("t", t), require_positive_int("batch", batch)
+    if decoder is None:
+        decoder = build_decoder(machine, d_model, seed=seed, dtype=dtype, capacity=t)
+    generator = torch.Generator().manual_seed(seed + t)
+    # Preparing the state runs t - 1 small steps: on one thread, as the engine counts and traces (a second OpenMP
+    # thread waiting for a busy core made each tanh of a few hundred numbers ~100× slower on a loaded machine).
+    with one_thread():
+        state = prepared_state(decoder, t, batch, generator, dtype)
+        x_t = torch.randn(batch, decoder.d_model, generator=generator, dtype=dtype)  # (B, d_model)
+    return PreparedStep(machine, t, decoder, x_t, state)
+
+
+def count_decode_step(prepared: PreparedStep) -> DecodeStep:
+    """Count the multiplications of a prepared step and weigh the state it hands on (no timing).
+
+    >>> step = count_decode_step(prepare_decode_step("attention_static_cache", 16, d_model=8))
+    >>> step.multiplications, step.closed_form, step.state_bytes  # 3*8*8 + 2*16*8; 2*16*8*4 + 8 (the row count)
+    (448, 448, 1032)
+
+    Raises:
+        SeqlabError: see :func:`step_multiplications`.
+    """
+    from seqlab.measure.switches import one_thread
+    from seqlab.measure.work import count_multiplications
+
+    decoder, batch = prepared.decoder, prepared.x_t.shape[0]
+    with one_thread(), torch.no_grad():
+        counted = count_multiplications(decoder.step, prepared.x_t, prepared.state)
+        _y, after = prepared()
+    return DecodeStep(machine=prepared.machine, t=prepared.t, d_model=decoder.d_model, batch=batch,
+                      multiplications=counted.multiplications,
+                      closed_form=step_multiplications(prepared.machine, prepared.t, decoder.d_model, batch),
+                      state_bytes=state_bytes(after), unaccounted=dict(counted.unaccounted),
+                      dtype=str(prepared.x_t.dtype).removeprefix("torch."))
+
+
 def measure_decode_step(machine: str, t: int, *, d_model: int, batch: int = 1, time: bool = True,
                         dtype: torch.dtype = torch.float32, seed: int = 0, min_run_time: float = 0.05,
                         threads: int | None = None, load: MachineLoad | None = None,
                         decoder: Any = None) -> DecodeStep:
     """Measure the step that generates position t: multiplications, state bytes and (optionally) time.
+
+    This times one machine alone; ``seqlab decode`` times all its machines at a position in interleaved rounds
+    (:func:`seqlab.measure.rounds.measure_rounds`), the only timing that compares them.
 
     >>> step = measure_decode_step("attention_kv_cache", 16, d_model=8, time=False)
     >>> step.multiplications, step.closed_form, step.state_bytes  # 3*8*8 + 2*16*8; 2 * 16 * 8 * 4 bytes
@@ -248,7 +348,8 @@ def measure_decode_step(machine: str, t: int, *, d_model: int, batch: int = 1, t
         min_run_time: seconds of timed blocks (see :func:`~seqlab.measure.timing.measure_time`).
         threads: CPU threads while timing (None keeps torch's setting).
         load: the machine's load to record with the time (None reads it now).
-        decoder: a decoder already built for ``machine`` and ``d_model`` (reused across positions).
+        decoder: a decoder already built for ``machine`` and ``d_model`` (reused across positions); a static
+            cache built here has capacity t.
 
     Returns:
         A :class:`DecodeStep`.
@@ -256,30 +357,13 @@ def measure_decode_step(machine: str, t: int, *, d_model: int, batch: int = 1, t
     Raises:
         SeqlabError: unknown machine, or a size that is not an integer >= 1.
     """
-    from seqlab.measure.switches import one_thread
-    from seqlab.measure.work import count_multiplications
-
-    check_machine(machine)
-    t, batch = require_positive_int("t", t), require_positive_int("batch", batch)
-    decoder = build_decoder(machine, d_model, seed=seed, dtype=dtype) if decoder is None else decoder
-    generator = torch.Generator().manual_seed(seed + t)
-    # Preparing the state runs t - 1 small steps: on one thread, as the engine counts and traces (a second OpenMP
-    # thread waiting for a busy core made each tanh of a few hundred numbers ~100× slower on a loaded machine).
-    with one_thread():
-        state = prepared_state(decoder, t, batch, generator, dtype)
-        x_t = torch.randn(batch, decoder.d_model, generator=generator, dtype=dtype)  # (B, d_model)
-        with torch.no_grad():
-            counted = count_multiplications(decoder.step, x_t, state)
-            _y, after = decoder.step(x_t, state)
-    timing = None
-    if time:
-        timing = measure_time(lambda: decoder.step(x_t, state), label=f"{machine} t={t}", threads=threads,
-                              min_run_time=min_run_time, load=load)
-    return DecodeStep(machine=machine, t=t, d_model=decoder.d_model, batch=batch,
-                      multiplications=counted.multiplications,
-                      closed_form=step_multiplications(machine, t, decoder.d_model, batch),
-                      state_bytes=state_bytes(after), unaccounted=dict(counted.unaccounted), timing=timing,
-                      dtype=str(dtype).removeprefix("torch."))
+    prepared = prepare_decode_step(machine, t, d_model=d_model, batch=batch, dtype=dtype, seed=seed, decoder=decoder)
+    step = count_decode_step(prepared)
+    if not time:
+        return step
+    timing = measure_time(prepared, label=f"{machine} t={t}", threads=threads, min_run_time=min_run_time,
+                          load=load)
+    return replace(step, timing=timing)
 
 
 def generate(decoder: Any, first: torch.Tensor, steps: int) -> torch.Tensor:
@@ -320,7 +404,7 @@ def generation_span(machine: str, T: int, d_model: int, seed: int = 0) -> int:
     """
     from seqlab.measure.trace import measure_span
 
-    decoder = build_decoder(machine, d_model, seed=seed)
+    decoder = build_decoder(machine, d_model, seed=seed, capacity=T)  # a static cache holds the T tokens
     first = torch.randn(1, d_model, generator=torch.Generator().manual_seed(seed))
     return measure_span(generate, decoder, first, T).products
 

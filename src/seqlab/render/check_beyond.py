@@ -1,4 +1,5 @@
-"""Words for ``seqlab check``'s statements beyond the lesson (B1–B3): scan span, attention memory, decoding state.
+"""Words for ``seqlab check``'s statements beyond the lesson (B1–B4): scan span, attention memory, decoding state,
+the scan's two paths.
 
 Same contract as :mod:`seqlab.render.check_structure`: each function returns ``(statement, measured, figure,
 condition, note)`` from the check's values and condition; nothing is measured here. The messages live in their own
@@ -21,10 +22,10 @@ def section_title(lang: str = "en") -> str:
     """The heading shown before the statements beyond the lesson.
 
     >>> section_title("es")
-    'Más allá de la lección (B1–B3): lo que vino después, medido con las mismas reglas'
+    'Más allá de la lección (B1–B4): lo que vino después, medido con las mismas reglas'
     """
     _ = translator(lang, DOMAIN)
-    return _("Beyond the lesson (B1–B3): what came after it, measured by the same rules")
+    return _("Beyond the lesson (B1–B4): what came after it, measured by the same rules")
 
 
 def summary_line(held: int, total: int, lang: str = "en") -> str:
@@ -107,3 +108,33 @@ def b3(_, v, c, n):
               "f = 1 (constant); otherwise it does not hold."),
             _("In training attention's chain stays short (L2); in generation each token waits for the one before, as "
               "in the recurrence, and attention also reads a cache that grows with every token."))
+
+
+def _counts(values, n, missing: str) -> str:
+    return ", ".join(missing if v is None else n(v) for v in values)
+
+
+def b4(_, v, c, n):
+    """B4: the scan's graph path is shorter (log T against T); its signal path is the loop's T − 1 decays."""
+    _ = _tr(n)
+    missing = _("not measured")
+    return (_("A parallel scan shortens the chain of waits, not the chain of factors"),
+            _("The diagonal recurrence (width {d}) by loop and by parallel scan, at T = {lengths}: the graph path from "
+              "x_1 to y_T (least ops in a row), the signal path (transition factors a_t met on the way: k in "
+              "J(s) = s^k·J(1) with every decay scaled by s, float64) and the reach ‖∂y_T/∂x_1‖").format(
+                d=n(v["width"]), lengths=_series(v["lengths"], n)),
+            _("graph path: scan {scan} ops (grows as {scan_form}), loop {loop} ops (grows as {loop_form}); signal "
+              "path: scan {scan_factors} factors, loop {loop_factors}; the reaches differ by at most {difference} "
+              "(relative)").format(
+                scan=_counts(v["scan_path_ops"], n, missing), scan_form=v["scan_form"] or missing,
+                loop=_counts(v["loop_path_ops"], n, missing), loop_form=v["loop_form"] or missing,
+                scan_factors=_counts(v["scan_factors"], n, missing),
+                loop_factors=_counts(v["loop_factors"], n, missing),
+                difference=n(float(v["reach_difference"]))),
+            _("holds when the scan's graph path is shorter at every T, the form a + b·f(T) that fits it best is "
+              "f = log T and the loop's is f = T, both forms meet T − 1 transition factors at every T, and their "
+              "reaches agree within {tolerance} (relative); otherwise it does not hold.").format(
+                tolerance=n(float(v["reach_tolerance"]))),
+            _("The scan regroups the products a_T ⋯ a_2 into about log₂ T rounds, so y_T waits fewer steps for x_1; "
+              "the signal from x_1 is still multiplied by each of the T − 1 decays and fades exactly as in the loop "
+              "(L3)."))

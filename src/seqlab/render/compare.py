@@ -16,6 +16,7 @@ from seqlab.i18n import format_integer, format_number, format_source, plural_tra
 from seqlab.render import compare_prose as prose
 from seqlab.render.compare_format import DASH, MIN_BLOCKS, Formatter, timed_blocks, timing_quality
 from seqlab.render.compare_scopes import scope_sentences, scopes_table
+from seqlab.render.signal_path import count_words
 from seqlab.studies.compare import CompareResult
 from seqlab.render.tables import FittedTable
 
@@ -45,12 +46,25 @@ def _gated_cells(result: CompareResult, cell) -> list[str]:
     return [cell(g) for g in result.gated] if result.gated else [DASH, DASH]
 
 
+def _timing_threads(result: CompareResult, f: Formatter) -> str:
+    """The timings' thread count in words (every time shown states it)."""
+    return plural_translator(f.lang)("{count} thread", "{count} threads", result.threads).format(count=result.threads)
+
+
+def _time_label(result: CompareResult, f: Formatter, timed: str, untimed: str) -> str:
+    """A wall-time row's label: with the timings' threads when something was timed (``--no-time``: none)."""
+    if result.load is None:  # nothing was timed: no thread count to state
+        return untimed
+    return timed.format(threads=_timing_threads(result, f))
+
+
 def _rows(result: CompareResult, f: Formatter, detailed: bool) -> list[tuple[str, ...]]:
     _ = f._
     rec, att = result.recurrence, result.attention
     gated = lambda cell: _gated_cells(result, cell)  # noqa: E731
     factor = lambda reach: DASH if reach.factor_per_step() is None else f.number(reach.factor_per_step())  # noqa: E731
     narrow = lambda g: g.path_width if g.path_width < result.d_h else None  # noqa: E731
+    signal = lambda reading: DASH if reading is None else count_words(reading, f.lang)  # noqa: E731
     sensitivity = result.sensitivity
     rec_reach = f.reach(rec.reach)
     if sensitivity is not None:
@@ -68,6 +82,8 @@ def _rows(result: CompareResult, f: Formatter, detailed: bool) -> list[tuple[str
          *gated(lambda g: f.integer(g.span.products))),
         (_("Path from position 1 to T: matrix products (ops)"), f.path(rec.path), f.path(att.path),
          *gated(lambda g: f.path(g.path, narrow(g)))),
+        (_("Signal path from position 1 to T: transition factors met"), signal(rec.signal), signal(att.signal),
+         *gated(lambda g: signal(g.signal))),
         (_("Reach from position 1 to T, ‖∂y_T/∂x_1‖"), rec_reach, f.reach(att.reach),
          *gated(lambda g: f.reach(g.reach))),
         (_("Reach per step, end to end"), factor(rec.reach), factor(att.reach),
@@ -77,9 +93,10 @@ def _rows(result: CompareResult, f: Formatter, detailed: bool) -> list[tuple[str
         (_("Token rows shuffled"), f.order(rec.order), f.order(att.order), DASH, DASH),
         (_("Keys and values shuffled together"), f.order(rec.key_value_order), f.order(att.key_value_order),
          DASH, DASH),
-        (_("Wall time, the library layer"), f.time(rec.time_library),
-         f.time(att.time_layer), *gated(lambda g: f.time(g.time_library))),
-        (_("Wall time, the call alone (SDPA)"), DASH, f.time(att.time_library), DASH, DASH),
+        (_time_label(result, f, _("Wall time on {threads}, the library layer"), _("Wall time, the library layer")),
+         f.time(rec.time_library), f.time(att.time_layer), *gated(lambda g: f.time(g.time_library))),
+        (_time_label(result, f, _("Wall time on {threads}, the call alone (SDPA)"),
+                     _("Wall time, the call alone (SDPA)")), DASH, f.time(att.time_library), DASH, DASH),
     ]
     if detailed:
         rows += _detail_rows(result, f)
@@ -103,7 +120,8 @@ def _detail_rows(result: CompareResult, f: Formatter) -> list[tuple[str, ...]]:
                   for g in result.gated}
     decay = lambda m: DASH if f.decay(m.reach) is None else f.number(f.decay(m.reach))  # noqa: E731
     return [
-        (_("Wall time, explicit machine"), f.time(rec.time_explicit), f.time(att.time_explicit), DASH, DASH),
+        (_time_label(result, f, _("Wall time on {threads}, explicit machine"), _("Wall time, explicit machine")),
+         f.time(rec.time_explicit), f.time(att.time_explicit), DASH, DASH),
         (_("Reach decay per step (log-linear fit)"), decay(rec), decay(att),
          *_gated_cells(result, decay)),
         (_("Reach estimator, dtype"), f"{rec.reach.estimator}, {rec.reach.dtype}",

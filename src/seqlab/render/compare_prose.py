@@ -4,7 +4,8 @@ Every sentence that concludes something names the measured figure it rests on, a
 that figure does (a test patches each one): who has the longer chain, whether the gate bypass shortens the
 path in products, whether the recurrence's reach is chaotic (its spread under 1e-7 weight perturbations,
 :mod:`seqlab.measure.sensitivity`), whether attention's reach falls with T, and which machine finishes first
-at the call's and at the layer's scope (with the spread and the busy-machine caveat).
+at the call's and at the layer's scope — only as the interleaved rounds decide it, with the ratio's spread over
+the rounds, the thread count and the busy-machine caveat; otherwise the sentence says it is not judged and why.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from __future__ import annotations
 import math
 
 from seqlab.i18n import format_seconds, plural_translator
+from seqlab.measure.rounds import Decision
 from seqlab.measure.timing import Timing
 from seqlab.render.compare_format import Formatter, timed_blocks, timing_quality
 from seqlab.render.machine_load import busy_caveat
 from seqlab.render.compare_scopes import heads_text
-from seqlab.studies.claims_time import SPEED_MARGIN
+from seqlab.studies.claims_time import undecided_reason
 from seqlab.studies.compare import CompareResult
 
 #: Attention's reach "falls with T" when it scales as T^a with a below this (1/T would be -1).
@@ -157,47 +159,67 @@ def _caveat(f: Formatter, *timings: Timing) -> str:
     return ""
 
 
-def _faster(rec: Timing, att: Timing, f: Formatter, attention_faster: str, recurrence_faster: str, tie: str,
-            **extra: str) -> str:
-    """The sentence for whichever median is smaller, with the ratio and the spread's caveat; within
-    :data:`~seqlab.studies.claims_time.SPEED_MARGIN` either way (check's L8 rule) neither is said to win."""
-    ratio = rec.median_s / att.median_s
-    if 1 / SPEED_MARGIN <= ratio <= SPEED_MARGIN:
-        message = tie
-    else:
-        message = attention_faster if ratio >= 1 else recurrence_faster
-    ngettext = plural_translator(f.lang)
-    threads = ngettext("{count} thread", "{count} threads", rec.threads).format(count=rec.threads)
-    return message.format(threads=threads, rec=format_seconds(rec.median_s, f.lang),
-                          att=format_seconds(att.median_s, f.lang), ratio=f.number(ratio if ratio >= 1 else 1 / ratio),
-                          margin=f.number(SPEED_MARGIN), caveat=_caveat(f, rec, att), **extra)
+def _threads(f: Formatter, count: int) -> str:
+    return plural_translator(f.lang)("{count} thread", "{count} threads", count).format(count=count)
+
+
+def _faster(decision: Decision, rec: Timing, att: Timing, f: Formatter, words: dict[str, str], **extra: str) -> str:
+    """The sentence for ``decision`` (nn.RNN against one attention machine, :func:`seqlab.measure.rounds.decide`):
+    who finishes first and by how much with the lead's spread over the rounds, a tie within the margin, or not
+    judged with the ratio's spread and why. ``words`` maps each outcome (``attention``, ``recurrence``, ``tie``,
+    ``not_judged``) to its message."""
+    low, high = decision.low, decision.high
+    if decision.outcome == "a_first":  # the recurrence first: its lead is the inverse ratio
+        low, high = 1 / decision.high, 1 / decision.low
+    key = {"b_first": "attention", "a_first": "recurrence"}.get(decision.outcome, decision.outcome)
+    why = ""
+    if not decision.decided:
+        reason = undecided_reason(decision)
+        why = {"straddles": f._("across the ×{margin} margin"),
+               "quickest_disagree": f._("the quickest rounds disagree"),
+               "few_rounds": f._("too few rounds to decide")}[reason].format(margin=f.number(decision.margin))
+    return words[key].format(threads=_threads(f, rec.threads), rec=format_seconds(rec.median_s, f.lang),
+                             att=format_seconds(att.median_s, f.lang), ratio=f.number(decision.lead),
+                             low=f.number(low), high=f.number(high), rounds=f.integer(decision.rounds),
+                             margin=f.number(decision.margin), why=why, **extra)
 
 
 def time_sentences(result: CompareResult, f: Formatter) -> list[str]:
-    """Which machine finishes first, at the call's and at the layer's scope, with the spread's caveat (L8)."""
+    """Which machine finishes first, at the call's and at the layer's scope, only as the interleaved rounds decide
+    it (:attr:`CompareResult.time_decisions`), each with its spread over the rounds and its thread count (L8)."""
     rec, att = result.recurrence.time_library, result.attention
+    decisions = {d.b: d for d in result.time_decisions}
     sentences = []
-    if rec is not None and att.time_library is not None:
-        sentences.append(_faster(rec, att.time_library, f, f._(
-            "On {threads} nn.RNN takes {rec} and SDPA (the attention call alone) {att}: attention finishes "
-            "{ratio} times as fast{caveat}."), f._("On {threads} nn.RNN takes {rec} and SDPA (the attention "
-                                                    "call alone) {att}: the recurrence finishes {ratio} times as "
-                                                    "fast{caveat}."), f._(
-            "On {threads} nn.RNN takes {rec} and SDPA (the attention call alone) {att}: about as fast, "
-            "within ×{margin} either way{caveat}.")))
-    if rec is not None and att.time_layer is not None:
-        sentences.append(_faster(rec, att.time_layer, f, f._(
-            "At layer scope nn.MultiheadAttention ({heads}) takes {att}: attention finishes {ratio} times as "
-            "fast as nn.RNN{caveat}."), f._(
-            "At layer scope nn.MultiheadAttention ({heads}) takes {att}: the recurrence finishes {ratio} "
-            "times as fast{caveat}."), f._(
-            "At layer scope nn.MultiheadAttention ({heads}) takes {att}: about as fast as nn.RNN, within "
-            "×{margin} either way{caveat}."), heads=heads_text(result.heads, f.lang)))
+    if rec is not None and att.time_library is not None and att.time_library.label in decisions:
+        sentences.append(_faster(decisions[att.time_library.label], rec, att.time_library, f, {
+            "attention": f._("On {threads} nn.RNN takes {rec} and SDPA (the attention call alone) {att}: attention "
+                             "finishes {ratio} times as fast (×{low}–{high} over {rounds} interleaved rounds)."),
+            "recurrence": f._("On {threads} nn.RNN takes {rec} and SDPA (the attention call alone) {att}: the "
+                              "recurrence finishes {ratio} times as fast (×{low}–{high} over {rounds} interleaved "
+                              "rounds)."),
+            "tie": f._("On {threads} nn.RNN takes {rec} and SDPA (the attention call alone) {att}: about as fast, "
+                       "within ×{margin} either way (nn.RNN / SDPA ×{low}–{high} over {rounds} interleaved rounds)."),
+            "not_judged": f._("On {threads} nn.RNN takes {rec} and SDPA (the attention call alone) {att}: which "
+                              "finishes first is not judged, since the time ratio nn.RNN / SDPA spread ×{low}–{high} "
+                              "over {rounds} interleaved rounds ({why}).")}))
+    if rec is not None and att.time_layer is not None and att.time_layer.label in decisions:
+        sentences.append(_faster(decisions[att.time_layer.label], rec, att.time_layer, f, {
+            "attention": f._("At layer scope on {threads} nn.MultiheadAttention ({heads}) takes {att}: attention "
+                             "finishes {ratio} times as fast as nn.RNN (×{low}–{high} over {rounds} interleaved "
+                             "rounds)."),
+            "recurrence": f._("At layer scope on {threads} nn.MultiheadAttention ({heads}) takes {att}: the "
+                              "recurrence finishes {ratio} times as fast (×{low}–{high} over {rounds} interleaved "
+                              "rounds)."),
+            "tie": f._("At layer scope on {threads} nn.MultiheadAttention ({heads}) takes {att}: about as fast as "
+                       "nn.RNN, within ×{margin} either way (×{low}–{high} over {rounds} interleaved rounds)."),
+            "not_judged": f._("At layer scope on {threads} nn.MultiheadAttention ({heads}) takes {att}: whether it "
+                              "finishes before nn.RNN is not judged, since their time ratio spread ×{low}–{high} over "
+                              "{rounds} interleaved rounds ({why}).")}, heads=heads_text(result.heads, f.lang)))
     times = [g.time_library for g in result.gated]
     if len(times) == 2 and None not in times:
-        sentences.append(f._("nn.LSTM takes {lstm} and nn.GRU {gru}{caveat}.").format(
-            lstm=format_seconds(times[0].median_s, f.lang), gru=format_seconds(times[1].median_s, f.lang),
-            caveat=_caveat(f, *times)))
+        sentences.append(f._("On {threads} nn.LSTM takes {lstm} and nn.GRU {gru}{caveat}.").format(
+            threads=_threads(f, times[0].threads), lstm=format_seconds(times[0].median_s, f.lang),
+            gru=format_seconds(times[1].median_s, f.lang), caveat=_caveat(f, *times)))
     caveat = busy_caveat(result.load, f.lang)
     if sentences and caveat:
         sentences.append(caveat)

@@ -20,7 +20,9 @@ from rich.text import Text
 from seqlab.i18n import format_integer, format_number, format_seconds, translator
 from seqlab.layers import mixers
 from seqlab.render.machine_load import busy_caveat
-from seqlab.studies.decode import TIME_MARGIN, DecodeResult, Win, time_lead
+from seqlab.measure.decode import CACHE_MACHINES
+from seqlab.measure.rounds import Decision
+from seqlab.studies.decode import DecodeResult, Win
 
 DOMAIN = "seqlab"
 #: Marks a time whose IQR exceeds a tenth of its median (:attr:`seqlab.measure.timing.Timing.noisy`).
@@ -35,6 +37,7 @@ def machine_label(machine: str, lang: str = "en") -> str:
     """
     tr = translator(lang)
     labels = {"elman": tr("Elman RNN"), "attention_kv_cache": tr("attention, KV cache"),
+              "attention_static_cache": tr("attention, static KV cache"),
               "attention_no_cache": tr("attention, no cache")}
     labels.update((name, tr(mixer.decode.label)) for name, mixer in mixers.decode_machines())  # the registry's
     return labels.get(machine, machine)
@@ -84,22 +87,49 @@ def _caption(result: DecodeResult, lang: str) -> str:
                 "projection, seqlab's attention has none. '=' the count equals the closed form.")]
     if config.time:
         threads = tr("1 thread") if config.threads == 1 else tr("{threads} threads").format(threads=config.threads)
-        parts.append(tr("Time: median ± IQR of one step, {threads}, float32, batch {batch}, PyTorch {torch}; {mark} "
-                        "noisy: IQR over a tenth of the median.").format(
-            threads=threads, batch=config.batch, torch=result.torch_version, mark=NOISY_MARK))
+        parts.append(tr("Time: median ± IQR of one step over {rounds} interleaved rounds (at each position every "
+                        "machine runs one block of steps per round, the order rotating), {threads}, float32, batch "
+                        "{batch}, PyTorch {torch}; {mark} noisy: IQR over a tenth of the median.").format(
+            rounds=config.rounds, threads=threads, batch=config.batch, torch=result.torch_version, mark=NOISY_MARK))
+    parts.append(static_caption(result, lang))
     parts.append(busy_caveat(result.load, lang))
     return " ".join(part for part in parts if part)
+
+
+def static_caption(result: DecodeResult, lang: str) -> str:
+    """What the static cache's bytes are ("" when it was not run), its extra bytes over the growing cache measured.
+
+    A static cache holds its capacity (the largest position) from the first token: its bytes are constant in t and
+    equal to the growing cache's at the last position, plus what the state holds besides (its row count).
+    """
+    tr = translator(lang)
+    config = result.config
+    if "attention_static_cache" not in config.machines:
+        return ""
+    t = config.positions[-1]
+    values = {"capacity": format_integer(t, lang), "t": format_integer(t, lang)}
+    if "attention_kv_cache" not in config.machines:
+        return tr("Static KV cache: {capacity} rows (the largest position) allocated once and written in place; it "
+                  "holds its capacity from the first token, so its bytes are constant in t.").format(**values)
+    extra = result.step("attention_static_cache", t).state_bytes - result.step("attention_kv_cache", t).state_bytes
+    return tr("Static KV cache: {capacity} rows (the largest position) allocated once and written in place; it "
+              "holds its capacity from the first token, so its bytes are constant in t and equal to the growing "
+              "cache's at t = {t} plus {extra} bytes (its row count).").format(
+        extra=format_integer(extra, lang), **values)
+
+
+def _group_key(win: Win) -> tuple:
+    if win.machine:
+        return (win.machine,)
+    blocking = win.blocking
+    return (None, win.leader, win.runner_up, blocking.outcome if blocking else None)
 
 
 def _groups(wins: list[Win]) -> list[tuple[Win, list[int]]]:
     """Consecutive positions with the same decision, each with its last Win (whose figures are quoted)."""
     groups: list[tuple[Win, list[int]]] = []
-
-    def key(win: Win) -> tuple:
-        return (win.machine,) if win.machine else (None, win.leader, win.runner_up)
-
     for win in wins:
-        if groups and key(groups[-1][0]) == key(win):
+        if groups and _group_key(groups[-1][0]) == _group_key(win):
             groups[-1] = (win, groups[-1][1] + [win.t])
         else:
             groups.append((win, [win.t]))
@@ -107,7 +137,7 @@ def _groups(wins: list[Win]) -> list[tuple[Win, list[int]]]:
 
 
 def win_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
-    """Where each machine wins: fewest multiplications, least time (by the margin), smallest state."""
+    """Where each machine wins: fewest multiplications, least time (decided in interleaved rounds), smallest state."""
     tr = translator(lang)
     lines = []
     for criterion in ("work", "time", "state"):
@@ -116,6 +146,9 @@ def win_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
                       "runner": machine_label(win.runner_up, lang), "ratio": _times(win.ratio, lang),
                       "positions": _positions(positions, lang), "t": format_integer(win.t, lang),
                       "margin": _times(win.margin, lang)}
+            blocking = win.blocking
+            if blocking is not None:  # the runner-up's time over the leader's, round by round
+                values.update(low=_times(blocking.low, lang), high=_times(blocking.high, lang))
             lines.append(_win_text(tr, criterion, win).format(**values))
     return lines
 
@@ -126,12 +159,22 @@ def _win_text(tr: Callable[[str], str], criterion: str, win: Win) -> str:
                    "many at t = {t}).") if win.machine else
                 tr("Fewest multiplications per new token at t = {positions}: {machine} and {runner} tie."))
     if criterion == "time":
-        return (tr("Fastest per new token on this machine: {machine} at t = {positions} ({runner} takes {ratio} "
-                   "as long at t = {t}).") if win.machine else
-                tr("Fastest per new token at t = {positions}: too close to call, {machine} leads {runner} by "
-                   "{ratio}, under the {margin} margin.") if win.ratio < win.margin else
-                tr("Fastest per new token at t = {positions}: too close to call, {machine} leads {runner} by "
-                   "{ratio}, within the spread of the two times (their IQRs overlap)."))
+        if win.machine:
+            return tr("Fastest per new token on this machine: {machine} at t = {positions}, decided against every "
+                      "other machine in interleaved rounds ({runner}, the closest, takes {ratio} as long at "
+                      "t = {t}).")
+        outcome = win.blocking.outcome if win.blocking else "not_judged"
+        if outcome == "tie":
+            return tr("Fastest per new token at t = {positions}: none, {machine} and {runner} tie ({runner}'s time "
+                      "over {machine}'s, round by round, {low} to {high} between the quartiles, stays within the "
+                      "{margin} margin).")
+        if outcome == "a_first":
+            return tr("Fastest per new token at t = {positions}: not judged, {machine} has the least median time but "
+                      "{runner} finished first in the interleaved rounds ({runner}'s time over {machine}'s, round by "
+                      "round, {low} to {high} between the quartiles).")
+        return tr("Fastest per new token at t = {positions}: not judged, {machine} against {runner} is not decided "
+                  "({runner}'s time over {machine}'s, round by round, {low} to {high} between the quartiles, "
+                  "straddles the {margin} margin).")
     return (tr("Smallest state: {machine} at t = {positions} ({runner} holds {ratio} as many bytes at t = {t}).")
             if win.machine else tr("Smallest state at t = {positions}: {machine} and {runner} tie."))
 
@@ -176,54 +219,94 @@ def growth_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
     return lines
 
 
-def cache_sentence(result: DecodeResult, lang: str = "en") -> str:
-    """What the KV cache saves against recomputing keys and values, at the last position ("" without both)."""
+def _cache_nouns(lang: str) -> dict[str, str]:
     tr = translator(lang)
-    machines = result.config.machines
-    if "attention_kv_cache" not in machines or "attention_no_cache" not in machines:
-        return ""
-    t = result.config.positions[-1]
-    cache, none = result.step("attention_kv_cache", t), result.step("attention_no_cache", t)
-    values = {"t": format_integer(t, lang), "work": _times(none.multiplications / cache.multiplications, lang),
-              "margin": _times(TIME_MARGIN, lang)}
-    if cache.timing is None or none.timing is None:
-        return tr("At t = {t}, attention without a cache does {work} the multiplications of the KV cache per new "
-                  "token: it recomputes every key and value.").format(**values)
-    speed, decided = time_lead(cache.timing, none.timing)
-    if decided:
-        return tr("At t = {t}, attention without a cache does {work} the multiplications of the KV cache per new "
-                  "token (it recomputes every key and value) and takes {time} its time.").format(
-            time=_times(speed, lang), **values)
-    inverse, decided = time_lead(none.timing, cache.timing)
-    if decided:
-        return tr("At t = {t}, attention without a cache does {work} the multiplications of the KV cache per new "
-                  "token (it recomputes every key and value), yet it is the faster one here, by {time}.").format(
-            time=_times(inverse, lang), **values)
-    return tr("At t = {t}, attention without a cache does {work} the multiplications of the KV cache per new token "
-              "(it recomputes every key and value), yet on this machine neither time leads the other by {margin} "
-              "beyond their spread.").format(**values)
+    return {"attention_kv_cache": tr("the KV cache"), "attention_static_cache": tr("the static KV cache")}
+
+
+def _spread(decision: Decision, lang: str) -> dict[str, str]:
+    return {"low": _times(decision.low, lang), "high": _times(decision.high, lang),
+            "margin": _times(decision.margin, lang)}
+
+
+def cache_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
+    """What a cache saves against recomputing keys and values at the last position, and the two caches' times.
+
+    The work ratio is counted; every time ratio is a decision of :attr:`DecodeResult.cache_times` and is quoted
+    only when decided (else the sentence says not judged, or a tie). Empty without attention's machines.
+    """
+    tr = translator(lang)
+    machines, t = result.config.machines, result.config.positions[-1]
+    nouns = _cache_nouns(lang)
+    caches = [m for m in CACHE_MACHINES if m in machines]
+    lines = []
+    if "attention_no_cache" in machines and caches:
+        none, first = result.step("attention_no_cache", t), result.step(caches[0], t)
+        same = len({result.step(m, t).multiplications for m in caches}) == 1
+        cache = tr("either KV cache") if len(caches) == 2 and same else nouns[caches[0]]
+        parts = [tr("At t = {t}, attention without a cache does {work} the multiplications of {cache} per new token: "
+                    "it recomputes every key and value.").format(
+            t=format_integer(t, lang), work=_times(none.multiplications / first.multiplications, lang), cache=cache)]
+        for decision in (d for d in result.cache_times if d.a == "attention_no_cache"):
+            values = {"cache": nouns[decision.b], **_spread(decision, lang)}
+            text = {"b_first": tr("It takes {time} the time of {cache}."),
+                    "a_first": tr("Yet it is faster than {cache} here, by {time}."),
+                    "tie": tr("Its time ties with that of {cache} (its time over that one's, round by round, {low} "
+                              "to {high} between the quartiles, within the {margin} margin)."),
+                    "not_judged": tr("Against {cache}, its time is not judged (its time over that one's, round by "
+                                     "round, {low} to {high} between the quartiles, straddles the {margin} "
+                                     "margin).")}[decision.outcome]
+            parts.append(text.format(time=_times(decision.lead, lang), **values))
+        lines.append(" ".join(parts))
+    for decision in (d for d in result.cache_times if d.a == "attention_kv_cache"):
+        text = {"b_first": tr("At t = {t}, the growing KV cache takes {time} the time of the static one per new "
+                              "token: it copies its t rows at every step, the static cache writes one row in place."),
+                "a_first": tr("At t = {t}, the growing KV cache is faster than the static one per new token, by "
+                              "{time}."),
+                "tie": tr("At t = {t}, the growing and the static KV cache tie in time per new token (the growing "
+                          "one's time over the static one's, round by round, {low} to {high} between the quartiles, "
+                          "within the {margin} margin)."),
+                "not_judged": tr("At t = {t}, the growing against the static KV cache: time not judged (the growing "
+                                 "one's time over the static one's, round by round, {low} to {high} between the "
+                                 "quartiles, straddles the {margin} margin).")}[decision.outcome]
+        lines.append(text.format(t=format_integer(t, lang), time=_times(decision.lead, lang),
+                                 **_spread(decision, lang)))
+    return lines
 
 
 def asymmetry_sentence(result: DecodeResult, lang: str = "en") -> str:
-    """Training against generation in one line, from the spans measured."""
+    """Training against generation in one line, from the spans measured ("" when no cache machine was run)."""
     tr = translator(lang)
     a = result.asymmetry
+    if a is None:
+        return ""
     values = {"T1": format_integer(a.lengths[0], lang), "T2": format_integer(a.lengths[1], lang),
               "train1": a.training[0], "train2": a.training[1], "gen1": a.generation[0], "gen2": a.generation[1],
-              "rec1": a.recurrence[0], "rec2": a.recurrence[1]}
+              "cache": _cache_nouns(lang)[a.cache]}
+    if a.recurrence is not None:
+        values.update(rec1=a.recurrence[0], rec2=a.recurrence[1])
     if a.holds:
-        return tr("In training, causal attention's parallel pass has {train1} and {train2} matrix products in a row "
-                  "at T = {T1} and {T2}: it does not grow; in generation, writing those T tokens with the KV cache "
-                  "takes {gen1} and {gen2} in a row, T steps like the Elman RNN's {rec1} and {rec2}.").format(**values)
-    return tr("The spans measured do not show the asymmetry: causal attention's parallel pass has {train1} and "
-              "{train2} matrix products in a row at T = {T1} and {T2}, generation with the KV cache {gen1} and "
-              "{gen2}, the Elman RNN {rec1} and {rec2}.").format(**values)
+        text = (tr("In training, causal attention's parallel pass has {train1} and {train2} matrix products in a row "
+                   "at T = {T1} and {T2}: it does not grow; in generation, writing those T tokens with {cache} takes "
+                   "{gen1} and {gen2} in a row, T steps like the Elman RNN's {rec1} and {rec2}.")
+                if a.recurrence is not None else
+                tr("In training, causal attention's parallel pass has {train1} and {train2} matrix products in a row "
+                   "at T = {T1} and {T2}: it does not grow; in generation, writing those T tokens with {cache} takes "
+                   "{gen1} and {gen2} in a row, one step per token."))
+    else:
+        text = (tr("The spans measured do not show the asymmetry: causal attention's parallel pass has {train1} and "
+                   "{train2} matrix products in a row at T = {T1} and {T2}, generation with {cache} {gen1} and "
+                   "{gen2}, the Elman RNN {rec1} and {rec2}.") if a.recurrence is not None else
+                tr("The spans measured do not show the asymmetry: causal attention's parallel pass has {train1} and "
+                   "{train2} matrix products in a row at T = {T1} and {T2}, generation with {cache} {gen1} and "
+                   "{gen2}."))
+    return text.format(**values)
 
 
 def decode_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
-    """Every sentence, in the order shown: wins, growth of work and of state, the cache, the asymmetry."""
+    """Every sentence, in the order shown: wins, growth of work and of state, the caches, the asymmetry."""
     lines = win_sentences(result, lang) + work_growth_sentences(result, lang) + growth_sentences(result, lang)
-    lines += [line for line in (cache_sentence(result, lang), asymmetry_sentence(result, lang)) if line]
+    lines += cache_sentences(result, lang) + [line for line in (asymmetry_sentence(result, lang),) if line]
     if not result.counts_match:
         tr = translator(lang)
         differ = [f"{machine_label(s.machine, lang)} t={s.t}" for s in result.steps

@@ -18,6 +18,7 @@ from rich.text import Text
 from seqlab.glossary import NOTATION
 from seqlab.i18n import format_integer, plural_translator, translator
 from seqlab.render.figures import new_figure, save_png_svg
+from seqlab.render.signal_path import reading_words
 from seqlab.render.tables import FittedTable
 from seqlab.studies.profile import ProfileResult
 from seqlab.studies.table1 import Cell, Fit, Table1Result
@@ -313,6 +314,7 @@ def profile_table(result: ProfileResult, lang: str = "en") -> Table:
         (tr("Path from position T to 1"), _pair(path.last_to_first_products, path.last_to_first_ops, lang,
                                                 path.exact)),
         (tr("Ops the path engine refused (all-to-all: paths are bounds)"), _names(path.fallbacks, lang)),
+        (tr("Signal path from position 1 to T (transition factors met)"), reading_words(result.signal, lang)),
     ]
     if path.decomposed:
         rows.append((tr("Ops traced through PyTorch's decompositions"), _names(path.decomposed, lang)))

@@ -13,8 +13,9 @@ Each claim gets one of the verdicts :data:`~seqlab.studies.verdicts.VERDICTS`: `
 ``holds_with_caveat`` (the measurement agrees with the claim as the lesson means it, but shows a condition
 the lesson leaves out, named in the check's ``condition``), ``not_judged`` (the measurement decided nothing)
 or ``does_not_hold``. A measurement that raises is reported with its error and does not hold: nothing is
-skipped in silence. Only L8 reads a clock; its margins and noise rule let a busy machine downgrade it to a
-caveat, or to ``not_judged`` when its lesson-scope comparison itself was not decided, never fail it. Default
+skipped in silence. Only L8 reads a clock; its machines are timed in interleaved rounds and every comparison
+is judged by :func:`seqlab.measure.rounds.decide`, so a busy machine leaves comparisons not decided (a caveat
+naming each, or ``not_judged`` when its lesson-scope comparison itself was not decided) rather than failing it. Default
 sizes run in seconds; :attr:`CheckConfig.full` takes larger ones.
 """
 
@@ -46,7 +47,8 @@ CLAIMS = tuple(f"L{n}" for n in range(1, 13))
 @dataclass(frozen=True)
 class CheckConfig:
     """What to check: ``claims`` (a subset of :data:`CLAIMS`, in order), ``full`` sizes, ``seed``,
-    ``threads``, the thread count L8 times on besides one (None: the caller's ``torch.get_num_threads()``), and
+    ``threads``, the thread count L8 times on besides one (None: :func:`seqlab.measure.rounds.timing_threads_default`,
+    PyTorch's count capped by the cores the machine's load leaves free), and
     ``sizes``, explicit :class:`CheckSizes` that replace those ``full`` picks (None: ``CheckSizes.of(full)``)."""
 
     claims: tuple[str, ...] = CLAIMS
@@ -80,7 +82,7 @@ class ClaimCheck:
 
     @property
     def beyond_lesson(self) -> bool:
-        """A statement beyond the lesson (B1–B3, :mod:`seqlab.studies.claims_beyond`), not one of L1–L12."""
+        """A statement beyond the lesson (B1–B4, :mod:`seqlab.studies.claims_beyond`), not one of L1–L12."""
         return self.claim in BEYOND
 
     @property
@@ -137,7 +139,7 @@ CHECKS: dict[str, Callable[[CheckSizes, int], Judgement]] = {
     "L7": check_l7, "L8": check_l8, "L9": check_l9, "L10": check_l10, "L11": check_l11, "L12": check_l12,
     **BEYOND_CHECKS,
 }
-"""Claim -> its check, in the lesson's order, then the statements beyond the lesson (B1–B3)."""
+"""Claim -> its check, in the lesson's order, then the statements beyond the lesson (B1–B4)."""
 
 
 def parse_claims(claims: Sequence[str] | str) -> tuple[str, ...]:
@@ -147,11 +149,11 @@ def parse_claims(claims: Sequence[str] | str) -> tuple[str, ...]:
     ('L1', 'L8')
 
     Raises:
-        SeqlabError: empty, an empty item (``"L1,,L2"``), or a claim outside L1–L12 and B1–B3; the message shows the
+        SeqlabError: empty, an empty item (``"L1,,L2"``), or a claim outside L1–L12 and B1–B4; the message shows the
             whole value received, the item at fault and the accepted form.
     """
     parts = claims.split(",") if isinstance(claims, str) else list(claims)
-    accepted = "claims among L1–L12 (or B1–B3, beyond the lesson) separated by commas (such as L1,L8 or 1,8)"
+    accepted = "claims among L1–L12 (or B1–B4, beyond the lesson) separated by commas (such as L1,L8 or 1,8)"
     whole = claims if isinstance(claims, str) else ",".join(map(str, parts))
     if not whole.strip():
         raise SeqlabError(f"expected {accepted}, received {whole!r}", parameter="claims")
@@ -184,8 +186,9 @@ def run_check(config: CheckConfig = CheckConfig(),
     Returns:
         A :class:`CheckResult`; a measurement that raised is a :class:`ClaimCheck` with ``error`` set and
         verdict ``"does_not_hold"``. Tracing and counting run on one CPU thread; L8 times on one thread and on
-        ``config.threads`` (default: the caller's ``torch.get_num_threads()``, read before anything changes
-        it); the caller's thread count is restored afterwards. The global RNG is seeded by ``config.seed``
+        ``config.threads`` (default: :func:`~seqlab.measure.rounds.timing_threads_default`, read before anything
+        changes the threads: PyTorch's count capped by the free cores); the caller's thread count is restored
+        afterwards. The global RNG is seeded by ``config.seed``
         inside a fork (the caller's RNG state is kept).
 
     Raises:
@@ -197,7 +200,12 @@ def run_check(config: CheckConfig = CheckConfig(),
     from seqlab.measure.timing import fixed_threads
 
     claims = parse_claims(config.claims)
-    threads = torch.get_num_threads() if config.threads is None else require_positive_int("threads", config.threads)
+    if config.threads is None:
+        from seqlab.measure.rounds import timing_threads_default
+
+        threads = timing_threads_default()  # PyTorch's count, capped by the cores the load leaves free
+    else:
+        threads = require_positive_int("threads", config.threads)
     sizes = replace(config.sizes or CheckSizes.of(config.full), threads=threads)
     started = time.perf_counter()
     checks = []

@@ -45,7 +45,8 @@ class CheckSizes:
     ``radii`` is L3's grid of spectral radii and ``reach_draws`` the input draws per radius (medians);
     ``reach_lengths`` are L4's T for reach against T; ``time_*`` are L8's (T, d, batch of the last scope,
     heads of ``nn.MultiheadAttention``); ``threads`` is the machine's thread count L8 times on besides one
-    (0: read ``torch.get_num_threads()`` when the check starts); ``layer_heads`` the head counts of the
+    (0: :func:`seqlab.measure.rounds.timing_threads_default` when the check starts, PyTorch's count capped by
+    the free cores); ``layer_heads`` the head counts of the
     layer-scope counts (L7, L9); ``span_widths`` the two widths L9 traces its chains at.
     """
 

@@ -1,7 +1,7 @@
 """Statements beyond the lesson for ``seqlab check``: what came after it, each measured with a condition that can fail.
 
-The lesson (L1–L12) stops at the choice between the recurrence and attention. Three statements about what the
-field built since (issue 15) are checked the same way, and marked ``beyond_lesson`` in the output:
+The lesson (L1–L12) stops at the choice between the recurrence and attention. Four statements about what the
+field built since (issues 15 and 23) are checked the same way, and marked ``beyond_lesson`` in the output:
 
 * **B1** — a *linear* recurrence's span grows as log T with a parallel scan, and as T with its loop (Hillis &
   Steele 1986; Blelloch 1990, §1.4; Mamba §3.3.2). Measured: :func:`~seqlab.measure.trace.measure_span` (ops) of the
@@ -17,6 +17,13 @@ field built since (issue 15) are checked the same way, and marked ``beyond_lesso
   al. 2020, §3.4). Measured: :func:`~seqlab.measure.decode.measure_decode_step`'s state bytes of attention with a
   KV cache and of the Elman RNN at :data:`DECODE_POSITIONS`. Holds when the cache's growth form in t is T and the
   RNN's is 1 (constant), by the same rule.
+* **B4** — a parallel scan shortens the chain of waits but not the chain of factors (Hillis & Steele 1986; Blelloch
+  1990, §1.4; lesson L3/L4 read path as the factors a signal meets). Measured on the diagonal recurrence by loop and
+  by scan at :data:`SIGNAL_LENGTHS`: the graph path from x_1 to y_T in ops
+  (:func:`~seqlab.measure.paths.measure_paths`), the transition factors met on the way
+  (:func:`~seqlab.measure.signal_path.measure_signal_path`) and the reach ‖∂y_T/∂x_1‖_F. Holds when the scan's graph path is shorter at every T and grows as log T while the loop's grows as
+  T, the factor counts are T − 1 in both forms at every T, and the two reaches agree within
+  :data:`REACH_TOLERANCE` (relative, float64).
 
 Each check runs in well under a second on one thread; every verdict is ``holds`` or ``does_not_hold`` (none of
 these statements has a caveat the measurement could show), except B2's ``not_judged`` when the allocator's events
@@ -25,10 +32,13 @@ cannot be taken.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from seqlab.fit import fit_growth
 from seqlab.measure import decode, memory_peak
+from seqlab.measure.paths import measure_paths
+from seqlab.measure.signal_path import measure_signal_path
 from seqlab.measure.trace import measure_span
 from seqlab.studies.claims import CheckSizes
 from seqlab.studies.verdicts import Judgement, verdict_of
@@ -43,6 +53,11 @@ DECODE_POSITIONS = (64, 128, 256)
 DECODE_WIDTH = 16
 #: Width of B1's recurrence.
 SCAN_WIDTH = 4
+#: T at which B4 measures the diagonal recurrence by loop and by scan, and its width.
+SIGNAL_LENGTHS = (16, 32, 64, 128)
+SIGNAL_WIDTH = 4
+#: Largest relative difference |r_loop − r_scan| / r_loop of the two reaches B4 accepts as the same (float64).
+REACH_TOLERANCE = 1e-9
 
 
 def _exponent(lengths, values) -> tuple[str, float]:
@@ -140,7 +155,49 @@ def check_b3(sizes: CheckSizes, seed: int) -> Judgement:
     return Judgement(verdict_of(not holds), values, condition)
 
 
-BEYOND_CHECKS: dict[str, Callable[[CheckSizes, int], Judgement]] = {"B1": check_b1, "B2": check_b2, "B3": check_b3}
+def _graph_path(layer, x) -> int | None:
+    """Least ops from x_1 to y_T (:func:`~seqlab.measure.paths.measure_paths`), None when they do not connect."""
+    return measure_paths(layer, x, sources=(0,)).row(0, "ops")[-1]
+
+
+def check_b4(sizes: CheckSizes, seed: int) -> Judgement:
+    """B4: the diagonal recurrence's scan waits fewer ops than its loop (log T against T), yet from x_1 to y_T the
+    signal meets the same T − 1 decays in both forms, and ‖∂y_T/∂x_1‖ is the same."""
+    import torch
+
+    from seqlab.layers.linear_recurrence import DiagonalRecurrence
+
+    series: dict[str, dict[str, list]] = {form: {"path": [], "factors": [], "reach": []} for form in ("loop", "scan")}
+    for T in SIGNAL_LENGTHS:
+        x = torch.randn(1, T, SIGNAL_WIDTH, generator=torch.Generator().manual_seed(seed + T))  # (1, T, d)
+        for form, out in series.items():
+            layer = DiagonalRecurrence(SIGNAL_WIDTH, form=form, generator=torch.Generator().manual_seed(seed)).eval()
+            signal = measure_signal_path(layer, x)
+            out["path"].append(_graph_path(layer, x))
+            out["factors"].append(signal.factors)
+            out["reach"].append(signal.reach)
+    loop, scan = series["loop"], series["scan"]
+    connected = None not in loop["path"] and None not in scan["path"]
+    loop_form = _form(SIGNAL_LENGTHS, loop["path"]) if connected else None
+    scan_form = _form(SIGNAL_LENGTHS, scan["path"]) if connected else None
+    differences = [abs(a - b) / a if a > 0 else math.inf for a, b in zip(loop["reach"], scan["reach"])]
+    expected = [T - 1 for T in SIGNAL_LENGTHS]
+    shorter = connected and all(s < lp for s, lp in zip(scan["path"], loop["path"]))
+    slower = scan_form == "log T" and loop_form == "T"
+    same_factors = loop["factors"] == scan["factors"] == expected
+    same_reach = all(d <= REACH_TOLERANCE for d in differences)
+    values = {"lengths": SIGNAL_LENGTHS, "width": SIGNAL_WIDTH, "loop_path_ops": loop["path"],
+              "scan_path_ops": scan["path"], "loop_form": loop_form, "scan_form": scan_form,
+              "loop_factors": loop["factors"], "scan_factors": scan["factors"], "expected_factors": expected,
+              "loop_reach": loop["reach"], "scan_reach": scan["reach"], "reach_difference": max(differences),
+              "reach_tolerance": REACH_TOLERANCE, "scan_shorter": shorter, "forms_hold": slower,
+              "factors_equal": same_factors, "reach_equal": same_reach}
+    condition = {"rule": "scan_shortens_waits_not_factors", "fit": "a + b·f(T), the chosen form", "caveats": []}
+    return Judgement(verdict_of(not (shorter and slower and same_factors and same_reach)), values, condition)
+
+
+BEYOND_CHECKS: dict[str, Callable[[CheckSizes, int], Judgement]] = {"B1": check_b1, "B2": check_b2, "B3": check_b3,
+                                                                    "B4": check_b4}
 """Statement -> its check, after the lesson's L1–L12."""
 
 #: The statements beyond the lesson, in order.

@@ -1,8 +1,10 @@
 """The time claim of ``seqlab check``: more work, spread over processors, against T waits in a row (L8).
 
-:func:`check_l8` times, with :func:`seqlab.measure.timing.measure_time` (warm-up, first call apart, median and
-IQR over timed blocks), ``nn.RNN`` against attention at four matched scopes, each on one thread and on the
-machine's threads (``torch.get_num_threads()`` when the check starts):
+:func:`check_l8` times ``nn.RNN`` against attention at four matched scopes, each on one thread and on the
+machine's threads (``--threads``, else :func:`seqlab.measure.rounds.timing_threads_default`: PyTorch's count
+capped by the free cores), and a control product — all fourteen machines in one interleaved
+:func:`seqlab.measure.rounds.measure_rounds` (every round times one block of each, the order rotating), so
+every comparison is made round by round between blocks that met the same machine:
 
 =====================  ============================================================  =====================
 scope                  attention                                                     recurrence
@@ -13,24 +15,26 @@ scope                  attention                                                
 ``layer_batch``        the whole layer at batch B                                     ``nn.RNN``, batch B
 =====================  ============================================================  =====================
 
-The ratio recurrence / attention says who finishes first (> 1: attention). A ratio counts only beyond
-:data:`SPEED_MARGIN` (either way); between, it is a tie. A timing is noisy by the engine's one rule,
-:func:`seqlab.measure.timing.is_noisy` (IQR over :data:`~seqlab.measure.timing.NOISY_IQR_FRACTION` of its
-median, or fewer than :data:`~seqlab.measure.timing.MIN_BLOCKS` blocks), and a comparison resting on it decides
-nothing: a busy machine can only downgrade the verdict to a caveat, never fail it.
+Every comparison is judged by the one rule :func:`seqlab.measure.rounds.decide` with margin
+:data:`SPEED_MARGIN`: who finishes first at a scope from the per-round ratios recurrence / attention (> 1:
+attention first); a machine's thread speed-up from its per-round t_1 / t_n; who scales better from the
+per-round ratio of the two speed-ups (:func:`_speedup_rounds`). Each is decided one way, a tie (within the
+margin), or not judged (the per-round ratios straddle the margin, or the quickest rounds disagree). The
+control, one (n, n) @ (n, n) product, must be decided faster on the machine's threads; otherwise those
+threads are busy (decided not to speed it up) or their speed-up was not decided, and nothing on them is judged.
 
 Verdict:
 
-* does not hold — measured cleanly beyond the margin, the recurrence finishes first at the lesson's own
-  scope (SDPA alone) on one thread, or its thread speed-up exceeds attention's (the recurrence, not
-  attention, is the one spread over processors);
-* not judged — the lesson's own comparison (SDPA alone against the recurrence, on one thread) is noisy: the
-  measurement decided nothing, and the other scopes cannot stand in for it;
+* does not hold — decided beyond the margin, the recurrence finishes first at the lesson's own scope (SDPA
+  alone) on one thread, or its thread speed-up exceeds attention's (the recurrence, not attention, is the one
+  spread over processors);
+* not judged — the lesson's own comparison (SDPA alone against the recurrence, on one thread) is not decided:
+  the other scopes cannot stand in for it;
 * holds with a caveat — attention stops finishing first at some scope (named: the first one, in the order
-  above, on each thread count), a comparison is a tie or noisy, or the machine has one thread (no scaling
-  to measure);
-* holds — attention finishes first at every scope on both thread counts, and its thread speed-up exceeds
-  the recurrence's by the margin.
+  above, on each thread count), a comparison is a tie or not decided (each one named), the scaling is not
+  decided for attention, or the machine times on one thread (no scaling to measure);
+* holds — every comparison it rests on is decided: attention finishes first at every scope on both thread
+  counts, and its thread speed-up exceeds the recurrence's by the margin.
 
 Shapes: B batch, T positions, d one width for all.
 """
@@ -45,8 +49,11 @@ from seqlab.studies.verdicts import Judgement, verdict_of
 
 #: The four scopes, from the lesson's to the whole layer at batch B.
 SCOPES = ("sdpa", "sdpa_projections", "layer", "layer_batch")
-#: A ratio of times (or of speed-ups) decides only beyond this factor, either way.
+#: A ratio of times (or of speed-ups) decides only beyond this factor, either way (``check`` L8 and ``compare``).
 SPEED_MARGIN = 1.2
+#: Interleaved rounds of L8's measurement: seven per-round ratios give quartiles worth the name (equal to
+#: seqlab.measure.rounds.DEFAULT_ROUNDS, held equal by a test; that module is imported only when L8 runs).
+ROUNDS = 7
 #: The control: one (n, n) @ (n, n) product, which any free core speeds up; if it does not get faster on the
 #: machine's threads, those threads are busy and no thread comparison is judged.
 CONTROL_SIZE = 384
@@ -77,77 +84,170 @@ def _functions(sizes: CheckSizes, seed: int) -> dict[str, object]:
             "layer_batch": lambda: layer(xb, xb, xb, need_weights=False)}
 
 
-def _classify(ratio: float, noisy: bool, high: str, low: str) -> str:
-    """``high`` beyond the margin above 1, ``low`` beyond it below, ``"tie"`` between, ``"noisy"`` if noisy."""
-    if noisy:
-        return "noisy"
-    return high if ratio > SPEED_MARGIN else low if ratio < 1 / SPEED_MARGIN else "tie"
+def timed_name(name: str, threads: int) -> str:
+    """The name one callable is timed under on ``threads`` threads.
+
+    >>> timed_name("sdpa", 2)
+    'sdpa@2'
+    """
+    return f"{name}@{threads}"
 
 
-def _time_all(sizes: CheckSizes, seed: int, thread_counts: tuple[int, ...]) -> dict[str, dict[int, dict]]:
-    """function -> threads -> {median_s, iqr_s, blocks, noisy}."""
-    from seqlab.measure import timing
+def _on_threads(function, threads: int):
+    """``function`` run on ``threads`` intra-op threads: the count is switched at the first call of a block (about
+    0.1 µs) and only read at the others, so one interleaved measurement holds both thread counts."""
+    import torch
 
-    timings: dict[str, dict[int, dict]] = {}
-    for name, function in _functions(sizes, seed).items():
-        for threads in thread_counts:
-            t = timing.measure_time(function, label=name, threads=threads, min_run_time=sizes.min_run_time)
-            timings.setdefault(name, {})[threads] = {"median_s": t.median_s, "iqr_s": t.iqr_s,
-                                                     "blocks": len(t.samples), "noisy": t.noisy}
-    return timings
+    def call():
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+        return function()
+
+    return call
 
 
-def _compare(timings: dict, thread_counts: tuple[int, ...], busy: bool) -> tuple[dict, dict]:
-    """Per thread count and scope: the ratio recurrence / attention and its class (``attention_first``,
-    ``recurrence_first``, ``tie``, ``noisy``; ``busy`` on the machine's threads when the control did not
-    speed up)."""
-    ratios: dict[int, dict[str, float]] = {}
-    classes: dict[int, dict[str, str]] = {}
+def _time_all(sizes: CheckSizes, seed: int, thread_counts: tuple[int, ...]):
+    """Every callable on every thread count, in one interleaved :func:`~seqlab.measure.rounds.measure_rounds`
+    (names from :func:`timed_name`); each machine gets ``sizes.min_run_time`` seconds of timed blocks in all."""
+    from seqlab.measure import rounds
+
+    functions = _functions(sizes, seed)
+    timed = {timed_name(name, t): _on_threads(function, t) for t in thread_counts for name, function in functions.items()}
+    return rounds.measure_rounds(timed, rounds=ROUNDS, block_seconds=sizes.min_run_time / ROUNDS,
+                                 threads=thread_counts[0])
+
+
+def _speedup_rounds(measured, a: str, b: str, machine: int):
+    """A :class:`~seqlab.measure.rounds.Rounds` whose ratio a/b in each round is ``a``'s thread speed-up over
+    ``b``'s: a_k = t_a,1 · t_b,n and b_k = t_a,n · t_b,1 (seconds², round k), so
+    a_k / b_k = (t_a,1 / t_a,n) / (t_b,1 / t_b,n). The quickest-round reading of the rule then reads the round
+    least disturbed for both products."""
+    from seqlab.measure.rounds import Rounds
+
+    t = measured.per_round
+    a1, an, b1, bn = (t[timed_name(x, k)] for x, k in ((a, 1), (a, machine), (b, 1), (b, machine)))
+    per_round = {a: tuple(x * y for x, y in zip(a1, bn)), b: tuple(x * y for x, y in zip(an, b1))}
+    return Rounds(per_round=per_round, calls={a: 1, b: 1}, first_call_s={a: 0.0, b: 0.0}, threads=machine,
+                  device=measured.device, load=measured.load)
+
+
+def undecided_reason(decision) -> str:
+    """Why a :class:`~seqlab.measure.rounds.Decision` was not judged: ``"few_rounds"`` (fewer than
+    :data:`~seqlab.measure.rounds.MIN_ROUNDS`), ``"quickest_disagree"`` (the quartiles clear the margin, or sit
+    inside it, but the quickest rounds do not agree) or ``"straddles"`` (the quartiles of the per-round ratios
+    straddle the margin).
+
+    >>> from seqlab.measure.rounds import Decision
+    >>> undecided_reason(Decision("a", "b", "not_judged", 1.3, 0.9, 1.45, 1.2, 7))
+    'straddles'
+    >>> undecided_reason(Decision("a", "b", "not_judged", 3.0, 3.0, 3.0, 1.2, 7))  # quartiles clear, best not
+    'quickest_disagree'
+
+    Raises:
+        SeqlabError: ``decision`` was decided (it needs no reason).
+    """
+    from seqlab.errors import SeqlabError
+    from seqlab.measure.rounds import MIN_ROUNDS
+
+    if decision.decided:
+        raise SeqlabError(f"the decision {decision.a} / {decision.b} was decided ({decision.outcome})")
+    if decision.rounds < MIN_ROUNDS:
+        return "few_rounds"
+    m = decision.margin
+    clear = decision.low > m or decision.high < 1 / m or (decision.low >= 1 / m and decision.high <= m)
+    return "quickest_disagree" if clear else "straddles"
+
+
+def _judged(decision) -> dict:
+    """A decision as data for the check's values: outcome, median ratio a/b, its quartiles over rounds."""
+    return {"outcome": decision.outcome, "ratio": decision.ratio, "low": decision.low, "high": decision.high,
+            "rounds": decision.rounds}
+
+
+#: rounds.decide's outcome (a = recurrence, b = attention) -> the scope's class.
+_SCOPE_CLASS = {"b_first": "attention_first", "a_first": "recurrence_first", "tie": "tie", "not_judged": "not_judged"}
+#: the speed-up decision's outcome (a = attention, b = recurrence) -> the scaling class.
+_SCALING_CLASS = {"b_first": "attention_scales", "a_first": "recurrence_scales", "tie": "tie",
+                  "not_judged": "not_judged"}
+
+
+def _compare(measured, thread_counts: tuple[int, ...], threads_work: bool) -> dict[int, dict[str, dict]]:
+    """Per thread count and scope: the decision recurrence / attention (> 1: attention first) and its class
+    (``attention_first``, ``recurrence_first``, ``tie``, ``not_judged``; ``busy`` on the machine's threads when the
+    control was decided not to speed up on them, or its speed-up was not decided)."""
+    from seqlab.measure.rounds import decide
+
+    judged: dict[int, dict[str, dict]] = {}
     for threads in thread_counts:
-        ratios[threads], classes[threads] = {}, {}
+        judged[threads] = {}
         for scope in SCOPES:
-            rec = timings["recurrence_batch" if scope == "layer_batch" else "recurrence"][threads]
-            att = timings[scope][threads]
-            ratios[threads][scope] = rec["median_s"] / att["median_s"]
-            classes[threads][scope] = ("busy" if busy and threads > 1 else
-                                       _classify(ratios[threads][scope], rec["noisy"] or att["noisy"],
-                                                 "attention_first", "recurrence_first"))
-    return ratios, classes
+            rec = "recurrence_batch" if scope == "layer_batch" else "recurrence"
+            d = decide(measured, timed_name(rec, threads), timed_name(scope, threads), SPEED_MARGIN)
+            entry = _judged(d)
+            entry["class"] = "busy" if threads > 1 and not threads_work else _SCOPE_CLASS[d.outcome]
+            if not d.decided:
+                entry["reason"] = undecided_reason(d)
+            judged[threads][scope] = entry
+    return judged
 
 
 def check_l8(sizes: CheckSizes, seed: int) -> Judgement:
     """L8: attention's work is spread over processors and finishes first; the recurrence's T steps are not.
-    Timed at four scopes on one thread and on the machine's; verdict rules: the module docstring."""
-    import torch
+    Timed at four scopes on one thread and on the machine's, all in one interleaved measurement; verdict rules:
+    the module docstring."""
+    from seqlab.measure.rounds import MIN_ROUNDS, decide, timing_threads_default
 
-    from seqlab.measure import timing
-
-    machine = sizes.threads or torch.get_num_threads()
+    machine = sizes.threads or timing_threads_default()
     thread_counts = (1,) if machine == 1 else (1, machine)
-    timings = _time_all(sizes, seed, thread_counts)
-    speedups = {name: by[1]["median_s"] / by[machine]["median_s"] for name, by in timings.items()}
-    busy = machine > 1 and (timings["control"][machine]["noisy"] or speedups["control"] < SPEED_MARGIN)
-    ratios, classes = _compare(timings, thread_counts, busy)
-    stops = {threads: next((s for s in SCOPES if classes[threads][s] == "recurrence_first"), None)
-             for threads in thread_counts}
+    measured = _time_all(sizes, seed, thread_counts)
+    names = ("control", "recurrence", "recurrence_batch", *SCOPES)
+    timings = {name: {t: _timing_values(measured, name, t) for t in thread_counts} for name in names}
     if machine == 1:
-        advantage, scaling = None, "one_thread"
+        speedups, control, advantage, scaling, threads_work = {}, None, None, "one_thread", True
     else:
-        advantage = speedups["sdpa"] / speedups["recurrence"]
-        noisy = any(timings[name][t]["noisy"] for name in ("sdpa", "recurrence") for t in thread_counts)
-        scaling = "busy" if busy else _classify(advantage, noisy, "attention_scales", "recurrence_scales")
+        speedups = {name: _judged(decide(measured, timed_name(name, 1), timed_name(name, machine), SPEED_MARGIN))
+                    for name in names}
+        control = speedups["control"]
+        threads_work = control["outcome"] == "b_first"  # the plain product sped up beyond the margin
+        advantage = None
+        if not threads_work:
+            scaling = "busy" if control["outcome"] != "not_judged" else "control_not_judged"
+        else:
+            decision = decide(_speedup_rounds(measured, "sdpa", "recurrence", machine), "sdpa", "recurrence",
+                              SPEED_MARGIN)
+            advantage = _judged(decision)
+            scaling = _SCALING_CLASS[decision.outcome]
+            if not decision.decided:
+                advantage["reason"] = undecided_reason(decision)
+    judged = _compare(measured, thread_counts, threads_work)
+    classes = {t: {s: judged[t][s]["class"] for s in SCOPES} for t in thread_counts}
+    stops = {t: next((s for s in SCOPES if classes[t][s] == "recurrence_first"), None) for t in thread_counts}
+    undecided = [[t, s] for t in thread_counts for s in SCOPES if classes[t][s] in ("not_judged", "busy")]
+    ties = [[t, s] for t in thread_counts for s in SCOPES if classes[t][s] == "tie"]
     contradicted = classes[1]["sdpa"] == "recurrence_first" or scaling == "recurrence_scales"
     caveats = ["attention_stops_first"] if any(scope is not None for scope in stops.values()) else []
-    if any(c in ("tie", "noisy", "busy") for by in classes.values() for c in by.values()):
+    if ties:
+        caveats.append("tie_scopes")
+    if undecided:
         caveats.append("undecided_scopes")
     if scaling != "attention_scales":
         caveats.append(f"scaling_{scaling}")
     T, d = sizes.time_length, sizes.time_width
     values = {"T": T, "d": d, "batch": sizes.time_batch, "heads": sizes.time_heads, "threads": thread_counts,
+              "rounds": measured.rounds,
               "work_ratio": Fraction(cost.attention_multiplications(T, d, d), cost.recurrence_multiplications(T, d, d)),
-              "timings": timings, "ratios": ratios, "classes": classes, "stops": stops, "speedups": speedups,
-              "advantage": advantage, "scaling": scaling}
-    condition = {"rule": "matched_scopes_and_threads", "speed_margin": SPEED_MARGIN,
-                 "noise_fraction": timing.NOISY_IQR_FRACTION, "min_blocks": timing.MIN_BLOCKS, "caveats": caveats}
-    decided = classes[1]["sdpa"] not in ("noisy", "busy")
+              "timings": timings, "comparisons": judged, "ratios": {t: {s: judged[t][s]["ratio"] for s in SCOPES}
+                                                                    for t in thread_counts},
+              "classes": classes, "stops": stops, "speedups": speedups, "advantage": advantage, "scaling": scaling}
+    condition = {"rule": "interleaved_rounds_matched_scopes_and_threads", "speed_margin": SPEED_MARGIN,
+                 "rounds": ROUNDS, "min_rounds": MIN_ROUNDS, "undecided": undecided, "ties": ties,
+                 "caveats": caveats}
+    decided = classes[1]["sdpa"] != "not_judged"
     return Judgement(verdict_of(contradicted, caveats, decided), values, condition)
+
+
+def _timing_values(measured, name: str, threads: int) -> dict:
+    """One machine's times as data: median and IQR over rounds (seconds per call), every round, calls per block."""
+    t = measured.timing(timed_name(name, threads))
+    return {"median_s": t.median_s, "iqr_s": t.iqr_s, "per_round_s": t.samples,
+            "calls": measured.calls[timed_name(name, threads)], "threads": threads}

@@ -10,7 +10,8 @@ tests of L10 and wall time. Beside them: work at three scopes with independent c
 attention's reach at T/2 and T, and for a spectral radius above 1 the reach's spread under 1e-7 weight
 perturbations (:mod:`seqlab.measure.sensitivity`). Returns a frozen :class:`CompareResult`; rendering is
 :mod:`seqlab.render.compare`'s job. Tracing and autograd run on one thread (on a shared machine idle
-threads spin on busy cores); only the timings use torch's thread count.
+threads spin on busy cores); only the timings use more: ``threads``, by default PyTorch's count capped by the
+free cores, all machines in one set of interleaved rounds (:mod:`seqlab.studies.compare_times`).
 
 Shapes: T tokens, d_model token width, d_h hidden width, d_k query/key width, d_v value width.
 """
@@ -31,7 +32,9 @@ from seqlab.layers.recurrent import ElmanRNN, spectral_radius
 from seqlab.measure.order import OrderResult, measure_key_value_order, measure_order
 from seqlab.measure.paths import PathMatrix, measure_paths
 from seqlab.measure.reach import Reach, auto_probes, measure_reach
+from seqlab.measure.rounds import Decision
 from seqlab.measure.sensitivity import DRAWS, Sensitivity, measure_sensitivity
+from seqlab.measure.signal_path import SignalReading, read_signal_path
 from seqlab.measure.timing import MachineLoad, Timing, fixed_threads
 from seqlab.measure.trace import Span, measure_span
 from seqlab.measure.work import WorkCount, count_multiplications
@@ -79,6 +82,8 @@ class CompareConfig:
             does not depend on it, the tracer's time does.
         sensitivity_draws: perturbed copies of W_hh measured when its spectral radius exceeds 1 (0: none).
         gated: also measure ``nn.LSTM`` and ``nn.GRU`` (False leaves their columns out: quicker, for tests).
+        threads: intra-op CPU threads of the timings (None: :func:`seqlab.measure.rounds.timing_threads_default`,
+            PyTorch's count capped by the cores the machine's load leaves free); tracing always runs on one.
     """
 
     d_model: int = 512
@@ -96,6 +101,7 @@ class CompareConfig:
     path_width: int | None = PATH_WIDTH
     sensitivity_draws: int = DRAWS
     gated: bool = True
+    threads: int | None = None
 
     def widths(self) -> tuple[int, int, int, int]:
         """(d_model, d_h, d_k, d_v), validated, each in [1, MAX_WIDTH].
@@ -135,6 +141,8 @@ class MachineMeasurements:
         reach_half: attention only: the reach of y_{T/2} from x_1 on the first T/2 tokens (how the one
             weight α_T1 shrinks as the softmax spreads over more keys, L4); None for the recurrence.
         time_layer: attention only: wall time of ``nn.MultiheadAttention`` with H heads (the layer, fast path).
+        signal: the signal path from x_1 to y_T (:func:`~seqlab.measure.signal_path.read_signal_path`: W_hh T − 1
+            times in the recurrence, one α_T1 in attention), with the config's probes; None when not read.
     """
 
     closed_form: int
@@ -152,6 +160,7 @@ class MachineMeasurements:
     time_explicit: Timing | None
     reach_half: Reach | None = None
     time_layer: Timing | None = None
+    signal: SignalReading | None = None
 
 
 @dataclass(frozen=True)
@@ -166,12 +175,16 @@ class CompareResult(NotebookView):
         crossover: the T at which the closed forms are equal (= d when widths are equal, L7); None
             when attention with this score costs more at every length.
         recurrence, attention: the measurements.
-        threads: CPU threads torch used; torch_version: the PyTorch that ran.
+        threads: CPU threads of the timings (torch's count when not timed; tracing and counting ran on one);
+            torch_version: the PyTorch that ran.
         scopes: work at the lesson's, the layer's and the kernels' scope (closed forms, independent counts).
         gated: ``nn.LSTM`` and ``nn.GRU`` on the same text (span, path, reach, time).
         heads: heads of the ``nn.MultiheadAttention`` layer (None when it cannot be built at these widths).
         sensitivity: the recurrence's reach under 1e-7 perturbations of W_hh (None unless ρ > 1).
         load: the machine's load when the timings began (None when not timed).
+        time_decisions: who finishes first, from the interleaved rounds (:func:`seqlab.measure.rounds.decide`,
+            margin :data:`~seqlab.studies.claims_time.SPEED_MARGIN`): nn.RNN against SDPA, then against the layer
+            (``a`` is always ``"nn.RNN"``; empty when not timed).
     """
 
     source: str
@@ -195,6 +208,7 @@ class CompareResult(NotebookView):
     heads: int | None = None
     sensitivity: Sensitivity | None = None
     load: MachineLoad | None = None
+    time_decisions: tuple[Decision, ...] = ()
 
 
 def check_compare_size(T: int, config: CompareConfig) -> None:
@@ -263,6 +277,7 @@ def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig, r
         key_value_order=None,
         time_library=None,
         time_explicit=None,
+        signal=read_signal_path(rnn, x, probes=_probes(config, rnn.d_h, T)),
     )
 
 
@@ -301,6 +316,7 @@ def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareCon
         time_library=None,
         time_explicit=None,
         reach_half=reach_half,
+        signal=read_signal_path(layer, x, output=_first, probes=_probes(config, layer.d_v, T)),
     )
 
 
@@ -324,12 +340,15 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
         A :class:`CompareResult`.
 
     Raises:
-        SeqlabError: fewer than 2 tokens, bad widths or score, or sizes that would not fit in memory.
+        SeqlabError: fewer than 2 tokens, bad widths or score, a thread count that is not an integer >= 1, or
+            sizes that would not fit in memory.
     """
     T = len(tokens)
     if T < 2:
         raise SeqlabError(f"compare needs a text of at least 2 tokens; {source} has {T}", parameter="T")
     check_compare_size(T, config)
+    if config.threads is not None:  # refused before anything is traced, not after
+        require_positive_int("threads", config.threads)
     recurrence, attention = _build(config)
     x = embed(tokens, recurrence.d_model, seed=config.seed)  # (T, d_model)
     d_model, d_h, d_k, d_v = config.widths()
@@ -386,6 +405,7 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
         sensitivity=sensitivity,
     )
     step(3, 4, "time")
-    result = time_modules(result, modules, x, config.min_run_time, config.time_explicit) if config.time else result
+    if config.time:
+        result = time_modules(result, modules, x, config.min_run_time, config.time_explicit, config.threads)
     step(4, 4, "done")
     return result

@@ -34,6 +34,7 @@ import torch
 from seqlab.glossary import NOTATION
 from seqlab.measure.paths import PathMatrix, measure_paths
 from seqlab.measure.reach import Reach, measure_reach
+from seqlab.measure.signal_path import SignalReading, read_signal_path
 from seqlab.measure.timing import Timing
 from seqlab.measure.trace import Span, measure_span
 
@@ -59,6 +60,8 @@ class GatedMeasurements:
         path_width: d_model = d_h of the copy the path was traced on (equal to ``d_h`` when traced at full width).
         reach: ‖∂y_T/∂x_i‖ for every i, float64, at full width.
         time_library: wall time of one forward of the module (None when not timed).
+        signal: the signal path (:func:`~seqlab.measure.signal_path.read_signal_path`): absent, named, since
+            ``nn.LSTM`` and ``nn.GRU`` declare no transition factor; None when not read.
     """
 
     cell: str
@@ -69,6 +72,7 @@ class GatedMeasurements:
     path_width: int
     reach: Reach
     time_library: Timing | None
+    signal: SignalReading | None = None
 
 
 def build_gated(cell: str, d_model: int, d_h: int, generator: torch.Generator) -> torch.nn.RNNBase:
@@ -157,7 +161,8 @@ def measure_gated(cell: str, module: torch.nn.RNNBase, x: torch.Tensor, *, seed:
     measured = reach() if reach is not None else gated_reach(module, x, seed=seed, probes=probes)
     update, bypass = BYPASS[cell]
     return GatedMeasurements(cell=cell, update=update, bypass=bypass, span=span,
-                             path=path, path_width=widths[1], reach=measured, time_library=None)
+                             path=path, path_width=widths[1], reach=measured, time_library=None,
+                             signal=read_signal_path(module, x[None]))
 
 
 def reach_thread() -> ThreadPoolExecutor:

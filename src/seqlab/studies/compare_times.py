@@ -1,11 +1,15 @@
-"""Wall times in ``seqlab compare``: every library module timed on the same rows, with its spread and load (L8).
+"""Wall times in ``seqlab compare``: every library module timed in the same interleaved rounds, and who finishes
+first only where the rounds decide it (L8).
 
 The lesson's argument for attention is about time (L8), so ``compare`` times each machine at the scope of
 its work counts: ``nn.RNN`` against SDPA (the call alone, the lesson's scope) and against
-``nn.MultiheadAttention`` with H heads (the layer), plus ``nn.LSTM`` and ``nn.GRU``. Each time carries its
-median, interquartile range and timed blocks (:class:`seqlab.measure.timing.Timing`) and the machine's load
-read before the first clock (:class:`seqlab.measure.timing.MachineLoad`), so a front end can say when the
-machine was busy.
+``nn.MultiheadAttention`` with H heads (the layer), plus ``nn.LSTM`` and ``nn.GRU`` (and the explicit machines
+when asked). All of them are timed in one :func:`seqlab.measure.rounds.measure_rounds` — every round one block
+of each, the order rotating — so the ratio nn.RNN / attention is taken round by round between blocks that met
+the same machine, and :func:`seqlab.measure.rounds.decide` with :data:`~seqlab.studies.claims_time.SPEED_MARGIN`
+(the margin of ``check`` L8) says who finishes first, that they tie, or that it is not judged. Each time
+carries its median and IQR over the rounds (:class:`seqlab.measure.timing.Timing`), its thread count and the
+machine's load read before the first clock (:class:`seqlab.measure.timing.MachineLoad`).
 
 Shapes: T tokens, d_model width.
 """
@@ -17,46 +21,78 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from seqlab.measure.timing import Timing, machine_load, measure_time
+from seqlab.measure import rounds as rounds_module
+from seqlab.measure.timing import machine_load
+from seqlab.studies.claims_time import SPEED_MARGIN
 from seqlab.studies.compare_scopes import Modules
 
 if TYPE_CHECKING:
     from seqlab.studies.compare import CompareResult
 
+#: Interleaved rounds of compare's timings.
+ROUNDS = rounds_module.DEFAULT_ROUNDS
+#: The names the machines are timed under (the recurrence's, the call's; the layer's adds its heads).
+RNN, SDPA = "nn.RNN", "SDPA"
+
+
+def layer_name(heads: int) -> str:
+    """The name ``nn.MultiheadAttention`` with ``heads`` heads is timed under.
+
+    >>> layer_name(8)
+    'nn.MultiheadAttention (8 heads)'
+    """
+    return f"nn.MultiheadAttention ({heads} heads)"
+
 
 def time_modules(result: CompareResult, modules: Modules, x: torch.Tensor, min_run_time: float = 0.2,
-                 explicit: bool = False) -> CompareResult:
-    """``result`` with the wall time of every library module, and of the explicit machines when ``explicit``.
+                 explicit: bool = False, threads: int | None = None) -> CompareResult:
+    """``result`` with the wall time of every library module, and of the explicit machines when ``explicit``, and
+    the decisions nn.RNN against SDPA and against the layer.
 
     Times ``nn.RNN``, SDPA (the call alone), ``nn.MultiheadAttention`` with H heads (the layer), ``nn.LSTM``
-    and ``nn.GRU`` on (1, T, d_model) rows, each with :func:`~seqlab.measure.timing.measure_time` (first call
-    apart, median and IQR of at least 3 timed blocks) on torch's thread count; the machine's load is read
-    once before the first clock and carried by every timing (the busy-machine caveat).
+    and ``nn.GRU`` on (1, T, d_model) rows in :data:`ROUNDS` interleaved rounds (first call apart, one warm-up,
+    blocks of about ``min_run_time / ROUNDS`` seconds: ``min_run_time`` of timed blocks per machine in all); the
+    machine's load is read once before the first clock and carried by every timing (the busy-machine caveat).
 
     Args:
         result: the untimed result. modules: the modules it measured. x: (T, d_model) token vectors.
-        min_run_time: seconds of timed blocks per module. explicit: also time the explicit machines.
+        min_run_time: seconds of timed blocks per machine. explicit: also time the explicit machines.
+        threads: intra-op CPU threads of the timings (None: :func:`~seqlab.measure.rounds.timing_threads_default`,
+            PyTorch's count capped by the cores the load leaves free).
 
     Returns:
-        A copy of ``result`` with its ``time_*`` fields and ``load`` filled in.
+        A copy of ``result`` with its ``time_*`` fields, ``time_decisions``, ``threads`` (the timings') and
+        ``load`` filled in.
     """
     load = machine_load()  # once, before the first clock: the study's own timing must not read as load
-
-    def clock(function, label: str) -> Timing:
-        return measure_time(function, label=label, min_run_time=min_run_time, load=load)
-
     batch = x[None]  # (1, T, d_model)
     rec, att = result.recurrence, result.attention
     with torch.no_grad():
         q, k, v = (t[None, None] for t in modules.attention.project(x))  # (1, 1, T, ·)
-    rec = replace(rec, time_library=clock(lambda: modules.rnn(batch), "nn.RNN"),
-                  time_explicit=clock(lambda: modules.elman(x), "ElmanRNN (loop)") if explicit else None)
+    functions = {RNN: lambda: modules.rnn(batch)}
+    if explicit:
+        functions["ElmanRNN (loop)"] = lambda: modules.elman(x)
     call = modules.call
-    att = replace(att, time_library=clock(lambda: call(q, k, v), "SDPA") if call is not None else None,
-                  time_layer=None if modules.heads is None else clock(
-                      lambda: modules.heads(batch), f"nn.MultiheadAttention ({modules.heads.heads} heads)"),
-                  time_explicit=clock(lambda: modules.attention.attention(q[0, 0], k[0, 0], v[0, 0]),
-                                      "Attention (explicit)") if explicit else None)
-    gated = tuple(replace(g, time_library=clock(lambda module=modules.gated[g.cell]: module(batch),
-                                                 f"nn.{g.cell.upper()}")) for g in result.gated)
-    return replace(result, recurrence=rec, attention=att, gated=gated, load=load)
+    if call is not None:
+        functions[SDPA] = lambda: call(q, k, v)
+    layer = None if modules.heads is None else layer_name(modules.heads.heads)
+    if layer is not None:
+        functions[layer] = lambda: modules.heads(batch)
+    if explicit:
+        functions["Attention (explicit)"] = lambda: modules.attention.attention(q[0, 0], k[0, 0], v[0, 0])
+    for g in result.gated:
+        functions[f"nn.{g.cell.upper()}"] = lambda module=modules.gated[g.cell]: module(batch)
+    measured = rounds_module.measure_rounds(functions, rounds=ROUNDS, block_seconds=min_run_time / ROUNDS,
+                                            threads=threads, load=load)
+
+    def timing(name: str):
+        return measured.timing(name) if name in measured.per_round else None
+
+    rec = replace(rec, time_library=timing(RNN), time_explicit=timing("ElmanRNN (loop)"))
+    att = replace(att, time_library=timing(SDPA), time_layer=None if layer is None else timing(layer),
+                  time_explicit=timing("Attention (explicit)"))
+    gated = tuple(replace(g, time_library=timing(f"nn.{g.cell.upper()}")) for g in result.gated)
+    decisions = tuple(rounds_module.decide(measured, RNN, name, SPEED_MARGIN)
+                      for name in (SDPA, layer) if name is not None and name in measured.per_round)
+    return replace(result, recurrence=rec, attention=att, gated=gated, load=load, threads=measured.threads,
+                   time_decisions=decisions)

@@ -10,7 +10,11 @@ measures, on one real forward pass each:
   are named);
 * **path** — least products and ops between input and output positions
   (:func:`~seqlab.measure.paths.measure_paths`), summarised as the longest path among the measured
-  sources and the path from position 0 to T - 1; ops without a path rule are named.
+  sources and the path from position 0 to T - 1; ops without a path rule are named;
+* **signal path** — beside that graph path, the transition factors a signal from x_1 meets on its way to y_T and
+  the reach ‖∂y_T/∂x_1‖ (:func:`~seqlab.measure.signal_path.read_signal_path`, float64), where the module (or a
+  submodule) declares its factor; a module that declares none (``nn.RNN``, a Hugging Face layer, yours) gets no
+  reading, named as absent.
 
 The module is measured in eval mode (dropout would change each pass) and every submodule's
 ``training`` flag is put back as it was (:func:`~seqlab.measure.switches.evaluation_mode`; an eval-mode
@@ -45,6 +49,7 @@ from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.measure.layout import check_positions_layout
 from seqlab.measure.ops import op_name
 from seqlab.measure.paths import measure_paths
+from seqlab.measure.signal_path import SignalReading, read_signal_path
 from seqlab.measure.switches import evaluation_mode
 from seqlab.measure.timing import fixed_threads
 from seqlab.measure.trace import measure_span
@@ -109,6 +114,8 @@ class ProfileResult(NotebookView):
         padded_multiplications: when the module ran on nested tensors (``nn.TransformerEncoder``'s fast path
             with a padding mask), ``multiplications`` counts real tokens and this the bound with every
             sequence padded to the longest; None when no nested tensor ran.
+        signal: the signal path from x_1 to y_T (:class:`~seqlab.measure.signal_path.SignalReading`: absent, and
+            named, when the module declares no transition factor).
     """
 
     module: str
@@ -128,6 +135,7 @@ class ProfileResult(NotebookView):
     threads: int
     torch_version: str
     padded_multiplications: int | None = None
+    signal: SignalReading | None = None
 
     @property
     def complete(self) -> bool:
@@ -248,6 +256,7 @@ def profile(module: Callable[..., Any], x: Tensor, *, sources: Sequence[int] | s
             work = _traced("work counter", module, x, lambda run: count_multiplications(run, x))
         span = _traced("span tracer", module, x, lambda run: measure_span(run, x))
         paths = _traced("path tracer", module, x, lambda run: measure_paths(run, x, sources=chosen))
+        signal = read_signal_path(module, x, output=_first)
 
     def between(source: int, target: int, unit: str) -> int | None:
         return paths.row(source, unit)[target] if source in chosen else None
@@ -264,7 +273,7 @@ def profile(module: Callable[..., Any], x: Tensor, *, sources: Sequence[int] | s
         span_ops=span.ops, span_products=span.products, total_ops=span.total_ops,
         total_products=span.total_products, fused=dict(span.fused), path=summary,
         dtype=str(x.dtype).removeprefix("torch."), threads=threads, torch_version=torch.__version__,
-        padded_multiplications=work.padded_multiplications)
+        padded_multiplications=work.padded_multiplications, signal=signal)
 
 
 @contextlib.contextmanager

@@ -6,12 +6,18 @@ study measures all six columns for the rows of :mod:`seqlab.studies.table1_moder
 machines, the paper's other rows and the modern mixers), each at several T, fits each series against T
 (:func:`seqlab.fit.fit_growth`: a power law or a logarithm) and sets the fit beside the row's big-O:
 
-* **work** — multiplications counted while the *whole layer* runs (:func:`~seqlab.measure.work.count_multiplications`;
-  projections included for every row, so rows compare like with like; ``seqlab table1`` counts attention's
-  call alone, as the paper does), each count checked against the row's closed form;
+* **work** — multiplications counted while the *whole layer* runs (:func:`~seqlab.measure.work.count_multiplications`):
+  its input projections, its mixing and its output projection W_O wherever the original layer has one (the
+  attention rows get theirs, :class:`~seqlab.studies.table1_modern_rows.WithOutputProjection`, as every mixer has
+  its own; the Elman RNN and the convolutions have none), so rows compare like with like (``seqlab table1`` counts
+  attention's call alone, as the paper does); each count checked against the row's closed form;
 * **span** — operations (and matrix products) in a row of one layer (:func:`~seqlab.measure.trace.measure_span`);
 * **path** — least operations from position 1 to T (or T to 1), on the stack that connects all positions
   (:func:`~seqlab.measure.paths.measure_paths`; one layer except for the paper's convolution and restricted rows);
+  beside it, not judged, the **signal path**: the transition factors a signal from x_1 meets on its way to y_T and
+  the reach ‖∂y_T/∂x_1‖ (:func:`~seqlab.measure.signal_path.measure_signal_path`, float64), where the row's module
+  declares its factor — the graph path says how long y_T waits, the signal path how many times the signal is
+  multiplied; a parallel scan changes the first, never the second;
 * **memory** — peak bytes held by tensors the forward pass allocates, inputs and weights excluded
   (:func:`~seqlab.measure.memory_peak.measure_peak_memory`); attention on its math path;
 * **decode cost** — multiplications of the one step that generates position t (:mod:`seqlab.measure.decode`,
@@ -21,10 +27,17 @@ machines, the paper's other rows and the modern mixers), each at several T, fits
 The path analysis carries a distance per element and source, and the paper's rows need stacks of many layers,
 so it runs at the short ``lengths``; work, span, memory and decoding run at the ``long_lengths``, where the T²
 terms dominate the T·d² ones at these widths and a chain's fixed part of a few ops no longer hides its growth.
-A cell *matches* when the fitted model is the big-O's and, for a power, the exponent lies within
-:data:`~seqlab.studies.table1_results.TOLERANCE` of it. Measurements are counts and bytes, never times, and
-run on one CPU thread (restored afterwards). Sizes that would not fit in memory are refused before anything is
-built.
+
+A big-O describes a regime: past the window w, the chunk C, the restriction r, the kernel k or the Mamba block's
+d_conv (below, the layer behaves like another one: one chunk is the parallel form, one window full attention).
+Each row's :class:`~seqlab.layers.mixers.Regime` per column, derived from the row's own sizes, says from which
+length its big-O applies and, for a count that steps (⌈T/C⌉ chunks, a stack's layers, a scan's rounds and
+hops), its own whole-number term. A cell is judged on the lengths of its regime alone
+(:func:`seqlab.fit.judge_form`): it *matches* when the form a + b·f(T) chosen is the big-O's, *mismatches*
+when another form is chosen at lengths that separate the two, and is *not judged* — never a mismatch — when
+fewer than 3 lengths lie in the regime or these lengths cannot tell the big-O's form from another
+(⌈log₂T⌉ = 3 at T = 5, 6, 7). Measurements are counts and bytes, never times, and run on one CPU thread
+(restored afterwards). Sizes that would not fit in memory are refused before anything is built.
 
 Shapes: T positions, t the decoded position, d = every width, k kernel, r window, C chunk.
 """
@@ -33,23 +46,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
+
+import copy
 
 import torch
 
 from seqlab.errors import SeqlabError, require_positive_int
-from seqlab.fit import Fit, fit_growth
+from seqlab.fit import MATCH, MISMATCH, Fit, fit_growth, form_of_growth, judge_form
+from seqlab.layers.mixers import Regime
 from seqlab.measure import memory_peak
 from seqlab.measure.paths import measure_paths
+from seqlab.measure.signal_path import declared_factors, measure_signal_path
 from seqlab.measure.timing import fixed_threads
 from seqlab.measure.trace import measure_span
 from seqlab.memory import MemoryEstimate, require_fits
 from seqlab.studies import table1
 from seqlab.studies.notebook_view import NotebookView
 from seqlab.studies.table1_modern_rows import ROWS, Machine, build_machine, row_available
-from seqlab.studies.table1_results import MAX_LENGTH, MAX_WIDTH, Cell, Growth, Table1Config
+from seqlab.studies.table1_results import MAX_LENGTH, MAX_WIDTH, Growth, Table1Config
 
-__all__ = ["DEFAULT_LONG_LENGTHS", "DEFAULT_SHORT_LENGTHS", "QUICK_LONG_LENGTHS", "QUICK_SHORT_LENGTHS",
-           "LongSample", "ModernConfig", "ModernResult", "ModernRow", "ShortSample", "check_modern_size", "run_modern"]
+__all__ = ["DEFAULT_LONG_LENGTHS", "DEFAULT_SHORT_LENGTHS", "NOT_JUDGED", "QUICK_LONG_LENGTHS", "QUICK_SHORT_LENGTHS",
+           "REASONS", "VERDICTS", "LongSample", "ModernCell", "ModernConfig", "ModernResult", "ModernRow",
+           "ShortSample", "check_modern_size", "run_modern"]
 
 DEFAULT_SHORT_LENGTHS = (32, 64, 128, 256)
 QUICK_SHORT_LENGTHS = (32, 64, 128)
@@ -58,6 +77,12 @@ QUICK_LONG_LENGTHS = (256, 512, 1024)
 DEFAULT_D_MODEL = 32
 QUICK_D_MODEL = 16
 COLUMNS = ("work", "span", "path", "memory", "decode", "state")
+NOT_JUDGED = "not_judged"
+#: A cell's verdicts: its fit shows the big-O, shows another form, or is not judged (the reason says why).
+VERDICTS = (MATCH, MISMATCH, NOT_JUDGED)
+#: Why a cell is not judged: fewer than 3 lengths in its regime; a regime that no length reaches; lengths
+#: that do not separate the big-O's form from another.
+REASONS = ("below_regime", "no_regime", "not_separated")
 
 
 @dataclass(frozen=True)
@@ -92,14 +117,72 @@ class ModernConfig:
                        rows=tuple(row for row in ROWS if row in rows))
 
 
+#: Why a row has no signal path at a T, beside :data:`seqlab.measure.signal_path.REASONS`: its module declares no
+#: transition factor; its connecting stack is the paper's, built by ``seqlab table1``, whose layers are not offered;
+#: or no stack connects its ends (a window of 1).
+SIGNAL_ABSENT = ("no_factor", "stack_not_measured", "not_connected")
+
+
+@dataclass(frozen=True)
+class ModernCell:
+    """One cell: the big-O, where it applies, the fit of the lengths there, and the verdict.
+
+    Attributes:
+        paper: the big-O as printed; expected: the growth it means.
+        fit: the fit the verdict rests on, of the lengths in the regime (of every length when fewer than 3 are
+            there; None when no value was measured: a path that no stack connects).
+        verdict: one of :data:`VERDICTS`; ``matches`` is ``verdict == "match"``.
+        lengths: the lengths judged (those in the regime).
+        regime_start: the first length of the regime (None: none); regime_size, regime_symbol: the size that sets
+            it (an English message id, empty when the big-O applies at every length) and its value (``"w = 4"``);
+            regime_multiple: the regime holds only multiples of it (whole chunks), else 1.
+        steps: the count's own whole-number term fitted with the big-O's form (:class:`seqlab.fit.Steps`), or None.
+        reason: why the cell is not judged, one of :data:`REASONS` (None when judged).
+        other: the form these lengths cannot tell from the big-O's (reason ``"not_separated"``).
+    """
+
+    paper: str
+    expected: Growth
+    fit: Fit | None
+    verdict: Literal["match", "mismatch", "not_judged"]
+    lengths: tuple[int, ...]
+    regime_start: int | None
+    regime_size: str
+    regime_symbol: str
+    regime_multiple: int
+    steps: str | None
+    reason: Literal["below_regime", "no_regime", "not_separated"] | None
+    other: str | None
+
+    @property
+    def matches(self) -> bool:
+        """The fit shows the big-O (a cell not judged does not match, and does not mismatch either)."""
+        return self.verdict == MATCH
+
+    @property
+    def judged(self) -> bool:
+        """The cell has a verdict, ✓ or ✗."""
+        return self.verdict != NOT_JUDGED
+
+
 @dataclass(frozen=True)
 class ShortSample:
-    """Path of one row at one short T (ops; products beside) and the depth of the stack that connects all T."""
+    """Path of one row at one short T (ops; products beside) and the depth of the stack that connects all T
+    (0 and no path where no stack connects them: a window of 1).
+
+    Beside the graph path, the signal path from x_1 to y_T on the same stack: ``signal_factors`` transition factors
+    (``signal_factor`` names them; unit: factors) and ``signal_reach`` = ‖∂y_T/∂x_1‖_F (float64), or None with
+    ``signal_absent`` saying why (a key of :data:`seqlab.measure.signal_path.REASONS` or of :data:`SIGNAL_ABSENT`).
+    """
 
     T: int
     depth: int
     path_ops: int | None
     path_products: int | None
+    signal_factors: int | None = None
+    signal_factor: str | None = None
+    signal_reach: float | None = None
+    signal_absent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -131,23 +214,23 @@ class LongSample:
 
 @dataclass(frozen=True)
 class ModernRow:
-    """One row: its raw samples and a :class:`~seqlab.studies.table1_results.Cell` per column (None: no step API)."""
+    """One row: its raw samples and a :class:`ModernCell` per column (None: no step API)."""
 
     row: str
     group: str
     source: str
     short: tuple[ShortSample, ...]
     long: tuple[LongSample, ...]
-    work: Cell
-    span: Cell
-    path: Cell
-    memory: Cell
-    decode: Cell | None
-    state: Cell | None
+    work: ModernCell
+    span: ModernCell
+    path: ModernCell
+    memory: ModernCell
+    decode: ModernCell | None
+    state: ModernCell | None
     span_products_fit: Fit
 
-    def cells(self) -> dict[str, Cell]:
-        """The judged cells by column name (decode and state only where the row decodes)."""
+    def cells(self) -> dict[str, ModernCell]:
+        """The cells by column name (decode and state only where the row decodes), judged or not."""
         return {c: getattr(self, c) for c in COLUMNS if getattr(self, c) is not None}
 
 
@@ -175,8 +258,13 @@ class ModernResult(NotebookView):
 
     @property
     def cells(self) -> int:
-        """Cells judged."""
-        return sum(len(row.cells()) for row in self.rows)
+        """Cells judged (✓ or ✗)."""
+        return sum(cell.judged for row in self.rows for cell in row.cells().values())
+
+    @property
+    def not_judged(self) -> int:
+        """Cells not judged: their regime holds fewer than 3 lengths, or the lengths do not separate the forms."""
+        return sum(not cell.judged for row in self.rows for cell in row.cells().values())
 
     @property
     def counts_differ(self) -> int:
@@ -219,16 +307,33 @@ def _input(T: int, d: int, seed: int) -> torch.Tensor:
 
 def _short(row: str, machine: Machine, T: int, config: ModernConfig) -> ShortSample:
     """Path at T: the paper's rows through ``seqlab table1``'s own measurement (connecting stacks)."""
+    if machine.regime("path").start is None:  # no stack connects the ends (a window of 1): nothing to trace
+        return ShortSample(T, 0, None, None, signal_absent="not_connected")
     layer = ROWS[row].table1_layer
     if layer is not None:
         s = table1.measure_sample(layer, T, config.d_model, config.kernel, config.window, config.seed)
-        return ShortSample(T, s.depth, s.path_ops, s.path_products)
+        return ShortSample(T, s.depth, s.path_ops, s.path_products, **_signal(machine, T, s.depth, config))
     x = _input(T, config.d_model, config.seed)
     stack = machine.stack(T) if machine.stack is not None else (lambda inputs: [machine.layer(inputs)])
     per_depth = measure_paths(stack, x, sources=(0, T - 1), outputs=lambda outputs: outputs)
     path_ops, _ = table1._path(per_depth, T, "ops")
     path_products, _ = table1._path(per_depth, T, "products")
-    return ShortSample(T, len(per_depth), path_ops, path_products)
+    return ShortSample(T, len(per_depth), path_ops, path_products, **_signal(machine, T, len(per_depth), config))
+
+
+def _signal(machine: Machine, T: int, depth: int, config: ModernConfig) -> dict:
+    """The signal path from x_1 to y_T on the row's connecting stack (``depth`` copies of its module), as fields."""
+    module = machine.module
+    if module is None or not declared_factors(module):
+        return {"signal_absent": "no_factor"}
+    if depth > 1:
+        if machine.stack is None or machine.module_output is not None:
+            return {"signal_absent": "stack_not_measured"}
+        module = torch.nn.Sequential(*(copy.deepcopy(module) for _ in range(depth)))  # the same weights per layer
+    signal = measure_signal_path(module, _input(T, config.d_model, config.seed), source=0, target=T - 1,
+                                 output=machine.module_output)
+    return {"signal_factors": signal.factors, "signal_factor": signal.factor, "signal_reach": signal.reach,
+            "signal_absent": signal.reason}
 
 
 def _decode(machine: Machine, t: int, config: ModernConfig) -> tuple[int | None, int | None, int | None]:
@@ -269,12 +374,32 @@ def _long(machine: Machine, T: int, config: ModernConfig) -> LongSample:
                       tuple((t.op, t.shape, t.nbytes) for t in peak.largest[:3]), decode_count, decode_form, state)
 
 
-def _cell(entry: tuple[str, Growth] | None, lengths: Sequence[int], values: Sequence[int | None]) -> Cell | None:
-    if entry is None or any(v is None for v in values):
+def _cell(entry: tuple[str, Growth] | None, lengths: Sequence[int], values: Sequence[int | None],
+          regime: Regime) -> ModernCell | None:
+    """The cell of one column: fitted on the lengths of its regime, judged by :func:`seqlab.fit.judge_form`."""
+    if entry is None or (regime.start is not None and any(v is None for v in values)):
         return None
     paper, expected = entry
-    fit = fit_growth(lengths, values)
-    return Cell(paper=paper, expected=expected, fit=fit, matches=expected.matches(fit))
+    steps = regime.steps
+    where = dict(regime_start=regime.start, regime_size=regime.size, regime_symbol=regime.symbol,
+                 regime_multiple=regime.multiple, steps=None if steps is None else steps.name)
+    if regime.start is None:
+        return ModernCell(paper, expected, None, NOT_JUDGED, (), **where, reason="no_regime", other=None)
+    judged = [(T, v) for T, v in zip(lengths, values) if regime.holds(T)]
+    if len(judged) < 3:
+        return ModernCell(paper, expected, fit_growth(lengths, values), NOT_JUDGED,
+                          tuple(T for T, _ in judged), **where, reason="below_regime", other=None)
+    xs, ys = [T for T, _ in judged], [v for _, v in judged]
+    fit = fit_growth(xs, ys, steps)
+    form = form_of_growth(expected.model, expected.exponent)
+    if form is None:  # a power with no form of its own: the exponent decides (Growth.matches)
+        verdict, other = (MATCH if expected.matches(fit) else MISMATCH), None
+    else:
+        judgement = judge_form(xs, ys, form, steps)
+        verdict, other = (NOT_JUDGED, judgement.other) if judgement.verdict not in (MATCH, MISMATCH) else \
+            (judgement.verdict, None)
+    return ModernCell(paper, expected, fit, verdict, tuple(xs), **where,
+                      reason="not_separated" if verdict == NOT_JUDGED else None, other=other)
 
 
 def measure_row(row: str, config: ModernConfig) -> ModernRow:
@@ -292,18 +417,18 @@ def measure_row(row: str, config: ModernConfig) -> ModernRow:
     machine = build_machine(row, config.d_model, kernel=config.kernel, window=config.window, chunk=config.chunk,
                             seed=config.seed)
     short = tuple(_short(row, machine, T, config) for T in config.lengths)
-    if any(s.path_ops is None for s in short):
+    if machine.regime("path").start is not None and any(s.path_ops is None for s in short):
         raise SeqlabError(f"the {row} row never connected positions 1 and T at T = {config.lengths}")
     long = tuple(_long(machine, T, config) for T in config.long_lengths)
     lengths, long_lengths = config.lengths, config.long_lengths
     return ModernRow(
         row=row, group=spec.group, source=spec.source, short=short, long=long,
-        work=_cell(spec.work, long_lengths, [s.multiplications for s in long]),
-        span=_cell(spec.span, long_lengths, [s.span_ops for s in long]),
-        path=_cell(spec.path, lengths, [s.path_ops for s in short]),
-        memory=_cell(spec.memory, long_lengths, [s.peak_bytes for s in long]),
-        decode=_cell(spec.decode, long_lengths, [s.decode_multiplications for s in long]),
-        state=_cell(spec.state, long_lengths, [s.state_bytes for s in long]),
+        work=_cell(spec.work, long_lengths, [s.multiplications for s in long], machine.regime("work")),
+        span=_cell(spec.span, long_lengths, [s.span_ops for s in long], machine.regime("span")),
+        path=_cell(spec.path, lengths, [s.path_ops for s in short], machine.regime("path")),
+        memory=_cell(spec.memory, long_lengths, [s.peak_bytes for s in long], machine.regime("memory")),
+        decode=_cell(spec.decode, long_lengths, [s.decode_multiplications for s in long], machine.regime("decode")),
+        state=_cell(spec.state, long_lengths, [s.state_bytes for s in long], machine.regime("state")),
         span_products_fit=fit_growth(long_lengths, [s.span_products for s in long]))
 
 

@@ -24,7 +24,7 @@ w sliding window.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -32,10 +32,12 @@ from torch import Tensor
 
 from seqlab import cost
 from seqlab.errors import SeqlabError
+from seqlab.fit import Steps
 from seqlab.layers import mixers
+from seqlab.layers.mixers import EVERY_LENGTH, N_, Regime
 from seqlab.studies.table1_results import CONSTANT, LINEAR, LOGARITHMIC, QUADRATIC, Growth
 
-__all__ = ["ROWS", "Machine", "RowSpec", "build_machine", "modern_rows", "row_available"]
+__all__ = ["ROWS", "Machine", "RowSpec", "WithOutputProjection", "build_machine", "modern_rows", "row_available"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,38 @@ _FIXED_ROWS: dict[str, RowSpec] = {
                           ("O(r·T·d)", LINEAR), None, None, "Vaswani et al. 2017, Table 1"),
 }
 """The lesson's rows and the paper's, in the table's order; the mixers' rows follow from the registry."""
+
+
+
+def _stack_path(start: int, size: str, symbol: str, form: str, depth: Callable[[int], int]) -> Regime:
+    """A stack's path: from the first T that one layer no longer connects, in steps of the stack's depth."""
+    return Regime(start, size, symbol, Steps(form, f"layers ({symbol})", depth))
+
+
+def _fixed_regimes(row: str, d: int, kernel: int, window: int) -> dict[str, Regime]:
+    """The regimes of the lesson's and the paper's rows (a column not named applies at every length).
+
+    A convolution of kernel k reaches (k − 1)/2 positions each way and restricted attention r, so one layer
+    connects every position up to T = (k − 1)/2 + 1 and r + 1; past those the stack's depth
+    (:func:`seqlab.layers.convolution.layers_to_connect`, :func:`seqlab.layers.restricted.layers_to_connect`)
+    steps. Attention's peak holds the T×T scores only past T = 4·d (below, the T×d tensors; measured), restricted
+    attention's its band of 2r + 1 slots per query past T = 2r + 1.
+    """
+    from seqlab.layers import convolution, restricted
+
+    half = (kernel - 1) // 2
+    if row in ("convolution", "dilated_convolution"):
+        dilated = row == "dilated_convolution"
+        return {"path": _stack_path(half + 2, N_("the kernel"), f"k = {kernel}", "log T" if dilated else "T",
+                                    lambda T: convolution.layers_to_connect(T, kernel, dilated))}
+    if row == "restricted":  # the peak holds the band of 2r + 1 slots per query once T passes it (measured)
+        return {"path": _stack_path(window + 2, N_("the restriction"), f"r = {window}", "T",
+                                    lambda T: restricted.layers_to_connect(T, window)),
+                "memory": Regime(2 * window + 2, N_("the restriction"), f"r = {window}")}
+    if row == "self_attention":
+        return {"memory": Regime(4 * d, N_("the width"), f"d = {d}")}
+    return {}
+
 
 _GROWTHS = {"constant": CONSTANT, "linear": LINEAR, "quadratic": QUADRATIC, "logarithmic": LOGARITHMIC}
 
@@ -123,6 +157,31 @@ def row_available(row: str) -> bool:
     return row not in rows or rows[row][0].available()
 
 
+class WithOutputProjection(torch.nn.Module):
+    """An attention layer (``attention(x)`` -> (outputs, weights)) followed by its output projection W_O, d_v -> d.
+
+    Every Transformer layer maps the mixed values back to d_model with W^O (Vaswani et al. 2017, §3.2.2), as every
+    mixer of :mod:`seqlab.layers.mixers` does with its ``o_proj`` / ``out_proj``; with it the attention rows count
+    in-projections + mixing + W_O like the mixers' rows. Bias-free, drawn from ``generator``.
+
+    >>> from seqlab.layers.attention import SelfAttention
+    >>> layer = WithOutputProjection(SelfAttention(4), torch.Generator().manual_seed(0))
+    >>> layer(torch.zeros(1, 3, 4)).shape, tuple(layer.o_proj.weight.shape)  # (1, T, d_model); W_O (d_model, d_v)
+    (torch.Size([1, 3, 4]), (4, 4))
+    """
+
+    def __init__(self, attention: torch.nn.Module, generator: torch.Generator | None) -> None:
+        from seqlab.layers.mixer_common import linear
+
+        super().__init__()
+        self.attention = attention
+        self.o_proj = linear(attention.d_v, attention.d_model, generator, attention.q_proj.weight.dtype)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """y (…, T, d_model) = attention(x) W_Oᵀ for x (…, T, d_model)."""
+        return self.o_proj(self.attention(x)[0])  # (…, T, d_v) -> (…, T, d_model)
+
+
 @dataclass(frozen=True)
 class Machine:
     """A row built at width d: the one layer (x (1, T, d) -> y), its closed-form work at T, the step API.
@@ -137,6 +196,10 @@ class Machine:
             or measured through ``decode_machine``, which brings its own).
         stack: T -> (x -> every layer's output) of the stack that connects all T positions, when one layer
             does not (None: one layer connects them).
+        regimes: column -> where its big-O applies (:class:`~seqlab.layers.mixers.Regime`; see :meth:`regime`).
+        module: the ``torch.nn.Module`` behind ``layer``, whose declared transition factors the signal path scales
+            (:mod:`seqlab.measure.signal_path`); None when the row has none to offer.
+        module_output: picks the (1, T, d) output from what ``module`` returns (None: the return value itself).
     """
 
     layer: Callable[[Tensor], Tensor]
@@ -145,6 +208,13 @@ class Machine:
     decode_machine: str | None
     step_closed_form: Callable[[], int] | None = None
     stack: Callable[[int], Callable[[Tensor], list[Tensor]]] | None = None
+    regimes: Mapping[str, Regime] = field(default_factory=dict)
+    module: torch.nn.Module | None = None
+    module_output: Callable[[Any], Tensor] | None = None
+
+    def regime(self, column: str) -> Regime:
+        """Where the big-O of ``column`` applies (:data:`~seqlab.layers.mixers.EVERY_LENGTH` unless the row says)."""
+        return self.regimes.get(column, EVERY_LENGTH)
 
 
 def build_machine(row: str, d: int, *, kernel: int, window: int, chunk: int, seed: int = 0) -> Machine:
@@ -167,19 +237,22 @@ def build_machine(row: str, d: int, *, kernel: int, window: int, chunk: int, see
     generator = torch.Generator().manual_seed(seed)
     if row == "elman":
         decoder = build_decoder("elman", d, seed=seed)
-        return Machine(decoder.rnn, lambda T: cost.recurrence_multiplications(T, d, d), decoder, "elman")
-    if row == "self_attention":
-        attention = SelfAttention(d, causal=True, generator=generator).eval()
-        return Machine(lambda x: attention(x)[0],
-                       lambda T: cost.attention_multiplications(T, d, d) + cost.projection_multiplications(T, d, d, d),
-                       build_decoder("attention_kv_cache", d, seed=seed), "attention_kv_cache")
+        return Machine(decoder.rnn, lambda T: cost.recurrence_multiplications(T, d, d), decoder, "elman",
+                       module=decoder.rnn)
+    regimes = _fixed_regimes(row, d, kernel, window)
+    if row == "self_attention":  # Q, K, V, the call and W_O, as the mixers count theirs
+        attention = WithOutputProjection(SelfAttention(d, causal=True, generator=generator), generator).eval()
+        return Machine(attention, lambda T: cost.attention_layer_multiplications(T, d, d, d),
+                       build_decoder("attention_kv_cache", d, seed=seed), "attention_kv_cache", regimes=regimes,
+                       module=attention)
     if row in ("convolution", "dilated_convolution"):
         one = ConvolutionStack(d, kernel, layers=1, generator=generator).eval()
-        return Machine(one, lambda T: cost.convolution_multiplications(T, d, kernel), None, None)
+        return Machine(one, lambda T: cost.convolution_multiplications(T, d, kernel), None, None, regimes=regimes,
+                       module=one)
     if row == "restricted":
-        one = RestrictedSelfAttention(d, window, generator=generator).eval()
-        return Machine(lambda x: one(x)[0], lambda T: cost.restricted_attention_multiplications(
-            T, window, d, d) + cost.projection_multiplications(T, d, d, d), None, None)
+        one = WithOutputProjection(RestrictedSelfAttention(d, window, generator=generator), generator).eval()
+        return Machine(one, lambda T: cost.restricted_attention_layer_multiplications(T, window, d, d, d), None, None,
+                       regimes=regimes, module=one)
     return _build_mixer(row, d, window=window, chunk=chunk, generator=generator)
 
 
@@ -209,4 +282,5 @@ def _build_mixer(row: str, d: int, *, window: int, chunk: int, generator: torch.
                     outputs.append(x)
                 return outputs
             return forward_all
-    return Machine(module, module.multiplications, module, machine, step_form, stack)
+    regimes = {column: regime(module) for column, regime in spec.regimes.items()}
+    return Machine(module, module.multiplications, module, machine, step_form, stack, regimes, module=module)

@@ -7,10 +7,13 @@ token, whatever its layer. For positions t = 1, 4, 16, … up to the largest ask
 * the multiplications counted on the step (:func:`seqlab.measure.work.count_multiplications`) beside their
   closed form (:func:`seqlab.measure.decode.step_multiplications`);
 * the bytes of the state the machine carries after the step: fixed for the Elman RNN, linear attention and the
-  selective recurrence, t rows of keys and values for attention with a KV cache;
-* optionally the step's time, median and IQR, on one thread of this server (the server's load is reported);
-* the study's sentences (who wins each criterion with a margin, how each state grows, the span asymmetry of
-  training and generation), worded by :mod:`seqlab.render.decode` in the page's language.
+  selective recurrence, t rows of keys and values for attention with a growing KV cache, the largest position's
+  rows from the first token for the static (preallocated) one;
+* optionally the step's time, median and IQR over interleaved rounds in which every machine runs at each position
+  (:func:`seqlab.measure.rounds.measure_rounds`), on one thread of this server (the server's load is reported);
+* the study's sentences (who wins each criterion with a margin — the fastest only when decided against every
+  other machine —, how each state grows, what a cache saves, the span asymmetry of training and generation),
+  worded by :mod:`seqlab.render.decode` in the page's language.
 
 Shapes: batch 1, d = d_model = d_h = d_k = d_v.
 """
@@ -84,9 +87,11 @@ class DecodeResponse(BaseModel):
     positions: list[int]
     timed: bool
     threads: int = Field(description="threads the steps were timed on")
+    rounds: int = Field(description="interleaved rounds per position when timed")
     load_per_cpu: float | None = Field(description="the server's 1-minute load per CPU when timing began")
     machines: list[Machine]
     sentences: list[str] = Field(description="the study's decisions, worded in the page's language")
+    static_note: str | None = Field(description="what the static cache's bytes are, None when it was not run")
 
 
 def measure_decoding(d_model: int, largest: int, timed: bool, lang: str) -> DecodeResponse:
@@ -96,7 +101,7 @@ def measure_decoding(d_model: int, largest: int, timed: bool, lang: str) -> Deco
     >>> [(m.key, [s.multiplications for s in m.steps]) for m in r.machines][:2]  # 2·8²; 3·8² + t·(8 + 8)
     [('elman', [128, 128, 128]), ('attention_kv_cache', [208, 256, 448])]
     """
-    from seqlab.render.decode import decode_sentences, machine_label
+    from seqlab.render.decode import decode_sentences, machine_label, static_caption
     from seqlab.studies.decode import DecodeConfig, run_decode
 
     config = DecodeConfig(positions=positions_up_to(largest), d_model=d_model, time=timed,
@@ -113,8 +118,9 @@ def measure_decoding(d_model: int, largest: int, timed: bool, lang: str) -> Deco
                         iqr_s=s.timing.iqr_s if s.timing else None) for s in steps]))
     load = result.load.per_cpu if result.load is not None else None
     return DecodeResponse(d_model=d_model, positions=list(result.config.positions), timed=timed,
-                          threads=result.threads, load_per_cpu=load, machines=machines,
-                          sentences=decode_sentences(result, lang))
+                          threads=result.threads, rounds=result.config.rounds, load_per_cpu=load,
+                          machines=machines, sentences=decode_sentences(result, lang),
+                          static_note=static_caption(result, lang) or None)
 
 
 def estimate_panel_bytes(d_model: int, largest: int) -> MemoryEstimate:

@@ -34,9 +34,10 @@
     const parts = [t("caption", { match: match ? t("allMatch") : t("someDiffer"), d: Lab.fmtInt(data.d_model) })];
     if (data.timed) {
       const threads = data.threads === 1 ? t("threadOne") : t("threadsMany", { count: Lab.fmtInt(data.threads) });
-      parts.push(t("captionTimed", { threads,
+      parts.push(t("captionTimed", { threads, rounds: Lab.fmtInt(data.rounds),
                                      load: data.load_per_cpu === null ? "—" : Lab.fmtNum(data.load_per_cpu) }));
     }
+    if (data.static_note) parts.push(data.static_note);
     $("decode-caption").textContent = parts.join(" ");
   }
 
