@@ -253,8 +253,9 @@ def test_compare_reads_each_machine_signal_path() -> None:
     console = Console(width=260, record=True, color_system=None)
     console.print(render_compare(result, "en"))
     text = " ".join(console.export_text().split())
-    assert "6 transition factors (W_hh)" in text and "1 transition factor (α_ji)" in text
-    assert "absent: LSTM declares no transition factor" in text
+    row = next(line for line in console.export_text().splitlines() if "Signal path, 1 to T" in line)
+    assert [cell.strip() for cell in row.split("│")[2:-1]] == ["6 (W_hh)", "1 (α_ji)", "—", "—"]
+    assert "Signal path, 1 to T: factors met (—: none declared)" in text
 
 
 def test_notebook_views_show_the_signal_path(modern) -> None:

@@ -16,7 +16,7 @@ from seqlab.i18n import format_integer, format_number, format_source, plural_tra
 from seqlab.render import compare_prose as prose
 from seqlab.render.compare_format import DASH, MIN_BLOCKS, Formatter, timed_blocks, timing_quality
 from seqlab.render.compare_scopes import scope_sentences, scopes_table
-from seqlab.render.signal_path import count_words
+from seqlab.render.signal_path import cell_words
 from seqlab.studies.compare import CompareResult
 from seqlab.render.tables import FittedTable
 
@@ -64,7 +64,7 @@ def _rows(result: CompareResult, f: Formatter, detailed: bool) -> list[tuple[str
     gated = lambda cell: _gated_cells(result, cell)  # noqa: E731
     factor = lambda reach: DASH if reach.factor_per_step() is None else f.number(reach.factor_per_step())  # noqa: E731
     narrow = lambda g: g.path_width if g.path_width < result.d_h else None  # noqa: E731
-    signal = lambda reading: DASH if reading is None else count_words(reading, f.lang)  # noqa: E731
+    signal = lambda reading: cell_words(reading, f.lang)  # noqa: E731
     sensitivity = result.sensitivity
     rec_reach = f.reach(rec.reach)
     if sensitivity is not None:
@@ -82,7 +82,8 @@ def _rows(result: CompareResult, f: Formatter, detailed: bool) -> list[tuple[str
          *gated(lambda g: f.integer(g.span.products))),
         (_("Path from position 1 to T: matrix products (ops)"), f.path(rec.path), f.path(att.path),
          *gated(lambda g: f.path(g.path, narrow(g)))),
-        (_("Signal path from position 1 to T: transition factors met"), signal(rec.signal), signal(att.signal),
+        (_("Signal path, 1 to T: factors met (—: none declared)"),
+         signal(rec.signal), signal(att.signal),
          *gated(lambda g: signal(g.signal))),
         (_("Reach from position 1 to T, ‖∂y_T/∂x_1‖"), rec_reach, f.reach(att.reach),
          *gated(lambda g: f.reach(g.reach))),

@@ -67,3 +67,23 @@ def count_words(reading: SignalReading | None, lang: str = "en") -> str:
     ngettext = plural_translator(lang)
     return ngettext("{count} transition factor ({factor})", "{count} transition factors ({factor})",
                     path.factors).format(count=format_integer(path.factors, lang), factor=path.factor)
+
+
+def cell_words(reading: SignalReading | None, lang: str = "en") -> str:
+    """A narrow table cell: ``"49 (W_hh)"``; ``"—"`` where the module declares no factor (the row's label says
+    so); ``"not measured"`` where the measurement gave no count (the prose says why).
+
+    >>> import torch
+    >>> from seqlab.layers.recurrent import ElmanRNN
+    >>> from seqlab.measure.signal_path import read_signal_path
+    >>> x = torch.ones(1, 4, 2)
+    >>> cell_words(read_signal_path(ElmanRNN(2, 2, generator=torch.Generator().manual_seed(0)), x))
+    '3 (W_hh)'
+    >>> cell_words(read_signal_path(torch.nn.LSTM(2, 2, batch_first=True), x))
+    '—'
+    """
+    if reading is None or reading.absent is not None:
+        return "—"
+    if reading.path.factors is None:
+        return translator(lang, DOMAIN)("not measured")
+    return f"{format_integer(reading.path.factors, lang)} ({reading.path.factor})"
