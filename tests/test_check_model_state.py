@@ -52,7 +52,7 @@ def test_it_holds_with_the_bytes_worked_by_hand(real):
     steps = models["llama_gqa"]["multiplications"]
     assert steps == models["llama_gqa"]["closed_multiplications"] and steps[1] - steps[0] == 4 * 256
     text = words(real, "es")
-    assert "crece como con tope" in text.figure and "iguales a la forma cerrada" in text.figure
+    assert "crecimiento con tope" in text.figure and "iguales a la forma cerrada" in text.figure
 
 
 def _patched_read(monkeypatch, change):

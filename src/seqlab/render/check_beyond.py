@@ -145,13 +145,13 @@ def b5(_, v, c, n):
     from seqlab.render.decode_model import growth_label
 
     _ = _tr(n)
-    names = {"llama_gqa": _("Llama, grouped-query attention"), "mistral_window": _("Mistral, sliding window of 8"),
-             "mamba": _("Mamba (SSM)")}
+    names = {"llama_gqa": _("Llama with grouped-query attention"), "mistral_window": _("Mistral with a sliding window of 8"),
+             "mamba": _("Mamba, a selective SSM")}
     measured = _("Bytes read from each model's own cache object after writing token t (every tensor's storage "
                  "once), against the config's closed form, at t = {positions}, on tiny models with random weights "
                  "built in memory from transformers configs ({families}; random weights change neither bytes nor "
                  "counts)").format(positions=_series(v["positions"], n),
-                                   families=", ".join(names.get(f, f) for f in v["families"]))
+                                   families="; ".join(names.get(f, f) for f in v["families"]))
     if "models" not in v:
         figure = _("transformers is not installed (the [model] extra): no model was built")
     else:
@@ -159,7 +159,7 @@ def b5(_, v, c, n):
         for family, m in v["models"].items():
             closed = (_("equal to the closed form") if m["bytes_exact"] else
                       _("closed form {closed}").format(closed=_counts(m["closed_bytes"], n, "—")))
-            parts.append(_("{model}: {bytes} bytes ({closed}), grows as {growth} (closed form: {expected}), "
+            parts.append(_("{model}: {bytes} bytes ({closed}), {growth} growth (the closed forms': {expected}), "
                            "{mult} multiplications per token").format(
                 model=names.get(family, family), bytes=_series(m["bytes"], n), closed=closed,
                 growth=growth_label(m["growth"], n.lang),
