@@ -88,7 +88,7 @@ def build_tiny_lm(family: str, seed: int = 0) -> Any:
     eager attention, ``eval()``, no gradients; built once per (family, seed) in a process.
 
     >>> model = build_tiny_lm("mamba")
-    >>> type(model).__name__, sum(p.numel() for p in model.parameters())  # the embedding tied to the output layer: counted once
+    >>> type(model).__name__, sum(p.numel() for p in model.parameters())  # the tied embedding counted once
     ('MambaForCausalLM', 17376)
 
     Args:

@@ -145,8 +145,8 @@ def b5(_, v, c, n):
     from seqlab.render.decode_model import growth_label
 
     _ = _tr(n)
-    names = {"llama_gqa": _("Llama with grouped-query attention"), "mistral_window": _("Mistral with a sliding window of 8"),
-             "mamba": _("Mamba, a selective SSM")}
+    names = {"llama_gqa": _("Llama with grouped-query attention"),
+             "mistral_window": _("Mistral with a sliding window of 8"), "mamba": _("Mamba, a selective SSM")}
     measured = _("Bytes read from each model's own cache object after writing token t (every tensor's storage "
                  "once), against the config's closed form, at t = {positions}, on tiny models with random weights "
                  "built in memory from transformers configs ({families}; random weights change neither bytes nor "

@@ -26,8 +26,9 @@ field built since (issues 15 and 23) are checked the same way, and marked ``beyo
   :data:`REACH_TOLERANCE` (relative, float64).
 
 * **B5** — on a real model's own code, a KV cache grows linearly with the tokens read, a sliding window caps it,
-  and a recurrent (SSM) state stays constant (issue 24). Measured: :func:`seqlab.studies.decode_model.run_model_decode`
-  on tiny random-weight models built in memory from transformers configs (:mod:`seqlab.layers.tiny_lms`: Llama with
+  and a recurrent (SSM) state stays constant (issue 24). Measured:
+  :func:`seqlab.studies.decode_model.run_tiny_decode` (``seqlab decode --model``'s measurement) on tiny
+  random-weight models built in memory from transformers configs (:mod:`seqlab.layers.tiny_lms`: Llama with
   grouped-query attention, Mistral with a window of 8, Mamba; random weights change neither bytes nor counts) at
   :data:`MODEL_POSITIONS`: the bytes read from the model's own cache object after each step, by kind of state,
   against the config's closed forms. Holds when every step's bytes per kind equal the closed form exactly, every
@@ -50,6 +51,7 @@ from seqlab.measure import decode, memory_peak
 from seqlab.measure.paths import measure_paths
 from seqlab.measure.signal_path import measure_signal_path
 from seqlab.measure.trace import measure_span
+from seqlab.studies import decode_model
 from seqlab.studies.claims import CheckSizes
 from seqlab.studies.verdicts import Judgement, verdict_of
 
@@ -210,20 +212,6 @@ def check_b4(sizes: CheckSizes, seed: int) -> Judgement:
     return Judgement(verdict_of(not (shorter and slower and same_factors and same_reach)), values, condition)
 
 
-def decode_tiny_model(family: str, positions: tuple[int, ...], seed: int):
-    """:func:`~seqlab.studies.decode_model.run_model_decode` of one tiny family built in memory, untimed, no spans.
-
-    Raises:
-        ImportError: transformers is not installed.
-    """
-    from seqlab.layers.tiny_lms import build_tiny_lm
-    from seqlab.studies.decode_model import ModelDecodeConfig, model_facts, run_model_decode
-
-    model = build_tiny_lm(family)
-    config = ModelDecodeConfig(family, positions=positions, time=False, span_lengths=None, seed=seed)
-    return run_model_decode(config, loaded=(model, model_facts(model, family)))
-
-
 def check_b5(sizes: CheckSizes, seed: int) -> Judgement:
     """B5: on tiny models' own code and cache objects, a KV cache grows linearly with t, a sliding window caps it,
     an SSM state stays constant; every byte equals the config's closed form, every growth class the closed forms'."""
@@ -236,7 +224,7 @@ def check_b5(sizes: CheckSizes, seed: int) -> Judgement:
                          {**condition, "caveats": ["transformers_missing"]})
     models, holds = {}, True
     for family, statement in MODEL_STATES.items():
-        result = decode_tiny_model(family, MODEL_POSITIONS, seed)
+        result = decode_model.run_tiny_decode(family, MODEL_POSITIONS, seed)
         steps = [s for s in result.steps if s.cache == "dynamic"]
         growth = {g.figure: g for g in result.growth if g.figure == "bytes" or g.figure.startswith("bytes:")}
         exact = all(s.closed_bytes is not None and dict(s.state.by_kind) == dict(s.closed_bytes)

@@ -864,3 +864,28 @@ def _run(config: ModelDecodeConfig, progress: Callable[[int, int, str], None] | 
                              growth=tuple(growth), threads=threads, torch_version=torch.__version__,
                              transformers_version=transformers_version, elapsed_s=time.perf_counter() - clock,
                              load=load, kinds=kinds, span=span)
+
+
+def run_tiny_decode(family: str, positions: tuple[int, ...], seed: int = 0) -> ModelDecodeResult:
+    """:func:`run_model_decode` of a tiny random-weight model built in memory from a transformers config
+    (:func:`seqlab.layers.tiny_lms.build_tiny_lm`: nothing downloaded, no file read), untimed, no spans.
+
+    Random weights change neither the cache's bytes nor the step's multiplications, so every figure is the
+    family's at these sizes; ``seed`` draws the token ids.
+
+    Args:
+        family: a key of :data:`seqlab.layers.tiny_lms.TINY_FAMILIES`. positions: the positions t (at least
+            :data:`MIN_POSITIONS`, each 2 to :data:`seqlab.layers.tiny_lms.MAX_POSITIONS`). seed: the token ids.
+
+    Returns:
+        A :class:`ModelDecodeResult` whose model is named by ``family``.
+
+    Raises:
+        SeqlabError: an unknown family, transformers missing (see :func:`seqlab.layers.tiny_lms.tiny_config`), or
+            positions refused by :func:`check_model_decode`.
+    """
+    from seqlab.layers.tiny_lms import build_tiny_lm
+
+    model = build_tiny_lm(family)
+    config = ModelDecodeConfig(family, positions=positions, time=False, span_lengths=None, seed=seed)
+    return run_model_decode(config, loaded=(model, model_facts(model, family)))
