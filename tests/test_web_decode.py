@@ -200,7 +200,7 @@ def test_model_without_transformers_is_refused_before_any_worker(client, monkeyp
     monkeypatch.setattr(decode._model_results, "get", lambda key: None)
     response = client.get("/api/decode/model", params={"family": "mamba", "positions": 24, "lang": "es"})
     assert response.status_code == 422
-    assert response.json()["message"].startswith("los modelos se construyen con transformers (el extra model)")
+    assert response.json()["message"].startswith("los modelos se construyen con transformers (del paquete opcional seqlab[model])")
 
 
 def test_the_openapi_schema_says_what_the_model_route_accepts(client):

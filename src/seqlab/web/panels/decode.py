@@ -275,6 +275,10 @@ def measure_tiny_model(family: str, largest: int, lang: str) -> ModelDecodeRespo
     steps = [s for s in result.steps if s.cache == "dynamic"]  # the cache the model returns (no static one here)
     growth = [g for g in result.growth if not g.figure.startswith("static ")]
     result = replace(result, steps=tuple(steps), growth=tuple(growth))
+    layers = {g.figure.split(":")[1] for g in growth if g.figure.startswith("multiplications:")} - {"output"}
+    # a part is shown only where the whole has several (one kind of state: its part is the whole)
+    growth = [g for g in growth if ":" not in g.figure
+              or (len(result.kinds) > 1 if g.figure.startswith("bytes:") else len(layers) > 1)]
     return ModelDecodeResponse(
         family=family, label=tr(lang)(MODEL_FAMILIES[family]), architecture=result.model.architecture,
         parameters=result.model.parameters, positions=list(result.positions),
