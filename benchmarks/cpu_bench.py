@@ -88,8 +88,9 @@ def main(argv: list[str] | None = None) -> int:
               f"work recurrence / attention {row['work_ratio_recurrence_over_attention']:.3g} "
               f"(attention does {row['work_ratio_attention_over_recurrence']:.3g}x)")
     for c in sweep.crossovers:
-        print(f"{c.threads} threads: {c.attention} slower than {c.recurrence} from T ≈ {c.time_T} ({c.time_where}); "
-              f"model {c.predicted_T}; work crosses at T = {c.work_T}")
+        firsts = ", ".join(f"T={x.T} {x.first}" for x in c.decisions)
+        print(f"{c.threads} threads: time crossover {c.time_where} {c.time_bracket or c.reason or ''} (decided: "
+              f"{firsts}); model (not measured) {c.predicted_T}; work crosses at T = {c.work_T}")
     print(f"wrote {path}")
     return 0
 

@@ -191,8 +191,10 @@ def main(argv: list[str] | None = None) -> int:
     path = args.out / f"gpu-{slug}-{payload['date']}.json"
     path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     for c in (() if result is None else result.crossovers):
-        print(f"d = {c.d_model}: {c.attention} slower than {c.recurrence} from T ≈ {c.time_T} ({c.time_where}); "
-              f"model {c.predicted_T}; work crosses at T = {c.work_T}")
+        firsts = ", ".join(f"T={x.T} {x.first}" for x in c.decisions)
+        print(f"d = {c.d_model}: {c.attention} vs {c.recurrence}: time crossover {c.time_where} "
+              f"{c.time_bracket or c.reason or ''} (decided: {firsts}); model (not measured) {c.predicted_T}; "
+              f"work crosses at T = {c.work_T}")
     print(f"{name}: {elapsed:.0f} s; wrote {path}")
     return 0
 

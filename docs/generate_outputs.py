@@ -77,7 +77,7 @@ OUTPUTS: dict[str, Shown] = {
                         copy=("examples/my_layer.py",)),
     # Wide, so that every sentence is one line: a line that carries a time is left out of the check whole.
     "bench": Shown("seqlab bench --lengths 64,128 --d-model 32 --machines rnn,sdpa --threads 1 "
-                   "--min-run-time 0.05 --lang en", columns=250),
+                   "--min-run-time 0.05 --lang en", columns=700),
     "decode": Shown("seqlab decode --quick --no-time --lang en"),
     "decode.es": Shown("seqlab decode --quick --no-time --lang es"),
     "decode-model": Shown("seqlab decode --model tiny-jamba --positions 4,8,16 --no-time --lang en", columns=120,
@@ -157,7 +157,7 @@ def run(shown: Shown) -> str:
 TIMED_LINE = re.compile(
     r"\d\s?(ns|µs|ms|s)\b|FLOP/s|load|carga|IQR|noisy|ruidos|busy|ocupad|as fast|faster|slower|"
     r"más rápid|más lent|timed blocks|bloques cronometrados|predicted time|tiempo previsto|crossing|†|"
-    r"median|mediana")
+    r"median|mediana|interleaved rounds|rondas intercaladas|finished first|terminó antes|time crossover|cruce en tiempo")
 #: Figures inside a kept line that depend on the machine: thread counts and free memory.
 MACHINE_FIGURE = re.compile(r"\d+ (threads?|hilos?)|CPU threads: \d+|hilos de CPU: \d+|"
                             r"[\d.,]+ [KMGT]iB available|[\d.,]+ [KMGT]iB disponibles|against [\d,]+\)|"

@@ -1,8 +1,9 @@
 """``seqlab bench`` (studies/bench, render/bench, cli/bench, benchmarks/gpu_bench.py): L7, L8.
 
 No test here asserts a wall time or which machine is faster: the sweep is run at toy sizes for its
-logic (points, order, threads restored, files), and the work–span model and the crossovers are checked
-on SYNTHETIC timings whose answers are worked out by hand next to each assertion.
+logic (points, order, threads restored, files), and the work–span model, the per-length decisions and the
+crossovers are checked on SYNTHETIC per-round timings (hand-built, or a fake ``measure_rounds``) whose
+answers are worked out by hand next to each assertion.
 """
 
 from __future__ import annotations
@@ -10,25 +11,32 @@ from __future__ import annotations
 import csv
 import importlib.util
 import io
+import itertools
 import json
+import random
+import statistics
 import xml.etree.ElementTree as ElementTree
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
+
+import typing
 
 import pytest
 import torch
 
 import seqlab.studies.bench as bench
 from seqlab.errors import SeqlabError
-from seqlab.measure.timing import Timing
+from seqlab.measure.rounds import Decision, Rounds, decide
+from seqlab.measure.timing import MachineLoad, Timing
 from seqlab.measure.trace import measure_span
 from seqlab.measure.work import count_multiplications
 from seqlab.render.bench import CSV_FIELDS, bench_sentences, bench_table, render_bench, to_csv, write_all
 from seqlab.render.json_output import to_json
-from seqlab.studies.bench import (BenchConfig, BenchPoint, BenchResult, SpanFit, WorkCheck, calibrate,
-                                  check_bench_config, crossovers, measured_crossover, model_terms, multiplications,
-                                  predict, predicted_crossover, run_bench)
+from seqlab.studies.bench import (MARGIN, REASONS, WHERE, BenchConfig, BenchPoint, BenchResult, Crossover,
+                                  LengthDecision, SpanFit, WorkCheck, calibrate, check_bench_config, crossovers,
+                                  measured_crossover, model_terms, multiplications, pair_rounds, predict,
+                                  predicted_crossover, run_bench)
 
 REPO = Path(__file__).resolve().parents[1]
 #: A wide, colourless console for in-process CLI runs (as conftest's CLI_ENV for compare).
@@ -41,6 +49,22 @@ def timing(median: float, label: str = "synthetic", threads: int = 1) -> Timing:
     """A synthetic Timing: three samples whose median is ``median``."""
     return Timing(label=label, samples=(median * 0.9, median, median * 1.1), median_s=median, iqr_s=0.1 * median,
                   first_call_s=median, runs=3, threads=threads, device="cpu", noisy=False, min_run_time=0.1)
+
+
+QUIET = MachineLoad(0.0, 2, False)
+
+
+def at(T: int, att_s: tuple[float, ...], rec_s: tuple[float, ...] | None = None) -> LengthDecision:
+    """The decision at length T from hand-built per-round times of SDPA (``att_s``) and nn.RNN (1 s a round)."""
+    rec_s = rec_s or (1.0,) * len(att_s)
+    rounds = Rounds(per_round={"sdpa": att_s, "rnn": rec_s}, calls={"sdpa": 1, "rnn": 1},
+                    first_call_s={"sdpa": 1.0, "rnn": 1.0}, threads=1, device="cpu", load=QUIET)
+    return LengthDecision(T, decide(rounds, "sdpa", "rnn", MARGIN))
+
+
+def steady(ratio: float, rounds: int = 7) -> tuple[float, ...]:
+    """SDPA's per-round times at ``ratio`` × nn.RNN's in every round."""
+    return (ratio,) * rounds
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +89,22 @@ def test_sweep_has_every_point_in_order(tiny):
         assert p.timing.threads == p.threads and p.timing.device == "cpu" and len(p.timing.samples) >= 1
         assert p.predicted_s > 0 and p.bound in ("work", "span")
     assert [c.threads for c in result.calibrations] == list(threads)
+
+
+def test_the_machines_of_a_point_share_their_rounds_and_every_length_is_decided(tiny):
+    result, *_ = tiny
+    for threads in result.threads:
+        for T in result.lengths:
+            counts = {len(result.point(key, threads, 8, T).timing.samples) for key in result.machines}
+            # one block per machine per round: 7 (BenchConfig.rounds), or as few as 3 when the cap bites
+            assert len(counts) == 1 and 3 <= counts.pop() <= 7
+    for c in result.crossovers:
+        assert [x.T for x in c.decisions] == [4, 8] and c.time_where in WHERE
+        for x in c.decisions:
+            att, rec = (result.point(key, c.threads, 8, x.T).timing.samples for key in (c.attention, c.recurrence))
+            ratios = [a / r for a, r in zip(att, rec)]
+            assert x.decision.ratio == pytest.approx(statistics.median(ratios))  # the median per-round ratio
+            assert (x.decision.a, x.decision.b, x.decision.rounds) == (c.attention, c.recurrence, len(ratios))
 
 
 def test_threads_are_restored_and_progress_counts_every_step(tiny):
@@ -118,6 +158,82 @@ CALIBRATION = calibrate("cpu", 1, 1000, timing(0.5), 100, timing(1e-3))
 SPANS = {"rnn": SpanFit("rnn", (4, 8), (12, 24), 0, 3), "sdpa": SpanFit("sdpa", (4, 8), (4, 4), 4, 0)}
 
 
+def fake_rounds(monkeypatch, schedule: list[tuple[float, ...]]):
+    """Replace the sweep's clock: every point's rounds give nn.RNN 1 ms a round and SDPA the next per-round
+    times of ``schedule`` (seconds / 1000); the calibration gets steady times. Returns the calls it saw."""
+    seen, pending = [], iter(schedule)
+
+    def measure(functions, *, rounds, block_seconds, threads, device, load):
+        names = tuple(functions)
+        seen.append((names, rounds, threads))
+        if "rnn" in names:
+            per_round = {"rnn": (1e-3,) * rounds, "sdpa": tuple(t * 1e-3 for t in next(pending))}
+        else:
+            per_round = {name: (1e-3,) * rounds for name in names}
+        return Rounds(per_round=per_round, calls=dict.fromkeys(names, 1), first_call_s=dict.fromkeys(names, 1e-3),
+                      threads=threads, device=device, load=load)
+
+    monkeypatch.setattr(bench, "measure_rounds", measure)
+    return seen
+
+
+FAKE = dict(lengths=(64, 128, 256), d_models=(8,), threads=(1,), machines=("rnn", "sdpa"), min_run_time=0.1,
+            matmul_size=32, chain_links=4)
+
+
+@pytest.mark.parametrize(("schedule", "where", "sentence"), [
+    ([steady(0.5), steady(0.8), steady(2.0)], "within",
+     "1 thread, d_model = 8: SDPA finished first up to T = 128 and nn.RNN from T = 256 on;"),
+    ([steady(0.5), steady(0.5), steady(0.5)], "beyond",
+     "1 thread, d_model = 8: SDPA is still faster than nn.RNN at T = 256, the longest length measured,"),
+    ([steady(0.5), steady(0.8), (1.0, 1.0, 1.3, 1.3, 1.3, 1.3, 1.3)], "not_judged",
+     "1 thread, d_model = 8: the time crossover of SDPA and nn.RNN is not judged: at the longest length, T = 256, "
+     "neither finished first by the margin (not judged);"),
+])
+def test_a_sweep_on_a_fake_clock_states_only_what_its_decisions_say(monkeypatch, schedule, where, sentence):
+    seen = fake_rounds(monkeypatch, schedule)
+    result = run_bench(BenchConfig(**FAKE), load=QUIET)
+    # the calibration's two timings together, then both machines of every point in one set of 7 rounds
+    assert [names for names, *_ in seen] == [("matmul 32", "chain of 8 ops")] + [("rnn", "sdpa")] * 3
+    assert {(rounds, threads) for _, rounds, threads in seen} == {(7, 1)}
+    (crossing,) = result.crossovers
+    assert crossing.time_where == where
+    text = bench_sentences(result, "en")[0]
+    assert text.startswith(sentence)
+    assert ("is still faster" in text) is (where == "beyond")
+    assert all(p.timing.threads == 1 and len(p.timing.samples) == 7 for p in result.points)
+    assert result.point("sdpa", 1, 8, 64).timing.label == "SDPA, T = 64, d = 8"
+
+
+def test_a_slow_point_gets_fewer_rounds_never_below_min_samples(monkeypatch):
+    """Rounds are cut when the estimate says 7 blocks would pass 10 × min_run_time, never below min_samples.
+
+    At T = 64 SDPA takes 8 ms a call (fake); at T = 128 the estimate is 8 ms × (128/64)² = 32 ms, and 7 × 32 ms
+    passes the cap 10 × 0.02 s = 0.2 s: int(0.2 / 0.032) = 6 rounds; at T = 256, 128 ms: int(1.5) -> min 5."""
+    seen, calls = [], iter([8e-3, 8e-3 * 4, 8e-3 * 16])
+
+    def measure(functions, *, rounds, block_seconds, threads, device, load):
+        names = tuple(functions)
+        seen.append((names, rounds, block_seconds))
+        sdpa = next(calls) if "sdpa" in names else 1e-3
+        per_round = {name: ((sdpa if name == "sdpa" else 1e-3),) * rounds for name in names}
+        return Rounds(per_round=per_round, calls=dict.fromkeys(names, 1), first_call_s=dict.fromkeys(names, 1e-3),
+                      threads=threads, device=device, load=load)
+
+    monkeypatch.setattr(bench, "measure_rounds", measure)
+    run_bench(BenchConfig(**(FAKE | dict(min_run_time=0.02, min_samples=5))), load=QUIET)
+    assert [rounds for names, rounds, _ in seen if "sdpa" in names] == [7, 6, 5]
+    assert [block for names, _, block in seen if "sdpa" in names] == pytest.approx([0.02 / 7, 0.02 / 6, 0.02 / 5])
+
+
+def test_auto_threads_leave_the_busy_cores_alone():
+    busy, quiet = MachineLoad(1.9, 2, True), MachineLoad(0.0, 2, False)
+    assert BenchConfig().threads == (1, "auto")
+    assert check_bench_config(BenchConfig(), busy).threads == (1,)  # round(2 - 1.9) = 0 free -> 1 thread
+    assert check_bench_config(BenchConfig(), quiet).threads == tuple(sorted({1, min(torch.get_num_threads(), 2)}))
+    assert check_bench_config(BenchConfig(threads=("all",)), busy).threads == (torch.get_num_threads(),)
+
+
 def test_calibration_and_prediction():
     assert CALIBRATION.throughput == 2e9 and CALIBRATION.flops_per_s == 4e9
     assert CALIBRATION.latency_s == pytest.approx(1e-5, rel=1e-12)
@@ -149,18 +265,107 @@ def test_predicted_crossover_edge_cases():
     assert predicted_crossover(((0.0, 0.0, 0.1), (0.0, 0.0, 0.0)), constant) == 0.0  # 0.5 > 0.1 at every T
 
 
+LENGTHS = (250, 1000, 4000)
+
+
 @pytest.mark.parametrize(("ratios", "expected"), [
-    ((0.25, 0.5, 2.0), ("within", 2000.0, (1000, 4000))),  # log-halfway between 1000 and 4000
-    ((2.0, 0.5, 2.0), ("within", 2000.0, (1000, 4000))),  # slower at the first length, then faster: ignored
-    ((0.25, 1.0, 4.0), ("within", 1000.0, (1000, 4000))),  # equal is not slower; the crossing is at 1000
-    ((2.0, 3.0, 4.0), ("below", None, None)),
-    ((0.25, 0.5, 0.9), ("beyond", None, None)),
+    # SDPA / nn.RNN time 0.5 at 1000 and 2 at 4000: ln 0.5 = -ln 2 to ln 2, the line crosses 0 log-halfway
+    ((0.25, 0.5, 2.0), ("within", 2000.0, (1000, 4000), None)),
+    # a tie at 1000 lies inside the bracket (250, 4000): ln 0.25 = -2 ln 2 to ln 4, halfway, √(250·4000) = 1000
+    ((0.25, 1.0, 4.0), ("within", 1000.0, (250, 4000), None)),
+    ((2.0, 3.0, 4.0), ("below", None, None, None)),
+    ((0.25, 0.5, 0.8), ("beyond", None, None, None)),  # 0.8 < 1/1.2 = 0.833: SDPA first at the longest
+    # nn.RNN first at 250, SDPA at 1000: the decisions contradict one another; once judged by medians, now not
+    ((2.0, 0.5, 2.0), ("not_judged", None, None, "out_of_order")),
+    ((0.25, 0.5, 0.9), ("not_judged", None, None, "longest_undecided")),  # a tie at the longest: no "beyond"
+    ((0.25, 0.5, 1.2), ("not_judged", None, None, "longest_undecided")),  # exactly the margin: a tie, not first
+    ((0.25, 0.5, 1 / 1.2), ("not_judged", None, None, "longest_undecided")),  # exactly 1/margin: a tie too
+    ((0.25, 0.5, 1.21), ("within", None, (1000, 4000), None)),  # just past the margin: first
+    ((1.0, 2.0, 3.0), ("not_judged", None, None, "shortest_undecided")),  # nn.RNN first from 1000: no bracket
+    ((1.0, 1.1, 0.95), ("not_judged", None, None, "none_first")),
 ])
-def test_measured_crossover(ratios, expected):
-    lengths = (250, 1000, 4000)
-    recurrence = (1.0, 2.0, 3.0)
-    attention = tuple(r * a for r, a in zip(recurrence, ratios))
-    assert measured_crossover(lengths, recurrence, attention) == expected
+def test_measured_crossover_is_read_from_the_decisions(ratios, expected):
+    where, T, bracket, reason = measured_crossover(tuple(at(n, steady(r)) for n, r in zip(LENGTHS, ratios)))
+    assert (where, bracket, reason) == (expected[0], expected[2], expected[3])
+    if expected[1] is not None:
+        assert T == pytest.approx(expected[1], rel=1e-9)
+    assert (T is None) is (where != "within")
+    if where == "within":
+        assert bracket[0] < T < bracket[1]
+
+
+def test_a_length_whose_rounds_straddle_the_margin_is_not_judged_and_no_crossover_is_said():
+    straddling = (1.0, 1.0, 1.3, 1.3, 1.3, 1.3, 1.3)  # two rounds against: the lower quartile falls in the band
+    assert at(4000, straddling).first == "not_judged"
+    assert measured_crossover((at(250, steady(0.25)), at(1000, steady(0.5)), at(4000, straddling)))[::3] == \
+        ("not_judged", "longest_undecided")
+    # the same straddle in the middle is named inside the bracket, and the crossover still stands
+    c = measured_crossover((at(250, steady(0.25)), at(1000, straddling), at(4000, steady(2.0))))
+    assert c[0] == "within" and c[2] == (250, 4000)
+
+
+def test_every_length_attention_first_is_beyond_only_when_the_longest_is_decided():
+    assert measured_crossover(tuple(at(n, steady(0.5)) for n in LENGTHS))[0] == "beyond"
+    quickest_disagree = (3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 1.0)  # nn.RNN slowed in six rounds, its best round even
+    undecided = at(4000, (1.0,) * 7, quickest_disagree)
+    assert undecided.first == "not_judged"
+    assert measured_crossover((at(250, steady(0.5)), at(1000, steady(0.5)), undecided))[::3] == \
+        ("not_judged", "longest_undecided")
+
+
+def test_the_literals_of_the_result_name_what_the_rule_gives():
+    hints = typing.get_type_hints(Crossover)
+    assert typing.get_args(hints["time_where"]) == WHERE
+    assert typing.get_args(typing.get_args(hints["reason"])[0]) == REASONS
+
+
+def test_measured_crossover_refuses_lengths_out_of_order_or_none():
+    with pytest.raises(SeqlabError, match="at one length"):
+        measured_crossover(())
+    with pytest.raises(SeqlabError, match="increasing T"):
+        measured_crossover((at(1000, steady(0.5)), at(250, steady(0.5))))
+
+
+OPPOSITE = ({"within", "beyond"}, {"below", "beyond"})
+
+
+@pytest.mark.parametrize("n_lengths", [1, 2, 3, 4])
+def test_opposite_statements_need_opposite_decisions_at_the_longest_length(n_lengths):
+    """Every combination of outcomes at every length, against every other: "within" or "below" and "beyond"
+    come out together only when the longest length was decided one way in one run and the other way in the
+    other — which the decision rule makes as rare as the machine changing (test_rounds)."""
+    per_outcome = {"a_first": steady(0.5), "b_first": steady(2.0), "tie": steady(1.0),
+                   "not_judged": (0.5, 0.5, 2.0, 2.0, 2.0, 2.0, 2.0)}
+    statements = {}
+    for outcomes in itertools.product(per_outcome, repeat=n_lengths):
+        decisions = tuple(at(T, per_outcome[o]) for T, o in zip((64, 128, 256, 512), outcomes))
+        assert tuple(x.decision.outcome for x in decisions) == outcomes
+        statements[outcomes] = measured_crossover(decisions)[0]
+    for one, two in itertools.combinations(statements, 2):
+        if {statements[one], statements[two]} in OPPOSITE:
+            assert {one[-1], two[-1]} == {"a_first", "b_first"}, (one, two)
+
+
+def test_consecutive_noisy_runs_never_give_opposite_crossover_statements():
+    """Equal machines at the longest length on a machine whose bursts slow random rounds 1.5 to 5×: the median
+    ratio alone calls that length either way from run to run (so a median rule says "within" one run and
+    "beyond" the next); by the decisions no two of 300 runs are opposite."""
+    rng = random.Random(0)
+
+    def noisy(seconds: float, rounds: int = 7) -> tuple[float, ...]:
+        return tuple(seconds * (1 + (rng.random() < 0.3) * rng.uniform(0.5, 4.0)) for _ in range(rounds))
+
+    true_ratio = {64: 0.4, 128: 0.7, 256: 1.0}  # SDPA / nn.RNN without bursts
+    statements, by_medians = [], set()
+    for _ in range(300):
+        decisions = tuple(at(T, noisy(r), noisy(1.0)) for T, r in true_ratio.items())
+        statements.append(measured_crossover(decisions)[0])
+        by_medians.add(decisions[-1].decision.ratio > 1)  # what the median alone would have said at T = 256
+    assert by_medians == {True, False}  # the medians flip: the old rule's "within" and "beyond" both occur
+    for one, two in zip(statements, statements[1:]):
+        assert {one, two} not in OPPOSITE
+    assert not ({"within", "below"} & set(statements) and "beyond" in statements)
+    assert "not_judged" in statements
 
 
 def synthetic_result(lang_threads: tuple[int, ...] = (1, 2)) -> BenchResult:
@@ -187,17 +392,34 @@ def test_crossovers_of_a_synthetic_sweep():
     result = synthetic_result()
     one, two = result.crossovers
     assert (one.threads, one.recurrence, one.attention, one.work_T) == (1, "rnn", "sdpa", Fraction(512))
-    assert (one.time_where, one.time_T, one.time_bracket) == ("within", 2000.0, (1000, 4000))
-    assert one.predicted_T == pytest.approx(512, rel=1e-12)
-    # at 2 threads SDPA is 4x faster: ratios 1/16, 1/8, 1/2 -> still faster at the last length
+    # SDPA / nn.RNN in each of the 3 rounds: 0.25, 0.5, 2 -> SDPA first, SDPA first, nn.RNN first
+    assert [x.first for x in one.decisions] == ["attention", "attention", "recurrence"]
+    assert (one.time_where, one.time_T, one.time_bracket, one.reason) == ("within", 2000.0, (1000, 4000), None)
+    assert one.predicted_T == pytest.approx(512, rel=1e-12) and not one.predicted_noisy and one.margin == 1.2
+    # at 2 threads SDPA is 4x faster: ratios 1/16, 1/8, 1/2 -> still first at the last length
     assert (two.threads, two.time_where, two.time_T) == (2, "beyond", None)
+    assert [x.decision.ratio for x in two.decisions] == pytest.approx([1 / 16, 1 / 8, 1 / 2])
+
+
+def test_a_decision_is_the_rounds_ratio_rule_on_the_points_samples():
+    """Two routes to one decision: pair_rounds rebuilds a point's rounds from its Timings; decide() on them
+    equals classify-by-hand on the samples' ratios."""
+    points = tuple(p for p in synthetic_result().points if (p.threads, p.T) == (1, 4000))
+    rounds = pair_rounds(points, ("sdpa", "rnn"))
+    assert rounds.per_round["sdpa"] == pytest.approx((5.4, 6.0, 6.6)) and rounds.rounds == 3  # 2 × 3 s ± 10 %
+    assert decide(rounds, "sdpa", "rnn", MARGIN).outcome == "b_first"
+    with pytest.raises(SeqlabError, match="share rounds"):
+        pair_rounds((points[0], replace(points[1], timing=replace(points[1].timing, samples=(1.0,)))),
+                    ("sdpa", "rnn"))
 
 
 def test_sentences_in_both_languages():
     en = bench_sentences(synthetic_result(), "en")
-    assert en[0] == ("1 thread, d_model = 512: SDPA becomes slower than nn.RNN from about T = 2,000 (between 1,000 "
-                     "and 4,000); it does more multiplications past T = 512. The work–span model puts the crossing "
-                     "at T = 512.")
+    assert en[0] == ("1 thread, d_model = 512: SDPA finished first up to T = 1,000 and nn.RNN from T = 4,000 on; "
+                     "SDPA becomes the slower one between them (near T = 2,000 on the medians); it does more "
+                     "multiplications past T = 512. First to finish, by a factor of 1.20 over 3 interleaved rounds: "
+                     "T = 250 SDPA; T = 1,000 SDPA; T = 4,000 nn.RNN. The work–span model, a model and not a "
+                     "measurement, puts the crossing at T = 512.")
     assert en[1].startswith("2 threads, d_model = 512: SDPA is still faster than nn.RNN at T = 4,000, the longest "
                             "length measured, although it does more multiplications past T = 512 (7.81 times")
     # nn.RNN 3 s / (2 * 4000 * 512**2 / 2e9 = 1.048576 s) = 2.86; SDPA 6 s / (2 * 4000**2 * 512 / 2e9 = 8.192 s)
@@ -206,8 +428,10 @@ def test_sentences_in_both_languages():
     assert en[4] == ("From 1 thread to 2 threads at T = 4,000, d_model = 512: nn.RNN runs 1.00 times as fast; "
                      "SDPA runs 4.00 times as fast.")
     es = bench_sentences(synthetic_result(), "es")
-    assert es[0].startswith("1 hilo, d_model = 512: SDPA pasa a tardar más que nn.RNN a partir de T ≈ 2.000 "
-                            "(entre 1.000 y 4.000)")
+    assert es[0].startswith("1 hilo, d_model = 512: SDPA terminó antes hasta T = 1.000 y nn.RNN a partir de "
+                            "T = 4.000; SDPA pasa a tardar más entre ambas (cerca de T ≈ 2.000 según las medianas)")
+    assert "Quién termina antes, por un factor de 1,20 en 3 rondas intercaladas: T = 250 SDPA;" in es[0]
+    assert "un modelo y no una medida, sitúa el cruce en T ≈ 512." in es[0]
     assert "7,81 veces" in es[1] and es[4].startswith("De 1 hilo a 2 hilos, con T = 4.000")
 
 
@@ -225,10 +449,14 @@ def test_table_shows_the_time_ratio_beside_the_work_ratio():
 
     console = Console(width=200, record=True, color_system=None)
     console.print(bench_table(synthetic_result(), 1, 512, "en"))
-    row = next(line for line in console.export_text().splitlines() if line.startswith("│ 1,000"))
+    text = console.export_text()
+    row = next(line for line in text.splitlines() if line.startswith("│ 1,000"))
     cells = [cell.strip() for cell in row.split("│")[1:-1]]
-    # T, nn.RNN, SDPA, time RNN/SDPA = 2 / 1, model = 0.262144 / 0.512 = 0.512, work d/T = 512/1000
-    assert cells == ["1,000", "2.00 s ± 200 ms", "1.00 s ± 100 ms", "2.00", "0.512", "0.512"]
+    # T, nn.RNN, SDPA, time RNN/SDPA = 2 / 1, model = 0.262144 / 0.512 = 0.512, first (SDPA / nn.RNN = 0.5 in
+    # every round, past 1/1.2), work d/T = 512/1000
+    assert cells == ["1,000", "2.00 s ± 200 ms", "1.00 s ± 100 ms", "2.00", "0.512", "SDPA", "0.512"]
+    header = next(line for line in text.splitlines() if "first (by ×1.20)" in line)
+    assert header.index("first (by ×1.20)") < header.index("work d/T")
     console.print(render_bench(synthetic_result(), "es"))
     assert "trabajo d/T" in console.export_text()
 
@@ -310,7 +538,9 @@ def test_the_plot_speaks_spanish():
     from seqlab.render.bench import plot_bench
 
     figure = plot_bench(synthetic_result(), "es")
-    assert figure.get_suptitle() == f"Synthetic CPU, PyTorch {torch.__version__}, float32, lote 1"
+    assert figure.get_suptitle() == (f"Synthetic CPU, PyTorch {torch.__version__}, float32, lote 1; cronometrado "
+                                     "con 1 hilo y 2 hilos, una columna para cada uno")
+    assert [ax.get_title() for ax in figure.axes[:2]] == ["1 hilo", "2 hilos"]  # every panel says its threads
     labels = [label.get_text() for label in figure.axes[-1].get_xticklabels()]
     assert labels == ["250", "1.000", "4.000"]  # the lengths written as the text writes them
 

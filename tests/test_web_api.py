@@ -549,6 +549,11 @@ def test_a_short_bench_runs(client):
     data = client.post("/api/time/run", json={"d_model": 64, "max_T": 128}).json()
     local = data["local"]
     assert [row["T"] for row in local["rows"]] == [64, 128] and local["work_crossover"] == 64  # T = d
+    assert local["threads"] >= 1  # auto: torch's threads capped by the free cores (which the load moves)
+    assert local["rounds"] >= 3 and local["margin"] == 1.2
+    assert all(row["first"] in ("sdpa", "rnn", "tie", "not_judged") for row in local["rows"])
+    assert local["time_where"] in ("within", "below", "beyond", "not_judged") and local["verdict"]
+    assert (local["time_T_text"] is None) is (local["time_where"] != "within")
     assert all(row["rnn_s"] > 0 and row["sdpa_s"] > 0 for row in local["rows"])
     later = client.get("/api/time").json()["local"]
     assert later["rows"] == local["rows"]  # kept for the page, but said to be the server's latest, not yours
@@ -577,6 +582,71 @@ def test_a_short_bench_carries_its_spread_and_the_busy_caveat_only_when_busy(cli
     english = client.get("/api/time").json()["local"]  # the same run, shown to the next visitor in English
     assert english["origin"] == "last_on_server" and (english["caveat"] or "").startswith(
         "The machine was busy: its load average was 9.00 on 2 CPUs" if busy else "")
+
+
+def hand_built_sweep(sdpa_rounds: list[tuple[float, ...]], busy: bool = False):
+    """A sweep of nn.RNN (1 ms in every round) against SDPA (``sdpa_rounds`` ms per round) at T = 64, 128, 256,
+    d = 64, on 2 threads: the decisions and crossover come from the library's rules on these rounds."""
+    from seqlab.measure.rounds import Rounds
+    from seqlab.measure.timing import MachineLoad, Timing
+    from seqlab.studies.bench import BenchPoint, BenchResult, SpanFit, calibrate, crossovers, multiplications, predict
+
+    load = MachineLoad(3.0, 2, True) if busy else MachineLoad(0.1, 2, False)
+    steady = Timing("steady", (1e-3,) * 7, 1e-3, 0.0, 1e-3, 7, 2, "cpu", False, 0.1, load)
+    calibration = calibrate("cpu", 2, 256, steady, 8, steady)
+    spans = (SpanFit("rnn", (4, 8), (12, 24), 0, 3), SpanFit("sdpa", (4, 8), (4, 4), 4, 0))
+    points = []
+    for T, times in zip((64, 128, 256), sdpa_rounds):
+        rounds = Rounds(per_round={"rnn": (1e-3,) * len(times), "sdpa": tuple(t * 1e-3 for t in times)},
+                        calls={"rnn": 1, "sdpa": 1}, first_call_s={"rnn": 1e-3, "sdpa": 1e-3}, threads=2,
+                        device="cpu", load=load)
+        for key, span in zip(("rnn", "sdpa"), spans):
+            work = multiplications(key, T, 64)
+            points.append(BenchPoint(key, 2, 64, T, work, span.ops(T), rounds.timing(key),
+                                     *predict(work, span.ops(T), calibration)))
+    return BenchResult(lengths=(64, 128, 256), d_models=(64,), threads=(2,), machines=("rnn", "sdpa"), batch=1,
+                       device="cpu", device_name="Hand-built CPU", dtype="float32", torch_version="2.x", cpu_count=2,
+                       started="2026-01-01T00:00:00+00:00", elapsed_s=1.0, min_run_time=0.02,
+                       calibrations=(calibration,), spans=spans, checks=(), points=tuple(points),
+                       crossovers=crossovers(tuple(points), (calibration,), spans, 1), load=load)
+
+
+STRADDLING = (1.0, 1.0, 1.3, 1.3, 1.3, 1.3, 1.3)  # two rounds against: the lower quartile falls inside the band
+
+
+@pytest.mark.parametrize(("sdpa_rounds", "where", "firsts", "verdict_en", "verdict_es"), [
+    ([(0.5,) * 7, (0.8,) * 7, (2.0,) * 7], "within", ["sdpa", "sdpa", "rnn"],
+     "In time, SDPA finished first up to T = 128 and nn.RNN from T = 256 on: SDPA becomes the slower one between "
+     "them, near T = 152 on the medians.",  # ln 0.8 -> ln 2 on ln 128 -> ln 256: 128·2^(0.2231/0.9163) = 152
+     "En tiempo, SDPA terminó antes hasta T = 128 y nn.RNN a partir de T = 256: SDPA pasa a tardar más entre ambas, "
+     "cerca de T ≈ 152 según las medianas."),
+    ([(0.5,) * 7, (0.8,) * 7, STRADDLING], "not_judged", ["sdpa", "sdpa", "not_judged"],
+     "In time, not judged: at the longest length, T = 256, neither finished first by the margin.",
+     "En tiempo, sin decidir: en la mayor longitud, T = 256, ninguna terminó antes por el margen."),
+    ([(0.5,) * 7, (0.5,) * 7, (0.5,) * 7], "beyond", ["sdpa", "sdpa", "sdpa"],
+     "In time, SDPA still finished first at the longest length measured, T = 256.",
+     "En tiempo, SDPA sigue terminando antes en la mayor longitud medida, T = 256."),
+])
+def test_the_time_panel_states_the_crossover_only_when_decided(client, monkeypatch, sdpa_rounds, where, firsts,
+                                                                verdict_en, verdict_es):
+    from seqlab.web.panels import timing
+
+    monkeypatch.setitem(timing._last_run, "result", hand_built_sweep(sdpa_rounds, busy=where == "not_judged"))
+    local = client.get("/api/time").json()["local"]
+    assert (local["time_where"], local["threads"], local["rounds"], local["margin"]) == (where, 2, 7, 1.2)
+    assert [row["first"] for row in local["rows"]] == firsts
+    assert local["verdict"] == verdict_en
+    if where == "within":
+        assert (local["time_bracket"], local["time_T_text"], local["reason"]) == ([128, 256], "152", None)
+    else:
+        assert local["time_bracket"] is None and local["time_T_text"] is None
+        assert local["reason"] == ("longest_undecided" if where == "not_judged" else None)
+    assert local["predicted_T_text"] is not None and local["predicted_noisy"] is False
+    assert (local["caveat"] or "").startswith("The machine was busy" if where == "not_judged" else "")
+    spanish = client.get("/api/time", params={"lang": "es"}).json()["local"]
+    assert spanish["verdict"] == verdict_es
+    assert [row["first_text"] for row in spanish["rows"]] == [
+        {"sdpa": "SDPA", "rnn": "nn.RNN", "not_judged": "sin decidir"}[first] for first in firsts]
 
 
 def test_pages_refuse_an_unknown_language(client):

@@ -441,6 +441,15 @@ def test_a_short_bench_runs_and_the_gpu_record_shows(page, base_url):
     wait_until(page, "document.querySelector('#bench-run').disabled === false")
     assert page.locator("#local-result tbody tr").count() == 3  # T = 64, 128, 256
     page.screenshot(path=str(SCREENSHOTS / "time-run-es.png"), full_page=True)
+    # who finished first at each length, decided or not, and the verdict read from those decisions only
+    assert page.locator("#local-result thead th").nth(5).inner_text() == "primero (por ×1,2)"
+    firsts = [row.locator("td").nth(4).inner_text() for row in page.locator("#local-result tbody tr").all()]  # T is a th
+    assert set(firsts) <= {"SDPA", "nn.RNN", "empate", "sin decidir"} and len(firsts) == 3
+    where = page.get_attribute("#time-verdict", "data-where")
+    assert where in ("within", "below", "beyond", "not_judged")
+    verdict = page.inner_text("#time-verdict")
+    assert ("sin decidir" in verdict) is (where == "not_judged")
+    assert " hilo" in page.inner_text("#local-result") and "rondas intercaladas" in page.inner_text("#local-result")
     work = page.locator("#local-result thead th").nth(4).inner_text()
     if any(recorded.glob("gpu-*.json")):  # one direction, one format in both tables
         assert page.locator("#gpu-result thead th").nth(4).inner_text() == work == "trabajo atención / recurrencia"

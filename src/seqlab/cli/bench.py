@@ -1,4 +1,4 @@
-"""``seqlab bench``: time the recurrence against attention over T, at 1 and all threads (parse, run, render).
+"""``seqlab bench``: time the recurrence against attention over T, at 1 and auto threads (parse, run, render).
 
 Every option is checked, and the largest size weighed against the memory, before anything is allocated;
 bad input exits 2 with one line naming the option and the value. A Rich progress bar on stderr follows
@@ -77,8 +77,9 @@ def bench(
     batch: Annotated[int, typer.Option(parser=integer_at_least(1), metavar="INTEGER",
                                        help="Sequences per call.")] = 1,
     threads: Annotated[str, typer.Option(
-        metavar="N,…|all",
-        help="CPU thread settings, comma-separated integers or all (torch's thread count at start).")] = "1,all",
+        metavar="N,…|auto|all",
+        help="CPU thread settings, comma-separated: integers, auto (torch's thread count capped by the cores the "
+             "machine's load leaves free) or all (torch's thread count at start).")] = "1,auto",
     device: Annotated[str, typer.Option(metavar="cpu|cuda", help="cpu or cuda.")] = "cpu",
     machines: Annotated[str, typer.Option(
         metavar="NAME,…",
@@ -105,7 +106,7 @@ def bench(
     if device not in DEVICES:
         raise typer.BadParameter(f"expected one of {', '.join(DEVICES)}, received {device!r}", param_hint="'--device'")
     changes: dict[str, object] = {"batch": batch, "device": device, "machines": _machines(machines),
-                                  "threads": _integers([threads], "'--threads'", ("all",))}
+                                  "threads": _integers([threads], "'--threads'", ("all", "auto"))}
     if lengths is not None:
         changes["lengths"] = _integers([lengths], "'--lengths'")
     if d_model:

@@ -2,9 +2,15 @@
 
 Results in, pictures and files out: nothing here measures. The table puts, for each thread setting and
 d, the median ± IQR of every machine beside the time ratio recurrence / attention (measured and
-predicted by the work–span model) and the work ratio d/T it is to be read against: attention does T/d
-times the recurrence's multiplications, so recurrence / attention *work* is d/T, and a time ratio above
-d/T is what spreading the work over processors buys (L8).
+predicted by the work–span model), who finished first at that length (decided from the interleaved rounds,
+or "not judged") and the work ratio d/T it is to be read against: attention does T/d times the
+recurrence's multiplications, so recurrence / attention *work* is d/T, and a time ratio above d/T is what
+spreading the work over processors buys (L8).
+
+Who is faster is never read from two medians: the crossover sentences say what the decisions say
+(:func:`seqlab.studies.bench_model.measured_crossover`) — a bracket where attention was first on one side and
+the recurrence on the other, or "not judged" and why — and the work–span model's crossing is given as the
+model's, never as a measurement. Every time is stated with its thread count.
 
 Sentences go through the gettext domain ``seqlab`` (``locale/es/LC_MESSAGES/seqlab.po``). The translation
 function is called ``tr`` (``test_i18n`` extracts ``_``, ``tr`` and ``tl`` calls alike). Plots use matplotlib's
@@ -28,7 +34,7 @@ from seqlab.render.labels import machine_label
 from seqlab.render.machine_load import busy_caveat
 from seqlab.render.figures import new_figure, save_png_svg
 from seqlab.render.json_output import to_json
-from seqlab.studies.bench import MACHINES, PAIRS, BenchResult, Crossover
+from seqlab.studies.bench import MACHINES, PAIRS, BenchResult, Crossover, LengthDecision
 from seqlab.render.tables import FittedTable
 
 DOMAIN = "seqlab"
@@ -41,6 +47,30 @@ CSV_FIELDS = ("device", "threads", "d_model", "batch", "T", "machine", "multipli
 def _threads_text(threads: int, lang: str) -> str:
     tr = translator(lang)
     return tr("1 thread") if threads == 1 else tr("{threads} threads").format(threads=threads)
+
+
+def _threads_list(threads: tuple[int, ...], lang: str) -> str:
+    """The thread settings of a sweep, as a title says them: "1 thread", "1 thread and 2 threads"."""
+    tr = translator(lang)
+    texts = [_threads_text(n, lang) for n in threads]
+    if len(texts) == 1:
+        return texts[0]
+    return tr("{most} and {last}").format(most=", ".join(texts[:-1]), last=texts[-1])
+
+
+def first_text(decision: LengthDecision, crossover: Crossover, lang: str) -> str:
+    """Who finished first at one length, as a table cell says it: a machine's name, "tie" or "not judged"."""
+    tr = translator(lang)
+    first = decision.first
+    if first in ("attention", "recurrence"):
+        key = crossover.attention if first == "attention" else crossover.recurrence
+        return machine_label(MACHINES[key].label, lang)
+    return tr("tie") if first == "tie" else tr("not judged")
+
+
+def _crossover_of(result: BenchResult, pair: tuple[str, str], threads: int, d: int) -> Crossover | None:
+    return next((c for c in result.crossovers if (c.recurrence, c.attention) == pair and c.threads == threads
+                 and c.d_model == d), None)
 
 
 def _pairs(result: BenchResult) -> list[tuple[str, str]]:
@@ -59,7 +89,8 @@ def _ratio(result: BenchResult, pair: tuple[str, str], threads: int, d: int, T: 
 # --- Table and sentences ------------------------------------------------------------------------------
 
 def bench_table(result: BenchResult, threads: int, d: int, lang: str = "en", load_note: bool = True) -> Table:
-    """T × machine: median ± IQR per call, then recurrence / attention time (measured, model) and work d/T.
+    """T × machine: median ± IQR per call, then recurrence / attention time (measured, model), who finished
+    first (decided from the interleaved rounds, :attr:`Crossover.decisions`) and work d/T.
 
     ``load_note``: end the caption with the busy-machine caveat when the machine was busy (``render_bench``
     says it under the first table only: it is about the whole sweep).
@@ -86,6 +117,10 @@ def bench_table(result: BenchResult, threads: int, d: int, lang: str = "en", loa
     names = [dict(rec=machine_label(MACHINES[rec].label, lang), att=machine_label(MACHINES[att].label, lang)) for rec, att in pair]
     for column in (tr("{rec} / {att} time"), tr("{rec} / {att} model")) if pair else ():
         table.add_column(column.format(**names[0]), justify="right")
+    crossing = _crossover_of(result, pair[0], threads, d) if pair else None
+    if crossing is not None:
+        table.add_column(tr("first (by ×{margin})").format(margin=format_number(crossing.margin, lang)),
+                         justify="right")
     if pair:
         table.add_column(tr("work d/T"), justify="right")
     for T in result.lengths:
@@ -94,6 +129,9 @@ def bench_table(result: BenchResult, threads: int, d: int, lang: str = "en", loa
             row.append(_cell(result.point(key, threads, d, T).timing, lang))
         if pair:
             row += [format_number(_ratio(result, pair[0], threads, d, T, model), lang) for model in (False, True)]
+            if crossing is not None:
+                decided = {x.T: x for x in crossing.decisions}
+                row.append(first_text(decided[T], crossing, lang) if T in decided else "")
             row.append(format_number(d / T, lang))
         table.add_row(*row)
     return table
@@ -141,23 +179,58 @@ def _caveat(result: BenchResult, threads: tuple[int, ...], d: int, lang: str, ma
     return " " + texts[quality][0] if quality in texts else ""
 
 
+def _decisions_sentence(c: Crossover, lang: str) -> str:
+    """Who finished first at every length, by the margin over the interleaved rounds (or not judged)."""
+    tr = translator(lang)
+    rounds = max((x.decision.rounds for x in c.decisions), default=0)
+    each = "; ".join(f"T = {format_integer(x.T, lang)} {first_text(x, c, lang)}" for x in c.decisions)
+    return tr("First to finish, by a factor of {margin} over {rounds} interleaved rounds: {each}.").format(
+        margin=format_number(c.margin, lang), rounds=format_integer(rounds, lang), each=each)
+
+
+def _not_judged_reason(c: Crossover, result: BenchResult, lang: str, values: dict[str, str]) -> str:
+    tr = translator(lang)
+    attention = [x.T for x in c.decisions if x.first == "attention"]
+    recurrence = [x.T for x in c.decisions if x.first == "recurrence"]
+    if c.reason == "out_of_order":
+        later = max(attention)
+        earlier = min(T for T in recurrence if T < later)
+        return tr("{rec} finished first at T = {earlier}, yet {att} at the longer T = {later}").format(
+            earlier=format_integer(earlier, lang), later=format_integer(later, lang), **values)
+    if c.reason == "longest_undecided":
+        last = c.decisions[-1]
+        return tr("at the longest length, T = {last}, neither finished first by the margin ({outcome})").format(
+            outcome=first_text(last, c, lang), **values)
+    if c.reason == "shortest_undecided":
+        return tr("{rec} finished first from T = {from_T} on, but at no shorter length did {att}, so the "
+                  "crossing is not bracketed").format(from_T=format_integer(min(recurrence), lang), **values)
+    return tr("at no length did either finish first by the margin")
+
+
 def _crossover_sentence(c: Crossover, result: BenchResult, lang: str) -> str:
+    """The measured crossover as the decisions state it, the lengths' decisions, then the model's crossing."""
     tr = translator(lang)
     values = dict(threads=_threads_text(c.threads, lang), d=format_integer(c.d_model, lang),
                   rec=machine_label(MACHINES[c.recurrence].label, lang), att=machine_label(MACHINES[c.attention].label, lang),
-                  work=format_fraction(c.work_T, lang), first=format_integer(result.lengths[0], lang),
-                  last=format_integer(result.lengths[-1], lang),
-                  ratio=format_number(result.lengths[-1] / float(c.work_T), lang))
+                  work=format_fraction(c.work_T, lang), first=format_integer(c.decisions[0].T, lang),
+                  last=format_integer(c.decisions[-1].T, lang),
+                  ratio=format_number(c.decisions[-1].T / float(c.work_T), lang))
     if c.time_where == "within":
         low, high = c.time_bracket
-        text = tr("{threads}, d_model = {d}: {att} becomes slower than {rec} from about T = {T} (between "
-                  "{low} and {high}); it does more multiplications past T = {work}.").format(
+        text = tr("{threads}, d_model = {d}: {att} finished first up to T = {low} and {rec} from T = {high} on; "
+                  "{att} becomes the slower one between them (near T = {T} on the medians); it does more "
+                  "multiplications past T = {work}.").format(
             T=format_number(c.time_T, lang), low=format_integer(low, lang), high=format_integer(high, lang),
             **values)
     elif c.time_where == "below":
-        text = tr("{threads}, d_model = {d}: {att} is slower than {rec} at every length measured, from T = "
-                  "{first}; it does more multiplications past T = {work}.").format(**values)
-    elif result.lengths[-1] <= c.work_T:
+        text = tr("{threads}, d_model = {d}: {rec} finished first already at the shortest length measured, T = "
+                  "{first}, and at the longest, T = {last}; {att} finished first at none; it does more "
+                  "multiplications past T = {work}.").format(**values)
+    elif c.time_where == "not_judged":
+        text = tr("{threads}, d_model = {d}: the time crossover of {att} and {rec} is not judged: {reason}; "
+                  "{att} does more multiplications past T = {work}.").format(
+            reason=_not_judged_reason(c, result, lang, values), **values)
+    elif c.decisions[-1].T <= c.work_T:
         text = tr("{threads}, d_model = {d}: {att} is still faster than {rec} at T = {last}, the longest length "
                   "measured, where it also does fewer multiplications (work crosses over at T = {work}).").format(
             **values)
@@ -166,12 +239,17 @@ def _crossover_sentence(c: Crossover, result: BenchResult, lang: str) -> str:
                   "measured, although it does more multiplications past T = {work} ({ratio} times as many "
                   "there).").format(**values)
     if c.predicted_T is None:
-        model = tr("In the work–span model it never becomes slower.")
+        model = tr("In the work–span model, a model and not a measurement, it never becomes slower.")
     elif c.predicted_T == 0:
-        model = tr("In the work–span model it is slower at every length.")
+        model = tr("In the work–span model, a model and not a measurement, it is slower at every length.")
     else:
-        model = tr("The work–span model puts the crossing at T = {T}.").format(T=format_number(c.predicted_T, lang))
-    return f"{text} {model}" + _caveat(result, (c.threads,), c.d_model, lang, (c.recurrence, c.attention))
+        model = tr("The work–span model, a model and not a measurement, puts the crossing at T = {T}.").format(
+            T=format_number(c.predicted_T, lang))
+    if c.predicted_noisy:
+        model += " " + tr("Its calibration timings are noisy (IQR over a tenth of the median): its constants are "
+                          "rough.")
+    return (f"{text} {_decisions_sentence(c, lang)} {model}"
+            + _caveat(result, (c.threads,), c.d_model, lang, (c.recurrence, c.attention)))
 
 
 def _scaling_sentence(result: BenchResult, pair: tuple[str, str], d: int, lang: str) -> str:
@@ -346,8 +424,9 @@ def plot_bench(result: BenchResult, lang: str = "en"):
         ax.tick_params(labelbottom=True, labelleft=True)
     for row, place in zip(axes, ("outside right upper", "outside right lower")):  # the same series in each column
         figure.legend(*row[0].get_legend_handles_labels(), loc=place, fontsize="small")
-    figure.suptitle(tr("{name}, PyTorch {torch}, float32, batch {batch}").format(
-        name=result.device_name, torch=result.torch_version, batch=format_integer(result.batch, lang)))
+    figure.suptitle(tr("{name}, PyTorch {torch}, float32, batch {batch}; timed on {threads}, one column each").format(
+        name=result.device_name, torch=result.torch_version, batch=format_integer(result.batch, lang),
+        threads=_threads_list(result.threads, lang)))
     return figure
 
 

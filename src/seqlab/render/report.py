@@ -255,8 +255,9 @@ def sections(result: ReportResult, lang: str = "en") -> list[Section]:
                                                           "log axes."), css_width(TABLE1_WIDTH_IN)))
 
     bench = Section("bench", _("Time: one large product against T small waits"))
-    bench.intro.append(_("A short timing sweep on this machine, nn.RNN against SDPA, on one thread and on all "
-                         "(L8). Few points and short runs: seqlab bench measures more."))
+    bench.intro.append(_("A short timing sweep on this machine, nn.RNN against SDPA timed together in interleaved "
+                         "rounds, on one thread and on as many as the machine's load leaves free (L8). Few points "
+                         "and short runs: seqlab bench measures more."))
     _collect(render_bench(result.bench, lang), bench)
     bench.plots.append(_plot(plot_bench(result.bench, lang),
                             _("Time per forward call against T, measured and modelled; below, recurrence over "

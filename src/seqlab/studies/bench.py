@@ -11,8 +11,15 @@ T (and d) and times six machines on the forward pass, fp32, batch B:
   (``F.scaled_dot_product_attention`` on (B, 1, T, d), its fused CPU kernel) and the explicit
   :class:`Attention` (``scaled_dot``).
 
-Each point is a :class:`~seqlab.measure.timing.Timing` (first call apart, warm-up, median and IQR of
-every sample) at a fixed thread count: 1 and all (``torch.get_num_threads()`` at start) by default.
+At every (threads, d, T) the machines are timed together in interleaved rounds
+(:func:`seqlab.measure.rounds.measure_rounds`: each round one block per machine, the order rotating), so a
+burst of other work on a shared computer meets all of them alike; each point is that machine's
+:class:`~seqlab.measure.timing.Timing` over the rounds (first call apart, warm-up, median and IQR of the
+per-round times). The thread settings are 1 and ``auto`` by default: torch's thread count capped by the
+cores the machine's load leaves free (:func:`seqlab.measure.rounds.timing_threads_default`); ``all`` is
+torch's count as it is. Who finished first at each length is *decided* from the per-round ratios
+(:func:`seqlab.measure.rounds.decide`, margin :data:`~seqlab.studies.bench_model.MARGIN`), or not judged; the
+measured crossover is read from those decisions only (:func:`~seqlab.studies.bench_model.measured_crossover`).
 
 Beside the clock sits a **work–span model**, one per machine and thread setting:
 
@@ -46,26 +53,29 @@ import os
 import platform
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 import torch
 import torch.nn.functional as F
 
-from seqlab.measure.timing import MachineLoad, Timing, machine_load, measure_time
+from seqlab.measure.rounds import MIN_ROUNDS, Rounds, measure_rounds
+from seqlab.measure.timing import MachineLoad, machine_load
 from seqlab.studies.bench_config import (  # noqa: F401  (re-exported: what to sweep and its checks)
     DEFAULT_LENGTHS, DEVICES, MAX_BATCH, MAX_LENGTH, MAX_WIDTH, QUICK_LENGTHS, BenchConfig, BenchPlan,
     check_bench_config, estimate_bench_bytes,
 )
 from seqlab.studies.bench_model import (  # noqa: F401  (re-exported: the result types and the model)
-    MACHINES, PAIRS, BenchPoint, _machine, Calibration, Crossover, Machine, Poly, SpanFit, calibrate, crossovers,
-    measured_crossover, model_terms, multiplications, predict, predicted_crossover,
+    MACHINES, MARGIN, PAIRS, REASONS, WHERE, BenchPoint, _machine, Calibration, Crossover, LengthDecision, Machine,
+    Poly, SpanFit, calibrate, crossovers, measured_crossover, model_terms, multiplications, pair_rounds, predict,
+    predicted_crossover,
 )
 
 #: Lengths at which the span is traced (CPU reference kernels, d = 8) before it is extended linearly.
 SPAN_LENGTHS = (4, 8)
 SPAN_WIDTH = 8
-#: A point times at most this many ``min_run_time`` to reach ``min_samples`` (a bad estimate cannot run away).
+#: A point's rounds are cut so that one machine's blocks take at most this many ``min_run_time`` (never below
+#: ``min_samples`` rounds, nor :data:`~seqlab.measure.rounds.MIN_ROUNDS`).
 MAX_RUN_TIME_FACTOR = 10
 
 
@@ -194,8 +204,14 @@ def _check_work(modules: dict[str, torch.nn.Module], plan: BenchPlan, d: int,
     return tuple(checks)
 
 
-def measure_calibration(device: str, threads: int, matmul_size: int, links: int, min_run_time: float) -> Calibration:
-    """Time an n×n matmul and a chain of ``links`` × (tiny matmul, tanh) at ``threads``; fit the constants."""
+def measure_calibration(device: str, threads: int, matmul_size: int, links: int, min_run_time: float,
+                        rounds: int = 7, load: MachineLoad | None = None) -> Calibration:
+    """Time an n×n matmul and a chain of ``links`` × (tiny matmul, tanh) at ``threads``; fit the constants.
+
+    Both are timed together in ``rounds`` interleaved rounds (:func:`~seqlab.measure.rounds.measure_rounds`),
+    each block about ``min_run_time / rounds`` seconds; their Timings are over the rounds (``noisy`` when
+    their IQR passes a tenth of the median).
+    """
     generator = torch.Generator().manual_seed(0)
     a, b = torch.randn(2, matmul_size, matmul_size, generator=generator).to(device).unbind(0)  # (n, n) each
     w, h0 = torch.eye(SPAN_WIDTH, device=device), torch.ones(1, SPAN_WIDTH, device=device)  # (8, 8), (1, 8)
@@ -206,35 +222,30 @@ def measure_calibration(device: str, threads: int, matmul_size: int, links: int,
             h = torch.tanh(h @ w)  # (1, 8): two ops, each waiting for the one before
         return h
 
-    matmul = measure_time(lambda: a @ b, label=f"matmul {matmul_size}", threads=threads,
-                          min_run_time=min_run_time, device=device)
-    chained = measure_time(chain, label=f"chain of {2 * links} ops", threads=threads,
-                           min_run_time=min_run_time, device=device)
-    return calibrate(device, threads, matmul_size, matmul, 2 * links, chained)
+    matmul_label, chain_label = f"matmul {matmul_size}", f"chain of {2 * links} ops"
+    timed = measure_rounds({matmul_label: lambda: a @ b, chain_label: chain}, rounds=rounds,
+                           block_seconds=min_run_time / rounds, threads=threads, device=device, load=load)
+    return calibrate(device, threads, matmul_size, timed.timing(matmul_label), 2 * links, timed.timing(chain_label))
 
 
 # --- The sweep ----------------------------------------------------------------------------------------
 
-def _time_point(call: Callable[[], object], label: str, threads: int, device: str, estimate_s: float,
-                config: BenchConfig, load: MachineLoad | None = None) -> Timing:
-    """Time one point for long enough to get ``min_samples`` blocks, as far as the cap allows.
+def _time_together(calls: dict[str, Callable[[], object]], threads: int, device: str, estimate_s: float,
+                   config: BenchConfig, load: MachineLoad | None) -> Rounds:
+    """Time the machines of one point together in interleaved rounds (:func:`measure_rounds`).
 
-    The run time asked for is min_samples × the estimated call time (from the previous length),
-    at least ``min_run_time`` and at most 10 × ``min_run_time``. Without an estimate, or when the
-    estimate was far too low, the first measurement is a pilot: it is repeated once with the time
-    its own median calls for, and only the repeat is kept.
+    Every machine's blocks add up to about ``min_run_time`` (a block is ``min_run_time / rounds``, at least one
+    call). When the slowest machine's estimated call (from the previous length) would make ``rounds`` blocks
+    last more than ``MAX_RUN_TIME_FACTOR × min_run_time``, fewer rounds are timed, never fewer than
+    ``min_samples`` nor :data:`~seqlab.measure.rounds.MIN_ROUNDS` (enough to decide anything).
     """
+    fewest = min(config.rounds, max(MIN_ROUNDS, config.min_samples))
     cap = MAX_RUN_TIME_FACTOR * config.min_run_time
-
-    def run_time(call_s: float) -> float:
-        return max(config.min_run_time, min(config.min_samples * call_s, cap))
-
-    asked = run_time(estimate_s)
-    timing = measure_time(call, label=label, threads=threads, device=device, min_run_time=asked, load=load)
-    if len(timing.samples) < config.min_samples and run_time(timing.median_s) > 1.5 * asked:
-        timing = measure_time(call, label=label, threads=threads, device=device,
-                              min_run_time=run_time(timing.median_s), load=load)
-    return timing
+    rounds = config.rounds
+    if estimate_s > 0 and rounds * estimate_s > cap:
+        rounds = max(fewest, int(cap / estimate_s))
+    return measure_rounds(calls, rounds=rounds, block_seconds=config.min_run_time / rounds, threads=threads,
+                          device=device, load=load)
 
 
 def _device_name(device: str) -> str:
@@ -275,8 +286,8 @@ def run_bench(config: BenchConfig = BenchConfig(),
     Raises:
         SeqlabError: see :func:`check_bench_config`.
     """
-    plan = check_bench_config(config)
     load = load or machine_load()  # before the sweep: its own threads must not count as the machine being busy
+    plan = check_bench_config(config, load)
     started, clock = datetime.now(timezone.utc).isoformat(timespec="seconds"), time.perf_counter()
     total = len(plan.machines) + len(plan.threads) * (1 + len(plan.d_models) * len(plan.lengths) * len(plan.machines))
     done = 0
@@ -293,7 +304,7 @@ def run_bench(config: BenchConfig = BenchConfig(),
     calibrations = []
     for threads in plan.threads:
         calibrations.append(measure_calibration(plan.device, threads, plan.matmul_size, config.chain_links,
-                                                config.min_run_time))
+                                                config.min_run_time, config.rounds, load))
         step(f"calibration · threads = {threads}")
     span_of, cal_of = {s.machine: s for s in spans}, {c.threads: c for c in calibrations}
     generator = torch.Generator().manual_seed(config.seed)
@@ -303,14 +314,17 @@ def run_bench(config: BenchConfig = BenchConfig(),
         checks += _check_work(modules, plan, d, generator)
         for T in plan.lengths:
             calls = _calls(modules, T, d, plan.batch, plan.device, generator)
-            for key in plan.machines:
-                power = 1 if MACHINES[key].family == "recurrence" else 2
-                work, span = multiplications(key, T, d, plan.batch), span_of[key].ops(T)
-                for threads in plan.threads:  # interleaved, so a change of load hits every setting alike
+            mine = {key: calls[key] for key in plan.machines}
+            for threads in plan.threads:  # all machines of a point in one set of interleaved rounds
+                estimates = []
+                for key in plan.machines:
                     previous = last.get((key, threads, d))
-                    estimate = previous[1] * (T / previous[0]) ** power if previous else 0.0
-                    timing = _time_point(calls[key], f"{MACHINES[key].label}, T = {T}, d = {d}", threads,
-                                         plan.device, estimate, config, load)
+                    power = 1 if MACHINES[key].family == "recurrence" else 2
+                    estimates.append(previous[1] * (T / previous[0]) ** power if previous else 0.0)
+                timed = _time_together(mine, threads, plan.device, max(estimates), config, load)
+                for key in plan.machines:
+                    work, span = multiplications(key, T, d, plan.batch), span_of[key].ops(T)
+                    timing = replace(timed.timing(key), label=f"{MACHINES[key].label}, T = {T}, d = {d}")
                     last[(key, threads, d)] = (T, timing.median_s)
                     predicted, bound = predict(work, span, cal_of[threads])
                     points.append(BenchPoint(key, threads, d, T, work, span, timing, predicted, bound))

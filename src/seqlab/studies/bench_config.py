@@ -1,7 +1,7 @@
 """What ``seqlab bench`` sweeps, checked before anything is allocated (L7, L8).
 
 :class:`BenchConfig` is what the user asks for (lengths, widths, batch, thread settings, machines,
-device, timing budget); :func:`check_bench_config` validates every value, resolves ``"all"`` threads,
+device, timing budget); :func:`check_bench_config` validates every value, resolves ``"all"`` and ``"auto"`` threads,
 refuses a sweep whose largest point would not fit in memory (:func:`estimate_bench_bytes`) and returns
 the :class:`BenchPlan` that :func:`seqlab.studies.bench.run_bench` follows. The names are re-exported
 from :mod:`seqlab.studies.bench`. Shape letters: B batch, T positions, d = d_model.
@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import torch
 
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.measure.rounds import DEFAULT_ROUNDS, timing_threads_default
+from seqlab.measure.timing import MachineLoad
 from seqlab.memory import FLOAT32_BYTES, MemoryEstimate, available_memory_bytes, require_fits
 from seqlab.studies.bench_model import MACHINES, _machine
 
@@ -26,23 +28,29 @@ MAX_LENGTH = 1_048_576
 MAX_WIDTH = 65_536
 MAX_BATCH = 65_536
 DEVICES = ("cpu", "cuda")
+#: Thread settings given by name: ``all`` is torch's thread count at start; ``auto`` the same capped by the
+#: cores the machine's load leaves free (:func:`seqlab.measure.rounds.timing_threads_default`).
+THREAD_WORDS = ("all", "auto")
+MAX_ROUNDS = 1000
 
 
 @dataclass(frozen=True)
 class BenchConfig:
-    """What to sweep. Thread settings are ints or ``"all"`` (``torch.get_num_threads()`` at start).
+    """What to sweep. Thread settings are ints, ``"all"`` (``torch.get_num_threads()`` at start) or ``"auto"``
+    (that count capped by the free cores, :func:`~seqlab.measure.rounds.timing_threads_default`).
 
-    ``min_run_time`` is the least timed seconds per point; a point also gets at least ``min_samples``
-    timed blocks, using its call time extrapolated from the previous length (linearly for a recurrence,
-    quadratically for attention), so slow points still have a spread — capped at 10 × ``min_run_time``
-    (see ``_time_point``).
+    The machines of a point are timed together in ``rounds`` interleaved rounds, one block each per round;
+    ``min_run_time`` is the least timed seconds per machine and point (a block lasts ``min_run_time / rounds``,
+    at least one call). When a machine's call time, extrapolated from the previous length (linearly for a
+    recurrence, quadratically for attention), would make the rounds last more than 10 × ``min_run_time``,
+    fewer rounds are timed, never fewer than ``min_samples`` (nor 3) — see ``_time_together``.
     ``matmul_size`` None: 1024 on cpu, 4096 on cuda.
     """
 
     lengths: tuple[int, ...] = DEFAULT_LENGTHS
     d_models: tuple[int, ...] = (512,)
     batch: int = 1
-    threads: tuple[int | str, ...] = (1, "all")
+    threads: tuple[int | str, ...] = (1, "auto")
     device: str = "cpu"
     machines: tuple[str, ...] = tuple(MACHINES)
     min_run_time: float = 0.2
@@ -50,6 +58,7 @@ class BenchConfig:
     matmul_size: int | None = None
     chain_links: int = 64
     seed: int = 0
+    rounds: int = DEFAULT_ROUNDS
 
     @classmethod
     def quick(cls, **changes: object) -> BenchConfig:
@@ -98,30 +107,40 @@ def _positive_ints(name: str, values: object, maximum: int) -> tuple[int, ...]:
     return tuple(sorted(set(checked)))
 
 
-def _threads(settings: object) -> tuple[int, ...]:
+def _threads(settings: object, load: MachineLoad | None) -> tuple[int, ...]:
     available = torch.get_num_threads()
     maximum = max(os.cpu_count() or 1, available)
     if isinstance(settings, (int, str)) or not settings:
-        raise SeqlabError(f"threads must be a sequence of integers or 'all', received {settings!r}",
+        raise SeqlabError(f"threads must be a sequence of integers, 'all' or 'auto', received {settings!r}",
                           parameter="threads")
-    resolved = {available if s == "all" else require_positive_int("threads", s, maximum) for s in settings}
+    words = {"all": available}
+    if "auto" in settings:
+        words["auto"] = timing_threads_default(load)
+    resolved = {words[s] if isinstance(s, str) and s in words else require_positive_int("threads", s, maximum)
+                for s in settings}
     return tuple(sorted(resolved))
 
 
-def check_bench_config(config: BenchConfig) -> BenchPlan:
+def check_bench_config(config: BenchConfig, load: MachineLoad | None = None) -> BenchPlan:
     """Validate every size, thread count, machine and device; refuse what would not fit. Allocates nothing.
 
     >>> check_bench_config(BenchConfig(lengths=(64, 16, 64), threads=(1,))).lengths
     (16, 64)
+    >>> check_bench_config(BenchConfig(threads=("auto",)), MachineLoad(1.9, 2, True)).threads  # one core free
+    (1,)
+
+    Args:
+        config: what to sweep.
+        load: the machine's load that ``"auto"`` threads are resolved with; None reads it now.
 
     Raises:
         SeqlabError: the message names the value; ``parameter`` is lengths, d_model, batch, threads,
-            machines, device, min_run_time or min_samples.
+            machines, device, min_run_time, min_samples or rounds.
     """
     lengths = _positive_ints("T", config.lengths, MAX_LENGTH)
     d_models = _positive_ints("d_model", config.d_models, MAX_WIDTH)
     batch = require_positive_int("batch", config.batch, MAX_BATCH)
-    threads = _threads(config.threads)
+    threads = _threads(config.threads, load)
     if isinstance(config.machines, str) or not config.machines:
         raise SeqlabError(f"machines must name at least one of {', '.join(MACHINES)}, received {config.machines!r}",
                           parameter="machines")
@@ -136,6 +155,7 @@ def check_bench_config(config: BenchConfig) -> BenchPlan:
         raise SeqlabError(f"min_run_time must be a number of seconds in (0, 60], received {run_time!r}",
                           parameter="min_run_time")
     require_positive_int("min_samples", config.min_samples, 1000)
+    require_positive_int("rounds", config.rounds, MAX_ROUNDS)
     default_size = 4096 if config.device == "cuda" else 1024
     matmul_size = require_positive_int("matmul_size", config.matmul_size or default_size, 16_384)
     T, d = lengths[-1], d_models[-1]

@@ -4,6 +4,23 @@ time ≈ max(work / throughput, span × latency): throughput from a large matmul
 tiny dependent ops, both measured (:func:`calibrate`); spans extended linearly from traces at small T
 (:class:`SpanFit`). :func:`crossovers` reports where attention becomes the slower machine — measured and
 predicted — beside where it starts doing more work (T = d).
+
+The **measured** crossover is read from decisions, never from medians alone. At every length the two machines
+of a pair were timed in the same interleaved rounds (:func:`seqlab.measure.rounds.measure_rounds`), and
+:func:`seqlab.measure.rounds.decide` says who finished first by :data:`MARGIN` — or that it cannot say. The
+crossover is then (:func:`measured_crossover`):
+
+* ``"within"`` (a, b): attention first at a, the recurrence first at b > a *and at the longest length*, no
+  attention-first length after a and no recurrence-first length before b (the lengths between tie or were
+  not judged, and are named);
+* ``"below"``: the recurrence first at the shortest and at the longest length, attention first nowhere;
+* ``"beyond"``: attention first at the longest length (so nowhere the recurrence first);
+* ``"not_judged"``, with a reason, in every other case.
+
+"within" and "below" need the recurrence first at the longest length, "beyond" needs attention first there,
+so two runs can give opposite statements only when the decision at that one length flips — which the
+decision rule makes as rare as the machine itself changing between the runs. The **predicted** crossover is
+the work–span model's, a model and never a measurement.
 """
 
 from __future__ import annotations
@@ -11,10 +28,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Literal
 
 from seqlab import cost
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.measure.rounds import Decision, Rounds, decide
 from seqlab.measure.timing import Timing
+
+#: Who finishes first counts only when it wins by this factor in the per-round ratios
+#: (:func:`seqlab.measure.rounds.decide`): 1.2, a fifth faster, well past the spread of a quiet machine.
+MARGIN = 1.2
+#: What :func:`measured_crossover` can say.
+WHERE = ("within", "below", "beyond", "not_judged")
+#: Why a measured crossover was not judged (:attr:`Crossover.reason`).
+REASONS = ("none_first", "out_of_order", "longest_undecided", "shortest_undecided")
 
 @dataclass(frozen=True)
 class Machine:
@@ -132,16 +159,41 @@ class BenchPoint:
 
 
 @dataclass(frozen=True)
+class LengthDecision:
+    """Who finished first at one length, attention or the recurrence of a pair, by the per-round ratios.
+
+    Attributes:
+        T: the length.
+        decision: :func:`seqlab.measure.rounds.decide` with ``a`` the attention machine, ``b`` the recurrence:
+            ``ratio`` is attention's time over the recurrence's (median over rounds), ``low`` / ``high`` its
+            quartiles.
+    """
+
+    T: int
+    decision: Decision
+
+    @property
+    def first(self) -> str:
+        """``"attention"``, ``"recurrence"``, ``"tie"`` or ``"not_judged"``."""
+        return {"a_first": "attention", "b_first": "recurrence"}.get(self.decision.outcome, self.decision.outcome)
+
+
+@dataclass(frozen=True)
 class Crossover:
-    """Where attention becomes the slower machine, against where it starts doing more work.
+    """Where attention becomes the slower machine, as decided, against where it starts doing more work.
 
     Attributes:
         work_T: T at which both do the same multiplications (closed form; d for these pairs).
-        time_T: measured: from this T on, through the end of the sweep, attention's median is larger
-            (log-log interpolation inside ``time_bracket``); None when ``time_where`` is not "within".
-        time_where: "within" the sweep, "below" its first length (slower everywhere), "beyond" its last.
-        time_bracket: (last length where attention was not slower, first length of the slower run).
-        predicted_T: the same crossing in the model (0.0: slower at every T; None: never slower).
+        time_T: measured: inside ``time_bracket``, where the log-log line through the median ratios at the
+            bracket's two ends crosses 1; None unless ``time_where`` is ``"within"``.
+        time_where: one of :data:`WHERE` (see :func:`measured_crossover`).
+        time_bracket: (the last length where attention finished first, the first where the recurrence did)
+            for ``"within"``, else None.
+        predicted_T: the same crossing in the work–span model, a model (0.0: slower at every T; None: never slower).
+        decisions: who finished first at every length timed, in order of T.
+        margin: the factor a lead had to clear (:data:`MARGIN`).
+        reason: for ``"not_judged"``, one of :data:`REASONS`; else None.
+        predicted_noisy: the model's calibration timings (matmul, chain) were noisy: its constants are rough.
     """
 
     threads: int
@@ -150,9 +202,20 @@ class Crossover:
     attention: str
     work_T: Fraction
     time_T: float | None
-    time_where: str
+    time_where: Literal["within", "below", "beyond", "not_judged"]
     time_bracket: tuple[int, int] | None
     predicted_T: float | None
+    decisions: tuple[LengthDecision, ...] = ()
+    margin: float = MARGIN
+    reason: Literal["none_first", "out_of_order", "longest_undecided", "shortest_undecided"] | None = None
+    predicted_noisy: bool = False
+
+    def between(self) -> tuple[LengthDecision, ...]:
+        """The lengths strictly inside ``time_bracket`` (each a tie or not judged); () without a bracket."""
+        if self.time_bracket is None:
+            return ()
+        low, high = self.time_bracket
+        return tuple(d for d in self.decisions if low < d.T < high)
 
 
 # --- The work–span model and the crossovers ------------------------------------------------------------
@@ -224,52 +287,108 @@ def predicted_crossover(recurrence: tuple[Poly, Poly], attention: tuple[Poly, Po
     return 0.0
 
 
-def measured_crossover(lengths: tuple[int, ...], recurrence_s: tuple[float, ...],
-                       attention_s: tuple[float, ...]) -> tuple[str, float | None, tuple[int, int] | None]:
-    """From which length on, to the end of the sweep, attention's median time exceeds the recurrence's.
+def measured_crossover(decisions: tuple[LengthDecision, ...]) -> tuple[str, float | None, tuple[int, int] | None,
+                                                                  str | None]:
+    """The measured crossover from who finished first at each length (the rule of the module docstring).
 
-    Inside the bracket (last length where attention was not slower, next length) the crossing is
-    interpolated on log T against log(attention / recurrence).
+    Inside the bracket (a, b) the crossing is put where the line through (log a, log ratio_a) and
+    (log b, log ratio_b) meets ratio = 1, ratio = attention / recurrence (the medians over rounds): attention
+    was first at a (ratio < 1/margin) and the recurrence at b (ratio > margin), so that T lies inside.
 
-    >>> measured_crossover((100, 400), (1.0, 4.0), (0.5, 8.0))  # ratio 0.5 then 2: halfway on log T
-    ('within', 200.0, (100, 400))
-    >>> measured_crossover((100, 400), (1.0, 4.0), (0.5, 1.0))[:2], measured_crossover((1,), (1.0,), (2.0,))[:2]
-    (('beyond', None), ('below', None))
+    >>> from seqlab.measure.rounds import Decision
+    >>> def at(T, outcome, ratio):
+    ...     return LengthDecision(T, Decision("sdpa", "rnn", outcome, ratio, ratio, ratio, 1.2, 7))
+    >>> measured_crossover((at(100, "a_first", 0.5), at(400, "b_first", 2.0)))  # halfway on log T
+    ('within', 200.0, (100, 400), None)
+    >>> measured_crossover((at(100, "a_first", 0.5), at(400, "not_judged", 1.1)))
+    ('not_judged', None, None, 'longest_undecided')
+    >>> measured_crossover((at(100, "a_first", 0.5), at(400, "a_first", 0.7)))[0]
+    'beyond'
+
+    Args:
+        decisions: one per length, in increasing T (:class:`LengthDecision`).
 
     Returns:
-        (where, T, bracket): where is "within", "below" (slower at every length) or "beyond".
+        (where, T, bracket, reason): where is one of :data:`WHERE`; T and bracket only for "within"; reason
+        (one of :data:`REASONS`) only for "not_judged".
+
+    Raises:
+        SeqlabError: no decisions, or lengths not increasing.
     """
-    logs = [math.log(a / r) for r, a in zip(recurrence_s, attention_s)]
-    not_slower = [i for i, value in enumerate(logs) if value <= 0]
-    if not not_slower:
-        return "below", None, None
-    i = not_slower[-1]
-    if i == len(lengths) - 1:
-        return "beyond", None, None
-    t0, t1 = math.log(lengths[i]), math.log(lengths[i + 1])
-    crossing = t0 + (t1 - t0) * (0 - logs[i]) / (logs[i + 1] - logs[i])
-    return "within", round(math.exp(crossing), 9), (lengths[i], lengths[i + 1])
+    if not decisions:
+        raise SeqlabError("measured_crossover needs a decision at one length at least, received none")
+    if any(x.T >= y.T for x, y in zip(decisions, decisions[1:])):
+        raise SeqlabError(f"decisions must be in increasing T, received {[d.T for d in decisions]}")
+    attention = [d for d in decisions if d.first == "attention"]
+    recurrence = [d for d in decisions if d.first == "recurrence"]
+    if not attention and not recurrence:
+        return "not_judged", None, None, "none_first"
+    if attention and recurrence and attention[-1].T > recurrence[0].T:
+        return "not_judged", None, None, "out_of_order"
+    last = decisions[-1].first
+    if last == "attention":
+        return "beyond", None, None, None
+    if last != "recurrence":
+        return "not_judged", None, None, "longest_undecided"
+    if not attention:
+        return ("below", None, None, None) if decisions[0].first == "recurrence" else \
+            ("not_judged", None, None, "shortest_undecided")
+    a, b = attention[-1], recurrence[0]
+    t0, t1 = math.log(a.T), math.log(b.T)
+    r0, r1 = math.log(a.decision.ratio), math.log(b.decision.ratio)
+    crossing = t0 + (t1 - t0) * (0 - r0) / (r1 - r0)
+    return "within", round(math.exp(crossing), 9), (a.T, b.T), None
+
+
+def pair_rounds(points: tuple[BenchPoint, ...], machines: tuple[str, ...]) -> Rounds:
+    """The interleaved rounds of one (threads, d, T) rebuilt from its points: every point's timing samples are
+    its machine's per-round times, in round order (``run_bench`` times the machines of a point together).
+
+    Raises:
+        SeqlabError: a machine without a point, or points of different rounds, threads or device.
+    """
+    timings = {}
+    for key in machines:
+        found = [p for p in points if p.machine == key]
+        if len(found) != 1:
+            raise SeqlabError(f"one point of {key!r} expected, received {len(found)}")
+        timings[key] = found[0].timing
+    counts = {len(t.samples) for t in timings.values()}
+    conditions = {(t.threads, t.device) for t in timings.values()}
+    if len(counts) != 1 or len(conditions) != 1:
+        raise SeqlabError(f"machines timed in one set of rounds share rounds, threads and device; received "
+                          f"{sorted(counts)} rounds and {sorted(conditions)}")
+    (threads, device), = conditions
+    return Rounds(per_round={k: t.samples for k, t in timings.items()},
+                  calls={k: max(1, t.runs // len(t.samples)) for k, t in timings.items()},
+                  first_call_s={k: t.first_call_s for k, t in timings.items()}, threads=threads, device=device,
+                  load=next(iter(timings.values())).load)
 
 
 def crossovers(points: tuple[BenchPoint, ...], calibrations: tuple[Calibration, ...], spans: tuple[SpanFit, ...],
-               batch: int) -> tuple[Crossover, ...]:
-    """Measured, predicted and work crossovers for each pair of :data:`PAIRS`, thread count and d."""
+               batch: int, margin: float = MARGIN) -> tuple[Crossover, ...]:
+    """Measured (decided), predicted (model) and work crossovers for each pair of :data:`PAIRS`, thread count, d.
+
+    At every length the pair's decision is :func:`seqlab.measure.rounds.decide` on the rounds of that point
+    (:func:`pair_rounds`), attention as ``a``; the measured crossover follows from them by
+    :func:`measured_crossover`.
+    """
     span_of = {s.machine: s for s in spans}
     found = []
     for c in calibrations:
         for d in sorted({p.d_model for p in points}):
+            here = [p for p in points if p.threads == c.threads and p.d_model == d]
             for rec, att in PAIRS:
-                rows = {p.machine: {} for p in points}
-                for p in points:
-                    if p.threads == c.threads and p.d_model == d:
-                        rows[p.machine][p.T] = p.timing.median_s
-                if not rows.get(rec) or not rows.get(att):
+                lengths = sorted({p.T for p in here if p.machine == rec} & {p.T for p in here if p.machine == att})
+                if not lengths:
                     continue
-                lengths = tuple(sorted(rows[rec]))
-                where, T, bracket = measured_crossover(lengths, tuple(rows[rec][t] for t in lengths),
-                                                       tuple(rows[att][t] for t in lengths))
+                decisions = tuple(
+                    LengthDecision(T, decide(pair_rounds(tuple(p for p in here if p.T == T), (att, rec)), att, rec,
+                                             margin)) for T in lengths)
+                where, T, bracket, reason = measured_crossover(decisions)
                 predicted = predicted_crossover(model_terms(rec, d, batch, span_of[rec], c),
                                                 model_terms(att, d, batch, span_of[att], c))
                 work_T = Fraction(multiplications(rec, 1, d), multiplications(att, 1, d))  # g·2d² / 2d
-                found.append(Crossover(c.threads, d, rec, att, work_T, T, where, bracket, predicted))
+                found.append(Crossover(c.threads, d, rec, att, work_T, T, where, bracket, predicted, decisions,
+                                       float(margin), reason, c.matmul.noisy or c.chain.noisy))
     return tuple(found)

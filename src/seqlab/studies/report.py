@@ -4,7 +4,7 @@ Runs, in order, and keeps the frozen results for :mod:`seqlab.render.report` to 
 
 * ``compare`` on the chosen text (:mod:`seqlab.studies.compare`: work, span, path, reach, order, time);
 * Table 1 of the paper measured at small sizes (:mod:`seqlab.studies.table1`);
-* a tiny timing sweep of ``nn.RNN`` against SDPA on 1 and all threads (:mod:`seqlab.studies.bench`);
+* a tiny timing sweep of ``nn.RNN`` against SDPA on 1 and ``auto`` threads (:mod:`seqlab.studies.bench`);
 * the cost of each new token when generating, at a few positions (:mod:`seqlab.studies.decode`, quick sizes);
 * Figure 1's fifteen boxes measured (:mod:`seqlab.studies.figure`);
 * the twelve claims checked (:mod:`seqlab.studies.check`).
@@ -43,7 +43,7 @@ class ReportConfig:
     Attributes:
         compare: the compare study (d_model 512, timed).
         table1: Table 1 at small sizes (T = 16, 32, 64; d = 32).
-        bench: lengths 64, 256, 1024 at d = 128, ``nn.RNN`` and SDPA, 1 and all threads, short runs.
+        bench: lengths 64, 256, 1024 at d = 128, ``nn.RNN`` and SDPA, 1 and ``auto`` threads, short runs.
         decode: the decoding study at its quick sizes (t = 16, 64, 256; d = 64; short timings).
         figure: (S, T, d_model, heads) of Figure 1.
         check: which claims, and at which sizes.

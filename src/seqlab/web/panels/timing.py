@@ -1,7 +1,12 @@
 """Time panel: the clock on this machine, and the GPU run recorded in the repository (L7, L8).
 
-A short live sweep runs through :func:`seqlab.studies.bench.run_bench` — ``nn.RNN`` against SDPA, at
-all CPU threads, lengths doubling from 64, a tight timing cap. Its answer goes to whoever ran it
+A short live sweep runs through :func:`seqlab.studies.bench.run_bench` — ``nn.RNN`` against SDPA, timed
+together in interleaved rounds at the ``auto`` thread count (torch's threads capped by the cores the load
+leaves free, :func:`seqlab.measure.rounds.timing_threads_default`), lengths doubling from 64, a tight timing
+cap. At every length the panel shows who finished first by the margin
+(:data:`seqlab.studies.bench_model.MARGIN`, :func:`seqlab.measure.rounds.decide`) or "not judged", and states
+the time crossover only where those decisions bracket it (else it is "not judged", with the reason); the
+work–span model's crossing is shown as the model's, never as a measurement. Its answer goes to whoever ran it
 (``origin: "this_request"``); the server keeps the latest sweep and shows it to later visitors as what it is,
 the latest run on this server by anyone, with when it started (``origin: "last_on_server"``), never as theirs.
 Beside it: every ``benchmarks/results/gpu-*.json`` found next to the package in a source checkout
@@ -29,7 +34,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from seqlab import cost
-from seqlab.i18n import format_fraction, format_number, format_seconds
+from seqlab.i18n import format_fraction, format_integer, format_number, format_seconds
 from seqlab.web.budget import require_within_budget
 from seqlab.web.messages import N_, Phrase, tr
 from seqlab.web.workers import pool_of
@@ -80,10 +85,15 @@ class LocalRow(BaseModel):
     rnn_text: str = Field(description="median ± IQR (or the median and its few timed blocks)")
     sdpa_text: str = Field(description="median ± IQR (or the median and its few timed blocks)")
     blocks: int = Field(description="fewest timed blocks behind the two medians")
-    time_ratio: float = Field(description="nn.RNN time / SDPA time")
+    time_ratio: float = Field(description="nn.RNN time / SDPA time, the medians over the interleaved rounds")
     time_ratio_text: str
     work_ratio_text: str = Field(description="attention / recurrence multiplications = T/d")
     noisy: bool
+    first: Literal["sdpa", "rnn", "tie", "not_judged"] = Field(
+        description="who finished first at this length by the margin, decided from the per-round ratios "
+                    "(seqlab.measure.rounds.decide): sdpa, rnn, tie (within the margin) or not_judged (the "
+                    "ratios' spread straddles the margin)")
+    first_text: str = Field(description="``first`` in the request's language")
 
 
 class LocalBench(BaseModel):
@@ -95,15 +105,30 @@ class LocalBench(BaseModel):
     caveat: str | None = Field(description="the busy-machine caveat in the request's language; None when quiet")
     device_name: str
     torch_version: str
-    threads: int
+    threads: int = Field(description="intra-op CPU threads every time of this sweep was taken on")
     d_model: int
     started: str
     elapsed_s: float
+    rounds: int = Field(description="interleaved rounds behind every time and decision (fewest over the lengths)")
+    margin: float = Field(description="the factor by which one machine must finish first to be counted first")
     rows: list[LocalRow]
     work_crossover: int = Field(description="T at which attention starts doing more multiplications (= d)")
-    time_where: str = Field(description="measured time crossover: within, below or beyond the lengths timed")
-    time_T_text: str | None
-    predicted_T_text: str | None = Field(description="the work–span model's time crossover")
+    time_where: Literal["within", "below", "beyond", "not_judged"] = Field(
+        description="the measured time crossover, read from the per-length decisions only: within (SDPA first "
+                    "at a shorter length, nn.RNN first at a longer one and at the longest), below (nn.RNN first "
+                    "at the shortest and the longest length, SDPA nowhere), beyond (SDPA first at the longest "
+                    "length), not_judged (any other case; see reason)")
+    reason: Literal["none_first", "out_of_order", "longest_undecided", "shortest_undecided"] | None = Field(
+        description="why the crossover is not judged; None unless time_where is not_judged")
+    time_bracket: tuple[int, int] | None = Field(
+        description="within only: the last length where SDPA finished first and the first where nn.RNN did")
+    time_T_text: str | None = Field(
+        description="within only: near where the median ratio crosses 1 inside the bracket")
+    verdict: str = Field(description="the measured crossover in words, in the request's language: decided or "
+                                     "not judged and why")
+    predicted_T_text: str | None = Field(
+        description="the work–span model's time crossover: a model fitted on this computer, not a measurement")
+    predicted_noisy: bool = Field(description="the model's calibration timings were noisy: its constants are rough")
 
 
 class GpuPoint(BaseModel):
@@ -241,31 +266,83 @@ def _gpu_point(p: dict, timings: dict, lang: str) -> GpuPoint:
                     time_ratio_text=format_number(p["time_ratio_rnn_over_sdpa"], lang))
 
 
+def _first_text(first: str, lang: str) -> str:
+    _ = tr(lang)
+    return {"sdpa": "SDPA", "rnn": "nn.RNN", "tie": _("tie"), "not_judged": _("not judged")}[first]
+
+
+def verdict_text(crossing, lang: str) -> str:
+    """The measured crossover of nn.RNN and SDPA in words: stated only where the decisions bracket it.
+
+    >>> from seqlab.measure.rounds import Decision
+    >>> from seqlab.studies.bench_model import LengthDecision
+    >>> from seqlab.studies.bench import Crossover
+    >>> at = lambda T, o, r: LengthDecision(T, Decision("sdpa", "rnn", o, r, r, r, 1.2, 7))
+    >>> c = Crossover(1, 64, "rnn", "sdpa", 64, None, "not_judged", None, 100.0,
+    ...               (at(64, "a_first", 0.5), at(128, "not_judged", 1.0)), 1.2, "longest_undecided")
+    >>> verdict_text(c, "en")
+    'In time, not judged: at the longest length, T = 128, neither finished first by the margin.'
+    """
+    _ = tr(lang)
+    values = {"first": format_integer(crossing.decisions[0].T, lang),
+              "last": format_integer(crossing.decisions[-1].T, lang)}
+    if crossing.time_where == "within":
+        low, high = crossing.time_bracket
+        return _("In time, SDPA finished first up to T = {low} and nn.RNN from T = {high} on: SDPA becomes the "
+                 "slower one between them, near T = {T} on the medians.").format(
+            low=format_integer(low, lang), high=format_integer(high, lang), T=format_number(crossing.time_T, lang))
+    if crossing.time_where == "beyond":
+        return _("In time, SDPA still finished first at the longest length measured, T = {last}.").format(**values)
+    if crossing.time_where == "below":
+        return _("In time, nn.RNN already finished first at the shortest length measured, T = {first}, and at the "
+                 "longest, T = {last}.").format(**values)
+    attention = [x.T for x in crossing.decisions if x.first == "attention"]
+    recurrence = [x.T for x in crossing.decisions if x.first == "recurrence"]
+    if crossing.reason == "out_of_order":
+        later = max(attention)
+        return _("In time, not judged: nn.RNN finished first at T = {earlier}, yet SDPA at the longer T = "
+                 "{later}.").format(earlier=format_integer(min(T for T in recurrence if T < later), lang),
+                                     later=format_integer(later, lang))
+    if crossing.reason == "longest_undecided":
+        return _("In time, not judged: at the longest length, T = {last}, neither finished first by the "
+                 "margin.").format(**values)
+    if crossing.reason == "shortest_undecided":
+        return _("In time, not judged: nn.RNN finished first from T = {T} on, but SDPA at no shorter length, so "
+                 "the crossing is not bracketed.").format(T=format_integer(min(recurrence), lang))
+    return _("In time, not judged: at no length did either finish first by the margin.")
+
+
 def _local(result, lang: str, origin: str) -> LocalBench:
     """Shape a :class:`~seqlab.studies.bench.BenchResult` for the page."""
     from seqlab.measure.timing import busiest
 
     threads, d = result.threads[-1], result.d_models[0]
+    crossing = next(c for c in result.crossovers if c.recurrence == "rnn" and c.threads == threads)
+    decided = {x.T: x for x in crossing.decisions}
     rows = []
     for T in result.lengths:
         rnn, sdpa = result.point("rnn", threads, d, T).timing, result.point("sdpa", threads, d, T).timing
+        first = {"attention": "sdpa", "recurrence": "rnn"}.get(decided[T].first, decided[T].first)
         rows.append(LocalRow(T=T, rnn_s=rnn.median_s, rnn_iqr_s=rnn.iqr_s, sdpa_s=sdpa.median_s,
                              sdpa_iqr_s=sdpa.iqr_s, rnn_text=time_text(rnn.median_s, rnn.iqr_s, len(rnn.samples), lang),
                              sdpa_text=time_text(sdpa.median_s, sdpa.iqr_s, len(sdpa.samples), lang),
                              blocks=min(len(rnn.samples), len(sdpa.samples)),
                              time_ratio=rnn.median_s / sdpa.median_s,
                              time_ratio_text=format_number(rnn.median_s / sdpa.median_s, lang),
-                             work_ratio_text=format_fraction(work_ratio(T, d), lang), noisy=rnn.noisy or sdpa.noisy))
-    crossing = next(c for c in result.crossovers if c.recurrence == "rnn")
+                             work_ratio_text=format_fraction(work_ratio(T, d), lang), noisy=rnn.noisy or sdpa.noisy,
+                             first=first, first_text=_first_text(first, lang)))
     load = busiest([result.load, *(p.timing for p in result.points)])
     return LocalBench(
         origin=origin, load=None if load is None else Load(**dataclasses.asdict(load)),
         caveat=load_caveat(load, lang), device_name=result.device_name, torch_version=result.torch_version,
-        threads=threads, d_model=d,
-        started=result.started, elapsed_s=result.elapsed_s, rows=rows, work_crossover=int(crossing.work_T),
-        time_where=crossing.time_where,
+        threads=threads, d_model=d, started=result.started, elapsed_s=result.elapsed_s,
+        rounds=min(x.decision.rounds for x in crossing.decisions), margin=crossing.margin, rows=rows,
+        work_crossover=int(crossing.work_T), time_where=crossing.time_where, reason=crossing.reason,
+        time_bracket=crossing.time_bracket,
         time_T_text=None if crossing.time_T is None else format_number(crossing.time_T, lang),
-        predicted_T_text=None if crossing.predicted_T is None else format_number(crossing.predicted_T, lang))
+        verdict=verdict_text(crossing, lang),
+        predicted_T_text=None if crossing.predicted_T is None else format_number(crossing.predicted_T, lang),
+        predicted_noisy=crossing.predicted_noisy)
 
 
 @router.get("/api/time", response_model=TimeResponse, tags=["time"],
@@ -279,7 +356,7 @@ def time_panel(lang: Annotated[Lang, Query(description="language of the formatte
 
 
 def bench_config(d: int, max_T: int):
-    """The live sweep's :class:`~seqlab.studies.bench.BenchConfig`: nn.RNN and SDPA, all threads, T = 64 … max_T.
+    """The live sweep's :class:`~seqlab.studies.bench.BenchConfig`: nn.RNN and SDPA, auto threads, T = 64 … max_T.
 
     >>> bench_config(64, 256).lengths
     (64, 128, 256)
@@ -287,7 +364,7 @@ def bench_config(d: int, max_T: int):
     from seqlab.studies.bench import BenchConfig
 
     lengths = tuple(T for T in (FIRST_LENGTH * 2**i for i in range(6)) if T <= max_T)
-    return BenchConfig(lengths=lengths, d_models=(d,), threads=("all",), machines=("rnn", "sdpa"),
+    return BenchConfig(lengths=lengths, d_models=(d,), threads=("auto",), machines=("rnn", "sdpa"),
                        min_run_time=MIN_RUN_TIME, min_samples=3, matmul_size=256)
 
 
@@ -299,12 +376,14 @@ def run_sweep(d: int, max_T: int, load):
 
 
 @router.post("/api/time/run", response_model=TimeResponse, tags=["time"],
-             summary="Run a short sweep on this machine: nn.RNN against SDPA, lengths doubling from 64")
+             summary="Run a short sweep on this machine: nn.RNN against SDPA, lengths doubling from 64, timed "
+                     "together in interleaved rounds")
 async def run_time(body: BenchRequest, request: Request,
                    lang: Annotated[Lang, Query(description="language of the formatted numbers")] = "en"
                    ) -> TimeResponse:
-    """Time nn.RNN and SDPA at all threads, T = 64, 128, … up to ``max_T``, in a worker process that is stopped
-    after :data:`BENCH_LIMIT_S` seconds or as soon as the client hangs up."""
+    """Time nn.RNN and SDPA together in interleaved rounds at the ``auto`` thread count, T = 64, 128, … up to
+    ``max_T``, in a worker process that is stopped after :data:`BENCH_LIMIT_S` seconds or as soon as the client
+    hangs up; decide who finished first at each length, and the crossover where the decisions bracket it."""
     from seqlab.measure.timing import machine_load
     from seqlab.studies.bench import estimate_bench_bytes
 

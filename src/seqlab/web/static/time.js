@@ -18,17 +18,21 @@
     if (local.caveat) box.appendChild(Lab.element("p", { class: "caveat", id: "load-caveat" }, local.caveat));
     box.appendChild(Lab.element("p", {}, t("machine", {
       device: local.device_name, torch: local.torch_version, threads: local.threads === 1 ? t("threadOne") : t("threadsMany", { count: Lab.fmtInt(local.threads) }),
-      d: local.d_model,
+      d: local.d_model, rounds: Lab.fmtInt(local.rounds),
       seconds: Lab.fmtNum(local.elapsed_s),
     })));
     const rows = local.rows.map((row) => [Lab.fmtInt(row.T), `${row.rnn_text}${row.noisy ? " †" : ""}`,
-                                          row.sdpa_text, row.time_ratio_text, row.work_ratio_text]);
-    box.appendChild(Lab.table([t("T"), t("rnn"), t("sdpa"), t("timeRatio"), t("workRatio")], rows));
+                                          row.sdpa_text, row.time_ratio_text, row.work_ratio_text, row.first_text]);
+    box.appendChild(Lab.table([t("T"), t("rnn"), t("sdpa"), t("timeRatio"), t("workRatio"),
+                               t("first", { margin: Lab.fmtNum(local.margin) })], rows));
     if (local.rows.some((row) => row.noisy)) box.appendChild(Lab.element("p", { class: "note" }, t("noisy")));
-    const sentences = [t("work", { T: Lab.fmtInt(local.work_crossover) }),
-                       t(local.time_where, { T: local.time_T_text })];
-    if (local.predicted_T_text) sentences.push(t("predicted", { T: local.predicted_T_text }));
-    box.appendChild(Lab.element("p", { class: "verdict" }, sentences.join(" ")));
+    const sentences = [t("work", { T: Lab.fmtInt(local.work_crossover) })];
+    box.appendChild(Lab.element("p", { class: "verdict", id: "time-verdict", "data-where": local.time_where },
+                                `${sentences.join(" ")} ${local.verdict}`));
+    const model = [];
+    if (local.predicted_T_text) model.push(t("predicted", { T: local.predicted_T_text }));
+    if (local.predicted_T_text && local.predicted_noisy) model.push(t("predictedNoisy"));
+    if (model.length) box.appendChild(Lab.element("p", { class: "note", id: "time-model" }, model.join(" ")));
     const chart = Lab.element("div", { id: "local-chart", class: "chart" });
     box.appendChild(chart);
     return box;
