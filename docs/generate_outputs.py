@@ -97,8 +97,8 @@ OUTPUTS: dict[str, Shown] = {
     "quiz.es": Shown("seqlab quiz --lang es", stdin="c\n?\n512\nb\na, b, c\n"),
     "check": Shown("seqlab check --only L1,L2,L5,L7 --lang en"),
     "check.es": Shown("seqlab check --only L1,L2,L5,L7 --lang es"),
-    "check-beyond": Shown("seqlab check --only B1,B2,B3,B4 --lang en"),
-    "check-beyond.es": Shown("seqlab check --only B1,B2,B3,B4 --lang es"),
+    "check-beyond": Shown("seqlab check --only B1,B2,B3,B4,B5 --lang en"),
+    "check-beyond.es": Shown("seqlab check --only B1,B2,B3,B4,B5 --lang es"),
     "scan-spans": Shown("python benchmarks/scan_vs_loop.py --spans"),
 }
 

@@ -1,8 +1,10 @@
-"""``seqlab check``'s statements beyond the lesson (B1–B4): real measurements, then each one patched to a wrong value.
+"""``seqlab check``'s statements beyond the lesson (B1–B5): real measurements, then each one patched to a wrong value.
 
 B1: a scan's span grows as log T, a loop's as T; B2: the math SDPA path's peak memory as T², the fused kernel's as T;
 B3: attention's KV cache as t per decoded token, the Elman RNN's state not at all (issue 15, item 5); B4: a parallel
-scan shortens the graph path, not the signal path (issue 23): tests in tests/test_check_signal_path.py.
+scan shortens the graph path, not the signal path (issue 23): tests in tests/test_check_signal_path.py; B5: a KV
+cache grows as t, a window caps it, an SSM state is constant, on tiny models' own caches (issue 24): tests in
+tests/test_check_model_state.py.
 """
 
 from __future__ import annotations
@@ -37,10 +39,10 @@ def result():
 
 def test_the_three_statements_hold_with_their_figures(result):
     checks = {c.claim: c for c in result.checks}
-    assert [c.claim for c in result.checks] == ["L5", "B1", "B2", "B3", "B4"]
+    assert [c.claim for c in result.checks] == ["L5", "B1", "B2", "B3", "B4", "B5"]
     assert all(checks[b].verdict == HOLDS and checks[b].beyond_lesson for b in BEYOND)
     assert not checks["L5"].beyond_lesson
-    b1, b2, b3, b4 = (checks[b].values for b in BEYOND)
+    b1, b2, b3, b4, b5 = (checks[b].values for b in BEYOND)
     assert b1["scan_ops"] == [18, 20, 22, 24] and b1["scan_model"] == "log"  # two ops per round, log2 T rounds
     assert b1["loop_ops"] == [70, 134, 262, 518]  # 2 ops per position, plus 6
     assert b2["math_peak_bytes"][-1] >= 2 * 1024 * 1024 * 4  # scores and softmax of 1024 × 1024 float32
@@ -50,11 +52,16 @@ def test_the_three_statements_hold_with_their_figures(result):
     assert b3["cache_bytes"] == [8192, 16384, 32768]  # keys and values: 2 * t * 16 * 4 bytes
     assert b3["state_bytes"] == [64, 64, 64]  # h: 16 float32
     assert b4["loop_factors"] == b4["scan_factors"] == [15, 31, 63, 127]  # T - 1 decays in both forms
+    models = b5["models"]  # bytes read from each tiny model's own cache object at t = 4, 8, 16
+    assert models["llama_gqa"]["bytes"] == [2048, 4096, 8192]  # 2 layers · K, V · 2 kv heads · 16 · t · 4 bytes
+    assert models["mistral_window"]["bytes"] == [1024, 2048, 2048]  # the window's 8 rows at most: 2·2·2·8·8·4
+    assert models["mamba"]["bytes"] == [4096] * 3  # 2 layers · E = 64 · (d_conv 4 + N 4) · 4 bytes
+    assert [models[f]["growth"] for f in models] == ["linear", "capped", "constant"]
 
 
 def test_parse_claims_puts_the_statements_beyond_after_the_lesson():
     assert parse_claims("b3, L2,B1") == ("L2", "B1", "B3")
-    assert CheckConfig().claims == CLAIMS  # the library's default stays the lesson; the CLI adds B1–B4
+    assert CheckConfig().claims == CLAIMS  # the library's default stays the lesson; the CLI adds B1–B5
 
 
 def test_b1_fails_when_the_scan_span_grows_like_the_loop(monkeypatch):
@@ -148,18 +155,19 @@ def test_b3_fails_when_the_cache_does_not_grow(monkeypatch):
 
 
 @pytest.mark.parametrize("lang, title, line", [
-    ("en", "Beyond the lesson (B1–B4)", "Beyond the lesson: 4 of 4 claims hold."),
-    ("es", "Más allá de la lección (B1–B4)", "Más allá de la lección: se cumplen 4 de 4 afirmaciones.")])
+    ("en", "Beyond the lesson (B1–B5)", "Beyond the lesson: 5 of 5 claims hold."),
+    ("es", "Más allá de la lección (B1–B5)", "Más allá de la lección: se cumplen 5 de 5 afirmaciones.")])
 def test_shown_apart_after_the_lesson(result, lang, title, line):
     from rich.console import Console
 
     console = Console(width=200, record=True, color_system=None)
     console.print(render_check(result, lang, 200))
     text = console.export_text()
-    assert text.index("L5 ") < text.index(title) < text.index("B1 ") < text.index("B3 ") < text.index("B4 ")
+    assert text.index("L5 ") < text.index(title) < text.index("B1 ") < text.index("B3 ") < text.index("B4 ") \
+        < text.index("B5 ")
     assert summary(result, lang).endswith(line)
     assert summary(result, lang).startswith("1 of 1 claims hold" if lang == "en" else "Se cumplen 1 de 1")
-    for check in result.checks[1:]:  # B1–B4 (L5 has no note)
+    for check in result.checks[1:]:  # B1–B5 (L5 has no note)
         words = claim_text(check, lang)
         assert words.statement and words.measured and words.figure and words.condition and words.note
 
@@ -167,7 +175,7 @@ def test_shown_apart_after_the_lesson(result, lang, title, line):
 def test_json_marks_them_beyond_the_lesson(result):
     document = json.loads(check_json(result, "en"))
     assert [(c["claim"], c["beyond_lesson"]) for c in document["claims"]] == [
-        ("L5", False), ("B1", True), ("B2", True), ("B3", True), ("B4", True)]
+        ("L5", False), ("B1", True), ("B2", True), ("B3", True), ("B4", True), ("B5", True)]
     assert "(grows as T²)" in document["claims"][2]["figure"]  # the math path
 
 
@@ -178,16 +186,16 @@ def test_cli_runs_them_by_default_and_refuses_an_unknown_one(monkeypatch, result
     monkeypatch.setattr(check_study, "run_check", lambda config, progress=None: asked.append(config) or result)
     outcome = CliRunner().invoke(app, ["check", "--json"], env=CLI_ENV)
     assert outcome.exit_code == 0 and asked[0].claims == CLAIMS + BEYOND
-    bad = CliRunner().invoke(app, ["check", "--only", "B5"], env=CLI_ENV)
-    assert bad.exit_code == 2 and "'B5'" in bad.output and "B1–B4" in bad.output
+    bad = CliRunner().invoke(app, ["check", "--only", "B6"], env=CLI_ENV)
+    assert bad.exit_code == 2 and "'B6'" in bad.output and "B1–B5" in bad.output
 
 
 def test_only_the_statements_beyond(result):
     from rich.console import Console
 
     only = replace(result, checks=result.checks[1:])
-    assert summary(only, "en").startswith("Beyond the lesson: 4 of 4 claims hold (default sizes; --full for")
+    assert summary(only, "en").startswith("Beyond the lesson: 5 of 5 claims hold (default sizes; --full for")
     console = Console(width=200, record=True, color_system=None)
     console.print(render_check(only, "en", 200))
     text = console.export_text()
-    assert "The lesson's claims, measured" not in text and text.startswith("Beyond the lesson (B1–B4)")
+    assert "The lesson's claims, measured" not in text and text.startswith("Beyond the lesson (B1–B5)")

@@ -6,7 +6,8 @@ lesson's vocabulary is the catalogues' reference, :data:`LESSON_WORDS` below lis
 are spelled like English ones) nor in :data:`seqlab.glossary.ALLOWED_ENGLISH`. Names are skipped: a token with
 a digit, an underscore, a slash, a dot or a capital inside (``d_model``, ``nn.RNN``, ``ElmanRNN``,
 ``all-MiniLM-L6-v2``), an option (``--quick``) and a single letter. Every command runs at its smallest sizes
-(the report at ``ReportConfig.quick``); the web lab's Spanish strings are its catalogue's, scanned alike.
+(the report at ``ReportConfig.quick``; ``decode --model`` on a tiny Jamba that the fixture saves); the web lab's
+Spanish strings are its catalogue's, scanned alike.
 
 The same runs gather the formulas the commands print: the gated bypass is written one way everywhere
 (:data:`seqlab.glossary.NOTATION`, PyTorch's), and attention's operations in a row carry what they count.
@@ -52,6 +53,7 @@ COMMANDS = {
     "check_list": ["check", "--list"],
     "check": ["check"],
     "decode": ["decode", "--positions", "4,8", "--d-model", "8"],
+    "decode_model": ["decode", "--model", "{checkpoint}", "--quick"],  # a tiny Jamba saved by the fixture
 }
 NAME = re.compile(r"[\d_/.²³⁴ᵀ·×⊙√∂‖]|[a-z][A-Z]|-[A-Z]|^-|^[A-Z]{2,}[a-z]")
 #: The web lab's messages name its API's parameters and the keys of the keyboard as they are.
@@ -85,8 +87,19 @@ def english_in(text: str, names: frozenset[str] = frozenset()) -> Counter:
     return found
 
 
+def tiny_checkpoint(folder: Path) -> str:
+    """A tiny Jamba (attention and Mamba layers, random weights) saved in ``folder`` as any checkpoint is."""
+    pytest.importorskip("transformers")
+    from seqlab.layers.pretrained import _offline_and_quiet
+    from seqlab.layers.tiny_lms import build_tiny_lm
+
+    with _offline_and_quiet():  # no progress bar on stderr
+        build_tiny_lm("jamba_hybrid").save_pretrained(folder)
+    return str(folder)
+
+
 @pytest.fixture(scope="module")
-def outputs() -> dict[str, str]:
+def outputs(tmp_path_factory) -> dict[str, str]:
     """name -> what the command printed with ``--lang es`` (exit status 0 asserted); the report's page as text."""
     from typer.testing import CliRunner
 
@@ -98,7 +111,9 @@ def outputs() -> dict[str, str]:
     sys.path.insert(0, str(TESTS))  # profile imports its factory from example_layers, beside this file
     try:
         printed = {}
+        checkpoint = tiny_checkpoint(tmp_path_factory.mktemp("tiny-jamba"))
         for name, args in COMMANDS.items():
+            args = [arg.format(checkpoint=checkpoint) for arg in args]
             result = CliRunner().invoke(app, ["--lang", "es", *args], env=CLI_ENV,
                                         input="?\n" * 20 if name == "quiz" else None)
             assert result.exit_code in ((0, 130) if name == "quiz" else (0,)), (name, result.output)
@@ -165,3 +180,19 @@ def test_attention_operations_in_a_row_say_what_they_count(outputs, small_result
     check = " ".join(outputs["check"].split())
     assert "llamada de atención con la puntuación de producto escalar" in check  # L2 names its scope: the dot call
     assert "3 y 3 operaciones en fila" in check  # L2, the dot score, T = 400 and 800
+
+
+def test_a_checkpoint_without_weights_is_refused_in_spanish(tmp_path):
+    """``--model`` on a folder with a config and no weights: the refusal names what is missing in Spanish (pesos),
+    the file names kept as they are."""
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+
+    folder = Path(tiny_checkpoint(tmp_path / "tiny"))
+    (folder / "model.safetensors").unlink()
+    result = CliRunner().invoke(app, ["--lang", "es", "decode", "--model", str(folder)], env=CLI_ENV)
+    assert result.exit_code == 2
+    line = " ".join(result.output.split())
+    assert "no tiene pesos (model.safetensors, model.safetensors.index.json, pytorch_model.bin," in line
+    assert "(config.json, pesos)" in line and english_in(line.split("Error:")[-1]) == Counter()

@@ -152,6 +152,8 @@ def _ready(page, panel: str) -> None:
         "quiz": "#question-q4",
     }[panel]
     page.wait_for_selector(ready, state="attached")
+    if panel == "decode":  # and the model's own cache, below the machines
+        page.wait_for_selector("#model-growth table", state="attached")
     if panel in ("cost", "chain"):
         wait_until(page, "document.querySelector('.status') === null || "
                                "!document.querySelector('.status').textContent")
@@ -493,3 +495,18 @@ def test_a_busy_lab_is_said_in_the_pages_language(page, base_url):
     assert page.inner_text("#bench-status") == ("El laboratorio está ocupado midiendo otra petición; inténtalo de "
                                                 "nuevo en unos segundos.")
 
+
+@pytest.mark.parametrize(("lang", "constant"), [("en", "constant"), ("es", "constante")])
+def test_the_generation_panel_reads_a_models_own_cache(page, base_url, lang, constant):
+    """Choosing Mamba in the model menu: its bytes by kind at every t, each equal to the closed form, and a
+    constant growth beside the closed forms' constant."""
+    page.goto(f"{base_url}/decode?lang={lang}")
+    page.wait_for_selector("#model-growth table", state="attached")
+    page.select_option("#model-family", "mamba")
+    wait_until(page, "document.querySelector('#model-caption').textContent.includes('MambaForCausalLM')")
+    rows = page.locator("#model-table tbody tr")
+    assert rows.count() == 5  # t = 4, 8, 16, 32, 64
+    assert rows.nth(4).inner_text().split("\t")[-1].strip() in ("2,048 (=)", "2.048 (=)")  # SSM state, any t
+    growth = page.locator("#model-growth tbody tr").nth(1).inner_text()  # the whole cache
+    assert growth.count(constant) == 2
+    assert "model=mamba" in page.url

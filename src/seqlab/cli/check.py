@@ -26,7 +26,7 @@ def check(
     only: Annotated[Optional[str], typer.Option("--only", metavar="L1,L8,...",
                                                 help="Check only these claims, separated by commas: L1,L8 or 1,8 "
                                                      "(default: all twelve, then the statements beyond the lesson "
-                                                     "B1–B4).")] = None,
+                                                     "B1–B5).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print every claim as JSON: its verdict, the condition "
                                           "judged, the figures measured and the source of each count.")] = False,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,

@@ -44,6 +44,7 @@ ERROR_MESSAGES = (
     "seqlab cannot read this model's cache: it found {what} with no floating-point tensor reachable from it; "
     "expected keys/values, conv_states or recurrent_states",
     "{options} apply to seqlab's own machines, not to --model",
+    "{path} has no weights ({files}); expected a local Hugging Face checkpoint folder (config.json, weights)",
     "{path} has no {what}; expected a local Hugging Face checkpoint folder (config.json, weights)",
 )
 

@@ -78,7 +78,7 @@ def _texts(claim: str):
     """The words function of one claim (imported here, one module per theme)."""
     from seqlab.render import check_beyond, check_cost, check_path, check_structure, check_time
 
-    return {"B1": check_beyond.b1, "B2": check_beyond.b2, "B3": check_beyond.b3, "B4": check_beyond.b4,
+    return {"B1": check_beyond.b1, "B2": check_beyond.b2, "B3": check_beyond.b3, "B4": check_beyond.b4, "B5": check_beyond.b5,
             "L1": check_structure.l1, "L2": check_structure.l2, "L3": check_path.l3, "L4": check_path.l4,
             "L5": check_cost.l5, "L6": check_cost.l6, "L7": check_cost.l7, "L8": check_time.l8, "L9": check_cost.l9,
             "L10": check_structure.l10, "L12": check_structure.l12}[claim]

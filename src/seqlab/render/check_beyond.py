@@ -1,4 +1,4 @@
-"""Words for ``seqlab check``'s statements beyond the lesson (B1–B4): scan span, attention memory, decoding state,
+"""Words for ``seqlab check``'s statements beyond the lesson (B1–B5): scan span, attention memory, decoding state,
 the scan's two paths.
 
 Same contract as :mod:`seqlab.render.check_structure`: each function returns ``(statement, measured, figure,
@@ -22,10 +22,10 @@ def section_title(lang: str = "en") -> str:
     """The heading shown before the statements beyond the lesson.
 
     >>> section_title("es")
-    'Más allá de la lección (B1–B4): lo que vino después, medido con las mismas reglas'
+    'Más allá de la lección (B1–B5): lo que vino después, medido con las mismas reglas'
     """
     _ = translator(lang, DOMAIN)
-    return _("Beyond the lesson (B1–B4): what came after it, measured by the same rules")
+    return _("Beyond the lesson (B1–B5): what came after it, measured by the same rules")
 
 
 def summary_line(held: int, total: int, lang: str = "en") -> str:
@@ -138,3 +138,39 @@ def b4(_, v, c, n):
             _("The scan regroups the products a_T ⋯ a_2 into about log₂ T rounds, so y_T waits fewer steps for x_1; "
               "the signal from x_1 is still multiplied by each of the T − 1 decays and fades exactly as in the loop "
               "(L3)."))
+
+
+def b5(_, v, c, n):
+    """B5: on tiny models' own cache objects, a KV cache grows as t, a window caps it, an SSM state is constant."""
+    from seqlab.render.decode_model import growth_label
+
+    _ = _tr(n)
+    names = {"llama_gqa": _("Llama with grouped-query attention"),
+             "mistral_window": _("Mistral with a sliding window of 8"), "mamba": _("Mamba, a selective SSM")}
+    measured = _("Bytes read from each model's own cache object after writing token t (every tensor's storage "
+                 "once), against the config's closed form, at t = {positions}, on tiny models with random weights "
+                 "built in memory from transformers configs ({families}; random weights change neither bytes nor "
+                 "counts)").format(positions=_series(v["positions"], n),
+                                   families="; ".join(names.get(f, f) for f in v["families"]))
+    if "models" not in v:
+        figure = _("transformers is not installed (the [model] extra): no model was built")
+    else:
+        parts = []
+        for family, m in v["models"].items():
+            closed = (_("equal to the closed form") if m["bytes_exact"] else
+                      _("closed form {closed}").format(closed=_counts(m["closed_bytes"], n, "—")))
+            parts.append(_("{model}: {bytes} bytes ({closed}), {growth} growth (the closed forms': {expected}), "
+                           "{mult} multiplications per token").format(
+                model=names.get(family, family), bytes=_series(m["bytes"], n), closed=closed,
+                growth=growth_label(m["growth"], n.lang),
+                expected=growth_label(m["closed_growth"] or "other", n.lang),
+                mult=_series(m["multiplications"], n)))
+        figure = "; ".join(parts)
+    return (_("On a model's own code, a KV cache grows linearly with the tokens read, a sliding window caps it, and a "
+              "recurrent (SSM) state stays constant"),
+            measured, figure,
+            _("holds when every step's bytes of each kind of state equal the closed form exactly, every growth "
+              "measured (the whole state's and each kind's) is the one the closed forms give, and the three states "
+              "grow as linear, capped and constant; not judged without transformers; otherwise it does not hold."),
+            _("The same figures seqlab decode --model reads from any local checkpoint: the bytes come from the "
+              "tensors the model keeps, not from a formula, so a head width or a window the formula forgot shows."))

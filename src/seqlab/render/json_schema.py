@@ -70,7 +70,7 @@ CHECK: dict[str, Any] = {
             "required": ["claim", "beyond_lesson", "verdict", "holds", "statement", "measured", "figure", "condition",
                          "condition_text", "note", "sources", "values", "seconds", "error"],
             "properties": {
-                "claim": {"type": "string", "pattern": "^(L([1-9]|1[0-2])|B[1-3])$"},
+                "claim": {"type": "string", "pattern": "^(L([1-9]|1[0-2])|B[1-5])$"},
                 "beyond_lesson": {"type": "boolean"},
                 "verdict": {"enum": ["holds", "holds_with_caveat", "not_judged", "does_not_hold"]},
                 "holds": {"type": "boolean"}, "statement": {"type": "string"}, "measured": {"type": "string"},

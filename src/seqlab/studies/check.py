@@ -82,7 +82,7 @@ class ClaimCheck:
 
     @property
     def beyond_lesson(self) -> bool:
-        """A statement beyond the lesson (B1–B4, :mod:`seqlab.studies.claims_beyond`), not one of L1–L12."""
+        """A statement beyond the lesson (B1–B5, :mod:`seqlab.studies.claims_beyond`), not one of L1–L12."""
         return self.claim in BEYOND
 
     @property
@@ -139,7 +139,7 @@ CHECKS: dict[str, Callable[[CheckSizes, int], Judgement]] = {
     "L7": check_l7, "L8": check_l8, "L9": check_l9, "L10": check_l10, "L11": check_l11, "L12": check_l12,
     **BEYOND_CHECKS,
 }
-"""Claim -> its check, in the lesson's order, then the statements beyond the lesson (B1–B4)."""
+"""Claim -> its check, in the lesson's order, then the statements beyond the lesson (B1–B5)."""
 
 
 def parse_claims(claims: Sequence[str] | str) -> tuple[str, ...]:
@@ -149,11 +149,11 @@ def parse_claims(claims: Sequence[str] | str) -> tuple[str, ...]:
     ('L1', 'L8')
 
     Raises:
-        SeqlabError: empty, an empty item (``"L1,,L2"``), or a claim outside L1–L12 and B1–B4; the message shows the
+        SeqlabError: empty, an empty item (``"L1,,L2"``), or a claim outside L1–L12 and B1–B5; the message shows the
             whole value received, the item at fault and the accepted form.
     """
     parts = claims.split(",") if isinstance(claims, str) else list(claims)
-    accepted = "claims among L1–L12 (or B1–B4, beyond the lesson) separated by commas (such as L1,L8 or 1,8)"
+    accepted = "claims among L1–L12 (or B1–B5, beyond the lesson) separated by commas (such as L1,L8 or 1,8)"
     whole = claims if isinstance(claims, str) else ",".join(map(str, parts))
     if not whole.strip():
         raise SeqlabError(f"expected {accepted}, received {whole!r}", parameter="claims")

@@ -25,9 +25,20 @@ field built since (issues 15 and 23) are checked the same way, and marked ``beyo
   T, the factor counts are T − 1 in both forms at every T, and the two reaches agree within
   :data:`REACH_TOLERANCE` (relative, float64).
 
-Each check runs in well under a second on one thread; every verdict is ``holds`` or ``does_not_hold`` (none of
-these statements has a caveat the measurement could show), except B2's ``not_judged`` when the allocator's events
-cannot be taken.
+* **B5** — on a real model's own code, a KV cache grows linearly with the tokens read, a sliding window caps it,
+  and a recurrent (SSM) state stays constant (issue 24). Measured:
+  :func:`seqlab.studies.decode_model.run_tiny_decode` (``seqlab decode --model``'s measurement) on tiny
+  random-weight models built in memory from transformers configs (:mod:`seqlab.layers.tiny_lms`: Llama with
+  grouped-query attention, Mistral with a window of 8, Mamba; random weights change neither bytes nor counts) at
+  :data:`MODEL_POSITIONS`: the bytes read from the model's own cache object after each step, by kind of state,
+  against the config's closed forms. Holds when every step's bytes per kind equal the closed form exactly, every
+  growth class measured (the whole state's and each kind's) equals the one the closed forms give, and the whole
+  state grows as the statement says (:data:`MODEL_STATES`); not judged without ``transformers`` (the ``[model]``
+  extra).
+
+Each check runs in well under a second on one thread (B5 in about three, most of it importing transformers); every
+verdict is ``holds`` or ``does_not_hold`` (none of these statements has a caveat the measurement could show), except
+B2's ``not_judged`` when the allocator's events cannot be taken and B5's without transformers.
 """
 
 from __future__ import annotations
@@ -40,6 +51,7 @@ from seqlab.measure import decode, memory_peak
 from seqlab.measure.paths import measure_paths
 from seqlab.measure.signal_path import measure_signal_path
 from seqlab.measure.trace import measure_span
+from seqlab.studies import decode_model
 from seqlab.studies.claims import CheckSizes
 from seqlab.studies.verdicts import Judgement, verdict_of
 
@@ -58,6 +70,10 @@ SIGNAL_LENGTHS = (16, 32, 64, 128)
 SIGNAL_WIDTH = 4
 #: Largest relative difference |r_loop − r_scan| / r_loop of the two reaches B4 accepts as the same (float64).
 REACH_TOLERANCE = 1e-9
+#: B5's tiny families (:data:`seqlab.layers.tiny_lms.TINY_FAMILIES`) and how the statement says each state grows.
+MODEL_STATES = {"llama_gqa": "linear", "mistral_window": "capped", "mamba": "constant"}
+#: Positions t at which B5 decodes one token (the window of 8 is reached by t = 8).
+MODEL_POSITIONS = (4, 8, 16)
 
 
 def _exponent(lengths, values) -> tuple[str, float]:
@@ -196,8 +212,41 @@ def check_b4(sizes: CheckSizes, seed: int) -> Judgement:
     return Judgement(verdict_of(not (shorter and slower and same_factors and same_reach)), values, condition)
 
 
+def check_b5(sizes: CheckSizes, seed: int) -> Judgement:
+    """B5: on tiny models' own code and cache objects, a KV cache grows linearly with t, a sliding window caps it,
+    an SSM state stays constant; every byte equals the config's closed form, every growth class the closed forms'."""
+    values: dict = {"positions": MODEL_POSITIONS, "families": list(MODEL_STATES)}
+    condition = {"rule": "cache_growth_equals_closed_forms", "caveats": []}
+    try:
+        import transformers  # noqa: F401  (the [model] extra)
+    except ImportError:
+        return Judgement(verdict_of(False, ["transformers_missing"], decided=False), values,
+                         {**condition, "caveats": ["transformers_missing"]})
+    models, holds = {}, True
+    for family, statement in MODEL_STATES.items():
+        result = decode_model.run_tiny_decode(family, MODEL_POSITIONS, seed)
+        steps = [s for s in result.steps if s.cache == "dynamic"]
+        growth = {g.figure: g for g in result.growth if g.figure == "bytes" or g.figure.startswith("bytes:")}
+        exact = all(s.closed_bytes is not None and dict(s.state.by_kind) == dict(s.closed_bytes)
+                    for s in result.steps)
+        classes = all(g.expected is not None and g.kind == g.expected for g in growth.values())
+        holds = holds and exact and classes and growth["bytes"].kind == statement
+        models[family] = {
+            "statement": statement, "growth": growth["bytes"].kind, "closed_growth": growth["bytes"].expected,
+            "bytes": [s.state.total_bytes for s in steps],
+            "closed_bytes": [None if s.closed_bytes is None else sum(s.closed_bytes.values()) for s in steps],
+            "kinds": {g.figure.removeprefix("bytes:"): [g.kind, g.expected] for g in growth.values()
+                      if g.figure != "bytes"},
+            "multiplications": [s.multiplications for s in steps], "closed_multiplications": [s.closed_form
+                                                                                              for s in steps],
+            "cap": growth["bytes"].cap, "bytes_exact": exact, "classes_match": classes,
+            "container": steps[0].state.container}
+    values["models"] = models
+    return Judgement(verdict_of(not holds), values, condition)
+
+
 BEYOND_CHECKS: dict[str, Callable[[CheckSizes, int], Judgement]] = {"B1": check_b1, "B2": check_b2, "B3": check_b3,
-                                                                    "B4": check_b4}
+                                                                    "B4": check_b4, "B5": check_b5}
 """Statement -> its check, after the lesson's L1–L12."""
 
 #: The statements beyond the lesson, in order.

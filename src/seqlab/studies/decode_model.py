@@ -557,20 +557,35 @@ def load_causal_lm(folder: str) -> tuple[Any, ModelFacts]:
                           parameter="model") from None
     model.eval()
     model.requires_grad_(False)
+    return model, model_facts(model, Path(folder).name, architecture)
+
+
+def model_facts(model: Any, name: str, architecture: str | None = None) -> ModelFacts:
+    """What :class:`ModelFacts` says of a causal LM already in memory (loaded from a folder, or built from a
+    config: :func:`seqlab.layers.tiny_lms.build_tiny_lm`), read from its config and its weights.
+
+    Args:
+        model: a transformers causal LM in eval mode. name: what reports call it. architecture: the saved class
+            (default: the model's own class name).
+
+    Returns:
+        A :class:`ModelFacts` (float32 is assumed: the loaders here make every model float32).
+    """
+    config = model.config
+    architecture = architecture or type(model).__name__
     embeddings = {id(p) for m in model.modules() if isinstance(m, torch.nn.Embedding) for p in m.parameters()}
     parameters = {id(p): p.numel() for p in model.parameters()}  # tied weights once
     vectors = sum(p.numel() for p in model.parameters() if p.dim() == 1 and id(p) not in embeddings)
     argument = "state" if "state" in inspect.signature(model.forward).parameters else "cache"
     window = getattr(config, "sliding_window", None) if "sliding" in (_layer_kinds(config) or []) else None
-    facts = ModelFacts(name=Path(folder).name, architecture=architecture, model_type=str(config.model_type),
-                       parameters=sum(parameters.values()),
-                       non_embedding_parameters=sum(n for i, n in parameters.items() if i not in embeddings),
-                       layers=config.num_hidden_layers, d_model=config.hidden_size, vocabulary=config.vocab_size,
-                       max_positions=max_positions(config), dtype="float32", cache_argument=argument,
-                       sliding_window=window if isinstance(window, int) else None,
-                       vector_parameters=vectors,
-                       offers_static=argument == "cache" and set(_layer_kinds(config) or ["?"]) == {"attention"})
-    return model, facts
+    return ModelFacts(name=name, architecture=architecture, model_type=str(config.model_type),
+                      parameters=sum(parameters.values()),
+                      non_embedding_parameters=sum(n for i, n in parameters.items() if i not in embeddings),
+                      layers=config.num_hidden_layers, d_model=config.hidden_size, vocabulary=config.vocab_size,
+                      max_positions=max_positions(config), dtype="float32", cache_argument=argument,
+                      sliding_window=window if isinstance(window, int) else None,
+                      vector_parameters=vectors,
+                      offers_static=argument == "cache" and set(_layer_kinds(config) or ["?"]) == {"attention"})
 
 
 def estimate_model_decode_bytes(model: Any, facts: ModelFacts, positions: tuple[int, ...]) -> MemoryEstimate:
@@ -592,15 +607,17 @@ def estimate_model_decode_bytes(model: Any, facts: ModelFacts, positions: tuple[
     return MemoryEstimate(caches + scores + activations, largest)
 
 
-def check_model_decode(config: ModelDecodeConfig) -> tuple[ModelDecodeConfig, Any, ModelFacts]:
-    """Load the model and refuse bad positions and work that would not fit, before any prefill.
+def check_model_decode(config: ModelDecodeConfig,
+                       loaded: tuple[Any, ModelFacts] | None = None) -> tuple[ModelDecodeConfig, Any, ModelFacts]:
+    """Load the model (or take ``loaded``, a model already in memory and its facts) and refuse bad positions and
+    work that would not fit, before any prefill.
 
     Raises:
         SeqlabError: see :func:`load_causal_lm`; a position < 2, beyond the model's maximum positions, fewer than
             :data:`MIN_POSITIONS` distinct positions (parameter ``"positions"``); bad timing sizes; an estimate
             beyond the memory available.
     """
-    model, facts = load_causal_lm(config.model)
+    model, facts = load_causal_lm(config.model) if loaded is None else loaded
     limit = facts.max_positions
     positions = config.positions
     if positions is None:
@@ -767,13 +784,15 @@ def _read(facts: ModelFacts, past: object) -> CacheState:
     return read_cache_state(past, RWKV_STATE_KINDS if facts.model_type == "rwkv" else None)
 
 
-def run_model_decode(config: ModelDecodeConfig,
-                     progress: Callable[[int, int, str], None] | None = None) -> ModelDecodeResult:
+def run_model_decode(config: ModelDecodeConfig, progress: Callable[[int, int, str], None] | None = None,
+                     loaded: tuple[Any, ModelFacts] | None = None) -> ModelDecodeResult:
     """Measure the decode step at every position, then name the growth of each figure.
 
     Args:
         config: what to measure (checked first by :func:`check_model_decode`).
         progress: called as ``progress(done, total, what)``.
+        loaded: a model already in memory and its :func:`model_facts` (a tiny model built from a config), measured
+            instead of ``config.model``'s folder (which then only names it).
 
     Returns:
         A :class:`ModelDecodeResult`.
@@ -789,12 +808,13 @@ def run_model_decode(config: ModelDecodeConfig,
     from seqlab.layers.pretrained import _offline_and_quiet
 
     with _offline_and_quiet():  # transformers' notes on fallback kernels go unprinted: the library never prints
-        return _run(config, progress, count_multiplications, measure_rounds, transformers.__version__)
+        return _run(config, progress, count_multiplications, measure_rounds, transformers.__version__, loaded)
 
 
 def _run(config: ModelDecodeConfig, progress: Callable[[int, int, str], None] | None,
-         count_multiplications: Callable, measure_rounds: Callable, transformers_version: str) -> ModelDecodeResult:
-    config, model, facts = check_model_decode(config)
+         count_multiplications: Callable, measure_rounds: Callable, transformers_version: str,
+         loaded: tuple[Any, ModelFacts] | None = None) -> ModelDecodeResult:
+    config, model, facts = check_model_decode(config, loaded)
     positions = config.positions
     clock = time.perf_counter()
     load = machine_load() if config.time else None
@@ -844,3 +864,28 @@ def _run(config: ModelDecodeConfig, progress: Callable[[int, int, str], None] | 
                              growth=tuple(growth), threads=threads, torch_version=torch.__version__,
                              transformers_version=transformers_version, elapsed_s=time.perf_counter() - clock,
                              load=load, kinds=kinds, span=span)
+
+
+def run_tiny_decode(family: str, positions: tuple[int, ...], seed: int = 0) -> ModelDecodeResult:
+    """:func:`run_model_decode` of a tiny random-weight model built in memory from a transformers config
+    (:func:`seqlab.layers.tiny_lms.build_tiny_lm`: nothing downloaded, no file read), untimed, no spans.
+
+    Random weights change neither the cache's bytes nor the step's multiplications, so every figure is the
+    family's at these sizes; ``seed`` draws the token ids.
+
+    Args:
+        family: a key of :data:`seqlab.layers.tiny_lms.TINY_FAMILIES`. positions: the positions t (at least
+            :data:`MIN_POSITIONS`, each 2 to :data:`seqlab.layers.tiny_lms.MAX_POSITIONS`). seed: the token ids.
+
+    Returns:
+        A :class:`ModelDecodeResult` whose model is named by ``family``.
+
+    Raises:
+        SeqlabError: an unknown family, transformers missing (see :func:`seqlab.layers.tiny_lms.tiny_config`), or
+            positions refused by :func:`check_model_decode`.
+    """
+    from seqlab.layers.tiny_lms import build_tiny_lm
+
+    model = build_tiny_lm(family)
+    config = ModelDecodeConfig(family, positions=positions, time=False, span_lengths=None, seed=seed)
+    return run_model_decode(config, loaded=(model, model_facts(model, family)))

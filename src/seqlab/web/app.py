@@ -122,7 +122,7 @@ def create_app(default_lang: str = "en", host: str | None = None, allowed_hosts:
 
     >>> app = create_app("es")
     >>> sorted(app.openapi()["paths"])[:4]
-    ['/api/chain', '/api/cost', '/api/decode', '/api/figure']
+    ['/api/chain', '/api/cost', '/api/decode', '/api/decode/model']
 
     Args:
         default_lang: en or es.
