@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -294,3 +295,20 @@ def test_bad_usage_exits_2(args, option, value):
     assert output.exit_code == 2 and "Traceback" not in output.output
     errors = [line for line in output.output.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and errors[0].startswith(f"Error: Invalid value for '{option}'") and value in errors[0]
+
+
+def test_the_whole_check_document_validates_against_its_schema(result):
+    """Every claim, L1–L12 (the module's run) and B1–B5, in both languages: the claim names, the sources (an object
+    for the scoped claims, a list where one counter is named), and ``holds`` null exactly where nothing was decided."""
+    import jsonschema
+
+    from seqlab.render.check import check_json
+
+    schema = json.loads((Path(check_study.__file__).parent.parent / "schemas" / "check.schema.json").read_text())
+    beyond = run_check(CheckConfig(claims=("B1", "B2", "B3", "B4", "B5"), sizes=SMALL, threads=1))
+    for run, names in ((result, {f"L{n}" for n in range(1, 13)}), (beyond, {f"B{n}" for n in range(1, 6)})):
+        for lang in ("en", "es"):
+            document = json.loads(check_json(run, lang))
+            jsonschema.validate(document, schema)
+            assert {claim["claim"] for claim in document["claims"]} == names
+            assert all((claim["holds"] is None) == (claim["verdict"] == "not_judged") for claim in document["claims"])

@@ -246,6 +246,25 @@ def test_bad_folders_and_positions(tmp_path, checkpoints):
         run_model_decode(ModelDecodeConfig(checkpoints["gpt2"], positions=(4, 8), time=False))
 
 
+def test_weights_of_another_model_or_a_truncated_file_are_refused(tmp_path, checkpoints):
+    """A Llama config beside GPT-2's weights would load with random weights; a cut .safetensors header would raise
+    inside safetensors: both are one-line refusals naming what is wrong."""
+    import shutil
+    from pathlib import Path
+
+    gpt2, llama = Path(checkpoints["gpt2"]), Path(checkpoints["llama_gqa"])
+    mixed, cut = tmp_path / "mixed", tmp_path / "cut"
+    mixed.mkdir(), cut.mkdir()
+    shutil.copy(llama / "config.json", mixed / "config.json")
+    shutil.copy(gpt2 / "model.safetensors", mixed / "model.safetensors")
+    with pytest.raises(SeqlabError, match=r"its weights do not match its config \(LlamaForCausalLM\): \d+ missing"):
+        load_causal_lm(str(mixed))
+    shutil.copy(gpt2 / "config.json", cut / "config.json")
+    (cut / "model.safetensors").write_bytes((gpt2 / "model.safetensors").read_bytes()[:5])
+    with pytest.raises(SeqlabError, match="has a weights file that cannot be read"):
+        load_causal_lm(str(cut))
+
+
 def test_cli_model_table_json_and_errors(checkpoints):
     from typer.testing import CliRunner
 

@@ -25,11 +25,14 @@ import seqlab.studies
 from seqlab.errors import SeqlabError
 
 #: Verdict strings that say the claim or property was not shown.
-FAILING = ("does not hold", "does_not_hold")
+FAILING = ("does not hold", "does_not_hold", "mismatch")
 UNSETTLED = "cannot tell"
+#: Verdict strings that say the measurement decided nothing (as "cannot tell" does).
+UNDECIDED = ("not_judged",)
 #: Booleans of a verdict class that are not a verdict, with the reason.
 NOT_VERDICTS = {"ClaimCheck.beyond_lesson": "which list the claim belongs to (B1–B3 or L1–L12)",
-                "ClaimCheck.judged": "whether the measurement decided the claim (True for does_not_hold too)"}
+                "ClaimCheck.judged": "whether the measurement decided the claim (True for does_not_hold too)",
+                "ModernCell.judged": "whether the cell's lengths could decide (True for mismatch too)"}
 
 
 def _modules():
@@ -127,7 +130,19 @@ def _judgements():
         yield Judgement(verdict)
 
 
+def _modern_cells():
+    from seqlab.studies.table1_modern import VERDICTS, ModernCell
+    from seqlab.studies.table1_results import LINEAR
+
+    for verdict in VERDICTS:
+        yield ModernCell(paper="O(T)", expected=LINEAR, fit=None, verdict=verdict, lengths=(8, 16, 32),
+                         regime_start=None, regime_size="", regime_symbol="", regime_multiple=1, steps=None,
+                         reason="not_separated" if verdict == "not_judged" else None,
+                         other="1" if verdict == "not_judged" else None)
+
+
 FACTORIES = {
+    "seqlab.studies.table1_modern:ModernCell": _modern_cells,
     "seqlab.measure.order:OrderResult": _order_results,
     "seqlab.studies.model_order:LayerOrder": _layer_orders,
     "seqlab.studies.check:ClaimCheck": _claim_checks,
@@ -155,7 +170,7 @@ def test_no_boolean_reads_as_a_verdict_the_measurement_did_not_reach(key):
     attributes = {name: hint for name, hint in bool_attributes(cls).items()
                   if f"{cls.__name__}.{name}" not in NOT_VERDICTS}
     # (a class with no boolean yet, Judgement, is still built: a boolean added to it later is checked here)
-    unsettled = any(v.startswith(UNSETTLED) for v in verdicts)
+    unsettled = any(v.startswith(UNSETTLED) or v in UNDECIDED for v in verdicts)
     for name, hint in attributes.items():
         # a class whose verdict can be "cannot tell" types its booleans bool | None
         assert not unsettled or _nullable(hint), f"{cls.__name__}.{name} is {hint}; expected bool | None"
@@ -166,7 +181,7 @@ def test_no_boolean_reads_as_a_verdict_the_measurement_did_not_reach(key):
                 continue
             if instance.verdict in FAILING:
                 assert value is not True, f"{cls.__name__}.{name} is True while the verdict is {instance.verdict!r}"
-            if instance.verdict.startswith(UNSETTLED):
+            if instance.verdict.startswith(UNSETTLED) or instance.verdict in UNDECIDED:
                 assert value is None, f"{cls.__name__}.{name} is {value!r} while the verdict is {instance.verdict!r}"
 
 

@@ -46,5 +46,8 @@ ERROR_MESSAGES = (
     "{options} apply to seqlab's own machines, not to --model",
     "{path} has no weights ({files}); expected a local Hugging Face checkpoint folder (config.json, weights)",
     "{path} has no {what}; expected a local Hugging Face checkpoint folder (config.json, weights)",
+    "{path}: its weights do not match its config ({architecture}): {missing} missing and {mismatched} of another "
+    "shape (first: {names}); expected the weights saved with this config",
+    "{path} has a weights file that cannot be read: {reason}",
 )
 

@@ -32,12 +32,12 @@ class ClaimText:
     """The words shown for one claim, in one language (``note`` may be empty).
 
     ``verdict_key`` is the verdict as data (``"holds"``, ``"holds_with_caveat"``, ``"does_not_hold"``),
-    ``verdict`` its words; ``holds`` is True unless the claim does not hold; ``condition`` says what the
+    ``verdict`` its words; ``holds`` is True when the claim holds, None when not judged; ``condition`` says what the
     verdict tested, with its margins and any caveat.
     """
 
     claim: str
-    holds: bool
+    holds: bool | None
     verdict: str
     statement: str
     measured: str
@@ -139,22 +139,22 @@ def summary(result: CheckResult, lang: str = "en", command: str = "check") -> st
     if not lesson and beyond:  # only statements beyond the lesson were asked for (--only B1,…)
         from seqlab.render.check_beyond import beyond_only_line
 
-        return beyond_only_line(sum(check.holds for check in beyond), len(beyond), sizes,
+        return beyond_only_line(sum(check.holds is True for check in beyond), len(beyond), sizes,
                                 format_seconds(result.elapsed_s, lang), threads, result.torch_version, lang)
     line = _("{held} of {total} claims hold ({sizes}; {seconds}, CPU threads: {threads}, PyTorch {torch}).").format(
-        held=sum(check.holds for check in lesson), total=len(lesson), sizes=sizes,
+        held=sum(check.holds is True for check in lesson), total=len(lesson), sizes=sizes,
         seconds=format_seconds(result.elapsed_s, lang), threads=threads, torch=result.torch_version)
-    if any(check.caveat for check in lesson):
+    if any(check.caveat is True for check in lesson):
         line += " " + _("With a caveat: {claims} ({caveats} of {held}).").format(
-            caveats=sum(check.caveat for check in lesson), held=sum(check.holds for check in lesson),
-            claims=", ".join(c.claim for c in lesson if c.caveat))
+            caveats=sum(check.caveat is True for check in lesson), held=sum(check.holds is True for check in lesson),
+            claims=", ".join(c.claim for c in lesson if c.caveat is True))
     if any(not check.judged for check in lesson):
         line += " " + _("Not judged: {claims} (the timings were inside their noise or the machine was busy; rerun on "
                         "a quiet machine).").format(claims=", ".join(c.claim for c in lesson if not c.judged))
     if beyond:
         from seqlab.render.check_beyond import summary_line
 
-        line += " " + summary_line(sum(check.holds for check in beyond), len(beyond), lang)
+        line += " " + summary_line(sum(check.holds is True for check in beyond), len(beyond), lang)
     return line
 
 

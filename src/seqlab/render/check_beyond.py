@@ -99,8 +99,9 @@ def b3(_, v, c, n):
     return (_("In decoding, attention's KV cache grows with t while a recurrence's state stays fixed"),
             _("Bytes of the state after generating token t (width {d}), for attention with a KV cache and for the "
               "Elman RNN, at t = {positions}").format(d=n(v["width"]), positions=_series(v["positions"], n)),
-            _("KV cache {cache} bytes (grows as {cache_form}), {cache_mult} multiplications per token; Elman RNN "
-              "{state} bytes (grows as {state_form}), {state_mult} multiplications per token").format(
+            _("KV cache {cache} bytes (grows as {cache_form}), {cache_mult} multiplications per token (the step's "
+              "Q, K, V and its query over the cache, no W_O); Elman RNN {state} bytes (grows as {state_form}), "
+              "{state_mult} multiplications per token (W_xh and W_hh)").format(
                 cache=_series(v["cache_bytes"], n), cache_form=v["cache_form"].replace("T", "t"),
                 cache_mult=_series(v["cache_multiplications"], n), state=_series(v["state_bytes"], n),
                 state_form=v["state_form"].replace("T", "t"), state_mult=_series(v["state_multiplications"], n)),

@@ -73,9 +73,10 @@ CHECK: dict[str, Any] = {
                 "claim": {"type": "string", "pattern": "^(L([1-9]|1[0-2])|B[1-5])$"},
                 "beyond_lesson": {"type": "boolean"},
                 "verdict": {"enum": ["holds", "holds_with_caveat", "not_judged", "does_not_hold"]},
-                "holds": {"type": "boolean"}, "statement": {"type": "string"}, "measured": {"type": "string"},
+                "holds": {"type": ["boolean", "null"]}, "statement": {"type": "string"}, "measured": {"type": "string"},
                 "figure": {"type": "string"}, "condition": _VALUE, "condition_text": {"type": "string"},
-                "note": {"type": ["string", "null"]}, "sources": {"type": ["object", "null"]}, "values": _VALUE,
+                "note": {"type": ["string", "null"]}, "sources": {"oneOf": [{"type": "object"}, {"type": "array", "items": {"type": "string"}},
+                                                                 {"type": "null"}]}, "values": _VALUE,
                 "seconds": {"$ref": "#/$defs/real"}, "error": {"type": ["string", "null"]}}}}},
 }
 

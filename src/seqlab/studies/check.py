@@ -86,9 +86,9 @@ class ClaimCheck:
         return self.claim in BEYOND
 
     @property
-    def holds(self) -> bool:
-        """The claim holds: ``"holds"`` or ``"holds_with_caveat"`` (a claim ``"not_judged"`` does not)."""
-        return self.verdict in (HOLDS, CAVEAT)
+    def holds(self) -> bool | None:
+        """The claim holds: ``"holds"`` or ``"holds_with_caveat"``; None when ``"not_judged"`` (nothing decided)."""
+        return None if self.verdict == NOT_JUDGED else self.verdict in (HOLDS, CAVEAT)
 
     @property
     def judged(self) -> bool:
@@ -96,9 +96,9 @@ class ClaimCheck:
         return self.verdict != NOT_JUDGED
 
     @property
-    def caveat(self) -> bool:
-        """The claim holds only with a caveat."""
-        return self.verdict == CAVEAT
+    def caveat(self) -> bool | None:
+        """The claim holds only with a caveat; None when ``"not_judged"``."""
+        return None if self.verdict == NOT_JUDGED else self.verdict == CAVEAT
 
 
 @dataclass(frozen=True)
@@ -116,12 +116,12 @@ class CheckResult(NotebookView):
     @property
     def held(self) -> int:
         """How many claims hold, with a caveat or without."""
-        return sum(check.holds for check in self.checks)
+        return sum(check.holds is True for check in self.checks)
 
     @property
     def caveats(self) -> int:
         """How many claims hold only with a caveat."""
-        return sum(check.caveat for check in self.checks)
+        return sum(check.caveat is True for check in self.checks)
 
     @property
     def not_judged(self) -> int:

@@ -514,6 +514,19 @@ def _stored_elements(folder: str) -> int:
     return total
 
 
+def _require_weights_match(folder: str, architecture: str, info: dict) -> None:
+    """Refuse a checkpoint whose stored weights are not the model its config describes (transformers would
+    otherwise fill the missing ones with random numbers and carry on), naming how many and the first few."""
+    missing = sorted(info.get("missing_keys") or ())
+    mismatched = sorted(str(item[0]) if isinstance(item, (tuple, list)) else str(item)
+                        for item in info.get("mismatched_keys") or ())
+    if missing or mismatched:
+        names = ", ".join((missing + mismatched)[:3])
+        raise SeqlabError(f"{folder!r}: its weights do not match its config ({architecture}): {len(missing)} "
+                          f"missing and {len(mismatched)} of another shape (first: {names}); expected the weights "
+                          "saved with this config", parameter="model")
+
+
 @functools.lru_cache(maxsize=2)
 def load_causal_lm(folder: str) -> tuple[Any, ModelFacts]:
     """A local checkpoint as a causal LM, offline, in eval mode, eager attention, float32, cached per folder.
@@ -546,15 +559,22 @@ def load_causal_lm(folder: str) -> tuple[Any, ModelFacts]:
         raise SeqlabError(f"{folder!r} holds a {architecture} (model type {config.model_type!r}), which is not a "
                           "causal language model; expected a decoder that writes token by token (GPT-2, Llama, "
                           "Mamba, RWKV...)", parameter="model")
-    require_fits(MemoryEstimate(4 * _stored_elements(folder), "float32 weights"),
+    try:
+        stored = _stored_elements(folder)
+    except Exception as error:  # noqa: BLE001  (a truncated or foreign .safetensors file: the same refusal)
+        raise SeqlabError(f"{folder!r} has a weights file that cannot be read: {_first_line(error)}",
+                          parameter="model") from None
+    require_fits(MemoryEstimate(4 * stored, "float32 weights"),
                  f"loading {Path(folder).name} in float32")  # before the weights are read
     try:
         with _offline_and_quiet():
-            model = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager", dtype=torch.float32,
-                                                         local_files_only=True)
+            model, info = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager",
+                                                               dtype=torch.float32, local_files_only=True,
+                                                               output_loading_info=True)
     except Exception as error:  # noqa: BLE001
         raise SeqlabError(f"{folder!r} cannot be loaded as a causal LM ({architecture}): {_first_line(error)}",
                           parameter="model") from None
+    _require_weights_match(folder, architecture, info)
     model.eval()
     model.requires_grad_(False)
     return model, model_facts(model, Path(folder).name, architecture)

@@ -155,9 +155,9 @@ class ModernCell:
     other: str | None
 
     @property
-    def matches(self) -> bool:
-        """The fit shows the big-O (a cell not judged does not match, and does not mismatch either)."""
-        return self.verdict == MATCH
+    def matches(self) -> bool | None:
+        """The fit shows the big-O; None for a cell not judged (it neither matches nor mismatches)."""
+        return None if self.verdict == NOT_JUDGED else self.verdict == MATCH
 
     @property
     def judged(self) -> bool:
@@ -254,7 +254,7 @@ class ModernResult(NotebookView):
     @property
     def matched(self) -> int:
         """Cells whose fit shows the row's big-O."""
-        return sum(cell.matches for row in self.rows for cell in row.cells().values())
+        return sum(cell.verdict == MATCH for row in self.rows for cell in row.cells().values())
 
     @property
     def cells(self) -> int:
