@@ -252,8 +252,9 @@ def test_compare_reads_each_machine_signal_path() -> None:
     assert [g.signal.absent for g in result.gated] == ["no_factor", "no_factor"]
     console = Console(width=260, record=True, color_system=None)
     console.print(render_compare(result, "en"))
-    text = " ".join(console.export_text().split())
-    row = next(line for line in console.export_text().splitlines() if "Signal path, 1 to T" in line)
+    exported = console.export_text()
+    text = " ".join(exported.split())
+    row = next(line for line in exported.splitlines() if "Signal path, 1 to T" in line)
     assert [cell.strip() for cell in row.split("│")[2:-1]] == ["6 (W_hh)", "1 (α_ji)", "—", "—"]
     assert "Signal path, 1 to T: factors met (—: none declared)" in text
 
