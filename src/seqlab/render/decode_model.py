@@ -12,11 +12,11 @@ from rich.table import Table
 from rich.text import Text
 
 from seqlab.i18n import format_integer, format_seconds, translator
+from seqlab.render.decode import NOISY_MARK  # one mark for a noisy time in both decode tables
 from seqlab.render.machine_load import busy_caveat
 from seqlab.studies.decode_model import Growth, ModelDecodeResult, ModelStep
 
 DOMAIN = "seqlab"
-NOISY_MARK = "†"
 
 
 def kind_label(kind: str, lang: str = "en") -> str:
