@@ -352,3 +352,21 @@ def test_plot_and_notebook_view(checkpoints, tmp_path, results):
     assert "claves/valores de atención" in html and "44.544" in html  # the count at t = 16
     figure = results["jamba"].plot()
     assert [len(ax.lines) for ax in figure.axes] == [1, 3]  # multiplications; three kinds of state
+
+
+def test_a_family_known_only_by_its_layer_types_gets_the_bytes_closed_form(tmp_path):
+    """Gemma 2 is not one of the families with a work closed form here, but its config lists its layers'
+    attention (sliding, full): the cache's bytes have their closed form from the config, its work has none."""
+    from seqlab.layers.pretrained import _offline_and_quiet
+
+    config = transformers.Gemma2Config(**ATTENTION, num_key_value_heads=2, head_dim=8, sliding_window=8)
+    assert list(config.layer_types) == ["sliding_attention", "full_attention"]
+    torch.manual_seed(0)
+    with _offline_and_quiet():
+        transformers.Gemma2ForCausalLM(config).save_pretrained(tmp_path / "gemma2")
+    result = run_model_decode(ModelDecodeConfig(str(tmp_path / "gemma2"), positions=POSITIONS, time=False))
+    # one full layer: 2 · 2 kv heads · 8 · t · 4 bytes; one sliding layer (w = 8): the same over min(t, 8) rows
+    assert [dict(s.state.by_kind) for s in result.steps] == [
+        {"attention_kv": 128 * t, "sliding_window_kv": 128 * min(t, 8)} for t in POSITIONS]
+    assert all(dict(s.closed_bytes) == dict(s.state.by_kind) for s in result.steps) and result.bytes_match is True
+    assert all(s.closed_form is None for s in result.steps)  # no work closed form for this family: none printed

@@ -301,6 +301,26 @@ def _layer_kinds(config: Any) -> list[str] | None:
     return None
 
 
+#: ``config.layer_types`` entries whose cache is plain keys/values, and the kind each one holds.
+CACHE_LAYER_TYPES = {"full_attention": "attention", "sliding_attention": "sliding"}
+
+
+def _cache_layer_kinds(config: Any) -> list[str] | None:
+    """Each layer's cache kind: :func:`_layer_kinds` for the families this module knows; for any other family whose
+    config lists ``layer_types`` made only of full and sliding-window attention (Gemma 2, Qwen 3, …) those kinds,
+    since its cache holds keys and values whatever its MLP is. None otherwise. Bytes only: a family's work per
+    token depends on layers the config does not describe this way."""
+    kinds = _layer_kinds(config)
+    if kinds is not None:
+        return kinds
+    types = getattr(config, "layer_types", None)
+    if (isinstance(types, (list, tuple)) and len(types) == config.num_hidden_layers and types
+            and all(name in CACHE_LAYER_TYPES for name in types)
+            and ("sliding_attention" not in types or isinstance(getattr(config, "sliding_window", None), int))):
+        return [CACHE_LAYER_TYPES[name] for name in types]
+    return None
+
+
 def _mamba_sizes(config: Any) -> tuple[int, int, int, int]:
     d = config.hidden_size
     if config.model_type == "jamba":
@@ -330,7 +350,7 @@ def closed_state_bytes(config: Any, t: int, element_bytes: int) -> dict[str, int
     Returns:
         kind -> bytes, or None for a family with no closed form here (or expert layers).
     """
-    kinds = _layer_kinds(config)
+    kinds = _cache_layer_kinds(config)
     if kinds is None:
         return None
     out: dict[str, int] = {}
@@ -597,7 +617,7 @@ def model_facts(model: Any, name: str, architecture: str | None = None) -> Model
     parameters = {id(p): p.numel() for p in model.parameters()}  # tied weights once
     vectors = sum(p.numel() for p in model.parameters() if p.dim() == 1 and id(p) not in embeddings)
     argument = "state" if "state" in inspect.signature(model.forward).parameters else "cache"
-    window = getattr(config, "sliding_window", None) if "sliding" in (_layer_kinds(config) or []) else None
+    window = getattr(config, "sliding_window", None) if "sliding" in (_cache_layer_kinds(config) or []) else None
     return ModelFacts(name=name, architecture=architecture, model_type=str(config.model_type),
                       parameters=sum(parameters.values()),
                       non_embedding_parameters=sum(n for i, n in parameters.items() if i not in embeddings),
