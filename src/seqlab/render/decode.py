@@ -51,7 +51,9 @@ def _positions(positions: list[int], lang: str) -> str:
     return ", ".join(format_integer(t, lang) for t in positions)
 
 
-def _time_cell(step, lang: str) -> str:
+def time_cell(step, lang: str = "en") -> str:
+    """A step's time as a cell: median ± IQR, marked † when noisy; "—" when the step was not timed (any object
+    with a ``timing``: a :class:`~seqlab.measure.timing.Timing` or None)."""
     if step.timing is None:
         return "—"
     mark = f" {NOISY_MARK}" if step.timing.noisy else ""
@@ -73,7 +75,7 @@ def decode_table(result: DecodeResult, lang: str = "en") -> Table:
             closed = "—" if step.closed_form is None else (
                 "=" if step.closed_form == step.multiplications else format_integer(step.closed_form, lang))
             table.add_row(machine_label(machine, lang) if index == 0 else "", format_integer(t, lang),
-                          format_integer(step.multiplications, lang), closed, _time_cell(step, lang),
+                          format_integer(step.multiplications, lang), closed, time_cell(step, lang),
                           format_integer(step.state_bytes, lang))
     return table
 

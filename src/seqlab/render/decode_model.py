@@ -11,10 +11,10 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from seqlab.i18n import format_integer, format_seconds, translator
-from seqlab.render.decode import NOISY_MARK  # one mark for a noisy time in both decode tables
+from seqlab.i18n import format_integer, translator
+from seqlab.render.decode import NOISY_MARK, time_cell  # one time cell and noisy mark in both decode tables
 from seqlab.render.machine_load import busy_caveat
-from seqlab.studies.decode_model import Growth, ModelDecodeResult, ModelStep
+from seqlab.studies.decode_model import Growth, ModelDecodeResult
 
 DOMAIN = "seqlab"
 
@@ -56,13 +56,6 @@ def _same_or(value: int | None, reference: int, lang: str) -> str:
     return "—" if value is None else "=" if value == reference else format_integer(value, lang)
 
 
-def _time_cell(step: ModelStep, lang: str) -> str:
-    if step.timing is None:
-        return "—"
-    mark = f" {NOISY_MARK}" if step.timing.noisy else ""
-    return f"{format_seconds(step.timing.median_s, lang)} ± {format_seconds(step.timing.iqr_s, lang)}{mark}"
-
-
 def model_decode_table(result: ModelDecodeResult, lang: str = "en") -> Table:
     """One row per cache and position: multiplications (counted, closed form, Kaplan's), time, bytes per kind."""
     tr = translator(lang)
@@ -88,7 +81,7 @@ def model_decode_table(result: ModelDecodeResult, lang: str = "en") -> Table:
         if kaplan:
             cells.append("—" if step.kaplan is None else format_integer(step.kaplan, lang))
         if timed:
-            cells.append(_time_cell(step, lang))
+            cells.append(time_cell(step, lang))
         cells += [format_integer(step.state.by_kind[k], lang) if k in step.state.by_kind else "—"
                   for k in result.kinds]
         cells.append("=" if exact else "—" if closed_bytes is None else format_integer(closed_bytes, lang))
