@@ -1,7 +1,8 @@
 """From runs to cells: pick each model's learning rate on the validation split, then summarise the seeds.
 
 One learning rate for every model is not a fair comparison: a recurrence and an attention layer of the
-same size need different steps. So every (task, model, T) is trained at each rate of a small grid, for
+same size need different steps. So every cell — (task, model, T), and for mqar its number of pairs, at
+one width — is trained at each rate of a small grid, for
 every seed, and its rate is chosen on **validation** data only (examples drawn from the training
 distribution and held out from training, :mod:`seqlab.learn.training`):
 
@@ -114,6 +115,9 @@ class Cell:
         mean, low, high: mean, minimum and maximum of ``accuracies`` (the range over seeds).
         chance: the task's guessing accuracy.
         params: parameter count of the model (the same for every seed).
+        pairs: key-value pairs per example (mqar), else None; width: the layer's width.
+        state_bytes: the decode state's bytes after T tokens, measured (the same for every seed: the
+            largest over seeds is kept), or None (the MLP has no step).
         learnt: how many seeds stopped early with perfect training batches; the others used every
             step of the budget, ``step_limit``.
         spectral_radii, reaches: per seed, the learned W_hh's spectral radius and ||dy_T/dx_1||_F
@@ -139,6 +143,9 @@ class Cell:
     reaches: tuple[float | None, ...]
     spectral_radius: float | None
     reach: float | None
+    pairs: int | None = None
+    width: int | None = None
+    state_bytes: int | None = None
 
     @property
     def spread(self) -> float:
@@ -172,7 +179,8 @@ def _median(values: Iterable[float | None]) -> float | None:
 
 
 def summarise(runs: Iterable[Run], step_limit: int, rates: Iterable[float] | None = None) -> tuple[Cell, ...]:
-    """Group runs by (task, model, T), in the order first met, choose each group's rate, make :class:`Cell` s.
+    """Group runs by (task, model, T, pairs, width), in the order first met, choose each group's rate, make
+    :class:`Cell` s.
 
     >>> r = Run("order", "attention", 8, 0, 1e-2, 0.5, 0.6, 0.7, 0.5, 900, 16, 10, False, None, 0.1, 1.0, 1.0)
     >>> cell, = summarise((r, r), step_limit=10)
@@ -184,11 +192,11 @@ def summarise(runs: Iterable[Run], step_limit: int, rates: Iterable[float] | Non
         step_limit: the most steps a run could take (``TrainSettings.steps``).
         rates: the rates planned for every cell (None: the rates met in each cell's runs).
     """
-    groups: dict[tuple[str, str, int], list[Run]] = {}
+    groups: dict[tuple[str, str, int, int | None, int], list[Run]] = {}
     for run in runs:
-        groups.setdefault((run.task, run.model, run.T), []).append(run)
+        groups.setdefault((run.task, run.model, run.T, run.pairs, run.width), []).append(run)
     cells = []
-    for (task, model, T), group in groups.items():
+    for (task, model, T, pairs, width), group in groups.items():
         choice = choose_rate(group, rates)
         if choice is None:
             continue
@@ -207,5 +215,7 @@ def summarise(runs: Iterable[Run], step_limit: int, rates: Iterable[float] | Non
                           spectral_radii=tuple(r.spectral_radius for r in picked),
                           reaches=tuple(r.reach for r in picked),
                           spectral_radius=_median(r.spectral_radius for r in picked),
-                          reach=_median(r.reach for r in picked)))
+                          reach=_median(r.reach for r in picked), pairs=pairs, width=width,
+                          state_bytes=max((r.state_bytes for r in picked if r.state_bytes is not None),
+                                          default=None)))
     return tuple(cells)

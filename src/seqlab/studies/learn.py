@@ -1,4 +1,4 @@
-"""``seqlab learn``: train tiny models and see path length decide what they can learn (L3, L4, L10).
+"""``seqlab learn``: train tiny models and see path length decide what they learn (L3, L4, L10), and state what they recall.
 
 The paper's §4 argues that the shorter the path between two positions, the easier a dependency
 between them is to learn. Counting paths (``seqlab compare``) shows the structure; this study shows
@@ -11,9 +11,15 @@ trained on the CPU on three synthetic tasks (:mod:`seqlab.learn.tasks`), at seve
 * ``order`` (L10): attention without positional encoding stays at chance, with it it learns, and the
   recurrence learns;
 * ``position`` (L10): the per-position MLP fails on positions it never trained (about 0.5); models
-  that share their weights over positions do not.
+  that share their weights over positions do not;
+* ``mqar`` (Arora et al. 2023, "Zoology"): multi-query associative recall against the bytes of state
+  each model keeps (measured on its decoder, :meth:`~seqlab.learn.models.TaskModel.decode`), at
+  several widths (:data:`MQAR_WIDTHS`) and numbers of pairs (:data:`MQAR_PAIRS`): attention, whose KV
+  cache grows with T, should recall at every T and number of pairs; mixers of fixed state should lose
+  accuracy as the pairs outgrow their state.
 
-Fairness: every model is trained at each rate of a small grid (:data:`FULL_RATES`) and keeps the rate
+Fairness: every model is trained (AdamW, warm-up and cosine decay: :mod:`seqlab.learn.training`) at each
+rate of a small grid (:data:`FULL_RATES`) and keeps the rate
 that does best on a validation split (:mod:`seqlab.learn.selection`); the full run uses
 :data:`FULL_SEEDS` seeds and reports each cell's range over them. ``--quick`` cuts seeds, steps,
 lengths and the grid (:data:`QUICK_SETTINGS`); :func:`quick_cuts` lists what it cut, so that what
@@ -23,7 +29,8 @@ is printed can say so. Which sentences the measurements support is decided in
 Everything is checked, and the memory weighed, before training starts (:func:`check_learn_config`);
 :func:`estimate_learn` prices the run from a measured per-step cost; :func:`run_learn` trains, and on
 Ctrl-C (KeyboardInterrupt) returns what it has, flagged ``partial``. Runs go seed by seed, so an
-interrupted sweep still holds every task, model and T for its first seeds.
+interrupted sweep still holds every task, model and T for its first seeds. One run is
+:func:`train_planned` of its :class:`PlannedRun` and the settings: a pure function of plain values.
 """
 
 from __future__ import annotations
@@ -39,22 +46,33 @@ import torch
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.learn.models import MODELS, width_for_budget
 from seqlab.learn.selection import LEARNT, NEAR_CHANCE, Cell, near_chance, summarise
-from seqlab.learn.tasks import TASKS
+from seqlab.learn.tasks import TASKS, check_pairs, min_length
 from seqlab.learn.training import EVAL_CHUNK, Run, TrainSettings, deterministic_torch, step_seconds, train_run
 from seqlab.memory import FLOAT32_BYTES, MemoryEstimate, require_fits
 
 __all__ = ["LEARNT", "NEAR_CHANCE", "Cell", "Cut", "Estimate", "LearnConfig", "LearnPlan", "LearnResult",
-           "PlannedRun", "check_learn_config", "estimate_learn", "near_chance", "quick_cuts", "run_learn", "summarise"]
+           "PlannedRun", "check_learn_config", "estimate_learn", "near_chance", "quick_cuts", "run_learn", "summarise",
+           "train_planned"]
 
 #: Each task's models, in table order.
 TASK_MODELS = {
     "recall": ("elman", "lstm", "gru", "attention", "attention-pe"),
     "order": ("elman", "lstm", "gru", "attention", "attention-pe"),
     "position": ("mlp", "elman", "lstm", "gru", "attention", "attention-pe"),
+    "mqar": ("attention", "linear_attention", "selective_recurrence", "diagonal_recurrence", "sliding_window", "lstm",
+             "gru"),
 }
+#: The mqar models with ``--quick`` (the other tasks keep theirs).
+QUICK_MQAR_MODELS = ("attention", "linear_attention", "selective_recurrence")
 #: Each task's lengths T in the full run, and with ``--quick``.
-LENGTHS = {"recall": (8, 16, 32, 64, 128), "order": (8, 16, 32), "position": (8, 16, 32)}
-QUICK_LENGTHS = {"recall": (8, 16, 128), "order": (8, 16), "position": (16,)}
+LENGTHS = {"recall": (8, 16, 32, 64, 128), "order": (8, 16, 32), "position": (8, 16, 32), "mqar": (32, 64)}
+QUICK_LENGTHS = {"recall": (8, 16, 128), "order": (8, 16), "position": (16,), "mqar": (32,)}
+#: The mqar task's numbers of key-value pairs, full and ``--quick``.
+MQAR_PAIRS = (2, 4, 8)
+QUICK_PAIRS = (2, 8)
+#: The mqar task's layer widths (the other tasks: the largest width within the parameter budget).
+MQAR_WIDTHS = (8, 32)
+QUICK_WIDTHS = (16,)
 PRESETS = ("full", "quick")
 #: Longest T accepted: past it one run of the slowest recurrence takes minutes per thousand steps.
 MAX_LENGTH = 512
@@ -75,6 +93,9 @@ QUICK_SEEDS = 2
 class LearnConfig:
     """What to train. ``models`` / ``lengths`` None: each task's own (:data:`TASK_MODELS`, and
     :data:`LENGTHS` or, with ``preset="quick"``, :data:`QUICK_LENGTHS`); given, they apply to every task.
+    ``pairs``: mqar's numbers of key-value pairs (None: :data:`MQAR_PAIRS`, quick :data:`QUICK_PAIRS`).
+    ``widths``: layer widths, for every task when given (None: mqar :data:`MQAR_WIDTHS`, quick
+    :data:`QUICK_WIDTHS`; the lesson's tasks the largest width within ``settings.budget``).
     Seeds are 0 .. ``seeds``-1. Every run is trained at each of ``rates`` (``settings.lr`` is not used)."""
 
     tasks: tuple[str, ...] = tuple(TASKS)
@@ -85,6 +106,8 @@ class LearnConfig:
     threads: int = 1
     settings: TrainSettings = FULL_SETTINGS
     rates: tuple[float, ...] = FULL_RATES
+    pairs: tuple[int, ...] | None = None
+    widths: tuple[int, ...] | None = None
 
     @classmethod
     def quick(cls, **changes: object) -> LearnConfig:
@@ -95,22 +118,44 @@ class LearnConfig:
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """One run to do."""
+    """One run to do: plain values only (picklable), so that a run is :func:`train_planned` of it and the settings.
+
+    ``pairs``: key-value pairs (mqar), else None; ``width``: the layer's width, None for the largest
+    within the parameter budget.
+    """
 
     task: str
     model: str
     T: int
     seed: int
     lr: float
+    pairs: int | None = None
+    width: int | None = None
+
+
+def train_planned(item: PlannedRun, settings: TrainSettings) -> Run:
+    """Train one planned run with ``settings`` at its rate: deterministic for one item, settings and machine.
+
+    Raises:
+        SeqlabError: as :func:`~seqlab.learn.training.train_run`.
+    """
+    return train_run(item.task, item.model, item.T, item.seed, dataclasses.replace(settings, lr=item.lr),
+                     pairs=item.pairs, width=item.width)
 
 
 @dataclass(frozen=True)
 class LearnPlan:
-    """A validated :class:`LearnConfig`: per task its models and lengths, and every run in order."""
+    """A validated :class:`LearnConfig`: per task its models, lengths, pairs and widths, and every run in order.
+
+    ``pairs[task]`` is ``(None,)`` for the lesson's tasks; ``widths[task]`` is ``(None,)`` where the budget
+    sets the width.
+    """
 
     models: dict[str, tuple[str, ...]]
     lengths: dict[str, tuple[int, ...]]
     runs: tuple[PlannedRun, ...]
+    pairs: dict[str, tuple[int | None, ...]] = dataclasses.field(default_factory=dict)
+    widths: dict[str, tuple[int | None, ...]] = dataclasses.field(default_factory=dict)
 
 
 def _names(values: object, valid: tuple[str, ...], what: str) -> tuple[str, ...]:
@@ -149,6 +194,12 @@ def _rates(rates: object) -> tuple[float, ...]:
     return tuple(dict.fromkeys(float(r) for r in rates))
 
 
+def _sizes(values: object, what: str, check: Callable[[object], int]) -> tuple[int, ...]:
+    if isinstance(values, (str, bytes, int)) or not isinstance(values, (tuple, list)) or not values:
+        raise SeqlabError(f"{what} must be a non-empty list of integers, received {values!r}", parameter=what)
+    return tuple(sorted({check(v) for v in values}))
+
+
 def check_learn_config(config: LearnConfig) -> LearnPlan:
     """Validate everything and weigh the memory before any training; return the plan.
 
@@ -168,9 +219,22 @@ def check_learn_config(config: LearnConfig) -> LearnPlan:
     require_positive_int("threads", config.threads)
     settings = config.settings.check()
     rates = _rates(config.rates)
-    models = {task: TASK_MODELS[task] if config.models is None else _names(config.models, MODELS, "models")
+    quick = config.preset == "quick"
+    defaults_models = {**TASK_MODELS, "mqar": QUICK_MQAR_MODELS} if quick else TASK_MODELS
+    models = {task: defaults_models[task] if config.models is None else _names(config.models, MODELS, "models")
               for task in tasks}
-    defaults = QUICK_LENGTHS if config.preset == "quick" else LENGTHS
+    if "mqar" in models and "mlp" in models["mqar"]:
+        raise SeqlabError("models must not include mlp for the mqar task: the per-position MLP reads all T "
+                          "positions at once and cannot answer at each position causally; received 'mlp'",
+                          parameter="models")
+    given_pairs = (QUICK_PAIRS if quick else MQAR_PAIRS) if config.pairs is None else config.pairs
+    pair_counts = {task: _sizes(given_pairs, "pairs", check_pairs) if TASKS[task].per_position else (None,)
+                   for task in tasks}
+    given_widths = None if config.widths is None else _sizes(
+        config.widths, "widths", lambda w: require_positive_int("widths", w, 4096))
+    widths = {task: given_widths or ((QUICK_WIDTHS if quick else MQAR_WIDTHS) if TASKS[task].per_position else (None,))
+              for task in tasks}
+    defaults = QUICK_LENGTHS if quick else LENGTHS
     lengths: dict[str, tuple[int, ...]] = {}
     for task in tasks:
         given = defaults[task] if config.lengths is None else config.lengths
@@ -181,19 +245,22 @@ def check_learn_config(config: LearnConfig) -> LearnPlan:
             if T > MAX_LENGTH:
                 raise SeqlabError(f"lengths must be at most {MAX_LENGTH} (longer runs take hours on a CPU), "
                                   f"received {T}", parameter="T")
-            if T < TASKS[task].min_length:
-                raise SeqlabError(f"the {task} task needs T >= {TASKS[task].min_length}, received {T}",
-                                  parameter="T")
+            least = min_length(task, pair_counts[task][-1])
+            if T < least:
+                extra = f" at {pair_counts[task][-1]} pairs" if TASKS[task].per_position else ""
+                raise SeqlabError(f"the {task} task needs T >= {least}{extra}, received {T}", parameter="T")
         lengths[task] = tuple(sorted(set(given)))
     for task in tasks:
         spec, T = TASKS[task], lengths[task][-1]
-        width = max(width_for_budget(m, settings.budget, d_model=settings.d_model, vocab=spec.vocab,
-                                     classes=spec.classes, T=T) for m in models[task])
+        budgeted = [width_for_budget(m, settings.budget, d_model=settings.d_model, vocab=spec.vocab,
+                                     classes=spec.classes, T=T, shift=spec.per_position) for m in models[task]]
+        width = max([w for w in widths[task] if w is not None] + ([] if widths[task] != (None,) else budgeted))
         require_fits(estimate_learn_bytes(T, settings.batch, width, settings.d_model),
                      f"training at T = {T} with batch {settings.batch}")
-    runs = tuple(PlannedRun(task, model, T, seed, lr) for seed in range(config.seeds) for task in tasks
-                 for T in lengths[task] for model in models[task] for lr in rates)
-    return LearnPlan(models=models, lengths=lengths, runs=runs)
+    runs = tuple(PlannedRun(task, model, T, seed, lr, pairs, width) for seed in range(config.seeds) for task in tasks
+                 for T in lengths[task] for pairs in pair_counts[task] for model in models[task]
+                 for width in widths[task] for lr in rates)
+    return LearnPlan(models=models, lengths=lengths, runs=runs, pairs=pair_counts, widths=widths)
 
 
 @dataclass(frozen=True)
@@ -203,13 +270,13 @@ class Estimate:
     Attributes:
         seconds: upper bound: every run to its step limit, plus its test and validation passes
             (counted as (test_size + validation_size) / batch steps). Runs that learn stop earlier.
-        step_seconds: ((task, model, T), seconds per training step) for every distinct triple.
+        step_seconds: ((task, model, T, pairs, width), seconds per training step) for every distinct cell.
         runs: how many runs.
         threads: the thread count the steps were timed at.
     """
 
     seconds: float
-    step_seconds: tuple[tuple[tuple[str, str, int], float], ...]
+    step_seconds: tuple[tuple[tuple[str, str, int, int | None, int | None], float], ...]
     runs: int
     threads: int
 
@@ -226,14 +293,14 @@ def estimate_learn(config: LearnConfig) -> Estimate:
     """
     plan = check_learn_config(config)
     settings = config.settings
-    costs: dict[tuple[str, str, int], float] = {}
+    costs: dict[tuple[str, str, int, int | None, int | None], float] = {}
     with deterministic_torch(config.threads):
         for run in plan.runs:
-            key = (run.task, run.model, run.T)
+            key = (run.task, run.model, run.T, run.pairs, run.width)
             if key not in costs:
-                costs[key] = step_seconds(run.task, run.model, run.T, settings)
+                costs[key] = step_seconds(run.task, run.model, run.T, settings, pairs=run.pairs, width=run.width)
     per_run = settings.steps + (settings.test_size + settings.validation_size) / settings.batch
-    total = sum(costs[(r.task, r.model, r.T)] * per_run for r in plan.runs)
+    total = sum(costs[(r.task, r.model, r.T, r.pairs, r.width)] * per_run for r in plan.runs)
     return Estimate(seconds=total, step_seconds=tuple(costs.items()), runs=len(plan.runs), threads=config.threads)
 
 
@@ -243,7 +310,8 @@ class LearnResult:
 
     Attributes:
         config: what was asked.
-        models, lengths: per task, as planned.
+        models, lengths: per task, as planned; pairs, widths: per task, as planned (``[None]``: not a
+            knob of that task, or the width set by the budget).
         runs: every finished run, at every rate, in the order trained.
         summary: :func:`~seqlab.learn.selection.summarise` of ``runs``: one cell per (task, model, T)
             at the rate chosen on validation.
@@ -264,10 +332,18 @@ class LearnResult:
     deterministic: bool
     torch_version: str
     seconds: float
+    pairs: dict[str, tuple[int | None, ...]] = dataclasses.field(default_factory=dict)
+    widths: dict[str, tuple[int | None, ...]] = dataclasses.field(default_factory=dict)
 
-    def cell(self, task: str, model: str, T: int) -> Cell | None:
-        """The summary of one (task, model, T), or None when no seed of it finished at every rate."""
-        return next((c for c in self.summary if (c.task, c.model, c.T) == (task, model, T)), None)
+    def cell(self, task: str, model: str, T: int, pairs: int | None = None, width: int | None = None) -> Cell | None:
+        """The summary of one (task, model, T[, pairs][, width]), or None when no seed of it finished at every
+        rate. ``pairs`` / ``width`` None: the first cell met whatever its pairs / width."""
+        return next((c for c in self.summary if (c.task, c.model, c.T) == (task, model, T)
+                     and pairs in (None, c.pairs) and width in (None, c.width)), None)
+
+    def cells(self, task: str, model: str | None = None) -> tuple[Cell, ...]:
+        """Every cell of ``task`` (of ``model`` when given), in summary order."""
+        return tuple(c for c in self.summary if c.task == task and model in (None, c.model))
 
     @property
     def cuts(self) -> tuple[Cut, ...]:
@@ -279,13 +355,14 @@ class LearnResult:
 class Cut:
     """One way a run is smaller than the full preset: what, the values used and the full run's values.
 
-    ``what`` is ``"seeds"``, ``"steps"``, ``"rates"``, ``"test_size"``, ``"validation_size"`` or
-    ``"lengths"`` (then ``task`` names the task).
+    ``what`` is ``"seeds"``, ``"steps"``, ``"rates"``, ``"test_size"``, ``"validation_size"``,
+    ``"lengths"`` (then ``task`` names the task), or for mqar ``"pairs"``, ``"widths"`` and ``"models"``
+    (model names).
     """
 
     what: str
-    used: tuple[float, ...]
-    full: tuple[float, ...]
+    used: tuple[float | str, ...]
+    full: tuple[float | str, ...]
     task: str | None = None
 
 
@@ -311,6 +388,13 @@ def quick_cuts(config: LearnConfig) -> tuple[Cut, ...]:
     if config.preset == "quick" and config.lengths is None:
         cuts += [Cut("lengths", QUICK_LENGTHS[task], LENGTHS[task], task) for task in config.tasks
                  if task in TASKS and QUICK_LENGTHS[task] != LENGTHS[task]]
+    if config.preset == "quick" and "mqar" in config.tasks:
+        if config.pairs is None:
+            cuts.append(Cut("pairs", QUICK_PAIRS, MQAR_PAIRS, "mqar"))
+        if config.widths is None:
+            cuts.append(Cut("widths", QUICK_WIDTHS, MQAR_WIDTHS, "mqar"))
+        if config.models is None:
+            cuts.append(Cut("models", QUICK_MQAR_MODELS, TASK_MODELS["mqar"], "mqar"))
     return tuple(cuts)
 
 
@@ -342,8 +426,7 @@ def run_learn(config: LearnConfig = LearnConfig(),
             for done, item in enumerate(plan.runs):
                 if progress is not None:
                     progress(done, total, item)
-                settings = dataclasses.replace(config.settings, lr=item.lr)
-                runs.append(train_run(item.task, item.model, item.T, item.seed, settings))
+                runs.append(train_planned(item, config.settings))
             if progress is not None:
                 progress(total, total, None)
         except KeyboardInterrupt:
@@ -352,4 +435,5 @@ def run_learn(config: LearnConfig = LearnConfig(),
     return LearnResult(config=config, models=plan.models, lengths=plan.lengths, runs=finished,
                        summary=summarise(finished, config.settings.steps, config.rates), planned=total,
                        partial=partial, threads=config.threads, deterministic=True,
-                       torch_version=torch.__version__, seconds=time.perf_counter() - start)
+                       torch_version=torch.__version__, seconds=time.perf_counter() - start,
+                       pairs=plan.pairs, widths=plan.widths)
