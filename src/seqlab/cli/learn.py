@@ -1,4 +1,4 @@
-"""``seqlab learn``: train tiny models on three synthetic tasks; accuracy against T (parse, run, render).
+"""``seqlab learn``: train tiny models on four synthetic tasks; accuracy against T, pairs and state (parse, run, render).
 
 Every option is checked, and the memory weighed, before anything trains; bad input exits 2 with one
 line naming the option and the value. The time the sweep may take is measured (one step of each model
@@ -18,7 +18,7 @@ from seqlab.errors import SeqlabError
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"tasks": "'--tasks'", "models": "'--models'", "T": "'--lengths'", "seeds": "'--seeds'",
-           "rates": "'--rates'"}
+           "rates": "'--rates'", "pairs": "'--pairs'", "widths": "'--widths'"}
 #: Exit status after Ctrl-C (128 + SIGINT), as shells report it.
 INTERRUPTED = 130
 
@@ -30,16 +30,16 @@ def _tokens(text: str, option: str) -> tuple[str, ...]:
     return tokens
 
 
-def _lengths(text: str) -> tuple[int, ...]:
+def _lengths(text: str, option: str = "'--lengths'") -> tuple[int, ...]:
     values = []
-    for token in _tokens(text, "'--lengths'"):
+    for token in _tokens(text, option):
         try:
             value = int(token, 10)
         except ValueError:
             raise typer.BadParameter(f"expected integers >= 1, received {token!r} in {text!r}",
-                                     param_hint="'--lengths'") from None
+                                     param_hint=option) from None
         if value < 1:
-            raise typer.BadParameter(f"expected integers >= 1, received {token} in {text!r}", param_hint="'--lengths'")
+            raise typer.BadParameter(f"expected integers >= 1, received {token} in {text!r}", param_hint=option)
         values.append(value)
     return tuple(values)
 
@@ -59,22 +59,29 @@ def _rates(text: str) -> tuple[float, ...]:
 def learn(
     quick: Annotated[bool, typer.Option("--quick", help="A sketch in a minute or two: fewer seeds, lengths, "
                                         "steps and learning rates; the output lists what it cut.")] = False,
-    tasks: Annotated[Optional[str], typer.Option("--tasks", help="Comma-separated: recall, order, position "
-                                                 "(default all three).")] = None,
+    tasks: Annotated[Optional[str], typer.Option("--tasks", help="Comma-separated: recall, order, position, mqar "
+                                                 "(default all four).")] = None,
     models: Annotated[Optional[str], typer.Option("--models", help="Comma-separated: elman, lstm, gru, attention, "
-                                                  "attention-pe, mlp (default: each task's own).")] = None,
+                                                  "attention-pe, mlp, linear_attention, diagonal_recurrence, "
+                                                  "selective_recurrence, sliding_window (default: each task's "
+                                                  "own).")] = None,
     lengths: Annotated[Optional[str], typer.Option("--lengths", help="Comma-separated lengths T for every task "
                                                    "(default: each task's own).")] = None,
     seeds: Annotated[Optional[int], typer.Option("--seeds", parser=integer_at_least(1, 10), metavar="INTEGER",
                                                  help="Seeds 0..N-1 per cell (default 5; --quick 2).")] = None,
-    rates: Annotated[Optional[str], typer.Option("--rates", help="Comma-separated Adam learning rates to try per "
+    pairs: Annotated[Optional[str], typer.Option("--pairs", help="Comma-separated numbers of key-value pairs for "
+                                                 "mqar, 1 to 16 (default 2, 4, 8; --quick: 2, 8).")] = None,
+    widths: Annotated[Optional[str], typer.Option("--widths", help="Comma-separated layer widths for every task "
+                                                  "(default: mqar 8, 32, --quick 16; the lesson's tasks the widest "
+                                                  "within the parameter budget).")] = None,
+    rates: Annotated[Optional[str], typer.Option("--rates", help="Comma-separated AdamW peak learning rates to try per "
                                                  "model, task and T; the best on the validation split is kept "
                                                  "(default: three rates from 1e-2 to 1e-3; --quick: two).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print every run and the summary as JSON.")] = False,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the plot to PATH.png and PATH.svg.")] = None,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
 ) -> None:
-    """Train tiny models and see path length decide what they learn: recall, order, position (L3, L4, L10)."""
+    """Train tiny models and see path length decide what they learn (L3, L4, L10), and what they recall for their state."""
     from seqlab.studies.learn import LearnConfig, check_learn_config
 
     lang = language(lang)
@@ -89,6 +96,10 @@ def learn(
         changes["seeds"] = seeds
     if rates is not None:
         changes["rates"] = _rates(rates)
+    if pairs is not None:
+        changes["pairs"] = _lengths(pairs, "'--pairs'")
+    if widths is not None:
+        changes["widths"] = _lengths(widths, "'--widths'")
     config = LearnConfig.quick(**changes) if quick else LearnConfig(**changes)
     try:
         check_learn_config(config)

@@ -1,4 +1,4 @@
-"""The words of ``seqlab learn``: names, number formats, and one sentence per verdict (L3, L4, L10).
+"""The words of ``seqlab learn``: names, number formats, and one sentence per verdict (L3, L4, L10, Zoology).
 
 Verdicts are decided in :mod:`seqlab.studies.learn_verdicts`; here each :class:`Finding` kind maps to
 one sentence that quotes the finding's figures. A sentence that explains a result appears only for
@@ -15,11 +15,11 @@ from collections.abc import Callable
 
 from seqlab.i18n import format_integer, format_number, format_seconds, translator
 from seqlab.learn.models import LABELS
-from seqlab.learn.tasks import evaluation_positions, training_positions
+from seqlab.learn.tasks import TASKS, evaluation_positions, training_positions
 from seqlab.studies.learn import Cut, LearnResult, PlannedRun
 from seqlab.studies.learn_verdicts import Finding, learn_findings
 
-__all__ = ["DOMAIN", "accuracy_text", "duration_text", "finding_sentence", "learn_sentences", "model_label", "progress_text", "range_text", "rate_text", "run_line", "task_titles"]
+__all__ = ["DOMAIN", "accuracy_text", "bytes_text", "duration_text", "finding_sentence", "task_names", "learn_sentences", "model_label", "progress_text", "range_text", "rate_text", "run_line", "task_titles"]
 
 DOMAIN = "seqlab"
 
@@ -27,7 +27,9 @@ DOMAIN = "seqlab"
 def model_labels(tl: Callable[[str], str]) -> dict[str, str]:
     """Every model's name, translated by ``tl``."""
     return {"elman": tl("Elman RNN"), "lstm": tl("LSTM"), "gru": tl("GRU"), "attention": tl("Attention"),
-            "attention-pe": tl("Attention + PE"), "mlp": tl("MLP (per position)")}
+            "attention-pe": tl("Attention + PE"), "mlp": tl("MLP (per position)"),
+            "linear_attention": tl("Linear attention"), "diagonal_recurrence": tl("Diagonal recurrence"),
+            "selective_recurrence": tl("Selective recurrence"), "sliding_window": tl("Sliding window")}
 
 
 def model_label(model: str, lang: str = "en") -> str:
@@ -43,7 +45,22 @@ def task_titles(tl: Callable[[str], str]) -> dict[str, str]:
     """Every task's title, translated by ``tl``."""
     return {"recall": tl("Recall the first token, T-1 positions back (L3, L4)"),
             "order": tl("Which of two marked tokens comes first (L10)"),
-            "position": tl("A word trained in the first half, tested in the second (L10)")}
+            "position": tl("A word trained in the first half, tested in the second (L10)"),
+            "mqar": tl("Multi-query associative recall: the value of each key asked again (Zoology)")}
+
+
+def task_names(tl: Callable[[str], str]) -> dict[str, str]:
+    """Every task's short name, translated by ``tl``."""
+    return {"recall": tl("recall"), "order": tl("order"), "position": tl("position"), "mqar": tl("mqar")}
+
+
+def bytes_text(value: int | None, lang: str) -> str:
+    """A byte count with its unit: ``1,088 B``; a dash when there is none.
+
+    >>> bytes_text(1088, "en"), bytes_text(1088, "es"), bytes_text(None, "en")
+    ('1,088 B', '1088 B', '—')
+    """
+    return "—" if value is None else f"{format_integer(value, lang)} B"
 
 
 def accuracy_text(value: float, lang: str) -> str:
@@ -96,14 +113,23 @@ def _values(finding: Finding, lang: str, tl: Callable[[str], str]) -> dict[str, 
     """Every figure of a finding as text, under the names the sentences use."""
     f = finding.figures
     values = {"T": format_integer(finding.T, lang), "steps_between": format_integer(finding.T - 1, lang)}
-    for name in ("attention", "elman", "attention_pe", "mlp", "shared", "model"):
-        if name in f:
+    for name in ("attention", "elman", "attention_pe", "mlp", "shared", "model", "few", "many"):
+        if f.get(name) is not None:
             part = f[name]
             values[name] = range_text(part["mean"], part["low"], part["high"], lang)
             values["seeds"] = str(part["seeds"])
-    for name in ("chance", "learnt", "near_chance", "far_below"):
+    for name in ("chance", "learnt", "near_chance", "far_below", "learnt_at"):
         if name in f:
             values[name] = accuracy_text(f[name], lang)
+    for name in ("width", "pairs", "pairs_low", "pairs_high"):
+        if f.get(name) is not None:
+            values[name] = format_integer(f[name], lang)
+    for name in ("state", "state_low", "state_high"):
+        if name in f:
+            values[name] = bytes_text(f[name], lang)
+    if "lengths" in f:
+        values["lengths"] = ", ".join(format_integer(T, lang) for T in f["lengths"])
+        values["pair_counts"] = ", ".join(format_integer(p, lang) for p in f["pair_counts"])
     for name in ("elman_low", "elman_high", "attention_low", "attention_high"):
         if name in f:
             values[name] = _number(f[name], lang)
@@ -114,6 +140,7 @@ def _values(finding: Finding, lang: str, tl: Callable[[str], str]) -> dict[str, 
             values[name] = str(f[name])
     if "steps" in f:
         values["steps"] = format_integer(f["steps"], lang)
+    if "rates" in f:
         values["learnt_seeds"] = str(f["learnt"])
         values["lr"] = rate_text(f["lr"])
         values["rates"] = ", ".join(rate_text(r) for r in f["rates"])
@@ -182,6 +209,41 @@ def _templates(tl: Callable[[str], str]) -> dict[str, str]:
     }
 
 
+def _known_templates(tl: Callable[[str], str]) -> dict[str, str]:
+    """The sentences of the known results: shown, and not reproduced (keyed by ``figures["result"]``)."""
+    return {
+        "gated_recalls": tl(
+            "As known since the LSTM was built for it (Hochreiter & Schmidhuber 1997): at T = {T} the {name} "
+            "recalls the first token in every seed, {model}, each at least {learnt_at} (gates with the chrono "
+            "initialisation; rate {lr}, chosen on validation)."),
+        "mqar_attention_recalls": tl(
+            "As Zoology found (Arora et al. 2023): attention of width {width} recalls the queried values at every "
+            "T ({lengths}) and number of pairs ({pair_counts}) tested, at least {learnt_at} in every seed; its worst "
+            "cell scores {attention} (chance {chance}). Its state, the KV cache, grows with T: {state_low} to "
+            "{state_high}."),
+        "mqar_state_limits": tl(
+            "As Zoology found: at T = {T}, {name} of width {width} keeps {state} of state, and its accuracy "
+            "falls from {few} at {pairs_low} pairs to {many} at {pairs_high} pairs, at least {far_below} lower in "
+            "every seed, while attention recalls {attention} at {pairs_high} pairs."),
+        "mqar_state_no_drop": tl(
+            "At T = {T}, {name} of width {width} ({state} of state) scores {few} at {pairs_low} pairs and {many} "
+            "at {pairs_high} pairs: not a fall of {far_below} in every seed while attention recalls, at this "
+            "budget (at most {steps} steps)."),
+        "gated_recall": tl(
+            "Known result not reproduced at this budget: the {name} should recall the first token at T = {T} (the "
+            "problem the LSTM was built for, Hochreiter & Schmidhuber 1997), but scores {model} (chance {chance}); "
+            "{learnt_seeds} of {seeds} seeds learnt within {steps} steps at rates {rates}."),
+        "attention_mqar": tl(
+            "Known result not reproduced at this budget: attention should recall the queried values at every T "
+            "and number of pairs (Zoology), but at T = {T} with {pairs} pairs its width {width} scores {attention} "
+            "(chance {chance}; at most {steps} steps, rates {rates})."),
+        "state_limits": tl(
+            "Known result not reproduced at this budget: no mixer of fixed state here loses {far_below} of "
+            "accuracy in every seed from {pairs_low} to {pairs_high} pairs at T = {T} while attention recalls "
+            "(Zoology); see the table (at most {steps} steps)."),
+    }
+
+
 def _one_seed(tl: Callable[[str], str]) -> dict[str, str]:
     """The reach sentences when a single seed of the Elman RNN stayed near chance ("the one seed", not "1 seeds")."""
     return {
@@ -201,6 +263,11 @@ def finding_sentence(finding: Finding, lang: str = "en") -> str:
     """The sentence of one :class:`~seqlab.studies.learn_verdicts.Finding`, in ``lang``."""
     tl = translator(lang)
     one = finding.figures.get("failed") == 1  # then none explained, or the one did
+    known = _known_templates(tl)
+    if finding.kind == "known_not_reproduced":
+        return known[finding.figures["result"]].format(**_values(finding, lang, tl))
+    if finding.kind in known:
+        return known[finding.kind].format(**_values(finding, lang, tl))
     templates = _one_seed(tl) if one and finding.kind in _one_seed(tl) else _templates(tl)
     return templates[finding.kind].format(**_values(finding, lang, tl))
 
@@ -208,7 +275,10 @@ def finding_sentence(finding: Finding, lang: str = "en") -> str:
 def _cut_text(cut: Cut, lang: str, tl: Callable[[str], str]) -> str:
     if cut.what == "rates":
         used, full = (", ".join(rate_text(r) for r in values) for values in (cut.used, cut.full))
-    elif cut.what == "lengths":
+    elif cut.what == "models":
+        labels = model_labels(tl)
+        used, full = (", ".join(labels.get(m, m) for m in values) for values in (cut.used, cut.full))
+    elif cut.what in ("lengths", "pairs", "widths"):
         used, full = (", ".join(format_integer(T, lang) for T in values) for values in (cut.used, cut.full))
     else:
         used, full = format_integer(cut.used[0], lang), format_integer(cut.full[0], lang)
@@ -217,8 +287,11 @@ def _cut_text(cut: Cut, lang: str, tl: Callable[[str], str]) -> str:
                "rates": tl("learning rates {used} (full run: {full})"),
                "test_size": tl("{used} test examples (full run: {full})"),
                "validation_size": tl("{used} validation examples (full run: {full})"),
-               "lengths": tl("{task} at T = {used} (full run: {full})")}
-    tasks = {"recall": tl("recall"), "order": tl("order"), "position": tl("position")}
+               "lengths": tl("{task} at T = {used} (full run: {full})"),
+               "pairs": tl("{task} with {used} pairs (full run: {full})"),
+               "widths": tl("{task} at widths {used} (full run: {full})"),
+               "models": tl("{task} with {used} (full run: {full})")}
+    tasks = task_names(tl)
     return phrases[cut.what].format(used=used, full=full, task=tasks.get(cut.task, cut.task))
 
 
@@ -251,9 +324,14 @@ def run_line(result: LearnResult, lang: str = "en") -> str:
     return line
 
 
-def _listing(result: LearnResult, task: str, T: int, lang: str, labels: dict[str, str]) -> str:
-    return ", ".join(f"{labels[m]} {range_text(c.mean, c.low, c.high, lang)}" for m in result.models[task]
-                     if (c := result.cell(task, m, T)) is not None)
+def _listing(result: LearnResult, task: str, T: int, lang: str, labels: dict[str, str],
+             pairs: int | None = None) -> str:
+    if pairs is None:
+        return ", ".join(f"{labels[m]} {range_text(c.mean, c.low, c.high, lang)}" for m in result.models[task]
+                         if (c := result.cell(task, m, T)) is not None)
+    return ", ".join(f"{labels[c.model]} (w = {format_integer(c.width, lang)}, {bytes_text(c.state_bytes, lang)}) "
+                     f"{range_text(c.mean, c.low, c.high, lang)}" for m in result.models[task]
+                     for c in result.cells(task, m) if (c.T, c.pairs) == (T, pairs))
 
 
 def learn_sentences(result: LearnResult, lang: str = "en") -> list[str]:
@@ -267,8 +345,15 @@ def learn_sentences(result: LearnResult, lang: str = "en") -> list[str]:
         if not done:
             continue
         T = max(done)
-        sentences.append(tl("{title} at T = {T}, mean (range over seeds): {listing}.").format(
-            title=titles[task], T=format_integer(T, lang), listing=_listing(result, task, T, lang, labels)))
+        if TASKS[task].per_position:
+            pairs = max(c.pairs for c in result.summary if c.task == task and c.T == T)
+            sentences.append(tl("{title} at T = {T} with {pairs} pairs, mean (range over seeds), with each model's "
+                                "width and the bytes of its decode state: {listing}.").format(
+                title=titles[task], T=format_integer(T, lang), pairs=format_integer(pairs, lang),
+                listing=_listing(result, task, T, lang, labels, pairs)))
+        else:
+            sentences.append(tl("{title} at T = {T}, mean (range over seeds): {listing}.").format(
+                title=titles[task], T=format_integer(T, lang), listing=_listing(result, task, T, lang, labels)))
         sentences += [finding_sentence(f, lang) for f in findings if f.task == task]
     cuts = cuts_line(result, lang)
     if cuts is not None:
@@ -282,11 +367,17 @@ def progress_text(run: PlannedRun | None, lang: str = "en") -> str:
 
     >>> progress_text(PlannedRun("recall", "elman", 64, 1, 0.003))
     'recall · Elman RNN · T = 64 · seed 1 · lr 3e-3'
+    >>> progress_text(PlannedRun("mqar", "linear_attention", 64, 0, 0.01, pairs=8, width=16))
+    'mqar · Linear attention · T = 64 · seed 0 · lr 1e-2 · 8 pairs · w = 16'
     """
     tl = translator(lang)
     if run is None:
         return tl("Done")
-    tasks = {"recall": tl("recall"), "order": tl("order"), "position": tl("position")}
-    return tl("{task} · {model} · T = {T} · seed {seed} · lr {lr}").format(
-        task=tasks.get(run.task, run.task), model=model_label(run.model, lang), T=run.T, seed=run.seed,
+    text = tl("{task} · {model} · T = {T} · seed {seed} · lr {lr}").format(
+        task=task_names(tl).get(run.task, run.task), model=model_label(run.model, lang), T=run.T, seed=run.seed,
         lr=rate_text(run.lr))
+    if run.pairs is not None:
+        text += " · " + tl("{pairs} pairs").format(pairs=run.pairs)
+    if run.width is not None:
+        text += f" · w = {run.width}"
+    return text

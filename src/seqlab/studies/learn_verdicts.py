@@ -29,16 +29,32 @@ cell's chosen rate):
   with the encoding above it in every seed; otherwise ``order_not``.
 * ``position`` (L10): ``position_holds`` when the per-position MLP is near chance in every seed and the
   best weight-sharing model (by mean) >= LEARNT in every seed; otherwise ``position_not``.
+
+Known results beyond the lesson, each either shown or said to be **not reproduced at this budget**
+(``known_not_reproduced``, with ``figures["result"]`` naming which, and the budget it had):
+
+* ``gated_recall`` — the LSTM and the GRU recall the first token at T = :data:`GATED_T` (the problem
+  the LSTM was built for, Hochreiter & Schmidhuber 1997): ``gated_recalls`` when every seed is >= LEARNT.
+* ``attention_mqar`` — attention recalls MQAR at every T and number of pairs tested (Zoology, Arora et
+  al. 2023, §3), at its widest width: ``mqar_attention_recalls`` when every seed of every such cell is
+  >= LEARNT.
+* ``state_limits`` — a mixer of fixed state loses accuracy as the pairs outgrow its state (Zoology §3,
+  Based §3): per fixed-state model, at the longest T and the width where its mean falls most,
+  ``mqar_state_limits`` when its lowest seed at the fewest pairs is at least :data:`FAR_BELOW` above
+  its highest seed at the most pairs while attention (widest) is >= LEARNT in every seed at the most
+  pairs; otherwise ``mqar_state_no_drop``. The known result counts as shown when one model shows it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from seqlab.learn.models import FIXED_STATE
 from seqlab.learn.selection import LEARNT, NEAR_CHANCE, Cell, near_chance
 from seqlab.studies.learn import LearnResult
 
-__all__ = ["FAR_BELOW", "GATED", "KINDS", "REACH_MARGIN", "SHARED", "Finding", "learn_findings"]
+__all__ = ["FAR_BELOW", "GATED", "GATED_T", "KINDS", "KNOWN_RESULTS", "REACH_MARGIN", "SHARED", "Finding",
+           "learn_findings"]
 
 #: Accuracy gap from which one model counts as far below another.
 FAR_BELOW = 0.3
@@ -48,9 +64,14 @@ REACH_MARGIN = 1e-3
 GATED = ("lstm", "gru")
 #: Weight-sharing models of the position task, in the order preferred on a tie.
 SHARED = ("attention", "gru", "lstm", "elman", "attention-pe")
+#: The length at which the gated recurrences should recall (the known result ``gated_recall``).
+GATED_T = 64
+#: Known results that a run shows or reports as not reproduced.
+KNOWN_RESULTS = ("gated_recall", "attention_mqar", "state_limits")
 KINDS = ("recall_every_seed", "recall_on_average", "recall_no_contrast", "reach_explains", "reach_does_not_separate",
          "bypass_learns", "bypass_budget", "bypass_partial", "order_holds", "order_not", "position_holds",
-         "position_not")
+         "position_not", "gated_recalls", "mqar_attention_recalls", "mqar_state_limits", "mqar_state_no_drop",
+         "known_not_reproduced")
 
 
 @dataclass(frozen=True)
@@ -73,7 +94,8 @@ class Finding:
     def supports_lesson(self) -> bool:
         """True for the kinds that say the lesson's claim holds on these measurements."""
         return self.kind in {"recall_every_seed", "recall_on_average", "reach_explains", "bypass_learns",
-                             "order_holds", "position_holds"}
+                             "order_holds", "position_holds", "gated_recalls", "mqar_attention_recalls",
+                             "mqar_state_limits"}
 
 
 def _longest(result: LearnResult, task: str, *models: str) -> int | None:
@@ -183,6 +205,95 @@ def _position(result: LearnResult) -> list[Finding]:
     return [Finding("position_holds" if holds else "position_not", "position", T, best.model, figures)]
 
 
+def _budget(result: LearnResult, cell: Cell) -> dict[str, object]:
+    """The budget a cell had: its step limit, the rates tried, how many seeds stopped early."""
+    return {"steps": cell.step_limit, "rates": tuple(r.lr for r in cell.rates), "lr": cell.lr,
+            "learnt": cell.learnt}
+
+
+def _gated_recall(result: LearnResult) -> list[Finding]:
+    """Per gated model with a recall cell at :data:`GATED_T`: it recalls in every seed, or not reproduced."""
+    findings = []
+    for model in GATED:
+        cell = result.cell("recall", model, GATED_T)
+        if cell is None:
+            continue
+        figures = {"model": _range(cell), "chance": cell.chance, "learnt_at": LEARNT, **_budget(result, cell)}
+        if cell.every_seed_learnt:
+            findings.append(Finding("gated_recalls", "recall", GATED_T, model, figures))
+        else:
+            findings.append(Finding("known_not_reproduced", "recall", GATED_T, model,
+                                    {"result": "gated_recall", **figures}))
+    return findings
+
+
+def _widest(result: LearnResult, model: str) -> int | None:
+    widths = [c.width for c in result.cells("mqar", model)]
+    return max(widths) if widths else None
+
+
+def _mqar_attention(result: LearnResult) -> tuple[list[Finding], int | None]:
+    """Attention at its widest width over every (T, pairs): recalls in every seed, or not reproduced."""
+    width = _widest(result, "attention")
+    if width is None:
+        return [], None
+    cells = [c for c in result.cells("mqar", "attention") if c.width == width]
+    worst = min(cells, key=lambda c: (c.low, -c.T, -(c.pairs or 0)))
+    figures = {"attention": _range(worst), "chance": worst.chance, "learnt_at": LEARNT, "width": width,
+               "pairs": worst.pairs, "cells": len(cells), "lengths": tuple(sorted({c.T for c in cells})),
+               "pair_counts": tuple(sorted({c.pairs for c in cells})),
+               "state_low": min(c.state_bytes or 0 for c in cells), "state_high": max(c.state_bytes or 0 for c in cells),
+               **_budget(result, worst)}
+    if worst.every_seed_learnt:
+        return [Finding("mqar_attention_recalls", "mqar", max(c.T for c in cells), "attention", figures)], width
+    return [Finding("known_not_reproduced", "mqar", worst.T, "attention", {"result": "attention_mqar", **figures})], width
+
+
+def _mqar_state(result: LearnResult, attention_width: int | None) -> list[Finding]:
+    """Per fixed-state model at the longest T: does its accuracy fall from the fewest to the most pairs?"""
+    cells = result.cells("mqar")
+    if not cells:
+        return []
+    T = max(c.T for c in cells)
+    counts = sorted({c.pairs for c in cells if c.T == T})
+    if len(counts) < 2:
+        return []
+    few, many = counts[0], counts[-1]
+    reference = None if attention_width is None else result.cell("mqar", "attention", T, many, attention_width)
+    attention_recalls = reference is not None and reference.every_seed_learnt
+    findings = []
+    for model in result.models.get("mqar", ()):
+        if model not in FIXED_STATE:
+            continue
+        pairs_of = {}
+        for c in result.cells("mqar", model):
+            if c.T == T and c.pairs in (few, many):
+                pairs_of.setdefault(c.width, {})[c.pairs] = c
+        both = {w: (p[few], p[many]) for w, p in pairs_of.items() if few in p and many in p}
+        if not both:
+            continue
+        width = max(both, key=lambda w: (both[w][0].mean - both[w][1].mean, w))
+        low_cell, high_cell = both[width]
+        figures = {"few": _range(low_cell), "many": _range(high_cell), "pairs_low": few, "pairs_high": many,
+                   "width": width, "state": high_cell.state_bytes, "far_below": FAR_BELOW, "chance": low_cell.chance,
+                   "attention": None if reference is None else _range(reference), **_budget(result, high_cell)}
+        drops = low_cell.low - high_cell.high >= FAR_BELOW
+        kind = "mqar_state_limits" if drops and attention_recalls else "mqar_state_no_drop"
+        findings.append(Finding(kind, "mqar", T, model, figures))
+    if findings and not any(f.kind == "mqar_state_limits" for f in findings):
+        steps = max(f.figures["steps"] for f in findings)
+        findings.append(Finding("known_not_reproduced", "mqar", T, None,
+                                {"result": "state_limits", "pairs_low": few, "pairs_high": many,
+                                 "far_below": FAR_BELOW, "steps": steps,
+                                 "attention": None if reference is None else _range(reference)}))
+    return findings
+
+
+def _mqar(result: LearnResult) -> list[Finding]:
+    attention, width = _mqar_attention(result)
+    return attention + _mqar_state(result, width)
+
+
 def learn_findings(result: LearnResult) -> tuple[Finding, ...]:
     """Every verdict the result allows, task by task (recall with its reach and bypass, order, position).
 
@@ -191,7 +302,8 @@ def learn_findings(result: LearnResult) -> tuple[Finding, ...]:
     >>> learn_findings(empty)
     ()
     """
-    makers = {"recall": lambda r: _recall(r) + _bypass(r), "order": _order, "position": _position}
+    makers = {"recall": lambda r: _recall(r) + _bypass(r) + _gated_recall(r), "order": _order,
+              "position": _position, "mqar": _mqar}
     findings: list[Finding] = []
     for task in result.lengths:
         findings += makers[task](result)
