@@ -12,6 +12,7 @@ test_learn_verdicts.py.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -21,9 +22,12 @@ import torch
 import seqlab.memory
 import seqlab.studies.learn as study
 from seqlab.errors import SeqlabError
-from seqlab.learn.models import MODELS, TaskModel, parameter_count, sinusoidal_encoding, width_for_budget
-from seqlab.learn.tasks import KEYS, QUERY_MARK, TASKS, make_batch, evaluation_positions, training_positions
-from seqlab.learn.training import Run, TrainSettings, deterministic_torch, train_run
+from seqlab.layers.decoding import state_bytes
+from seqlab.learn.models import (FIXED_STATE, MIXER_MODELS, MODELS, SLIDING_WINDOW, TaskModel, parameter_count,
+                                 sinusoidal_encoding, width_for_budget)
+from seqlab.learn.tasks import (IGNORE, KEYS, MQAR_FILLER, MQAR_KEYS, QUERY_MARK, TASKS, make_batch,
+                                evaluation_positions, training_positions)
+from seqlab.learn.training import Run, TrainSettings, _answers, _optimiser, deterministic_torch, train_run
 from seqlab.studies.learn import MAX_LENGTH, LearnConfig, LearnResult, check_learn_config, estimate_learn, run_learn
 from seqlab.studies.learn_verdicts import learn_findings
 
@@ -69,12 +73,66 @@ def test_position_word_sits_in_its_half(split):
 
 def test_make_batch_refuses_bad_input():
     g = torch.Generator()
-    with pytest.raises(SeqlabError, match="recall, order, position; received 'copy'"):
+    with pytest.raises(SeqlabError, match="recall, order, position, mqar; received 'copy'"):
         make_batch("copy", 4, 8, g)
     with pytest.raises(SeqlabError, match="T >= 4, received 3"):
         make_batch("position", 4, 3, g)
     with pytest.raises(SeqlabError, match="even n, received 5"):
         make_batch("order", 5, 8, g, "test")
+
+
+def test_mqar_interleaves_the_pairs_then_asks_every_key_once_for_its_value():
+    P, T = 4, 20
+    tokens, labels = make_batch("mqar", 300, T, torch.Generator().manual_seed(6), pairs=P)
+    assert tokens.shape == labels.shape == (300, T)
+    for row, label in zip(tokens.tolist(), labels.tolist()):
+        keys, values = row[0:2 * P:2], row[1:2 * P:2]
+        assert len(set(keys)) == P and all(k < MQAR_KEYS for k in keys)  # distinct keys, then their values
+        assert all(MQAR_KEYS <= v < MQAR_FILLER for v in values)
+        asked = [t for t in range(T) if label[t] != IGNORE]
+        assert len(asked) == P and min(asked) >= 2 * P  # one query per pair, after the pairs
+        assert sorted(row[t] for t in asked) == sorted(keys)  # every key asked once
+        for t in asked:
+            assert label[t] == values[keys.index(row[t])] - MQAR_KEYS  # the value that followed that key
+        assert all(row[t] == MQAR_FILLER for t in range(2 * P, T) if t not in asked)
+    assert TASKS["mqar"].chance == 1 / 16
+
+
+def test_mqar_refuses_too_short_a_row_and_missing_pairs():
+    g = torch.Generator()
+    with pytest.raises(SeqlabError, match="T >= 24 at 8 pairs, received 23"):  # 8 pairs + 8 values + 8 queries
+        make_batch("mqar", 2, 23, g, pairs=8)
+    with pytest.raises(SeqlabError, match="pairs must be an integer in \\[1, 16\\], received 17"):
+        make_batch("mqar", 2, 64, g, pairs=17)
+    with pytest.raises(SeqlabError, match="pairs must be an integer >= 1, received None"):
+        train_run("mqar", "attention", 8, 0, TrainSettings(steps=1, test_size=2, validation_size=2))
+    with pytest.raises(SeqlabError, match="pairs is for the mqar task only"):
+        train_run("recall", "attention", 8, 0, TrainSettings(steps=1, test_size=2, validation_size=2), pairs=2)
+
+
+def test_per_position_answers_are_the_queried_positions_only():
+    logits = torch.arange(2 * 3 * 4, dtype=torch.float32).reshape(2, 3, 4)  # (B, T, C)
+    labels = torch.tensor([[IGNORE, 1, IGNORE], [3, IGNORE, IGNORE]])
+    picked, asked = _answers(logits, labels)
+    assert torch.equal(picked, torch.stack([logits[0, 1], logits[1, 0]])) and asked.tolist() == [1, 3]
+    last, same = _answers(logits[:, -1], torch.tensor([0, 2]))  # the lesson's tasks: every row answered
+    assert torch.equal(last, logits[:, -1]) and same.tolist() == [0, 2]
+
+
+def test_the_schedule_warms_up_linearly_then_decays_by_a_cosine():
+    net = TaskModel("attention", 4, d_model=8, vocab=10, classes=2, T=4, generator=torch.Generator().manual_seed(0))
+    optimizer, schedule = _optimiser(net, TrainSettings(steps=100, lr=1e-2, warmup=0.1))
+    assert type(optimizer).__name__ == "AdamW" and optimizer.param_groups[0]["weight_decay"] == 0.01
+    rates = []
+    for _ in range(100):
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        schedule.step()
+    assert math.isclose(rates[0], 1e-3) and math.isclose(rates[4], 5e-3) and math.isclose(rates[9], 1e-2)  # k/10
+    assert all(a >= b for a, b in zip(rates[9:], rates[10:]))  # then only down
+    # cosine over the 91 steps after the peak: step 9 + j has lr·(1 + cos(π j / 91)) / 2
+    assert math.isclose(rates[9 + 45], 1e-2 * (1 + math.cos(math.pi * 45 / 91)) / 2, rel_tol=1e-9)
+    assert 0 < rates[-1] < 1e-4
 
 
 # --- Models ------------------------------------------------------------------------------------------
@@ -120,6 +178,78 @@ def test_recurrent_weight_is_square_and_reach_layer_is_float64():
         assert next(net.reach_layer().parameters()).dtype == torch.float64
     mlp = TaskModel("mlp", 3, d_model=16, vocab=17, classes=2, T=5, generator=torch.Generator())
     assert mlp.recurrent_weight() is None and mlp.reach_layer() is None
+
+
+def test_gates_start_with_the_chrono_initialisation():
+    T, w = 64, 12
+    lstm = TaskModel("lstm", w, d_model=16, vocab=25, classes=8, T=T, generator=torch.Generator().manual_seed(0))
+    forget, given = lstm.layer.bias_ih_l0[w:2 * w].detach(), lstm.layer.bias_ih_l0[:w].detach()
+    assert bool((forget >= 0).all()) and bool((forget <= math.log(T - 1)).all()) and forget.std() > 0.3
+    assert torch.equal(given, -forget) and bool((lstm.layer.bias_hh_l0[:2 * w] == 0).all())
+    gru = TaskModel("gru", w, d_model=16, vocab=25, classes=8, T=T, generator=torch.Generator().manual_seed(0))
+    update = gru.layer.bias_ih_l0[w:2 * w].detach()  # z of (r, z, n)
+    assert bool((update >= 0).all()) and bool((update <= math.log(T - 1)).all())
+    assert bool((gru.layer.bias_hh_l0[w:2 * w] == 0).all())
+    # what the gate keeps of the first token after T - 1 steps at its mean bias: far more than the old +1 bias's
+    assert float(torch.sigmoid(forget).mean()) ** (T - 1) > 1e3 * (1 / (1 + math.exp(-1))) ** (T - 1)
+
+
+#: Bytes of the decode state after T = 12 tokens at width w = 8, d_model = 16, one example, float32: the shifted
+#: embedding row e_T (16 floats) and then the layer's own state.
+STATE_BYTES = {
+    "elman": 4 * (16 + 8), "gru": 4 * (16 + 8), "lstm": 4 * (16 + 8 + 8),  # (h,), (h, c)
+    "attention": 4 * (16 + 2 * 12 * 8), "attention-pe": 4 * (16 + 2 * 12 * 8),  # K, V: 12 rows of 8 each
+    "linear_attention": 4 * (16 + 8 * 8 + 8),  # S (d_k × d_v), z (d_k)
+    "diagonal_recurrence": 4 * (16 + 8), "selective_recurrence": 4 * (16 + 8),  # h (d_state)
+    "sliding_window": 4 * (16 + 2 * SLIDING_WINDOW * 8) + SLIDING_WINDOW,  # the w-row storage of K, V; w flags
+}
+
+
+@pytest.mark.parametrize("model", [m for m in MODELS if m != "mlp"])
+def test_decoding_step_by_step_gives_the_parallel_outputs_and_the_state_bytes(model):
+    T = 12
+    net = TaskModel(model, 8, d_model=16, vocab=33, classes=16, T=T, per_position=True, shift=True,
+                    generator=torch.Generator().manual_seed(0))
+    tokens = torch.randint(0, 33, (1, T), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        parallel = net.outputs(net.inputs(tokens))  # (1, T, o)
+    stepped, state = net.decode(tokens)
+    assert torch.allclose(stepped, parallel, atol=1e-5)  # two routes: the step API and the forward pass
+    assert state_bytes(state) == STATE_BYTES[model]
+    longer = TaskModel(model, 8, d_model=16, vocab=33, classes=16, T=2 * T, per_position=True, shift=True,
+                       generator=torch.Generator().manual_seed(0))
+    grown = state_bytes(longer.decode(torch.zeros(1, 2 * T, dtype=torch.long))[1])
+    if model in FIXED_STATE:
+        assert grown == STATE_BYTES[model]  # fixed whatever T
+    else:
+        assert grown - 4 * 16 == 2 * (STATE_BYTES[model] - 4 * 16)  # the KV cache doubles with T
+
+
+def test_a_run_reports_the_state_bytes_its_decoder_holds():
+    run = train_run("mqar", "linear_attention", 12, 0, TrainSettings(steps=2, test_size=4, validation_size=4),
+                    pairs=2, width=8)
+    assert (run.pairs, run.width, run.state_bytes) == (2, 8, STATE_BYTES["linear_attention"])
+    mlp = train_run("position", "mlp", 4, 0, TrainSettings(steps=1, test_size=4, validation_size=4))
+    assert mlp.state_bytes is None  # no step: it reads every position at once
+    with pytest.raises(SeqlabError, match="per-position MLP"):
+        check_learn_config(LearnConfig(tasks=("mqar",), models=("mlp",)))
+
+
+def test_plan_crosses_lengths_pairs_models_and_widths_and_one_run_is_a_pure_function():
+    import pickle
+
+    from seqlab.studies.learn import PlannedRun, train_planned
+
+    plan = check_learn_config(LearnConfig(tasks=("mqar",), models=("attention",), lengths=(8, 12), pairs=(1, 2),
+                                          widths=(4, 8), seeds=1, rates=(1e-2,)))
+    assert [(r.T, r.pairs, r.width) for r in plan.runs] == [(T, p, w) for T in (8, 12) for p in (1, 2) for w in (4, 8)]
+    item = PlannedRun("mqar", "attention", 8, 0, 1e-2, pairs=2, width=4)
+    assert pickle.loads(pickle.dumps(item)) == item
+    settings = TrainSettings(steps=3, test_size=4, validation_size=4)
+    first, again = train_planned(item, settings), train_planned(item, settings)
+    assert dataclasses.replace(first, seconds=0.0) == dataclasses.replace(again, seconds=0.0)
+    with pytest.raises(SeqlabError, match="mqar task needs T >= 24 at 8 pairs, received 16"):
+        check_learn_config(LearnConfig(tasks=("mqar",), lengths=(16,), pairs=(8,)))
 
 
 # --- The claims, trained (seeded, seeds 0-4) --------------------------------------------------------
@@ -208,8 +338,9 @@ def test_deterministic_torch_restores_the_global_settings():
 # --- Bad input, estimate, Ctrl-C ----------------------------------------------------------------------
 
 @pytest.mark.parametrize(("changes", "parameter", "message"), [
-    ({"tasks": ("recall", "copy")}, "tasks", "among recall, order, position; received 'copy'"),
-    ({"models": ("rnn",)}, "models", "among elman, lstm, gru, attention, attention-pe, mlp; received 'rnn'"),
+    ({"tasks": ("recall", "copy")}, "tasks", "among recall, order, position, mqar; received 'copy'"),
+    ({"models": ("rnn",)}, "models", "among elman, lstm, gru, attention, attention-pe, mlp, linear_attention, "
+                                     "diagonal_recurrence, selective_recurrence, sliding_window; received 'rnn'"),
     ({"lengths": (8, MAX_LENGTH + 1)}, "T", f"at most {MAX_LENGTH}"),
     ({"tasks": ("order",), "lengths": (2,)}, "T", "order task needs T >= 3, received 2"),
     ({"seeds": 0}, "seeds", "received 0"),
@@ -312,8 +443,8 @@ def test_cli_json(learn_cli):
 
 
 @pytest.mark.parametrize(("args", "option", "expected"), [
-    (("--tasks", "recall,copy"), "--tasks", "recall, order, position; received 'copy'"),
-    (("--models", "transformer"), "--models", "attention-pe, mlp; received 'transformer'"),
+    (("--tasks", "recall,copy"), "--tasks", "recall, order, position, mqar; received 'copy'"),
+    (("--models", "transformer"), "--models", "sliding_window; received 'transformer'"),
     (("--lengths", "8,x"), "--lengths", "received 'x' in '8,x'"),
     (("--lengths", "100000"), "--lengths", "received 100000"),
     (("--tasks", "position", "--lengths", "2"), "--lengths", "T >= 4, received 2"),
