@@ -146,6 +146,12 @@ def test_learn_json():
     result = run_learn(LearnConfig(tasks=("order",), models=("elman",), lengths=(4,), seeds=1, rates=(1e-2,),
                                    settings=TrainSettings(steps=2, test_size=8, validation_size=8)))
     assert len(valid("learn", learn_json(result))["runs"]) == 1
+    mqar = run_learn(LearnConfig(tasks=("mqar",), models=("attention", "selective_recurrence"), lengths=(6,),
+                                 pairs=(2,), widths=(4,), seeds=1, rates=(1e-2,),
+                                 settings=TrainSettings(steps=2, test_size=8, validation_size=8)))
+    data = valid("learn", learn_json(mqar))
+    assert [(r["pairs"], r["width"], r["state_bytes"]) for r in data["runs"]] == [(2, 4, 256), (2, 4, 80)]
+    # attention: e_T (16 floats) + K, V (6 rows of 4); the selective recurrence: e_T + h (4 floats); 4 bytes each
 
 
 def test_figure_json():

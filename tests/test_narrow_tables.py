@@ -178,8 +178,9 @@ def learn_result():
     from seqlab.learn.training import TrainSettings
     from seqlab.studies.learn import LearnConfig, run_learn
 
-    return run_learn(LearnConfig(tasks=("recall",), models=("elman", "attention"), lengths=(4,), seeds=1,
-                                 rates=(1e-2,), settings=TrainSettings(steps=3, test_size=16, validation_size=16)))
+    return run_learn(LearnConfig(tasks=("recall", "mqar"), models=("elman", "attention", "selective_recurrence"),
+                                 lengths=(6,), pairs=(1, 2), widths=(4,), seeds=1, rates=(1e-2,),
+                                 settings=TrainSettings(steps=3, test_size=16, validation_size=16)))
 
 
 @LANGS
