@@ -310,6 +310,15 @@ def test_position_mlp_fails_where_shared_weights_succeed(position):  # L10
     assert [f.kind for f in learn_findings(position)] == ["position_holds"]
 
 
+def test_mqar_attention_recalls_every_queried_value():  # Zoology §3, at the smallest size
+    result = run_learn(LearnConfig(tasks=("mqar",), models=("attention",), lengths=(12,), pairs=(2,), widths=(16,),
+                                   seeds=3, rates=(1e-2,),
+                                   settings=TrainSettings(steps=400, test_size=200, validation_size=50)))
+    cell = result.cell("mqar", "attention", 12, 2, 16)
+    assert cell.low >= 0.9 and cell.learnt == 3  # stops after about 300 steps in each seed
+    assert cell.state_bytes == 4 * (16 + 2 * 12 * 16)  # e_T, then its KV cache: 12 rows of K and V
+
+
 def test_validation_comes_from_the_training_distribution_and_the_test_does_not(position):
     """The MLP answers the held-out validation rows (word in the trained half) and fails the test rows."""
     mlp_runs = [r for r in position.runs if r.model == "mlp"]
