@@ -70,7 +70,7 @@ def learn(
     seeds: Annotated[Optional[int], typer.Option("--seeds", parser=integer_at_least(1, 10), metavar="INTEGER",
                                                  help="Seeds 0..N-1 per cell (default 5; --quick 2).")] = None,
     pairs: Annotated[Optional[str], typer.Option("--pairs", help="Comma-separated numbers of key-value pairs for "
-                                                 "mqar, 1 to 16 (default 2, 4, 8; --quick: 2, 8).")] = None,
+                                                 "mqar, 1 to 16 (default 2, 4, 8; --quick: 2, 6).")] = None,
     widths: Annotated[Optional[str], typer.Option("--widths", help="Comma-separated layer widths for every task "
                                                   "(default: mqar 8, 32, --quick 16; the lesson's tasks the widest "
                                                   "within the parameter budget).")] = None,

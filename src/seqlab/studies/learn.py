@@ -63,13 +63,13 @@ TASK_MODELS = {
              "gru"),
 }
 #: The mqar models with ``--quick`` (the other tasks keep theirs).
-QUICK_MQAR_MODELS = ("attention", "linear_attention", "selective_recurrence")
+QUICK_MQAR_MODELS = ("attention", "linear_attention")
 #: Each task's lengths T in the full run, and with ``--quick``.
 LENGTHS = {"recall": (8, 16, 32, 64, 128), "order": (8, 16, 32), "position": (8, 16, 32), "mqar": (32, 64)}
-QUICK_LENGTHS = {"recall": (8, 16, 128), "order": (8, 16), "position": (16,), "mqar": (32,)}
+QUICK_LENGTHS = {"recall": (8, 16, 128), "order": (8, 16), "position": (16,), "mqar": (24,)}
 #: The mqar task's numbers of key-value pairs, full and ``--quick``.
 MQAR_PAIRS = (2, 4, 8)
-QUICK_PAIRS = (2, 8)
+QUICK_PAIRS = (2, 6)
 #: The mqar task's layer widths (the other tasks: the largest width within the parameter budget).
 MQAR_WIDTHS = (8, 32)
 QUICK_WIDTHS = (16,)
