@@ -388,6 +388,9 @@ MORE = {
     "gemma2": lambda: transformers.Gemma2Config(**ATTENTION, num_key_value_heads=2, head_dim=8, sliding_window=8),
     "starcoder2_window": lambda: transformers.Starcoder2Config(**ATTENTION, num_key_value_heads=2, sliding_window=8),
     "qwen3": lambda: transformers.Qwen3Config(**ATTENTION, num_key_value_heads=2, head_dim=8),
+    "gemma": lambda: transformers.GemmaConfig(**ATTENTION, num_key_value_heads=2, head_dim=8),
+    "olmo": lambda: transformers.OlmoConfig(**ATTENTION),
+    "granite": lambda: transformers.GraniteConfig(**ATTENTION),
     "mamba2": lambda: transformers.Mamba2Config(vocab_size=V, hidden_size=32, num_heads=4, head_dim=16, state_size=4,
                                                 num_hidden_layers=2, n_groups=1, expand=2, conv_kernel=4),
     "falcon_mamba": lambda: transformers.FalconMambaConfig(vocab_size=V, hidden_size=32, state_size=4,
@@ -404,6 +407,9 @@ MORE_BYTES = {
     "gemma2": lambda t: {"attention_kv": 2 * 1 * 2 * 8 * t * 4, "sliding_window_kv": 2 * 1 * 2 * 8 * min(t, 8) * 4},
     "starcoder2_window": lambda t: {"sliding_window_kv": 2 * 2 * 2 * 8 * min(t, 8) * 4},
     "qwen3": lambda t: {"attention_kv": 2 * 2 * 2 * 8 * t * 4},
+    "gemma": lambda t: {"attention_kv": 2 * 2 * 2 * 8 * t * 4},
+    "olmo": lambda t: {"attention_kv": 2 * 2 * 4 * 8 * t * 4},
+    "granite": lambda t: {"attention_kv": 2 * 2 * 4 * 8 * t * 4},
     # window (E + 2·G·N)·d_conv = 72·4 per layer; state H·P·N = 64·4 per layer
     "mamba2": lambda t: {"convolution": 2 * 72 * 4 * 4, "recurrent": 2 * 64 * 4 * 4},
     "falcon_mamba": lambda t: {"convolution": 2 * 64 * 4 * 4, "recurrent": 2 * 64 * 4 * 4},
@@ -441,7 +447,7 @@ def test_more_families_bytes_and_work_equal_their_closed_forms(more_results, nam
 
 
 @pytest.mark.parametrize("name", ["phi3", "gpt_neox", "opt_projected", "falcon_multi_query", "gptj", "gemma2",
-                                  "starcoder2_window", "qwen3"])
+                                  "starcoder2_window", "qwen3", "gemma", "olmo", "granite"])
 def test_kaplan_gap_is_explained_term_by_term(more_results, name):
     """count − Kaplan = q·Kᵀ and α·V over every layer's keys − Kaplan's L·t·d_attn + a tied output layer − the 1-D
     weights, exactly; the sentence states each term."""
