@@ -26,7 +26,7 @@ Ctrl-C (KeyboardInterrupt) returns what it has, flagged ``partial``. Runs go see
 interrupted sweep still holds every task, model and T for its first seeds. The runs are independent:
 :mod:`seqlab.learn.sweep` runs them in this process, on local worker processes or as Ray tasks, and
 keeps each in a results file as it ends (:func:`open_learn_results`), so that an interrupted sweep
-resumes where it stopped; the backend never changes a result (:func:`train_planned` fixes the threads
+resumes where it stopped; the backend never changes a result (:func:`train_pinned` fixes the threads
 and the kernels, every draw is seeded by the planned run), and the runs come back in plan order.
 """
 
@@ -52,7 +52,7 @@ from seqlab.memory import FLOAT32_BYTES, MemoryEstimate, require_fits
 
 __all__ = ["LEARNT", "NEAR_CHANCE", "Cell", "Cut", "Estimate", "LearnConfig", "LearnPlan", "LearnResult",
            "PlannedRun", "check_learn_config", "estimate_learn", "learn_about", "near_chance", "open_learn_results",
-           "quick_cuts", "run_learn", "summarise", "train_planned"]
+           "quick_cuts", "run_learn", "summarise", "train_pinned", "train_planned"]
 
 #: Each task's models, in table order.
 TASK_MODELS = {
@@ -110,6 +110,15 @@ class PlannedRun:
     T: int
     seed: int
     lr: float
+
+
+def train_planned(item: PlannedRun, settings: TrainSettings) -> Run:
+    """Train one planned run with ``settings`` at its rate: deterministic for one item, settings and machine.
+
+    Raises:
+        SeqlabError: as :func:`~seqlab.learn.training.train_run`.
+    """
+    return train_run(item.task, item.model, item.T, item.seed, dataclasses.replace(settings, lr=item.lr))
 
 
 @dataclass(frozen=True)
@@ -358,16 +367,16 @@ def open_learn_results(config: LearnConfig, path: str | Path) -> ResultsFile:
     return ResultsFile.open(path, learn_about(config))
 
 
-def train_planned(item: PlannedRun, settings: TrainSettings, threads: int) -> Run:
-    """Train one planned run (at its own rate) under :func:`deterministic_torch`: what every backend executes.
+def train_pinned(item: PlannedRun, settings: TrainSettings, threads: int) -> Run:
+    """:func:`train_planned` under :func:`deterministic_torch` (``threads``): what every backend executes.
 
-    Top level, so that worker processes and Ray tasks can unpickle it (``functools.partial`` of it).
+    Top level, so that worker processes and Ray tasks can unpickle it (a ``functools.partial`` of it).
 
     Raises:
         SeqlabError: as :func:`~seqlab.learn.training.train_run`.
     """
     with deterministic_torch(threads):
-        return train_run(item.task, item.model, item.T, item.seed, dataclasses.replace(settings, lr=item.lr))
+        return train_planned(item, settings)
 
 
 def run_learn(config: LearnConfig = LearnConfig(),
@@ -402,7 +411,7 @@ def run_learn(config: LearnConfig = LearnConfig(),
         done = {} if store is None else {key: Run(**fields) for key, fields in store.done.items()}
         start = time.perf_counter()
         with deterministic_torch(config.threads):
-            sweep = run_sweep(plan.runs, functools.partial(train_planned, settings=config.settings,
+            sweep = run_sweep(plan.runs, functools.partial(train_pinned, settings=config.settings,
                                                            threads=config.threads),
                               backend, done=done, record=None if store is None else store.append,
                               progress=progress, threads=config.threads)
