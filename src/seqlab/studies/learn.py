@@ -115,10 +115,15 @@ class PlannedRun:
 def train_planned(item: PlannedRun, settings: TrainSettings) -> Run:
     """Train one planned run with ``settings`` at its rate: deterministic for one item, settings and machine.
 
+    Fields of :class:`PlannedRun` beyond task, model, T, seed and lr go to
+    :func:`~seqlab.learn.training.train_run` as keywords of the same name.
+
     Raises:
         SeqlabError: as :func:`~seqlab.learn.training.train_run`.
     """
-    return train_run(item.task, item.model, item.T, item.seed, dataclasses.replace(settings, lr=item.lr))
+    knobs = {f.name: getattr(item, f.name) for f in dataclasses.fields(item)
+             if f.name not in ("task", "model", "T", "seed", "lr")}
+    return train_run(item.task, item.model, item.T, item.seed, dataclasses.replace(settings, lr=item.lr), **knobs)
 
 
 @dataclass(frozen=True)
