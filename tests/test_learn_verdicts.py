@@ -368,3 +368,13 @@ def test_mqar_table_plot_and_json(tmp_path):
     drawing = svg.read_text(encoding="utf-8")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "Recuerdo frente a estado: T = 64, 8 pares" in drawing and "pares clave-valor" in drawing
+
+
+def test_mqar_attention_at_one_length_says_what_its_cache_holds_there():
+    full = _mqar_result()
+    runs = tuple(r for r in full.runs if r.T == 64)
+    one = dataclasses.replace(full, runs=runs, summary=summarise(runs, 2000), lengths={"mqar": (64,)})
+    text = _sentences(one)
+    assert "recalls the queried values at T = 64 with every number of pairs (2, 8) tested" in text
+    assert "Its state, the KV cache, holds 16,448 B at T = 64 and grows with T." in text  # 4·(16 + 2·64·32)
+    assert "guarda 16.448 B con T = 64" in _sentences(one, "es")

@@ -58,7 +58,7 @@ def bytes_text(value: int | None, lang: str) -> str:
     """A byte count with its unit: ``1,088 B``; a dash when there is none.
 
     >>> bytes_text(1088, "en"), bytes_text(1088, "es"), bytes_text(None, "en")
-    ('1,088 B', '1088 B', '—')
+    ('1,088 B', '1.088 B', '—')
     """
     return "—" if value is None else f"{format_integer(value, lang)} B"
 
@@ -266,6 +266,12 @@ def finding_sentence(finding: Finding, lang: str = "en") -> str:
     known = _known_templates(tl)
     if finding.kind == "known_not_reproduced":
         return known[finding.figures["result"]].format(**_values(finding, lang, tl))
+    if finding.kind == "mqar_attention_recalls" and len(finding.figures["lengths"]) == 1:
+        known[finding.kind] = tl(
+            "As Zoology found (Arora et al. 2023): attention of width {width} recalls the queried values at T = {T} "
+            "with every number of pairs ({pair_counts}) tested, at least {learnt_at} in every seed; its worst cell "
+            "scores {attention} (chance {chance}). Its state, the KV cache, holds {state_high} at T = {T} and grows "
+            "with T.")
     if finding.kind in known:
         return known[finding.kind].format(**_values(finding, lang, tl))
     templates = _one_seed(tl) if one and finding.kind in _one_seed(tl) else _templates(tl)
