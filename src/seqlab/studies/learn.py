@@ -216,7 +216,7 @@ def check_learn_config(config: LearnConfig) -> LearnPlan:
 
     >>> plan = check_learn_config(LearnConfig(tasks=("order",), models=("attention",), lengths=(8,), seeds=2))
     >>> len(plan.runs), plan.runs[0]  # 2 seeds x 3 rates
-    (6, PlannedRun(task='order', model='attention', T=8, seed=0, lr=0.01))
+    (6, PlannedRun(task='order', model='attention', T=8, seed=0, lr=0.01, pairs=None, width=None))
 
     Raises:
         SeqlabError: an unknown task or model (the message lists the valid ones), a length shorter than
