@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
+from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language, output_file
 from seqlab.errors import SeqlabError
 
 #: Which option each library parameter comes from, to point an error at the right one.
@@ -71,7 +71,8 @@ def learn(
                                                  "model, task and T; the best on the validation split is kept "
                                                  "(default: three rates from 1e-2 to 1e-3; --quick: two).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print every run and the summary as JSON.")] = False,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the plot to PATH.png and PATH.svg.")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", callback=output_file,
+                                                 help="Write the plot to PATH.png and PATH.svg.")] = None,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
 ) -> None:
     """Train tiny models and see path length decide what they learn: recall, order, position (L3, L4, L10)."""
@@ -95,9 +96,6 @@ def learn(
     except SeqlabError as error:
         raise bad_parameter(error, OPTIONS, "'--lengths'") from None
     if plot is not None:
-        if not plot.parent.is_dir():
-            raise typer.BadParameter(f"the folder {str(plot.parent)!r} does not exist, received {str(plot)!r}",
-                                     param_hint="'--plot'")
         try:
             import matplotlib  # noqa: F401
         except ImportError:

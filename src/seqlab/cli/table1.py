@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, integer_list, language
+from seqlab.cli.options import (LANG_HELP, bad_parameter, integer_at_least, integer_list, language,
+                                output_file_or_folder)
 from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
 
@@ -16,16 +17,12 @@ OPTIONS = {"lengths": "'--lengths'", "T": "'--lengths'", "d_model": "'--d-model'
            "window": "'--window'", "chunk": "'--chunk'"}
 
 
-def _plot_stem(plot: str) -> Path:
-    """``--plot PATH``: a directory gets table1.png/.svg inside; otherwise PATH.png and PATH.svg."""
-    path = Path(plot)
+def _plot_stem(path: Path) -> Path:
+    """``--plot PATH`` (checked as it was parsed, :func:`~seqlab.cli.options.check_output`): a folder gets
+    table1.png/.svg inside; otherwise PATH.png and PATH.svg."""
     if path.is_dir():
         return path / "table1"
-    if path.suffix.lower() in (".png", ".svg"):
-        path = path.with_suffix("")
-    if not path.parent.is_dir():
-        raise typer.BadParameter(f"the folder of {plot!r} does not exist", param_hint="'--plot'")
-    return path
+    return path.with_suffix("") if path.suffix.lower() in (".png", ".svg") else path
 
 
 def table1(
@@ -44,8 +41,9 @@ def table1(
                                         help="Restricted attention window r: position i sees |j - i| <= r.")] = 4,
     quick: Annotated[bool, typer.Option("--quick", help="Fewer lengths and a smaller d (a few seconds).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print every raw measurement and fit as JSON.")] = False,
-    plot: Annotated[Optional[str], typer.Option(
-        "--plot", metavar="PATH", help="Also draw work, span and path against T: writes PATH.png and PATH.svg "
+    plot: Annotated[Optional[Path], typer.Option(
+        "--plot", metavar="PATH", callback=output_file_or_folder,
+        help="Also draw work, span and path against T: writes PATH.png and PATH.svg "
                                        "(PATH/table1.png and .svg when PATH is a folder).")] = None,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
     modern: Annotated[bool, typer.Option(
