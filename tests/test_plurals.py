@@ -83,3 +83,18 @@ def test_learn_says_the_one_seed_not_1_seeds(lang, kind):
     assert ("the one seed" if lang == "en" else "la única semilla") in one
     assert "1 seeds" not in one and "1 semillas" not in one
     assert ("2 seeds" if lang == "en" else "2 semillas") in two
+
+
+@pytest.mark.parametrize(("lang", "one", "many"), [("en", "would put 1 product by W_hh", "would put 7 products by W_hh"),
+                                                   ("es", "pondría 1 producto por W_hh", "pondría 7 productos por W_hh")])
+def test_model_attention_sentence_counts_the_recurrences_products(model_result, lang, one, many):
+    """A decoder on two tokens: a recurrence would put 1 product (T − 1) on the path, not "1 products" (issue 26)."""
+    from seqlab.render.model import _attention_sentences
+
+    if model_result.attention.alpha_T1 == 0:
+        pytest.skip("this head has no one-weight path: the sentence names no products")
+    many_text = " ".join(_attention_sentences(model_result, lang))  # 8 tokens: 7 products
+    assert many in many_text
+    single = replace(model_result, attention=replace(model_result.attention, recurrence_steps=1))
+    text = " ".join(_attention_sentences(single, lang))
+    assert one in text and "1 products" not in text and "1 productos" not in text
