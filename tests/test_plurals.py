@@ -98,3 +98,21 @@ def test_model_attention_sentence_counts_the_recurrences_products(model_result, 
     single = replace(model_result, attention=replace(model_result.attention, recurrence_steps=1))
     text = " ".join(_attention_sentences(single, lang))
     assert one in text and "1 products" not in text and "1 productos" not in text
+
+
+@pytest.mark.parametrize(("lang", "expected_one", "expected_two"), [
+    ("en", ("1 compute op in a row", "a chain of 1 product at", "a chain of 1 op at"),
+     ("2 compute ops in a row", "a chain of 2 products at", "a chain of 2 ops at")),
+    ("es", ("1 operación de cálculo en fila", "una cadena de 1 producto con", "una cadena de 1 operación con"),
+     ("2 operaciones de cálculo en fila", "una cadena de 2 productos con", "una cadena de 2 operaciones con")),
+])
+def test_the_first_questions_measured_chains_agree_with_their_nouns(lang, expected_one, expected_two):
+    """Question 1's explanations name measured chains: their nouns follow the count (issue 26: no "1 ops")."""
+    from seqlab.studies.quiz import build_questions, measure_facts
+
+    facts = measure_facts()
+    for count, expected in ((1, expected_one), (2, expected_two)):
+        changed = replace(facts, token_span=(count, count), input_span=(count, count), softmax_span=(count, count))
+        explanations = [option.explanation for option in build_questions(changed, lang)[0].options]
+        for phrase, explanation in zip(expected, (explanations[0], explanations[1], explanations[3]), strict=True):
+            assert phrase in explanation, explanation
