@@ -243,3 +243,11 @@ def test_check_input_passes_what_exists(tmp_path):
     assert check_input(str(tmp_path), "'--model'", "checkpoint") == str(tmp_path)
     with pytest.raises(typer.BadParameter, match="is not a folder"):
         check_input(str(text), "'--model'", "checkpoint")
+
+
+def test_a_file_where_the_folder_should_be_is_named(tmp_path):
+    blocker = tmp_path / "taken"
+    blocker.write_text("x", encoding="utf-8")
+    for kind in ("file", "folder"):
+        with pytest.raises(typer.BadParameter, match=f"{str(blocker)!r} is a file, not a folder"):
+            check_output(blocker / "x.png", "'--plot'", kind)

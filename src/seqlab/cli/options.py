@@ -182,6 +182,8 @@ def check_output(path: Path | None, option: str, kind: str = "file") -> Path | N
     if kind == "folder" and path.exists() and not path.is_dir():
         raise typer.BadParameter(_("{path!r} is a file, not a folder").format(path=str(path)), param_hint=option)
     folder = path if path.is_dir() else path.parent
+    if folder.exists() and not folder.is_dir():  # a file where its folder should be
+        raise typer.BadParameter(_("{path!r} is a file, not a folder").format(path=str(folder)), param_hint=option)
     if not folder.is_dir():
         raise typer.BadParameter(_("the folder {folder} does not exist, received {path}").format(
             folder=repr(str(folder)), path=repr(str(path))), param_hint=option)
