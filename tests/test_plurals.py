@@ -116,3 +116,22 @@ def test_the_first_questions_measured_chains_agree_with_their_nouns(lang, expect
         explanations = [option.explanation for option in build_questions(changed, lang)[0].options]
         for phrase, explanation in zip(expected, (explanations[0], explanations[1], explanations[3]), strict=True):
             assert phrase in explanation, explanation
+
+
+@pytest.mark.parametrize(("lang", "one", "two"), [("en", "ops, 1 product", "ops, 2 products"),
+                                                  ("es", "operaciones, 1 producto", "operaciones, 2 productos")])
+def test_check_l3_counts_the_lstms_products(lang, one, two):
+    """L3's figure line names the LSTM's measured path in products: its noun follows the count."""
+    from seqlab.i18n import translator
+    from seqlab.render.check import Numbers
+    from seqlab.render.check_path import l3
+
+    def figure(products: int) -> str:
+        values = {"lengths": (8, 16), "lstm_path_products_ops": ((products, 20), (products, 40)),
+                  "gru_path_products_ops": ((1, 18), (1, 36)), "factors": {0.5: (0.5, 0.4), 1.5: (1.5, 0.9)},
+                  "path_products": (7, 15), "whh_products": (7, 15), "reach_length": 32, "draws": 5}
+        conditions = {"onset_with_inputs": None, "growth_margin": 0.05, "onset_slack": 1.2, "caveats": (),
+                      "failed": ()}
+        return l3(translator(lang), values, conditions, Numbers(lang))[2]
+
+    assert figure(1).endswith(one) and figure(2).endswith(two)
