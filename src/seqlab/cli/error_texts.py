@@ -23,6 +23,19 @@ ERROR_MESSAGES = (
     "text file {path} is {size} bytes; expected at most {limit} bytes",
     "text file {path} contains only whitespace ({count} characters); expected some text",
     "give either --text or --tokens, not both",
+    "give either --jobs or --ray, not both",
+    "expected auto or a Ray cluster's address, received {value}",
+    "the results file {path} holds another sweep's runs ({field}: {there} there, {here} here); give another file or "
+    "remove it",
+    "{path} is not a seqlab results file (its first line is not a seqlab_sweep {version} header); give another file "
+    "or remove it",
+    "line {number} of the results file {path} is not a run record; the file is damaged (give another file or remove "
+    "it)",
+    "the folder of the results file {path} does not exist",
+    "cannot read the results file {path}: {reason}",
+    "cannot write the results file {path}: {reason}",
+    "cannot reach a Ray cluster at {address}: {reason}",
+    "a worker process stopped in the middle of a run (killed, or out of memory); the runs finished before it are kept",
     "expected one of {choices}; received {value}",
     "expected one of {choices}, received {value}",
     "expected integers >= {minimum} separated by commas, received {text}",
