@@ -83,7 +83,7 @@ def learn(
                                                help="Run the runs as Ray tasks on an existing Ray cluster: auto "
                                                "(the one this machine belongs to) or its address. Needs the "
                                                "cluster extra.")] = None,
-    results: Annotated[Optional[Path], typer.Option("--results", metavar="FILE",
+    results: Annotated[Optional[Path], typer.Option("--results", metavar="FILE", callback=output_file,
                                                     help="Write every run to FILE (JSON Lines) as it ends; if FILE "
                                                     "holds runs of this same sweep, resume it.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print every run and the summary as JSON.")] = False,
