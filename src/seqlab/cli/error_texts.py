@@ -62,5 +62,12 @@ ERROR_MESSAGES = (
     "{path}: its weights do not match its config ({architecture}): {missing} missing and {mismatched} of another "
     "shape (first: {names}); expected the weights saved with this config",
     "{path} has a weights file that cannot be read: {reason}",
+    "the factory file {path} does not exist (from {spec}); expected module.path:factory or path/to/file.py:factory",
+    "the factory file {path} is not a Python file (from {spec}); expected module.path:factory or "
+    "path/to/file.py:factory",
+    "the factory file {path} cannot be read: {reason} (from {spec})",
+    "expected module.path:factory or path/to/file.py:factory, received {spec}",
+    "cannot read text file {path}: {reason}; expected a readable UTF-8 text file",
+    "cannot read the checkpoint folder {path}: {reason}",
 )
 

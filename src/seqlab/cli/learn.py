@@ -17,7 +17,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
+from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language, output_file
 from seqlab.errors import SeqlabError
 from seqlab.learn.sweep import JOBS_PER_CPU, max_jobs
 
@@ -91,11 +91,12 @@ def learn(
                                                help="Run the runs as Ray tasks on an existing Ray cluster: auto "
                                                "(the one this machine belongs to) or its address. Needs the "
                                                "cluster extra.")] = None,
-    results: Annotated[Optional[Path], typer.Option("--results", metavar="FILE",
+    results: Annotated[Optional[Path], typer.Option("--results", metavar="FILE", callback=output_file,
                                                     help="Write every run to FILE (JSON Lines) as it ends; if FILE "
                                                     "holds runs of this same sweep, resume it.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print every run and the summary as JSON.")] = False,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the plot to PATH.png and PATH.svg.")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", callback=output_file,
+                                                 help="Write the plot to PATH.png and PATH.svg.")] = None,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
 ) -> None:
     """Train tiny models and see path length decide what they learn (L3, L4, L10), and what they recall for their state."""
@@ -134,9 +135,6 @@ def learn(
                                      param_hint="'--ray'")
     backend = Ray(ray) if ray is not None else Local(1 if jobs is None else jobs)
     if plot is not None:
-        if not plot.parent.is_dir():
-            raise typer.BadParameter(f"the folder {str(plot.parent)!r} does not exist, received {str(plot)!r}",
-                                     param_hint="'--plot'")
         try:
             import matplotlib  # noqa: F401
         except ImportError:
