@@ -26,7 +26,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from seqlab.memory import FLOAT64_BYTES, MemoryEstimate
-from seqlab.web.budget import require_within_budget
+from seqlab.web.budget import Work, require_within_budget
 from seqlab.web.messages import N_, FieldName, LabError, Phrase
 from seqlab.web.cache import ResultCache
 from seqlab.web.workers import pool_of
@@ -194,7 +194,10 @@ async def order_panel(body: OrderRequest, request: Request,
         require_within_budget(MemoryEstimate(16 * T * d * FLOAT64_BYTES + 8 * d * d * FLOAT64_BYTES,
                                              Phrase(N_("activations of {count} words"), {"count": T})),
                               Phrase(N_("{count} words at d_model = {d}"), {"count": T, "d": d}), "sentence")
-        found = await pool_of(request).run(measure_reordering, key, limit_s=LIMIT_S, request=request)
+        found = await pool_of(request).run(
+            measure_reordering, key, limit_s=LIMIT_S, request=request,
+            work=Work("order", T * d * d + T * T * d, Phrase(N_("{count} words at d_model = {d}"),
+                                                             {"count": T, "d": d}), "sentence"))
         _results.put(key, found)
     return found
 

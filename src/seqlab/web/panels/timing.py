@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from seqlab import cost
 from seqlab.i18n import format_fraction, format_integer, format_number, format_seconds
-from seqlab.web.budget import require_within_budget
+from seqlab.web.budget import Work, require_within_budget
 from seqlab.web.messages import N_, Phrase, tr
 from seqlab.web.workers import pool_of
 
@@ -375,6 +375,18 @@ def run_sweep(d: int, max_T: int, load):
     return run_bench(bench_config(d, max_T), load=load)
 
 
+def bench_work(d: int, max_T: int) -> Work:
+    """The live sweep for its time estimate: at every length one call of each machine per round, nn.RNN's T·d²
+    and SDPA's T²·d multiplications, so Σ_T (T·d² + T²·d) units.
+
+    >>> bench_work(64, 128).units  # T = 64 and 128
+    2097152
+    """
+    lengths = bench_config(d, max_T).lengths
+    units = sum(T * d * d + T * T * d for T in lengths)
+    return Work("bench", units, Phrase(N_("T = {T} at d_model = {d}"), {"T": lengths[-1], "d": d}), "max_T")
+
+
 @router.post("/api/time/run", response_model=TimeResponse, tags=["time"],
              summary="Run a short sweep on this machine: nn.RNN against SDPA, lengths doubling from 64, timed "
                      "together in interleaved rounds")
@@ -392,7 +404,8 @@ async def run_time(body: BenchRequest, request: Request,
     require_within_budget(estimate_bench_bytes(T, d, 1, ("rnn", "sdpa")),
                           Phrase(N_("T = {T} at d_model = {d}"), {"T": T, "d": d}), "max_T")
     load = machine_load()  # in the server, before the worker starts: the sweep's own work must not count
-    result = await pool_of(request).run(run_sweep, (d, body.max_T, load), limit_s=BENCH_LIMIT_S, request=request)
+    result = await pool_of(request).run(run_sweep, (d, body.max_T, load), limit_s=BENCH_LIMIT_S, request=request,
+                                        work=bench_work(d, body.max_T))
     with _last_run_lock:
         _last_run["result"] = result
     return TimeResponse(local=_local(result, lang, "this_request"), gpu=gpu_records(lang))
