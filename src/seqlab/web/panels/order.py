@@ -29,6 +29,7 @@ from seqlab.memory import FLOAT64_BYTES, MemoryEstimate
 from seqlab.web.budget import Work, require_within_budget
 from seqlab.web.messages import N_, FieldName, LabError, Phrase
 from seqlab.web.cache import ResultCache
+from seqlab.web.validation import JsonInt
 from seqlab.web.workers import pool_of
 
 DOMAIN = "web"
@@ -55,8 +56,8 @@ class OrderRequest(BaseModel):
                           description="the sentence, at most 300 characters and 40 words")
     reordered: str = Field("al cartero muerde el perro", min_length=1, max_length=MAX_CHARACTERS,
                            description="the same words in another order")
-    d_model: int = Field(8, ge=2, le=MAX_WIDTH, description="every width of both machines")
-    seed: int = Field(0, ge=0, le=MAX_SEED, description="seeds the word vectors and the weights")
+    d_model: JsonInt = Field(8, ge=2, le=MAX_WIDTH, description="every width of both machines")
+    seed: JsonInt = Field(0, ge=0, le=MAX_SEED, description="seeds the word vectors and the weights")
 
 
 class MachineOrder(BaseModel):

@@ -37,6 +37,7 @@ from seqlab import cost
 from seqlab.i18n import format_fraction, format_integer, format_number, format_seconds
 from seqlab.web.budget import Work, require_within_budget
 from seqlab.web.messages import N_, Phrase, tr
+from seqlab.web.validation import JsonInt
 from seqlab.web.workers import pool_of
 
 DOMAIN = "web"
@@ -62,7 +63,7 @@ class BenchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     d_model: Literal[64, 128, 256, 512] = Field(256, description="d = d_model = d_h = d_k = d_v")
-    max_T: int = Field(1024, ge=FIRST_LENGTH, le=MAX_LENGTH, description="longest length (64 … 2048)")
+    max_T: JsonInt = Field(1024, ge=FIRST_LENGTH, le=MAX_LENGTH, description="longest length (64 … 2048)")
 
 
 class Load(BaseModel):
