@@ -34,7 +34,7 @@ from seqlab.measure.work import count_multiplications
 from seqlab.render.bench import CSV_FIELDS, bench_sentences, bench_table, render_bench, to_csv, write_all
 from seqlab.render.json_output import to_json
 from seqlab.studies.bench import (MARGIN, REASONS, WHERE, BenchConfig, BenchPoint, BenchResult, Crossover,
-                                  LengthDecision, SpanFit, WorkCheck, calibrate, check_bench_config, crossovers,
+                                  LengthDecision, SpanFit, ThreadScaling, WorkCheck, calibrate, check_bench_config, crossovers,
                                   measured_crossover, model_terms, multiplications, pair_rounds, predict,
                                   predicted_crossover, run_bench)
 
@@ -166,8 +166,8 @@ def fake_rounds(monkeypatch, schedule: list[tuple[float, ...]]):
     def measure(functions, *, rounds, block_seconds, threads, device, load):
         names = tuple(functions)
         seen.append((names, rounds, threads))
-        if "rnn" in names:
-            per_round = {"rnn": (1e-3,) * rounds, "sdpa": tuple(t * 1e-3 for t in next(pending))}
+        if "rnn@1" in names:  # a point: every machine on every thread count, named machine@threads
+            per_round = {"rnn@1": (1e-3,) * rounds, "sdpa@1": tuple(t * 1e-3 for t in next(pending))}
         else:
             per_round = {name: (1e-3,) * rounds for name in names}
         return Rounds(per_round=per_round, calls=dict.fromkeys(names, 1), first_call_s=dict.fromkeys(names, 1e-3),
@@ -194,7 +194,7 @@ def test_a_sweep_on_a_fake_clock_states_only_what_its_decisions_say(monkeypatch,
     seen = fake_rounds(monkeypatch, schedule)
     result = run_bench(BenchConfig(**FAKE), load=QUIET)
     # the calibration's two timings together, then both machines of every point in one set of 7 rounds
-    assert [names for names, *_ in seen] == [("matmul 32", "chain of 8 ops")] + [("rnn", "sdpa")] * 3
+    assert [names for names, *_ in seen] == [("matmul 32", "chain of 8 ops")] + [("rnn@1", "sdpa@1")] * 3
     assert {(rounds, threads) for _, rounds, threads in seen} == {(7, 1)}
     (crossing,) = result.crossovers
     assert crossing.time_where == where
@@ -215,15 +215,15 @@ def test_a_slow_point_gets_fewer_rounds_never_below_min_samples(monkeypatch):
     def measure(functions, *, rounds, block_seconds, threads, device, load):
         names = tuple(functions)
         seen.append((names, rounds, block_seconds))
-        sdpa = next(calls) if "sdpa" in names else 1e-3
-        per_round = {name: ((sdpa if name == "sdpa" else 1e-3),) * rounds for name in names}
+        sdpa = next(calls) if "sdpa@1" in names else 1e-3
+        per_round = {name: ((sdpa if name == "sdpa@1" else 1e-3),) * rounds for name in names}
         return Rounds(per_round=per_round, calls=dict.fromkeys(names, 1), first_call_s=dict.fromkeys(names, 1e-3),
                       threads=threads, device=device, load=load)
 
     monkeypatch.setattr(bench, "measure_rounds", measure)
     run_bench(BenchConfig(**(FAKE | dict(min_run_time=0.02, min_samples=5))), load=QUIET)
-    assert [rounds for names, rounds, _ in seen if "sdpa" in names] == [7, 6, 5]
-    assert [block for names, _, block in seen if "sdpa" in names] == pytest.approx([0.02 / 7, 0.02 / 6, 0.02 / 5])
+    assert [rounds for names, rounds, _ in seen if "sdpa@1" in names] == [7, 6, 5]
+    assert [block for names, _, block in seen if "sdpa@1" in names] == pytest.approx([0.02 / 7, 0.02 / 6, 0.02 / 5])
 
 
 def test_auto_threads_leave_the_busy_cores_alone():
@@ -385,7 +385,25 @@ def synthetic_result(lang_threads: tuple[int, ...] = (1, 2)) -> BenchResult:
         lengths=(250, 1000, 4000), d_models=(512,), threads=lang_threads, machines=("rnn", "sdpa"), batch=1,
         device="cpu", device_name="Synthetic CPU", dtype="float32", torch_version=torch.__version__, cpu_count=2,
         started="2026-01-01T00:00:00+00:00", elapsed_s=1.0, min_run_time=0.1, calibrations=calibrations,
-        spans=spans, checks=(), points=tuple(points), crossovers=crossovers(tuple(points), calibrations, spans, 1))
+        spans=spans, checks=(), points=tuple(points), crossovers=crossovers(tuple(points), calibrations, spans, 1),
+        thread_scalings=thread_scalings(tuple(points), lang_threads))
+
+
+def thread_scalings(points: tuple[BenchPoint, ...], threads: tuple[int, ...]) -> tuple[ThreadScaling, ...]:
+    """Each machine's fewest- against most-threads decision at every (d, T), as run_bench takes it from the rounds
+    both thread counts shared (rebuilt here from the points' samples)."""
+    few, many = threads[0], threads[-1]
+    if few == many:
+        return ()
+    found = []
+    for p in points:
+        if p.threads != few:
+            continue
+        other = next(q for q in points if (q.machine, q.d_model, q.T, q.threads) == (p.machine, p.d_model, p.T, many))
+        rounds = Rounds(per_round={"few": p.timing.samples, "many": other.timing.samples}, calls={"few": 1, "many": 1},
+                        first_call_s={"few": 0.0, "many": 0.0}, threads=few, device="cpu", load=None)
+        found.append(ThreadScaling(p.machine, p.d_model, p.T, few, many, decide(rounds, "few", "many", MARGIN)))
+    return tuple(found)
 
 
 def test_crossovers_of_a_synthetic_sweep():
@@ -425,14 +443,54 @@ def test_sentences_in_both_languages():
     # nn.RNN 3 s / (2 * 4000 * 512**2 / 2e9 = 1.048576 s) = 2.86; SDPA 6 s / (2 * 4000**2 * 512 / 2e9 = 8.192 s)
     assert en[2] == "1 thread, d_model = 512: measured over predicted time at T = 4,000: nn.RNN 2.86, SDPA 0.732."
     # 4000 / 512 = 7.8125; from 1 to 2 threads SDPA runs 4x as fast, nn.RNN 1x
-    assert en[4] == ("From 1 thread to 2 threads at T = 4,000, d_model = 512: nn.RNN runs 1.00 times as fast; "
-                     "SDPA runs 4.00 times as fast.")
+    assert en[4] == ("From 1 thread to 2 threads at T = 4,000, d_model = 512, both timed in the same interleaved "
+                     "rounds: nn.RNN runs as fast within a factor of 1.20; SDPA runs 4.00 times as fast.")
     es = bench_sentences(synthetic_result(), "es")
     assert es[0].startswith("1 hilo, d_model = 512: SDPA terminó antes hasta T = 1.000 y nn.RNN a partir de "
                             "T = 4.000; SDPA pasa a tardar más entre ambas (cerca de T ≈ 2.000 según las medianas)")
     assert "Quién termina antes, por un factor de 1,20 en 3 rondas intercaladas: T = 250 SDPA;" in es[0]
     assert "un modelo y no una medida, sitúa el cruce en T ≈ 512." in es[0]
     assert "7,81 veces" in es[1] and es[4].startswith("De 1 hilo a 2 hilos, con T = 4.000")
+
+
+@pytest.mark.parametrize(("outcome", "ratio", "low", "high", "words"), [
+    ("b_first", 3.0, 2.8, 3.2, "SDPA runs 3.00 times as fast"),
+    ("a_first", 0.5, 0.45, 0.55, "SDPA takes 2.00 times as long"),
+    ("tie", 1.05, 0.95, 1.1, "SDPA runs as fast within a factor of 1.20"),
+    ("not_judged", 1.3, 0.9, 1.6, "SDPA: not judged (the per-round ratios run from 0.900 to 1.60 across the margin "
+                                  "1.20)"),
+])
+def test_the_thread_sentence_follows_its_decision(outcome, ratio, low, high, words):
+    """Patch SDPA's fewest- against most-threads decision: the sentence says what the decision says, never what a
+    ratio of medians from separate rounds would."""
+    result = synthetic_result()
+    patched = tuple(replace(x, decision=Decision("few", "many", outcome, ratio, low, high, MARGIN, 7))
+                    if (x.machine, x.T) == ("sdpa", 4000) else x for x in result.thread_scalings)
+    line = next(text for text in bench_sentences(replace(result, thread_scalings=patched)) if text.startswith("From"))
+    assert words in line and "nn.RNN runs as fast within a factor of 1.20" in line
+
+
+def test_no_thread_sentence_without_its_decisions():
+    result = replace(synthetic_result(), thread_scalings=())
+    assert not any(text.startswith("From") for text in bench_sentences(result))
+
+
+def test_run_bench_decides_thread_scaling_from_shared_rounds():
+    """Both thread counts of a point are timed in one interleaved measurement: every machine gets a decision at
+    every length, and its points carry their own thread counts and as many rounds as each other."""
+    before = torch.get_num_threads()
+    r = run_bench(BenchConfig(lengths=(4, 8), d_models=(8,), threads=(1, 2), machines=("rnn", "sdpa"),
+                              min_run_time=0.002, min_samples=1, matmul_size=16, rounds=5))
+    assert sorted((s.machine, s.T, s.few, s.many) for s in r.thread_scalings) == [
+        ("rnn", 4, 1, 2), ("rnn", 8, 1, 2), ("sdpa", 4, 1, 2), ("sdpa", 8, 1, 2)]
+    assert all(s.decision.rounds == 5 and s.decision.outcome in ("a_first", "b_first", "tie", "not_judged")
+               for s in r.thread_scalings)
+    assert {(p.threads, p.timing.threads) for p in r.points} == {(1, 1), (2, 2)}
+    assert {len(p.timing.samples) for p in r.points} == {5}
+    assert torch.get_num_threads() == before  # the switching inside the rounds is undone
+    one = run_bench(BenchConfig(lengths=(4, 8), d_models=(8,), threads=(1,), machines=("rnn",),
+                                min_run_time=0.001, min_samples=1, matmul_size=16))
+    assert one.thread_scalings == ()
 
 
 def test_an_uncounted_kernel_is_named_not_skipped():

@@ -206,7 +206,7 @@ def test_top_level_help_shows_every_summary_whole(runner, env):
      "text file '/nonexistent/t.txt' does not exist; expected a UTF-8 text file"),
     (("compare", "--score", "bogus"), "se esperaba uno de dot, scaled_dot, additive, general; se recibió 'bogus'",
      "expected one of dot, scaled_dot, additive, general; received 'bogus'"),
-    (("compare", "--text", "a", "--tokens", "3"), "da --text o --tokens, no los dos",
+    (("compare", "--text", "-", "--tokens", "3"), "da --text o --tokens, no los dos",
      "give either --text or --tokens, not both"),
     (("table1", "--lengths", "1,2"), "se esperaban enteros >= 2 separados por comas; se recibió '1,2'",
      "expected integers >= 2 separated by commas, received '1,2'"),

@@ -355,18 +355,164 @@ def test_plot_and_notebook_view(checkpoints, tmp_path, results):
 
 
 def test_a_family_known_only_by_its_layer_types_gets_the_bytes_closed_form(tmp_path):
-    """Gemma 2 is not one of the families with a work closed form here, but its config lists its layers'
+    """Gemma 3 is not one of the families with a work closed form here, but its config lists its layers'
     attention (sliding, full): the cache's bytes have their closed form from the config, its work has none."""
     from seqlab.layers.pretrained import _offline_and_quiet
 
-    config = transformers.Gemma2Config(**ATTENTION, num_key_value_heads=2, head_dim=8, sliding_window=8)
-    assert list(config.layer_types) == ["sliding_attention", "full_attention"]
+    config = transformers.Gemma3TextConfig(**ATTENTION, num_key_value_heads=2, head_dim=8, sliding_window=8,
+                                           layer_types=["sliding_attention", "full_attention"])
     torch.manual_seed(0)
     with _offline_and_quiet():
-        transformers.Gemma2ForCausalLM(config).save_pretrained(tmp_path / "gemma2")
-    result = run_model_decode(ModelDecodeConfig(str(tmp_path / "gemma2"), positions=POSITIONS, time=False))
+        transformers.AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path / "gemma3")
+    result = run_model_decode(ModelDecodeConfig(str(tmp_path / "gemma3"), positions=POSITIONS, time=False))
     # one full layer: 2 · 2 kv heads · 8 · t · 4 bytes; one sliding layer (w = 8): the same over min(t, 8) rows
     assert [dict(s.state.by_kind) for s in result.steps] == [
         {"attention_kv": 128 * t, "sliding_window_kv": 128 * min(t, 8)} for t in POSITIONS]
     assert all(dict(s.closed_bytes) == dict(s.state.by_kind) for s in result.steps) and result.bytes_match is True
     assert all(s.closed_form is None for s in result.steps)  # no work closed form for this family: none printed
+    assert result.bytes_kinds_from_cache is False  # the kinds came from the config's layer_types
+
+
+#: Families beyond the six of the issue, built in memory: their configs (keys: what the test calls them).
+MORE = {
+    "phi3": lambda: transformers.Phi3Config(**ATTENTION, num_key_value_heads=2),
+    "phi3_window": lambda: transformers.Phi3Config(**ATTENTION, num_key_value_heads=2, sliding_window=8),
+    "gpt_neox": lambda: transformers.GPTNeoXConfig(**ATTENTION),
+    "opt_projected": lambda: transformers.OPTConfig(vocab_size=V, hidden_size=32, ffn_dim=48, num_hidden_layers=2,
+                                                    num_attention_heads=4, max_position_embeddings=64,
+                                                    word_embed_proj_dim=16),
+    "falcon_multi_query": lambda: transformers.FalconConfig(vocab_size=V, hidden_size=32, num_hidden_layers=2,
+                                                            num_attention_heads=4),
+    "gptj": lambda: transformers.GPTJConfig(vocab_size=V, n_embd=32, n_layer=2, n_head=4, n_positions=64,
+                                            rotary_dim=4, **SPECIAL),
+    "gemma2": lambda: transformers.Gemma2Config(**ATTENTION, num_key_value_heads=2, head_dim=8, sliding_window=8),
+    "starcoder2_window": lambda: transformers.Starcoder2Config(**ATTENTION, num_key_value_heads=2, sliding_window=8),
+    "qwen3": lambda: transformers.Qwen3Config(**ATTENTION, num_key_value_heads=2, head_dim=8),
+    "gemma": lambda: transformers.GemmaConfig(**ATTENTION, num_key_value_heads=2, head_dim=8),
+    "olmo": lambda: transformers.OlmoConfig(**ATTENTION),
+    "granite": lambda: transformers.GraniteConfig(**ATTENTION),
+    "mamba2": lambda: transformers.Mamba2Config(vocab_size=V, hidden_size=32, num_heads=4, head_dim=16, state_size=4,
+                                                num_hidden_layers=2, n_groups=1, expand=2, conv_kernel=4),
+    "falcon_mamba": lambda: transformers.FalconMambaConfig(vocab_size=V, hidden_size=32, state_size=4,
+                                                           num_hidden_layers=2, conv_kernel=4, expand=2),
+}
+#: Bytes per kind after the step at t, by hand from each config (float32): attention 2·L·H_kv·d_h·rows·4.
+MORE_BYTES = {
+    "phi3": lambda t: {"attention_kv": 2 * 2 * 2 * 8 * t * 4},
+    "phi3_window": lambda t: {"sliding_window_kv": 2 * 2 * 2 * 8 * min(t, 8) * 4},
+    "gpt_neox": lambda t: {"attention_kv": 2 * 2 * 4 * 8 * t * 4},
+    "opt_projected": lambda t: {"attention_kv": 2 * 2 * 4 * 8 * t * 4},
+    "falcon_multi_query": lambda t: {"attention_kv": 2 * 2 * 1 * 8 * t * 4},  # one key/value head
+    "gptj": lambda t: {"attention_kv": 2 * 2 * 4 * 8 * t * 4},
+    "gemma2": lambda t: {"attention_kv": 2 * 1 * 2 * 8 * t * 4, "sliding_window_kv": 2 * 1 * 2 * 8 * min(t, 8) * 4},
+    "starcoder2_window": lambda t: {"sliding_window_kv": 2 * 2 * 2 * 8 * min(t, 8) * 4},
+    "qwen3": lambda t: {"attention_kv": 2 * 2 * 2 * 8 * t * 4},
+    "gemma": lambda t: {"attention_kv": 2 * 2 * 2 * 8 * t * 4},
+    "olmo": lambda t: {"attention_kv": 2 * 2 * 4 * 8 * t * 4},
+    "granite": lambda t: {"attention_kv": 2 * 2 * 4 * 8 * t * 4},
+    # window (E + 2·G·N)·d_conv = 72·4 per layer; state H·P·N = 64·4 per layer
+    "mamba2": lambda t: {"convolution": 2 * 72 * 4 * 4, "recurrent": 2 * 64 * 4 * 4},
+    "falcon_mamba": lambda t: {"convolution": 2 * 64 * 4 * 4, "recurrent": 2 * 64 * 4 * 4},
+}
+
+
+@pytest.fixture(scope="module")
+def more_results():
+    from seqlab.layers.pretrained import _offline_and_quiet
+    from seqlab.studies.decode_model import model_facts
+
+    out = {}
+    with _offline_and_quiet():
+        for name, make in MORE.items():
+            config = make()
+            config._attn_implementation = "eager"
+            torch.manual_seed(0)
+            model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
+            out[name] = run_model_decode(ModelDecodeConfig(name, positions=POSITIONS, time=False, span_lengths=None),
+                                         loaded=(model, model_facts(model, name)))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(MORE))
+def test_more_families_bytes_and_work_equal_their_closed_forms(more_results, name):
+    """Measured bytes == the hand formula == the config's closed form at t = 4, 8, 16; counted multiplications ==
+    the closed form at each step, dynamic and static caches alike."""
+    result = more_results[name]
+    for step in result.steps:
+        if step.cache == "dynamic":
+            assert dict(step.state.by_kind) == MORE_BYTES[name](step.t), (name, step.t)
+        assert dict(step.closed_bytes) == dict(step.state.by_kind), (name, step.cache, step.t)
+        assert step.closed_form == step.multiplications, (name, step.cache, step.t)
+    assert result.counts_match is True and result.bytes_match is True
+
+
+@pytest.mark.parametrize("name", ["phi3", "gpt_neox", "opt_projected", "falcon_multi_query", "gptj", "gemma2",
+                                  "starcoder2_window", "qwen3", "gemma", "olmo", "granite"])
+def test_kaplan_gap_is_explained_term_by_term(more_results, name):
+    """count − Kaplan = q·Kᵀ and α·V over every layer's keys − Kaplan's L·t·d_attn + a tied output layer − the 1-D
+    weights, exactly; the sentence states each term."""
+    from seqlab.render.decode_model import difference_sentences
+
+    result = more_results[name]
+    last = [s for s in result.steps if s.cache == "dynamic"][-1]
+    terms = last.kaplan_terms
+    assert terms is not None, name
+    gap = last.multiplications - last.kaplan
+    assert gap == (terms["attention_products"] - terms["kaplan_attention"] + terms["output_outside_parameters"]
+                   - terms["vector_parameters"])
+    sentence = next(line for line in difference_sentences(result) if line.startswith("Kaplan"))
+    assert f"{abs(gap):,}" in sentence and f"{terms['keys']:,} keys" in sentence
+    assert ("more than counted" in sentence) == (gap < 0)
+
+
+def test_kaplan_gap_left_unexplained_when_the_terms_do_not_add_up(more_results):
+    from dataclasses import replace
+
+    from seqlab.render.decode_model import difference_sentences
+
+    result = more_results["phi3"]
+    steps = tuple(replace(s, kaplan_terms=None) for s in result.steps)
+    lines = difference_sentences(replace(result, steps=steps))
+    assert any("left unexplained" in line for line in lines)
+
+
+def test_a_cache_of_repeated_heads_is_named_with_its_ratio():
+    """Falcon's newer layout repeats the H_kv key/value heads to all H query heads before caching them: the
+    measured bytes are the grouped-query closed form × H/H_kv, and the sentence says so."""
+    from seqlab.layers.pretrained import _offline_and_quiet
+    from seqlab.render.decode_model import difference_sentences
+    from seqlab.studies.decode_model import model_facts
+
+    config = transformers.FalconConfig(vocab_size=V, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                       new_decoder_architecture=True, num_kv_heads=2)
+    config._attn_implementation = "eager"
+    with _offline_and_quiet():
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
+        result = run_model_decode(ModelDecodeConfig("falcon", positions=POSITIONS, time=False, span_lengths=None),
+                                  loaded=(model, model_facts(model, "falcon")))
+    last = [s for s in result.steps if s.cache == "dynamic"][-1]
+    assert last.state.by_kind["attention_kv"] == 2 * 2 * 4 * 8 * 16 * 4  # four heads stored
+    assert last.closed_bytes["attention_kv"] == 2 * 2 * 2 * 8 * 16 * 4  # the grouped-query closed form
+    assert result.bytes_match is False and result.counts_match is True
+    assert any("repeated to all 4 query heads, not its 2" in line and "2×" in line
+               for line in difference_sentences(result))
+
+
+def test_an_expert_family_gets_bytes_from_its_cache_layers_and_no_work_closed_form():
+    """Mixtral: a router picks experts per token (no work closed form); its config does not list its layers'
+    kinds, so the bytes' closed form takes them from the cache's layer classes, and the output says so."""
+    from seqlab.layers.pretrained import _offline_and_quiet
+    from seqlab.render.decode_model import difference_sentences
+    from seqlab.studies.decode_model import model_facts
+
+    config = transformers.MixtralConfig(**ATTENTION, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2)
+    config._attn_implementation = "eager"
+    with _offline_and_quiet():
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
+        result = run_model_decode(ModelDecodeConfig("mixtral", positions=POSITIONS, time=False, span_lengths=None),
+                                  loaded=(model, model_facts(model, "mixtral")))
+    assert [dict(s.closed_bytes) for s in result.steps if s.cache == "dynamic"] == [
+        {"attention_kv": 2 * 2 * 2 * 8 * t * 4} for t in POSITIONS]
+    assert result.bytes_match is True and result.bytes_kinds_from_cache is True
+    assert all(s.closed_form is None for s in result.steps) and result.counts_match is None
+    assert any("from the class of the cache's layer (DynamicLayer)" in line for line in difference_sentences(result))

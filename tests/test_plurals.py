@@ -83,3 +83,55 @@ def test_learn_says_the_one_seed_not_1_seeds(lang, kind):
     assert ("the one seed" if lang == "en" else "la única semilla") in one
     assert "1 seeds" not in one and "1 semillas" not in one
     assert ("2 seeds" if lang == "en" else "2 semillas") in two
+
+
+@pytest.mark.parametrize(("lang", "one", "many"), [("en", "would put 1 product by W_hh", "would put 7 products by W_hh"),
+                                                   ("es", "pondría 1 producto por W_hh", "pondría 7 productos por W_hh")])
+def test_model_attention_sentence_counts_the_recurrences_products(model_result, lang, one, many):
+    """A decoder on two tokens: a recurrence would put 1 product (T − 1) on the path, not "1 products" (issue 26)."""
+    from seqlab.render.model import _attention_sentences
+
+    if model_result.attention.alpha_T1 == 0:
+        pytest.skip("this head has no one-weight path: the sentence names no products")
+    many_text = " ".join(_attention_sentences(model_result, lang))  # 8 tokens: 7 products
+    assert many in many_text
+    single = replace(model_result, attention=replace(model_result.attention, recurrence_steps=1))
+    text = " ".join(_attention_sentences(single, lang))
+    assert one in text and "1 products" not in text and "1 productos" not in text
+
+
+@pytest.mark.parametrize(("lang", "expected_one", "expected_two"), [
+    ("en", ("1 compute op in a row", "a chain of 1 product at", "a chain of 1 op at"),
+     ("2 compute ops in a row", "a chain of 2 products at", "a chain of 2 ops at")),
+    ("es", ("1 operación de cálculo en fila", "una cadena de 1 producto con", "una cadena de 1 operación con"),
+     ("2 operaciones de cálculo en fila", "una cadena de 2 productos con", "una cadena de 2 operaciones con")),
+])
+def test_the_first_questions_measured_chains_agree_with_their_nouns(lang, expected_one, expected_two):
+    """Question 1's explanations name measured chains: their nouns follow the count (issue 26: no "1 ops")."""
+    from seqlab.studies.quiz import build_questions, measure_facts
+
+    facts = measure_facts()
+    for count, expected in ((1, expected_one), (2, expected_two)):
+        changed = replace(facts, token_span=(count, count), input_span=(count, count), softmax_span=(count, count))
+        explanations = [option.explanation for option in build_questions(changed, lang)[0].options]
+        for phrase, explanation in zip(expected, (explanations[0], explanations[1], explanations[3]), strict=True):
+            assert phrase in explanation, explanation
+
+
+@pytest.mark.parametrize(("lang", "one", "two"), [("en", "ops, 1 product", "ops, 2 products"),
+                                                  ("es", "operaciones, 1 producto", "operaciones, 2 productos")])
+def test_check_l3_counts_the_lstms_products(lang, one, two):
+    """L3's figure line names the LSTM's measured path in products: its noun follows the count."""
+    from seqlab.i18n import translator
+    from seqlab.render.check import Numbers
+    from seqlab.render.check_path import l3
+
+    def figure(products: int) -> str:
+        values = {"lengths": (8, 16), "lstm_path_products_ops": ((products, 20), (products, 40)),
+                  "gru_path_products_ops": ((1, 18), (1, 36)), "factors": {0.5: (0.5, 0.4), 1.5: (1.5, 0.9)},
+                  "path_products": (7, 15), "whh_products": (7, 15), "reach_length": 32, "draws": 5}
+        conditions = {"onset_with_inputs": None, "growth_margin": 0.05, "onset_slack": 1.2, "caveats": (),
+                      "failed": ()}
+        return l3(translator(lang), values, conditions, Numbers(lang))[2]
+
+    assert figure(1).endswith(one) and figure(2).endswith(two)

@@ -178,7 +178,7 @@ def test_load_factory(example_layers):
 
 
 @pytest.mark.parametrize(("spec", "message"), [
-    ("example_layers", "expected module.path:factory, received 'example_layers'"),
+    ("example_layers", "expected module.path:factory or path/to/file.py:factory, received 'example_layers'"),
     (":make_layer", "expected module.path:factory"),
     ("no_such_module_here:make", "cannot import 'no_such_module_here'"),
     ("example_layers:missing", "'example_layers' has no attribute 'missing'"),

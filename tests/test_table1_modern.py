@@ -149,3 +149,33 @@ def test_at_80_columns_nothing_is_cut(tiny, lang):
     text = console.file.getvalue()
     assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
     assert all(word in text for row in tiny.rows for word in row_name(row.row, tiny, lang).split())
+
+
+def test_run_modern_reports_progress_after_every_length():
+    """One tick per length of every row, counting up to the total the callback is told."""
+    seen = []
+    run_modern(ModernConfig(rows=("elman",), **TINY), progress=lambda done, total, what: seen.append((done, total, what)))
+    assert [(done, total) for done, total, _ in seen] == [(n, 6) for n in range(1, 7)]  # 3 short + 3 long lengths
+    assert seen[0][2] == "elman · T = 8" and seen[-1][2] == "elman · T = 256"
+
+
+@pytest.mark.parametrize("args, lang, line", [
+    (["--chunk", "8"], "en", "--chunk only applies with --modern; add --modern or leave it out"),
+    (["--long-lengths", "64,128,256"], "en", "--long-lengths only applies with --modern; add --modern or leave it out"),
+    (["--long-lengths", "64,128,256", "--chunk", "8"], "en",
+     "--long-lengths and --chunk only apply with --modern; add --modern or leave them out"),
+    (["--chunk", "8"], "es", "--chunk solo vale con --modern; añade --modern o quítala"),
+])
+def test_modern_only_options_without_modern_are_refused(args, lang, line):
+    result = CliRunner().invoke(app, ["table1", "--quick", *args, "--lang", lang], env={"COLUMNS": "200"})
+    assert result.exit_code == 2 and line in result.output and "Traceback" not in result.output
+
+
+def test_the_width_help_states_both_tables_defaults():
+    """The --d-model help's numbers are the studies' own defaults (paper table, then --modern)."""
+    from seqlab.studies import table1
+
+    result = CliRunner().invoke(app, ["table1", "--help"], env={"COLUMNS": "400"})
+    text = " ".join(result.output.split())
+    assert (f"(default {table1.DEFAULT_D_MODEL}; --quick: {table1.QUICK_D_MODEL}; with --modern one width, default "
+            f"{table1_modern.DEFAULT_D_MODEL}; --quick: {table1_modern.QUICK_D_MODEL})") in text

@@ -14,6 +14,7 @@ pytest.importorskip("httpx", reason="FastAPI's TestClient needs httpx")
 from fastapi.testclient import TestClient  # noqa: E402
 
 from seqlab.measure.decode import step_multiplications  # noqa: E402
+from seqlab.measure.timing import MachineLoad  # noqa: E402
 from seqlab.memory import MemoryEstimate  # noqa: E402
 from seqlab.web.app import create_app  # noqa: E402
 from seqlab.web.panels import decode  # noqa: E402
@@ -85,6 +86,29 @@ def test_timed_steps_carry_median_and_spread(client):
     timed = [line for line in data["sentences"] if line.startswith("Fastest per new token")]
     assert timed and all("decided against every other machine" in line or "not judged" in line or " tie " in line
                          for line in timed)
+
+
+@pytest.mark.parametrize(("load", "lang"), [(MachineLoad(7.0, 2, True), "en"), (MachineLoad(7.0, 2, True), "es"),
+                                           (MachineLoad(0.1, 2, False), "en")])
+def test_a_timed_answer_reads_like_the_cli_and_carries_the_busy_caveat(monkeypatch, load, lang):
+    """Each step's time is the CLI's cell (median ± IQR in units, † when noisy: render.decode.time_cell) and the
+    answer carries the busy-machine caveat of the load its timing began under (None on a quiet machine)."""
+    import re
+
+    import seqlab.studies.decode
+    from seqlab.render.machine_load import busy_caveat
+
+    monkeypatch.setattr(seqlab.studies.decode, "machine_load", lambda: load)  # read where the timing begins
+    data = decode.measure_decoding(4, 4, True, lang)
+    assert data.caveat == (busy_caveat(load, lang) or None)
+    if load.busy:
+        assert data.caveat.startswith("The machine was busy: its load average was 7.00 on 2 CPUs" if lang == "en"
+                                      else "La máquina estaba ocupada")
+    number, unit = r"\d+(?:[.,]\d+)?", r"(?:s|ms|µs|ns)"
+    for step in (s for m in data.machines for s in m.steps):
+        assert re.fullmatch(rf"{number} {unit} ± {number} {unit}( †)?", step.time_text), step.time_text
+    untimed = decode.measure_decoding(4, 4, False, lang)
+    assert untimed.caveat is None and {s.time_text for m in untimed.machines for s in m.steps} == {"—"}
 
 
 @pytest.mark.parametrize("params, field", [({"positions": 1}, "positions"), ({"positions": 5000}, "positions"),

@@ -846,6 +846,30 @@ def ssm_state_bytes(layers: int, d_inner: int, d_state: int, d_conv: int, elemen
     return layers * d_inner * (d_conv + d_state) * element_bytes * batch
 
 
+def mamba2_state_bytes(layers: int, heads: int, head_dim: int, groups: int, d_state: int, d_conv: int,
+                       element_bytes: int, *, batch: int = 1) -> int:
+    """Bytes of a Mamba-2 state whatever t: per layer a convolution window over x, B and C, (B, E + 2·G·N, d_conv),
+    and an SSM state of N per channel, (B, H, P, N), with E = H·P.
+
+    L · ((H·P + 2·G·N) · d_conv + H·P·N) · b · B.
+
+    >>> mamba2_state_bytes(2, 4, 16, 1, 4, 4, 4)  # 2 · ((64 + 8) · 4 + 64 · 4) · 4
+    4352
+
+    Raises:
+        SeqlabError: a size that is not an integer >= 1.
+
+    Source: Dao & Gu 2024 (Mamba-2, "Transformers are SSMs"), §7 (the SSD layer: heads of width P sharing one
+    scalar decay, B and C shared by G groups, convolved with x).
+    """
+    for name, value in (("layers", layers), ("heads", heads), ("head_dim", head_dim), ("groups", groups),
+                        ("d_state", d_state), ("d_conv", d_conv), ("element_bytes", element_bytes),
+                        ("batch", batch)):
+        require_positive_int(name, value)
+    inner = heads * head_dim
+    return layers * ((inner + 2 * groups * d_state) * d_conv + inner * d_state) * element_bytes * batch
+
+
 def rwkv_state_bytes(layers: int, d_model: int, d_attention: int, element_bytes: int, *, batch: int = 1) -> int:
     """Bytes of an RWKV-4 state whatever t: per layer two token-shift inputs (time mix and channel mix, d each) and
     the WKV numerator, denominator and running maximum (d_att each).
@@ -926,6 +950,32 @@ def hf_mamba_step_multiplications(d_model: int, d_inner: int, d_state: int, d_co
         + 2 * d_inner * d_conv
 
 
+def hf_mamba2_step_multiplications(d_model: int, heads: int, head_dim: int, groups: int, d_state: int,
+                                   d_conv: int) -> int:
+    """Multiplications of one decode step of a transformers Mamba-2 mixer (its PyTorch path, batch 1).
+
+    Input projection d·(2E + 2·G·N + H) (x, the gate z, B, C and one Δ per head), the step's convolution over the
+    E + 2·G·N convolved channels (run as a ``conv1d`` giving two outputs, one dropped: 2·(E + 2·G·N)·d_conv), the
+    state update's outer product Δ·x ⊗ B (E·N), the read-out h·C (E·N) and the output projection E·d, with
+    E = H·P. The gated norm and the decay are element-wise.
+
+    >>> hf_mamba2_step_multiplications(32, 4, 16, 1, 4, 4)  # 4480 + 576 + 256 + 256 + 2048
+    7616
+
+    Raises:
+        SeqlabError: a size that is not an integer >= 1.
+
+    Source: Dao & Gu 2024 (Mamba-2), §7; transformers' ``Mamba2Mixer`` decode path without the fused kernels.
+    """
+    for name, value in (("d_model", d_model), ("heads", heads), ("head_dim", head_dim), ("groups", groups),
+                        ("d_state", d_state), ("d_conv", d_conv)):
+        require_positive_int(name, value)
+    inner = heads * head_dim
+    convolved = inner + 2 * groups * d_state
+    return (d_model * (inner + convolved + heads) + 2 * convolved * d_conv + 2 * inner * d_state
+            + inner * d_model)
+
+
 def rwkv_step_multiplications(d_model: int, d_attention: int, d_ff: int) -> int:
     """Multiplications of one RWKV-4 layer's decode step: time mix (key, value, receptance d·d_att each, output
     d_att·d) and channel mix (key d·d_ff, value d_ff·d, receptance d·d); the WKV update is element-wise.
@@ -981,6 +1031,7 @@ CLOSED_FORMS: dict[str, Callable[..., int | Fraction | None]] = {
         selective_recurrence_step_multiplications, sliding_window_multiplications,
         sliding_window_step_multiplications, mamba_rank, mamba_block_multiplications,
         mamba_block_step_multiplications, kv_cache_bytes, sliding_window_cache_rows, ssm_state_bytes,
-        rwkv_state_bytes, decoder_attention_step_multiplications, mlp_step_multiplications,
-        hf_mamba_step_multiplications, rwkv_step_multiplications, kaplan_step_multiplications)}
+        rwkv_state_bytes, mamba2_state_bytes, decoder_attention_step_multiplications, mlp_step_multiplications,
+        hf_mamba_step_multiplications, hf_mamba2_step_multiplications, rwkv_step_multiplications,
+        kaplan_step_multiplications)}
 """The table above as data: name -> closed-form function (every public formula of this module)."""

@@ -12,7 +12,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language, positive_float
+from seqlab.cli.options import (LANG_HELP, bad_parameter, integer_at_least, language, output_file, output_folder,
+                                positive_float, writable_folder)
 from seqlab.errors import SeqlabError
 
 #: Which option each library parameter comes from, to point an error at the right one.
@@ -60,13 +61,6 @@ def _machines(text: str) -> tuple[str, ...]:
     return tuple(tokens)
 
 
-def _check_output(path: Optional[Path], option: str) -> None:
-    """Refuse an output whose folder does not exist before a long sweep, not after it."""
-    if path is not None and not path.parent.is_dir():
-        raise typer.BadParameter(f"the folder {str(path.parent)!r} does not exist, received {str(path)!r}",
-                                 param_hint=option)
-
-
 def bench(
     lengths: Annotated[Optional[str], typer.Option(
         "--lengths", metavar="T,T,…",
@@ -92,11 +86,12 @@ def bench(
         help="Least timed seconds per point (default 0.2; --quick 0.05).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full result, every sample, as JSON.")] = False,
     csv_path: Annotated[Optional[Path], typer.Option(
-        "--csv", metavar="PATH", help="Write every sample as CSV to PATH.")] = None,
+        "--csv", metavar="PATH", callback=output_file, help="Write every sample as CSV to PATH.")] = None,
     plot: Annotated[Optional[Path], typer.Option(
-        "--plot", metavar="PATH", help="Write the plots to PATH.png and PATH.svg.")] = None,
+        "--plot", metavar="PATH", callback=output_file, help="Write the plots to PATH.png and PATH.svg.")] = None,
     out: Annotated[Optional[Path], typer.Option(
-        "--out", metavar="DIR", help="Write bench.json, bench.csv, bench.png and bench.svg into this folder.")] = None,
+        "--out", metavar="DIR", callback=output_folder,
+        help="Write bench.json, bench.csv, bench.png and bench.svg into this folder.")] = None,
     lang: Annotated[Optional[str], typer.Option("--lang", metavar="en|es", help=LANG_HELP)] = None,
 ) -> None:
     """Time the recurrence against attention over T: where does time cross over, against work (T = d)?"""
@@ -118,8 +113,8 @@ def bench(
         check_bench_config(config)
     except SeqlabError as error:
         raise bad_parameter(error, OPTIONS, "'--lengths'") from None
-    _check_output(csv_path, "'--csv'")
-    _check_output(plot, "'--plot'")
+    if out is not None:
+        writable_folder(out)  # made before the sweep (one level), not after it
     if plot is not None or out is not None:
         try:
             import matplotlib  # noqa: F401

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli.options import LANG_HELP, bad_parameter, float_between, integer_at_least, language
+from seqlab.cli.options import LANG_HELP, bad_parameter, float_between, input_text, integer_at_least, language
 from seqlab.cli.progress import progress_bar
 from seqlab.cli.threads import ThreadsOption
 from seqlab.errors import SeqlabError
@@ -31,7 +31,8 @@ def _tokens(text: Optional[str], tokens: Optional[int], tokenizer: str, lang: st
 
 
 def compare(
-    text: Annotated[Optional[str], typer.Option("--text", help="A UTF-8 text file, or - for standard input. "
+    text: Annotated[Optional[str], typer.Option("--text", callback=input_text,
+                                                help="A UTF-8 text file, or - for standard input. "
                                                 "Default: the built-in text in the output language.")] = None,
     tokens: Annotated[Optional[int], typer.Option("--tokens", parser=integer_at_least(2), metavar="INTEGER",
                                                   help="Use a synthetic text of exactly N >= 2 tokens "

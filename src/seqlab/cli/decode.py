@@ -13,7 +13,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, integer_list, language
+from seqlab.cli.options import (LANG_HELP, bad_parameter, input_checkpoint, integer_at_least, integer_list, language,
+                                output_file)
 from seqlab.cli.threads import DecodeThreadsOption
 from seqlab.errors import SeqlabError
 from seqlab.layers.mixers import machine_names  # torch-free: the machines --help lists
@@ -24,14 +25,12 @@ OPTIONS = {"positions": "'--positions'", "d_model": "'--d-model'", "machine": "'
 PLOT_SUFFIXES = (".png", ".svg")
 
 
-def _plot_path(plot: str) -> Path:
-    """``--plot FILE.png`` or ``FILE.svg`` in a folder that exists."""
-    path = Path(plot)
+def _plot_path(path: Path) -> Path:
+    """``--plot FILE.png`` or ``FILE.svg`` (its folder checked as it was parsed,
+    :func:`~seqlab.cli.options.check_output`)."""
     if path.suffix.lower() not in PLOT_SUFFIXES:
-        raise typer.BadParameter(f"expected a file name ending in .png or .svg, received {plot!r}",
+        raise typer.BadParameter(f"expected a file name ending in .png or .svg, received {str(path)!r}",
                                  param_hint="'--plot'")
-    if not path.parent.is_dir():
-        raise typer.BadParameter(f"the folder of {plot!r} does not exist", param_hint="'--plot'")
     return path
 
 
@@ -57,13 +56,15 @@ def decode(
     quick: Annotated[bool, typer.Option("--quick", help="Smaller positions and width, short timings: seconds, a "
                                         "preview rather than a measurement to quote.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print every measurement and decision as JSON.")] = False,
-    plot: Annotated[Optional[str], typer.Option(
-        "--plot", metavar="FILE", help="Also draw multiplications, time and state against t (log axes) to FILE.png "
+    plot: Annotated[Optional[Path], typer.Option(
+        "--plot", metavar="FILE", callback=output_file,
+        help="Also draw multiplications, time and state against t (log axes) to FILE.png "
                                        "or FILE.svg.")] = None,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
     threads: DecodeThreadsOption = None,
     model: Annotated[Optional[str], typer.Option(
-        "--model", metavar="DIR", help="Measure a local Hugging Face causal LM instead, read offline from DIR: "
+        "--model", metavar="DIR", callback=input_checkpoint,
+        help="Measure a local Hugging Face causal LM instead, read offline from DIR: "
                                        "multiplications, time and the bytes of its own cache per new token "
                                        "(positions >= 2; default 16,64,256; --quick: 8,16,32).")] = None,
 ) -> None:

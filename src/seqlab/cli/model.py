@@ -22,7 +22,7 @@ from typing import Annotated, Optional
 import typer
 
 from seqlab.cli.extras import require_extra
-from seqlab.cli.options import integer_or_text, writable_folder
+from seqlab.cli.options import input_checkpoint, input_text, integer_or_text, output_folder, writable_folder
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
 from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
@@ -130,11 +130,12 @@ def _sequences(file: Optional[str], texts: list[str], lines: bool, lang: str) ->
 
 
 def model(
-    file: Annotated[Optional[str], typer.Argument(metavar="FILE", help="A UTF-8 text file of at most 8 MiB, or - "
+    file: Annotated[Optional[str], typer.Argument(metavar="FILE", callback=input_text,
+                                                  help="A UTF-8 text file of at most 8 MiB, or - "
                                                   "for standard input; only its first --max-tokens positions are "
                                                   "measured. Default: the built-in text in the output language.",
                                                   show_default=False)] = None,
-    model_path: Annotated[Optional[str], typer.Option("--model", metavar="DIR",
+    model_path: Annotated[Optional[str], typer.Option("--model", metavar="DIR", callback=input_checkpoint,
                                                       help="A local Hugging Face checkpoint folder (config.json, "
                                                            "weights, tokenizer) of an encoder or a decoder, read "
                                                            "offline. Default: the bundled all-MiniLM-L6-v2.",
@@ -158,7 +159,8 @@ def model(
                                                parser=integer_at_least(MIN_MIXING_TOKENS, MAX_MIXING_TOKENS),
                                                help="First positions the mixing Jacobians are measured on, "
                                                     "2 to 64.")] = 32,
-    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Folder for the heat map (PNG and SVG); "
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", callback=output_folder,
+                                      help="Folder for the heat map (PNG and SVG); "
                                       "created if missing.")] = Path("."),
     as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON (no heat map).")] = False,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,

@@ -9,7 +9,9 @@ catalogue ``cli``), since they run while click parses, before any command body.
 
 from __future__ import annotations
 
+import errno
 import math
+import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -139,28 +141,166 @@ def language(lang: str | None) -> str:
     return lang.strip().lower()
 
 
-def writable_folder(out: Path) -> Path:
-    """Create ``out`` if missing and prove it takes a file (a probe written and removed), before any work.
+#: What an output path option names: a file to write, a folder to write files into, or either (``table1 --plot``).
+OUTPUT_KINDS = ("file", "folder", "file or folder")
 
-    Shared by ``figure`` and ``model``, so both word a bad ``--out`` alike.
+
+def check_output(path: Path | None, option: str, kind: str = "file") -> Path | None:
+    """The one check of every path a command writes to, made while the command line is parsed, before any work.
+
+    Nothing is created here (a folder named by ``--out`` is made by :func:`writable_folder` when the command
+    writes): a file's folder must exist, and so must the folder above an ``--out`` folder that is missing, so a
+    mistyped path is refused instead of making folders at the root. Where the folder that takes the file exists, a
+    probe file proves it can be written in (written and removed), and a file to overwrite must be writable.
+
+    >>> check_output(None, "'--plot'") is None
+    True
+    >>> try:
+    ...     check_output(Path("/nonexistent/dir/x.png"), "'--plot'")
+    ... except typer.BadParameter as error:
+    ...     print(error.format_message())
+    Invalid value for '--plot': the folder '/nonexistent/dir' does not exist, received '/nonexistent/dir/x.png'
+
+    Args:
+        path: the option's value, or None when it was not given.
+        option: the option as the error names it, quoted (``"'--plot'"``).
+        kind: one of :data:`OUTPUT_KINDS`: ``file`` must not be a folder; ``folder`` must not be a file; ``file or
+            folder`` takes either.
 
     Raises:
-        typer.BadParameter: ``out`` is a file, cannot be created, or cannot be written in (exit 2).
+        typer.BadParameter: as above, one line, in the run's language (exit 2).
+        SeqlabError: ``kind`` is not one of :data:`OUTPUT_KINDS`.
     """
+    if kind not in OUTPUT_KINDS:
+        raise SeqlabError(f"expected kind among {', '.join(OUTPUT_KINDS)}, received {kind!r}")
+    if path is None:
+        return None
     _ = _gettext()
-    if out.exists() and not out.is_dir():
-        raise typer.BadParameter(_("{path!r} is a file, not a folder").format(path=str(out)), param_hint="'--out'")
+    if kind == "file" and path.is_dir():
+        raise typer.BadParameter(_("expected a file name, received the folder {path!r}").format(path=str(path)),
+                                 param_hint=option)
+    if kind == "folder" and path.exists() and not path.is_dir():
+        raise typer.BadParameter(_("{path!r} is a file, not a folder").format(path=str(path)), param_hint=option)
+    folder = path if path.is_dir() else path.parent
+    if folder.exists() and not folder.is_dir():  # a file where its folder should be
+        raise typer.BadParameter(_("{path!r} is a file, not a folder").format(path=str(folder)), param_hint=option)
+    if not folder.is_dir():
+        raise typer.BadParameter(_("the folder {folder} does not exist, received {path}").format(
+            folder=repr(str(folder)), path=repr(str(path))), param_hint=option)
+    _probe(folder, option)
+    if path.is_file() and not os.access(path, os.W_OK):
+        raise typer.BadParameter(_("cannot write {path}: {reason}").format(
+            path=repr(str(path)), reason=os.strerror(errno.EACCES)), param_hint=option)
+    return path
+
+
+def _probe(folder: Path, option: str) -> None:
+    """Prove ``folder`` takes a file: a probe written and removed."""
     try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise typer.BadParameter(_("cannot create the folder {path!r}: {reason}").format(
-            path=str(out), reason=error.strerror or error), param_hint="'--out'") from None
-    try:
-        with tempfile.NamedTemporaryFile(dir=out, prefix=".seqlab-probe-"):  # removed when closed
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".seqlab-probe-"):  # removed when closed
             pass
     except OSError as error:
+        _ = _gettext()
         raise typer.BadParameter(_("cannot write in {path!r}: {reason}").format(
-            path=str(out), reason=error.strerror or error), param_hint="'--out'") from None
+            path=str(folder), reason=error.strerror or error), param_hint=option) from None
+
+
+def output_file(param: typer.CallbackParam, value: Path | None) -> Path | None:
+    """Typer callback of an option naming a file to write: :func:`check_output` as the option is parsed."""
+    return check_output(value, f"'{param.opts[0]}'", "file")
+
+
+def output_folder(param: typer.CallbackParam, value: Path | None) -> Path | None:
+    """Typer callback of an option naming a folder to write files into: :func:`check_output`."""
+    return check_output(value, f"'{param.opts[0]}'", "folder")
+
+
+def output_file_or_folder(param: typer.CallbackParam, value: Path | None) -> Path | None:
+    """Typer callback of an option naming a file or a folder to write into (``table1 --plot``)."""
+    return check_output(value, f"'{param.opts[0]}'", "file or folder")
+
+
+#: The callbacks every output path option uses (a test checks each ``Path`` option of the app has one).
+OUTPUT_CALLBACKS = (output_file, output_folder, output_file_or_folder)
+
+
+def check_input(path: str | None, option: str, kind: str = "text") -> str | None:
+    """Check a file or folder a command reads while the command line is parsed, before any heavy import (torch
+    takes seconds to import, far longer on a busy machine): it must exist, be of its kind and be readable. The
+    words are those of the later, full checks (:func:`seqlab.text.read_text`, the checkpoint loader), so a
+    path reads the same whichever check meets it first.
+
+    >>> check_input("-", "'--text'"), check_input(None, "'--text'")
+    ('-', None)
+
+    Args:
+        path: the option's value as given; None when not given; ``-`` (standard input) passes for ``text``.
+        option: the option as the error names it, quoted.
+        kind: ``text`` (a text file, or ``-``) or ``checkpoint`` (a local Hugging Face checkpoint folder).
+
+    Raises:
+        typer.BadParameter: missing, of the other kind, or unreadable (one line, exit 2).
+        SeqlabError: ``kind`` is neither ``text`` nor ``checkpoint``.
+    """
+    if kind not in ("text", "checkpoint"):
+        raise SeqlabError(f"expected kind text or checkpoint, received {kind!r}")
+    if path is None or (kind == "text" and path == "-"):
+        return path
+    _ = _gettext()
+    if kind == "checkpoint":
+        if not os.path.isdir(path):
+            raise typer.BadParameter(_("{path} is not a folder; expected a local Hugging Face checkpoint folder "
+                                       "(config.json, weights)").format(path=repr(path)), param_hint=option)
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise typer.BadParameter(_("cannot read the checkpoint folder {path}: {reason}").format(
+                path=repr(path), reason=os.strerror(errno.EACCES)), param_hint=option)
+        return path
+    if not os.path.exists(path):
+        raise typer.BadParameter(_("text file {path} does not exist; expected a UTF-8 text file or '-' for "
+                                   "stdin").format(path=repr(path)), param_hint=option)
+    if os.path.isdir(path):
+        raise typer.BadParameter(_("text file {path} is a directory; expected a UTF-8 text file").format(
+            path=repr(path)), param_hint=option)
+    if not os.access(path, os.R_OK):
+        raise typer.BadParameter(_("cannot read text file {path}: {reason}; expected a readable UTF-8 text "
+                                   "file").format(path=repr(path), reason=os.strerror(errno.EACCES)),
+                                 param_hint=option)
+    return path
+
+
+def _hint(param: typer.CallbackParam) -> str:
+    """How an error names the parameter: its first option (``'--text'``), or an argument's metavar (``'FILE'``)."""
+    return f"'{param.opts[0]}'" if param.param_type_name == "option" else f"'{param.metavar or param.name.upper()}'"
+
+
+def input_text(param: typer.CallbackParam, value: str | None) -> str | None:
+    """Typer callback of a text file to read (or ``-``): :func:`check_input` as the command line is parsed."""
+    return check_input(value, _hint(param), "text")
+
+
+def input_checkpoint(param: typer.CallbackParam, value: str | None) -> str | None:
+    """Typer callback of a local checkpoint folder to read: :func:`check_input` as the command line is parsed."""
+    return check_input(value, _hint(param), "checkpoint")
+
+
+def writable_folder(out: Path, option: str = "'--out'") -> Path:
+    """Create ``out`` if missing (one level: the folder above must exist) and prove it takes a file, before any
+    work that writes into it.
+
+    Shared by ``figure``, ``model`` and ``report``, so all word a bad ``--out`` alike.
+
+    Raises:
+        typer.BadParameter: ``out`` is a file, its parent folder is missing, it cannot be created, or cannot be
+            written in (exit 2).
+    """
+    _ = _gettext()
+    check_output(out, option, "folder")
+    try:
+        out.mkdir(exist_ok=True)
+    except OSError as error:
+        raise typer.BadParameter(_("cannot create the folder {path!r}: {reason}").format(
+            path=str(out), reason=error.strerror or error), param_hint=option) from None
+    _probe(out, option)
     return out
 
 

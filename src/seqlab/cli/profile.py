@@ -19,8 +19,9 @@ MAX_SEQ_LEN = 65_536
 
 def profile(
     factory: Annotated[str, typer.Argument(metavar="FACTORY",
-                                           help="module.path:factory — called with d_model, it returns an "
-                                                "nn.Module that maps x (B, T, d_model) to (B, T, d_out).")],
+                                           help="module.path:factory or path/to/file.py:factory — called with "
+                                                "d_model, it returns an nn.Module that maps x (B, T, d_model) to "
+                                                "(B, T, d_out).")],
     seq_len: Annotated[int, typer.Option("--seq-len", parser=integer_at_least(1, MAX_SEQ_LEN), metavar="INTEGER",
                                          help="Number of positions T of the input.")] = 64,
     d_model: Annotated[int, typer.Option("--d-model", parser=integer_at_least(1), metavar="INTEGER",
@@ -35,6 +36,12 @@ def profile(
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
 ) -> None:
     """Work, span and path length of your own sequence module: Table 1's three columns for any layer."""
+    from seqlab.factory import parse_factory
+
+    try:
+        parse_factory(factory)  # a missing or unreadable file is said now, before torch is imported
+    except SeqlabError as error:
+        raise bad_parameter(error, OPTIONS, "'FACTORY'") from None
     import torch
 
     from seqlab.studies.profile import build_from_factory

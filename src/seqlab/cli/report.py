@@ -18,7 +18,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language, writable_folder
+from seqlab.cli.options import LANG_HELP, bad_parameter, input_text, integer_at_least, language, output_file
 from seqlab.errors import SeqlabError
 from seqlab.i18n import format_integer, translator
 
@@ -50,15 +50,9 @@ def _text(text: Optional[str], lang: str):
 def _check_out(out: Path, pdf: bool) -> None:
     """Refuse, before any measuring, an --out that is a folder, does not end in .html/.htm, lies in a missing
     folder or one that takes no file, or whose page or PDF cannot be written over (exit 2)."""
-    if out.is_dir():
-        raise typer.BadParameter(f"expected a file name, received the folder {str(out)!r}", param_hint="'--out'")
     if out.suffix.lower() not in HTML_SUFFIXES:
         raise typer.BadParameter(f"expected a file name ending in .html or .htm (the PDF is written beside it, "
                                  f"with .pdf), received {str(out)!r}", param_hint="'--out'")
-    if not out.parent.is_dir():
-        raise typer.BadParameter(f"the folder {str(out.parent)!r} does not exist, received {str(out)!r}",
-                                 param_hint="'--out'")
-    writable_folder(out.parent)  # a probe file written and removed: the same words as figure's and model's
     for path in (out, out.with_suffix(".pdf")) if pdf else (out,):
         if path.is_dir():
             raise typer.BadParameter(f"cannot write {str(path)!r}: it is a folder", param_hint="'--out'")
@@ -96,9 +90,11 @@ def _fit_text(tokens, config, max_tokens: Optional[int], quick: bool, lang: str)
 
 
 def report(
-    out: Annotated[Path, typer.Option("--out", help="The HTML file to write, ending in .html or .htm; the PDF goes "
+    out: Annotated[Path, typer.Option("--out", callback=output_file,
+                                      help="The HTML file to write, ending in .html or .htm; the PDF goes "
                                       "beside it with .pdf.")] = Path("report.html"),
-    text: Annotated[Optional[str], typer.Option("--text", help="A UTF-8 text file for the compare section, or - "
+    text: Annotated[Optional[str], typer.Option("--text", callback=input_text,
+                                                help="A UTF-8 text file for the compare section, or - "
                                                 "for standard input. Default: the built-in text.")] = None,
     max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", parser=integer_at_least(2), metavar="N",
                                                       help="Compare only the first N tokens of the text (for a "

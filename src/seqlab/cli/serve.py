@@ -88,7 +88,7 @@ def serve(
         "--allow-host", metavar="NAME",
         help="Another name the lab answers to as Host (repeatable); loopback names and --host always are.")] = None,
 ) -> None:
-    """Run the web lab: Figure 1, cost, chain and path, order, time and the self-check, in en or es."""
+    """Run the web lab: Figure 1, cost, chain and path, order, time, generation and the self-check, in en or es."""
     lang = language(lang)
     require_extra("serve", "web", lang)  # without seqlab[web]: one line naming the extra, exit 2
     from seqlab.i18n import translator

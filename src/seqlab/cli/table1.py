@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, integer_list, language
+from seqlab.cli.options import (LANG_HELP, _gettext, bad_parameter, integer_at_least, integer_list, language,
+                                output_file_or_folder)
 from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
 
@@ -16,16 +17,29 @@ OPTIONS = {"lengths": "'--lengths'", "T": "'--lengths'", "d_model": "'--d-model'
            "window": "'--window'", "chunk": "'--chunk'"}
 
 
-def _plot_stem(plot: str) -> Path:
-    """``--plot PATH``: a directory gets table1.png/.svg inside; otherwise PATH.png and PATH.svg."""
-    path = Path(plot)
+def _plot_stem(path: Path) -> Path:
+    """``--plot PATH`` (checked as it was parsed, :func:`~seqlab.cli.options.check_output`): a folder gets
+    table1.png/.svg inside; otherwise PATH.png and PATH.svg."""
     if path.is_dir():
         return path / "table1"
-    if path.suffix.lower() in (".png", ".svg"):
-        path = path.with_suffix("")
-    if not path.parent.is_dir():
-        raise typer.BadParameter(f"the folder of {plot!r} does not exist", param_hint="'--plot'")
-    return path
+    return path.with_suffix("") if path.suffix.lower() in (".png", ".svg") else path
+
+
+def _refuse_modern_only(long_lengths: str | None, chunk: int | None) -> None:
+    """``--long-lengths`` and ``--chunk`` mean something only with ``--modern``: refuse them without it.
+
+    Raises:
+        typer.BadParameter: either was given (exit 2), in the run's language.
+    """
+    given = [name for name, value in (("--long-lengths", long_lengths), ("--chunk", chunk)) if value is not None]
+    if not given:
+        return
+    _ = _gettext()
+    text = (_("{option} only applies with --modern; add --modern or leave it out").format(option=given[0])
+            if len(given) == 1 else
+            _("{first} and {second} only apply with --modern; add --modern or leave them out").format(
+                first=given[0], second=given[1]))
+    raise typer.BadParameter(text, param_hint=f"'{given[0]}'")
 
 
 def table1(
@@ -35,7 +49,7 @@ def table1(
     d_model: Annotated[Optional[str], typer.Option(
         "--d-model", metavar="D[,D...]",
         help="Width d of every layer; several separated by commas also fit the work against d "
-             "(default 64; --quick: 32).")] = None,
+             "(default 64; --quick: 32; with --modern one width, default 32; --quick: 16).")] = None,
     kernel: Annotated[int, typer.Option("--kernel", parser=integer_at_least(3), metavar="INTEGER",
                                         help="Convolution kernel width k, odd and >= 3. The dilated stack's depth "
                                              "⌈log_b T⌉, b = (k + 1)/2, grows in even steps at lengths that "
@@ -44,8 +58,9 @@ def table1(
                                         help="Restricted attention window r: position i sees |j - i| <= r.")] = 4,
     quick: Annotated[bool, typer.Option("--quick", help="Fewer lengths and a smaller d (a few seconds).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print every raw measurement and fit as JSON.")] = False,
-    plot: Annotated[Optional[str], typer.Option(
-        "--plot", metavar="PATH", help="Also draw work, span and path against T: writes PATH.png and PATH.svg "
+    plot: Annotated[Optional[Path], typer.Option(
+        "--plot", metavar="PATH", callback=output_file_or_folder,
+        help="Also draw work, span and path against T: writes PATH.png and PATH.svg "
                                        "(PATH/table1.png and .svg when PATH is a folder).")] = None,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
     modern: Annotated[bool, typer.Option(
@@ -56,8 +71,9 @@ def table1(
         "--long-lengths", metavar="T1,T2,...",
         help="With --modern: lengths for work, span, peak memory and decoding, at least 3, each >= 2 "
              "(default 256,512,1024,2048; --quick 256,512,1024).")] = None,
-    chunk: Annotated[int, typer.Option("--chunk", parser=integer_at_least(1), metavar="INTEGER",
-                                       help="With --modern: chunk size C of chunked linear attention.")] = 4,
+    chunk: Annotated[Optional[int], typer.Option("--chunk", parser=integer_at_least(1), metavar="INTEGER",
+                                                 help="With --modern: chunk size C of chunked linear attention "
+                                                      "(default 4).")] = None,
 ) -> None:
     """Table 1 of "Attention Is All You Need" by measurement: work, sequential operations and path length."""
     if modern:
@@ -65,6 +81,7 @@ def table1(
 
         run_modern_command(lengths, long_lengths, d_model, kernel, window, chunk, quick, as_json, plot, lang)
         return
+    _refuse_modern_only(long_lengths, chunk)
     from seqlab.studies.table1 import (DEFAULT_D_MODEL, DEFAULT_LENGTHS, QUICK_D_MODEL, QUICK_LENGTHS, Table1Config,
                                        check_table1_size, run_table1)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from seqlab.cli.options import bad_parameter, integer_list, language
+from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
 
 #: Which option each library parameter comes from, to point an error at the right one.
@@ -14,7 +15,7 @@ OPTIONS = {"lengths": "'--lengths' / '--long-lengths'", "T": "'--lengths' / '--l
 
 
 def run_modern_command(lengths: str | None, long_lengths: str | None, d_model: str | None, kernel: int, window: int,
-                       chunk: int, quick: bool, as_json: bool, plot: str | None, lang: str | None) -> None:
+                       chunk: int | None, quick: bool, as_json: bool, plot: str | None, lang: str | None) -> None:
     """Run the extended table with the options of ``seqlab table1`` and print it (or its JSON).
 
     Raises:
@@ -35,9 +36,11 @@ def run_modern_command(lengths: str | None, long_lengths: str | None, d_model: s
     if len(set(widths)) != 1:
         raise typer.BadParameter(f"--modern measures one width; received {d_model!r}", param_hint="'--d-model'")
     config = study.ModernConfig(lengths=short, long_lengths=long, d_model=widths[0], kernel=kernel, window=window,
-                                chunk=chunk)
+                                **({} if chunk is None else {"chunk": chunk}))
     try:
-        result = study.run_modern(study.check_modern_size(config))
+        config = study.check_modern_size(config)
+        with progress_bar() as step:  # the bar only on a terminal (cli.progress)
+            result = study.run_modern(config, progress=step)
     except SeqlabError as error:
         raise bad_parameter(error, OPTIONS, "'--lengths' / '--long-lengths' / '--d-model'") from None
     if as_json:

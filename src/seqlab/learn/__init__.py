@@ -4,6 +4,7 @@
 position L10), :mod:`seqlab.learn.models` builds the models at one parameter budget,
 :mod:`seqlab.learn.training` trains one of them and measures it, and :mod:`seqlab.learn.selection`
 picks each model's learning rate on a validation split and summarises the seeds.
-:mod:`seqlab.studies.learn` runs the whole sweep. Nothing is imported here, so ``import seqlab.learn``
-does not import torch.
+:mod:`seqlab.learn.sweep` runs a list of independent runs in this process, on local worker processes
+or as Ray tasks, keeping each in a results file as it ends; :mod:`seqlab.studies.learn` plans the
+whole sweep and runs it. Nothing is imported here, so ``import seqlab.learn`` does not import torch.
 """

@@ -231,6 +231,35 @@ def _block(function: Callable[[], object], calls: int, device: str, clock: Calla
     return (clock() - start) / calls
 
 
+def timed_name(name: str, threads: int) -> str:
+    """The name one callable is timed under on ``threads`` threads, when one measurement holds several counts.
+
+    >>> timed_name("sdpa", 2)
+    'sdpa@2'
+    """
+    return f"{name}@{threads}"
+
+
+def on_threads(function: Callable[[], object], threads: int) -> Callable[[], object]:
+    """``function`` run on ``threads`` intra-op threads: the count is switched at the first call of a block (about
+    0.1 µs) and only read at the others, so one interleaved measurement (:func:`measure_rounds`, which restores the
+    count it found) holds several thread counts, and a thread comparison meets every round's conditions alike.
+
+    >>> import torch
+    >>> a = torch.ones(8, 8)
+    >>> r = measure_rounds({timed_name("mm", n): on_threads(lambda: a @ a, n) for n in (1, 2)}, threads=1,
+    ...                    block_seconds=0.001)
+    >>> sorted(r.per_round)
+    ['mm@1', 'mm@2']
+    """
+    def call() -> object:
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+        return function()
+
+    return call
+
+
 def measure_rounds(
     functions: Mapping[str, Callable[[], object]],
     *,

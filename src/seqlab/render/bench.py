@@ -34,7 +34,7 @@ from seqlab.render.labels import machine_label
 from seqlab.render.machine_load import busy_caveat
 from seqlab.render.figures import new_figure, save_png_svg
 from seqlab.render.json_output import to_json
-from seqlab.studies.bench import MACHINES, PAIRS, BenchResult, Crossover, LengthDecision
+from seqlab.studies.bench import MACHINES, PAIRS, BenchResult, Crossover, LengthDecision, ThreadScaling
 from seqlab.render.tables import FittedTable
 
 DOMAIN = "seqlab"
@@ -252,17 +252,34 @@ def _crossover_sentence(c: Crossover, result: BenchResult, lang: str) -> str:
             + _caveat(result, (c.threads,), c.d_model, lang, (c.recurrence, c.attention)))
 
 
+def _scaling_change(scaling: ThreadScaling, lang: str) -> str:
+    """What more threads did to one machine, as its decision says it."""
+    tr = translator(lang)
+    d = scaling.decision
+    values = dict(machine=machine_label(MACHINES[scaling.machine].label, lang), factor=format_number(d.lead, lang),
+                  low=format_number(d.low, lang), high=format_number(d.high, lang),
+                  margin=format_number(d.margin, lang))
+    if d.outcome == "b_first":
+        return tr("{machine} runs {factor} times as fast").format(**values)
+    if d.outcome == "a_first":
+        return tr("{machine} takes {factor} times as long").format(**values)
+    if d.outcome == "tie":
+        return tr("{machine} runs as fast within a factor of {margin}").format(**values)
+    return tr("{machine}: not judged (the per-round ratios run from {low} to {high} across the margin "
+              "{margin})").format(**values)
+
+
 def _scaling_sentence(result: BenchResult, pair: tuple[str, str], d: int, lang: str) -> str:
+    """What the most threads bought each machine of a pair at the longest length, decided from the rounds in which
+    both thread counts were timed together."""
     tr = translator(lang)
     few, many, T = result.threads[0], result.threads[-1], result.lengths[-1]
-    changes = []
-    for key in pair:
-        speedup = _median(result, key, few, d, T) / _median(result, key, many, d, T)
-        message = tr("{machine} runs {factor} times as fast") if speedup >= 1 else \
-            tr("{machine} takes {factor} times as long")
-        changes.append(message.format(machine=machine_label(MACHINES[key].label, lang),
-                                      factor=format_number(speedup if speedup >= 1 else 1 / speedup, lang)))
-    return tr("From {few} to {many} at T = {T}, d_model = {d}: {rec_change}; {att_change}.").format(
+    found = {s.machine: s for s in result.thread_scalings if (s.d_model, s.T, s.few, s.many) == (d, T, few, many)}
+    if not all(key in found for key in pair):
+        return ""
+    changes = [_scaling_change(found[key], lang) for key in pair]
+    return tr("From {few} to {many} at T = {T}, d_model = {d}, both timed in the same interleaved rounds: "
+              "{rec_change}; {att_change}.").format(
         few=_threads_text(few, lang), many=_threads_text(many, lang), T=format_integer(T, lang),
         d=format_integer(d, lang), rec_change=changes[0], att_change=changes[1]) + _caveat(
         result, (few, many), d, lang, pair, (T,))
@@ -303,7 +320,8 @@ def bench_sentences(result: BenchResult, lang: str = "en") -> list[str]:
     sentences = [_crossover_sentence(c, result, lang) for c in result.crossovers]
     sentences += [_model_sentence(result, threads, d, lang) for threads in result.threads for d in result.d_models]
     if len(result.threads) > 1:
-        sentences += [_scaling_sentence(result, pair, d, lang) for d in result.d_models for pair in _pairs(result)]
+        sentences += [text for d in result.d_models for pair in _pairs(result)
+                      if (text := _scaling_sentence(result, pair, d, lang))]
     return sentences + ([_kernel_sentence(result, lang)] if result.checks else [])
 
 

@@ -7,6 +7,7 @@ from a claim's values and condition; nothing measured here.
 from __future__ import annotations
 
 from seqlab.glossary import NOTATION
+from seqlab.i18n import plural_translator
 
 DOMAIN = "seqlab"
 
@@ -23,6 +24,7 @@ def l3(_, v, c, n):
     """L3: T-1 products by W_hh; decay below ρ = 1 and where growth starts with inputs."""
     T1, T2 = v["lengths"]
     lstm, gru = v["lstm_path_products_ops"], v["gru_path_products_ops"]
+    ngettext = plural_translator(n.lang)  # the LSTM's path is measured: "1 product", "2 products"
     factors = v["factors"]
     with_inputs = " · ".join(f"{n.short(r)} ×{n(pair[1])}" for r, pair in factors.items())
     at_zero = " · ".join(f"{n.short(r)} ×{n(pair[0])}" for r, pair in factors.items())
@@ -44,10 +46,11 @@ def l3(_, v, c, n):
               "draws); paths of an LSTM and a GRU").format(T1=n(T1), T2=n(T2), T=n(v["reach_length"]),
                                                           k=n(v["draws"])),
             _("{a} and {b} products ({c} and {d} by W_hh); per step with inputs, by ρ: {inputs}; at h = 0: {zero}; "
-              "LSTM {l1} → {l2} ops, GRU {g1} → {g2} ops, {p} product").format(
+              "LSTM {l1} → {l2} ops, GRU {g1} → {g2} ops, {p}").format(
                 a=n(v["path_products"][0]), b=n(v["path_products"][1]), c=n(v["whh_products"][0]),
                 d=n(v["whh_products"][1]), inputs=with_inputs, zero=at_zero, l1=n(lstm[0][1]), l2=n(lstm[1][1]),
-                g1=n(gru[0][1]), g2=n(gru[1][1]), p=n(lstm[1][0])),
+                g1=n(gru[0][1]), g2=n(gru[1][1]),
+                p=ngettext("{count} product", "{count} products", lstm[1][0]).format(count=n(lstm[1][0]))),
             condition,
             _("At h = 0 (no input, no bias) tanh' is 1: that factor is the bare repeated product, linear algebra that "
               "approaches ρ. The gated layers' path still grows in ops; in products it stays flat, along an additive "

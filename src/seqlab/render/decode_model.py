@@ -14,7 +14,7 @@ from rich.text import Text
 from seqlab.i18n import format_integer, translator
 from seqlab.render.decode import NOISY_MARK, time_cell  # one time cell and noisy mark in both decode tables
 from seqlab.render.machine_load import busy_caveat
-from seqlab.studies.decode_model import Growth, ModelDecodeResult
+from seqlab.studies.decode_model import Growth, ModelDecodeResult, ModelStep
 
 DOMAIN = "seqlab"
 
@@ -38,7 +38,8 @@ def layer_label(kind: str, lang: str = "en") -> str:
     """
     tr = translator(lang)
     return {"attention": tr("attention layers"), "sliding": tr("sliding-window layers"), "mamba": tr("Mamba layers"),
-            "rwkv": tr("RWKV layers"), "output": tr("the output layer")}.get(kind, kind)
+            "mamba2": tr("Mamba-2 layers"), "rwkv": tr("RWKV layers"),
+            "output": tr("the output layer")}.get(kind, kind)
 
 
 def growth_label(kind: str, lang: str = "en") -> str:
@@ -151,6 +152,55 @@ def growth_sentences(result: ModelDecodeResult, lang: str = "en") -> list[str]:
     return [_growth_sentence(g, result, lang) for g in result.growth if shown(g)]
 
 
+def _kaplan_sentences(last: ModelStep, lang: str) -> list[str]:
+    """Kaplan's estimate against the count, with the terms of the difference when the study found they add up."""
+    terms = last.kaplan_terms
+    if last.kaplan is None:
+        return []
+    tr = translator(lang)
+    gap = last.multiplications - last.kaplan
+    if terms is None:
+        return [tr("Kaplan et al.'s N + L·t·d_attn gives {kaplan} multiplications at t = {t}, against {counted} "
+                   "counted; the terms seqlab knows (α·V, a tied output layer, the 1-D weights) do not account for "
+                   "the difference exactly, so it is left unexplained.").format(
+            kaplan=format_integer(last.kaplan, lang), t=format_integer(last.t, lang),
+            counted=format_integer(last.multiplications, lang))]
+    parts = [tr("the layers' q·Kᵀ and α·V run over {keys} keys in all, {products} multiplications where it counts "
+                "{kaplan_attention}").format(keys=format_integer(terms["keys"], lang),
+                                             products=format_integer(terms["attention_products"], lang),
+                                             kaplan_attention=format_integer(terms["kaplan_attention"], lang))]
+    if terms["output_outside_parameters"]:
+        parts.append(tr("the output layer ({output}) shares the token embedding's weights, so N leaves it out").format(
+            output=format_integer(terms["output_outside_parameters"], lang)))
+    if terms["vector_parameters"]:
+        parts.append(tr("N counts each of the {extra} bias and norm parameters as a multiplication").format(
+            extra=format_integer(terms["vector_parameters"], lang)))
+    template = (tr("Kaplan et al.'s N + L·t·d_attn gives {kaplan} multiplications at t = {t}, {gap} fewer than "
+                   "counted: {reasons}.") if gap >= 0 else
+                tr("Kaplan et al.'s N + L·t·d_attn gives {kaplan} multiplications at t = {t}, {gap} more than "
+                   "counted: {reasons}."))
+    return [template.format(kaplan=format_integer(last.kaplan, lang), t=format_integer(last.t, lang),
+                            gap=format_integer(abs(gap), lang), reasons="; ".join(parts))]
+
+
+def _repeated_heads_sentences(result: ModelDecodeResult, last: ModelStep, lang: str) -> list[str]:
+    """A cache holding keys and values repeated to every query head, where its bytes are the grouped-query closed
+    form times H / H_kv exactly."""
+    facts, closed = result.model, last.closed_bytes
+    measured = last.state.by_kind.get("attention_kv", 0)
+    if (closed is None or not closed.get("attention_kv") or measured == closed["attention_kv"]
+            or not 0 < facts.kv_heads < facts.heads or measured * facts.kv_heads != closed["attention_kv"] * facts.heads):
+        return []
+    tr = translator(lang)
+    return [tr("This model's code stores keys and values repeated to all {heads} query heads, not its {kv_heads} "
+               "key/value heads: its full-attention cache holds {measured} bytes at t = {t}, {ratio}× the closed form "
+               "2·L·H_kv·d_h·t·b ({closed}).").format(
+        heads=format_integer(facts.heads, lang), kv_heads=format_integer(facts.kv_heads, lang),
+        measured=format_integer(measured, lang), t=format_integer(last.t, lang),
+        ratio=format_integer(facts.heads // facts.kv_heads, lang) if facts.heads % facts.kv_heads == 0
+        else f"{facts.heads}/{facts.kv_heads}", closed=format_integer(closed["attention_kv"], lang))]
+
+
 def difference_sentences(result: ModelDecodeResult, lang: str = "en") -> list[str]:
     """Where a measured figure differs from a textbook one, and why (Kaplan's estimate, a window's view,
     Mamba's convolution window, bookkeeping tensors, a static cache's rows), then the prefill's span against
@@ -159,19 +209,13 @@ def difference_sentences(result: ModelDecodeResult, lang: str = "en") -> list[st
     lines = []
     dynamic = [s for s in result.steps if s.cache == "dynamic"]
     last = dynamic[-1]
-    facts = result.model
-    if last.kaplan is not None and last.closed_form == last.multiplications:
-        attention_width = (last.kaplan - facts.non_embedding_parameters) // (facts.layers * last.t)  # d_attn
-        values = facts.layers * last.t * attention_width  # α·V: L·t·d_attn
-        output = facts.d_model * facts.vocabulary  # d·V
-        gap = last.multiplications - last.kaplan
-        if values + output - gap == facts.vector_parameters:  # the remainder is exactly the 1-D weights
-            lines.append(tr("Kaplan et al.'s N + L·t·d_attn gives {kaplan} multiplications at t = {t}, {gap} fewer "
-                            "than counted: it leaves out α·V ({values}) and the output layer d·V ({output}), and "
-                            "counts each of the {extra} bias and norm parameters in N as a multiplication.").format(
-                kaplan=format_integer(last.kaplan, lang), t=format_integer(last.t, lang),
-                gap=format_integer(gap, lang), values=format_integer(values, lang),
-                output=format_integer(output, lang), extra=format_integer(facts.vector_parameters, lang)))
+    lines += _kaplan_sentences(last, lang)
+    lines += _repeated_heads_sentences(result, last, lang)
+    if result.bytes_kinds_from_cache:
+        lines.append(tr("The config does not say which layers are full and which sliding-window attention: the "
+                        "bytes' closed form takes each layer's kind from the class of the cache's layer "
+                        "({classes}) and every size from the config.").format(
+            classes=", ".join(dict.fromkeys(last.state.layer_types))))
     if result.model.sliding_window is not None and last.state.visible_bytes < last.state.total_bytes:
         lines.append(tr("The sliding window (w = {w}) keeps w − 1 rows visible ({visible} bytes) as a view of the "
                         "w rows the step concatenated: the storage, {held} bytes, is what stays allocated.").format(

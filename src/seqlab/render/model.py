@@ -284,7 +284,9 @@ def _attention_sentences(result: ModelResult, lang: str) -> list[str]:
     values = dict(layer=a.layer, head=a.head, T=format_integer(result.T, lang),
                   alpha=format_number(a.alpha_T1, lang), uniform=format_number(a.uniform, lang),
                   first=result.pieces[0], last=result.pieces[result.T - 1], module=a.module,
-                  steps=format_integer(a.recurrence_steps, lang), reach=format_number(a.reach_T1, lang),
+                  products=plural_translator(lang)("{count} product", "{count} products", a.recurrence_steps).format(
+                      count=format_integer(a.recurrence_steps, lang)),  # a decoder on two tokens: "1 product"
+                  reach=format_number(a.reach_T1, lang),
                   error=format_number(a.max_row_sum_error, lang))
     if a.alpha_T1 == 0:  # exactly 0 (a window, a local pattern): no path in this head, not "one weight"
         sentences = [tr("Not as the lesson says (L4): in layer {layer}, head {head}, position 1 ({first}) has no path "
@@ -293,7 +295,7 @@ def _attention_sentences(result: ModelResult, lang: str) -> list[str]:
     else:
         sentences = [tr("Layer {layer}, head {head} (L4): position 1 ({first}) enters the output of position {T} "
                         "({last}) through one weight, α_T1 = {alpha} (an even spread would give {uniform}); a "
-                        "recurrence would put {steps} products by W_hh on that path.").format(**values)]
+                        "recurrence would put {products} by W_hh on that path.").format(**values)]
     if a.alpha_T1 == 0 and a.reach_T1 == 0 and a.reach_scope == "module":
         reach = tr("Measured backwards: ‖∂y_T/∂x_1‖ of that layer's attention module ({module}, every head and its "
                    "output projection) is exactly 0 as well.").format(**values)

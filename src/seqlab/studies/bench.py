@@ -59,7 +59,7 @@ from datetime import datetime, timezone
 import torch
 import torch.nn.functional as F
 
-from seqlab.measure.rounds import MIN_ROUNDS, Rounds, measure_rounds
+from seqlab.measure.rounds import MIN_ROUNDS, Rounds, decide, measure_rounds, on_threads, timed_name
 from seqlab.measure.timing import MachineLoad, machine_load
 from seqlab.studies.bench_config import (  # noqa: F401  (re-exported: what to sweep and its checks)
     DEFAULT_LENGTHS, DEVICES, MAX_BATCH, MAX_LENGTH, MAX_WIDTH, QUICK_LENGTHS, BenchConfig, BenchPlan,
@@ -67,7 +67,7 @@ from seqlab.studies.bench_config import (  # noqa: F401  (re-exported: what to s
 )
 from seqlab.studies.bench_model import (  # noqa: F401  (re-exported: the result types and the model)
     MACHINES, MARGIN, PAIRS, REASONS, WHERE, BenchPoint, _machine, Calibration, Crossover, LengthDecision, Machine,
-    Poly, SpanFit, calibrate, crossovers, measured_crossover, model_terms, multiplications, pair_rounds, predict,
+    Poly, SpanFit, ThreadScaling, calibrate, crossovers, measured_crossover, model_terms, multiplications, pair_rounds, predict,
     predicted_crossover,
 )
 
@@ -118,6 +118,7 @@ class BenchResult:
     crossovers: tuple[Crossover, ...]
     kernel_flags: dict[str, bool] = field(default_factory=dict)
     load: MachineLoad | None = None  # the machine's load before the sweep began; every point's timing carries it
+    thread_scalings: tuple[ThreadScaling, ...] = ()  # fewest against most threads, per machine, d and T
 
     def point(self, machine: str, threads: int, d_model: int, T: int) -> BenchPoint:
         """The point for these coordinates (KeyError if it was not measured)."""
@@ -308,27 +309,36 @@ def run_bench(config: BenchConfig = BenchConfig(),
         step(f"calibration · threads = {threads}")
     span_of, cal_of = {s.machine: s for s in spans}, {c.threads: c for c in calibrations}
     generator = torch.Generator().manual_seed(config.seed)
-    points, checks, last = [], [], {}
+    points, checks, last, scalings = [], [], {}, []
+    few, many = plan.threads[0], plan.threads[-1]
     for d in plan.d_models:
         modules = _build(d, plan.device, generator)
         checks += _check_work(modules, plan, d, generator)
         for T in plan.lengths:
             calls = _calls(modules, T, d, plan.batch, plan.device, generator)
-            mine = {key: calls[key] for key in plan.machines}
-            for threads in plan.threads:  # all machines of a point in one set of interleaved rounds
-                estimates = []
+            # every machine on every thread count in one set of interleaved rounds: the crossovers compare
+            # machines, the thread scaling compares thread counts, each within the rounds they shared
+            mine = {timed_name(key, n): on_threads(calls[key], n) for n in plan.threads for key in plan.machines}
+            estimates = []
+            for n in plan.threads:
                 for key in plan.machines:
-                    previous = last.get((key, threads, d))
+                    previous = last.get((key, n, d))
                     power = 1 if MACHINES[key].family == "recurrence" else 2
                     estimates.append(previous[1] * (T / previous[0]) ** power if previous else 0.0)
-                timed = _time_together(mine, threads, plan.device, max(estimates), config, load)
+            timed = _time_together(mine, few, plan.device, max(estimates), config, load)
+            for n in plan.threads:
                 for key in plan.machines:
                     work, span = multiplications(key, T, d, plan.batch), span_of[key].ops(T)
-                    timing = replace(timed.timing(key), label=f"{MACHINES[key].label}, T = {T}, d = {d}")
-                    last[(key, threads, d)] = (T, timing.median_s)
-                    predicted, bound = predict(work, span, cal_of[threads])
-                    points.append(BenchPoint(key, threads, d, T, work, span, timing, predicted, bound))
-                    step(f"{MACHINES[key].label} · T = {T} · d = {d} · threads = {threads}")
+                    timing = replace(timed.timing(timed_name(key, n)), label=f"{MACHINES[key].label}, T = {T}, d = {d}",
+                                     threads=n)
+                    last[(key, n, d)] = (T, timing.median_s)
+                    predicted, bound = predict(work, span, cal_of[n])
+                    points.append(BenchPoint(key, n, d, T, work, span, timing, predicted, bound))
+                    step(f"{MACHINES[key].label} · T = {T} · d = {d} · threads = {n}")
+            if few != many:
+                scalings += [ThreadScaling(key, d, T, few, many, decide(timed, timed_name(key, few),
+                                                                       timed_name(key, many), MARGIN))
+                             for key in plan.machines]
             del calls
     order = {key: i for i, key in enumerate(MACHINES)}
     points.sort(key=lambda p: (p.threads, p.d_model, p.T, order[p.machine]))
@@ -341,4 +351,5 @@ def run_bench(config: BenchConfig = BenchConfig(),
         torch_version=torch.__version__, cpu_count=os.cpu_count() or 1, started=started,
         elapsed_s=time.perf_counter() - clock, min_run_time=float(config.min_run_time),
         calibrations=tuple(calibrations), spans=spans, checks=tuple(checks), points=tuple(points),
-        crossovers=crossovers(tuple(points), tuple(calibrations), spans, plan.batch), kernel_flags=flags, load=load)
+        crossovers=crossovers(tuple(points), tuple(calibrations), spans, plan.batch), kernel_flags=flags, load=load,
+        thread_scalings=tuple(scalings))

@@ -159,6 +159,27 @@ class BenchPoint:
 
 
 @dataclass(frozen=True)
+class ThreadScaling:
+    """One machine at one (d, T) on the fewest and the most threads of a sweep, timed in the same interleaved
+    rounds, and whether the extra threads made it faster.
+
+    Attributes:
+        machine, d_model, T: what was timed. few, many: the two thread counts.
+        decision: :func:`seqlab.measure.rounds.decide` with ``a`` the machine on ``few`` threads and ``b`` on
+            ``many``: ``"b_first"`` the extra threads made it faster by :data:`MARGIN`, ``"a_first"`` slower,
+            ``"tie"`` neither by the margin, ``"not_judged"`` the rounds straddle the margin. ``ratio`` is the
+            time on ``few`` over the time on ``many`` (median over rounds).
+    """
+
+    machine: str
+    d_model: int
+    T: int
+    few: int
+    many: int
+    decision: Decision
+
+
+@dataclass(frozen=True)
 class LengthDecision:
     """Who finished first at one length, attention or the recurrence of a pair, by the per-round ratios.
 

@@ -84,35 +84,15 @@ def _functions(sizes: CheckSizes, seed: int) -> dict[str, object]:
             "layer_batch": lambda: layer(xb, xb, xb, need_weights=False)}
 
 
-def timed_name(name: str, threads: int) -> str:
-    """The name one callable is timed under on ``threads`` threads.
-
-    >>> timed_name("sdpa", 2)
-    'sdpa@2'
-    """
-    return f"{name}@{threads}"
-
-
-def _on_threads(function, threads: int):
-    """``function`` run on ``threads`` intra-op threads: the count is switched at the first call of a block (about
-    0.1 µs) and only read at the others, so one interleaved measurement holds both thread counts."""
-    import torch
-
-    def call():
-        if torch.get_num_threads() != threads:
-            torch.set_num_threads(threads)
-        return function()
-
-    return call
-
-
 def _time_all(sizes: CheckSizes, seed: int, thread_counts: tuple[int, ...]):
     """Every callable on every thread count, in one interleaved :func:`~seqlab.measure.rounds.measure_rounds`
-    (names from :func:`timed_name`); each machine gets ``sizes.min_run_time`` seconds of timed blocks in all."""
+    (names from :func:`~seqlab.measure.rounds.timed_name`); each machine gets ``sizes.min_run_time`` seconds of
+    timed blocks in all."""
     from seqlab.measure import rounds
+    from seqlab.measure.rounds import on_threads, timed_name
 
     functions = _functions(sizes, seed)
-    timed = {timed_name(name, t): _on_threads(function, t) for t in thread_counts for name, function in functions.items()}
+    timed = {timed_name(name, t): on_threads(function, t) for t in thread_counts for name, function in functions.items()}
     return rounds.measure_rounds(timed, rounds=ROUNDS, block_seconds=sizes.min_run_time / ROUNDS,
                                  threads=thread_counts[0])
 
@@ -122,7 +102,7 @@ def _speedup_rounds(measured, a: str, b: str, machine: int):
     ``b``'s: a_k = t_a,1 · t_b,n and b_k = t_a,n · t_b,1 (seconds², round k), so
     a_k / b_k = (t_a,1 / t_a,n) / (t_b,1 / t_b,n). The quickest-round reading of the rule then reads the round
     least disturbed for both products."""
-    from seqlab.measure.rounds import Rounds
+    from seqlab.measure.rounds import Rounds, timed_name
 
     t = measured.per_round
     a1, an, b1, bn = (t[timed_name(x, k)] for x, k in ((a, 1), (a, machine), (b, 1), (b, machine)))
@@ -175,7 +155,7 @@ def _compare(measured, thread_counts: tuple[int, ...], threads_work: bool) -> di
     """Per thread count and scope: the decision recurrence / attention (> 1: attention first) and its class
     (``attention_first``, ``recurrence_first``, ``tie``, ``not_judged``; ``busy`` on the machine's threads when the
     control was decided not to speed up on them, or its speed-up was not decided)."""
-    from seqlab.measure.rounds import decide
+    from seqlab.measure.rounds import decide, timed_name
 
     judged: dict[int, dict[str, dict]] = {}
     for threads in thread_counts:
@@ -195,7 +175,7 @@ def check_l8(sizes: CheckSizes, seed: int) -> Judgement:
     """L8: attention's work is spread over processors and finishes first; the recurrence's T steps are not.
     Timed at four scopes on one thread and on the machine's, all in one interleaved measurement; verdict rules:
     the module docstring."""
-    from seqlab.measure.rounds import MIN_ROUNDS, decide, timing_threads_default
+    from seqlab.measure.rounds import MIN_ROUNDS, decide, timed_name, timing_threads_default
 
     machine = sizes.threads or timing_threads_default()
     thread_counts = (1,) if machine == 1 else (1, machine)
@@ -248,6 +228,8 @@ def check_l8(sizes: CheckSizes, seed: int) -> Judgement:
 
 def _timing_values(measured, name: str, threads: int) -> dict:
     """One machine's times as data: median and IQR over rounds (seconds per call), every round, calls per block."""
+    from seqlab.measure.rounds import timed_name
+
     t = measured.timing(timed_name(name, threads))
     return {"median_s": t.median_s, "iqr_s": t.iqr_s, "per_round_s": t.samples,
             "calls": measured.calls[timed_name(name, threads)], "threads": threads}

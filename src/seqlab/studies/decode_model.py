@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -51,6 +50,9 @@ from seqlab.fit import choose_form, fit_forms
 from seqlab.measure.cache_state import RWKV_STATE_KINDS, CacheState, read_cache_state
 from seqlab.measure.timing import MachineLoad, Timing, machine_load
 from seqlab.memory import MemoryEstimate, require_fits
+from seqlab.studies.decode_model_forms import (attention_sizes, attention_width, cache_layer_kinds, closed_state_bytes, config_integer,
+                                               closed_step_by_kind, closed_step_multiplications, layer_kinds,
+                                               max_positions, work_by_kind)
 from seqlab.studies.notebook_view import NotebookView
 
 DEFAULT_POSITIONS = (16, 64, 256)
@@ -62,8 +64,6 @@ MIN_POSITIONS = 3
 GROWTHS = ("constant", "linear", "constant + linear", "capped", "other")
 #: Generation grows like T when span(T2)/span(T1) is at least this share of T2/T1.
 GROWTH_SHARE = 0.9
-#: Model types whose step has a closed form here, by family.
-ATTENTION_TYPES = {"gpt2": False, "llama": True, "mistral": True, "qwen2": True}  # model type -> gated MLP
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,9 @@ class ModelFacts:
         sliding_window: the window w of sliding-window layers, or None.
         vector_parameters: weight elements in 1-D tensors (biases, norm scales): in N, but multiplying nothing
             in a matrix product.
+        output_outside_parameters: elements of the output layer's weight when it is the token embedding's (tied),
+            so not in N; 0 when the output layer has weights of its own.
+        heads, kv_heads: H and H_kv of the attention layers (0 without attention).
         offers_static: every layer is full attention, so transformers' ``StaticCache`` (keys and values
             preallocated for a fixed number of positions) is measured beside the dynamic one.
     """
@@ -131,6 +134,9 @@ class ModelFacts:
     sliding_window: int | None = None
     offers_static: bool = False
     vector_parameters: int = 0
+    output_outside_parameters: int = 0
+    heads: int = 0
+    kv_heads: int = 0
 
 
 @dataclass(frozen=True)
@@ -151,6 +157,8 @@ class ModelStep:
             unwritten ones masked).
         work_by_kind: ``multiplications`` split by kind of layer (:func:`work_by_kind`), or None.
         closed_work_by_kind: the same from the config (:func:`closed_step_by_kind`), or None.
+        kaplan_terms: why the count and Kaplan's estimate differ (:func:`kaplan_gap_terms`), or None when these
+            terms do not add up to the difference exactly.
     """
 
     t: int
@@ -164,6 +172,7 @@ class ModelStep:
     cache: str = "dynamic"
     work_by_kind: Mapping[str, int] | None = None
     closed_work_by_kind: Mapping[str, int] | None = None
+    kaplan_terms: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -223,7 +232,12 @@ class ModelSpan:
 
 @dataclass(frozen=True)
 class ModelDecodeResult(NotebookView):
-    """Every step measured, and the growth of each figure (in a notebook: an HTML table and a figure)."""
+    """Every step measured, and the growth of each figure (in a notebook: an HTML table and a figure).
+
+    ``bytes_kinds_from_cache``: the config does not say which layers are full or sliding-window attention, so the
+    bytes' closed form took each layer's kind from the class of the cache's layer and every size from the config
+    (:func:`~seqlab.studies.decode_model_forms.kinds_from_cache_layers`).
+    """
 
     config: ModelDecodeConfig
     model: ModelFacts
@@ -237,6 +251,7 @@ class ModelDecodeResult(NotebookView):
     load: MachineLoad | None = None
     kinds: tuple[str, ...] = field(default_factory=tuple)
     span: ModelSpan | None = None
+    bytes_kinds_from_cache: bool = False
 
     @property
     def counts_match(self) -> bool | None:
@@ -251,227 +266,41 @@ class ModelDecodeResult(NotebookView):
         return None if not pairs else all(a == b for a, b in pairs)
 
 
-# --- Sizes from the config, and their closed forms ------------------------------------------------------------
+# --- Kaplan's estimate against the count ---------------------------------------------------------------------
 
-def _get(config: Any, *names: str, default: Any = None) -> Any:
-    for name in names:
-        value = getattr(config, name, None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return default
+def kaplan_gap_terms(config: Any, facts: ModelFacts, t: int, keys: int, counted: int,
+                     kaplan: int) -> dict[str, int] | None:
+    """The terms by which a decoder's counted step differs from Kaplan et al.'s N + L·t·d_attn, when they account
+    for the whole difference.
 
-
-def max_positions(config: Any) -> int | None:
-    """The largest position an attention model accepts (``max_position_embeddings``); None for a recurrence
-    (Mamba, RWKV: no position table).
-
-    >>> from transformers import GPT2Config, MambaConfig
-    >>> max_positions(GPT2Config(n_positions=64)), max_positions(MambaConfig())
-    (64, None)
-    """
-    if config.model_type in ("mamba", "rwkv"):
-        return None
-    return _get(config, "max_position_embeddings", "n_positions")
-
-
-def _attention_sizes(config: Any) -> tuple[int, int, int]:
-    heads = _get(config, "num_attention_heads", "n_head")
-    kv_heads = _get(config, "num_key_value_heads", default=heads)
-    head_dim = _get(config, "head_dim", default=config.hidden_size // heads)
-    return heads, kv_heads, head_dim
-
-
-def _layer_kinds(config: Any) -> list[str] | None:
-    """Each layer's kind from the config: ``"attention"``, ``"sliding"``, ``"mamba"``, ``"rwkv"``; None when the
-    family is not one this module knows."""
-    L = config.num_hidden_layers
-    kind = config.model_type
-    if kind == "mamba":
-        return ["mamba"] * L
-    if kind == "rwkv":
-        return ["rwkv"] * L
-    if kind == "jamba":
-        return ["attention" if block == "attention" else "mamba" for block in config.layers_block_type]
-    if kind in ATTENTION_TYPES:
-        types = getattr(config, "layer_types", None)
-        if kind == "qwen2" and isinstance(types, (list, tuple)):
-            return ["sliding" if name == "sliding_attention" else "attention" for name in types]
-        window = getattr(config, "sliding_window", None) if kind == "mistral" else None
-        return ["sliding" if window else "attention"] * L
-    return None
-
-
-#: ``config.layer_types`` entries whose cache is plain keys/values, and the kind each one holds.
-CACHE_LAYER_TYPES = {"full_attention": "attention", "sliding_attention": "sliding"}
-
-
-def _cache_layer_kinds(config: Any) -> list[str] | None:
-    """Each layer's cache kind: :func:`_layer_kinds` for the families this module knows; for any other family whose
-    config lists ``layer_types`` made only of full and sliding-window attention (Gemma 2, Qwen 3, …) those kinds,
-    since its cache holds keys and values whatever its MLP is. None otherwise. Bytes only: a family's work per
-    token depends on layers the config does not describe this way."""
-    kinds = _layer_kinds(config)
-    if kinds is not None:
-        return kinds
-    types = getattr(config, "layer_types", None)
-    if (isinstance(types, (list, tuple)) and len(types) == config.num_hidden_layers and types
-            and all(name in CACHE_LAYER_TYPES for name in types)
-            and ("sliding_attention" not in types or isinstance(getattr(config, "sliding_window", None), int))):
-        return [CACHE_LAYER_TYPES[name] for name in types]
-    return None
-
-
-def _mamba_sizes(config: Any) -> tuple[int, int, int, int]:
-    d = config.hidden_size
-    if config.model_type == "jamba":
-        rank = config.mamba_dt_rank
-        return config.mamba_expand * d, config.mamba_d_state, config.mamba_d_conv, rank
-    rank = config.time_step_rank
-    return config.intermediate_size, config.state_size, config.conv_kernel, rank
-
-
-def closed_state_bytes(config: Any, t: int, element_bytes: int) -> dict[str, int] | None:
-    """The cache's bytes per kind after the step at position t, from the config alone (batch 1).
-
-    Full attention: :func:`seqlab.cost.kv_cache_bytes` over its layers; sliding window: the same with
-    :func:`seqlab.cost.sliding_window_cache_rows` positions; Mamba: :func:`seqlab.cost.ssm_state_bytes` split into
-    the convolution window (E·d_conv) and the SSM state (E·N); RWKV: :func:`seqlab.cost.rwkv_state_bytes` split
-    into the token shifts (2d) and the WKV state (3·d_att).
-
-    >>> from transformers import LlamaConfig
-    >>> config = LlamaConfig(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-    ...                      num_hidden_layers=2)
-    >>> closed_state_bytes(config, 8, 4)  # 2 · 2 layers · 2 kv heads · 16 · 8 positions · 4 bytes
-    {'attention_kv': 4096}
+    The count is every matrix weight once, plus q·Kᵀ and α·V over each layer's keys (t, or min(t, w) in a
+    window): 2·d_attn·Σ keys; Kaplan's N holds the matrix weights and also the 1-D ones (biases, norm scales)
+    and, for the attention, L·t·d_attn. When the output layer is the token embedding (tied), its d·V
+    multiplications are counted but outside N. So count − Kaplan = products − Kaplan's attention + tied output −
+    1-D weights.
 
     Args:
-        config: a transformers config (``model.config``). t: the position (>= 1). element_bytes: 4 for float32.
+        config: the model's config. facts: :func:`model_facts`. t: the position Kaplan's formula is given.
+        keys: the keys a full-attention layer attends over in the step (t with a dynamic cache, the static cache's
+            rows with a static one). counted, kaplan: the two figures.
 
     Returns:
-        kind -> bytes, or None for a family with no closed form here (or expert layers).
+        ``{"keys": Σ keys, "attention_products": 2·d_attn·Σ keys, "kaplan_attention": L·t·d_attn,
+        "output_outside_parameters": …, "vector_parameters": …}``, or None for a family that is not a decoder of
+        attention layers only, or when the terms do not add up to ``counted − kaplan`` exactly.
     """
-    kinds = _cache_layer_kinds(config)
-    if kinds is None:
+    kinds = layer_kinds(config)
+    width = attention_width(config)
+    if kinds is None or width is None or not set(kinds) <= {"attention", "sliding"}:
         return None
-    out: dict[str, int] = {}
-
-    def add(kind: str, value: int) -> None:
-        out[kind] = out.get(kind, 0) + value
-
-    n = {kind: kinds.count(kind) for kind in set(kinds)}
-    if n.get("attention") or n.get("sliding"):
-        _, kv_heads, head_dim = _attention_sizes(config)
-        if n.get("attention"):
-            add("attention_kv", cost.kv_cache_bytes(t, n["attention"], kv_heads, head_dim, element_bytes))
-        if n.get("sliding"):
-            rows = cost.sliding_window_cache_rows(t, config.sliding_window)
-            add("sliding_window_kv", cost.kv_cache_bytes(rows, n["sliding"], kv_heads, head_dim, element_bytes))
-    if n.get("mamba"):
-        E, N, k, _ = _mamba_sizes(config)
-        total = cost.ssm_state_bytes(n["mamba"], E, N, k, element_bytes)
-        add("convolution", n["mamba"] * E * k * element_bytes)
-        add("recurrent", total - n["mamba"] * E * k * element_bytes)
-    if n.get("rwkv"):
-        d, d_att = config.hidden_size, config.attention_hidden_size or config.hidden_size
-        total = cost.rwkv_state_bytes(n["rwkv"], d, d_att, element_bytes)
-        add("convolution", n["rwkv"] * 2 * d * element_bytes)
-        add("recurrent", total - n["rwkv"] * 2 * d * element_bytes)
-    return out
-
-
-def closed_step_by_kind(config: Any, t: int) -> dict[str, int] | None:
-    """Multiplications of the decode step at position t per kind of layer, from the config alone (batch 1).
-
-    Each layer is its mixer's step (attention over t keys, or min(t, w) in a window:
-    :func:`seqlab.cost.decoder_attention_step_multiplications`; Mamba:
-    :func:`seqlab.cost.hf_mamba_step_multiplications`; RWKV: :func:`seqlab.cost.rwkv_step_multiplications`) and
-    its feed-forward block (:func:`seqlab.cost.mlp_step_multiplications`: GPT-2's 2·d·d_ff, the gated 3·d·d_ff of
-    Llama, Mistral, Qwen2, Jamba); ``"output"`` is the output layer d·V.
-
-    >>> from transformers import GPT2Config
-    >>> closed_step_by_kind(GPT2Config(vocab_size=64, n_embd=32, n_layer=2, n_head=4), 16)
-    {'output': 2048, 'attention': 26624}
-
-    Args:
-        config: a transformers config (``model.config``). t: the position (>= 1).
-
-    Returns:
-        kind (``"attention"``, ``"sliding"``, ``"mamba"``, ``"rwkv"``, ``"output"``) -> multiplications, or None
-        for a family with no closed form here (or a Jamba with expert layers).
-    """
-    kinds = _layer_kinds(config)
-    if kinds is None:
-        return None
-    d, V = config.hidden_size, config.vocab_size
-    out = {"output": d * V}
-    heads, kv_heads, head_dim = _attention_sizes(config) if {"attention", "sliding"} & set(kinds) else (0, 0, 0)
-    kind = config.model_type
-    if kind == "jamba" and any(n > 1 for n in getattr(config, "layers_num_experts", [1])):
-        return None  # a router and top-k experts per token: no closed form here
-    for layer in kinds:
-        if layer == "attention":
-            total = cost.decoder_attention_step_multiplications(t, d, heads, kv_heads, head_dim)
-        elif layer == "sliding":
-            total = cost.decoder_attention_step_multiplications(min(t, config.sliding_window), d, heads, kv_heads,
-                                                                head_dim)
-        elif layer == "mamba":
-            E, N, k, R = _mamba_sizes(config)
-            total = cost.hf_mamba_step_multiplications(d, E, N, k, R)
-        else:  # rwkv: its two mixes are the whole layer
-            d_att = config.attention_hidden_size or d
-            total = cost.rwkv_step_multiplications(d, d_att, config.intermediate_size or 4 * d)
-        if kind == "gpt2":
-            total += cost.mlp_step_multiplications(d, config.n_inner or 4 * d, gated=False)
-        elif kind not in ("mamba", "rwkv"):
-            total += cost.mlp_step_multiplications(d, config.intermediate_size, gated=True)
-        out[layer] = out.get(layer, 0) + total
-    return out
-
-
-def closed_step_multiplications(config: Any, t: int) -> int | None:
-    """Multiplications of the decode step at position t, from the config alone: the sum of
-    :func:`closed_step_by_kind`.
-
-    >>> from transformers import GPT2Config
-    >>> closed_step_multiplications(GPT2Config(vocab_size=64, n_embd=32, n_layer=2, n_head=4), 16)
-    28672
-
-    Returns:
-        The count, or None for a family with no closed form here (or a Jamba with expert layers).
-    """
-    by_kind = closed_step_by_kind(config, t)
-    return None if by_kind is None else sum(by_kind.values())
-
-
-#: A decoder layer's module path as the counter names it (``…model.layers.3``, ``…transformer.h.0``, ``…blocks.1``).
-_LAYER_MODULE = re.compile(r"\.(?:layers|h|blocks)\.(\d+)$")
-
-
-def work_by_kind(by_module: Mapping[str, int], config: Any, total: int) -> dict[str, int] | None:
-    """A counted step split by kind of layer: each decoder layer's module (its mixer and feed-forward block) under
-    its kind from the config, and the rest (output layer, final norm) as ``"output"``.
-
-    >>> from transformers import MambaConfig
-    >>> work_by_kind({"M.backbone.layers.0": 7936, "M.backbone.layers.1": 7936, "M.lm_head": 2048},
-    ...              MambaConfig(num_hidden_layers=2), 17920)
-    {'output': 2048, 'mamba': 15872}
-
-    Returns:
-        kind -> multiplications summing to ``total``, or None when the family is unknown or no layer module was
-        found.
-    """
-    kinds = _layer_kinds(config)
-    if kinds is None:
-        return None
-    out: dict[str, int] = {}
-    for name, count in by_module.items():
-        match = _LAYER_MODULE.search(name)
-        if match and int(match.group(1)) < len(kinds):
-            kind = kinds[int(match.group(1))]
-            out[kind] = out.get(kind, 0) + count
-    if not out:
-        return None
-    return {"output": total - sum(out.values()), **out}
+    total_keys = sum(keys if kind == "attention" else min(keys, config.sliding_window) for kind in kinds)
+    terms = {"keys": total_keys, "attention_products": 2 * width * total_keys,
+             "kaplan_attention": facts.layers * t * width,
+             "output_outside_parameters": facts.output_outside_parameters,
+             "vector_parameters": facts.vector_parameters}
+    gap = (terms["attention_products"] - terms["kaplan_attention"] + terms["output_outside_parameters"]
+           - terms["vector_parameters"])
+    return terms if counted - kaplan == gap else None
 
 
 # --- Growth ---------------------------------------------------------------------------------------------------
@@ -600,6 +429,13 @@ def load_causal_lm(folder: str) -> tuple[Any, ModelFacts]:
     return model, model_facts(model, Path(folder).name, architecture)
 
 
+def _tied_output(model: Any, embeddings: set[int]) -> int:
+    """Elements of the output layer's weight when it is an embedding's (tied), else 0."""
+    output = model.get_output_embeddings()
+    weight = getattr(output, "weight", None)
+    return weight.numel() if isinstance(weight, torch.Tensor) and id(weight) in embeddings else 0
+
+
 def model_facts(model: Any, name: str, architecture: str | None = None) -> ModelFacts:
     """What :class:`ModelFacts` says of a causal LM already in memory (loaded from a folder, or built from a
     config: :func:`seqlab.layers.tiny_lms.build_tiny_lm`), read from its config and its weights.
@@ -617,15 +453,18 @@ def model_facts(model: Any, name: str, architecture: str | None = None) -> Model
     parameters = {id(p): p.numel() for p in model.parameters()}  # tied weights once
     vectors = sum(p.numel() for p in model.parameters() if p.dim() == 1 and id(p) not in embeddings)
     argument = "state" if "state" in inspect.signature(model.forward).parameters else "cache"
-    window = getattr(config, "sliding_window", None) if "sliding" in (_cache_layer_kinds(config) or []) else None
+    attends = bool({"attention", "sliding"} & set(cache_layer_kinds(config) or ()))
+    heads, kv_heads = attention_sizes(config)[:2] if attends else (0, 0)
+    window = getattr(config, "sliding_window", None) if "sliding" in (cache_layer_kinds(config) or []) else None
     return ModelFacts(name=name, architecture=architecture, model_type=str(config.model_type),
                       parameters=sum(parameters.values()),
                       non_embedding_parameters=sum(n for i, n in parameters.items() if i not in embeddings),
                       layers=config.num_hidden_layers, d_model=config.hidden_size, vocabulary=config.vocab_size,
                       max_positions=max_positions(config), dtype="float32", cache_argument=argument,
                       sliding_window=window if isinstance(window, int) else None,
-                      vector_parameters=vectors,
-                      offers_static=argument == "cache" and set(_layer_kinds(config) or ["?"]) == {"attention"})
+                      vector_parameters=vectors, output_outside_parameters=_tied_output(model, embeddings),
+                      heads=heads, kv_heads=kv_heads,
+                      offers_static=argument == "cache" and set(layer_kinds(config) or ["?"]) == {"attention"})
 
 
 def estimate_model_decode_bytes(model: Any, facts: ModelFacts, positions: tuple[int, ...]) -> MemoryEstimate:
@@ -639,9 +478,9 @@ def estimate_model_decode_bytes(model: Any, facts: ModelFacts, positions: tuple[
     for t in positions + ((T,) * len(positions) if facts.offers_static else ()):  # a static cache holds T rows
         closed = closed_state_bytes(config, t, 4)
         caches += sum(closed.values()) if closed else 2 * facts.layers * facts.d_model * t * 4
-    heads = _get(config, "num_attention_heads", "n_head", default=1)
+    heads = config_integer(config, "num_attention_heads", "n_head", default=1)
     scores = 2 * heads * T * T * 4
-    width = max(facts.d_model, _get(config, "intermediate_size", "n_inner", default=4 * facts.d_model) or 0)
+    width = max(facts.d_model, config_integer(config, "intermediate_size", "n_inner", default=4 * facts.d_model) or 0)
     activations = 8 * T * width * 4
     largest = "cache of every position" if caches >= scores else f"attention scores of the prefill at t = {T}"
     return MemoryEstimate(caches + scores + activations, largest)
@@ -876,15 +715,17 @@ def _run(config: ModelDecodeConfig, progress: Callable[[int, int, str], None] | 
 
         steppers[f"{kind} t = {t}"] = step
         keys = t if kind == "dynamic" else max(positions)  # a static cache's step attends over every row
-        d_attn = _attention_sizes(model.config) if model.config.model_type in ATTENTION_TYPES else None
-        kaplan = (cost.kaplan_step_multiplications(facts.non_embedding_parameters, facts.layers, t,
-                                                   d_attn[0] * d_attn[2]) if d_attn else None)
+        d_attn = attention_width(model.config)
+        kaplan = (None if d_attn is None else
+                  cost.kaplan_step_multiplications(facts.non_embedding_parameters, facts.layers, t, d_attn))
         steps.append(ModelStep(t=t, multiplications=work.multiplications,
                                closed_form=closed_step_multiplications(model.config, keys), kaplan=kaplan,
                                unaccounted=dict(work.unaccounted), state=state,
-                               closed_bytes=closed_state_bytes(model.config, keys, 4), cache=kind,
+                               closed_bytes=closed_state_bytes(model.config, keys, 4, state.layer_types), cache=kind,
                                work_by_kind=work_by_kind(work.by_module, model.config, work.multiplications),
-                               closed_work_by_kind=closed_step_by_kind(model.config, keys)))
+                               closed_work_by_kind=closed_step_by_kind(model.config, keys),
+                               kaplan_terms=None if kaplan is None else
+                               kaplan_gap_terms(model.config, facts, t, keys, work.multiplications, kaplan)))
     threads = config.threads
     if config.time:
         with torch.no_grad():
@@ -903,7 +744,9 @@ def _run(config: ModelDecodeConfig, progress: Callable[[int, int, str], None] | 
     return ModelDecodeResult(config=config, model=facts, positions=positions, steps=tuple(steps),
                              growth=tuple(growth), threads=threads, torch_version=torch.__version__,
                              transformers_version=transformers_version, elapsed_s=time.perf_counter() - clock,
-                             load=load, kinds=kinds, span=span)
+                             load=load, kinds=kinds, span=span,
+                             bytes_kinds_from_cache=cache_layer_kinds(model.config) is None
+                             and any(s.closed_bytes is not None for s in steps))
 
 
 def run_tiny_decode(family: str, positions: tuple[int, ...], seed: int = 0) -> ModelDecodeResult:

@@ -23,28 +23,36 @@ is printed can say so. Which sentences the measurements support is decided in
 Everything is checked, and the memory weighed, before training starts (:func:`check_learn_config`);
 :func:`estimate_learn` prices the run from a measured per-step cost; :func:`run_learn` trains, and on
 Ctrl-C (KeyboardInterrupt) returns what it has, flagged ``partial``. Runs go seed by seed, so an
-interrupted sweep still holds every task, model and T for its first seeds.
+interrupted sweep still holds every task, model and T for its first seeds. The runs are independent:
+:mod:`seqlab.learn.sweep` runs them in this process, on local worker processes or as Ray tasks, and
+keeps each in a results file as it ends (:func:`open_learn_results`), so that an interrupted sweep
+resumes where it stopped; the backend never changes a result (:func:`train_pinned` fixes the threads
+and the kernels, every draw is seeded by the planned run), and the runs come back in plan order.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.learn.models import MODELS, width_for_budget
 from seqlab.learn.selection import LEARNT, NEAR_CHANCE, Cell, near_chance, summarise
+from seqlab.learn.sweep import Backend, Local, ResultsFile, run_key, run_sweep
 from seqlab.learn.tasks import TASKS
 from seqlab.learn.training import EVAL_CHUNK, Run, TrainSettings, deterministic_torch, step_seconds, train_run
 from seqlab.memory import FLOAT32_BYTES, MemoryEstimate, require_fits
 
 __all__ = ["LEARNT", "NEAR_CHANCE", "Cell", "Cut", "Estimate", "LearnConfig", "LearnPlan", "LearnResult",
-           "PlannedRun", "check_learn_config", "estimate_learn", "near_chance", "quick_cuts", "run_learn", "summarise"]
+           "PlannedRun", "check_learn_config", "estimate_learn", "learn_about", "near_chance", "open_learn_results",
+           "quick_cuts", "run_learn", "summarise", "train_pinned", "train_planned"]
 
 #: Each task's models, in table order.
 TASK_MODELS = {
@@ -102,6 +110,20 @@ class PlannedRun:
     T: int
     seed: int
     lr: float
+
+
+def train_planned(item: PlannedRun, settings: TrainSettings) -> Run:
+    """Train one planned run with ``settings`` at its rate: deterministic for one item, settings and machine.
+
+    Fields of :class:`PlannedRun` beyond task, model, T, seed and lr go to
+    :func:`~seqlab.learn.training.train_run` as keywords of the same name.
+
+    Raises:
+        SeqlabError: as :func:`~seqlab.learn.training.train_run`.
+    """
+    knobs = {f.name: getattr(item, f.name) for f in dataclasses.fields(item)
+             if f.name not in ("task", "model", "T", "seed", "lr")}
+    return train_run(item.task, item.model, item.T, item.seed, dataclasses.replace(settings, lr=item.lr), **knobs)
 
 
 @dataclass(frozen=True)
@@ -214,27 +236,32 @@ class Estimate:
     threads: int
 
 
-def estimate_learn(config: LearnConfig) -> Estimate:
-    """Measure one training step of each (task, model, T) and price the whole sweep.
+def estimate_learn(config: LearnConfig, skip: Collection[str] = frozenset()) -> Estimate:
+    """Measure one training step of each (task, model, T) and price the whole sweep, or what is left of it.
 
     >>> e = estimate_learn(LearnConfig(tasks=("recall",), models=("elman",), lengths=(4,), seeds=2, rates=(1e-2,)))
     >>> e.runs, e.seconds > 0
     (2, True)
+
+    Args:
+        config: what to train.
+        skip: :func:`~seqlab.learn.sweep.run_key` of runs already done (a results file's): not priced.
 
     Raises:
         SeqlabError: as :func:`check_learn_config`.
     """
     plan = check_learn_config(config)
     settings = config.settings
+    todo = [run for run in plan.runs if run_key(run) not in skip]
     costs: dict[tuple[str, str, int], float] = {}
     with deterministic_torch(config.threads):
-        for run in plan.runs:
+        for run in todo:
             key = (run.task, run.model, run.T)
             if key not in costs:
                 costs[key] = step_seconds(run.task, run.model, run.T, settings)
     per_run = settings.steps + (settings.test_size + settings.validation_size) / settings.batch
-    total = sum(costs[(r.task, r.model, r.T)] * per_run for r in plan.runs)
-    return Estimate(seconds=total, step_seconds=tuple(costs.items()), runs=len(plan.runs), threads=config.threads)
+    total = sum(costs[(r.task, r.model, r.T)] * per_run for r in todo)
+    return Estimate(seconds=total, step_seconds=tuple(costs.items()), runs=len(todo), threads=config.threads)
 
 
 @dataclass(frozen=True)
@@ -249,8 +276,11 @@ class LearnResult:
             at the rate chosen on validation.
         planned: how many runs were planned.
         partial: True when interrupted (Ctrl-C) before every planned run finished.
-        threads: torch's intra-op threads during training; deterministic: deterministic kernels asked.
-        torch_version: PyTorch's version; seconds: wall time of the training.
+        threads: torch's intra-op threads during training (in every worker); deterministic: deterministic
+            kernels asked.
+        torch_version: PyTorch's version; seconds: wall time of the training (this session's).
+        backend: ``"local"`` (this machine) or ``"ray"``; jobs: local processes (1: this one; None with Ray).
+        resumed: how many of ``runs`` were read back from the results file rather than trained now.
     """
 
     config: LearnConfig
@@ -264,6 +294,9 @@ class LearnResult:
     deterministic: bool
     torch_version: str
     seconds: float
+    backend: str = "local"
+    jobs: int | None = 1
+    resumed: int = 0
 
     def cell(self, task: str, model: str, T: int) -> Cell | None:
         """The summary of one (task, model, T), or None when no seed of it finished at every rate."""
@@ -314,8 +347,46 @@ def quick_cuts(config: LearnConfig) -> tuple[Cut, ...]:
     return tuple(cuts)
 
 
+def learn_about(config: LearnConfig) -> dict[str, object]:
+    """What a results file's header fingerprints: the study, the config, PyTorch's version, the record fields.
+
+    A results file written for another of these is refused (:class:`~seqlab.learn.sweep.ResultsFile`),
+    and so is one whose runs were planned or recorded with other fields (older code); how the runs are
+    spread (``--jobs``, Ray) is not part of it, since it does not change a result.
+
+    >>> sorted(learn_about(LearnConfig()))
+    ['config', 'planned_fields', 'run_fields', 'study', 'torch']
+    """
+    return {"study": "learn", "config": dataclasses.asdict(config), "torch": torch.__version__,
+            "planned_fields": [f.name for f in dataclasses.fields(PlannedRun)],
+            "run_fields": [f.name for f in dataclasses.fields(Run)]}
+
+
+def open_learn_results(config: LearnConfig, path: str | Path) -> ResultsFile:
+    """Create the results file at ``path`` for ``config``, or open it to resume (see :mod:`seqlab.learn.sweep`).
+
+    Raises:
+        SeqlabError: ``parameter="results"``: as :meth:`~seqlab.learn.sweep.ResultsFile.open` (another
+            config's file, a damaged line, a missing folder).
+    """
+    return ResultsFile.open(path, learn_about(config))
+
+
+def train_pinned(item: PlannedRun, settings: TrainSettings, threads: int) -> Run:
+    """:func:`train_planned` under :func:`deterministic_torch` (``threads``): what every backend executes.
+
+    Top level, so that worker processes and Ray tasks can unpickle it (a ``functools.partial`` of it).
+
+    Raises:
+        SeqlabError: as :func:`~seqlab.learn.training.train_run`.
+    """
+    with deterministic_torch(threads):
+        return train_planned(item, settings)
+
+
 def run_learn(config: LearnConfig = LearnConfig(),
-              progress: Callable[[int, int, PlannedRun | None], None] | None = None) -> LearnResult:
+              progress: Callable[[int, int, PlannedRun | None], None] | None = None, *,
+              backend: Backend = Local(), results: ResultsFile | str | Path | None = None) -> LearnResult:
     """Train every planned run; on Ctrl-C stop and return the runs finished so far, flagged ``partial``.
 
     >>> result = run_learn(LearnConfig(tasks=("position",), models=("mlp",), lengths=(4,), seeds=1,
@@ -325,31 +396,38 @@ def run_learn(config: LearnConfig = LearnConfig(),
 
     Args:
         config: what to train.
-        progress: called as ``progress(done, total, run)`` before each run (``run`` about to start)
-            and once at the end (``run`` None), for a progress bar. A KeyboardInterrupt raised in it
-            stops the sweep like Ctrl-C.
+        progress: called as ``progress(done, total, run)``: in this process before each run (``run`` about to
+            start); on workers at the start and after each run (``run`` None); once at the end (``run``
+            None), for a progress bar. ``done`` counts the runs resumed from ``results``. A
+            KeyboardInterrupt raised in it stops the sweep like Ctrl-C.
+        backend: :class:`~seqlab.learn.sweep.Local` (``jobs``) or :class:`~seqlab.learn.sweep.Ray`; the
+            results do not depend on it.
+        results: a results file (a path, or one opened with :func:`open_learn_results`): the runs already
+            in it are read back, not trained; each run trained now is appended as it ends. A path is
+            closed at the end; an open file is left open.
 
     Raises:
-        SeqlabError: as :func:`check_learn_config` (before any training).
+        SeqlabError: as :func:`check_learn_config` and :func:`open_learn_results` (before any training); a bad
+            backend, or Ray missing or unreachable (``parameter`` ``"jobs"`` or ``"ray"``).
     """
     plan = check_learn_config(config)
-    runs: list[Run] = []
-    partial = False
-    total = len(plan.runs)
-    start = time.perf_counter()
-    with deterministic_torch(config.threads):
-        try:
-            for done, item in enumerate(plan.runs):
-                if progress is not None:
-                    progress(done, total, item)
-                settings = dataclasses.replace(config.settings, lr=item.lr)
-                runs.append(train_run(item.task, item.model, item.T, item.seed, settings))
-            if progress is not None:
-                progress(total, total, None)
-        except KeyboardInterrupt:
-            partial = len(runs) < total
-    finished = tuple(runs)
+    store = open_learn_results(config, results) if isinstance(results, (str, Path)) else results
+    try:
+        done = {} if store is None else {key: Run(**fields) for key, fields in store.done.items()}
+        start = time.perf_counter()
+        with deterministic_torch(config.threads):
+            sweep = run_sweep(plan.runs, functools.partial(train_pinned, settings=config.settings,
+                                                           threads=config.threads),
+                              backend, done=done, record=None if store is None else store.append,
+                              progress=progress, threads=config.threads)
+        seconds = time.perf_counter() - start
+    finally:
+        if store is not None and store is not results:
+            store.close()
+    finished = sweep.results
     return LearnResult(config=config, models=plan.models, lengths=plan.lengths, runs=finished,
-                       summary=summarise(finished, config.settings.steps, config.rates), planned=total,
-                       partial=partial, threads=config.threads, deterministic=True,
-                       torch_version=torch.__version__, seconds=time.perf_counter() - start)
+                       summary=summarise(finished, config.settings.steps, config.rates), planned=len(plan.runs),
+                       partial=sweep.partial, threads=config.threads, deterministic=True,
+                       torch_version=torch.__version__, seconds=seconds,
+                       backend="ray" if not isinstance(backend, Local) else "local",
+                       jobs=backend.jobs if isinstance(backend, Local) else None, resumed=sweep.resumed)

@@ -306,24 +306,31 @@ def _same_folder(entry: str, folder: str) -> bool:
 
 
 def load_factory(spec: str) -> Callable[[int], Any]:
-    """Import ``module.path:attribute`` and return the attribute, a factory called with d_model.
+    """Import ``module.path:attribute`` or ``path/to/file.py:attribute`` and return the attribute, a factory
+    called with d_model (the text read by :func:`seqlab.factory.parse_factory`).
 
-    The module is looked up as ``python -m`` would: the current folder first, then ``sys.path``
-    (so ``seqlab profile mymod:factory`` finds ``mymod.py`` in the folder it runs from).
+    A dotted module is looked up as ``python -m`` would: the current folder first, then ``sys.path``
+    (so ``seqlab profile mymod:factory`` finds ``mymod.py`` in the folder it runs from). A file is loaded from
+    its path (``importlib.util.spec_from_file_location``) with its own folder first on ``sys.path`` while it
+    runs, as ``python path/to/file.py`` would, so it can import the modules beside it.
 
     >>> load_factory("torch.nn:Identity")
     <class 'torch.nn.modules.linear.Identity'>
 
     Raises:
-        SeqlabError: the text is not ``module:attribute``, the module cannot be imported, it has no
-            such attribute, or the attribute is not callable.
+        SeqlabError: the text is not ``module:attribute``, the file is missing or unreadable, the module cannot
+            be imported, it has no such attribute, or the attribute is not callable.
     """
-    module_name, sep, attribute = spec.partition(":") if isinstance(spec, str) else ("", "", "")
-    if not sep or not module_name or not attribute:
-        raise SeqlabError(f"expected module.path:factory, received {spec!r}", parameter="factory")
+    from seqlab.factory import parse_factory
+
+    parsed = parse_factory(spec)
+    module_name, attribute = parsed.module, parsed.attribute
     try:
-        with current_folder_importable():
-            imported = importlib.import_module(module_name)
+        if parsed.file is not None:
+            imported = _module_from_file(parsed.file)
+        else:
+            with current_folder_importable():
+                imported = importlib.import_module(module_name)
     except Exception as error:  # noqa: BLE001 - ImportError, or whatever the imported module raises
         raise SeqlabError(f"cannot import {module_name!r} from {spec!r}: {type(error).__name__}: {error}",
                           parameter="factory") from error
@@ -335,6 +342,34 @@ def load_factory(spec: str) -> Callable[[int], Any]:
     if not callable(factory):
         raise SeqlabError(f"{spec!r} is a {type(factory).__name__}, not a callable factory", parameter="factory")
     return factory
+
+
+def _module_from_file(path) -> Any:
+    """Execute the Python file ``path`` as a module of its own (named after the file, under ``seqlab_factory_``,
+    registered in ``sys.modules`` so dataclasses and pickling inside it work), its folder first on ``sys.path``
+    while it runs."""
+    import importlib.util
+
+    resolved = path.resolve()
+    name = f"seqlab_factory_{resolved.stem}"
+    spec = importlib.util.spec_from_file_location(name, resolved)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no loader for {str(path)!r}")
+    module = importlib.util.module_from_spec(spec)
+    folder = str(resolved.parent)
+    added = folder not in sys.path
+    if added:
+        sys.path.insert(0, folder)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    finally:
+        if added and folder in sys.path:
+            sys.path.remove(folder)
+    return module
 
 
 def build_from_factory(spec: str, d_model: int) -> torch.nn.Module:

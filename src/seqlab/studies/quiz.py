@@ -31,7 +31,7 @@ from functools import cache
 
 from seqlab import cost
 from seqlab.errors import SeqlabError
-from seqlab.i18n import check_language, format_fraction, format_integer, format_number, translator
+from seqlab.i18n import check_language, format_fraction, format_integer, format_number, plural_translator, translator
 from seqlab.studies.quiz_answers import parse_choice, parse_number
 from seqlab.studies.quiz_facts import FACT_WIDTH, LENGTHS, WIDTH, QuizFacts, measure_facts
 
@@ -103,23 +103,30 @@ def _grows_with_T(pair: tuple[int, int], lengths: tuple[int, int]) -> bool:
 
 def _q1(_, f: QuizFacts, lang: str) -> Question:
     T1, T2 = (format_integer(T, lang) for T in f.lengths)
+    ngettext = plural_translator(lang)  # the chains are measured: "1 op", "0 compute ops"
+    token, inputs, softmax = (format_integer(span[0], lang) for span in (f.token_span, f.input_span, f.softmax_span))
     options = (
         Option("a", _("Splitting the text into tokens"), _grows_with_T(f.token_span, f.lengths),
                _("The question hands you the tokens ready-made, and the step that follows, looking up each token's "
-                 "row, is a gather with no chain: measured, {a} compute ops in a row at T = {T1} and {b} at "
-                 "T = {T2}.").format(a=f.token_span[0], b=f.token_span[1], T1=T1, T2=T2)),
+                 "row, is a gather with no chain: measured, {ops} in a row at T = {T1} and {b} at "
+                 "T = {T2}.").format(
+                   ops=ngettext("{count} compute op", "{count} compute ops", f.token_span[0]).format(count=token),
+                   b=f.token_span[1], T1=T1, T2=T2)),
         Option("b", _("The products W_xh x_t, one per token"), _grows_with_T(f.input_span, f.lengths),
                _("Each W_xh x_t reads only its own token, so all T fit in one matrix product: measured, that "
-                 "half is a chain of {a} product at T = {T1} and {b} at T = {T2}.").format(
-                   a=f.input_span[0], b=f.input_span[1], T1=T1, T2=T2)),
+                 "half is a chain of {products} at T = {T1} and {b} at T = {T2}.").format(
+                   products=ngettext("{count} product", "{count} products", f.input_span[0]).format(count=inputs),
+                   b=f.input_span[1], T1=T1, T2=T2)),
         Option("c", _("The states h_t, each waiting for h_{t-1}"), _grows_with_T(f.recurrence_span, f.lengths),
                _("h_t cannot start until h_{{t-1}} is done, and that one waits for h_{{t-2}}: measured, the loop is "
                  "a chain of {a} products at T = {T1} and {b} at T = {T2}, one per position.").format(
                    a=f.recurrence_span[0], b=f.recurrence_span[1], T1=T1, T2=T2)),
         Option("d", _("A softmax over the positions"), _grows_with_T(f.softmax_span, f.lengths),
                _("The recurrence has no softmax, and attention's normalises each row by itself without waiting "
-                 "for the others: measured, a row softmax is a chain of {a} op at T = {T1} and {b} at "
-                 "T = {T2}.").format(a=f.softmax_span[0], b=f.softmax_span[1], T1=T1, T2=T2)),
+                 "for the others: measured, a row softmax is a chain of {ops} at T = {T1} and {b} at "
+                 "T = {T2}.").format(
+                   ops=ngettext("{count} op", "{count} ops", f.softmax_span[0]).format(count=softmax),
+                   b=f.softmax_span[1], T1=T1, T2=T2)),
     )
     return Question(
         "q1", "single",

@@ -44,7 +44,7 @@ Shapes: T positions, t the decoded position, d = every width, k kernel, r window
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -402,8 +402,9 @@ def _cell(entry: tuple[str, Growth] | None, lengths: Sequence[int], values: Sequ
                       reason="not_separated" if verdict == NOT_JUDGED else None, other=other)
 
 
-def measure_row(row: str, config: ModernConfig) -> ModernRow:
-    """Measure one row at every length of ``config`` (validated) and judge its six cells.
+def measure_row(row: str, config: ModernConfig, step: Callable[[str], None] | None = None) -> ModernRow:
+    """Measure one row at every length of ``config`` (validated) and judge its six cells; ``step(what)`` is called
+    after each length's measurement (a progress bar's tick).
 
     >>> config = ModernConfig(lengths=(8, 16, 32), long_lengths=(64, 128, 256), d_model=4).validated()
     >>> r = measure_row("elman", config)
@@ -416,10 +417,16 @@ def measure_row(row: str, config: ModernConfig) -> ModernRow:
     spec = ROWS[row]
     machine = build_machine(row, config.d_model, kernel=config.kernel, window=config.window, chunk=config.chunk,
                             seed=config.seed)
-    short = tuple(_short(row, machine, T, config) for T in config.lengths)
+    tick = step or (lambda what: None)
+
+    def measured(value, what: str):
+        tick(what)
+        return value
+
+    short = tuple(measured(_short(row, machine, T, config), f"{row} · T = {T}") for T in config.lengths)
     if machine.regime("path").start is not None and any(s.path_ops is None for s in short):
         raise SeqlabError(f"the {row} row never connected positions 1 and T at T = {config.lengths}")
-    long = tuple(_long(machine, T, config) for T in config.long_lengths)
+    long = tuple(measured(_long(machine, T, config), f"{row} · T = {T}") for T in config.long_lengths)
     lengths, long_lengths = config.lengths, config.long_lengths
     return ModernRow(
         row=row, group=spec.group, source=spec.source, short=short, long=long,
@@ -432,7 +439,8 @@ def measure_row(row: str, config: ModernConfig) -> ModernRow:
         span_products_fit=fit_growth(long_lengths, [s.span_products for s in long]))
 
 
-def run_modern(config: ModernConfig | None = None) -> ModernResult:
+def run_modern(config: ModernConfig | None = None,
+               progress: Callable[[int, int, str], None] | None = None) -> ModernResult:
     """Measure every available row of ``config`` and judge each cell against its big-O.
 
     >>> result = run_modern(ModernConfig(lengths=(8, 16, 32), long_lengths=(64, 128, 256), d_model=4,
@@ -442,6 +450,7 @@ def run_modern(config: ModernConfig | None = None) -> ModernResult:
 
     Args:
         config: sizes and rows (default :class:`ModernConfig`).
+        progress: called as ``progress(done, total, what)`` after every length of every row (a progress bar).
 
     Returns:
         A :class:`ModernResult`; rows whose module is not installed are listed in ``missing``.
@@ -451,9 +460,17 @@ def run_modern(config: ModernConfig | None = None) -> ModernResult:
     """
     config = check_modern_size(config or ModernConfig())
     available = [row for row in config.rows if row_available(row)]
+    total, done = len(available) * (len(config.lengths) + len(config.long_lengths)), 0
+
+    def step(what: str) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, total, what)
+
     with fixed_threads(1), torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
-        rows = tuple(measure_row(row, config) for row in available)
+        rows = tuple(measure_row(row, config, step) for row in available)
     return ModernResult(lengths=config.lengths, long_lengths=config.long_lengths, d_model=config.d_model,
                         kernel=config.kernel, window=config.window, chunk=config.chunk, seed=config.seed, rows=rows,
                         missing=tuple(row for row in config.rows if row not in available), dtype="float32",

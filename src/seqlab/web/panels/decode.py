@@ -78,6 +78,7 @@ class Step(BaseModel):
     state_bytes: int = Field(description="bytes of the state after the step")
     median_s: float | None = Field(description="median seconds of the step, None when not timed")
     iqr_s: float | None = Field(description="interquartile range of the step's seconds, None when not timed")
+    time_text: str = Field("—", description="median ± IQR as the CLI shows it (units, † when noisy); — untimed")
 
 
 class Machine(BaseModel):
@@ -101,6 +102,7 @@ class DecodeResponse(BaseModel):
     machines: list[Machine]
     sentences: list[str] = Field(description="the study's decisions, worded in the page's language")
     static_note: str | None = Field(description="what the static cache's bytes are, None when it was not run")
+    caveat: str | None = Field(None, description="the busy-machine caveat of the timing; None when quiet or untimed")
 
 
 def measure_decoding(d_model: int, largest: int, timed: bool, lang: str) -> DecodeResponse:
@@ -110,7 +112,8 @@ def measure_decoding(d_model: int, largest: int, timed: bool, lang: str) -> Deco
     >>> [(m.key, [s.multiplications for s in m.steps]) for m in r.machines][:2]  # 2·8²; 3·8² + t·(8 + 8)
     [('elman', [128, 128, 128]), ('attention_kv_cache', [208, 256, 448])]
     """
-    from seqlab.render.decode import decode_sentences, machine_label, static_caption
+    from seqlab.render.decode import decode_sentences, machine_label, static_caption, time_cell
+    from seqlab.render.machine_load import busy_caveat
     from seqlab.studies.decode import DecodeConfig, run_decode
 
     config = DecodeConfig(positions=positions_up_to(largest), d_model=d_model, time=timed,
@@ -124,12 +127,13 @@ def measure_decoding(d_model: int, largest: int, timed: bool, lang: str) -> Deco
             key=machine, label=machine_label(machine, lang), fixed_state=growth.get(machine) == "fixed",
             steps=[Step(t=s.t, multiplications=s.multiplications, closed_form=s.closed_form,
                         state_bytes=s.state_bytes, median_s=s.timing.median_s if s.timing else None,
-                        iqr_s=s.timing.iqr_s if s.timing else None) for s in steps]))
+                        iqr_s=s.timing.iqr_s if s.timing else None, time_text=time_cell(s, lang)) for s in steps]))
     load = result.load.per_cpu if result.load is not None else None
     return DecodeResponse(d_model=d_model, positions=list(result.config.positions), timed=timed,
                           threads=result.threads, rounds=result.config.rounds, load_per_cpu=load,
                           machines=machines, sentences=decode_sentences(result, lang),
-                          static_note=static_caption(result, lang) or None)
+                          static_note=static_caption(result, lang) or None,
+                          caveat=busy_caveat(result.load, lang) or None)
 
 
 def estimate_panel_bytes(d_model: int, largest: int) -> MemoryEstimate:

@@ -20,7 +20,7 @@
     const T = data.T;
     const deepest = Math.max(...data.recurrence.levels.filter((v) => v !== null),
                              ...data.attention.levels.filter((v) => v !== null));
-    const width = Math.max(340, Math.min(900, Math.round(node.getBoundingClientRect().width || 900)));
+    const width = Math.max(340, Math.min(900, Lab.innerWidth(node) || 900));
     const narrow = width < 600;
     const left = narrow ? 84 : 110, right = width - 20, rowHeight = narrow ? 95 : 115, top = 20;
     const height = top + 2 * rowHeight + 40;
@@ -136,7 +136,7 @@
   const names = { T: "T", d: "d", radius: "radius" };
   for (const [name, input] of Object.entries(inputs)) {
     input.value = Lab.initial(names[name], input.value);  // the state a language switch carried, if any
-    const show = () => { $(`${name}-out`).textContent = outputs[name](input.value); };
+    const show = () => Lab.showValue(input, outputs[name](input.value));
     input.addEventListener("input", () => {
       show();
       Lab.keepState({ T: inputs.T.value, d: inputs.d.value, radius: inputs.radius.value });

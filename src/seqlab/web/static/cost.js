@@ -169,19 +169,19 @@
   }
 
   sliders.T.addEventListener("input", () => {
-    $("T-out").textContent = Lab.fmtInt(sliders.T.value);
+    Lab.showValue(sliders.T, Lab.fmtInt(sliders.T.value));
     keep();
     later();
   });
   sliders.d.addEventListener("input", () => {
-    $("d-out").textContent = Lab.fmtInt(sliders.d.value);
+    Lab.showValue(sliders.d, Lab.fmtInt(sliders.d.value));
     widths.forEach((input) => { input.value = sliders.d.value; });
     keep();
     later();
   });
   widths.forEach((input) => input.addEventListener("input", () => {
     const values = new Set(widths.map((w) => w.value));
-    $("d-out").textContent = values.size === 1 ? Lab.fmtInt(input.value) : "—";
+    Lab.showValue(sliders.d, values.size === 1 ? Lab.fmtInt(input.value) : "—");
     if (input.value === "" || !input.checkValidity()) { invalid(input); return; }
     keep();
     later();
@@ -192,7 +192,7 @@
   sliders.d.value = Lab.initial("d", sliders.d.value);
   widths.forEach((input) => { input.value = Lab.initial(input.id, sliders.d.value); });
   if (new Set(widths.map((w) => w.value)).size > 1) $("advanced").open = true;
-  $("T-out").textContent = Lab.fmtInt(sliders.T.value);
-  $("d-out").textContent = new Set(widths.map((w) => w.value)).size === 1 ? Lab.fmtInt(widths[0].value) : "—";
+  Lab.showValue(sliders.T, Lab.fmtInt(sliders.T.value));
+  Lab.showValue(sliders.d, new Set(widths.map((w) => w.value)).size === 1 ? Lab.fmtInt(widths[0].value) : "—");
   update();
 })();

@@ -7,7 +7,7 @@
   const $ = (id) => document.getElementById(id);
   const inputs = { positions: $("positions"), d: $("d"), timed: $("timed"), metric: $("metric") };
   const statusNode = $("decode-status");
-  const results = [$("decode-chart"), $("decode-sentences"), $("decode-table"), $("decode-caption")];
+  const results = [$("decode-chart"), $("decode-caveat-box"), $("decode-sentences"), $("decode-table"), $("decode-caption")];
   const COLORS = ["#c0392b", "#1f6fb2", "#7d3c98", "#1e8449", "#b9770e"];
   const DASHES = ["solid", "dash", "dot", "dashdot", "longdash"];  // curves that coincide stay visible
   let sequence = 0;
@@ -24,7 +24,7 @@
       m.steps.forEach((s, index) => {
         const name = index === 0 ? `${m.label} (${m.fixed_state ? t("fixed") : t("grows")})` : m.label;
         const row = [name, Lab.fmtInt(s.t), Lab.fmtInt(s.multiplications), Lab.fmtInt(s.state_bytes)];
-        if (data.timed) row.push(s.median_s === null ? "—" : `${Lab.fmtNum(s.median_s)} ± ${Lab.fmtNum(s.iqr_s)}`);
+        if (data.timed) row.push(s.time_text);  // the CLI's cell: engineering units, † when noisy
         rows.push(row);
       });
     }
@@ -37,11 +37,17 @@
       parts.push(t("captionTimed", { threads, rounds: Lab.fmtInt(data.rounds),
                                      load: data.load_per_cpu === null ? "—" : Lab.fmtNum(data.load_per_cpu) }));
     }
+    if (data.timed && data.machines.some((m) => m.steps.some((s) => s.time_text.endsWith("†")))) parts.push(t("noisy"));
     if (data.static_note) parts.push(data.static_note);
     $("decode-caption").textContent = parts.join(" ");
   }
 
+  /** The study's decisions; above them, when the timing began on a busy machine, the caveat every timing panel
+   * shows (the server's one sentence, seqlab.render.machine_load.busy_caveat). */
   function renderSentences(data) {
+    const caveat = data.timed && data.caveat ? [Lab.element("p", { class: "caveat", id: "decode-caveat" }, data.caveat)]
+      : [];
+    $("decode-caveat-box").replaceChildren(...caveat);
     $("decode-sentences").replaceChildren(...data.sentences.map((line) => Lab.element("li", {}, line)));
   }
 
@@ -57,8 +63,9 @@
                                          visible: true, thickness: 1 } : undefined,
     }));
     window.Plotly.react("decode-chart", traces, {
-      margin: { l: 70, r: 12, t: 12, b: 48 }, height: 360,
-      legend: { orientation: "h", x: 0, xanchor: "left", y: -0.22, yanchor: "top" },
+      // the legend above the plot, as on the other panels: below it, it met the x axis's title
+      margin: { l: 70, r: 12, t: 36, b: 48 }, height: 400,
+      legend: { orientation: "h", x: 0, xanchor: "left", y: 1, yanchor: "bottom" },
       xaxis: { type: "log", title: { text: t("axisT") } },
       yaxis: { type: "log", title: { text: t(metric) }, exponentformat: "power" },
       separators: Lab.separators,
@@ -87,8 +94,8 @@
   }
   const later = Lab.debounce(update, 250);
   const show = () => {
-    $("positions-out").textContent = Lab.fmtInt(largest());
-    $("d-out").textContent = Lab.fmtInt(inputs.d.value);
+    Lab.showValue(inputs.positions, Lab.fmtInt(largest()));  // the slider moves an exponent: say the position
+    Lab.showValue(inputs.d, Lab.fmtInt(inputs.d.value));
   };
   inputs.positions.value = Lab.initial("positions", inputs.positions.value);
   inputs.d.value = Lab.initial("d", inputs.d.value);

@@ -58,7 +58,7 @@
     }
   }
   const later = Lab.debounce(update, 250);
-  const show = () => { $("model-positions-out").textContent = Lab.fmtInt(inputs.positions.value); };
+  const show = () => Lab.showValue(inputs.positions, Lab.fmtInt(inputs.positions.value));
   inputs.family.value = Lab.initial("model", inputs.family.value);
   inputs.positions.value = Lab.initial("model_t", inputs.positions.value);
   inputs.family.addEventListener("change", () => {

@@ -12,8 +12,40 @@
   const detailBody = document.getElementById("detail-body");
   const setupNode = document.getElementById("figure-setup");
 
-  const BOX_W = 240, BOX_H = 36, GAP = 52, TOP = 24, LEFT = [20, 300], FOOT = 34;
+  const TOP = 24, FOOT = 34, WIDE = 560;
   let boxes = [];
+  let last = null;
+  let drawnWidth = null;
+
+  /** The figure laid out for the width it is shown at: the paper's two stacks side by side, 560 units wide on a
+   * wide screen; narrower (a phone), the viewBox is the shown width itself and the boxes narrow, so the text stays
+   * 11–12 px high instead of shrinking with a fixed viewBox (a long title wraps, see titleText). */
+  function layout() {
+    const shown = Lab.innerWidth(svgNode) || WIDE;
+    if (shown >= WIDE) return { width: WIDE, boxW: 240, boxH: 36, gap: 52, left: [20, 300], font: 12 };
+    const width = Math.max(300, shown), margin = 6, between = 18;
+    const boxW = (width - 2 * margin - between) / 2;
+    return { width, boxW, boxH: 40, gap: 54, left: [margin, margin + boxW + between], font: 11 };
+  }
+
+  /** A box's title, centred in its box, on as many lines as its measured length needs (words kept whole). */
+  function titleText(group, title, x, top, size, boxW, boxH) {
+    const text = Lab.svg("text", { x, "text-anchor": "middle", style: `font-size:${size}px` });
+    group.appendChild(text);
+    const probe = Lab.svg("tspan");
+    text.appendChild(probe);
+    const lines = [];
+    let line = "";
+    for (const word of title.split(" ")) {
+      const candidate = line ? `${line} ${word}` : word;
+      probe.textContent = candidate;
+      if (line && probe.getComputedTextLength() > boxW - 8) { lines.push(line); line = word; } else line = candidate;
+    }
+    lines.push(line);
+    const lead = size * 1.15;
+    text.setAttribute("y", top + boxH / 2 + size * 0.35 - ((lines.length - 1) * lead) / 2);
+    text.replaceChildren(...lines.map((words, index) => Lab.svg("tspan", { x, dy: index === 0 ? 0 : lead }, words)));
+  }
   let nodes = new Map();
   let lit = false;
 
@@ -29,10 +61,16 @@
   }
 
   function draw(data) {
+    last = data;
     boxes = data.boxes;
+    const stop = svgNode.querySelector(".box[tabindex='0']");
+    const focused = stop !== null && document.activeElement === stop;
+    const pressed = svgNode.querySelector(".box[aria-pressed='true']");
+    const { width, boxW: BOX_W, boxH: BOX_H, gap: GAP, left: LEFT, font } = layout();
+    drawnWidth = width;
     const rows = Math.max(...boxes.map((box) => box.row)) + 1;
     const height = TOP + rows * GAP + FOOT;
-    svgNode.setAttribute("viewBox", `0 0 560 ${height}`);
+    svgNode.setAttribute("viewBox", `0 0 ${width} ${height}`);
     svgNode.replaceChildren();
     const defs = Lab.svg("defs");
     const marker = Lab.svg("marker", { id: "arrowhead", viewBox: "0 0 10 10", refX: "9", refY: "5",
@@ -57,7 +95,8 @@
     if (encoderTop && cross) {
       const from = place.get(encoderTop.key), to = place.get(cross.key);
       const x1 = from.x + BOX_W, y1 = from.y + BOX_H / 2, x2 = to.x - 2, y2 = to.y + BOX_H / 2;
-      svgNode.appendChild(Lab.svg("path", { class: "arrow", d: `M ${x1} ${y1} C ${x1 + 30} ${y1}, ${x2 - 30} ${y2}, ${x2} ${y2}` }));
+      const bend = Math.min(30, (x2 - x1) / 2);
+      svgNode.appendChild(Lab.svg("path", { class: "arrow", d: `M ${x1} ${y1} C ${x1 + bend} ${y1}, ${x2 - bend} ${y2}, ${x2} ${y2}` }));
     }
     for (const column of [0, 1]) {
       svgNode.appendChild(Lab.svg("text", { class: "stack-label", x: LEFT[column] + BOX_W / 2, y: height - 10,
@@ -71,14 +110,17 @@
                                    "data-key": box.key, "data-mixes": String(box.mixes), "aria-pressed": "false",
                                    "aria-label": `${box.title}. ${box.lesson}` });
       group.appendChild(Lab.svg("rect", { x, y: top, width: BOX_W, height: BOX_H, rx: 5 }));
-      const size = box.title.length > 34 ? 10.5 : 12;
-      group.appendChild(Lab.svg("text", { x: x + BOX_W / 2, y: top + BOX_H / 2 + 4, "text-anchor": "middle",
-                                          style: `font-size:${size}px` }, box.title));
+      svgNode.appendChild(group);
+      titleText(group, box.title, x + BOX_W / 2, top, font, BOX_W, BOX_H);
       group.addEventListener("click", () => { focusBox(box.key); select(box.key); });
       group.addEventListener("keydown", (event) => onKey(event, box));
-      svgNode.appendChild(group);
       nodes.set(box.key, group);
     });
+    if (pressed && nodes.has(pressed.dataset.key)) nodes.get(pressed.dataset.key).setAttribute("aria-pressed", "true");
+    if (stop && nodes.has(stop.dataset.key)) {
+      for (const [other, node] of nodes) node.setAttribute("tabindex", other === stop.dataset.key ? "0" : "-1");
+      if (focused) nodes.get(stop.dataset.key).focus();
+    }
     applyHighlighter();
     setupNode.textContent = t("setup", {
       source: data.T_source, target: data.T_target, d: data.d_model, seed: data.seed,
@@ -186,4 +228,6 @@
     Lab.status(statusNode, "");
     draw(data);
   }).catch((error) => Lab.showError(statusNode, error));
+  // laid out again when the width changes the layout (a phone turned sideways), keeping the selected box and the tab stop
+  window.addEventListener("resize", Lab.debounce(() => { if (last && layout().width !== drawnWidth) draw(last); }, 150));
 })();

@@ -107,6 +107,15 @@ const Lab = (() => {
     return `${m}e${Number(exponent)}`;
   }
 
+  /** Show a slider's value in its <output> and give the slider the same words (aria-valuetext), so that a screen
+   * reader says what the page shows ("256", "0.90") and not the raw value (the Generation panel's slider moves an
+   * exponent). Where the output shows no value ("—"), the slider's own value is read. */
+  function showValue(input, text) {
+    const output = document.querySelector(`output[for="${input.id}"]`);
+    if (output) output.textContent = text;
+    if (text === "—") input.removeAttribute("aria-valuetext"); else input.setAttribute("aria-valuetext", text);
+  }
+
   /** Show a status line (busy, error, or nothing). */
   function status(node, text, kind = "status") {
     node.textContent = text || "";
@@ -188,11 +197,19 @@ const Lab = (() => {
     return box;
   }
 
+  /** The whole CSS pixels inside `node`'s border (0 when it is not shown): an SVG drawn with a viewBox this wide
+   * is shown at a scale of 1 or a little more, so its text is as large as its font-size says. */
+  function innerWidth(node) {
+    const style = getComputedStyle(node);
+    const border = parseFloat(style.borderLeftWidth) + parseFloat(style.borderRightWidth);
+    return Math.max(0, Math.floor(node.getBoundingClientRect().width - border));
+  }
+
   const plotlyReady = () => typeof window.Plotly !== "undefined";
   // No mode bar: its tooltips are Plotly's English, and the charts need no zoom tools.
   const plotConfig = { displaylogo: false, displayModeBar: false, responsive: true };
   const separators = lang === "es" ? ",." : ".,";
 
-  return { lang, t, has, getJSON, postJSON, debounce, fmtInt, fmtNum, status, showError, stale, initial,
-           keepState, element, svg, table, plotlyReady, plotConfig, separators };
+  return { lang, t, has, getJSON, postJSON, debounce, fmtInt, fmtNum, showValue, status, showError, stale, initial,
+           keepState, element, svg, table, innerWidth, plotlyReady, plotConfig, separators };
 })();
