@@ -444,6 +444,23 @@ def static_latencies_while(url: str, heavy) -> tuple[list[float], object]:
     return latencies, answer[0]
 
 
+def children_cpu_s(parent: int) -> dict[int, float]:
+    """CPU seconds (user + system) used so far by each child process of ``parent`` (Linux ``/proc``)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == parent:  # fields after the name: state, ppid, …, utime (12th), stime (13th)
+            found[int(entry)] = (int(fields[11]) + int(fields[12])) / ticks
+    return found
+
+
 def test_static_files_stay_fast_while_the_first_heavy_request_runs(served):
     """The first decode of the server's life: before issue 26 it imported PyTorch on the event loop (every request
     waited seconds); now the imports happened at start-up and the work is in a worker. The bound is on the slowest
@@ -471,9 +488,22 @@ def test_sigterm_during_a_measurement_answers_503_and_logs_no_traceback(served):
         with httpx.Client(base_url=url, timeout=120) as http:
             answer.append(http.post("/api/time/run?lang=es", json={"d_model": 512, "max_T": 2048}))
 
+    quiet = children_cpu_s(process.pid)
+    deadline = time.monotonic() + 120
+    while True:  # the start-up work (imports in the workers, the quiz's facts) is over when no child computes
+        time.sleep(0.5)
+        now = children_cpu_s(process.pid)
+        if sum(now.values()) - sum(quiet.values()) < 0.05:
+            break
+        assert time.monotonic() < deadline, "the lab's children never went quiet"
+        quiet = now
     bench = threading.Thread(target=long_bench)
     bench.start()
-    time.sleep(3.0)  # the sweep has its worker
+    deadline = time.monotonic() + 120
+    while sum(children_cpu_s(process.pid).values()) - sum(quiet.values()) < 0.1:  # a worker computes: mid-sweep
+        assert bench.is_alive(), answer and answer[0].text
+        assert time.monotonic() < deadline, "the sweep never started"
+        time.sleep(0.02)
     assert bench.is_alive(), answer and answer[0].text
     stopped = time.monotonic()
     process.send_signal(signal.SIGTERM)
