@@ -8,6 +8,7 @@ recycling and the queue bound are checked on small pools that do not load PyTorc
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
@@ -515,3 +516,33 @@ def test_sigterm_during_a_measurement_answers_503_and_logs_no_traceback(served):
     assert time.monotonic() - stopped < 5  # answered at once, not after Uvicorn's shutdown grace
     _, stderr = process.communicate(timeout=60)
     assert b"Traceback" not in stderr and b"Exception in ASGI application" not in stderr, stderr.decode()
+
+
+def test_a_request_cancelled_before_it_answered_gets_503_not_500(monkeypatch):
+    """The last resort of a shutdown (seqlab.web.server.AnswerCancelled): Uvicorn cancels a request's task after
+    its grace; the lab answers 503 "shutting down" rather than letting Uvicorn answer 500 with a traceback."""
+    import asyncio
+
+    from seqlab.web.app import create_app
+    from seqlab.web.panels import chain
+
+    async def cancelled(*args, **kwargs):
+        raise asyncio.CancelledError()
+
+    monkeypatch.setattr(WorkerPool, "run", cancelled)
+    monkeypatch.setattr(chain, "_results", chain.ResultCache(4))
+    app, sent = create_app("en"), []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+             "path": "/api/chain", "raw_path": b"/api/chain", "query_string": b"T=5&lang=es", "root_path": "",
+             "headers": [(b"host", b"127.0.0.1")], "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
+    asyncio.run(app(scope, receive, send))
+    assert sent[0]["status"] == 503
+    body = json.loads(b"".join(message.get("body", b"") for message in sent[1:]))
+    assert body["message"].startswith("el laboratorio se está cerrando, así que esta medición se detuvo")

@@ -172,7 +172,8 @@ class LabShutdown(LabError):
 
     def __init__(self) -> None:
         super().__init__(Phrase(N_("the lab is shutting down, so this measurement was stopped before it finished; "
-                                   "start the lab again (seqlab serve) and ask once more")), status=503)
+                                   "start the lab again (seqlab serve) and ask once more")), status=503,
+                         details={"keep_previous_result": True})
 
     def __reduce__(self):
         return (LabShutdown, ())
