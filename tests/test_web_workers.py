@@ -390,10 +390,53 @@ def test_a_refused_estimate_reaches_the_client_with_its_fields():
         expected = 2.0 * bench_work(512, 2048).units / small.units
         assert body["estimate"] == {"seconds": round(expected, 1), "limit_s": 60, "from_run_s": 2.0}
         assert body["keep_previous_result"] is True and body["detail"][0]["loc"] == ["body", "max_T"]
-        assert body["message"].startswith(f"T = 2.048 con d_model = 512 tardaría unos {round(expected):,}".replace(",", "."))
+        shown = f"{round(expected):,}".replace(",", ".")
+        assert body["message"].startswith(f"T = 2.048 con d_model = 512 tardaría unos {shown} s en este ordenador")
         assert app.state.pool.workers_started == 0
     finally:
         app.state.pool.shutdown()
+
+
+#: Every endpoint asked once with the pool refusing (LabBusy), after :func:`seqlab.web.app.preload_engine`: prints
+#: the torch, numpy, transformers and seqlab modules the requests imported (none, when the start-up covers them).
+PRELOAD_PROBE = """
+import sys
+from fastapi.testclient import TestClient
+from seqlab.web import workers
+from seqlab.web.app import create_app, preload_engine
+from seqlab.web.budget import LabBusy
+
+async def busy(self, *args, **kwargs):
+    raise LabBusy()
+
+def busy_call(self, *args, **kwargs):
+    raise LabBusy()
+
+workers.WorkerPool.run, workers.WorkerPool.call = busy, busy_call
+app = create_app("en")
+preload_engine()
+client = TestClient(app, base_url="http://127.0.0.1")
+before = set(sys.modules)
+for method, url, body in [("GET", "/api/figure", None), ("GET", "/api/cost", None), ("GET", "/api/chain", None),
+                          ("POST", "/api/order", {}), ("GET", "/api/time", None), ("POST", "/api/time/run", {}),
+                          ("GET", "/api/decode", None), ("GET", "/api/decode/model", None), ("GET", "/api/quiz", None),
+                          ("POST", "/api/quiz/q2", {"answer": "512"}), ("GET", "/decode", None), ("GET", "/", None)]:
+    print(method, url, client.request(method, url, json=body).status_code, file=sys.stderr)
+engine = ("torch", "seqlab", "transformers", "numpy")
+print(sorted(name for name in set(sys.modules) - before if name.split(".")[0] in engine))
+"""
+
+
+def test_after_the_start_up_imports_no_request_imports_the_engine():
+    """Without :func:`~seqlab.web.app.preload_engine` the first requests import PyTorch (hundreds of modules, on
+    the event loop); after it, none. In a fresh interpreter: this test process has imported everything already."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", PRELOAD_PROBE], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout[:2000]
+    assert "GET /api/decode 503" in done.stderr and "GET /api/cost 200" in done.stderr  # each was really asked
 
 
 # --- seqlab serve itself, in a subprocess: nothing slow on the event loop; SIGTERM answers 503 ------------------

@@ -17,7 +17,8 @@ and HEAD. Measurements run in worker processes (:mod:`seqlab.web.workers`): this
 PyTorch flag. Nothing slow runs on the event loop: with ``warm`` (``seqlab serve``) PyTorch and the engine modules
 the panels use in this process (their estimates, the result types) are imported at start-up, before the server
 listens (:func:`preload_engine`), the workers and a spare are started, and the quiz's facts are measured in a
-process of their own in the background (:func:`seqlab.web.panels.quiz.prepare_facts`), outside the pool. A refusal may carry fields besides ``detail`` and ``message``
+process of their own in the background (:func:`seqlab.web.panels.quiz.prepare_facts`), outside the pool. A
+refusal may carry fields besides ``detail`` and ``message``
 (:attr:`~seqlab.web.messages.LabError.details`): a run refused on its time estimate carries ``estimate``
 (``seconds``, ``limit_s``, ``from_run_s``) and ``keep_previous_result: true``, which tells the page to keep the
 result it shows.

@@ -118,8 +118,8 @@ class HeadLimit:
             await send({"type": "websocket.close", "code": 1009})
             return
         msgid, values = problem
-        await _answer(scope, receive, send, 431,
-                      [{"loc": ["header"], "msg": Phrase(msgid, values).render(_lang(scope)), "type": "head_too_large"}])
+        message = Phrase(msgid, values).render(_lang(scope))
+        await _answer(scope, receive, send, 431, [{"loc": ["header"], "msg": message, "type": "head_too_large"}])
 
 
 class BodyStalled(Exception):
