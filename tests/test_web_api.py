@@ -656,10 +656,10 @@ def test_pages_refuse_an_unknown_language(client):
 # --- seqlab serve -------------------------------------------------------------------------------------------
 
 def test_serve_starts_uvicorn_on_loopback_by_default(monkeypatch):
-    import uvicorn
     from typer.testing import CliRunner
 
     from seqlab.cli import app
+    from seqlab.web import server
 
     import socket
 
@@ -667,11 +667,11 @@ def test_serve_starts_uvicorn_on_loopback_by_default(monkeypatch):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     calls = []
-    monkeypatch.setattr(uvicorn, "run", lambda application, **options: calls.append((application, options)))
+    monkeypatch.setattr(server, "run_lab", lambda application, host, port: calls.append((application, host, port)))
     result = CliRunner().invoke(app, ["serve", "--port", str(port), "--lang", "es"])
     assert result.exit_code == 0, result.output
-    (application, options), = calls
-    assert options["host"] == "127.0.0.1" and options["port"] == port
+    (application, host, port_served), = calls
+    assert host == "127.0.0.1" and port_served == port
     assert f"laboratorio de seqlab: http://127.0.0.1:{port}/?lang=es  (Ctrl+C lo detiene)" in result.output
     assert "Aviso" not in result.output and "Warning" not in result.output  # loopback: no warning
     page = TestClient(application, base_url=BASE).get("/cost").text
@@ -681,19 +681,24 @@ def test_serve_starts_uvicorn_on_loopback_by_default(monkeypatch):
 def test_serve_warns_when_the_lab_is_reachable_from_the_network(monkeypatch):
     import socket
 
-    import uvicorn
     from typer.testing import CliRunner
 
     from seqlab.cli import app
+    from seqlab.web import server
 
     with socket.socket() as probe:
         probe.bind(("0.0.0.0", 0))
         port = probe.getsockname()[1]
-    monkeypatch.setattr(uvicorn, "run", lambda application, **options: None)
+    monkeypatch.setattr(server, "run_lab", lambda application, host, port: None)
     result = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--port", str(port), "--lang", "en"])
     assert result.exit_code == 0, result.output
     assert f"seqlab lab: http://127.0.0.1:{port}/?lang=en" in result.output
     assert "Warning: listening on 0.0.0.0, so other computers on the network can open the lab" in result.output
+    # they reach it under a name it does not know: the warning says they get 400 until --allow-host names it
+    assert "they get 400 until you give it, e.g. --allow-host" in " ".join(result.output.split())
+    result = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--port", str(port), "--lang", "es",
+                                      "--allow-host", "lab.local"])
+    assert result.exit_code == 0 and "reciben 400" not in result.output  # a name given: no such line
 
 
 @pytest.mark.parametrize(("arguments", "expected"), [

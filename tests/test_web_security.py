@@ -110,7 +110,8 @@ def test_a_forged_host_gets_400_and_nothing_runs():
         response = evil.get("/api/cost", params={"T": 5})
         assert response.status_code == 400
         assert response.json()["message"] == ("Host evil.example is not a name of this lab; it answers to 127.0.0.1, "
-                                               "::1, localhost")
+                                               "::1, localhost. To let other computers open it under this name, "
+                                               "start it with seqlab serve --allow-host evil.example")
         assert evil.get("/cost", headers={"Host": "localhost.evil.example:8000"}).status_code == 400
     with TestClient(app, base_url="http://localhost:8000") as named:
         assert named.get("/api/cost", params={"T": 5}).status_code == 200
@@ -231,3 +232,71 @@ def test_a_stalled_request_head_is_dropped(monkeypatch):
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+# --- Same origin only for every request that computes (seqlab.web.security.SameOrigin) ------------------------
+
+def api_requests() -> list[tuple[str, str]]:
+    """(method, path) of every /api operation the app's routes declare (read through the OpenAPI schema FastAPI
+    builds from them: this FastAPI wraps included routers), path parameters filled with an accepted value."""
+    found = []
+    for path, operations in sorted(create_app("en").openapi()["paths"].items()):
+        if path.startswith("/api"):
+            found += [(method.upper(), re.sub(r"\{[^}]+\}", "q1", path)) for method in sorted(operations)]
+    return found
+
+
+def test_the_api_routes_are_enumerated_from_the_app():
+    routes = api_requests()
+    assert {("GET", "/api/chain"), ("GET", "/api/decode"), ("POST", "/api/time/run"), ("POST", "/api/order"),
+            ("POST", "/api/quiz/q1")} <= set(routes)
+    assert len(routes) >= 10
+
+
+@pytest.mark.parametrize(("method", "path"), api_requests())
+@pytest.mark.parametrize("headers", [
+    {"sec-fetch-site": "cross-site"},
+    {"sec-fetch-site": "same-site", "origin": "http://127.0.0.1:3000"},  # another port: same site, other origin
+    {"origin": "https://evil.example"},  # an older browser: Origin only
+    {"origin": "null"},  # a sandboxed frame or a file:// page
+    {"sec-fetch-site": "same-origin", "origin": "http://localhost"},  # its own say-so contradicted by Origin
+])
+def test_a_cross_site_request_to_each_api_endpoint_is_refused(client, monkeypatch, method, path, headers):
+    from seqlab.web.workers import WorkerPool
+
+    def no_worker(*args, **kwargs):
+        raise AssertionError("a refused request asked for a worker")
+
+    monkeypatch.setattr(WorkerPool, "run", no_worker)
+    monkeypatch.setattr(WorkerPool, "call", no_worker)
+    response = client.request(method, path, headers=headers, content=b"{}" if method == "POST" else None)
+    assert response.status_code == 403, response.text
+    body = response.json()
+    assert body["detail"][0]["type"] == "cross_origin"
+    assert body["message"].startswith("this request comes from another site (")
+    assert body["message"].endswith("); the lab measures only for its own pages: open it at http://127.0.0.1")
+
+
+def test_the_refusal_names_the_header_in_spanish_too(client):
+    response = client.get("/api/cost?T=5&lang=es", headers={"sec-fetch-site": "cross-site"})
+    assert response.status_code == 403
+    assert response.json()["message"] == ("esta petición viene de otro sitio (Sec-Fetch-Site: cross-site); el "
+                                          "laboratorio solo mide para sus propias páginas: ábrelo en http://127.0.0.1")
+
+
+@pytest.mark.parametrize("headers", [
+    {},  # curl, scripts, tests: neither header
+    {"sec-fetch-site": "same-origin", "origin": BASE},  # the lab's own page, fetch()
+    {"sec-fetch-site": "same-origin"},  # a same-origin GET (browsers send no Origin on it)
+    {"sec-fetch-site": "none"},  # the address typed or a bookmark
+    {"origin": "http://127.0.0.1:80"},  # its own origin with the default port spelled out
+])
+def test_the_labs_own_requests_are_served(client, headers):
+    response = client.get("/api/cost?T=5", headers=headers)
+    assert response.status_code == 200 and response.json()["at_T"]["T"] == 5
+
+
+def test_pages_open_from_another_site(client):
+    """A link elsewhere to the lab's page is a navigation: served (only /api computes)."""
+    response = client.get("/cost", headers={"sec-fetch-site": "cross-site", "accept": "text/html"})
+    assert response.status_code == 200 and "<html" in response.text

@@ -8,6 +8,7 @@ recycling and the queue bound are checked on small pools that do not load PyTorc
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
@@ -263,3 +264,328 @@ def test_a_bench_whose_client_hangs_up_frees_the_worker_within_2_s(live_url):
     freed = time.monotonic() - left
     assert freed < 2
     assert not working & set(pool.worker_pids())  # the sweep's process was killed, not left running
+
+
+# --- A spare worker, estimates before a run (seqlab.web.workers, seqlab.web.budget) -----------------------------
+
+def stop_by_the_clock(pool, monkeypatch):
+    """Make the pool's next job pass its time limit at its first check (the SteppedClock way)."""
+    clock = SteppedClock()
+    real_limit = pool._limit
+
+    def limit_then_jump(limit_s):
+        deadline = real_limit(limit_s)
+        clock.jump(limit_s + 1e-6)
+        return deadline
+
+    monkeypatch.setattr(pool, "clock", clock)
+    monkeypatch.setattr(pool, "_limit", limit_then_jump)
+
+
+def test_a_spare_worker_takes_over_at_once_from_a_killed_one(monkeypatch):
+    pool = WorkerPool(size=1, wait_s=0.2, preload=(), spares=1)
+    try:
+        pool.warm()
+        assert len(pool.worker_pids()) == 2  # the slot's worker and its spare
+        first = pool.call(pid, limit_s=30)
+        with monkeypatch.context() as patch:
+            stop_by_the_clock(pool, patch)
+            with pytest.raises(LabError):
+                pool.call(time.sleep, (600,), limit_s=0.5)
+        alive = set(pool.worker_pids())
+        assert first not in alive and alive  # the killed one is gone; the spare is there already
+        started = pool.workers_started
+        assert pool.call(pid, limit_s=30) in alive  # the next job ran on a process started before it was asked
+        deadline = time.monotonic() + 60
+        while len(pool.worker_pids()) < 2:  # and a new spare is started in the background
+            assert time.monotonic() < deadline, "no new spare was started"
+            time.sleep(0.05)
+        assert pool.workers_started == started + 1
+    finally:
+        pool.shutdown()
+
+
+def test_a_run_is_refused_before_it_starts_when_the_last_runs_say_it_would_pass_its_limit():
+    from seqlab.web.budget import Work
+    from seqlab.web.messages import Phrase
+
+    pool = WorkerPool(size=1, wait_s=0.2, preload=())
+    try:
+        what = Phrase("T = {T} at d_model = {d}", {"T": 2048, "d": 512})
+        pool.run_times.record(Work("bench", 100, what), 30.0)
+        jobs = pool.jobs_done
+        with pytest.raises(LabError) as error:
+            pool.call(divmod, (7, 2), limit_s=60, work=Work("bench", 300, what, "max_T"))
+        assert pool.jobs_done == jobs and pool.workers_started == 0  # nothing ran, no worker was even started
+        assert error.value.details == {"estimate": {"seconds": 90.0, "limit_s": 60, "from_run_s": 30.0},
+                                       "keep_previous_result": True}
+        assert error.value.parameter == "max_T"
+        assert error.value.phrase.render("es") == (
+            "T = 2.048 con d_model = 512 tardaría unos 90 s en este ordenador ahora, a juzgar por la última ejecución "
+            "de este panel aquí (30 s para 1/3 del trabajo); una medición puede tardar como mucho 60 s, así que no se "
+            "empezó; pide tamaños menores")
+        assert pool.call(divmod, (7, 2), limit_s=60, work=Work("bench", 150, what)) == (3, 1)  # 45 s: it runs
+        assert pool.call(divmod, (7, 2), limit_s=60, work=Work("chain", 10**9, what)) == (3, 1)  # another kind
+    finally:
+        pool.shutdown()
+
+
+def test_a_run_stopped_at_its_limit_is_remembered_and_the_next_as_large_is_refused(monkeypatch):
+    from seqlab.web.budget import Work
+    from seqlab.web.messages import Phrase
+
+    pool = WorkerPool(size=1, wait_s=0.2, preload=())
+    work = Work("decode:timed", 5, Phrase("t = {T} at d_model = {d}", {"T": 4096, "d": 128}), "positions")
+    try:
+        with monkeypatch.context() as patch:
+            stop_by_the_clock(pool, patch)
+            with pytest.raises(LabError) as stopped:
+                pool.call(time.sleep, (600,), limit_s=60, work=work)
+        assert stopped.value.details == {"limit_s": 60, "keep_previous_result": True}
+        with pytest.raises(LabError) as error:
+            pool.call(divmod, (7, 2), limit_s=60, work=work)
+        assert error.value.details["estimate"] == {"seconds": 60.0, "limit_s": 60, "from_run_s": 60.0}
+        assert "would take more than" in str(error.value) and "stopped at its limit of 60 s" in str(error.value)
+    finally:
+        pool.shutdown()
+
+
+def test_a_finished_run_records_its_seconds_on_the_pools_clock():
+    from seqlab.web.budget import Work
+    from seqlab.web.messages import Phrase
+
+    clock = SteppedClock()
+    pool = WorkerPool(size=1, wait_s=0.2, preload=(), clock=clock)
+    real_check = pool._check
+
+    def check_after_a_second(worker, deadline, limit_s):
+        clock.jump(1.0)
+        return real_check(worker, deadline, limit_s)
+
+    pool._check = check_after_a_second
+    try:
+        assert pool.call(time.sleep, (0.3,), limit_s=60, work=Work("order", 10, Phrase("x"))) is None
+        found = pool.run_times.estimate("order", 20)
+        assert found.complete and found.units == 10 and found.run_seconds >= 1.0
+        assert found.seconds == pytest.approx(2 * found.run_seconds)
+    finally:
+        pool.shutdown()
+
+
+def test_a_refused_estimate_reaches_the_client_with_its_fields():
+    from fastapi.testclient import TestClient
+
+    from seqlab.web.app import create_app
+    from seqlab.web.panels.timing import bench_work
+
+    app = create_app("en")
+    app.state.pool = WorkerPool(size=1, wait_s=0.2, preload=())
+    try:
+        small = bench_work(64, 64)
+        app.state.pool.run_times.record(small, 2.0)  # the smallest sweep took 2 s here
+        client = TestClient(app, base_url="http://127.0.0.1")
+        response = client.post("/api/time/run?lang=es", json={"d_model": 512, "max_T": 2048})
+        assert response.status_code == 422, response.text
+        body = response.json()
+        expected = 2.0 * bench_work(512, 2048).units / small.units
+        assert body["estimate"] == {"seconds": round(expected, 1), "limit_s": 60, "from_run_s": 2.0}
+        assert body["keep_previous_result"] is True and body["detail"][0]["loc"] == ["body", "max_T"]
+        shown = f"{round(expected):,}".replace(",", ".")
+        assert body["message"].startswith(f"T = 2.048 con d_model = 512 tardaría unos {shown} s en este ordenador")
+        assert app.state.pool.workers_started == 0
+    finally:
+        app.state.pool.shutdown()
+
+
+#: Every endpoint asked once with the pool refusing (LabBusy), after :func:`seqlab.web.app.preload_engine`: prints
+#: the torch, numpy, transformers and seqlab modules the requests imported (none, when the start-up covers them).
+PRELOAD_PROBE = """
+import sys
+from fastapi.testclient import TestClient
+from seqlab.web import workers
+from seqlab.web.app import create_app, preload_engine
+from seqlab.web.budget import LabBusy
+
+async def busy(self, *args, **kwargs):
+    raise LabBusy()
+
+def busy_call(self, *args, **kwargs):
+    raise LabBusy()
+
+workers.WorkerPool.run, workers.WorkerPool.call = busy, busy_call
+app = create_app("en")
+preload_engine()
+client = TestClient(app, base_url="http://127.0.0.1")
+before = set(sys.modules)
+for method, url, body in [("GET", "/api/figure", None), ("GET", "/api/cost", None), ("GET", "/api/chain", None),
+                          ("POST", "/api/order", {}), ("GET", "/api/time", None), ("POST", "/api/time/run", {}),
+                          ("GET", "/api/decode", None), ("GET", "/api/decode/model", None), ("GET", "/api/quiz", None),
+                          ("POST", "/api/quiz/q2", {"answer": "512"}), ("GET", "/decode", None), ("GET", "/", None)]:
+    print(method, url, client.request(method, url, json=body).status_code, file=sys.stderr)
+engine = ("torch", "seqlab", "transformers", "numpy")
+print(sorted(name for name in set(sys.modules) - before if name.split(".")[0] in engine))
+"""
+
+
+def test_after_the_start_up_imports_no_request_imports_the_engine():
+    """Without :func:`~seqlab.web.app.preload_engine` the first requests import PyTorch (hundreds of modules, on
+    the event loop); after it, none. In a fresh interpreter: this test process has imported everything already."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", PRELOAD_PROBE], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout[:2000]
+    assert "GET /api/decode 503" in done.stderr and "GET /api/cost 200" in done.stderr  # each was really asked
+
+
+# --- seqlab serve itself, in a subprocess: nothing slow on the event loop; SIGTERM answers 503 ------------------
+
+@pytest.fixture(scope="module")
+def served():
+    """``seqlab serve`` in a subprocess on a free port, as a user starts it: (process, base URL). Started once for
+    the module; its last test stops it with SIGTERM."""
+    import subprocess
+    import sys
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, "-m", "seqlab", "serve", "--port", str(port), "--lang", "en"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300  # PyTorch and the engine are imported before it listens
+    while True:
+        assert process.poll() is None, process.communicate()[1].decode()
+        try:
+            if httpx.get(url + "/static/lab.css", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, "seqlab serve did not start listening"
+        time.sleep(0.2)
+    yield process, url
+    if process.poll() is None:
+        process.kill()
+        process.communicate(timeout=30)
+
+
+def static_latencies_while(url: str, heavy) -> tuple[list[float], object]:
+    """Run ``heavy()`` (a request) in a thread and time GET /static/lab.css back to back until it is answered:
+    (every latency in seconds, what ``heavy`` returned)."""
+    answer: list = []
+    worker = threading.Thread(target=lambda: answer.append(heavy()))
+    latencies = []
+    with httpx.Client(base_url=url, timeout=60) as http:
+        worker.start()
+        while worker.is_alive():
+            started = time.perf_counter()
+            assert http.get("/static/lab.css").status_code == 200
+            latencies.append(time.perf_counter() - started)
+            time.sleep(0.02)
+    worker.join()
+    return latencies, answer[0]
+
+
+def children_cpu_s(parent: int) -> dict[int, float]:
+    """CPU seconds (user + system) used so far by each child process of ``parent`` (Linux ``/proc``)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == parent:  # fields after the name: state, ppid, …, utime (12th), stime (13th)
+            found[int(entry)] = (int(fields[11]) + int(fields[12])) / ticks
+    return found
+
+
+def test_static_files_stay_fast_while_the_first_heavy_request_runs(served):
+    """The first decode of the server's life: before issue 26 it imported PyTorch on the event loop (every request
+    waited seconds); now the imports happened at start-up and the work is in a worker. The bound is on the slowest
+    static answer while the decode is in flight: 0.5 s, far above a static file's time, far below an import's."""
+    _, url = served
+
+    def first_decode():
+        with httpx.Client(base_url=url, timeout=600) as http:
+            return http.get("/api/decode", params={"d_model": 16, "positions": 64, "time": "true"})
+
+    latencies, response = static_latencies_while(url, first_decode)
+    assert response.status_code == 200, response.text
+    assert response.json()["positions"] == [1, 4, 16, 64]
+    assert len(latencies) >= 3, latencies  # the decode was really in flight while the static file was asked for
+    assert max(latencies) < 0.5, sorted(latencies)[-5:]
+
+
+def test_sigterm_during_a_measurement_answers_503_and_logs_no_traceback(served):
+    import signal
+
+    process, url = served
+    answer: list = []
+
+    def long_bench():
+        with httpx.Client(base_url=url, timeout=120) as http:
+            answer.append(http.post("/api/time/run?lang=es", json={"d_model": 512, "max_T": 2048}))
+
+    quiet = children_cpu_s(process.pid)
+    deadline = time.monotonic() + 120
+    while True:  # the start-up work (imports in the workers, the quiz's facts) is over when no child computes
+        time.sleep(0.5)
+        now = children_cpu_s(process.pid)
+        if sum(now.values()) - sum(quiet.values()) < 0.05:
+            break
+        assert time.monotonic() < deadline, "the lab's children never went quiet"
+        quiet = now
+    bench = threading.Thread(target=long_bench)
+    bench.start()
+    deadline = time.monotonic() + 120
+    while sum(children_cpu_s(process.pid).values()) - sum(quiet.values()) < 0.1:  # a worker computes: mid-sweep
+        assert bench.is_alive(), answer and answer[0].text
+        assert time.monotonic() < deadline, "the sweep never started"
+        time.sleep(0.02)
+    assert bench.is_alive(), answer and answer[0].text
+    stopped = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    bench.join(120)
+    (response,) = answer
+    assert response.status_code == 503, response.text
+    assert response.json()["message"] == ("el laboratorio se está cerrando, así que esta medición se detuvo antes de "
+                                          "terminar; arranca el laboratorio de nuevo (seqlab serve) y vuelve a pedirla")
+    assert time.monotonic() - stopped < 5  # answered at once, not after Uvicorn's shutdown grace
+    _, stderr = process.communicate(timeout=60)
+    assert b"Traceback" not in stderr and b"Exception in ASGI application" not in stderr, stderr.decode()
+
+
+def test_a_request_cancelled_before_it_answered_gets_503_not_500(monkeypatch):
+    """The last resort of a shutdown (seqlab.web.server.AnswerCancelled): Uvicorn cancels a request's task after
+    its grace; the lab answers 503 "shutting down" rather than letting Uvicorn answer 500 with a traceback."""
+    import asyncio
+
+    from seqlab.web.app import create_app
+    from seqlab.web.panels import chain
+
+    async def cancelled(*args, **kwargs):
+        raise asyncio.CancelledError()
+
+    monkeypatch.setattr(WorkerPool, "run", cancelled)
+    monkeypatch.setattr(chain, "_results", chain.ResultCache(4))
+    app, sent = create_app("en"), []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+             "path": "/api/chain", "raw_path": b"/api/chain", "query_string": b"T=5&lang=es", "root_path": "",
+             "headers": [(b"host", b"127.0.0.1")], "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
+    asyncio.run(app(scope, receive, send))
+    assert sent[0]["status"] == 503
+    body = json.loads(b"".join(message.get("body", b"") for message in sent[1:]))
+    assert body["message"].startswith("el laboratorio se está cerrando, así que esta medición se detuvo")

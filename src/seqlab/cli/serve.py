@@ -8,8 +8,12 @@ line and the warning are in the lab's language (the ``web`` catalogue).
 The lab answers only requests whose ``Host`` is a loopback name or the ``--host`` given (plus any
 ``--allow-host``): a page elsewhere that rebinds its own name to this address gets 400. Uvicorn runs with
 timeouts for idle and slow clients (:mod:`seqlab.web.server`: a request head must arrive within 10 s,
-idle connections close after 5 s); request bodies that stall are answered 408 by the lab itself. The worker
-processes that measure start with the server.
+idle connections close after 5 s, at most 64 connections at once, the 65th answered 503 with ``Retry-After``);
+request bodies that stall or trickle are answered 408 by the lab itself. PyTorch, the measuring engine and the
+worker processes that measure (one of them a spare) start with the server, before it listens; Ctrl+C or SIGTERM
+stops a measurement under way with a 503 that says the lab is shutting down (:class:`~seqlab.web.server.LabServer`).
+With ``--host 0.0.0.0`` (every address) other computers reach the lab under a name it does not know until it is
+given with ``--allow-host``; the warning says so.
 """
 
 from __future__ import annotations
@@ -87,11 +91,9 @@ def serve(
     """Run the web lab: Figure 1, cost, chain and path, order, time, generation and the self-check, in en or es."""
     lang = language(lang)
     require_extra("serve", "web", lang)  # without seqlab[web]: one line naming the extra, exit 2
-    import uvicorn
-
     from seqlab.i18n import translator
     from seqlab.web.app import create_app
-    from seqlab.web.server import UVICORN_LIMITS, HeadTimeoutH11
+    from seqlab.web import server as lab_server
 
     _ = translator(lang, "web")
     _check_address(host, port)
@@ -102,7 +104,10 @@ def serve(
         typer.echo(_("Warning: listening on {host}, so other computers on the network can open the lab and make "
                      "this one run its CPU-heavy measurements; use --host 127.0.0.1 to keep it to this computer.")
                    .format(host=host), err=True)
+        if not allow_host and host in ("0.0.0.0", "::"):
+            typer.echo(_("Other computers reach it under this computer's name or address, which the lab does not "
+                         "know: they get 400 until you give it, e.g. --allow-host 192.168.1.5 or --allow-host "
+                         "mylaptop.local (repeatable)."), err=True)
     if open_browser:
         _open_when_ready(url, "127.0.0.1" if host in ("0.0.0.0", "::") else host, port)
-    uvicorn.run(create_app(lang, host=host, allowed_hosts=tuple(allow_host or ()), warm=True), host=host, port=port,
-                log_level="warning", http=HeadTimeoutH11, **UVICORN_LIMITS)
+    lab_server.run_lab(create_app(lang, host=host, allowed_hosts=tuple(allow_host or ()), warm=True), host, port)

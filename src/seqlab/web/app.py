@@ -10,9 +10,18 @@ input of any kind is a 422 whose message names the value and the range, in the r
 cannot start because every worker is measuring is a 503 with ``Retry-After`` (:mod:`seqlab.web.workers`). A
 browser asking for a page gets its errors as a small translated page whose links are relative, the API as JSON.
 
-Around every request: the Host allow-list and the security headers (:mod:`seqlab.web.security`), the body
-limit and its stall timeout, and the JSON guard (:mod:`seqlab.web.limits`). Pages answer GET and HEAD.
-Measurements run in worker processes (:mod:`seqlab.web.workers`): this process never switches a PyTorch flag.
+Around every request: the request head's size and header count (:class:`~seqlab.web.limits.HeadLimit`), the
+Host allow-list, the same-origin rule for the API and the security headers (:mod:`seqlab.web.security`), the
+body limit with its stall and total timeouts, and the JSON guard (:mod:`seqlab.web.limits`). Pages answer GET
+and HEAD. Measurements run in worker processes (:mod:`seqlab.web.workers`): this process never switches a
+PyTorch flag. Nothing slow runs on the event loop: with ``warm`` (``seqlab serve``) PyTorch and the engine modules
+the panels use in this process (their estimates, the result types) are imported at start-up, before the server
+listens (:func:`preload_engine`), the workers and a spare are started, and the quiz's facts are measured in a
+process of their own in the background (:func:`seqlab.web.panels.quiz.prepare_facts`), outside the pool. A
+refusal may carry fields besides ``detail`` and ``message``
+(:attr:`~seqlab.web.messages.LabError.details`): a run refused on its time estimate carries ``estimate``
+(``seconds``, ``limit_s``, ``from_run_s``) and ``keep_previous_result: true``, which tells the page to keep the
+result it shows.
 """
 
 from __future__ import annotations
@@ -106,9 +115,32 @@ def error_page(request: Request, status: int, message: str) -> HTMLResponse:
     return HTMLResponse(html, status_code=status)
 
 
-def respond(request: Request, status: int, detail: list[dict], headers: dict[str, str] | None = None):
-    """An error as JSON (``detail`` and ``message``), or as a page for a browser asking for a page."""
-    body = validation.error_body(detail)
+#: Modules the server process itself uses while answering (estimates, result types, captions), imported by
+#: :func:`preload_engine` at start-up: importing PyTorch inside a request would hold the event loop for seconds.
+ENGINE_MODULES = ("torch", "seqlab.text", "seqlab.measure.timing", "seqlab.measure.decode",
+                  "seqlab.measure.distance_store", "seqlab.measure.mixing", "seqlab.studies.bench",
+                  "seqlab.studies.figure", "seqlab.studies.quiz", "seqlab.studies.decode", "seqlab.render.machine_load",
+                  "seqlab.render.decode", "seqlab.render.band", "seqlab.render.json_output")
+
+
+def preload_engine(modules: tuple[str, ...] = ENGINE_MODULES) -> tuple[str, ...]:
+    """Import ``modules`` now (at start-up, before the server listens); returns those that could not be imported
+    (an optional part missing is refused later by its panel, as before)."""
+    import importlib
+
+    missing = []
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return tuple(missing)
+
+
+def respond(request: Request, status: int, detail: list[dict], headers: dict[str, str] | None = None,
+            details: dict | None = None):
+    """An error as JSON (``detail``, ``message`` and any ``details``), or as a page for a browser asking for one."""
+    body = {**validation.error_body(detail), **(details or {})}
     if wants_html(request):
         page = error_page(request, status, body["message"])
         page.headers.update(headers or {})
@@ -140,16 +172,22 @@ def create_app(default_lang: str = "en", host: str | None = None, allowed_hosts:
     from seqlab.web.budget import RETRY_AFTER_S, LabBusy
     from seqlab.web.messages import LabError
     from seqlab.web.panels import chain, cost, decode, figure, order, quiz, timing
-    from seqlab.web.workers import ClientGone, default_pool
+    from seqlab.web.server import AnswerCancelled
+    from seqlab.web.workers import SPARES, ClientGone, LabShutdown, default_pool
 
     check_language(default_lang)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         if warm:
-            from starlette.concurrency import run_in_threadpool
+            import threading
 
-            await run_in_threadpool(default_pool().warm)
+            pool = default_pool()
+            pool.spares = max(pool.spares, SPARES)
+            preload_engine()  # before the server listens: no request ever waits for these imports
+            pool.warm()
+            threading.Thread(target=quiz.prepare_facts, args=(pool.preload,), daemon=True,
+                             name="seqlab-lab-quiz-facts").start()
         yield
 
     # No /docs or /redoc: their pages load scripts and fonts from CDNs, blank offline. /openapi.json stays.
@@ -163,8 +201,12 @@ def create_app(default_lang: str = "en", host: str | None = None, allowed_hosts:
 
     async def on_seqlab_error(request: Request, exc: SeqlabError):
         status = getattr(exc, "status", 422)
-        headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 503 else None
-        return respond(request, status, validation.seqlab_error_detail(request, exc), headers)
+        if isinstance(exc, LabShutdown):
+            headers = {"Connection": "close"}
+        else:
+            headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 503 else None
+        return respond(request, status, validation.seqlab_error_detail(request, exc), headers,
+                       getattr(exc, "details", None))
 
     async def on_client_gone(request: Request, exc: ClientGone):
         return Response(status_code=499)  # nobody reads it: the measurement was stopped when the client left
@@ -184,12 +226,17 @@ def create_app(default_lang: str = "en", host: str | None = None, allowed_hosts:
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(LabBusy, on_busy)
     app.add_exception_handler(LabError, on_seqlab_error)
+    app.add_exception_handler(LabShutdown, on_seqlab_error)
     app.add_exception_handler(ClientGone, on_client_gone)
-    # Outermost last: Host check, security headers, body limit and stall timeout, JSON guard, then the app.
+    # Outermost last: the head's size, the shutdown answer, Host check, same origin, security headers, body limit
+    # and its timeouts, JSON guard, then the app.
     app.add_middleware(limits.JsonGuard)
     app.add_middleware(limits.BodyLimit, limit=limits.MAX_BODY_BYTES)
     app.add_middleware(security.SecurityHeaders)
+    app.add_middleware(security.SameOrigin)
     app.add_middleware(security.HostAllowList, names=security.allowed_names(host, allowed_hosts))
+    app.add_middleware(AnswerCancelled)
+    app.add_middleware(limits.HeadLimit)
 
     for module in (figure, cost, chain, order, timing, decode, quiz):
         app.include_router(module.router, dependencies=[Depends(limits.reject_unknown_query)])

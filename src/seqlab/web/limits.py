@@ -1,14 +1,19 @@
-"""What a request to the web lab may carry: only the query parameters its route declares, and a body of at
-most :data:`~seqlab.web.validation.MAX_BODY_BYTES`, sent within :data:`BODY_TIMEOUT_S`, that is JSON FastAPI
-can read safely.
+"""What a request to the web lab may carry: a head of at most :data:`MAX_HEAD_BYTES` in at most
+:data:`MAX_HEADERS` header lines, only the query parameters its route declares, and a body of at most
+:data:`~seqlab.web.validation.MAX_BODY_BYTES`, sent whole within :data:`BODY_TIMEOUT_S` with no pause as long,
+that is JSON (``Content-Type: application/json``, once) FastAPI can read safely.
 
+:class:`HeadLimit` is pure ASGI middleware that refuses (HTTP 431) a head over the limits, however it arrived
+(Uvicorn bounds only a head still incomplete: one sent in a single write reaches the app whole).
 :func:`reject_unknown_query` is a dependency of every ``/api`` route. :class:`BodyLimit` is pure ASGI
 middleware that refuses a request body over the limit from the bytes actually received, chunked or not,
-without reading any further, and a body that stalls (HTTP 408). :class:`JsonGuard` reads a JSON body once
-before the route does and refuses, with a sentence of the ``web`` catalogue, what would otherwise reach the
-route as a crash or a misleading message: bytes that are not UTF-8, nesting deeper than :data:`MAX_DEPTH`,
-numbers longer than :data:`MAX_NUMBER_CHARACTERS`, ``NaN``/``Infinity``, and lone surrogates (``"\\ud800"``)
-in any key or string. It then hands the route the same bytes.
+without reading any further, a body that stalls, and a body trickled so slowly that it is not whole within
+:data:`BODY_TIMEOUT_S` (HTTP 408). :class:`JsonGuard` refuses a body sent with no, another or a second
+``Content-Type``, then reads a JSON body once before the route does and refuses, with a sentence of the ``web``
+catalogue, what would otherwise reach the route as a crash or a misleading message: a UTF-8 byte order mark,
+bytes that are not UTF-8, nesting deeper than :data:`MAX_DEPTH`, numbers longer than
+:data:`MAX_NUMBER_CHARACTERS`, ``NaN``/``Infinity``, and lone surrogates (``"\\ud800"``) in any key or string.
+It then hands the route the same bytes.
 """
 
 from __future__ import annotations
@@ -24,13 +29,17 @@ from fastapi.responses import JSONResponse
 from seqlab.web.messages import N_, FieldName, Phrase, printable, tr
 from seqlab.web.validation import MAX_BODY_BYTES, BodyTooLarge, body_too_large_detail, endpoint_params, error_body
 
-__all__ = ["BODY_TIMEOUT_S", "MAX_BODY_BYTES", "MAX_DEPTH", "BodyLimit", "BodyTooLarge", "JsonGuard",
-           "body_problem", "reject_unknown_query"]
+__all__ = ["BODY_TIMEOUT_S", "MAX_BODY_BYTES", "MAX_DEPTH", "MAX_HEADERS", "MAX_HEAD_BYTES", "BodyLimit",
+           "BodyTooLarge", "HeadLimit", "JsonGuard", "body_problem", "head_problem", "reject_unknown_query"]
 
 DOMAIN = "web"
 
-#: Seconds a client may take between two pieces of its request body before it is answered 408 and dropped.
+#: Seconds a client may take between two pieces of its request body, and for the whole body from the end of its
+#: head, before it is answered 408 and dropped (64 KiB in 10 s: 6.4 KB/s at least).
 BODY_TIMEOUT_S = 10.0
+#: Largest request head (request line and header lines, as sent), and most header lines.
+MAX_HEAD_BYTES = 16 * 1024
+MAX_HEADERS = 100
 #: Deepest nesting of arrays and objects accepted in a JSON body (the lab's bodies are 2 levels deep).
 MAX_DEPTH = 16
 #: Longest JSON number literal accepted, in characters (a 64-bit integer has 20 at most).
@@ -69,8 +78,56 @@ async def _answer(scope, receive, send, status: int, detail: list[dict[str, Any]
     await response(scope, receive, send)
 
 
+def head_problem(scope) -> tuple[str, dict[str, int]] | None:
+    """What makes a request head too large, as (msgid, values), or None: more than :data:`MAX_HEADERS` header lines,
+    or more than :data:`MAX_HEAD_BYTES` in all (request line and header lines, each with its CRLF; what h11 parsed,
+    so at most the bytes sent).
+
+    >>> head_problem({"method": "GET", "raw_path": b"/", "query_string": b"", "headers": [(b"host", b"x")]}) is None
+    True
+    >>> head_problem({"method": "GET", "raw_path": b"/", "query_string": b"",
+    ...               "headers": [(b"x-a", b"b" * 20000)]})[1]["most"]
+    16384
+    """
+    headers = scope.get("headers", [])
+    if len(headers) > MAX_HEADERS:
+        return N_("request head has {count} header lines; at most {most} are accepted"), \
+            {"count": len(headers), "most": MAX_HEADERS}
+    query = scope.get("query_string", b"")
+    size = (len(scope.get("method", "")) + 1 + len(scope.get("raw_path") or scope.get("path", "").encode())
+            + (1 + len(query) if query else 0) + len(" HTTP/1.1\r\n")
+            + sum(len(key) + 2 + len(value) + 2 for key, value in headers) + 2)
+    if size > MAX_HEAD_BYTES:
+        return N_("request head is {count} bytes; at most {most} are accepted"), {"count": size, "most": MAX_HEAD_BYTES}
+    return None
+
+
+class HeadLimit:
+    """Pure ASGI middleware: a request whose head passes :data:`MAX_HEAD_BYTES` or :data:`MAX_HEADERS` gets 431
+    (Request Header Fields Too Large), its connection closed, and nothing else runs."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        problem = head_problem(scope) if scope["type"] in ("http", "websocket") else None
+        if problem is None:
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1009})
+            return
+        msgid, values = problem
+        message = Phrase(msgid, values).render(_lang(scope))
+        await _answer(scope, receive, send, 431, [{"loc": ["header"], "msg": message, "type": "head_too_large"}])
+
+
 class BodyStalled(Exception):
-    """The client sent part of a body, then nothing for :data:`BODY_TIMEOUT_S`."""
+    """The client sent part of a body, then nothing for :data:`BODY_TIMEOUT_S`; or not all of it within that."""
+
+    def __init__(self, whole: bool = False) -> None:
+        super().__init__("body too slow" if whole else "body stalled")
+        self.whole = whole
 
 
 class BodyLimit:
@@ -98,15 +155,20 @@ class BodyLimit:
         received = 0
         body_done = False
         started = False
+        loop = asyncio.get_running_loop()
+        last = loop.time()
+        whole_by = last + self.timeout_s  # the whole body, from the end of the head
 
         async def counting_receive():
-            nonlocal received, body_done
+            nonlocal received, body_done, last
             if body_done:  # after the body: only a disconnect can come, whenever it comes
                 return await receive()
+            left = whole_by - loop.time()
             try:
-                message = await asyncio.wait_for(receive(), self.timeout_s)
-            except asyncio.TimeoutError:
-                raise BodyStalled() from None
+                message = await asyncio.wait_for(receive(), max(0.01, min(self.timeout_s, left)))
+            except asyncio.TimeoutError:  # stalled when nothing came for the whole timeout, else too slow
+                raise BodyStalled(whole=loop.time() - last < 0.99 * self.timeout_s) from None
+            last = loop.time()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 body_done = not message.get("more_body", False)
@@ -126,12 +188,16 @@ class BodyLimit:
             if started:
                 raise
             await _answer(scope, receive, send, 422, body_too_large_detail(error.received, _lang(scope), False))
-        except BodyStalled:
+        except BodyStalled as stalled:
             if started:
                 raise
             _ = tr(_lang(scope))
-            message = _("request body stalled: nothing arrived for {seconds} s").format(
-                seconds=f"{self.timeout_s:g}")
+            if stalled.whole:
+                message = _("request body too slow: it did not arrive whole within {seconds} s").format(
+                    seconds=f"{self.timeout_s:g}")
+            else:
+                message = _("request body stalled: nothing arrived for {seconds} s").format(
+                    seconds=f"{self.timeout_s:g}")
             await _answer(scope, receive, send, 408, [{"loc": ["body"], "msg": message, "type": "timeout"}])
 
 
@@ -203,6 +269,9 @@ def body_problem(body: bytes) -> tuple[Phrase, list, str] | None:
     >>> body_problem(b'{"answer": "\\\\ud800"}')[0].msgid[:24]
     'field {name} holds a lon'
     """
+    if body.startswith(b"\xef\xbb\xbf"):
+        return (Phrase(N_("request body starts with a byte order mark (BOM); send the JSON as UTF-8 without one")),
+                ["body"], "json_invalid")
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -224,16 +293,62 @@ def body_problem(body: bytes) -> tuple[Phrase, list, str] | None:
     return None
 
 
+#: Methods whose requests carry the lab's JSON bodies.
+BODY_METHODS = ("POST", "PUT", "PATCH")
+
+
+def content_type_problem(types: list[bytes], has_body: bool) -> Phrase | None:
+    """What is wrong with the ``Content-Type`` headers of a request to a JSON route, or None: more than one, or a
+    body sent as anything but ``application/json`` (a ``charset`` of utf-8 allowed).
+
+    >>> content_type_problem([b"application/json; charset=UTF-8"], True) is None, content_type_problem([], False)
+    (True, None)
+    >>> content_type_problem([b"text/plain", b"application/json"], True).values["count"]
+    2
+    >>> content_type_problem([b"application/json-seq"], True).values["content_type"]
+    'application/json-seq'
+    """
+    if len(types) > 1:
+        return Phrase(N_("request has {count} Content-Type headers; send one: Content-Type: application/json"),
+                      {"count": len(types)})
+    if not types:
+        return None  # no body announced: the route says the body is required; with one: FastAPI says what it got
+    value = types[0].decode("latin-1")
+    media, *params = [part.strip().lower() for part in value.split(";")]
+    if media == "application/json" and all(param.replace(" ", "") in ("charset=utf-8", "") for param in params):
+        return None
+    if not has_body and media != "application/json":
+        return None  # nothing sent: "the body is required" says more than the type of nothing
+    return Phrase(N_("request body must be a JSON object sent with Content-Type: application/json; received "
+                     "Content-Type {content_type}"), {"content_type": printable(value, 80)})
+
+
 class JsonGuard:
-    """Pure ASGI middleware: read a JSON request body whole (it is at most :data:`MAX_BODY_BYTES`), refuse it
-    with 422 when :func:`body_problem` finds something, else replay it to the app unchanged."""
+    """Pure ASGI middleware: refuse (422) a request with a body whose ``Content-Type`` is missing, not
+    ``application/json`` or sent twice (:func:`content_type_problem`); read a JSON request body whole (it is at
+    most :data:`MAX_BODY_BYTES`), refuse it with 422 when :func:`body_problem` finds something, else replay it
+    to the app unchanged."""
 
     def __init__(self, app) -> None:
         self.app = app
 
     async def __call__(self, scope, receive, send) -> None:
-        headers = dict(scope.get("headers", [])) if scope["type"] == "http" else {}
-        if scope["type"] != "http" or b"json" not in headers.get(b"content-type", b"").lower():
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        raw = scope.get("headers", [])
+        types = [value for key, value in raw if key == b"content-type"]
+        if scope.get("method") in BODY_METHODS:
+            length = next((value for key, value in raw if key == b"content-length"), None)
+            chunked = any(key == b"transfer-encoding" for key, _value in raw)
+            has_body = chunked or (length is not None and length.strip() not in (b"0", b""))
+            phrase = content_type_problem(types, has_body)
+            if phrase is not None:
+                await _answer(scope, receive, send, 422,
+                              [{"loc": ["header", "content-type"], "msg": phrase.render(_lang(scope)),
+                                "type": "content_type"}])
+                return
+        if not types or b"json" not in types[0].lower():
             await self.app(scope, receive, send)
             return
         chunks, more = [], True

@@ -120,20 +120,25 @@ def render_value(value: Any, lang: str) -> str:
 
 
 class LabError(SeqlabError):
-    """A refusal of the web lab (HTTP 422 unless said otherwise): a :class:`Phrase` and the field at fault.
+    """A refusal of the web lab (HTTP 422 unless said otherwise): a :class:`Phrase`, the field at fault, and
+    ``details``, fields the error body carries besides its message.
 
     >>> error = LabError(Phrase("T = {T} at d_model = {d}", {"T": 8, "d": 4}), parameter="T")
     >>> str(error), error.phrase.render("es")
     ('T = 8 at d_model = 4', 'T = 8 con d_model = 4')
     """
 
-    def __init__(self, phrase: Phrase, parameter: str | None = None, status: int = 422) -> None:
+    def __init__(self, phrase: Phrase, parameter: str | None = None, status: int = 422,
+                 details: Mapping[str, Any] | None = None) -> None:
         super().__init__(phrase.render("en"), parameter=parameter)
         self.phrase = phrase
         self.status = status
+        #: JSON fields added to the error body beside ``detail`` and ``message`` (e.g. ``estimate``,
+        #: ``keep_previous_result``), or None.
+        self.details = dict(details) if details else None
 
     def __reduce__(self):  # crosses process boundaries (worker results) intact
-        return (LabError, (self.phrase, self.parameter, self.status))
+        return (LabError, (self.phrase, self.parameter, self.status, self.details))
 
 
 def refuse(msgid: str, parameter: str | None = None, **values: Any) -> LabError:

@@ -10,6 +10,13 @@ same, but splits ``[::1]:8000`` at the wrong colon and answers in English only).
 loads its scripts from ``/static`` and ``/vendor``; its messages travel as ``application/json`` blocks),
 ``nosniff``, no framing, no referrer, and ``no-store`` on the API's answers (measurements are not cached by
 the browser; the server keeps its own caches).
+
+:class:`SameOrigin` refuses (403) every ``/api`` request — each one computes, GET included — that a browser says
+comes from another origin: ``Sec-Fetch-Site: cross-site`` or ``same-site`` (another port or sub-domain of the
+same site is still another origin), or an ``Origin`` header other than the lab's own. A page elsewhere can
+therefore not make the lab spend its CPU (an ``<img src>`` pointing at a measuring GET, a form posting to it);
+the lab's own pages (``same-origin``), a link typed or opened directly (``none``) and clients that send
+neither header (curl, scripts, tests) are served.
 """
 
 from __future__ import annotations
@@ -99,8 +106,14 @@ class HostAllowList:
         except Exception:  # noqa: BLE001  (no app state): English
             lang = "en"
         _ = tr(lang)
-        message = _("Host {host} is not a name of this lab; it answers to {names}").format(
-            host=printable(name, 80) or _("(none)"), names=", ".join(sorted(self.names)))
+        shown = printable(name, 80)
+        if shown:
+            message = _("Host {host} is not a name of this lab; it answers to {names}. To let other computers open "
+                        "it under this name, start it with seqlab serve --allow-host {host}").format(
+                host=shown, names=", ".join(sorted(self.names)))
+        else:
+            message = _("Host {host} is not a name of this lab; it answers to {names}").format(
+                host=_("(none)"), names=", ".join(sorted(self.names)))
         response = JSONResponse(status_code=400, content=error_body([{"loc": ["header", "host"], "msg": message,
                                                                       "type": "host_not_allowed"}]),
                                 headers={"Connection": "close"})
@@ -129,3 +142,95 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, with_headers)
+
+
+#: ``Sec-Fetch-Site`` values of requests the lab serves: its own pages, and a link opened directly.
+ALLOWED_FETCH_SITES = (b"same-origin", b"none")
+
+
+def own_origin(scope) -> str | None:
+    """The lab's origin as this request reached it: ``scheme://host[:port]`` from the scheme and ``Host``, in lower
+    case, the default port left out; None without a ``Host``.
+
+    >>> own_origin({"scheme": "http", "headers": [(b"host", b"127.0.0.1:8000")]})
+    'http://127.0.0.1:8000'
+    >>> own_origin({"scheme": "http", "headers": [(b"host", b"LocalHost:80")]})
+    'http://localhost'
+    """
+    host = next((value for key, value in scope.get("headers", []) if key == b"host"), b"")
+    if not host:
+        return None
+    return normal_origin(f"{scope.get('scheme', 'http')}://{host.decode('latin-1')}")
+
+
+def normal_origin(origin: str) -> str:
+    """An origin in lower case with its scheme's default port removed (``http://x:80`` is ``http://x``).
+
+    >>> normal_origin("HTTP://Lab.Local:80"), normal_origin("https://a:8443")
+    ('http://lab.local', 'https://a:8443')
+    """
+    origin = origin.strip().lower().rstrip("/")
+    for scheme, port in (("http://", ":80"), ("https://", ":443")):
+        if origin.startswith(scheme) and origin.endswith(port):
+            return origin[: -len(port)]
+    return origin
+
+
+def cross_origin(scope) -> str | None:
+    """Why a request comes from another origin, as the header that says so (``Sec-Fetch-Site: cross-site``,
+    ``Origin: http://evil.example``), or None when it is the lab's own or a client that sends neither header.
+
+    >>> cross_origin({"headers": [(b"sec-fetch-site", b"cross-site")]})
+    'Sec-Fetch-Site: cross-site'
+    >>> cross_origin({"scheme": "http", "headers": [(b"host", b"127.0.0.1:8000"), (b"origin", b"http://127.0.0.1:8000"),
+    ...                                             (b"sec-fetch-site", b"same-origin")]}) is None
+    True
+    >>> cross_origin({"scheme": "http", "headers": [(b"host", b"127.0.0.1:8000"), (b"origin", b"null")]})
+    'Origin: null'
+    """
+    headers = scope.get("headers", [])
+    site = [value.strip().lower() for key, value in headers if key == b"sec-fetch-site"]
+    for value in site:
+        if value not in ALLOWED_FETCH_SITES:
+            return "Sec-Fetch-Site: " + printable(value.decode("latin-1"), 40)
+    origins = [value for key, value in headers if key == b"origin"]
+    if origins:
+        own = own_origin(scope)
+        for value in origins:
+            origin = value.decode("latin-1")
+            if own is None or normal_origin(origin) != own:
+                return "Origin: " + printable(origin, 80)
+    return None
+
+
+class SameOrigin:
+    """Pure ASGI middleware: an ``/api`` request from another origin (:func:`cross_origin`) gets 403, and nothing
+    of it runs."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or not scope.get("path", "").startswith("/api"):
+            await self.app(scope, receive, send)
+            return
+        why = cross_origin(scope)
+        if why is None:
+            await self.app(scope, receive, send)
+            return
+        from fastapi.responses import JSONResponse
+        from starlette.requests import Request
+
+        from seqlab.web.validation import error_body, request_lang
+
+        try:
+            lang = request_lang(Request(scope))
+        except Exception:  # noqa: BLE001  (no app state): English
+            lang = "en"
+        _ = tr(lang)
+        message = _("this request comes from another site ({header}); the lab measures only for its own pages: "
+                    "open it at {origin}").format(header=why, origin=own_origin(scope) or "http://127.0.0.1:8000")
+        response = JSONResponse(status_code=403, content=error_body([{"loc": ["header", "origin"], "msg": message,
+                                                                      "type": "cross_origin"}]),
+                                headers={"Vary": "Origin, Sec-Fetch-Site"})
+        await response(scope, receive, send)

@@ -50,6 +50,29 @@ TOO_LARGE = N_("request body must be at most {most} bytes; received more than {r
 TOO_LARGE_DECLARED = N_("request body must be at most {most} bytes; received {received}")
 
 
+def integral_float(value: Any) -> Any:
+    """A JSON number with no fractional part written as a float (``2.0``, ``1e3``) as the integer it is (JSON
+    Schema's ``integer`` is any such number, and the OpenAPI schema says ``integer``); anything else unchanged,
+    for the strict check that follows (a string stays a string and is refused).
+
+    >>> integral_float(2.0), integral_float(2.5), integral_float("2"), integral_float(True)
+    (2, 2.5, '2', True)
+    """
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _json_integer():
+    from pydantic import BeforeValidator
+
+    return BeforeValidator(integral_float)
+
+
+#: A body field's integer: strict (no strings, no booleans) but ``2.0`` is 2, as JSON Schema's ``integer`` says.
+JsonInt = typing.Annotated[int, _json_integer()]
+
+
 def request_lang(request: Request) -> str:
     """The language of a request's messages: ``?lang=``, else the first en/es of ``Accept-Language``, else
     the app's default."""

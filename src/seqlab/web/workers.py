@@ -22,8 +22,20 @@ from the server) and sends back a picklable result. :class:`WorkerPool` gives ea
   one started when next needed, so memory a measurement left behind goes back to the system; a worker that
   has worked and then sat idle for :attr:`~WorkerPool.idle_recycle_s` is replaced by a fresh one too.
 
-A killed or retired worker is replaced lazily. :func:`default_pool` is the one pool of a process, shared by
-every app it creates (tests and ``seqlab serve`` alike) and stopped at exit.
+* a **spare**: a pool with :attr:`~WorkerPool.spares` (``seqlab serve`` keeps one) starts that many workers
+  beyond its slots and, whenever a worker is killed or retired, starts a replacement at once in a background
+  thread, so a cancelled or stopped measurement costs the next visitor no wait for a new interpreter and
+  PyTorch (a pool without spares replaces a worker lazily, at the next measurement);
+* a **time estimate before it starts**: a job given its :class:`~seqlab.web.budget.Work` is judged against the
+  pool's :attr:`~WorkerPool.run_times` (seconds per unit of each kind, from the last runs in this pool, an
+  overrun included) and refused (422, :func:`~seqlab.web.budget.require_within_time`) when its estimate passes
+  its time limit; its own run time is recorded afterwards;
+* a **shutdown answer**: :meth:`WorkerPool.stop_measuring` (``seqlab serve`` calls it on Ctrl+C or SIGTERM)
+  stops every measurement under way and refuses new ones with :class:`LabShutdown` (503, "the lab is shutting
+  down"), so no request is left for the server to cancel.
+
+:func:`default_pool` is the one pool of a process, shared by every app it creates (tests and ``seqlab serve``
+alike) and stopped at exit.
 """
 
 from __future__ import annotations
@@ -41,7 +53,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from seqlab.web.budget import RETRY_AFTER_S, LabBusy
+from seqlab.web.budget import RETRY_AFTER_S, LabBusy, RunTimes, Work, require_within_time
 from seqlab.web.messages import N_, LabError, Phrase
 
 DOMAIN = "web"
@@ -57,6 +69,11 @@ RECYCLE_BYTES = 768 * MIB
 MAX_JOBS = 1000
 #: Seconds a worker that has worked may sit idle before it is replaced by a fresh one (its memory goes back).
 IDLE_RECYCLE_S = 60.0
+#: Niceness added to every worker process: under contention the server's event loop (pages, static files,
+#: refusals) gets about three times a worker's share of the CPU; on an idle core it changes nothing.
+WORKER_NICENESS = 5
+#: Workers ``seqlab serve`` keeps started beyond its slots, ready to take over from a killed one.
+SPARES = 1
 _SPAWN = multiprocessing.get_context("spawn")
 _START_LOCK = threading.Lock()
 
@@ -86,10 +103,15 @@ def _portable(error: BaseException) -> BaseException:
 def _serve(connection, preload: tuple[str, ...] = ("torch",)) -> None:
     """A worker's loop: receive ``(function, args)``, send back ``(ok, result or error, resident bytes)``.
 
-    ``preload``: modules imported before the first job (PyTorch by default: the first answer is not slowed).
+    ``preload``: modules imported before the first job (PyTorch by default: the first answer is not slowed). The
+    process first lowers its priority by :data:`WORKER_NICENESS`.
     """
     import importlib
 
+    try:  # measurements yield the CPU to the server's event loop: pages stay quick while a worker computes
+        os.nice(WORKER_NICENESS)
+    except OSError:
+        pass
     for name in preload:
         importlib.import_module(name)
 
@@ -145,6 +167,18 @@ class Worker:
             self._child.close()
 
 
+class LabShutdown(LabError):
+    """The server is shutting down: a measurement under way was stopped, a new one is not started (HTTP 503)."""
+
+    def __init__(self) -> None:
+        super().__init__(Phrase(N_("the lab is shutting down, so this measurement was stopped before it finished; "
+                                   "start the lab again (seqlab serve) and ask once more")), status=503,
+                         details={"keep_previous_result": True})
+
+    def __reduce__(self):
+        return (LabShutdown, ())
+
+
 class WorkerPool:
     """Worker processes for measurements; see the module's docstring for the limits.
 
@@ -159,8 +193,12 @@ class WorkerPool:
                  memory_limit_bytes: int = MEMORY_LIMIT_BYTES, recycle_bytes: int = RECYCLE_BYTES,
                  max_jobs: int = MAX_JOBS, preload: tuple[str, ...] = ("torch",),
                  idle_recycle_s: float = IDLE_RECYCLE_S, time_limit_scale: float | None = 1.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, spares: int = 0) -> None:
         self.size, self.max_waiting, self.wait_s, self.preload = size, max_waiting, wait_s, preload
+        #: Workers kept started beyond :attr:`size`, replaced at once when one is killed or retired.
+        self.spares = spares
+        #: Seconds per unit of work of each kind, from this pool's last runs (the estimates before a run).
+        self.run_times = RunTimes()
         self.idle_recycle_s = idle_recycle_s
         #: Every ``limit_s`` is multiplied by this (a slow machine may scale them); None: no time limit at all.
         self.time_limit_scale = time_limit_scale
@@ -174,6 +212,8 @@ class WorkerPool:
         self._working: set[Worker] = set()
         self._reserved = 0
         self._waiting = 0
+        self._starting = 0
+        self._stopping = False
         self.jobs_done = 0
         self.workers_started = 0
 
@@ -189,14 +229,39 @@ class WorkerPool:
         return [worker.process.pid for worker in workers if worker.alive()]
 
     def warm(self) -> None:
-        """Start idle workers up to :attr:`size` now (in this thread), so first requests do not wait for one."""
-        while True:
+        """Start idle workers now (in this thread) until the pool holds :attr:`size` + :attr:`spares` processes,
+        so first requests, and the next after a killed one, do not wait for one."""
+        while not self._closed and not self._stopping:
             with self._condition:
-                if len(self._idle) + self._reserved >= self.size:
+                if len(self._idle) + len(self._working) + self._starting >= self.size + self.spares:
                     return
-                self._reserved += 1
-            worker = self._new_worker()
-            self._release(worker, keep=True)
+                self._starting += 1
+            try:
+                worker = self._new_worker()
+            finally:
+                with self._condition:
+                    self._starting -= 1
+            with self._condition:
+                worker.idle_since = time.monotonic()
+                self._idle.append(worker)
+                self._condition.notify()
+
+    def _replenish(self) -> None:
+        """With spares: start the workers missing now, in a background thread (the caller does not wait)."""
+        if self.spares and not self._closed and not self._stopping:
+            threading.Thread(target=self.warm, daemon=True, name="seqlab-lab-worker-starter").start()
+
+    def stop_measuring(self) -> None:
+        """The server is shutting down: stop every measurement under way and refuse new ones with
+        :class:`LabShutdown` (HTTP 503). Safe to call from a signal handler (it only sets a flag; a helper
+        thread wakes the requests waiting for a worker)."""
+        self._stopping = True
+
+        def wake() -> None:
+            with self._condition:
+                self._condition.notify_all()
+
+        threading.Thread(target=wake, daemon=True).start()
 
     def _new_worker(self) -> Worker:
         worker = Worker(self.preload)
@@ -223,15 +288,19 @@ class WorkerPool:
 
     def _acquire(self, wait_s: float, max_waiting: int) -> Worker | None:
         with self._condition:
+            if self._stopping:
+                raise LabShutdown()
             if self._reserved >= self.size:
                 if self._waiting >= max_waiting or wait_s <= 0:
                     return None
                 self._waiting += 1
                 try:
-                    if not self._condition.wait_for(lambda: self._reserved < self.size, wait_s):
+                    if not self._condition.wait_for(lambda: self._reserved < self.size or self._stopping, wait_s):
                         return None
                 finally:
                     self._waiting -= 1
+                if self._stopping:
+                    raise LabShutdown()
             self._reserved += 1
             worker = self._idle.pop() if self._idle else None
         if worker is None or not worker.alive():
@@ -255,6 +324,7 @@ class WorkerPool:
             self._condition.notify()
         if worker is not None and not keep:
             worker.stop()
+            self._replenish()
 
     def _limit(self, limit_s: float) -> tuple[float, float]:
         """(deadline on :attr:`clock`, the limit in seconds) of a job asked to finish within ``limit_s``."""
@@ -264,10 +334,13 @@ class WorkerPool:
         return self.clock() + limit, limit
 
     def _check(self, worker: Worker, deadline: float, limit_s: float) -> None:
-        """Raise when the working ``worker`` is past its time or memory, or has died."""
+        """Raise when the working ``worker`` is past its time or memory, or has died, or the server stops."""
+        if self._stopping:
+            raise LabShutdown()
         if deadline != math.inf and self.clock() > deadline:
             raise LabError(Phrase(N_("the measurement ran past its time limit of {seconds} s on this machine and was "
-                                  "stopped; ask for smaller sizes"), {"seconds": f"{limit_s:g}"}))
+                                  "stopped; ask for smaller sizes"), {"seconds": f"{limit_s:g}"}),
+                           details={"limit_s": limit_s, "keep_previous_result": True})
         used = resident_bytes(worker.process.pid)
         if used is not None and used > self.memory_limit_bytes:
             raise LabError(Phrase(N_("the measurement used more than {most} MiB and was stopped; ask for smaller "
@@ -283,26 +356,49 @@ class WorkerPool:
         keep = (used is None or used <= self.recycle_bytes) and worker.jobs < self.max_jobs
         return ok, payload, keep
 
-    def call(self, function: Callable, args: tuple = (), limit_s: float = 60.0, wait_s: float | None = None) -> Any:
+    def _judge(self, work: Work | None, limit_s: float) -> None:
+        """Refuse ``work`` before it starts when the last runs say it would pass its (scaled) time limit."""
+        if work is not None and self.time_limit_scale is not None:
+            require_within_time(work, limit_s * self.time_limit_scale, self.run_times)
+
+    def _record(self, work: Work | None, started: float, limit: float, complete: bool) -> None:
+        if work is not None:
+            seconds = limit if not complete else self.clock() - started
+            if math.isfinite(seconds):
+                self.run_times.record(work, seconds, complete)
+
+    def call(self, function: Callable, args: tuple = (), limit_s: float = 60.0, wait_s: float | None = None,
+             work: Work | None = None) -> Any:
         """Run ``function(*args)`` in a worker and return its result, blocking this thread.
+
+        ``work``: what the job will do, for its time estimate (refused before it starts when the estimate passes
+        the limit) and recorded with its run time.
 
         Raises:
             LabBusy: no worker freed up within ``wait_s`` (default :attr:`wait_s`) or the queue was full.
-            LabError: past ``limit_s`` or the memory ceiling (the worker is killed).
+            LabError: past ``limit_s`` or the memory ceiling (the worker is killed), or estimated past it.
+            LabShutdown: the server is shutting down.
             Exception: whatever ``function`` raised in the worker.
         """
+        self._judge(work, limit_s)
         worker = self._acquire(self.wait_s if wait_s is None else wait_s, self.max_waiting)
         if worker is None:
             raise LabBusy(RETRY_AFTER_S)
         keep = False
         try:
             worker.connection.send((function, args))
-            deadline, limit = self._limit(limit_s)
+            (deadline, limit), started = self._limit(limit_s), self.clock()
             while True:  # checked before every wait: a job is judged on the clock, whatever its own speed
-                self._check(worker, deadline, limit)
+                try:
+                    self._check(worker, deadline, limit)
+                except LabError as error:
+                    if _overran(error):  # it took its whole limit at least: remembered for the next estimate
+                        self._record(work, started, limit, complete=False)
+                    raise
                 if worker.connection.poll(0.05):
                     break
             ok, payload, keep = self._finish(worker)
+            self._record(work, started, limit, complete=True)
         finally:
             self._release(worker, keep)
         if not ok:
@@ -311,32 +407,42 @@ class WorkerPool:
 
     def try_call(self, function: Callable, args: tuple = (), limit_s: float = 30.0,
                  wait_s: float = 0.2) -> tuple[bool, Any]:
-        """:meth:`call` that never queues: ``(False, None)`` when no worker frees up within ``wait_s``."""
+        """:meth:`call` that never queues: ``(False, None)`` when no worker frees up within ``wait_s`` (or the
+        server is shutting down)."""
         try:
             return True, self.call(function, args, limit_s, wait_s)
-        except LabBusy:
+        except (LabBusy, LabShutdown):
             return False, None
 
     async def run(self, function: Callable, args: tuple = (), limit_s: float = 60.0, request=None,
-                  wait_s: float | None = None) -> Any:
+                  wait_s: float | None = None, work: Work | None = None) -> Any:
         """Run ``function(*args)`` in a worker without blocking the event loop; cancel it if ``request``'s
         client disconnects (the worker is killed, the slot freed, and the caller gets ``ClientGone``).
 
+        ``work``: as in :meth:`call`. A worker that must be started first is started in a thread, never on the
+        event loop.
+
         Raises:
-            LabBusy, LabError, Exception: as :meth:`call`; :class:`ClientGone` when the client left.
+            LabBusy, LabError, LabShutdown, Exception: as :meth:`call`; :class:`ClientGone` when the client left.
         """
         from starlette.concurrency import run_in_threadpool
 
+        self._judge(work, limit_s)
         wait = self.wait_s if wait_s is None else wait_s
-        worker = self._acquire(0, 0) or (wait > 0 and await run_in_threadpool(self._acquire, wait, self.max_waiting))
+        worker = self._acquire_idle() or await run_in_threadpool(self._acquire, wait, self.max_waiting)
         if not worker:
             raise LabBusy(RETRY_AFTER_S)
         keep = False
         try:
             worker.connection.send((function, args))
-            (deadline, limit), pause = self._limit(limit_s), 0.002
+            (deadline, limit), pause, started = self._limit(limit_s), 0.002, self.clock()
             while True:  # checked before every wait, as in call
-                self._check(worker, deadline, limit)
+                try:
+                    self._check(worker, deadline, limit)
+                except LabError as error:
+                    if _overran(error):  # it took its whole limit at least: remembered for the next estimate
+                        self._record(work, started, limit, complete=False)
+                    raise
                 if worker.connection.poll():
                     break
                 if request is not None and await request.is_disconnected():
@@ -344,11 +450,25 @@ class WorkerPool:
                 await asyncio.sleep(pause)
                 pause = min(0.05, pause * 2)
             ok, payload, keep = self._finish(worker)
+            self._record(work, started, limit, complete=True)
         finally:
             self._release(worker, keep)
         if not ok:
             raise payload
         return payload
+
+    def _acquire_idle(self) -> Worker | None:
+        """A free slot with an idle worker alive now, taken without waiting and without starting a process (this
+        runs on the event loop); None otherwise."""
+        with self._condition:
+            if self._stopping:
+                raise LabShutdown()
+            if self._reserved >= self.size or not self._idle or not self._idle[-1].alive():
+                return None
+            self._reserved += 1
+            worker = self._idle.pop()
+            self._working.add(worker)
+        return worker
 
     def shutdown(self) -> None:
         """Stop every worker (idle ones politely, working ones at once)."""
@@ -360,6 +480,11 @@ class WorkerPool:
             worker.stop(kill=False)
         for worker in working:
             worker.stop()
+
+
+def _overran(error: LabError) -> bool:
+    """Whether ``error`` is the time limit's (the run is recorded as lasting at least its limit)."""
+    return "limit_s" in (error.details or {})
 
 
 class ClientGone(Exception):

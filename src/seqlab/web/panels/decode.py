@@ -34,7 +34,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
 from seqlab.memory import MemoryEstimate
-from seqlab.web.budget import require_within_budget
+from seqlab.web.budget import Work, require_within_budget
 from seqlab.web.cache import ResultCache
 from seqlab.web.messages import N_, LabError, Phrase, tr
 from seqlab.web.workers import pool_of
@@ -149,6 +149,19 @@ def estimate_panel_bytes(d_model: int, largest: int) -> MemoryEstimate:
     return MemoryEstimate(estimate.total_bytes, Phrase(N_("a cache of {count} positions"), {"count": largest}))
 
 
+def decode_work(d_model: int, largest: int, timed: bool) -> Work:
+    """The decoding run for its time estimate. Timed, each position's steps are timed for a fixed time per block:
+    one unit per position; untimed, the counted steps themselves: Σ_t (d² + t·d) units.
+
+    >>> decode_work(32, 256, True).units, decode_work(8, 16, False).units
+    (5, 360)
+    """
+    positions = positions_up_to(largest)
+    units = len(positions) if timed else sum(d_model * d_model + t * d_model for t in positions)
+    return Work("decode:timed" if timed else "decode", units,
+                Phrase(N_("t = {T} at d_model = {d}"), {"T": largest, "d": d_model}), "positions")
+
+
 @router.get("/api/decode", response_model=DecodeResponse, tags=["decode"],
             summary="Multiplications, state and time per new token while generating (beyond the lesson)")
 async def decode_panel(
@@ -169,7 +182,8 @@ async def decode_panel(
     if found is None:
         require_within_budget(estimate_panel_bytes(d_model, positions),
                               Phrase(N_("t = {T} at d_model = {d}"), {"T": positions, "d": d_model}), "positions")
-        found = await pool_of(request).run(measure_decoding, key, limit_s=LIMIT_S, request=request)
+        found = await pool_of(request).run(measure_decoding, key, limit_s=LIMIT_S, request=request,
+                                           work=decode_work(d_model, positions, bool(time)))
         _results.put(key, found)  # a timed answer is the latest timing on this server; it carries its load
     return found
 
@@ -349,6 +363,9 @@ async def decode_model_panel(
         if not _transformers_installed():
             raise LabError(Phrase(N_("the models are built with transformers (the model extra), which is not "
                                      "installed on this server")), parameter="family")
-        found = await pool_of(request).run(measure_tiny_model, key, limit_s=LIMIT_S, request=request)
+        found = await pool_of(request).run(
+            measure_tiny_model, key, limit_s=LIMIT_S, request=request,
+            work=Work(f"model:{family}", sum(model_positions(positions)),
+                      Phrase(N_("a tiny model at t = {T}"), {"T": positions}), "positions"))
         _model_results.put(key, found)
     return found

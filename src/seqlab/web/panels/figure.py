@@ -19,7 +19,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
 from seqlab.errors import SeqlabError
-from seqlab.web.panels.figure_check import MAX_WIDTH, check
+from seqlab.web.panels.figure_check import MAX_WIDTH, check, figure_work
 from seqlab.web.cache import ResultCache
 from seqlab.web.workers import pool_of
 
@@ -157,6 +157,7 @@ async def figure_panel(
     found = _results.get(key)
     if found is None:
         check(T_source, T_target, d_model, heads)
-        found = await pool_of(request).run(measure, key, limit_s=LIMIT_S, request=request)
+        found = await pool_of(request).run(measure, key, limit_s=LIMIT_S, request=request,
+                                           work=figure_work(T_source, T_target, d_model, heads))
         _results.put(key, found)
     return found

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-from seqlab.web.budget import REQUEST_BUDGET_BYTES, require_within_budget
+from seqlab.web.budget import REQUEST_BUDGET_BYTES, Work, require_within_budget
 from seqlab.web.messages import N_, LabError, Phrase
 
 DOMAIN = "web"
@@ -67,3 +67,15 @@ def check(T_source: int, T_target: int, d_model: int, heads: int) -> None:
     require_within_budget(estimate, Phrase(N_("S = {source}, T = {target} at d_model = {d}"),
                                            {"source": T_source, "target": T_target, "d": d_model}),
                           "d_model", hint=hint)
+
+
+def figure_work(T_source: int, T_target: int, d_model: int, heads: int) -> Work:
+    """Figure 1's run for its time estimate: every box's dependency probe, about (S + T)·(S + T)·d_model units
+    (each position probed against every row of its width).
+
+    >>> figure_work(8, 8, 512, 8).units
+    131072
+    """
+    return Work("figure", (T_source + T_target) ** 2 * d_model,
+                Phrase(N_("S = {source}, T = {target} at d_model = {d}"),
+                       {"source": T_source, "target": T_target, "d": d_model}), "d_model")

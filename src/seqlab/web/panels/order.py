@@ -26,9 +26,10 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from seqlab.memory import FLOAT64_BYTES, MemoryEstimate
-from seqlab.web.budget import require_within_budget
+from seqlab.web.budget import Work, require_within_budget
 from seqlab.web.messages import N_, FieldName, LabError, Phrase
 from seqlab.web.cache import ResultCache
+from seqlab.web.validation import JsonInt
 from seqlab.web.workers import pool_of
 
 DOMAIN = "web"
@@ -55,8 +56,8 @@ class OrderRequest(BaseModel):
                           description="the sentence, at most 300 characters and 40 words")
     reordered: str = Field("al cartero muerde el perro", min_length=1, max_length=MAX_CHARACTERS,
                            description="the same words in another order")
-    d_model: int = Field(8, ge=2, le=MAX_WIDTH, description="every width of both machines")
-    seed: int = Field(0, ge=0, le=MAX_SEED, description="seeds the word vectors and the weights")
+    d_model: JsonInt = Field(8, ge=2, le=MAX_WIDTH, description="every width of both machines")
+    seed: JsonInt = Field(0, ge=0, le=MAX_SEED, description="seeds the word vectors and the weights")
 
 
 class MachineOrder(BaseModel):
@@ -194,7 +195,10 @@ async def order_panel(body: OrderRequest, request: Request,
         require_within_budget(MemoryEstimate(16 * T * d * FLOAT64_BYTES + 8 * d * d * FLOAT64_BYTES,
                                              Phrase(N_("activations of {count} words"), {"count": T})),
                               Phrase(N_("{count} words at d_model = {d}"), {"count": T, "d": d}), "sentence")
-        found = await pool_of(request).run(measure_reordering, key, limit_s=LIMIT_S, request=request)
+        found = await pool_of(request).run(
+            measure_reordering, key, limit_s=LIMIT_S, request=request,
+            work=Work("order", T * d * d + T * T * d, Phrase(N_("{count} words at d_model = {d}"),
+                                                             {"count": T, "d": d}), "sentence"))
         _results.put(key, found)
     return found
 

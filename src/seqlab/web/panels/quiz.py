@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from seqlab.errors import SeqlabError
 from seqlab.web.messages import N_, LabError, Phrase
 from seqlab.web.validation import lab_error, shown
+from seqlab.web.budget import Work
 from seqlab.web.workers import pool_of
 
 DOMAIN = "web"
@@ -144,12 +145,33 @@ def measure_quiz_facts():
     return measure_facts()
 
 
+def prepare_facts(preload: tuple[str, ...] = ("torch",)) -> None:
+    """Measure the facts now in a worker process of their own, outside the lab's pool (``seqlab serve`` calls it in
+    a thread at start-up), so the self-check shows its questions at once later however busy the pool is, and no
+    visitor's measurement waits for them; a failure leaves them to the first visit."""
+    from seqlab.web.workers import WorkerPool
+
+    with _facts_lock:
+        if "facts" in _facts:
+            return
+    pool = WorkerPool(size=1, wait_s=0, preload=preload)
+    try:
+        found = pool.call(measure_quiz_facts, (), limit_s=LIMIT_S)
+    except Exception:  # noqa: BLE001  (past its limit, a study missing): the first visit measures them
+        return
+    finally:
+        pool.shutdown()
+    with _facts_lock:
+        _facts.setdefault("facts", found)
+
+
 async def facts_of(request: Request):
     """The measured facts, from a worker the first time, kept by the server afterwards."""
     with _facts_lock:
         found = _facts.get("facts")
     if found is None:
-        found = await pool_of(request).run(measure_quiz_facts, (), limit_s=LIMIT_S, request=request)
+        found = await pool_of(request).run(measure_quiz_facts, (), limit_s=LIMIT_S, request=request,
+                                           work=Work("quiz", 1, Phrase(N_("the self-check's facts"))))
         with _facts_lock:
             _facts["facts"] = found
     return found

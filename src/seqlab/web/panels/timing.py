@@ -35,8 +35,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from seqlab import cost
 from seqlab.i18n import format_fraction, format_integer, format_number, format_seconds
-from seqlab.web.budget import require_within_budget
+from seqlab.web.budget import Work, require_within_budget
 from seqlab.web.messages import N_, Phrase, tr
+from seqlab.web.validation import JsonInt
 from seqlab.web.workers import pool_of
 
 DOMAIN = "web"
@@ -62,7 +63,7 @@ class BenchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     d_model: Literal[64, 128, 256, 512] = Field(256, description="d = d_model = d_h = d_k = d_v")
-    max_T: int = Field(1024, ge=FIRST_LENGTH, le=MAX_LENGTH, description="longest length (64 … 2048)")
+    max_T: JsonInt = Field(1024, ge=FIRST_LENGTH, le=MAX_LENGTH, description="longest length (64 … 2048)")
 
 
 class Load(BaseModel):
@@ -375,6 +376,18 @@ def run_sweep(d: int, max_T: int, load):
     return run_bench(bench_config(d, max_T), load=load)
 
 
+def bench_work(d: int, max_T: int) -> Work:
+    """The live sweep for its time estimate: at every length one call of each machine per round, nn.RNN's T·d²
+    and SDPA's T²·d multiplications, so Σ_T (T·d² + T²·d) units.
+
+    >>> bench_work(64, 128).units  # T = 64 and 128
+    2097152
+    """
+    lengths = bench_config(d, max_T).lengths
+    units = sum(T * d * d + T * T * d for T in lengths)
+    return Work("bench", units, Phrase(N_("T = {T} at d_model = {d}"), {"T": lengths[-1], "d": d}), "max_T")
+
+
 @router.post("/api/time/run", response_model=TimeResponse, tags=["time"],
              summary="Run a short sweep on this machine: nn.RNN against SDPA, lengths doubling from 64, timed "
                      "together in interleaved rounds")
@@ -392,7 +405,8 @@ async def run_time(body: BenchRequest, request: Request,
     require_within_budget(estimate_bench_bytes(T, d, 1, ("rnn", "sdpa")),
                           Phrase(N_("T = {T} at d_model = {d}"), {"T": T, "d": d}), "max_T")
     load = machine_load()  # in the server, before the worker starts: the sweep's own work must not count
-    result = await pool_of(request).run(run_sweep, (d, body.max_T, load), limit_s=BENCH_LIMIT_S, request=request)
+    result = await pool_of(request).run(run_sweep, (d, body.max_T, load), limit_s=BENCH_LIMIT_S, request=request,
+                                        work=bench_work(d, body.max_T))
     with _last_run_lock:
         _last_run["result"] = result
     return TimeResponse(local=_local(result, lang, "this_request"), gpu=gpu_records(lang))
