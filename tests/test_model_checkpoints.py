@@ -301,7 +301,9 @@ def test_a_bad_model_folder_exits_2_with_one_line(cli, tmp_path, make, fragment)
     (("--max-tokens", "65"), "--max-tokens", "(the model reads at most 64 positions), received 65"),
     (("--text", "luz"), "--text", "text 1 gives 1 position for tiny-gpt2; expected at least 2"),
 ])
-def test_option_errors_name_the_checkpoints_ranges(cli, checkpoints, args, option, fragment):
+def test_option_errors_name_the_checkpoints_ranges(cli, checkpoints, args, option, fragment, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "somefile.txt").write_text("a file that exists, so that the two sources clash", encoding="utf-8")
     result = cli("--model", checkpoints["gpt2"], *(args if "--text" in args else ("--text", LONG, *args)))
     errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
     assert result.exit_code == 2 and len(errors) == 1, result.output
