@@ -57,7 +57,7 @@ COMMANDS = {
 }
 NAME = re.compile(r"[\d_/.²³⁴ᵀ·×⊙√∂‖]|[a-z][A-Z]|-[A-Z]|^-|^[A-Z]{2,}[a-z]")
 #: The web lab's messages name its API's parameters and the keys of the keyboard as they are.
-WEB_NAMES = frozenset({"answer", "heads", "sublayer", "memory", "Tab", "Enter", "Ctrl"})
+WEB_NAMES = frozenset({"answer", "heads", "sublayer", "memory", "Tab", "Enter", "Ctrl", "BOM"})  # BOM: the byte order mark, named by its acronym
 WORD = re.compile(r"[A-Za-zÀ-ÿ]+")
 
 

@@ -515,11 +515,30 @@ def test_static_files_stay_fast_while_the_first_heavy_request_runs(served):
         with httpx.Client(base_url=url, timeout=600) as http:
             return http.get("/api/decode", params={"d_model": 16, "positions": 64, "time": "true"})
 
+    from seqlab.measure.timing import machine_load
+
+    busy = machine_load().busy
     latencies, response = static_latencies_while(url, first_decode)
+    busy = busy or machine_load().busy
     assert response.status_code == 200, response.text
     assert response.json()["positions"] == [1, 4, 16, 64]
     assert len(latencies) >= 3, latencies  # the decode was really in flight while the static file was asked for
-    assert max(latencies) < 0.5, sorted(latencies)[-5:]
+    assert max(latencies) < static_bound(busy), (busy, sorted(latencies)[-5:])
+
+
+def static_bound(busy: bool) -> float:
+    """The slowest static answer allowed while a heavy request runs: 0.5 s on a quiet machine (issue 26). On a busy
+    one (load average at or above the CPUs, before or after), where a static answer also waits for a CPU, half of
+    what the old design stalled the loop for, measured now under the same load: one fresh import of the engine
+    (PyTorch and seqlab's measuring modules) in a new interpreter. A loop blocked by that import waits all of it."""
+    import subprocess
+    import sys
+
+    if not busy:
+        return 0.5
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import torch, seqlab.measure.work, seqlab.measure.trace"], check=True)
+    return max(0.5, (time.perf_counter() - started) / 2)
 
 
 def test_sigterm_during_a_measurement_answers_503_and_logs_no_traceback(served):

@@ -47,8 +47,8 @@ def parse_factory(spec: str) -> FactorySpec:
     >>> try:
     ...     parse_factory("./no/such/layers.py:make")
     ... except SeqlabError as error:
-    ...     print(str(error)[:60])
-    the factory file './no/such/layers.py' does not exist (from
+    ...     print(str(error).split(" (from")[0])
+    the factory file './no/such/layers.py' does not exist
 
     Raises:
         SeqlabError: the text is not ``module:attribute``; the file it names is missing, a folder, not a .py
