@@ -2,7 +2,7 @@
 
 One Uvicorn subprocess for the module, run as ``seqlab serve`` runs it (:func:`seqlab.web.server.run_lab`: the
 h11 protocol with the head deadline and the lab's own 503 at the cap, the stated Uvicorn limits), with the body
-timeout lowered to 2 s so that a trickled body is cut off quickly. Heads over 16 KiB, whether sent in one write or
+timeout lowered to 2 s and the head timeout to 3 s so that a trickled body or head is cut off quickly. Heads over 16 KiB, whether sent in one write or
 in pieces, and more than 100 header lines get 431 with the lab's JSON sentence; a body trickled slowly gets 408;
 the connection past the cap gets 503 with Retry-After and JSON. The strict JSON content type (a BOM, a second
 Content-Type, another media type) and the error bodies' shape are checked in this process (ASGI, no server).
@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -26,13 +27,16 @@ pytest.importorskip("uvicorn", reason="the live-server tests need uvicorn")
 from seqlab.web.limits import MAX_HEAD_BYTES, MAX_HEADERS  # noqa: E402
 from seqlab.web.server import UVICORN_LIMITS  # noqa: E402
 
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 BODY_TIMEOUT_S = 2.0
+HEAD_TIMEOUT_S = 3.0
 SERVER = textwrap.dedent(f"""
     import sys
     from seqlab.web import limits
     from seqlab.web.app import create_app
-    from seqlab.web.server import run_lab
+    from seqlab.web.server import HeadTimeoutH11, run_lab
 
+    HeadTimeoutH11.head_timeout_s = {HEAD_TIMEOUT_S}
     app = create_app("en")
     for middleware in app.user_middleware:
         if middleware.cls is limits.BodyLimit:
@@ -184,6 +188,31 @@ def test_the_connection_past_the_cap_gets_503_with_retry_after_and_json(lab):
                                            "inténtalo de nuevo en unos segundos")
     time.sleep(0.5)
     assert exchange(lab, [request_head(b"Connection: close\r\n")])[0] == 200  # freed: served again
+
+
+def test_the_fuzzers_limit_cases_get_their_stated_answers(lab):
+    """Three cases of every kind of benchmarks/fuzz_limits.py (its generated heads, bodies, trickles, content
+    types, cross-site requests and floods), and a cross-site request to every /api operation: each answered as
+    the docs state, none hangs, no answer of 500 or more but the 503s past the connection cap."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import fuzz_limits
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    timeouts = fuzz_limits.Timeouts(body=BODY_TIMEOUT_S, head=HEAD_TIMEOUT_S)
+    operations = fuzz_limits.api_operations(lab)
+    assert ("POST", "/api/order") in operations and ("GET", "/api/figure") in operations
+    cases = fuzz_limits.draw_cases(3, timeouts, operations, seed=0)
+    every = fuzz_limits.draw_cases(40, timeouts, operations, seed=1, kinds=("cross_site",))
+    assert {case["kind"] for case in cases} == set(fuzz_limits.KINDS)
+    results = fuzz_limits.run_cases(lab, cases + every)
+    wrong = [(case["kind"], case["note"], outcome.status, found) for case, outcome, found in results if found]
+    assert wrong == []
+    statuses = {outcome.status for _, outcome, _ in results}
+    assert {431, 422, 408, 403, 503, 200, None} <= statuses  # every stated answer met (None: a slow head, closed)
+    assert all(outcome.status < 500 or outcome.status == 503 for _, outcome, _ in results if outcome.status)
+    crossed = {case["operation"] for case, outcome, _ in results if case["kind"] == "cross_site"}
+    assert crossed >= set(operations)  # every /api operation asked cross-site (and refused: wrong == [])
 
 
 # --- Strict JSON, in this process ---------------------------------------------------------------------------
