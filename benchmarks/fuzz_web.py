@@ -57,7 +57,7 @@ ENDPOINTS = [("POST", "/api/order"), ("POST", "/api/quiz/q1"), ("POST", "/api/qu
              ("POST", "/api/time/run"), ("GET", "/api/cost"), ("GET", "/api/chain"), ("GET", "/api/figure"),
              ("GET", "/api/quiz"), ("GET", "/cost"), ("GET", "/order")]
 #: Operations whose valid requests measure (seconds each): their positive cases get ``--heavy-examples``.
-MEASURING = {"/api/figure", "/api/cost", "/api/chain", "/api/order"}
+MEASURING = {"/api/figure", "/api/cost", "/api/chain", "/api/order", "/api/decode", "/api/decode/model"}
 FIELDS = ["sentence", "reordered", "answer", "d_model", "seed", "max_T", "T", "lang", "extra"]
 
 
@@ -193,7 +193,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=300, help="Schemathesis examples per operation and mode")
     parser.add_argument("--heavy-examples", type=int, default=60,
-                        help="valid examples of the measuring operations (figure, cost, chain, order)")
+                        help="valid examples of the measuring operations (figure, cost, chain, order, decode)")
     parser.add_argument("--bench-examples", type=int, default=5, help="the same for /api/time/run")
     parser.add_argument("--hostile", type=int, default=8000, help="hostile requests from this script's strategies")
     parser.add_argument("--limit-cases", type=int, default=40,
