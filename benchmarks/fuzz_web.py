@@ -215,8 +215,8 @@ def main() -> int:
             print(f"server {base} (127.0.0.1 only), log {log.name}")
             print(f"settings: Schemathesis {args.examples} positive + {args.examples} negative examples per "
                   f"operation ({args.heavy_examples} positive for the measuring ones, {args.bench_examples} + "
-                  f"{args.bench_examples} for /api/time/run), hostile {args.hostile}, limit cases {args.limit_cases} of "
-                  f"each of {len(fuzz_limits.KINDS)} kinds, seed {args.seed}")
+                  f"{args.bench_examples} for /api/time/run), hostile {args.hostile}, limit cases "
+                  f"{args.limit_cases} of each of {len(fuzz_limits.KINDS)} kinds, seed {args.seed}")
             schema_sent = run_schemathesis(base, args.examples, args.heavy_examples, args.bench_examples, args.seed,
                                            tally, failures, by_operation)
             hostile_sent = run_hostile(base, args.hostile, args.seed, tally, failures)

@@ -2,9 +2,10 @@
 
 One Uvicorn subprocess for the module, run as ``seqlab serve`` runs it (:func:`seqlab.web.server.run_lab`: the
 h11 protocol with the head deadline and the lab's own 503 at the cap, the stated Uvicorn limits), with the body
-timeout lowered to 2 s and the head timeout to 3 s so that a trickled body or head is cut off quickly. Heads over 16 KiB, whether sent in one write or
-in pieces, and more than 100 header lines get 431 with the lab's JSON sentence; a body trickled slowly gets 408;
-the connection past the cap gets 503 with Retry-After and JSON. The strict JSON content type (a BOM, a second
+timeout lowered to 2 s and the head timeout to 3 s so that a trickled body or head is cut off quickly. Heads
+over 16 KiB, whether sent in one write or in pieces, and more than 100 header lines get 431 with the lab's JSON
+sentence; a body trickled slowly gets 408; the connection past the cap gets 503 with Retry-After and JSON; the
+fuzzer's generated limit cases (benchmarks/fuzz_limits.py) get their stated answers. The strict JSON content type (a BOM, a second
 Content-Type, another media type) and the error bodies' shape are checked in this process (ASGI, no server).
 """
 
