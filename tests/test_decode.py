@@ -287,17 +287,18 @@ def test_cache_sentences_give_both_caches_time_only_when_decided(monkeypatch):
     text = _text(_timed(monkeypatch, times)[0])
     # 8**2 + 2*8*8**2 + 2*8*8 = 1216 against 3*8**2 + 2*8*8 = 320 for either cache: ×3.80
     assert ("At t = 8, attention without a cache does ×3.80 the multiplications of either KV cache per new token: "
-            "it recomputes every key and value. It takes ×2.00 the time of the KV cache. It takes ×8.00 the time of "
-            "the static KV cache.") in text
+            "it recomputes every key and value. It takes ×2.00 the time of the KV cache (decided round by round against "
+            "the ×1.20 margin). It takes ×8.00 the time of the static KV cache (decided round by round against the "
+            "×1.20 margin).") in text
     assert "At t = 8, the growing KV cache takes ×4.00 the time of the static one per new token" in text
     # recomputing faster than the KV cache; the static cache's rounds straddle the margin against it
     times.update(attention_static_cache=tuple(1e-4 * x for x in STRADDLING), attention_no_cache=1e-4)
     text = _text(_timed(monkeypatch, times)[0])
-    assert "Yet it is faster than the KV cache here, by ×2.00." in text
+    assert "Yet it is faster than the KV cache here, by ×2.00 (decided round by round against the ×1.20 margin)." in text
     assert "Against the static KV cache, its time is not judged" in text
     assert "the time of the static KV cache" not in text
     spanish = _text(_timed(monkeypatch, times)[0], "es")
-    assert "Y aun así aquí es más rápida que la caché KV, por ×2,00." in spanish
+    assert "Y aun así aquí es más rápida que la caché KV, por ×2,00 (decidido ronda a ronda" in spanish
 
 
 def test_the_static_cache_holds_its_capacity_from_the_first_token():

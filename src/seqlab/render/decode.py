@@ -251,8 +251,10 @@ def cache_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
             t=format_integer(t, lang), work=_times(none.multiplications / first.multiplications, lang), cache=cache)]
         for decision in (d for d in result.cache_times if d.a == "attention_no_cache"):
             values = {"cache": nouns[decision.b], **_spread(decision, lang)}
-            text = {"b_first": tr("It takes {time} the time of {cache}."),
-                    "a_first": tr("Yet it is faster than {cache} here, by {time}."),
+            text = {"b_first": tr("It takes {time} the time of {cache} (decided round by round against the {margin} "
+                                  "margin)."),
+                    "a_first": tr("Yet it is faster than {cache} here, by {time} (decided round by round against the "
+                                  "{margin} margin)."),
                     "tie": tr("Its time ties with that of {cache} (its time over that one's, round by round, {low} "
                               "to {high} between the quartiles, within the {margin} margin)."),
                     "not_judged": tr("Against {cache}, its time is not judged (its time over that one's, round by "
