@@ -1,7 +1,7 @@
 """Render a :class:`~seqlab.studies.report.ReportResult` as one self-contained HTML page.
 
 Each section reuses its command's renderer — the Rich tables and sentences of ``compare``, ``table1``,
-``bench`` and ``figure``, the claim texts of ``check`` — and turns the tables into HTML tables; every plot
+``bench``, ``figure`` and (opt-in) ``learn``, the claim texts of ``check`` — and turns the tables into HTML tables; every plot
 is drawn by matplotlib and embedded as a base64 PNG. The page links to nothing outside itself (no fonts,
 scripts or styles from elsewhere), so it opens offline and can be mailed as one file. The page is a Jinja2
 template kept in this module, autoescaped.
@@ -230,7 +230,7 @@ def _plot(figure: Any, caption: str) -> Plot:
 
 
 def sections(result: ReportResult, lang: str = "en") -> list[Section]:
-    """The six sections of the page, in order: compare, Table 1, bench, decode, Figure 1, check."""
+    """The sections of the page, in order: compare, Table 1, bench, decode, Figure 1, check, and learn when it ran."""
     from seqlab.render.bench import plot_bench, render_bench
     from seqlab.render.decode import decode_figure, render_decode, report_texts
     from seqlab.render.check import claim_text, summary
@@ -279,7 +279,45 @@ def sections(result: ReportResult, lang: str = "en") -> list[Section]:
     check.intro.append(_("Each claim of the lesson against the measurement that tests it (seqlab check)."))
     check.claims = [claim_text(claim, lang) for claim in result.check.checks]
     check.summary = summary(result.check, lang, command="report")
-    return [compare, table1, bench, decode, figure, check]
+    learn = [] if result.learn is None else [learn_section(result, lang)]
+    return [compare, table1, bench, decode, figure, check, *learn]
+
+
+def learn_section(result: ReportResult, lang: str = "en") -> Section:
+    """The opt-in learn section (``seqlab report --learn``): its budget, ``seqlab learn``'s tables and sentences
+    (:func:`seqlab.render.learn.render_learn`: what every seed supports, what was cut, how it ran) and its plot
+    (:func:`seqlab.render.learn.plot_learn`: accuracy against T, and for mqar against state bytes, T and pairs).
+
+    Raises:
+        SeqlabError: ``result.learn`` is None (the report was run without it).
+    """
+    from seqlab.render.learn import plot_learn, render_learn
+    from seqlab.render.learn_text import duration_text, rate_text
+
+    learn = result.learn
+    if learn is None:
+        raise SeqlabError("this report has no learn section: it was run without --learn (ReportConfig.learn None)")
+    _ = translator(lang, DOMAIN)
+    settings = learn.config.settings
+    section = Section("learn", _("What tiny models learn, trained on this machine"))
+    section.intro.append(_("Tiny models trained on the CPU on the lesson's recall, order and position tasks (L3, L4, "
+                           "L10) and on multi-query associative recall against the bytes of state each keeps "
+                           "(Zoology), as seqlab learn does."))
+    preset = _("the --quick preset of seqlab learn") if learn.config.preset == "quick" else \
+        _("the full preset of seqlab learn")
+    section.intro.append(_("Budget: {preset}, {runs} runs of at most {steps} steps of {batch} examples; seeds: "
+                           "{seeds}; learning rates: {rates}; the training took {time}. A sketch, not the full run: "
+                           "a sentence below states a result only where every seed supports it.").format(
+        preset=preset, runs=format_integer(len(learn.runs), lang), steps=format_integer(settings.steps, lang),
+        batch=settings.batch, seeds=learn.config.seeds, rates=", ".join(rate_text(r) for r in learn.config.rates),
+        time=duration_text(learn.seconds, lang)))
+    _collect(render_learn(learn, lang), section)
+    section.plots.append(_plot(plot_learn(learn, lang),
+                               _("Mean test accuracy over the seeds, their range as bars, against T per task; for "
+                                 "multi-query associative recall also against the bytes of decode state (the "
+                                 "frontier: a point per model and width), against T and against the number of "
+                                 "pairs.")))
+    return section
 
 
 def busy_note(result: ReportResult, lang: str = "en") -> str:
