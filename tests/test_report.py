@@ -488,13 +488,14 @@ def test_the_learn_section_shows_the_tables_sentences_budget_and_plot(learned, l
 
 
 def test_without_learn_the_page_has_no_learn_section(result, page):
+    from seqlab.studies.learn import LearnConfig
     from seqlab.studies.report import REPORT_LEARN, parts
 
     assert ReportConfig().learn is None and ReportConfig.quick().learn is None and result.learn is None
     assert parts(ReportConfig()) == PARTS and parts(ReportConfig(learn=REPORT_LEARN))[-1] == "learn"
     html = page.read_text(encoding="utf-8")
     assert 'id="learn"' not in html and "seqlab learn" not in html and set(result.seconds) == set(PARTS)
-    assert REPORT_LEARN.preset == "quick" and REPORT_LEARN.seeds == 2 and REPORT_LEARN.settings.steps == 400
+    assert REPORT_LEARN == LearnConfig.quick() and REPORT_LEARN.seeds == 2 and REPORT_LEARN.settings.steps == 400
 
 
 def test_run_report_checks_the_learn_config_first_and_runs_it_last(result, monkeypatch):
@@ -526,8 +527,6 @@ def test_run_report_checks_the_learn_config_first_and_runs_it_last(result, monke
 def test_cli_learn_prices_trains_and_embeds_the_section(invoke, monkeypatch, learned, tmp_path):
     """--learn: the learn preset goes to the report (REPORT_LEARN, patched here to the tiny sweep so the price is
     measured in seconds), its time is printed before anything runs, and the page and PDF carry the section."""
-    from seqlab.studies.learn import LearnConfig
-
     seen = []
     monkeypatch.setattr(report_study, "REPORT_LEARN", tiny_learn())
     monkeypatch.setattr(report_study, "run_report",
@@ -541,7 +540,6 @@ def test_cli_learn_prices_trains_and_embeds_the_section(invoke, monkeypatch, lea
     assert out.with_suffix(".pdf").read_bytes()[:5] == b"%PDF-"
     output = invoke("--out", str(tmp_path / "informe.html"), "--quick", "--learn", "--no-pdf", "--lang", "es")
     assert output.exit_code == 0 and "La sección de learn hace 12 entrenamientos" in output.output, output.output
-    assert LearnConfig.quick() == report_study.REPORT_LEARN.__class__.quick()  # the real preset is learn's --quick
 
 
 def test_cli_without_learn_runs_no_learn_part(invoke, monkeypatch, result, tmp_path):

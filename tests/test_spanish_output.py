@@ -6,8 +6,8 @@ lesson's vocabulary is the catalogues' reference, :data:`LESSON_WORDS` below lis
 are spelled like English ones) nor in :data:`seqlab.glossary.ALLOWED_ENGLISH`. Names are skipped: a token with
 a digit, an underscore, a slash, a dot or a capital inside (``d_model``, ``nn.RNN``, ``ElmanRNN``,
 ``all-MiniLM-L6-v2``), an option (``--quick``) and a single letter. Every command runs at its smallest sizes
-(the report at ``ReportConfig.quick`` with a tiny learn section; ``decode --model`` on a tiny Jamba that the fixture saves); the web lab's
-Spanish strings are its catalogue's, scanned alike.
+(the report at ``ReportConfig.quick`` with a tiny learn section; ``decode --model`` on a tiny Jamba that the
+fixture saves); the web lab's Spanish strings are its catalogue's, scanned alike.
 
 The same runs gather the formulas the commands print: the gated bypass is written one way everywhere
 (:data:`seqlab.glossary.NOTATION`, PyTorch's), and attention's operations in a row carry what they count.

@@ -1,10 +1,10 @@
 """Render a :class:`~seqlab.studies.report.ReportResult` as one self-contained HTML page.
 
-Each section reuses its command's renderer — the Rich tables and sentences of ``compare``, ``table1``,
-``bench``, ``figure`` and (opt-in) ``learn``, the claim texts of ``check`` — and turns the tables into HTML tables; every plot
-is drawn by matplotlib and embedded as a base64 PNG. The page links to nothing outside itself (no fonts,
-scripts or styles from elsewhere), so it opens offline and can be mailed as one file. The page is a Jinja2
-template kept in this module, autoescaped.
+Each section reuses its command's renderer — the Rich tables and sentences of ``compare``, ``table1``, ``bench``,
+``figure`` and (opt-in) ``learn``, the claim texts of ``check`` — and turns the tables into HTML tables; every plot
+is drawn by matplotlib and embedded as a base64 PNG. The page links to nothing outside itself (no fonts, scripts or
+styles from elsewhere), so it opens offline and can be mailed as one file. The page is a Jinja2 template kept in
+this module, autoescaped.
 
 Nothing here measures; the words are English message ids of the gettext domain ``seqlab``.
 """
