@@ -483,6 +483,7 @@ def test_the_learn_section_shows_the_tables_sentences_budget_and_plot(learned, l
     assert budget in section  # 2 models x 2 lengths (position) + 2 models x 2 lengths x 2 pairs (mqar) = 12
     images = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', section)
     assert len(images) == 1 and len(images[0]) > 10_000  # plot_learn's panels, embedded
+    assert 'width="998"' in section  # two panels a row: 2 · 5.2 in · 96 px (learn --plot draws three)
     meta = re.search(r'<p class="meta">(.*?)</p>', html, flags=re.DOTALL).group(1)
     assert "learn " in meta  # the part's time, with the others'
 
@@ -522,6 +523,14 @@ def test_run_report_checks_the_learn_config_first_and_runs_it_last(result, monke
     run = run_report(tokens, "t", ReportConfig.quick(learn=tiny_learn()), lambda *args: seen.append(args))
     assert seen[-1] == (6, 7, "learn") and list(run.seconds) == [*PARTS, "learn"]
     assert len(run.learn.runs) == 12 and run.learn.config == tiny_learn() and not run.learn.partial
+    import dataclasses
+
+    import seqlab.studies.learn as learn_study
+
+    stopped = dataclasses.replace(run.learn, partial=True)  # Ctrl-C during training: run_learn keeps what finished
+    monkeypatch.setattr(learn_study, "run_learn", lambda config: stopped)
+    with pytest.raises(KeyboardInterrupt):  # a report with half a section is not a report: Ctrl-C stops it all
+        run_report(tokens, "t", ReportConfig.quick(learn=tiny_learn()))
 
 
 def test_cli_learn_prices_trains_and_embeds_the_section(invoke, monkeypatch, learned, tmp_path):

@@ -29,6 +29,9 @@ from seqlab.studies.report import ReportResult
 DOMAIN = "seqlab"
 #: Resolution of the embedded plots.
 DPI = 96
+#: Panels per row of the learn section's plot: two (10.4 inches) print its labels at 7 points or more on A4
+#: without overrunning the panels, where ``learn --plot``'s three do not.
+LEARN_COLUMNS = 2
 #: Width of Table 1's plot as :func:`seqlab.render.table1.plot_table1` draws it (inches).
 TABLE1_WIDTH_IN = 15.0
 
@@ -58,7 +61,7 @@ th { background: #f3f5f7; } caption { text-align: left; padding: 0.3rem 0; }
 caption.title { font-weight: bold; caption-side: top; } .table-caption { color: #555; font-size: 0.85rem; }
 figure { margin: 1rem 0; } img { max-width: 100%; height: auto; box-sizing: border-box; } figure img { border: 1px solid #eee; }
 figcaption { color: #555; font-size: 0.85rem; }
-.table-wrap { max-width: 100%; overflow: auto; } main, section, p, li { overflow-wrap: anywhere; }
+.table-wrap { max-width: 100%; overflow: auto; } #learn td { white-space: pre-line; } main, section, p, li { overflow-wrap: anywhere; }
 ol.claims { list-style: none; padding-left: 0; } ol.claims li { margin: 0.9rem 0; padding-left: 0.8rem;
        border-left: 4px solid #2da44e; } ol.claims li.fails { border-left-color: #cf222e; }
 ol.claims li.caveat { border-left-color: #9a6700; } .caveat .verdict { color: #9a6700; }
@@ -312,7 +315,7 @@ def learn_section(result: ReportResult, lang: str = "en") -> Section:
         batch=settings.batch, seeds=learn.config.seeds, rates=", ".join(rate_text(r) for r in learn.config.rates),
         time=duration_text(learn.seconds, lang)))
     _collect(render_learn(learn, lang), section)
-    section.plots.append(_plot(plot_learn(learn, lang),
+    section.plots.append(_plot(plot_learn(learn, lang, columns=LEARN_COLUMNS),
                                _("Mean test accuracy over the seeds, their range as bars, against T per task; for "
                                  "multi-query associative recall also against the bytes of decode state (the "
                                  "frontier: a point per model and width), against T and against the number of "
