@@ -3,7 +3,8 @@
 The notebook is executed in a fresh ``python3`` Jupyter kernel (nbclient + ipykernel; the kernel spec is
 installed for the user only if the environment has none). Its outputs are then read: the profile cell
 shows an HTML table with the terminal's row names and the GRU's 6,144 multiplications
-(3 gates · 2 products · T · d · d = 3 · 2 · 16 · 8 · 8), and the plot cell shows a PNG image.
+(3 gates · 2 products · T · d · d = 3 · 2 · 16 · 8 · 8), and the plot cell shows a PNG image; the learn cell
+(three training steps per run) shows the mqar table, and its plot cell the frontier's PNG.
 """
 
 from __future__ import annotations
@@ -78,5 +79,13 @@ def test_the_notebook_runs_and_shows_the_table_and_a_figure(tmp_path):
         assert f">{row}</td>" in page
     assert ">6,144</td>" in page  # 3 · 2 · 16 · 8 · 8
     images = [output["data"]["image/png"] for output in outputs(executed, "result.plot()")
+              if "image/png" in output.get("data", {})]
+    assert len(images) == 1 and base64.b64decode(images[0])[:8] == b"\x89PNG\r\n\x1a\n"
+    learnt = [cell for cell in executed.cells if cell.cell_type == "code" and "seqlab.run_learn(" in cell.source]
+    assert len(learnt) == 1
+    shown = [output["data"]["text/html"] for output in learnt[0].outputs if "text/html" in output.get("data", {})]
+    assert len(shown) == 1 and shown[0].count("<table") == 1 and "Multi-query associative recall" in shown[0]
+    assert ">Linear attention (w = 8, 352 B)</td>" in shown[0]  # its fixed state, measured on its decoder
+    images = [output["data"]["image/png"] for output in outputs(executed, "learnt.plot()")
               if "image/png" in output.get("data", {})]
     assert len(images) == 1 and base64.b64decode(images[0])[:8] == b"\x89PNG\r\n\x1a\n"

@@ -198,3 +198,57 @@ def test_decode_and_modern_results_show_and_draw():
     for line, row in zip(peak.get_lines(), modern.rows):
         assert list(line.get_ydata()) == [s.peak_bytes for s in row.long]
     assert len(path.get_lines()) == 2
+
+
+#: A learn sweep small enough to train in seconds: the position task (its table) and mqar (the three pictures).
+TINY_LEARN = dict(tasks=("position", "mqar"), models=("attention", "linear_attention"), lengths=(8, 12),
+                  pairs=(1, 2), widths=(8,), seeds=1, rates=(1e-2,))
+
+
+@pytest.fixture(scope="module")
+def learn_result():
+    from seqlab.learn.training import TrainSettings
+    from seqlab.studies.learn import LearnConfig
+
+    return seqlab.run_learn(LearnConfig(**TINY_LEARN, settings=TrainSettings(steps=3, test_size=8,
+                                                                              validation_size=8)))
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_learn_html_has_the_terminal_tables_and_sentences(learn_result, lang):
+    from seqlab.render.learn import learn_sentences, render_learn
+
+    assert seqlab.run_learn.__name__ == "run_learn"
+    page = learn_result.html(lang)
+    assert page == result_html(learn_result, lang)
+    names = first_column(render_learn(learn_result, lang))
+    assert len(names) == 2 + 2  # position: a row per model; mqar: a row per model and its one width
+    for name in names:
+        assert f">{html.escape(name)}</td>" in page
+    for sentence in learn_sentences(learn_result, lang):
+        assert f"<p>{html.escape(sentence)}</p>" in page
+    word = {"en": "Multi-query associative recall", "es": "Recuerdo asociativo"}[lang]
+    assert word in page and page.count("<table") == 2
+    cell = learn_result.cell("mqar", "attention", 12, 2, 8)
+    from seqlab.render.learn_text import range_text
+
+    assert html.escape(range_text(cell.mean, cell.low, cell.high, lang)) in page  # the measured figure
+
+
+def test_learn_figure_draws_the_frontier_and_accuracy_against_T_and_pairs(learn_result):
+    position, frontier, by_length, by_pairs, *hidden = learn_result.plot("es").axes
+    assert [ax.get_visible() for ax in hidden] == [False] * len(hidden)
+    assert frontier.get_xscale() == "log" and "bytes" in frontier.get_xlabel()
+    assert by_length.get_xlabel() == "T (posiciones)" and by_pairs.get_xlabel() == "pares clave-valor"
+    lines = [container.lines[0] for container in frontier.containers]  # each model's error-bar line
+    assert len(lines) == 2
+    for model, line in zip(("attention", "linear_attention"), lines):
+        cells = [c for c in learn_result.cells("mqar", model) if (c.T, c.pairs) == (12, 2)]
+        assert list(line.get_xdata()) == [c.state_bytes for c in cells]  # one point per model and width
+        assert list(line.get_ydata()) == [c.mean for c in cells]
+    attention = [c for c in learn_result.cells("mqar", "attention") if c.pairs == 2]
+    along_T = by_length.containers[0].lines[0]
+    assert list(along_T.get_xdata()) == [8, 12]
+    assert list(along_T.get_ydata()) == [c.mean for c in sorted(attention, key=lambda c: c.T)]
+    assert list(by_pairs.containers[0].lines[0].get_xdata()) == [1, 2]
+    assert len(position.containers) == 2  # a line per model of the position task

@@ -432,3 +432,128 @@ def test_the_load_is_read_before_the_first_part_and_reaches_the_page(result, mon
     meta = re.search(r'<p class="meta">(.*?)</p>', html, flags=re.DOTALL).group(1)
     assert ("La máquina estaba ocupada: su carga media era 4,00 con 2 CPU" in meta) is busy
     assert ("La máquina estaba ocupada: su carga media era 4,00 con 2 CPU" in sections_of(html)["bench"]) is busy
+
+
+# --- The opt-in learn section (seqlab report --learn) ------------------------------------------------------
+
+def tiny_learn():
+    """A learn sweep that trains in seconds, with a lesson task (a table) and mqar (the frontier's panels)."""
+    from seqlab.learn.training import TrainSettings
+    from seqlab.studies.learn import LearnConfig
+
+    return LearnConfig.quick(tasks=("position", "mqar"), models=("attention", "linear_attention"), lengths=(8, 12),
+                             pairs=(1, 2), widths=(8,), seeds=1, rates=(1e-2,),
+                             settings=TrainSettings(steps=3, test_size=8, validation_size=8))
+
+
+@pytest.fixture(scope="module")
+def learned(result):
+    """The module's report with a tiny learn sweep added, as run_report adds it (its seconds last)."""
+    import dataclasses
+
+    from seqlab.studies.learn import run_learn
+
+    learn = run_learn(tiny_learn())
+    return dataclasses.replace(result, learn=learn, seconds={**result.seconds, "learn": learn.seconds})
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_the_learn_section_shows_the_tables_sentences_budget_and_plot(learned, lang):
+    from seqlab.render.learn import learn_sentences, learn_table
+    from seqlab.render.learn_text import range_text
+
+    html = render_report(learned, lang)
+    found = sections_of(html)
+    assert list(found) == [*PARTS, "learn"] and '<a href="#learn">' in html
+    section = found["learn"]
+    for task in ("position", "mqar"):
+        title = learn_table(learned.learn, task, lang).title
+        assert f'<caption class="title">{title}</caption>' in section  # the terminal's table, title and all
+    assert section.count("<table>") == 2
+    from markupsafe import escape
+
+    for sentence in learn_sentences(learned.learn, lang):  # the verdicts, the cuts and how it ran
+        assert f"<p>{escape(sentence)}</p>" in section
+    cell = learned.learn.cell("mqar", "linear_attention", 12, 2, 8)
+    assert range_text(cell.mean, cell.low, cell.high, lang) in section  # a measured cell
+    budget = {"en": "Budget: the --quick preset of seqlab learn, 12 runs of at most 3 steps of 64 examples; seeds: 1; "
+                    "learning rates: 1e-2; the training took ",
+              "es": "Presupuesto: el preajuste --quick de seqlab learn, 12 entrenamientos de como mucho 3 pasos de 64 "
+                    "ejemplos; semillas: 1; tasas de aprendizaje: 1e-2; el entrenamiento tardó "}[lang]
+    assert budget in section  # 2 models x 2 lengths (position) + 2 models x 2 lengths x 2 pairs (mqar) = 12
+    images = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', section)
+    assert len(images) == 1 and len(images[0]) > 10_000  # plot_learn's panels, embedded
+    assert 'width="998"' in section  # two panels a row: 2 · 5.2 in · 96 px (learn --plot draws three)
+    meta = re.search(r'<p class="meta">(.*?)</p>', html, flags=re.DOTALL).group(1)
+    assert "learn " in meta  # the part's time, with the others'
+
+
+def test_without_learn_the_page_has_no_learn_section(result, page):
+    from seqlab.studies.learn import LearnConfig
+    from seqlab.studies.report import REPORT_LEARN, parts
+
+    assert ReportConfig().learn is None and ReportConfig.quick().learn is None and result.learn is None
+    assert parts(ReportConfig()) == PARTS and parts(ReportConfig(learn=REPORT_LEARN))[-1] == "learn"
+    html = page.read_text(encoding="utf-8")
+    assert 'id="learn"' not in html and "seqlab learn" not in html and set(result.seconds) == set(PARTS)
+    assert REPORT_LEARN == LearnConfig.quick() and REPORT_LEARN.seeds == 2 and REPORT_LEARN.settings.steps == 400
+
+
+def test_run_report_checks_the_learn_config_first_and_runs_it_last(result, monkeypatch):
+    import seqlab.studies.bench as bench_study
+    import seqlab.studies.check as check_study
+    import seqlab.studies.compare as compare_study
+    import seqlab.studies.decode as decode_study
+    import seqlab.studies.figure as figure_study
+    import seqlab.studies.table1 as table1_study
+    from seqlab.errors import SeqlabError
+    from seqlab.studies.learn import LearnConfig
+
+    monkeypatch.setattr(compare_study, "run_compare", lambda *args: result.compare)
+    monkeypatch.setattr(table1_study, "run_table1", lambda *args: result.table1)
+    monkeypatch.setattr(bench_study, "run_bench", lambda config, load=None: result.bench)
+    monkeypatch.setattr(decode_study, "run_decode", lambda *args: result.decode)
+    monkeypatch.setattr(figure_study, "measure_figure", lambda *args: result.figure)
+    monkeypatch.setattr(check_study, "run_check", lambda *args: result.check)
+    tokens = synthetic_tokens(48, lang="en")
+    with pytest.raises(SeqlabError, match="tasks must be among"):
+        run_report(tokens, "t", ReportConfig.quick(learn=LearnConfig(tasks=("nope",))),
+                   progress=lambda *args: pytest.fail("a part ran before the learn config was checked"))
+    seen = []
+    run = run_report(tokens, "t", ReportConfig.quick(learn=tiny_learn()), lambda *args: seen.append(args))
+    assert seen[-1] == (6, 7, "learn") and list(run.seconds) == [*PARTS, "learn"]
+    assert len(run.learn.runs) == 12 and run.learn.config == tiny_learn() and not run.learn.partial
+    import dataclasses
+
+    import seqlab.studies.learn as learn_study
+
+    stopped = dataclasses.replace(run.learn, partial=True)  # Ctrl-C during training: run_learn keeps what finished
+    monkeypatch.setattr(learn_study, "run_learn", lambda config: stopped)
+    with pytest.raises(KeyboardInterrupt):  # a report with half a section is not a report: Ctrl-C stops it all
+        run_report(tokens, "t", ReportConfig.quick(learn=tiny_learn()))
+
+
+def test_cli_learn_prices_trains_and_embeds_the_section(invoke, monkeypatch, learned, tmp_path):
+    """--learn: the learn preset goes to the report (REPORT_LEARN, patched here to the tiny sweep so the price is
+    measured in seconds), its time is printed before anything runs, and the page and PDF carry the section."""
+    seen = []
+    monkeypatch.setattr(report_study, "REPORT_LEARN", tiny_learn())
+    monkeypatch.setattr(report_study, "run_report",
+                        lambda tokens, source, config, progress=None: seen.append(config) or learned)
+    out = tmp_path / "page.html"
+    output = invoke("--out", str(out), "--quick", "--learn", "--lang", "en")
+    assert output.exit_code == 0, output.output
+    assert seen[0].learn == tiny_learn() and seen[0].compare == ReportConfig.quick().compare
+    assert "The learn section trains 12 runs (seqlab learn --quick): at most " in output.output
+    assert list(sections_of(out.read_text(encoding="utf-8"))) == [*PARTS, "learn"]
+    assert out.with_suffix(".pdf").read_bytes()[:5] == b"%PDF-"
+    output = invoke("--out", str(tmp_path / "informe.html"), "--quick", "--learn", "--no-pdf", "--lang", "es")
+    assert output.exit_code == 0 and "La sección de learn hace 12 entrenamientos" in output.output, output.output
+
+
+def test_cli_without_learn_runs_no_learn_part(invoke, monkeypatch, result, tmp_path):
+    seen = []
+    monkeypatch.setattr(report_study, "run_report",
+                        lambda tokens, source, config, progress=None: seen.append(config) or result)
+    output = invoke("--out", str(tmp_path / "r.html"), "--quick", "--no-pdf")
+    assert output.exit_code == 0 and seen[0].learn is None and "learn section" not in output.output, output.output

@@ -6,8 +6,8 @@ lesson's vocabulary is the catalogues' reference, :data:`LESSON_WORDS` below lis
 are spelled like English ones) nor in :data:`seqlab.glossary.ALLOWED_ENGLISH`. Names are skipped: a token with
 a digit, an underscore, a slash, a dot or a capital inside (``d_model``, ``nn.RNN``, ``ElmanRNN``,
 ``all-MiniLM-L6-v2``), an option (``--quick``) and a single letter. Every command runs at its smallest sizes
-(the report at ``ReportConfig.quick``; ``decode --model`` on a tiny Jamba that the fixture saves); the web lab's
-Spanish strings are its catalogue's, scanned alike.
+(the report at ``ReportConfig.quick`` with a tiny learn section; ``decode --model`` on a tiny Jamba that the
+fixture saves); the web lab's Spanish strings are its catalogue's, scanned alike.
 
 The same runs gather the formulas the commands print: the gated bypass is written one way everywhere
 (:data:`seqlab.glossary.NOTATION`, PyTorch's), and attention's operations in a row carry what they count.
@@ -120,8 +120,14 @@ def outputs(tmp_path_factory) -> dict[str, str]:
             printed[name] = result.output
     finally:
         sys.path.remove(str(TESTS))
-    page = render_report(run_report(synthetic_tokens(48, lang="es"), "synthetic (48 tokens)", ReportConfig.quick()),
-                         "es")
+    from seqlab.learn.training import TrainSettings
+    from seqlab.studies.learn import LearnConfig
+
+    learn = LearnConfig.quick(tasks=("position", "mqar"), models=("attention", "linear_attention"), lengths=(12,),
+                              pairs=(1, 2), widths=(8,), seeds=1, rates=(1e-2,),
+                              settings=TrainSettings(steps=3, test_size=8, validation_size=8))  # its section too
+    page = render_report(run_report(synthetic_tokens(48, lang="es"), "synthetic (48 tokens)",
+                                    ReportConfig.quick(learn=learn)), "es")
     body = re.sub(r"<(script|style)\b.*?</\1>", " ", page, flags=re.S)
     printed["report"] = re.sub(r"<[^>]+>", " ", body)
     return printed

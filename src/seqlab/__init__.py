@@ -13,7 +13,9 @@ studies never import :mod:`seqlab.render`, which imports them.
 * :func:`table1` — Table 1 measured (:func:`seqlab.studies.table1.run_table1`);
 * :func:`table1_modern` — Table 1 extended to modern mixers (:func:`seqlab.studies.table1_modern.run_modern`);
 * :func:`check` — the lesson's claims L1–L12 measured (:func:`seqlab.studies.check.run_check`);
-* :func:`decode` — the cost of generating one token at position t (:func:`seqlab.studies.decode.run_decode`).
+* :func:`decode` — the cost of generating one token at position t (:func:`seqlab.studies.decode.run_decode`);
+* :func:`run_learn` — train tiny models on the lesson's tasks and on MQAR (:func:`seqlab.studies.learn.run_learn`;
+  not ``seqlab.learn``, which is the package of its tasks, models and training).
 """
 
 from importlib import import_module
@@ -29,6 +31,7 @@ _LAZY = {
     "table1_modern": "seqlab.studies.table1_modern:run_modern",
     "check": "seqlab.studies.check:run_check",
     "decode": "seqlab.studies.decode:run_decode",
+    "run_learn": "seqlab.studies.learn:run_learn",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -125,7 +125,7 @@ s ms µs ns kib mib gib b kb mb gb flop flops cpu cuda gpu meta float double int
 pytorch torch seqlab typer click rich babel matplotlib weasyprint plotly pango jinja uvicorn fastapi
 hugging face transformers transformer bert minilm sentence gpt tiktoken adam autograd jacobian
 nn sdpa lstm gru rnn mlp elman elmanrnn bahdanau luong vaswani mamba gu dao blelloch softmax tanh sigmoid relu gelu
-kaplan et rwkv jamba llama mistral qwen ssm
+kaplan et rwkv jamba llama mistral qwen ssm zoology arora hochreiter schmidhuber
 kernel kernels scan flash eager encoder decoder feed forward dropout layernorm linear
 json csv png svg html htm pdf utf stdin utc checkpoint web token tokens max min log exp kv host unicode
 compare table profile bench learn quiz model figure check serve report decode auto

@@ -8,6 +8,11 @@ Everything that can be refused is refused before the measuring starts (exit 2, o
 ``--out`` must end in .html or .htm (the PDF takes the same name with .pdf, so it cannot be the page) and its
 folder must take a file; ``--quick`` takes ``--d-model`` up to 256 and compares at most the first 1,000
 tokens; a text too long for memory is refused with the ``--max-tokens`` that fits.
+
+``--learn`` adds a section that trains tiny models (``seqlab learn --quick``'s preset,
+:data:`seqlab.studies.report.REPORT_LEARN`; ``--quick`` does not shrink it): it is off by default because it
+takes minutes, and its time, measured from one training step of each model, is printed on stderr before
+anything runs, as ``seqlab learn`` does.
 """
 
 from __future__ import annotations
@@ -107,12 +112,17 @@ def report(
     quick: Annotated[bool, typer.Option("--quick", help="Tiny sizes everywhere, four claims checked, --d-model at "
                                         f"most {QUICK_MAX_D_MODEL} and the first {QUICK_MAX_TOKENS:,} tokens of the "
                                         "text: a preview in seconds, not a measurement to quote.")] = False,
+    learn: Annotated[bool, typer.Option("--learn", help="Add a section that trains tiny models (seqlab learn "
+                                        "--quick: its tables, sentences and plots). Minutes more, even under "
+                                        "--quick; the time is printed before it starts.")] = False,
     pdf: Annotated[bool, typer.Option("--pdf/--no-pdf", help="Also print the page to a PDF beside it (same name, "
                                       ".pdf) with WeasyPrint, when it is installed.")] = True,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
 ) -> None:
     """One self-contained HTML page: compare, Table 1, bench, Figure 1 and the twelve claims checked."""
-    from seqlab.studies.report import ReportConfig, with_compare
+    from dataclasses import replace
+
+    from seqlab.studies.report import REPORT_LEARN, ReportConfig, with_compare
 
     lang = language(lang)
     tl = translator(lang)
@@ -126,6 +136,9 @@ def report(
     if d_model is not None:
         config = with_compare(config, d_model=d_model)
     tokens = _fit_text(tokens, config, max_tokens, quick, lang)
+    if learn:
+        config = replace(config, learn=REPORT_LEARN)
+        _price_learn(config.learn, lang)
     try:
         result = _run(tokens, source, config, lang)
     except SeqlabError as error:
@@ -141,6 +154,19 @@ def report(
         path=path, size=round(path.stat().st_size / 1024), held=result.check.held, total=len(result.check.checks)))
     if pdf:
         _write_pdf(path, tl)
+
+
+def _price_learn(config, lang: str) -> None:
+    """Say on stderr, before anything runs, how long the learn section may take (its per-step cost measured
+    now, as ``seqlab learn`` prints it)."""
+    from seqlab.render.learn_text import duration_text
+    from seqlab.studies.learn import estimate_learn
+
+    tl = translator(lang)
+    estimate = estimate_learn(config)
+    typer.echo(tl("The learn section trains {runs} runs (seqlab learn --quick): at most {time} more (per-step cost "
+                  "measured now, every run to its step limit); runs that learn the task stop earlier.").format(
+        runs=format_integer(estimate.runs, lang), time=duration_text(estimate.seconds, lang)), err=True)
 
 
 def _write_pdf(path: Path, tl) -> None:
@@ -164,11 +190,11 @@ def _run(tokens, source: str, config, lang: str):
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from seqlab.studies.report import PARTS, run_report
+    from seqlab.studies.report import parts, run_report
 
     console = Console(stderr=True)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
                   transient=True, disable=not console.is_terminal) as bar:
-        task = bar.add_task("", total=len(PARTS))
+        task = bar.add_task("", total=len(parts(config)))
         return run_report(tokens, source, config, lambda done, total, part: bar.update(
             task, completed=done, description=f"{part} ({done + 1}/{total})"))

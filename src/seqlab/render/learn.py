@@ -22,6 +22,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from seqlab.errors import require_positive_int
 from seqlab.i18n import format_integer, format_number, translator
 from seqlab.learn.models import FIXED_STATE, MODELS, RECURRENT
 from seqlab.learn.selection import Cell
@@ -166,6 +167,7 @@ def _mqar_panels(result: LearnResult, axes, tl) -> None:
     by_pairs.set(xlabel=tl("key-value pairs"), title=tl("Recall against pairs: T = {T}").format(T=T))
     for ax in (by_length, by_pairs):
         ax.minorticks_off()
+    frontier.xaxis.label.set_wrap(True)  # long in Spanish: wrapped at the figure's edge rather than cut there
     for ax in axes:
         ax.axhline(TASKS["mqar"].chance, color="black", linewidth=0.8, linestyle=":", label=tl("chance"))
         ax.set(ylim=(0.0, 1.05), ylabel=tl("accuracy over the queried values"))
@@ -174,19 +176,26 @@ def _mqar_panels(result: LearnResult, axes, tl) -> None:
         ax.legend(fontsize="x-small")
 
 
-def plot_learn(result: LearnResult, lang: str = "en"):
+def plot_learn(result: LearnResult, lang: str = "en", columns: int = 3):
     """A matplotlib Figure: accuracy against T per model, one panel per lesson task, range over seeds as bars;
     with mqar, three more panels: accuracy against state bytes (log x), against T and against pairs.
 
+    Args:
+        result: what to draw.
+        lang: ``"en"`` or ``"es"``.
+        columns: panels per row (at most; 5.2 inches each): the report draws 2, so that its fonts print large
+            enough on an A4 page without overrunning the panels.
+
     Raises:
-        SeqlabError: matplotlib is not installed.
+        SeqlabError: matplotlib is not installed, or ``columns`` is not a positive integer.
     """
+    require_positive_int("columns", columns)
     tl = translator(lang)
     labels, titles = model_labels(tl), task_titles(tl)
     tasks = [t for t in result.lengths if not TASKS[t].per_position]
     mqar = bool(result.cells("mqar"))
     panels = len(tasks) + 3 * mqar
-    columns = min(3, max(panels, 1))
+    columns = min(columns, max(panels, 1))
     rows = -(-max(panels, 1) // columns)
     figure = new_figure(figsize=(5.2 * columns, 4.4 * rows), layout="constrained")
     grid = figure.subplots(rows, columns, squeeze=False).flatten()

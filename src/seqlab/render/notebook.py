@@ -1,7 +1,8 @@
 """Results in a notebook: every result the Python API returns as an HTML table, from the terminal's own rows.
 
 Jupyter shows an object by its ``_repr_html_()``. The results of :func:`seqlab.profile`, :func:`seqlab.compare`,
-:func:`seqlab.table1`, :func:`seqlab.table1_modern`, :func:`seqlab.check` and :func:`seqlab.decode` get theirs from :class:`seqlab.studies.notebook_view.NotebookView`,
+:func:`seqlab.table1`, :func:`seqlab.table1_modern`, :func:`seqlab.check`, :func:`seqlab.decode` and
+:func:`seqlab.run_learn` get theirs from :class:`seqlab.studies.notebook_view.NotebookView`,
 which calls :func:`result_html` here, and their ``plot()`` from :func:`result_figure`
 (:mod:`seqlab.render.notebook_figures`).
 
@@ -41,6 +42,7 @@ VIEWS: dict[str, tuple[str, str]] = {
     "ModelDecodeResult": ("seqlab.render.decode_model:render_model_decode",
                           "seqlab.render.decode_model:model_decode_figure"),
     "ModernResult": ("seqlab.render.table1_modern:render_modern", "seqlab.render.notebook_figures:modern_figure"),
+    "LearnResult": ("seqlab.render.learn:render_learn", "seqlab.render.learn:plot_learn"),
 }
 
 _CELL = 'style="text-align: left; vertical-align: top"'
@@ -147,7 +149,7 @@ def result_html(result: Any, lang: str | None = None) -> str:
 
     Args:
         result: a result named in :data:`VIEWS` (``ProfileResult``, ``CompareResult``, ``Table1Result``,
-            ``ModernResult``, ``CheckResult``, ``DecodeResult``).
+            ``ModernResult``, ``CheckResult``, ``DecodeResult``, ``ModelDecodeResult``, ``LearnResult``).
         lang: ``"en"`` or ``"es"``; None: the environment's language (:func:`seqlab.i18n.default_language`).
 
     Returns:

@@ -1,10 +1,10 @@
 """Render a :class:`~seqlab.studies.report.ReportResult` as one self-contained HTML page.
 
-Each section reuses its command's renderer — the Rich tables and sentences of ``compare``, ``table1``,
-``bench`` and ``figure``, the claim texts of ``check`` — and turns the tables into HTML tables; every plot
-is drawn by matplotlib and embedded as a base64 PNG. The page links to nothing outside itself (no fonts,
-scripts or styles from elsewhere), so it opens offline and can be mailed as one file. The page is a Jinja2
-template kept in this module, autoescaped.
+Each section reuses its command's renderer — the Rich tables and sentences of ``compare``, ``table1``, ``bench``,
+``figure`` and (opt-in) ``learn``, the claim texts of ``check`` — and turns the tables into HTML tables; every plot
+is drawn by matplotlib and embedded as a base64 PNG. The page links to nothing outside itself (no fonts, scripts or
+styles from elsewhere), so it opens offline and can be mailed as one file. The page is a Jinja2 template kept in
+this module, autoescaped.
 
 Nothing here measures; the words are English message ids of the gettext domain ``seqlab``.
 """
@@ -29,6 +29,9 @@ from seqlab.studies.report import ReportResult
 DOMAIN = "seqlab"
 #: Resolution of the embedded plots.
 DPI = 96
+#: Panels per row of the learn section's plot: two (10.4 inches) print its labels at 7 points or more on A4
+#: without overrunning the panels, where ``learn --plot``'s three do not.
+LEARN_COLUMNS = 2
 #: Width of Table 1's plot as :func:`seqlab.render.table1.plot_table1` draws it (inches).
 TABLE1_WIDTH_IN = 15.0
 
@@ -58,7 +61,7 @@ th { background: #f3f5f7; } caption { text-align: left; padding: 0.3rem 0; }
 caption.title { font-weight: bold; caption-side: top; } .table-caption { color: #555; font-size: 0.85rem; }
 figure { margin: 1rem 0; } img { max-width: 100%; height: auto; box-sizing: border-box; } figure img { border: 1px solid #eee; }
 figcaption { color: #555; font-size: 0.85rem; }
-.table-wrap { max-width: 100%; overflow: auto; } main, section, p, li { overflow-wrap: anywhere; }
+.table-wrap { max-width: 100%; overflow: auto; } #learn td { white-space: pre-line; } main, section, p, li { overflow-wrap: anywhere; }
 ol.claims { list-style: none; padding-left: 0; } ol.claims li { margin: 0.9rem 0; padding-left: 0.8rem;
        border-left: 4px solid #2da44e; } ol.claims li.fails { border-left-color: #cf222e; }
 ol.claims li.caveat { border-left-color: #9a6700; } .caveat .verdict { color: #9a6700; }
@@ -230,7 +233,7 @@ def _plot(figure: Any, caption: str) -> Plot:
 
 
 def sections(result: ReportResult, lang: str = "en") -> list[Section]:
-    """The six sections of the page, in order: compare, Table 1, bench, decode, Figure 1, check."""
+    """The sections of the page, in order: compare, Table 1, bench, decode, Figure 1, check, and learn when it ran."""
     from seqlab.render.bench import plot_bench, render_bench
     from seqlab.render.decode import decode_figure, render_decode, report_texts
     from seqlab.render.check import claim_text, summary
@@ -279,7 +282,45 @@ def sections(result: ReportResult, lang: str = "en") -> list[Section]:
     check.intro.append(_("Each claim of the lesson against the measurement that tests it (seqlab check)."))
     check.claims = [claim_text(claim, lang) for claim in result.check.checks]
     check.summary = summary(result.check, lang, command="report")
-    return [compare, table1, bench, decode, figure, check]
+    learn = [] if result.learn is None else [learn_section(result, lang)]
+    return [compare, table1, bench, decode, figure, check, *learn]
+
+
+def learn_section(result: ReportResult, lang: str = "en") -> Section:
+    """The opt-in learn section (``seqlab report --learn``): its budget, ``seqlab learn``'s tables and sentences
+    (:func:`seqlab.render.learn.render_learn`: what every seed supports, what was cut, how it ran) and its plot
+    (:func:`seqlab.render.learn.plot_learn`: accuracy against T, and for mqar against state bytes, T and pairs).
+
+    Raises:
+        SeqlabError: ``result.learn`` is None (the report was run without it).
+    """
+    from seqlab.render.learn import plot_learn, render_learn
+    from seqlab.render.learn_text import duration_text, rate_text
+
+    learn = result.learn
+    if learn is None:
+        raise SeqlabError("this report has no learn section: it was run without --learn (ReportConfig.learn None)")
+    _ = translator(lang, DOMAIN)
+    settings = learn.config.settings
+    section = Section("learn", _("What tiny models learn, trained on this machine"))
+    section.intro.append(_("Tiny models trained on the CPU on the lesson's recall, order and position tasks (L3, L4, "
+                           "L10) and on multi-query associative recall against the bytes of state each keeps "
+                           "(Zoology), as seqlab learn does."))
+    preset = _("the --quick preset of seqlab learn") if learn.config.preset == "quick" else \
+        _("the full preset of seqlab learn")
+    section.intro.append(_("Budget: {preset}, {runs} runs of at most {steps} steps of {batch} examples; seeds: "
+                           "{seeds}; learning rates: {rates}; the training took {time}. A sketch, not the full run: "
+                           "a sentence below states a result only where every seed supports it.").format(
+        preset=preset, runs=format_integer(len(learn.runs), lang), steps=format_integer(settings.steps, lang),
+        batch=settings.batch, seeds=learn.config.seeds, rates=", ".join(rate_text(r) for r in learn.config.rates),
+        time=duration_text(learn.seconds, lang)))
+    _collect(render_learn(learn, lang), section)
+    section.plots.append(_plot(plot_learn(learn, lang, columns=LEARN_COLUMNS),
+                               _("Mean test accuracy over the seeds, their range as bars, against T per task; for "
+                                 "multi-query associative recall also against the bytes of decode state (the "
+                                 "frontier: a point per model and width), against T and against the number of "
+                                 "pairs.")))
+    return section
 
 
 def busy_note(result: ReportResult, lang: str = "en") -> str:

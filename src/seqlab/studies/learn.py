@@ -56,6 +56,7 @@ from seqlab.learn.sweep import Backend, Local, ResultsFile, run_key, run_sweep
 from seqlab.learn.tasks import TASKS, check_pairs, min_length
 from seqlab.learn.training import EVAL_CHUNK, Run, TrainSettings, deterministic_torch, step_seconds, train_run
 from seqlab.memory import FLOAT32_BYTES, MemoryEstimate, require_fits
+from seqlab.studies.notebook_view import NotebookView
 
 __all__ = ["LEARNT", "NEAR_CHANCE", "Cell", "Cut", "Estimate", "LearnConfig", "LearnPlan", "LearnResult",
            "PlannedRun", "check_learn_config", "estimate_learn", "learn_about", "near_chance", "open_learn_results",
@@ -321,8 +322,12 @@ def estimate_learn(config: LearnConfig, skip: Collection[str] = frozenset()) -> 
 
 
 @dataclass(frozen=True)
-class LearnResult:
+class LearnResult(NotebookView):
     """Every run, the per-cell summary, and how it was run.
+
+    In a notebook it shows the terminal's tables and sentences (:func:`seqlab.render.learn.render_learn`) and
+    ``plot()`` draws :func:`seqlab.render.learn.plot_learn` (accuracy against T; for mqar against state bytes,
+    T and pairs).
 
     Attributes:
         config: what was asked.

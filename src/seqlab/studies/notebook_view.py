@@ -1,12 +1,12 @@
 """A result in a Jupyter notebook: an HTML table and a Matplotlib figure (issue 16, notebooks).
 
 The result dataclasses (``ProfileResult``, ``CompareResult``, ``Table1Result``, ``CheckResult``, ``DecodeResult``,
-``ModernResult``) inherit :class:`NotebookView`. It holds no data and formats nothing: each method hands the
-result to the renderer :func:`connect` was given. The package root (``seqlab/__init__``, which Python runs
-before any ``seqlab.studies`` module) connects :func:`seqlab.render.notebook.result_html` and
-:func:`~seqlab.render.notebook.result_figure`, each imported only when called. So the data flows one way
-(studies hold values; render turns them into HTML and pictures), no studies module imports render (no import
-cycle), and ``import seqlab.studies...`` never imports Rich's HTML walker or Matplotlib.
+``ModernResult``, ``LearnResult``...) inherit :class:`NotebookView`. It holds no data and formats nothing: each
+method hands the result to the renderer :func:`connect` was given. The package root (``seqlab/__init__``, which
+Python runs before any ``seqlab.studies`` module) connects :func:`seqlab.render.notebook.result_html` and
+:func:`~seqlab.render.notebook.result_figure`, each imported only when called. So the data flows one way (studies
+hold values; render turns them into HTML and pictures), no studies module imports render (no import cycle), and
+``import seqlab.studies...`` never imports Rich's HTML walker or Matplotlib.
 """
 
 from __future__ import annotations

@@ -7,7 +7,10 @@ Runs, in order, and keeps the frozen results for :mod:`seqlab.render.report` to 
 * a tiny timing sweep of ``nn.RNN`` against SDPA on 1 and ``auto`` threads (:mod:`seqlab.studies.bench`);
 * the cost of each new token when generating, at a few positions (:mod:`seqlab.studies.decode`, quick sizes);
 * Figure 1's fifteen boxes measured (:mod:`seqlab.studies.figure`);
-* the twelve claims checked (:mod:`seqlab.studies.check`).
+* the twelve claims checked (:mod:`seqlab.studies.check`);
+* opt-in (``seqlab report --learn``; :attr:`ReportConfig.learn`): tiny models trained on the lesson's tasks and
+  on MQAR (:mod:`seqlab.studies.learn`), at ``seqlab learn --quick``'s preset (:data:`REPORT_LEARN`): minutes,
+  so it is off by default.
 
 Nothing is measured here that those studies do not measure; this module only chooses sizes and runs them.
 :meth:`ReportConfig.quick` shrinks every part (a few seconds; used by the tests); a preview stays that short
@@ -29,11 +32,16 @@ from seqlab.studies.check import CheckConfig, CheckResult
 from seqlab.studies.compare import CompareConfig, CompareResult
 from seqlab.studies.decode import DecodeConfig, DecodeResult
 from seqlab.studies.figure import FigureResult
+from seqlab.studies.learn import LearnConfig, LearnResult
 from seqlab.studies.table1 import QUICK_D_MODEL, QUICK_LENGTHS, Table1Config, Table1Result
 from seqlab.text import Tokens
 
 #: The parts of a report, in the order they are run and shown.
 PARTS = ("compare", "table1", "bench", "decode", "figure", "check")
+#: The opt-in part, run and shown after them when :attr:`ReportConfig.learn` is set.
+LEARN_PART = "learn"
+#: The learn section's sweep: ``seqlab learn --quick`` (2 seeds, 400 steps, 2 rates; under 3 minutes on 2 cores).
+REPORT_LEARN = LearnConfig.quick()
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,7 @@ class ReportConfig:
         decode: the decoding study at its quick sizes (t = 16, 64, 256; d = 64; short timings).
         figure: (S, T, d_model, heads) of Figure 1.
         check: which claims, and at which sizes.
+        learn: the learn section's sweep (:data:`REPORT_LEARN` for ``--learn``); None (the default): no section.
     """
 
     compare: CompareConfig = field(default_factory=CompareConfig)
@@ -58,10 +67,14 @@ class ReportConfig:
     decode: DecodeConfig = field(default_factory=DecodeConfig.quick)
     figure: tuple[int, int, int, int] = (10, 10, 512, 8)
     check: CheckConfig = field(default_factory=CheckConfig)
+    learn: LearnConfig | None = None
 
     @classmethod
     def quick(cls, **changes: object) -> ReportConfig:
-        """Every part tiny (d = 16 or 32, T up to 64, millisecond timings): seconds, for tests and previews."""
+        """Every part tiny (d = 16 or 32, T up to 64, millisecond timings): seconds, for tests and previews.
+
+        ``learn`` stays None unless given: the learn section's training is not shrunk below ``learn --quick``.
+        """
         values = {
             "compare": CompareConfig(d_model=32, min_run_time=0.02),
             "table1": Table1Config(lengths=QUICK_LENGTHS, d_models=(16,)),
@@ -77,7 +90,8 @@ class ReportConfig:
 
 @dataclass(frozen=True)
 class ReportResult:
-    """What one report shows: the six results, the text's label, when and how long it took."""
+    """What one report shows: the six results (and learn's when it was asked), the text's label, when and how
+    long it took (``seconds``: per part, in :func:`parts` order)."""
 
     source: str
     compare: CompareResult
@@ -90,6 +104,16 @@ class ReportResult:
     elapsed_s: float
     seconds: dict[str, float]
     load: MachineLoad | None = None  # the machine's load before the first part (the parts' own work not in it)
+    learn: LearnResult | None = None
+
+
+def parts(config: ReportConfig) -> tuple[str, ...]:
+    """The parts ``config`` runs, in order: :data:`PARTS`, then :data:`LEARN_PART` when ``config.learn`` is set.
+
+    >>> parts(ReportConfig.quick())[-1], parts(ReportConfig.quick(learn=REPORT_LEARN))[-1]
+    ('check', 'learn')
+    """
+    return PARTS if config.learn is None else (*PARTS, LEARN_PART)
 
 
 def run_report(tokens: Tokens, source: str, config: ReportConfig = ReportConfig(),
@@ -106,7 +130,8 @@ def run_report(tokens: Tokens, source: str, config: ReportConfig = ReportConfig(
         A :class:`ReportResult` with the seconds each part took.
 
     Raises:
-        SeqlabError: bad sizes or a text the compare study refuses (checked before the long parts run:
+        SeqlabError: bad sizes or a text the compare study refuses, or a learn config
+            :func:`~seqlab.studies.learn.check_learn_config` refuses (all checked before the long parts run:
             the compare study's size check comes first).
     """
     from seqlab.studies.bench import run_bench
@@ -120,6 +145,10 @@ def run_report(tokens: Tokens, source: str, config: ReportConfig = ReportConfig(
     table1_config = check_table1_size(config.table1)
     check_figure_arguments(*config.figure, seed=0)
     check_decode_config(config.decode)
+    if config.learn is not None:
+        from seqlab.studies.learn import check_learn_config
+
+        check_learn_config(config.learn)
     load = machine_load()  # before any part: the report's own work must not read as a busy machine
     started, clock = datetime.now(timezone.utc).isoformat(timespec="seconds"), time.perf_counter()
     runs = {
@@ -129,16 +158,29 @@ def run_report(tokens: Tokens, source: str, config: ReportConfig = ReportConfig(
         "decode": lambda: run_decode(config.decode),
         "figure": lambda: measure_figure(*config.figure),
         "check": lambda: run_check(config.check),
+        LEARN_PART: lambda: _run_learn(config.learn),
     }
     results, seconds = {}, {}
-    for done, part in enumerate(PARTS):
+    todo = parts(config)
+    for done, part in enumerate(todo):
         if progress is not None:
-            progress(done, len(PARTS), part)
+            progress(done, len(todo), part)
         part_clock = time.perf_counter()
         results[part] = runs[part]()
         seconds[part] = time.perf_counter() - part_clock
     return ReportResult(source=source, started=started, elapsed_s=time.perf_counter() - clock, seconds=seconds,
                         load=load, **results)
+
+
+def _run_learn(config: LearnConfig) -> LearnResult:
+    """The learn section's sweep, in this process (:func:`seqlab.studies.learn.run_learn`). An interrupted sweep
+    is not a report: Ctrl-C stops the whole report."""
+    from seqlab.studies.learn import run_learn
+
+    result = run_learn(config)
+    if result.partial:
+        raise KeyboardInterrupt
+    return result
 
 
 def first_tokens(tokens: Tokens, count: int) -> Tokens:
