@@ -254,7 +254,8 @@ def test_a_bench_whose_client_hangs_up_frees_the_worker_within_2_s(live_url):
     while not pool.busy:
         assert time.monotonic() < deadline, "the bench never took a worker"
         time.sleep(0.01)
-    working = set(pool.worker_pids())
+    working = set(pool.working_pids())  # the bench's worker alone: the spare stays idle and alive
+    assert len(working) == 1, working
     time.sleep(0.5)  # the sweep is under way
     client.close()  # the visitor leaves
     left = time.monotonic()

@@ -228,6 +228,12 @@ class WorkerPool:
             workers = list(self._idle) + list(self._working)
         return [worker.process.pid for worker in workers if worker.alive()]
 
+    def working_pids(self) -> list[int]:
+        """Process ids of the workers alive now and running a measurement (the spare and other idle ones left out)."""
+        with self._condition:
+            workers = list(self._working)
+        return [worker.process.pid for worker in workers if worker.alive()]
+
     def warm(self) -> None:
         """Start idle workers now (in this thread) until the pool holds :attr:`size` + :attr:`spares` processes,
         so first requests, and the next after a killed one, do not wait for one."""
