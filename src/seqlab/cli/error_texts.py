@@ -34,7 +34,8 @@ ERROR_MESSAGES = (
     "the folder of the results file {path} does not exist",
     "cannot read the results file {path}: {reason}",
     "cannot write the results file {path}: {reason}",
-    "cannot reach a Ray cluster at {address}: {reason}",
+    "cannot reach a Ray cluster at {address}: {reason}; start one (ray start --head) and give its address with --ray "
+    "ADDRESS, or run on this machine with --ray local",
     "a worker process stopped in the middle of a run (killed, or out of memory); the runs finished before it are kept",
     "expected one of {choices}; received {value}",
     "expected one of {choices}, received {value}",
