@@ -249,3 +249,27 @@ def test_lang_before_the_command_name_sets_the_output_too(runner):
     assert "Tabla 1 de «Attention Is All You Need»" in spanish.output
     assert "Tabla 1 de" in by_locale.output  # the locale, with no --lang
     assert "Table 1 of \"Attention Is All You Need\"" in english_by_option.output
+
+
+@pytest.mark.parametrize(("args", "spanish"), [
+    (["learn", "--quick", "--rates", "abc"], "se esperaban tasas de aprendizaje en (0, 1]; se recibió 'abc' en 'abc'"),
+    (["learn", "--quick", "--tasks", "foo"], "tasks debe estar entre recall, order, position, mqar; se recibió 'foo'"),
+    (["check", "--only", "L99"], "se esperaban afirmaciones entre L1–L12 (o B1–B5, más allá de la lección)"),
+    (["table1", "--lengths", "2,3"], "las longitudes deben tener al menos 3 valores distintos para ajustar un "
+                                     "crecimiento; se recibió [2, 3]"),
+    (["compare", "--d-model", "100000", "--tokens", "8", "--no-time"],
+     "d_model debe ser un entero en [1, 4096]; se recibió 100000"),
+    (["decode", "--machines", "foo"], "la máquina debe ser una de elman,"),
+    (["bench", "--machines", "foo"], "se esperaban máquinas entre rnn, loop, lstm, gru, sdpa, attention o all; se "
+                                     "recibió 'foo'"),
+])
+def test_library_refusals_read_in_spanish(args, spanish):
+    """The library's and the commands' own refusals a newcomer met in English under --lang es, now read back."""
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+
+    result = CliRunner().invoke(app, [*args, "--lang", "es"], env={"COLUMNS": "400"})
+    error = " ".join(line for line in result.output.splitlines() if line.startswith("Error:"))
+    assert result.exit_code == 2 and spanish in " ".join(result.output.split()), result.output
+    assert " received " not in error and " must be " not in error, error

@@ -92,7 +92,8 @@ def test_an_unreachable_ray_cluster_is_one_error(monkeypatch, local_ray):
     monkeypatch.setattr(local_ray, "is_initialized", lambda: False)
     monkeypatch.setattr(local_ray, "init", refuse)
     with pytest.raises(SeqlabError, match=r"^cannot reach a Ray cluster at 'auto': Could not find any running Ray "
-                                          r"instance\.$") as error:
+                                          r"instance; start one \(ray start --head\) and give its address with --ray "
+                                          r"ADDRESS, or run on this machine with --ray local$") as error:
         run_learn(TINY, backend=Ray("auto"))
     assert error.value.parameter == "ray"
 
@@ -330,8 +331,10 @@ def test_cli_jobs_2_equals_jobs_1(learn_cli):
     assert runs[0] == runs[1] and len(runs[0]) == 2 and json.loads(two.stdout)["jobs"] == 2
 
 
-def test_cli_ctrl_c_on_workers_exits_130_without_a_traceback_and_keeps_the_runs(tmp_path):
-    """SIGINT to the whole process group, as a terminal's Ctrl-C: the parent stops, the workers leave quietly."""
+@pytest.mark.parametrize("how", ["ctrl-c", "terminate"])
+def test_cli_ctrl_c_on_workers_exits_130_without_a_traceback_and_keeps_the_runs(tmp_path, how):
+    """SIGINT to the whole process group, as a terminal's Ctrl-C, or SIGTERM to the command alone, as ``timeout``
+    or ``kill`` send it: the parent stops as on Ctrl-C, the workers leave quietly."""
     path = tmp_path / "runs.jsonl"
     process = subprocess.Popen([sys.executable, "-m", "seqlab", "learn", "--quick", "--tasks", "recall", "--models",
                                 "elman,lstm", "--lengths", "8,16", "--seeds", "1", "--rates", "1e-2", "--jobs", "2",
@@ -342,7 +345,10 @@ def test_cli_ctrl_c_on_workers_exits_130_without_a_traceback_and_keeps_the_runs(
         while not (path.exists() and path.read_text(encoding="utf-8").count("\n") >= 2) and process.poll() is None:
             time.sleep(0.05)
         assert process.poll() is None, "the sweep ended before it was interrupted"
-        os.killpg(process.pid, signal.SIGINT)
+        if how == "ctrl-c":
+            os.killpg(process.pid, signal.SIGINT)
+        else:
+            process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=120)
     finally:
         if process.poll() is None:

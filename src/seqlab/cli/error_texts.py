@@ -34,8 +34,26 @@ ERROR_MESSAGES = (
     "the folder of the results file {path} does not exist",
     "cannot read the results file {path}: {reason}",
     "cannot write the results file {path}: {reason}",
-    "cannot reach a Ray cluster at {address}: {reason}",
+    "cannot reach a Ray cluster at {address}: {reason}; start one (ray start --head) and give its address with --ray "
+    "ADDRESS, or run on this machine with --ray local",
     "a worker process stopped in the middle of a run (killed, or out of memory); the runs finished before it are kept",
+    "expected claims among L1–L12 (or B1–B5, beyond the lesson) separated by commas (such as L1,L8 or 1,8), "
+    "received {value}, in which {part} is not one",
+    "expected claims among L1–L12 (or B1–B5, beyond the lesson) separated by commas (such as L1,L8 or 1,8), "
+    "received {value}, which has an empty item",
+    "expected claims among L1–L12 (or B1–B5, beyond the lesson) separated by commas (such as L1,L8 or 1,8), "
+    "received {value}",
+    "expected learning rates in (0, 1], received {token} in {text}",
+    "expected machines among {choices} or all, received {token}",
+    "device 'cuda' requested but no CUDA device is present",
+    "lengths must hold at least 3 distinct values to fit a growth, received {value}",
+    "machine must be one of {choices}; received {value}",
+    "{what} must be among {choices}; received {value}",
+    "{name} must be an integer in [1, {maximum}], received {value}",
+    "{name} must be an integer >= 1, received {value}",
+    "cannot import {module} from {spec}: {reason}",
+    "{spec}({d_model}) failed: {reason}",
+    "cannot listen on {host}:{port}: {reason}",
     "expected one of {choices}; received {value}",
     "expected one of {choices}, received {value}",
     "expected integers >= {minimum} separated by commas, received {text}",

@@ -12,6 +12,10 @@ finished and exits 130.
 
 from __future__ import annotations
 
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -146,7 +150,8 @@ def learn(
         except SeqlabError as error:
             raise bad_parameter(error, OPTIONS, "'--results'") from None
     try:
-        result = _run(config, lang, backend, store, quiet=as_json)
+        with _terminate_as_interrupt():
+            result = _run(config, lang, backend, store, quiet=as_json)
     finally:
         if store is not None:
             store.close()
@@ -159,6 +164,26 @@ def learn(
             typer.echo(tl("The finished runs are in {path}: the same command resumes the sweep.").format(
                 path=store.path), err=True)
         raise typer.Exit(INTERRUPTED)
+
+
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """While the sweep runs, SIGTERM (``timeout``, ``kill``, a job scheduler) stops it as Ctrl-C does: the finished
+    runs are kept, the workers shut down, the partial tables print and the command says how to resume. The
+    handler it replaced is put back on exit; off the main thread (where Python allows no handler) nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _run(config, lang: str, backend, store, quiet: bool):

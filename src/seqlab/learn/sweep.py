@@ -460,6 +460,18 @@ def _call(execute: Callable[[P], R], item: P) -> R:
     return execute(item)
 
 
+def _ray_reason(error: Exception) -> str:
+    """The first sentence of Ray's refusal, without the advice it gives for its own command line (``--address``,
+    ``RAY_ADDRESS``), which seqlab's options replace.
+
+    >>> _ray_reason(ConnectionError("Could not find any running Ray instance. Please specify the one to connect to "
+    ...                             "by setting `--address` flag or `RAY_ADDRESS` environment variable."))
+    'Could not find any running Ray instance'
+    """
+    first = (str(error).splitlines() or [type(error).__name__])[0]
+    return first.split(". ")[0].rstrip(".") or type(error).__name__
+
+
 def _ray(todo: list[P], execute: Callable[[P], R], address: str) -> _Runs[P, R]:
     try:
         import ray
@@ -471,7 +483,8 @@ def _ray(todo: list[P], execute: Callable[[P], R], address: str) -> _Runs[P, R]:
         try:
             ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
         except (ConnectionError, ValueError, RuntimeError) as error:
-            raise SeqlabError(f"cannot reach a Ray cluster at {address!r}: {str(error).splitlines()[0]}",
+            raise SeqlabError(f"cannot reach a Ray cluster at {address!r}: {_ray_reason(error)}; start one (ray start "
+                              "--head) and give its address with --ray ADDRESS, or run on this machine with --ray local",
                               parameter="ray") from None
     task = ray.remote(num_cpus=1, max_retries=0)(_call)
     function = ray.put(execute)

@@ -285,6 +285,16 @@ def _pair(products: int | None, ops: int | None, lang: str, exact: bool = True) 
     return tr("at least {path} (a bound)").format(path=both) if not exact else both
 
 
+def _positions_text(sources: tuple[int, ...]) -> str:
+    """The source positions of the paths, 1-based as the table's rows count them (the tracer's are 0-based); the
+    first eight, then an ellipsis.
+
+    >>> _positions_text((0, 15))
+    '1, 16'
+    """
+    return ", ".join(str(s + 1) for s in sources[:8]) + (", …" if len(sources) > 8 else "")
+
+
 def profile_table(result: ProfileResult, lang: str = "en") -> Table:
     """A module's work, span and path (Table 1's three columns) as a two-column Rich table."""
     tr = _tr(lang)
@@ -293,8 +303,7 @@ def profile_table(result: ProfileResult, lang: str = "en") -> Table:
                   caption=tr("input {shape}, {dtype}; CPU threads: {threads}; PyTorch {torch}; paths measured "
                              "from positions {sources}").format(
                       shape=tuple(result.shape), dtype=result.dtype, threads=result.threads,
-                      torch=result.torch_version, sources=", ".join(str(s) for s in path.sources[:8])
-                      + (", …" if len(path.sources) > 8 else "")),
+                      torch=result.torch_version, sources=_positions_text(path.sources)),
                   caption_justify="left")
     table.add_column(tr("Measurement"))
     table.add_column(tr("Value"))
