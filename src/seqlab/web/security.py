@@ -77,6 +77,18 @@ def allowed_names(host: str | None = None, extra: tuple[str, ...] = ()) -> froze
     return frozenset(names)
 
 
+def _scope_lang(scope) -> str:
+    """The language a refusal answers in, read from the request as the routes read it; English when the request
+    carries no app state to read it from (a middleware answers before the app)."""
+    from starlette.requests import Request
+
+    from seqlab.web.validation import request_lang
+
+    try:
+        return request_lang(Request(scope))
+    except Exception:  # noqa: BLE001  (no app state): English
+        return "en"
+
 class HostAllowList:
     """Pure ASGI middleware: a request whose ``Host`` is not in ``names`` gets 400 and nothing else runs."""
 
@@ -97,14 +109,10 @@ class HostAllowList:
             await send({"type": "websocket.close", "code": 1008})
             return
         from fastapi.responses import JSONResponse
-        from starlette.requests import Request
 
-        from seqlab.web.validation import error_body, request_lang
+        from seqlab.web.validation import error_body
 
-        try:
-            lang = request_lang(Request(scope))
-        except Exception:  # noqa: BLE001  (no app state): English
-            lang = "en"
+        lang = _scope_lang(scope)
         _ = tr(lang)
         shown = printable(name, 80)
         if shown:
@@ -219,14 +227,10 @@ class SameOrigin:
             await self.app(scope, receive, send)
             return
         from fastapi.responses import JSONResponse
-        from starlette.requests import Request
 
-        from seqlab.web.validation import error_body, request_lang
+        from seqlab.web.validation import error_body
 
-        try:
-            lang = request_lang(Request(scope))
-        except Exception:  # noqa: BLE001  (no app state): English
-            lang = "en"
+        lang = _scope_lang(scope)
         _ = tr(lang)
         message = _("this request comes from another site ({header}); the lab measures only for its own pages: "
                     "open it at {origin}").format(header=why, origin=own_origin(scope) or "http://127.0.0.1:8000")
