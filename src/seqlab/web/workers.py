@@ -395,12 +395,7 @@ class WorkerPool:
             worker.connection.send((function, args))
             (deadline, limit), started = self._limit(limit_s), self.clock()
             while True:  # checked before every wait: a job is judged on the clock, whatever its own speed
-                try:
-                    self._check(worker, deadline, limit)
-                except LabError as error:
-                    if _overran(error):  # it took its whole limit at least: remembered for the next estimate
-                        self._record(work, started, limit, complete=False)
-                    raise
+                self._check_recording(worker, deadline, limit, work, started)
                 if worker.connection.poll(0.05):
                     break
             ok, payload, keep = self._finish(worker)
@@ -410,6 +405,20 @@ class WorkerPool:
         if not ok:
             raise payload
         return payload
+
+    def _check_recording(self, worker, deadline, limit, work: Work | None, started: float) -> None:
+        """:meth:`_check`; a job stopped for taking its whole limit (at least) is first recorded, so that the next
+        estimate knows it (:meth:`_record`).
+
+        Raises:
+            LabError: as :meth:`_check`.
+        """
+        try:
+            self._check(worker, deadline, limit)
+        except LabError as error:
+            if _overran(error):
+                self._record(work, started, limit, complete=False)
+            raise
 
     def try_call(self, function: Callable, args: tuple = (), limit_s: float = 30.0,
                  wait_s: float = 0.2) -> tuple[bool, Any]:
@@ -443,12 +452,7 @@ class WorkerPool:
             worker.connection.send((function, args))
             (deadline, limit), pause, started = self._limit(limit_s), 0.002, self.clock()
             while True:  # checked before every wait, as in call
-                try:
-                    self._check(worker, deadline, limit)
-                except LabError as error:
-                    if _overran(error):  # it took its whole limit at least: remembered for the next estimate
-                        self._record(work, started, limit, complete=False)
-                    raise
+                self._check_recording(worker, deadline, limit, work, started)
                 if worker.connection.poll():
                     break
                 if request is not None and await request.is_disconnected():
