@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -155,8 +156,21 @@ class PathTracer(TorchDispatchMode):
         +1 product only (the products inside an op are real products; the op is one op)."""
         return self._step(d, True)
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # no torch._dynamo wrapper (and no 1.5 s import) around a mode that never compiles
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        prepared = self.prepare(func, args, kwargs)
+        out = func(*args, **kwargs)
+        self.record(func, args, kwargs, out, prepared)
+        return out
+
+    def prepare(self, func, args: tuple, kwargs: dict) -> tuple:
+        """What must be read before an op runs: its kind, the distances of an op without a rule that writes its
+        arguments (its functional form, on the arguments as they are), and the generator's state for a random
+        op. Returns what :meth:`record` takes once the op has run."""
         kind = op_kind(func)
         if kind == MOVEMENT and rules.accumulates(func, args, kwargs):
             kind = OTHER  # a movement that sums what it moves: no id can go through it
@@ -171,16 +185,20 @@ class PathTracer(TorchDispatchMode):
             if draws is not None:
                 torch.set_rng_state(draws)
         _check_strided(func, [*tensors_in(args), *tensors_in(kwargs.values())])
-        out = func(*args, **kwargs)
+        return kind, early, draws
+
+    def record(self, func, args: tuple, kwargs: dict, out: Any, prepared: tuple) -> None:
+        """Write the distances of what an op returned (``out``), by its rule (see :meth:`prepare`)."""
+        kind, early, draws = prepared
         replay = None if draws is None else (draws, torch.get_rng_state())
         _check_strided(func, _outputs(out))
         if kind == VIEW:
             if _aliases(out, args):
-                return out  # shares its base's storage: read through its own strides
+                return  # shares its base's storage: read through its own strides
             kind = MOVEMENT  # a view op that copied (reshape of a transposed tensor inside a decomposition)
         outs = _outputs(out)
         if not outs:
-            return out
+            return
         if kind == CONSTANT:
             if self._reads_data(func, args, kwargs):  # linspace(start, end) with traced tensor ends
                 values = self._without_rule(func, args, kwargs, outs)
@@ -194,7 +212,6 @@ class PathTracer(TorchDispatchMode):
                 values = self._without_rule(func, args, kwargs, outs, replay=replay)
         for tensor, value in zip(outs, values, strict=True):
             self.store.write(tensor, value)
-        return out
 
     def _reads_data(self, func, args, kwargs) -> bool:
         """Whether a creation reads the values of a traced tensor argument (``linspace(start, end)`` with tensor

@@ -144,6 +144,8 @@ class PathBatch:
         products, ops: per selected output, one row of path lengths per source (None: no path).
         undefined: per selected output, its NaN positions.
         fallbacks: ops that had no rule (name → calls) in this pass.
+        traced: what ``first`` returned for the first pass (the work and span read in the same pass,
+            :class:`~seqlab.measure.traced_pass.Traced`), else None.
 
     >>> batch = next(path_batches(torch.nn.RNN(4, 4), torch.randn(3, 4), (0,), lambda r: [r[0]]))
     >>> batch.products[0], batch.ops[0]  # the one output selected: one row, for source 0
@@ -158,11 +160,13 @@ class PathBatch:
     fallbacks: dict[str, int]
     decomposed: dict[str, int] = field(default_factory=dict)
     derived: dict[str, int] = field(default_factory=dict)
+    traced: Any = None
 
 
 def path_batches(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[int],
                  select: Callable[[Any], Sequence[Tensor]], batch_bytes: float = BATCH_BYTES,
-                 positions: bool | None = None) -> Iterator[PathBatch]:
+                 positions: bool | None = None,
+                 first: Callable[[PathTracer, Tensor], Any] | None = None) -> Iterator[PathBatch]:
     """Trace ``layer`` on ``x`` once per batch of ``sources``, the batches sized to ``batch_bytes``.
 
     >>> [b.sources for b in path_batches(torch.nn.RNN(4, 4), torch.randn(5, 4), range(5), lambda r: [r[0]])]
@@ -173,6 +177,9 @@ def path_batches(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[in
         sources: input positions, in order. select: the output tensors to measure from what ``layer`` returns.
         batch_bytes: bytes of distances a pass after the first may hold.
         positions: position-level distances where proven (default: :func:`position_level`; the answers are the same).
+        first: runs the first pass itself, given its tracer (sources seeded) and the input copy, and returns
+            what it read, with ``.output`` what ``layer`` returned (one pass for several readings:
+            :func:`~seqlab.measure.traced_pass.measure_pass`); kept in the first :attr:`PathBatch.traced`.
 
     Returns:
         An iterator of :class:`PathBatch`, in the order of ``sources``.
@@ -188,12 +195,17 @@ def path_batches(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[in
         tracer = PathTracer(len(batch), budget_bytes=budget, positions=level)
         copy = x.detach().clone()
         tracer.store.write(copy, seed(copy, batch, len(UNITS)))
-        with reference_kernels(), torch.no_grad(), tracer:
-            selected = select(layer(copy))
+        traced = None
+        if first is not None:  # the first pass reads more than the distances
+            traced, first = first(tracer, copy), None
+            selected = select(traced.output)
+        else:
+            with reference_kernels(), torch.no_grad(), tracer:
+                selected = select(layer(copy))
         lengths = [_lengths(tracer, y, len(batch)) for y in selected]
         yield PathBatch(batch, tracer.used_bytes, tuple(p for p, _, _ in lengths), tuple(o for _, o, _ in lengths),
                         tuple(u for _, _, u in lengths), dict(tracer.fallbacks), dict(tracer.decomposed),
-                        dict(tracer.derived))
+                        dict(tracer.derived), traced)
         size = max(1, int(batch_bytes * len(batch) // max(tracer.used_bytes, 1)))
 
 
@@ -255,6 +267,25 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
     >>> measure_paths(lambda m: torch.softmax(torch.ones(1, 4) @ m.T, -1) @ m, memory).products
     ((1,), (1,), (1,), (1,), (1,), (1,), (1,))
     """
+    sources = check_sources(layer, x, sources)
+
+    def select(result: Any) -> Sequence[Tensor]:
+        return outputs(result) if outputs is not None else [result[0] if isinstance(result, tuple) else result]
+
+    with one_thread():
+        batches = list(path_batches(layer, x, sources, select, BATCH_BYTES if batch_bytes is None else batch_bytes,
+                                    positions))
+    matrices = path_matrices(batches, sources)
+    return matrices if outputs is not None else matrices[0]
+
+
+def check_sources(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[int] | None) -> tuple[int, ...]:
+    """The source positions to trace, checked against ``x`` (positions on dim -2) and the layer's layout.
+
+    Raises:
+        SeqlabError: x has fewer than 2 dimensions, its layout contradicts the module's ``batch_first``, or a
+            source is not a position of x.
+    """
     if not isinstance(x, Tensor) or x.dim() < 2:
         got = getattr(x, "shape", type(x))
         raise SeqlabError(f"x must have shape (T, d), (B, T, d) or (..., T, d), received {got}")
@@ -263,13 +294,12 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
     sources = tuple(range(T)) if sources is None else tuple(sources)
     if not sources or any(not isinstance(s, int) or not 0 <= s < T for s in sources):
         raise SeqlabError(f"sources must be positions in [0, {T - 1}], received {sources!r}")
-    def select(result: Any) -> Sequence[Tensor]:
-        return outputs(result) if outputs is not None else [result[0] if isinstance(result, tuple) else result]
+    return sources
 
-    with one_thread():
-        batches = list(path_batches(layer, x, sources, select, BATCH_BYTES if batch_bytes is None else batch_bytes,
-                                    positions))
-    matrices = [PathMatrix(
+
+def path_matrices(batches: Sequence[PathBatch], sources: tuple[int, ...]) -> list[PathMatrix]:
+    """One :class:`PathMatrix` per selected output, joined from the batches' rows (in the order of ``sources``)."""
+    return [PathMatrix(
         products=tuple(row for b in batches for row in b.products[k]),
         ops=tuple(row for b in batches for row in b.ops[k]),
         sources=sources,
@@ -278,4 +308,3 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
         decomposed=batches[0].decomposed,
         derived=batches[0].derived,
     ) for k in range(len(batches[0].products))]
-    return matrices if outputs is not None else matrices[0]

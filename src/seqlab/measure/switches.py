@@ -122,6 +122,22 @@ flash kernel); held at math only, SDPA runs its reference: two ``bmm`` and a sof
 backend of out-of-tree devices has no public switch and is left as it is."""
 
 
+#: The modules whose ``torch.backends.mha`` fast path can change what runs, not only which kernel: under
+#: ``no_grad`` in eval mode a padded batch with a key-padding mask is packed into a nested tensor, so the padding
+#: is never computed (PyTorch's own list: the modules that read ``torch.backends.mha.get_fastpath_enabled``).
+FAST_PATH_MODULES = (torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLayer, torch.nn.TransformerEncoder)
+
+
+def has_fast_path(module: object) -> bool:
+    """Whether ``module`` holds a module whose fast path can change the work it does (:data:`FAST_PATH_MODULES`):
+    its work under the default kernels may then differ from its work under :func:`reference_kernels`.
+
+    >>> has_fast_path(torch.nn.TransformerEncoderLayer(8, 2)), has_fast_path(torch.nn.LSTM(4, 4))
+    (True, False)
+    """
+    return isinstance(module, torch.nn.Module) and any(isinstance(m, FAST_PATH_MODULES) for m in module.modules())
+
+
 @contextlib.contextmanager
 def fast_paths_off() -> Iterator[None]:
     """Hold the ``nn.MultiheadAttention`` / ``nn.TransformerEncoderLayer`` fast path off (re-entrant, thread-safe).

@@ -233,14 +233,25 @@ class _SpanTracer(TorchDispatchMode):
             self.depth_of_storage[key] = _StorageDepth(depth)
         self.alive.append(tensor)
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # no torch._dynamo wrapper (and no 1.5 s import) around a mode that never compiles
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        self.record(func, args, kwargs, out)
+        return out
+
+    def record(self, func, args: tuple, kwargs: dict, out: Any) -> None:
+        """Record one op that ran (``out`` its result): the depth of what it wrote is one step past the deepest
+        of what it read. In-place ops return their input, and the reads are taken before the writes, so
+        recording after the op ran sees the storages as the op found them."""
         kind = _kind(func)
         if kind is None:  # a view: same storage, same writers, nothing to record
-            return func(*args, **kwargs)
+            return
         step_ops, step_products, name, fused = kind
         inputs = [*_tensors(args), *_tensors(kwargs.values())]
-        out = func(*args, **kwargs)
         if step_ops:
             self.total_ops += 1
             self.total_products += step_products
@@ -258,7 +269,11 @@ class _SpanTracer(TorchDispatchMode):
             self._write(tensor, depth)
         self.span.ops = max(self.span.ops, depth.ops)
         self.span.products = max(self.span.products, depth.products)
-        return out
+
+    def result(self) -> Span:
+        """The span recorded so far."""
+        return Span(ops=self.span.ops, products=self.span.products, total_ops=self.total_ops,
+                    total_products=self.total_products, fused=dict(self.fused), op_counts=dict(self.op_counts))
 
 
 @functools.cache
@@ -296,11 +311,4 @@ def measure_span(function: Callable[..., Any], *args: Any, expand_fused: bool = 
     kernels = reference_kernels() if expand_fused else contextlib.nullcontext()
     with one_thread(), kernels, torch.no_grad(), tracer:
         function(*args, **kwargs)
-    return Span(
-        ops=tracer.span.ops,
-        products=tracer.span.products,
-        total_ops=tracer.total_ops,
-        total_products=tracer.total_products,
-        fused=dict(tracer.fused),
-        op_counts=dict(tracer.op_counts),
-    )
+    return tracer.result()

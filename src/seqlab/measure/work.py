@@ -85,10 +85,11 @@ nested kernel, one call), with the formulas of :data:`~seqlab.measure.ops.EXTRA_
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -290,6 +291,16 @@ class _NestedCounter(FlopCounterMode):
         self.mode.__enter__()
         return self
 
+    @contextlib.contextmanager
+    def driven(self) -> Iterator[_NestedDispatch]:
+        """Track the modules running (for :attr:`WorkCount.by_module`) without entering the counting mode: the
+        caller's own mode calls :meth:`_NestedDispatch.before` and :meth:`_NestedDispatch.count` per op (one pass
+        for several measurements, :mod:`seqlab.measure.traced_pass`). Yields the dispatch object to call."""
+        self.flop_counts.clear()
+        self.mode = _NestedDispatch(self)
+        with self.mod_tracker:
+            yield self.mode
+
     def charge(self, key: object, flop: int) -> None:
         """Add ``flop`` FLOPs under ``key`` to every module running now (and to ``"Global"``)."""
         for parent in set(self.mod_tracker.parents):
@@ -341,34 +352,28 @@ class _NestedDispatch(_FlopCounterMode):
     tensor does not have. An op with no formula that PyTorch cannot count runs through its ``torch._decomp``
     decomposition when it has one (its parts are counted); outer products are charged where they run."""
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # no torch._dynamo wrapper (and no 1.5 s import) around a mode that never compiles
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if not isinstance(func, torch._ops.OpOverload) or _is_metadata(func):
             return super().__torch_dispatch__(func, types, args, kwargs)  # higher-order ops, nested sizes
-        counter = self.counter
-        census = counter.census
-        registry = counter.flop_registry
-        masked = 0 if census.paused or census.inside_attention else _masked_in_call(func, args, kwargs)
-        census.masked += masked
-        if not _plain(func) and not (func.overloadpacket in registry and _any_nested((args, kwargs))):
-            # PyTorch's rule: an op that decomposes is counted by its parts, which come back here
-            entry = func is _ATTENTION_ENTRY
-            census.inside_attention += entry  # its kernel comes back here: its mask is counted once
-            try:
-                with self:
-                    decomposed = func.decompose(*args, **kwargs)
-            finally:
-                census.inside_attention -= entry
-            if decomposed is not NotImplemented:
-                return decomposed
-        if is_unknown(func) and not counter.census.paused and has_floating((args, kwargs.values())):
-            decomposed = self._through_decomposition(func, args, kwargs)
-            if decomposed is not NotImplemented:
-                return decomposed
+        decomposed = self.before(func, args, kwargs, self)
+        if decomposed is not NotImplemented:
+            return decomposed
         out = func(*args, **kwargs)
+        self.count(func, args, kwargs, out)
+        return out
+
+    def count(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: object) -> None:
+        """Charge one op that ran (``out`` its result): its formula's FLOPs to the modules running now, an
+        outer product's multiplications, and the census of both units."""
+        counter = self.counter
         flop = None
         packet = func.overloadpacket
-        if packet in registry:
+        if packet in counter.flop_registry:
             before = counter.flop_counts["Global"][packet]
             counter._count_flops(packet, out, args, kwargs)
             flop = counter.flop_counts["Global"][packet] - before
@@ -377,7 +382,30 @@ class _NestedDispatch(_FlopCounterMode):
             if outer:
                 counter.charge(OUTER_PRODUCT, 2 * outer)
         counter.census.record(func, args, kwargs, out, flop)
-        return out
+
+    def before(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, mode: TorchDispatchMode) -> object:
+        """What the counter does before an op runs: count an SDPA call's masked pairs; run an op that PyTorch
+        decomposes by its parts (under ``mode``, so that they come back to it); run an op with no formula through
+        its ``torch._decomp`` decomposition (under this counter alone). Returns the output when the op was run
+        that way, else NotImplemented (the op is still to run, then :meth:`count`)."""
+        counter = self.counter
+        census = counter.census
+        masked = 0 if census.paused or census.inside_attention else _masked_in_call(func, args, kwargs)
+        census.masked += masked
+        if not _plain(func) and not (func.overloadpacket in counter.flop_registry and _any_nested((args, kwargs))):
+            # PyTorch's rule: an op that decomposes is counted by its parts, which come back here
+            entry = func is _ATTENTION_ENTRY
+            census.inside_attention += entry  # its kernel comes back here: its mask is counted once
+            try:
+                with mode:
+                    decomposed = func.decompose(*args, **kwargs)
+            finally:
+                census.inside_attention -= entry
+            if decomposed is not NotImplemented:
+                return decomposed
+        if is_unknown(func) and not census.paused and has_floating((args, kwargs.values())):
+            return self._through_decomposition(func, args, kwargs)
+        return NotImplemented
 
     def _through_decomposition(self, func, args: tuple, kwargs: dict) -> object:
         """Run an op with no formula through its ``torch._decomp`` decomposition, its parts counted here; on
@@ -674,10 +702,22 @@ def count_multiplications(function: Callable[..., Any], *args: Any, **kwargs: An
     Raises:
         Exception: whatever ``function`` raises, unchanged; nothing of its own.
     """
-    census = _OpCensus()
-    counter = _NestedCounter(census, display=False, custom_mapping=dict(EXTRA_FORMULAS))
+    counter = work_counter()
     with one_thread(), counter:
         function(*args, **kwargs)
+    return counted_work(counter, _device_of(args, kwargs))
+
+
+def work_counter() -> _NestedCounter:
+    """A fresh counting mode (PyTorch's formulas and :data:`~seqlab.measure.ops.EXTRA_FORMULAS`, with its census);
+    :func:`counted_work` reads it once the pass is over. :func:`count_multiplications` enters it as a mode;
+    :mod:`seqlab.measure.traced_pass` drives it from its own mode (module tracking only)."""
+    return _NestedCounter(_OpCensus(), display=False, custom_mapping=dict(EXTRA_FORMULAS))
+
+
+def counted_work(counter: _NestedCounter, device: str) -> WorkCount:
+    """The :class:`WorkCount` a counter recorded (``device``: where the pass ran)."""
+    census = counter.census
     flop_counts = counter.get_flop_counts()
     by_op = {str(packet): flop // 2 for packet, flop in flop_counts.get("Global", {}).items()}
     by_module = {name: sum(ops.values()) // 2 for name, ops in flop_counts.items()}
@@ -691,7 +731,7 @@ def count_multiplications(function: Callable[..., Any], *args: Any, **kwargs: An
         by_module=by_module,
         calls=dict(calls),
         unaccounted=dict(census.unaccounted),
-        device=_device_of(args, kwargs),
+        device=device,
         padded_multiplications=(total + counter.padded_extra) // 2 if counter.nested_seen else None,
         arithmetic_flops=sum(census.arithmetic.values()),
         arithmetic_by_op=dict(census.arithmetic),

@@ -1,16 +1,21 @@
 """``seqlab profile``: Table 1's three measurements on any sequence module of your own (L1–L4).
 
 Given a module that maps x (B, T, d) to y (B, T, d_out) — or a tuple whose first element is y — this
-measures, on one real forward pass each:
+measures, on one traced forward pass (:func:`~seqlab.measure.traced_pass.measure_pass`; more passes only when
+many sources' distances do not fit in one):
 
-* **work** — multiplications counted while it runs (:func:`~seqlab.measure.work.count_multiplications`:
-  one per multiply-add; ops that may multiply but have no formula are named, never counted as 0);
+* **work** — multiplications counted while it runs (as :func:`~seqlab.measure.work.count_multiplications`
+  counts them: one per multiply-add; ops that may multiply but have no formula are named, never counted as 0);
 * **span** — the longest chain of dependent ops, in ops and in matrix products
-  (:func:`~seqlab.measure.trace.measure_span`; fused kernels are switched off and any that still ran
+  (as :func:`~seqlab.measure.trace.measure_span`; fused kernels are switched off and any that still ran
   are named);
 * **path** — least products and ops between input and output positions
-  (:func:`~seqlab.measure.paths.measure_paths`), summarised as the longest path among the measured
+  (as :func:`~seqlab.measure.paths.measure_paths`), summarised as the longest path among the measured
   sources and the path from position 0 to T - 1; ops without a path rule are named;
+
+  (a module holding PyTorch's Transformer fast path, :data:`~seqlab.measure.switches.FAST_PATH_MODULES`, has its
+  work counted in a pass of its own under the default kernels: that path can skip the padding of a batch, and
+  the count is of what runs by default);
 * **signal path** — beside that graph path, the transition factors a signal from x_1 meets on its way to y_T and
   the reach ‖∂y_T/∂x_1‖ (:func:`~seqlab.measure.signal_path.read_signal_path`, float64), where the module (or a
   submodule) declares its factor; a module that declares none (``nn.RNN``, a Hugging Face layer, yours) gets no
@@ -21,7 +26,7 @@ The module is measured in eval mode (dropout would change each pass) and every s
 child of a training model stays in eval mode), also when two threads profile at once; the global
 switches the traces change (fast paths, oneDNN, SDPA backends) come back the same way. The traces
 are counts, not times, and run on one CPU thread (the caller's setting is restored): their many small
-tensors go much faster that way. If any of the three traces fails inside PyTorch or the engine, the
+tensors go much faster that way. If the trace fails inside PyTorch or the engine, the
 error names the ATen op that was running (or the last one that ran), so you know what to rewrite or
 report.
 
@@ -48,11 +53,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.measure.layout import check_positions_layout
 from seqlab.measure.ops import op_name
-from seqlab.measure.paths import measure_paths
 from seqlab.measure.signal_path import SignalReading, read_signal_path
-from seqlab.measure.switches import evaluation_mode
+from seqlab.measure.switches import evaluation_mode, has_fast_path
 from seqlab.measure.timing import fixed_threads
-from seqlab.measure.trace import measure_span
+from seqlab.measure.traced_pass import measure_pass
 from seqlab.measure.work import count_multiplications
 from seqlab.studies.notebook_view import NotebookView
 
@@ -252,10 +256,15 @@ def profile(module: Callable[..., Any], x: Tensor, *, sources: Sequence[int] | s
             got = f"shape {tuple(y.shape)}" if isinstance(y, Tensor) else type(y).__name__
             raise SeqlabError(f"{type(module).__name__} must return a tensor with the {T} positions on dim -2 "
                               f"(or a tuple whose first element is one), received {got}", parameter="module")
-        with torch.no_grad():
-            work = _traced("work counter", module, x, lambda run: count_multiplications(run, x))
-        span = _traced("span tracer", module, x, lambda run: measure_span(run, x))
-        paths = _traced("path tracer", module, x, lambda run: measure_paths(run, x, sources=chosen))
+        fast_path = has_fast_path(module)  # its fast path may skip padding: counted as it runs by default, apart
+        measured = _traced("traced pass", module, x,
+                           lambda run: measure_pass(run, x, sources=chosen, work=not fast_path))
+        span, paths = measured.span, measured.paths
+        if fast_path:
+            with torch.no_grad():
+                work = _traced("work counter", module, x, lambda run: count_multiplications(run, x))
+        else:
+            work = measured.work
         signal = read_signal_path(module, x, output=_first)
 
     def between(source: int, target: int, unit: str) -> int | None:
