@@ -36,7 +36,8 @@ from seqlab.measure.rounds import Decision
 from seqlab.measure.sensitivity import DRAWS, Sensitivity, measure_sensitivity
 from seqlab.measure.signal_path import SignalReading, read_signal_path
 from seqlab.measure.timing import MachineLoad, Timing, fixed_threads
-from seqlab.measure.trace import Span, measure_span
+from seqlab.measure.trace import Span
+from seqlab.measure.traced_pass import TracedPass, measure_pass
 from seqlab.measure.work import WorkCount, count_multiplications
 from seqlab.memory import estimate_compare_bytes, require_fits
 from seqlab.studies.compare_gated import (
@@ -259,19 +260,19 @@ def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig, r
                         ) -> MachineMeasurements:  # reach: from _reach (None: measured here)
     T, d_model = x.shape
     library = rnn.to_torch(batch_first=True).eval()
+    traced = measure_pass(rnn, x, sources=(0,))  # work, span and the path from x_1: one traced pass
     with torch.no_grad():
-        counted = count_multiplications(rnn, x)
         counted_library = count_multiplications(library, x.unsqueeze(0))  # (1, T, d_model)
         order = measure_order(rnn, x, seed=config.seed)  # an nn.Module: the engine reruns a float64 copy
     return MachineMeasurements(
         closed_form=cost.recurrence_multiplications(T, d_model, rnn.d_h),
-        counted=counted,
+        counted=traced.work,
         counted_library=counted_library,
         projections_closed_form=0,
         projections_counted=None,
-        span=measure_span(rnn, x),
-        span_half=measure_span(rnn, x[: T // 2]),
-        path=measure_paths(rnn, x, sources=(0,)),
+        span=traced.span,
+        span_half=measure_pass(rnn, x[: T // 2], work=False).span,
+        path=traced.paths,
         reach=reach if reach is not None else _reach(rnn, x, rnn.d_h, config),
         order=order,
         key_value_order=None,
@@ -289,7 +290,9 @@ def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareCon
     with torch.no_grad():
         projections = count_multiplications(layer.project, x)
         q, k, v = layer.project(x)  # (T, d_k), (T, d_k), (T, d_v)
-        counted = count_multiplications(layer.attention, q, k, v)
+    # the call on Q, K, V: the scope of the work count and of the span (projections add one product in front)
+    call = TracedPass(work=True, span=True).run(layer.attention, q, k, v)
+    with torch.no_grad():
         layer64 = copy.deepcopy(layer).double()  # the float64 twin that resolves a change within rounding
         order = measure_order(lambda rows: layer(rows)[0], x, seed=config.seed,
                               reference=lambda rows: layer64(rows)[0])
@@ -302,13 +305,12 @@ def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareCon
     half = T // 2
     return MachineMeasurements(
         closed_form=cost.scored_attention_multiplications(config.score, T, layer.d_k, layer.d_v),
-        counted=counted,
+        counted=call.work,
         counted_library=counted_library,
         projections_closed_form=cost.projection_multiplications(T, layer.d_model, layer.d_k, layer.d_v),
         projections_counted=projections,
-        # the call on Q, K, V: the scope of the work count (projections add one product in front)
-        span=measure_span(layer.attention, q, k, v),
-        span_half=measure_span(layer.attention, q[:half], k[:half], v[:half]),
+        span=call.span,
+        span_half=TracedPass(work=False, span=True).run(layer.attention, q[:half], k[:half], v[:half]).span,
         path=measure_paths(lambda rows: layer(rows)[0], x, sources=(0,)),
         reach=reach,
         order=order,

@@ -36,7 +36,8 @@ from seqlab.measure.paths import PathMatrix, measure_paths
 from seqlab.measure.reach import Reach, measure_reach
 from seqlab.measure.signal_path import SignalReading, read_signal_path
 from seqlab.measure.timing import Timing
-from seqlab.measure.trace import Span, measure_span
+from seqlab.measure.trace import Span
+from seqlab.measure.traced_pass import measure_pass
 
 #: The gated cells shown, in order.
 CELLS = ("lstm", "gru")
@@ -156,8 +157,11 @@ def measure_gated(cell: str, module: torch.nn.RNNBase, x: torch.Tensor, *, seed:
     """
     d_model, d_h = module.input_size, module.hidden_size
     widths = (d_model, d_h) if path_width is None else (min(path_width, d_model, d_h),) * 2
-    path = trace_path(cell, *widths, x, seed)
-    span = measure_span(module, x[None])
+    narrow = build_gated(cell, *widths, torch.Generator().manual_seed(seed))
+    # the span and the path of the narrow copy in one traced pass: the cell's chain of ops does not depend on
+    # its widths (the same ops at every step), so its span is the full-width module's
+    traced = measure_pass(lambda rows: _first(narrow(rows)), x[None, :, :widths[0]], sources=(0,), work=False)
+    path, span = traced.paths, traced.span
     measured = reach() if reach is not None else gated_reach(module, x, seed=seed, probes=probes)
     update, bypass = BYPASS[cell]
     return GatedMeasurements(cell=cell, update=update, bypass=bypass, span=span,
