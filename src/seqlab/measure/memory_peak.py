@@ -49,10 +49,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from seqlab.errors import SeqlabError
 from seqlab.fit import Fit, fit_growth
+from seqlab.measure.modes import EngineMode
 from seqlab.measure.ops import op_name
 from seqlab.memory import MemoryEstimate, require_fits
 
@@ -146,7 +146,7 @@ def _storage(tensor: torch.Tensor) -> torch.UntypedStorage | None:
     return storage if storage.data_ptr() else None
 
 
-class _PeakTracker(TorchDispatchMode):
+class _PeakTracker(EngineMode):
     """Records the allocation and release of every storage an op of the pass creates."""
 
     def __init__(self) -> None:

@@ -41,15 +41,14 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from seqlab.errors import SeqlabError
 from seqlab.measure import jacobian_rule
 from seqlab.measure import path_rules as rules
 from seqlab.measure.distance_store import DistanceStore
 from seqlab.measure.distances import _ROW_FORM, DTYPE, UNITS, narrow, widen
-from seqlab.measure.ops import (CREATION_NAMES, decomposition_of, is_contraction, is_movement, op_name,
-                               tensors_in)
+from seqlab.measure.modes import EngineMode
+from seqlab.measure.ops import CREATION_NAMES, decomposition_of, is_contraction, is_movement, op_name, tensors_in
 
 VIEW, MOVEMENT, PRODUCT, REDUCTION, POINTWISE, OTHER, CONSTANT = range(7)
 
@@ -83,7 +82,7 @@ def op_kind(func: torch._ops.OpOverload) -> int:
     return POINTWISE if rules.is_pointwise(func) else OTHER
 
 
-class PathTracer(TorchDispatchMode):
+class PathTracer(EngineMode):
     """Carries one distance tensor per written storage (both units in its rows), op by op.
 
     >>> tracer, x = PathTracer(sources=1, budget_bytes=1e6), torch.ones(3, 2)
@@ -155,10 +154,6 @@ class PathTracer(TorchDispatchMode):
         """One matrix product further: +1 in both units (a product is an op too); inside a decomposition
         +1 product only (the products inside an op are real products; the op is one op)."""
         return self._step(d, True)
-
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        return False  # no torch._dynamo wrapper (and no 1.5 s import) around a mode that never compiles
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}

@@ -42,13 +42,13 @@ import bisect
 import contextlib
 import functools
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
+from seqlab.measure.modes import EngineMode
 from seqlab.measure.ops import FUSED_OPS, is_contraction, is_movement, op_name, tensors_in
 from seqlab.measure.switches import one_thread, reference_kernels
 
@@ -197,7 +197,7 @@ def _covers_storage(tensor: torch.Tensor) -> bool:
             and tensor.numel() * tensor.element_size() == tensor.untyped_storage().nbytes())
 
 
-class _SpanTracer(TorchDispatchMode):
+class _SpanTracer(EngineMode):
     """Dispatch mode that keeps, for every storage written during the trace, the depth of its last writes."""
 
     def __init__(self) -> None:
@@ -232,10 +232,6 @@ class _SpanTracer(TorchDispatchMode):
         if stored is None or _covers_storage(tensor) or not stored.write_part(tensor, depth):
             self.depth_of_storage[key] = _StorageDepth(depth)
         self.alive.append(tensor)
-
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        return False  # no torch._dynamo wrapper (and no 1.5 s import) around a mode that never compiles
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}

@@ -43,9 +43,9 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from seqlab.measure.distances import _ROW_FORM
+from seqlab.measure.modes import EngineMode
 from seqlab.measure.path_tracer import PathTracer
 from seqlab.measure.paths import BATCH_BYTES, PathMatrix, check_sources, path_batches, path_matrices
 from seqlab.measure.switches import one_thread, reference_kernels
@@ -70,7 +70,7 @@ class Traced:
     output: Any
 
 
-class TracedPass(TorchDispatchMode):
+class TracedPass(EngineMode):
     """The dispatch mode of one pass that feeds several readings (see the module's docstring).
 
     >>> from seqlab.measure.distances import seed
@@ -99,10 +99,6 @@ class TracedPass(TorchDispatchMode):
         self.counting = None  # the counter's dispatch object, while the pass runs
         self.span = _SpanTracer() if span else None
         self.paths = paths
-
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        return False  # no torch._dynamo wrapper (and no 1.5 s import) around a mode that never compiles
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}

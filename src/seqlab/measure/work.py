@@ -112,6 +112,7 @@ from seqlab.measure.ops import (
     tensors_in,
 )
 from seqlab.measure.switches import one_thread
+from seqlab.measure.modes import EngineMode
 
 aten = torch.ops.aten
 
@@ -352,9 +353,7 @@ class _NestedDispatch(_FlopCounterMode):
     tensor does not have. An op with no formula that PyTorch cannot count runs through its ``torch._decomp``
     decomposition when it has one (its parts are counted); outer products are charged where they run."""
 
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        return False  # no torch._dynamo wrapper (and no 1.5 s import) around a mode that never compiles
+    _should_skip_dynamo = EngineMode._should_skip_dynamo  # a PyTorch mode: the engine's switch set here
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -659,7 +658,7 @@ def _decomposed_arithmetic(func: torch._ops.OpOverload, args: tuple, kwargs: dic
     return result
 
 
-class _ArithmeticProbe(TorchDispatchMode):
+class _ArithmeticProbe(EngineMode):
     """Runs a decomposition on meta tensors and adds up the arithmetic of its parts, by the same rules."""
 
     def __init__(self) -> None:

@@ -48,10 +48,10 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.measure.layout import check_positions_layout
+from seqlab.measure.modes import EngineMode
 from seqlab.measure.ops import op_name
 from seqlab.measure.signal_path import SignalReading, read_signal_path
 from seqlab.measure.switches import evaluation_mode, has_fast_path
@@ -147,7 +147,7 @@ class ProfileResult(NotebookView):
         return not (self.unaccounted or self.fused or self.path.fallbacks)
 
 
-class _OpRecorder(TorchDispatchMode):
+class _OpRecorder(EngineMode):
     """Remembers the ATen op being dispatched (``current``) and the last one that finished (``last``)."""
 
     def __init__(self) -> None:

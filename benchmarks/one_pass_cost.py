@@ -1,0 +1,200 @@
+"""What one traced pass costs against a forward pass and against a do-nothing dispatch mode (issue 34; not a test).
+
+For the Elman RNN, self-attention, ``nn.LSTM``, ``nn.GRU``, the selective recurrence run by its scan and the bundled
+all-MiniLM-L6-v2 (its six encoder layers), at T = 128, d = 256 and at T = 1000, d = 512 (MiniLM: d = 384, T = 128
+and 512, its longest), this times in CPU seconds (``time.process_time``, one thread):
+
+* ``forward`` — the module under ``no_grad``;
+* ``nothing`` — the same under a ``TorchDispatchMode`` that only runs each op, fused kernels off as in the traced
+  pass (the floor of any per-op tracer on the same ops);
+* ``one pass`` — :func:`seqlab.measure.traced_pass.measure_pass`: work, span and the paths from the two ends;
+* ``three passes`` — :func:`~seqlab.measure.work.count_multiplications`, :func:`~seqlab.measure.trace.measure_span`
+  and :func:`~seqlab.measure.paths.measure_paths` one after another (what the engine did before issue 34);
+
+interleaved round by round (each round times every candidate once, so a burst of load hits all alike), and prints
+the medians as ratios — one pass / forward and one pass / nothing — beside issue 34's bars (one pass ≤ 1.5×
+nothing; ≤ 3× a forward at T = 1000, d = 512, MiniLM 4×) and the load average. Then ``seqlab.profile`` as a whole
+(work, span, two-end paths and the signal path) against a forward pass (bar: 4×, MiniLM 5×).
+
+    python benchmarks/one_pass_cost.py [--rounds 5] [--quick] [--no-profile] [--no-three]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from seqlab.measure.paths import measure_paths
+from seqlab.measure.switches import reference_kernels
+from seqlab.measure.trace import measure_span
+from seqlab.measure.traced_pass import measure_pass
+from seqlab.measure.work import count_multiplications
+
+SIZES = ((128, 256), (1000, 512))
+MINILM_LENGTHS = (128, 512)
+BAR_NOTHING = 1.5
+BAR_FORWARD = {"all-MiniLM-L6-v2": 4.0}
+BAR_PROFILE = {"all-MiniLM-L6-v2": 5.0}
+
+
+class Nothing(TorchDispatchMode):
+    """A dispatch mode that runs each op and records nothing: the floor of a per-op tracer."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def first(output):
+    """The sequence output of a module that returns a tuple (nn.RNN's (y, h))."""
+    return output[0] if isinstance(output, tuple) else output
+
+
+def layers(d: int) -> dict[str, Callable[[torch.Tensor], torch.Tensor]]:
+    """The layers at width d, eval mode, each as x (1, T, d) -> y (1, T, d)."""
+    from seqlab.layers.attention import SelfAttention
+    from seqlab.layers.mixers import mixer
+    from seqlab.layers.recurrent import ElmanRNN
+
+    generator = torch.Generator().manual_seed(0)
+    made = {
+        "Elman RNN": ElmanRNN(d, d, generator=generator),
+        "self-attention": SelfAttention(d, generator=generator),
+        "nn.LSTM": torch.nn.LSTM(d, d, batch_first=True),
+        "nn.GRU": torch.nn.GRU(d, d, batch_first=True),
+        "selective recurrence (scan)": mixer("selective_recurrence").build(d, form="scan", generator=generator),
+    }
+    return {name: (lambda x, m=module.eval(): first(m(x))) for name, module in made.items()}
+
+
+def minilm() -> Callable[[torch.Tensor], torch.Tensor] | None:
+    """all-MiniLM-L6-v2's encoder layers (the ``model`` extra), or None when not installed."""
+    try:
+        from benchmarks.minilm_factory import make_minilm
+    except ImportError:
+        return None
+    try:
+        model = make_minilm(384).eval()
+    except Exception:  # noqa: BLE001 - the weights package is not installed
+        return None
+    return model
+
+
+def candidates(layer, x: torch.Tensor, three: bool) -> dict[str, Callable[[], object]]:
+    """The timed calls on one layer and input."""
+    T = x.shape[-2]
+    ends = (0, T - 1)
+
+    def forward():
+        with torch.no_grad():
+            layer(x)
+
+    def nothing():  # the same ops as the traced pass: fused kernels off
+        with reference_kernels(), torch.no_grad(), Nothing():
+            layer(x)
+
+    def one_pass():
+        measure_pass(layer, x, sources=ends)
+
+    def three_passes():
+        with torch.no_grad():
+            count_multiplications(layer, x)
+        measure_span(layer, x)
+        measure_paths(layer, x, sources=ends)
+
+    chosen = {"forward": forward, "nothing": nothing, "one pass": one_pass}
+    if three:
+        chosen["three passes"] = three_passes
+    return chosen
+
+
+def interleaved(calls: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
+    """Median CPU seconds of each call over ``rounds`` rounds, every call once per round, after a warm-up."""
+    for call in calls.values():
+        call()
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            start = time.process_time()
+            call()
+            times[name].append(time.process_time() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def report(name: str, T: int, d: int, medians: dict[str, float]) -> None:
+    forward, nothing, one = medians["forward"], medians["nothing"], medians["one pass"]
+    bar = BAR_FORWARD.get(name, 3.0)
+    on_forward = one / forward
+    verdict_nothing = "meets" if one / nothing <= BAR_NOTHING else "MISSES"
+    verdict_forward = ("meets" if on_forward <= bar else "MISSES") if T >= 512 else "(bar set at the long size)"
+    three = medians.get("three passes")
+    extra = f"; three passes {three / forward:5.1f}× fwd" if three is not None else ""
+    print(f"{name:28s} T={T:5d} d={d:4d}  fwd {forward * 1e3:8.1f} ms  nothing {nothing / forward:4.2f}×  "
+          f"one pass {on_forward:5.2f}× fwd ({verdict_forward} ≤ {bar:g}×), {one / nothing:4.2f}× nothing "
+          f"({verdict_nothing} ≤ {BAR_NOTHING:g}×){extra}; load {os.getloadavg()[0]:.1f}", flush=True)
+
+
+def profile_cost(name: str, module: torch.nn.Module, x: torch.Tensor, rounds: int) -> None:
+    """seqlab.profile as a whole (signal path included) against a forward pass, interleaved."""
+    import seqlab
+
+    def forward():
+        with torch.no_grad():
+            first(module(x))
+
+    medians = interleaved({"forward": forward, "profile": lambda: seqlab.profile(module, x)}, rounds)
+    ratio = medians["profile"] / medians["forward"]
+    bar = BAR_PROFILE.get(name, 4.0)
+    print(f"profile {name:20s} T={x.shape[-2]:5d} d={x.shape[-1]:4d}  {medians['profile']:7.2f} s CPU = {ratio:6.1f}× "
+          f"fwd ({'meets' if ratio <= bar else 'MISSES'} ≤ {bar:g}×); load {os.getloadavg()[0]:.1f}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
+    parser.add_argument("--quick", action="store_true", help="only T = 128, d = 256")
+    parser.add_argument("--no-profile", action="store_true", help="skip seqlab.profile as a whole")
+    parser.add_argument("--no-three", action="store_true", help="skip the three separate passes")
+    options = parser.parse_args()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    print(f"CPU time, 1 thread, PyTorch {torch.__version__}, {os.cpu_count()} cores; load {os.getloadavg()[0]:.1f}")
+    sizes = SIZES[:1] if options.quick else SIZES
+    for T, d in sizes:
+        for name, layer in layers(d).items():
+            x = torch.randn(1, T, d)
+            rounds = options.rounds if T < 512 else max(3, options.rounds // 2)
+            report(name, T, d, interleaved(candidates(layer, x, not options.no_three), rounds))
+    encoder = minilm()
+    if encoder is not None:
+        for T in MINILM_LENGTHS[:1] if options.quick else MINILM_LENGTHS:
+            x = torch.randn(1, T, 384)
+            report("all-MiniLM-L6-v2", T, 384, interleaved(candidates(encoder, x, not options.no_three), 3))
+    if options.no_profile:
+        return
+    T, d = sizes[-1]
+    for name in ("Elman RNN", "self-attention"):
+        profile_cost(name, _module_of(name, d), torch.randn(1, T, d), 3)
+    if encoder is not None:
+        profile_cost("all-MiniLM-L6-v2", encoder, torch.randn(1, MINILM_LENGTHS[-1], 384), 3)
+
+
+def _module_of(name: str, d: int) -> torch.nn.Module:
+    from seqlab.layers.attention import SelfAttention
+    from seqlab.layers.recurrent import ElmanRNN
+
+    generator = torch.Generator().manual_seed(0)
+    return (ElmanRNN(d, d, generator=generator) if name == "Elman RNN" else SelfAttention(d, generator=generator)).eval()
+
+
+if __name__ == "__main__":
+    main()
