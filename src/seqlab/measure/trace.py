@@ -243,7 +243,9 @@ class _SpanTracer(EngineMode):
         """Record one op that ran (``out`` its result): the depth of what it wrote is one step past the deepest
         of what it read. In-place ops return their input, and the reads are taken before the writes, so
         recording after the op ran sees the storages as the op found them."""
-        kind = _kind(func)
+        kind = _KINDS.get(id(func), _UNKNOWN)
+        if kind is _UNKNOWN:
+            kind = _KINDS[id(func)] = _kind(func)
         if kind is None:  # a view: same storage, same writers, nothing to record
             return
         step_ops, step_products, name, fused = kind
@@ -272,7 +274,10 @@ class _SpanTracer(EngineMode):
                     total_products=self.total_products, fused=dict(self.fused), op_counts=dict(self.op_counts))
 
 
-@functools.cache
+_KINDS: dict[int, tuple[int, int, str, bool] | None] = {}  # id of the op (it lives as long as the process) -> kind
+_UNKNOWN = object()
+
+
 def _kind(func: torch._ops.OpOverload) -> tuple[int, int, str, bool] | None:
     """What one op adds to a chain, decided once per op (the tracer asks for every op it sees): None for a view
     (nothing to record); else (ops, products, name, fused): 0 and 0 for movement, 1 op (and 1 product for a

@@ -50,7 +50,7 @@ from seqlab.measure.path_tracer import PathTracer
 from seqlab.measure.paths import BATCH_BYTES, PathMatrix, check_sources, path_batches, path_matrices
 from seqlab.measure.switches import one_thread, reference_kernels
 from seqlab.measure.trace import Span, _SpanTracer
-from seqlab.measure.work import WorkCount, _device_of, _is_metadata, _plain, counted_work, work_counter
+from seqlab.measure.work import WorkCount, _device_of, counted_work, plan_of, work_counter
 
 __all__ = ["PassMeasurement", "Traced", "TracedPass", "measure_pass"]
 
@@ -103,12 +103,13 @@ class TracedPass(EngineMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         counting, span, paths = self.counting, self.span, self.paths
-        if counting is not None and (not isinstance(func, torch._ops.OpOverload) or _is_metadata(func)):
-            return counting.__torch_dispatch__(func, types, args, kwargs)  # higher-order ops, nested sizes
         out = NotImplemented
         if counting is not None:
-            out = counting.before(func, args, kwargs, self)
-            if out is not NotImplemented and not _plain(func):
+            plan = plan_of(func) if isinstance(func, torch._ops.OpOverload) else None
+            if plan is None or plan.metadata:
+                return counting.__torch_dispatch__(func, types, args, kwargs)  # higher-order ops, nested sizes
+            out = counting.before(func, args, kwargs, self, plan)
+            if out is not NotImplemented and not plan.plain:
                 return out  # PyTorch's own decomposition ran: its parts came back here, each recorded
             # else an op with no formula ran through the counter's own decomposition (its parts seen by the
             # counter alone): to the span and the path tracer it is still one op, recorded on that output
@@ -116,7 +117,7 @@ class TracedPass(EngineMode):
         if out is NotImplemented:
             out = func(*args, **kwargs)
             if counting is not None:
-                counting.count(func, args, kwargs, out)
+                counting.count(func, args, kwargs, out, plan)
         if span is not None:
             span.record(func, args, kwargs, out)
         if paths is not None:

@@ -229,7 +229,7 @@ class _OpCensus:
     the arithmetic unit's tallies and the masked attention pairs."""
 
     def __init__(self) -> None:
-        self.calls: Counter[torch._ops.OpOverload] = Counter()
+        self.calls: Counter[str] = Counter()  # op name -> calls
         self.unaccounted: Counter[str] = Counter()
         self.decomposed: Counter[str] = Counter()
         self.arithmetic: Counter[str] = Counter()
@@ -238,21 +238,23 @@ class _OpCensus:
         self.inside_attention = 0  # while a whole SDPA call decomposes
         self.paused = False  # while the counter reads nested sizes: its own ops are not the user's
 
-    def record(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: object, flop: int | None) -> None:
-        """One op ran: ``flop`` is what its formula charged (None without a formula)."""
+    def record(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: object, flop: int | None,
+               plan: _Plan | None = None) -> None:
+        """One op ran: ``flop`` is what its formula charged (None without a formula); ``plan``: the op's
+        decisions (:func:`plan_of`), looked up when not given."""
         if self.paused:
             return
-        self.calls[func] += 1
-        unknown = is_unknown(func)
-        if not unknown and arithmetic_kind(func) in _FREE:
+        plan = plan or plan_of(func)
+        self.calls[plan.name] += 1
+        if plan.free:
             return  # movement and selections: nothing to count in either unit (the common case, kept cheap)
         floating = (isinstance(out, torch.Tensor) and (out.is_floating_point() or out.is_complex())) or \
             has_floating((args, kwargs.values(), out))  # a float result settles it without a walk
-        if unknown and floating:
-            self.unaccounted[op_name(func)] += 1
+        if plan.unknown and floating:
+            self.unaccounted[plan.name] += 1
         flops, unseen = op_arithmetic(func, args, kwargs, out, flop, floating)
         if flops:
-            self.arithmetic[op_name(func)] += flops
+            self.arithmetic[plan.name] += flops
         if unseen:
             self.arithmetic_unaccounted[unseen] += 1
 
@@ -266,6 +268,49 @@ class _OpCensus:
 
 
 _PRODUCTS = (aten.mul, aten.mul_)
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What the counter decides about an op once, not at every call (issue 34: the op's hash alone is a Python
+    call, and a census asked a dozen questions of each op).
+
+    Attributes:
+        name: the op's short name (:func:`~seqlab.measure.ops.op_name`).
+        metadata: a size or stride query (runs through PyTorch's own counting mode).
+        plain: runs as it is (no ``CompositeImplicitAutograd`` decomposition).
+        attention: an SDPA entry or kernel (its mask's pairs are counted).
+        unknown: no formula, movement or known compute: named unaccounted, or run through its decomposition.
+        free: known movement or selection: 0 in both units, nothing else to record.
+        product: ``mul``/``mul_``: an outer product is counted by its distinct pairs.
+    """
+
+    name: str
+    metadata: bool
+    plain: bool
+    attention: bool
+    unknown: bool
+    free: bool
+    product: bool
+
+
+_PLANS: dict[int, _Plan] = {}  # id of the op (an OpOverload lives as long as the process) -> its plan
+
+
+def plan_of(func: torch._ops.OpOverload) -> _Plan:
+    """The counter's decisions about ``func``, made on its first call and kept (keyed by the op's identity).
+
+    >>> plan_of(torch.ops.aten.mm.default).free, plan_of(torch.ops.aten.view.default).free
+    (False, True)
+    """
+    plan = _PLANS.get(id(func))
+    if plan is None:
+        unknown = is_unknown(func)
+        plan = _PLANS[id(func)] = _Plan(
+            name=op_name(func), metadata=_is_metadata(func), plain=_plain(func),
+            attention=func is _ATTENTION_ENTRY or func.overloadpacket in _ATTENTION_KERNELS, unknown=unknown,
+            free=not unknown and arithmetic_kind(func) in _FREE, product=func.overloadpacket in _PRODUCTS)
+    return plan
 #: Arithmetic kinds that cost 0 FLOPs whatever the data.
 _FREE = frozenset({"movement", "selection"})
 
@@ -357,41 +402,44 @@ class _NestedDispatch(_FlopCounterMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if not isinstance(func, torch._ops.OpOverload) or _is_metadata(func):
+        plan = plan_of(func) if isinstance(func, torch._ops.OpOverload) else None
+        if plan is None or plan.metadata:
             return super().__torch_dispatch__(func, types, args, kwargs)  # higher-order ops, nested sizes
-        decomposed = self.before(func, args, kwargs, self)
+        decomposed = self.before(func, args, kwargs, self, plan)
         if decomposed is not NotImplemented:
             return decomposed
         out = func(*args, **kwargs)
-        self.count(func, args, kwargs, out)
+        self.count(func, args, kwargs, out, plan)
         return out
 
-    def count(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: object) -> None:
+    def count(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: object, plan: _Plan) -> None:
         """Charge one op that ran (``out`` its result): its formula's FLOPs to the modules running now, an
-        outer product's multiplications, and the census of both units."""
+        outer product's multiplications, and the census of both units (``plan``: :func:`plan_of`)."""
         counter = self.counter
         flop = None
-        packet = func.overloadpacket
-        if packet in counter.flop_registry:
-            before = counter.flop_counts["Global"][packet]
-            counter._count_flops(packet, out, args, kwargs)
-            flop = counter.flop_counts["Global"][packet] - before
-        elif packet in _PRODUCTS and not counter.census.paused:
-            outer = _outer_product_multiplications(args, out)
-            if outer:
-                counter.charge(OUTER_PRODUCT, 2 * outer)
-        counter.census.record(func, args, kwargs, out, flop)
+        if not plan.free:
+            packet = func.overloadpacket
+            if packet in counter.flop_registry:
+                before = counter.flop_counts["Global"][packet]
+                counter._count_flops(packet, out, args, kwargs)
+                flop = counter.flop_counts["Global"][packet] - before
+            elif plan.product and not counter.census.paused:
+                outer = _outer_product_multiplications(args, out)
+                if outer:
+                    counter.charge(OUTER_PRODUCT, 2 * outer)
+        counter.census.record(func, args, kwargs, out, flop, plan)
 
-    def before(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, mode: TorchDispatchMode) -> object:
+    def before(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, mode: TorchDispatchMode,
+               plan: _Plan) -> object:
         """What the counter does before an op runs: count an SDPA call's masked pairs; run an op that PyTorch
         decomposes by its parts (under ``mode``, so that they come back to it); run an op with no formula through
         its ``torch._decomp`` decomposition (under this counter alone). Returns the output when the op was run
         that way, else NotImplemented (the op is still to run, then :meth:`count`)."""
         counter = self.counter
         census = counter.census
-        masked = 0 if census.paused or census.inside_attention else _masked_in_call(func, args, kwargs)
-        census.masked += masked
-        if not _plain(func) and not (func.overloadpacket in counter.flop_registry and _any_nested((args, kwargs))):
+        if plan.attention and not (census.paused or census.inside_attention):
+            census.masked += _masked_in_call(func, args, kwargs)
+        if not plan.plain and not (func.overloadpacket in counter.flop_registry and _any_nested((args, kwargs))):
             # PyTorch's rule: an op that decomposes is counted by its parts, which come back here
             entry = func is _ATTENTION_ENTRY
             census.inside_attention += entry  # its kernel comes back here: its mask is counted once
@@ -402,7 +450,7 @@ class _NestedDispatch(_FlopCounterMode):
                 census.inside_attention -= entry
             if decomposed is not NotImplemented:
                 return decomposed
-        if is_unknown(func) and not census.paused and has_floating((args, kwargs.values())):
+        if plan.unknown and not census.paused and has_floating((args, kwargs.values())):
             return self._through_decomposition(func, args, kwargs)
         return NotImplemented
 
@@ -720,15 +768,12 @@ def counted_work(counter: _NestedCounter, device: str) -> WorkCount:
     flop_counts = counter.get_flop_counts()
     by_op = {str(packet): flop // 2 for packet, flop in flop_counts.get("Global", {}).items()}
     by_module = {name: sum(ops.values()) // 2 for name, ops in flop_counts.items()}
-    calls: Counter[str] = Counter()
-    for func, number in census.calls.items():
-        calls[op_name(func)] += number
     total = counter.get_total_flops()
     return WorkCount(
         multiplications=total // 2,
         by_op=by_op,
         by_module=by_module,
-        calls=dict(calls),
+        calls=dict(census.calls),
         unaccounted=dict(census.unaccounted),
         device=device,
         padded_multiplications=(total + counter.padded_extra) // 2 if counter.nested_seen else None,
