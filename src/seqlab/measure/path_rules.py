@@ -239,6 +239,11 @@ _ACCUMULATE = (aten.index_put, aten.index_put_, aten._index_put_impl_, aten._uns
 _REDUCE = (aten.scatter, aten.scatter_)
 
 
+def may_accumulate(func: torch._ops.OpOverload) -> bool:
+    """Whether :func:`accumulates` can be true for some arguments of the op (decided once per op)."""
+    return func.overloadpacket in _ACCUMULATE or func.overloadpacket in _REDUCE
+
+
 def accumulates(func, args, kwargs) -> bool:
     """Whether a movement op sums or reduces what it moves (``index_put(accumulate=True)``, ``scatter(reduce=…)``):
     it then computes, and element ids cannot go through it; the tracer decomposes or derives it instead."""

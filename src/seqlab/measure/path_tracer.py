@@ -166,17 +166,17 @@ class PathTracer(EngineMode):
         """What must be read before an op runs: its kind, the distances of an op without a rule that writes its
         arguments (its functional form, on the arguments as they are), and the generator's state for a random
         op. Returns what :meth:`record` takes once the op has run."""
-        kind = op_kind(func)
-        if kind == MOVEMENT and rules.accumulates(func, args, kwargs):
+        kind, may_accumulate, seeded, functional = _plan(func)
+        if may_accumulate and rules.accumulates(func, args, kwargs):
             kind = OTHER  # a movement that sums what it moves: no id can go through it
         early = None
         # the generator's state before an op the tracer may run again (a functional form, a decomposition): those
         # runs replay the op's draws (SDPA's dropout, rrelu's noise), so that its distances are those of the values
         # it really drew, and the pass draws what it draws untraced
-        draws = torch.get_rng_state() if kind == OTHER or torch.Tag.nondeterministic_seeded in func.tags else None
-        if kind == OTHER and func._schema.is_mutable and _functional_form(func) is not None:
+        draws = torch.get_rng_state() if kind == OTHER or seeded else None
+        if kind == OTHER and functional is not None:
             # an op without a rule that writes an argument: its functional form, on the arguments before it writes
-            early = self._without_rule(_functional_form(func), args, kwargs, None, refuse=False)
+            early = self._without_rule(functional, args, kwargs, None, refuse=False)
             if draws is not None:
                 torch.set_rng_state(draws)
         _check_strided(func, [*tensors_in(args), *tensors_in(kwargs.values())])
@@ -299,6 +299,22 @@ class PathTracer(EngineMode):
         if kind == POINTWISE and len(outs) == 1:
             return [rules.pointwise(func, args, kwargs, outs[0], read, step, rows)]
         return None
+
+
+_PLANS: dict[int, tuple[int, bool, bool, torch._ops.OpOverload | None]] = {}  # id of the op -> its plan
+
+
+def _plan(func: torch._ops.OpOverload) -> tuple[int, bool, bool, torch._ops.OpOverload | None]:
+    """What the tracer decides about an op once, kept by the op's identity (an op lives as long as the process):
+    its kind (:func:`op_kind`), whether it may accumulate what it moves (then its arguments are asked), whether it
+    draws random numbers, and the functional form of a mutating op without a rule (else None)."""
+    plan = _PLANS.get(id(func))
+    if plan is None:
+        kind = op_kind(func)
+        functional = _functional_form(func) if kind == OTHER and func._schema.is_mutable else None
+        plan = _PLANS[id(func)] = (kind, kind == MOVEMENT and rules.may_accumulate(func),
+                                   torch.Tag.nondeterministic_seeded in func.tags, functional)
+    return plan
 
 
 def _check_strided(func: torch._ops.OpOverload, tensors: list[Tensor]) -> None:
