@@ -86,6 +86,7 @@ def measure_facts(seed: int = 0) -> QuizFacts:
     from seqlab.measure.paths import measure_paths
     from seqlab.measure.reach import measure_reach
     from seqlab.measure.trace import measure_span
+    from seqlab.measure.traced_pass import measure_pass
 
     generator = torch.Generator().manual_seed(seed)
     d = FACT_WIDTH
@@ -99,11 +100,12 @@ def measure_facts(seed: int = 0) -> QuizFacts:
     spans, inputs, softmaxes, tokens, rnn_paths, att_paths = [], [], [], [], [], []
     for T in LENGTHS:
         x = torch.randn(T, d, generator=generator, dtype=torch.float64)  # (T, d_model)
-        spans.append(measure_span(rnn, x).products)
+        traced = measure_pass(rnn, x, sources=(0,), work=False)  # the span and the path: one traced pass
+        spans.append(traced.span.products)
         inputs.append(measure_span(lambda rows: rows @ rnn.weight_xh.T, x).products)  # (T, d_h), one product
         softmaxes.append(measure_span(lambda e: torch.softmax(e, dim=-1), x @ x.T).ops)  # (T, T) grid
         tokens.append(measure_span(lookup, torch.arange(T)).ops)  # (T,) ids -> (T, d)
-        rnn_paths.append(measure_paths(rnn, x, sources=(0,)).products[0][-1])
+        rnn_paths.append(traced.paths.products[0][-1])
         att_paths.append(measure_paths(attend, x, sources=(0,)).products[0][-1])
     order = measure_order(attend, x, seed=seed, reference=attend)  # float64 already: the layer is its own twin
     with torch.no_grad():

@@ -11,7 +11,7 @@ machines, the paper's other rows and the modern mixers), each at several T, fits
   attention rows get theirs, :class:`~seqlab.studies.table1_modern_rows.WithOutputProjection`, as every mixer has
   its own; the Elman RNN and the convolutions have none), so rows compare like with like (``seqlab table1`` counts
   attention's call alone, as the paper does); each count checked against the row's closed form;
-* **span** — operations (and matrix products) in a row of one layer (:func:`~seqlab.measure.trace.measure_span`);
+* **span** — operations (and matrix products) in a row of one layer (:func:`~seqlab.measure.traced_pass.measure_pass`, with the work);
 * **path** — least operations from position 1 to T (or T to 1), on the stack that connects all positions
   (:func:`~seqlab.measure.paths.measure_paths`; one layer except for the paper's convolution and restricted rows);
   beside it, not judged, the **signal path**: the transition factors a signal from x_1 meets on its way to y_T and
@@ -44,11 +44,10 @@ Shapes: T positions, t the decoded position, d = every width, k kernel, r window
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
-
-import copy
 
 import torch
 
@@ -59,7 +58,7 @@ from seqlab.measure import memory_peak
 from seqlab.measure.paths import measure_paths
 from seqlab.measure.signal_path import declared_factors, measure_signal_path
 from seqlab.measure.timing import fixed_threads
-from seqlab.measure.trace import measure_span
+from seqlab.measure.traced_pass import measure_pass
 from seqlab.memory import MemoryEstimate, require_fits
 from seqlab.studies import table1
 from seqlab.studies.notebook_view import NotebookView
@@ -361,12 +360,9 @@ def _decode(machine: Machine, t: int, config: ModernConfig) -> tuple[int | None,
 
 
 def _long(machine: Machine, T: int, config: ModernConfig) -> LongSample:
-    from seqlab.measure.work import count_multiplications
-
     x = _input(T, config.d_model, config.seed)
-    with torch.no_grad():
-        work = count_multiplications(machine.layer, x)
-    span = measure_span(machine.layer, x)
+    traced = measure_pass(machine.layer, x)  # work and span: one traced pass (fused kernels off)
+    work, span = traced.work, traced.span
     peak = memory_peak.measure_peak_memory(machine.layer, x)
     decode_count, decode_form, state = _decode(machine, T, config)
     return LongSample(T, work.multiplications, machine.closed_form(T), dict(work.unaccounted), span.ops,
