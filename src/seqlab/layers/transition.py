@@ -28,7 +28,7 @@ A :class:`Scaling` (rather than a float) is what :mod:`seqlab.measure.signal_pat
 gradient crosses a :data:`BACKWARD` mark, so one recorded forward serves every scale, and it keeps the gradient in
 float64's range *factor by factor*: a gradient leaving a mark with its largest magnitude outside
 [2^-:data:`BAND`, 2^:data:`BAND`] is multiplied by an exact power of two, whose exponent is recorded (and replayed,
-exponent by exponent, in the other backward passes of the same measurement).
+mark by mark, in the other backward passes of the same measurement, or with one more factor 2 in a shadow pass).
 
 Shapes: whatever the factor's tensor has; scaling is element-wise by a Python float.
 """
@@ -65,11 +65,12 @@ class Scaling:
         s: the scale (a float > 0): read by :data:`FORWARD` factors in the forward, by :data:`BACKWARD` marks when
             the gradient crosses them (so it may change between two backward passes over one recorded forward).
         applied: marks applied in the forward so far (each mark's index in :attr:`decisions`).
+        applied_by: ids of the modules whose factor was applied (a declared factor never applied is refused).
         decisions: mark index -> the power of two its gradient was multiplied by (recorded while ``replay`` is
             None; only indices whose exponent is not 0).
         replay: None (decide: rescale where the gradient leaves the band, record it), or the decisions of an
-            earlier pass to apply again, each exponent plus ``offset`` (a shadow: an extra factor 2^offset at every
-            rescaled mark).
+            earlier pass to apply again, each exponent plus ``offset`` (1: a shadow pass with one more factor 2 at
+            every rescaled mark, so the marks the routes cross can be counted from the result itself).
         offset: see ``replay``.
         exponent: the sum of the exponents applied in this backward pass (the gradient read at the end is the true
             one times 2^exponent).
@@ -78,6 +79,7 @@ class Scaling:
     def __init__(self, s: float = 1.0) -> None:
         self.s = float(s)
         self.applied = 0
+        self.applied_by: set[int] = set()
         self.decisions: dict[int, int] = {}
         self.replay: dict[int, int] | None = None
         self.offset = 0
@@ -110,15 +112,16 @@ class Scaling:
 
 
 class _ScaleGradient(torch.autograd.Function):
-    """Identity forward; gradient times s backward (a marker: one s on every route that crosses it)."""
+    """Identity forward; gradient times s backward (a marker: one s on every route that crosses it).
+
+    Written with ``ctx`` in ``forward`` (no ``setup_context``): ``Function.apply`` then skips binding default
+    arguments through ``inspect.signature``, which costs more than the whole step of a small recurrence.
+    """
 
     @staticmethod
-    def forward(x: Tensor, s: float) -> Tensor:  # type: ignore[override]
+    def forward(ctx, x: Tensor, s: float) -> Tensor:  # type: ignore[override]
+        ctx.s = s
         return x.view_as(x)
-
-    @staticmethod
-    def setup_context(ctx, inputs: tuple[Tensor, float], output: Tensor) -> None:  # type: ignore[override]
-        ctx.s = inputs[1]
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
@@ -129,12 +132,9 @@ class _MarkGradient(torch.autograd.Function):
     """Identity forward; backward: the gradient through :meth:`Scaling.rescale` (s read when the gradient crosses)."""
 
     @staticmethod
-    def forward(x: Tensor, scaling: Scaling, index: int) -> Tensor:  # type: ignore[override]
+    def forward(ctx, x: Tensor, scaling: Scaling, index: int) -> Tensor:  # type: ignore[override]
+        ctx.scaling, ctx.index = scaling, index
         return x.view_as(x)
-
-    @staticmethod
-    def setup_context(ctx, inputs: tuple[Tensor, Scaling, int], output: Tensor) -> None:  # type: ignore[override]
-        ctx.scaling, ctx.index = inputs[1], inputs[2]
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple[Tensor, None, None]:  # type: ignore[override]
@@ -155,8 +155,9 @@ def declares_transition(module: object) -> bool:
 def apply_transition(module: torch.nn.Module, factor: Tensor) -> Tensor:
     """``factor`` as ``module``'s forward uses it: untouched while its ``transition_scale`` is None, else scaled.
 
-    Each scaled call adds one to ``module.transition_applied`` (set by the measurement), so a measurement can tell
-    a declared factor the forward never reached from a factor it did.
+    Each scaled call is recorded — in the :class:`Scaling` (``applied``, ``applied_by``), or with a float scale in
+    ``module.transition_applied`` — so a measurement can tell a declared factor the forward never reached from a
+    factor it did.
 
     >>> from seqlab.layers.linear_recurrence import DiagonalRecurrence
     >>> layer = DiagonalRecurrence(2)
@@ -178,12 +179,13 @@ def apply_transition(module: torch.nn.Module, factor: Tensor) -> Tensor:
     s = module.transition_scale
     if s is None:
         return factor
-    module.transition_applied = getattr(module, "transition_applied", 0) + 1
     if isinstance(s, Scaling):
         s.applied += 1
+        s.applied_by.add(id(module))
         if module.transition_scaling == FORWARD:
             return factor * s.s if s.s != 1.0 else factor
         return _MarkGradient.apply(factor, s, s.applied)
+    module.transition_applied = getattr(module, "transition_applied", 0) + 1
     if module.transition_scaling == FORWARD:
         return factor * s
     return _ScaleGradient.apply(factor, s)

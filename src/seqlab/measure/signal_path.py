@@ -31,8 +31,12 @@ exact power of two wherever it leaves a marked product outside [2^-256, 2^256] (
 Scaling`), the exponents are recorded and replayed in the other passes, and every norm is taken as m·‖g/m‖ with m
 the largest magnitude (never a square of a tiny number). Readings and the reach are read in logarithms
 (``log10_reach``; ``reach`` is None where the number itself is outside float64's range). The scaled passes replay
-each exponent plus one (a shadow factor 2 at each rescaled mark), so the test uᵀJ(s) = s^k·2^n·uᵀJ(1) also checks
-that every route crosses every rescaled mark — the condition for the rescaled reach to be the reach.
+the same exponents mark by mark, so uᵀJ(s) = s^k uᵀJ(1) is tested as it stands whatever was rescaled. The reach
+needs the exponent the routes picked up, which is the sum E of the recorded exponents when every route crosses every
+rescaled mark: a shadow pass puts one more factor 2 at each of the n rescaled marks and must come out exactly 2^n
+times the first (powers of two are exact); otherwise the reach is not read, named (``reach_missing``:
+``uneven_rescaling``). The shadow costs one more backward pass, only where
+something was rescaled.
 
 **Not measured, with the reason** (:data:`REASONS`): routes that cross different numbers of factors
 (``not_a_power``: Mamba's causal convolution spreads x_i over several positions); ``no_dependence``, decided by
@@ -40,8 +44,7 @@ structure only — the gradient is exactly 0 *and* the path tracer (:func:`seqla
 reads constant zeros by value) finds no path; ``out_of_range`` — the gradient left float64's range (to 0, to
 subnormals, to infinity) where no marked product could rescale it, e.g. the decays of a recurrence scaled in the
 forward at a length where their product is below 2^-1000; ``zero_undecided`` — an exact 0 the tracer could not
-explain (it failed on the module); ``uneven_rescaling`` — the gradient had to be rescaled at marks that not every
-route crosses, so the rescaled figures are not the function's.
+explain (it failed on the module).
 
 **Undeclared factors make the reading a bound.** The count covers the declared factors only. Every largest
 submodule that holds no declaring module (an ``nn.RNN`` feeding an attention, the projections of a layer, a
@@ -77,7 +80,7 @@ from torch import Tensor
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.layers.transition import BACKWARD, FORWARD, Scaling, declares_transition
 
-__all__ = ["ABSENT", "PROBES", "REASONS", "RESIDUAL", "SCALES", "TOLERANCE", "SignalPath", "SignalReading",
+__all__ = ["ABSENT", "PROBES", "REACH_REASONS", "REASONS", "RESIDUAL", "SCALES", "TOLERANCE", "SignalPath", "SignalReading",
            "declared_factors", "measure_signal_path", "read_signal_path"]
 
 #: The scales s at which J(s) is compared with J(1): close to 1, so s^k stays in float64's range for k up to
@@ -91,8 +94,11 @@ RESIDUAL = 1e-9
 PROBES = 1
 #: Why a pair is not measured (see the module docstring): routes with different factor counts; no dependence by
 #: structure; a gradient out of float64's range where nothing could rescale it; an exact 0 the path tracer could
-#: not explain; a gradient rescaled at marks that not every route crosses.
-REASONS = ("not_a_power", "no_dependence", "out_of_range", "zero_undecided", "uneven_rescaling")
+#: not explain.
+REASONS = ("not_a_power", "no_dependence", "out_of_range", "zero_undecided")
+#: Why a counted pair has no reach: a gradient rescaled at marks that not every route crosses (the shadow pass
+#: disagrees), or a gradient out of float64's range.
+REACH_REASONS = ("uneven_rescaling", "out_of_range")
 #: Why a module has no reading at all (:func:`read_signal_path`): it declares no transition factor; or the
 #: measurement refused it (a declared factor its forward never applies, an output without the input's positions).
 ABSENT = ("no_factor", "refused")
@@ -127,6 +133,8 @@ class SignalPath:
         undeclared: class names of submodules that mix positions without declaring a factor (the reading is a
             bound: their factors are met too, and not counted).
         unchecked: class names of submodules whose position mixing could not be checked (a bound as well).
+        reach_missing: one of :data:`REACH_REASONS` when ``factors`` is counted but ``reach`` and ``log10_reach`` are
+            None, else None.
         marked: the factors counted at a product marked in the backward (:data:`~seqlab.layers.transition.BACKWARD`):
             crossings of the marked product, what it multiplies by declared; the others are scaled in the forward,
             a power of the function.
@@ -151,6 +159,7 @@ class SignalPath:
     undeclared: tuple[str, ...] = ()
     unchecked: tuple[str, ...] = ()
     marked: tuple[str, ...] = ()
+    reach_missing: str | None = None
 
     @property
     def measured(self) -> bool:
@@ -305,9 +314,7 @@ class _Watch:
 def _forward(copy64: torch.nn.Module, declaring: list[torch.nn.Module], scaling: Scaling, x: Tensor, s: float,
              output: Callable[[object], Tensor] | None) -> Tensor:
     """y (…, T, d_out) with every declared factor under ``scaling`` at s; refuses a factor never applied."""
-    scaling.s, scaling.applied = float(s), 0
-    for m in declaring:
-        m.transition_applied = 0
+    scaling.s, scaling.applied, scaling.applied_by = float(s), 0, set()
     try:
         result = copy64(x)
         y = output(result) if output is not None else result
@@ -320,7 +327,7 @@ def _forward(copy64: torch.nn.Module, declaring: list[torch.nn.Module], scaling:
         shape = tuple(y.shape) if isinstance(y, Tensor) else type(y).__name__
         raise SeqlabError(f"the output must have the input's positions, shape {tuple(x.shape[:-1])} + (d_out,); "
                           f"received {shape} (pass output= to pick the tensor)", parameter="output")
-    unused = [type(m).__name__ for m in declaring if m.transition_applied == 0]
+    unused = [type(m).__name__ for m in declaring if id(m) not in scaling.applied_by]
     if unused:
         raise SeqlabError(f"{', '.join(unused)} declares a transition factor that this forward never applied; "
                           f"its signal path is not measured", parameter="module")
@@ -329,10 +336,10 @@ def _forward(copy64: torch.nn.Module, declaring: list[torch.nn.Module], scaling:
 
 @dataclass(frozen=True)
 class _Pulled:
-    """uᵀJ at x_source as a mantissa g (d_in) and a power of two: uᵀJ = g · 2^-exponent."""
+    """uᵀJ at x_source as read after the marks' rescalings (d_in): the true uᵀJ times 2^E, E the rescalings' exponents
+    that its routes picked up (0 when nothing was rescaled; read by a shadow pass, :func:`_reach`)."""
 
     g: Tensor
-    exponent: int
 
     @property
     def zero(self) -> bool:
@@ -343,9 +350,9 @@ class _Pulled:
         return bool(torch.isfinite(self.g).all())
 
     def log_norm(self) -> float:
-        """ln ‖uᵀJ‖, from m·‖g/m‖ (m the largest magnitude: no square of a tiny number), minus exponent · ln 2."""
+        """ln ‖g‖, from m·‖g/m‖ (m the largest magnitude: no square of a tiny number)."""
         m = float(self.g.abs().max())
-        return math.log(m) + math.log(float(torch.linalg.vector_norm(self.g / m))) - self.exponent * _LN2
+        return math.log(m) + math.log(float(torch.linalg.vector_norm(self.g / m)))
 
     def tiny(self) -> bool:
         """Whether its largest magnitude is below 2^-1000: subnormals near, precision lost."""
@@ -358,17 +365,7 @@ def _pull(y_j: Tensor, x: Tensor, source: int, u: Tensor, scaling: Scaling, s: f
     scaling.start(s, replay, offset)
     (grad,) = torch.autograd.grad(y_j, x, u, retain_graph=True, allow_unused=True)
     g = torch.zeros(x.shape[-1], dtype=x.dtype) if grad is None else grad[..., source, :].reshape(-1)
-    return _Pulled(g.detach(), scaling.exponent)
-
-
-def _log_mean_square(parts: list[_Pulled], mean: bool) -> float:
-    """ln √(Σ or mean of ‖uᵀJ‖²) over the probes, in log space (-inf when every one is 0)."""
-    logs = [2 * p.log_norm() for p in parts if not p.zero]
-    if not logs:
-        return -math.inf
-    top = max(logs)
-    total = top + math.log(sum(math.exp(v - top) for v in logs))
-    return 0.5 * (total - (math.log(len(parts)) if mean else 0.0))
+    return _Pulled(g.detach())
 
 
 def _structurally_unreached(module: torch.nn.Module, x: Tensor, output: Callable[[object], Tensor] | None,
@@ -385,8 +382,8 @@ def _structurally_unreached(module: torch.nn.Module, x: Tensor, output: Callable
 
 
 def _residual(scaled: _Pulled, base: _Pulled, s: float, k: int) -> float:
-    """‖g_s − c·g_1‖ / ‖c·g_1‖ with c = s^k · 2^(E_s − E_1): the two sides of uᵀJ(s) = s^k uᵀJ(1) in mantissas."""
-    log_c = k * math.log(s) + (scaled.exponent - base.exponent) * _LN2
+    """‖g_s − s^k·g_1‖ / ‖s^k·g_1‖: the two sides of uᵀJ(s) = s^k uᵀJ(1), read with the same rescalings."""
+    log_c = k * math.log(s)
     if not -700 < log_c < 700:
         return math.inf
     expected = base.g * math.exp(log_c)
@@ -457,7 +454,8 @@ def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, 
     x64 = x.detach().to(torch.float64).requires_grad_(True)
     scaling = Scaling()
     decisions: dict[int, int] = {}
-    offset = 0
+    shadow: _Pulled | None = None
+    pulled_scaled: list[_Pulled] = []
     for m in declaring:
         m.transition_scale = scaling
     try:
@@ -474,32 +472,30 @@ def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, 
             generator = torch.Generator().manual_seed(0)  # the same directions at every scale and every call
             count_u = torch.randn(d_out, dtype=torch.float64, generator=generator)
             if not y_j.requires_grad:  # no route at all from x to y_j in the graph
-                base = _Pulled(torch.zeros(x.shape[-1], dtype=torch.float64), 0)
-                pulled_scaled: list[_Pulled] = []
+                base = _Pulled(torch.zeros(x.shape[-1], dtype=torch.float64))
                 reach_parts = [base]
             else:
-                base = _pull(y_j, x64, source, count_u, scaling, 1.0)
+                base = _pull(y_j, x64, source, count_u, scaling, 1.0)  # decides where to rescale
                 decisions = dict(scaling.decisions)
+                if decisions:  # one more factor 2 at each rescaled mark: 2^n exactly when every route crosses each
+                    shadow = _pull(y_j, x64, source, count_u, scaling, 1.0, decisions, offset=1)
                 if probes is None:
                     directions = list(torch.eye(d_out, dtype=torch.float64))  # every output direction: exact
                     reach_parts = [_pull(y_j, x64, source, u, scaling, 1.0, decisions) for u in directions]
                 else:
                     extra = torch.randn(probes - 1, d_out, dtype=torch.float64, generator=generator)
                     reach_parts = [base] + [_pull(y_j, x64, source, u, scaling, 1.0, decisions) for u in extra]
-                offset = 1 if decisions else 0  # a shadow factor 2 at each rescaled mark
-                pulled_scaled = []
-                for s in scales:
+                for s in scales:  # the same decisions replayed: uᵀJ(s) = s^k uᵀJ(1) mark for mark
                     y_s = _forward(copy64, declaring, scaling, x64, s, output)[..., target, :].reshape(-1) \
                         if in_forward else y_j
-                    pulled_scaled.append(_pull(y_s, x64, source, count_u, scaling, s, decisions, offset))
+                    pulled_scaled.append(_pull(y_s, x64, source, count_u, scaling, s, decisions))
     finally:
         for m in declaring:
             m.transition_scale = None
-    log_reach = _log_mean_square(reach_parts, mean=probes is not None)
-    finite_reach = all(p.finite for p in reach_parts) and math.isfinite(log_reach)
     common = dict(source=source, target=target, factor=", ".join(declared_factors(module)),
                   modules=tuple(dict.fromkeys(type(m).__name__ for m in declaring)), scales=scales,
-                  tolerance=tolerance, residual_tolerance=residual, probes=probes, rescaled=len(decisions), undeclared=undeclared, unchecked=unchecked, marked=marked)
+                  tolerance=tolerance, residual_tolerance=residual, probes=probes, rescaled=len(decisions),
+                  undeclared=undeclared, unchecked=unchecked, marked=marked)
 
     def missing(reason: str, readings: tuple = (None,) * len(scales), worst: float | None = None) -> SignalPath:
         reach = 0.0 if reason == "no_dependence" else None  # an exact 0 by structure is a reach; an underflow is not
@@ -511,36 +507,44 @@ def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, 
     if base.zero:
         unreached = _structurally_unreached(copy64, x64, output, source, target) if y_j.requires_grad else True
         return missing({True: "no_dependence", False: "out_of_range", None: "zero_undecided"}[unreached])
-    if base.tiny() or any(p.zero or p.tiny() for p in pulled_scaled) or not finite_reach:
+    if base.tiny() or any(p.zero or p.tiny() for p in pulled_scaled):
         return missing("out_of_range")
     log_base = base.log_norm()
     readings = tuple((p.log_norm() - log_base) / math.log(s) for p, s in zip(pulled_scaled, scales))
     k = round(readings[0])
     worst = max(_residual(p, base, s, k) for p, s in zip(pulled_scaled, scales))
-    accepted = all(abs(r - k) <= tolerance for r in readings) and worst <= residual
-    if not accepted and offset:  # rescaled: is it the power, or the shadow (routes around a rescaled mark)?
-        with torch.enable_grad():
-            for m in declaring:
-                m.transition_scale = scaling
-            try:
-                plain = [_pull(_forward(copy64, declaring, scaling, x64, s, output)[..., target, :].reshape(-1)
-                               if in_forward else y_j, x64, source, count_u, scaling, s, decisions)
-                         for s in scales]
-            finally:
-                for m in declaring:
-                    m.transition_scale = None
-        if all(p.finite and not p.zero for p in plain):
-            plain_readings = [(p.log_norm() - log_base) / math.log(s) for p, s in zip(plain, scales)]
-            plain_k = round(plain_readings[0])
-            if all(abs(r - plain_k) <= tolerance for r in plain_readings) \
-                    and max(_residual(p, base, s, plain_k) for p, s in zip(plain, scales)) <= residual:
-                return missing("uneven_rescaling", readings, worst)
-    if not accepted:
+    if not (all(abs(r - k) <= tolerance for r in readings) and worst <= residual):
         return missing("not_a_power", readings, worst)
-    log10_reach = log_reach / math.log(10.0)
-    reach = math.exp(log_reach) if math.log(torch.finfo(torch.float64).tiny) <= log_reach < 709.0 else None
+    reach, log10_reach, reach_missing = _reach(reach_parts, base, shadow, decisions, probes)
     return SignalPath(factors=k, readings=readings, residual=worst, reach=reach, log10_reach=log10_reach,
-                      reason=None, **common)
+                      reason=None, reach_missing=reach_missing, **common)
+
+
+def _reach(parts: list[_Pulled], base: _Pulled, shadow: _Pulled | None, decisions: dict[int, int],
+           probes: int | None) -> tuple[float | None, float | None, str | None]:
+    """(reach, log₁₀ reach, why missing): ‖J(1)‖_F from the probes' rescaled gradients, in log space.
+
+    Without rescaling they are the gradients. With it, they are 2^E times the gradients, E the sum of the recorded
+    exponents, exactly when every route crosses every rescaled mark: the shadow pass (one more factor 2 at each of
+    the n rescaled marks) must equal the base times 2^n bit for bit (powers of two are exact in float64); otherwise
+    the routes crossed different rescaled marks and the reach is not read.
+    """
+    exponent = 0
+    if shadow is not None:
+        n = len(decisions)
+        if not shadow.finite or not torch.equal(shadow.g, base.g * math.ldexp(1.0, n)):
+            return None, None, "uneven_rescaling"
+        exponent = sum(decisions.values())
+    if any(not p.finite for p in parts):
+        return None, None, "out_of_range"
+    logs = [2 * p.log_norm() for p in parts if not p.zero]  # ln ‖g‖², never ‖g‖² itself
+    if not logs:
+        return None, None, "out_of_range"
+    top = max(logs)
+    total = top + math.log(sum(math.exp(v - top) for v in logs))
+    log_reach = 0.5 * (total - (math.log(len(parts)) if probes is not None else 0.0)) - exponent * _LN2
+    reach = math.exp(log_reach) if math.log(torch.finfo(torch.float64).tiny) <= log_reach < 709.0 else None
+    return reach, log_reach / math.log(10.0), None
 
 
 @dataclass(frozen=True)
