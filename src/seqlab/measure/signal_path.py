@@ -31,12 +31,12 @@ exact power of two wherever it leaves a marked product outside [2^-256, 2^256] (
 Scaling`), the exponents are recorded and replayed in the other passes, and every norm is taken as m·‖g/m‖ with m
 the largest magnitude (never a square of a tiny number). Readings and the reach are read in logarithms
 (``log10_reach``; ``reach`` is None where the number itself is outside float64's range). The scaled passes replay
-the same exponents mark by mark, so uᵀJ(s) = s^k uᵀJ(1) is tested as it stands whatever was rescaled. The reach
-needs the exponent the routes picked up, which is the sum E of the recorded exponents when every route crosses every
-rescaled mark: a shadow pass puts one more factor 2 at each of the n rescaled marks and must come out exactly 2^n
-times the first (powers of two are exact); otherwise the reach is not read, named (``reach_missing``:
-``uneven_rescaling``). The shadow costs one more backward pass, only where
-something was rescaled.
+the same exponents mark by mark, each plus one (a *shadow* factor 2 at each of the N rescaled marks), so they read
+uᵀJ(s)·2^n = s^k·2^n·uᵀJ(1) with n the rescaled marks that every route crosses: s is no rational power of 2, so the
+integers k and n are told apart (the one n in 0…N that makes k an integer within :data:`TOLERANCE`). The reach needs
+the exponent the routes picked up: the sum of the recorded exponents when n = N (every route crosses every rescaled
+mark); otherwise the reach is not read, named (``reach_missing``: ``uneven_rescaling``), and where no n fits, one
+more pass without the shadow tells a power read through uneven rescalings from routes with different counts.
 
 **Not measured, with the reason** (:data:`REASONS`): routes that cross different numbers of factors
 (``not_a_power``: Mamba's causal convolution spreads x_i over several positions); ``no_dependence``, decided by
@@ -84,8 +84,9 @@ __all__ = ["ABSENT", "PROBES", "REACH_REASONS", "REASONS", "RESIDUAL", "SCALES",
            "declared_factors", "measure_signal_path", "read_signal_path"]
 
 #: The scales s at which J(s) is compared with J(1): close to 1, so s^k stays in float64's range for k up to
-#: about 16,000 and a factor scaled in the forward moves the states by at most 2^(T/16).
-SCALES = (2.0 ** (1 / 16),)
+#: about 14,000 and a factor scaled in the forward moves the states by at most 1.05^T; no rational power of 2, so
+#: s^k is never confused with the shadow's 2^n (ln 2 / ln 1.05 = 14.2067…).
+SCALES = (1.05,)
 #: Largest distance of a reading log(‖uᵀJ(s)‖/‖uᵀJ(1)‖)/log s from the integer k it is accepted as.
 TOLERANCE = 1e-6
 #: Largest ‖uᵀJ(s) − s^k uᵀJ(1)‖ / ‖s^k uᵀJ(1)‖ accepted (float64 rounding of a long product is about T·2⁻⁵²).
@@ -381,9 +382,10 @@ def _structurally_unreached(module: torch.nn.Module, x: Tensor, output: Callable
         return None
 
 
-def _residual(scaled: _Pulled, base: _Pulled, s: float, k: int) -> float:
-    """‖g_s − s^k·g_1‖ / ‖s^k·g_1‖: the two sides of uᵀJ(s) = s^k uᵀJ(1), read with the same rescalings."""
-    log_c = k * math.log(s)
+def _residual(scaled: _Pulled, base: _Pulled, s: float, k: int, n: int = 0) -> float:
+    """‖g_s − c·g_1‖ / ‖c·g_1‖, c = s^k·2^n: the two sides of uᵀJ(s) = s^k uᵀJ(1), read with the same rescalings
+    (and n shadow factors 2)."""
+    log_c = k * math.log(s) + n * _LN2
     if not -700 < log_c < 700:
         return math.inf
     expected = base.g * math.exp(log_c)
@@ -454,8 +456,15 @@ def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, 
     x64 = x.detach().to(torch.float64).requires_grad_(True)
     scaling = Scaling()
     decisions: dict[int, int] = {}
-    shadow: _Pulled | None = None
     pulled_scaled: list[_Pulled] = []
+    y_j: Tensor | None = None
+
+    def _scaled_output(s: float) -> Tensor:
+        """y_target (d_out,) at scale s: a new forward when a factor is scaled there, else the recorded one."""
+        if not in_forward:
+            return y_j
+        return _forward(copy64, declaring, scaling, x64, s, output)[..., target, :].reshape(-1)
+
     for m in declaring:
         m.transition_scale = scaling
     try:
@@ -477,18 +486,16 @@ def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, 
             else:
                 base = _pull(y_j, x64, source, count_u, scaling, 1.0)  # decides where to rescale
                 decisions = dict(scaling.decisions)
-                if decisions:  # one more factor 2 at each rescaled mark: 2^n exactly when every route crosses each
-                    shadow = _pull(y_j, x64, source, count_u, scaling, 1.0, decisions, offset=1)
                 if probes is None:
                     directions = list(torch.eye(d_out, dtype=torch.float64))  # every output direction: exact
                     reach_parts = [_pull(y_j, x64, source, u, scaling, 1.0, decisions) for u in directions]
                 else:
                     extra = torch.randn(probes - 1, d_out, dtype=torch.float64, generator=generator)
                     reach_parts = [base] + [_pull(y_j, x64, source, u, scaling, 1.0, decisions) for u in extra]
+                shadow = 1 if decisions else 0  # one more factor 2 at each rescaled mark
                 for s in scales:  # the same decisions replayed: uᵀJ(s) = s^k uᵀJ(1) mark for mark
-                    y_s = _forward(copy64, declaring, scaling, x64, s, output)[..., target, :].reshape(-1) \
-                        if in_forward else y_j
-                    pulled_scaled.append(_pull(y_s, x64, source, count_u, scaling, s, decisions))
+                    pulled_scaled.append(_pull(_scaled_output(s), x64, source, count_u, scaling, s, decisions,
+                                               shadow))
     finally:
         for m in declaring:
             m.transition_scale = None
@@ -509,32 +516,63 @@ def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, 
         return missing({True: "no_dependence", False: "out_of_range", None: "zero_undecided"}[unreached])
     if base.tiny() or any(p.zero or p.tiny() for p in pulled_scaled):
         return missing("out_of_range")
-    log_base = base.log_norm()
-    readings = tuple((p.log_norm() - log_base) / math.log(s) for p, s in zip(pulled_scaled, scales))
-    k = round(readings[0])
-    worst = max(_residual(p, base, s, k) for p, s in zip(pulled_scaled, scales))
-    if not (all(abs(r - k) <= tolerance for r in readings) and worst <= residual):
+    k, n, readings, worst = _power(pulled_scaled, base, scales, len(decisions) if decisions else 0, tolerance,
+                                   residual)
+    exponent: int | None = 0
+    if decisions and (k is None or n != len(decisions)):  # not every route crosses every rescaled mark
+        exponent = None
+        if k is None:  # a power read through uneven rescalings, or routes with different counts? once without
+            with torch.enable_grad():
+                for m in declaring:
+                    m.transition_scale = scaling
+                try:
+                    plain = [_pull(_scaled_output(s), x64, source, count_u, scaling, s, decisions) for s in scales]
+                finally:
+                    for m in declaring:
+                        m.transition_scale = None
+            if any(not p.finite or p.zero or p.tiny() for p in plain):
+                return missing("out_of_range")
+            k, _, readings, worst = _power(plain, base, scales, 0, tolerance, residual)
+    elif decisions:
+        exponent = sum(decisions.values())  # every route picked up every rescaling
+    if k is None:
         return missing("not_a_power", readings, worst)
-    reach, log10_reach, reach_missing = _reach(reach_parts, base, shadow, decisions, probes)
+    reach, log10_reach, reach_missing = _reach(reach_parts, exponent, probes)
     return SignalPath(factors=k, readings=readings, residual=worst, reach=reach, log10_reach=log10_reach,
                       reason=None, reach_missing=reach_missing, **common)
 
 
-def _reach(parts: list[_Pulled], base: _Pulled, shadow: _Pulled | None, decisions: dict[int, int],
-           probes: int | None) -> tuple[float | None, float | None, str | None]:
+def _power(scaled: list[_Pulled], base: _Pulled, scales: tuple[float, ...], shadows: int, tolerance: float,
+           residual: float) -> tuple[int | None, int, tuple[float, ...], float]:
+    """(k or None, n, readings, worst residual): the integer power s^k·2^n that carries uᵀJ(1) to every scaled pass.
+
+    n runs over 0…``shadows`` (the shadow factors 2 the routes may have crossed); the first n whose readings all lie
+    within ``tolerance`` of one integer k and whose residuals stay within ``residual`` is taken. None when no n
+    does: the readings and residual returned are those of the n whose first reading lies nearest an integer.
+    """
+    log_base = base.log_norm()
+    best: tuple[float, int, tuple[float, ...], float] | None = None
+    for n in range(shadows + 1):
+        readings = tuple((p.log_norm() - log_base - n * _LN2) / math.log(s) for p, s in zip(scaled, scales))
+        k = round(readings[0])
+        worst = max(_residual(p, base, s, k, n) for p, s in zip(scaled, scales))
+        if all(abs(r - k) <= tolerance for r in readings) and worst <= residual:
+            return k, n, readings, worst
+        distance = abs(readings[0] - k)
+        if best is None or distance < best[0]:
+            best = (distance, n, readings, worst)
+    return None, best[1], best[2], best[3]
+
+
+def _reach(parts: list[_Pulled], exponent: int | None, probes: int | None
+           ) -> tuple[float | None, float | None, str | None]:
     """(reach, log₁₀ reach, why missing): ‖J(1)‖_F from the probes' rescaled gradients, in log space.
 
-    Without rescaling they are the gradients. With it, they are 2^E times the gradients, E the sum of the recorded
-    exponents, exactly when every route crosses every rescaled mark: the shadow pass (one more factor 2 at each of
-    the n rescaled marks) must equal the base times 2^n bit for bit (powers of two are exact in float64); otherwise
-    the routes crossed different rescaled marks and the reach is not read.
+    The gradients read are 2^``exponent`` times the true ones (0: nothing rescaled); None when the routes crossed
+    different rescaled marks, so the reach is not read. With probes, ‖UᵀJ‖_F² / R estimates ‖J‖_F².
     """
-    exponent = 0
-    if shadow is not None:
-        n = len(decisions)
-        if not shadow.finite or not torch.equal(shadow.g, base.g * math.ldexp(1.0, n)):
-            return None, None, "uneven_rescaling"
-        exponent = sum(decisions.values())
+    if exponent is None:
+        return None, None, "uneven_rescaling"
     if any(not p.finite for p in parts):
         return None, None, "out_of_range"
     logs = [2 * p.log_norm() for p in parts if not p.zero]  # ln ‖g‖², never ‖g‖² itself
