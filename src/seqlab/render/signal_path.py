@@ -18,7 +18,8 @@ DOMAIN = "seqlab"
 
 
 def reason_words(reason: str, lang: str = "en") -> str:
-    """Why a pair has no count (a key of :data:`seqlab.measure.signal_path.REASONS`), in words.
+    """Why a pair has no count or no reach (a key of :data:`~seqlab.measure.signal_path.REASONS` or of
+    :data:`~seqlab.measure.signal_path.REACH_REASONS`), in words.
 
     >>> reason_words("no_dependence")
     'y_T does not depend on x_1'
@@ -48,6 +49,8 @@ def reach_words(path: SignalPath, lang: str = "en") -> str:
     '0.00942'
     >>> reach_words(replace(path, reach=None, log10_reach=-903.61, probes=1))
     '≈ 2.45e-904'
+    >>> reach_words(replace(path, reach=None, log10_reach=None, reach_missing="uneven_rescaling"))
+    "not read (the gradient had to be rescaled into float64's range at factors that not every route crosses)"
     """
     if path.reach is not None:
         number = format_number(path.reach, lang)
@@ -57,6 +60,8 @@ def reach_words(path: SignalPath, lang: str = "en") -> str:
         if round(mantissa, 2) >= 10:
             mantissa, exponent = mantissa / 10, exponent + 1
         number = f"{format_number(mantissa, lang)}e{exponent}"
+    elif path.reach_missing is not None:
+        return translator(lang, DOMAIN)("not read ({reason})").format(reason=reason_words(path.reach_missing, lang))
     else:
         return "—"
     return number if path.probes is None else f"≈ {number}"
