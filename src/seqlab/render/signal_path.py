@@ -61,7 +61,8 @@ def reach_words(path: SignalPath, lang: str = "en") -> str:
             mantissa, exponent = mantissa / 10, exponent + 1
         number = f"{format_number(mantissa, lang)}e{exponent}"
     elif path.reach_missing is not None:
-        return translator(lang, DOMAIN)("not read ({reason})").format(reason=reason_words(path.reach_missing, lang))
+        tr = translator(lang, DOMAIN)
+        return tr("not read ({reason})").format(reason=reason_words(path.reach_missing, lang))
     else:
         return "—"
     return number if path.probes is None else f"≈ {number}"
