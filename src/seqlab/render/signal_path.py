@@ -142,7 +142,7 @@ def count_words(reading: SignalReading | None, lang: str = "en") -> str:
 
 def cell_words(reading: SignalReading | None, lang: str = "en") -> str:
     """A narrow table cell: ``"49 (W_hh)"``; ``"≥ 1 (α_ji)"`` for a bound; ``"—"`` where the module declares no
-    factor (the row's label says so); ``"not measured"`` where the measurement gave no count (the prose says why).
+    factor (the row's label says so); ``"not measured: "`` and the reason where the measurement gave no count.
 
     >>> import torch
     >>> from seqlab.layers.recurrent import ElmanRNN
@@ -155,7 +155,8 @@ def cell_words(reading: SignalReading | None, lang: str = "en") -> str:
     """
     if reading is None or reading.absent is not None:
         return "—"
-    if reading.path.factors is None:
-        return translator(lang, DOMAIN)("not measured")
+    if reading.path.factors is None:  # never a missing figure without its reason
+        tr = translator(lang, DOMAIN)
+        return tr("not measured: {reason}").format(reason=reason_words(reading.path.reason, lang))
     count = format_integer(reading.path.factors, lang)
     return f"{'≥ ' if reading.path.bound else ''}{count} ({reading.path.factor})"
