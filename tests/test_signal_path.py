@@ -394,7 +394,7 @@ def test_read_signal_path_at_the_quijote_length_reads_and_says_the_reach() -> No
 
 def test_rescaling_gives_the_same_reading_as_none(monkeypatch) -> None:
     """Two routes: the gradient kept in range by powers of two at every mark (band 2^±3) or never rescaled."""
-    import seqlab.layers.transition as transition
+    from seqlab.layers import transition
 
     rnn, x = ElmanRNN(D, 6, generator=_gen()), _x(60)
     plain = measure_signal_path(rnn, x)
@@ -406,7 +406,7 @@ def test_rescaling_gives_the_same_reading_as_none(monkeypatch) -> None:
 
 
 def test_rescaling_at_marks_off_the_routes_names_the_missing_reach(monkeypatch) -> None:
-    import seqlab.layers.transition as transition
+    from seqlab.layers import transition
     from seqlab.render.signal_path import reading_words
 
     monkeypatch.setattr(transition, "BAND", 3)  # marks before x_21 are rescaled too, off every route from x_21

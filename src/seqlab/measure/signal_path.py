@@ -502,10 +502,10 @@ def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, 
     finally:
         for m in declaring:
             m.transition_scale = None
-    common = dict(source=source, target=target, factor=", ".join(declared_factors(module)),
-                  modules=tuple(dict.fromkeys(type(m).__name__ for m in declaring)), scales=scales,
-                  tolerance=tolerance, residual_tolerance=residual, probes=probes, rescaled=len(decisions),
-                  undeclared=undeclared, unchecked=unchecked, marked=marked)
+    common = {"source": source, "target": target, "factor": ", ".join(declared_factors(module)),
+              "modules": tuple(dict.fromkeys(type(m).__name__ for m in declaring)), "scales": scales,
+              "tolerance": tolerance, "residual_tolerance": residual, "probes": probes, "rescaled": len(decisions),
+              "undeclared": undeclared, "unchecked": unchecked, "marked": marked}
 
     def missing(reason: str, readings: tuple = (None,) * len(scales), worst: float | None = None) -> SignalPath:
         reach = 0.0 if reason == "no_dependence" else None  # an exact 0 by structure is a reach; an underflow is not
