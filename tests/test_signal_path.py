@@ -427,7 +427,7 @@ def test_a_forward_scaled_decay_past_float64_is_out_of_range_not_no_dependence()
                      "where no marked factor could rescale it")
 
 
-@pytest.mark.parametrize(("unreached", "reason"), [(True, "no_dependence"), (False, "out_of_range"),
+@pytest.mark.parametrize(("unreached", "reason"), [(True, "no_dependence"), (False, "zero_gradient"),
                                                    (None, "zero_undecided")])
 def test_an_exact_zero_is_no_dependence_only_by_structure(monkeypatch, unreached, reason) -> None:
     import seqlab.measure.signal_path as module
@@ -439,7 +439,8 @@ def test_an_exact_zero_is_no_dependence_only_by_structure(monkeypatch, unreached
     sp = measure_signal_path(ElmanRNN(D, 3, generator=_gen()), _x(6))
     assert (sp.factors, sp.reason, sp.reach) == (None, reason, 0.0 if unreached else None)
     words = count_words(SignalReading("ElmanRNN", sp), "es")
-    assert words.startswith("sin medir: ") and {"no_dependence": "y_T no depende de x_1", "out_of_range": "float64",
+    assert words.startswith("sin medir: ") and {"no_dependence": "y_T no depende de x_1",
+                                                "zero_gradient": "aunque un camino los conecta",
                                                 "zero_undecided": "trazador"}[reason] in words
 
 

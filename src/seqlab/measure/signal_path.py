@@ -46,8 +46,9 @@ more pass without the shadow tells a power read through uneven rescalings from r
 structure only — the gradient is exactly 0 *and* the path tracer (:func:`seqlab.measure.paths.measure_paths`, which
 reads constant zeros by value) finds no path; ``out_of_range`` — the gradient left float64's range (to 0, to
 subnormals, to infinity) where no marked product could rescale it, e.g. the decays of a recurrence scaled in the
-forward at a length where their product is below 2^-1000; ``zero_undecided`` — an exact 0 the tracer could not
-explain (it failed on the module).
+forward at a length where their product is below 2^-1000; ``zero_gradient`` — an exact 0 although the tracer finds
+a path: an underflow no marked product could rescale, or a derivative exactly 0 at this input (a dead or saturated
+unit); ``zero_undecided`` — an exact 0 the tracer could not explain (it failed on the module).
 
 **Undeclared factors make the reading a bound.** The count covers the declared factors only. Every largest
 submodule that holds no declaring module (an ``nn.RNN`` feeding an attention, the projections of a layer, a
@@ -97,9 +98,9 @@ RESIDUAL = 1e-9
 #: Gaussian probes of :func:`read_signal_path` (the count needs one; the reach is estimated from them).
 PROBES = 1
 #: Why a pair is not measured (see the module docstring): routes with different factor counts; no dependence by
-#: structure; a gradient out of float64's range where nothing could rescale it; an exact 0 the path tracer could
-#: not explain.
-REASONS = ("not_a_power", "no_dependence", "out_of_range", "zero_undecided")
+#: structure; a gradient out of float64's range where nothing could rescale it; an exact 0 along a path that
+#: exists (an underflow, or a derivative exactly 0 at this input); an exact 0 the path tracer could not explain.
+REASONS = ("not_a_power", "no_dependence", "out_of_range", "zero_gradient", "zero_undecided")
 #: Why a counted pair has no reach: a gradient rescaled at marks that not every route crosses (the shadow pass
 #: disagrees), or a gradient out of float64's range.
 REACH_REASONS = ("uneven_rescaling", "out_of_range")
@@ -516,7 +517,7 @@ def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, 
         return missing("out_of_range")
     if base.zero:
         unreached = _structurally_unreached(copy64, x64, output, source, target) if y_j.requires_grad else True
-        return missing({True: "no_dependence", False: "out_of_range", None: "zero_undecided"}[unreached])
+        return missing({True: "no_dependence", False: "zero_gradient", None: "zero_undecided"}[unreached])
     if base.tiny() or any(p.zero or p.tiny() for p in pulled_scaled):
         return missing("out_of_range")
     k, n, readings, worst = _power(pulled_scaled, base, scales, len(decisions) if decisions else 0, tolerance,

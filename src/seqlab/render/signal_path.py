@@ -30,6 +30,9 @@ def reason_words(reason: str, lang: str = "en") -> str:
         "no_dependence": tr("y_T does not depend on x_1"),
         "out_of_range": tr("the gradient from y_T to x_1 left float64's range (below 2^-1000, or not finite) where no "
                            "marked factor could rescale it"),
+        "zero_gradient": tr("the gradient from y_T to x_1 is exactly 0 although a path connects them: it underflowed "
+                            "where no marked factor could rescale it, or a derivative on the way is exactly 0 at this "
+                            "input"),
         "zero_undecided": tr("the gradient from y_T to x_1 is exactly 0 and the path tracer could not tell a missing "
                              "route from an underflow"),
         "uneven_rescaling": tr("the gradient had to be rescaled into float64's range at factors that not every route "
