@@ -416,15 +416,19 @@ def test_rescaling_at_marks_off_the_routes_names_the_missing_reach(monkeypatch) 
     assert "reach not read (the gradient had to be rescaled into float64's range at factors that not every" in words
 
 
-def test_a_forward_scaled_decay_past_float64_is_out_of_range_not_no_dependence() -> None:
+@pytest.mark.parametrize(("T", "reason", "words"), [
+    (900, "out_of_range", "the gradient from y_T to x_1 left float64's range (below 2^-1000, or not finite) where no "
+                          "marked factor could rescale it"),  # 0.4536^899 ≈ 1e-309: subnormal, its precision gone
+    (1500, "zero_gradient", "the gradient from y_T to x_1 is exactly 0 although a path connects them"),  # ≈ 1e-515
+])
+def test_a_forward_scaled_decay_past_float64_is_named_never_no_dependence(T, reason, words) -> None:
     from seqlab.render.signal_path import count_words
 
-    layer = DiagonalRecurrence(D, a_min=0.3, a_max=0.5, generator=_gen())  # 0.5^1499 ≈ 1e-451: below float64
-    sp = measure_signal_path(layer, _x(1500))
-    assert (sp.factors, sp.reason, sp.reach) == (None, "out_of_range", None)
-    words = count_words(SignalReading("DiagonalRecurrence", sp))
-    assert words == ("not measured: the gradient from y_T to x_1 left float64's range (below 2^-1000, or not finite) "
-                     "where no marked factor could rescale it")
+    layer = DiagonalRecurrence(D, a_min=0.3, a_max=0.5, generator=_gen())  # largest decay 0.4536
+    sp = measure_signal_path(layer, _x(T))
+    assert (sp.factors, sp.reason, sp.reach) == (None, reason, None)
+    assert count_words(SignalReading("DiagonalRecurrence", sp)).startswith(f"not measured: {words}")
+    assert measure_signal_path(layer, _x(800)).factors == 799  # 1e-275: still read
 
 
 @pytest.mark.parametrize(("unreached", "reason"), [(True, "no_dependence"), (False, "zero_gradient"),
