@@ -417,8 +417,8 @@ def test_rescaling_at_marks_off_the_routes_names_the_missing_reach(monkeypatch) 
 
 
 @pytest.mark.parametrize(("T", "reason", "words"), [
-    (900, "out_of_range", "the gradient from y_T to x_1 left float64's range (below 2^-1000, or not finite) where no "
-                          "marked factor could rescale it"),  # 0.4536^899 ≈ 1e-309: subnormal, its precision gone
+    (900, "out_of_range", ("the gradient from y_T to x_1 left float64's range (below 2^-1000, or not finite) where "
+                           "no marked factor could rescale it")),  # 0.4536^899 ≈ 1e-309: subnormal, precision gone
     (1500, "zero_gradient", "the gradient from y_T to x_1 is exactly 0 although a path connects them"),  # ≈ 1e-515
 ])
 def test_a_forward_scaled_decay_past_float64_is_named_never_no_dependence(T, reason, words) -> None:
