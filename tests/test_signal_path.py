@@ -16,7 +16,7 @@ from seqlab.layers.linear_recurrence import DiagonalRecurrence, SelectiveRecurre
 from seqlab.layers.mamba_block import MambaBlock
 from seqlab.layers.recurrent import ElmanRNN
 from seqlab.layers.transition import apply_transition, declares_transition
-from seqlab.measure.signal_path import declared_factors, measure_signal_path
+from seqlab.measure.signal_path import SignalReading, declared_factors, measure_signal_path, read_signal_path
 from seqlab.measure.trace import measure_span
 
 D = 4
@@ -281,3 +281,338 @@ def test_a_declaring_module_that_fails_in_float64_is_refused_by_name_and_profile
         measure_signal_path(layer, _x(4))
     reading = read_signal_path(layer, _x(4))
     assert (reading.absent, reading.path) == ("refused", None) and "float32 only" in reading.detail
+
+
+# --- issue 34 item 5, issue 38 items 1 and 6: probes, log space, bounds, readings that can fail --------------------
+
+def _block_reading(module: torch.nn.Module, x: torch.Tensor, source: int, target: int, output=None,
+                   scales=(1.25, 0.8)) -> tuple[int | None, float]:
+    """The whole-block route, written again here: J(s) (d_out × d_in) in float64 by torch.autograd.functional.jacobian
+    with the legacy float scale on every declaring module; k from ‖J(s)‖_F / ‖J(1)‖_F, accepted as before."""
+    import copy
+    import math
+
+    from seqlab.layers.transition import declares_transition
+
+    copy64 = copy.deepcopy(module).double().eval()
+    x64 = x.detach().double()
+
+    def block(s: float) -> torch.Tensor:
+        for m in copy64.modules():
+            if declares_transition(m):
+                m.transition_scale = s
+
+        def y_target(row: torch.Tensor) -> torch.Tensor:
+            full = x64.clone()
+            full[..., source, :] = row
+            out = copy64(full)
+            return (output(out) if output is not None else out)[..., target, :].reshape(-1)
+        J = torch.autograd.functional.jacobian(y_target, x64[..., source, :].clone())
+        for m in copy64.modules():
+            if declares_transition(m):
+                m.transition_scale = None
+        return J.reshape(J.shape[0], -1)  # (d_out, d_in)
+
+    J1 = block(1.0)
+    reach = float(torch.linalg.matrix_norm(J1))
+    if reach == 0:
+        return None, 0.0  # no dependence (a window that does not reach, causality)
+    readings = [math.log(float(torch.linalg.matrix_norm(block(s))) / reach) / math.log(s) for s in scales]
+    k = round(readings[0])
+    residuals = [float(torch.linalg.matrix_norm(block(s) - s ** k * J1)) / float(torch.linalg.matrix_norm(s ** k * J1))
+                 for s in scales]
+    accepted = all(abs(r - k) <= 1e-6 for r in readings) and max(residuals) <= 1e-9
+    return (k if accepted else None), reach
+
+
+def _registry_layers() -> list[tuple[str, torch.nn.Module]]:
+    from seqlab.layers.mixers import mixers
+
+    return [(row.name, mixer.build(D, window=3, chunk=4, generator=_gen(), **dict(row.options)))
+            for mixer in mixers() if mixer.available() for row in mixer.rows]
+
+
+@pytest.mark.parametrize(("name", "module", "output"), [
+    ("elman", ElmanRNN(D, 3, generator=_gen()), None),
+    ("attention", SelfAttention(D, generator=_gen()), lambda out: out[0]),
+    ("causal_attention", SelfAttention(D, causal=True, generator=_gen()), lambda out: out[0]),
+    *[(name, module, None) for name, module in _registry_layers()],
+])
+@pytest.mark.parametrize(("T", "source"), [(6, 0), (9, 2)])
+def test_probe_reading_agrees_with_the_whole_block_reading(name, module, output, T, source) -> None:
+    x = _x(T)
+    k_block, reach_block = _block_reading(module, x, source, T - 1, output)
+    sp = measure_signal_path(module, x, source=source, target=T - 1, output=output)  # probes=None: reach exact
+    assert sp.factors == k_block, name
+    if k_block is not None:
+        assert sp.reach == pytest.approx(reach_block, rel=1e-10)
+        probed = measure_signal_path(module, x, source=source, target=T - 1, output=output, probes=1)
+        assert probed.factors == k_block and probed.probes == 1
+    else:
+        assert (sp.reason, sp.reach) == (("no_dependence", 0.0) if reach_block == 0 else ("not_a_power", None))
+
+
+def _elman_log10_reach(rnn: ElmanRNN, x: torch.Tensor) -> float:
+    """log₁₀ ‖∂h_T/∂x_1‖_F factor by factor: M = D_1 W_xh, then M ← D_t W_hh M, renormalised at every step."""
+    import math
+
+    w_xh, w_hh = rnn.weight_xh.detach().double(), rnn.weight_hh.detach().double()
+    with torch.no_grad():
+        h = rnn.double()(x.double())[0]  # (T, d_h)
+    rnn.float()
+    M = (1 - h[0] ** 2)[:, None] * w_xh  # (d_h, d_in)
+    log10 = 0.0
+    for t in range(1, h.shape[0]):
+        M = (1 - h[t] ** 2)[:, None] * (w_hh @ M)
+        top = float(M.abs().max())
+        M, log10 = M / top, log10 + math.log10(top)
+    return log10 + math.log10(float(torch.linalg.matrix_norm(M)))
+
+
+@pytest.mark.parametrize("T", [744, 2917])  # the built-in text; the packaged Quijote chapter
+def test_elman_reading_at_the_commands_lengths_never_underflows(T: int) -> None:
+    rnn = ElmanRNN(8, 8, generator=_gen())
+    x = torch.randn(1, T, 8, generator=_gen(1))
+    sp = measure_signal_path(rnn, x)  # the reach exact: 8 output directions
+    assert (sp.factors, sp.reason, sp.reach_missing) == (T - 1, None, None)
+    assert sp.rescaled > 0  # the gradient left [2^-256, 2^256] and was brought back, factor by factor
+    assert sp.log10_reach == pytest.approx(_elman_log10_reach(rnn, x), rel=1e-10)
+    assert sp.log10_reach < -150
+    assert (sp.reach is None) == (sp.log10_reach < -307.65)  # below float64's smallest normal: log space only
+
+
+def test_read_signal_path_at_the_quijote_length_reads_and_says_the_reach() -> None:
+    from seqlab.render.signal_path import reading_words
+
+    T = 2917
+    reading = read_signal_path(ElmanRNN(8, 8, generator=_gen()), torch.randn(1, T, 8, generator=_gen(1)))
+    assert (reading.path.factors, reading.path.probes, reading.path.reach) == (T - 1, 1, None)
+    words = reading_words(reading)
+    assert words.startswith("2,916 transition factors (W_hh), reach ≈ ") and "e-" in words
+    assert "(from 1 probe); W_hh counted at its marked product (declared, not measured)" in words
+
+
+def test_rescaling_gives_the_same_reading_as_none(monkeypatch) -> None:
+    """Two routes: the gradient kept in range by powers of two at every mark (band 2^±3) or never rescaled."""
+    from seqlab.layers import transition
+
+    rnn, x = ElmanRNN(D, 6, generator=_gen()), _x(60)
+    plain = measure_signal_path(rnn, x)
+    monkeypatch.setattr(transition, "BAND", 3)
+    rescaled = measure_signal_path(rnn, x)
+    assert plain.rescaled == 0 and rescaled.rescaled > 5
+    assert rescaled.factors == plain.factors == 59
+    assert rescaled.reach == pytest.approx(plain.reach, rel=1e-12)
+
+
+def test_rescaling_at_marks_off_the_routes_names_the_missing_reach(monkeypatch) -> None:
+    from seqlab.layers import transition
+    from seqlab.render.signal_path import reading_words
+
+    monkeypatch.setattr(transition, "BAND", 3)  # marks before x_21 are rescaled too, off every route from x_21
+    sp = measure_signal_path(ElmanRNN(D, 6, generator=_gen()), _x(60), source=20)
+    assert (sp.factors, sp.reach, sp.log10_reach, sp.reach_missing) == (39, None, None, "uneven_rescaling")
+    words = reading_words(SignalReading("ElmanRNN", sp))
+    assert "reach not read (the gradient had to be rescaled into float64's range at factors that not every" in words
+
+
+@pytest.mark.parametrize(("T", "reason", "words"), [
+    (900, "out_of_range", ("the gradient from y_T to x_1 left float64's range (below 2^-1000, or not finite) where "
+                           "no marked factor could rescale it")),  # 0.4536^899 ≈ 1e-309: subnormal, precision gone
+    (1500, "zero_gradient", "the gradient from y_T to x_1 is exactly 0 although a path connects them"),  # ≈ 1e-515
+])
+def test_a_forward_scaled_decay_past_float64_is_named_never_no_dependence(T, reason, words) -> None:
+    from seqlab.render.signal_path import count_words
+
+    layer = DiagonalRecurrence(D, a_min=0.3, a_max=0.5, generator=_gen())  # largest decay 0.4536
+    sp = measure_signal_path(layer, _x(T))
+    assert (sp.factors, sp.reason, sp.reach) == (None, reason, None)
+    assert count_words(SignalReading("DiagonalRecurrence", sp)).startswith(f"not measured: {words}")
+    assert measure_signal_path(layer, _x(800)).factors == 799  # 1e-275: still read
+
+
+@pytest.mark.parametrize(("unreached", "reason"), [(True, "no_dependence"), (False, "zero_gradient"),
+                                                   (None, "zero_undecided")])
+def test_an_exact_zero_is_no_dependence_only_by_structure(monkeypatch, unreached, reason) -> None:
+    import seqlab.measure.signal_path as module
+    from seqlab.render.signal_path import count_words
+
+    real = module._pull
+    monkeypatch.setattr(module, "_pull", lambda *a, **k: module._Pulled(torch.zeros_like(real(*a, **k).g)))
+    monkeypatch.setattr(module, "_structurally_unreached", lambda *a: unreached)
+    sp = measure_signal_path(ElmanRNN(D, 3, generator=_gen()), _x(6))
+    assert (sp.factors, sp.reason, sp.reach) == (None, reason, 0.0 if unreached else None)
+    words = count_words(SignalReading("ElmanRNN", sp), "es")
+    assert words.startswith("sin medir: ") and {"no_dependence": "y_T no depende de x_1",
+                                                "zero_gradient": "aunque un camino los conecta",
+                                                "zero_undecided": "trazador"}[reason] in words
+
+
+def test_the_structural_check_sees_a_causal_zero() -> None:
+    sp = measure_signal_path(ElmanRNN(D, 3, generator=_gen()), _x(6), source=4, target=1)
+    assert (sp.factors, sp.reason, sp.reach) == (None, "no_dependence", 0.0)
+
+
+def _patch_scaled(monkeypatch, change):
+    """Patch the scaled passes' gradient (s ≠ 1) with change(g, s)."""
+    import seqlab.measure.signal_path as module
+
+    real = module._pull
+
+    def patched(y_j, x, source, u, scaling, s, *rest):
+        pulled = real(y_j, x, source, u, scaling, s, *rest)
+        return pulled if s == 1.0 else module._Pulled(change(pulled.g, s))
+    monkeypatch.setattr(module, "_pull", patched)
+
+
+@pytest.mark.parametrize(("fraction", "factors"), [(0.5, 5), (0.999, 5), (1.001, None), (2.0, None)])
+def test_tolerance_boundary(monkeypatch, fraction, factors) -> None:
+    """A reading off its integer by the tolerance itself or less is accepted; past it, not (residual opened wide)."""
+    from seqlab.measure.signal_path import TOLERANCE
+
+    _patch_scaled(monkeypatch, lambda g, s: g * s ** (fraction * TOLERANCE))
+    sp = measure_signal_path(ElmanRNN(D, 3, generator=_gen()), _x(6), residual=1.0)
+    assert sp.factors == factors and sp.readings[0] == pytest.approx(5 + fraction * TOLERANCE, abs=1e-12)
+    assert sp.reason == (None if factors else "not_a_power")
+
+
+@pytest.mark.parametrize(("fraction", "factors"), [(0.5, 5), (0.999, 5), (1.001, None), (2.0, None)])
+def test_residual_boundary(monkeypatch, fraction, factors) -> None:
+    """A component across uᵀJ(s) of relative size ρ: accepted up to RESIDUAL, refused past it (the norm, hence the
+    reading, moves by ρ²/2 only)."""
+    from seqlab.measure.signal_path import RESIDUAL
+
+    def across(g, s):
+        other = torch.randn(g.shape, dtype=g.dtype, generator=_gen(5))
+        other = other - (other @ g) / (g @ g) * g  # orthogonal to g
+        return g + fraction * RESIDUAL * float(torch.linalg.vector_norm(g)) * other / torch.linalg.vector_norm(other)
+    _patch_scaled(monkeypatch, across)
+    sp = measure_signal_path(ElmanRNN(D, 3, generator=_gen()), _x(6))
+    assert sp.factors == factors and sp.residual == pytest.approx(fraction * RESIDUAL, rel=1e-5)
+
+
+def test_a_patched_measurement_changes_the_reading_and_the_sentence(monkeypatch) -> None:
+    from seqlab.render.signal_path import cell_words, count_words, reading_words
+
+    rnn, x = ElmanRNN(D, 3, generator=_gen()), _x(6)
+    assert reading_words(read_signal_path(rnn, x)).startswith("5 transition factors (W_hh), reach ≈ ")
+    _patch_scaled(monkeypatch, lambda g, s: g * s)  # one factor more on every route
+    reading = read_signal_path(rnn, x)
+    assert reading.path.factors == 6 and cell_words(reading) == "6 (W_hh)"
+    assert reading_words(reading, "es").startswith("6 factores de transición (W_hh), alcance ≈ ")
+    _patch_scaled(monkeypatch, lambda g, s: g * s ** 0.5)  # half a factor: no power
+    reading = read_signal_path(rnn, x)
+    assert (reading.path.factors, reading.path.reason) == (None, "not_a_power")
+    assert reading_words(reading).startswith("not measured: routes from x_1 to y_T cross different numbers")
+    assert cell_words(reading) == count_words(reading)  # the cell says why, too
+
+
+# --- undeclared factors: a bound, named ---------------------------------------------------------------------------
+
+class _Feeds(torch.nn.Module):
+    """``first`` (any module, tuple outputs read at 0) feeding a SelfAttention, which declares α_ji."""
+
+    def __init__(self, first: torch.nn.Module) -> None:
+        super().__init__()
+        self.first = first
+        self.attention = SelfAttention(D, generator=_gen())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.first(x)
+        return self.attention(h[0] if isinstance(h, tuple) else h)[0]
+
+
+def _bert_self_attention() -> torch.nn.Module:
+    from transformers import BertConfig
+    from transformers.models.bert.modeling_bert import BertSelfAttention
+
+    torch.manual_seed(0)
+    config = BertConfig(hidden_size=D, num_attention_heads=1, intermediate_size=8, attn_implementation="eager")
+    return BertSelfAttention(config).eval()
+
+
+@pytest.mark.parametrize(("first", "name"), [
+    (lambda: torch.nn.RNN(D, D, batch_first=True), "RNN"),
+    (lambda: torch.nn.GRU(D, D, batch_first=True), "GRU"),
+    (_bert_self_attention, "BertSelfAttention"),
+])
+def test_an_undeclared_module_that_mixes_positions_makes_the_reading_a_bound(first, name) -> None:
+    from seqlab.render.signal_path import cell_words, count_words
+
+    reading = read_signal_path(_Feeds(first()), _x(7))
+    path = reading.path
+    assert (path.factors, path.undeclared, path.unchecked, path.bound) == (1, (name,), (), True)
+    assert cell_words(reading) == "≥ 1 (α_ji)"
+    assert count_words(reading) == (f"at least 1 transition factor (α_ji): {name} mixes positions without declaring "
+                                    f"its factors, which are not counted")
+    assert count_words(reading, "es") == (f"al menos 1 factor de transición (α_ji): {name} mezcla posiciones sin "
+                                          f"declarar sus factores, que no se cuentan")
+
+
+@pytest.mark.parametrize("first", [lambda: torch.nn.Linear(D, D), lambda: torch.nn.LayerNorm(D),
+                                   lambda: torch.nn.Sequential(torch.nn.Linear(D, D), torch.nn.GELU())])
+def test_a_position_wise_module_leaves_the_count_whole(first) -> None:
+    path = read_signal_path(_Feeds(first()), _x(7)).path
+    assert (path.factors, path.undeclared, path.unchecked, path.bound) == (1, (), (), False)
+
+
+def test_a_module_whose_positions_cannot_be_read_is_named_unchecked() -> None:
+    from seqlab.render.signal_path import count_words
+
+    class NeedsMask(torch.nn.Module):
+        def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            return x * mask
+
+    class Masked(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.gate, self.attention = NeedsMask(), SelfAttention(D, generator=_gen())
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.attention(self.gate(x, torch.ones_like(x)))[0]
+
+    reading = read_signal_path(Masked(), _x(5))
+    assert (reading.path.factors, reading.path.unchecked, reading.path.bound) == (1, ("NeedsMask",), True)
+    assert count_words(reading).endswith("whether NeedsMask mixes positions could not be checked")
+
+
+# --- attention's α: a power of the function, that a wrong layer fails ----------------------------------------------
+
+class _Weighting(torch.nn.Module):
+    """A one-head attention that declares α_ji, scaled in the forward, marked where ``mark`` says."""
+
+    transition_factor = "α_ji"
+    transition_scaling = "forward"
+    transition_scale = None
+
+    def __init__(self, mark: str) -> None:
+        super().__init__()
+        self.mark = mark
+        self.q, self.k, self.v = (torch.nn.Linear(D, D, bias=False) for _ in range(3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = self.q(x), self.k(x), self.v(x)
+        scores = q @ k.transpose(-2, -1) / 2.0  # (1, T, T)
+        if self.mark == "scores":  # the wrong tensor: softmax is not homogeneous in it
+            return torch.softmax(apply_transition(self, scores), dim=-1) @ v
+        alpha = apply_transition(self, torch.softmax(scores, dim=-1))
+        if self.mark == "twice":  # α applied twice on every route
+            return alpha @ (alpha @ v)
+        if self.mark == "residual":  # a route around α
+            return alpha @ v + x
+        return alpha @ v
+
+
+@pytest.mark.parametrize(("mark", "factors", "reason"), [("weights", 1, None), ("twice", 2, None),
+                                                         ("scores", None, "not_a_power"),
+                                                         ("residual", None, "not_a_power")])
+def test_attention_weights_are_read_from_the_function(mark, factors, reason) -> None:
+    torch.manual_seed(0)
+    sp = measure_signal_path(_Weighting(mark), _x(6), source=5, target=5)  # the residual route stays at its position
+    assert (sp.factors, sp.reason, sp.marked) == (factors, reason, ())
+
+
+def test_which_counts_are_declared_at_a_mark_and_which_are_measured() -> None:
+    assert measure_signal_path(SelfAttention(D, generator=_gen()), _x(5), output=lambda out: out[0]).marked == ()
+    assert measure_signal_path(ElmanRNN(D, 3, generator=_gen()), _x(5)).marked == ("W_hh",)
+    assert measure_signal_path(LinearAttention(D, generator=_gen()), _x(5)).marked == ("α_ji",)

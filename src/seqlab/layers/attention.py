@@ -34,7 +34,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError, require_positive_int
-from seqlab.layers.transition import BACKWARD, apply_transition
+from seqlab.layers.transition import FORWARD, apply_transition
 
 __all__ = ["SCORES", "Attention", "SelfAttention", "causal_mask"]
 
@@ -83,8 +83,8 @@ class Attention(torch.nn.Module):
         generator: RNG for the learned parameters (reproducible construction).
         dtype: floating dtype of the learned parameters.
 
-    Transition factor (:mod:`seqlab.layers.transition`): the weight α_ij, marked in the backward on the weighted
-    sum Σ_j α_ij v_j that every route through it takes: one per signal whatever |i - j| (L4).
+    Transition factor (:mod:`seqlab.layers.transition`): the weights α_ij themselves, scaled in the forward: the
+    output is homogeneous of degree 1 in them along every route, one per signal whatever |i - j| (L4).
 
     Raises:
         SeqlabError: unknown ``score`` (the message lists :data:`SCORES`), a missing or
@@ -92,7 +92,7 @@ class Attention(torch.nn.Module):
     """
 
     transition_factor = "α_ji"
-    transition_scaling = BACKWARD
+    transition_scaling = FORWARD
     transition_scale: float | None = None
 
     def __init__(self, score: str = "scaled_dot", d_k: int | None = None, *,
@@ -197,7 +197,7 @@ class Attention(torch.nn.Module):
             allowed = _check_mask(mask, e.shape)  # (…, T_q, T_k) bool
             e = e.masked_fill(~allowed, float("-inf"))  # (…, T_q, T_k)
         weights = torch.softmax(e, dim=-1)  # (…, T_q, T_k): each row on its own
-        outputs = apply_transition(self, weights @ value)  # (…, T_q, d_v): c_i = sum_j alpha_ij v_j, product A V
+        outputs = apply_transition(self, weights) @ value  # (…, T_q, d_v): c_i = sum_j alpha_ij v_j, product A V
         return outputs, weights
 
 

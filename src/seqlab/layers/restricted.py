@@ -124,8 +124,9 @@ class RestrictedSelfAttention(SelfAttention):
         scores = (q.unsqueeze(-2) @ keys).squeeze(-2) / math.sqrt(self.d_k)  # (…, T, W): W·d_k per query
         scores = torch.where(_band_mask(T, r, q.device), scores, float("-inf"))  # (…, T, W): -inf past the ends
         weights = torch.softmax(scores, dim=-1)  # (…, T, W): padded slots get exactly 0
-        outputs = (weights.unsqueeze(-2) @ values).squeeze(-2)  # (…, T, d_v): W·d_v per query
-        return apply_transition(self.attention, outputs), weights  # α_ij declared by self.attention (one per route)
+        scaled = apply_transition(self.attention, weights)  # (…, T, W): α_ij, declared by self.attention
+        outputs = (scaled.unsqueeze(-2) @ values).squeeze(-2)  # (…, T, d_v): W·d_v per query
+        return outputs, weights
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """(outputs (…, T, d_v), weights (…, T, 2r + 1)) for x (T, d_model) or (B, T, d_model).
