@@ -99,10 +99,10 @@ def _equals(counted: int | None, formula: int | None, lang: str) -> str:
 
 def _signal_cell(sample, lang: str) -> str:
     """``127 a_t (1.1e-03)``: factors met from x_1 to y_T, the factor, the reach; a dash or "not measured" else."""
-    if sample.signal_factors is not None:
-        reach = format_number(sample.signal_reach, lang)
-        return f"{format_integer(sample.signal_factors, lang)} {sample.signal_factor} ({reach})"
     tr = _tr(lang)
+    if sample.signal_factors is not None:  # a reach outside float64's range is not read (signal_path says why)
+        reach = format_number(sample.signal_reach, lang) if sample.signal_reach is not None else tr("not measured")
+        return f"{format_integer(sample.signal_factors, lang)} {sample.signal_factor} ({reach})"
     return DASH if sample.signal_absent in SIGNAL_ABSENT else tr("not measured")
 
 
@@ -301,7 +301,7 @@ def _signal_sentences(result: ModernResult, lang: str) -> list[str]:
         if loop not in rows or scan not in rows:
             continue
         a, b = rows[loop].short[-1], rows[scan].short[-1]
-        if a.signal_factors is None or b.signal_factors is None:
+        if a.signal_factors is None or b.signal_factors is None or a.signal_reach is None or b.signal_reach is None:
             continue
         same = a.signal_factors == b.signal_factors and abs(a.signal_reach - b.signal_reach) <= 1e-9 * a.signal_reach
         if same:
