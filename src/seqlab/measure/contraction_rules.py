@@ -2,8 +2,9 @@
 
 out[i, j] = Σ_k A[i, k] B[k, j] reads row i of the left factor and column j of the right one, so its
 distance from a source is one product more than the least distance among them — except through a term
-whose other factor is a constant exactly 0 (a causal weight matrix, exactly 0 above its diagonal, does not
-let later positions reach earlier rows). A convolution reads every input channel of its group over the
+whose other factor is exactly 0 (the product rule of derivatives, for each source alone: a causal weight matrix,
+exactly 0 above its diagonal, does not let later positions reach earlier rows, and neither does an attention
+weight 0 / Σ whose Σ depends on other keys). A convolution reads every input channel of its group over the
 dilated window around each output position.
 
 Distances are int32 with :data:`~seqlab.measure.distances.UNREACHABLE` for "no path" (see
@@ -47,6 +48,8 @@ def contraction(func, args, kwargs, out: Tensor, read: Read, step: Step, sources
 
     Returns NotImplemented for a product it has no rule for (the tracer then decomposes, derives or refuses it).
     """
+    if not (out.is_floating_point() or out.is_complex()):
+        return None  # an integer product: piecewise constant, no derivative
     b = bound_arguments(func, args, kwargs)
     packet = func.overloadpacket
     shape = out.shape
@@ -168,29 +171,29 @@ def _columns(d: Distance) -> Distance:
     return align(least(rows, -2, keepdim=True), (*d.shape[1:-2], 1, d.shape[-1]))
 
 
-def _constant_zeros(tensor: Tensor, d: Distance, read: Read) -> tuple[Tensor, bool]:
-    """Elements that are exactly 0 and depend on no source (their products contribute nothing), and whether
-    there is any. For a constant (no distances) the reader caches the answer per storage, view and version:
-    a weight read at every step of a recurrence is checked once."""
+def _exact_zeros(tensor: Tensor, d: Distance, read: Read) -> tuple[Tensor, bool]:
+    """Elements that are exactly 0, whatever made them and whatever they depend on, and whether there is any
+    (the product rule: the other factor's dependence through them is cut). For a constant (no distances) the
+    reader caches the answer per storage, view and version: a weight read at every step of a recurrence is
+    checked once."""
     if d is None:
         return read.constant_zeros(tensor)
     zeros = tensor == 0
-    if not zeros.any():  # most factors: no exact 0, nothing to look up
-        return zeros, False
-    zeros &= d.amin(dim=0) >= UNREACHABLE
     return zeros, bool(zeros.any())
 
 
 def _matrix_product(left: Tensor, right: Tensor, read: Read) -> tuple[Distance, Distance]:
     """Distances of left @ right from each factor: (…, n, k) @ (…, k, p) -> two (S, …, n, p) parts.
 
-    Term k of out[i, j] = Σ_k A[i, k] B[k, j] carries A[i, k]'s dependencies unless B[k, j] is a
-    constant 0 (and B's unless A's is). Without constant zeros this is the plain rule: row minima of A
-    and column minima of B.
+    Term k of out[i, j] = Σ_k A[i, k] B[k, j] carries A[i, k]'s dependencies unless B[k, j] is exactly 0
+    (and B's unless A's is): the product rule, d(A B) = dA·B + A·dB, for each source alone — a 0 cuts the
+    other factor's dependence whether the 0 is a constant or depends on some source (an attention weight 0 / Σ
+    that depends on the open keys of its row). A factor's zeros are read only when the other factor carries
+    distances. Without zeros this is the plain rule: row minima of A and column minima of B.
     """
     d_left, d_right = read(left), read(right)
-    zero_left, any_left = _constant_zeros(left, d_left, read) if d_right is not None else (None, False)
-    zero_right, any_right = _constant_zeros(right, d_right, read) if d_left is not None else (None, False)
+    zero_left, any_left = _exact_zeros(left, d_left, read) if d_right is not None else (None, False)
+    zero_right, any_right = _exact_zeros(right, d_right, read) if d_left is not None else (None, False)
     if not any_left and not any_right:
         return _rows(d_left), _columns(d_right)
     from_left = None if d_left is None else _min_plus(d_left, ~zero_right)

@@ -50,7 +50,7 @@ Distance = Tensor | None
 Read = Callable[[Tensor], Distance]
 Step = Callable[[Tensor], Tensor]
 
-__all__ = ["UNREACHABLE", "arguments", "broadcast_min", "accumulates", "contraction", "everything", "flat_arguments", "is_inverse_transform", "is_pointwise",
+__all__ = ["UNREACHABLE", "arguments", "broadcast_min", "accumulates", "carries_derivative", "contraction", "everything", "flat_arguments", "is_inverse_transform", "is_pointwise",
            "is_reduction", "movement", "out_of_place", "pointwise", "reduction"]
 
 
@@ -93,62 +93,142 @@ def _name(func: torch._ops.OpOverload) -> str:
 
 _MASKED_FILL = (aten.masked_fill, aten.masked_fill_)
 _PRODUCTS = (aten.mul, aten.mul_)
+_QUOTIENTS = (aten.div, aten.div_)
 _SUMS = (aten.add, aten.add_, aten.sub, aten.sub_)
+#: Element-wise ops whose derivative vanishes wherever their output is exactly 0: d exp(x) = exp(x) dx,
+#: d 2^x = 2^x ln 2 dx, d σ(x) = σ(x)(1 − σ(x)) dx. An output 0 (exp(−inf), or an underflow in the dtype computed)
+#: depends on nothing; the softmax family follows the same rule in :func:`reduction`.
+_ZERO_OUTPUT_NO_DERIVATIVE = frozenset({"exp", "exp2", "sigmoid"})
+#: Floating ops that are piecewise constant (derivative 0 wherever defined), as integer and boolean results are.
+_PIECEWISE_CONSTANT = frozenset({"floor", "ceil", "round", "trunc", "sign", "sgn", "heaviside"})
+
+
+def carries_derivative(t: Tensor) -> bool:
+    """Whether a tensor's elements can depend on a source: floating or complex. Integer and boolean tensors
+    (masks, bucket ids, argmax, comparisons) are piecewise constant — their derivative is 0 wherever defined —
+    so they carry no distances: a rule reads them as values, whatever computed them.
+
+    >>> carries_derivative(torch.ones(2)), carries_derivative(torch.ones(2) > 0)
+    (True, False)
+    """
+    return t.is_floating_point() or t.is_complex()
 
 
 def pointwise(func, args, kwargs, out: Tensor, read: Read, step: Step, sources: int) -> Distance:
-    """Element-wise ops (with broadcasting); constants known by value can cut a dependency."""
+    """Element-wise ops (with broadcasting), with the product rule of derivatives on exact zeros.
+
+    A mask or condition (boolean) is a value, never a dependence: ``masked_fill`` and ``where`` pass each element
+    the distances of the operand it takes. A product term is cut where another factor of it is exactly 0, whatever
+    made that 0 and whatever it depends on: d(a·b) = b·da + a·db, so where a = 0 the term b·… carries a's
+    dependence only (a's own distances), never b's. A quotient a / b likewise: where a = 0, b's dependence is cut
+    (−a/b² db = 0); where b is infinite, both are. A sum with a constant infinity keeps the infinity whatever the
+    other operand is. Exact zeros are read only in a factor whose other factor carries distances (a constant's once
+    per storage and version), so a chain of ordinary ops reads no values.
+    """
     packet = func.overloadpacket
+    name = _name(func)
+    if not carries_derivative(out) or name in _PIECEWISE_CONSTANT:
+        return None
     if packet in _MASKED_FILL or packet is aten.where:
-        bound = arguments(func, args, kwargs)
-        if packet is not aten.where and read(bound["mask"]) is None:
-            kept = broadcast_min([read(bound["self"])], out.shape, sources)
-            filled = read(bound["value"]) if isinstance(bound["value"], Tensor) else None
-            if kept is None and filled is None:
-                return None
-            mask = bound["mask"].expand(out.shape)
-            kept = unreachable(sources, out.shape) if kept is None else kept
-            return step(torch.where(mask, UNREACHABLE if filled is None else align(filled, out.shape), kept))
-        if packet is aten.where and read(bound["condition"]) is None:
-            condition = bound["condition"].expand(out.shape)
-            chosen = [broadcast_min([read(bound[name])] if isinstance(bound[name], Tensor) else [], out.shape,
-                                    sources) for name in ("self", "other")]
-            if chosen[0] is None and chosen[1] is None:
-                return None
-            never = unreachable(sources, out.shape)
-            return step(torch.where(condition, chosen[0] if chosen[0] is not None else never,
-                                    chosen[1] if chosen[1] is not None else never))
+        return _select(packet, arguments(func, args, kwargs), out, read, step, sources)
+    if packet in _PRODUCTS or packet in _QUOTIENTS or name in ("addcmul", "addcdiv"):
+        return _product_rule(func, args, kwargs, out, read, step, sources)
     tensors = list(tensors_in(args)) + list(tensors_in(kwargs.values()))
     distances = [read(t) for t in tensors]
+    if packet in _SUMS:
+        # a constant infinity absorbs the other operand: x + (-inf) = -inf (checked once per constant)
+        infs = [read.constant_infs(t) if d is None and t.is_floating_point() else (None, False)
+                for t, d in zip(tensors, distances, strict=True)]
+        if any(found for _, found in infs):
+            blocked = functools.reduce(torch.logical_or, [m for m, found in infs if found])
+            return _terms([(d, blocked) for d in distances], out.shape, sources, step)
     result = broadcast_min(distances, out.shape, sources)
     if result is None:
         return None
-    if packet in _PRODUCTS or packet in _SUMS:
-        for t, d in zip(tensors, distances, strict=True):  # a constant that absorbs: x * 0 = 0, x + (-inf) = -inf
-            # an integer or boolean factor absorbs too (a padding mask as a tokenizer returns it, int64)
-            if t.is_floating_point() or (packet in _PRODUCTS and not t.is_complex()):
-                cut, any_cut = _absorbing(t, d, read, packet in _PRODUCTS)
-                if any_cut:
-                    result = torch.where(cut.expand(out.shape), UNREACHABLE, result)
+    if name in _ZERO_OUTPUT_NO_DERIVATIVE:
+        zero = out == 0
+        if bool(zero.any()):
+            result = torch.where(zero, UNREACHABLE, align(result, out.shape))
     return step(result)
 
 
-def _absorbing(t: Tensor, d: Distance, read: Read, product: bool) -> tuple[Tensor, bool]:
-    """Elements of a factor that are constants exactly 0 (a product) or infinite (a sum), and whether any.
+def _select(packet, bound: dict, out: Tensor, read: Read, step: Step, sources: int) -> Distance:
+    """``masked_fill`` and ``where``: each element takes the distances of the operand it selects (the mask is a
+    value; a scalar fill is a constant)."""
+    if packet is aten.where:
+        mask, taken, other = bound["condition"], bound["self"], bound["other"]
+    else:
+        mask, taken, other = bound["mask"], bound["value"], bound["self"]
+    chosen = [broadcast_min([read(v)] if isinstance(v, Tensor) else [], out.shape, sources) for v in (taken, other)]
+    if chosen[0] is None and chosen[1] is None:
+        return None
+    never = unreachable(sources, out.shape)
+    return step(torch.where(mask.expand(out.shape), chosen[0] if chosen[0] is not None else never,
+                            chosen[1] if chosen[1] is not None else never))
 
-    A constant is known by value element by element: inside a factor that otherwise depends on the input (a
-    data-dependent decay matrix masked to exactly 0 above its diagonal), the masked elements depend on no
-    source and their 0 cuts the product whatever the other factor depends on.
-    """
-    if d is None:
-        return read.constant_zeros(t) if product else read.constant_infs(t)
-    absorbing = t == 0 if product else torch.isinf(t)
-    if not bool(absorbing.any()):
-        return absorbing, False
-    rows = narrow(d)
-    constant = (d if rows is None else rows).amin(dim=0) >= UNREACHABLE
-    absorbing = absorbing & constant.expand(t.shape) if constant.shape != t.shape else absorbing & constant
-    return absorbing, bool(absorbing.any())
+
+def _zeros(value: Any, d: Distance, read: Read) -> Tensor | None:
+    """Where a factor is exactly 0 (a bool tensor), None where it is nowhere 0. A scalar is a value; a constant is
+    read once per storage, view and version (a weight read at every step of a recurrence is checked once)."""
+    if not isinstance(value, Tensor):
+        return torch.tensor(True) if value == 0 else None
+    zero, found = read.constant_zeros(value) if d is None else (value == 0, None)
+    if found is None:
+        found = bool(zero.any())
+    return zero if found else None
+
+
+def _infinite(value: Any, d: Distance, read: Read) -> Tensor | None:
+    """Where a factor is infinite (a bool tensor), None where it is nowhere infinite."""
+    if not isinstance(value, Tensor):
+        return torch.tensor(True) if isinstance(value, float) and math.isinf(value) else None
+    if not value.is_floating_point() and not value.is_complex():
+        return None
+    infinite, found = read.constant_infs(value) if d is None else (torch.isinf(value), None)
+    if found is None:
+        found = bool(infinite.any())
+    return infinite if found else None
+
+
+def _either(*masks: Tensor | None) -> Tensor | None:
+    present = [m for m in masks if m is not None]
+    return None if not present else functools.reduce(torch.logical_or, present)
+
+
+def _terms(terms: list[tuple[Distance, Tensor | None]], shape, sources: int, step: Step) -> Distance:
+    """The least over terms of each term's distances, a term dropped where its mask (a bool, broadcast) is True."""
+    parts = [d if cut is None else torch.where(cut.expand(shape), UNREACHABLE, align(d, shape))
+             for d, cut in terms if d is not None]
+    result = broadcast_min(parts, shape, sources)
+    return None if result is None else step(result)
+
+
+def _product_rule(func, args, kwargs, out: Tensor, read: Read, step: Step, sources: int) -> Distance:
+    """``mul``, ``div``, ``addcmul`` and ``addcdiv`` by the product rule: each factor's distances pass where no
+    other factor of its term is exactly 0 (for a divisor: where the dividend is not 0); an infinite divisor
+    passes nothing (a / inf = 0). Values are read only for a factor whose partner carries distances."""
+    b = arguments(func, args, kwargs)
+    name = _name(func)
+    if name == "div" and b.get("rounding_mode") is not None:
+        return None  # floor or truncated division: piecewise constant
+    if name in ("mul", "div"):
+        first, second, addend, scale = b["self"], b["other"], None, 1
+    else:
+        first, second, addend, scale = b["tensor1"], b["tensor2"], b["self"], b.get("value", 1)
+    d_first, d_second = (read(v) if isinstance(v, Tensor) else None for v in (first, second))
+    d_addend = read(addend) if isinstance(addend, Tensor) else None
+    if d_first is None and d_second is None:
+        return None if d_addend is None else step(broadcast_min([d_addend], out.shape, sources))
+    scaled_out = _zeros(scale, None, read)  # value = 0: the term is not there
+    if name in ("mul", "addcmul"):
+        cut_first = _either(scaled_out, None if d_first is None else _zeros(second, d_second, read))
+        cut_second = _either(scaled_out, None if d_second is None else _zeros(first, d_first, read))
+    else:  # first / second
+        # an infinite divisor is looked for in a constant only (a traced one would be an overflow)
+        infinite = _infinite(second, d_second, read) if d_second is None else None
+        cut_first = _either(scaled_out, infinite)
+        cut_second = _either(scaled_out, infinite, None if d_second is None else _zeros(first, d_first, read))
+    return _terms([(d_first, cut_first), (d_second, cut_second), (d_addend, None)], out.shape, sources, step)
 
 
 # --- reductions and normalisations -------------------------------------------------------------
@@ -198,6 +278,9 @@ def reduction(func, args, kwargs, outs: list[Tensor], read: Read, step: Step, so
         reduced = least(d, [i + 1 for i in dims], keepdim=True) if data.dim() else d
     results = []
     for out in outs:
+        if not carries_derivative(out):  # argmax, a sort's indices, a count: piecewise constant
+            results.append(None)
+            continue
         if out.shape == reduced.shape[1:] or _broadcastable(reduced.shape[1:], out.shape):
             result = reduced.expand(sources, *out.shape)
         else:
@@ -274,6 +357,8 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
     if packet in (aten.fill_, aten.zero_):
         return [None for _ in outs]
     if packet in (aten.copy_, aten._to_copy, aten.lift_fresh_copy, aten.clone):
+        if not all(carries_derivative(out) for out in outs):
+            return [None for _ in outs]  # a cast to integers or booleans: piecewise constant
         source = arguments(func, args, kwargs)["src" if packet is aten.copy_ else "self"]
         return [broadcast_min([read(source)], out.shape, sources) for out in outs]
     if packet is aten._unsafe_view and args[0].is_contiguous():  # a reshape: elements keep their order
