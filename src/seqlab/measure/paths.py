@@ -56,6 +56,8 @@ from seqlab.errors import SeqlabError
 from seqlab.measure.distances import seed, to_lengths
 from seqlab.measure.layout import check_positions_layout
 from seqlab.measure.path_tracer import UNITS, PathTracer
+from seqlab.measure.perturbation import PerturbationCheck, check_paths
+from seqlab.measure import perturbation
 from seqlab.measure.switches import one_thread, reference_kernels
 from seqlab.memory import GIB, available_memory_bytes
 
@@ -100,6 +102,10 @@ class PathMatrix:
         decomposed: ops traced through PyTorch's own decompositions (``torch._decomp``), name → calls: exact.
         derived: ops whose dependence came from their own Jacobian on the concrete inputs, name → calls: exact
             at this input (numerical dependence, as the Jacobian reads it).
+        check: the perturbation check of the traced sources (:mod:`seqlab.measure.perturbation`), None when not
+            asked for. A disagreement (a pair the trace calls unreachable that moves, or one it calls reachable
+            whose derivative is exactly 0 here) makes the matrices a bound (:attr:`exact` False,
+            :attr:`bound_reason` names it and the ops it suspects).
 
     Each row has T_out entries, one per output position (T_out may differ from the T_in input positions).
     """
@@ -111,11 +117,24 @@ class PathMatrix:
     undefined: tuple[int, ...] = ()
     decomposed: dict[str, int] = field(default_factory=dict)
     derived: dict[str, int] = field(default_factory=dict)
+    check: PerturbationCheck | None = None
 
     @property
     def exact(self) -> bool:
-        """True when every op went through a rule, a decomposition or its Jacobian (no op was refused)."""
-        return not self.fallbacks
+        """True when every op went through a rule, a decomposition or its Jacobian (no op was refused) and the
+        perturbation check (:attr:`check`, when it ran) agrees with every pair."""
+        return not self.fallbacks and (self.check is None or self.check.agrees)
+
+    @property
+    def bound_reason(self) -> str | None:
+        """Why the matrices are a bound (English; None when :attr:`exact`): the refused ops, the check's
+        disagreement, or both."""
+        reasons = []
+        if self.fallbacks:
+            reasons.append("ops without a rule, taken as all-to-all: " + ", ".join(sorted(self.fallbacks)))
+        if self.check is not None and not self.check.agrees:
+            reasons.append(self.check.disagreement)
+        return "; ".join(reasons) or None
 
     def longest(self, unit: str = "products") -> int | None:
         """The maximum path length over all connected pairs (Table 1's "maximum path length").
@@ -219,7 +238,8 @@ def _nan_positions(y: Tensor) -> tuple[int, ...]:
 
 def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequence[int] | None = None,
                   outputs: Callable[[Any], Sequence[Tensor]] | None = None,
-                  batch_bytes: float | None = None, positions: bool | None = None) -> list[PathMatrix] | PathMatrix:
+                  batch_bytes: float | None = None, positions: bool | None = None,
+                  check: bool | None = None) -> list[PathMatrix] | PathMatrix:
     """Measure least path lengths from input positions to output positions of ``layer`` on ``x``.
 
     >>> rnn = torch.nn.RNN(4, 4)
@@ -241,6 +261,9 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
         batch_bytes: bytes of distances one pass may hold (default :data:`BATCH_BYTES`).
         positions: keep distances at position level where an op proves them uniform along the features
             (default: :func:`position_level`, on for more than two sources): fewer bytes, the very same matrices.
+        check: perturb the traced sources in float64 after the trace and compare what moves with what the trace
+            reaches (:mod:`seqlab.measure.perturbation`; default :data:`~seqlab.measure.perturbation.CHECK`, on);
+            a disagreement makes the matrices a named bound.
 
     Returns:
         A :class:`PathMatrix` (or a list of them with ``outputs``), in products and in ops: one row
@@ -269,6 +292,11 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
     with one_thread():
         batches = list(path_batches(layer, x, sources, select, BATCH_BYTES if batch_bytes is None else batch_bytes,
                                     positions))
+        checks: list[PerturbationCheck | None] = [None] * len(batches[0].products)
+        if perturbation.CHECK if check is None else check:
+            reachable = [[[v is not None for v in row] for b in batches for row in b.products[k]]
+                         for k in range(len(checks))]
+            checks = check_paths(layer, x, sources, select, reachable, batches[0].undefined)
     matrices = [PathMatrix(
         products=tuple(row for b in batches for row in b.products[k]),
         ops=tuple(row for b in batches for row in b.ops[k]),
@@ -277,5 +305,6 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
         undefined=batches[0].undefined[k],
         decomposed=batches[0].decomposed,
         derived=batches[0].derived,
+        check=checks[k],
     ) for k in range(len(batches[0].products))]
     return matrices if outputs is not None else matrices[0]
