@@ -140,12 +140,15 @@ def check_paths(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[int
         base = x.detach().to(dtype)
         directions = _directions(base, sources, generator)  # (S, *x.shape)
         try:
-            route, movements = _movements(function, select, base, directions)
+            route, movements, differences = _movements(function, select, base, directions)
         except Exception as error:  # noqa: BLE001 - a layer that does not run in this dtype: the next one
             failure = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"[:200]
             continue
-        return [_judge(route, str(dtype).removeprefix("torch."), m, r, u, layer, x)
-                for m, r, u in zip(movements, reachable, undefined, strict=True)]
+        differences = differences or [None] * len(movements)
+        threshold = MOVES if route.startswith("forward") and differences[0] is None else \
+            max(MOVES, 64 * torch.finfo(dtype).eps / torch.finfo(dtype).eps ** (1 / 3))
+        return [_judge(route, str(dtype).removeprefix("torch."), m, fd, threshold, sources, r, u, layer, x)
+                for m, fd, r, u in zip(movements, differences, reachable, undefined, strict=True)]
     return [PerturbationCheck("not run", str(x.dtype).removeprefix("torch."), (), (), (), failure)
             for _ in reachable]
 
@@ -178,31 +181,62 @@ def _quiet() -> Iterator[None]:
         yield
 
 
+def _step(x: Tensor) -> float:
+    """The finite-difference step: eps^(1/3) of x's dtype, times 1 + max |x| (2^-17.3 in float64, 2^-7.7 in float32)."""
+    return torch.finfo(x.dtype).eps ** (1 / 3) * (1 + (float(x.abs().max()) if x.numel() else 0.0))
+
+
 def _movements(function: Callable[[Tensor], Any], select: Select, x: Tensor,
-               directions: Tensor) -> tuple[str, list[Tensor]]:
-    """Per selected output, (S, T_out) movements m[s, j] and the route taken. Raises when the layer cannot run."""
+               directions: Tensor) -> tuple[str, list[Tensor], list[Tensor] | None]:
+    """Per selected output: the route, the (S, T_out) movements by forward mode (or by finite differences when
+    forward mode cannot run) and, when finite differences were taken, theirs. Raises when the layer cannot run.
+
+    Forward mode sees what autograd sees: a value that leaves it (``.tolist()`` and back, ``.detach()``, NumPy on a
+    tensor without a ``Function``) moves the output but not the tangent. One finite difference along the sum of the
+    directions is compared with the sum of the tangents (forward mode is linear in the direction); where they differ,
+    each source is taken by finite differences too.
+    """
     from seqlab.measure.switches import reference_kernels
 
     def outputs(z: Tensor) -> tuple[Tensor, ...]:
         return tuple(select(function(z)))
 
+    def differences(along: Tensor) -> list[Tensor]:
+        """(S, ...) finite differences of each output along each direction of ``along``."""
+        h = _step(x)
+        moved = [outputs(x + h * v) for v in along]
+        return [torch.stack([(m[k] - base[k]) / h for m in moved]) for k in range(len(base))]
+
     with _quiet(), reference_kernels(), torch.no_grad():
         base = outputs(x)  # raises for a layer that cannot run in this dtype (the caller tries the next one)
+        tangents = None
         try:
-            tangents = torch.func.vmap(lambda v: torch.func.jvp(outputs, (x,), (v,))[1])(directions)
-            return "forward-mode, vectorised", [_per_position(t) for t in tangents]
+            tangents, route = torch.func.vmap(lambda v: torch.func.jvp(outputs, (x,), (v,))[1])(directions), \
+                "forward-mode, vectorised"
         except Exception:  # noqa: BLE001 - not vectorisable (data-dependent control flow, a custom Function)
-            pass
-        try:
-            per_source = [torch.func.jvp(outputs, (x,), (v,))[1] for v in directions]
-            return "forward-mode", [_per_position(torch.stack([p[k] for p in per_source]))
-                                    for k in range(len(base))]
-        except Exception:  # noqa: BLE001 - no forward-mode formula (NumPy inside an autograd.Function, C code)
-            pass
-        step = 2.0 ** -20 * (1 + float(x.abs().max()) if x.numel() else 1.0)
-        moved = [outputs(x + step * v) for v in directions]
-        return "finite differences", [_per_position(torch.stack([(m[k] - base[k]) / step for m in moved]))
-                                      for k in range(len(base))]
+            try:
+                per_source = [torch.func.jvp(outputs, (x,), (v,))[1] for v in directions]
+                tangents, route = [torch.stack([p[k] for p in per_source]) for k in range(len(base))], "forward-mode"
+            except Exception:  # noqa: BLE001 - no forward-mode formula (NumPy inside an autograd.Function, C code)
+                pass
+        if tangents is None:
+            return "finite differences", [_per_position(d) for d in differences(directions)], None
+        combined = differences(directions.sum(dim=0, keepdim=True))
+        if all(_same_movement(c[0], t.sum(dim=0)) for c, t in zip(combined, tangents, strict=True)):
+            return route, [_per_position(t) for t in tangents], None
+        return route + " and finite differences", [_per_position(t) for t in tangents], \
+            [_per_position(d) for d in differences(directions)]
+
+
+def _same_movement(difference: Tensor, tangent: Tensor) -> bool:
+    """Whether a finite difference agrees with the tangent (to 1e-3 of the larger, NaN positions aside): forward
+    mode has seen every dependence along that direction."""
+    defined = ~(difference.isnan() | tangent.isnan())
+    gap = (difference - tangent).abs()[defined]
+    if not gap.numel():
+        return True
+    scale = max(float(difference.abs()[defined].max()), float(tangent.abs()[defined].max()))
+    return float(gap.max()) <= 1e-3 * scale
 
 
 def _per_position(tangent: Tensor) -> Tensor:
@@ -213,24 +247,27 @@ def _per_position(tangent: Tensor) -> Tensor:
     return t.reshape(t.shape[0], t.shape[1], -1).amax(dim=-1)  # a NaN stays NaN
 
 
-def _judge(route: str, dtype: str, movement: Tensor, reachable: Sequence[Sequence[bool]],
-           undefined: Sequence[int], layer, x: Tensor) -> PerturbationCheck:
-    """Compare movements with the trace's reachability, source by source."""
+def _judge(route: str, dtype: str, movement: Tensor, difference: Tensor | None, threshold: float,
+           sources: Sequence[int], reachable: Sequence[Sequence[bool]], undefined: Sequence[int], layer, x: Tensor) -> PerturbationCheck:
+    """Compare movements with the trace's reachability, source by source: missed pairs from the finite differences
+    when they were taken (they see every kind of code), else from the movements; unmoved pairs from forward mode
+    only (exact zeros), and only where the finite differences (if taken) do not move either."""
     missed, unmoved = [], []
     skip = set(undefined)
     exact_zeros = route.startswith("forward-mode")
+    moves = difference if difference is not None else movement
     for a, row in enumerate(reachable):
-        m = movement[a]
+        m = moves[a]
         finite = m[~m.isnan()]
         scale = float(finite.max()) if finite.numel() else 0.0
         for j, reached in enumerate(row):
             if j in skip or bool(m[j].isnan()):
                 continue
-            value = float(m[j])
-            if not reached and scale > 0 and value > MOVES * scale:
-                missed.append((a, j))
-            elif reached and exact_zeros and value == 0.0:
-                unmoved.append((a, j))
+            if not reached and scale > 0 and float(m[j]) > threshold * scale:
+                missed.append((sources[a], j))
+            elif reached and exact_zeros and float(movement[a, j]) == 0.0 and \
+                    (difference is None or float(m[j]) <= threshold * scale):
+                unmoved.append((sources[a], j))
     found = tuple(suspects(layer, x)) if missed else ()
     return PerturbationCheck(route, dtype, tuple(missed), tuple(unmoved), found)
 
