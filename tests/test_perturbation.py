@@ -1,0 +1,155 @@
+"""Issue 35, item 3: the perturbation check after every trace (:mod:`seqlab.measure.perturbation`).
+
+Dependence the dispatcher never sees — NumPy inside a ``torch.autograd.Function``, NumPy on a tensor, values that go
+through Python (``.tolist()``), C code writing raw memory (``ctypes.memmove``) — was reported "not connected", exact.
+The check perturbs each traced source and compares what moves with what the trace reaches: a pair that moves where
+the trace has no path makes the matrix a named bound. The other direction: a path whose derivative is exactly 0 at
+this input (an exact cancellation) is named too; a dependence that is merely small (a vanishing gradient) is not.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+import torch
+
+from seqlab.measure import perturbation
+from seqlab.measure.paths import measure_paths
+from seqlab.measure.perturbation import check_paths
+
+T, D = 5, 4
+
+
+def _x(seed: int = 0, dtype=torch.float32, shape=(T, D)) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+class NumpyCumsum(torch.autograd.Function):
+    """A prefix sum along the positions computed in NumPy (the dispatcher sees no op of it)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return torch.from_numpy(np.cumsum(x.detach().numpy(), axis=-2))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.flip(-2).cumsum(-2).flip(-2)
+
+
+class NumpyShift(torch.autograd.Function):
+    """Position i takes position i - 1 (position 0 takes the last), in NumPy."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return torch.from_numpy(np.roll(x.detach().numpy(), 1, axis=-2))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.roll(-1, -2)
+
+
+def _pairs(condition) -> tuple[tuple[int, int], ...]:
+    return tuple((s, j) for s in range(T) for j in range(T) if condition(s, j))
+
+
+def test_numpy_inside_a_function_is_named_as_a_bound():
+    weight = torch.randn(D, D, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    matrix = measure_paths(lambda x: NumpyCumsum.apply(x) @ weight, _x(dtype=torch.float64))
+    assert matrix.products == ((None,) * T,) * T  # what the dispatcher sees: no dependence at all
+    assert not matrix.exact
+    assert matrix.check.route == "finite differences" and matrix.check.dtype == "float64"
+    assert matrix.check.missed == _pairs(lambda s, j: s <= j)  # a prefix sum: x_s moves every y_j with j >= s
+    assert matrix.check.unmoved == ()
+    assert "unreachable move" in matrix.bound_reason and "(5, 4)" in matrix.bound_reason  # the NumPy result, named
+
+
+def test_numpy_shift_beside_a_traced_path_names_only_the_missed_pairs():
+    layer = torch.nn.Linear(D, D).eval()
+    matrix = measure_paths(lambda x: layer(x) + NumpyShift.apply(x), _x(2))
+    assert matrix.products == tuple(tuple(1 if j == s else None for j in range(T)) for s in range(T))
+    assert matrix.check.missed == _pairs(lambda s, j: j == (s + 1) % T)
+    assert matrix.check.dtype == "float32"  # the lambda holds a float32 module: the check runs in x's dtype
+    assert not matrix.exact
+
+
+def test_values_through_python_are_found_by_the_finite_difference_beside_forward_mode():
+    """Forward mode runs (no Function), but .tolist() drops the tangent: the finite difference along the sum of the
+    directions differs from the tangents, and each source is then taken by finite differences."""
+    matrix = measure_paths(lambda x: torch.tensor(x.cumsum(-2).tolist(), dtype=x.dtype) + x,
+                           _x(3, dtype=torch.float64))
+    assert matrix.check.route == "forward-mode, vectorised and finite differences"
+    assert matrix.check.missed == _pairs(lambda s, j: s < j)
+    assert not matrix.exact
+
+
+def test_c_code_writing_raw_memory_is_found():
+    """A copy shifted by one position written with ctypes.memmove: no op, no autograd."""
+    def layer(x):
+        out = torch.zeros_like(x)
+        row = x.shape[-1] * x.element_size()
+        ctypes.memmove(out.data_ptr() + row, x.data_ptr(), (x.shape[-2] - 1) * row)
+        return out * 2 + x
+
+    matrix = measure_paths(layer, _x(4, dtype=torch.float64))
+    assert matrix.check.missed == _pairs(lambda s, j: j == s + 1)
+    assert not matrix.exact
+
+
+def test_an_exact_cancellation_is_named_as_unmoved():
+    """y = x + (x_{i-1} - x_{i-1}): the trace has the structural path i-1 -> i; its derivative is exactly 0."""
+    matrix = measure_paths(lambda x: x + (x.roll(1, -2) - x.roll(1, -2).clone()), _x(5, dtype=torch.float64))
+    assert matrix.check.unmoved == _pairs(lambda s, j: j == (s + 1) % T)
+    assert matrix.check.missed == ()
+    assert not matrix.exact and "derivative of exactly 0" in matrix.bound_reason
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1e-12])
+def test_a_vanishing_dependence_is_not_named(scale):
+    """An Elman recurrence with W_hh scaled down: x_0 reaches y_{T-1} by a factor of about scale^(T-1) (down to
+    1e-528 would underflow; 1e-48 and 1e-12 do not), which moves, exactly as the trace says."""
+    rnn = torch.nn.RNN(D, D, batch_first=True).double().eval()
+    with torch.no_grad():
+        rnn.weight_hh_l0.mul_(scale)
+    matrix = measure_paths(rnn, _x(6, dtype=torch.float64, shape=(1, T, D)))
+    assert matrix.check.route == "forward-mode, vectorised" and matrix.check.dtype == "float64"
+    assert matrix.check.agrees and matrix.exact
+    assert matrix.products[0] == (1, 2, 3, 4, 5)
+
+
+def test_agreeing_layers_run_in_float64_and_stay_exact():
+    attention = torch.nn.MultiheadAttention(D, 2, batch_first=True).eval()
+    mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+    matrix = measure_paths(lambda x: attention(x, x, x, attn_mask=mask)[0], _x(7, shape=(1, T, D)))
+    assert matrix.check is not None and matrix.check.agrees and matrix.exact
+    module = torch.nn.RNN(D, D).eval()
+    checked = measure_paths(module, _x(8))
+    assert checked.check.dtype == "float64" and checked.check.route == "forward-mode, vectorised"
+    assert module.weight_hh_l0.dtype == torch.float32  # the module itself is left as it was
+
+
+def test_the_check_can_be_switched_off(monkeypatch):
+    layer = lambda x: NumpyCumsum.apply(x)  # noqa: E731
+    assert measure_paths(layer, _x(), check=False).check is None
+    assert measure_paths(layer, _x(), check=False).exact  # the trace alone: the old answer
+    monkeypatch.setattr(perturbation, "CHECK", False)
+    assert measure_paths(layer, _x()).check is None
+
+
+def test_a_layer_that_cannot_be_perturbed_is_said_so():
+    def layer(x):
+        if x.dtype != torch.float32 or x.sum().item() > 1e9:  # refuses anything but the traced input's dtype
+            raise ValueError("float32 only")
+        return x.cumsum(-2)
+
+    calls = {"n": 0}
+
+    def flaky(x):
+        calls["n"] += 1
+        if calls["n"] > 1:
+            raise ValueError("runs once")
+        return layer(x)
+
+    check = check_paths(flaky, _x(), (0,), lambda y: [y], [[[True] * T]], [()])[0]
+    assert check.route == "not run" and "runs once" in check.reason and check.agrees
