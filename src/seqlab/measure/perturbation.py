@@ -159,7 +159,22 @@ def check_paths(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[int
     Returns:
         One :class:`PerturbationCheck` per selected output.
     """
-    sources = tuple(sources)
+    # every run of the layer starts from the same generator state (a layer that draws — rrelu in training, a dropout
+    # left on — draws the same noise in each), and the caller's generator is left as it was
+    with torch.random.fork_rng(devices=[]):
+        state = torch.get_rng_state()
+
+        def replayed(function: Callable[[Tensor], Any]) -> Callable[[Tensor], Any]:
+            def run(z: Tensor) -> Any:
+                torch.set_rng_state(state)
+                return function(z)
+            return run
+
+        return _check(layer, x, tuple(sources), select, reachable, undefined, seed, replayed)
+
+
+def _check(layer, x: Tensor, sources: tuple[int, ...], select: Select, reachable, undefined, seed: int,
+           replayed: Callable[[Callable[[Tensor], Any]], Callable[[Tensor], Any]]) -> list[PerturbationCheck]:
     chosen = checked_sources(sources)
     rows = [sources.index(s) for s in chosen]
     if not x.is_floating_point():
@@ -167,7 +182,7 @@ def check_paths(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[int
                                   "x is not a floating tensor") for _ in reachable]
     failure = ""
     for dtype in dict.fromkeys((torch.float64, x.dtype)):
-        function = _in_dtype(layer, dtype)
+        function = replayed(_in_dtype(layer, dtype))
         base = x.detach().to(dtype)
         directions = _directions(base, chosen, torch.Generator().manual_seed(seed))  # (S, *x.shape)
         try:
@@ -184,7 +199,7 @@ def check_paths(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[int
             checks.append((missed, candidates, fading))
         certified, route = _certify(function, select, base, directions, chosen, checks, route)
         return [PerturbationCheck(route, name, chosen, missed, unmoved, unresolved,
-                                  tuple(suspects(layer, x)) if missed else ())
+                                  tuple(suspects(replayed(layer), x)) if missed else ())
                 for (missed, _, _), (unmoved, unresolved) in zip(checks, certified, strict=True)]
     return [PerturbationCheck("not run", str(x.dtype).removeprefix("torch."), (), (), (), (), (), failure)
             for _ in reachable]
