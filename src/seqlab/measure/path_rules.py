@@ -12,13 +12,30 @@ A rule receives the op's arguments, a ``read(tensor)`` that returns the distance
 (S, *tensor.shape) int32 tensor or None (a constant: unreachable everywhere), and ``step(d)``, which adds
 the op's cost (one op, or one matrix product) to a distance. It returns one distance tensor (or None) per
 tensor output, never a tensor it will write to later (results may be expanded views). Dependencies are
-*structural* — an element depends on every element the op reads to compute it — with two refinements by
-value: where a constant mask or condition is known, the rule uses its values (``masked_fill``, ``where``,
-a product with an exact 0), so a causal mask really cuts the future; and a softmax weight that comes out
-exactly 0 in the dtype computed (exp of -inf, or of a finite score so low that it underflows) depends on
-nothing and lets nothing through, since its derivative is exactly 0 too. A weight that stays above 0,
-however small, keeps its paths. A row left with one nonzero weight is constant as well (that weight is 1
-whatever the score: attention's query path is cut when only one key is open, as the Jacobian says).
+*structural* — an element depends on every element the op reads to compute it — refined by value where a value
+decides the derivative (issue 35), each rule for each source alone, so that no answer depends on which sources
+share the pass:
+
+* **integers and booleans carry no dependence** (piecewise constant: derivative 0 wherever defined), nor do the
+  floating results of ``floor``, ``round``, ``sign`` …: a mask, a bucket id, an argmax, a comparison is a *value*
+  that selects (``masked_fill``, ``where``, an index), whatever computed it;
+* **the product rule**: a term of a product (``mul``, ``div``, ``addcmul``, ``addcdiv``, every matrix product)
+  passes a factor's dependence only where its other factor is not exactly 0 — d(a·b) = b·da + a·db —, whatever made
+  that 0 (a softmax, exp(-inf), ``masked_fill``, ``where``, a gather, a sort) and whatever it depends on: an attention
+  weight 0 / Σ whose Σ depends on the open keys of its row cuts the masked key's value just as a constant 0 does;
+  a quotient's divisor is cut where the dividend is 0 (−a/b² db), both where a constant divisor is infinite;
+* **an output 0 with a derivative 0**: ``exp``, ``exp2``, ``sigmoid`` (d e^x = e^x dx …) and the softmax family: a
+  weight that comes out exactly 0 in the dtype computed (exp of -inf, or of a finite score so low that it
+  underflows) depends on nothing. A weight that stays above 0, however small, keeps its paths. A softmax row left
+  with one nonzero weight is constant as well (that weight is 1 whatever the score: attention's query path is cut
+  when only one key is open, as the Jacobian says);
+* a sum with a constant infinity keeps the infinity whatever the other operand is.
+
+Values are read only where they can change the answer, decided per op: the zeros of a factor whose partner carries
+distances (a constant's once per storage and version, :meth:`~seqlab.measure.distance_store.DistanceStore.constant_zeros`),
+the output of the ops above whose 0 has no derivative, and nothing else (a chain of ordinary ops reads no values).
+What a local rule cannot see — an exact cancellation (e / e for a hand-written softmax row with one open key, x − x),
+code outside the dispatcher — is the perturbation check's (:mod:`seqlab.measure.perturbation`).
 
 In-place twins (``threshold_``, ``masked_fill_``, ``cumsum_`` …) follow the rule of their out-of-place
 form (:func:`out_of_place`): writing into the input's storage changes where the result lives, not what

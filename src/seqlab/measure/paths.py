@@ -41,6 +41,14 @@ known by value — see :mod:`seqlab.measure.path_rules`. Run layers in eval mode
 
 The float64 closeness tracer this replaced is kept in ``tests/reference_paths.py``; the tests check that
 both give the same matrices on every layer seqlab ships and on the tests' own modules.
+
+Per source, whatever the batching (issue 35): no rule judges "constant" across the sources of a pass (an exact zero
+cuts by the product rule, for each source alone), so a source's distances are those it has traced alone, whatever
+sources share its pass and whatever ``batch_bytes``. **Checked by perturbation** (issue 35): after the trace, the
+traced sources (at most :data:`~seqlab.measure.perturbation.MAX_SOURCES` of them) are perturbed in float64 and what
+moves is compared with what the trace reaches (:mod:`seqlab.measure.perturbation`): a pair that moves where the
+trace has no path (NumPy or C the dispatcher never sees), or a path whose derivative is exactly 0 at this input (an
+exact cancellation), makes the matrices a named bound (:attr:`PathMatrix.exact` False, :attr:`PathMatrix.bound_reason`).
 """
 
 from __future__ import annotations
@@ -55,9 +63,9 @@ from torch import Tensor
 from seqlab.errors import SeqlabError
 from seqlab.measure.distances import seed, to_lengths
 from seqlab.measure.layout import check_positions_layout
+from seqlab.measure import perturbation
 from seqlab.measure.path_tracer import UNITS, PathTracer
 from seqlab.measure.perturbation import PerturbationCheck, check_paths
-from seqlab.measure import perturbation
 from seqlab.measure.switches import one_thread, reference_kernels
 from seqlab.memory import GIB, available_memory_bytes
 

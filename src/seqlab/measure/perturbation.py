@@ -71,6 +71,16 @@ MAX_SUSPECTS = 3
 Select = Callable[[Any], Sequence[Tensor]]
 Pair = tuple[int, int]
 
+#: The sentences of :meth:`PerturbationCheck.describe`, as message ids for a translation catalogue.
+MESSAGES = {
+    "check": "perturbation check ({route}, {dtype}): ",
+    "missed": "{count} pair(s) the trace calls unreachable move (source {source} -> output {output} first): "
+              "a dependence outside the trace",
+    "unmoved": "{count} pair(s) the trace calls reachable have a derivative of exactly 0 here "
+               "(source {source} -> output {output} first)",
+    "suspects": "; suspected: {ops}",
+}
+
 
 @dataclass(frozen=True)
 class PerturbationCheck:
@@ -109,20 +119,26 @@ class PerturbationCheck:
 
     @property
     def disagreement(self) -> str | None:
-        """One English sentence naming the disagreement (renderers translate it), None when the check agrees."""
+        """The disagreement in English (None when the check agrees); :meth:`describe` for another language."""
+        return self.describe()
+
+    def describe(self, translate: Callable[[str], str] = str) -> str | None:
+        """The disagreement as a sentence, its templates (:data:`MESSAGES`) passed through ``translate`` (a
+        gettext function; identity by default), None when the check agrees.
+
+        >>> PerturbationCheck("finite differences", "float64", (0,), ((0, 1),), (), (), ()).describe()
+        'perturbation check (finite differences, float64): 1 pair(s) the trace calls unreachable move (source 0 -> output 1 first): a dependence outside the trace'
+        """
         if self.agrees:
             return None
         parts = []
-        if self.missed:
-            s, j = self.missed[0]
-            parts.append(f"{len(self.missed)} pair(s) the trace calls unreachable move (source {s} -> output {j} "
-                         "first): a dependence outside the trace")
-        if self.unmoved:
-            s, j = self.unmoved[0]
-            parts.append(f"{len(self.unmoved)} pair(s) the trace calls reachable have a derivative of exactly 0 here "
-                         f"(source {s} -> output {j} first)")
-        suspected = f"; suspected: {', '.join(self.suspects)}" if self.suspects else ""
-        return f"perturbation check ({self.route}, {self.dtype}): " + "; ".join(parts) + suspected
+        for pairs, template in ((self.missed, MESSAGES["missed"]), (self.unmoved, MESSAGES["unmoved"])):
+            if pairs:
+                parts.append(translate(template).format(count=len(pairs), source=pairs[0][0], output=pairs[0][1]))
+        text = translate(MESSAGES["check"]).format(route=self.route, dtype=self.dtype) + "; ".join(parts)
+        if self.suspects:
+            text += translate(MESSAGES["suspects"]).format(ops=", ".join(self.suspects))
+        return text
 
 
 def checked_sources(sources: Sequence[int], most: int = MAX_SOURCES) -> tuple[int, ...]:
