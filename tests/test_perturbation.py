@@ -134,7 +134,7 @@ def test_agreeing_layers_run_in_float64_and_stay_exact():
 
 
 def test_the_check_can_be_switched_off(monkeypatch):
-    layer = lambda x: NumpyCumsum.apply(x)  # noqa: E731
+    layer = lambda x: NumpyCumsum.apply(x)
     assert measure_paths(layer, _x(), check=False).check is None
     assert measure_paths(layer, _x(), check=False).exact  # the trace alone: the old answer
     monkeypatch.setattr(perturbation, "CHECK", False)

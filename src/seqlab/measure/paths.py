@@ -61,9 +61,9 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError
+from seqlab.measure import perturbation
 from seqlab.measure.distances import seed, to_lengths
 from seqlab.measure.layout import check_positions_layout
-from seqlab.measure import perturbation
 from seqlab.measure.path_tracer import UNITS, PathTracer
 from seqlab.measure.perturbation import PerturbationCheck, check_paths
 from seqlab.measure.switches import one_thread, reference_kernels
