@@ -242,3 +242,28 @@ def test_integer_and_boolean_results_carry_no_dependence():
     matrix = measure_paths(layer, x)
     assert _path_depends(matrix) == _jacobian_depends(layer, x)
     assert matrix.exact, matrix.bound_reason
+
+
+def _vector_products():
+    """One query against T keys written with every vector product: mv, dot, addmv, addr, addbmm."""
+    mask = CAUSAL[2].to(torch.float64)  # query 2 reads keys 0..2
+
+    def weights(x):
+        return torch.exp(x @ x[2]) * mask.to(x.dtype)  # (T,): exactly 0 on keys 3..T-1
+
+    return {
+        "mv": lambda x: (x.T @ weights(x))[None, :],  # (d, T) @ (T,): aten.mv
+        "dot": lambda x: torch.stack([torch.dot(weights(x), x[:, k]) for k in range(D)])[None, :],
+        "addmv": lambda x: torch.addmv(torch.zeros(D, dtype=x.dtype), x.T, weights(x))[None, :],
+        "addr": lambda x: torch.addr(torch.zeros(T, D, dtype=x.dtype), weights(x), x[2]).sum(0, keepdim=True),
+        "addbmm": lambda x: torch.addbmm(torch.zeros(1, D, dtype=x.dtype), weights(x)[None, None, :], x[None]),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_vector_products()))
+def test_every_vector_product_cuts_at_a_zero_weight(name):
+    layer = _vector_products()[name]
+    x = _x(9)
+    matrix = measure_paths(layer, x)
+    assert _path_depends(matrix) == _jacobian_depends(layer, x) == ((True, True, True, False, False, False),)
+    assert matrix.exact, matrix.bound_reason

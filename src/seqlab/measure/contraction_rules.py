@@ -57,21 +57,20 @@ def contraction(func, args, kwargs, out: Tensor, read: Read, step: Step, sources
     if packet in _FACTORS:
         left, right = _FACTORS[packet]
         parts = list(_matrix_product(b[left], b[right], read))
-    elif packet in (aten.mv, aten.addmv):
-        matrix, vector = read(b["self" if packet is aten.mv else "mat"]), read(b["vec"])
-        parts = [None if matrix is None else least(matrix, -1),
-                 None if vector is None else least(vector, -1, keepdim=True)]
+    elif packet in (aten.mv, aten.addmv):  # M v = M @ v[:, None], column dim dropped
+        parts = [None if p is None else p.squeeze(-1)
+                 for p in _matrix_product(b["self" if packet is aten.mv else "mat"], b["vec"].unsqueeze(-1), read)]
     elif packet in (aten.dot, aten.vdot):
         other = b["tensor"] if packet is aten.dot else b["other"]  # their schemas name the second vector apart
-        spread = everything([read(b["self"]), read(other)], shape, sources) if shape == () else None
-        return None if spread is None else step(spread)
-    elif packet is aten.addbmm:
-        first, second = read(b["batch1"]), read(b["batch2"])
-        parts = [None if first is None else least(first, (1, 3)).unsqueeze(-1),
-                 None if second is None else least(second, (1, 2)).unsqueeze(-2)]
-    elif packet is aten.addr:
-        first, second = read(b["vec1"]), read(b["vec2"])
-        parts = [None if first is None else first.unsqueeze(-1), None if second is None else second.unsqueeze(-2)]
+        if shape != () or b["self"].dim() != 1:
+            return None if read(b["self"]) is None and read(other) is None else \
+                step(everything([read(b["self"]), read(other)], shape, sources))
+        parts = [None if p is None else p.reshape(p.shape[0])  # a · b = a[None, :] @ b[:, None]
+                 for p in _matrix_product(b["self"].unsqueeze(0), other.unsqueeze(-1), read)]
+    elif packet is aten.addbmm:  # Σ_b A_b B_b: the batched product's terms, least over the batch
+        parts = [None if p is None else least(p, 1) for p in _matrix_product(b["batch1"], b["batch2"], read)]
+    elif packet is aten.addr:  # the outer product v1 v2ᵀ: a product over a contraction of width 1
+        parts = list(_matrix_product(b["vec1"].unsqueeze(-1), b["vec2"].unsqueeze(0), read))
     elif packet in (aten.convolution, aten._convolution) and not b["transposed"]:
         return _convolution(b, out, read, step, sources)
     elif packet is aten.linalg_solve_triangular:
