@@ -56,10 +56,11 @@ def contraction(func, args, kwargs, out: Tensor, read: Read, step: Step, sources
     addend = read(b["self"]) if packet in _ADDEND and isinstance(b["self"], Tensor) else None
     if packet in _FACTORS:
         left, right = _FACTORS[packet]
-        parts = list(_matrix_product(b[left], b[right], read))
+        parts = list(_matrix_product(b[left], b[right], read, out))
     elif packet in (aten.mv, aten.addmv):  # M v = M @ v[:, None], column dim dropped
         parts = [None if p is None else p.squeeze(-1)
-                 for p in _matrix_product(b["self" if packet is aten.mv else "mat"], b["vec"].unsqueeze(-1), read)]
+                 for p in _matrix_product(b["self" if packet is aten.mv else "mat"], b["vec"].unsqueeze(-1), read,
+                                          out)]
     elif packet in (aten.dot, aten.vdot):
         other = b["tensor"] if packet is aten.dot else b["other"]  # their schemas name the second vector apart
         if shape != () or b["self"].dim() != 1:
@@ -170,18 +171,20 @@ def _columns(d: Distance) -> Distance:
     return align(least(rows, -2, keepdim=True), (*d.shape[1:-2], 1, d.shape[-1]))
 
 
-def _exact_zeros(tensor: Tensor, d: Distance, read: Read) -> tuple[Tensor, bool]:
+def _exact_zeros(tensor: Tensor, d: Distance, read: Read) -> tuple[Tensor | None, bool]:
     """Elements that are exactly 0, whatever made them and whatever they depend on, and whether there is any
-    (the product rule: the other factor's dependence through them is cut). For a constant (no distances) the
-    reader caches the answer per storage, view and version: a weight read at every step of a recurrence is
-    checked once."""
+    (the product rule: the other factor's dependence through them is cut; None: none). For a constant (no
+    distances) the reader caches the answer per storage, view and version: a weight read at every step of a
+    recurrence is checked once; a traced factor proven zero-free by the ops that made it is not read."""
     if d is None:
         return read.constant_zeros(tensor)
+    if read.holds_no_zeros(tensor):
+        return None, False
     zeros = tensor == 0
     return zeros, bool(zeros.any())
 
 
-def _matrix_product(left: Tensor, right: Tensor, read: Read) -> tuple[Distance, Distance]:
+def _matrix_product(left: Tensor, right: Tensor, read: Read, out: Tensor | None = None) -> tuple[Distance, Distance]:
     """Distances of left @ right from each factor: (…, n, k) @ (…, k, p) -> two (S, …, n, p) parts.
 
     Term k of out[i, j] = Σ_k A[i, k] B[k, j] carries A[i, k]'s dependencies unless B[k, j] is exactly 0
@@ -193,12 +196,28 @@ def _matrix_product(left: Tensor, right: Tensor, read: Read) -> tuple[Distance, 
     d_left, d_right = read(left), read(right)
     zero_left, any_left = _exact_zeros(left, d_left, read) if d_right is not None else (None, False)
     zero_right, any_right = _exact_zeros(right, d_right, read) if d_left is not None else (None, False)
+    if out is not None and (d_left is not None or d_right is not None):  # no exact 0 when neither factor has one
+        read.prove_zero_free(out, _free(left, d_left, any_left, d_right, read) and
+                             _free(right, d_right, any_right, d_left, read))
     if not any_left and not any_right:
         return _rows(d_left), _columns(d_right)
-    from_left = None if d_left is None else _min_plus(d_left, ~zero_right)
+    from_left = None if d_left is None else _min_plus(d_left, _allowed(zero_right, right))
     from_right = None if d_right is None else _min_plus(
-        d_right.transpose(-2, -1), (~zero_left).transpose(-2, -1)).transpose(-2, -1)
+        d_right.transpose(-2, -1), _allowed(zero_left, left).transpose(-2, -1)).transpose(-2, -1)
     return from_left, from_right
+
+
+def _free(factor: Tensor, d: Distance, found: bool, d_other: Distance, read: Read) -> bool:
+    """Whether a factor holds no exact 0, from what :func:`_matrix_product` already knows (no new read of a traced
+    factor: one that was not read and is not proven zero-free counts as holding zeros)."""
+    if d is None:
+        return not read.constant_zeros(factor)[1]
+    return read.holds_no_zeros(factor) or (d_other is not None and not found)
+
+
+def _allowed(zeros: Tensor | None, factor: Tensor) -> Tensor:
+    """The terms a factor lets through: everywhere but its exact zeros."""
+    return torch.ones(factor.shape, dtype=torch.bool) if zeros is None else ~zeros
 
 
 def _min_plus(d: Tensor, allowed: Tensor) -> Tensor:

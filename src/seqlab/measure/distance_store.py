@@ -169,6 +169,8 @@ class DistanceStore:
         self.used_bytes = 0
         self.expansions = 0  # position-level storages expanded to element level
         self.scalar_bytes: dict[int, int] = {}  # per storage: bytes of the scalar one distance stands for
+        self.zero_free: dict[int, bool] = {}  # per storage: proven to hold no exact 0 (see :meth:`holds_no_zeros`)
+        self._proofs: dict[int, bool] = {}  # a rule's proof for an output, taken by the write that stores it
 
     def __call__(self, tensor: Tensor) -> Tensor | None:
         key = tensor.untyped_storage().data_ptr()
@@ -224,10 +226,35 @@ class DistanceStore:
         self.expansions += 1
         return full
 
+    def prove_zero_free(self, tensor: Tensor, free: bool) -> None:
+        """A rule's proof, for an output it is computing, that no element of it is an exact 0 by construction (every
+        input zero-free and an op that makes no 0 of non-zeros, or the output read). The write that stores the
+        output takes it (:meth:`write`)."""
+        self._proofs[tensor.untyped_storage().data_ptr()] = free
+
+    def holds_no_zeros(self, tensor: Tensor) -> bool:
+        """Whether ``tensor``'s storage is proven to hold no exact 0: its whole storage written by rules that proved
+        it, op after op (a storage written in part, or by an op without such a proof, may hold zeros). A rule then
+        skips reading its values for the product rule: the read that costs most (issue 34, item 3).
+
+        >>> store, x = DistanceStore(rows=2, budget_bytes=1e6, per_unit=1), torch.ones(3)
+        >>> store.prove_zero_free(x, True); store.write(x, torch.zeros(2, 3, dtype=DTYPE)); store.holds_no_zeros(x)
+        True
+        >>> store.write(x[:1], None); store.holds_no_zeros(x)  # a constant written into part of it
+        False
+        """
+        return self.zero_free.get(tensor.untyped_storage().data_ptr(), False)
+
     def write(self, tensor: Tensor, value: Tensor | None) -> None:
         """Store ``value`` ((rows, *tensor.shape), or None: no dependency) where ``tensor`` lives."""
         key = tensor.untyped_storage().data_ptr()
         storage = self.by_storage.get(key)
+        proof = self._proofs.pop(key, False)
+        if storage is not None:
+            self.zero_free[key] = self.zero_free.get(key, False) and proof and value is not None
+        elif value is not None:
+            self.zero_free[key] = proof and tensor.storage_offset() == 0 and tensor.is_contiguous() and \
+                tensor.numel() * tensor.element_size() == tensor.untyped_storage().nbytes()
         if tensor.is_complex() or (storage is not None and self.scalar_bytes[key] != _scalar_bytes(tensor)):
             self._write_scalars(key, tensor, value)
             return

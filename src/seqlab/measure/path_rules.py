@@ -116,6 +116,11 @@ _SUMS = (aten.add, aten.add_, aten.sub, aten.sub_)
 #: d 2^x = 2^x ln 2 dx, d σ(x) = σ(x)(1 − σ(x)) dx. An output 0 (exp(−inf), or an underflow in the dtype computed)
 #: depends on nothing; the softmax family follows the same rule in :func:`reduction`.
 _ZERO_OUTPUT_NO_DERIVATIVE = frozenset({"exp", "exp2", "sigmoid"})
+#: Element-wise ops that make no exact 0 of non-zero inputs (up to a coincidence of rounding, or an exact cancellation
+#: such as x − x, which the perturbation check names): their output is proven zero-free when every input is, so a
+#: product reads no values of it (:func:`zero_free`). ``mul`` and ``div`` need non-zero scalars too.
+_KEEPS_ZERO_FREE = frozenset({"add", "sub", "rsub", "mul", "div", "neg", "tanh", "atan", "asinh", "sinh", "tan",
+                              "expm1", "log1p", "sqrt", "reciprocal", "erf", "erfinv", "abs", "addcmul", "addcdiv"})
 #: Floating ops that are piecewise constant (derivative 0 wherever defined), as integer and boolean results are.
 _PIECEWISE_CONSTANT = frozenset({"floor", "ceil", "round", "trunc", "sign", "sgn", "heaviside"})
 
@@ -148,10 +153,15 @@ def pointwise(func, args, kwargs, out: Tensor, read: Read, step: Step, sources: 
         return None
     if packet in _MASKED_FILL or packet is aten.where:
         return _select(packet, arguments(func, args, kwargs), out, read, step, sources)
-    if packet in _PRODUCTS or packet in _QUOTIENTS or name in ("addcmul", "addcdiv"):
-        return _product_rule(func, args, kwargs, out, read, step, sources)
     tensors = list(tensors_in(args)) + list(tensors_in(kwargs.values()))
     distances = [read(t) for t in tensors]
+    if name in _KEEPS_ZERO_FREE and any(d is not None for d in distances):  # zero-free when every input is
+        scalars = [v for v in [*args, *kwargs.values()] if isinstance(v, (int, float, complex)) and
+                   not isinstance(v, bool)] if packet in _PRODUCTS or packet in _QUOTIENTS else []
+        read.prove_zero_free(out, all(zero_free(t, d, read) for t, d in zip(tensors, distances, strict=True))
+                             and all(v != 0 for v in scalars))
+    if packet in _PRODUCTS or packet in _QUOTIENTS or name in ("addcmul", "addcdiv"):
+        return _product_rule(func, args, kwargs, out, read, step, sources)
     if packet in _SUMS:
         # a constant infinity absorbs the other operand: x + (-inf) = -inf (checked once per constant)
         infs = [read.constant_infs(t) if d is None and t.is_floating_point() else (None, False)
@@ -164,7 +174,9 @@ def pointwise(func, args, kwargs, out: Tensor, read: Read, step: Step, sources: 
         return None
     if name in _ZERO_OUTPUT_NO_DERIVATIVE:
         zero = out == 0
-        if bool(zero.any()):
+        found = bool(zero.any())
+        read.prove_zero_free(out, not found)  # read anyway: exact
+        if found:
             result = torch.where(zero, UNREACHABLE, align(result, out.shape))
     return step(result)
 
@@ -184,11 +196,23 @@ def _select(packet, bound: dict, out: Tensor, read: Read, step: Step, sources: i
                             chosen[1] if chosen[1] is not None else never))
 
 
+def zero_free(value: Any, d: Distance, read: Read) -> bool:
+    """Whether a factor holds no exact 0, without reading a traced tensor's values: a scalar by its value, a constant
+    once per storage, view and version, a traced tensor by the proof of the ops that wrote it
+    (:meth:`~seqlab.measure.distance_store.DistanceStore.holds_no_zeros`)."""
+    if not isinstance(value, Tensor):
+        return value != 0
+    return not read.constant_zeros(value)[1] if d is None else read.holds_no_zeros(value)
+
+
 def _zeros(value: Any, d: Distance, read: Read) -> Tensor | None:
     """Where a factor is exactly 0 (a bool tensor), None where it is nowhere 0. A scalar is a value; a constant is
-    read once per storage, view and version (a weight read at every step of a recurrence is checked once)."""
+    read once per storage, view and version (a weight read at every step of a recurrence is checked once); a traced
+    tensor proven zero-free is not read at all."""
     if not isinstance(value, Tensor):
         return torch.tensor(True) if value == 0 else None
+    if d is not None and read.holds_no_zeros(value):
+        return None
     zero, found = read.constant_zeros(value) if d is None else (value == 0, None)
     if found is None:
         found = bool(zero.any())
@@ -254,6 +278,10 @@ _SAME_SHAPE_ALONG_DIM = {"_softmax", "_safe_softmax", "_log_softmax", "softmax",
                          "sort", "topk", "max", "min", "logsumexp", "argmax", "argmin"}
 _SOFTMAX = {"_softmax", "_safe_softmax", "_log_softmax", "softmax", "log_softmax"}
 _PREFIX_ALONG_DIM = {"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"}
+#: Reductions whose first output holds no exact 0 when their input holds none (a sum's cancellation aside: the
+#: perturbation check's); sorts and extremes move values, a prefix sum adds them.
+_KEEPS_ZERO_FREE_ALONG_DIM = frozenset({"sum", "mean", "amax", "amin", "max", "min", "cumsum", "logsumexp", "sort",
+                                        "topk", "prod", "cumprod", "cummax", "cummin"})
 #: Reductions to an extreme value: they depend on the elements that attain it (see :func:`reduction`).
 _EXTREMES = {"max", "min", "amax", "amin"}
 #: Discrete Fourier transforms: every output frequency reads every input element along the transformed dims.
@@ -275,10 +303,14 @@ def reduction(func, args, kwargs, outs: list[Tensor], read: Read, step: Step, so
         dims = list(range(data.dim())) if dims is None or dims == [] else ([dims] if isinstance(dims, int) else dims)
     dims = [i % max(data.dim(), 1) for i in dims]
     blocked = None
+    if name in _KEEPS_ZERO_FREE_ALONG_DIM and data.is_floating_point():
+        read.prove_zero_free(outs[0], read.holds_no_zeros(data))
     if name in _SOFTMAX and data.is_floating_point() and outs[0].shape == data.shape:
         # a weight exactly 0 in the dtype (exp(-inf), or an underflowing finite score) is a constant:
         # it depends on nothing and passes nothing on (its derivative is 0 too)
         weight_zero = torch.isneginf(outs[0]) if name.startswith(("_log", "log")) else outs[0] == 0
+        if not name.startswith(("_log", "log")):
+            read.prove_zero_free(outs[0], not bool(weight_zero.any()))  # the weights are read anyway: exact
         blocked = torch.isneginf(data) | weight_zero
         # a row with a single weight left open: that weight is exactly 1 whatever its score (query) is
         alone = (~blocked).sum(dim=dims[0], keepdim=True) == 1
@@ -377,7 +409,10 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
         if not all(carries_derivative(out) for out in outs):
             return [None for _ in outs]  # a cast to integers or booleans: piecewise constant
         source = arguments(func, args, kwargs)["src" if packet is aten.copy_ else "self"]
-        return [broadcast_min([read(source)], out.shape, sources) for out in outs]
+        d = read(source)
+        for out in outs:
+            read.prove_zero_free(out, d is not None and source.is_floating_point() and zero_free(source, d, read))
+        return [broadcast_min([d], out.shape, sources) for out in outs]
     if packet is aten._unsafe_view and args[0].is_contiguous():  # a reshape: elements keep their order
         d = read(args[0])
         return [None if d is None else d.reshape(sources, *outs[0].shape)]
@@ -390,11 +425,22 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
     if all(d is None for d in distances):
         return [None for _ in outs]
     rows = [narrow(d) if d is not None else None for d in distances]
+    # the outputs hold no exact 0 when no input does and the op writes no constant (id 0) of its own
+    inputs_free = all(zero_free(leaves[i], d, read) for i, d in zip(slots, distances, strict=True))
     if all(leaves[i].dim() and (d is None or r is not None) for i, d, r in zip(slots, distances, rows, strict=True)):
-        moved = _move_rows(func, leaves, slots, rows, rebuild, outs, sources)
+        moved = _move_rows(func, leaves, slots, rows, rebuild, outs, sources, read if inputs_free else None)
         if moved is not None:
             return moved
-    return _move_elements(func, leaves, slots, distances, rebuild, outs, sources)
+    return _move_elements(func, leaves, slots, distances, rebuild, outs, sources, read if inputs_free else None)
+
+
+def _prove_by_ids(read, moved: list[Tensor], outs: list[Tensor]) -> None:
+    """Each floating output is zero-free when every element holds an input's id (none holds 0, a constant)."""
+    if read is None:
+        return
+    for m, out in zip(moved, outs, strict=True):
+        if m.is_floating_point():
+            read.prove_zero_free(out, not bool((m == 0).any()))
 
 
 def _scalar_fill_as_constant(func, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -427,7 +473,7 @@ def _id_values(moved: list[Tensor]) -> list[Tensor]:
 
 
 def _move_rows(func, leaves: list[Any], slots: list[int], rows: list[Distance], rebuild, outs: list[Tensor],
-               sources: int) -> list[Distance] | None:
+               sources: int, prover=None) -> list[Distance] | None:
     """Position level: every input's distances are uniform along its features, so each element gets the id of
     its row (ids repeat along the last dim). Where every output row copies from one input row (all its ids
     equal: a stack, a cat or a slice along the positions) that row's distance holds for all its features;
@@ -445,6 +491,7 @@ def _move_rows(func, leaves: list[Any], slots: list[int], rows: list[Distance], 
     if moved is None or any(m.is_floating_point() and (not m.dim() or not bool((m == m[..., :1]).all()))
                             for m in moved):
         return None
+    _prove_by_ids(prover, moved, outs)
     table = torch.cat(flat, dim=1)  # (S, 1 + all input rows)
     return [align(table.index_select(1, m[..., 0].reshape(-1).long()).reshape(sources, *o.shape[:-1], 1),
                   o.shape) if m.is_floating_point() else None for m, o in zip(moved, outs, strict=True)]
@@ -466,7 +513,7 @@ def _run_on_ids(func, leaves: list[Any], rebuild, outs: list[Tensor]) -> list[Te
 
 
 def _move_elements(func, leaves: list[Any], slots: list[int], distances: list[Distance], rebuild,
-                   outs: list[Tensor], sources: int) -> list[Distance] | None:
+                   outs: list[Tensor], sources: int, prover=None) -> list[Distance] | None:
     """Element level: each element gets its own id; the output's distances are gathered by id."""
     offset, flat = 1, [unreachable(sources, (1,))]  # id 0: a constant
     for i, d in zip(slots, distances, strict=True):
@@ -478,6 +525,7 @@ def _move_elements(func, leaves: list[Any], slots: list[int], distances: list[Di
     if moved is None:
         return None
     moved = _id_values(moved)
+    _prove_by_ids(prover, moved, outs)
     table = torch.cat(flat, dim=1)  # (S, 1 + all input elements)
     return [table.index_select(1, m.reshape(-1).long()).reshape(sources, *o.shape) if m.is_floating_point() else None
             for m, o in zip(moved, outs, strict=True)]

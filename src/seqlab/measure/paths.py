@@ -214,6 +214,7 @@ def path_batches(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[in
         batch, pending = tuple(pending[:size]), pending[size:]
         tracer = PathTracer(len(batch), budget_bytes=budget, positions=level)
         copy = x.detach().clone()
+        tracer.store.prove_zero_free(copy, bool((copy != 0).all()))  # read once: no product need read x again
         tracer.store.write(copy, seed(copy, batch, len(UNITS)))
         with reference_kernels(), torch.no_grad(), tracer:
             selected = select(layer(copy))
