@@ -267,3 +267,37 @@ def test_every_vector_product_cuts_at_a_zero_weight(name):
     matrix = measure_paths(layer, x)
     assert _path_depends(matrix) == _jacobian_depends(layer, x) == ((True, True, True, False, False, False),)
     assert matrix.exact, matrix.bound_reason
+
+
+def _zeroed_in_place():
+    """A product's factor made without zeros (so proven zero-free and never read), then zeroed in place."""
+    def fill_slice(x):
+        a = x @ x.T  # (T, T): no exact 0
+        a[:, 4:] = 0.0  # keys 4.. written 0 through a view
+        return a @ _values(x)
+
+    def masked_fill_in_place(x):
+        a = x @ x.T
+        a.masked_fill_(~CAUSAL, 0.0)
+        return a @ _values(x)
+
+    def multiplied_in_place(x):
+        a = x @ x.T + 1.0
+        a.mul_(CAUSAL.to(x.dtype))
+        return a @ _values(x)
+
+    def copied_into(x):
+        a = torch.zeros(T, T, dtype=x.dtype)
+        a[:, :3] = x @ x[:3].T  # keys 0..2 written, the rest stays 0
+        return a @ _values(x)
+
+    return {f.__name__: f for f in (fill_slice, masked_fill_in_place, multiplied_in_place, copied_into)}
+
+
+@pytest.mark.parametrize("name", sorted(_zeroed_in_place()))
+def test_a_zero_written_in_place_into_a_proven_factor_still_cuts(name):
+    layer = _zeroed_in_place()[name]
+    x = _x(10)
+    matrix = measure_paths(layer, x)
+    assert _path_depends(matrix) == _jacobian_depends(layer, x)
+    assert matrix.exact, matrix.bound_reason

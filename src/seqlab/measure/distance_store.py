@@ -170,7 +170,7 @@ class DistanceStore:
         self.expansions = 0  # position-level storages expanded to element level
         self.scalar_bytes: dict[int, int] = {}  # per storage: bytes of the scalar one distance stands for
         self.zero_free: dict[int, bool] = {}  # per storage: proven to hold no exact 0 (see :meth:`holds_no_zeros`)
-        self._proofs: dict[int, bool] = {}  # a rule's proof for an output, taken by the write that stores it
+        self._proofs: dict[int, tuple[bool, int]] = {}  # a rule's proof for an output, and the writes that take it
 
     def __call__(self, tensor: Tensor) -> Tensor | None:
         key = tensor.untyped_storage().data_ptr()
@@ -230,7 +230,9 @@ class DistanceStore:
         """A rule's proof, for an output it is computing, that no element of it is an exact 0 by construction (every
         input zero-free and an op that makes no 0 of non-zeros, or the output read). The write that stores the
         output takes it (:meth:`write`)."""
-        self._proofs[tensor.untyped_storage().data_ptr()] = free
+        key = tensor.untyped_storage().data_ptr()
+        earlier, pending = self._proofs.get(key, (True, 0))
+        self._proofs[key] = (earlier and free, pending + 1)  # outputs sharing a storage (a split): one write each
 
     def holds_no_zeros(self, tensor: Tensor) -> bool:
         """Whether ``tensor``'s storage is proven to hold no exact 0: its whole storage written by rules that proved
@@ -249,12 +251,15 @@ class DistanceStore:
         """Store ``value`` ((rows, *tensor.shape), or None: no dependency) where ``tensor`` lives."""
         key = tensor.untyped_storage().data_ptr()
         storage = self.by_storage.get(key)
-        proof = self._proofs.pop(key, False)
-        if storage is not None:
-            self.zero_free[key] = self.zero_free.get(key, False) and proof and value is not None
+        proof, pending = self._proofs.pop(key, (False, 1))
+        if pending > 1:
+            self._proofs[key] = (proof, pending - 1)
+        whole = tensor.storage_offset() == 0 and tensor.is_contiguous() and \
+            tensor.numel() * tensor.element_size() == tensor.untyped_storage().nbytes()
+        if storage is not None:  # written over: the proof holds alone; written in part: with the rest's
+            self.zero_free[key] = proof and value is not None and (whole or self.zero_free.get(key, False))
         elif value is not None:
-            self.zero_free[key] = proof and tensor.storage_offset() == 0 and tensor.is_contiguous() and \
-                tensor.numel() * tensor.element_size() == tensor.untyped_storage().nbytes()
+            self.zero_free[key] = proof and whole
         if tensor.is_complex() or (storage is not None and self.scalar_bytes[key] != _scalar_bytes(tensor)):
             self._write_scalars(key, tensor, value)
             return

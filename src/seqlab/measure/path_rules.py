@@ -155,11 +155,15 @@ def pointwise(func, args, kwargs, out: Tensor, read: Read, step: Step, sources: 
         return _select(packet, arguments(func, args, kwargs), out, read, step, sources)
     tensors = list(tensors_in(args)) + list(tensors_in(kwargs.values()))
     distances = [read(t) for t in tensors]
-    if name in _KEEPS_ZERO_FREE and any(d is not None for d in distances):  # zero-free when every input is
-        scalars = [v for v in [*args, *kwargs.values()] if isinstance(v, (int, float, complex)) and
-                   not isinstance(v, bool)] if packet in _PRODUCTS or packet in _QUOTIENTS else []
-        read.prove_zero_free(out, all(zero_free(t, d, read) for t, d in zip(tensors, distances, strict=True))
-                             and all(v != 0 for v in scalars))
+    if name in _KEEPS_ZERO_FREE and any(d is not None for d in distances):
+        free = [zero_free(t, d, read) for t, d in zip(tensors, distances, strict=True)]
+        if packet in _SUMS or name == "rsub":  # a sum is 0 only where its terms cancel, if one term is never 0
+            proof = any(free)
+        else:  # a product, a quotient's dividend, a function that is 0 only at 0: every input zero-free
+            scalars = [v for v in [*args, *kwargs.values()] if isinstance(v, (int, float, complex)) and
+                       not isinstance(v, bool)] if packet in _PRODUCTS or packet in _QUOTIENTS else []
+            proof = all(free) and all(v != 0 for v in scalars)
+        read.prove_zero_free(out, proof)
     if packet in _PRODUCTS or packet in _QUOTIENTS or name in ("addcmul", "addcdiv"):
         return _product_rule(func, args, kwargs, out, read, step, sources)
     if packet in _SUMS:
