@@ -16,6 +16,10 @@ first expands that storage to element level (:meth:`DistanceStore.expand`) and g
 Shapes: ``rows`` = sources × the two units; a storage of ``n`` elements is (rows, n) per element or
 (rows, n / f) per position.
 
+Beside the distances the store keeps, per storage, whether it is proven to hold no exact 0 (issue 35):
+the rule of each op that writes it says whether its output can hold one (:meth:`DistanceStore.prove_zero_free`), so
+the product rule reads the values of a traced factor only where a 0 can sit (:meth:`DistanceStore.holds_no_zeros`).
+
 :func:`estimate_path_bytes` is the one estimate of what a pass holds, from these very sizes (int32 distances,
 the chunk of the masked min-plus product): every front end that refuses a size before tracing calls it.
 """
@@ -136,7 +140,8 @@ def _layout(tensor: Tensor, features: int) -> tuple[tuple[int, ...], int] | None
 
 class DistanceStore:
     """Distances per storage, and what a rule may ask: ``store(tensor)`` reads a tensor's distances (None: a
-    constant), :meth:`constant_zeros` and :meth:`constant_infs` answer once per constant.
+    constant), :meth:`constant_zeros` and :meth:`constant_infs` answer once per constant, :meth:`holds_no_zeros`
+    whether a traced storage is proven to hold no exact 0.
 
     >>> store, x = DistanceStore(rows=2, budget_bytes=1e6, per_unit=1), torch.zeros(3, 4)
     >>> store(x) is None
