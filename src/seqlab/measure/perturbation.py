@@ -33,8 +33,10 @@ rows and each copy runs alone). At most :data:`MAX_SOURCES` traced sources are c
 ones between; :attr:`PerturbationCheck.sources` says which). The check runs in float64 when the layer runs in it (an
 ``nn.Module`` is called with float64 copies of its parameters and buffers through ``torch.func.functional_call``,
 nothing of it changed; another callable is tried on float64 x), else in x's own dtype
-(:attr:`PerturbationCheck.dtype`). Measured (one thread, CPU time, T = 128, d = 256 and T = 1000, d = 512): see the
-report of issue 35 and docs/en/speed.md.
+(:attr:`PerturbationCheck.dtype`). Measured (one thread, CPU time, float32 layers, a 2-core machine under load 6):
+for the two ends as sources, about 6x a float32 forward pass for an Elman RNN and 11x for self-attention, at T = 128,
+d = 256 and at T = 1000, d = 512 (a float64 pass costs 1.5-2x a float32 one, and the batch holds 1 + S copies); for
+every source at T = 128 (8 perturbed), 11x and 33x.
 
 When a pair is missed, one more pass (:func:`suspects`) names the ops where values cross the dispatcher's border:
 ``.item()`` (``aten._local_scalar_dense``), tensors made from Python or NumPy data (``aten.lift_fresh``) and the first
