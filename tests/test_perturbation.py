@@ -157,3 +157,29 @@ def test_a_layer_that_cannot_be_perturbed_is_said_so():
 
     check = check_paths(flaky, _x(), (0,), lambda y: [y], [[[True] * T]], [()])[0]
     assert check.route == "not run" and "runs once" in check.reason and check.agrees
+
+
+def test_a_layer_that_mixes_its_batch_rows_runs_each_copy_alone():
+    """x - mean over the batch: the copies cannot share a batch with x (each would move the others' rows); the check
+    sees the batch's own x rows differ from a plain run and runs each copy alone, with no pair wrongly named."""
+    def layer(x):
+        return x - x.mean(dim=0, keepdim=True) + x.cumsum(-2)
+
+    matrix = measure_paths(layer, _x(11, dtype=torch.float64, shape=(2, T, D)))
+    assert matrix.check.route == "finite differences"
+    assert matrix.check.agrees and matrix.exact
+    assert matrix.products == tuple(tuple(0 if j >= s else None for j in range(T)) for s in range(T))
+
+
+def test_the_check_leaves_the_generator_as_it_was():
+    """A layer that draws (dropout in training mode): every run draws the same noise, the caller's stream moves on as
+    if no check had run."""
+    dropout = torch.nn.Dropout(0.5).train()
+    x = _x(12, dtype=torch.float64, shape=(1, T, D))
+    torch.manual_seed(3)
+    measure_paths(lambda z: dropout(z).cumsum(-2), x, check=False)
+    expected = torch.rand(3)
+    torch.manual_seed(3)
+    matrix = measure_paths(lambda z: dropout(z).cumsum(-2), x)
+    assert torch.equal(torch.rand(3), expected)
+    assert matrix.check.missed == ()

@@ -29,8 +29,9 @@ is compared with what the trace says, source by source:
 
 Cost, by design one batched pass where the layer allows it: when x has a batch dim, the base and every perturbed copy
 run as rows of one batch (verified: the batch's base row must equal a plain run of x, else the layer mixes its batch
-rows and each copy runs alone). At most :data:`MAX_SOURCES` traced sources are checked (both ends and evenly spaced
-ones between; :attr:`PerturbationCheck.sources` says which). The check runs in float64 when the layer runs in it (an
+rows and each copy runs alone, as it does when the layer draws random numbers: every run replays the same generator
+state, and a batch would draw other noise). At most :data:`MAX_SOURCES` traced sources are checked (both ends and
+evenly spaced ones between; :attr:`PerturbationCheck.sources` says which). The check runs in float64 when the layer runs in it (an
 ``nn.Module`` is called with float64 copies of its parameters and buffers through ``torch.func.functional_call``,
 nothing of it changed; another callable is tried on float64 x), else in x's own dtype
 (:attr:`PerturbationCheck.dtype`). Measured (one thread, CPU time, float32 layers, a 2-core machine under load 6):
@@ -185,7 +186,10 @@ def check_paths(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[int
         def replayed(function: Callable[[Tensor], Any]) -> Callable[[Tensor], Any]:
             def run(z: Tensor) -> Any:
                 torch.set_rng_state(state)
-                return function(z)
+                result = function(z)
+                run.draws = run.draws or not torch.equal(torch.get_rng_state(), state)  # noise: no shared batch
+                return result
+            run.draws = False
             return run
 
         return _check(layer, x, tuple(sources), select, reachable, undefined, seed, replayed)
@@ -272,7 +276,9 @@ def _movements(function: Callable[[Tensor], Any], select: Select, x: Tensor,
     with _quiet(), reference_kernels(), torch.no_grad():
         base = outputs(x)  # raises for a layer that cannot run in this dtype (the caller tries the next one)
         route, changes = "finite differences", None
-        if x.dim() >= 3 and all(y.dim() >= 3 and y.shape[0] == x.shape[0] for y in base):
+        # a layer that draws noise draws other noise for a batch of copies: each copy then runs alone
+        if x.dim() >= 3 and all(y.dim() >= 3 and y.shape[0] == x.shape[0] for y in base) and \
+                not getattr(function, "draws", False):
             changes = _batched(outputs, x, moved_inputs, base)  # (S, *y.shape) per output
             route = "finite differences, batched"
         if changes is None:
