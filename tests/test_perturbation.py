@@ -183,3 +183,15 @@ def test_the_check_leaves_the_generator_as_it_was():
     matrix = measure_paths(lambda z: dropout(z).cumsum(-2), x)
     assert torch.equal(torch.rand(3), expected)
     assert matrix.check.missed == ()
+
+
+def test_a_layer_that_writes_into_its_input_is_checked_on_fresh_copies():
+    def layer(x):
+        x.mul_(2.0)  # in place, on the input it is given
+        return x.cumsum(-2)
+
+    x = _x(13, dtype=torch.float64)
+    kept = x.clone()
+    matrix = measure_paths(layer, x)
+    assert torch.equal(x, kept)  # neither the trace nor the check wrote into the caller's x
+    assert matrix.check.agrees and matrix.exact

@@ -205,7 +205,7 @@ def _check(layer, x: Tensor, sources: tuple[int, ...], select: Select, reachable
     failure = ""
     for dtype in dict.fromkeys((torch.float64, x.dtype)):
         function = replayed(_in_dtype(layer, dtype))
-        base = x.detach().to(dtype)
+        base = x.detach().to(dtype, copy=True)
         directions = _directions(base, chosen, torch.Generator().manual_seed(seed))  # (S, *x.shape)
         try:
             route, movements, still = _movements(function, select, base, directions)
@@ -269,7 +269,7 @@ def _movements(function: Callable[[Tensor], Any], select: Select, x: Tensor,
     from seqlab.measure.switches import reference_kernels
 
     def outputs(z: Tensor) -> tuple[Tensor, ...]:
-        return tuple(t.detach() for t in select(function(z)))
+        return tuple(t.detach() for t in select(function(z.clone())))  # a layer may write into x
 
     h = _step(x)
     moved_inputs = x + h * directions  # (S, *x.shape)
@@ -366,7 +366,7 @@ def _certify(function, select: Select, x: Tensor, directions: Tensor, sources: S
     from seqlab.measure.switches import reference_kernels
 
     def outputs(z: Tensor) -> tuple[Tensor, ...]:
-        return tuple(select(function(z)))
+        return tuple(select(function(z.clone())))
 
     tangents: dict[int, list[Tensor]] = {}
     with _quiet(), reference_kernels():
