@@ -307,8 +307,12 @@ def test_rrelu_is_element_wise_whatever_its_noise(training):
 def test_an_index_put_that_writes_one_place_twice_reads_every_writer():
     """Which of two writes to one place lands is the kernel's choice: both writers reach it (as autograd reads it)."""
     places = torch.tensor([1, 1, 2, 0, 3, 4])
-    paths = _agrees(lambda x: x.new_zeros(6, 4).index_put((places,), x), _x())
+    layer = lambda x: x.new_zeros(6, 4).index_put((places,), x)  # noqa: E731
+    paths = measure_paths(layer, _x())
+    assert traced(paths) == dependence(layer, _x()) and paths.fallbacks == {}
     assert traced(paths)[0][1] and traced(paths)[1][1]
+    # the value moves with the write that lands only: the perturbation check names the other writer (issue 35)
+    assert paths.check.unmoved == ((0, 1),) and not paths.exact
 
 
 # --- refusals by name, and a derived op read exactly ------------------------------------------------------

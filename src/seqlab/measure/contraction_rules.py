@@ -2,8 +2,9 @@
 
 out[i, j] = Σ_k A[i, k] B[k, j] reads row i of the left factor and column j of the right one, so its
 distance from a source is one product more than the least distance among them — except through a term
-whose other factor is a constant exactly 0 (a causal weight matrix, exactly 0 above its diagonal, does not
-let later positions reach earlier rows). A convolution reads every input channel of its group over the
+whose other factor is exactly 0 (the product rule of derivatives, for each source alone: a causal weight matrix,
+exactly 0 above its diagonal, does not let later positions reach earlier rows, and neither does an attention
+weight 0 / Σ whose Σ depends on other keys). A convolution reads every input channel of its group over the
 dilated window around each output position.
 
 Distances are int32 with :data:`~seqlab.measure.distances.UNREACHABLE` for "no path" (see
@@ -47,28 +48,30 @@ def contraction(func, args, kwargs, out: Tensor, read: Read, step: Step, sources
 
     Returns NotImplemented for a product it has no rule for (the tracer then decomposes, derives or refuses it).
     """
+    if not (out.is_floating_point() or out.is_complex()):
+        return None  # an integer product: piecewise constant, no derivative
     b = bound_arguments(func, args, kwargs)
     packet = func.overloadpacket
     shape = out.shape
     addend = read(b["self"]) if packet in _ADDEND and isinstance(b["self"], Tensor) else None
     if packet in _FACTORS:
         left, right = _FACTORS[packet]
-        parts = list(_matrix_product(b[left], b[right], read))
-    elif packet in (aten.mv, aten.addmv):
-        matrix, vector = read(b["self" if packet is aten.mv else "mat"]), read(b["vec"])
-        parts = [None if matrix is None else least(matrix, -1),
-                 None if vector is None else least(vector, -1, keepdim=True)]
+        parts = list(_matrix_product(b[left], b[right], read, out))
+    elif packet in (aten.mv, aten.addmv):  # M v = M @ v[:, None], column dim dropped
+        parts = [None if p is None else p.squeeze(-1)
+                 for p in _matrix_product(b["self" if packet is aten.mv else "mat"], b["vec"].unsqueeze(-1), read,
+                                          out)]
     elif packet in (aten.dot, aten.vdot):
         other = b["tensor"] if packet is aten.dot else b["other"]  # their schemas name the second vector apart
-        spread = everything([read(b["self"]), read(other)], shape, sources) if shape == () else None
-        return None if spread is None else step(spread)
-    elif packet is aten.addbmm:
-        first, second = read(b["batch1"]), read(b["batch2"])
-        parts = [None if first is None else least(first, (1, 3)).unsqueeze(-1),
-                 None if second is None else least(second, (1, 2)).unsqueeze(-2)]
-    elif packet is aten.addr:
-        first, second = read(b["vec1"]), read(b["vec2"])
-        parts = [None if first is None else first.unsqueeze(-1), None if second is None else second.unsqueeze(-2)]
+        if shape != () or b["self"].dim() != 1:
+            return None if read(b["self"]) is None and read(other) is None else \
+                step(everything([read(b["self"]), read(other)], shape, sources))
+        parts = [None if p is None else p.reshape(p.shape[0])  # a · b = a[None, :] @ b[:, None]
+                 for p in _matrix_product(b["self"].unsqueeze(0), other.unsqueeze(-1), read)]
+    elif packet is aten.addbmm:  # Σ_b A_b B_b: the batched product's terms, least over the batch
+        parts = [None if p is None else least(p, 1) for p in _matrix_product(b["batch1"], b["batch2"], read)]
+    elif packet is aten.addr:  # the outer product v1 v2ᵀ: a product over a contraction of width 1
+        parts = list(_matrix_product(b["vec1"].unsqueeze(-1), b["vec2"].unsqueeze(0), read))
     elif packet in (aten.convolution, aten._convolution) and not b["transposed"]:
         return _convolution(b, out, read, step, sources)
     elif packet is aten.linalg_solve_triangular:
@@ -168,35 +171,53 @@ def _columns(d: Distance) -> Distance:
     return align(least(rows, -2, keepdim=True), (*d.shape[1:-2], 1, d.shape[-1]))
 
 
-def _constant_zeros(tensor: Tensor, d: Distance, read: Read) -> tuple[Tensor, bool]:
-    """Elements that are exactly 0 and depend on no source (their products contribute nothing), and whether
-    there is any. For a constant (no distances) the reader caches the answer per storage, view and version:
-    a weight read at every step of a recurrence is checked once."""
+def _exact_zeros(tensor: Tensor, d: Distance, read: Read) -> tuple[Tensor | None, bool]:
+    """Elements that are exactly 0, whatever made them and whatever they depend on, and whether there is any
+    (the product rule: the other factor's dependence through them is cut; None: none). For a constant (no
+    distances) the reader caches the answer per storage, view and version: a weight read at every step of a
+    recurrence is checked once; a traced factor proven zero-free by the ops that made it is not read."""
     if d is None:
         return read.constant_zeros(tensor)
+    if read.holds_no_zeros(tensor):
+        return None, False
     zeros = tensor == 0
-    if not zeros.any():  # most factors: no exact 0, nothing to look up
-        return zeros, False
-    zeros &= d.amin(dim=0) >= UNREACHABLE
     return zeros, bool(zeros.any())
 
 
-def _matrix_product(left: Tensor, right: Tensor, read: Read) -> tuple[Distance, Distance]:
+def _matrix_product(left: Tensor, right: Tensor, read: Read, out: Tensor | None = None) -> tuple[Distance, Distance]:
     """Distances of left @ right from each factor: (…, n, k) @ (…, k, p) -> two (S, …, n, p) parts.
 
-    Term k of out[i, j] = Σ_k A[i, k] B[k, j] carries A[i, k]'s dependencies unless B[k, j] is a
-    constant 0 (and B's unless A's is). Without constant zeros this is the plain rule: row minima of A
-    and column minima of B.
+    Term k of out[i, j] = Σ_k A[i, k] B[k, j] carries A[i, k]'s dependencies unless B[k, j] is exactly 0
+    (and B's unless A's is): the product rule, d(A B) = dA·B + A·dB, for each source alone — a 0 cuts the
+    other factor's dependence whether the 0 is a constant or depends on some source (an attention weight 0 / Σ
+    that depends on the open keys of its row). A factor's zeros are read only when the other factor carries
+    distances. Without zeros this is the plain rule: row minima of A and column minima of B.
     """
     d_left, d_right = read(left), read(right)
-    zero_left, any_left = _constant_zeros(left, d_left, read) if d_right is not None else (None, False)
-    zero_right, any_right = _constant_zeros(right, d_right, read) if d_left is not None else (None, False)
+    zero_left, any_left = _exact_zeros(left, d_left, read) if d_right is not None else (None, False)
+    zero_right, any_right = _exact_zeros(right, d_right, read) if d_left is not None else (None, False)
+    if out is not None and (d_left is not None or d_right is not None):  # no exact 0 when neither factor has one
+        read.prove_zero_free(out, _free(left, d_left, any_left, d_right, read) and
+                             _free(right, d_right, any_right, d_left, read))
     if not any_left and not any_right:
         return _rows(d_left), _columns(d_right)
-    from_left = None if d_left is None else _min_plus(d_left, ~zero_right)
+    from_left = None if d_left is None else _min_plus(d_left, _allowed(zero_right, right))
     from_right = None if d_right is None else _min_plus(
-        d_right.transpose(-2, -1), (~zero_left).transpose(-2, -1)).transpose(-2, -1)
+        d_right.transpose(-2, -1), _allowed(zero_left, left).transpose(-2, -1)).transpose(-2, -1)
     return from_left, from_right
+
+
+def _free(factor: Tensor, d: Distance, found: bool, d_other: Distance, read: Read) -> bool:
+    """Whether a factor holds no exact 0, from what :func:`_matrix_product` already knows (no new read of a traced
+    factor: one that was not read and is not proven zero-free counts as holding zeros)."""
+    if d is None:
+        return not read.constant_zeros(factor)[1]
+    return read.holds_no_zeros(factor) or (d_other is not None and not found)
+
+
+def _allowed(zeros: Tensor | None, factor: Tensor) -> Tensor:
+    """The terms a factor lets through: everywhere but its exact zeros."""
+    return torch.ones(factor.shape, dtype=torch.bool) if zeros is None else ~zeros
 
 
 def _min_plus(d: Tensor, allowed: Tensor) -> Tensor:

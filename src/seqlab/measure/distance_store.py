@@ -16,6 +16,10 @@ first expands that storage to element level (:meth:`DistanceStore.expand`) and g
 Shapes: ``rows`` = sources × the two units; a storage of ``n`` elements is (rows, n) per element or
 (rows, n / f) per position.
 
+Beside the distances the store keeps, per storage, whether it is proven to hold no exact 0 (issue 35):
+the rule of each op that writes it says whether its output can hold one (:meth:`DistanceStore.prove_zero_free`), so
+the product rule reads the values of a traced factor only where a 0 can sit (:meth:`DistanceStore.holds_no_zeros`).
+
 :func:`estimate_path_bytes` is the one estimate of what a pass holds, from these very sizes (int32 distances,
 the chunk of the masked min-plus product): every front end that refuses a size before tracing calls it.
 """
@@ -136,7 +140,8 @@ def _layout(tensor: Tensor, features: int) -> tuple[tuple[int, ...], int] | None
 
 class DistanceStore:
     """Distances per storage, and what a rule may ask: ``store(tensor)`` reads a tensor's distances (None: a
-    constant), :meth:`constant_zeros` and :meth:`constant_infs` answer once per constant.
+    constant), :meth:`constant_zeros` and :meth:`constant_infs` answer once per constant, :meth:`holds_no_zeros`
+    whether a traced storage is proven to hold no exact 0.
 
     >>> store, x = DistanceStore(rows=2, budget_bytes=1e6, per_unit=1), torch.zeros(3, 4)
     >>> store(x) is None
@@ -169,6 +174,8 @@ class DistanceStore:
         self.used_bytes = 0
         self.expansions = 0  # position-level storages expanded to element level
         self.scalar_bytes: dict[int, int] = {}  # per storage: bytes of the scalar one distance stands for
+        self.zero_free: dict[int, bool] = {}  # per storage: proven to hold no exact 0 (see :meth:`holds_no_zeros`)
+        self._proofs: dict[int, tuple[bool, int]] = {}  # a rule's proof for an output, and the writes that take it
 
     def __call__(self, tensor: Tensor) -> Tensor | None:
         key = tensor.untyped_storage().data_ptr()
@@ -224,10 +231,40 @@ class DistanceStore:
         self.expansions += 1
         return full
 
+    def prove_zero_free(self, tensor: Tensor, free: bool) -> None:
+        """A rule's proof, for an output it is computing, that no element of it is an exact 0 by construction (every
+        input zero-free and an op that makes no 0 of non-zeros, or the output read). The write that stores the
+        output takes it (:meth:`write`)."""
+        key = tensor.untyped_storage().data_ptr()
+        earlier, pending = self._proofs.get(key, (True, 0))
+        self._proofs[key] = (earlier and free, pending + 1)  # outputs sharing a storage (a split): one write each
+
+    def holds_no_zeros(self, tensor: Tensor) -> bool:
+        """Whether ``tensor``'s storage is proven to hold no exact 0: its whole storage written by rules that proved
+        it, op after op (a storage written in part, or by an op without such a proof, may hold zeros). A rule then
+        skips reading its values for the product rule: the read that costs most (issue 34, item 3).
+
+        >>> store, x = DistanceStore(rows=2, budget_bytes=1e6, per_unit=1), torch.ones(3)
+        >>> store.prove_zero_free(x, True); store.write(x, torch.zeros(2, 3, dtype=DTYPE)); store.holds_no_zeros(x)
+        True
+        >>> store.write(x[:1], None); store.holds_no_zeros(x)  # a constant written into part of it
+        False
+        """
+        return self.zero_free.get(tensor.untyped_storage().data_ptr(), False)
+
     def write(self, tensor: Tensor, value: Tensor | None) -> None:
         """Store ``value`` ((rows, *tensor.shape), or None: no dependency) where ``tensor`` lives."""
         key = tensor.untyped_storage().data_ptr()
         storage = self.by_storage.get(key)
+        proof, pending = self._proofs.pop(key, (False, 1))
+        if pending > 1:
+            self._proofs[key] = (proof, pending - 1)
+        whole = tensor.storage_offset() == 0 and tensor.is_contiguous() and \
+            tensor.numel() * tensor.element_size() == tensor.untyped_storage().nbytes()
+        if storage is not None:  # written over: the proof holds alone; written in part: with the rest's
+            self.zero_free[key] = proof and value is not None and (whole or self.zero_free.get(key, False))
+        elif value is not None:
+            self.zero_free[key] = proof and whole
         if tensor.is_complex() or (storage is not None and self.scalar_bytes[key] != _scalar_bytes(tensor)):
             self._write_scalars(key, tensor, value)
             return

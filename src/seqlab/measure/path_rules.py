@@ -12,13 +12,30 @@ A rule receives the op's arguments, a ``read(tensor)`` that returns the distance
 (S, *tensor.shape) int32 tensor or None (a constant: unreachable everywhere), and ``step(d)``, which adds
 the op's cost (one op, or one matrix product) to a distance. It returns one distance tensor (or None) per
 tensor output, never a tensor it will write to later (results may be expanded views). Dependencies are
-*structural* — an element depends on every element the op reads to compute it — with two refinements by
-value: where a constant mask or condition is known, the rule uses its values (``masked_fill``, ``where``,
-a product with an exact 0), so a causal mask really cuts the future; and a softmax weight that comes out
-exactly 0 in the dtype computed (exp of -inf, or of a finite score so low that it underflows) depends on
-nothing and lets nothing through, since its derivative is exactly 0 too. A weight that stays above 0,
-however small, keeps its paths. A row left with one nonzero weight is constant as well (that weight is 1
-whatever the score: attention's query path is cut when only one key is open, as the Jacobian says).
+*structural* — an element depends on every element the op reads to compute it — refined by value where a value
+decides the derivative (issue 35), each rule for each source alone, so that no answer depends on which sources
+share the pass:
+
+* **integers and booleans carry no dependence** (piecewise constant: derivative 0 wherever defined), nor do the
+  floating results of ``floor``, ``round``, ``sign`` …: a mask, a bucket id, an argmax, a comparison is a *value*
+  that selects (``masked_fill``, ``where``, an index), whatever computed it;
+* **the product rule**: a term of a product (``mul``, ``div``, ``addcmul``, ``addcdiv``, every matrix product)
+  passes a factor's dependence only where its other factor is not exactly 0 — d(a·b) = b·da + a·db —, whatever made
+  that 0 (a softmax, exp(-inf), ``masked_fill``, ``where``, a gather, a sort) and whatever it depends on: an attention
+  weight 0 / Σ whose Σ depends on the open keys of its row cuts the masked key's value just as a constant 0 does;
+  a quotient's divisor is cut where the dividend is 0 (−a/b² db), both where a constant divisor is infinite;
+* **an output 0 with a derivative 0**: ``exp``, ``exp2``, ``sigmoid`` (d e^x = e^x dx …) and the softmax family: a
+  weight that comes out exactly 0 in the dtype computed (exp of -inf, or of a finite score so low that it
+  underflows) depends on nothing. A weight that stays above 0, however small, keeps its paths. A softmax row left
+  with one nonzero weight is constant as well (that weight is 1 whatever the score: attention's query path is cut
+  when only one key is open, as the Jacobian says);
+* a sum with a constant infinity keeps the infinity whatever the other operand is.
+
+Values are read only where they can change the answer, decided per op: the zeros of a factor whose partner carries
+distances (a constant's once per storage and version, :meth:`~seqlab.measure.distance_store.DistanceStore.constant_zeros`),
+the output of the ops above whose 0 has no derivative, and nothing else (a chain of ordinary ops reads no values).
+What a local rule cannot see — an exact cancellation (e / e for a hand-written softmax row with one open key, x − x),
+code outside the dispatcher — is the perturbation check's (:mod:`seqlab.measure.perturbation`).
 
 In-place twins (``threshold_``, ``masked_fill_``, ``cumsum_`` …) follow the rule of their out-of-place
 form (:func:`out_of_place`): writing into the input's storage changes where the result lives, not what
@@ -50,7 +67,7 @@ Distance = Tensor | None
 Read = Callable[[Tensor], Distance]
 Step = Callable[[Tensor], Tensor]
 
-__all__ = ["UNREACHABLE", "arguments", "broadcast_min", "accumulates", "contraction", "everything", "flat_arguments", "is_inverse_transform", "is_pointwise",
+__all__ = ["UNREACHABLE", "arguments", "broadcast_min", "accumulates", "carries_derivative", "contraction", "everything", "flat_arguments", "is_inverse_transform", "is_pointwise",
            "is_reduction", "movement", "out_of_place", "pointwise", "reduction"]
 
 
@@ -93,62 +110,170 @@ def _name(func: torch._ops.OpOverload) -> str:
 
 _MASKED_FILL = (aten.masked_fill, aten.masked_fill_)
 _PRODUCTS = (aten.mul, aten.mul_)
+_QUOTIENTS = (aten.div, aten.div_)
 _SUMS = (aten.add, aten.add_, aten.sub, aten.sub_)
+#: Element-wise ops whose derivative vanishes wherever their output is exactly 0: d exp(x) = exp(x) dx,
+#: d 2^x = 2^x ln 2 dx, d σ(x) = σ(x)(1 − σ(x)) dx. An output 0 (exp(−inf), or an underflow in the dtype computed)
+#: depends on nothing; the softmax family follows the same rule in :func:`reduction`.
+_ZERO_OUTPUT_NO_DERIVATIVE = frozenset({"exp", "exp2", "sigmoid"})
+#: Element-wise ops that make no exact 0 of non-zero inputs (up to a coincidence of rounding, or an exact cancellation
+#: such as x − x, which the perturbation check names): their output is proven zero-free when every input is, so a
+#: product reads no values of it (:func:`zero_free`). ``mul`` and ``div`` need non-zero scalars too.
+_KEEPS_ZERO_FREE = frozenset({"add", "sub", "rsub", "mul", "div", "neg", "tanh", "atan", "asinh", "sinh", "tan",
+                              "expm1", "log1p", "sqrt", "reciprocal", "erf", "erfinv", "abs", "addcmul", "addcdiv"})
+#: Floating ops that are piecewise constant (derivative 0 wherever defined), as integer and boolean results are.
+_PIECEWISE_CONSTANT = frozenset({"floor", "ceil", "round", "trunc", "sign", "sgn", "heaviside"})
+
+
+def carries_derivative(t: Tensor) -> bool:
+    """Whether a tensor's elements can depend on a source: floating or complex. Integer and boolean tensors
+    (masks, bucket ids, argmax, comparisons) are piecewise constant — their derivative is 0 wherever defined —
+    so they carry no distances: a rule reads them as values, whatever computed them.
+
+    >>> carries_derivative(torch.ones(2)), carries_derivative(torch.ones(2) > 0)
+    (True, False)
+    """
+    return t.is_floating_point() or t.is_complex()
 
 
 def pointwise(func, args, kwargs, out: Tensor, read: Read, step: Step, sources: int) -> Distance:
-    """Element-wise ops (with broadcasting); constants known by value can cut a dependency."""
+    """Element-wise ops (with broadcasting), with the product rule of derivatives on exact zeros.
+
+    A mask or condition (boolean) is a value, never a dependence: ``masked_fill`` and ``where`` pass each element
+    the distances of the operand it takes. A product term is cut where another factor of it is exactly 0, whatever
+    made that 0 and whatever it depends on: d(a·b) = b·da + a·db, so where a = 0 the term b·… carries a's
+    dependence only (a's own distances), never b's. A quotient a / b likewise: where a = 0, b's dependence is cut
+    (−a/b² db = 0); where b is infinite, both are. A sum with a constant infinity keeps the infinity whatever the
+    other operand is. Exact zeros are read only in a factor whose other factor carries distances (a constant's once
+    per storage and version), so a chain of ordinary ops reads no values.
+    """
     packet = func.overloadpacket
+    name = _name(func)
+    if not carries_derivative(out) or name in _PIECEWISE_CONSTANT:
+        return None
     if packet in _MASKED_FILL or packet is aten.where:
-        bound = arguments(func, args, kwargs)
-        if packet is not aten.where and read(bound["mask"]) is None:
-            kept = broadcast_min([read(bound["self"])], out.shape, sources)
-            filled = read(bound["value"]) if isinstance(bound["value"], Tensor) else None
-            if kept is None and filled is None:
-                return None
-            mask = bound["mask"].expand(out.shape)
-            kept = unreachable(sources, out.shape) if kept is None else kept
-            return step(torch.where(mask, UNREACHABLE if filled is None else align(filled, out.shape), kept))
-        if packet is aten.where and read(bound["condition"]) is None:
-            condition = bound["condition"].expand(out.shape)
-            chosen = [broadcast_min([read(bound[name])] if isinstance(bound[name], Tensor) else [], out.shape,
-                                    sources) for name in ("self", "other")]
-            if chosen[0] is None and chosen[1] is None:
-                return None
-            never = unreachable(sources, out.shape)
-            return step(torch.where(condition, chosen[0] if chosen[0] is not None else never,
-                                    chosen[1] if chosen[1] is not None else never))
+        return _select(packet, arguments(func, args, kwargs), out, read, step, sources)
     tensors = list(tensors_in(args)) + list(tensors_in(kwargs.values()))
     distances = [read(t) for t in tensors]
+    if name in _KEEPS_ZERO_FREE and any(d is not None for d in distances):
+        free = [zero_free(t, d, read) for t, d in zip(tensors, distances, strict=True)]
+        if packet in _SUMS or name == "rsub":  # a sum is 0 only where its terms cancel, if one term is never 0
+            proof = any(free)
+        else:  # a product, a quotient's dividend, a function that is 0 only at 0: every input zero-free
+            scalars = [v for v in [*args, *kwargs.values()] if isinstance(v, (int, float, complex)) and
+                       not isinstance(v, bool)] if packet in _PRODUCTS or packet in _QUOTIENTS else []
+            proof = all(free) and all(v != 0 for v in scalars)
+        read.prove_zero_free(out, proof)
+    if packet in _PRODUCTS or packet in _QUOTIENTS or name in ("addcmul", "addcdiv"):
+        return _product_rule(func, args, kwargs, out, read, step, sources)
+    if packet in _SUMS:
+        # a constant infinity absorbs the other operand: x + (-inf) = -inf (checked once per constant)
+        infs = [read.constant_infs(t) if d is None and t.is_floating_point() else (None, False)
+                for t, d in zip(tensors, distances, strict=True)]
+        if any(found for _, found in infs):
+            blocked = functools.reduce(torch.logical_or, [m for m, found in infs if found])
+            return _terms([(d, blocked) for d in distances], out.shape, sources, step)
     result = broadcast_min(distances, out.shape, sources)
     if result is None:
         return None
-    if packet in _PRODUCTS or packet in _SUMS:
-        for t, d in zip(tensors, distances, strict=True):  # a constant that absorbs: x * 0 = 0, x + (-inf) = -inf
-            # an integer or boolean factor absorbs too (a padding mask as a tokenizer returns it, int64)
-            if t.is_floating_point() or (packet in _PRODUCTS and not t.is_complex()):
-                cut, any_cut = _absorbing(t, d, read, packet in _PRODUCTS)
-                if any_cut:
-                    result = torch.where(cut.expand(out.shape), UNREACHABLE, result)
+    if name in _ZERO_OUTPUT_NO_DERIVATIVE:
+        zero = out == 0
+        found = bool(zero.any())
+        read.prove_zero_free(out, not found)  # read anyway: exact
+        if found:
+            result = torch.where(zero, UNREACHABLE, align(result, out.shape))
     return step(result)
 
 
-def _absorbing(t: Tensor, d: Distance, read: Read, product: bool) -> tuple[Tensor, bool]:
-    """Elements of a factor that are constants exactly 0 (a product) or infinite (a sum), and whether any.
+def _select(packet, bound: dict, out: Tensor, read: Read, step: Step, sources: int) -> Distance:
+    """``masked_fill`` and ``where``: each element takes the distances of the operand it selects (the mask is a
+    value; a scalar fill is a constant)."""
+    if packet is aten.where:
+        mask, taken, other = bound["condition"], bound["self"], bound["other"]
+    else:
+        mask, taken, other = bound["mask"], bound["value"], bound["self"]
+    chosen = [broadcast_min([read(v)] if isinstance(v, Tensor) else [], out.shape, sources) for v in (taken, other)]
+    if chosen[0] is None and chosen[1] is None:
+        return None
+    never = unreachable(sources, out.shape)
+    return step(torch.where(mask.expand(out.shape), chosen[0] if chosen[0] is not None else never,
+                            chosen[1] if chosen[1] is not None else never))
 
-    A constant is known by value element by element: inside a factor that otherwise depends on the input (a
-    data-dependent decay matrix masked to exactly 0 above its diagonal), the masked elements depend on no
-    source and their 0 cuts the product whatever the other factor depends on.
-    """
-    if d is None:
-        return read.constant_zeros(t) if product else read.constant_infs(t)
-    absorbing = t == 0 if product else torch.isinf(t)
-    if not bool(absorbing.any()):
-        return absorbing, False
-    rows = narrow(d)
-    constant = (d if rows is None else rows).amin(dim=0) >= UNREACHABLE
-    absorbing = absorbing & constant.expand(t.shape) if constant.shape != t.shape else absorbing & constant
-    return absorbing, bool(absorbing.any())
+
+def zero_free(value: Any, d: Distance, read: Read) -> bool:
+    """Whether a factor holds no exact 0, without reading a traced tensor's values: a scalar by its value, a constant
+    once per storage, view and version, a traced tensor by the proof of the ops that wrote it
+    (:meth:`~seqlab.measure.distance_store.DistanceStore.holds_no_zeros`)."""
+    if not isinstance(value, Tensor):
+        return value != 0
+    return not read.constant_zeros(value)[1] if d is None else read.holds_no_zeros(value)
+
+
+def _zeros(value: Any, d: Distance, read: Read) -> Tensor | None:
+    """Where a factor is exactly 0 (a bool tensor), None where it is nowhere 0. A scalar is a value; a constant is
+    read once per storage, view and version (a weight read at every step of a recurrence is checked once); a traced
+    tensor proven zero-free is not read at all."""
+    if not isinstance(value, Tensor):
+        return torch.tensor(True) if value == 0 else None
+    if d is not None and read.holds_no_zeros(value):
+        return None
+    zero, found = read.constant_zeros(value) if d is None else (value == 0, None)
+    if found is None:
+        found = bool(zero.any())
+    return zero if found else None
+
+
+def _infinite(value: Any, d: Distance, read: Read) -> Tensor | None:
+    """Where a factor is infinite (a bool tensor), None where it is nowhere infinite."""
+    if not isinstance(value, Tensor):
+        return torch.tensor(True) if isinstance(value, float) and math.isinf(value) else None
+    if not value.is_floating_point() and not value.is_complex():
+        return None
+    infinite, found = read.constant_infs(value) if d is None else (torch.isinf(value), None)
+    if found is None:
+        found = bool(infinite.any())
+    return infinite if found else None
+
+
+def _either(*masks: Tensor | None) -> Tensor | None:
+    present = [m for m in masks if m is not None]
+    return None if not present else functools.reduce(torch.logical_or, present)
+
+
+def _terms(terms: list[tuple[Distance, Tensor | None]], shape, sources: int, step: Step) -> Distance:
+    """The least over terms of each term's distances, a term dropped where its mask (a bool, broadcast) is True."""
+    parts = [d if cut is None else torch.where(cut.expand(shape), UNREACHABLE, align(d, shape))
+             for d, cut in terms if d is not None]
+    result = broadcast_min(parts, shape, sources)
+    return None if result is None else step(result)
+
+
+def _product_rule(func, args, kwargs, out: Tensor, read: Read, step: Step, sources: int) -> Distance:
+    """``mul``, ``div``, ``addcmul`` and ``addcdiv`` by the product rule: each factor's distances pass where no
+    other factor of its term is exactly 0 (for a divisor: where the dividend is not 0); an infinite divisor
+    passes nothing (a / inf = 0). Values are read only for a factor whose partner carries distances."""
+    b = arguments(func, args, kwargs)
+    name = _name(func)
+    if name == "div" and b.get("rounding_mode") is not None:
+        return None  # floor or truncated division: piecewise constant
+    if name in ("mul", "div"):
+        first, second, addend, scale = b["self"], b["other"], None, 1
+    else:
+        first, second, addend, scale = b["tensor1"], b["tensor2"], b["self"], b.get("value", 1)
+    d_first, d_second = (read(v) if isinstance(v, Tensor) else None for v in (first, second))
+    d_addend = read(addend) if isinstance(addend, Tensor) else None
+    if d_first is None and d_second is None:
+        return None if d_addend is None else step(broadcast_min([d_addend], out.shape, sources))
+    scaled_out = _zeros(scale, None, read)  # value = 0: the term is not there
+    if name in ("mul", "addcmul"):
+        cut_first = _either(scaled_out, None if d_first is None else _zeros(second, d_second, read))
+        cut_second = _either(scaled_out, None if d_second is None else _zeros(first, d_first, read))
+    else:  # first / second
+        # an infinite divisor is looked for in a constant only (a traced one would be an overflow)
+        infinite = _infinite(second, d_second, read) if d_second is None else None
+        cut_first = _either(scaled_out, infinite)
+        cut_second = _either(scaled_out, infinite, None if d_second is None else _zeros(first, d_first, read))
+    return _terms([(d_first, cut_first), (d_second, cut_second), (d_addend, None)], out.shape, sources, step)
 
 
 # --- reductions and normalisations -------------------------------------------------------------
@@ -157,6 +282,10 @@ _SAME_SHAPE_ALONG_DIM = {"_softmax", "_safe_softmax", "_log_softmax", "softmax",
                          "sort", "topk", "max", "min", "logsumexp", "argmax", "argmin"}
 _SOFTMAX = {"_softmax", "_safe_softmax", "_log_softmax", "softmax", "log_softmax"}
 _PREFIX_ALONG_DIM = {"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"}
+#: Reductions whose first output holds no exact 0 when their input holds none (a sum's cancellation aside: the
+#: perturbation check's); sorts and extremes move values, a prefix sum adds them.
+_KEEPS_ZERO_FREE_ALONG_DIM = frozenset({"sum", "mean", "amax", "amin", "max", "min", "cumsum", "logsumexp", "sort",
+                                        "topk", "prod", "cumprod", "cummax", "cummin"})
 #: Reductions to an extreme value: they depend on the elements that attain it (see :func:`reduction`).
 _EXTREMES = {"max", "min", "amax", "amin"}
 #: Discrete Fourier transforms: every output frequency reads every input element along the transformed dims.
@@ -178,10 +307,14 @@ def reduction(func, args, kwargs, outs: list[Tensor], read: Read, step: Step, so
         dims = list(range(data.dim())) if dims is None or dims == [] else ([dims] if isinstance(dims, int) else dims)
     dims = [i % max(data.dim(), 1) for i in dims]
     blocked = None
+    if name in _KEEPS_ZERO_FREE_ALONG_DIM and data.is_floating_point():
+        read.prove_zero_free(outs[0], read.holds_no_zeros(data))
     if name in _SOFTMAX and data.is_floating_point() and outs[0].shape == data.shape:
         # a weight exactly 0 in the dtype (exp(-inf), or an underflowing finite score) is a constant:
         # it depends on nothing and passes nothing on (its derivative is 0 too)
         weight_zero = torch.isneginf(outs[0]) if name.startswith(("_log", "log")) else outs[0] == 0
+        if not name.startswith(("_log", "log")):
+            read.prove_zero_free(outs[0], not bool(weight_zero.any()))  # the weights are read anyway: exact
         blocked = torch.isneginf(data) | weight_zero
         # a row with a single weight left open: that weight is exactly 1 whatever its score (query) is
         alone = (~blocked).sum(dim=dims[0], keepdim=True) == 1
@@ -198,6 +331,9 @@ def reduction(func, args, kwargs, outs: list[Tensor], read: Read, step: Step, so
         reduced = least(d, [i + 1 for i in dims], keepdim=True) if data.dim() else d
     results = []
     for out in outs:
+        if not carries_derivative(out):  # argmax, a sort's indices, a count: piecewise constant
+            results.append(None)
+            continue
         if out.shape == reduced.shape[1:] or _broadcastable(reduced.shape[1:], out.shape):
             result = reduced.expand(sources, *out.shape)
         else:
@@ -279,8 +415,13 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
     if packet in (aten.fill_, aten.zero_):
         return [None for _ in outs]
     if packet in (aten.copy_, aten._to_copy, aten.lift_fresh_copy, aten.clone):
+        if not all(carries_derivative(out) for out in outs):
+            return [None for _ in outs]  # a cast to integers or booleans: piecewise constant
         source = arguments(func, args, kwargs)["src" if packet is aten.copy_ else "self"]
-        return [broadcast_min([read(source)], out.shape, sources) for out in outs]
+        d = read(source)
+        for out in outs:
+            read.prove_zero_free(out, d is not None and source.is_floating_point() and zero_free(source, d, read))
+        return [broadcast_min([d], out.shape, sources) for out in outs]
     if packet is aten._unsafe_view and args[0].is_contiguous():  # a reshape: elements keep their order
         d = read(args[0])
         return [None if d is None else d.reshape(sources, *outs[0].shape)]
@@ -293,11 +434,22 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
     if all(d is None for d in distances):
         return [None for _ in outs]
     rows = [narrow(d) if d is not None else None for d in distances]
+    # the outputs hold no exact 0 when no input does and the op writes no constant (id 0) of its own
+    inputs_free = all(zero_free(leaves[i], d, read) for i, d in zip(slots, distances, strict=True))
     if all(leaves[i].dim() and (d is None or r is not None) for i, d, r in zip(slots, distances, rows, strict=True)):
-        moved = _move_rows(func, leaves, slots, rows, rebuild, outs, sources)
+        moved = _move_rows(func, leaves, slots, rows, rebuild, outs, sources, read if inputs_free else None)
         if moved is not None:
             return moved
-    return _move_elements(func, leaves, slots, distances, rebuild, outs, sources)
+    return _move_elements(func, leaves, slots, distances, rebuild, outs, sources, read if inputs_free else None)
+
+
+def _prove_by_ids(read, moved: list[Tensor], outs: list[Tensor]) -> None:
+    """Each floating output is zero-free when every element holds an input's id (none holds 0, a constant)."""
+    if read is None:
+        return
+    for m, out in zip(moved, outs, strict=True):
+        if m.is_floating_point():
+            read.prove_zero_free(out, not bool((m == 0).any()))
 
 
 def _scalar_fill_as_constant(func, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -330,7 +482,7 @@ def _id_values(moved: list[Tensor]) -> list[Tensor]:
 
 
 def _move_rows(func, leaves: list[Any], slots: list[int], rows: list[Distance], rebuild, outs: list[Tensor],
-               sources: int) -> list[Distance] | None:
+               sources: int, prover=None) -> list[Distance] | None:
     """Position level: every input's distances are uniform along its features, so each element gets the id of
     its row (ids repeat along the last dim). Where every output row copies from one input row (all its ids
     equal: a stack, a cat or a slice along the positions) that row's distance holds for all its features;
@@ -348,6 +500,7 @@ def _move_rows(func, leaves: list[Any], slots: list[int], rows: list[Distance], 
     if moved is None or any(m.is_floating_point() and (not m.dim() or not bool((m == m[..., :1]).all()))
                             for m in moved):
         return None
+    _prove_by_ids(prover, moved, outs)
     table = torch.cat(flat, dim=1)  # (S, 1 + all input rows)
     return [align(table.index_select(1, m[..., 0].reshape(-1).long()).reshape(sources, *o.shape[:-1], 1),
                   o.shape) if m.is_floating_point() else None for m, o in zip(moved, outs, strict=True)]
@@ -369,7 +522,7 @@ def _run_on_ids(func, leaves: list[Any], rebuild, outs: list[Tensor]) -> list[Te
 
 
 def _move_elements(func, leaves: list[Any], slots: list[int], distances: list[Distance], rebuild,
-                   outs: list[Tensor], sources: int) -> list[Distance] | None:
+                   outs: list[Tensor], sources: int, prover=None) -> list[Distance] | None:
     """Element level: each element gets its own id; the output's distances are gathered by id."""
     offset, flat = 1, [unreachable(sources, (1,))]  # id 0: a constant
     for i, d in zip(slots, distances, strict=True):
@@ -381,6 +534,7 @@ def _move_elements(func, leaves: list[Any], slots: list[int], distances: list[Di
     if moved is None:
         return None
     moved = _id_values(moved)
+    _prove_by_ids(prover, moved, outs)
     table = torch.cat(flat, dim=1)  # (S, 1 + all input elements)
     return [table.index_select(1, m.reshape(-1).long()).reshape(sources, *o.shape) if m.is_floating_point() else None
             for m, o in zip(moved, outs, strict=True)]

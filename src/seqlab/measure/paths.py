@@ -41,6 +41,14 @@ known by value — see :mod:`seqlab.measure.path_rules`. Run layers in eval mode
 
 The float64 closeness tracer this replaced is kept in ``tests/reference_paths.py``; the tests check that
 both give the same matrices on every layer seqlab ships and on the tests' own modules.
+
+Per source, whatever the batching (issue 35): no rule judges "constant" across the sources of a pass (an exact zero
+cuts by the product rule, for each source alone), so a source's distances are those it has traced alone, whatever
+sources share its pass and whatever ``batch_bytes``. **Checked by perturbation** (issue 35): after the trace, the
+traced sources (at most :data:`~seqlab.measure.perturbation.MAX_SOURCES` of them) are perturbed in float64 and what
+moves is compared with what the trace reaches (:mod:`seqlab.measure.perturbation`): a pair that moves where the
+trace has no path (NumPy or C the dispatcher never sees), or a path whose derivative is exactly 0 at this input (an
+exact cancellation), makes the matrices a named bound (:attr:`PathMatrix.exact` False, :attr:`PathMatrix.bound_reason`).
 """
 
 from __future__ import annotations
@@ -53,9 +61,11 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError
+from seqlab.measure import perturbation
 from seqlab.measure.distances import seed, to_lengths
 from seqlab.measure.layout import check_positions_layout
 from seqlab.measure.path_tracer import UNITS, PathTracer
+from seqlab.measure.perturbation import PerturbationCheck, check_paths
 from seqlab.measure.switches import one_thread, reference_kernels
 from seqlab.memory import GIB, available_memory_bytes
 
@@ -100,6 +110,10 @@ class PathMatrix:
         decomposed: ops traced through PyTorch's own decompositions (``torch._decomp``), name → calls: exact.
         derived: ops whose dependence came from their own Jacobian on the concrete inputs, name → calls: exact
             at this input (numerical dependence, as the Jacobian reads it).
+        check: the perturbation check of the traced sources (:mod:`seqlab.measure.perturbation`), None when not
+            asked for. A disagreement (a pair the trace calls unreachable that moves, or one it calls reachable
+            whose derivative is exactly 0 here) makes the matrices a bound (:attr:`exact` False,
+            :attr:`bound_reason` names it and the ops it suspects).
 
     Each row has T_out entries, one per output position (T_out may differ from the T_in input positions).
     """
@@ -111,11 +125,24 @@ class PathMatrix:
     undefined: tuple[int, ...] = ()
     decomposed: dict[str, int] = field(default_factory=dict)
     derived: dict[str, int] = field(default_factory=dict)
+    check: PerturbationCheck | None = None
 
     @property
     def exact(self) -> bool:
-        """True when every op went through a rule, a decomposition or its Jacobian (no op was refused)."""
-        return not self.fallbacks
+        """True when every op went through a rule, a decomposition or its Jacobian (no op was refused) and the
+        perturbation check (:attr:`check`, when it ran) agrees with every pair."""
+        return not self.fallbacks and (self.check is None or self.check.agrees)
+
+    @property
+    def bound_reason(self) -> str | None:
+        """Why the matrices are a bound (English; None when :attr:`exact`): the refused ops, the check's
+        disagreement, or both."""
+        reasons = []
+        if self.fallbacks:
+            reasons.append("ops without a rule, taken as all-to-all: " + ", ".join(sorted(self.fallbacks)))
+        if self.check is not None and not self.check.agrees:
+            reasons.append(self.check.disagreement)
+        return "; ".join(reasons) or None
 
     def longest(self, unit: str = "products") -> int | None:
         """The maximum path length over all connected pairs (Table 1's "maximum path length").
@@ -194,6 +221,7 @@ def path_batches(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[in
         batch, pending = tuple(pending[:size]), pending[size:]
         tracer = PathTracer(len(batch), budget_bytes=budget, positions=level)
         copy = x.detach().clone()
+        tracer.store.prove_zero_free(copy, bool((copy != 0).all()))  # read once: no product need read x again
         tracer.store.write(copy, seed(copy, batch, len(UNITS)))
         traced = None
         if first is not None:  # the first pass reads more than the distances
@@ -231,7 +259,8 @@ def _nan_positions(y: Tensor) -> tuple[int, ...]:
 
 def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequence[int] | None = None,
                   outputs: Callable[[Any], Sequence[Tensor]] | None = None,
-                  batch_bytes: float | None = None, positions: bool | None = None) -> list[PathMatrix] | PathMatrix:
+                  batch_bytes: float | None = None, positions: bool | None = None,
+                  check: bool | None = None) -> list[PathMatrix] | PathMatrix:
     """Measure least path lengths from input positions to output positions of ``layer`` on ``x``.
 
     >>> rnn = torch.nn.RNN(4, 4)
@@ -253,6 +282,9 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
         batch_bytes: bytes of distances one pass may hold (default :data:`BATCH_BYTES`).
         positions: keep distances at position level where an op proves them uniform along the features
             (default: :func:`position_level`, on for more than two sources): fewer bytes, the very same matrices.
+        check: perturb the traced sources in float64 after the trace and compare what moves with what the trace
+            reaches (:mod:`seqlab.measure.perturbation`; default :data:`~seqlab.measure.perturbation.CHECK`, on);
+            a disagreement makes the matrices a named bound.
 
     Returns:
         A :class:`PathMatrix` (or a list of them with ``outputs``), in products and in ops: one row
@@ -275,7 +307,8 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
     with one_thread():
         batches = list(path_batches(layer, x, sources, select, BATCH_BYTES if batch_bytes is None else batch_bytes,
                                     positions))
-    matrices = path_matrices(batches, sources)
+        checks = checked(layer, x, sources, select, batches, check)
+    matrices = path_matrices(batches, sources, checks)
     return matrices if outputs is not None else matrices[0]
 
 
@@ -297,8 +330,22 @@ def check_sources(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[i
     return sources
 
 
-def path_matrices(batches: Sequence[PathBatch], sources: tuple[int, ...]) -> list[PathMatrix]:
-    """One :class:`PathMatrix` per selected output, joined from the batches' rows (in the order of ``sources``)."""
+def checked(layer: Callable[[Tensor], Any], x: Tensor, sources: tuple[int, ...],
+            select: Callable[[Any], Sequence[Tensor]], batches: Sequence[PathBatch],
+            check: bool | None) -> list[PerturbationCheck | None]:
+    """The perturbation check of each selected output (:func:`~seqlab.measure.perturbation.check_paths`), once per
+    input whatever the number of passes; ``check`` None follows :data:`~seqlab.measure.perturbation.CHECK`."""
+    if not (perturbation.CHECK if check is None else check):
+        return [None] * len(batches[0].products)
+    reachable = [[[v is not None for v in row] for b in batches for row in b.products[k]]
+                 for k in range(len(batches[0].products))]
+    return check_paths(layer, x, sources, select, reachable, batches[0].undefined)
+
+
+def path_matrices(batches: Sequence[PathBatch], sources: tuple[int, ...],
+                  checks: Sequence[PerturbationCheck | None]) -> list[PathMatrix]:
+    """One :class:`PathMatrix` per selected output, joined from the batches' rows (in the order of ``sources``),
+    with its perturbation check."""
     return [PathMatrix(
         products=tuple(row for b in batches for row in b.products[k]),
         ops=tuple(row for b in batches for row in b.ops[k]),
@@ -307,4 +354,5 @@ def path_matrices(batches: Sequence[PathBatch], sources: tuple[int, ...]) -> lis
         undefined=batches[0].undefined[k],
         decomposed=batches[0].decomposed,
         derived=batches[0].derived,
+        check=checks[k],
     ) for k in range(len(batches[0].products))]

@@ -47,7 +47,7 @@ from torch import Tensor
 from seqlab.measure.distances import _ROW_FORM
 from seqlab.measure.modes import EngineMode
 from seqlab.measure.path_tracer import PathTracer
-from seqlab.measure.paths import BATCH_BYTES, PathMatrix, check_sources, path_batches, path_matrices
+from seqlab.measure.paths import BATCH_BYTES, PathMatrix, check_sources, checked, path_batches, path_matrices
 from seqlab.measure.switches import one_thread, reference_kernels
 from seqlab.measure.trace import Span, _SpanTracer
 from seqlab.measure.work import WorkCount, _device_of, counted_work, plan_of, work_counter
@@ -171,7 +171,8 @@ class PassMeasurement:
 
 def measure_pass(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequence[int] | None = (),
                  work: bool = True, span: bool = True, outputs: Callable[[Any], Sequence[Tensor]] | None = None,
-                 batch_bytes: float | None = None, positions: bool | None = None) -> PassMeasurement:
+                 batch_bytes: float | None = None, positions: bool | None = None,
+                 check: bool | None = None) -> PassMeasurement:
     """Measure work, span and the path lengths from ``sources`` of ``layer`` on ``x`` in one traced pass.
 
     >>> rnn = torch.nn.RNN(4, 4)
@@ -186,7 +187,8 @@ def measure_pass(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequence
         sources: input positions whose path lengths are traced: ``()`` for none (work and span only), None for
             all T. More sources than one pass holds are traced in further passes of the path tracer alone.
         work, span: which of the other readings to take from the first pass.
-        outputs, batch_bytes, positions: as for :func:`~seqlab.measure.paths.measure_paths`.
+        outputs, batch_bytes, positions, check: as for :func:`~seqlab.measure.paths.measure_paths` (the
+            perturbation check of the path matrix runs once, after the passes).
 
     Returns:
         A :class:`PassMeasurement`; its figures equal those of :func:`~seqlab.measure.work.count_multiplications`
@@ -211,7 +213,8 @@ def measure_pass(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequence
     with one_thread():
         batches = list(path_batches(layer, x, chosen, select, BATCH_BYTES if batch_bytes is None else batch_bytes,
                                     positions, first=first))
-    matrices = path_matrices(batches, chosen)
+        checks = checked(layer, x, chosen, select, batches, check)
+    matrices = path_matrices(batches, chosen, checks)
     return PassMeasurement(*_readings(batches[0].traced), paths=matrices if outputs is not None else matrices[0],
                            passes=len(batches))
 
