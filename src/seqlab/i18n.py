@@ -27,6 +27,15 @@ DOMAIN = "seqlab"
 DOMAINS = ("seqlab", "cli", "web")
 
 
+def N_(message: str) -> str:
+    """Mark ``message`` for the catalogue where it is defined; it is translated where it is shown.
+
+    >>> N_("not run")
+    'not run'
+    """
+    return message
+
+
 def default_language() -> str:
     """The language the environment asks for (LANGUAGE, LC_ALL, LC_MESSAGES, LANG): ``es`` or ``en``.
 

@@ -56,7 +56,9 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torch.utils._python_dispatch import TorchDispatchMode
+
+from seqlab.i18n import N_
+from seqlab.measure.modes import EngineMode
 
 #: A position moves when its movement exceeds this fraction of the source's largest movement (64 eps of float32:
 #: above the rounding of a float32 kernel inside a float64 model, below any dependence worth a path).
@@ -76,13 +78,15 @@ Pair = tuple[int, int]
 
 #: The sentences of :meth:`PerturbationCheck.describe`, as message ids for a translation catalogue.
 MESSAGES = {
-    "check": "perturbation check ({route}, {dtype}): ",
-    "missed": "{count} pair(s) the trace calls unreachable move (source {source} -> output {output} first): "
-              "a dependence outside the trace",
-    "unmoved": "{count} pair(s) the trace calls reachable have a derivative of exactly 0 here "
-               "(source {source} -> output {output} first)",
-    "suspects": "; suspected: {ops}",
+    "check": N_("perturbation check ({route}, {dtype}): "),
+    "missed": N_("{count} pair(s) the trace calls unreachable move (source {source} -> output {output} first): "
+                 "a dependence outside the trace"),
+    "unmoved": N_("{count} pair(s) the trace calls reachable have a derivative of exactly 0 here "
+                  "(source {source} -> output {output} first)"),
+    "suspects": N_("; suspected: {ops}"),
 }
+#: The routes a check takes (:attr:`PerturbationCheck.route` joins them with " + "), message ids as well.
+ROUTES = (N_("finite differences, batched"), N_("finite differences"), N_("forward mode"), N_("not run"))
 
 
 @dataclass(frozen=True)
@@ -138,7 +142,8 @@ class PerturbationCheck:
         for pairs, template in ((self.missed, MESSAGES["missed"]), (self.unmoved, MESSAGES["unmoved"])):
             if pairs:
                 parts.append(translate(template).format(count=len(pairs), source=pairs[0][0], output=pairs[0][1]))
-        text = translate(MESSAGES["check"]).format(route=self.route, dtype=self.dtype) + "; ".join(parts)
+        route = " + ".join(translate(part) for part in self.route.split(" + "))  # each part a message id
+        text = translate(MESSAGES["check"]).format(route=route, dtype=self.dtype) + "; ".join(parts)
         if self.suspects:
             text += translate(MESSAGES["suspects"]).format(ops=", ".join(self.suspects))
         return text
@@ -385,7 +390,7 @@ def _certify(function, select: Select, x: Tensor, directions: Tensor, sources: S
     return result, route + " + forward mode"
 
 
-class _Witness(TorchDispatchMode):
+class _Witness(EngineMode):
     """Records the ops where values cross the dispatcher's border (see :func:`suspects`)."""
 
     def __init__(self, known: set[int]) -> None:

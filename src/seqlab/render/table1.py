@@ -267,6 +267,17 @@ def plot_table1(result: Table1Result, stem: str | Path, lang: str = "en") -> tup
 
 # --- seqlab profile ----------------------------------------------------------------------------------
 
+def _check_words(check, lang: str) -> str:
+    """What the perturbation check found: agreement, its disagreement (then the paths are a bound), or not run."""
+    tr = _tr(lang)
+    if check is None:
+        return tr("not run")
+    if check.agrees:
+        return tr("agrees with the trace ({route})").format(
+            route=" + ".join(tr(part) for part in check.route.split(" + ")))
+    return check.describe(tr) + " " + tr("(the paths are a bound)")
+
+
 def _names(counts: dict[str, int], lang: str) -> str:
     tr = _tr(lang)
     return ", ".join(f"{name} ×{count}" for name, count in sorted(counts.items())) or tr("none")
@@ -323,6 +334,7 @@ def profile_table(result: ProfileResult, lang: str = "en") -> Table:
         (tr("Path from position T to 1"), _pair(path.last_to_first_products, path.last_to_first_ops, lang,
                                                 path.exact)),
         (tr("Ops the path engine refused (all-to-all: paths are bounds)"), _names(path.fallbacks, lang)),
+        (tr("Perturbation check of the paths (float64)"), _check_words(path.check, lang)),
         (tr("Signal path from position 1 to T (transition factors met)"), reading_words(result.signal, lang)),
     ]
     if path.decomposed:

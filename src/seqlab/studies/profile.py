@@ -53,6 +53,7 @@ from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.measure.layout import check_positions_layout
 from seqlab.measure.modes import EngineMode
 from seqlab.measure.ops import op_name
+from seqlab.measure.perturbation import PerturbationCheck
 from seqlab.measure.signal_path import SignalReading, read_signal_path
 from seqlab.measure.switches import evaluation_mode, has_fast_path
 from seqlab.measure.timing import fixed_threads
@@ -84,7 +85,9 @@ class PathSummary:
             <seqlab.measure.paths.PathMatrix.undefined>`): no path is reported to them, never "depends".
         decomposed: ops traced through PyTorch's decompositions; derived: ops whose dependence came from their
             own Jacobian at this input (name → calls). Both exact.
-        exact: no op was refused: the path figures are measurements.
+        exact: no op was refused and the perturbation check agrees: the path figures are measurements.
+        check: the perturbation check of the path matrix (:class:`~seqlab.measure.perturbation.PerturbationCheck`;
+            None when it did not run): what moves when a traced source moves, against what the trace says.
     """
 
     sources: tuple[int, ...]
@@ -99,6 +102,7 @@ class PathSummary:
     decomposed: dict[str, int] = field(default_factory=dict)
     derived: dict[str, int] = field(default_factory=dict)
     exact: bool = True
+    check: PerturbationCheck | None = None
 
 
 @dataclass(frozen=True)
@@ -275,7 +279,7 @@ def profile(module: Callable[..., Any], x: Tensor, *, sources: Sequence[int] | s
         first_to_last_products=between(0, T - 1, "products"), first_to_last_ops=between(0, T - 1, "ops"),
         last_to_first_products=between(T - 1, 0, "products"), last_to_first_ops=between(T - 1, 0, "ops"),
         fallbacks=dict(paths.fallbacks), undefined=tuple(paths.undefined), decomposed=dict(paths.decomposed),
-        derived=dict(paths.derived), exact=paths.exact)
+        derived=dict(paths.derived), exact=paths.exact, check=paths.check)
     return ProfileResult(
         module=type(module).__name__, shape=tuple(x.shape), T=T, d_model=x.shape[-1],
         multiplications=work.multiplications, by_op=dict(work.by_op), unaccounted=dict(work.unaccounted),
