@@ -173,6 +173,9 @@ def _kaplan_sentences(last: ModelStep, lang: str) -> list[str]:
     if terms["output_outside_parameters"]:
         parts.append(tr("the output layer ({output}) shares the token embedding's weights, so N leaves it out").format(
             output=format_integer(terms["output_outside_parameters"], lang)))
+    if terms.get("position_bias"):
+        parts.append(tr("ALiBi's bias, each head's slope times each key's position, adds {bias} that N does not "
+                        "hold").format(bias=format_integer(terms["position_bias"], lang)))
     if terms["vector_parameters"]:
         parts.append(tr("N counts each of the {extra} bias and norm parameters as a multiplication").format(
             extra=format_integer(terms["vector_parameters"], lang)))

@@ -297,8 +297,9 @@ def kaplan_gap_terms(config: Any, facts: ModelFacts, t: int, keys: int, counted:
     The count is every matrix weight once, plus q·Kᵀ and α·V over each layer's keys (t, or min(t, w) in a
     window): 2·d_attn·Σ keys; Kaplan's N holds the matrix weights and also the 1-D ones (biases, norm scales)
     and, for the attention, L·t·d_attn. When the output layer is the token embedding (tied), its d·V
-    multiplications are counted but outside N. So count − Kaplan = products − Kaplan's attention + tied output −
-    1-D weights.
+    multiplications are counted but outside N. A family that builds ALiBi's bias each step (the config's ``alibi``)
+    adds H·t multiplications N does not hold (:func:`seqlab.cost.alibi_bias_multiplications`). So count − Kaplan =
+    products − Kaplan's attention + tied output + position bias − 1-D weights.
 
     Args:
         config: the model's config. facts: :func:`model_facts`. t: the position Kaplan's formula is given.
@@ -307,7 +308,7 @@ def kaplan_gap_terms(config: Any, facts: ModelFacts, t: int, keys: int, counted:
 
     Returns:
         ``{"keys": Σ keys, "attention_products": 2·d_attn·Σ keys, "kaplan_attention": L·t·d_attn,
-        "output_outside_parameters": …, "vector_parameters": …}``, or None for a family that is not a decoder of
+        "output_outside_parameters": …, "vector_parameters": …}`` and, for ALiBi, ``"position_bias": H·keys``; or None for a family that is not a decoder of
         attention layers only, or when the terms do not add up to ``counted − kaplan`` exactly.
     """
     kinds = layer_kinds(config)
@@ -319,8 +320,10 @@ def kaplan_gap_terms(config: Any, facts: ModelFacts, t: int, keys: int, counted:
              "kaplan_attention": facts.layers * t * width,
              "output_outside_parameters": facts.output_outside_parameters,
              "vector_parameters": facts.vector_parameters}
+    if config_value(config, "alibi", False) is True:
+        terms["position_bias"] = cost.alibi_bias_multiplications(facts.heads, keys)
     gap = (terms["attention_products"] - terms["kaplan_attention"] + terms["output_outside_parameters"]
-           - terms["vector_parameters"])
+           + terms.get("position_bias", 0) - terms["vector_parameters"])
     return terms if counted - kaplan == gap else None
 
 

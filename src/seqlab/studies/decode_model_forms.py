@@ -266,7 +266,8 @@ def cache_layer_kinds(config: Any, cache_layers: tuple[str, ...] = ()) -> list[s
     config lists ``layer_types`` of kinds :data:`CACHE_LAYER_TYPES` knows (Gemma 3, Cohere 2, Llama 4's chunks, …)
     those kinds, since its cache holds keys and values whatever its feed-forward block is; failing both, the kinds
     of ``cache_layers``, the class names of a measured cache's layers (:func:`kinds_from_cache_layers`: Mixtral,
-    …). A layer that reuses another's keys and values is ``"shared"`` (:func:`_sharing`). None otherwise. Bytes only:
+    …), for a config that lists no ``layer_types`` (one that lists a kind unknown here — linear attention, indexed
+    attention, a hybrid layer — gets None, whatever the cache's classes). A layer that reuses another's keys and values is ``"shared"`` (:func:`_sharing`). None otherwise. Bytes only:
     a family's work per token depends on layers the config does not describe this way.
 
     >>> from transformers import Gemma3nTextConfig
@@ -277,7 +278,8 @@ def cache_layer_kinds(config: Any, cache_layers: tuple[str, ...] = ()) -> list[s
     kinds = layer_kinds(config)
     if kinds is None:
         kinds = _listed_kinds(config)
-    if kinds is None and cache_layers:
+    listed = isinstance(config_value(config, "layer_types"), (list, tuple))
+    if kinds is None and cache_layers and not listed:  # a config that lists kinds unknown here is not overridden
         kinds = kinds_from_cache_layers(config, cache_layers)
     return None if kinds is None else _sharing(config, kinds)
 

@@ -1,0 +1,309 @@
+"""``seqlab decode --model`` on families the other decode tests do not cover (issue 35, item 8).
+
+Two routes agree for each family: the bytes the study reads from the model's own cache
+(:func:`seqlab.measure.cache_state.read_cache_state`) equal a second walk written here (every floating-point tensor
+held by the cache's layers, each storage once) after the same prefill and step; and where the config gives a closed
+form (:func:`seqlab.studies.decode_model_forms.closed_state_bytes`, layer by layer), it equals both. Then the kinds
+the closed forms once got wrong, each with at least two inputs: latent attention (its cache holds the compressed
+latent and the rotary key, d_c + d_R per position, not 2·H·d_h), layers that read another layer's keys and values
+(they hold none), layers whose heads and widths differ (per-layer configs), ALiBi (Falcon's own mask and bias run as
+Falcon runs them), heads read from the config whatever the family calls them, and the cache's bytes at the
+checkpoint's own dtype.
+
+Tiny models: :func:`tiny_config` sets the sizes below on whatever fields the family's config class has (its
+``attribute_map`` names them for it), 2 layers of width 32, vocabulary 64; random weights, nothing downloaded.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from seqlab.studies.decode_model import ModelDecodeConfig, model_facts, run_model_decode  # noqa: E402
+
+POSITIONS = (4, 8, 16)
+#: Sizes every tiny config gets where its class has the field (the others keep their defaults).
+SIZES = dict(vocab_size=64, hidden_size=32, n_embd=32, d_model=32, intermediate_size=48, ffn_dim=48,
+             num_hidden_layers=2, n_layer=2, n_layers=2, num_layers=2, num_attention_heads=4, n_head=4, n_heads=4,
+             num_key_value_heads=2, max_position_embeddings=64, n_positions=64, max_seq_len=64, n_ctx=64,
+             bos_token_id=0, eos_token_id=1, pad_token_id=1, head_dim=8,
+             kv_lora_rank=16, q_lora_rank=None, qk_rope_head_dim=4, qk_nope_head_dim=8, v_head_dim=8,
+             num_experts=4, n_routed_experts=4, num_local_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
+             n_shared_experts=1, first_k_dense_replace=1, n_group=1, topk_group=1, shared_expert_intermediate_size=16,
+             rotary_dim=4, partial_rotary_factor=0.5, hidden_size_per_layer_input=8, vocab_size_per_layer_input=64,
+             laurel_rank=4, altup_num_inputs=2, num_kv_shared_layers=0)
+#: Families measured here, beyond those of tests/test_decode_model.py and tests/test_model_checkpoints.py
+#: (transformers' model types; Bloom, built there for ``seqlab model``, is decoded here for its ALiBi).
+FAMILIES = ("afmoe", "apertus", "arcee", "beam", "biogpt", "bitnet", "bloom", "codegen", "cohere", "cohere2",
+            "ctrl", "deepseek_v2", "deepseek_v3", "exaone4", "gemma3n_text", "gemma4_text", "glm4", "glm4_moe_lite",
+            "gpt_bigcode", "helium", "llama4_text", "minicpm3", "ministral", "mpt", "nemotron", "olmo2", "olmo3",
+            "persimmon", "phi", "qwen3_moe", "smollm3", "stablelm", "vaultgemma", "xglm")
+
+
+def tiny_config(model_type: str, **changes):
+    """A tiny config of ``model_type``: :data:`SIZES` on the fields its class has, then ``changes``; latent attention
+    (a ``kv_lora_rank`` field) keeps every head for keys and values, as its code expects."""
+    cls = transformers.CONFIG_MAPPING[model_type]
+    fields = set(inspect.signature(cls.__init__).parameters) | set(getattr(cls, "attribute_map", {}) or {})
+    for base in cls.__mro__:
+        fields |= set(getattr(base, "__annotations__", {}))
+    values = {**{k: v for k, v in SIZES.items() if k in fields}, **changes}
+    if "kv_lora_rank" in values:
+        values.pop("head_dim", None)
+        values["num_key_value_heads"] = values.get("num_attention_heads", 4)
+    for alias, name in (getattr(cls, "attribute_map", {}) or {}).items():
+        if alias in values and name in values:
+            values.pop(alias)
+    return cls(**values)
+
+
+def build(config, dtype=torch.float32):
+    from seqlab.layers.pretrained import _offline_and_quiet
+
+    config._attn_implementation = "eager"
+    with _offline_and_quiet():
+        torch.manual_seed(0)
+        return transformers.AutoModelForCausalLM.from_config(config, dtype=dtype).eval()
+
+
+def measure(name: str, config, dtype=torch.float32):
+    from seqlab.layers.pretrained import _offline_and_quiet
+
+    model = build(config, dtype)
+    with _offline_and_quiet():
+        result = run_model_decode(ModelDecodeConfig(name, positions=POSITIONS, time=False, span_lengths=None),
+                                  loaded=(model, model_facts(model, name)))
+    return model, result
+
+
+def walked_bytes(model, t: int, seed: int = 0) -> int:
+    """The second route: t − 1 tokens in one pass, token t through the cache it returned (as the study does), then
+    every floating-point tensor the cache's layers hold, each storage once."""
+    ids = torch.randint(0, model.config.vocab_size, (1, t), generator=torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        past = model(ids[:, :-1], use_cache=True).cache
+        model(ids[:, -1:], use_cache=True, cache=past)
+    seen, total = set(), 0
+    for layer in past.layers:
+        for value in vars(layer).values():
+            if isinstance(value, torch.Tensor) and value.is_floating_point():
+                storage = value.untyped_storage()
+                if storage.data_ptr() not in seen:
+                    seen.add(storage.data_ptr())
+                    total += storage.nbytes()
+    return total
+
+
+@pytest.fixture(scope="module")
+def family_results():
+    return {name: measure(name, tiny_config(name)) for name in FAMILIES}
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_bytes_equal_a_walk_of_the_cache_and_the_closed_form(family_results, name):
+    model, result = family_results[name]
+    dynamic = [s for s in result.steps if s.cache == "dynamic"]
+    assert [s.t for s in dynamic] == list(POSITIONS)
+    for step in dynamic:
+        assert step.state.total_bytes == walked_bytes(model, step.t), (name, step.t)
+        assert step.closed_bytes is not None, name  # every family here: attention the closed forms describe
+        assert dict(step.closed_bytes) == dict(step.state.by_kind), (name, step.t)
+    assert result.bytes_match is True
+    assert result.model.heads > 0 and 0 < result.model.kv_heads <= result.model.heads  # from the config, always
+
+
+def test_twenty_more_families_than_the_other_decode_tests():
+    import ast
+    from pathlib import Path
+
+    covered = set()
+    for other in ("test_decode_model.py", "test_model_checkpoints.py"):
+        tree = ast.parse((Path(__file__).parent / other).read_text(encoding="utf-8"))
+        covered |= {(node.attr if isinstance(node, ast.Attribute) else node.id).removesuffix("Config").lower()
+                    for node in ast.walk(tree) if isinstance(node, (ast.Attribute, ast.Name))
+                    and (node.attr if isinstance(node, ast.Attribute) else node.id).endswith("Config")}
+    new = {name.replace("_", "") for name in FAMILIES} - {name.replace("_", "") for name in covered}
+    assert len(new) >= 20, sorted(new)
+
+
+# --- latent attention: d_c + d_R per position and layer ----------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["deepseek_v2", "deepseek_v3", "minicpm3", "glm4_moe_lite"])
+def test_latent_attention_caches_the_latent_and_the_rotary_key(family_results, name):
+    from seqlab.render.decode_model import difference_sentences
+
+    _, result = family_results[name]
+    for step in [s for s in result.steps if s.cache == "dynamic"]:
+        # 2 layers · (d_c 16 + d_R 4) · t · 4 bytes, against 2 · 2 · 4 heads · 12 · t · 4 for per-head keys, values
+        assert step.state.by_kind == {"attention_kv": 2 * (16 + 4) * step.t * 4}
+    assert result.model.latent_kv_layers == 2
+    assert any("latent attention" in line for line in difference_sentences(result))
+
+
+@pytest.mark.parametrize("rank", [8, 24])
+def test_latent_bytes_follow_the_rank(rank):
+    _, result = measure("deepseek_v3", tiny_config("deepseek_v3", kv_lora_rank=rank, qk_rope_head_dim=8))
+    last = [s for s in result.steps if s.cache == "dynamic"][-1]
+    assert dict(last.state.by_kind) == dict(last.closed_bytes) == {"attention_kv": 2 * (rank + 8) * 16 * 4}
+
+
+# --- layers that read another layer's keys and values ------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["gemma3n_text", "gemma4_text"])
+def test_layers_sharing_keys_and_values_hold_none(name):
+    from seqlab.render.decode_model import difference_sentences
+
+    config = tiny_config(name, num_hidden_layers=4, num_kv_shared_layers=2, sliding_window=8,
+                         layer_types=["sliding_attention", "full_attention"] * 2, global_head_dim=16)
+    model, result = measure(name, config)
+    assert result.model.shared_kv_layers == 2
+    for step in [s for s in result.steps if s.cache == "dynamic"]:
+        full, window = model.model.layers[1].self_attn, model.model.layers[0].self_attn  # the two layers that store
+        full_row = 2 * full.k_proj.out_features * 4  # keys and values of one position, float32
+        window_row = 2 * window.k_proj.out_features * 4
+        assert step.state.by_kind == {"attention_kv": full_row * step.t,
+                                      "sliding_window_kv": window_row * min(step.t, 8)}, (name, step.t)
+        assert dict(step.closed_bytes) == dict(step.state.by_kind)
+        assert step.state.total_bytes == walked_bytes(model, step.t)
+    assert any("2 of the 4 layers read the keys and values another layer stored" in line
+               for line in difference_sentences(result))
+
+
+# --- layers that differ in heads and widths ------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("global_head_dim", "global_kv_heads"), [(16, 1), (32, 4)])
+def test_layers_of_different_heads_and_widths(global_head_dim, global_kv_heads):
+    """Gemma 4's full-attention layers have their own head width and key/value heads (``per_layer_config``): each
+    layer's cache is read from its own config."""
+    config = tiny_config("gemma4_text", sliding_window=8, layer_types=["sliding_attention", "full_attention"],
+                         global_head_dim=global_head_dim, num_global_key_value_heads=global_kv_heads)
+    assert config.per_layer_config[1].head_dim == global_head_dim
+    model, result = measure("gemma4", config)
+    for step in [s for s in result.steps if s.cache == "dynamic"]:
+        full = model.model.layers[1].self_attn.k_proj.out_features
+        assert step.state.by_kind["attention_kv"] == 2 * full * step.t * 4
+        assert step.state.by_kind["sliding_window_kv"] == 2 * 2 * 8 * min(step.t, 8) * 4  # 2 kv heads of width 8
+        assert dict(step.closed_bytes) == dict(step.state.by_kind)
+    assert result.bytes_match is True
+
+
+# --- ALiBi: the family's own mask and bias ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("changes", [{}, {"new_decoder_architecture": True, "num_kv_heads": 2}])
+def test_falcon_with_alibi_is_measured_as_falcon_runs_it(changes):
+    """Falcon builds ALiBi's bias (H slopes × t positions) outside its layers each step and adds it to a mask of the
+    positions written so far, which a static cache's rows do not fit: the dynamic cache is measured, its work
+    equals the closed form with the bias, and the static cache is named as refused by Falcon's own code."""
+    from seqlab.render.decode_model import difference_sentences
+
+    config = transformers.FalconConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                       alibi=True, **changes)
+    model, result = measure("falcon_alibi", config)
+    assert [s.cache for s in result.steps] == ["dynamic"] * 3 and result.static_refused is not None
+    for step in result.steps:
+        assert step.multiplications == step.closed_form and step.unaccounted == {}
+        assert step.closed_work_by_kind["output"] == 32 * 64 + 4 * step.t  # d·V + H·t
+        assert dict(step.closed_bytes) == dict(step.state.by_kind)
+        assert step.state.total_bytes == walked_bytes(model, step.t)
+    lines = difference_sentences(result)
+    assert any("does not run with a static cache" in line for line in lines)
+    last = result.steps[-1]  # Kaplan's gap, term by term: the bias H·t is one of them
+    assert last.kaplan_terms["position_bias"] == 4 * 16
+    assert any("ALiBi's bias" in line and "adds 64 that N does not hold" in line for line in lines)
+
+
+# --- heads from the config, whatever the family calls them -----------------------------------------------------------
+
+@pytest.mark.parametrize(("name", "heads"), [("codegen", 4), ("mpt", 4), ("bloom", 4), ("gpt_bigcode", 4)])
+def test_heads_in_json_come_from_the_config(family_results, name, heads):
+    from seqlab.render.json_output import to_json
+    import json
+
+    document = json.loads(to_json(family_results[name][1]))
+    assert document["model"]["heads"] == heads and document["model"]["kv_heads"] >= 1
+
+
+# --- the checkpoint's dtype -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["llama", "deepseek_v3"])
+def test_bfloat16_checkpoint_bytes_at_its_dtype(tmp_path, name):
+    """A checkpoint saved in bfloat16 is measured in bfloat16 by default (its cache 2 bytes an element, half the
+    float32 figure), and in float32 with ``--dtype float32``."""
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+    from seqlab.layers.pretrained import _offline_and_quiet
+
+    config = tiny_config(name)
+    with _offline_and_quiet():
+        torch.manual_seed(0)
+        transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16).save_pretrained(tmp_path / name)
+    own = run_model_decode(ModelDecodeConfig(str(tmp_path / name), positions=POSITIONS, time=False,
+                                             span_lengths=None))
+    wide = run_model_decode(ModelDecodeConfig(str(tmp_path / name), positions=POSITIONS, time=False,
+                                              span_lengths=None, dtype="float32"))
+    assert own.model.dtype == "bfloat16" and wide.model.dtype == "float32"
+    for half, full in zip(own.steps, wide.steps):
+        assert half.state.dtype == "bfloat16"
+        assert 2 * half.state.total_bytes == full.state.total_bytes
+        assert dict(half.closed_bytes) == dict(half.state.by_kind)
+    env = {"COLUMNS": "200", "NO_COLOR": "1"}
+    run = CliRunner().invoke(app, ["decode", "--model", str(tmp_path / name), "--positions", "4,8,16", "--no-time",
+                                   "--dtype", "float16"], env=env)
+    assert run.exit_code == 0, run.output
+    assert "Eager attention, float16, batch 1" in " ".join(run.output.split())
+    run = CliRunner().invoke(app, ["decode", "--model", str(tmp_path / name), "--dtype", "int8"], env=env)
+    assert run.exit_code == 2 and "dtype must be one of float32, bfloat16, float16, float64" in run.output
+    run = CliRunner().invoke(app, ["decode", "--model", str(tmp_path / name), "--dtype", "int8", "--lang", "es"],
+                             env=env)
+    assert run.exit_code == 2 and "el dtype debe ser uno de" in run.output
+
+
+# --- a family the closed forms do not describe says so ---------------------------------------------------------------
+
+def test_a_cache_unlike_the_closed_forms_says_so_in_figures(family_results):
+    """Where the measured bytes differ from the closed form, the sentence gives both figures and says the family's
+    cache is not the one the closed forms describe, whatever the growths say."""
+    from dataclasses import replace
+
+    from seqlab.render.decode_model import difference_sentences
+
+    for name in ("deepseek_v3", "cohere"):
+        result = family_results[name][1]
+        last = [s for s in result.steps if s.cache == "dynamic"][-1]
+        grown = replace(last.state, by_kind={k: 3 * v for k, v in last.state.by_kind.items()})
+        changed = replace(result, steps=tuple(replace(s, state=grown) if s is last else s for s in result.steps))
+        line = next(line for line in difference_sentences(changed) if "not the one the closed forms" in line)
+        assert f"{3 * last.state.total_bytes:,} bytes at t = 16" in line
+        assert f"gives {sum(last.closed_bytes.values()):,}" in line
+        assert not any("not the one the closed forms" in line for line in difference_sentences(result))
+
+
+@pytest.mark.parametrize("name", ["qwen3_next", "kimi_linear", "deepseek_v32", "falcon_h1", "minimax"])
+def test_layers_the_closed_forms_do_not_describe_get_none(name):
+    """A config listing layers of linear attention, indexed attention or hybrid layers gets no bytes' closed form —
+    not the multi-head formula of its attention sizes — even when handed cache layers of plain keys and values."""
+    from seqlab.studies.decode_model_forms import closed_state_bytes, layer_caches
+
+    config = transformers.CONFIG_MAPPING[name](num_hidden_layers=4)
+    assert layer_caches(config) is None
+    assert closed_state_bytes(config, 8, 4) is None
+    assert closed_state_bytes(config, 8, 4, ("DynamicLayer",) * 4) is None
+
+
+def test_no_closed_form_is_said_not_borrowed(family_results):
+    """Without a closed form, each bytes sentence says so, and none says the closed forms grow the same way."""
+    from dataclasses import replace
+
+    from seqlab.render.decode_model import growth_sentences
+    from seqlab.studies.decode_model import _growths
+
+    result = family_results["deepseek_v3"][1]
+    steps = [replace(s, closed_bytes=None) for s in result.steps if s.cache == "dynamic"]
+    bare = replace(result, steps=tuple(steps), growth=tuple(_growths(POSITIONS, steps, "")))
+    lines = [line for line in growth_sentences(bare) if line.startswith("Cache bytes")]
+    assert lines and all(line.endswith("No closed form for this family here.") for line in lines)
