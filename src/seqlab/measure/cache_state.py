@@ -6,7 +6,9 @@ storage once (a view shares its base's bytes, as :func:`seqlab.layers.decoding.s
 by what the tensor is for:
 
 * ``attention_kv`` — keys and values of full attention (transformers' ``DynamicLayer``, ``StaticLayer``):
-  (B, H_kv, t, d_h) each, growing with t;
+  (B, H_kv, t, d_h) each, growing with t; latent attention keeps its compressed latent and its rotary key in the
+  same two slots, (B, 1, t, d_c) and (B, 1, t, d_R); a layer that reads another layer's keys and values
+  (``DummyLayer``) holds ``None`` there, nothing counted;
 * ``sliding_window_kv`` — keys and values of a sliding-window layer (``DynamicSlidingWindowLayer``,
   ``StaticSlidingWindowLayer``): at most w − 1 positions visible, a view of the w-row storage the step's
   concatenation made (the storage is what is held, so what is counted);
