@@ -307,3 +307,22 @@ def test_no_closed_form_is_said_not_borrowed(family_results):
     bare = replace(result, steps=tuple(steps), growth=tuple(_growths(POSITIONS, steps, "")))
     lines = [line for line in growth_sentences(bare) if line.startswith("Cache bytes")]
     assert lines and all(line.endswith("No closed form for this family here.") for line in lines)
+
+
+@pytest.mark.parametrize("width", [32, 48])
+def test_a_state_kept_wider_than_the_weights_is_named_by_dtype(width):
+    """RWKV's own code keeps its WKV numerator, denominator and maximum in float32 whatever the weights' dtype: in
+    bfloat16 the cache holds both dtypes, the closed form (every element at 2 bytes) falls short, and the sentence
+    gives the bytes per dtype instead of calling the cache unknown."""
+    from seqlab.render.decode_model import difference_sentences
+
+    config = transformers.RwkvConfig(vocab_size=64, hidden_size=width, num_hidden_layers=2,
+                                     attention_hidden_size=width, intermediate_size=64, context_length=64)
+    _, result = measure("rwkv", config, torch.bfloat16)
+    last = result.steps[-1]
+    assert result.model.dtype == "bfloat16" and last.state.dtype == "bfloat16,float32"
+    assert sum(last.state.bytes_by_dtype.values()) == last.state.total_bytes
+    assert sum(last.closed_bytes.values()) == 2 * (2 * width + 3 * width) * 2  # L · (2d + 3·d_att) · 2 bytes
+    assert last.state.bytes_by_dtype["float32"] == 2 * 3 * width * 4  # the WKV state, 3·d_att per layer in float32
+    line = next(line for line in difference_sentences(result) if "another dtype" in line)
+    assert f"{last.state.bytes_by_dtype['float32']:,} float32" in line and "weights are bfloat16" in line

@@ -54,7 +54,9 @@ class CacheState:
         tensors: how many distinct storages were counted (state and bookkeeping).
         container: the cache object's type name (``"DynamicCache"``, ``"list"``).
         layer_types: the type names of its layers, in order (``("DynamicLayer", "DynamicLayer")``).
-        dtype: the floating-point dtype of the state (``"float32"``), or ``""`` when it holds none.
+        dtype: the floating-point dtype of the state (``"float32"``), several joined by commas
+            (``"bfloat16,float32"``: a family that keeps part of its state wider than its weights), or ``""``.
+        bytes_by_dtype: the state's bytes per dtype (``{"bfloat16": 256, "float32": 768}``).
     """
 
     by_kind: Mapping[str, int]
@@ -64,6 +66,7 @@ class CacheState:
     container: str
     layer_types: tuple[str, ...] = field(default_factory=tuple)
     dtype: str = ""
+    bytes_by_dtype: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def total_bytes(self) -> int:
@@ -149,7 +152,7 @@ def read_cache_state(cache: object, kinds: tuple[str, ...] | None = None) -> Cac
     by_kind: dict[str, int] = {}
     bookkeeping = 0
     counted: set[tuple[str, int]] = set()
-    dtypes: set[str] = set()
+    dtypes: dict[str, int] = {}
     unknown: list[str] = []
     visible = 0
     for path, kind, tensor in found:
@@ -171,7 +174,8 @@ def read_cache_state(cache: object, kinds: tuple[str, ...] | None = None) -> Cac
             unknown.append(f"{path} {tuple(tensor.shape)}")
             continue
         counted.add(key)
-        dtypes.add(str(tensor.dtype).removeprefix("torch."))
+        name = str(tensor.dtype).removeprefix("torch.")
+        dtypes[name] = dtypes.get(name, 0) + storage.nbytes()
         by_kind[kind] = by_kind.get(kind, 0) + storage.nbytes()
     what = _describe(cache)
     if unknown:
@@ -185,4 +189,4 @@ def read_cache_state(cache: object, kinds: tuple[str, ...] | None = None) -> Cac
     return CacheState(by_kind={k: by_kind[k] for k in KINDS if k in by_kind}, bookkeeping_bytes=bookkeeping,
                       visible_bytes=visible,
                       tensors=len(counted), container=type(cache).__name__, layer_types=_layer_types(cache),
-                      dtype=",".join(sorted(dtypes)))
+                      dtype=",".join(sorted(dtypes)), bytes_by_dtype={k: dtypes[k] for k in sorted(dtypes)})

@@ -212,6 +212,14 @@ def _bytes_differ_sentences(result: ModelDecodeResult, last: ModelStep, lang: st
     if closed is None or dict(closed) == dict(last.state.by_kind) or _repeated_heads_sentences(result, last, lang):
         return []
     tr = translator(lang)
+    wider = {name: n for name, n in last.state.bytes_by_dtype.items() if name != result.model.dtype}
+    if wider:  # the family's code keeps part of its state in another dtype than its weights'
+        return [tr("The cache holds {measured} bytes at t = {t}, {parts}, while the weights are {dtype}: the "
+                   "family's own code keeps part of its state in another dtype, and the closed form, counting every "
+                   "element in {dtype}, gives {closed}.").format(
+            measured=format_integer(last.state.total_bytes, lang), t=format_integer(last.t, lang),
+            parts=", ".join(f"{format_integer(n, lang)} {name}" for name, n in last.state.bytes_by_dtype.items()),
+            dtype=result.model.dtype, closed=format_integer(sum(closed.values()), lang))]
     return [tr("The cache holds {measured} bytes at t = {t}; the closed form from the config gives {closed}: this "
                "family's cache is not the one the closed forms describe.").format(
         measured=format_integer(last.state.total_bytes, lang), t=format_integer(last.t, lang),

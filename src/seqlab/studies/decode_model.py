@@ -88,7 +88,8 @@ class ModelDecodeConfig:
         span_lengths: the two T at which the prefill and generation spans are traced (:class:`ModelSpan`), or
             None to trace none.
         dtype: one of :data:`DTYPES`, the dtype the weights are loaded in and the cache is written in; None for the
-            checkpoint's own (its config's ``dtype``, float32 when it names none).
+            checkpoint's own (its config's ``dtype``, float32 when it names none). A model passed in memory
+            (``run_model_decode(loaded=...)``) is measured in its own dtype.
     """
 
     model: str

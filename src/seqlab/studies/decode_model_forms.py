@@ -150,7 +150,8 @@ def attention_sizes(config: Any) -> tuple[int, int, int] | None:
     """(H, H_kv, d_h) of an attention layer's config (the model's, or one layer's from :func:`layer_configs`); None
     when it names no heads.
 
-    Falcon's original layout (``multi_query`` without ``new_decoder_architecture``) keeps one key/value head.
+    A config with ``multi_query`` (Falcon's original layout, unless ``new_decoder_architecture``; GPT-BigCode) keeps
+    one key/value head.
 
     >>> from transformers import LlamaConfig
     >>> attention_sizes(LlamaConfig(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=16))
@@ -160,9 +161,9 @@ def attention_sizes(config: Any) -> tuple[int, int, int] | None:
     if not heads:
         return None
     kv_heads = config_integer(config, *KV_HEAD_ATTRIBUTES, default=heads)
-    if config.model_type == "falcon" and config_value(config, "multi_query", False) \
+    if config_value(config, "multi_query", False) is True \
             and not config_value(config, "new_decoder_architecture", False):
-        kv_heads = 1
+        kv_heads = 1  # multi-query attention: one key/value head (Falcon's original layout, GPT-BigCode)
     width = config_integer(config, "hidden_size", "d_model", "n_embd", default=0)
     head_dim = config_integer(config, "head_dim", default=width // heads)
     return heads, kv_heads, head_dim
