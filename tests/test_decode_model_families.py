@@ -83,7 +83,8 @@ def measure(name: str, config, dtype=torch.float32):
 def walked_bytes(model, t: int, seed: int = 0) -> int:
     """The second route: t − 1 tokens in one pass, token t through the cache it returned (as the study does), then
     every floating-point tensor the cache's layers hold, each storage once."""
-    ids = torch.randint(0, model.config.vocab_size, (1, t), generator=torch.Generator().manual_seed(seed))
+    vocabulary = model.config.get_text_config(decoder=True).vocab_size
+    ids = torch.randint(0, vocabulary, (1, t), generator=torch.Generator().manual_seed(seed))
     with torch.no_grad():
         past = model(ids[:, :-1], use_cache=True).cache
         model(ids[:, -1:], use_cache=True, cache=past)
@@ -169,8 +170,12 @@ def test_layers_sharing_keys_and_values_hold_none(name):
                                       "sliding_window_kv": window_row * min(step.t, 8)}, (name, step.t)
         assert dict(step.closed_bytes) == dict(step.state.by_kind)
         assert step.state.total_bytes == walked_bytes(model, step.t)
-    assert any("2 of the 4 layers read the keys and values another layer stored" in line
-               for line in difference_sentences(result))
+    lines = difference_sentences(result)
+    assert any("2 of the 4 layers read the keys and values another layer stored" in line for line in lines)
+    last = result.steps[-1]  # the window's visible rows, its own bytes apart from the full layer's
+    visible = last.state.visible_by_kind["sliding_window_kv"]
+    assert visible == 2 * model.model.layers[0].self_attn.k_proj.out_features * 7 * 4  # w − 1 = 7 rows
+    assert any(f"keeps w − 1 rows visible ({visible:,} bytes)" in line for line in lines)
 
 
 # --- layers that differ in heads and widths ------------------------------------------------------------------------
@@ -326,3 +331,20 @@ def test_a_state_kept_wider_than_the_weights_is_named_by_dtype(width):
     assert last.state.bytes_by_dtype["float32"] == 2 * 3 * width * 4  # the WKV state, 3·d_att per layer in float32
     line = next(line for line in difference_sentences(result) if "another dtype" in line)
     assert f"{last.state.bytes_by_dtype['float32']:,} float32" in line and "weights are bfloat16" in line
+
+
+@pytest.mark.parametrize("name", ["gemma3", "gemma4"])
+def test_a_multimodal_wrapper_is_read_through_its_text_decoder(name):
+    """A causal LM whose config wraps a text decoder and a vision tower (Gemma 3's and Gemma 4's
+    ``…ForConditionalGeneration``): the closed forms and the facts read the decoder's config
+    (``get_text_config(decoder=True)``), not the wrapper's, which has no layers of its own."""
+    text = tiny_config(f"{name}_text", sliding_window=8, layer_types=["sliding_attention", "full_attention"])
+    vision = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16,
+                  num_key_value_heads=2, head_dim=8, image_size=28, patch_size=14)
+    wrapper = transformers.CONFIG_MAPPING[name](text_config=text.to_dict(), vision_config=vision)
+    model, result = measure(name, wrapper)
+    assert result.model.layers == 2 and result.model.vocabulary == 64 and result.model.heads == 4
+    for step in result.steps:
+        assert set(step.state.by_kind) == {"attention_kv", "sliding_window_kv"}
+        assert dict(step.closed_bytes) == dict(step.state.by_kind)
+        assert step.state.total_bytes == walked_bytes(model, step.t)

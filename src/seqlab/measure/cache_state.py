@@ -57,6 +57,7 @@ class CacheState:
         dtype: the floating-point dtype of the state (``"float32"``), several joined by commas
             (``"bfloat16,float32"``: a family that keeps part of its state wider than its weights), or ``""``.
         bytes_by_dtype: the state's bytes per dtype (``{"bfloat16": 256, "float32": 768}``).
+        visible_by_kind: ``visible_bytes`` per kind (a window's visible rows apart from full layers' keys).
     """
 
     by_kind: Mapping[str, int]
@@ -67,6 +68,7 @@ class CacheState:
     layer_types: tuple[str, ...] = field(default_factory=tuple)
     dtype: str = ""
     bytes_by_dtype: Mapping[str, int] = field(default_factory=dict)
+    visible_by_kind: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def total_bytes(self) -> int:
@@ -155,6 +157,7 @@ def read_cache_state(cache: object, kinds: tuple[str, ...] | None = None) -> Cac
     dtypes: dict[str, int] = {}
     unknown: list[str] = []
     visible = 0
+    visible_by_kind: dict[str, int] = {}
     for path, kind, tensor in found:
         if not isinstance(tensor, torch.Tensor):
             unknown.append(f"{path} ({type(tensor).__name__})")
@@ -164,6 +167,7 @@ def read_cache_state(cache: object, kinds: tuple[str, ...] | None = None) -> Cac
         floating = tensor.is_floating_point() or tensor.is_complex()
         if floating and kind is not None:
             visible += tensor.numel() * tensor.element_size()
+            visible_by_kind[kind] = visible_by_kind.get(kind, 0) + tensor.numel() * tensor.element_size()
         if key in counted:
             continue
         if not floating:
@@ -189,4 +193,5 @@ def read_cache_state(cache: object, kinds: tuple[str, ...] | None = None) -> Cac
     return CacheState(by_kind={k: by_kind[k] for k in KINDS if k in by_kind}, bookkeeping_bytes=bookkeeping,
                       visible_bytes=visible,
                       tensors=len(counted), container=type(cache).__name__, layer_types=_layer_types(cache),
-                      dtype=",".join(sorted(dtypes)), bytes_by_dtype={k: dtypes[k] for k in sorted(dtypes)})
+                      dtype=",".join(sorted(dtypes)), bytes_by_dtype={k: dtypes[k] for k in sorted(dtypes)},
+                      visible_by_kind={k: visible_by_kind[k] for k in KINDS if k in visible_by_kind})

@@ -251,11 +251,13 @@ def difference_sentences(result: ModelDecodeResult, lang: str = "en") -> list[st
                         "bytes' closed form takes each layer's kind from the class of the cache's layer "
                         "({classes}) and every size from the config.").format(
             classes=", ".join(dict.fromkeys(last.state.layer_types))))
-    if result.model.sliding_window is not None and last.state.visible_bytes < last.state.total_bytes:
+    window_held = last.state.by_kind.get("sliding_window_kv", 0)
+    window_visible = last.state.visible_by_kind.get("sliding_window_kv", window_held)
+    if result.model.sliding_window is not None and window_visible < window_held:
         lines.append(tr("The sliding window (w = {w}) keeps w − 1 rows visible ({visible} bytes) as a view of the "
                         "w rows the step concatenated: the storage, {held} bytes, is what stays allocated.").format(
-            w=format_integer(result.model.sliding_window, lang), visible=format_integer(last.state.visible_bytes, lang),
-            held=format_integer(last.state.total_bytes, lang)))
+            w=format_integer(result.model.sliding_window, lang), visible=format_integer(window_visible, lang),
+            held=format_integer(window_held, lang)))
     if "convolution" in result.kinds and result.model.model_type in ("mamba", "jamba"):
         lines.append(tr("The convolution window holds d_conv columns per channel, one more than the recurrence "
                         "needs; the step's convolution gives two outputs and keeps one (2·E·d_conv "

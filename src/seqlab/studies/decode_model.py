@@ -54,7 +54,7 @@ from seqlab.measure.timing import MachineLoad, Timing, machine_load
 from seqlab.memory import MemoryEstimate, require_fits
 from seqlab.studies.decode_model_forms import (EMPTY_KINDS, KV_KINDS, attention_width, cache_layer_kinds,
                                                closed_state_bytes, closed_step_by_kind, closed_step_multiplications,
-                                               config_integer, config_value, head_counts, layer_configs, layer_kinds,
+                                               config_integer, config_value, decoder_config, head_counts, layer_configs, layer_kinds,
                                                max_positions,
                                                work_by_kind)
 from seqlab.studies.notebook_view import NotebookView
@@ -498,7 +498,7 @@ def model_facts(model: Any, name: str, architecture: str | None = None) -> Model
     Returns:
         A :class:`ModelFacts`; its dtype is the floating-point weights' (the first such parameter's).
     """
-    config = model.config
+    config = decoder_config(model.config)  # a multimodal wrapper's text decoder
     architecture = architecture or type(model).__name__
     embeddings = {id(p) for m in model.modules() if isinstance(m, torch.nn.Embedding) for p in m.parameters()}
     parameters = {id(p): p.numel() for p in model.parameters()}  # tied weights once
@@ -513,7 +513,7 @@ def model_facts(model: Any, name: str, architecture: str | None = None) -> Model
     layers = layer_configs(config)
     latent = sum(1 for layer, kind in zip(layers, kinds or [None] * len(layers))
                  if kind not in EMPTY_KINDS and config_integer(layer, "kv_lora_rank"))
-    return ModelFacts(name=name, architecture=architecture, model_type=str(config.model_type),
+    return ModelFacts(name=name, architecture=architecture, model_type=str(model.config.model_type),
                       parameters=sum(parameters.values()),
                       non_embedding_parameters=sum(n for i, n in parameters.items() if i not in embeddings),
                       layers=config.num_hidden_layers, d_model=config.hidden_size, vocabulary=config.vocab_size,
@@ -535,7 +535,7 @@ def estimate_model_decode_bytes(model: Any, facts: ModelFacts, positions: tuple[
     full key/value cache of every layer, 2·L·d·t·4 bytes, or the closed form where one exists; a static cache of
     the largest t per position when one is measured) and the largest
     prefill's eager attention scores, H·t²·4 bytes for one layer at a time, plus its activations."""
-    config = model.config
+    config = decoder_config(model.config)  # a multimodal wrapper's text decoder
     caches = 0
     T = max(positions)
     b = element_bytes(facts)
@@ -764,6 +764,7 @@ def _run(config: ModelDecodeConfig, progress: Callable[[int, int, str], None] | 
     steps, steppers = [], {}
     static_refused = None
     b = element_bytes(facts)
+    decoder = decoder_config(model.config)
     runs = [("dynamic", t) for t in positions] + ([("static", t) for t in positions] if facts.offers_static else [])
     for done, (kind, t) in enumerate(runs):
         if progress is not None:
@@ -791,17 +792,17 @@ def _run(config: ModelDecodeConfig, progress: Callable[[int, int, str], None] | 
 
         steppers[f"{kind} t = {t}"] = step
         keys = t if kind == "dynamic" else max(positions)  # a static cache's step attends over every row
-        d_attn = attention_width(model.config)
+        d_attn = attention_width(decoder)
         kaplan = (None if d_attn is None else
                   cost.kaplan_step_multiplications(facts.non_embedding_parameters, facts.layers, t, d_attn))
         steps.append(ModelStep(t=t, multiplications=work.multiplications,
-                               closed_form=closed_step_multiplications(model.config, keys), kaplan=kaplan,
+                               closed_form=closed_step_multiplications(decoder, keys), kaplan=kaplan,
                                unaccounted=dict(work.unaccounted), state=state,
-                               closed_bytes=closed_state_bytes(model.config, keys, b, state.layer_types), cache=kind,
-                               work_by_kind=work_by_kind(work.by_module, model.config, work.multiplications),
-                               closed_work_by_kind=closed_step_by_kind(model.config, keys),
+                               closed_bytes=closed_state_bytes(decoder, keys, b, state.layer_types), cache=kind,
+                               work_by_kind=work_by_kind(work.by_module, decoder, work.multiplications),
+                               closed_work_by_kind=closed_step_by_kind(decoder, keys),
                                kaplan_terms=None if kaplan is None else
-                               kaplan_gap_terms(model.config, facts, t, keys, work.multiplications, kaplan)))
+                               kaplan_gap_terms(decoder, facts, t, keys, work.multiplications, kaplan)))
     threads = config.threads
     if config.time:
         with torch.no_grad():
@@ -821,7 +822,7 @@ def _run(config: ModelDecodeConfig, progress: Callable[[int, int, str], None] | 
                              growth=tuple(growth), threads=threads, torch_version=torch.__version__,
                              transformers_version=transformers_version, elapsed_s=time.perf_counter() - clock,
                              load=load, kinds=kinds, span=span,
-                             bytes_kinds_from_cache=cache_layer_kinds(model.config) is None
+                             bytes_kinds_from_cache=cache_layer_kinds(decoder) is None
                              and any(s.closed_bytes is not None for s in steps), static_refused=static_refused)
 
 

@@ -33,7 +33,7 @@ from seqlab import cost
 
 __all__ = ["FEED_FORWARD", "WHOLE_MODEL_WINDOW", "FeedForward", "LayerCache", "attention_sizes", "attention_width",
            "cache_layer_kinds", "config_integer", "config_value", "kinds_from_cache_layers", "closed_state_bytes",
-           "closed_step_by_kind", "closed_step_multiplications", "head_counts", "layer_caches", "layer_configs",
+           "closed_step_by_kind", "closed_step_multiplications", "decoder_config", "head_counts", "layer_caches", "layer_configs",
            "layer_kinds", "max_positions", "work_by_kind"]
 
 
@@ -96,6 +96,18 @@ def config_integer(config: Any, *names: str, default: Any = None) -> Any:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
     return default
+
+
+def decoder_config(config: Any) -> Any:
+    """The config of the model's decoder, whose layers write the cache: the text config of a multimodal wrapper
+    (Gemma 3's, LLaVA's: transformers' ``get_text_config(decoder=True)``), the config itself otherwise.
+
+    >>> from transformers import Gemma3Config, LlamaConfig
+    >>> decoder_config(Gemma3Config()).model_type, decoder_config(LlamaConfig()).model_type
+    ('gemma3_text', 'llama')
+    """
+    text = getattr(config, "get_text_config", None)
+    return text(decoder=True) if callable(text) else config
 
 
 def layer_configs(config: Any) -> list[Any]:
