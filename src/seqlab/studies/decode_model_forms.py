@@ -13,9 +13,18 @@ figure and its closed form are two routes to one number. A family is known here 
 * **a hybrid**: Jamba, attention and Mamba layers as ``layers_block_type`` lists them (without experts for the
   work: a router's top-k choice has no closed form here).
 
-Any other family whose config lists ``layer_types`` made only of full and sliding-window attention gets the
-cache's bytes (its keys and values follow from the attention sizes whatever its feed-forward block is), not the
-work. Mixture-of-experts layers get neither.
+Any other family whose config lists ``layer_types`` of full, sliding-window or chunked attention (or layers
+without attention), or lists none while its cache's layers hold plain keys and values, gets the cache's bytes (its
+keys and values follow from the attention sizes whatever its feed-forward block is), not the work.
+Mixture-of-experts layers get no work closed form.
+
+The bytes are read layer by layer (:func:`layer_caches`), each from its own config (:func:`layer_configs`:
+``per_layer_config`` where layers differ in heads, head width or window; a multimodal wrapper through its text
+decoder, :func:`decoder_config`): multi-head latent attention (a ``kv_lora_rank``) caches the compressed latent and
+the rotary key, d_c + d_R per position; a layer that reads another layer's keys and values (``kv_sharing_modes``)
+holds none; a layer kind the forms do not describe (linear attention, indexed attention, hybrid layers) leaves the
+family without a bytes closed form rather than with another family's. Heads are read through each config's
+``attribute_map`` (:data:`HEAD_ATTRIBUTES`).
 
 Only contractions count (:mod:`seqlab.measure.work`): norms, rotary embeddings, activations and gates are
 element-wise. Shape letters: L layers, H heads, H_kv key/value heads, d_h head width, d = d_model, d_ff the
