@@ -266,6 +266,8 @@ def test_bfloat16_checkpoint_bytes_at_its_dtype(tmp_path, name):
     run = CliRunner().invoke(app, ["decode", "--model", str(tmp_path / name), "--dtype", "int8", "--lang", "es"],
                              env=env)
     assert run.exit_code == 2 and "el dtype debe ser uno de" in run.output
+    run = CliRunner().invoke(app, ["decode", "--positions", "4,8", "--dtype", "float32"], env=env)
+    assert run.exit_code == 2 and "--dtype applies to --model only" in run.output
 
 
 # --- a family the closed forms do not describe says so ---------------------------------------------------------------
