@@ -152,6 +152,19 @@ def test_latent_bytes_follow_the_rank(rank):
     assert dict(last.state.by_kind) == dict(last.closed_bytes) == {"attention_kv": 2 * (rank + 8) * 16 * 4}
 
 
+@pytest.mark.parametrize("name", ["deepseek_v32", "glm_moe_dsa"])
+def test_indexed_attention_caches_its_indexer_keys_too(name):
+    """Sparse attention with a lightning indexer (DSA): each layer caches its latent, its rotary key and the
+    indexer's key, d_I per position."""
+    config = tiny_config(name, q_lora_rank=16, index_head_dim=8, index_n_heads=2, index_topk=4)
+    assert list(config.layer_types) == ["indexed_attention"] * 2
+    model, result = measure(name, config)
+    for step in result.steps:
+        # 2 layers · (d_c 16 + d_R 4 + d_I 8) · t · 4 bytes
+        assert dict(step.state.by_kind) == dict(step.closed_bytes) == {"attention_kv": 2 * (16 + 4 + 8) * step.t * 4}
+        assert step.state.total_bytes == walked_bytes(model, step.t)
+
+
 # --- layers that read another layer's keys and values ------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["gemma3n_text", "gemma4_text"])
@@ -290,9 +303,9 @@ def test_a_cache_unlike_the_closed_forms_says_so_in_figures(family_results):
         assert not any("not the one the closed forms" in line for line in difference_sentences(result))
 
 
-@pytest.mark.parametrize("name", ["qwen3_next", "kimi_linear", "deepseek_v32", "falcon_h1", "minimax"])
+@pytest.mark.parametrize("name", ["qwen3_next", "kimi_linear", "olmo_hybrid", "falcon_h1", "minimax"])
 def test_layers_the_closed_forms_do_not_describe_get_none(name):
-    """A config listing layers of linear attention, indexed attention or hybrid layers gets no bytes' closed form —
+    """A config listing layers of linear attention or hybrid layers gets no bytes' closed form —
     not the multi-head formula of its attention sizes — even when handed cache layers of plain keys and values."""
     from seqlab.studies.decode_model_forms import closed_state_bytes, layer_caches
 

@@ -8,7 +8,8 @@ by what the tensor is for:
 * ``attention_kv`` — keys and values of full attention (transformers' ``DynamicLayer``, ``StaticLayer``):
   (B, H_kv, t, d_h) each, growing with t; latent attention keeps its compressed latent and its rotary key in the
   same two slots, (B, 1, t, d_c) and (B, 1, t, d_R); a layer that reads another layer's keys and values
-  (``DummyLayer``) holds ``None`` there, nothing counted;
+  (``DummyLayer``) holds ``None`` there, nothing counted; indexed (sparse) attention (``DynamicIndexedLayer``) also
+  keeps its indexer's keys, (B, t, d_I), counted here;
 * ``sliding_window_kv`` — keys and values of a sliding-window layer (``DynamicSlidingWindowLayer``,
   ``StaticSlidingWindowLayer``): at most w − 1 positions visible, a view of the w-row storage the step's
   concatenation made (the storage is what is held, so what is counted);
@@ -35,7 +36,7 @@ from seqlab.errors import SeqlabError
 KINDS = ("attention_kv", "sliding_window_kv", "convolution", "recurrent")
 #: Attribute names that say what a tensor holds, whatever the class.
 _ATTRIBUTE_KINDS = {"conv_states": "convolution", "conv_state": "convolution", "recurrent_states": "recurrent",
-                    "ssm_states": "recurrent", "ssm_state": "recurrent"}
+                    "ssm_states": "recurrent", "ssm_state": "recurrent", "indexer_keys": "attention_kv"}
 #: RWKV's ``state`` list: (B, d, L) tensors, in this order (transformers' ``RwkvModel``).
 RWKV_STATE_KINDS = ("convolution", "recurrent", "recurrent", "recurrent", "convolution")
 #: How deep the walk goes below the cache object (layers, then their dicts of states).

@@ -22,7 +22,8 @@ The bytes are read layer by layer (:func:`layer_caches`), each from its own conf
 ``per_layer_config`` where layers differ in heads, head width or window; a multimodal wrapper through its text
 decoder, :func:`decoder_config`): multi-head latent attention (a ``kv_lora_rank``) caches the compressed latent and
 the rotary key, d_c + d_R per position; a layer that reads another layer's keys and values (``kv_sharing_modes``)
-holds none; a layer kind the forms do not describe (linear attention, indexed attention, hybrid layers) leaves the
+holds none; indexed (sparse) attention adds its indexer's keys (``index_head_dim``) per position; a layer kind the
+forms do not describe (linear attention, hybrid layers) leaves the
 family without a bytes closed form rather than with another family's. Heads are read through each config's
 ``attribute_map`` (:data:`HEAD_ATTRIBUTES`).
 
@@ -83,9 +84,10 @@ WHOLE_MODEL_WINDOW = frozenset({"mistral", "phi3", "starcoder2"})
 #: Recurrent families: model type -> each layer's kind.
 RECURRENT_KINDS = {"mamba": "mamba", "falcon_mamba": "mamba", "mamba2": "mamba2", "rwkv": "rwkv"}
 #: ``config.layer_types`` entries whose cache transformers builds as plain keys/values (``chunked_attention``: a
-#: window of ``attention_chunk_size``) or as nothing (``moe``, ``mlp``: no attention), and the kind each one holds.
+#: window of ``attention_chunk_size``; ``indexed_attention``: every position's, plus its indexer's keys) or as
+#: nothing (``moe``, ``mlp``: no attention), and the kind each one holds.
 CACHE_LAYER_TYPES = {"full_attention": "attention", "sliding_attention": "sliding", "chunked_attention": "sliding",
-                     "moe": "none", "mlp": "none"}
+                     "indexed_attention": "attention", "moe": "none", "mlp": "none"}
 
 
 def config_value(config: Any, name: str, default: Any = None) -> Any:
@@ -288,8 +290,8 @@ def cache_layer_kinds(config: Any, cache_layers: tuple[str, ...] = ()) -> list[s
     config lists ``layer_types`` of kinds :data:`CACHE_LAYER_TYPES` knows (Gemma 3, Cohere 2, Llama 4's chunks, …)
     those kinds, since its cache holds keys and values whatever its feed-forward block is; failing both, the kinds
     of ``cache_layers``, the class names of a measured cache's layers (:func:`kinds_from_cache_layers`: Mixtral,
-    …), for a config that lists no ``layer_types`` (one that lists a kind unknown here — linear attention, indexed
-    attention, a hybrid layer — gets None, whatever the cache's classes). A layer that reuses another's keys and values is ``"shared"`` (:func:`_sharing`). None otherwise. Bytes only:
+    …), for a config that lists no ``layer_types`` (one that lists a kind unknown here — linear attention, a hybrid
+    layer — gets None, whatever the cache's classes). A layer that reuses another's keys and values is ``"shared"`` (:func:`_sharing`). None otherwise. Bytes only:
     a family's work per token depends on layers the config does not describe this way.
 
     >>> from transformers import Gemma3nTextConfig
@@ -317,6 +319,8 @@ class LayerCache:
         kv_heads, key_dim, value_dim: H_kv, d_k and d_v of a layer of keys and values (0 otherwise).
         latent_rank, rope_dim: d_c and d_R of multi-head latent attention, whose cache holds the compressed latent
             and the shared rotary key per position, not H keys and values (0 otherwise).
+        index_dim: d_I of indexed (sparse) attention's indexer, whose keys, one of d_I per position, the cache holds
+            beside the layer's own (DeepSeek-V3.2's DSA; 0 otherwise).
     """
 
     kind: str
@@ -326,18 +330,20 @@ class LayerCache:
     value_dim: int = 0
     latent_rank: int = 0
     rope_dim: int = 0
+    index_dim: int = 0
 
     def bytes(self, t: int, element_bytes: int) -> int:
         """Bytes after the step at position t (0 for a layer whose cache holds no keys and values)."""
         if self.kind not in KV_KINDS:
             return 0
         rows = t if self.window is None else cost.sliding_window_cache_rows(t, self.window)
+        index = cost.keys_values_cache_bytes(rows, 1, self.index_dim, 0, element_bytes) if self.index_dim else 0
         if self.latent_rank:
-            return cost.latent_kv_cache_bytes(rows, 1, self.latent_rank, self.rope_dim, element_bytes)
+            return index + cost.latent_kv_cache_bytes(rows, 1, self.latent_rank, self.rope_dim, element_bytes)
         if self.key_dim == self.value_dim:
-            return cost.kv_cache_bytes(rows, 1, self.kv_heads, self.key_dim, element_bytes)
-        return cost.keys_values_cache_bytes(rows, 1, self.kv_heads * self.key_dim, self.kv_heads * self.value_dim,
-                                            element_bytes)
+            return index + cost.kv_cache_bytes(rows, 1, self.kv_heads, self.key_dim, element_bytes)
+        return index + cost.keys_values_cache_bytes(rows, 1, self.kv_heads * self.key_dim,
+                                                    self.kv_heads * self.value_dim, element_bytes)
 
 
 def _window(layer: Any, listed: str | None) -> int | None:
@@ -350,19 +356,24 @@ def _window(layer: Any, listed: str | None) -> int | None:
 def _kv_layer(kind: str, layer: Any, listed: str | None) -> LayerCache | None:
     """The cache of one attention layer from its config: latent attention where the layer has a ``kv_lora_rank``
     (DeepSeek-V2/V3, MiniCPM3, Kimi, …: its cache holds d_c + d_R per position), else H_kv heads of keys (d_h) and
-    values (``v_head_dim`` where given, else d_h); None when the config does not give the sizes."""
+    values (``v_head_dim`` where given, else d_h); an indexed layer adds its indexer's ``index_head_dim`` keys per
+    position; None when the config does not give the sizes."""
     window = _window(layer, listed) if kind == "sliding" else None
     if kind == "sliding" and window is None:
+        return None
+    index = config_integer(layer, "index_head_dim", default=0) if listed == "indexed_attention" else 0
+    if listed == "indexed_attention" and not index:
         return None
     rank = config_integer(layer, "kv_lora_rank")
     if rank:
         rope = config_integer(layer, "qk_rope_head_dim")
-        return None if not rope else LayerCache(kind, window, latent_rank=rank, rope_dim=rope)
+        return None if not rope else LayerCache(kind, window, latent_rank=rank, rope_dim=rope, index_dim=index)
     sizes = attention_sizes(layer)
     if sizes is None:
         return None
     _, kv_heads, head_dim = sizes
-    return LayerCache(kind, window, kv_heads, head_dim, config_integer(layer, "v_head_dim", default=head_dim))
+    return LayerCache(kind, window, kv_heads, head_dim, config_integer(layer, "v_head_dim", default=head_dim),
+                      index_dim=index)
 
 
 def layer_caches(config: Any, cache_layers: tuple[str, ...] = ()) -> list[LayerCache] | None:
