@@ -209,6 +209,24 @@ def test_layers_of_different_heads_and_widths(global_head_dim, global_kv_heads):
     assert result.bytes_match is True
 
 
+@pytest.mark.parametrize("swa_rank", [24, 40])
+def test_latent_layers_of_different_ranks_and_windows(swa_rank):
+    """Dots 3 Note: two indexed latent-attention layers (d_c 16, d_R 4, an indexer key of 8) and two windowed ones of
+    their own rank (``per_layer_config``): each layer's bytes from its own config."""
+    config = tiny_config("dots3_note_text", num_hidden_layers=4, q_lora_rank=16, index_head_dim=8, index_n_heads=2,
+                         index_topk=4, sliding_window=8, swa_num_attention_heads=4, swa_num_key_value_heads=4,
+                         swa_q_lora_rank=16, swa_kv_lora_rank=swa_rank, swa_head_dim=12, swa_qk_nope_head_dim=8,
+                         swa_v_head_dim=8)
+    assert [config.per_layer_config[i].kv_lora_rank for i in range(4)] == [16, 16, swa_rank, swa_rank]
+    model, result = measure("dots3_note", config)
+    for step in result.steps:
+        # indexed: 2 layers · (16 + 4 + 8) · t · 4; windowed: 2 layers · (rank + rope 12 − 8) · min(t, 8) · 4
+        assert dict(step.state.by_kind) == dict(step.closed_bytes) == {
+            "attention_kv": 2 * 28 * step.t * 4, "sliding_window_kv": 2 * (swa_rank + 4) * min(step.t, 8) * 4}
+        assert step.state.total_bytes == walked_bytes(model, step.t)
+    assert result.model.latent_kv_layers == 4
+
+
 # --- ALiBi: the family's own mask and bias ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("changes", [{}, {"new_decoder_architecture": True, "num_kv_heads": 2}])
