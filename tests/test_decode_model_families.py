@@ -27,15 +27,16 @@ from seqlab.studies.decode_model import ModelDecodeConfig, model_facts, run_mode
 
 POSITIONS = (4, 8, 16)
 #: Sizes every tiny config gets where its class has the field (the others keep their defaults).
-SIZES = dict(vocab_size=64, hidden_size=32, n_embd=32, d_model=32, intermediate_size=48, ffn_dim=48,
-             num_hidden_layers=2, n_layer=2, n_layers=2, num_layers=2, num_attention_heads=4, n_head=4, n_heads=4,
-             num_key_value_heads=2, max_position_embeddings=64, n_positions=64, max_seq_len=64, n_ctx=64,
-             bos_token_id=0, eos_token_id=1, pad_token_id=1, head_dim=8,
-             kv_lora_rank=16, q_lora_rank=None, qk_rope_head_dim=4, qk_nope_head_dim=8, v_head_dim=8,
-             num_experts=4, n_routed_experts=4, num_local_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
-             n_shared_experts=1, first_k_dense_replace=1, n_group=1, topk_group=1, shared_expert_intermediate_size=16,
-             rotary_dim=4, partial_rotary_factor=0.5, hidden_size_per_layer_input=8, vocab_size_per_layer_input=64,
-             laurel_rank=4, altup_num_inputs=2, num_kv_shared_layers=0)
+SIZES = {"vocab_size": 64, "hidden_size": 32, "n_embd": 32, "d_model": 32, "intermediate_size": 48, "ffn_dim": 48,
+         "num_hidden_layers": 2, "n_layer": 2, "n_layers": 2, "num_layers": 2, "num_attention_heads": 4, "n_head": 4,
+         "n_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64, "n_positions": 64, "max_seq_len": 64,
+         "n_ctx": 64, "bos_token_id": 0, "eos_token_id": 1, "pad_token_id": 1, "head_dim": 8, "kv_lora_rank": 16,
+         "q_lora_rank": None, "qk_rope_head_dim": 4, "qk_nope_head_dim": 8, "v_head_dim": 8, "num_experts": 4,
+         "n_routed_experts": 4, "num_local_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 16,
+         "n_shared_experts": 1, "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1,
+         "shared_expert_intermediate_size": 16, "rotary_dim": 4, "partial_rotary_factor": 0.5,
+         "hidden_size_per_layer_input": 8, "vocab_size_per_layer_input": 64, "laurel_rank": 4, "altup_num_inputs": 2,
+         "num_kv_shared_layers": 0}
 #: Families measured here, beyond those of tests/test_decode_model.py and tests/test_model_checkpoints.py
 #: (transformers' model types; Bloom, built there for ``seqlab model``, is decoded here for its ALiBi).
 FAMILIES = ("afmoe", "apertus", "arcee", "beam", "biogpt", "bitnet", "bloom", "codegen", "cohere", "cohere2",
@@ -139,7 +140,7 @@ def test_latent_attention_caches_the_latent_and_the_rotary_key(family_results, n
 
     _, result = family_results[name]
     for step in [s for s in result.steps if s.cache == "dynamic"]:
-        # 2 layers · (d_c 16 + d_R 4) · t · 4 bytes, against 2 · 2 · 4 heads · 12 · t · 4 for per-head keys, values
+        # 2 layers · (d_c 16 + d_R 4) · t · 4 bytes, against 2 · 2 · 4 heads · 12 · t · 4 for keys, values per head
         assert step.state.by_kind == {"attention_kv": 2 * (16 + 4) * step.t * 4}
     assert result.model.latent_kv_layers == 2
     assert any("latent attention" in line for line in difference_sentences(result))
@@ -256,8 +257,9 @@ def test_falcon_with_alibi_is_measured_as_falcon_runs_it(changes):
 
 @pytest.mark.parametrize(("name", "heads"), [("codegen", 4), ("mpt", 4), ("bloom", 4), ("gpt_bigcode", 4)])
 def test_heads_in_json_come_from_the_config(family_results, name, heads):
-    from seqlab.render.json_output import to_json
     import json
+
+    from seqlab.render.json_output import to_json
 
     document = json.loads(to_json(family_results[name][1]))
     assert document["model"]["heads"] == heads and document["model"]["kv_heads"] >= 1
@@ -372,8 +374,8 @@ def test_a_multimodal_wrapper_is_read_through_its_text_decoder(name):
     ``…ForConditionalGeneration``): the closed forms and the facts read the decoder's config
     (``get_text_config(decoder=True)``), not the wrapper's, which has no layers of its own."""
     text = tiny_config(f"{name}_text", sliding_window=8, layer_types=["sliding_attention", "full_attention"])
-    vision = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16,
-                  num_key_value_heads=2, head_dim=8, image_size=28, patch_size=14)
+    vision = {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 16,
+              "num_key_value_heads": 2, "head_dim": 8, "image_size": 28, "patch_size": 14}
     wrapper = transformers.CONFIG_MAPPING[name](text_config=text.to_dict(), vision_config=vision)
     model, result = measure(name, wrapper)
     assert result.model.layers == 2 and result.model.vocabulary == 64 and result.model.heads == 4

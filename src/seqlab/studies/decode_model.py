@@ -54,8 +54,8 @@ from seqlab.measure.timing import MachineLoad, Timing, machine_load
 from seqlab.memory import MemoryEstimate, require_fits
 from seqlab.studies.decode_model_forms import (EMPTY_KINDS, KV_KINDS, attention_width, cache_layer_kinds,
                                                closed_state_bytes, closed_step_by_kind, closed_step_multiplications,
-                                               config_integer, config_value, decoder_config, head_counts, layer_configs, layer_kinds,
-                                               max_positions,
+                                               config_integer, config_value, decoder_config, head_counts,
+                                               layer_configs, layer_kinds, max_positions,
                                                work_by_kind)
 from seqlab.studies.notebook_view import NotebookView
 
@@ -119,7 +119,8 @@ class ModelFacts:
         parameters: every weight element. non_embedding_parameters: less the token and position embeddings.
         layers: the config's layer count. d_model: its width. vocabulary: its vocabulary size.
         max_positions: the largest position it accepts, or None (a recurrence: no limit).
-        dtype: the weights' dtype (the cache's, and its bytes per element). cache_argument: ``"cache"`` or ``"state"``, how the step gets the past.
+        dtype: the weights' dtype (the cache's, and its bytes per element).
+        cache_argument: ``"cache"`` or ``"state"``, how the step gets the past.
         sliding_window: the window w of sliding-window layers, or None.
         vector_parameters: weight elements in 1-D tensors (biases, norm scales): in N, but multiplying nothing
             in a matrix product.
@@ -309,8 +310,9 @@ def kaplan_gap_terms(config: Any, facts: ModelFacts, t: int, keys: int, counted:
 
     Returns:
         ``{"keys": Σ keys, "attention_products": 2·d_attn·Σ keys, "kaplan_attention": L·t·d_attn,
-        "output_outside_parameters": …, "vector_parameters": …}`` and, for ALiBi, ``"position_bias": H·keys``; or None for a family that is not a decoder of
-        attention layers only, or when the terms do not add up to ``counted − kaplan`` exactly.
+        "output_outside_parameters": …, "vector_parameters": …}`` and, for ALiBi, ``"position_bias": H·keys``; or
+        None for a family that is not a decoder of attention layers only, or when the terms do not add up to
+        ``counted − kaplan`` exactly.
     """
     kinds = layer_kinds(config)
     width = attention_width(config)
@@ -517,7 +519,8 @@ def model_facts(model: Any, name: str, architecture: str | None = None) -> Model
                       parameters=sum(parameters.values()),
                       non_embedding_parameters=sum(n for i, n in parameters.items() if i not in embeddings),
                       layers=config.num_hidden_layers, d_model=config.hidden_size, vocabulary=config.vocab_size,
-                      max_positions=max_positions(config), dtype=str(dtype).removeprefix("torch."), cache_argument=argument,
+                      max_positions=max_positions(config), dtype=str(dtype).removeprefix("torch."),
+                      cache_argument=argument,
                       sliding_window=window if isinstance(window, int) else None,
                       vector_parameters=vectors, output_outside_parameters=_tied_output(model, embeddings),
                       heads=heads, kv_heads=kv_heads, shared_kv_layers=(kinds or []).count("shared"),
@@ -776,7 +779,7 @@ def _run(config: ModelDecodeConfig, progress: Callable[[int, int, str], None] | 
             saved = _snapshot(kwargs[facts.cache_argument])
             with torch.no_grad():
                 work = count_multiplications(lambda: model(token, use_cache=True, **kwargs))
-        except Exception as error:  # noqa: BLE001  (the family's own code refuses a static cache: named, not measured)
+        except Exception as error:  # the family's own code refuses a static cache: named, not measured
             if kind != "static" or isinstance(error, SeqlabError):
                 raise
             from seqlab.layers.pretrained import _first_line

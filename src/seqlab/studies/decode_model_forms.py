@@ -41,10 +41,28 @@ from typing import Any
 
 from seqlab import cost
 
-__all__ = ["FEED_FORWARD", "WHOLE_MODEL_WINDOW", "FeedForward", "LayerCache", "attention_sizes", "attention_width",
-           "cache_layer_kinds", "config_integer", "config_value", "kinds_from_cache_layers", "closed_state_bytes",
-           "closed_step_by_kind", "closed_step_multiplications", "decoder_config", "head_counts", "layer_caches", "layer_configs",
-           "layer_kinds", "max_positions", "work_by_kind"]
+__all__ = [
+    "FEED_FORWARD",
+    "WHOLE_MODEL_WINDOW",
+    "FeedForward",
+    "LayerCache",
+    "attention_sizes",
+    "attention_width",
+    "cache_layer_kinds",
+    "closed_state_bytes",
+    "closed_step_by_kind",
+    "closed_step_multiplications",
+    "config_integer",
+    "config_value",
+    "decoder_config",
+    "head_counts",
+    "kinds_from_cache_layers",
+    "layer_caches",
+    "layer_configs",
+    "layer_kinds",
+    "max_positions",
+    "work_by_kind",
+]
 
 
 @dataclass(frozen=True)
@@ -291,8 +309,9 @@ def cache_layer_kinds(config: Any, cache_layers: tuple[str, ...] = ()) -> list[s
     those kinds, since its cache holds keys and values whatever its feed-forward block is; failing both, the kinds
     of ``cache_layers``, the class names of a measured cache's layers (:func:`kinds_from_cache_layers`: Mixtral,
     …), for a config that lists no ``layer_types`` (one that lists a kind unknown here — linear attention, a hybrid
-    layer — gets None, whatever the cache's classes). A layer that reuses another's keys and values is ``"shared"`` (:func:`_sharing`). None otherwise. Bytes only:
-    a family's work per token depends on layers the config does not describe this way.
+    layer — gets None, whatever the cache's classes). A layer that reuses another's keys and values is
+    ``"shared"`` (:func:`_sharing`). None otherwise. Bytes only: a family's work per token depends on layers the
+    config does not describe this way.
 
     >>> from transformers import Gemma3nTextConfig
     >>> cache_layer_kinds(Gemma3nTextConfig(num_hidden_layers=4, num_kv_shared_layers=2,
