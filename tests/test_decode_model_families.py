@@ -383,3 +383,23 @@ def test_a_multimodal_wrapper_is_read_through_its_text_decoder(name):
         assert set(step.state.by_kind) == {"attention_kv", "sliding_window_kv"}
         assert dict(step.closed_bytes) == dict(step.state.by_kind)
         assert step.state.total_bytes == walked_bytes(model, step.t)
+
+
+@pytest.mark.parametrize("v_head_dim", [4, 8])
+def test_a_rule_in_the_family_code_the_config_does_not_state_is_said_not_hidden(v_head_dim):
+    """MiMo-V2-Flash's code gives its sliding-window layers twice the config's key/value heads (a rule in the
+    modeling code, not in the config): the full layer's bytes equal the closed form (keys of d_h, values of
+    ``v_head_dim``), the windowed layer's are twice it, and the output gives both figures rather than calling the
+    growths alike and stopping there."""
+    from seqlab.render.decode_model import difference_sentences
+
+    config = tiny_config("mimo_v2_flash", v_head_dim=v_head_dim, layer_types=["full_attention", "sliding_attention"])
+    model, result = measure("mimo_v2_flash", config)
+    last = result.steps[-1]
+    assert last.state.by_kind["attention_kv"] == last.closed_bytes["attention_kv"] == 2 * (8 + v_head_dim) * 16 * 4
+    assert last.state.by_kind["sliding_window_kv"] == 2 * last.closed_bytes["sliding_window_kv"]
+    assert model.model.layers[1].self_attn.k_proj.out_features == 2 * 2 * 8  # 2 × the config's 2 heads of 8
+    assert result.bytes_match is False and last.state.total_bytes == walked_bytes(model, 16)
+    line = next(line for line in difference_sentences(result) if "not the one the closed forms describe" in line)
+    assert f"holds {last.state.total_bytes:,} bytes at t = 16" in line
+    assert f"gives {sum(last.closed_bytes.values()):,}" in line
