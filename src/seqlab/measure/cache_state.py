@@ -6,7 +6,10 @@ storage once (a view shares its base's bytes, as :func:`seqlab.layers.decoding.s
 by what the tensor is for:
 
 * ``attention_kv`` — keys and values of full attention (transformers' ``DynamicLayer``, ``StaticLayer``):
-  (B, H_kv, t, d_h) each, growing with t;
+  (B, H_kv, t, d_h) each, growing with t; latent attention keeps its compressed latent and its rotary key in the
+  same two slots, (B, 1, t, d_c) and (B, 1, t, d_R); a layer that reads another layer's keys and values
+  (``DummyLayer``) holds ``None`` there, nothing counted; indexed (sparse) attention (``DynamicIndexedLayer``) also
+  keeps its indexer's keys, (B, t, d_I), counted here;
 * ``sliding_window_kv`` — keys and values of a sliding-window layer (``DynamicSlidingWindowLayer``,
   ``StaticSlidingWindowLayer``): at most w − 1 positions visible, a view of the w-row storage the step's
   concatenation made (the storage is what is held, so what is counted);
@@ -33,7 +36,7 @@ from seqlab.errors import SeqlabError
 KINDS = ("attention_kv", "sliding_window_kv", "convolution", "recurrent")
 #: Attribute names that say what a tensor holds, whatever the class.
 _ATTRIBUTE_KINDS = {"conv_states": "convolution", "conv_state": "convolution", "recurrent_states": "recurrent",
-                    "ssm_states": "recurrent", "ssm_state": "recurrent"}
+                    "ssm_states": "recurrent", "ssm_state": "recurrent", "indexer_keys": "attention_kv"}
 #: RWKV's ``state`` list: (B, d, L) tensors, in this order (transformers' ``RwkvModel``).
 RWKV_STATE_KINDS = ("convolution", "recurrent", "recurrent", "recurrent", "convolution")
 #: How deep the walk goes below the cache object (layers, then their dicts of states).
@@ -52,7 +55,10 @@ class CacheState:
         tensors: how many distinct storages were counted (state and bookkeeping).
         container: the cache object's type name (``"DynamicCache"``, ``"list"``).
         layer_types: the type names of its layers, in order (``("DynamicLayer", "DynamicLayer")``).
-        dtype: the floating-point dtype of the state (``"float32"``), or ``""`` when it holds none.
+        dtype: the floating-point dtype of the state (``"float32"``), several joined by commas
+            (``"bfloat16,float32"``: a family that keeps part of its state wider than its weights), or ``""``.
+        bytes_by_dtype: the state's bytes per dtype (``{"bfloat16": 256, "float32": 768}``).
+        visible_by_kind: ``visible_bytes`` per kind (a window's visible rows apart from full layers' keys).
     """
 
     by_kind: Mapping[str, int]
@@ -62,6 +68,8 @@ class CacheState:
     container: str
     layer_types: tuple[str, ...] = field(default_factory=tuple)
     dtype: str = ""
+    bytes_by_dtype: Mapping[str, int] = field(default_factory=dict)
+    visible_by_kind: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def total_bytes(self) -> int:
@@ -147,9 +155,10 @@ def read_cache_state(cache: object, kinds: tuple[str, ...] | None = None) -> Cac
     by_kind: dict[str, int] = {}
     bookkeeping = 0
     counted: set[tuple[str, int]] = set()
-    dtypes: set[str] = set()
+    dtypes: dict[str, int] = {}
     unknown: list[str] = []
     visible = 0
+    visible_by_kind: dict[str, int] = {}
     for path, kind, tensor in found:
         if not isinstance(tensor, torch.Tensor):
             unknown.append(f"{path} ({type(tensor).__name__})")
@@ -159,6 +168,7 @@ def read_cache_state(cache: object, kinds: tuple[str, ...] | None = None) -> Cac
         floating = tensor.is_floating_point() or tensor.is_complex()
         if floating and kind is not None:
             visible += tensor.numel() * tensor.element_size()
+            visible_by_kind[kind] = visible_by_kind.get(kind, 0) + tensor.numel() * tensor.element_size()
         if key in counted:
             continue
         if not floating:
@@ -169,7 +179,8 @@ def read_cache_state(cache: object, kinds: tuple[str, ...] | None = None) -> Cac
             unknown.append(f"{path} {tuple(tensor.shape)}")
             continue
         counted.add(key)
-        dtypes.add(str(tensor.dtype).removeprefix("torch."))
+        name = str(tensor.dtype).removeprefix("torch.")
+        dtypes[name] = dtypes.get(name, 0) + storage.nbytes()
         by_kind[kind] = by_kind.get(kind, 0) + storage.nbytes()
     what = _describe(cache)
     if unknown:
@@ -183,4 +194,5 @@ def read_cache_state(cache: object, kinds: tuple[str, ...] | None = None) -> Cac
     return CacheState(by_kind={k: by_kind[k] for k in KINDS if k in by_kind}, bookkeeping_bytes=bookkeeping,
                       visible_bytes=visible,
                       tensors=len(counted), container=type(cache).__name__, layer_types=_layer_types(cache),
-                      dtype=",".join(sorted(dtypes)))
+                      dtype=",".join(sorted(dtypes)), bytes_by_dtype={k: dtypes[k] for k in sorted(dtypes)},
+                      visible_by_kind={k: visible_by_kind[k] for k in KINDS if k in visible_by_kind})

@@ -96,8 +96,9 @@ def _caption(result: ModelDecodeResult, lang: str) -> str:
     parts = [tr("Each row: the model reads t − 1 random tokens, then writes token t through the cache it returned. "
                 "Multiplications: one per multiply-add, counted on that step as the model's own code ran (bias, "
                 "norms, softmax not counted). Bytes: every tensor reachable from the cache object, each storage "
-                "once, after the step. '=' equals the closed form from the config. Eager attention, float32, "
-                "batch 1; transformers {version}.").format(version=result.transformers_version)]
+                "once, after the step. '=' equals the closed form from the config. Eager attention, {dtype}, "
+                "batch 1; transformers {version}.").format(version=result.transformers_version,
+                                                          dtype=result.model.dtype)]
     if result.config.time:
         threads = tr("1 thread") if result.threads == 1 else tr("{threads} threads").format(threads=result.threads)
         parts.append(tr("Time: median ± IQR over {rounds} interleaved rounds, {threads}; {mark} noisy: IQR over a "
@@ -172,6 +173,9 @@ def _kaplan_sentences(last: ModelStep, lang: str) -> list[str]:
     if terms["output_outside_parameters"]:
         parts.append(tr("the output layer ({output}) shares the token embedding's weights, so N leaves it out").format(
             output=format_integer(terms["output_outside_parameters"], lang)))
+    if terms.get("position_bias"):
+        parts.append(tr("ALiBi's bias, each head's slope times each key's position, adds {bias} that N does not "
+                        "hold").format(bias=format_integer(terms["position_bias"], lang)))
     if terms["vector_parameters"]:
         parts.append(tr("N counts each of the {extra} bias and norm parameters as a multiplication").format(
             extra=format_integer(terms["vector_parameters"], lang)))
@@ -201,6 +205,27 @@ def _repeated_heads_sentences(result: ModelDecodeResult, last: ModelStep, lang: 
         else f"{facts.heads}/{facts.kv_heads}", closed=format_integer(closed["attention_kv"], lang))]
 
 
+def _bytes_differ_sentences(result: ModelDecodeResult, last: ModelStep, lang: str) -> list[str]:
+    """The cache's bytes against the closed form where they differ and no other sentence says why: the two figures,
+    never a growth alone (both may grow alike and differ by a factor)."""
+    closed = last.closed_bytes
+    if closed is None or dict(closed) == dict(last.state.by_kind) or _repeated_heads_sentences(result, last, lang):
+        return []
+    tr = translator(lang)
+    wider = {name: n for name, n in last.state.bytes_by_dtype.items() if name != result.model.dtype}
+    if wider:  # the family's code keeps part of its state in another dtype than its weights'
+        return [tr("The cache holds {measured} bytes at t = {t}, {parts}, while the weights are {dtype}: the "
+                   "family's own code keeps part of its state in another dtype, and the closed form, counting every "
+                   "element in {dtype}, gives {closed}.").format(
+            measured=format_integer(last.state.total_bytes, lang), t=format_integer(last.t, lang),
+            parts=", ".join(f"{format_integer(n, lang)} {name}" for name, n in last.state.bytes_by_dtype.items()),
+            dtype=result.model.dtype, closed=format_integer(sum(closed.values()), lang))]
+    return [tr("The cache holds {measured} bytes at t = {t}; the closed form from the config gives {closed}: this "
+               "family's cache is not the one the closed forms describe.").format(
+        measured=format_integer(last.state.total_bytes, lang), t=format_integer(last.t, lang),
+        closed=format_integer(sum(closed.values()), lang))]
+
+
 def difference_sentences(result: ModelDecodeResult, lang: str = "en") -> list[str]:
     """Where a measured figure differs from a textbook one, and why (Kaplan's estimate, a window's view,
     Mamba's convolution window, bookkeeping tensors, a static cache's rows), then the prefill's span against
@@ -211,16 +236,28 @@ def difference_sentences(result: ModelDecodeResult, lang: str = "en") -> list[st
     last = dynamic[-1]
     lines += _kaplan_sentences(last, lang)
     lines += _repeated_heads_sentences(result, last, lang)
+    lines += _bytes_differ_sentences(result, last, lang)
+    if result.model.shared_kv_layers:
+        lines.append(tr("{shared} of the {layers} layers read the keys and values another layer stored: they hold "
+                        "none of their own, and the closed form counts none for them.").format(
+            shared=format_integer(result.model.shared_kv_layers, lang),
+            layers=format_integer(result.model.layers, lang)))
+    if result.model.latent_kv_layers:
+        lines.append(tr("{latent} layers use latent attention: their cache holds, per position, the compressed "
+                        "key/value latent and the one rotary key all heads share, not keys and values per "
+                        "head.").format(latent=format_integer(result.model.latent_kv_layers, lang)))
     if result.bytes_kinds_from_cache:
         lines.append(tr("The config does not say which layers are full and which sliding-window attention: the "
                         "bytes' closed form takes each layer's kind from the class of the cache's layer "
                         "({classes}) and every size from the config.").format(
             classes=", ".join(dict.fromkeys(last.state.layer_types))))
-    if result.model.sliding_window is not None and last.state.visible_bytes < last.state.total_bytes:
+    window_held = last.state.by_kind.get("sliding_window_kv", 0)
+    window_visible = last.state.visible_by_kind.get("sliding_window_kv", window_held)
+    if result.model.sliding_window is not None and window_visible < window_held:
         lines.append(tr("The sliding window (w = {w}) keeps w − 1 rows visible ({visible} bytes) as a view of the "
                         "w rows the step concatenated: the storage, {held} bytes, is what stays allocated.").format(
-            w=format_integer(result.model.sliding_window, lang), visible=format_integer(last.state.visible_bytes, lang),
-            held=format_integer(last.state.total_bytes, lang)))
+            w=format_integer(result.model.sliding_window, lang), visible=format_integer(window_visible, lang),
+            held=format_integer(window_held, lang)))
     if "convolution" in result.kinds and result.model.model_type in ("mamba", "jamba"):
         lines.append(tr("The convolution window holds d_conv columns per channel, one more than the recurrence "
                         "needs; the step's convolution gives two outputs and keeps one (2·E·d_conv "
@@ -229,6 +266,10 @@ def difference_sentences(result: ModelDecodeResult, lang: str = "en") -> list[st
         lines.append(tr("Besides the state, the cache holds {bytes} bytes of integer tensors (window lengths, "
                         "positions), not counted as state.").format(
             bytes=format_integer(last.state.bookkeeping_bytes, lang)))
+    if result.static_refused is not None:
+        lines.append(tr("{architecture}'s own code does not run with a static cache ({reason}): only the dynamic "
+                        "cache is measured.").format(architecture=result.model.architecture,
+                                                     reason=result.static_refused))
     static = [s for s in result.steps if s.cache == "static"]
     if static:
         lines.append(tr("The static cache holds {bytes} bytes from the first token, the rows of t = {t}, and every "

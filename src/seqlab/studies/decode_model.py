@@ -25,9 +25,11 @@ The growth of each figure with t is then measured and named (:func:`classify_gro
 constant + linear (a fixed part plus a growing one: a hybrid's state, an attention step's work), capped (grows,
 then stops: a sliding window), or other; the same rule applied to the closed forms names the growth expected.
 
-Eager attention, ``eval()``, float32 weights, batch 1, ids drawn from a seeded generator. Everything that can be
-refused is refused before the prefill (:func:`check_model_decode`): a folder that is not a causal LM, positions
-beyond the model's maximum, or caches that would not fit in memory.
+Eager attention, ``eval()``, the checkpoint's own dtype (or ``--dtype``), batch 1, ids drawn from a seeded
+generator. Everything that can be refused is refused before the prefill (:func:`check_model_decode`): a folder
+that is not a causal LM, positions beyond the model's maximum, or caches that would not fit in memory. A family
+whose own code does not run with a static cache (Falcon's ALiBi) is measured with its dynamic cache only, and the
+reason is kept (:attr:`ModelDecodeResult.static_refused`).
 
 Shape letters: L layers, H heads, H_kv key/value heads, d_h head width, d = d_model, V vocabulary, t position.
 """
@@ -50,9 +52,11 @@ from seqlab.fit import choose_form, fit_forms
 from seqlab.measure.cache_state import RWKV_STATE_KINDS, CacheState, read_cache_state
 from seqlab.measure.timing import MachineLoad, Timing, machine_load
 from seqlab.memory import MemoryEstimate, require_fits
-from seqlab.studies.decode_model_forms import (attention_sizes, attention_width, cache_layer_kinds, closed_state_bytes, config_integer,
-                                               closed_step_by_kind, closed_step_multiplications, layer_kinds,
-                                               max_positions, work_by_kind)
+from seqlab.studies.decode_model_forms import (EMPTY_KINDS, KV_KINDS, attention_width, cache_layer_kinds,
+                                               closed_state_bytes, closed_step_by_kind, closed_step_multiplications,
+                                               config_integer, config_value, decoder_config, head_counts,
+                                               layer_configs, layer_kinds, max_positions,
+                                               work_by_kind)
 from seqlab.studies.notebook_view import NotebookView
 
 DEFAULT_POSITIONS = (16, 64, 256)
@@ -64,6 +68,8 @@ MIN_POSITIONS = 3
 GROWTHS = ("constant", "linear", "constant + linear", "capped", "other")
 #: Generation grows like T when span(T2)/span(T1) is at least this share of T2/T1.
 GROWTH_SHARE = 0.9
+#: The dtypes ``--dtype`` accepts: the model's weights and therefore its cache (its bytes per element).
+DTYPES = ("float32", "bfloat16", "float16", "float64")
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,9 @@ class ModelDecodeConfig:
         seed: the token ids.
         span_lengths: the two T at which the prefill and generation spans are traced (:class:`ModelSpan`), or
             None to trace none.
+        dtype: one of :data:`DTYPES`, the dtype the weights are loaded in and the cache is written in; None for the
+            checkpoint's own (its config's ``dtype``, float32 when it names none). A model passed in memory
+            (``run_model_decode(loaded=...)``) is measured in its own dtype.
     """
 
     model: str
@@ -91,6 +100,7 @@ class ModelDecodeConfig:
     threads: int = 1
     seed: int = 0
     span_lengths: tuple[int, int] | None = (16, 32)
+    dtype: str | None = None
 
     @classmethod
     def quick(cls, model: str, **changes: Any) -> ModelDecodeConfig:
@@ -109,13 +119,19 @@ class ModelFacts:
         parameters: every weight element. non_embedding_parameters: less the token and position embeddings.
         layers: the config's layer count. d_model: its width. vocabulary: its vocabulary size.
         max_positions: the largest position it accepts, or None (a recurrence: no limit).
-        dtype: the weights' dtype. cache_argument: ``"cache"`` or ``"state"``, how the step gets the past.
+        dtype: the weights' dtype (the cache's, and its bytes per element).
+        cache_argument: ``"cache"`` or ``"state"``, how the step gets the past.
         sliding_window: the window w of sliding-window layers, or None.
         vector_parameters: weight elements in 1-D tensors (biases, norm scales): in N, but multiplying nothing
             in a matrix product.
         output_outside_parameters: elements of the output layer's weight when it is the token embedding's (tied),
             so not in N; 0 when the output layer has weights of its own.
-        heads, kv_heads: H and H_kv of the attention layers (0 without attention).
+        heads, kv_heads: H and H_kv of the (first) attention layer, from the config whatever the family names them
+            (:func:`~seqlab.studies.decode_model_forms.head_counts`); 0 for a family with no attention layer.
+        shared_kv_layers: layers that read the keys and values another layer stored, holding none of their own
+            (the config's ``kv_sharing_modes``).
+        latent_kv_layers: layers of multi-head latent attention (their config's ``kv_lora_rank``): their cache holds
+            the compressed latent and the rotary key per position.
         offers_static: every layer is full attention, so transformers' ``StaticCache`` (keys and values
             preallocated for a fixed number of positions) is measured beside the dynamic one.
     """
@@ -137,6 +153,8 @@ class ModelFacts:
     output_outside_parameters: int = 0
     heads: int = 0
     kv_heads: int = 0
+    shared_kv_layers: int = 0
+    latent_kv_layers: int = 0
 
 
 @dataclass(frozen=True)
@@ -237,6 +255,10 @@ class ModelDecodeResult(NotebookView):
     ``bytes_kinds_from_cache``: the config does not say which layers are full or sliding-window attention, so the
     bytes' closed form took each layer's kind from the class of the cache's layer and every size from the config
     (:func:`~seqlab.studies.decode_model_forms.kinds_from_cache_layers`).
+
+    ``static_refused``: the model's own code did not run with transformers' ``StaticCache`` (Falcon's ALiBi adds its
+    bias to a mask of the positions written so far, not to the static cache's rows): the first line of what it
+    raised; only the dynamic cache is measured. None when the static cache ran or was not offered.
     """
 
     config: ModelDecodeConfig
@@ -252,6 +274,7 @@ class ModelDecodeResult(NotebookView):
     kinds: tuple[str, ...] = field(default_factory=tuple)
     span: ModelSpan | None = None
     bytes_kinds_from_cache: bool = False
+    static_refused: str | None = None
 
     @property
     def counts_match(self) -> bool | None:
@@ -276,8 +299,9 @@ def kaplan_gap_terms(config: Any, facts: ModelFacts, t: int, keys: int, counted:
     The count is every matrix weight once, plus q·Kᵀ and α·V over each layer's keys (t, or min(t, w) in a
     window): 2·d_attn·Σ keys; Kaplan's N holds the matrix weights and also the 1-D ones (biases, norm scales)
     and, for the attention, L·t·d_attn. When the output layer is the token embedding (tied), its d·V
-    multiplications are counted but outside N. So count − Kaplan = products − Kaplan's attention + tied output −
-    1-D weights.
+    multiplications are counted but outside N. A family that builds ALiBi's bias each step (the config's ``alibi``)
+    adds H·t multiplications N does not hold (:func:`seqlab.cost.alibi_bias_multiplications`). So count − Kaplan =
+    products − Kaplan's attention + tied output + position bias − 1-D weights.
 
     Args:
         config: the model's config. facts: :func:`model_facts`. t: the position Kaplan's formula is given.
@@ -286,8 +310,9 @@ def kaplan_gap_terms(config: Any, facts: ModelFacts, t: int, keys: int, counted:
 
     Returns:
         ``{"keys": Σ keys, "attention_products": 2·d_attn·Σ keys, "kaplan_attention": L·t·d_attn,
-        "output_outside_parameters": …, "vector_parameters": …}``, or None for a family that is not a decoder of
-        attention layers only, or when the terms do not add up to ``counted − kaplan`` exactly.
+        "output_outside_parameters": …, "vector_parameters": …}`` and, for ALiBi, ``"position_bias": H·keys``; or
+        None for a family that is not a decoder of attention layers only, or when the terms do not add up to
+        ``counted − kaplan`` exactly.
     """
     kinds = layer_kinds(config)
     width = attention_width(config)
@@ -298,8 +323,10 @@ def kaplan_gap_terms(config: Any, facts: ModelFacts, t: int, keys: int, counted:
              "kaplan_attention": facts.layers * t * width,
              "output_outside_parameters": facts.output_outside_parameters,
              "vector_parameters": facts.vector_parameters}
+    if config_value(config, "alibi", False) is True:
+        terms["position_bias"] = cost.alibi_bias_multiplications(facts.heads, keys)
     gap = (terms["attention_products"] - terms["kaplan_attention"] + terms["output_outside_parameters"]
-           - terms["vector_parameters"])
+           + terms.get("position_bias", 0) - terms["vector_parameters"])
     return terms if counted - kaplan == gap else None
 
 
@@ -376,14 +403,38 @@ def _require_weights_match(folder: str, architecture: str, info: dict) -> None:
                           "saved with this config", parameter="model")
 
 
+def checkpoint_dtype(config: Any, dtype: str | None = None) -> torch.dtype:
+    """The dtype to load a checkpoint in: ``dtype`` when given (one of :data:`DTYPES`), else the checkpoint's own
+    (its config's ``dtype``, older ``torch_dtype``), float32 when it names none or names one outside :data:`DTYPES`.
+
+    >>> from transformers import LlamaConfig
+    >>> checkpoint_dtype(LlamaConfig(dtype="bfloat16")), checkpoint_dtype(LlamaConfig(), "float16")
+    (torch.bfloat16, torch.float16)
+
+    Raises:
+        SeqlabError: ``dtype`` not one of :data:`DTYPES` (parameter ``"dtype"``).
+    """
+    if dtype is not None:
+        if dtype not in DTYPES:
+            raise SeqlabError(f"dtype must be one of {', '.join(DTYPES)}; received {dtype!r}", parameter="dtype")
+        return getattr(torch, dtype)
+    for name in ("dtype", "torch_dtype"):
+        own = config_value(config, name)
+        own = str(own).removeprefix("torch.") if own is not None else None
+        if own in DTYPES:
+            return getattr(torch, own)
+    return torch.float32
+
+
 @functools.lru_cache(maxsize=2)
-def load_causal_lm(folder: str) -> tuple[Any, ModelFacts]:
-    """A local checkpoint as a causal LM, offline, in eval mode, eager attention, float32, cached per folder.
+def load_causal_lm(folder: str, dtype: str | None = None) -> tuple[Any, ModelFacts]:
+    """A local checkpoint as a causal LM, offline, in eval mode, eager attention, in ``dtype`` (None: the
+    checkpoint's own, :func:`checkpoint_dtype`), cached per folder and dtype.
 
     Raises:
         SeqlabError: the folder is missing or has no config or weights, its model type has no causal-LM class,
-            its float32 weights would not fit in memory (checked from the files' headers before reading them),
-            or it cannot be loaded (one line, parameter ``"model"``).
+            ``dtype`` is not one of :data:`DTYPES`, its weights would not fit in memory in that dtype (checked from
+            the files' headers before reading them), or it cannot be loaded (one line, parameter ``"model"``).
     """
     from pathlib import Path
 
@@ -413,12 +464,14 @@ def load_causal_lm(folder: str) -> tuple[Any, ModelFacts]:
     except Exception as error:  # noqa: BLE001  (a truncated or foreign .safetensors file: the same refusal)
         raise SeqlabError(f"{folder!r} has a weights file that cannot be read: {_first_line(error)}",
                           parameter="model") from None
-    require_fits(MemoryEstimate(4 * stored, "float32 weights"),
-                 f"loading {Path(folder).name} in float32")  # before the weights are read
+    chosen = checkpoint_dtype(config, dtype)
+    name = str(chosen).removeprefix("torch.")
+    require_fits(MemoryEstimate(chosen.itemsize * stored, f"{name} weights"),
+                 f"loading {Path(folder).name} in {name}")  # before the weights are read
     try:
         with _offline_and_quiet():
             model, info = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager",
-                                                               dtype=torch.float32, local_files_only=True,
+                                                               dtype=chosen, local_files_only=True,
                                                                output_loading_info=True)
     except Exception as error:  # noqa: BLE001
         raise SeqlabError(f"{folder!r} cannot be loaded as a causal LM ({architecture}): {_first_line(error)}",
@@ -445,26 +498,39 @@ def model_facts(model: Any, name: str, architecture: str | None = None) -> Model
             (default: the model's own class name).
 
     Returns:
-        A :class:`ModelFacts` (float32 is assumed: the loaders here make every model float32).
+        A :class:`ModelFacts`; its dtype is the floating-point weights' (the first such parameter's).
     """
-    config = model.config
+    config = decoder_config(model.config)  # a multimodal wrapper's text decoder
     architecture = architecture or type(model).__name__
     embeddings = {id(p) for m in model.modules() if isinstance(m, torch.nn.Embedding) for p in m.parameters()}
     parameters = {id(p): p.numel() for p in model.parameters()}  # tied weights once
     vectors = sum(p.numel() for p in model.parameters() if p.dim() == 1 and id(p) not in embeddings)
     argument = "state" if "state" in inspect.signature(model.forward).parameters else "cache"
-    attends = bool({"attention", "sliding"} & set(cache_layer_kinds(config) or ()))
-    heads, kv_heads = attention_sizes(config)[:2] if attends else (0, 0)
-    window = getattr(config, "sliding_window", None) if "sliding" in (cache_layer_kinds(config) or []) else None
-    return ModelFacts(name=name, architecture=architecture, model_type=str(config.model_type),
+    kinds = cache_layer_kinds(config)
+    # a family the forms know to have no attention layer (Mamba's ``num_heads`` are the SSM's) has no heads
+    attends = kinds is None or bool(set(KV_KINDS + EMPTY_KINDS) & set(kinds))
+    heads, kv_heads = head_counts(config) if attends else (0, 0)
+    window = config_value(config, "sliding_window") if "sliding" in (kinds or []) else None
+    dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
+    layers = layer_configs(config)
+    latent = sum(1 for layer, kind in zip(layers, kinds or [None] * len(layers))
+                 if kind not in EMPTY_KINDS and config_integer(layer, "kv_lora_rank"))
+    return ModelFacts(name=name, architecture=architecture, model_type=str(model.config.model_type),
                       parameters=sum(parameters.values()),
                       non_embedding_parameters=sum(n for i, n in parameters.items() if i not in embeddings),
                       layers=config.num_hidden_layers, d_model=config.hidden_size, vocabulary=config.vocab_size,
-                      max_positions=max_positions(config), dtype="float32", cache_argument=argument,
+                      max_positions=max_positions(config), dtype=str(dtype).removeprefix("torch."),
+                      cache_argument=argument,
                       sliding_window=window if isinstance(window, int) else None,
                       vector_parameters=vectors, output_outside_parameters=_tied_output(model, embeddings),
-                      heads=heads, kv_heads=kv_heads,
+                      heads=heads, kv_heads=kv_heads, shared_kv_layers=(kinds or []).count("shared"),
+                      latent_kv_layers=latent if attends else 0,
                       offers_static=argument == "cache" and set(layer_kinds(config) or ["?"]) == {"attention"})
+
+
+def element_bytes(facts: ModelFacts) -> int:
+    """Bytes per element of the model's dtype (its cache's): 4 for float32, 2 for bfloat16."""
+    return getattr(torch, facts.dtype).itemsize
 
 
 def estimate_model_decode_bytes(model: Any, facts: ModelFacts, positions: tuple[int, ...]) -> MemoryEstimate:
@@ -472,16 +538,17 @@ def estimate_model_decode_bytes(model: Any, facts: ModelFacts, positions: tuple[
     full key/value cache of every layer, 2·L·d·t·4 bytes, or the closed form where one exists; a static cache of
     the largest t per position when one is measured) and the largest
     prefill's eager attention scores, H·t²·4 bytes for one layer at a time, plus its activations."""
-    config = model.config
+    config = decoder_config(model.config)  # a multimodal wrapper's text decoder
     caches = 0
     T = max(positions)
+    b = element_bytes(facts)
     for t in positions + ((T,) * len(positions) if facts.offers_static else ()):  # a static cache holds T rows
-        closed = closed_state_bytes(config, t, 4)
-        caches += sum(closed.values()) if closed else 2 * facts.layers * facts.d_model * t * 4
-    heads = config_integer(config, "num_attention_heads", "n_head", default=1)
-    scores = 2 * heads * T * T * 4
+        closed = closed_state_bytes(config, t, b)
+        caches += sum(closed.values()) if closed else 2 * facts.layers * facts.d_model * t * b
+    heads = facts.heads or 1
+    scores = 2 * heads * T * T * b
     width = max(facts.d_model, config_integer(config, "intermediate_size", "n_inner", default=4 * facts.d_model) or 0)
-    activations = 8 * T * width * 4
+    activations = 8 * T * width * b
     largest = "cache of every position" if caches >= scores else f"attention scores of the prefill at t = {T}"
     return MemoryEstimate(caches + scores + activations, largest)
 
@@ -496,7 +563,7 @@ def check_model_decode(config: ModelDecodeConfig,
             :data:`MIN_POSITIONS` distinct positions (parameter ``"positions"``); bad timing sizes; an estimate
             beyond the memory available.
     """
-    model, facts = load_causal_lm(config.model) if loaded is None else loaded
+    model, facts = load_causal_lm(config.model, config.dtype) if loaded is None else loaded
     limit = facts.max_positions
     positions = config.positions
     if positions is None:
@@ -698,14 +765,27 @@ def _run(config: ModelDecodeConfig, progress: Callable[[int, int, str], None] | 
     clock = time.perf_counter()
     load = machine_load() if config.time else None
     steps, steppers = [], {}
+    static_refused = None
+    b = element_bytes(facts)
+    decoder = decoder_config(model.config)
     runs = [("dynamic", t) for t in positions] + ([("static", t) for t in positions] if facts.offers_static else [])
     for done, (kind, t) in enumerate(runs):
         if progress is not None:
             progress(done, len(runs), f"{kind} t = {t}")
-        kwargs, token = _prefill(model, facts, t, config.seed, max(positions) if kind == "static" else None)
-        saved = _snapshot(kwargs[facts.cache_argument])
-        with torch.no_grad():
-            work = count_multiplications(lambda: model(token, use_cache=True, **kwargs))
+        if kind == "static" and static_refused is not None:
+            continue
+        try:
+            kwargs, token = _prefill(model, facts, t, config.seed, max(positions) if kind == "static" else None)
+            saved = _snapshot(kwargs[facts.cache_argument])
+            with torch.no_grad():
+                work = count_multiplications(lambda: model(token, use_cache=True, **kwargs))
+        except Exception as error:  # the family's own code refuses a static cache: named, not measured
+            if kind != "static" or isinstance(error, SeqlabError):
+                raise
+            from seqlab.layers.pretrained import _first_line
+
+            static_refused = f"{type(error).__name__}: {_first_line(error)}"
+            continue
         state = _read(facts, kwargs[facts.cache_argument])
         _restore(saved)
 
@@ -715,17 +795,17 @@ def _run(config: ModelDecodeConfig, progress: Callable[[int, int, str], None] | 
 
         steppers[f"{kind} t = {t}"] = step
         keys = t if kind == "dynamic" else max(positions)  # a static cache's step attends over every row
-        d_attn = attention_width(model.config)
+        d_attn = attention_width(decoder)
         kaplan = (None if d_attn is None else
                   cost.kaplan_step_multiplications(facts.non_embedding_parameters, facts.layers, t, d_attn))
         steps.append(ModelStep(t=t, multiplications=work.multiplications,
-                               closed_form=closed_step_multiplications(model.config, keys), kaplan=kaplan,
+                               closed_form=closed_step_multiplications(decoder, keys), kaplan=kaplan,
                                unaccounted=dict(work.unaccounted), state=state,
-                               closed_bytes=closed_state_bytes(model.config, keys, 4, state.layer_types), cache=kind,
-                               work_by_kind=work_by_kind(work.by_module, model.config, work.multiplications),
-                               closed_work_by_kind=closed_step_by_kind(model.config, keys),
+                               closed_bytes=closed_state_bytes(decoder, keys, b, state.layer_types), cache=kind,
+                               work_by_kind=work_by_kind(work.by_module, decoder, work.multiplications),
+                               closed_work_by_kind=closed_step_by_kind(decoder, keys),
                                kaplan_terms=None if kaplan is None else
-                               kaplan_gap_terms(model.config, facts, t, keys, work.multiplications, kaplan)))
+                               kaplan_gap_terms(decoder, facts, t, keys, work.multiplications, kaplan)))
     threads = config.threads
     if config.time:
         with torch.no_grad():
@@ -745,8 +825,8 @@ def _run(config: ModelDecodeConfig, progress: Callable[[int, int, str], None] | 
                              growth=tuple(growth), threads=threads, torch_version=torch.__version__,
                              transformers_version=transformers_version, elapsed_s=time.perf_counter() - clock,
                              load=load, kinds=kinds, span=span,
-                             bytes_kinds_from_cache=cache_layer_kinds(model.config) is None
-                             and any(s.closed_bytes is not None for s in steps))
+                             bytes_kinds_from_cache=cache_layer_kinds(decoder) is None
+                             and any(s.closed_bytes is not None for s in steps), static_refused=static_refused)
 
 
 def run_tiny_decode(family: str, positions: tuple[int, ...], seed: int = 0) -> ModelDecodeResult:
