@@ -131,6 +131,8 @@ def table(records: list[dict]) -> str:
             notes.append(f"beyond {w['beyond']}")
         if w.get("unaccounted"):
             notes.append(f"unaccounted {w['unaccounted']}")
+        if w.get("no_grad_error"):
+            notes.append(f"no_grad: {w['no_grad_error'][:60]}")
         if r.get("timeout"):
             notes.append(f"timeout {r['timeout']} s")
         seconds = sum(r.get(k, 0) for k in ("build_s", "paths_s", "work_s"))

@@ -549,20 +549,33 @@ class WorkVerdict:
     beyond: dict
     differing: dict
     unaccounted: dict
+    no_grad_error: str | None = None
 
 
 def compare_work(layer: Callable[[Tensor], Tensor], x: Tensor) -> WorkVerdict:
-    """Multiplications counted by seqlab against PyTorch's FlopCounterMode on the same call (both under no_grad)."""
+    """Multiplications counted by seqlab against PyTorch's FlopCounterMode on the same call, both in grad mode (the
+    mode a plain call runs in); then seqlab's count again under ``no_grad`` (how ``seqlab.profile`` runs a model),
+    whose error, if any, is ``no_grad_error`` (PyTorch's own FlopCounterMode fails the same way there where a
+    module's input is a view made under no_grad: its ModuleTracker hooks want a grad_fn)."""
     from torch.utils.flop_counter import FlopCounterMode
 
     from seqlab.measure.work import count_multiplications
 
-    with torch.no_grad(), warnings.catch_warnings():
+    with torch.enable_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         counted = count_multiplications(layer, x)
         mode = FlopCounterMode(display=False)
         with mode:
             layer(x)
+    no_grad_error = None
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            again = count_multiplications(layer, x)
+            if again.multiplications != counted.multiplications:
+                no_grad_error = f"counts {again.multiplications} under no_grad, {counted.multiplications} with grad"
+        except Exception as error:  # noqa: BLE001 - recorded by kind
+            no_grad_error = f"{type(error).__name__}: {_line(error)}"
     theirs = {str(op): flops // 2 for op, flops in mode.get_flop_counts().get("Global", {}).items()}
     ours = dict(counted.by_op)
     differing = {op: (ours.get(op, 0), theirs.get(op, 0)) for op in set(ours) | set(theirs)
@@ -575,4 +588,5 @@ def compare_work(layer: Callable[[Tensor], Tensor], x: Tensor) -> WorkVerdict:
         verdict = "equal"
     else:
         verdict = "equal+beyond"
-    return WorkVerdict(verdict, counted.multiplications, total, beyond, differing, dict(counted.unaccounted))
+    return WorkVerdict(verdict, counted.multiplications, total, beyond, differing, dict(counted.unaccounted),
+                       no_grad_error)
