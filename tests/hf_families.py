@@ -161,6 +161,9 @@ ADJUSTMENTS: dict[str, Adjustment] = {
                            "the default config leaves layer_types unset; LFM2-MoE mixes convolution and attention"),
     "dory": Adjustment({"n_input_layers": 1, "n_recurrent_layers": 1, "n_output_layers": 1, "num_hidden_layers": 3},
                        "its layers are counted in three groups that must sum to the depth"),
+    "zamba2": Adjustment({"num_mem_blocks": 1, "use_shared_attention_adapter": False},
+                         "its shared attention reads the concatenation of two widths; with memory blocks and adapters "
+                         "at their defaults the tiny widths do not line up"),
     "longformer": Adjustment({"attention_window": [4, 4]}, "the window is a per-layer list of even widths"),
 }
 
@@ -260,6 +263,23 @@ def shrink_values(values: dict) -> dict[str, Any]:
     return changed
 
 
+def _derived(cls, values: dict) -> set[str]:
+    """Size attributes the config computes from others, left out so that they follow the shrunk sizes: an int whose
+    constructor default is None (RWKV's ``attention_hidden_size`` = hidden), or an int the constructor does not take
+    at all (Zamba2's ``attention_hidden_size`` = 2 · hidden, set after the fields)."""
+    import inspect
+
+    try:
+        parameters = {**inspect.signature(cls.__init__).parameters}
+    except (TypeError, ValueError):
+        return set()
+    if not any(p.kind == p.VAR_KEYWORD for p in parameters.values()) or len(parameters) > 3:
+        return {k for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool)
+                and not _TOKEN_IDS.match(k) and k in SIZES
+                and (k not in parameters or parameters[k].default is None)}
+    return set()
+
+
 def _text_config(config):
     """The text config of a composite config (its ``text_config``), or the config itself."""
     try:
@@ -289,7 +309,9 @@ def tiny_config(model_type: str):
         changed |= adjustment.values
         if adjustment.wide:
             changed["initializer_range"] = WIDE_INIT
-    kept = {k: v for k, v in values.items() if k not in ("layer_types",) or k in changed}
+    derived = _derived(type(text), values)
+    kept = {k: v for k, v in values.items() if k not in derived}
+    changed = {k: v for k, v in changed.items() if k not in derived or (adjustment and k in adjustment.values)}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -308,12 +330,15 @@ def _line(error: BaseException) -> str:
 
 
 def model_class(config):
-    """The base model class of ``config`` (transformers' MODEL_MAPPING), or Refused."""
+    """The base model class of ``config``: transformers' MODEL_MAPPING, else the class named after the config
+    (``MllamaTextConfig`` -> ``MllamaTextModel``: a composite's text model), or Refused."""
     transformers, _, auto = _config_module()
     name = auto.MODEL_MAPPING_NAMES.get(config.model_type)
     if isinstance(name, (list, tuple)):
         name = name[0]
-    if name is None or not hasattr(transformers, name):
+    if name is None:
+        name = type(config).__name__.removesuffix("Config") + "Model"
+    if not hasattr(transformers, name):
         raise Refused(f"no base model class for model type {config.model_type!r}")
     return getattr(transformers, name)
 
@@ -382,6 +407,11 @@ def embeddings(T: int, d: int, dtype: torch.dtype = torch.float64, seed: int = 1
     return torch.randn(1, T, d, dtype=dtype, generator=torch.Generator().manual_seed(seed))
 
 
+def _on_a_copy(layer: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
+    """``layer`` on a copy of its input (a model that writes into its input leaves the caller's x as it was)."""
+    return lambda x: layer(x.clone())
+
+
 class _Dtypes(TorchDispatchMode):
     """Records the floating dtypes of the outputs of every op on the data path: an op with an input that requires
     grad (x or a parameter, or anything computed from them), so a position-only table computed in float32 (rotary
@@ -405,8 +435,9 @@ def computed_dtype(layer: Callable[[Tensor], Tensor], x: Tensor) -> torch.dtype:
     band must be judged at (a float64 model that casts to float32 inside, as Mamba-2's scan does, is judged at
     float32)."""
     probe = _Dtypes()
+    leaf = x.detach().clone().requires_grad_(True)
     with torch.enable_grad(), probe:
-        layer(x.detach().clone().requires_grad_(True))
+        layer(leaf.clone())
     order = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
     return next((d for d in order if d in probe.seen), x.dtype)
 
@@ -463,7 +494,11 @@ def family(model_type: str, T: int | None = None, seed: int = 0) -> Family:
 # --- the two routes and the work check (the sweep and its test share them) ----------------------------------
 
 def jacobian_blocks(layer: Callable[[Tensor], Tensor], x: Tensor) -> list[list[float]]:
-    """||dy_j/dx_i||_F (T_out x T) of the exact Jacobian of ``layer`` at x (float64), as hf_mixers takes it."""
+    """||dy_j/dx_i||_F (T_out x T) of the exact Jacobian of ``layer`` at x (float64), as hf_mixers takes it.
+
+    The layer reads a copy of x: a model may write into inputs_embeds in place (CTRL scales it by sqrt(d), GIT adds
+    its positions), which autograd refuses on the Jacobian's leaf input."""
+    layer = _on_a_copy(layer)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:  # one vmapped backward over the rows; a layer that vmap cannot batch takes one backward per row
@@ -510,7 +545,7 @@ def compare_paths(layer: Callable[[Tensor], Tensor], x: Tensor, computed: torch.
     computed = computed or computed_dtype(layer, x)
     blocks = jacobian_blocks(layer, x)
     strict, loose = judge(blocks, x.dtype), judge(blocks, computed)
-    traced = measure_paths(layer, x)
+    traced = measure_paths(layer, x.clone())
     rows = dict(zip(traced.sources, traced.products, strict=True))
     T_out = len(strict.depends)
     extra, missing, rounding, weak = [], [], [], []
@@ -563,15 +598,15 @@ def compare_work(layer: Callable[[Tensor], Tensor], x: Tensor) -> WorkVerdict:
 
     with torch.enable_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        counted = count_multiplications(layer, x)
+        counted = count_multiplications(layer, x.clone())
         mode = FlopCounterMode(display=False)
         with mode:
-            layer(x)
+            layer(x.clone())
     no_grad_error = None
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            again = count_multiplications(layer, x)
+            again = count_multiplications(layer, x.clone())
             if again.multiplications != counted.multiplications:
                 no_grad_error = f"counts {again.multiplications} under no_grad, {counted.multiplications} with grad"
         except Exception as error:  # noqa: BLE001 - recorded by kind
