@@ -164,6 +164,9 @@ ADJUSTMENTS: dict[str, Adjustment] = {
     "zamba2": Adjustment({"num_mem_blocks": 1, "use_shared_attention_adapter": False},
                          "its shared attention reads the concatenation of two widths; with memory blocks and adapters "
                          "at their defaults the tiny widths do not line up"),
+    "bamba": Adjustment({"attn_layer_indices": [1], "num_hidden_layers": 2},
+                        "the default config has no attention layer (attn_layer_indices unset); Bamba-9B has "
+                        "attention among its Mamba-2 layers"),
     "longformer": Adjustment({"attention_window": [4, 4]}, "the window is a per-layer list of even widths"),
 }
 
@@ -587,7 +590,7 @@ class WorkVerdict:
     no_grad_error: str | None = None
 
 
-def compare_work(layer: Callable[[Tensor], Tensor], x: Tensor) -> WorkVerdict:
+def compare_work(layer: Callable[[Tensor], Tensor], x: Tensor, *, no_grad: bool = True) -> WorkVerdict:
     """Multiplications counted by seqlab against PyTorch's FlopCounterMode on the same call, both in grad mode (the
     mode a plain call runs in); then seqlab's count again under ``no_grad`` (how ``seqlab.profile`` runs a model),
     whose error, if any, is ``no_grad_error`` (PyTorch's own FlopCounterMode fails the same way there where a
@@ -604,6 +607,8 @@ def compare_work(layer: Callable[[Tensor], Tensor], x: Tensor) -> WorkVerdict:
             layer(x.clone())
     no_grad_error = None
     with torch.no_grad(), warnings.catch_warnings():
+        if not no_grad:
+            return _work_verdict(counted, mode, None)
         warnings.simplefilter("ignore")
         try:
             again = count_multiplications(layer, x.clone())
@@ -611,6 +616,11 @@ def compare_work(layer: Callable[[Tensor], Tensor], x: Tensor) -> WorkVerdict:
                 no_grad_error = f"counts {again.multiplications} under no_grad, {counted.multiplications} with grad"
         except Exception as error:  # noqa: BLE001 - recorded by kind
             no_grad_error = f"{type(error).__name__}: {_line(error)}"
+    return _work_verdict(counted, mode, no_grad_error)
+
+
+def _work_verdict(counted, mode, no_grad_error: str | None) -> WorkVerdict:
+    """The verdict of seqlab's count against the FlopCounterMode's (see :class:`WorkVerdict`)."""
     theirs = {str(op): flops // 2 for op, flops in mode.get_flop_counts().get("Global", {}).items()}
     ours = dict(counted.by_op)
     differing = {op: (ours.get(op, 0), theirs.get(op, 0)) for op in set(ours) | set(theirs)
