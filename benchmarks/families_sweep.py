@@ -14,7 +14,10 @@ eager attention; x = inputs_embeds (1, T, d), T = 8 or a multiple of the family'
 Writes benchmarks/results/families-sweep-<date>.json after every family (resumable: families already in the file
 are skipped unless --again) and prints a table. Run from the repository root (shared machine: ``nice -n 10``):
 
-    nice -n 10 python benchmarks/families_sweep.py [--families a,b] [--tests-only] [--seconds 120] [--out F]
+    nice -n 10 python benchmarks/families_sweep.py [--families a,b] [--tests-only] [--alone] [--seconds 120] [--out F]
+
+With ``--alone`` each source is also traced alone and compared with its row of the all-sources trace (issue 35
+item 2), T more traces per family.
 """
 
 from __future__ import annotations
@@ -33,9 +36,8 @@ from collections import Counter
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 
-import torch  # noqa: E402
-
-import hf_families  # noqa: E402 - tests/hf_families.py, the builder and the two routes
+import hf_families
+import torch
 
 
 class _Timeout(Exception):
@@ -54,8 +56,8 @@ def _where(error: BaseException) -> str:
     return f"{f.filename.split('/src/')[-1]}:{f.lineno} {f.name}"
 
 
-def measure(model_type: str, seconds: float) -> dict:
-    """One family's record (see the module docstring)."""
+def measure(model_type: str, seconds: float, alone: bool = False) -> dict:
+    """One family's record (see the module docstring); with ``alone``, each source traced alone too."""
     record: dict = {"family": model_type}
     signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(int(seconds))
@@ -72,15 +74,19 @@ def measure(model_type: str, seconds: float) -> dict:
                    "layers": getattr(config, "num_hidden_layers", None),
                    "layer_types": getattr(config, "layer_types", None),
                    "build_s": round(time.process_time() - start, 3)}
-        for stage, run in (("paths", lambda: hf_families.compare_paths(fam.layer, fam.x)),
-                           ("work", lambda: hf_families.compare_work(fam.layer, fam.x))):
+        stages = [("paths", lambda: hf_families.compare_paths(fam.layer, fam.x)),
+                  ("work", lambda: hf_families.compare_work(fam.layer, fam.x))]
+        if alone:
+            stages.append(("alone", lambda: {"differ": hf_families.sources_alone(fam.layer, fam.x)}))
+        for stage, run in stages:
             start = time.process_time()
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     result = run()
+                fields = result if isinstance(result, dict) else dataclasses.asdict(result)
                 record[stage] = {k: (list(map(list, v)) if k in ("extra", "missing", "rounding", "weak") else v)
-                                 for k, v in dataclasses.asdict(result).items()}
+                                 for k, v in fields.items()}
             except _Timeout:
                 raise
             except Exception as error:  # noqa: BLE001 - the sweep records every crash by its kind
@@ -104,7 +110,8 @@ def tests_families() -> list[str]:
     folder = os.path.dirname(os.path.abspath(hf_families.__file__))
     for file in os.listdir(folder):
         if file.endswith(".py") and file not in ("hf_families.py", "test_families_sweep.py"):
-            names |= set(re.findall(r"\b([A-Za-z0-9]+Config)\b", open(os.path.join(folder, file)).read()))
+            with open(os.path.join(folder, file)) as source:
+                names |= set(re.findall(r"\b([A-Za-z0-9]+Config)\b", source.read()))
     by_class = {cls.__name__: t for t, cls in CONFIG_MAPPING.items()}
     return sorted({by_class[n] for n in names if n in by_class})
 
@@ -133,6 +140,10 @@ def table(records: list[dict]) -> str:
             notes.append(f"unaccounted {w['unaccounted']}")
         if w.get("no_grad_error"):
             notes.append(f"no_grad: {w['no_grad_error'][:60]}")
+        if r.get("alone", {}).get("differ"):
+            notes.append(f"alone differs for sources {sorted(r['alone']['differ'])}")
+        if r.get("alone", {}).get("verdict") == "crash":
+            notes.append(f"alone: {r['alone']['error'][:60]}")
         if r.get("timeout"):
             notes.append(f"timeout {r['timeout']} s")
         seconds = sum(r.get(k, 0) for k in ("build_s", "paths_s", "work_s"))
@@ -146,7 +157,10 @@ def summary(records: list[dict]) -> dict:
     refused = Counter(r["refused"].split(":")[0] for r in records if not r.get("built"))
     return {"families": len(records), "built": len(built), "refused": dict(refused),
             "paths": dict(Counter(r.get("paths", {}).get("verdict", "timeout") for r in built)),
-            "work": dict(Counter(r.get("work", {}).get("verdict", "timeout") for r in built))}
+            "work": dict(Counter(r.get("work", {}).get("verdict", "timeout") for r in built)),
+            "alone": dict(Counter("crash" if r["alone"].get("verdict") == "crash" else
+                                  "differs" if r["alone"].get("differ") else "equal"
+                                  for r in built if "alone" in r))}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=120.0, help="give up on a family after this many seconds")
     parser.add_argument("--out", default=os.path.join("benchmarks", "results",
                                                       f"families-sweep-{datetime.date.today().isoformat()}.json"))
+    parser.add_argument("--alone", action="store_true",
+                        help="also trace each source alone and compare with the all-sources rows (T more traces)")
     parser.add_argument("--again", action="store_true", help="measure families already in --out again")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -172,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         if name in done:
             continue
         print(f"... {name}", file=sys.stderr, flush=True)
-        done[name] = measure(name, args.seconds)
+        done[name] = measure(name, args.seconds, args.alone)
         records = sorted(done.values(), key=lambda r: r["family"])
         with open(args.out, "w") as file:
             json.dump({"transformers": transformers.__version__, "torch": torch.__version__,

@@ -20,6 +20,7 @@ A family that cannot be built is refused with the reason (:class:`Refused`), nev
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import warnings
 from collections.abc import Callable
@@ -181,7 +182,7 @@ def _index_list(key: str, value: Any, layers: int) -> bool:
     return (isinstance(value, (list, tuple)) and 0 < len(value) and "token" not in key
             and re.search(r"layer|idx|indices|_ids$", key) is not None
             and all(isinstance(e, int) and not isinstance(e, bool) and 0 <= e < layers for e in value)
-            and all(a < b for a, b in zip(value, value[1:])))
+            and all(a < b for a, b in itertools.pairwise(value)))
 
 
 def _per_layer_dict(value: Any, layers: int) -> bool:
@@ -302,7 +303,7 @@ def tiny_config(model_type: str):
     _, CONFIG_MAPPING, _ = _config_module()
     try:
         config = CONFIG_MAPPING[model_type]()
-    except Exception as error:  # noqa: BLE001 - any failure of a third-party class is a reason
+    except Exception as error:
         raise Refused(f"config: {type(error).__name__}: {_line(error)}") from error
     text = _text_config(config)
     values = text.to_dict()
@@ -319,7 +320,7 @@ def tiny_config(model_type: str):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return type(text)(**(kept | changed))
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:
         raise Refused(f"shrunk config: {type(error).__name__}: {_line(error)}") from error
 
 
@@ -461,7 +462,7 @@ def chunk_multiple(config) -> int:
     """The least common multiple of the config's chunk and block sizes (T must be a multiple of it)."""
     values = config.to_dict()
     sizes = [v for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool) and v > 0
-             and (k.endswith("chunk_size") or k.endswith("chunk_length") or k == "block_size")]
+             and (k.endswith(("chunk_size", "chunk_length")) or k == "block_size")]
     import math
 
     return functools.reduce(math.lcm, sizes, 1)
@@ -487,7 +488,7 @@ def family(model_type: str, T: int | None = None, seed: int = 0) -> Family:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             y = layer(x)
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:
         raise Refused(f"forward: {type(error).__name__}: {_line(error)}") from error
     if not isinstance(y, Tensor) or y.dim() != 3:
         raise Refused(f"forward: the last hidden state is not (1, T, d): {getattr(y, 'shape', type(y))}")
@@ -635,3 +636,19 @@ def _work_verdict(counted, mode, no_grad_error: str | None) -> WorkVerdict:
         verdict = "equal+beyond"
     return WorkVerdict(verdict, counted.multiplications, total, beyond, differing, dict(counted.unaccounted),
                        no_grad_error)
+
+
+def sources_alone(layer: Callable[[Tensor], Tensor], x: Tensor) -> dict[int, dict]:
+    """Each source traced alone against its row of the all-sources trace (issue 35 item 2: what one source reaches
+    must not depend on which other sources share the pass): source -> {"alone": (products, ops), "together": ...}
+    for every source whose rows differ (empty: every source agrees)."""
+    from seqlab.measure.paths import measure_paths
+
+    together = measure_paths(layer, x.clone())
+    differ = {}
+    for i in range(x.shape[-2]):
+        alone = measure_paths(layer, x.clone(), sources=[i])
+        pair = (alone.products[0], alone.ops[0]), (together.row(i), together.row(i, "ops"))
+        if pair[0] != pair[1]:
+            differ[i] = {"alone": pair[0], "together": pair[1]}
+    return differ
