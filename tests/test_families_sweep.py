@@ -107,8 +107,10 @@ def _params(names, gaps):
     return [pytest.param(n, id=n, marks=_xfail(gaps[n])) if gaps.get(n) else pytest.param(n, id=n) for n in names]
 
 
-@functools.cache
+@functools.lru_cache(maxsize=1)
 def _family(name: str) -> hf_families.Family:
+    """The family, built once for the tests that follow each other on it (one kept: 38 models alive at once slow
+    every later trace several times over)."""
     return hf_families.family(name)
 
 
@@ -139,15 +141,10 @@ def test_the_shrink_keeps_one_layer_of_each_kind():
 
 # --- paths against the Jacobian -------------------------------------------------------------------------
 
-@functools.cache
-def _paths(name: str) -> hf_families.PathVerdict:
-    fam = _family(name)
-    return hf_families.compare_paths(fam.layer, fam.x)
-
-
 @pytest.mark.parametrize("name", _params(SAMPLE, PATH_GAPS))
 def test_path_matrix_is_the_jacobians_or_a_named_bound(name):
-    verdict = _paths(name)
+    fam = _family(name)
+    verdict = hf_families.compare_paths(fam.layer, fam.x)
     assert verdict.verdict in ("equal", "bound"), (verdict.extra, verdict.missing)
     if verdict.verdict == "bound":  # not exact: the fallbacks are named, and the paths only over-state
         assert verdict.fallbacks and not verdict.exact and verdict.missing == ()
