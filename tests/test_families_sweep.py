@@ -79,23 +79,21 @@ SAMPLE = {
     "lfm2_moe": "gated short convolutions with attention and experts",
     "olmo_hybrid": "gated DeltaNet with attention",
     "qwen3_5_text": "gated DeltaNet hybrid",
-    # the engine's gaps today
+    # kinds the engine got wrong when the sweep first ran (fixed: their reproductions below now pass)
     "granite_swa": "sliding window with a sink scale from logsumexp of the masked logits",
     "sarvam_moe": "experts; the rotary covers the whole head, so its pass-through slice is empty",
     "minimax_m2": "experts; rotary over the whole head (an empty pass-through slice)",
 }
 
-#: Kinds the engine gets wrong today (minimal reproductions below).
-ADDITIVE_MASK_IN_LOGSUMEXP = ("an additive finfo.min mask's exp underflow to exact 0 does not cut inside logsumexp "
-                              "(it does inside softmax): the future reaches the past")
-EMPTY_SLICE = ("an empty slice (a dim of size 0) whose offset is a row past the end of its storage crashes the "
-               "position-level distance store (setStorage out of bounds)")
+#: Kinds the engine gets wrong today (minimal reproductions below); the sweep's first run also found an additive
+#: finfo.min mask that did not cut inside logsumexp and an empty slice one row past its storage's end that crashed
+#: the position-level store: both fixed by rule (path_rules.reduction, distance_store._row_layout), tested below.
 NO_GRAD_VIEW = ("counting under no_grad crashes ('Expected gradient function to be set') where a submodule's input "
                 "is a view made under no_grad of a tensor that requires grad: FlopCounterMode's ModuleTracker")
 UNCOUNTED_OP = ("an op with neither a PyTorch formula nor a decomposition is left unaccounted (named, so the count "
                 "is a bound): the FFT (FNet; issue 35 item 9), avg_pool2d (Funnel's pooling)")
 
-PATH_GAPS = {"granite_swa": ADDITIVE_MASK_IN_LOGSUMEXP, "sarvam_moe": EMPTY_SLICE, "minimax_m2": EMPTY_SLICE}
+PATH_GAPS: dict[str, str] = {}  # every sampled family's path matrix is the Jacobian's (kinds fixed: see below)
 
 #: Families counted under no_grad: every state-space, linear and hybrid one crashes today, the others agree.
 NO_GRAD = {"nemotron_h": NO_GRAD_VIEW, "granitemoehybrid": NO_GRAD_VIEW, "lfm2_moe": NO_GRAD_VIEW,
@@ -178,7 +176,7 @@ def test_counting_under_no_grad_gives_the_grad_mode_count(name):
         assert count_multiplications(fam.layer, fam.x.clone()).multiplications == expected
 
 
-# --- the kinds, reproduced without transformers (xfail until the engine is fixed) -------------------------
+# --- the kinds, reproduced without transformers (xfail while the engine gets them wrong) ------------------
 
 T = 6
 _W = torch.randn(4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
@@ -200,15 +198,15 @@ def _causal_rows(matrix) -> list[int]:
 
 
 @pytest.mark.parametrize("mask_value", [
-    pytest.param(float(torch.finfo(torch.float64).min), id="finfo-min", marks=_xfail(ADDITIVE_MASK_IN_LOGSUMEXP)),
-    pytest.param(-1e300, id="minus-1e300", marks=_xfail(ADDITIVE_MASK_IN_LOGSUMEXP)),
+    pytest.param(float(torch.finfo(torch.float64).min), id="finfo-min"),
+    pytest.param(-1e300, id="minus-1e300"),
     pytest.param(float("-inf"), id="minus-inf"),
 ])
 def test_logsumexp_over_masked_logits_is_causal(mask_value):
     assert _causal_rows(measure_paths(_sink_scale(mask_value), _X)) == [6, 5, 4, 3, 2, 1]
 
 
-@pytest.mark.parametrize("positions", [pytest.param(True, id="position-level", marks=_xfail(EMPTY_SLICE)),
+@pytest.mark.parametrize("positions", [pytest.param(True, id="position-level"),
                                        pytest.param(False, id="element-level")])
 def test_an_empty_slice_at_the_end_of_a_storage_is_read(positions):
     """Partial rotary whose rotary part is the whole head: ``k[..., rotary_dim:]`` is empty, its offset one row

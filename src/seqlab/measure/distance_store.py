@@ -116,6 +116,8 @@ def _row_layout(shape: tuple[int, ...], stride: tuple[int, ...], offset: int,
                 features: int) -> tuple[tuple[int, ...], int] | None:
     """Strides and offset, in rows of ``features`` elements, of a view's dims but the last; None when a dim
     crosses rows unevenly or the last dim leaves its row (the view needs element level). Once per layout."""
+    if 0 in shape:  # an empty view reads nothing: any in-bounds layout (its offset may sit one row past the end)
+        return (0,) * (len(shape) - 1), 0
     offset, within = divmod(offset, features)
     if not shape:
         return (), offset

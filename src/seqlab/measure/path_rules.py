@@ -320,6 +320,12 @@ def reduction(func, args, kwargs, outs: list[Tensor], read: Read, step: Step, so
         alone = (~blocked).sum(dim=dims[0], keepdim=True) == 1
         blocked = blocked | alone.expand_as(blocked)
         d = torch.where(blocked, UNREACHABLE, d)
+    if name == "logsumexp" and data.is_floating_point() and data.dim():
+        # d logsumexp(x) / d x_i = exp(x_i − logsumexp(x)), a softmax weight: where it is exactly 0 in the dtype
+        # (exp(−inf), or a score far under the row's, an additive finfo.min mask) x_i passes nothing on
+        lse = outs[0] if b.get("keepdim") else outs[0].unsqueeze(dims[0]) if len(dims) == 1 else None
+        if lse is not None:
+            d = torch.where(torch.exp(data - lse) == 0, UNREACHABLE, d)
     if name in _EXTREMES and data.is_floating_point() and data.dim():
         # a max (min) moves with the elements that attain it, and with no other: its derivative is 0 elsewhere
         # (a masked logit at finfo.min under the row max of an attention does not reach the row through it)
@@ -493,7 +499,8 @@ def _move_rows(func, leaves: list[Any], slots: list[int], rows: list[Distance], 
         shape = leaves[i].shape
         count = shape[:-1].numel()
         leaves[i] = _ids(offset, (*shape[:-1], 1), leaves[i]).expand(shape).contiguous()
-        flat.append(unreachable(sources, (count,)) if r is None else r.reshape(sources, count))
+        # an empty input (a slice past a head's last feature) moves no element: its rows read as constants
+        flat.append(unreachable(sources, (count,)) if r is None or not r.numel() else r.reshape(sources, count))
         offset += count
     moved = _run_on_ids(func, leaves, rebuild, outs)
     moved = None if moved is None else _id_values(moved)
