@@ -97,6 +97,7 @@ from torch._C import DispatchKey
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils._pytree import tree_leaves, tree_map
 from torch.utils.flop_counter import FlopCounterMode, _FlopCounterMode, flop_registry, shape_wrapper
+from torch.utils.module_tracker import ModuleTracker
 
 from seqlab.measure.ops import (
     ADDEND_OPS,
@@ -268,6 +269,40 @@ _PRODUCTS = (aten.mul, aten.mul_)
 _FREE = frozenset({"movement", "selection"})
 
 
+def _has_gradient_node(value: object) -> bool:
+    """Whether autograd can hook ``value``: a tensor that requires grad and has a gradient node (its ``grad_fn``,
+    or a leaf's accumulator). A view of a parameter made under ``no_grad`` requires grad but has neither: its
+    gradient can flow nowhere, and PyTorch's module tracker raises "Expected gradient function to be set" on it."""
+    if not isinstance(value, torch.Tensor) or not value.requires_grad:
+        return False
+    if value.grad_fn is not None or not value._is_view():
+        return True
+    try:
+        _gradient_node(value)
+    except (AssertionError, AttributeError, RuntimeError):
+        return False
+    return True
+
+
+def _gradient_node(tensor: torch.Tensor) -> object:
+    from torch.autograd.graph import _get_grad_fn_or_grad_acc
+    return _get_grad_fn_or_grad_acc(tensor)
+
+
+class _ModuleTracker(ModuleTracker):
+    """PyTorch's module tracker (which modules are running, for :attr:`WorkCount.by_module`), except that only tensors
+    autograd can hook get its backward hooks: a tensor that requires grad with no gradient node (a view of a
+    parameter made under ``no_grad``, as state-space layers slice ``A_log`` or a convolution's weight, handed to a
+    submodule) crosses the module boundary unhooked instead of crashing the count. Its gradient reaches no module, so
+    nothing a backward pass could charge is lost."""
+
+    def _fw_pre_hook(self, mod, input) -> None:
+        super()._fw_pre_hook(mod, [t for t in tree_leaves(input) if _has_gradient_node(t)])
+
+    def _fw_post_hook(self, mod, input, output) -> None:
+        super()._fw_post_hook(mod, input, [t for t in tree_leaves(output) if _has_gradient_node(t)])
+
+
 class _NestedCounter(FlopCounterMode):
     """``FlopCounterMode`` that counts an op on nested tensors once per sequence (see the module's docstring).
 
@@ -278,6 +313,7 @@ class _NestedCounter(FlopCounterMode):
 
     def __init__(self, census: _OpCensus, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.mod_tracker = _ModuleTracker()  # PyTorch's, hooking only tensors with a gradient node
         self.census = census
         self.padded_extra = 0  # FLOPs the padded bound adds to the per-sequence count
         self.nested_seen = False
