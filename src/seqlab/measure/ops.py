@@ -40,12 +40,16 @@ E / Ev widths of query-key and value vectors.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import torch
 from torch.utils.flop_counter import flop_registry
+
+from seqlab.errors import SeqlabError
 
 aten = torch.ops.aten
 
@@ -357,10 +361,109 @@ def bound_arguments(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> d
 
 
 @functools.cache
-@functools.cache
 def op_name(func: torch._ops.OpOverload) -> str:
-    """Short, readable name of an ATen op: ``aten.bmm`` (the overload packet, without ``.default``)."""
+    """Short, readable name of an ATen op: ``aten.bmm`` (the overload packet, without ``.default``); a higher-order
+    op by its own name (``higher_order.flex_attention``)."""
+    if isinstance(func, torch._ops.HigherOrderOperator):
+        return f"higher_order.{func.name()}"
     return str(func.overloadpacket)
+
+
+def is_higher_order(func: object) -> bool:
+    """Whether a dispatched callable is a higher-order op (FlexAttention, ``torch.cond``, ``while_loop``...):
+    an op that takes functions (a score_mod, branches, a loop body) and reaches a dispatch mode whole."""
+    return isinstance(func, torch._ops.HigherOrderOperator)
+
+
+def run_higher_order(mode: torch.utils._python_dispatch.TorchDispatchMode, func: torch._ops.HigherOrderOperator,
+                     args: tuple, kwargs: dict) -> object:
+    """Run a higher-order op through its own eager implementation with ``mode`` on, so that its parts come back to
+    ``mode`` op by op and are measured as what they are.
+
+    The rule, one for every higher-order op: PyTorch's ``CompositeExplicitAutograd`` kernel of the op (what runs
+    eagerly on a plain tensor). For FlexAttention that is its dense math implementation: the scores Q Kᵀ of every
+    (query, key) pair, ``score_mod`` applied to them, ``block_mask``'s mask_mod setting closed pairs to -inf, softmax,
+    the mix with V — so its work is the full L×S square, and its paths respect score_mod and block_mask by value.
+    ``torch.cond`` runs the branch its predicate takes (the work of what ran; PyTorch's own counter charges the
+    larger branch instead), ``while_loop`` its body as many times as it runs. A kernel that refuses to run under a
+    mode (``cond``, ``invoke_subgraph``, ``scan``) runs outside it with each function it was given run under it; its
+    outputs must then be what those functions returned (the kernel computed nothing itself), else it is refused.
+    A mode that meets higher-order ops sets ``supports_higher_order_operators = True`` and calls this; the
+    measurement holds :func:`eager_higher_order` so that FlexAttention reaches the mode without ``torch.compile``.
+
+    Args:
+        mode: the dispatch mode the op reached (re-entered for the op's parts).
+        func, args, kwargs: the higher-order op and its arguments.
+
+    Returns:
+        What the op returns.
+
+    Raises:
+        SeqlabError: the op has no eager implementation (``wrap``, ``tag_activation_checkpoint``...), or its kernel
+            computes outside the functions it was given: one line naming it.
+    """
+    kernel = func.py_kernels.get(torch._C.DispatchKey.CompositeExplicitAutograd)
+    if kernel is None:
+        raise SeqlabError(f"the higher-order op {func.name()} has no eager implementation to trace; run the module "
+                          "without it (outside torch.compile)", parameter="layer")
+    if not _refuses_modes(kernel):
+        with mode:
+            return kernel(*args, **kwargs)
+    made: dict[int, torch.Tensor] = {}
+
+    def under(function: Callable) -> Callable:
+        def run(*inner_args, **inner_kwargs):
+            with mode:
+                out = function(*inner_args, **inner_kwargs)
+            made.update((id(t), t) for t in tensors_in(out if isinstance(out, (list, tuple)) else (out,)))
+            return out
+        return run
+
+    out = kernel(*(under(a) if callable(a) and not isinstance(a, torch.Tensor) else a for a in args), **kwargs)
+    if any(id(t) not in made for t in tensors_in(out if isinstance(out, (list, tuple)) else (out,))):
+        raise SeqlabError(f"the higher-order op {func.name()} computes outside the functions it was given, where no "
+                          "trace sees it; run the module without it", parameter="layer")
+    return out
+
+
+@functools.cache
+def _refuses_modes(kernel: Callable) -> bool:
+    """Whether an eager kernel of a higher-order op refuses to run while a dispatch mode is on (PyTorch's control-flow
+    kernels check the mode stack and raise "Mode should never be enabled"), read once from its code."""
+    code = getattr(kernel, "__code__", None)
+    return code is not None and "_get_current_dispatch_mode" in code.co_names
+
+
+#: FlexAttention's switch for its eager path: on, it calls its higher-order op directly (no ``torch.compile``, which
+#: cannot run under a dispatch mode and, once it has failed there, fails the next call of the process too).
+_FLEX_MODULE = "torch.nn.attention.flex_attention"
+_FLEX_FLAG = "_FLEX_ATTENTION_DISABLE_COMPILE_DEBUG"
+
+
+@functools.cache
+def _flex_switch():
+    from seqlab.measure.switches import SharedSwitch
+
+    module = sys.modules[_FLEX_MODULE]
+    return SharedSwitch("FlexAttention's eager path", lambda: getattr(module, _FLEX_FLAG),
+                        lambda value: setattr(module, _FLEX_FLAG, value))
+
+
+@contextlib.contextmanager
+def eager_higher_order() -> Iterator[None]:
+    """Hold FlexAttention on its eager path for the block (its higher-order op reaches the dispatch mode, which runs
+    it by :func:`run_higher_order`), re-entrant and thread-safe, the flag back as it was after (a
+    :class:`~seqlab.measure.switches.SharedSwitch`). Nothing is imported: a process that has not imported
+    FlexAttention has nothing to switch.
+
+    >>> with eager_higher_order():
+    ...     pass
+    """
+    if _FLEX_MODULE not in sys.modules or not hasattr(sys.modules[_FLEX_MODULE], _FLEX_FLAG):
+        yield
+        return
+    with _flex_switch().held(True):
+        yield
 
 
 @functools.cache

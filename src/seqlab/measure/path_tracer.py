@@ -47,8 +47,8 @@ from seqlab.measure import jacobian_rule
 from seqlab.measure import path_rules as rules
 from seqlab.measure.distance_store import DistanceStore
 from seqlab.measure.distances import _ROW_FORM, DTYPE, UNITS, narrow, widen
-from seqlab.measure.ops import (CREATION_NAMES, decomposition_of, is_contraction, is_movement, op_name,
-                               tensors_in)
+from seqlab.measure.ops import (CREATION_NAMES, decomposition_of, is_contraction, is_higher_order, is_movement,
+                               op_name, run_higher_order, tensors_in)
 
 VIEW, MOVEMENT, PRODUCT, REDUCTION, POINTWISE, OTHER, CONSTANT = range(7)
 
@@ -100,6 +100,8 @@ class PathTracer(TorchDispatchMode):
     Raises:
         SeqlabError: the distances would exceed ``budget_bytes``.
     """
+
+    supports_higher_order_operators = True  # run through their eager parts (ops.run_higher_order)
 
     def __init__(self, sources: int, budget_bytes: float, positions: bool = False) -> None:
         super().__init__()
@@ -157,6 +159,8 @@ class PathTracer(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if is_higher_order(func):
+            return run_higher_order(self, func, args, kwargs)
         kind = op_kind(func)
         if kind == MOVEMENT and rules.accumulates(func, args, kwargs):
             kind = OTHER  # a movement that sums what it moves: no id can go through it

@@ -139,7 +139,8 @@ def reference_kernels() -> Iterator[None]:
     """Switch off fused CPU kernels so their inner chain runs as ordinary ops that a trace can see.
 
     SDPA uses its math reference (two ``bmm`` and a softmax), ``nn.MultiheadAttention`` and
-    ``nn.TransformerEncoderLayer`` leave their fast path, and oneDNN's fused LSTM/GRU is disabled.
+    ``nn.TransformerEncoderLayer`` leave their fast path, oneDNN's fused LSTM/GRU is disabled, and FlexAttention
+    calls its higher-order op without ``torch.compile`` (:func:`~seqlab.measure.ops.eager_higher_order`).
     Results are the same up to rounding; only the kernels change. Re-entrant and thread-safe: every
     switch comes back exactly as it was when the last holder leaves (see :class:`SharedSwitch`).
 
@@ -150,7 +151,10 @@ def reference_kernels() -> Iterator[None]:
     >>> torch.backends.mkldnn.enabled == before
     True
     """
-    with FAST_PATH.held(False), ONEDNN.held(False), SDPA_BACKENDS.held((False, False, True, False)):
+    from seqlab.measure.ops import eager_higher_order
+
+    with FAST_PATH.held(False), ONEDNN.held(False), SDPA_BACKENDS.held((False, False, True, False)), \
+            eager_higher_order():
         yield
 
 

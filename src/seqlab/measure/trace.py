@@ -49,7 +49,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from seqlab.measure.ops import FUSED_OPS, is_contraction, is_movement, op_name, tensors_in
+from seqlab.measure.ops import FUSED_OPS, is_contraction, is_higher_order, is_movement, op_name, run_higher_order, tensors_in
 from seqlab.measure.switches import one_thread, reference_kernels
 
 __all__ = ["Span", "measure_span", "reference_kernels"]
@@ -200,6 +200,8 @@ def _covers_storage(tensor: torch.Tensor) -> bool:
 class _SpanTracer(TorchDispatchMode):
     """Dispatch mode that keeps, for every storage written during the trace, the depth of its last writes."""
 
+    supports_higher_order_operators = True  # run through their eager parts (ops.run_higher_order)
+
     def __init__(self) -> None:
         super().__init__()
         self.depth_of_storage: dict[tuple, _StorageDepth] = {}
@@ -235,6 +237,8 @@ class _SpanTracer(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if is_higher_order(func):
+            return run_higher_order(self, func, args, kwargs)
         kind = _kind(func)
         if kind is None:  # a view: same storage, same writers, nothing to record
             return func(*args, **kwargs)

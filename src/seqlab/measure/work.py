@@ -106,9 +106,12 @@ from seqlab.measure.ops import (
     arithmetic_kind,
     bound_arguments,
     decomposition_of,
+    eager_higher_order,
     has_floating,
+    is_higher_order,
     is_unknown,
     op_name,
+    run_higher_order,
     tensors_in,
 )
 from seqlab.measure.switches import one_thread
@@ -379,6 +382,8 @@ class _NestedDispatch(_FlopCounterMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if is_higher_order(func):  # FlexAttention, cond, while_loop: their parts come back here
+            return run_higher_order(self, func, args, kwargs)
         if not isinstance(func, torch._ops.OpOverload) or _is_metadata(func):
             return super().__torch_dispatch__(func, types, args, kwargs)  # higher-order ops, nested sizes
         counter = self.counter
@@ -712,7 +717,7 @@ def count_multiplications(function: Callable[..., Any], *args: Any, **kwargs: An
     """
     census = _OpCensus()
     counter = _NestedCounter(census, display=False, custom_mapping=dict(EXTRA_FORMULAS))
-    with one_thread(), counter:
+    with one_thread(), eager_higher_order(), counter:
         function(*args, **kwargs)
     flop_counts = counter.get_flop_counts()
     by_op = {str(packet): flop // 2 for packet, flop in flop_counts.get("Global", {}).items()}
