@@ -234,6 +234,31 @@ def triangular_solve_flop(self_shape: Shape, b_shape: Shape, *args, out_shape=No
     return 2 * batch * n * (n - 1) // 2 * right_hand_sides
 
 
+def quantized_linear_flop(input_shape: Shape, *args, out_shape=None, **kwargs) -> int:
+    """FLOPs of a quantised linear (``quantized.linear_dynamic`` of ``torch.ao.quantization.quantize_dynamic``, and
+    every ``quantized.linear*`` kernel): the contraction it is, int8 or not — each output element (…, d_out) takes
+    d_in multiply-adds, so numel(out)·d_in; its fused bias and activation excluded, as for ``addmm``. The weight is
+    packed (no shape of its own); the input's last dim and the output's shape say it all.
+
+    >>> quantized_linear_flop((1, 5, 8), None, out_shape=(1, 5, 16)) // 2  # 5 * 8 * 16
+    640
+    """
+    return 2 * _numel(out_shape) * input_shape[-1]
+
+
+def _quantized_linear_packets() -> tuple[torch._ops.OpOverloadPacket, ...]:
+    """Every ``quantized::linear*`` kernel registered with PyTorch's dispatcher (those that pack and unpack weights
+    compute nothing)."""
+    names = {name.split("::")[1].split(".")[0] for name in torch._C._dispatch_get_all_op_names()
+             if name.startswith("quantized::linear")}
+    return tuple(getattr(torch.ops.quantized, name) for name in sorted(names)
+                 if not name.startswith(("linear_prepack", "linear_unpack")))
+
+
+QUANTIZED_LINEAR = frozenset(_quantized_linear_packets())
+"""The quantised linear kernels: contractions (:func:`quantized_linear_flop`), with a float twin for the path rules
+(:func:`float_twin`)."""
+
 EXTRA_FORMULAS: dict[object, Callable[..., int]] = {  # noqa: RUF012 - completed below with in-place twins
     aten.mv: matrix_vector_flop,
     aten.addmv: add_matrix_vector_flop,
@@ -250,6 +275,7 @@ EXTRA_FORMULAS: dict[object, Callable[..., int]] = {  # noqa: RUF012 - completed
     aten.matmul: matmul_flop,
     aten._grouped_mm: grouped_matrix_flop,
     aten.linalg_solve_triangular: triangular_solve_flop,
+    **dict.fromkeys(QUANTIZED_LINEAR, quantized_linear_flop),
 }
 """Formulas (FLOPs) for contraction ops that ``torch.utils.flop_counter`` has no entry for, in-place twins
 (``addmm_``, ``baddbmm_``, ``addmv_``, ``addbmm_``) included: an in-place product multiplies as much as its
@@ -367,6 +393,35 @@ def op_name(func: torch._ops.OpOverload) -> str:
     if isinstance(func, torch._ops.HigherOrderOperator):
         return f"higher_order.{func.name()}"
     return str(func.overloadpacket)
+
+
+def float_twin(func: torch._ops.OpOverload, args: tuple,
+               kwargs: dict) -> tuple[torch._ops.OpOverload, tuple, torch.Size] | None:
+    """The floating-point op a quantised kernel stands for, on these arguments: for a quantised linear
+    y (…, d_out) = x (…, d_in) Wᵀ, ``(aten.mm, (x as (N, d_in), Wᵀ dequantised), (N, d_out))`` — the product the
+    path rules know, with the weight's values (an int8 weight that rounds to exactly 0 is a constant 0 by value).
+    None for any other op, or when the weight cannot be unpacked. The third item is the shape of the twin's output;
+    the caller reshapes its result to the kernel's.
+
+    >>> float_twin(torch.ops.aten.mm.default, (), {}) is None
+    True
+    """
+    if func.overloadpacket not in QUANTIZED_LINEAR or not args or not isinstance(args[0], torch.Tensor):
+        return None
+    x, packed = args[0], args[1] if len(args) > 1 else None
+    weight = packed if isinstance(packed, torch.Tensor) else None
+    for unpack in ("linear_unpack", "linear_unpack_fp16"):
+        if weight is not None:
+            break
+        try:
+            weight = getattr(torch.ops.quantized, unpack)(packed)[0]
+        except (RuntimeError, TypeError, AttributeError):
+            continue
+    if weight is None or x.is_quantized:
+        return None
+    weight = weight.dequantize() if weight.is_quantized else weight
+    rows = x.reshape(-1, x.shape[-1])  # a view where x is contiguous: the same elements, read through its strides
+    return torch.ops.aten.mm.default, (rows, weight.to(x.dtype).t()), torch.Size((rows.shape[0], weight.shape[0]))
 
 
 def is_higher_order(func: object) -> bool:

@@ -47,8 +47,8 @@ from seqlab.measure import jacobian_rule
 from seqlab.measure import path_rules as rules
 from seqlab.measure.distance_store import DistanceStore
 from seqlab.measure.distances import _ROW_FORM, DTYPE, UNITS, narrow, widen
-from seqlab.measure.ops import (CREATION_NAMES, decomposition_of, is_contraction, is_higher_order, is_movement,
-                               op_name, run_higher_order, tensors_in)
+from seqlab.measure.ops import (CREATION_NAMES, decomposition_of, float_twin, is_contraction, is_higher_order,
+                               is_movement, op_name, run_higher_order, tensors_in)
 
 VIEW, MOVEMENT, PRODUCT, REDUCTION, POINTWISE, OTHER, CONSTANT = range(7)
 
@@ -278,6 +278,11 @@ class PathTracer(TorchDispatchMode):
         """The rule's distances for each output, or None when no rule applies to these arguments."""
         read, rows = self.store, self.store.rows
         step = self.step_product if kind == PRODUCT else self.step_op
+        twin = float_twin(func, args, kwargs) if kind == PRODUCT and len(outs) == 1 else None
+        if twin is not None:  # a quantised linear: the float product it stands for, reshaped to its output
+            twin_func, twin_args, shape = twin
+            result = rules.contraction(twin_func, twin_args, {}, torch.empty(shape, device="meta"), read, step, rows)
+            return None if result is NotImplemented else [result.reshape(rows, *outs[0].shape)]
         if kind == MOVEMENT:
             return rules.movement(func, args, kwargs, outs, read, rows)
         if kind == PRODUCT and len(outs) == 1:

@@ -163,17 +163,19 @@ _MODULE_SWITCHES_LOCK = threading.Lock()
 
 
 def _module_switch(module: torch.nn.Module) -> SharedSwitch:
-    """The switch of every ``training`` flag in ``module``'s tree (one per module object, made on first use)."""
+    """The switch of every ``training`` flag in ``module``'s tree (one per module object, made on first use); a module
+    with no flag (a ``torch.jit.freeze``'d one, always in eval mode, its flag inlined) is left alone."""
     with _MODULE_SWITCHES_LOCK:
         switch = _MODULE_SWITCHES.get(module)
         if switch is None:
             ref = weakref.ref(module)
 
             def read() -> tuple[tuple[torch.nn.Module, bool], ...]:
-                return tuple((m, m.training) for m in ref().modules())
+                return tuple((m, m.training) for m in ref().modules() if hasattr(m, "training"))
 
             def write(flags: tuple[tuple[torch.nn.Module, bool], ...] | bool) -> None:
-                for m, flag in flags if isinstance(flags, tuple) else ((m, flags) for m in ref().modules()):
+                for m, flag in flags if isinstance(flags, tuple) else ((m, flags) for m in ref().modules()
+                                                                        if hasattr(m, "training")):
                     m.training = flag
 
             switch = _MODULE_SWITCHES[module] = SharedSwitch(f"training flags of {type(module).__name__}", read,
