@@ -15,7 +15,7 @@ from torch import nn
 
 from seqlab.measure import ops
 from seqlab.measure.switches import SDPA_BACKENDS
-from seqlab.measure.work import OUTER_PRODUCT, count_multiplications, count_on_meta
+from seqlab.measure.work import CONTRACTED_PRODUCT, OUTER_PRODUCT, count_multiplications, count_on_meta
 
 aten = torch.ops.aten
 MATH = (False, False, True, False)  # SDPA backends: flash, efficient, math, cudnn
@@ -242,8 +242,10 @@ def test_selective_scan_arithmetic_against_the_mamba_figure(batch, length, chann
     assert work.arithmetic_flops == 8 * bldn  # 960 at (2, 5, 3, 4): 8 element-wise ops per (b, t, d, n)
     assert work.arithmetic_flops == 9 * bldn - bldn  # 1 B·L·D·N below the Mamba authors' 9·B·L·D·N
     # outer products: delta × B_t (B·D·N pairs per step), and delta × A when B > 1 (with one batch row it is a
-    # scaling of A's rows: D·N pairs, no more than A holds)
-    assert work.multiplications == (2 if batch > 1 else 1) * bldn
+    # scaling of A's rows: D·N pairs, no more than A holds); and the readout h · C_t summed over N, a contraction
+    # (issue 35, kind 5): B·D·N per step, as einsum("bdn,bn->bd") is counted
+    assert work.multiplications == (3 if batch > 1 else 2) * bldn
+    assert work.by_op[CONTRACTED_PRODUCT] == bldn
     assert work.arithmetic_by_op == {"aten.mul": 5 * bldn, "aten.exp": bldn, "aten.add": bldn, "aten.sum": bldn}
     assert work.arithmetic_complete
     assert count_on_meta(selective_scan, x, delta, A, Bm, Cm).arithmetic_flops == 8 * bldn  # a second route

@@ -44,6 +44,7 @@ import contextlib
 import functools
 import math
 import sys
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import torch
@@ -707,3 +708,111 @@ def _primitive_kind(func: torch._ops.OpOverload) -> str:
 
 #: Contractions with an additive input (``beta * self + ...``): 1 FLOP per output element more when it is used.
 ADDEND_OPS = frozenset({aten.addmm, aten.addmv, aten.baddbmm, aten.addbmm, aten.addr})
+
+
+# --- element-wise products that are contractions ------------------------------------------------------------
+
+_ELEMENTWISE_PRODUCTS = frozenset({aten.mul, aten.mul_})
+_CONTRACTING_SUMS = frozenset({aten.sum})
+
+
+def _distinct(tensor: torch.Tensor, dims: int) -> list[bool]:
+    """For each of the last ``dims`` dims of a broadcast result, whether ``tensor`` steps through distinct
+    elements along it (a dim of its own with size > 1 and a nonzero stride); False where it is broadcast."""
+    sizes, strides = tensor.shape, tensor.stride()
+    pad = dims - len(sizes)
+    return [False if i < pad else (sizes[i - pad] > 1 and strides[i - pad] != 0) for i in range(dims)]
+
+
+def product_pairs(args: tuple, out: object) -> tuple[int, frozenset[int]]:
+    """(outer-product multiplications, shared dims) of one element-wise product ``a * b`` (its two factors in
+    ``args``, its result ``out``).
+
+    An **outer product** forms more distinct (element of a, element of b) pairs than either factor has distinct
+    elements: ``a[:, None] * b[None]`` counts n·m, one multiplication per output element (what the kernel executes).
+    Distinct elements are judged by strides, not sizes: a dim of size 1, or an expanded dim (stride 0), holds one
+    value, so ``expand`` and ``broadcast_to`` forms count the same; a gate product ``z * h`` (same shape) or a
+    scaling by a scalar counts 0 here. The **shared dims** (negative indices into ``out``) are those both factors
+    step through: a sum over one of them makes the product a contraction (:class:`ProductLedger`). Only
+    floating-point or complex outputs count (a product of boolean masks is a logical and, not arithmetic).
+
+    >>> product_pairs((torch.ones(3, 1), torch.ones(1, 4)), torch.ones(3, 4))  # an outer product: 3 * 4
+    (12, frozenset())
+    >>> product_pairs((torch.ones(5, 3, 1), torch.ones(5, 3, 4)), torch.ones(5, 3, 4))  # q[..., None] * S
+    (0, frozenset({-3, -2}))
+    """
+    if not isinstance(out, torch.Tensor) or out.is_nested or not (out.is_floating_point() or out.is_complex()):
+        return 0, frozenset()
+    factors = [a for a in args[:2] if isinstance(a, torch.Tensor)]
+    if len(factors) != 2 or any(f.is_nested or f.layout != torch.strided for f in factors):
+        return 0, frozenset()
+    dims = out.dim()
+    a, b = (_distinct(f, dims) for f in factors)
+    sizes = out.shape
+    pairs = math.prod(n for n, x, y in zip(sizes, a, b, strict=True) if x or y)
+    own = max(math.prod(n for n, x in zip(sizes, a, strict=True) if x),
+              math.prod(n for n, y in zip(sizes, b, strict=True) if y))
+    shared = frozenset(i - dims for i in range(dims) if a[i] and b[i])
+    return (out.numel() if pairs > own else 0), shared
+
+
+class ProductLedger:
+    """Element-wise products waiting for the sum that makes them a contraction (issue 35, kind 5).
+
+    Rule: a product ``a * b`` followed by a sum over a dim that both factors step through is a contraction,
+    ``Σ_k a[…, k, …] b[…, k, …]``: ``(q[..., None] * S).sum(-2)`` is ``einsum("...k,...kv->...v", q, S)``,
+    ``(x * w).sum(-1)`` a matrix–vector product, ``torch.linalg.vecdot`` (which PyTorch runs as exactly these two
+    ops) a batch of dot products. It is charged as the einsum is — one multiplication per element of the product
+    (each is one multiply-add) — and on a path or span the sum that completes it is one matrix product. An outer
+    product is counted at the product itself (:func:`product_pairs`); the sum that reduces it is then a product
+    step only. A product a sum never reduces over a shared dim (a gate, a scaling) stays element-wise.
+
+    The sum must read the product's own result (the tensor object it returned; a view, a copy or an op in between
+    breaks the pair, and the product stays element-wise). Decided per call in O(dims).
+
+    >>> ledger = ProductLedger()
+    >>> q, S = torch.ones(5, 3), torch.ones(5, 3, 4)
+    >>> p = q[..., None] * S
+    >>> ledger.product(torch.ops.aten.mul.Tensor, (q[..., None], S), p)  # not an outer product: nothing yet
+    0
+    >>> ledger.reduction(torch.ops.aten.sum.dim_IntList, (p, [-2]), {})  # (multiplications, a product step)
+    (60, True)
+    """
+
+    __slots__ = ("_pending",)
+
+    def __init__(self) -> None:
+        self._pending: dict[int, tuple[weakref.ref, frozenset[int], int]] = {}
+
+    def product(self, func: torch._ops.OpOverload, args: tuple, out: object) -> int:
+        """An element-wise op ran: the multiplications to count now (an outer product), 0 otherwise; a product
+        whose factors share a dim is remembered for the sum that may follow."""
+        if func.overloadpacket not in _ELEMENTWISE_PRODUCTS:
+            return 0
+        outer, shared = product_pairs(args, out)
+        if outer or shared:
+            try:
+                self._pending[id(out)] = (weakref.ref(out), shared, 0 if outer else out.numel())
+            except TypeError:  # a tensor that takes no weak reference: no pair
+                pass
+        return outer
+
+    def reduction(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> tuple[int, bool]:
+        """A reduction ran: (multiplications it completes, whether it completes a contraction). (0, False) unless
+        it is a sum of a remembered product over one of the product's shared dims (or an outer product)."""
+        if func.overloadpacket not in _CONTRACTING_SUMS or not args or not isinstance(args[0], torch.Tensor):
+            return 0, False
+        data = args[0]
+        entry = self._pending.get(id(data))
+        if entry is None or entry[0]() is not data:
+            return 0, False
+        reference, shared, multiplications = entry
+        dims = bound_arguments(func, args, kwargs).get("dim")
+        rank = data.dim()
+        reduced = range(-rank, 0) if dims is None or dims == [] else \
+            ((dims,) if isinstance(dims, int) else dims)
+        reduced = {(d % max(rank, 1)) - rank for d in reduced}
+        if multiplications and not reduced & shared:
+            return 0, False
+        del self._pending[id(data)]
+        return multiplications, True

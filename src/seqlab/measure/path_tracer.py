@@ -47,8 +47,8 @@ from seqlab.measure import jacobian_rule
 from seqlab.measure import path_rules as rules
 from seqlab.measure.distance_store import DistanceStore
 from seqlab.measure.distances import _ROW_FORM, DTYPE, UNITS, narrow, widen
-from seqlab.measure.ops import (CREATION_NAMES, decomposition_of, float_twin, is_contraction, is_higher_order,
-                               is_movement, op_name, run_higher_order, tensors_in)
+from seqlab.measure.ops import (CREATION_NAMES, ProductLedger, decomposition_of, float_twin, is_contraction,
+                               is_higher_order, is_movement, op_name, run_higher_order, tensors_in)
 
 VIEW, MOVEMENT, PRODUCT, REDUCTION, POINTWISE, OTHER, CONSTANT = range(7)
 
@@ -114,6 +114,7 @@ class PathTracer(TorchDispatchMode):
             False: (torch.tensor([0] * sources + [1] * sources, dtype=DTYPE), torch.ones(2 * sources, dtype=DTYPE)),
             True: (torch.zeros(2 * sources, dtype=DTYPE), torch.tensor([1] * sources + [0] * sources, dtype=DTYPE)),
         }
+        self.products = ProductLedger()  # element-wise products a later sum makes contractions (one product then)
         self._inside = 0  # depth of decompositions being traced: their parts are one op of the op they make up
         self._shaped: dict[tuple[bool, bool, int], Tensor] = {}
         self._row_forms: list = []
@@ -289,11 +290,14 @@ class PathTracer(TorchDispatchMode):
             result = rules.contraction(func, args, kwargs, outs[0], read, step, rows, addend_step=self.step_op)
             return None if result is NotImplemented else [result]
         if kind == REDUCTION:
+            if self.products.reduction(func, args, kwargs)[1]:
+                step = self.step_product  # the sum that makes a product a contraction: one matrix product
             result = rules.reduction(func, args, kwargs, outs, read, step, rows)
             if rules.is_inverse_transform(func, args, kwargs) and any(d is not None for d in result):
                 self.fallbacks[op_name(func)] += 1  # structural: exact cancellations unseen, the figures a bound
             return result
         if kind == POINTWISE and len(outs) == 1:
+            self.products.product(func, args, outs[0])  # remembered for a sum that may contract it
             return [rules.pointwise(func, args, kwargs, outs[0], read, step, rows)]
         return None
 

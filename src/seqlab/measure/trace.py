@@ -49,7 +49,8 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from seqlab.measure.ops import FUSED_OPS, is_contraction, is_higher_order, is_movement, op_name, run_higher_order, tensors_in
+from seqlab.measure.ops import (FUSED_OPS, ProductLedger, is_contraction, is_higher_order, is_movement, op_name,
+                               run_higher_order, tensors_in)
 from seqlab.measure.switches import one_thread, reference_kernels
 
 __all__ = ["Span", "measure_span", "reference_kernels"]
@@ -187,6 +188,9 @@ def _written_arguments(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -
 
 
 _tensors = tensors_in
+#: The ops a :class:`~seqlab.measure.ops.ProductLedger` pairs: element-wise products, and the sums that contract them.
+_LEDGER_PRODUCTS = frozenset({torch.ops.aten.mul, torch.ops.aten.mul_})
+_LEDGER_SUMS = frozenset({torch.ops.aten.sum})
 
 
 def _covers_storage(tensor: torch.Tensor) -> bool:
@@ -211,6 +215,18 @@ class _SpanTracer(TorchDispatchMode):
         self.total_products = 0
         self.fused: Counter[str] = Counter()
         self.op_counts: Counter[str] = Counter()
+        self.products = ProductLedger()  # element-wise products a later sum makes contractions
+
+    def _contracts(self, func, args: tuple, kwargs: dict, out: object) -> int:
+        """1 when this op is a sum that makes an element-wise product a contraction (one matrix product more on the
+        chain), else 0; an element-wise product is remembered for such a sum (:class:`~seqlab.measure.ops.
+        ProductLedger`)."""
+        packet = func.overloadpacket
+        if packet in _LEDGER_PRODUCTS:
+            self.products.product(func, args, out)
+        elif packet in _LEDGER_SUMS:
+            return int(self.products.reduction(func, args, kwargs)[1])
+        return 0
 
     @staticmethod
     def _key(tensor: torch.Tensor) -> tuple:
@@ -245,6 +261,7 @@ class _SpanTracer(TorchDispatchMode):
         step_ops, step_products, name, fused = kind
         inputs = [*_tensors(args), *_tensors(kwargs.values())]
         out = func(*args, **kwargs)
+        step_products = step_products or self._contracts(func, args, kwargs, out)
         if step_ops:
             self.total_ops += 1
             self.total_products += step_products

@@ -18,13 +18,16 @@ writes into its arguments runs as it is). Only what is left is :attr:`WorkCount.
 Unit 1, the lesson's: **multiplications**, one per multiply-add of a matrix product, convolution or attention
 kernel (:attr:`WorkCount.multiplications`). PyTorch's FLOPs for the same contractions are twice that
 (:attr:`WorkCount.flops`). Element-wise ops (bias adds, activations, gate products), softmax,
-normalisations and reductions are not counted. One exception keeps hand-written contractions honest: an
-element-wise product that forms more distinct (element, element) pairs than either factor holds — an outer
-product, as in ``(q[:, None] * k[None]).sum(-1)`` — is counted, one multiplication per output element.
-Distinct elements are read from strides, so ``expand`` and ``broadcast_to`` forms count the same as
-broadcasting inside the product; a factor materialised by ``repeat`` cannot be told from a gate. A same-shape
-product followed by a sum (``torch.linalg.vecdot``) looks exactly like a gate product and is not counted.
-Outer products are charged to the modules running when they run (:attr:`WorkCount.by_module`).
+normalisations and reductions are not counted. Two exceptions keep hand-written contractions honest
+(:func:`~seqlab.measure.ops.product_pairs`): an element-wise product that forms more distinct (element, element)
+pairs than either factor holds — an outer product, as in ``(q[:, None] * k[None]).sum(-1)`` — is counted, one
+multiplication per output element; and a product followed by a sum over a dim both factors step through —
+``(q[..., None] * S).sum(-2)``, ``(x * w).sum(-1)``, ``torch.linalg.vecdot`` — is the contraction it is, counted
+as its einsum is, one multiplication per element of the product, when the sum runs
+(:class:`~seqlab.measure.ops.ProductLedger`; by_op key :data:`CONTRACTED_PRODUCT`). Distinct elements are read
+from strides, so ``expand`` and ``broadcast_to`` forms count the same as broadcasting inside the product; a factor
+materialised by ``repeat`` cannot be told from a gate. A gate product no sum contracts is not counted. Both are
+charged to the modules running when they are charged (:attr:`WorkCount.by_module`).
 
 Masked attention, executed beside useful: a causal or masked ``F.scaled_dot_product_attention`` is charged
 its full L×S square in ``multiplications`` (what the kernel is charged); the pairs its mask closes
@@ -66,8 +69,8 @@ positions, D channels, N state size; A (D, N), delta and x (B, L, D), B_t and C_
         h = dA * h + dBx                                                     # mul + add: 2·B·D·N
         y_t = (h * C_t[:, t, None, :]).sum(-1)                               # mul + sum: 2·B·D·N
 
-counts ``arithmetic_flops`` = 8·B·L·D·N exactly (960 at B, L, D, N = 2, 5, 3, 4), and 2·B·L·D·N
-multiplications (the outer products delta×A and delta×B_t). The Mamba authors give 9·B·L·D·N FLOPs for the
+counts ``arithmetic_flops`` = 8·B·L·D·N exactly (960 at B, L, D, N = 2, 5, 3, 4), and 3·B·L·D·N
+multiplications (the outer products delta×A and delta×B_t, and the contraction h·C_t over N). The Mamba authors give 9·B·L·D·N FLOPs for the
 selective scan (Albert Gu in state-spaces/mamba#110; the figure VMamba's counters use), counted for a
 parallel (associative) scan, which by the same thread performs 2L associative operations for L positions
 where this loop performs L steps. Different algorithms, so the figures are not expected to agree: this loop
@@ -103,6 +106,7 @@ from seqlab.measure.ops import (
     ADDEND_OPS,
     EXTRA_FORMULAS,
     PYTORCH_TWINS,
+    ProductLedger,
     arithmetic_kind,
     bound_arguments,
     decomposition_of,
@@ -111,6 +115,7 @@ from seqlab.measure.ops import (
     is_higher_order,
     is_unknown,
     op_name,
+    product_pairs,
     run_higher_order,
     tensors_in,
 )
@@ -123,6 +128,8 @@ _SHAPE_WRAPPED = shape_wrapper(lambda: 0).__code__
 
 #: by_op key for multiplications done as broadcast element-wise products (outer products).
 OUTER_PRODUCT = "aten.mul (outer product)"
+#: by_op key for element-wise products that a sum over a shared dim makes contractions (``(q[..., None] * S).sum(-2)``).
+CONTRACTED_PRODUCT = "aten.mul + aten.sum (contraction)"
 
 #: Every formula the counter uses (FLOPs), shape-wrapped as ``FlopCounterMode`` wraps them: for the arithmetic of
 #: a decomposition run on ``meta``.
@@ -175,7 +182,8 @@ class WorkCount:
     def seqlab_formula_ops(self) -> tuple[str, ...]:
         """Ops whose multiplications come from seqlab's own formulas (:data:`~seqlab.measure.ops.EXTRA_FORMULAS`
         or the outer-product rule) rather than from PyTorch's flop registry, sorted by name."""
-        own = {str(packet) for packet in EXTRA_FORMULAS if packet not in PYTORCH_TWINS} | {OUTER_PRODUCT}
+        own = {str(packet) for packet in EXTRA_FORMULAS if packet not in PYTORCH_TWINS} | {OUTER_PRODUCT,
+                                                                                           CONTRACTED_PRODUCT}
         return tuple(sorted(name for name, count in self.by_op.items() if name in own and count))
 
     @property
@@ -268,6 +276,8 @@ class _OpCensus:
 
 
 _PRODUCTS = (aten.mul, aten.mul_)
+#: Element-wise products and the sums that may make them contractions (:class:`~seqlab.measure.ops.ProductLedger`).
+_PAIRED = (aten.mul, aten.mul_, aten.sum)
 #: Arithmetic kinds that cost 0 FLOPs whatever the data.
 _FREE = frozenset({"movement", "selection"})
 
@@ -320,6 +330,7 @@ class _NestedCounter(FlopCounterMode):
         self.census = census
         self.padded_extra = 0  # FLOPs the padded bound adds to the per-sequence count
         self.nested_seen = False
+        self.products = ProductLedger()  # element-wise products a later sum may make contractions
 
     def __enter__(self) -> _NestedCounter:
         # FlopCounterMode.__enter__, with the dispatch mode below: the one place PyTorch's internals are used
@@ -333,6 +344,18 @@ class _NestedCounter(FlopCounterMode):
         """Add ``flop`` FLOPs under ``key`` to every module running now (and to ``"Global"``)."""
         for parent in set(self.mod_tracker.parents):
             self.flop_counts[parent][key] += flop
+
+    def charge_products(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: object) -> None:
+        """An element-wise product or a sum ran: charge an outer product where the product runs, and a product
+        contracted by a sum where the sum runs (:class:`~seqlab.measure.ops.ProductLedger`)."""
+        if func.overloadpacket in _PRODUCTS:
+            outer = self.products.product(func, args, out)
+            if outer:
+                self.charge(OUTER_PRODUCT, 2 * outer)
+            return
+        contracted, _ = self.products.reduction(func, args, kwargs)
+        if contracted:
+            self.charge(CONTRACTED_PRODUCT, 2 * contracted)
 
     def snapshot(self) -> dict:
         return {name: dict(ops) for name, ops in self.flop_counts.items()}
@@ -413,10 +436,8 @@ class _NestedDispatch(_FlopCounterMode):
             before = counter.flop_counts["Global"][packet]
             counter._count_flops(packet, out, args, kwargs)
             flop = counter.flop_counts["Global"][packet] - before
-        elif packet in _PRODUCTS and not counter.census.paused:
-            outer = _outer_product_multiplications(args, out)
-            if outer:
-                counter.charge(OUTER_PRODUCT, 2 * outer)
+        elif packet in _PAIRED and not counter.census.paused:
+            counter.charge_products(func, args, kwargs, out)
         counter.census.record(func, args, kwargs, out, flop)
         return out
 
@@ -537,38 +558,11 @@ def _padded(shapes: list[torch.Size]) -> torch.Size:
     return torch.Size((len(shapes), *(max(dims) for dims in zip(*(s[1:] for s in shapes), strict=True))))
 
 
-def _distinct(tensor: torch.Tensor, dims: int) -> list[bool]:
-    """For each of the last ``dims`` dims of a broadcast result, whether ``tensor`` steps through distinct
-    elements along it (a dim of its own with size > 1 and a nonzero stride); False where it is broadcast."""
-    sizes, strides = tensor.shape, tensor.stride()
-    pad = dims - len(sizes)
-    return [False if i < pad else (sizes[i - pad] > 1 and strides[i - pad] != 0) for i in range(dims)]
-
-
 def _outer_product_multiplications(args: tuple, out: object) -> int:
-    """Multiplications of an element-wise product that does a contraction's work, else 0.
-
-    A product is an outer product when it forms more distinct (element of a, element of b) pairs than
-    either factor has distinct elements. Distinct elements are judged by strides, not sizes: a dim of size
-    1, or an expanded dim (stride 0), holds one value, so ``a[:, None] * b[None]``,
-    ``a[:, None].expand(n, m) * b[None].expand(n, m)`` and ``torch.broadcast_to`` forms all count n·m,
-    while a gate product ``z * h`` (same shape) and a scaling by a scalar count 0. A factor materialised with
-    ``repeat`` holds n·m elements and cannot be told from a gate (not counted). The count is every output
-    element (what the kernel executes), on floating-point or complex outputs only (a product of boolean
-    masks is a logical and, not arithmetic).
-    """
-    if not isinstance(out, torch.Tensor) or out.is_nested or not (out.is_floating_point() or out.is_complex()):
-        return 0
-    factors = [a for a in args[:2] if isinstance(a, torch.Tensor)]
-    if len(factors) != 2 or any(f.is_nested for f in factors):
-        return 0
-    dims = out.dim()
-    a, b = (_distinct(f, dims) for f in factors)
-    sizes = out.shape
-    pairs = math.prod(n for n, x, y in zip(sizes, a, b, strict=True) if x or y)
-    own = max(math.prod(n for n, x in zip(sizes, a, strict=True) if x),
-              math.prod(n for n, y in zip(sizes, b, strict=True) if y))
-    return out.numel() if pairs > own else 0
+    """Multiplications of an element-wise product that is an outer product, else 0 (the rule is
+    :func:`~seqlab.measure.ops.product_pairs`; a product a sum contracts later is :class:`~seqlab.measure.ops.
+    ProductLedger`'s)."""
+    return product_pairs(args, out)[0]
 
 
 def op_arithmetic(func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: object, flop: int | None,
