@@ -816,3 +816,89 @@ class ProductLedger:
             return 0, False
         del self._pending[id(data)]
         return multiplications, True
+
+
+# --- attention weights that are exactly 0 --------------------------------------------------------------------
+
+_BATCHED_PRODUCTS = {aten.bmm: (0, 1), aten.mm: (0, 1), aten.baddbmm: (1, 2)}
+_SOFTMAXES = frozenset({aten._softmax, aten._safe_softmax, aten.softmax})
+
+
+class ZeroWeightLedger:
+    """Multiplications an attention spends on (query, key) pairs whose weight is exactly 0 (issue 35, kind 6),
+    read from the values wherever attention runs as its parts: Hugging Face's eager attention (scores + a
+    ``finfo.min`` mask, softmax, mix), SDPA's math path (``_safe_softmax`` of scores with a boolean or additive
+    mask), FlexAttention's dense implementation (score_mod, then mask_mod's ``-inf``), a hand-written masked
+    softmax.
+
+    Rule: a matrix product's result (``bmm``, ``mm``, ``baddbmm``: scores, contracted over E) is followed through
+    the ops that keep its elements one for one (views, copies, casts, scaling, adding a mask, ``masked_fill``,
+    ``where``, a score_mod); a softmax of it gives weights, and each weight that is exactly 0 — or whose score is
+    ``-inf`` — is a closed pair: its E score multiplications were not useful. A matrix product whose left factor
+    is such weights (followed the same way) spends Ev multiplications on each zero weight: not useful either. So a
+    closed pair costs E + Ev, as :func:`~seqlab.measure.work.masked_attention_multiplications` charges a fused
+    kernel. Values are read only at a softmax of scores and at a product by weights.
+
+    >>> ledger, aten = ZeroWeightLedger(), torch.ops.aten
+    >>> q, v = torch.randn(1, 4, 3), torch.randn(1, 4, 5)  # (B, T, E), (B, T, Ev)
+    >>> s = torch.bmm(q, q.mT); ledger.observe(aten.bmm.default, (q, q.mT), {}, s)
+    0
+    >>> m = s.masked_fill(torch.ones(4, 4, dtype=torch.bool).triu(1), float("-inf"))
+    >>> ledger.observe(aten.masked_fill.Scalar, (s, None, None), {}, m)
+    0
+    >>> p = torch.softmax(m, -1); ledger.observe(aten._softmax.default, (m, -1, False), {}, p)  # 6 closed · E 3
+    18
+    >>> ledger.observe(aten.bmm.default, (p, v), {}, p @ v)  # 6 zero weights · Ev 5
+    30
+    """
+
+    __slots__ = ("_followed",)
+
+    def __init__(self) -> None:
+        self._followed: dict[int, tuple[weakref.ref, str, int]] = {}  # id -> (tensor, "scores" | "weights", E)
+
+    def _follow(self, tensor: object, role: str, width: int) -> None:
+        if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point() or tensor.is_nested:
+            return
+        key, followed = id(tensor), self._followed
+
+        def forget(reference: weakref.ref) -> None:
+            if followed.get(key, (None,))[0] is reference:
+                del followed[key]
+
+        try:
+            followed[key] = (weakref.ref(tensor, forget), role, width)
+        except TypeError:  # a tensor that takes no weak reference: not followed
+            pass
+
+    def _role(self, tensor: object) -> tuple[str, int] | None:
+        entry = self._followed.get(id(tensor))
+        return None if entry is None or entry[0]() is not tensor else entry[1:]
+
+    def observe(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: object) -> int:
+        """One op ran: the multiplications on closed pairs it reveals (0 for most ops), its result followed."""
+        packet = func.overloadpacket
+        factors = _BATCHED_PRODUCTS.get(packet)
+        if factors is not None:
+            left, right = (args[i] if i < len(args) else None for i in factors)
+            wasted = 0
+            if isinstance(right, torch.Tensor) and (self._role(left) or ("",))[0] == "weights":
+                wasted = int((left == 0).sum()) * right.shape[-1]
+            if isinstance(left, torch.Tensor):
+                self._follow(out, "scores", left.shape[-1])
+            return wasted
+        if not self._followed or not isinstance(out, torch.Tensor):
+            return 0
+        if packet in _SOFTMAXES and args:
+            role = self._role(args[0])
+            if role is None or role[0] != "scores" or out.shape != args[0].shape:
+                return 0
+            closed = int((torch.isneginf(args[0]) | (out == 0)).sum())
+            self._follow(out, "weights", role[1])
+            return closed * role[1]
+        for tensor in tensors_in(args):
+            role = self._role(tensor)
+            if role is not None and tensor.numel() == out.numel():
+                self._follow(out, *role)  # the same elements, scaled, masked, cast or viewed
+                break
+        return 0

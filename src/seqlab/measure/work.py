@@ -29,13 +29,16 @@ from strides, so ``expand`` and ``broadcast_to`` forms count the same as broadca
 materialised by ``repeat`` cannot be told from a gate. A gate product no sum contracts is not counted. Both are
 charged to the modules running when they are charged (:attr:`WorkCount.by_module`).
 
-Masked attention, executed beside useful: a causal or masked ``F.scaled_dot_product_attention`` is charged
-its full L×S square in ``multiplications`` (what the kernel is charged); the pairs its mask closes
-(``is_causal``, a boolean ``False`` or a ``-inf`` entry) are :attr:`WorkCount.masked_multiplications`, and
-:attr:`WorkCount.useful_multiplications` is the rest. The mask is read where the call reaches the dispatcher
-with it: ``aten.scaled_dot_product_attention`` whole (under inference mode) or the kernel it picks (the fused
-CPU kernel, the CUDA ones). A mask applied by hand (``masked_fill`` then softmax), or by SDPA's math path,
-which is dispatched as its parts, is not recognised: there useful equals executed.
+Masked attention, executed beside useful: a causal or masked attention is charged its full L×S square in
+``multiplications`` (what the kernels execute); the pairs its mask closes — those whose weight is exactly 0,
+read from the mask's values whatever its form (``is_causal``, a boolean ``False``, an additive ``-inf`` or
+``finfo.min``, a score_mod) — cost E + Ev each in :attr:`WorkCount.masked_multiplications`, and
+:attr:`WorkCount.useful_multiplications` is the rest. Where SDPA reaches the dispatcher whole
+(``aten.scaled_dot_product_attention`` under inference mode) or as a fused kernel, its mask is read there
+(:func:`masked_attention_multiplications`); where attention runs as its parts — Hugging Face's eager attention,
+SDPA's math path (forced when d_k ≠ d_v), FlexAttention's dense implementation, a hand-written masked softmax —
+the weights a softmax of a product's scores gives exactly 0 are read from its output
+(:class:`~seqlab.measure.ops.ZeroWeightLedger`).
 
 Unit 2, all arithmetic: **FLOPs** (:attr:`WorkCount.arithmetic_flops`, per op in
 :attr:`WorkCount.arithmetic_by_op`), per primitive ATen op, like fvcore's and the Mamba authors' counts, on
@@ -107,6 +110,7 @@ from seqlab.measure.ops import (
     EXTRA_FORMULAS,
     PYTORCH_TWINS,
     ProductLedger,
+    ZeroWeightLedger,
     arithmetic_kind,
     bound_arguments,
     decomposition_of,
@@ -245,6 +249,7 @@ class _OpCensus:
         self.arithmetic: Counter[str] = Counter()
         self.arithmetic_unaccounted: Counter[str] = Counter()
         self.masked = 0
+        self.zero_weights = ZeroWeightLedger()  # attention run as its parts: pairs whose weight is exactly 0
         self.inside_attention = 0  # while a whole SDPA call decomposes
         self.paused = False  # while the counter reads nested sizes: its own ops are not the user's
 
@@ -253,6 +258,8 @@ class _OpCensus:
         if self.paused:
             return
         self.calls[func] += 1
+        if not self.inside_attention:  # a whole SDPA call's mask was read at its entry
+            self.masked += self.zero_weights.observe(func, args, kwargs, out)
         unknown = is_unknown(func)
         if not unknown and arithmetic_kind(func) in _FREE:
             return  # movement and selections: nothing to count in either unit (the common case, kept cheap)
@@ -489,11 +496,16 @@ def masked_attention_multiplications(query: torch.Tensor, key: torch.Tensor, val
     The kernel is charged every pair, (…, L, S)·(E + Ev) multiply-adds (:func:`~seqlab.measure.ops.
     attention_kernel_flop`); the pairs a mask closes are executed, not useful. ``is_causal``: key j is open
     to query i when j <= i (PyTorch's top-left causal mask), so an L = S = T square leaves T(T+1)/2 pairs
-    open. A boolean mask closes its ``False`` pairs, a floating-point mask its ``-inf`` ones; masks broadcast
-    over the query's leading dims (batch, heads).
+    open. A mask is read by its values, whatever its form: a pair is closed when the mask makes its attention
+    weight exactly 0 — a boolean ``False``, an additive ``-inf``, or an additive value so low (``finfo.min``, as
+    Hugging Face's eager and SDPA masks add) that softmax(scale·q·kᵀ + mask) is exactly 0 there in the query's dtype
+    (the weights are computed once, on these inputs); masks broadcast over the query's leading dims.
 
     >>> q = torch.zeros(1, 2, 8, 4)  # (B, heads, T, d)
     >>> masked_attention_multiplications(q, q, q, is_causal=True)  # 2 heads * (64 - 36) * (4 + 4)
+    448
+    >>> additive = torch.full((8, 8), torch.finfo(torch.float32).min).triu(1)  # Hugging Face's causal mask
+    >>> masked_attention_multiplications(q, q, q, attn_mask=additive)  # the same 28 closed pairs per head
     448
 
     Returns:
@@ -505,12 +517,26 @@ def masked_attention_multiplications(query: torch.Tensor, key: torch.Tensor, val
     length_k, width_v = key.shape[-2], value.shape[-1]
     if attn_mask is None:
         closed = math.prod(leading) * sum(max(length_k - (i + 1), 0) for i in range(length_q))
-    else:
+    elif attn_mask.dtype == torch.bool:
         with _disable_current_modes(), torch.no_grad():
-            mask = attn_mask if attn_mask.dtype == torch.bool else ~torch.isneginf(attn_mask)
-            full = torch.broadcast_shapes(mask.shape, (*leading, length_q, length_k))
-            closed = math.prod(full) - int(mask.sum()) * (math.prod(full) // max(mask.numel(), 1))
+            full = torch.broadcast_shapes(attn_mask.shape, (*leading, length_q, length_k))
+            closed = math.prod(full) - int(attn_mask.sum()) * (math.prod(full) // max(attn_mask.numel(), 1))
+    else:
+        closed = _closed_by_values(query, key, attn_mask, scale, enable_gqa)
     return closed * (width_qk + width_v)
+
+
+def _closed_by_values(query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor, scale: float | None,
+                      enable_gqa: bool) -> int:
+    """(query, key) pairs an additive mask closes: its ``-inf`` entries, and those where softmax(scale·q·kᵀ + mask)
+    is exactly 0 in the query's dtype (a ``finfo.min`` entry), computed outside any dispatch mode."""
+    with _disable_current_modes(), torch.no_grad():
+        if enable_gqa and key.dim() >= 3 and query.shape[-3] != key.shape[-3]:
+            key = key.repeat_interleave(query.shape[-3] // key.shape[-3], dim=-3)
+        factor = scale if scale is not None else 1 / math.sqrt(query.shape[-1])
+        logits = (query @ key.transpose(-2, -1)) * factor + mask  # (…, L, S)
+        weights = torch.softmax(logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits, -1)
+        return int((torch.isneginf(logits) | (weights == 0)).sum())
 
 
 #: Ops PyTorch's counting mode answers with NotImplemented (sizes and strides of nested tensors).
