@@ -108,10 +108,10 @@ def state_space_families() -> tuple[str, ...]:
     found = set()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for model_type, name in CONFIG_MAPPING_NAMES.items():
+        for name in CONFIG_MAPPING_NAMES.values():
             try:
                 text = _text(getattr(tf, name)())
-            except Exception:  # noqa: BLE001 - a config that cannot be built with its defaults
+            except Exception:  # noqa: BLE001, S112 - a config that cannot be built with its defaults
                 continue
             text_type = text.model_type
             if text_type not in MODEL_MAPPING_NAMES or getattr(text, "vocab_size", None) is None:
@@ -126,8 +126,7 @@ def state_space_families() -> tuple[str, ...]:
 
 
 def tiny_config(model_type: str, **overrides):
-    """The family's default (text) config shrunk by :data:`SMALL`, one layer of each of its layer types."""
-    tf = _transformers()
+    """The family's default (text) config shrunk by :data:`SMALL`, two layers of each of its layer types."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     default = CONFIG_MAPPING[model_type]()

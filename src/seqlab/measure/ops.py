@@ -425,6 +425,21 @@ def float_twin(func: torch._ops.OpOverload, args: tuple,
     return torch.ops.aten.mm.default, (rows, weight.to(x.dtype).t()), torch.Size((rows.shape[0], weight.shape[0]))
 
 
+def defers_to_subclass(types: Iterable[type]) -> bool:
+    """Whether a dispatch mode should hand the op to a tensor subclass among its arguments (return
+    NotImplemented): a subclass with a ``__torch_dispatch__`` of its own — a jagged nested tensor
+    (``torch.nested`` with ``layout=torch.jagged``), a tensor wrapper — computes the op through ops on the dense
+    tensors it holds, and those come back to the mode one by one. So a jagged batch is counted on its real
+    tokens, each sequence at its own length (the values buffer holds exactly those rows), and its sizes, which
+    are not plain integers, are never read by the mode. Decided from the argument types alone.
+
+    >>> defers_to_subclass([torch.Tensor, torch.nn.Parameter])
+    False
+    """
+    disabled = torch._C._disabled_torch_dispatch_impl
+    return any(getattr(t, "__torch_dispatch__", disabled) is not disabled for t in types)
+
+
 def is_higher_order(func: object) -> bool:
     """Whether a dispatched callable is a higher-order op (FlexAttention, ``torch.cond``, ``while_loop``...):
     an op that takes functions (a score_mod, branches, a loop body) and reaches a dispatch mode whole."""
@@ -806,7 +821,7 @@ class ProductLedger:
         entry = self._pending.get(id(data))
         if entry is None or entry[0]() is not data:
             return 0, False
-        reference, shared, multiplications = entry
+        _, shared, multiplications = entry
         dims = bound_arguments(func, args, kwargs).get("dim")
         rank = data.dim()
         reduced = range(-rank, 0) if dims is None or dims == [] else \

@@ -47,8 +47,8 @@ from seqlab.measure import jacobian_rule
 from seqlab.measure import path_rules as rules
 from seqlab.measure.distance_store import DistanceStore
 from seqlab.measure.distances import _ROW_FORM, DTYPE, UNITS, narrow, widen
-from seqlab.measure.ops import (CREATION_NAMES, ProductLedger, decomposition_of, float_twin, is_contraction,
-                               is_higher_order, is_movement, op_name, run_higher_order, tensors_in)
+from seqlab.measure.ops import (CREATION_NAMES, ProductLedger, decomposition_of, defers_to_subclass, float_twin,
+                               is_contraction, is_higher_order, is_movement, op_name, run_higher_order, tensors_in)
 
 VIEW, MOVEMENT, PRODUCT, REDUCTION, POINTWISE, OTHER, CONSTANT = range(7)
 
@@ -160,6 +160,8 @@ class PathTracer(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if defers_to_subclass(types):  # a jagged nested tensor, a wrapper: its dense parts come back here
+            return NotImplemented
         if is_higher_order(func):
             return run_higher_order(self, func, args, kwargs)
         kind = op_kind(func)

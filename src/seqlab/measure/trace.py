@@ -49,8 +49,17 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from seqlab.measure.ops import (FUSED_OPS, ProductLedger, is_contraction, is_higher_order, is_movement, op_name,
-                               run_higher_order, tensors_in)
+from seqlab.measure.ops import (
+    FUSED_OPS,
+    ProductLedger,
+    defers_to_subclass,
+    is_contraction,
+    is_higher_order,
+    is_movement,
+    op_name,
+    run_higher_order,
+    tensors_in,
+)
 from seqlab.measure.switches import one_thread, reference_kernels
 
 __all__ = ["Span", "measure_span", "reference_kernels"]
@@ -253,6 +262,8 @@ class _SpanTracer(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if defers_to_subclass(types):  # a jagged nested tensor, a wrapper: its dense parts come back here
+            return NotImplemented
         if is_higher_order(func):
             return run_higher_order(self, func, args, kwargs)
         kind = _kind(func)

@@ -114,6 +114,7 @@ from seqlab.measure.ops import (
     arithmetic_kind,
     bound_arguments,
     decomposition_of,
+    defers_to_subclass,
     eager_higher_order,
     has_floating,
     is_higher_order,
@@ -412,6 +413,8 @@ class _NestedDispatch(_FlopCounterMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if defers_to_subclass(types):  # a jagged nested tensor, a wrapper: its dense parts come back here
+            return NotImplemented
         if is_higher_order(func):  # FlexAttention, cond, while_loop: their parts come back here
             return run_higher_order(self, func, args, kwargs)
         if not isinstance(func, torch._ops.OpOverload) or _is_metadata(func):
@@ -653,6 +656,8 @@ _DECOMPOSED_CACHE: dict[tuple, tuple[int | None, bool]] = {}
 
 def _describe(value: object) -> object:
     if isinstance(value, torch.Tensor):
+        if value.is_nested:  # no sizes to key by: not cached
+            raise TypeError("a nested tensor has no shape")
         return ("tensor", tuple(value.shape), value.dtype)
     if isinstance(value, (list, tuple)):
         return tuple(_describe(v) for v in value)
