@@ -60,7 +60,7 @@ DEFAULT_DOES_NOT_BUILD = {
 #: Config keys that list one entry per layer.
 LAYER_LISTS = ("layer_types", "layers_block_type", "block_types", "layers_block_types")
 _STATE_WORDS = re.compile(r"\b(ssm_states?|recurrent_states?|conv_states?|update_recurrent_state|update_conv_state)\b")
-_STATE_OUTPUT = re.compile(r"class \w+\(ModelOutput\):(?:(?!\nclass ).)*?\n    (cache_params|cache|state): (?!Cache\b)\w+", re.S)
+_STATE_OUTPUT = re.compile(r"class \w+\(ModelOutput\):(?:(?!\nclass ).)*?\n    (cache_params|cache|state): (?!Cache\b)\w+", re.DOTALL)
 
 
 def _transformers():

@@ -260,6 +260,60 @@ QUANTIZED_LINEAR = frozenset(_quantized_linear_packets())
 """The quantised linear kernels: contractions (:func:`quantized_linear_flop`), with a float twin for the path rules
 (:func:`float_twin`)."""
 
+def fft_multiplications(length: int, *, real: bool) -> int:
+    """Multiplications of one discrete Fourier transform of ``length`` points by a radix-2 FFT (Cooley–Tukey).
+
+    Convention: a complex transform of n points takes (n/2)·log2 n butterflies, one complex multiplication each,
+    a complex multiplication being 4 real multiplications: 2·n·log2 n; a transform whose input or output is real
+    (``rfft``, ``irfft``) does half of it, n·log2 n. For any n, log2 n is taken as it is and the product rounded up
+    (a mixed-radix or Bluestein FFT differs by a constant factor, as every FFT count does). Additions are not in
+    this unit (they are in the all-arithmetic one through the formula's 2 FLOPs per multiply-add); a transform of
+    1 point is a copy, 0.
+
+    >>> fft_multiplications(8, real=False), fft_multiplications(8, real=True)  # 2·8·3, 8·3
+    (48, 24)
+    """
+    if length <= 1:
+        return 0
+    return (1 if real else 2) * math.ceil(length * math.log2(length))
+
+
+def _transforms(signal: Shape, dim: Sequence[int], real_last: bool) -> int:
+    """Multiplications of FFTs along ``dim`` of a signal of shape ``signal``: along each transformed dim of n points,
+    every vector along it (numel / n of them) is one transform; ``real_last``: the last transformed dim is real."""
+    dims = [d % len(signal) for d in dim]
+    return sum((_numel(signal) // max(signal[d], 1)) * fft_multiplications(signal[d], real=real_last and i == len(dims) - 1)
+               for i, d in enumerate(dims))
+
+
+def fft_r2c_flop(self_shape: Shape, dim: Sequence[int], *args, out_shape=None, **kwargs) -> int:
+    """FLOPs (2 per multiplication of :func:`fft_multiplications`) of ``_fft_r2c`` (``rfft``, ``rfftn``): the real
+    input's n points along the last transformed dim, complex along the others.
+
+    >>> fft_r2c_flop((4, 16), [1], out_shape=(4, 9)) // 2  # rfft of 4 rows of 16 points: 4 · 16 · log2 16
+    256
+    """
+    return 2 * _transforms(self_shape, dim, real_last=True)
+
+
+def fft_c2r_flop(self_shape: Shape, dim: Sequence[int], *args, out_shape=None, **kwargs) -> int:
+    """FLOPs of ``_fft_c2r`` (``irfft``): as :func:`fft_r2c_flop`, on the real output's n points.
+
+    >>> fft_c2r_flop((4, 9), [1], 0, 16, out_shape=(4, 16)) // 2  # 4 · 16 · log2 16
+    256
+    """
+    return 2 * _transforms(out_shape, dim, real_last=True)
+
+
+def fft_c2c_flop(self_shape: Shape, dim: Sequence[int], *args, out_shape=None, **kwargs) -> int:
+    """FLOPs of ``_fft_c2c`` (``fft``, ``ifft``, ``fftn``): complex transforms along every dim of ``dim``.
+
+    >>> fft_c2c_flop((4, 16), [1], out_shape=(4, 16)) // 2  # 4 · 2 · 16 · log2 16
+    512
+    """
+    return 2 * _transforms(self_shape, dim, real_last=False)
+
+
 EXTRA_FORMULAS: dict[object, Callable[..., int]] = {  # noqa: RUF012 - completed below with in-place twins
     aten.mv: matrix_vector_flop,
     aten.addmv: add_matrix_vector_flop,
@@ -277,6 +331,9 @@ EXTRA_FORMULAS: dict[object, Callable[..., int]] = {  # noqa: RUF012 - completed
     aten._grouped_mm: grouped_matrix_flop,
     aten.linalg_solve_triangular: triangular_solve_flop,
     **dict.fromkeys(QUANTIZED_LINEAR, quantized_linear_flop),
+    aten._fft_r2c: fft_r2c_flop,
+    aten._fft_c2c: fft_c2c_flop,
+    aten._fft_c2r: fft_c2r_flop,
 }
 """Formulas (FLOPs) for contraction ops that ``torch.utils.flop_counter`` has no entry for, in-place twins
 (``addmm_``, ``baddbmm_``, ``addmv_``, ``addbmm_``) included: an in-place product multiplies as much as its

@@ -75,7 +75,7 @@ def op_kind(func: torch._ops.OpOverload) -> int:
         return POINTWISE  # where's scalar overloads (where(c, x, -inf)) are untagged
     if is_movement(func):
         return MOVEMENT
-    if is_contraction(func):
+    if is_contraction(func) and not rules.is_reduction(func):  # a DFT is both: its rule reads whole dims
         return PRODUCT
     if rules.is_reduction(func):
         return REDUCTION
@@ -115,6 +115,7 @@ class PathTracer(TorchDispatchMode):
             True: (torch.zeros(2 * sources, dtype=DTYPE), torch.tensor([1] * sources + [0] * sources, dtype=DTYPE)),
         }
         self.products = ProductLedger()  # element-wise products a later sum makes contractions (one product then)
+        self.spectra = jacobian_rule.SpectralProducts()  # DFT chains: a product of spectra is a convolution
         self._inside = 0  # depth of decompositions being traced: their parts are one op of the op they make up
         self._shaped: dict[tuple[bool, bool, int], Tensor] = {}
         self._row_forms: list = []
@@ -292,14 +293,21 @@ class PathTracer(TorchDispatchMode):
             result = rules.contraction(func, args, kwargs, outs[0], read, step, rows, addend_step=self.step_op)
             return None if result is NotImplemented else [result]
         if kind == REDUCTION:
-            if self.products.reduction(func, args, kwargs)[1]:
-                step = self.step_product  # the sum that makes a product a contraction: one matrix product
+            if self.products.reduction(func, args, kwargs)[1] or is_contraction(func):
+                step = self.step_product  # a sum that makes a product a contraction, a DFT: one matrix product
+            if len(outs) == 1 and rules.is_inverse_transform(func, args, kwargs):
+                closed = self.spectra.inverse(func, args, kwargs, outs[0], read, rows, self.step_op, self.step_product)
+                if closed is not None:  # a convolution by the convolution theorem, read by value: exact
+                    return [closed]
             result = rules.reduction(func, args, kwargs, outs, read, step, rows)
+            if len(outs) == 1:
+                self.spectra.forward(func, args, kwargs, outs[0])
             if rules.is_inverse_transform(func, args, kwargs) and any(d is not None for d in result):
                 self.fallbacks[op_name(func)] += 1  # structural: exact cancellations unseen, the figures a bound
             return result
         if kind == POINTWISE and len(outs) == 1:
             self.products.product(func, args, outs[0])  # remembered for a sum that may contract it
+            self.spectra.pointwise(func, args, outs[0])  # a product of spectra: a convolution
             return [rules.pointwise(func, args, kwargs, outs[0], read, step, rows)]
         return None
 
