@@ -530,6 +530,13 @@ def run_higher_order(mode: torch.utils._python_dispatch.TorchDispatchMode, func:
         SeqlabError: the op has no eager implementation (``wrap``, ``tag_activation_checkpoint``...), or its kernel
             computes outside the functions it was given: one line naming it.
     """
+    try:
+        return _run_eagerly(mode, func, args, kwargs)
+    finally:
+        _unskip_compiled_caller()
+
+
+def _run_eagerly(mode, func: torch._ops.HigherOrderOperator, args: tuple, kwargs: dict) -> object:
     kernel = func.py_kernels.get(torch._C.DispatchKey.CompositeExplicitAutograd)
     if kernel is None:
         raise SeqlabError(f"the higher-order op {func.name()} has no eager implementation to trace; run the module "
@@ -552,6 +559,23 @@ def run_higher_order(mode: torch.utils._python_dispatch.TorchDispatchMode, func:
         raise SeqlabError(f"the higher-order op {func.name()} computes outside the functions it was given, where no "
                           "trace sees it; run the module without it", parameter="layer")
     return out
+
+
+def _unskip_compiled_caller() -> None:
+    """Undo what ``torch.compile`` marked while a dispatch mode was on. PyTorch runs ``cond``, ``scan``, ``map``...
+    eagerly through ``torch.compile`` (``_hop_compile_and_call``); under a non-infra dispatch mode Dynamo skips the
+    wrapper's frame and marks its code "skip" for every later call, so the next plain call, no mode on, compiles the
+    op's dense kernel as a frame of its own and fails (PyTorch's own ``FlopCounterMode`` leaves it so too). The
+    code of the frame ``compile_wrapper`` called is reset (its marks and cache cleared: the next plain call compiles
+    it as the first did)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_back is not None:
+        caller = frame.f_back.f_code
+        if caller.co_name == "compile_wrapper" and caller.co_filename.endswith(("_dynamo/eval_frame.py",
+                                                                              "_dynamo\\eval_frame.py")):
+            torch._C._dynamo.eval_frame.reset_code(frame.f_code)
+            return
+        frame = frame.f_back
 
 
 @functools.cache
