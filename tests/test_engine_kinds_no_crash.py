@@ -321,3 +321,12 @@ def test_jagged_attention_is_counted_per_sequence(lengths):
         lambda z: F.scaled_dot_product_attention(z, z, z), r.transpose(0, 1)[None]).multiplications for r in rows)
     assert counted.padded_multiplications == len(lengths) * heads * max(lengths) ** 2 * 2 * width
     assert math.isfinite(counted.arithmetic_flops)
+
+
+def test_the_refusal_is_worded_in_spanish(monkeypatch):
+    monkeypatch.syspath_prepend(str(TESTS))
+    result = CliRunner().invoke(app, ["profile", "long_tail_layers:make_scan", "--seq-len", "4", "--d-model", "4",
+                                      "--lang", "es"], env=ENV)
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and "la operación de orden superior scan calcula fuera de las funciones" in errors[0]
