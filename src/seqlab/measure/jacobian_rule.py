@@ -15,12 +15,18 @@ and boolean outputs have a derivative of 0 wherever they are defined (they are p
 they depend on no source. The Jacobian is only taken when it is small (:data:`LIMIT` entries); a larger
 one, an op without a derivative, or a complex tensor is refused (returns None) and the tracer names the op.
 
+A second exact reading by value covers what no single op's Jacobian can: a product of spectra closed by an inverse
+DFT (:class:`SpectralProducts`). Each transform is all-to-all on its own; the chain forward DFT → product → inverse
+DFT is a circular convolution, whose dependence the convolution theorem gives from the two time-domain signals'
+values, so an FFT convolution zero-padded to 2T (Hyena) reads causal, exactly.
+
 Shapes: S distance rows (sources × the two units), n input elements, m output elements.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -314,9 +320,15 @@ def _circular(d: Tensor | None, dim: int, kernel: Tensor, kernel_dim: int, n: in
         return None
     d = d.movedim(dim + 1, -1)  # (S, …, n_s)
     nonzero = (kernel.detach() != 0).movedim(kernel_dim, -1)  # (…, n)
-    t = torch.arange(n)
-    allowed = nonzero[..., (t[:, None] - t[None, :]) % n]  # (…, n_t, n_s)
-    return torch.where(allowed, d[..., None, :], UNREACHABLE).amin(dim=-1)  # (S, …, n_t)
+    lead = torch.broadcast_shapes(d.shape[1:-1], nonzero.shape[:-1])
+    s = torch.arange(n)
+    rows = max(1, CHUNK_ELEMENTS // max(1, d.shape[0] * math.prod(lead) * n))  # output positions per chunk
+    chunks = []
+    for start in range(0, n, rows):
+        t = torch.arange(start, min(start + rows, n))
+        allowed = nonzero[..., (t[:, None] - s[None, :]) % n]  # (…, chunk of n_t, n_s)
+        chunks.append(torch.where(allowed, d[..., None, :], UNREACHABLE).amin(dim=-1))  # (S, …, chunk)
+    return torch.cat(chunks, dim=-1)  # (S, …, n_t)
 
 
 def _least(ds: list[Tensor | None]) -> Tensor | None:

@@ -32,6 +32,14 @@ In-place and ``out=`` forms are sorted by their out-of-place twin (:func:`functi
 formula of ``aten.addmm``. PyTorch tags many in-place twins (``relu_``, ``add_``) but not all
 (``threshold_``, ``masked_fill_``, ``gelu_``, ``eq_``…), so the rule goes by the twin, not by the tag.
 
+The long tail by kind (issue 35): quantised linear kernels are contractions with a float twin for the path rules
+(:data:`QUANTIZED_LINEAR`, :func:`float_twin`); discrete Fourier transforms are contractions counted by their
+closed form (:func:`fft_multiplications`); an element-wise product a sum contracts is one
+(:class:`ProductLedger`); attention weights that are exactly 0 are read where a softmax of scores gives them
+(:class:`ZeroWeightLedger`); higher-order ops run through their eager kernels with the mode on
+(:func:`run_higher_order`, :func:`eager_higher_order`); a tensor subclass with its own dispatch computes through its
+dense parts (:func:`defers_to_subclass`).
+
 Units: formulas here return **FLOPs in PyTorch's convention** (one multiply-add = 2 FLOPs), because
 they plug into ``FlopCounterMode``; :mod:`seqlab.measure.work` divides by 2 to report
 multiplications. Shapes: B batch (any leading dims), H heads, L query positions, S key positions,

@@ -22,6 +22,14 @@ element-wise ops). An op without a rule is, in this order,
 
 An in-place op without a rule is decomposed or derived through its out-of-place twin, before it writes.
 
+Kinds by design (issue 35): a product followed by a sum over a dim both factors step through is one matrix product
+(:class:`~seqlab.measure.ops.ProductLedger`); a DFT is a product (its DFT matrix), and a product of spectra closed
+by an inverse DFT is read as the convolution it is (:class:`~seqlab.measure.jacobian_rule.SpectralProducts`); a
+quantised linear takes the rule of the float product it stands for (:func:`~seqlab.measure.ops.float_twin`);
+higher-order ops (FlexAttention, ``cond``, ``while_loop``) run through their eager kernels, their parts traced
+(:func:`~seqlab.measure.ops.run_higher_order`); a tensor subclass with a dispatch of its own (a jagged nested
+tensor) computes through its dense parts, which come back to the tracer.
+
 Per-op cost (issue 17): what kind an op is (view, movement, product, reduction, element-wise, other) is
 decided once per op (``functools.cache``), arguments are bound by a schema read once per op, tensors are
 found without a pytree walk, and whether a constant holds an exact 0 or an infinity is computed once per

@@ -11,6 +11,10 @@ longest chain in that graph, given in two units:
 
 With unlimited processors the span is the least number of waits; work / span is the parallelism
 the pass offers. The recurrence's span grows as T; attention's does not grow at all (L1 vs L2).
+A product followed by a sum over a dim both factors step through (``(q[..., None] * S).sum(-2)``) is a
+contraction: the sum is one product on the chain, as the einsum would be (:class:`~seqlab.measure.ops.
+ProductLedger`). Higher-order ops (FlexAttention, ``cond``, ``while_loop``) are traced through their eager parts
+(:func:`~seqlab.measure.ops.run_higher_order`); a jagged nested tensor through its dense ones.
 
 Identity of tensors: dependencies are kept per *storage*, keyed by the storage's device and data
 pointer (``untyped_storage().data_ptr()``, public API; PyTorch's private ``_cdata`` is not used). Every
