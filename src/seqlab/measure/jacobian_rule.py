@@ -266,6 +266,8 @@ class SpectralProducts:
 
     def pointwise(self, func, args: tuple, out: Tensor) -> None:
         """An element-wise op ran: a product of two spectra, or a spectrum scaled, stays followed."""
+        if not self._followed:
+            return
         tensors = [a for a in args if isinstance(a, Tensor) and a.dim()]
         entries = [self._get(t) for t in tensors]
         if not any(entries):
@@ -284,6 +286,8 @@ class SpectralProducts:
                 step_op: Callable[[Tensor], Tensor], step_product: Callable[[Tensor], Tensor]) -> Tensor | None:
         """Distances of an inverse transform's output from the signals of the chain it closes (steps included);
         None when its input is not a followed spectrum or product (the caller keeps its structural rule)."""
+        if not self._followed:
+            return None
         entry = self._get(args[0]) if args and isinstance(args[0], Tensor) else None
         dims = args[1] if len(args) > 1 else kwargs.get("dim")
         if entry is None or transform_direction(func, args, kwargs) != _INVERSE or len(dims) != 1:

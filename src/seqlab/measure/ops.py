@@ -820,14 +820,6 @@ _ELEMENTWISE_PRODUCTS = frozenset({aten.mul, aten.mul_})
 _CONTRACTING_SUMS = frozenset({aten.sum})
 
 
-def _distinct(tensor: torch.Tensor, dims: int) -> list[bool]:
-    """For each of the last ``dims`` dims of a broadcast result, whether ``tensor`` steps through distinct
-    elements along it (a dim of its own with size > 1 and a nonzero stride); False where it is broadcast."""
-    sizes, strides = tensor.shape, tensor.stride()
-    pad = dims - len(sizes)
-    return [False if i < pad else (sizes[i - pad] > 1 and strides[i - pad] != 0) for i in range(dims)]
-
-
 def product_pairs(args: tuple, out: object) -> tuple[int, frozenset[int]]:
     """(outer-product multiplications, shared dims) of one element-wise product ``a * b`` (its two factors in
     ``args``, its result ``out``).
@@ -850,14 +842,26 @@ def product_pairs(args: tuple, out: object) -> tuple[int, frozenset[int]]:
     factors = [a for a in args[:2] if isinstance(a, torch.Tensor)]
     if len(factors) != 2 or any(f.is_nested or f.layout != torch.strided for f in factors):
         return 0, frozenset()
-    dims = out.dim()
-    a, b = (_distinct(f, dims) for f in factors)
-    sizes = out.shape
+    a, b = factors
+    return _pairs(a.shape, a.stride(), b.shape, b.stride(), out.shape)
+
+
+@functools.lru_cache(maxsize=4096)
+def _pairs(shape_a: torch.Size, stride_a: tuple, shape_b: torch.Size, stride_b: tuple,
+           sizes: torch.Size) -> tuple[int, frozenset[int]]:
+    """:func:`product_pairs` from shapes and strides alone, decided once per signature (a loop repeats them)."""
+    dims = len(sizes)
+
+    def distinct(shape, stride) -> list[bool]:
+        pad = dims - len(shape)
+        return [False if i < pad else (shape[i - pad] > 1 and stride[i - pad] != 0) for i in range(dims)]
+
+    a, b = distinct(shape_a, stride_a), distinct(shape_b, stride_b)
     pairs = math.prod(n for n, x, y in zip(sizes, a, b, strict=True) if x or y)
     own = max(math.prod(n for n, x in zip(sizes, a, strict=True) if x),
               math.prod(n for n, y in zip(sizes, b, strict=True) if y))
     shared = frozenset(i - dims for i in range(dims) if a[i] and b[i])
-    return (out.numel() if pairs > own else 0), shared
+    return (math.prod(sizes) if pairs > own else 0), shared
 
 
 class ProductLedger:
