@@ -989,13 +989,17 @@ class ZeroWeightLedger:
         factors = _BATCHED_PRODUCTS.get(packet)
         if factors is not None:
             left, right = (args[i] if i < len(args) else None for i in factors)
+            if not isinstance(left, torch.Tensor) or left.is_nested or getattr(right, "is_nested", False):
+                return 0  # a nested batch: its mask is the nesting itself
+            if left.device.type == "meta":
+                return 0  # no values to read (``count_on_meta``)
             wasted = 0
             if isinstance(right, torch.Tensor) and (self._role(left) or ("",))[0] == "weights":
                 wasted = int((left == 0).sum()) * right.shape[-1]
             if isinstance(left, torch.Tensor):
                 self._follow(out, "scores", left.shape[-1])
             return wasted
-        if not self._followed or not isinstance(out, torch.Tensor):
+        if not self._followed or not isinstance(out, torch.Tensor) or out.device.type == "meta":
             return 0
         if packet in _SOFTMAXES and args:
             role = self._role(args[0])

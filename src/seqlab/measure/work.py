@@ -532,7 +532,10 @@ def masked_attention_multiplications(query: torch.Tensor, key: torch.Tensor, val
 def _closed_by_values(query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor, scale: float | None,
                       enable_gqa: bool) -> int:
     """(query, key) pairs an additive mask closes: its ``-inf`` entries, and those where softmax(scale·q·kᵀ + mask)
-    is exactly 0 in the query's dtype (a ``finfo.min`` entry), computed outside any dispatch mode."""
+    is exactly 0 in the query's dtype (a ``finfo.min`` entry), computed outside any dispatch mode; 0 on the meta
+    device, which holds no values."""
+    if "meta" in (query.device.type, key.device.type, mask.device.type):
+        return 0
     with _disable_current_modes(), torch.no_grad():
         if enable_gqa and key.dim() >= 3 and query.shape[-3] != key.shape[-3]:
             key = key.repeat_interleave(query.shape[-3] // key.shape[-3], dim=-3)
