@@ -308,7 +308,7 @@ class SpectralProducts:
             return None
         found = _move_last(found, dim - out.dim()) if kind == "product" else found
         found = torch.broadcast_to(found, (rows, *out.shape)) if found.shape[1:] != out.shape else found
-        steps = 2 if kind == "product" else 2  # the forward and the inverse transform: two products
+        steps = 2  # the forward and the inverse transform: two products
         for _ in range(steps):
             found = step_product(found)
         for _ in range(ops):
