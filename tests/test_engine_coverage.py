@@ -154,9 +154,10 @@ def test_a_fourier_transform_reads_its_whole_dim():
     assert all(v is not None for row in paths.products for v in row)
 
 
-def test_an_fft_convolution_is_named_as_a_bound():
-    """A causal convolution by FFT (zero-padded to 2T) cancels the future exactly only in exact arithmetic: the
-    inverse transform is named and the matrix reported as a bound, never as a measurement."""
+def test_an_fft_convolution_reads_causal_and_a_frequency_filter_is_named_as_a_bound():
+    """A causal convolution by FFT (zero-padded to 2T) cancels the future exactly: read as the convolution it is
+    (issue 35, kind 9), exact and causal. A filter kept in the frequency domain has no signal to read: the inverse
+    transform is named and the matrix reported as a bound, never as a measurement."""
     T = 6
     kernel = torch.randn(T, 4, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
 
@@ -165,8 +166,17 @@ def test_an_fft_convolution_is_named_as_a_bound():
         return torch.fft.irfft(spectrum, n=2 * T, dim=0)[:T]
 
     paths = measure_paths(long_convolution, _x(T))
+    assert paths.exact and paths.fallbacks == {}
+    assert dependence(long_convolution, _x(T)) == _causal(T)
+    assert all((paths.products[i][j] is not None) == (i <= j) for i in range(T) for j in range(T))
+    frequency_filter = torch.fft.rfft(kernel, n=2 * T, dim=0)
+
+    def global_filter(x):
+        return torch.fft.irfft(torch.fft.rfft(x, n=2 * T, dim=0) * frequency_filter, n=2 * T, dim=0)[:T]
+
+    paths = measure_paths(global_filter, _x(T))
     assert not paths.exact and "aten._fft_c2r" in paths.fallbacks
-    assert dependence(long_convolution, _x(T)) == _causal(T)  # what the bound over-states
+    assert dependence(global_filter, _x(T)) == _causal(T)  # what the bound over-states
 
 
 # --- the addend of addmm is added, not multiplied -----------------------------------------------------

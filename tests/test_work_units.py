@@ -15,7 +15,7 @@ from torch import nn
 
 from seqlab.measure import ops
 from seqlab.measure.switches import SDPA_BACKENDS
-from seqlab.measure.work import OUTER_PRODUCT, count_multiplications, count_on_meta
+from seqlab.measure.work import CONTRACTED_PRODUCT, OUTER_PRODUCT, count_multiplications, count_on_meta
 
 aten = torch.ops.aten
 MATH = (False, False, True, False)  # SDPA backends: flash, efficient, math, cudnn
@@ -242,8 +242,10 @@ def test_selective_scan_arithmetic_against_the_mamba_figure(batch, length, chann
     assert work.arithmetic_flops == 8 * bldn  # 960 at (2, 5, 3, 4): 8 element-wise ops per (b, t, d, n)
     assert work.arithmetic_flops == 9 * bldn - bldn  # 1 B·L·D·N below the Mamba authors' 9·B·L·D·N
     # outer products: delta × B_t (B·D·N pairs per step), and delta × A when B > 1 (with one batch row it is a
-    # scaling of A's rows: D·N pairs, no more than A holds)
-    assert work.multiplications == (2 if batch > 1 else 1) * bldn
+    # scaling of A's rows: D·N pairs, no more than A holds); and the readout h · C_t summed over N, a contraction
+    # (issue 35, kind 5): B·D·N per step, as einsum("bdn,bn->bd") is counted
+    assert work.multiplications == (3 if batch > 1 else 2) * bldn
+    assert work.by_op[CONTRACTED_PRODUCT] == bldn
     assert work.arithmetic_by_op == {"aten.mul": 5 * bldn, "aten.exp": bldn, "aten.add": bldn, "aten.sum": bldn}
     assert work.arithmetic_complete
     assert count_on_meta(selective_scan, x, delta, A, Bm, Cm).arithmetic_flops == 8 * bldn  # a second route
@@ -322,11 +324,12 @@ def test_masked_attention_in_transformers():
     assert window.by_op["aten._scaled_dot_product_flash_attention_for_cpu"] == 2 * 64 * 16  # executed: 2_048
 
 
-def test_the_math_path_is_not_recognised_and_says_so():
+def test_the_math_path_is_read_by_the_weights_its_softmax_gives():
     q = torch.randn(1, 1, 8, 4)
     with SDPA_BACKENDS.held(MATH):
         work = count_multiplications(F.scaled_dot_product_attention, q, q, q, is_causal=True)
-    assert work.multiplications == 8 * 8 * 8 and work.masked_multiplications == 0  # dispatched as its parts
+    # dispatched as its parts (issue 35, kind 6: read at its softmax): (64 - 36) closed pairs * (4 + 4)
+    assert work.multiplications == 8 * 8 * 8 and work.masked_multiplications == 28 * 8
 
 
 @pytest.mark.parametrize(("T", "d", "h"), [(3, 4, 4), (5, 2, 3)])

@@ -39,7 +39,7 @@ sliding_window_multiplications             T w (d_k + d_v) + projections        
 sliding_window_step_multiplications        w (d_k + d_v) + projections                          Longformer
 mamba_rank                                 ⌈d_model / 16⌉ (Δ's rank)                            Mamba
 mamba_block_multiplications                T (2dE + E(R + 5N) + RE + Ed) + (T + k − 1) E k      Mamba
-mamba_block_step_multiplications           2dE + E(R + 5N) + RE + Ed                            Mamba
+mamba_block_step_multiplications           2dE + E(R + 5N) + RE + Ed + E k                      Mamba
 kv_cache_bytes                             2 L H_kv d_head t b  (per batch row)                 §3.2.2
 keys_values_cache_bytes                    L (w_k + w_v) t b                                    §3.2.2
 latent_kv_cache_bytes                      L (d_c + d_R) t b  (latent attention)                DeepSeek-V2
@@ -49,7 +49,7 @@ ssm_state_bytes                            L E (d_conv + N) b                   
 rwkv_state_bytes                           L (2 d + 3 d_att) b                                  RWKV
 decoder_attention_step_multiplications     d H d_h + 2 d H_kv d_h + H d_h d + 2 H d_h keys      §3.2.2
 mlp_step_multiplications                   2 d d_ff, or 3 d d_ff gated                          §3.3
-hf_mamba_step_multiplications              mamba_block_step + 2 E d_conv                        Mamba
+hf_mamba_step_multiplications              mamba_block_step + E d_conv                          Mamba
 rwkv_step_multiplications                  4 d d_att + 2 d d_ff + d^2                           RWKV
 kaplan_step_multiplications                N + L t d_attn                                       Kaplan
 flops                                      2 m                                                  --
@@ -764,22 +764,23 @@ def _decay_outer_product(rows: int, channel_states: int) -> int:
 def mamba_block_step_multiplications(d_model: int, d_state: int = 16, d_conv: int = 4, expand: int = 2,
                                      dt_rank: int | None = None, *, batch: int = 1) -> int:
     """Multiplications of one decode step of a Mamba block, whatever the position: the block's per-position
-    terms (Δ_t ⊗ A counted only for a batch of more than one, as in :func:`mamba_block_multiplications`); the
-    convolution over its k-wide window is element-wise (a product and a sum), not a contraction.
+    terms (Δ_t ⊗ A counted only for a batch of more than one, as in :func:`mamba_block_multiplications`) and the
+    convolution over its k-wide window, E·k: a product summed over the window is a contraction (issue 35, kind 5),
+    as the forward pass's depthwise ``conv1d`` is.
 
-    >>> mamba_block_step_multiplications(4, 3, 2, 2, 1)  # 4·16 + 8·7 + 1·8 + 8·3 + 8·3 + 8·4
-    208
-    >>> mamba_block_step_multiplications(4, 3, 2, 2, 1, batch=2)  # 2 · (208 + 8·3)
-    464
+    >>> mamba_block_step_multiplications(4, 3, 2, 2, 1)  # 4·16 + 8·7 + 1·8 + 8·3 + 8·3 + 8·4 + 8·2
+    224
+    >>> mamba_block_step_multiplications(4, 3, 2, 2, 1, batch=2)  # 2 · (224 + 8·3)
+    496
 
     Raises:
         SeqlabError: a size that is not an integer >= 1.
 
     Source: Gu & Dao 2023 (Mamba), §3.4 (the recurrent mode: constant time per step).
     """
-    d_model, N, _, E, R, batch = _mamba_sizes(d_model, d_state, d_conv, expand, dt_rank, batch)
-    return batch * (d_model * 2 * E + E * (R + 2 * N) + R * E + 2 * E * N + E * d_model) + _decay_outer_product(
-        batch, E * N)
+    d_model, N, k, E, R, batch = _mamba_sizes(d_model, d_state, d_conv, expand, dt_rank, batch)
+    return batch * (d_model * 2 * E + E * (R + 2 * N) + R * E + 2 * E * N + E * d_model + E * k) + \
+        _decay_outer_product(batch, E * N)
 
 
 # --- A checkpoint's decode step and its cache (issue 24): the forms ``seqlab decode --model`` checks -------------
@@ -995,9 +996,9 @@ def mlp_step_multiplications(d_model: int, d_ff: int, gated: bool) -> int:
 def hf_mamba_step_multiplications(d_model: int, d_inner: int, d_state: int, d_conv: int, dt_rank: int) -> int:
     """Multiplications of one decode step of a transformers Mamba mixer (its PyTorch path, batch 1).
 
-    :func:`mamba_block_step_multiplications` + 2·E·d_conv: transformers runs the step's convolution as a
+    :func:`mamba_block_step_multiplications` + E·d_conv: transformers runs the step's convolution as a
     ``conv1d`` over the d_conv cached columns and the new one, which gives two outputs (one is dropped), E·d_conv
-    multiplications each; seqlab's own block reads the window element-wise (no contraction).
+    multiplications each, where seqlab's own block contracts its window once (a product summed over it).
 
     >>> hf_mamba_step_multiplications(32, 64, 4, 4, 2)  # 4096 + 640 + 128 + 512 + 2048 + 512
     7936
@@ -1012,7 +1013,7 @@ def hf_mamba_step_multiplications(d_model: int, d_inner: int, d_state: int, d_co
     if d_inner % d_model:
         raise SeqlabError(f"d_inner must be a multiple of d_model, received {d_inner} and {d_model}")
     return mamba_block_step_multiplications(d_model, d_state, d_conv, d_inner // d_model, dt_rank) \
-        + 2 * d_inner * d_conv
+        + d_inner * d_conv
 
 
 def hf_mamba2_step_multiplications(d_model: int, heads: int, head_dim: int, groups: int, d_state: int,

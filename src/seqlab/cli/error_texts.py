@@ -53,6 +53,10 @@ ERROR_MESSAGES = (
     "{what} must be among {choices}; received {value}",
     "{name} must be an integer in [1, {maximum}], received {value}",
     "{name} must be an integer >= 1, received {value}",
+    "the {stage} cannot trace {module}: the higher-order op {op} has no eager implementation to trace; run the "
+    "module without it (outside torch.compile)",
+    "the {stage} cannot trace {module}: the higher-order op {op} computes outside the functions it was given, where "
+    "no trace sees it; run the module without it",
     "cannot import {module} from {spec}: {reason}",
     "{spec}({d_model}) failed: {reason}",
     "cannot listen on {host}:{port}: {reason}",

@@ -15,12 +15,18 @@ and boolean outputs have a derivative of 0 wherever they are defined (they are p
 they depend on no source. The Jacobian is only taken when it is small (:data:`LIMIT` entries); a larger
 one, an op without a derivative, or a complex tensor is refused (returns None) and the tracer names the op.
 
+A second exact reading by value covers what no single op's Jacobian can: a product of spectra closed by an inverse
+DFT (:class:`SpectralProducts`). Each transform is all-to-all on its own; the chain forward DFT → product → inverse
+DFT is a circular convolution, whose dependence the convolution theorem gives from the two time-domain signals'
+values, so an FFT convolution zero-padded to 2T (Hyena) reads causal, exactly.
+
 Shapes: S distance rows (sources × the two units), n input elements, m output elements.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -191,3 +197,152 @@ def _through(d: Tensor, pattern: Tensor) -> Tensor:
     chunks = [torch.where(pattern[None, start:start + rows], d[:, None, :], UNREACHABLE).amin(dim=-1)
               for start in range(0, m, rows)]
     return torch.cat(chunks, dim=-1)
+
+
+# --- transforms: a product in the frequency domain is a convolution ---------------------------------------------
+
+_FORWARD, _INVERSE = "forward", "inverse"
+
+
+def transform_direction(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> str | None:
+    """``"forward"`` for a forward DFT (``_fft_r2c``, ``_fft_c2c`` with ``forward=True``), ``"inverse"`` for an
+    inverse one (``_fft_c2r``, ``_fft_c2c`` with ``forward=False``), None for any other op."""
+    name = func.overloadpacket.__name__
+    if name == "_fft_r2c":
+        return _FORWARD
+    if name == "_fft_c2r":
+        return _INVERSE
+    if name == "_fft_c2c":
+        forward = args[3] if len(args) > 3 else kwargs.get("forward", True)
+        return _FORWARD if forward else _INVERSE
+    return None
+
+
+class SpectralProducts:
+    """Dependence through a product in the frequency domain, exactly: the convolution theorem, read by value.
+
+    The structural rule of a DFT is all-to-all (every frequency reads every point), and an inverse DFT after a
+    product of spectra can cancel exactly — an FFT convolution zero-padded to 2T (Hyena, long convolutions, FNet
+    variants) is causal, which no op-by-op structure sees. This rule follows the chain instead: a forward transform
+    of a signal a (n points along one dim) gives a *spectrum*; element-wise scalings keep it one; the product of two
+    spectra (of a and b, same dim and n) is the spectrum of their circular convolution; its inverse transform is
+
+        y[t] = Σ_s a[s] · b[(t − s) mod n],
+
+    so y[t] depends on a[s] exactly where b[(t − s) mod n] ≠ 0, and on b[s] where a[(t − s) mod n] ≠ 0 — read from
+    the values of the two time-domain signals the forward transforms received (a zero padding is exactly 0). A
+    spectrum transformed back alone gives its own signal, point for point. Its cost on a path: the two transforms
+    are products (DFT matrices), the product and each scaling one op. Anything else on the chain (a sum of two
+    products, a spectrum times a tensor that is not one, transforms over several dims) is not followed: the tracer
+    keeps its structural rule and names the inverse transform (a bound).
+
+    Shapes: S distance rows; signals (…, n) along their transformed dim, broadcast against each other.
+    """
+
+    def __init__(self) -> None:
+        self._followed: dict[int, tuple] = {}  # id -> (tensor ref, entry)
+
+    def _get(self, tensor: object) -> tuple | None:
+        item = self._followed.get(id(tensor))
+        return None if item is None or item[0]() is not tensor else item[1]
+
+    def _put(self, tensor: Tensor, entry: tuple) -> None:
+        import weakref
+
+        key, followed = id(tensor), self._followed
+
+        def forget(reference) -> None:
+            if followed.get(key, (None,))[0] is reference:
+                del followed[key]
+
+        followed[key] = (weakref.ref(tensor, forget), entry)
+
+    def forward(self, func, args: tuple, kwargs: dict, out: Tensor) -> None:
+        """A forward transform ran: its output is the spectrum of its input along its one transformed dim."""
+        dims = args[1] if len(args) > 1 else kwargs.get("dim")
+        if transform_direction(func, args, kwargs) == _FORWARD and isinstance(args[0], Tensor) and len(dims) == 1:
+            dim = dims[0] % args[0].dim()
+            self._put(out, ("spectrum", ((args[0], dim),), 0))
+
+    def pointwise(self, func, args: tuple, out: Tensor) -> None:
+        """An element-wise op ran: a product of two spectra, or a spectrum scaled, stays followed."""
+        if not self._followed:
+            return
+        tensors = [a for a in args if isinstance(a, Tensor) and a.dim()]
+        entries = [self._get(t) for t in tensors]
+        if not any(entries):
+            return
+        name = func.overloadpacket.__name__.rstrip("_")
+        if name == "mul" and len(tensors) == 2 and all(e is not None and e[0] == "spectrum" for e in entries):
+            (a,), (b,) = entries[0][1], entries[1][1]
+            if a[1] - a[0].dim() == b[1] - b[0].dim() and a[0].shape[a[1]] == b[0].shape[b[1]]:
+                self._put(out, ("product", (a, b), entries[0][2] + entries[1][2] + 1))
+            return
+        if len(tensors) == 1 and name in ("mul", "div", "to_copy", "clone") and out.shape == tensors[0].shape:
+            kind, signals, ops = entries[0]
+            self._put(out, (kind, signals, ops + (name in ("mul", "div"))))
+
+    def inverse(self, func, args: tuple, kwargs: dict, out: Tensor, read: Read, rows: int,
+                step_op: Callable[[Tensor], Tensor], step_product: Callable[[Tensor], Tensor]) -> Tensor | None:
+        """Distances of an inverse transform's output from the signals of the chain it closes (steps included);
+        None when its input is not a followed spectrum or product (the caller keeps its structural rule)."""
+        if not self._followed:
+            return None
+        entry = self._get(args[0]) if args and isinstance(args[0], Tensor) else None
+        dims = args[1] if len(args) > 1 else kwargs.get("dim")
+        if entry is None or transform_direction(func, args, kwargs) != _INVERSE or len(dims) != 1:
+            return None
+        kind, signals, ops = entry
+        dim = dims[0] % out.dim()
+        n = out.shape[dim]
+        if any(s.shape[d] != n or d - s.dim() != dim - out.dim() for s, d in signals):
+            return None
+        if kind == "spectrum":
+            (a, _), = signals
+            d = read(a)
+            found = None if d is None else d
+        else:
+            (a, da), (b, db) = signals
+            found = _least([_circular(read(a), da, b, db, n), _circular(read(b), db, a, da, n)])
+        if found is None:
+            return None
+        found = _move_last(found, dim - out.dim()) if kind == "product" else found
+        found = torch.broadcast_to(found, (rows, *out.shape)) if found.shape[1:] != out.shape else found
+        steps = 2  # the forward and the inverse transform: two products
+        for _ in range(steps):
+            found = step_product(found)
+        for _ in range(ops):
+            found = step_op(found)
+        return found.contiguous()
+
+
+def _circular(d: Tensor | None, dim: int, kernel: Tensor, kernel_dim: int, n: int) -> Tensor | None:
+    """(S, …, n) distances through y[t] = Σ_s x[s] k[(t − s) mod n] from x's distances ``d`` (S, *x.shape) along
+    x's ``dim``, the kernel's nonzero values (along its ``kernel_dim``) deciding which s reach which t; the
+    transformed dim last in the result, the other dims broadcast from the right."""
+    if d is None:
+        return None
+    d = d.movedim(dim + 1, -1)  # (S, …, n_s)
+    nonzero = (kernel.detach() != 0).movedim(kernel_dim, -1)  # (…, n)
+    lead = torch.broadcast_shapes(d.shape[1:-1], nonzero.shape[:-1])
+    s = torch.arange(n)
+    rows = max(1, CHUNK_ELEMENTS // max(1, d.shape[0] * math.prod(lead) * n))  # output positions per chunk
+    chunks = []
+    for start in range(0, n, rows):
+        t = torch.arange(start, min(start + rows, n))
+        allowed = nonzero[..., (t[:, None] - s[None, :]) % n]  # (…, chunk of n_t, n_s)
+        chunks.append(torch.where(allowed, d[..., None, :], UNREACHABLE).amin(dim=-1))  # (S, …, chunk)
+    return torch.cat(chunks, dim=-1)  # (S, …, n_t)
+
+
+def _least(ds: list[Tensor | None]) -> Tensor | None:
+    present = [d for d in ds if d is not None]
+    if not present:
+        return None
+    shape = torch.broadcast_shapes(*(d.shape for d in present))
+    return functools.reduce(torch.minimum, (d.expand(shape) for d in present))
+
+
+def _move_last(d: Tensor, dim_from_end: int) -> Tensor:
+    """The transformed dim, last in ``d``, back to its place (``dim_from_end`` counted from the output's end)."""
+    return d.movedim(-1, dim_from_end) if dim_from_end != -1 else d

@@ -32,6 +32,14 @@ In-place and ``out=`` forms are sorted by their out-of-place twin (:func:`functi
 formula of ``aten.addmm``. PyTorch tags many in-place twins (``relu_``, ``add_``) but not all
 (``threshold_``, ``masked_fill_``, ``gelu_``, ``eq_``…), so the rule goes by the twin, not by the tag.
 
+The long tail by kind (issue 35): quantised linear kernels are contractions with a float twin for the path rules
+(:data:`QUANTIZED_LINEAR`, :func:`float_twin`); discrete Fourier transforms are contractions counted by their
+closed form (:func:`fft_multiplications`); an element-wise product a sum contracts is one
+(:class:`ProductLedger`); attention weights that are exactly 0 are read where a softmax of scores gives them
+(:class:`ZeroWeightLedger`); higher-order ops run through their eager kernels with the mode on
+(:func:`run_higher_order`, :func:`eager_higher_order`); a tensor subclass with its own dispatch computes through its
+dense parts (:func:`defers_to_subclass`).
+
 Units: formulas here return **FLOPs in PyTorch's convention** (one multiply-add = 2 FLOPs), because
 they plug into ``FlopCounterMode``; :mod:`seqlab.measure.work` divides by 2 to report
 multiplications. Shapes: B batch (any leading dims), H heads, L query positions, S key positions,
@@ -40,12 +48,17 @@ E / Ev widths of query-key and value vectors.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+import sys
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import torch
 from torch.utils.flop_counter import flop_registry
+
+from seqlab.errors import SeqlabError
 
 aten = torch.ops.aten
 
@@ -230,6 +243,85 @@ def triangular_solve_flop(self_shape: Shape, b_shape: Shape, *args, out_shape=No
     return 2 * batch * n * (n - 1) // 2 * right_hand_sides
 
 
+def quantized_linear_flop(input_shape: Shape, *args, out_shape=None, **kwargs) -> int:
+    """FLOPs of a quantised linear (``quantized.linear_dynamic`` of ``torch.ao.quantization.quantize_dynamic``, and
+    every ``quantized.linear*`` kernel): the contraction it is, int8 or not — each output element (…, d_out) takes
+    d_in multiply-adds, so numel(out)·d_in; its fused bias and activation excluded, as for ``addmm``. The weight is
+    packed (no shape of its own); the input's last dim and the output's shape say it all.
+
+    >>> quantized_linear_flop((1, 5, 8), None, out_shape=(1, 5, 16)) // 2  # 5 * 8 * 16
+    640
+    """
+    return 2 * _numel(out_shape) * input_shape[-1]
+
+
+def _quantized_linear_packets() -> tuple[torch._ops.OpOverloadPacket, ...]:
+    """Every ``quantized::linear*`` kernel registered with PyTorch's dispatcher (those that pack and unpack weights
+    compute nothing)."""
+    names = {name.split("::")[1].split(".")[0] for name in torch._C._dispatch_get_all_op_names()
+             if name.startswith("quantized::linear")}
+    return tuple(getattr(torch.ops.quantized, name) for name in sorted(names)
+                 if not name.startswith(("linear_prepack", "linear_unpack")))
+
+
+QUANTIZED_LINEAR = frozenset(_quantized_linear_packets())
+"""The quantised linear kernels: contractions (:func:`quantized_linear_flop`), with a float twin for the path rules
+(:func:`float_twin`)."""
+
+def fft_multiplications(length: int, *, real: bool) -> int:
+    """Multiplications of one discrete Fourier transform of ``length`` points by a radix-2 FFT (Cooley–Tukey).
+
+    Convention: a complex transform of n points takes (n/2)·log2 n butterflies, one complex multiplication each,
+    a complex multiplication being 4 real multiplications: 2·n·log2 n; a transform whose input or output is real
+    (``rfft``, ``irfft``) does half of it, n·log2 n. For any n, log2 n is taken as it is and the product rounded up
+    (a mixed-radix or Bluestein FFT differs by a constant factor, as every FFT count does). Additions are not in
+    this unit (they are in the all-arithmetic one through the formula's 2 FLOPs per multiply-add); a transform of
+    1 point is a copy, 0.
+
+    >>> fft_multiplications(8, real=False), fft_multiplications(8, real=True)  # 2·8·3, 8·3
+    (48, 24)
+    """
+    if length <= 1:
+        return 0
+    return (1 if real else 2) * math.ceil(length * math.log2(length))
+
+
+def _transforms(signal: Shape, dim: Sequence[int], real_last: bool) -> int:
+    """Multiplications of FFTs along ``dim`` of a signal of shape ``signal``: along each transformed dim of n points,
+    every vector along it (numel / n of them) is one transform; ``real_last``: the last transformed dim is real."""
+    dims = [d % len(signal) for d in dim]
+    return sum((_numel(signal) // max(signal[d], 1)) * fft_multiplications(signal[d], real=real_last and i == len(dims) - 1)
+               for i, d in enumerate(dims))
+
+
+def fft_r2c_flop(self_shape: Shape, dim: Sequence[int], *args, out_shape=None, **kwargs) -> int:
+    """FLOPs (2 per multiplication of :func:`fft_multiplications`) of ``_fft_r2c`` (``rfft``, ``rfftn``): the real
+    input's n points along the last transformed dim, complex along the others.
+
+    >>> fft_r2c_flop((4, 16), [1], out_shape=(4, 9)) // 2  # rfft of 4 rows of 16 points: 4 · 16 · log2 16
+    256
+    """
+    return 2 * _transforms(self_shape, dim, real_last=True)
+
+
+def fft_c2r_flop(self_shape: Shape, dim: Sequence[int], *args, out_shape=None, **kwargs) -> int:
+    """FLOPs of ``_fft_c2r`` (``irfft``): as :func:`fft_r2c_flop`, on the real output's n points.
+
+    >>> fft_c2r_flop((4, 9), [1], 0, 16, out_shape=(4, 16)) // 2  # 4 · 16 · log2 16
+    256
+    """
+    return 2 * _transforms(out_shape, dim, real_last=True)
+
+
+def fft_c2c_flop(self_shape: Shape, dim: Sequence[int], *args, out_shape=None, **kwargs) -> int:
+    """FLOPs of ``_fft_c2c`` (``fft``, ``ifft``, ``fftn``): complex transforms along every dim of ``dim``.
+
+    >>> fft_c2c_flop((4, 16), [1], out_shape=(4, 16)) // 2  # 4 · 2 · 16 · log2 16
+    512
+    """
+    return 2 * _transforms(self_shape, dim, real_last=False)
+
+
 EXTRA_FORMULAS: dict[object, Callable[..., int]] = {  # noqa: RUF012 - completed below with in-place twins
     aten.mv: matrix_vector_flop,
     aten.addmv: add_matrix_vector_flop,
@@ -246,6 +338,10 @@ EXTRA_FORMULAS: dict[object, Callable[..., int]] = {  # noqa: RUF012 - completed
     aten.matmul: matmul_flop,
     aten._grouped_mm: grouped_matrix_flop,
     aten.linalg_solve_triangular: triangular_solve_flop,
+    **dict.fromkeys(QUANTIZED_LINEAR, quantized_linear_flop),
+    aten._fft_r2c: fft_r2c_flop,
+    aten._fft_c2c: fft_c2c_flop,
+    aten._fft_c2r: fft_c2r_flop,
 }
 """Formulas (FLOPs) for contraction ops that ``torch.utils.flop_counter`` has no entry for, in-place twins
 (``addmm_``, ``baddbmm_``, ``addmv_``, ``addbmm_``) included: an in-place product multiplies as much as its
@@ -357,10 +453,177 @@ def bound_arguments(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> d
 
 
 @functools.cache
-@functools.cache
 def op_name(func: torch._ops.OpOverload) -> str:
-    """Short, readable name of an ATen op: ``aten.bmm`` (the overload packet, without ``.default``)."""
+    """Short, readable name of an ATen op: ``aten.bmm`` (the overload packet, without ``.default``); a higher-order
+    op by its own name (``higher_order.flex_attention``)."""
+    if isinstance(func, torch._ops.HigherOrderOperator):
+        return f"higher_order.{func.name()}"
     return str(func.overloadpacket)
+
+
+def float_twin(func: torch._ops.OpOverload, args: tuple,
+               kwargs: dict) -> tuple[torch._ops.OpOverload, tuple, torch.Size] | None:
+    """The floating-point op a quantised kernel stands for, on these arguments: for a quantised linear
+    y (…, d_out) = x (…, d_in) Wᵀ, ``(aten.mm, (x as (N, d_in), Wᵀ dequantised), (N, d_out))`` — the product the
+    path rules know, with the weight's values (an int8 weight that rounds to exactly 0 is a constant 0 by value).
+    None for any other op, or when the weight cannot be unpacked. The third item is the shape of the twin's output;
+    the caller reshapes its result to the kernel's.
+
+    >>> float_twin(torch.ops.aten.mm.default, (), {}) is None
+    True
+    """
+    if func.overloadpacket not in QUANTIZED_LINEAR or not args or not isinstance(args[0], torch.Tensor):
+        return None
+    x, packed = args[0], args[1] if len(args) > 1 else None
+    weight = packed if isinstance(packed, torch.Tensor) else None
+    for unpack in ("linear_unpack", "linear_unpack_fp16"):
+        if weight is not None:
+            break
+        try:
+            weight = getattr(torch.ops.quantized, unpack)(packed)[0]
+        except (RuntimeError, TypeError, AttributeError):
+            continue
+    if weight is None or x.is_quantized:
+        return None
+    weight = weight.dequantize() if weight.is_quantized else weight
+    rows = x.reshape(-1, x.shape[-1])  # a view where x is contiguous: the same elements, read through its strides
+    return torch.ops.aten.mm.default, (rows, weight.to(x.dtype).t()), torch.Size((rows.shape[0], weight.shape[0]))
+
+
+def defers_to_subclass(types: Iterable[type]) -> bool:
+    """Whether a dispatch mode should hand the op to a tensor subclass among its arguments (return
+    NotImplemented): a subclass with a ``__torch_dispatch__`` of its own — a jagged nested tensor
+    (``torch.nested`` with ``layout=torch.jagged``), a tensor wrapper — computes the op through ops on the dense
+    tensors it holds, and those come back to the mode one by one. So a jagged batch is counted on its real
+    tokens, each sequence at its own length (the values buffer holds exactly those rows), and its sizes, which
+    are not plain integers, are never read by the mode. Decided from the argument types alone.
+
+    >>> defers_to_subclass([torch.Tensor, torch.nn.Parameter])
+    False
+    """
+    disabled = torch._C._disabled_torch_dispatch_impl
+    return any(getattr(t, "__torch_dispatch__", disabled) is not disabled for t in types)
+
+
+def is_higher_order(func: object) -> bool:
+    """Whether a dispatched callable is a higher-order op (FlexAttention, ``torch.cond``, ``while_loop``...):
+    an op that takes functions (a score_mod, branches, a loop body) and reaches a dispatch mode whole."""
+    return isinstance(func, torch._ops.HigherOrderOperator)
+
+
+def run_higher_order(mode: torch.utils._python_dispatch.TorchDispatchMode, func: torch._ops.HigherOrderOperator,
+                     args: tuple, kwargs: dict) -> object:
+    """Run a higher-order op through its own eager implementation with ``mode`` on, so that its parts come back to
+    ``mode`` op by op and are measured as what they are.
+
+    The rule, one for every higher-order op: PyTorch's ``CompositeExplicitAutograd`` kernel of the op (what runs
+    eagerly on a plain tensor). For FlexAttention that is its dense math implementation: the scores Q Kᵀ of every
+    (query, key) pair, ``score_mod`` applied to them, ``block_mask``'s mask_mod setting closed pairs to -inf, softmax,
+    the mix with V — so its work is the full L×S square, and its paths respect score_mod and block_mask by value.
+    ``torch.cond`` runs the branch its predicate takes (the work of what ran; PyTorch's own counter charges the
+    larger branch instead), ``while_loop`` its body as many times as it runs. A kernel that refuses to run under a
+    mode (``cond``, ``invoke_subgraph``, ``scan``) runs outside it with each function it was given run under it; its
+    outputs must then be what those functions returned (the kernel computed nothing itself), else it is refused.
+    A mode that meets higher-order ops sets ``supports_higher_order_operators = True`` and calls this; the
+    measurement holds :func:`eager_higher_order` so that FlexAttention reaches the mode without ``torch.compile``.
+
+    Args:
+        mode: the dispatch mode the op reached (re-entered for the op's parts).
+        func, args, kwargs: the higher-order op and its arguments.
+
+    Returns:
+        What the op returns.
+
+    Raises:
+        SeqlabError: the op has no eager implementation (``wrap``, ``tag_activation_checkpoint``...), or its kernel
+            computes outside the functions it was given: one line naming it.
+    """
+    try:
+        return _run_eagerly(mode, func, args, kwargs)
+    finally:
+        _unskip_compiled_caller()
+
+
+def _run_eagerly(mode, func: torch._ops.HigherOrderOperator, args: tuple, kwargs: dict) -> object:
+    kernel = func.py_kernels.get(torch._C.DispatchKey.CompositeExplicitAutograd)
+    if kernel is None:
+        raise SeqlabError(f"the higher-order op {func.name()} has no eager implementation to trace; run the module "
+                          "without it (outside torch.compile)", parameter="layer")
+    if not _refuses_modes(kernel):
+        with mode:
+            return kernel(*args, **kwargs)
+    made: dict[int, torch.Tensor] = {}
+
+    def under(function: Callable) -> Callable:
+        def run(*inner_args, **inner_kwargs):
+            with mode:
+                out = function(*inner_args, **inner_kwargs)
+            made.update((id(t), t) for t in tensors_in(out if isinstance(out, (list, tuple)) else (out,)))
+            return out
+        return run
+
+    out = kernel(*(under(a) if callable(a) and not isinstance(a, torch.Tensor) else a for a in args), **kwargs)
+    if any(id(t) not in made for t in tensors_in(out if isinstance(out, (list, tuple)) else (out,))):
+        raise SeqlabError(f"the higher-order op {func.name()} computes outside the functions it was given, where no "
+                          "trace sees it; run the module without it", parameter="layer")
+    return out
+
+
+def _unskip_compiled_caller() -> None:
+    """Undo what ``torch.compile`` marked while a dispatch mode was on. PyTorch runs ``cond``, ``scan``, ``map``...
+    eagerly through ``torch.compile`` (``_hop_compile_and_call``); under a non-infra dispatch mode Dynamo skips the
+    wrapper's frame and marks its code "skip" for every later call, so the next plain call, no mode on, compiles the
+    op's dense kernel as a frame of its own and fails (PyTorch's own ``FlopCounterMode`` leaves it so too). The
+    code of the frame ``compile_wrapper`` called is reset (its marks and cache cleared: the next plain call compiles
+    it as the first did)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_back is not None:
+        caller = frame.f_back.f_code
+        if caller.co_name == "compile_wrapper" and caller.co_filename.endswith(("_dynamo/eval_frame.py",
+                                                                              "_dynamo\\eval_frame.py")):
+            torch._C._dynamo.eval_frame.reset_code(frame.f_code)
+            return
+        frame = frame.f_back
+
+
+@functools.cache
+def _refuses_modes(kernel: Callable) -> bool:
+    """Whether an eager kernel of a higher-order op refuses to run while a dispatch mode is on (PyTorch's control-flow
+    kernels check the mode stack and raise "Mode should never be enabled"), read once from its code."""
+    code = getattr(kernel, "__code__", None)
+    return code is not None and "_get_current_dispatch_mode" in code.co_names
+
+
+#: FlexAttention's switch for its eager path: on, it calls its higher-order op directly (no ``torch.compile``, which
+#: cannot run under a dispatch mode and, once it has failed there, fails the next call of the process too).
+_FLEX_MODULE = "torch.nn.attention.flex_attention"
+_FLEX_FLAG = "_FLEX_ATTENTION_DISABLE_COMPILE_DEBUG"
+
+
+@functools.cache
+def _flex_switch():
+    from seqlab.measure.switches import SharedSwitch
+
+    module = sys.modules[_FLEX_MODULE]
+    return SharedSwitch("FlexAttention's eager path", lambda: getattr(module, _FLEX_FLAG),
+                        lambda value: setattr(module, _FLEX_FLAG, value))
+
+
+@contextlib.contextmanager
+def eager_higher_order() -> Iterator[None]:
+    """Hold FlexAttention on its eager path for the block (its higher-order op reaches the dispatch mode, which runs
+    it by :func:`run_higher_order`), re-entrant and thread-safe, the flag back as it was after (a
+    :class:`~seqlab.measure.switches.SharedSwitch`). Nothing is imported: a process that has not imported
+    FlexAttention has nothing to switch.
+
+    >>> with eager_higher_order():
+    ...     pass
+    """
+    if _FLEX_MODULE not in sys.modules or not hasattr(sys.modules[_FLEX_MODULE], _FLEX_FLAG):
+        yield
+        return
+    with _flex_switch().held(True):
+        yield
 
 
 @functools.cache
@@ -549,3 +812,205 @@ def _primitive_kind(func: torch._ops.OpOverload) -> str:
 
 #: Contractions with an additive input (``beta * self + ...``): 1 FLOP per output element more when it is used.
 ADDEND_OPS = frozenset({aten.addmm, aten.addmv, aten.baddbmm, aten.addbmm, aten.addr})
+
+
+# --- element-wise products that are contractions ------------------------------------------------------------
+
+_ELEMENTWISE_PRODUCTS = frozenset({aten.mul, aten.mul_})
+_CONTRACTING_SUMS = frozenset({aten.sum})
+
+
+def product_pairs(args: tuple, out: object) -> tuple[int, frozenset[int]]:
+    """(outer-product multiplications, shared dims) of one element-wise product ``a * b`` (its two factors in
+    ``args``, its result ``out``).
+
+    An **outer product** forms more distinct (element of a, element of b) pairs than either factor has distinct
+    elements: ``a[:, None] * b[None]`` counts n·m, one multiplication per output element (what the kernel executes).
+    Distinct elements are judged by strides, not sizes: a dim of size 1, or an expanded dim (stride 0), holds one
+    value, so ``expand`` and ``broadcast_to`` forms count the same; a gate product ``z * h`` (same shape) or a
+    scaling by a scalar counts 0 here. The **shared dims** (negative indices into ``out``) are those both factors
+    step through: a sum over one of them makes the product a contraction (:class:`ProductLedger`). Only
+    floating-point or complex outputs count (a product of boolean masks is a logical and, not arithmetic).
+
+    >>> product_pairs((torch.ones(3, 1), torch.ones(1, 4)), torch.ones(3, 4))  # an outer product: 3 * 4
+    (12, frozenset())
+    >>> product_pairs((torch.ones(5, 3, 1), torch.ones(5, 3, 4)), torch.ones(5, 3, 4))  # q[..., None] * S
+    (0, frozenset({-3, -2}))
+    """
+    if not isinstance(out, torch.Tensor) or out.is_nested or not (out.is_floating_point() or out.is_complex()):
+        return 0, frozenset()
+    factors = [a for a in args[:2] if isinstance(a, torch.Tensor)]
+    if len(factors) != 2 or any(f.is_nested or f.layout != torch.strided for f in factors):
+        return 0, frozenset()
+    a, b = factors
+    return _pairs(a.shape, a.stride(), b.shape, b.stride(), out.shape)
+
+
+@functools.lru_cache(maxsize=4096)
+def _pairs(shape_a: torch.Size, stride_a: tuple, shape_b: torch.Size, stride_b: tuple,
+           sizes: torch.Size) -> tuple[int, frozenset[int]]:
+    """:func:`product_pairs` from shapes and strides alone, decided once per signature (a loop repeats them)."""
+    dims = len(sizes)
+
+    def distinct(shape, stride) -> list[bool]:
+        pad = dims - len(shape)
+        return [False if i < pad else (shape[i - pad] > 1 and stride[i - pad] != 0) for i in range(dims)]
+
+    a, b = distinct(shape_a, stride_a), distinct(shape_b, stride_b)
+    pairs = math.prod(n for n, x, y in zip(sizes, a, b, strict=True) if x or y)
+    own = max(math.prod(n for n, x in zip(sizes, a, strict=True) if x),
+              math.prod(n for n, y in zip(sizes, b, strict=True) if y))
+    shared = frozenset(i - dims for i in range(dims) if a[i] and b[i])
+    return (math.prod(sizes) if pairs > own else 0), shared
+
+
+class ProductLedger:
+    """Element-wise products waiting for the sum that makes them a contraction (issue 35, kind 5).
+
+    Rule: a product ``a * b`` followed by a sum over a dim that both factors step through is a contraction,
+    ``Σ_k a[…, k, …] b[…, k, …]``: ``(q[..., None] * S).sum(-2)`` is ``einsum("...k,...kv->...v", q, S)``,
+    ``(x * w).sum(-1)`` a matrix–vector product, ``torch.linalg.vecdot`` (which PyTorch runs as exactly these two
+    ops) a batch of dot products. It is charged as the einsum is — one multiplication per element of the product
+    (each is one multiply-add) — and on a path or span the sum that completes it is one matrix product. An outer
+    product is counted at the product itself (:func:`product_pairs`); the sum that reduces it is then a product
+    step only. A product a sum never reduces over a shared dim (a gate, a scaling) stays element-wise.
+
+    The sum must read the product's own result (the tensor object it returned; a view, a copy or an op in between
+    breaks the pair, and the product stays element-wise). Decided per call in O(dims).
+
+    >>> ledger = ProductLedger()
+    >>> q, S = torch.ones(5, 3), torch.ones(5, 3, 4)
+    >>> p = q[..., None] * S
+    >>> ledger.product(torch.ops.aten.mul.Tensor, (q[..., None], S), p)  # not an outer product: nothing yet
+    0
+    >>> ledger.reduction(torch.ops.aten.sum.dim_IntList, (p, [-2]), {})  # (multiplications, a product step)
+    (60, True)
+    """
+
+    __slots__ = ("_pending",)
+
+    def __init__(self) -> None:
+        self._pending: dict[int, tuple[weakref.ref, frozenset[int], int]] = {}
+
+    def product(self, func: torch._ops.OpOverload, args: tuple, out: object) -> int:
+        """An element-wise op ran: the multiplications to count now (an outer product), 0 otherwise; a product
+        whose factors share a dim is remembered for the sum that may follow."""
+        if func.overloadpacket not in _ELEMENTWISE_PRODUCTS:
+            return 0
+        outer, shared = product_pairs(args, out)
+        if outer or shared:
+            try:
+                self._pending[id(out)] = (weakref.ref(out), shared, 0 if outer else out.numel())
+            except TypeError:  # a tensor that takes no weak reference: no pair
+                pass
+        return outer
+
+    def reduction(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> tuple[int, bool]:
+        """A reduction ran: (multiplications it completes, whether it completes a contraction). (0, False) unless
+        it is a sum of a remembered product over one of the product's shared dims (or an outer product)."""
+        if func.overloadpacket not in _CONTRACTING_SUMS or not args or not isinstance(args[0], torch.Tensor):
+            return 0, False
+        data = args[0]
+        entry = self._pending.get(id(data))
+        if entry is None or entry[0]() is not data:
+            return 0, False
+        _, shared, multiplications = entry
+        dims = bound_arguments(func, args, kwargs).get("dim")
+        rank = data.dim()
+        reduced = range(-rank, 0) if dims is None or dims == [] else \
+            ((dims,) if isinstance(dims, int) else dims)
+        reduced = {(d % max(rank, 1)) - rank for d in reduced}
+        if multiplications and not reduced & shared:
+            return 0, False
+        del self._pending[id(data)]
+        return multiplications, True
+
+
+# --- attention weights that are exactly 0 --------------------------------------------------------------------
+
+_BATCHED_PRODUCTS = {aten.bmm: (0, 1), aten.mm: (0, 1), aten.baddbmm: (1, 2)}
+_SOFTMAXES = frozenset({aten._softmax, aten._safe_softmax, aten.softmax})
+
+
+class ZeroWeightLedger:
+    """Multiplications an attention spends on (query, key) pairs whose weight is exactly 0 (issue 35, kind 6),
+    read from the values wherever attention runs as its parts: Hugging Face's eager attention (scores + a
+    ``finfo.min`` mask, softmax, mix), SDPA's math path (``_safe_softmax`` of scores with a boolean or additive
+    mask), FlexAttention's dense implementation (score_mod, then mask_mod's ``-inf``), a hand-written masked
+    softmax.
+
+    Rule: a matrix product's result (``bmm``, ``mm``, ``baddbmm``: scores, contracted over E) is followed through
+    the ops that keep its elements one for one (views, copies, casts, scaling, adding a mask, ``masked_fill``,
+    ``where``, a score_mod); a softmax of it gives weights, and each weight that is exactly 0 — or whose score is
+    ``-inf`` — is a closed pair: its E score multiplications were not useful. A matrix product whose left factor
+    is such weights (followed the same way) spends Ev multiplications on each zero weight: not useful either. So a
+    closed pair costs E + Ev, as :func:`~seqlab.measure.work.masked_attention_multiplications` charges a fused
+    kernel. Values are read only at a softmax of scores and at a product by weights.
+
+    >>> ledger, aten = ZeroWeightLedger(), torch.ops.aten
+    >>> q, v = torch.randn(1, 4, 3), torch.randn(1, 4, 5)  # (B, T, E), (B, T, Ev)
+    >>> s = torch.bmm(q, q.mT); ledger.observe(aten.bmm.default, (q, q.mT), {}, s)
+    0
+    >>> m = s.masked_fill(torch.ones(4, 4, dtype=torch.bool).triu(1), float("-inf"))
+    >>> ledger.observe(aten.masked_fill.Scalar, (s, None, None), {}, m)
+    0
+    >>> p = torch.softmax(m, -1); ledger.observe(aten._softmax.default, (m, -1, False), {}, p)  # 6 closed · E 3
+    18
+    >>> ledger.observe(aten.bmm.default, (p, v), {}, p @ v)  # 6 zero weights · Ev 5
+    30
+    """
+
+    __slots__ = ("_followed",)
+
+    def __init__(self) -> None:
+        self._followed: dict[int, tuple[weakref.ref, str, int]] = {}  # id -> (tensor, "scores" | "weights", E)
+
+    def _follow(self, tensor: object, role: str, width: int) -> None:
+        if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point() or tensor.is_nested:
+            return
+        key, followed = id(tensor), self._followed
+
+        def forget(reference: weakref.ref) -> None:
+            if followed.get(key, (None,))[0] is reference:
+                del followed[key]
+
+        try:
+            followed[key] = (weakref.ref(tensor, forget), role, width)
+        except TypeError:  # a tensor that takes no weak reference: not followed
+            pass
+
+    def _role(self, tensor: object) -> tuple[str, int] | None:
+        entry = self._followed.get(id(tensor))
+        return None if entry is None or entry[0]() is not tensor else entry[1:]
+
+    def observe(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: object) -> int:
+        """One op ran: the multiplications on closed pairs it reveals (0 for most ops), its result followed."""
+        packet = func.overloadpacket
+        factors = _BATCHED_PRODUCTS.get(packet)
+        if factors is not None:
+            left, right = (args[i] if i < len(args) else None for i in factors)
+            if not isinstance(left, torch.Tensor) or left.is_nested or getattr(right, "is_nested", False):
+                return 0  # a nested batch: its mask is the nesting itself
+            if left.device.type == "meta":
+                return 0  # no values to read (``count_on_meta``)
+            wasted = 0
+            if isinstance(right, torch.Tensor) and (self._role(left) or ("",))[0] == "weights":
+                wasted = int((left == 0).sum()) * right.shape[-1]
+            if isinstance(left, torch.Tensor):
+                self._follow(out, "scores", left.shape[-1])
+            return wasted
+        if not self._followed or not isinstance(out, torch.Tensor) or out.device.type == "meta":
+            return 0
+        if packet in _SOFTMAXES and args:
+            role = self._role(args[0])
+            if role is None or role[0] != "scores" or out.shape != args[0].shape:
+                return 0
+            closed = int((torch.isneginf(args[0]) | (out == 0)).sum())
+            self._follow(out, "weights", role[1])
+            return closed * role[1]
+        for tensor in tensors_in(args):
+            role = self._role(tensor)
+            if role is not None and tensor.numel() == out.numel():
+                self._follow(out, *role)  # the same elements, scaled, masked, cast or viewed
+                break
+        return 0

@@ -22,6 +22,14 @@ element-wise ops). An op without a rule is, in this order,
 
 An in-place op without a rule is decomposed or derived through its out-of-place twin, before it writes.
 
+Kinds by design (issue 35): a product followed by a sum over a dim both factors step through is one matrix product
+(:class:`~seqlab.measure.ops.ProductLedger`); a DFT is a product (its DFT matrix), and a product of spectra closed
+by an inverse DFT is read as the convolution it is (:class:`~seqlab.measure.jacobian_rule.SpectralProducts`); a
+quantised linear takes the rule of the float product it stands for (:func:`~seqlab.measure.ops.float_twin`);
+higher-order ops (FlexAttention, ``cond``, ``while_loop``) run through their eager kernels, their parts traced
+(:func:`~seqlab.measure.ops.run_higher_order`); a tensor subclass with a dispatch of its own (a jagged nested
+tensor) computes through its dense parts, which come back to the tracer.
+
 Per-op cost (issue 17): what kind an op is (view, movement, product, reduction, element-wise, other) is
 decided once per op (``functools.cache``), arguments are bound by a schema read once per op, tensors are
 found without a pytree walk, and whether a constant holds an exact 0 or an infinity is computed once per
@@ -48,7 +56,8 @@ from seqlab.measure import path_rules as rules
 from seqlab.measure.distance_store import DistanceStore
 from seqlab.measure.distances import _ROW_FORM, DTYPE, UNITS, narrow, widen
 from seqlab.measure.modes import EngineMode
-from seqlab.measure.ops import CREATION_NAMES, decomposition_of, is_contraction, is_movement, op_name, tensors_in
+from seqlab.measure.ops import (CREATION_NAMES, ProductLedger, decomposition_of, defers_to_subclass, float_twin,
+                               is_contraction, is_higher_order, is_movement, op_name, run_higher_order, tensors_in)
 
 VIEW, MOVEMENT, PRODUCT, REDUCTION, POINTWISE, OTHER, CONSTANT = range(7)
 
@@ -75,7 +84,7 @@ def op_kind(func: torch._ops.OpOverload) -> int:
         return POINTWISE  # where's scalar overloads (where(c, x, -inf)) are untagged
     if is_movement(func):
         return MOVEMENT
-    if is_contraction(func):
+    if is_contraction(func) and not rules.is_reduction(func):  # a DFT is both: its rule reads whole dims
         return PRODUCT
     if rules.is_reduction(func):
         return REDUCTION
@@ -101,6 +110,8 @@ class PathTracer(EngineMode):
         SeqlabError: the distances would exceed ``budget_bytes``.
     """
 
+    supports_higher_order_operators = True  # run through their eager parts (ops.run_higher_order)
+
     def __init__(self, sources: int, budget_bytes: float, positions: bool = False) -> None:
         super().__init__()
         self.per_unit = sources
@@ -112,6 +123,8 @@ class PathTracer(EngineMode):
             False: (torch.tensor([0] * sources + [1] * sources, dtype=DTYPE), torch.ones(2 * sources, dtype=DTYPE)),
             True: (torch.zeros(2 * sources, dtype=DTYPE), torch.tensor([1] * sources + [0] * sources, dtype=DTYPE)),
         }
+        self.products = ProductLedger()  # element-wise products a later sum makes contractions (one product then)
+        self.spectra = jacobian_rule.SpectralProducts()  # DFT chains: a product of spectra is a convolution
         self._inside = 0  # depth of decompositions being traced: their parts are one op of the op they make up
         self._shaped: dict[tuple[bool, bool, int], Tensor] = {}
         self._row_forms: list = []
@@ -157,6 +170,10 @@ class PathTracer(EngineMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if defers_to_subclass(types):  # a jagged nested tensor, a wrapper: its dense parts come back here
+            return NotImplemented
+        if is_higher_order(func):
+            return run_higher_order(self, func, args, kwargs)
         prepared = self.prepare(func, args, kwargs)
         out = func(*args, **kwargs)
         self.record(func, args, kwargs, out, prepared)
@@ -286,17 +303,32 @@ class PathTracer(EngineMode):
         """The rule's distances for each output, or None when no rule applies to these arguments."""
         read, rows = self.store, self.store.rows
         step = self.step_product if kind == PRODUCT else self.step_op
+        twin = float_twin(func, args, kwargs) if kind == PRODUCT and len(outs) == 1 else None
+        if twin is not None:  # a quantised linear: the float product it stands for, reshaped to its output
+            twin_func, twin_args, shape = twin
+            result = rules.contraction(twin_func, twin_args, {}, torch.empty(shape, device="meta"), read, step, rows)
+            return None if result is NotImplemented else [result.reshape(rows, *outs[0].shape)]
         if kind == MOVEMENT:
             return rules.movement(func, args, kwargs, outs, read, rows)
         if kind == PRODUCT and len(outs) == 1:
             result = rules.contraction(func, args, kwargs, outs[0], read, step, rows, addend_step=self.step_op)
             return None if result is NotImplemented else [result]
         if kind == REDUCTION:
+            if self.products.reduction(func, args, kwargs)[1] or is_contraction(func):
+                step = self.step_product  # a sum that makes a product a contraction, a DFT: one matrix product
+            if len(outs) == 1 and rules.is_inverse_transform(func, args, kwargs):
+                closed = self.spectra.inverse(func, args, kwargs, outs[0], read, rows, self.step_op, self.step_product)
+                if closed is not None:  # a convolution by the convolution theorem, read by value: exact
+                    return [closed]
             result = rules.reduction(func, args, kwargs, outs, read, step, rows)
+            if len(outs) == 1:
+                self.spectra.forward(func, args, kwargs, outs[0])
             if rules.is_inverse_transform(func, args, kwargs) and any(d is not None for d in result):
                 self.fallbacks[op_name(func)] += 1  # structural: exact cancellations unseen, the figures a bound
             return result
         if kind == POINTWISE and len(outs) == 1:
+            self.products.product(func, args, outs[0])  # remembered for a sum that may contract it
+            self.spectra.pointwise(func, args, outs[0])  # a product of spectra: a convolution
             return [rules.pointwise(func, args, kwargs, outs[0], read, step, rows)]
         return None
 

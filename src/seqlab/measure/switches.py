@@ -155,7 +155,8 @@ def reference_kernels() -> Iterator[None]:
     """Switch off fused CPU kernels so their inner chain runs as ordinary ops that a trace can see.
 
     SDPA uses its math reference (two ``bmm`` and a softmax), ``nn.MultiheadAttention`` and
-    ``nn.TransformerEncoderLayer`` leave their fast path, and oneDNN's fused LSTM/GRU is disabled.
+    ``nn.TransformerEncoderLayer`` leave their fast path, oneDNN's fused LSTM/GRU is disabled, and FlexAttention
+    calls its higher-order op without ``torch.compile`` (:func:`~seqlab.measure.ops.eager_higher_order`).
     Results are the same up to rounding; only the kernels change. Re-entrant and thread-safe: every
     switch comes back exactly as it was when the last holder leaves (see :class:`SharedSwitch`).
 
@@ -166,7 +167,10 @@ def reference_kernels() -> Iterator[None]:
     >>> torch.backends.mkldnn.enabled == before
     True
     """
-    with FAST_PATH.held(False), ONEDNN.held(False), SDPA_BACKENDS.held((False, False, True, False)):
+    from seqlab.measure.ops import eager_higher_order
+
+    with FAST_PATH.held(False), ONEDNN.held(False), SDPA_BACKENDS.held((False, False, True, False)), \
+            eager_higher_order():
         yield
 
 
@@ -175,17 +179,19 @@ _MODULE_SWITCHES_LOCK = threading.Lock()
 
 
 def _module_switch(module: torch.nn.Module) -> SharedSwitch:
-    """The switch of every ``training`` flag in ``module``'s tree (one per module object, made on first use)."""
+    """The switch of every ``training`` flag in ``module``'s tree (one per module object, made on first use); a module
+    with no flag (a ``torch.jit.freeze``'d one, always in eval mode, its flag inlined) is left alone."""
     with _MODULE_SWITCHES_LOCK:
         switch = _MODULE_SWITCHES.get(module)
         if switch is None:
             ref = weakref.ref(module)
 
             def read() -> tuple[tuple[torch.nn.Module, bool], ...]:
-                return tuple((m, m.training) for m in ref().modules())
+                return tuple((m, m.training) for m in ref().modules() if hasattr(m, "training"))
 
             def write(flags: tuple[tuple[torch.nn.Module, bool], ...] | bool) -> None:
-                for m, flag in flags if isinstance(flags, tuple) else ((m, flags) for m in ref().modules()):
+                for m, flag in flags if isinstance(flags, tuple) else ((m, flags) for m in ref().modules()
+                                                                        if hasattr(m, "training")):
                     m.training = flag
 
             switch = _MODULE_SWITCHES[module] = SharedSwitch(f"training flags of {type(module).__name__}", read,

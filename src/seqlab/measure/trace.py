@@ -11,6 +11,10 @@ longest chain in that graph, given in two units:
 
 With unlimited processors the span is the least number of waits; work / span is the parallelism
 the pass offers. The recurrence's span grows as T; attention's does not grow at all (L1 vs L2).
+A product followed by a sum over a dim both factors step through (``(q[..., None] * S).sum(-2)``) is a
+contraction: the sum is one product on the chain, as the einsum would be (:class:`~seqlab.measure.ops.
+ProductLedger`). Higher-order ops (FlexAttention, ``cond``, ``while_loop``) are traced through their eager parts
+(:func:`~seqlab.measure.ops.run_higher_order`); a jagged nested tensor through its dense ones.
 
 Identity of tensors: dependencies are kept per *storage*, keyed by the storage's device and data
 pointer (``untyped_storage().data_ptr()``, public API; PyTorch's private ``_cdata`` is not used). Every
@@ -49,7 +53,17 @@ from typing import Any
 import torch
 
 from seqlab.measure.modes import EngineMode
-from seqlab.measure.ops import FUSED_OPS, is_contraction, is_movement, op_name, tensors_in
+from seqlab.measure.ops import (
+    FUSED_OPS,
+    ProductLedger,
+    defers_to_subclass,
+    is_contraction,
+    is_higher_order,
+    is_movement,
+    op_name,
+    run_higher_order,
+    tensors_in,
+)
 from seqlab.measure.switches import one_thread, reference_kernels
 
 __all__ = ["Span", "measure_span", "reference_kernels"]
@@ -187,6 +201,9 @@ def _written_arguments(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -
 
 
 _tensors = tensors_in
+#: The ops a :class:`~seqlab.measure.ops.ProductLedger` pairs: element-wise products, and the sums that contract them.
+_LEDGER_PRODUCTS = frozenset({torch.ops.aten.mul, torch.ops.aten.mul_})
+_LEDGER_SUMS = frozenset({torch.ops.aten.sum})
 
 
 def _covers_storage(tensor: torch.Tensor) -> bool:
@@ -200,6 +217,8 @@ def _covers_storage(tensor: torch.Tensor) -> bool:
 class _SpanTracer(EngineMode):
     """Dispatch mode that keeps, for every storage written during the trace, the depth of its last writes."""
 
+    supports_higher_order_operators = True  # run through their eager parts (ops.run_higher_order)
+
     def __init__(self) -> None:
         super().__init__()
         self.depth_of_storage: dict[tuple, _StorageDepth] = {}
@@ -209,6 +228,18 @@ class _SpanTracer(EngineMode):
         self.total_products = 0
         self.fused: Counter[str] = Counter()
         self.op_counts: Counter[str] = Counter()
+        self.products = ProductLedger()  # element-wise products a later sum makes contractions
+
+    def _contracts(self, func, args: tuple, kwargs: dict, out: object) -> int:
+        """1 when this op is a sum that makes an element-wise product a contraction (one matrix product more on the
+        chain), else 0; an element-wise product is remembered for such a sum (:class:`~seqlab.measure.ops.
+        ProductLedger`)."""
+        packet = func.overloadpacket
+        if packet in _LEDGER_PRODUCTS:
+            self.products.product(func, args, out)
+        elif packet in _LEDGER_SUMS:
+            return int(self.products.reduction(func, args, kwargs)[1])
+        return 0
 
     @staticmethod
     def _key(tensor: torch.Tensor) -> tuple:
@@ -235,6 +266,10 @@ class _SpanTracer(EngineMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if defers_to_subclass(types):  # a jagged nested tensor, a wrapper: its dense parts come back here
+            return NotImplemented
+        if is_higher_order(func):
+            return run_higher_order(self, func, args, kwargs)
         out = func(*args, **kwargs)
         self.record(func, args, kwargs, out)
         return out
@@ -250,6 +285,7 @@ class _SpanTracer(EngineMode):
             return
         step_ops, step_products, name, fused = kind
         inputs = [*_tensors(args), *_tensors(kwargs.values())]
+        step_products = step_products or self._contracts(func, args, kwargs, out)
         if step_ops:
             self.total_ops += 1
             self.total_products += step_products

@@ -46,6 +46,7 @@ from torch import Tensor
 
 from seqlab.measure.distances import _ROW_FORM
 from seqlab.measure.modes import EngineMode
+from seqlab.measure.ops import defers_to_subclass, eager_higher_order, is_higher_order, run_higher_order
 from seqlab.measure.path_tracer import PathTracer
 from seqlab.measure.paths import BATCH_BYTES, PathMatrix, check_sources, checked, path_batches, path_matrices
 from seqlab.measure.switches import one_thread, reference_kernels
@@ -93,6 +94,8 @@ class TracedPass(EngineMode):
         (:class:`~seqlab.errors.SeqlabError`).
     """
 
+    supports_higher_order_operators = True  # run through their eager parts (ops.run_higher_order)
+
     def __init__(self, *, work: bool = True, span: bool = True, paths: PathTracer | None = None) -> None:
         super().__init__()
         self.counter = work_counter() if work else None
@@ -102,6 +105,10 @@ class TracedPass(EngineMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if defers_to_subclass(types):  # a jagged nested tensor, a wrapper: its dense parts come back here
+            return NotImplemented
+        if is_higher_order(func):  # FlexAttention, cond, while_loop: their eager parts come back here
+            return run_higher_order(self, func, args, kwargs)
         counting, span, paths = self.counting, self.span, self.paths
         out = NotImplemented
         if counting is not None:
@@ -131,7 +138,7 @@ class TracedPass(EngineMode):
         Raises:
             Exception: whatever ``function`` raises.
         """
-        with one_thread(), reference_kernels(), torch.no_grad(), self._entered():
+        with one_thread(), reference_kernels(), eager_higher_order(), torch.no_grad(), self._entered():
             output = function(*args, **kwargs)
         return Traced(
             work=counted_work(self.counter, _device_of(args, kwargs)) if self.counter is not None else None,

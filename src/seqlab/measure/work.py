@@ -18,21 +18,27 @@ writes into its arguments runs as it is). Only what is left is :attr:`WorkCount.
 Unit 1, the lesson's: **multiplications**, one per multiply-add of a matrix product, convolution or attention
 kernel (:attr:`WorkCount.multiplications`). PyTorch's FLOPs for the same contractions are twice that
 (:attr:`WorkCount.flops`). Element-wise ops (bias adds, activations, gate products), softmax,
-normalisations and reductions are not counted. One exception keeps hand-written contractions honest: an
-element-wise product that forms more distinct (element, element) pairs than either factor holds — an outer
-product, as in ``(q[:, None] * k[None]).sum(-1)`` — is counted, one multiplication per output element.
-Distinct elements are read from strides, so ``expand`` and ``broadcast_to`` forms count the same as
-broadcasting inside the product; a factor materialised by ``repeat`` cannot be told from a gate. A same-shape
-product followed by a sum (``torch.linalg.vecdot``) looks exactly like a gate product and is not counted.
-Outer products are charged to the modules running when they run (:attr:`WorkCount.by_module`).
+normalisations and reductions are not counted. Two exceptions keep hand-written contractions honest
+(:func:`~seqlab.measure.ops.product_pairs`): an element-wise product that forms more distinct (element, element)
+pairs than either factor holds — an outer product, as in ``(q[:, None] * k[None]).sum(-1)`` — is counted, one
+multiplication per output element; and a product followed by a sum over a dim both factors step through —
+``(q[..., None] * S).sum(-2)``, ``(x * w).sum(-1)``, ``torch.linalg.vecdot`` — is the contraction it is, counted
+as its einsum is, one multiplication per element of the product, when the sum runs
+(:class:`~seqlab.measure.ops.ProductLedger`; by_op key :data:`CONTRACTED_PRODUCT`). Distinct elements are read
+from strides, so ``expand`` and ``broadcast_to`` forms count the same as broadcasting inside the product; a factor
+materialised by ``repeat`` cannot be told from a gate. A gate product no sum contracts is not counted. Both are
+charged to the modules running when they are charged (:attr:`WorkCount.by_module`).
 
-Masked attention, executed beside useful: a causal or masked ``F.scaled_dot_product_attention`` is charged
-its full L×S square in ``multiplications`` (what the kernel is charged); the pairs its mask closes
-(``is_causal``, a boolean ``False`` or a ``-inf`` entry) are :attr:`WorkCount.masked_multiplications`, and
-:attr:`WorkCount.useful_multiplications` is the rest. The mask is read where the call reaches the dispatcher
-with it: ``aten.scaled_dot_product_attention`` whole (under inference mode) or the kernel it picks (the fused
-CPU kernel, the CUDA ones). A mask applied by hand (``masked_fill`` then softmax), or by SDPA's math path,
-which is dispatched as its parts, is not recognised: there useful equals executed.
+Masked attention, executed beside useful: a causal or masked attention is charged its full L×S square in
+``multiplications`` (what the kernels execute); the pairs its mask closes — those whose weight is exactly 0,
+read from the mask's values whatever its form (``is_causal``, a boolean ``False``, an additive ``-inf`` or
+``finfo.min``, a score_mod) — cost E + Ev each in :attr:`WorkCount.masked_multiplications`, and
+:attr:`WorkCount.useful_multiplications` is the rest. Where SDPA reaches the dispatcher whole
+(``aten.scaled_dot_product_attention`` under inference mode) or as a fused kernel, its mask is read there
+(:func:`masked_attention_multiplications`); where attention runs as its parts — Hugging Face's eager attention,
+SDPA's math path (forced when d_k ≠ d_v), FlexAttention's dense implementation, a hand-written masked softmax —
+the weights a softmax of a product's scores gives exactly 0 are read from its output
+(:class:`~seqlab.measure.ops.ZeroWeightLedger`).
 
 Unit 2, all arithmetic: **FLOPs** (:attr:`WorkCount.arithmetic_flops`, per op in
 :attr:`WorkCount.arithmetic_by_op`), per primitive ATen op, like fvcore's and the Mamba authors' counts, on
@@ -66,8 +72,8 @@ positions, D channels, N state size; A (D, N), delta and x (B, L, D), B_t and C_
         h = dA * h + dBx                                                     # mul + add: 2·B·D·N
         y_t = (h * C_t[:, t, None, :]).sum(-1)                               # mul + sum: 2·B·D·N
 
-counts ``arithmetic_flops`` = 8·B·L·D·N exactly (960 at B, L, D, N = 2, 5, 3, 4), and 2·B·L·D·N
-multiplications (the outer products delta×A and delta×B_t). The Mamba authors give 9·B·L·D·N FLOPs for the
+counts ``arithmetic_flops`` = 8·B·L·D·N exactly (960 at B, L, D, N = 2, 5, 3, 4), and 3·B·L·D·N
+multiplications (the outer products delta×A and delta×B_t, and the contraction h·C_t over N). The Mamba authors give 9·B·L·D·N FLOPs for the
 selective scan (Albert Gu in state-spaces/mamba#110; the figure VMamba's counters use), counted for a
 parallel (associative) scan, which by the same thread performs 2L associative operations for L positions
 where this loop performs L steps. Different algorithms, so the figures are not expected to agree: this loop
@@ -98,17 +104,25 @@ from torch._C import DispatchKey
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils._pytree import tree_leaves, tree_map
 from torch.utils.flop_counter import FlopCounterMode, _FlopCounterMode, flop_registry, shape_wrapper
+from torch.utils.module_tracker import ModuleTracker
 
 from seqlab.measure.ops import (
     ADDEND_OPS,
     EXTRA_FORMULAS,
     PYTORCH_TWINS,
+    ProductLedger,
+    ZeroWeightLedger,
     arithmetic_kind,
     bound_arguments,
     decomposition_of,
+    defers_to_subclass,
+    eager_higher_order,
     has_floating,
+    is_higher_order,
     is_unknown,
     op_name,
+    product_pairs,
+    run_higher_order,
     tensors_in,
 )
 from seqlab.measure.switches import one_thread
@@ -121,6 +135,8 @@ _SHAPE_WRAPPED = shape_wrapper(lambda: 0).__code__
 
 #: by_op key for multiplications done as broadcast element-wise products (outer products).
 OUTER_PRODUCT = "aten.mul (outer product)"
+#: by_op key for element-wise products that a sum over a shared dim makes contractions (``(q[..., None] * S).sum(-2)``).
+CONTRACTED_PRODUCT = "aten.mul + aten.sum (contraction)"
 
 #: Every formula the counter uses (FLOPs), shape-wrapped as ``FlopCounterMode`` wraps them: for the arithmetic of
 #: a decomposition run on ``meta``.
@@ -173,7 +189,8 @@ class WorkCount:
     def seqlab_formula_ops(self) -> tuple[str, ...]:
         """Ops whose multiplications come from seqlab's own formulas (:data:`~seqlab.measure.ops.EXTRA_FORMULAS`
         or the outer-product rule) rather than from PyTorch's flop registry, sorted by name."""
-        own = {str(packet) for packet in EXTRA_FORMULAS if packet not in PYTORCH_TWINS} | {OUTER_PRODUCT}
+        own = {str(packet) for packet in EXTRA_FORMULAS if packet not in PYTORCH_TWINS} | {OUTER_PRODUCT,
+                                                                                           CONTRACTED_PRODUCT}
         return tuple(sorted(name for name, count in self.by_op.items() if name in own and count))
 
     @property
@@ -235,6 +252,7 @@ class _OpCensus:
         self.arithmetic: Counter[str] = Counter()
         self.arithmetic_unaccounted: Counter[str] = Counter()
         self.masked = 0
+        self.zero_weights = ZeroWeightLedger()  # attention run as its parts: pairs whose weight is exactly 0
         self.inside_attention = 0  # while a whole SDPA call decomposes
         self.paused = False  # while the counter reads nested sizes: its own ops are not the user's
 
@@ -246,6 +264,8 @@ class _OpCensus:
             return
         plan = plan or plan_of(func)
         self.calls[plan.name] += 1
+        if not self.inside_attention:  # a whole SDPA call's mask was read at its entry
+            self.masked += self.zero_weights.observe(func, args, kwargs, out)
         if plan.free:
             return  # movement and selections: nothing to count in either unit (the common case, kept cheap)
         floating = (isinstance(out, torch.Tensor) and (out.is_floating_point() or out.is_complex())) or \
@@ -268,6 +288,8 @@ class _OpCensus:
 
 
 _PRODUCTS = (aten.mul, aten.mul_)
+#: Element-wise products and the sums that may make them contractions (:class:`~seqlab.measure.ops.ProductLedger`).
+_PAIRED = (aten.mul, aten.mul_, aten.sum)
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +304,8 @@ class _Plan:
         attention: an SDPA entry or kernel (its mask's pairs are counted).
         unknown: no formula, movement or known compute: named unaccounted, or run through its decomposition.
         free: known movement or selection: 0 in both units, nothing else to record.
-        product: ``mul``/``mul_``: an outer product is counted by its distinct pairs.
+        paired: ``mul``/``mul_``/``sum``: products counted by their distinct pairs, or as a contraction
+            with the sum that follows (:class:`~seqlab.measure.ops.ProductLedger`).
     """
 
     name: str
@@ -291,7 +314,7 @@ class _Plan:
     attention: bool
     unknown: bool
     free: bool
-    product: bool
+    paired: bool
 
 
 _PLANS: dict[int, _Plan] = {}  # id of the op (an OpOverload lives as long as the process) -> its plan
@@ -309,10 +332,44 @@ def plan_of(func: torch._ops.OpOverload) -> _Plan:
         plan = _PLANS[id(func)] = _Plan(
             name=op_name(func), metadata=_is_metadata(func), plain=_plain(func),
             attention=func is _ATTENTION_ENTRY or func.overloadpacket in _ATTENTION_KERNELS, unknown=unknown,
-            free=not unknown and arithmetic_kind(func) in _FREE, product=func.overloadpacket in _PRODUCTS)
+            free=not unknown and arithmetic_kind(func) in _FREE, paired=func.overloadpacket in _PAIRED)
     return plan
 #: Arithmetic kinds that cost 0 FLOPs whatever the data.
 _FREE = frozenset({"movement", "selection"})
+
+
+def _has_gradient_node(value: object) -> bool:
+    """Whether autograd can hook ``value``: a tensor that requires grad and has a gradient node (its ``grad_fn``,
+    or a leaf's accumulator). A view of a parameter made under ``no_grad`` requires grad but has neither: its
+    gradient can flow nowhere, and PyTorch's module tracker raises "Expected gradient function to be set" on it."""
+    if not isinstance(value, torch.Tensor) or not value.requires_grad:
+        return False
+    if value.grad_fn is not None or not value._is_view():
+        return True
+    try:
+        _gradient_node(value)
+    except (AssertionError, AttributeError, RuntimeError):
+        return False
+    return True
+
+
+def _gradient_node(tensor: torch.Tensor) -> object:
+    from torch.autograd.graph import _get_grad_fn_or_grad_acc
+    return _get_grad_fn_or_grad_acc(tensor)
+
+
+class _ModuleTracker(ModuleTracker):
+    """PyTorch's module tracker (which modules are running, for :attr:`WorkCount.by_module`), except that only tensors
+    autograd can hook get its backward hooks: a tensor that requires grad with no gradient node (a view of a
+    parameter made under ``no_grad``, as state-space layers slice ``A_log`` or a convolution's weight, handed to a
+    submodule) crosses the module boundary unhooked instead of crashing the count. Its gradient reaches no module, so
+    nothing a backward pass could charge is lost."""
+
+    def _fw_pre_hook(self, mod, input) -> None:
+        super()._fw_pre_hook(mod, [t for t in tree_leaves(input) if _has_gradient_node(t)])
+
+    def _fw_post_hook(self, mod, input, output) -> None:
+        super()._fw_post_hook(mod, input, [t for t in tree_leaves(output) if _has_gradient_node(t)])
 
 
 class _NestedCounter(FlopCounterMode):
@@ -325,9 +382,11 @@ class _NestedCounter(FlopCounterMode):
 
     def __init__(self, census: _OpCensus, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.mod_tracker = _ModuleTracker()  # PyTorch's, hooking only tensors with a gradient node
         self.census = census
         self.padded_extra = 0  # FLOPs the padded bound adds to the per-sequence count
         self.nested_seen = False
+        self.products = ProductLedger()  # element-wise products a later sum may make contractions
 
     def __enter__(self) -> _NestedCounter:
         # FlopCounterMode.__enter__, with the dispatch mode below: the one place PyTorch's internals are used
@@ -351,6 +410,18 @@ class _NestedCounter(FlopCounterMode):
         """Add ``flop`` FLOPs under ``key`` to every module running now (and to ``"Global"``)."""
         for parent in set(self.mod_tracker.parents):
             self.flop_counts[parent][key] += flop
+
+    def charge_products(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: object) -> None:
+        """An element-wise product or a sum ran: charge an outer product where the product runs, and a product
+        contracted by a sum where the sum runs (:class:`~seqlab.measure.ops.ProductLedger`)."""
+        if func.overloadpacket in _PRODUCTS:
+            outer = self.products.product(func, args, out)
+            if outer:
+                self.charge(OUTER_PRODUCT, 2 * outer)
+            return
+        contracted, _ = self.products.reduction(func, args, kwargs)
+        if contracted:
+            self.charge(CONTRACTED_PRODUCT, 2 * contracted)
 
     def snapshot(self) -> dict:
         return {name: dict(ops) for name, ops in self.flop_counts.items()}
@@ -402,6 +473,10 @@ class _NestedDispatch(_FlopCounterMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if defers_to_subclass(types):  # a jagged nested tensor, a wrapper: its dense parts come back here
+            return NotImplemented
+        if is_higher_order(func):  # FlexAttention, cond, while_loop: their parts come back here
+            return run_higher_order(self, func, args, kwargs)
         plan = plan_of(func) if isinstance(func, torch._ops.OpOverload) else None
         if plan is None or plan.metadata:
             return super().__torch_dispatch__(func, types, args, kwargs)  # higher-order ops, nested sizes
@@ -423,10 +498,8 @@ class _NestedDispatch(_FlopCounterMode):
                 before = counter.flop_counts["Global"][packet]
                 counter._count_flops(packet, out, args, kwargs)
                 flop = counter.flop_counts["Global"][packet] - before
-            elif plan.product and not counter.census.paused:
-                outer = _outer_product_multiplications(args, out)
-                if outer:
-                    counter.charge(OUTER_PRODUCT, 2 * outer)
+            elif plan.paired and not counter.census.paused:
+                counter.charge_products(func, args, kwargs, out)
         counter.census.record(func, args, kwargs, out, flop, plan)
 
     def before(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, mode: TorchDispatchMode,
@@ -502,11 +575,16 @@ def masked_attention_multiplications(query: torch.Tensor, key: torch.Tensor, val
     The kernel is charged every pair, (…, L, S)·(E + Ev) multiply-adds (:func:`~seqlab.measure.ops.
     attention_kernel_flop`); the pairs a mask closes are executed, not useful. ``is_causal``: key j is open
     to query i when j <= i (PyTorch's top-left causal mask), so an L = S = T square leaves T(T+1)/2 pairs
-    open. A boolean mask closes its ``False`` pairs, a floating-point mask its ``-inf`` ones; masks broadcast
-    over the query's leading dims (batch, heads).
+    open. A mask is read by its values, whatever its form: a pair is closed when the mask makes its attention
+    weight exactly 0 — a boolean ``False``, an additive ``-inf``, or an additive value so low (``finfo.min``, as
+    Hugging Face's eager and SDPA masks add) that softmax(scale·q·kᵀ + mask) is exactly 0 there in the query's dtype
+    (the weights are computed once, on these inputs); masks broadcast over the query's leading dims.
 
     >>> q = torch.zeros(1, 2, 8, 4)  # (B, heads, T, d)
     >>> masked_attention_multiplications(q, q, q, is_causal=True)  # 2 heads * (64 - 36) * (4 + 4)
+    448
+    >>> additive = torch.full((8, 8), torch.finfo(torch.float32).min).triu(1)  # Hugging Face's causal mask
+    >>> masked_attention_multiplications(q, q, q, attn_mask=additive)  # the same 28 closed pairs per head
     448
 
     Returns:
@@ -518,12 +596,29 @@ def masked_attention_multiplications(query: torch.Tensor, key: torch.Tensor, val
     length_k, width_v = key.shape[-2], value.shape[-1]
     if attn_mask is None:
         closed = math.prod(leading) * sum(max(length_k - (i + 1), 0) for i in range(length_q))
-    else:
+    elif attn_mask.dtype == torch.bool:
         with _disable_current_modes(), torch.no_grad():
-            mask = attn_mask if attn_mask.dtype == torch.bool else ~torch.isneginf(attn_mask)
-            full = torch.broadcast_shapes(mask.shape, (*leading, length_q, length_k))
-            closed = math.prod(full) - int(mask.sum()) * (math.prod(full) // max(mask.numel(), 1))
+            full = torch.broadcast_shapes(attn_mask.shape, (*leading, length_q, length_k))
+            closed = math.prod(full) - int(attn_mask.sum()) * (math.prod(full) // max(attn_mask.numel(), 1))
+    else:
+        closed = _closed_by_values(query, key, attn_mask, scale, enable_gqa)
     return closed * (width_qk + width_v)
+
+
+def _closed_by_values(query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor, scale: float | None,
+                      enable_gqa: bool) -> int:
+    """(query, key) pairs an additive mask closes: its ``-inf`` entries, and those where softmax(scale·q·kᵀ + mask)
+    is exactly 0 in the query's dtype (a ``finfo.min`` entry), computed outside any dispatch mode; 0 on the meta
+    device, which holds no values."""
+    if "meta" in (query.device.type, key.device.type, mask.device.type):
+        return 0
+    with _disable_current_modes(), torch.no_grad():
+        if enable_gqa and key.dim() >= 3 and query.shape[-3] != key.shape[-3]:
+            key = key.repeat_interleave(query.shape[-3] // key.shape[-3], dim=-3)
+        factor = scale if scale is not None else 1 / math.sqrt(query.shape[-1])
+        logits = (query @ key.transpose(-2, -1)) * factor + mask  # (…, L, S)
+        weights = torch.softmax(logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits, -1)
+        return int((torch.isneginf(logits) | (weights == 0)).sum())
 
 
 #: Ops PyTorch's counting mode answers with NotImplemented (sizes and strides of nested tensors).
@@ -571,38 +666,11 @@ def _padded(shapes: list[torch.Size]) -> torch.Size:
     return torch.Size((len(shapes), *(max(dims) for dims in zip(*(s[1:] for s in shapes), strict=True))))
 
 
-def _distinct(tensor: torch.Tensor, dims: int) -> list[bool]:
-    """For each of the last ``dims`` dims of a broadcast result, whether ``tensor`` steps through distinct
-    elements along it (a dim of its own with size > 1 and a nonzero stride); False where it is broadcast."""
-    sizes, strides = tensor.shape, tensor.stride()
-    pad = dims - len(sizes)
-    return [False if i < pad else (sizes[i - pad] > 1 and strides[i - pad] != 0) for i in range(dims)]
-
-
 def _outer_product_multiplications(args: tuple, out: object) -> int:
-    """Multiplications of an element-wise product that does a contraction's work, else 0.
-
-    A product is an outer product when it forms more distinct (element of a, element of b) pairs than
-    either factor has distinct elements. Distinct elements are judged by strides, not sizes: a dim of size
-    1, or an expanded dim (stride 0), holds one value, so ``a[:, None] * b[None]``,
-    ``a[:, None].expand(n, m) * b[None].expand(n, m)`` and ``torch.broadcast_to`` forms all count n·m,
-    while a gate product ``z * h`` (same shape) and a scaling by a scalar count 0. A factor materialised with
-    ``repeat`` holds n·m elements and cannot be told from a gate (not counted). The count is every output
-    element (what the kernel executes), on floating-point or complex outputs only (a product of boolean
-    masks is a logical and, not arithmetic).
-    """
-    if not isinstance(out, torch.Tensor) or out.is_nested or not (out.is_floating_point() or out.is_complex()):
-        return 0
-    factors = [a for a in args[:2] if isinstance(a, torch.Tensor)]
-    if len(factors) != 2 or any(f.is_nested for f in factors):
-        return 0
-    dims = out.dim()
-    a, b = (_distinct(f, dims) for f in factors)
-    sizes = out.shape
-    pairs = math.prod(n for n, x, y in zip(sizes, a, b, strict=True) if x or y)
-    own = max(math.prod(n for n, x in zip(sizes, a, strict=True) if x),
-              math.prod(n for n, y in zip(sizes, b, strict=True) if y))
-    return out.numel() if pairs > own else 0
+    """Multiplications of an element-wise product that is an outer product, else 0 (the rule is
+    :func:`~seqlab.measure.ops.product_pairs`; a product a sum contracts later is :class:`~seqlab.measure.ops.
+    ProductLedger`'s)."""
+    return product_pairs(args, out)[0]
 
 
 def op_arithmetic(func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: object, flop: int | None,
@@ -667,6 +735,8 @@ _DECOMPOSED_CACHE: dict[tuple, tuple[int | None, bool]] = {}
 
 def _describe(value: object) -> object:
     if isinstance(value, torch.Tensor):
+        if value.is_nested:  # no sizes to key by: not cached
+            raise TypeError("a nested tensor has no shape")
         return ("tensor", tuple(value.shape), value.dtype)
     if isinstance(value, (list, tuple)):
         return tuple(_describe(v) for v in value)
@@ -750,7 +820,7 @@ def count_multiplications(function: Callable[..., Any], *args: Any, **kwargs: An
         Exception: whatever ``function`` raises, unchanged; nothing of its own.
     """
     counter = work_counter()
-    with one_thread(), counter:
+    with one_thread(), eager_higher_order(), counter:
         function(*args, **kwargs)
     return counted_work(counter, _device_of(args, kwargs))
 

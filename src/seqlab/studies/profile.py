@@ -154,6 +154,8 @@ class ProfileResult(NotebookView):
 class _OpRecorder(EngineMode):
     """Remembers the ATen op being dispatched (``current``) and the last one that finished (``last``)."""
 
+    supports_higher_order_operators = True  # passed on whole to the engine's mode, named while it runs
+
     def __init__(self) -> None:
         super().__init__()
         self.current: str | None = None
