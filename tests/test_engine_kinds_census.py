@@ -160,12 +160,9 @@ CACHED_RULES = ("functional_twin", "is_contraction", "is_movement", "is_uncounte
 @pytest.fixture()
 def fresh_rules():
     """The op rules are cached per op: start and end with empty caches when a test patches one."""
-    def clear():
-        for name in CACHED_RULES:
-            getattr(ops, name).cache_clear()
-    clear()
+    ops.forget_decisions()
     yield
-    clear()
+    ops.forget_decisions()
 
 
 def test_census_sees_a_wrong_rule(fresh_rules, monkeypatch):  # caches cleared after the patch is undone

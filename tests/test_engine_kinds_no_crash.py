@@ -271,7 +271,11 @@ def test_a_quantised_linear_is_the_contraction_it_is(d):
     quantised = torch.ao.quantization.quantize_dynamic(_block(d), {nn.Linear}, dtype=torch.qint8)
     x = torch.randn(1, 6, d)
     result = profile(quantised, x)  # "matrix products in a row 0", no caveat, before
-    assert _figures(result) == _figures(profile(_block(d), x))
+    assert _figures(result)[:-1] == _figures(profile(_block(d), x))[:-1]
+    # dynamic quantisation scales the activations by max|x| over the whole tensor, so every position depends a little
+    # on the largest one: the float product's rule misses it, the perturbation check sees it (then a named bound)
+    check = result.path.check
+    assert result.path.exact == check.agrees and (check.agrees or check.missed)
     assert result.by_op == {"quantized.linear_dynamic": 6 * d * 2 * d * 2}
     assert result.unaccounted == {} and result.span_products == 2
 

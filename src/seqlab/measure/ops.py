@@ -37,7 +37,7 @@ The long tail by kind (issue 35): quantised linear kernels are contractions with
 closed form (:func:`fft_multiplications`); an element-wise product a sum contracts is one
 (:class:`ProductLedger`); attention weights that are exactly 0 are read where a softmax of scores gives them
 (:class:`ZeroWeightLedger`); higher-order ops run through their eager kernels with the mode on
-(:func:`run_higher_order`, :func:`eager_higher_order`); a tensor subclass with its own dispatch computes through its
+(:func:`run_higher_order`, :func:`~seqlab.measure.switches.eager_higher_order`); a tensor subclass with its own dispatch computes through its
 dense parts (:func:`defers_to_subclass`).
 
 Units: formulas here return **FLOPs in PyTorch's convention** (one multiply-add = 2 FLOPs), because
@@ -48,7 +48,6 @@ E / Ev widths of query-key and value vectors.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 import sys
@@ -59,6 +58,7 @@ import torch
 from torch.utils.flop_counter import flop_registry
 
 from seqlab.errors import SeqlabError
+from seqlab.measure.modes import shield_from_dynamo
 
 aten = torch.ops.aten
 
@@ -525,7 +525,7 @@ def run_higher_order(mode: torch.utils._python_dispatch.TorchDispatchMode, func:
     mode (``cond``, ``invoke_subgraph``, ``scan``) runs outside it with each function it was given run under it; its
     outputs must then be what those functions returned (the kernel computed nothing itself), else it is refused.
     A mode that meets higher-order ops sets ``supports_higher_order_operators = True`` and calls this; the
-    measurement holds :func:`eager_higher_order` so that FlexAttention reaches the mode without ``torch.compile``.
+    measurement holds :func:`~seqlab.measure.switches.eager_higher_order` so that FlexAttention reaches the mode without ``torch.compile``.
 
     Args:
         mode: the dispatch mode the op reached (re-entered for the op's parts).
@@ -538,6 +538,7 @@ def run_higher_order(mode: torch.utils._python_dispatch.TorchDispatchMode, func:
         SeqlabError: the op has no eager implementation (``wrap``, ``tag_activation_checkpoint``...), or its kernel
             computes outside the functions it was given: one line naming it.
     """
+    shield_from_dynamo()  # the op may compile its functions with Dynamo: it must not trace the engine's modes
     try:
         return _run_eagerly(mode, func, args, kwargs)
     finally:
@@ -594,37 +595,26 @@ def _refuses_modes(kernel: Callable) -> bool:
     return code is not None and "_get_current_dispatch_mode" in code.co_names
 
 
-#: FlexAttention's switch for its eager path: on, it calls its higher-order op directly (no ``torch.compile``, which
-#: cannot run under a dispatch mode and, once it has failed there, fails the next call of the process too).
-_FLEX_MODULE = "torch.nn.attention.flex_attention"
-_FLEX_FLAG = "_FLEX_ATTENTION_DISABLE_COMPILE_DEBUG"
+
+#: Per-op decisions the engine keeps by an op's identity (the plans of :mod:`seqlab.measure.work`, the span and the
+#: path tracer), registered by the modules that keep them, so that :func:`forget_decisions` reaches them all.
+_DECISIONS: list[dict] = []
 
 
-@functools.cache
-def _flex_switch():
-    from seqlab.measure.switches import SharedSwitch
-
-    module = sys.modules[_FLEX_MODULE]
-    return SharedSwitch("FlexAttention's eager path", lambda: getattr(module, _FLEX_FLAG),
-                        lambda value: setattr(module, _FLEX_FLAG, value))
+def kept_decisions(table: dict) -> dict:
+    """Register a per-op decision table (keyed by the op's identity) and return it."""
+    _DECISIONS.append(table)
+    return table
 
 
-@contextlib.contextmanager
-def eager_higher_order() -> Iterator[None]:
-    """Hold FlexAttention on its eager path for the block (its higher-order op reaches the dispatch mode, which runs
-    it by :func:`run_higher_order`), re-entrant and thread-safe, the flag back as it was after (a
-    :class:`~seqlab.measure.switches.SharedSwitch`). Nothing is imported: a process that has not imported
-    FlexAttention has nothing to switch.
-
-    >>> with eager_higher_order():
-    ...     pass
-    """
-    if _FLEX_MODULE not in sys.modules or not hasattr(sys.modules[_FLEX_MODULE], _FLEX_FLAG):
-        yield
-        return
-    with _flex_switch().held(True):
-        yield
-
+def forget_decisions() -> None:
+    """Forget every per-op decision (after a rule was patched, in a test): the registered tables and this module's
+    cached rules."""
+    for table in _DECISIONS:
+        table.clear()
+    for value in list(globals().values()):
+        if callable(getattr(value, "cache_clear", None)):
+            value.cache_clear()
 
 @functools.cache
 def functional_twin(func: torch._ops.OpOverload) -> torch._ops.OpOverload:

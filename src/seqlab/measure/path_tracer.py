@@ -56,8 +56,20 @@ from seqlab.measure import path_rules as rules
 from seqlab.measure.distance_store import DistanceStore
 from seqlab.measure.distances import _ROW_FORM, DTYPE, UNITS, narrow, widen
 from seqlab.measure.modes import EngineMode
-from seqlab.measure.ops import (CREATION_NAMES, ProductLedger, decomposition_of, defers_to_subclass, float_twin,
-                               is_contraction, is_higher_order, is_movement, op_name, run_higher_order, tensors_in)
+from seqlab.measure.ops import (
+    CREATION_NAMES,
+    ProductLedger,
+    decomposition_of,
+    defers_to_subclass,
+    float_twin,
+    is_contraction,
+    is_higher_order,
+    is_movement,
+    kept_decisions,
+    op_name,
+    run_higher_order,
+    tensors_in,
+)
 
 VIEW, MOVEMENT, PRODUCT, REDUCTION, POINTWISE, OTHER, CONSTANT = range(7)
 
@@ -333,17 +345,18 @@ class PathTracer(EngineMode):
         return None
 
 
-_PLANS: dict[int, tuple[int, bool, bool, torch._ops.OpOverload | None]] = {}  # id of the op -> its plan
+_PLANS: dict[int, tuple[int, bool, bool, torch._ops.OpOverload | None]] = kept_decisions({})  # id of the op -> plan
 
 
 def _plan(func: torch._ops.OpOverload) -> tuple[int, bool, bool, torch._ops.OpOverload | None]:
     """What the tracer decides about an op once, kept by the op's identity (an op lives as long as the process):
     its kind (:func:`op_kind`), whether it may accumulate what it moves (then its arguments are asked), whether it
-    draws random numbers, and the functional form of a mutating op without a rule (else None)."""
+    draws random numbers, and the functional form of a mutating op that may have no rule (else None)."""
     plan = _PLANS.get(id(func))
     if plan is None:
         kind = op_kind(func)
-        functional = _functional_form(func) if kind == OTHER and func._schema.is_mutable else None
+        # a mutating op's functional form: for an op without a rule, or a movement that turns out to accumulate
+        functional = _functional_form(func) if func._schema.is_mutable and kind in (OTHER, MOVEMENT) else None
         plan = _PLANS[id(func)] = (kind, kind == MOVEMENT and rules.may_accumulate(func),
                                    torch.Tag.nondeterministic_seeded in func.tags, functional)
     return plan

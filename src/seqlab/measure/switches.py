@@ -26,6 +26,9 @@ separate processes and have counts of their own. Grad mode is per thread in PyTo
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -150,13 +153,45 @@ def fast_paths_off() -> Iterator[None]:
         yield
 
 
+#: FlexAttention's switch for its eager path: on, it calls its higher-order op directly (no ``torch.compile``, which
+#: cannot run under a dispatch mode and, once it has failed there, fails the next call of the process too).
+_FLEX_MODULE = "torch.nn.attention.flex_attention"
+_FLEX_FLAG = "_FLEX_ATTENTION_DISABLE_COMPILE_DEBUG"
+
+
+@functools.cache
+def _flex_switch():
+    module = sys.modules[_FLEX_MODULE]
+    return SharedSwitch("FlexAttention's eager path", lambda: getattr(module, _FLEX_FLAG),
+                        lambda value: setattr(module, _FLEX_FLAG, value))
+
+
+@contextlib.contextmanager
+def eager_higher_order() -> Iterator[None]:
+    """Hold FlexAttention on its eager path for the block (its higher-order op reaches the dispatch mode, which runs
+    it by :func:`~seqlab.measure.ops.run_higher_order`), re-entrant and thread-safe, the flag back as it was after (a
+    :class:`SharedSwitch`). FlexAttention's module is imported here (a few milliseconds, not Dynamo), so that a layer
+    importing it in its own forward still finds the flag held.
+
+    >>> with eager_higher_order():
+    ...     pass
+    """
+    # imported here (4 ms, no Dynamo), so the flag is held even when the layer imports FlexAttention in its forward
+    importlib.import_module(_FLEX_MODULE)
+    if not hasattr(sys.modules[_FLEX_MODULE], _FLEX_FLAG):  # another PyTorch: nothing to switch
+        yield
+        return
+    with _flex_switch().held(True):
+        yield
+
+
 @contextlib.contextmanager
 def reference_kernels() -> Iterator[None]:
     """Switch off fused CPU kernels so their inner chain runs as ordinary ops that a trace can see.
 
     SDPA uses its math reference (two ``bmm`` and a softmax), ``nn.MultiheadAttention`` and
     ``nn.TransformerEncoderLayer`` leave their fast path, oneDNN's fused LSTM/GRU is disabled, and FlexAttention
-    calls its higher-order op without ``torch.compile`` (:func:`~seqlab.measure.ops.eager_higher_order`).
+    calls its higher-order op without ``torch.compile`` (:func:`eager_higher_order`).
     Results are the same up to rounding; only the kernels change. Re-entrant and thread-safe: every
     switch comes back exactly as it was when the last holder leaves (see :class:`SharedSwitch`).
 
@@ -167,8 +202,6 @@ def reference_kernels() -> Iterator[None]:
     >>> torch.backends.mkldnn.enabled == before
     True
     """
-    from seqlab.measure.ops import eager_higher_order
-
     with FAST_PATH.held(False), ONEDNN.held(False), SDPA_BACKENDS.held((False, False, True, False)), \
             eager_higher_order():
         yield

@@ -60,6 +60,7 @@ from seqlab.measure.ops import (
     is_contraction,
     is_higher_order,
     is_movement,
+    kept_decisions,
     op_name,
     run_higher_order,
     tensors_in,
@@ -310,7 +311,7 @@ class _SpanTracer(EngineMode):
                     total_products=self.total_products, fused=dict(self.fused), op_counts=dict(self.op_counts))
 
 
-_KINDS: dict[int, tuple[int, int, str, bool] | None] = {}  # id of the op (it lives as long as the process) -> kind
+_KINDS: dict[int, tuple[int, int, str, bool] | None] = kept_decisions({})  # id of the op (lives as long as the process)
 _UNKNOWN = object()
 
 

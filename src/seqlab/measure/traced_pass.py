@@ -46,10 +46,10 @@ from torch import Tensor
 
 from seqlab.measure.distances import _ROW_FORM
 from seqlab.measure.modes import EngineMode
-from seqlab.measure.ops import defers_to_subclass, eager_higher_order, is_higher_order, run_higher_order
+from seqlab.measure.ops import defers_to_subclass, is_higher_order, run_higher_order
 from seqlab.measure.path_tracer import PathTracer
 from seqlab.measure.paths import BATCH_BYTES, PathMatrix, check_sources, checked, path_batches, path_matrices
-from seqlab.measure.switches import one_thread, reference_kernels
+from seqlab.measure.switches import eager_higher_order, one_thread, reference_kernels
 from seqlab.measure.trace import Span, _SpanTracer
 from seqlab.measure.work import WorkCount, _device_of, counted_work, plan_of, work_counter
 

@@ -94,6 +94,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -106,6 +107,7 @@ from torch.utils._pytree import tree_leaves, tree_map
 from torch.utils.flop_counter import FlopCounterMode, _FlopCounterMode, flop_registry, shape_wrapper
 from torch.utils.module_tracker import ModuleTracker
 
+from seqlab.measure.modes import EngineMode, shield_from_dynamo
 from seqlab.measure.ops import (
     ADDEND_OPS,
     EXTRA_FORMULAS,
@@ -116,17 +118,16 @@ from seqlab.measure.ops import (
     bound_arguments,
     decomposition_of,
     defers_to_subclass,
-    eager_higher_order,
     has_floating,
     is_higher_order,
     is_unknown,
+    kept_decisions,
     op_name,
     product_pairs,
     run_higher_order,
     tensors_in,
 )
-from seqlab.measure.switches import one_thread
-from seqlab.measure.modes import EngineMode
+from seqlab.measure.switches import eager_higher_order, one_thread
 
 aten = torch.ops.aten
 
@@ -317,7 +318,7 @@ class _Plan:
     paired: bool
 
 
-_PLANS: dict[int, _Plan] = {}  # id of the op (an OpOverload lives as long as the process) -> its plan
+_PLANS: dict[int, _Plan] = kept_decisions({})  # id of the op (an OpOverload lives as long as the process) -> plan
 
 
 def plan_of(func: torch._ops.OpOverload) -> _Plan:
@@ -391,6 +392,8 @@ class _NestedCounter(FlopCounterMode):
     def __enter__(self) -> _NestedCounter:
         # FlopCounterMode.__enter__, with the dispatch mode below: the one place PyTorch's internals are used
         self.flop_counts.clear()
+        if "torch._dynamo" in sys.modules:  # as EngineMode.__enter__: Dynamo must not trace the counting mode
+            shield_from_dynamo()
         self.mod_tracker.__enter__()
         self.mode = _NestedDispatch(self)
         self.mode.__enter__()
