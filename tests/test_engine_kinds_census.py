@@ -154,7 +154,6 @@ def test_scores_masked_in_place_and_in_place_products():
     assert in_place.source == "pytorch"  # addmm_ counted with PyTorch's own addmm formula
 
 
-CACHED_RULES = ("functional_twin", "is_contraction", "is_movement", "is_uncounted_compute", "is_unknown")
 
 
 @pytest.fixture()
