@@ -154,8 +154,6 @@ def test_scores_masked_in_place_and_in_place_products():
     assert in_place.source == "pytorch"  # addmm_ counted with PyTorch's own addmm formula
 
 
-
-
 @pytest.fixture()
 def fresh_rules():
     """The op rules are cached per op: start and end with empty caches when a test patches one."""
