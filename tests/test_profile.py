@@ -242,3 +242,32 @@ def test_cli_bad_usage(run, args, option, value):
     errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and errors[0].startswith(f"Error: Invalid value for '{option}'"), result.output
     assert value in errors[0]
+
+
+def test_a_disagreeing_perturbation_check_makes_the_profiles_paths_a_named_bound(monkeypatch):
+    """The verdict rests on the check's measurement: patch it to see a pair move that the trace calls unreachable."""
+    from rich.console import Console
+
+    from seqlab.measure import paths as paths_module
+    from seqlab.measure.perturbation import PerturbationCheck
+    from seqlab.render.table1 import profile_table
+
+    rnn = torch.nn.RNN(4, 4, batch_first=True)
+    x = torch.randn(1, 5, 4)
+    agreed = profile(rnn, x)
+    assert agreed.path.exact and agreed.path.check.agrees
+
+    def disagreeing(layer, x, sources, select, batches, check):
+        return [PerturbationCheck("finite differences", "float64", sources, ((4, 0),), (), (), ())]
+    monkeypatch.setattr(paths_module, "checked", disagreeing)
+    monkeypatch.setattr("seqlab.measure.traced_pass.checked", disagreeing)
+    bound = profile(rnn, x)
+    assert not bound.path.exact and bound.path.check.missed == ((4, 0),)
+    assert bound.path.first_to_last_products == agreed.path.first_to_last_products  # the figures stay, marked
+    def shown(result):
+        console = Console(width=200, record=True)
+        console.print(profile_table(result, "en"))
+        return console.export_text()
+    assert "agrees with the trace" in shown(agreed) and "(the paths are a bound)" not in shown(agreed)
+    assert "1 pair(s) the trace calls unreachable move (source 4 -> output 0 first)" in shown(bound)
+    assert "(the paths are a bound)" in shown(bound)

@@ -208,7 +208,8 @@ def measure_pass(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequence
         Exception: whatever ``layer`` raises.
     """
     if sources is not None and not tuple(sources):
-        return PassMeasurement(*_readings(TracedPass(work=work, span=span).run(layer, x)), paths=None, passes=1)
+        traced = TracedPass(work=work, span=span).run(layer, x)
+        return PassMeasurement(traced.work, traced.span, paths=None, passes=1)
     chosen = check_sources(layer, x, sources)
 
     def select(result: Any) -> Sequence[Tensor]:
@@ -222,9 +223,7 @@ def measure_pass(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequence
                                     positions, first=first))
         checks = checked(layer, x, chosen, select, batches, check)
     matrices = path_matrices(batches, chosen, checks)
-    return PassMeasurement(*_readings(batches[0].traced), paths=matrices if outputs is not None else matrices[0],
+    first_pass = batches[0].traced
+    return PassMeasurement(first_pass.work, first_pass.span, paths=matrices if outputs is not None else matrices[0],
                            passes=len(batches))
 
-
-def _readings(traced: Traced) -> tuple[WorkCount | None, Span | None]:
-    return traced.work, traced.span

@@ -123,7 +123,6 @@ from seqlab.measure.ops import (
     is_unknown,
     kept_decisions,
     op_name,
-    product_pairs,
     run_higher_order,
     tensors_in,
 )
@@ -667,13 +666,6 @@ def _shapes(values) -> list:
 def _padded(shapes: list[torch.Size]) -> torch.Size:
     """(n, *longest): every sequence padded to the largest size in each dim."""
     return torch.Size((len(shapes), *(max(dims) for dims in zip(*(s[1:] for s in shapes), strict=True))))
-
-
-def _outer_product_multiplications(args: tuple, out: object) -> int:
-    """Multiplications of an element-wise product that is an outer product, else 0 (the rule is
-    :func:`~seqlab.measure.ops.product_pairs`; a product a sum contracts later is :class:`~seqlab.measure.ops.
-    ProductLedger`'s)."""
-    return product_pairs(args, out)[0]
 
 
 def op_arithmetic(func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: object, flop: int | None,
