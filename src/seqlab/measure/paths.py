@@ -66,7 +66,7 @@ from seqlab.measure.distances import seed, to_lengths
 from seqlab.measure.layout import check_positions_layout
 from seqlab.measure.path_tracer import UNITS, PathTracer
 from seqlab.measure.perturbation import PerturbationCheck, check_paths
-from seqlab.measure.switches import one_thread, reference_kernels
+from seqlab.measure.switches import collector_paused, one_thread, reference_kernels
 from seqlab.memory import GIB, available_memory_bytes
 
 #: Sources of the first pass, which measures what one source costs (two: the two ends in one pass).
@@ -304,7 +304,7 @@ def measure_paths(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequenc
     def select(result: Any) -> Sequence[Tensor]:
         return outputs(result) if outputs is not None else [result[0] if isinstance(result, tuple) else result]
 
-    with one_thread():
+    with one_thread(), collector_paused():
         batches = list(path_batches(layer, x, sources, select, BATCH_BYTES if batch_bytes is None else batch_bytes,
                                     positions))
         checks = checked(layer, x, sources, select, batches, check)

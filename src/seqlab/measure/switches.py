@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import importlib
 import sys
 import threading
@@ -36,7 +37,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["SharedSwitch", "evaluation_mode", "fast_paths_off", "one_thread", "reference_kernels"]
+__all__ = ["SharedSwitch", "collector_paused", "evaluation_mode", "fast_paths_off", "one_thread", "reference_kernels"]
 
 
 class SharedSwitch:
@@ -287,3 +288,42 @@ def one_thread() -> Iterator[None]:
         _THREADS.depth -= 1
         if _THREADS.depth == 0 and _THREADS.saved != 1:
             torch.set_num_threads(_THREADS.saved)
+
+
+_COLLECTOR = threading.local()
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for a traced pass run in the main thread; elsewhere do nothing.
+
+    A pass allocates a few small objects per op while it keeps every distance tensor alive, so the collector's
+    full sweeps grow with the pass itself: about a fifth of an Elman RNN's traced pass at T = 1000, d = 512 (CPU
+    time, ``benchmarks/one_pass_cost.py``). Reference counting still frees what each op drops; only cycles wait
+    until the block ends. The collector is the interpreter's, so the switch is touched only from the main thread
+    (never from a server's worker thread), re-entrantly (nested blocks restore once, at the outermost exit), and
+    left alone when someone else has already turned it off.
+
+    >>> import gc
+    >>> with collector_paused():
+    ...     with collector_paused():
+    ...         inner = gc.isenabled()
+    ...     still = gc.isenabled()
+    >>> inner, still, gc.isenabled()
+    (False, False, True)
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    depth = getattr(_COLLECTOR, "depth", 0)
+    if depth == 0:
+        _COLLECTOR.owned = gc.isenabled()
+        if _COLLECTOR.owned:
+            gc.disable()
+    _COLLECTOR.depth = depth + 1
+    try:
+        yield
+    finally:
+        _COLLECTOR.depth -= 1
+        if _COLLECTOR.depth == 0 and _COLLECTOR.owned:
+            gc.enable()

@@ -49,7 +49,7 @@ from seqlab.measure.modes import EngineMode
 from seqlab.measure.ops import defers_to_subclass, is_higher_order, run_higher_order
 from seqlab.measure.path_tracer import PathTracer
 from seqlab.measure.paths import BATCH_BYTES, PathMatrix, check_sources, checked, path_batches, path_matrices
-from seqlab.measure.switches import eager_higher_order, one_thread, reference_kernels
+from seqlab.measure.switches import collector_paused, eager_higher_order, one_thread, reference_kernels
 from seqlab.measure.trace import Span, _SpanTracer
 from seqlab.measure.work import WorkCount, _device_of, counted_work, plan_of, work_counter
 
@@ -138,7 +138,8 @@ class TracedPass(EngineMode):
         Raises:
             Exception: whatever ``function`` raises.
         """
-        with one_thread(), reference_kernels(), eager_higher_order(), torch.no_grad(), self._entered():
+        with one_thread(), collector_paused(), reference_kernels(), eager_higher_order(), torch.no_grad(), \
+                self._entered():
             output = function(*args, **kwargs)
         return Traced(
             work=counted_work(self.counter, _device_of(args, kwargs)) if self.counter is not None else None,
@@ -218,7 +219,7 @@ def measure_pass(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequence
     def first(tracer: PathTracer, copy: Tensor) -> Traced:
         return TracedPass(work=work, span=span, paths=tracer).run(layer, copy)
 
-    with one_thread():
+    with one_thread(), collector_paused():
         batches = list(path_batches(layer, x, chosen, select, BATCH_BYTES if batch_bytes is None else batch_bytes,
                                     positions, first=first))
         checks = checked(layer, x, chosen, select, batches, check)
