@@ -33,7 +33,7 @@ def missing_modules(extra: str) -> tuple[str, ...]:
     ()
 
     Args:
-        extra: a key of :data:`EXTRAS` ("cluster", "model" or "web").
+        extra: a key of :data:`EXTRAS` ("cluster", "model", "pdf" or "web").
 
     Returns:
         The import names that fail, each imported once (a broken install counts as missing).
@@ -114,7 +114,7 @@ def require_extra(command: str, extra: str, lang: str) -> None:
     """Return if every module of ``extra`` imports; otherwise print :func:`missing_extra_line` on stderr, exit 2.
 
     >>> sorted(EXTRAS)  # the extras a command may require
-    ['cluster', 'model', 'web']
+    ['cluster', 'model', 'pdf', 'web']
 
     Args:
         command: the seqlab command's name, for the message.
