@@ -18,7 +18,6 @@ Shapes: T positions, d_model input width, d_v output width.
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -26,6 +25,7 @@ import torch
 
 from seqlab.layers.attention import SelfAttention
 from seqlab.measure.reach import Reach, measure_reach
+from seqlab.studies.verdicts import power_trend
 
 
 def query_row_reach(layer: SelfAttention, x: torch.Tensor, *, probes: int | None, seed: int) -> Reach:
@@ -66,12 +66,6 @@ def query_row_reach(layer: SelfAttention, x: torch.Tensor, *, probes: int | None
     return measure_reach(last_row, x.double(), probes=probes, seed=seed)
 
 
-#: A trend in T is stated from at least this many lengths ...
-TREND_LENGTHS = 3
-#: ... spanning at least this ratio, longest over shortest (two lengths fit any power; a narrow range fits noise).
-TREND_SPAN = 4
-
-
 def query_row_reaches(layer: SelfAttention, x: torch.Tensor, probes: Callable[[int], int | None],
                       seed: int) -> tuple[Reach, Reach | None, Reach | None]:
     """:func:`query_row_reach` of y_T on the T tokens, of y_{T/2} on the first T // 2 and of y_{T/4} on the first
@@ -109,8 +103,8 @@ class ReachTrend:
 
 def reach_trend(readings: Sequence[Reach | None]) -> ReachTrend | None:
     """The power of T that position 1's reach follows over ``readings`` (each a :class:`Reach` at its last position),
-    or None when fewer than :data:`TREND_LENGTHS` positive readings span at least :data:`TREND_SPAN` times in T:
-    no trend is stated from two lengths or from a narrow range (issue 37).
+    or None when they cannot carry a trend (:func:`~seqlab.studies.verdicts.power_trend`: three lengths spanning 4×;
+    no trend is stated from two lengths or from a narrow range, issue 37).
 
     >>> from seqlab.measure.reach import Reach
     >>> at = lambda T, first: Reach((first,) + (1.0,) * (T - 1), T - 1, "exact", "float64", 2.2e-308, 5e-324, 0, 0,
@@ -122,10 +116,7 @@ def reach_trend(readings: Sequence[Reach | None]) -> ReachTrend | None:
     (True, True)
     """
     points = sorted((r.position + 1, r.first) for r in readings if r is not None and r.first > 0.0)
-    if len(points) < TREND_LENGTHS or points[-1][0] < TREND_SPAN * points[0][0]:
+    exponent = power_trend([T for T, _ in points], [value for _, value in points])
+    if exponent is None:
         return None
-    xs, ys = [math.log(T) for T, _ in points], [math.log(value) for _, value in points]
-    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
-    slope = sum((a - mean_x) * (b - mean_y) for a, b in zip(xs, ys, strict=True)) / \
-        sum((a - mean_x) ** 2 for a in xs)
-    return ReachTrend(tuple(T for T, _ in points), tuple(value for _, value in points), slope)
+    return ReachTrend(tuple(T for T, _ in points), tuple(value for _, value in points), exponent)
