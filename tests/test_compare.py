@@ -289,3 +289,18 @@ def test_the_time_sentence_comes_from_the_rounds(small_result):
     assert "times as fast" not in noisy and "which finishes first is not judged" in noisy
     rough = compare_sentences(timed(small_result, synthetic_timing(0.693, 8), synthetic_timing(0.024, 8)), "es")[-1]
     assert rough.endswith("veces más rápido (×28,9–28,9 en 8 rondas intercaladas).")
+
+def test_the_learner_command_measures_the_same_input_in_both_languages():
+    """``compare --tokens N`` is one synthetic input whatever the output language: the same JSON, figure for figure
+    (issue 37: the README's learner command printed other numbers, and opposite sentences, in Spanish)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+
+    outputs = [CliRunner().invoke(app, ["compare", "--tokens", "16", "--d-model", "8", "--no-time", "--json",
+                                        "--lang", lang]) for lang in ("en", "es")]
+    assert all(output.exit_code == 0 for output in outputs), [output.output for output in outputs]
+    english, spanish = (json.loads(output.stdout) for output in outputs)
+    assert english == spanish

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from seqlab.layers.recurrent import ElmanRNN
+from seqlab.measure.reach import Reach
 from seqlab.measure.sensitivity import Sensitivity, measure_sensitivity
 from seqlab.measure.timing import MachineLoad, Timing, fixed_threads
 from seqlab.render import compare_prose as prose
@@ -24,6 +25,7 @@ from seqlab.render.compare import compare_sentences
 from seqlab.render.compare_format import Formatter
 from seqlab.render.compare_scopes import scope_sentences
 from seqlab.studies.compare import CompareConfig, CompareResult, run_compare
+from seqlab.studies import compare_reach
 from seqlab.studies.compare_gated import BYPASS, trace_path
 from seqlab.text import embed, synthetic_tokens
 
@@ -175,13 +177,35 @@ def test_the_per_step_factor_agrees_with_the_reach_beside_it():
 
 
 def test_attention_reach_against_T(small_result):
-    half, full = small_result.attention.reach_half, small_result.attention.reach
-    assert (half.position, full.position) == (19, 39)  # y_20 on the first 20 tokens, y_40 on all 40
-    assert half.first > full.first  # the one weight α_T1 shrinks as the softmax spreads over more keys
-    assert "the weight shrinks as the softmax spreads" in prose.attention_trend_sentence(small_result, EN)
-    flat = replace(small_result, attention=replace(small_result.attention,
-                                                   reach_half=replace(half, norms=(full.first,) + half.norms[1:])))
+    att = small_result.attention
+    quarter, half, full = att.reach_quarter, att.reach_half, att.reach
+    assert (quarter.position, half.position, full.position) == (9, 19, 39)  # y_10, y_20, y_40 on their prefixes
+    assert quarter.first > half.first > full.first  # the one weight α_T1 shrinks as the softmax spreads over more keys
+    text = prose.attention_trend_sentence(small_result, EN)
+    assert "the weight shrinks as the softmax spreads" in text
+    assert f"{EN.number(quarter.first)} at T = 10, {EN.number(half.first)} at T = 20 and " \
+           f"{EN.number(full.first)} at T = 40" in text
+
+    def same_as_full(reach):
+        return replace(reach, norms=(full.first,) + reach.norms[1:])
+
+    flat = replace(small_result, attention=replace(att, reach_half=same_as_full(half),
+                                                   reach_quarter=same_as_full(quarter)))
     assert "does not fall with the length" in prose.attention_trend_sentence(flat, EN)
+    # two lengths state no trend (a power through two points fits anything)
+    assert prose.attention_trend_sentence(replace(small_result, attention=replace(att, reach_quarter=None)), EN) is None
+
+
+@pytest.mark.parametrize(("lengths", "stated"), [((4, 8, 16), True), ((5, 10, 20), True), ((5, 10, 19), False),
+                                                 ((8, 16), False), ((2, 4, 8, 16), True)])
+def test_a_trend_needs_three_lengths_spanning_four_times(lengths, stated):
+    def at(T):
+        return Reach((1.0 / T,) + (1.0,) * (T - 1), T - 1, "exact", "float64", 2.2e-308, 5e-324, 0, 0, "batched")
+
+    trend = compare_reach.reach_trend([at(T) for T in lengths])
+    assert (trend is not None) == stated
+    if stated:
+        assert trend.lengths == lengths and trend.exponent == pytest.approx(-1.0, abs=1e-12)
 
 
 # --- Sensitivity (L3, issue item 7) -----------------------------------------------------------------

@@ -57,7 +57,7 @@ def test_no_reach_overlaps_another(monkeypatch):
         monkeypatch.setattr(module, "measure_reach", guarded)
     config = compare.CompareConfig(d_model=8, time=False, sensitivity_draws=0)
     result = compare.run_compare(synthetic_tokens(16), "synthetic", config)
-    assert len(calls) == 5  # recurrence, attention at T and T/2, LSTM, GRU
+    assert len(calls) == 6  # recurrence, attention at T, T/2 and T/4, LSTM, GRU
     assert sum(name.startswith("seqlab-reach") for name in calls) == 2
     assert not any(overlaps)
     assert len(result.gated) == 2 and all(len(g.reach.norms) == 16 for g in result.gated)

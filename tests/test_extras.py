@@ -92,6 +92,26 @@ def test_a_missing_extra_is_one_line_in_the_output_language_and_exit_2(monkeypat
     assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_any_path_that_imports_an_extra_ends_in_the_one_line(monkeypatch, tmp_path, lang):
+    """decode --model reads a checkpoint with transformers: no require_extra call names it, the boundary does."""
+    module, extra = "transformers", "model"
+    monkeypatch.setitem(sys.modules, module, None)
+    (tmp_path / "config.json").write_text('{"model_type": "llama"}', encoding="utf-8")
+    result = CliRunner().invoke(app, ["decode", "--model", str(tmp_path), "--lang", lang])
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith("Error: seqlab decode ") and module in line
+    assert f'pip install "seqlab[{extra}]"' in line and "Traceback" not in result.output
+
+
+def test_a_missing_module_no_extra_brings_is_not_disguised():
+    error = ModuleNotFoundError("No module named 'numpy'", name="numpy")
+    with pytest.raises(ModuleNotFoundError) as raised:
+        extras.missing_extra_exit(error, "compare", "en")
+    assert raised.value is error
+
+
 @pytest.mark.parametrize(("args", "locale", "needs"), [
     (["serve"], "es_ES.UTF-8", "necesita el extra web"),  # the locale, when no --lang
     (["serve"], "en_US.UTF-8", "needs the web extra"),

@@ -219,7 +219,8 @@ def test_without_weasyprint_the_page_is_the_report(invoke, tmp_path, without_wea
     out = tmp_path / "page.html"
     output = invoke("--out", str(out), "--quick", "--lang", "en")
     assert output.exit_code == 0, output.output
-    assert "No PDF written: WeasyPrint is not available" in output.output and "pip install weasyprint" in output.output
+    assert "No PDF written: WeasyPrint is not available" in output.output
+    assert 'install the pdf extra with pip install "seqlab[pdf]" (in a clone: pip install -e ".[pdf]"' in output.output
     assert out.exists() and not out.with_suffix(".pdf").exists()
 
 
@@ -329,7 +330,8 @@ def test_without_weasyprint_in_spanish_the_line_is_spanish(invoke, tmp_path, wit
     assert output.exit_code == 0, output.output
     (line,) = [line for line in output.output.splitlines() if line.startswith("No se escribe PDF")]
     assert line == ("No se escribe PDF: WeasyPrint no está disponible (ImportError: No module named 'weasyprint'); "
-                    "instálalo con pip install weasyprint (necesita la biblioteca Pango) para obtener un PDF.")
+                    'instala el extra pdf con pip install "seqlab[pdf]" (en un clon: pip install -e ".[pdf]"; '
+                    "WeasyPrint necesita la biblioteca Pango) para obtener un PDF.")
 
 
 # --- In a browser ------------------------------------------------------------------------------------------
@@ -557,3 +559,18 @@ def test_cli_without_learn_runs_no_learn_part(invoke, monkeypatch, result, tmp_p
                         lambda tokens, source, config, progress=None: seen.append(config) or result)
     output = invoke("--out", str(tmp_path / "r.html"), "--quick", "--no-pdf")
     assert output.exit_code == 0 and seen[0].learn is None and "learn section" not in output.output, output.output
+
+
+def test_the_pages_name_the_claims_quick_checks():
+    """The README and the report page say which claims ``--quick`` checks: those ReportConfig.quick() checks."""
+    from pathlib import Path
+
+    from seqlab.studies.report import ReportConfig
+
+    claims = ReportConfig.quick().check.claims
+    root = Path(__file__).resolve().parents[1]
+    named = {"en": ", ".join(claims[:-1]) + " and " + claims[-1], "es": ", ".join(claims[:-1]) + " y " + claims[-1]}
+    for page, lang in (("README.md", "en"), ("docs/en/commands/report.md", "en"), ("README.es.md", "es"),
+                       ("docs/es/commands/report.md", "es")):
+        text = " ".join((root / page).read_text(encoding="utf-8").split())
+        assert f"`--quick` {'checks' if lang == 'en' else 'comprueba'} {named[lang]}" in text, page

@@ -260,7 +260,8 @@ def synthetic_tokens(length: int, tokenizer: str = "o200k_base", lang: str = "es
     """Return exactly ``length`` tokens: the built-in text's tokens (``lang``), repeated from the start.
 
     Token t is token ``t % n`` of the built-in text (n = its token count): any T, real token ids.
-    ``seqlab compare --tokens`` cycles the text of the output language.
+    ``seqlab compare --tokens`` cycles the Spanish text in either output language, so one command measures one input
+    (and prints the same figures) in English and in Spanish.
 
     >>> len(synthetic_tokens(2000))
     2000

@@ -95,17 +95,19 @@ def bench(
     lang: Annotated[Optional[str], typer.Option("--lang", metavar="en|es", help=LANG_HELP)] = None,
 ) -> None:
     """Time the recurrence against attention over T: where does time cross over, against work (T = d)?"""
-    from seqlab.studies.bench import DEVICES, BenchConfig, check_bench_config
-
     lang = language(lang)
-    if device not in DEVICES:
-        raise typer.BadParameter(f"expected one of {', '.join(DEVICES)}, received {device!r}", param_hint="'--device'")
-    changes: dict[str, object] = {"batch": batch, "device": device, "machines": _machines(machines),
+    # the user's strings are read before the study (and PyTorch with it) is imported: a bad one is refused at once
+    changes: dict[str, object] = {"batch": batch, "device": device,
                                   "threads": _integers([threads], "'--threads'", ("all", "auto"))}
     if lengths is not None:
         changes["lengths"] = _integers([lengths], "'--lengths'")
     if d_model:
         changes["d_models"] = _integers(d_model, "'--d-model'")
+    from seqlab.studies.bench import DEVICES, BenchConfig, check_bench_config
+
+    if device not in DEVICES:
+        raise typer.BadParameter(f"expected one of {', '.join(DEVICES)}, received {device!r}", param_hint="'--device'")
+    changes["machines"] = _machines(machines)
     if min_run_time is not None:
         changes["min_run_time"] = min_run_time
     config = BenchConfig.quick(**changes) if quick else BenchConfig(**changes)

@@ -22,8 +22,8 @@ def _tokens(text: Optional[str], tokens: Optional[int], tokenizer: str, lang: st
 
     option = "'--tokens'" if tokens is not None else "'--text'"
     try:
-        if tokens is not None:
-            return synthetic_tokens(tokens, tokenizer, lang), f"synthetic ({tokens} tokens)"
+        if tokens is not None:  # one input whatever the output language: the same command, the same figures
+            return synthetic_tokens(tokens, tokenizer), f"synthetic ({tokens} tokens)"
         source = builtin_text(lang) if text is None else read_text(text)
         return tokenize(source.content, tokenizer), source.source
     except SeqlabError as error:

@@ -73,8 +73,6 @@ def decode(
              "(default: the checkpoint's own).")] = None,
 ) -> None:
     """Generate token by token: multiplications, time and state per new token, machine by machine."""
-    from seqlab.studies.decode import DecodeConfig, check_decode_config, run_decode
-
     lang = language(lang)
     plot_path = _plot_path(plot) if plot is not None else None
     if model is not None:
@@ -95,6 +93,9 @@ def decode(
         changes["positions"] = integer_list(positions, 1, "'--positions'")
     if d_model is not None:
         changes["d_model"] = d_model
+    # the user's strings are read before the study (and PyTorch with it) is imported: a bad one is refused at once
+    from seqlab.studies.decode import DecodeConfig, check_decode_config, run_decode
+
     if machines is not None:
         changes["machines"] = _machines(machines)
     try:

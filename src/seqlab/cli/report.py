@@ -171,13 +171,16 @@ def _price_learn(config, lang: str) -> None:
 
 def _write_pdf(path: Path, tl) -> None:
     """The PDF beside the page, or one line on stderr saying why there is none (not an error: exit 0)."""
+    from seqlab.cli.extras import install_commands
     from seqlab.render.report import PdfUnavailable, write_pdf
 
     try:
         written = write_pdf(path, path.with_suffix(".pdf"))
     except PdfUnavailable as error:
-        typer.echo(tl("No PDF written: WeasyPrint is not available ({detail}); pip install weasyprint (it needs "
-                      "the Pango library) to get a PDF.").format(detail=error.detail), err=True)
+        registry, clone = install_commands("pdf")
+        typer.echo(tl("No PDF written: WeasyPrint is not available ({detail}); install the pdf extra with {registry} "
+                      "(in a clone: {clone}; WeasyPrint needs the Pango library) to get a PDF.").format(
+            detail=error.detail, registry=registry, clone=clone), err=True)
         return
     except OSError as error:
         raise typer.BadParameter(f"cannot write {str(path.with_suffix('.pdf'))!r}: {error.strerror or error}",

@@ -82,15 +82,16 @@ def table1(
         run_modern_command(lengths, long_lengths, d_model, kernel, window, chunk, quick, as_json, plot, lang)
         return
     _refuse_modern_only(long_lengths, chunk)
+    lang = language(lang)
+    # the user's strings are read before the study (and PyTorch with it) is imported: a bad one is refused at once
+    parsed_lengths = integer_list(lengths, 2, "'--lengths'") if lengths is not None else None
+    widths = integer_list(d_model, 1, "'--d-model'") if d_model is not None else None
+    stem = _plot_stem(plot) if plot is not None else None
     from seqlab.studies.table1 import (DEFAULT_D_MODEL, DEFAULT_LENGTHS, QUICK_D_MODEL, QUICK_LENGTHS, Table1Config,
                                        check_table1_size, run_table1)
 
-    lang = language(lang)
-    parsed_lengths = integer_list(lengths, 2, "'--lengths'") if lengths is not None else \
-        (QUICK_LENGTHS if quick else DEFAULT_LENGTHS)
-    widths = integer_list(d_model, 1, "'--d-model'") if d_model is not None else \
-        ((QUICK_D_MODEL if quick else DEFAULT_D_MODEL),)
-    stem = _plot_stem(plot) if plot is not None else None
+    parsed_lengths = parsed_lengths or (QUICK_LENGTHS if quick else DEFAULT_LENGTHS)
+    widths = widths or ((QUICK_D_MODEL if quick else DEFAULT_D_MODEL),)
     config = Table1Config(lengths=parsed_lengths, d_models=widths, kernel=kernel, window=window)
     try:
         config = check_table1_size(config)

@@ -100,7 +100,7 @@ def derive(func: torch._ops.OpOverload, leaves: list[Any], rebuild: Callable[[li
 
 
 def _patterns(func, leaves: list[Any], rebuild, slots: list[int], outs: Sequence[Tensor]) -> list[list[Tensor]] | None:
-    """patterns[k][a]: bool (*outs[k].shape, *leaves[slots[a]].shape), True where the derivative is not 0."""
+    """``patterns[k][a]``: bool ``(*outs[k].shape, *leaves[slots[a]].shape)``, True where the derivative is not 0."""
     inputs = tuple(leaves[i].detach().to(torch.float64) for i in slots)
     float_outputs = [k for k, o in enumerate(outs) if o.is_floating_point()]
 
@@ -141,7 +141,7 @@ def _worker() -> ThreadPoolExecutor:
 
 
 def _jacobian(function, inputs: tuple[Tensor, ...], strategy: str) -> tuple[tuple[Tensor, ...], ...]:
-    """The Jacobian's nonzero (or NaN) pattern as blocks [output][input]; vectorized first, one pass per row or
+    """The Jacobian's nonzero (or NaN) pattern as blocks ``[output][input]``; vectorized first, one pass per row or
     column if vmap cannot run."""
     torch.set_grad_enabled(True)  # this worker thread's own grad mode
     try:

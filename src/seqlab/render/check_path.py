@@ -74,7 +74,12 @@ def l4(_, v, c, n):
                              "undiminished.").format(p=n(v["path_products"][1]), k=n(exponent))
     failed = _failed(_, c["failed"])
     condition += (" " + failed) if failed else ""
-    fit = _("fit ≈ T^{k}").format(k=n(exponent)) if exponent is not None else _("no fit (a reach of 0)")
+    if exponent is not None:
+        fit = _("fit ≈ T^{k}").format(k=n(exponent))
+    elif all(value > 0 for value in v["reach"].values()):
+        fit = _("no fit (a trend needs 3 lengths spanning 4×)")
+    else:
+        fit = _("no fit (a reach of 0)")
     return (_("Position 1 reaches position T through attention by a single weight, however far apart they are"),
             _("Least matrix products from x_1 to y_T through self-attention at T = {T1} and {T2}; ‖∂y_T/∂x_1‖ by "
               "autograd (float64, median of {k} draws) at several T").format(T1=n(T1), T2=n(T2), k=n(v["draws"])),

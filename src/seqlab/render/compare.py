@@ -71,10 +71,9 @@ def _rows(result: CompareResult, f: Formatter, detailed: bool) -> list[tuple[str
         rec_reach += " " + (_("chaotic: {low} to {high} under 1e-7 perturbations") if sensitivity.chaotic else
                             _("stable under 1e-7 perturbations")).format(low=f.number(sensitivity.low),
                                                                          high=f.number(sensitivity.high))
-    half = att.reach_half
-    trend = DASH if half is None else _("{half} at T = {T_half}, {full} at T = {T}").format(
-        half=f.number(half.first), T_half=f.integer(half.position + 1), full=f.number(att.reach.first),
-        T=f.integer(result.T))
+    readings = [r for r in (att.reach_quarter, att.reach_half, att.reach) if r is not None]
+    trend = DASH if len(readings) < 2 else ", ".join(
+        _("{value} at T = {T}").format(value=f.number(r.first), T=f.integer(r.position + 1)) for r in readings)
     rows = [
         (_("Span: operations in a row"), f.integer(rec.span.ops), _call_span(result, f),
          *gated(lambda g: f.integer(g.span.ops))),

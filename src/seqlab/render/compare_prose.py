@@ -10,7 +10,6 @@ the rounds, the thread count and the busy-machine caveat; otherwise the sentence
 
 from __future__ import annotations
 
-import math
 
 from seqlab.i18n import format_seconds, plural_translator
 from seqlab.measure.rounds import Decision
@@ -20,6 +19,7 @@ from seqlab.render.machine_load import busy_caveat
 from seqlab.render.compare_scopes import heads_text
 from seqlab.studies.claims_time import undecided_reason
 from seqlab.studies.compare import CompareResult
+from seqlab.studies.compare_reach import ReachTrend, reach_trend
 
 #: Attention's reach "falls with T" when it scales as T^a with a below this (1/T would be -1).
 FALLS_EXPONENT = -0.25
@@ -74,20 +74,27 @@ def sensitivity_sentence(result: CompareResult, f: Formatter) -> str | None:
 
 
 def attention_trend_sentence(result: CompareResult, f: Formatter) -> str | None:
-    """Attention's reach at T/2 and at T: the path stays one weight long, the weight shrinks as keys are added (L4)."""
-    half, full = result.attention.reach_half, result.attention.reach
-    if half is None or half.first <= 0.0 or full.first <= 0.0:
+    """Attention's reach against T, fitted as a power over T/4, T/2 and T: the path stays one weight long, the weight
+    shrinks as keys are added (L4). None when the lengths do not support a trend
+    (:func:`~seqlab.studies.compare_reach.reach_trend`: three lengths spanning 4×)."""
+    att = result.attention
+    trend = reach_trend((att.reach_quarter, att.reach_half, att.reach))
+    if trend is None:
         return None
-    T_half, T = half.position + 1, full.position + 1
-    exponent = math.log(full.first / half.first) / math.log(T / T_half)
-    values = dict(half=f.number(half.first), T_half=f.integer(T_half), full=f.number(full.first), T=f.integer(T),
-                  exponent=f.number(exponent))
-    if exponent < FALLS_EXPONENT:
+    values = dict(readings=_readings(trend, f), exponent=f.number(trend.exponent))
+    if trend.exponent < FALLS_EXPONENT:
         return f._("Through attention the path stays one weight long at every length, but the weight shrinks as "
-                   "the softmax spreads over more keys: position 1's reach is {half} at T = {T_half} and {full} at "
-                   "T = {T}, about T^{exponent}.").format(**values)
+                   "the softmax spreads over more keys: position 1's reach is {readings}, about T^{exponent}."
+                   ).format(**values)
     return f._("Through attention the path stays one weight long, and position 1's reach does not fall with the "
-               "length: {half} at T = {T_half} and {full} at T = {T} (about T^{exponent}).").format(**values)
+               "length: {readings} (about T^{exponent}).").format(**values)
+
+
+def _readings(trend: ReachTrend, f: Formatter) -> str:
+    """"0.1 at T = 16, 0.05 at T = 32 and 0.025 at T = 64", in the output language."""
+    parts = [f._("{value} at T = {T}").format(value=f.number(value), T=f.integer(T))
+             for T, value in zip(trend.lengths, trend.reaches, strict=True)]
+    return f._("{first} and {last}").format(first=", ".join(parts[:-1]), last=parts[-1])
 
 
 def gated_sentence(result: CompareResult, f: Formatter) -> str | None:

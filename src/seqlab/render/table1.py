@@ -15,6 +15,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from seqlab.fit import MISMATCH as MISMATCH_VERDICT
+from seqlab.fit import NOT_SEPARATED
 from seqlab.glossary import NOTATION
 from seqlab.i18n import format_integer, plural_translator, translator
 from seqlab.render.figures import new_figure, save_png_svg
@@ -66,13 +68,19 @@ def growth(fit: Fit, lang: str, variable: str = "n") -> str:
     return f"log {variable}" if fit.model == "log" else f"{variable}^{_decimal(fit.exponent, lang)}"
 
 
+#: The mark of a cell whose lengths cannot separate the paper's form from another (judged neither way).
+UNJUDGED = "?"
+
+
 def _mark(matches: bool) -> str:
     return MATCH if matches else MISMATCH
 
 
 def _cell_text(cell: Cell, lang: str) -> str:
-    """``✓ n^2.00 · O(n²·d)``: the verdict, the measured growth, the paper's entry."""
-    return f"{_mark(cell.matches)} {growth(cell.fit, lang)} · {cell.paper}"
+    """``✓ n^2.00 · O(n²·d)``: the verdict, the measured growth, the paper's entry (``?`` when the lengths cannot
+    separate the paper's form from the one chosen)."""
+    mark = UNJUDGED if cell.verdict == NOT_SEPARATED else _mark(cell.matches)
+    return f"{mark} {growth(cell.fit, lang)} · {cell.paper}"
 
 
 def _widths(result: Table1Result) -> list[int]:
@@ -151,11 +159,22 @@ def table1_sentences(result: Table1Result, lang: str = "en") -> list[str]:
                             "each measured series best is the paper's.").format(cells=result.cells))
     else:
         columns = (tr("work"), tr("sequential operations"), tr("path"))
-        failing = [f"{layer_name(row.layer, result, lang)} ({column})" for row in result.rows
-                   for column, cell in zip(columns, (row.work, row.span, row.path)) if not cell.matches]
+        named = [(f"{layer_name(row.layer, result, lang)} ({column})", cell) for row in result.rows
+                 for column, cell in zip(columns, (row.work, row.span, row.path))]
+        failing = [name for name, cell in named if cell.verdict == MISMATCH_VERDICT]
         failing += [f"{layer_name(w.layer, result, lang)} (d)" for w in result.width_fits if not w.matches]
-        sentences.append(tr("{matched} of {cells} cells agree with the paper; these do not: {cells_list}.").format(
-            matched=result.matched, cells=result.cells, cells_list="; ".join(failing)))
+        unseparated = [f"{name}: {cell.other.replace('T', 'n')}" for name, cell in named
+                       if cell.verdict == NOT_SEPARATED]
+        if failing:
+            sentences.append(tr("{matched} of {cells} cells agree with the paper; these do not: {cells_list}."
+                                ).format(matched=result.matched, cells=result.cells, cells_list="; ".join(failing)))
+        else:
+            sentences.append(tr("{matched} of {cells} cells agree with the paper, and none disagrees.").format(
+                matched=result.matched, cells=result.cells))
+        if unseparated:
+            sentences.append(tr("These lengths cannot tell the paper's form from another that fits as well (marked "
+                                "?, judged neither way; lengths farther apart would): {cells_list}.").format(
+                cells_list="; ".join(unseparated)))
     differing = sum(s.multiplications != s.closed_form for row in result.rows for s in row.samples)
     scope = tr("Work is the multiplications of one layer, counted while it runs; for the two attention types only "
                "the attention call (scores and mix), without the Q, K, V projections, as the paper counts it.")

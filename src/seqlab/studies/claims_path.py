@@ -31,7 +31,7 @@ from __future__ import annotations
 import statistics
 
 from seqlab.studies.claims import CheckSizes, claim_generator
-from seqlab.studies.verdicts import Judgement, loglog_slope, verdict_of
+from seqlab.studies.verdicts import Judgement, power_trend, verdict_of
 
 #: L3: a per-step factor counts as growth above 1 + this, as decay below 1 - this.
 GROWTH_MARGIN = 0.05
@@ -136,7 +136,7 @@ def check_l4(sizes: CheckSizes, seed: int) -> Judgement:
                  for _ in range(sizes.reach_draws)]
         reach[T] = statistics.median(draws)  # ‖∂y_T/∂x_1‖, median over input draws
     reaches = all(value > 0 for value in reach.values())
-    exponent = loglog_slope(list(reach), list(reach.values())) if reaches else None
+    exponent = power_trend(list(reach), list(reach.values())) if reaches else None
     flat_path = paths[0] == paths[1] is not None and paths[1] < sizes.path_lengths[0] - 1
     caveats = [] if exponent is None or abs(exponent) <= FLAT_EXPONENT else ["weight_shrinks_with_T"]
     condition = {"rule": "constant_path_reach_exponent", "flat_exponent": FLAT_EXPONENT, "exponent": exponent,

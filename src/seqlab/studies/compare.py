@@ -141,6 +141,8 @@ class MachineMeasurements:
         time_library, time_explicit: wall time per forward pass (None when not timed).
         reach_half: attention only: the reach of y_{T/2} from x_1 on the first T/2 tokens (how the one
             weight α_T1 shrinks as the softmax spreads over more keys, L4); None for the recurrence.
+        reach_quarter: attention only: the same on the first T/4 tokens; with ``reach_half`` and ``reach``, the
+            three lengths spanning 4× that a trend in T needs (:func:`~seqlab.studies.compare_reach.reach_trend`).
         time_layer: attention only: wall time of ``nn.MultiheadAttention`` with H heads (the layer, fast path).
         signal: the signal path from x_1 to y_T (:func:`~seqlab.measure.signal_path.read_signal_path`: W_hh T − 1
             times in the recurrence, one α_T1 in attention), with the config's probes; None when not read.
@@ -161,6 +163,7 @@ class MachineMeasurements:
     time_explicit: Timing | None
     reach_half: Reach | None = None
     time_layer: Timing | None = None
+    reach_quarter: Reach | None = None
     signal: SignalReading | None = None
 
 
@@ -283,9 +286,10 @@ def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig, r
 
 
 def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareConfig,
-                       reaches: tuple[Reach, Reach | None] | None = None) -> MachineMeasurements:
+                       reaches: tuple[Reach, Reach | None, Reach | None] | None = None) -> MachineMeasurements:
     T = x.shape[0]
-    reach, reach_half = reaches or query_row_reaches(layer, x, lambda n: _probes(config, layer.d_v, n), config.seed)
+    reach, reach_half, reach_quarter = reaches or query_row_reaches(layer, x, lambda n: _probes(config, layer.d_v, n),
+                                                                    config.seed)
     library = library_attention(config.score)
     with torch.no_grad():
         projections = count_multiplications(layer.project, x)
@@ -318,6 +322,7 @@ def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareCon
         time_library=None,
         time_explicit=None,
         reach_half=reach_half,
+        reach_quarter=reach_quarter,
         signal=read_signal_path(layer, x, output=_first, probes=_probes(config, layer.d_v, T)),
     )
 

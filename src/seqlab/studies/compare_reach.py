@@ -18,12 +18,14 @@ Shapes: T positions, d_model input width, d_v output width.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import torch
 
 from seqlab.layers.attention import SelfAttention
 from seqlab.measure.reach import Reach, measure_reach
+from seqlab.studies.verdicts import power_trend
 
 
 def query_row_reach(layer: SelfAttention, x: torch.Tensor, *, probes: int | None, seed: int) -> Reach:
@@ -65,18 +67,56 @@ def query_row_reach(layer: SelfAttention, x: torch.Tensor, *, probes: int | None
 
 
 def query_row_reaches(layer: SelfAttention, x: torch.Tensor, probes: Callable[[int], int | None],
-                      seed: int) -> tuple[Reach, Reach | None]:
-    """:func:`query_row_reach` of y_T on the T tokens and of y_{T/2} on the first T // 2 (None when T // 2 < 2).
+                      seed: int) -> tuple[Reach, Reach | None, Reach | None]:
+    """:func:`query_row_reach` of y_T on the T tokens, of y_{T/2} on the first T // 2 and of y_{T/4} on the first
+    T // 4 (each None when that prefix is shorter than 2 tokens).
 
     >>> layer = SelfAttention(4, generator=torch.Generator().manual_seed(0)).eval()
-    >>> full, half = query_row_reaches(layer, torch.randn(6, 4), lambda T: 2, seed=0)
-    >>> len(full.norms), len(half.norms)
-    (6, 3)
+    >>> full, half, quarter = query_row_reaches(layer, torch.randn(8, 4), lambda T: 2, seed=0)
+    >>> len(full.norms), len(half.norms), len(quarter.norms)
+    (8, 4, 2)
 
     Args:
         layer: the attention layer; x: (T, d_model) token vectors.
         probes: the probe count for a length (None: exact); seed: seed of the probes.
     """
-    half = x.shape[0] // 2
-    reach = query_row_reach(layer, x, probes=probes(x.shape[0]), seed=seed)
-    return reach, query_row_reach(layer, x[:half], probes=probes(half), seed=seed) if half >= 2 else None
+    def prefix(n: int) -> Reach | None:
+        return query_row_reach(layer, x[:n], probes=probes(n), seed=seed) if n >= 2 else None
+
+    T = x.shape[0]
+    return query_row_reach(layer, x, probes=probes(T), seed=seed), prefix(T // 2), prefix(T // 4)
+
+
+@dataclass(frozen=True)
+class ReachTrend:
+    """How position 1's reach through attention follows T: a power T^exponent fitted by least squares in log-log.
+
+    Attributes:
+        lengths: the T of each reading, shortest first; reaches: ‖∂y_T/∂x_1‖ at each (float64).
+        exponent: the fitted power (-1: the one weight α_T1 falls as 1/T, as a uniform softmax would).
+    """
+
+    lengths: tuple[int, ...]
+    reaches: tuple[float, ...]
+    exponent: float
+
+
+def reach_trend(readings: Sequence[Reach | None]) -> ReachTrend | None:
+    """The power of T that position 1's reach follows over ``readings`` (each a :class:`Reach` at its last position),
+    or None when they cannot carry a trend (:func:`~seqlab.studies.verdicts.power_trend`: three lengths spanning 4×;
+    no trend is stated from two lengths or from a narrow range, issue 37).
+
+    >>> from seqlab.measure.reach import Reach
+    >>> at = lambda T, first: Reach((first,) + (1.0,) * (T - 1), T - 1, "exact", "float64", 2.2e-308, 5e-324, 0, 0,
+    ...                              "batched")
+    >>> trend = reach_trend([at(4, 0.25), at(8, 0.125), at(16, 0.0625)])
+    >>> trend.lengths, round(trend.exponent, 6)
+    ((4, 8, 16), -1.0)
+    >>> reach_trend([at(8, 0.125), at(16, 0.0625)]) is None, reach_trend([at(6, .2), at(8, .1), at(12, .05)]) is None
+    (True, True)
+    """
+    points = sorted((r.position + 1, r.first) for r in readings if r is not None and r.first > 0.0)
+    exponent = power_trend([T for T, _ in points], [value for _, value in points])
+    if exponent is None:
+        return None
+    return ReachTrend(tuple(T for T, _ in points), tuple(value for _, value in points), exponent)

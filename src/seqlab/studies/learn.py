@@ -363,7 +363,7 @@ class LearnResult(NotebookView):
     widths: dict[str, tuple[int | None, ...]] = dataclasses.field(default_factory=dict)
 
     def cell(self, task: str, model: str, T: int, pairs: int | None = None, width: int | None = None) -> Cell | None:
-        """The summary of one (task, model, T[, pairs][, width]), or None when no seed of it finished at every
+        """The summary of one ``(task, model, T[, pairs][, width])``, or None when no seed of it finished at every
         rate. ``pairs`` / ``width`` None: the first cell met whatever its pairs / width."""
         return next((c for c in self.summary if (c.task, c.model, c.T) == (task, model, T)
                      and pairs in (None, c.pairs) and width in (None, c.width)), None)

@@ -65,7 +65,8 @@ from seqlab.layers.recurrent import ElmanRNN
 from seqlab.layers.restricted import RestrictedAttentionStack, RestrictedSelfAttention
 from seqlab.measure.paths import PathMatrix, measure_paths
 from seqlab.measure.timing import fixed_threads
-from seqlab.fit import Fit, fit_growth, two_point_fit  # noqa: F401  (Fit and fit_growth re-exported)
+from seqlab.fit import (MATCH, MISMATCH, NOT_SEPARATED, Fit, Steps, fit_growth, form_of_growth,  # noqa: F401
+                        judge_form, two_point_fit)  # (Fit and fit_growth re-exported)
 from seqlab.measure.trace import measure_span
 from seqlab.measure.work import WorkCount, count_multiplications
 from seqlab.memory import FLOAT32_BYTES, MemoryEstimate, require_fits
@@ -203,12 +204,49 @@ def measure_sample(layer: str, T: int, d: int, kernel: int = DEFAULT_KERNEL, win
                   depth=built.depth, first_depth=first_depth, fallbacks=fallbacks)
 
 
-def _cell(paper: str, expected: Growth, lengths: Sequence[int], values: Sequence[int | None]) -> Cell:
-    fit = fit_growth(lengths, values)
-    return Cell(paper=paper, expected=expected, fit=fit, matches=expected.matches(fit))
+def _cell(paper: str, expected: Growth, lengths: Sequence[int], values: Sequence[int | None],
+          steps: Steps | None = None) -> Cell:
+    """A cell judged by :func:`seqlab.fit.judge_form` against the paper's form (with the count's own whole-number
+    term ``steps`` as one more variant of it); a power with no form of its own by its exponent."""
+    fit = fit_growth(lengths, values, steps)
+    form = form_of_growth(expected.model, expected.exponent)
+    if form is None:
+        verdict, other = (MATCH if expected.matches(fit) else MISMATCH), None
+    else:
+        judged = judge_form(lengths, values, form, steps)
+        verdict, other = judged.verdict, (judged.other if judged.verdict == NOT_SEPARATED else None)
+    return Cell(paper=paper, expected=expected, fit=fit, verdict=verdict, other=other,
+                steps=None if steps is None else steps.name)
 
 
-def _row(layer: str, d: int, samples: tuple[Sample, ...]) -> LayerRow:
+def stack_steps(layer: str, kernel: int, window: int) -> Steps | None:
+    """The whole-number term a stacked layer type's path grows by: the layers of the shallowest stack that connects
+    every pair of positions, by the rule that builds that stack (:func:`seqlab.layers.convolution.layers_to_connect`,
+    :func:`seqlab.layers.restricted.layers_to_connect`); each layer adds the same ops, so the path is a + b·layers
+    exactly. None for a layer type that is not a stack.
+
+    >>> steps = stack_steps("dilated_convolution", 3, 4)
+    >>> steps.form, steps.name, [steps.values(T) for T in (2, 3, 4, 9, 10)]
+    ('log T', 'layers (⌈log₂T⌉)', [1, 2, 2, 4, 4])
+    """
+    if layer == "convolution":
+        reach = (kernel - 1) // 2
+        return Steps("T", f"layers (⌈(T − 1)/{reach}⌉)", lambda T: convolution.layers_to_connect(T, kernel, False))
+    if layer == "dilated_convolution":
+        base = (kernel + 1) // 2
+        return Steps("log T", f"layers (⌈log{_subscript(base)}T⌉)",
+                     lambda T: convolution.layers_to_connect(T, kernel, True))
+    if layer == "restricted":
+        return Steps("T", f"layers (⌈(T − 1)/{window}⌉)", lambda T: restricted.layers_to_connect(T, window))
+    return None
+
+
+def _subscript(number: int) -> str:
+    return str(number).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
+
+
+def _row(layer: str, d: int, samples: tuple[Sample, ...], kernel: int = DEFAULT_KERNEL,
+         window: int = DEFAULT_WINDOW) -> LayerRow:
     paper = PAPER[layer]
     lengths = [s.T for s in samples]
     for sample in samples:
@@ -218,7 +256,8 @@ def _row(layer: str, d: int, samples: tuple[Sample, ...]) -> LayerRow:
         layer=layer, d_model=d, samples=samples,
         work=_cell(paper.complexity, paper.work, lengths, [s.multiplications for s in samples]),
         span=_cell(paper.sequential, paper.span, lengths, [s.span_ops for s in samples]),
-        path=_cell(paper.path, paper.path_growth, lengths, [s.path_ops for s in samples]),
+        path=_cell(paper.path, paper.path_growth, lengths, [s.path_ops for s in samples],
+                   stack_steps(layer, kernel, window)),
         path_products_fit=fit_growth(lengths, [s.path_products for s in samples]),
     )
 
@@ -331,7 +370,7 @@ def run_table1(config: Table1Config | None = None, *, layers: Sequence[str] = LA
                     progress(len(rows), total, layer)
                 samples = tuple(measure_sample(layer, T, d, config.kernel, config.window, config.seed)
                                 for T in config.lengths)
-                rows.append(_row(layer, d, samples))
+                rows.append(_row(layer, d, samples, config.kernel, config.window))
     if progress is not None:
         progress(total, total, "done")
     width_fits = ()

@@ -11,10 +11,10 @@ Shapes: T positions, d = d_model = d_k = d_v = d_h, k kernel width, r window.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from seqlab.errors import SeqlabError, require_positive_int
-from seqlab.fit import Fit, form_of_growth
+from seqlab.fit import MATCH, NOT_SEPARATED, Fit, form_of_growth
 from seqlab.layers import convolution
 from seqlab.studies.notebook_view import NotebookView
 
@@ -117,12 +117,29 @@ class Sample:
 
 @dataclass(frozen=True)
 class Cell:
-    """One cell of the table: the paper's entry, the fit of the measured series, the verdict."""
+    """One cell of the table: the paper's entry, the fit of the measured series, the verdict.
+
+    Attributes:
+        paper: the paper's entry as printed; expected: the growth it means.
+        fit: the measured series' fit (:func:`seqlab.fit.fit_growth`, with ``steps`` as one more variant).
+        matches: the verdict is :data:`~seqlab.fit.MATCH`.
+        verdict: :data:`~seqlab.fit.MATCH`, :data:`~seqlab.fit.MISMATCH`, or :data:`~seqlab.fit.NOT_SEPARATED`
+            when these lengths cannot tell the paper's form from ``other`` (:func:`seqlab.fit.judge_form`): never a
+            mismatch for an exact count of the paper's form.
+        other: the form the paper's could not be told from (``not_separated`` only), else None.
+        steps: the count's own whole-number term the path was judged with (a stack's layers, ``⌈log₃T⌉``), or None.
+    """
 
     paper: str
     expected: Growth
     fit: Fit
-    matches: bool
+    verdict: str = MATCH
+    other: str | None = None
+    steps: str | None = None
+    matches: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "matches", self.verdict == MATCH)  # one source: the verdict
 
 
 @dataclass(frozen=True)
@@ -222,6 +239,11 @@ class Table1Result(NotebookView):
     dtype: str
     threads: int
     torch_version: str
+
+    @property
+    def not_separated(self) -> int:
+        """Cells whose lengths cannot tell the paper's form from another (judged neither way)."""
+        return sum(c.verdict == NOT_SEPARATED for row in self.rows for c in (row.work, row.span, row.path))
 
     @property
     def matched(self) -> int:

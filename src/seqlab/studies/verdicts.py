@@ -71,6 +71,28 @@ def verdict_of(contradicted: bool, caveats: Sequence[str] = (), decided: bool = 
     return CAVEAT if caveats else HOLDS
 
 
+#: A trend in T (a power, "falls", "does not fall") is stated from at least this many lengths ...
+TREND_LENGTHS = 3
+#: ... spanning at least this ratio, longest over shortest: through two points any power fits, and over a narrow
+#: range noise does (issue 37).
+TREND_SPAN = 4
+
+
+def power_trend(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """The exponent k of y ≈ c·x^k (:func:`loglog_slope`) when the points can carry a trend, else None: at least
+    :data:`TREND_LENGTHS` points with finite y > 0 whose x span at least :data:`TREND_SPAN` times.
+
+    >>> power_trend([8, 16, 32], [1 / 8, 1 / 16, 1 / 32]), power_trend([16, 32], [1 / 16, 1 / 32])
+    (-1.0, None)
+    >>> power_trend([10, 20, 39], [1, 1, 1]), power_trend([10, 20, 40], [1, 0.0, 1])
+    (None, None)
+    """
+    points = sorted((x, y) for x, y in zip(xs, ys, strict=True) if math.isfinite(y) and y > 0)
+    if len({x for x, _ in points}) < TREND_LENGTHS or points[-1][0] < TREND_SPAN * points[0][0]:
+        return None
+    return loglog_slope([x for x, _ in points], [y for _, y in points])
+
+
 def loglog_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
     """Least-squares slope k of log y on log x: the exponent of y ≈ c·x^k.
 
