@@ -221,7 +221,7 @@ def measure_pass(layer: Callable[[Tensor], Any], x: Tensor, *, sources: Sequence
     with one_thread():
         batches = list(path_batches(layer, x, chosen, select, BATCH_BYTES if batch_bytes is None else batch_bytes,
                                     positions, first=first))
-        checks = checked(layer, x, chosen, select, batches, check, ran=select(batches[0].traced.output))
+        checks = checked(layer, x, chosen, select, batches, check)
     matrices = path_matrices(batches, chosen, checks)
     first_pass = batches[0].traced
     return PassMeasurement(first_pass.work, first_pass.span, paths=matrices if outputs is not None else matrices[0],
