@@ -246,7 +246,7 @@ def test_the_traced_pass_stands_in_for_the_checks_plain_run(kind):
 def test_a_traced_output_that_disagrees_with_the_batch_falls_back_to_the_plain_run():
     """A stand-in that is not what a plain run gives (here: a wrong one on purpose) is never trusted alone: the
     plain run is taken, and the verdicts are those of the check without it."""
-    layer = lambda z: z.cumsum(-2)  # noqa: E731
+    layer = lambda z: z.cumsum(-2)
     x = _x(15, dtype=torch.float64, shape=(1, T, D))
     reachable = [[j >= s for j in range(T)] for s in (0, T - 1)]
     wrong = [layer(x) + 1.0]
@@ -274,7 +274,7 @@ def test_a_layer_that_draws_with_the_traced_output_runs_each_copy_alone(p):
     from seqlab.measure.traced_pass import measure_pass
 
     dropout = torch.nn.Dropout(p).train()
-    layer = lambda z: dropout(z).cumsum(-2)  # noqa: E731
+    layer = lambda z: dropout(z).cumsum(-2)
     x = _x(17, dtype=torch.float64, shape=(1, T, D))
     measured = measure_pass(layer, x, sources=(0, T - 1), work=False, span=False)
     reachable = [[v is not None for v in row] for row in measured.paths.products]

@@ -30,14 +30,19 @@ is compared with what the trace says, source by source:
 Cost, by design one batched pass where the layer allows it: when x has a batch dim, the base and every perturbed copy
 run as rows of one batch (verified: the batch's base row must equal a plain run of x, else the layer mixes its batch
 rows and each copy runs alone, as it does when the layer draws random numbers: every run replays the same generator
-state, and a batch would draw other noise). At most :data:`MAX_SOURCES` traced sources are checked (both ends and
+state, and a batch would draw other noise). The plain run is not repeated when the caller made one already in the
+check's dtype (``ran``: the traced pass of :func:`~seqlab.measure.traced_pass.measure_pass`, fused kernels off as
+here): the batch's base row is compared with it, and the plain run is taken only if they differ. At most :data:`MAX_SOURCES` traced sources are checked (both ends and
 evenly spaced ones between; :attr:`PerturbationCheck.sources` says which). The check runs in float64 when the layer runs in it (an
 ``nn.Module`` is called with float64 copies of its parameters and buffers through ``torch.func.functional_call``,
 nothing of it changed; another callable is tried on float64 x), else in x's own dtype
 (:attr:`PerturbationCheck.dtype`). Measured (one thread, CPU time, float32 layers, a 2-core machine under load 6):
 for the two ends as sources, about 6x a float32 forward pass for an Elman RNN and 11x for self-attention, at T = 128,
 d = 256 and at T = 1000, d = 512 (a float64 pass costs 1.5-2x a float32 one, and the batch holds 1 + S copies); for
-every source at T = 128 (8 perturbed), 11x and 33x.
+every source at T = 128 (8 perturbed), 11x and 33x. Inside ``seqlab.profile`` (which hands the module over as a
+callable, so the check runs in float32 there) with the traced pass's run standing in: about 2.8x an Elman forward and
+3.7x a self-attention forward at T = 1000, d = 512 (the batch of 1 + 2 rows; 5.0x and 4.6x with the plain run
+repeated, a 2-core machine under load 9).
 
 When a pair is missed, one more pass (:func:`suspects`) names the ops where values cross the dispatcher's border:
 ``.item()`` (``aten._local_scalar_dense``), tensors made from Python or NumPy data (``aten.lift_fresh``) and the first

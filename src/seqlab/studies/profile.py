@@ -44,7 +44,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 from torch import Tensor
@@ -184,8 +184,13 @@ def _traced(stage: str, module: Callable[..., Any], x: Tensor, measure: Callable
         return measure(lambda z: module(z))
     except SeqlabError as error:
         _refused(stage, module, error)
-    except Exception:  # noqa: BLE001 - run again below to name the op that fails
-        pass
+    except Exception:  # noqa: BLE001 - the same measurement once more, to name the op that fails
+        return _named(stage, module, measure)
+
+
+def _named(stage: str, module: Callable[..., Any], measure: Callable[[Callable[..., Any]], Any]) -> Any:
+    """Run the measurement with an :class:`_OpRecorder` inside; raise SeqlabError naming the op that fails (or return
+    what it measured, should it not fail again)."""
     recorder = _OpRecorder()
 
     def recorded(z: Tensor) -> Any:
@@ -208,7 +213,7 @@ def _traced(stage: str, module: Callable[..., Any], x: Tensor, measure: Callable
                           parameter="module") from error
 
 
-def _refused(stage: str, module: Callable[..., Any], error: SeqlabError) -> None:
+def _refused(stage: str, module: Callable[..., Any], error: SeqlabError) -> NoReturn:
     """Raise ``error`` again, or, when the engine refused something inside the module (a sparse tensor: parameter
     ``layer``), a SeqlabError that names the module and the stage."""
     if error.parameter != "layer":
