@@ -54,6 +54,7 @@ Shapes: x (..., T, d_in); y (..., T_out, d_out) per selected output; S checked s
 from __future__ import annotations
 
 import contextlib
+import functools
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -222,10 +223,11 @@ def _check(layer, x: Tensor, sources: tuple[int, ...], select: Select, reachable
     for dtype in dict.fromkeys((torch.float64, x.dtype)):
         function = replayed(_in_dtype(layer, dtype))
         base = x.detach().to(dtype, copy=True)
-        directions = _directions(base, chosen, torch.Generator().manual_seed(seed))  # (S, *x.shape)
         known = tuple(ran) if ran is not None and dtype == x.dtype else None  # a run in this dtype, already made
+        # (S, *x.shape), made once the layer has run in this dtype: a layer that refuses it costs no copies
+        made = functools.cache(functools.partial(_directions, base, chosen, torch.Generator().manual_seed(seed)))
         try:
-            route, movements, still = _movements(function, select, base, directions, known)
+            route, movements, still = _movements(function, select, base, made, known)
         except Exception as error:  # noqa: BLE001 - a layer that does not run in this dtype: the next one
             failure = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"[:200]
             continue
@@ -236,7 +238,7 @@ def _check(layer, x: Tensor, sources: tuple[int, ...], select: Select, reachable
             trace = [r[a] for a in rows]
             missed, candidates, fading = _compare(movements[k], still[k], threshold, chosen, trace, u)
             checks.append((missed, candidates, fading))
-        certified, route = _certify(function, select, base, directions, chosen, checks, route)
+        certified, route = _certify(function, select, base, made(), chosen, checks, route)
         return [PerturbationCheck(route, name, chosen, missed, unmoved, unresolved,
                                   tuple(suspects(replayed(layer), x)) if missed else ())
                 for (missed, _, _), (unmoved, unresolved) in zip(checks, certified, strict=True)]
@@ -278,20 +280,20 @@ def _step(x: Tensor) -> float:
     return torch.finfo(x.dtype).eps ** (1 / 3) * (1 + largest)
 
 
-def _movements(function: Callable[[Tensor], Any], select: Select, x: Tensor, directions: Tensor,
+def _movements(function: Callable[[Tensor], Any], select: Select, x: Tensor, directions: Callable[[], Tensor],
                known: tuple[Tensor, ...] | None = None) -> tuple[str, list[Tensor], list[Tensor]]:
     """Per selected output, the (S, T_out) movements and where the output did not change by a bit (S, T_out), and
     the route. One batch holds the base and every copy when x has a batch dim and the layer keeps its batch rows
-    apart; else each copy runs alone. ``known``: the outputs of a run on x made already (see :func:`check_paths`),
-    which the batch's own x rows are compared with first; the plain base run happens only when it is needed.
-    Raises when the layer cannot run."""
+    apart; else each copy runs alone. ``directions`` makes the (S, *x.shape) directions, called once the layer has
+    run in this dtype. ``known``: the outputs of a run on x made already (see :func:`check_paths`), which the batch's
+    own x rows are compared with first; the plain base run happens only when it is needed. Raises when the layer
+    cannot run."""
     from seqlab.measure.switches import reference_kernels
 
     def outputs(z: Tensor) -> tuple[Tensor, ...]:
         return tuple(t.detach() for t in select(function(z.clone())))  # a layer may write into x
 
     h = _step(x)
-    moved_inputs = x + h * directions  # (S, *x.shape)
     with _quiet(), reference_kernels(), torch.no_grad():
         plain: list[tuple[Tensor, ...]] = []
 
@@ -305,6 +307,7 @@ def _movements(function: Callable[[Tensor], Any], select: Select, x: Tensor, dir
         if known is not None and not _batchable(x, known):
             known = None
         reference = known if known is not None else base()
+        moved_inputs = x + h * directions()  # (S, *x.shape)
         route, changes = "finite differences", None
         # a layer that draws noise draws other noise for a batch of copies: each copy then runs alone
         if _batchable(x, reference) and not getattr(function, "draws", False):
