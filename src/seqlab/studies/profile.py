@@ -28,7 +28,7 @@ switches the traces change (fast paths, oneDNN, SDPA backends) come back the sam
 are counts, not times, and run on one CPU thread (the caller's setting is restored): their many small
 tensors go much faster that way. If the trace fails inside PyTorch or the engine, the
 error names the ATen op that was running (or the last one that ran), so you know what to rewrite or
-report.
+report: the trace that failed runs once more under a recorder of ops, so a trace that succeeds pays nothing for it.
 
 ``seqlab profile mymod:factory`` finds ``mymod.py`` in the current folder, as ``python -m`` would
 (:func:`current_folder_importable`).
