@@ -40,9 +40,10 @@ nothing of it changed; another callable is tried on float64 x), else in x's own 
 for the two ends as sources, about 6x a float32 forward pass for an Elman RNN and 11x for self-attention, at T = 128,
 d = 256 and at T = 1000, d = 512 (a float64 pass costs 1.5-2x a float32 one, and the batch holds 1 + S copies); for
 every source at T = 128 (8 perturbed), 11x and 33x. Inside ``seqlab.profile`` (which hands the module over as a
-callable, so the check runs in float32 there) with the traced pass's run standing in: about 2.8x an Elman forward and
-3.7x a self-attention forward at T = 1000, d = 512 (the batch of 1 + 2 rows; 5.0x and 4.6x with the plain run
-repeated, a 2-core machine under load 9).
+callable, so the check runs in float32 there) with the traced pass's run standing in: about 2.7x an Elman forward,
+3.7x a self-attention forward at T = 1000, d = 512 and 2.9x an all-MiniLM-L6-v2 forward at T = 512 (the batch of
+1 + 2 rows; 5.3x, 4.7x and 4.1x with the plain run repeated and profile's op recorder entered in every run; medians of
+two interleaved runs on a 2-core machine under load 9-15).
 
 When a pair is missed, one more pass (:func:`suspects`) names the ops where values cross the dispatcher's border:
 ``.item()`` (``aten._local_scalar_dense``), tensors made from Python or NumPy data (``aten.lift_fresh``) and the first
