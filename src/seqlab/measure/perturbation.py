@@ -32,8 +32,9 @@ run as rows of one batch (verified: the batch's base row must equal a plain run 
 rows and each copy runs alone, as it does when the layer draws random numbers: every run replays the same generator
 state, and a batch would draw other noise). The plain run is not repeated when the caller made one already in the
 check's dtype (``ran``: the traced pass of :func:`~seqlab.measure.traced_pass.measure_pass`, fused kernels off as
-here): the batch's base row is compared with it, and the plain run is taken only if they differ. At most :data:`MAX_SOURCES` traced sources are checked (both ends and
-evenly spaced ones between; :attr:`PerturbationCheck.sources` says which). The check runs in float64 when the layer runs in it (an
+here): the batch's base row is compared with it, and the plain run is taken only if they differ. At most
+:data:`MAX_SOURCES` traced sources are checked (both ends and evenly spaced ones between;
+:attr:`PerturbationCheck.sources` says which). The check runs in float64 when the layer runs in it (an
 ``nn.Module`` is called with float64 copies of its parameters and buffers through ``torch.func.functional_call``,
 nothing of it changed; another callable is tried on float64 x), else in x's own dtype
 (:attr:`PerturbationCheck.dtype`). Measured (one thread, CPU time, float32 layers, a 2-core machine under load 6):
