@@ -14,14 +14,18 @@ and 512, its longest), this times in CPU seconds (``time.process_time``, one thr
 interleaved round by round (each round times every candidate once, so a burst of load hits all alike), and prints
 the medians as ratios — one pass / forward and one pass / nothing — beside issue 34's bars (one pass ≤ 1.5×
 nothing; ≤ 3× a forward at T = 1000, d = 512, MiniLM 4×) and the load average. Then ``seqlab.profile`` as a whole
-(work, span, two-end paths and the signal path) against a forward pass (bar: 4×, MiniLM 5×).
+(work, span, two-end paths and the signal path) against a forward pass (bar: 4×, MiniLM 5×), and where its time
+went, each stage as a multiple of the same forward: the traced pass (its perturbation check apart), the perturbation
+check, the signal path, and the rest (the module's plain first call, the checks of its input and output).
 
     python benchmarks/one_pass_cost.py [--rounds 5] [--quick] [--no-profile] [--no-three]
+    python benchmarks/one_pass_cost.py --profile-only [--layers elman,attention,minilm]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import time
@@ -143,19 +147,67 @@ def report(name: str, T: int, d: int, medians: dict[str, float]) -> None:
           f"({verdict_nothing} ≤ {BAR_NOTHING:g}×){extra}; load {os.getloadavg()[0]:.1f}", flush=True)
 
 
+@contextlib.contextmanager
+def stage_timers(seconds: dict[str, float]):
+    """CPU seconds spent in profile's stages, added up in ``seconds`` while the block runs (the functions are wrapped
+    where profile and the traced pass look them up, and put back after)."""
+    import seqlab.measure.paths as paths_module
+    import seqlab.studies.profile as profile_module
+
+    wrapped = [(profile_module, "measure_pass", "traced pass"), (paths_module, "check_paths", "perturbation check"),
+               (profile_module, "read_signal_path", "signal path")]
+    originals = [getattr(module, name) for module, name, _ in wrapped]
+
+    def timed(function, label):
+        def run(*args, **kwargs):
+            start = time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                seconds[label] = seconds.get(label, 0.0) + time.process_time() - start
+        return run
+
+    for (module, name, label), original in zip(wrapped, originals):
+        setattr(module, name, timed(original, label))
+    try:
+        yield
+    finally:
+        for (module, name, _), original in zip(wrapped, originals):
+            setattr(module, name, original)
+
+
 def profile_cost(name: str, module: torch.nn.Module, x: torch.Tensor, rounds: int) -> None:
-    """seqlab.profile as a whole (signal path included) against a forward pass, interleaved."""
+    """seqlab.profile as a whole (signal path included) against a forward pass, interleaved; then its stages."""
     import seqlab
 
     def forward():
         with torch.no_grad():
             first(module(x))
 
-    medians = interleaved({"forward": forward, "profile": lambda: seqlab.profile(module, x)}, rounds)
+    stages: dict[str, list[float]] = {}
+
+    def profiled():
+        seconds: dict[str, float] = {}
+        with stage_timers(seconds):
+            start = time.process_time()
+            seqlab.profile(module, x)
+            seconds["total"] = time.process_time() - start
+        for label, value in seconds.items():
+            stages.setdefault(label, []).append(value)
+
+    medians = interleaved({"forward": forward, "profile": profiled}, rounds)
     ratio = medians["profile"] / medians["forward"]
     bar = BAR_PROFILE.get(name, 4.0)
     print(f"profile {name:20s} T={x.shape[-2]:5d} d={x.shape[-1]:4d}  {medians['profile']:7.2f} s CPU = {ratio:6.1f}× "
           f"fwd ({'meets' if ratio <= bar else 'MISSES'} ≤ {bar:g}×); load {os.getloadavg()[0]:.1f}", flush=True)
+    runs = stages.pop("total")[1:]  # the warm-up call apart
+    timed = {label: values[1:] for label, values in stages.items()}
+    check = timed.get("perturbation check", [0.0] * len(runs))
+    parts = {"traced pass (check apart)": [a - b for a, b in zip(timed.get("traced pass", [0.0] * len(runs)), check)],
+             "perturbation check": check, "signal path": timed.get("signal path", [0.0] * len(runs))}
+    parts["rest"] = [total - sum(values[i] for values in parts.values()) for i, total in enumerate(runs)]
+    print("    " + "; ".join(f"{label} {statistics.median(values) / medians['forward']:.2f}×"
+                             for label, values in parts.items()), flush=True)
 
 
 def main() -> None:
@@ -164,11 +216,17 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="only T = 128, d = 256")
     parser.add_argument("--no-profile", action="store_true", help="skip seqlab.profile as a whole")
     parser.add_argument("--no-three", action="store_true", help="skip the three separate passes")
+    parser.add_argument("--profile-only", action="store_true", help="only seqlab.profile as a whole, with its stages")
+    parser.add_argument("--layers", default="elman,attention,minilm",
+                        help="profile's layers, comma-separated from elman, attention, minilm (default: all three)")
     options = parser.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
     print(f"CPU time, 1 thread, PyTorch {torch.__version__}, {os.cpu_count()} cores; load {os.getloadavg()[0]:.1f}")
     sizes = SIZES[:1] if options.quick else SIZES
+    if options.profile_only:
+        whole(options, sizes, minilm() if "minilm" in options.layers.split(",") else None)
+        return
     for T, d in sizes:
         for name, layer in layers(d).items():
             x = torch.randn(1, T, d)
@@ -181,11 +239,20 @@ def main() -> None:
             report("all-MiniLM-L6-v2", T, 384, interleaved(candidates(encoder, x, not options.no_three), 3))
     if options.no_profile:
         return
+    whole(options, sizes, encoder)
+
+
+def whole(options, sizes, encoder) -> None:
+    """seqlab.profile at the longest size, for the layers asked for."""
     T, d = sizes[-1]
-    for name in ("Elman RNN", "self-attention"):
-        profile_cost(name, _module_of(name, d), torch.randn(1, T, d), 3)
-    if encoder is not None:
-        profile_cost("all-MiniLM-L6-v2", encoder, torch.randn(1, MINILM_LENGTHS[-1], 384), 3)
+    chosen = options.layers.split(",")
+    rounds = max(3, options.rounds // 2)
+    for key, name in (("elman", "Elman RNN"), ("attention", "self-attention")):
+        if key in chosen:
+            profile_cost(name, _module_of(name, d), torch.randn(1, T, d), rounds)
+    if encoder is not None and "minilm" in chosen:
+        profile_cost("all-MiniLM-L6-v2", encoder, torch.randn(1, MINILM_LENGTHS[-1] if T >= 512 else MINILM_LENGTHS[0],
+                                                                  384), rounds)
 
 
 def _module_of(name: str, d: int) -> torch.nn.Module:

@@ -195,3 +195,88 @@ def test_a_layer_that_writes_into_its_input_is_checked_on_fresh_copies():
     matrix = measure_paths(layer, x)
     assert torch.equal(x, kept)  # neither the trace nor the check wrote into the caller's x
     assert matrix.check.agrees and matrix.exact
+
+
+def _first(output):
+    return output[0] if isinstance(output, tuple) else output
+
+
+def _counted(layer):
+    """``layer`` with a count of its calls (``.calls``)."""
+    def run(z):
+        run.calls += 1
+        return layer(z)
+    run.calls = 0
+    return run
+
+
+def _check_alone(layer, x, sources, reachable):
+    """The check as it runs without the traced pass's output: its own plain run of x."""
+    return check_paths(layer, x, sources, lambda y: [y], [reachable], [()])[0]
+
+
+@pytest.mark.parametrize("kind", ["elman", "attention", "transformers"])
+def test_the_traced_pass_stands_in_for_the_checks_plain_run(kind):
+    """measure_pass hands its own output to the check (``ran``): the batch's x rows are compared with it, the same
+    verdicts come out, and the layer runs once less in the check (float32 callables: float64 fails, then x's dtype)."""
+    from seqlab.layers.attention import SelfAttention
+    from seqlab.layers.recurrent import ElmanRNN
+    from seqlab.measure.traced_pass import measure_pass
+
+    if kind == "transformers":
+        pytest.importorskip("transformers")
+        import hf_mixers
+        layer, x = hf_mixers.last_hidden(hf_mixers.build("mistral", torch.float32)), hf_mixers.embeddings(
+            6, torch.float32)
+    else:
+        module = (ElmanRNN(D, D, generator=torch.Generator().manual_seed(0)) if kind == "elman"
+                  else SelfAttention(D, generator=torch.Generator().manual_seed(0))).eval()
+        layer, x = (lambda z: _first(module(z))), _x(14, shape=(1, 6, D))
+    counted = _counted(layer)
+    measured = measure_pass(counted, x, sources=(0, 5), work=False, span=False)
+    reachable = [[v is not None for v in row] for row in measured.paths.products]
+    alone = _counted(layer)
+    expected = _check_alone(alone, x, (0, 5), reachable)
+    assert measured.paths.check == expected and expected.route == "finite differences, batched"
+    assert expected.dtype == "float32" and expected.agrees
+    # the traced pass, then the check: float64 (refused at its first op), the batch; alone: float64, x, the batch
+    assert (counted.calls, alone.calls) == (1 + 2, 3)
+
+
+def test_a_traced_output_that_disagrees_with_the_batch_falls_back_to_the_plain_run():
+    """A stand-in that is not what a plain run gives (here: a wrong one on purpose) is never trusted alone: the
+    plain run is taken, and the verdicts are those of the check without it."""
+    layer = lambda z: z.cumsum(-2)
+    x = _x(15, dtype=torch.float64, shape=(1, T, D))
+    reachable = [[j >= s for j in range(T)] for s in (0, T - 1)]
+    wrong = [layer(x) + 1.0]
+    with_wrong = check_paths(layer, x, (0, T - 1), lambda y: [y], [reachable], [()], ran=wrong)[0]
+    assert with_wrong == _check_alone(layer, x, (0, T - 1), reachable)
+    assert with_wrong.route == "finite differences, batched" and with_wrong.agrees
+
+
+@pytest.mark.parametrize("shape", [(2, T, D), (3, T, D)])
+def test_a_layer_that_mixes_its_batch_rows_with_the_traced_output_still_runs_each_copy_alone(shape):
+    def layer(x):
+        return x - x.mean(dim=0, keepdim=True) + x.cumsum(-2)
+
+    x = _x(16, dtype=torch.float64, shape=shape)
+    from seqlab.measure.traced_pass import measure_pass
+
+    measured = measure_pass(layer, x, sources=(0, T - 1), work=False, span=False)
+    assert measured.paths.check.route == "finite differences" and measured.paths.check.agrees
+
+
+@pytest.mark.parametrize("p", [0.5, 0.25])
+def test_a_layer_that_draws_with_the_traced_output_runs_each_copy_alone(p):
+    """Dropout in training mode: whether the layer draws shows when the batch runs (no plain run came first); the
+    batch is dropped and every copy runs alone, as without the traced output."""
+    from seqlab.measure.traced_pass import measure_pass
+
+    dropout = torch.nn.Dropout(p).train()
+    layer = lambda z: dropout(z).cumsum(-2)
+    x = _x(17, dtype=torch.float64, shape=(1, T, D))
+    measured = measure_pass(layer, x, sources=(0, T - 1), work=False, span=False)
+    reachable = [[v is not None for v in row] for row in measured.paths.products]
+    assert measured.paths.check == _check_alone(layer, x, (0, T - 1), reachable)
+    assert measured.paths.check.route == "finite differences"

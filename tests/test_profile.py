@@ -271,3 +271,48 @@ def test_a_disagreeing_perturbation_check_makes_the_profiles_paths_a_named_bound
     assert "agrees with the trace" in shown(agreed) and "(the paths are a bound)" not in shown(agreed)
     assert "1 pair(s) the trace calls unreachable move (source 4 -> output 0 first)" in shown(bound)
     assert "(the paths are a bound)" in shown(bound)
+
+
+# --- A trace that fails names its op; one that succeeds runs without the recorder ---------------------------------
+
+class _TanhFails:
+    """Makes the traced pass fail inside aten.tanh (as an engine failure would), only while patched."""
+
+    def __init__(self, monkeypatch):
+        from seqlab.measure.traced_pass import TracedPass
+
+        original = TracedPass.__torch_dispatch__
+
+        def failing(mode, func, types, args=(), kwargs=None):
+            if func.overloadpacket.__name__ == "tanh":
+                raise RuntimeError("engine broke here")
+            return original(mode, func, types, args, kwargs)
+
+        monkeypatch.setattr(TracedPass, "__torch_dispatch__", failing)
+
+
+@pytest.mark.parametrize("module", [ElmanRNN(3, 3, generator=torch.Generator().manual_seed(0)),
+                                    nn.Sequential(nn.Linear(3, 3), nn.Tanh())])
+def test_a_failing_trace_names_the_op_it_failed_in(monkeypatch, module):
+    _TanhFails(monkeypatch)
+    with pytest.raises(SeqlabError, match=r"the traced pass cannot trace \w+: op aten\.tanh\S* failed "
+                                          r"\(RuntimeError: engine broke here\)"):
+        profile(module, torch.randn(1, 4, 3))
+
+
+@pytest.mark.parametrize("module", [ElmanRNN(3, 3, generator=torch.Generator().manual_seed(0)),
+                                    SelfAttention(3, generator=torch.Generator().manual_seed(0))])
+def test_a_trace_that_succeeds_runs_without_the_op_recorder(monkeypatch, module):
+    """The recorder (a dispatch mode of its own, about 9 µs per op) is only entered to name an op that failed."""
+    from seqlab.studies import profile as profile_module
+
+    made = []
+    original = profile_module._OpRecorder.__init__
+
+    def counted(recorder):
+        made.append(recorder)
+        original(recorder)
+
+    monkeypatch.setattr(profile_module._OpRecorder, "__init__", counted)
+    result = profile(module, torch.randn(1, 5, 3))
+    assert made == [] and result.path.first_to_last_products is not None

@@ -334,12 +334,16 @@ def checked(layer: Callable[[Tensor], Any], x: Tensor, sources: tuple[int, ...],
             select: Callable[[Any], Sequence[Tensor]], batches: Sequence[PathBatch],
             check: bool | None) -> list[PerturbationCheck | None]:
     """The perturbation check of each selected output (:func:`~seqlab.measure.perturbation.check_paths`), once per
-    input whatever the number of passes; ``check`` None follows :data:`~seqlab.measure.perturbation.CHECK`."""
+    input whatever the number of passes; ``check`` None follows :data:`~seqlab.measure.perturbation.CHECK`. The
+    output of a first pass that read more than distances (:attr:`PathBatch.traced`, a run of x with fused kernels
+    off) is handed over, so that the check need not repeat that run (``check_paths``' ``ran``)."""
     if not (perturbation.CHECK if check is None else check):
         return [None] * len(batches[0].products)
     reachable = [[[v is not None for v in row] for b in batches for row in b.products[k]]
                  for k in range(len(batches[0].products))]
-    return check_paths(layer, x, sources, select, reachable, batches[0].undefined)
+    first = batches[0].traced
+    return check_paths(layer, x, sources, select, reachable, batches[0].undefined,
+                       ran=select(first.output) if first is not None else None)
 
 
 def path_matrices(batches: Sequence[PathBatch], sources: tuple[int, ...],

@@ -30,14 +30,21 @@ is compared with what the trace says, source by source:
 Cost, by design one batched pass where the layer allows it: when x has a batch dim, the base and every perturbed copy
 run as rows of one batch (verified: the batch's base row must equal a plain run of x, else the layer mixes its batch
 rows and each copy runs alone, as it does when the layer draws random numbers: every run replays the same generator
-state, and a batch would draw other noise). At most :data:`MAX_SOURCES` traced sources are checked (both ends and
-evenly spaced ones between; :attr:`PerturbationCheck.sources` says which). The check runs in float64 when the layer runs in it (an
+state, and a batch would draw other noise). The plain run is not repeated when the caller made one already in the
+check's dtype (``ran``: the traced pass of :func:`~seqlab.measure.traced_pass.measure_pass`, fused kernels off as
+here): the batch's base row is compared with it, and the plain run is taken only if they differ. At most
+:data:`MAX_SOURCES` traced sources are checked (both ends and evenly spaced ones between;
+:attr:`PerturbationCheck.sources` says which). The check runs in float64 when the layer runs in it (an
 ``nn.Module`` is called with float64 copies of its parameters and buffers through ``torch.func.functional_call``,
 nothing of it changed; another callable is tried on float64 x), else in x's own dtype
 (:attr:`PerturbationCheck.dtype`). Measured (one thread, CPU time, float32 layers, a 2-core machine under load 6):
 for the two ends as sources, about 6x a float32 forward pass for an Elman RNN and 11x for self-attention, at T = 128,
 d = 256 and at T = 1000, d = 512 (a float64 pass costs 1.5-2x a float32 one, and the batch holds 1 + S copies); for
-every source at T = 128 (8 perturbed), 11x and 33x.
+every source at T = 128 (8 perturbed), 11x and 33x. Inside ``seqlab.profile`` (which hands the module over as a
+callable, so the check runs in float32 there) with the traced pass's run standing in: about 2.7x an Elman forward,
+3.7x a self-attention forward at T = 1000, d = 512 and 2.9x an all-MiniLM-L6-v2 forward at T = 512 (the batch of
+1 + 2 rows; 5.3x, 4.7x and 4.1x with the plain run repeated and profile's op recorder entered in every run; medians of
+two interleaved runs on a 2-core machine under load 9-15).
 
 When a pair is missed, one more pass (:func:`suspects`) names the ops where values cross the dispatcher's border:
 ``.item()`` (``aten._local_scalar_dense``), tensors made from Python or NumPy data (``aten.lift_fresh``) and the first
@@ -49,6 +56,7 @@ Shapes: x (..., T, d_in); y (..., T_out, d_out) per selected output; S checked s
 from __future__ import annotations
 
 import contextlib
+import functools
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -164,7 +172,7 @@ def checked_sources(sources: Sequence[int], most: int = MAX_SOURCES) -> tuple[in
 
 def check_paths(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[int], select: Select,
                 reachable: Sequence[Sequence[Sequence[bool]]], undefined: Sequence[Sequence[int]],
-                *, seed: int = 0) -> list[PerturbationCheck]:
+                *, seed: int = 0, ran: Sequence[Tensor] | None = None) -> list[PerturbationCheck]:
     """Check a traced path matrix (one per selected output) by perturbing the traced sources.
 
     >>> rnn = torch.nn.RNN(3, 3)
@@ -179,6 +187,11 @@ def check_paths(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[int
         reachable: per selected output, per traced source, per output position: whether the trace has a path.
         undefined: per selected output, its NaN positions (not judged).
         seed: the seed of the random directions.
+        ran: the selected outputs of a run of ``layer`` on x that already happened in x's own dtype, fused kernels
+            off (the traced pass, :func:`~seqlab.measure.traced_pass.measure_pass`), or None. Where the check runs
+            in that dtype and batches its copies, the batch's own x rows are compared with these instead of with
+            one more plain run (the plain run is still taken when they differ, when the layer draws noise or when
+            the copies run alone): the same verdicts, one forward pass fewer.
 
     Returns:
         One :class:`PerturbationCheck` per selected output.
@@ -197,11 +210,12 @@ def check_paths(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[int
             run.draws = False
             return run
 
-        return _check(layer, x, tuple(sources), select, reachable, undefined, seed, replayed)
+        return _check(layer, x, tuple(sources), select, reachable, undefined, seed, replayed, ran)
 
 
 def _check(layer, x: Tensor, sources: tuple[int, ...], select: Select, reachable, undefined, seed: int,
-           replayed: Callable[[Callable[[Tensor], Any]], Callable[[Tensor], Any]]) -> list[PerturbationCheck]:
+           replayed: Callable[[Callable[[Tensor], Any]], Callable[[Tensor], Any]],
+           ran: Sequence[Tensor] | None = None) -> list[PerturbationCheck]:
     chosen = checked_sources(sources)
     rows = [sources.index(s) for s in chosen]
     if not x.is_floating_point():
@@ -211,9 +225,11 @@ def _check(layer, x: Tensor, sources: tuple[int, ...], select: Select, reachable
     for dtype in dict.fromkeys((torch.float64, x.dtype)):
         function = replayed(_in_dtype(layer, dtype))
         base = x.detach().to(dtype, copy=True)
-        directions = _directions(base, chosen, torch.Generator().manual_seed(seed))  # (S, *x.shape)
+        known = tuple(ran) if ran is not None and dtype == x.dtype else None  # a run in this dtype, already made
+        # (S, *x.shape), made once the layer has run in this dtype: a layer that refuses it costs no copies
+        made = functools.cache(functools.partial(_directions, base, chosen, torch.Generator().manual_seed(seed)))
         try:
-            route, movements, still = _movements(function, select, base, directions)
+            route, movements, still = _movements(function, select, base, made, known)
         except Exception as error:  # noqa: BLE001 - a layer that does not run in this dtype: the next one
             failure = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"[:200]
             continue
@@ -224,7 +240,7 @@ def _check(layer, x: Tensor, sources: tuple[int, ...], select: Select, reachable
             trace = [r[a] for a in rows]
             missed, candidates, fading = _compare(movements[k], still[k], threshold, chosen, trace, u)
             checks.append((missed, candidates, fading))
-        certified, route = _certify(function, select, base, directions, chosen, checks, route)
+        certified, route = _certify(function, select, base, made(), chosen, checks, route)
         return [PerturbationCheck(route, name, chosen, missed, unmoved, unresolved,
                                   tuple(suspects(replayed(layer), x)) if missed else ())
                 for (missed, _, _), (unmoved, unresolved) in zip(checks, certified, strict=True)]
@@ -266,49 +282,91 @@ def _step(x: Tensor) -> float:
     return torch.finfo(x.dtype).eps ** (1 / 3) * (1 + largest)
 
 
-def _movements(function: Callable[[Tensor], Any], select: Select, x: Tensor,
-               directions: Tensor) -> tuple[str, list[Tensor], list[Tensor]]:
+def _movements(function: Callable[[Tensor], Any], select: Select, x: Tensor, directions: Callable[[], Tensor],
+               known: tuple[Tensor, ...] | None = None) -> tuple[str, list[Tensor], list[Tensor]]:
     """Per selected output, the (S, T_out) movements and where the output did not change by a bit (S, T_out), and
     the route. One batch holds the base and every copy when x has a batch dim and the layer keeps its batch rows
-    apart; else each copy runs alone. Raises when the layer cannot run."""
+    apart; else each copy runs alone. ``directions`` makes the (S, *x.shape) directions, called once the layer has
+    run in this dtype. ``known``: the outputs of a run on x made already (see :func:`check_paths`), which the batch's
+    own x rows are compared with first; the plain base run happens only when it is needed. Raises when the layer
+    cannot run."""
     from seqlab.measure.switches import reference_kernels
 
     def outputs(z: Tensor) -> tuple[Tensor, ...]:
         return tuple(t.detach() for t in select(function(z.clone())))  # a layer may write into x
 
     h = _step(x)
-    moved_inputs = x + h * directions  # (S, *x.shape)
     with _quiet(), reference_kernels(), torch.no_grad():
-        base = outputs(x)  # raises for a layer that cannot run in this dtype (the caller tries the next one)
+        plain: list[tuple[Tensor, ...]] = []
+
+        def base() -> tuple[Tensor, ...]:
+            """The plain run of x, once (raises for a layer that cannot run in this dtype: the caller tries the
+            next one)."""
+            if not plain:
+                plain.append(outputs(x))
+            return plain[0]
+
+        if known is not None and not _batchable(x, known):
+            known = None
+        reference = known if known is not None else base()
+        moved_inputs = x + h * directions()  # (S, *x.shape)
         route, changes = "finite differences", None
         # a layer that draws noise draws other noise for a batch of copies: each copy then runs alone
-        if x.dim() >= 3 and all(y.dim() >= 3 and y.shape[0] == x.shape[0] for y in base) and \
-                not getattr(function, "draws", False):
-            changes = _batched(outputs, x, moved_inputs, base)  # (S, *y.shape) per output
+        if _batchable(x, reference) and not getattr(function, "draws", False):
+            # with a known run, the batch is the first run of this check: whether the layer draws shows only now
+            changes = _batched(outputs, x, moved_inputs, (reference,) if known is None else (known, base),
+                               (lambda: getattr(function, "draws", False)) if known is not None else (lambda: False))
+            # (S, *y.shape) per output
             route = "finite differences, batched"
         if changes is None:
             route = "finite differences"
             runs = [outputs(z) for z in moved_inputs]
-            changes = [torch.stack([run[k] for run in runs]) - b for k, b in enumerate(base)]
+            changes = [torch.stack([run[k] for run in runs]) - b for k, b in enumerate(base())]
     movements = [_per_position(c / h) for c in changes]
     still = [_per_position((c != 0) & ~c.isnan()) == 0 for c in changes]  # NaN - NaN: not judged
     return route, movements, still
 
 
-def _batched(outputs, x: Tensor, moved_inputs: Tensor, base: tuple[Tensor, ...]) -> list[Tensor] | None:
+def _batchable(x: Tensor, ys: Sequence[Tensor]) -> bool:
+    """Whether x has a batch dim (dim 0) that every output keeps."""
+    return x.dim() >= 3 and all(y.dim() >= 3 and y.shape[0] == x.shape[0] for y in ys)
+
+
+def _batched(outputs, x: Tensor, moved_inputs: Tensor,
+             bases: Sequence[tuple[Tensor, ...] | Callable[[], tuple[Tensor, ...]]],
+             draws: Callable[[], bool] = lambda: False) -> list[Tensor] | None:
     """Every perturbed copy as rows of one batch with x itself: each copy's change against the batch's own x rows,
     (S, *y.shape) per output (exact differences: no re-rounding against the base), or None when the layer's
-    batch rows do not keep apart (the batch's own x rows differ from the plain run beyond rounding) or it fails."""
+    batch rows do not keep apart (the batch's own x rows differ from a run of x alone beyond rounding), it draws
+    noise (``draws()`` after the batch ran) or it fails.
+
+    ``bases``: runs of x alone to compare the batch's own rows with, tried in order (a callable is run only when
+    reached): the batch is accepted when its rows agree with one of them.
+    """
     B, S = x.shape[0], moved_inputs.shape[0]
     try:
         together = outputs(torch.cat([x, moved_inputs.reshape(S * B, *x.shape[1:])]))
     except Exception:  # noqa: BLE001 - a layer with a fixed batch size
         return None
+    if draws():
+        return None
+    for base in bases:
+        result = _apart(together, base() if callable(base) else base, B, S)
+        if result is not None:
+            return result
+    return None
+
+
+def _apart(together: tuple[Tensor, ...], base: tuple[Tensor, ...], B: int, S: int) -> list[Tensor] | None:
+    """The copies' changes (S, *y.shape) per output when the batch's own x rows equal ``base`` up to rounding,
+    else None (a layer mixing its batch rows, or a batch of another size)."""
     result = []
     for y, b in zip(together, base, strict=True):
         if y.shape[0] != (S + 1) * B:
             return None
         own = y[:B]
+        if own.shape != b.shape:
+            return None
         scale = float(b.abs().nan_to_num(posinf=0.0, neginf=0.0).max()) if b.numel() else 0.0
         # a batched kernel may round otherwise than a plain one (1000 eps); a layer mixing its batch rows moves
         # x's own rows by about h, far above that
