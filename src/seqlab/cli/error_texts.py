@@ -111,5 +111,6 @@ ERROR_MESSAGES = (
     "output must be an index in [0, {last}] or a key ({keys}) of what {module} returns; received {value}",
     "output must be an index in [0, {last}] of what {module} returns; received {value}",
     "output {index} of {module} is a {kind}, not a tensor; choose another with output",
+    "output {index} of {module} has no dim of the {T} positions, received shape {shape}; choose another with output",
 )
 

@@ -117,7 +117,7 @@ def _grown(module: Callable[[Tensor], Any], x: Tensor, dim: int, y: Tensor,
 
 
 def find_positions(module: Callable[[Tensor], Any], x: Tensor, y: Tensor, *, layout: str | None = None,
-                   select: Callable[[Any], Any] = lambda out: out) -> Positions:
+                   select: Callable[[Any], Any] = lambda out: out, element: int | None = None) -> Positions:
     """Which dim of x, and of the output y = select(module(x)), holds the positions.
 
     The rule, in order: a layout named by the caller; a module's own ``batch_first`` (False: x is (T, B, d), which
@@ -140,6 +140,7 @@ def find_positions(module: Callable[[Tensor], Any], x: Tensor, y: Tensor, *, lay
         y: the output measured of ``module(x)``: a tensor with at least x's dims (batch, positions, width).
         layout: None to find it, or a key of :data:`LAYOUTS`.
         select: picks the measured tensor from what the module returns.
+        element: its index when the module returns a container (said in a refusal), else None.
 
     Returns:
         A :class:`Positions`.
@@ -153,10 +154,7 @@ def find_positions(module: Callable[[Tensor], Any], x: Tensor, y: Tensor, *, lay
     flag = batch_first_of(module)
     shape = tuple(x.shape)
     if y.dim() < x.dim():  # no batch, positions and width left: nothing to read positions on (a pooled output)
-        T = shape[POSITIONS_DIM[layout or ("btd" if flag is not False else "tbd")]]
-        raise SeqlabError(f"{name} must return a tensor with the {T} positions on dim -2 "
-                          f"(or a tuple whose first element is one), received shape {tuple(y.shape)}",
-                          parameter="module")
+        _no_positions(name, shape[POSITIONS_DIM[layout or ("btd" if flag is not False else "tbd")]], -2, y, element)
     if layout is not None and flag is not None and (layout == "tbd") == flag:
         reads = "(B, T, d)" if flag else "(T, B, d)"
         raise SeqlabError(f"{name} has batch_first={flag}: it reads x {shape} as {reads}, not as {LAYOUTS[layout]}; "
@@ -191,7 +189,14 @@ def find_positions(module: Callable[[Tensor], Any], x: Tensor, y: Tensor, *, lay
     elif followed and len(followed) == 1:
         output_dim = followed[0]
     else:
-        raise SeqlabError(f"{name} must return a tensor with the {T} positions on dim {own - y.dim()} "
-                          f"(or a tuple whose first element is one), received shape {tuple(y.shape)}",
-                          parameter="module")
+        _no_positions(name, T, own - y.dim(), y, element)
     return Positions(layout, found, POSITIONS_DIM[layout], output_dim)
+
+
+def _no_positions(name: str, T: int, dim: int, y: Tensor, element: int | None) -> None:
+    """Refuse an output measured that holds no positions (a pooled tensor, a last state)."""
+    if element is not None:
+        raise SeqlabError(f"output {element} of {name} has no dim of the {T} positions, received shape "
+                          f"{tuple(y.shape)}; choose another with output", parameter="output")
+    raise SeqlabError(f"{name} must return a tensor with the {T} positions on dim {dim} "
+                      f"(or a tuple whose first element is one), received shape {tuple(y.shape)}", parameter="module")

@@ -371,7 +371,7 @@ def profile(module: Callable[..., Any], x: Tensor, *, sources: Sequence[int] | s
         y = select(returned)
         # which dims hold the positions, in x and y (a sequence-first module's own flag, else the shapes): the
         # engine reads them on dim -2, so they are moved there; a (B, d, T) layer is never measured across channels
-        positions = find_positions(module, x, y, layout=layout, select=select)
+        positions = find_positions(module, x, y, layout=layout, select=select, element=select.index)
         x = x.movedim(positions.input_dim, 1).contiguous()  # (B, T, d)
         T = x.shape[-2]
         chosen = _resolve_sources(sources, T)
