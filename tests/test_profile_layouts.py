@@ -254,7 +254,7 @@ def test_t_equal_d_without_weights_needs_the_layout_named(module):
     assert str(error) == message and error.parameter == "layout"
     assert translate_error(message, "es") == (
         "no se puede saber qué dimensión de x (1, 6, 6) guarda las posiciones: T = d y "
-        f"{type(module).__name__} funciona con cualquiera de las dos más larga; nombra la disposición: btd para "
+        f"{type(module).__name__} funciona alargando cualquiera de las dos; nombra la disposición: btd para "
         "(B, T, d) o bdt para (B, d, T)")
     named = profile(module, x_of(1, 6, 6), layout="btd")
     assert (named.layout, named.layout_found, named.T) == ("btd", "named", 6)
@@ -380,8 +380,8 @@ def test_input_for_builds_the_layout_the_module_takes():
     (["make_running_mean", "--seq-len", "8", "--d-model", "8"], "--layout",
      "cannot tell which dim of x (1, 8, 8) holds the positions: T = d and RunningMean runs with either dim longer; "
      "name the layout: btd for (B, T, d) or bdt for (B, d, T)",
-     "no se puede saber qué dimensión de x (1, 8, 8) guarda las posiciones: T = d y RunningMean funciona con "
-     "cualquiera de las dos más larga; nombra la disposición: btd para (B, T, d) o bdt para (B, d, T)"),
+     "no se puede saber qué dimensión de x (1, 8, 8) guarda las posiciones: T = d y RunningMean funciona alargando "
+     "cualquiera de las dos; nombra la disposición: btd para (B, T, d) o bdt para (B, d, T)"),
     (["make_recurrence", "--seq-len", "8", "--d-model", "4", "--output", "1"], "--output",
      "output 1 of DecayRecurrence has no dim of the 8 positions, received shape (1, 4); choose another with output",
      "la salida 1 de DecayRecurrence no tiene ninguna dimensión de las 8 posiciones; se recibió la forma (1, 4); "
