@@ -378,14 +378,14 @@ def test_input_for_builds_the_layout_the_module_takes():
 
 @pytest.mark.parametrize(("args", "option", "en", "es"), [
     (["make_running_mean", "--seq-len", "8", "--d-model", "8"], "--layout",
-     "cannot tell which dim of x (1, 8, 8) holds the positions: T = d and RunningMean runs with either dim longer; "
-     "name the layout: btd for (B, T, d) or bdt for (B, d, T)",
-     "no se puede saber qué dimensión de x (1, 8, 8) guarda las posiciones: T = d y RunningMean funciona alargando "
-     "cualquiera de las dos; nombra la disposición: btd para (B, T, d) o bdt para (B, d, T)"),
+     ("cannot tell which dim of x (1, 8, 8) holds the positions: T = d and RunningMean runs with either dim longer; "
+      "name the layout: btd for (B, T, d) or bdt for (B, d, T)"),
+     ("no se puede saber qué dimensión de x (1, 8, 8) guarda las posiciones: T = d y RunningMean funciona alargando "
+      "cualquiera de las dos; nombra la disposición: btd para (B, T, d) o bdt para (B, d, T)")),
     (["make_recurrence", "--seq-len", "8", "--d-model", "4", "--output", "1"], "--output",
      "output 1 of DecayRecurrence has no dim of the 8 positions, received shape (1, 4); choose another with output",
-     "la salida 1 de DecayRecurrence no tiene ninguna dimensión de las 8 posiciones; se recibió la forma (1, 4); "
-     "elige otra con output"),
+     ("la salida 1 de DecayRecurrence no tiene ninguna dimensión de las 8 posiciones; se recibió la forma (1, 4); "
+      "elige otra con output")),
     (["make_recurrence", "--layout", "xyz"], "--layout", "layout must be one of btd, bdt, tbd; received 'xyz'",
      "la disposición debe ser una de btd, bdt, tbd; se recibió 'xyz'"),
 ])

@@ -550,12 +550,15 @@ def input_for(module: Callable[..., Any], *, batch: int, seq_len: int, d_model: 
     x = torch.randn(batch, seq_len, d_model, generator=torch.Generator().manual_seed(seed))  # (B, T, d)
     if layout is None and seq_len != d_model:
         channels_first = x.transpose(1, 2).contiguous()  # (B, d, T)
-        with evaluation_mode(module), torch.no_grad():
-            for candidate in (x, channels_first):
-                try:
-                    module(candidate)
-                except Exception:  # noqa: BLE001 - the layout it does not take; profile reports a failure of both
-                    continue
-                return candidate
-        return x
+        return channels_first if not _runs(module, x) and _runs(module, channels_first) else x
     return x.movedim(1, POSITIONS_DIM[layout or "btd"]).contiguous()
+
+
+def _runs(module: Callable[..., Any], x: Tensor) -> bool:
+    """Whether ``module`` runs on ``x`` (eval mode, no gradients); a failure is the answer, never raised."""
+    with evaluation_mode(module), torch.no_grad():
+        try:
+            module(x)
+        except Exception:  # noqa: BLE001 - a layout the module does not take
+            return False
+    return True
