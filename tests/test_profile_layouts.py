@@ -135,6 +135,8 @@ def test_a_tuple_output_names_its_first_element_and_measures_it(make):
     assert result.output_shape == (1, 5, 4)
     assert figures(result) == figures(profile(Only(module, 0), x))
     assert "0 of 2, (1, 5, 4)" in printed(result, "en") and "0 de 2, (1, 5, 4)" in printed(result, "es")
+    assert "Output measured (element, shape)" in result.html("en") and "0 of 2, (1, 5, 4)" in result.html("en")
+    assert "Salida medida (elemento, forma)" in result.html("es")  # the notebook view, in both languages
     document = json.loads(to_json(result))
     assert (document["output_index"], document["output_key"], document["output_count"]) == (0, None, 2)
     assert document["output_shape"] == [1, 5, 4]
@@ -236,6 +238,27 @@ def test_a_channels_first_layer_is_measured_on_its_positions(make, T):
     assert "(B, d, T), from the shapes" in printed(result, "en")
     assert "(B, d, T), según las formas" in printed(result, "es")
     assert json.loads(to_json(result))["layout"] == "bdt"
+
+
+class Halving(nn.Module):
+    """A channels-first layer that halves the positions: (B, d, T) -> (B, d, T / 2)."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(d, d, 2, stride=2)
+
+    def forward(self, x):  # (B, d, T)
+        return torch.tanh(self.conv(x))
+
+
+@pytest.mark.parametrize("T", [4, 8], ids=["T = d", "T != d"])
+@pytest.mark.parametrize("make", [lambda d: nn.Conv1d(d, d, 2, stride=2), Halving], ids=["Conv1d", "Halving"])
+def test_a_layer_that_drops_positions_is_refused_never_read_across_channels(make, T):
+    module = make(4)
+    error = refusal(lambda: profile(module, x_of(1, 4, T)))  # the width fails longer, T runs: T is on dim -1
+    assert str(error) == f"{type(module).__name__} must return a tensor with the {T} positions on dim -1 (or a " \
+                         f"tuple whose first element is one), received shape (1, 4, {T // 2})"
+    assert error.parameter == "module"
 
 
 @pytest.mark.parametrize("make", [lambda d: nn.RNN(d, d, batch_first=True), lambda d: pitfall("make_recurrence", d)],

@@ -124,7 +124,9 @@ def find_positions(module: Callable[[Tensor], Any], x: Tensor, y: Tensor, *, lay
     must be named, since a (B, T, d) x would be read with its positions as batch rows); else the shapes: x (B, ·, ·)
     is run once more with dim 1 one longer and once with dim 2 one longer, and the dim whose length an output dim
     follows (and the other does not: a layer of fixed width fails, or keeps its output, on a longer width) holds
-    the positions. When both dims or neither are followed the shapes cannot tell: with the two dims of different
+    the positions; when no output dim follows either, the one dim the module runs with longer (the other, a fixed
+    width, fails) holds them, and an output that lost their length is refused (a strided or pooling layer). When
+    both dims or neither are followed the shapes cannot tell: with the two dims of different
     lengths x is read as documented, (B, T, d) (``found`` says so); with equal lengths (T = d) the layout must be
     named. The output's positions are the dim that followed the input's (preferring the layout's own place: dim -2
     for (B, T, d) and (T, B, d)... as y's rank allows, dim -1 for (B, d, T)), else that place if it is T long.
@@ -169,8 +171,9 @@ def find_positions(module: Callable[[Tensor], Any], x: Tensor, y: Tensor, *, lay
     else:
         grown = {dim: _grown(module, x, dim, y, select) for dim in (1, 2)}
         by_shape = [dim for dim, outputs in grown.items() if outputs]
-        if len(by_shape) == 1:
-            found, layout = "shapes", "btd" if by_shape[0] == 1 else "bdt"
+        runs = [dim for dim, outputs in grown.items() if outputs is not None]
+        if len(by_shape) == 1 or not by_shape and len(runs) == 1:  # the one dim followed, or the one not fixed
+            found, layout = "shapes", "btd" if (by_shape or runs)[0] == 1 else "bdt"
         elif shape[1] != shape[2]:
             found, layout = "as_given", "btd"
         else:
