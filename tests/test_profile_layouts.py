@@ -269,6 +269,14 @@ def test_a_batch_first_layer_at_t_equal_d_is_read_as_such(make):
     assert result.path.first_to_last_products is not None  # a recurrence connects 1 to T
 
 
+def test_a_hugging_face_conv1d_is_a_linear_over_the_width():
+    pytorch_utils = pytest.importorskip("transformers.pytorch_utils")
+    torch.manual_seed(0)
+    result = profile(pytorch_utils.Conv1D(5, 5), x_of(1, 5, 5))  # GPT-2's "Conv1D": x (B, T, d) @ W, despite its name
+    assert (result.layout, result.layout_found, result.multiplications) == ("btd", "shapes", 5 * 5 * 5)
+    assert result.path.first_to_last_products is None  # per position: no path between positions
+
+
 @pytest.mark.parametrize("module", [nn.Softmax(dim=1), pitfall("make_running_mean", 6)], ids=["Softmax", "RunningMean"])
 def test_t_equal_d_without_weights_needs_the_layout_named(module):
     message = f"cannot tell which dim of x (1, 6, 6) holds the positions: T = d and {type(module).__name__} runs " \
