@@ -1,8 +1,9 @@
 """``seqlab profile``: Table 1's three measurements on any sequence module of your own (L1–L4).
 
 Given a module that maps x (B, T, d) to y (B, T, d_out) — or to a tuple, list or mapping holding y, the element
-measured named in the result (``output`` chooses another) — this measures, on one traced forward pass (:func:`~seqlab.measure.traced_pass.measure_pass`; more passes only when
-many sources' distances do not fit in one):
+measured named in the result (``output`` chooses another) — this measures, on one traced forward pass
+(:func:`~seqlab.measure.traced_pass.measure_pass`; more passes only when many sources' distances do not fit in
+one):
 
 * **work** — multiplications counted while it runs (as :func:`~seqlab.measure.work.count_multiplications`
   counts them: one per multiply-add; ops that may multiply but have no formula are named, never counted as 0);
