@@ -75,6 +75,16 @@ OUTPUTS: dict[str, Shown] = {
                      copy=("examples/my_layer.py",)),
     "profile.es": Shown("seqlab profile my_layer:make_layer --seq-len 16 --d-model 8 --lang es",
                         copy=("examples/my_layer.py",)),
+    # The tutorial's last part: a layer of one's own meeting each pitfall on purpose (examples/my_pitfalls.py).
+    **{f"profile-{name}{suffix}": Shown(f"seqlab profile my_pitfalls:{arguments} --lang {lang}",
+                                        copy=("examples/my_pitfalls.py",), exit_code=code)
+       for name, arguments, code in (
+           ("tuple", "make_recurrence --seq-len 8 --d-model 4", 0),
+           ("tuple-state", "make_recurrence --seq-len 8 --d-model 4 --output 1", 2),
+           ("channels-first", "make_channels_first --seq-len 8 --d-model 8", 0),
+           ("ambiguous", "make_running_mean --seq-len 8 --d-model 8", 2),
+           ("factory", "make_attention_4_heads --seq-len 8 --d-model 6", 2))
+       for suffix, lang in (("", "en"), (".es", "es"))},
     # Wide, so that every sentence is one line: a line that carries a time is left out of the check whole.
     "bench": Shown("seqlab bench --lengths 64,128 --d-model 32 --machines rnn,sdpa --threads 1 "
                    "--min-run-time 0.05 --lang en", columns=700),

@@ -213,7 +213,7 @@ def test_profile_refuses_a_sequence_first_module_on_batch_first_input(module):
     layer = module if not isinstance(module, nn.MultiheadAttention) else _SelfAttention(module)
     with pytest.raises(SeqlabError, match="batch_first=False"):
         profile(layer, torch.randn(1, 5, 4))
-    assert profile(layer, torch.randn(5, 4)).T == 5  # the same module on (T, d) is measured
+    assert profile(layer, torch.randn(5, 1, 4), layout="tbd").T == 5  # the same module on (T, B, d), named
 
 
 class _SelfAttention(nn.Module):

@@ -153,7 +153,7 @@ def test_refused_ops_are_named_and_their_paths_printed_as_bounds(monkeypatch, la
 
 @pytest.mark.parametrize(("module", "x", "message"), [
     ("not a module", torch.randn(1, 4, 3), "module must be a torch.nn.Module"),
-    (nn.Identity(), torch.randn(4), r"x must be a floating tensor of shape \(B, T, d\) or \(T, d\)"),
+    (nn.Identity(), torch.randn(4), r"x must be a floating tensor of shape \(B, T, d\) with B, T, d >= 1"),
     (nn.Identity(), torch.ones(1, 4, 3, dtype=torch.long), "received torch.int64 tensor"),
     (nn.Linear(5, 5), torch.randn(1, 4, 3), r"Linear fails on x of shape \(1, 4, 3\)"),
     (nn.Flatten(1), torch.randn(2, 4, 3), "must return a tensor with the 4 positions on dim -2"),

@@ -108,7 +108,7 @@ def test_work_and_span_without_sources_run_no_path_tracer():
 def test_no_engine_mode_imports_dynamo():
     code = ("import sys, torch, seqlab\n"
             "from seqlab.layers.recurrent import ElmanRNN\n"
-            "seqlab.profile(ElmanRNN(4, 4), torch.randn(5, 4))\n"
+            "seqlab.profile(ElmanRNN(4, 4), torch.randn(1, 5, 4))\n"
             "print('torch._dynamo' in sys.modules)\n")
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert shown.strip() == "False"

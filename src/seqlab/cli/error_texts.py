@@ -93,5 +93,24 @@ ERROR_MESSAGES = (
     "expected module.path:factory or path/to/file.py:factory, received {spec}",
     "cannot read text file {path}: {reason}; expected a readable UTF-8 text file",
     "cannot read the checkpoint folder {path}: {reason}",
+    "x of shape {shape} has no batch dim: profile takes x (B, T, d) (or (B, d, T), (T, B, d) with the layout "
+    "named); add one with x.unsqueeze(0)",
+    "x must be a floating tensor of shape (B, T, d) with B, T, d >= 1, received {got}",
+    "layout must be one of {choices}; received {value}",
+    "{module} has batch_first=False: it reads x {shape} as (T, B, d), but the positions here are on dim 1; pass x "
+    "as (T, B, d) and name the layout tbd, or a batch_first module",
+    "{module} has batch_first={flag}: it reads x {shape} as {reads}, not as {layout}; name the layout {name}",
+    "cannot tell which dim of x {shape} holds the positions: T = d and {module} runs with either dim longer; name "
+    "the layout: btd for (B, T, d) or bdt for (B, d, T)",
+    "cannot tell which dim of x {shape} holds the positions: T = d and {module} runs with neither dim longer; name "
+    "the layout: btd for (B, T, d) or bdt for (B, d, T)",
+    "{module} must return a tensor with the {T} positions on dim {dim} (or a tuple whose first element is one), "
+    "received shape {shape}",
+    "output {output} names an element, but {module} returns one tensor; leave output out",
+    "{module} must return a tensor, or a tuple, list or mapping of them; received {kind}",
+    "output must be an index in [0, {last}] or a key ({keys}) of what {module} returns; received {value}",
+    "output must be an index in [0, {last}] of what {module} returns; received {value}",
+    "output {index} of {module} is a {kind}, not a tensor; choose another with output",
+    "output {index} of {module} has no dim of the {T} positions, received shape {shape}; choose another with output",
 )
 

@@ -11,7 +11,7 @@ from seqlab.errors import SeqlabError
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"factory": "'FACTORY'", "module": "'FACTORY'", "d_model": "'--d-model'", "x": "'--seq-len'",
-           "sources": "'--all-sources'"}
+           "sources": "'--all-sources'", "layout": "'--layout'", "output": "'--output'"}
 
 #: Longest sequence ``profile`` accepts; the path analysis's own memory guard still applies below it.
 MAX_SEQ_LEN = 65_536
@@ -32,6 +32,14 @@ def profile(
                                       help="Seed of the random input and of the factory's weights.")] = 0,
     all_sources: Annotated[bool, typer.Option("--all-sources", help="Measure paths from every position, not "
                                               "only the two ends (memory grows with T).")] = False,
+    layout: Annotated[Optional[str], typer.Option("--layout", metavar="btd|bdt|tbd",
+                                                  help="Where the module's input holds its positions: btd (B, T, "
+                                                       "d), bdt (B, d, T) channels first, tbd (T, B, d) sequence "
+                                                       "first. Found from the shapes when left out; needed when T = "
+                                                       "d and the shapes cannot tell.")] = None,
+    output: Annotated[Optional[str], typer.Option("--output", metavar="INDEX|KEY",
+                                                  help="Which element of a tuple, list or mapping output to "
+                                                       "measure (default: the first).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON.")] = False,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
 ) -> None:
@@ -44,16 +52,20 @@ def profile(
         raise bad_parameter(error, OPTIONS, "'FACTORY'") from None
     import torch
 
-    from seqlab.studies.profile import build_from_factory
+    from seqlab.measure.layout import check_layout
+    from seqlab.studies.profile import build_from_factory, input_for
     from seqlab.studies.profile import profile as measure_profile
 
     lang = language(lang)
+    chosen = int(output) if output is not None and output.isascii() and output.isdigit() else output
     try:
+        layout = check_layout(layout)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             module = build_from_factory(factory, d_model)
-        x = torch.randn(batch, seq_len, d_model, generator=torch.Generator().manual_seed(seed))  # (B, T, d)
-        result = measure_profile(module, x, sources="all" if all_sources else None)
+        # (B, T, d), or the layout named or the one the module takes
+        x = input_for(module, batch=batch, seq_len=seq_len, d_model=d_model, layout=layout, seed=seed)
+        result = measure_profile(module, x, sources="all" if all_sources else None, layout=layout, output=chosen)
     except SeqlabError as error:
         raise bad_parameter(error, OPTIONS, "'FACTORY'") from None
     if as_json:

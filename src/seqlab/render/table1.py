@@ -18,7 +18,7 @@ from rich.text import Text
 from seqlab.fit import MISMATCH as MISMATCH_VERDICT
 from seqlab.fit import NOT_SEPARATED
 from seqlab.glossary import NOTATION
-from seqlab.i18n import format_integer, plural_translator, translator
+from seqlab.i18n import N_, format_integer, plural_translator, translator
 from seqlab.render.figures import new_figure, save_png_svg
 from seqlab.render.signal_path import reading_words
 from seqlab.render.tables import FittedTable
@@ -325,6 +325,32 @@ def _positions_text(sources: tuple[int, ...]) -> str:
     return ", ".join(str(s + 1) for s in sources[:8]) + (", …" if len(sources) > 8 else "")
 
 
+#: How :attr:`ProfileResult.layout_found` reads in a table (the layout's own letters follow).
+_LAYOUT_FOUND = {"named": N_("{layout}, named"),
+                 "shapes": N_("{layout}, from the shapes"),
+                 "as_given": N_("{layout} as given (the shapes cannot tell)")}
+
+
+def _output_words(result: ProfileResult, lang: str) -> str:
+    """Which output was measured: the module's tensor, or element i (its key) of a container of n, with its shape."""
+    tr = _tr(lang)
+    shape = tuple(result.output_shape)
+    if result.output_index is None:
+        return tr("the tensor returned, {shape}").format(shape=shape)
+    element = tr("{index} of {count}").format(index=format_integer(result.output_index, lang),
+                                             count=format_integer(result.output_count or 0, lang))
+    if result.output_key is not None:
+        element = f"{result.output_key!r}, {element}"
+    return f"{element}, {shape}"
+
+
+def _layout_words(result: ProfileResult, lang: str) -> str:
+    """Where x holds its positions and how that was decided."""
+    from seqlab.measure.layout import LAYOUTS
+
+    return _tr(lang)(_LAYOUT_FOUND[result.layout_found]).format(layout=LAYOUTS[result.layout])
+
+
 def profile_table(result: ProfileResult, lang: str = "en") -> Table:
     """A module's work, span and path (Table 1's three columns) as a two-column Rich table."""
     tr = _tr(lang)
@@ -337,7 +363,9 @@ def profile_table(result: ProfileResult, lang: str = "en") -> Table:
                   caption_justify="left")
     table.add_column(tr("Measurement"))
     table.add_column(tr("Value"))
-    rows = [(tr("Multiplications counted"), format_integer(result.multiplications, lang))]
+    rows = [(tr("Output measured (element, shape)"), _output_words(result, lang)),
+            (tr("Where the input holds its positions"), _layout_words(result, lang)),
+            (tr("Multiplications counted"), format_integer(result.multiplications, lang))]
     if result.padded_multiplications is not None:  # nested tensors ran: the count above is on real tokens
         rows.append((tr("Multiplications with every sequence padded"),
                      format_integer(result.padded_multiplications, lang)))

@@ -1,8 +1,9 @@
 """``seqlab profile``: Table 1's three measurements on any sequence module of your own (L1–L4).
 
-Given a module that maps x (B, T, d) to y (B, T, d_out) — or a tuple whose first element is y — this
-measures, on one traced forward pass (:func:`~seqlab.measure.traced_pass.measure_pass`; more passes only when
-many sources' distances do not fit in one):
+Given a module that maps x (B, T, d) to y (B, T, d_out) — or to a tuple, list or mapping holding y, the element
+measured named in the result (``output`` chooses another) — this measures, on one traced forward pass
+(:func:`~seqlab.measure.traced_pass.measure_pass`; more passes only when many sources' distances do not fit in
+one):
 
 * **work** — multiplications counted while it runs (as :func:`~seqlab.measure.work.count_multiplications`
   counts them: one per multiply-add; ops that may multiply but have no formula are named, never counted as 0);
@@ -30,6 +31,11 @@ tensors go much faster that way. If the trace fails inside PyTorch or the engine
 error names the ATen op that was running (or the last one that ran), so you know what to rewrite or
 report: the trace that failed runs once more under a recorder of ops, so a trace that succeeds pays nothing for it.
 
+Where x holds its positions is found before anything is traced (:func:`~seqlab.measure.layout.find_positions`):
+a channels-first (B, d, T) layer is measured on its positions with the dims moved, a sequence-first module needs
+its (T, B, d) layout named, T = d where the shapes cannot tell needs the layout named, and a 2-D x (no batch dim)
+is refused; the result names the layout and how it was found.
+
 ``seqlab profile mymod:factory`` finds ``mymod.py`` in the current folder, as ``python -m`` would
 (:func:`current_folder_importable`).
 
@@ -39,10 +45,11 @@ Shapes: B batch, T positions, d input width, d_out output width, S measured sour
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -50,7 +57,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError, require_positive_int
-from seqlab.measure.layout import check_positions_layout
+from seqlab.measure.layout import POSITIONS_DIM, Positions, check_layout, find_positions
 from seqlab.measure.modes import EngineMode
 from seqlab.measure.ops import op_name
 from seqlab.measure.perturbation import PerturbationCheck
@@ -61,8 +68,8 @@ from seqlab.measure.traced_pass import measure_pass
 from seqlab.measure.work import count_multiplications
 from seqlab.studies.notebook_view import NotebookView
 
-__all__ = ["PathSummary", "ProfileResult", "build_from_factory", "current_folder_importable", "load_factory",
-           "profile"]
+__all__ = ["PathSummary", "ProfileResult", "build_from_factory", "current_folder_importable", "input_for",
+           "load_factory", "profile"]
 
 
 @dataclass(frozen=True)
@@ -111,7 +118,7 @@ class ProfileResult(NotebookView):
 
     Attributes:
         module: the module's class name.
-        shape: the input's shape; T its positions (dim -2), d_model its width.
+        shape: the input's shape as given; T its positions, d_model its width (read in its :attr:`layout`).
         multiplications: counted (multiply-adds; FLOPs are 2×); by_op: per op name.
         unaccounted: ops that ran and may multiply but have no formula (name → calls).
         span_ops, span_products: the longest chain in ops and in matrix products.
@@ -124,6 +131,15 @@ class ProfileResult(NotebookView):
             sequence padded to the longest; None when no nested tensor ran.
         signal: the signal path from x_1 to y_T (:class:`~seqlab.measure.signal_path.SignalReading`: absent, and
             named, when the module declares no transition factor).
+        layout: where x holds its positions, a key of :data:`~seqlab.measure.layout.LAYOUTS` (``"btd"`` (B, T, d),
+            ``"bdt"`` (B, d, T) channels first, ``"tbd"`` (T, B, d) sequence first); the dims are moved so that
+            the positions are measured, never the channels.
+        layout_found: how: ``"named"`` (the ``layout`` argument), ``"shapes"`` (the one dim of x whose length the
+            output follows), ``"as_given"`` (the shapes cannot tell and T ≠ d: x read as documented, (B, T, d)).
+        output_index: which element of a tuple, list or mapping the module returns was measured (None: it returns
+            one tensor); output_key: that element's key in a mapping (a Hugging Face output's field), else None;
+            output_count: the container's length (None for a tensor).
+        output_shape: the measured output's shape as the module returned it.
     """
 
     module: str
@@ -144,6 +160,12 @@ class ProfileResult(NotebookView):
     torch_version: str
     padded_multiplications: int | None = None
     signal: SignalReading | None = None
+    layout: str = "btd"
+    layout_found: str = "shapes"
+    output_index: int | None = None
+    output_key: str | None = None
+    output_count: int | None = None
+    output_shape: tuple[int, ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -170,6 +192,74 @@ class _OpRecorder(EngineMode):
 
 def _first(output: object) -> object:
     return output[0] if isinstance(output, tuple) and output else output
+
+
+@dataclass(frozen=True)
+class _Output:
+    """Which tensor of a module's return value is measured: the value itself, or one element of a container."""
+
+    index: int | None  # position in the tuple, list or mapping; None: the module returns a tensor
+    key: str | None  # the mapping's key (a Hugging Face ModelOutput's field name), None for a sequence
+    count: int | None  # elements in the container
+
+    def __call__(self, returned: Any) -> Any:
+        if self.index is None:
+            return returned
+        if isinstance(returned, Mapping):
+            return returned[self.key] if self.key is not None else list(returned.values())[self.index]
+        return returned[self.index]
+
+
+def _output_of(module: object, returned: object, output: int | str | None) -> _Output:
+    """The :class:`_Output` that ``output`` (None: the first element) names in ``returned``, checked to be a tensor."""
+    name = type(module).__name__
+    if isinstance(returned, Tensor):
+        if output not in (None, 0):
+            raise SeqlabError(f"output {output!r} names an element, but {name} returns one tensor; leave output out",
+                              parameter="output")
+        return _Output(None, None, None)
+    if isinstance(returned, Mapping):
+        keys = [str(key) for key in returned]
+        index = keys.index(output) if isinstance(output, str) and output in keys else output
+    elif isinstance(returned, (tuple, list)):
+        keys, index = None, output
+    else:
+        raise SeqlabError(f"{name} must return a tensor, or a tuple, list or mapping of them; received "
+                          f"{type(returned).__name__}", parameter="module")
+    count = len(returned)
+    index = 0 if index is None else index
+    if (isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count) and keys:
+        raise SeqlabError(f"output must be an index in [0, {count - 1}] or a key ({', '.join(keys)}) of what {name} "
+                          f"returns; received {output!r}", parameter="output")
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
+        raise SeqlabError(f"output must be an index in [0, {count - 1}] of what {name} returns; received {output!r}",
+                          parameter="output")
+    chosen = _Output(index, keys[index] if keys else None, count)
+    element = chosen(returned)
+    if not isinstance(element, Tensor):
+        raise SeqlabError(f"output {index} of {name} is a {type(element).__name__}, not a tensor; choose another "
+                          "with output", parameter="output")
+    return chosen
+
+
+class _Measured(torch.nn.Module):
+    """The user's module as the engine reads it: x (B, T, d) in, the chosen output with its positions on dim -2 out.
+
+    Moving dims is a view (no op is counted or traced as computation); a (B, T, d) module whose output keeps its
+    positions on dim -2 runs exactly as it is.
+    """
+
+    def __init__(self, module: Callable[..., Any], positions: Positions, select: _Output) -> None:
+        super().__init__()
+        self.module = module
+        self.positions, self.select = positions, select
+        self.measured_name = type(module).__name__
+
+    def forward(self, x: Tensor) -> Tensor:  # x (B, T, d) -> y (…, T, d_out)
+        if self.positions.input_dim != 1:
+            x = x.movedim(1, self.positions.input_dim)  # the module's own layout
+        y = self.select(self.module(x))
+        return y if self.positions.output_dim == y.dim() - 2 else y.movedim(self.positions.output_dim, -2)
 
 
 def _traced(stage: str, module: Callable[..., Any], x: Tensor, measure: Callable[[Callable[..., Any]], Any]) -> Any:
@@ -202,7 +292,7 @@ def _named(stage: str, module: Callable[..., Any], measure: Callable[[Callable[.
     except SeqlabError as error:
         _refused(stage, module, error)
     except Exception as error:  # noqa: BLE001 - any failure inside a trace is reported with its op
-        name = type(module).__name__
+        name = getattr(module, "measured_name", type(module).__name__)
         if recorder.current is not None:
             where = f"op {recorder.current} failed"
         elif recorder.last is not None:
@@ -218,16 +308,20 @@ def _refused(stage: str, module: Callable[..., Any], error: SeqlabError) -> NoRe
     ``layer``), a SeqlabError that names the module and the stage."""
     if error.parameter != "layer":
         raise error
-    raise SeqlabError(f"the {stage} cannot trace {type(module).__name__}: {error}", parameter="module") from error
+    name = getattr(module, "measured_name", type(module).__name__)
+    raise SeqlabError(f"the {stage} cannot trace {name}: {error}", parameter="module") from error
 
 
 def _check_input(module: object, x: object) -> Tensor:
     if not callable(module):
         raise SeqlabError(f"module must be a torch.nn.Module (or callable) taking x (B, T, d), received "
                           f"{type(module).__name__}", parameter="module")
-    if not isinstance(x, Tensor) or x.dim() not in (2, 3) or not x.is_floating_point() or x.shape[-2] < 1:
+    if isinstance(x, Tensor) and x.dim() == 2:  # no batch dim: which of its two dims are positions is a guess
+        raise SeqlabError(f"x of shape {tuple(x.shape)} has no batch dim: profile takes x (B, T, d) (or (B, d, T), "
+                          "(T, B, d) with the layout named); add one with x.unsqueeze(0)", parameter="x")
+    if not isinstance(x, Tensor) or x.dim() != 3 or not x.is_floating_point() or 0 in x.shape:
         got = f"{x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, Tensor) else type(x).__name__
-        raise SeqlabError(f"x must be a floating tensor of shape (B, T, d) or (T, d) with T >= 1, received {got}",
+        raise SeqlabError(f"x must be a floating tensor of shape (B, T, d) with B, T, d >= 1, received {got}",
                           parameter="x")
     return x
 
@@ -244,7 +338,8 @@ def _resolve_sources(sources: Sequence[int] | str | None, T: int) -> tuple[int, 
     return tuple(dict.fromkeys(sources))
 
 
-def profile(module: Callable[..., Any], x: Tensor, *, sources: Sequence[int] | str | None = None) -> ProfileResult:
+def profile(module: Callable[..., Any], x: Tensor, *, sources: Sequence[int] | str | None = None,
+            layout: str | None = None, output: int | str | None = None) -> ProfileResult:
     """Measure work, span and path of ``module`` on ``x``: Table 1's three columns for your own layer.
 
     >>> rnn = torch.nn.RNN(4, 4, batch_first=True)
@@ -252,48 +347,72 @@ def profile(module: Callable[..., Any], x: Tensor, *, sources: Sequence[int] | s
     >>> result.multiplications, result.span_products, result.path.first_to_last_products  # 6 * (16 + 16)
     (192, 6, 6)
 
+    A channels-first layer is measured on its positions, the dims moved (the layout is in the result):
+
+    >>> conv = torch.nn.Conv1d(4, 4, 3, padding=2)  # (B, d, T) -> (B, d, T + 2): crop to stay causal
+    >>> causal = torch.nn.Sequential(conv, torch.nn.ConstantPad1d((0, -2), 0.0))
+    >>> result = profile(causal, torch.randn(1, 4, 4))  # T = d = 4: the shapes still tell
+    >>> result.layout, result.layout_found, result.path.first_to_last_products, result.path.last_to_first_products
+    ('bdt', 'shapes', None, None)
+
     Args:
-        module: maps x to y (…, T, d_out), or to a tuple whose first element is y (as ``nn.RNN``).
-        x: (B, T, d) or (T, d), floating.
+        module: maps x to y (…, T, d_out), or to a tuple, list or mapping of tensors (as ``nn.RNN``'s (y, h))
+            of which ``output`` is measured.
+        x: (B, T, d) floating, or (B, d, T) / (T, B, d) where the module takes those (a 2-D x is refused).
         sources: input positions to measure paths from: None for the two ends 0 and T - 1 (enough for
             the layers of Table 1, and cheap), ``"all"`` for every position, or a list of positions.
             Path memory grows with their number.
+        layout: None to find where x holds its positions (:func:`~seqlab.measure.layout.find_positions`: the
+            module's ``batch_first``, else the one dim whose length the output follows), or ``"btd"``, ``"bdt"``,
+            ``"tbd"`` to name it (needed when T = d and the shapes cannot tell, and for (T, B, d)).
+        output: which element of a tuple, list or mapping output is measured: an index, or a mapping's key;
+            None for the first. The result names it (:attr:`ProfileResult.output_index`).
 
     Returns:
         A :class:`ProfileResult`.
 
     Raises:
-        SeqlabError: ``module`` is not callable; ``x`` is not a floating (B, T, d) or (T, d) tensor;
-            the module fails on ``x`` or returns no (…, T, d_out) tensor; ``sources`` are out of range;
-            or a trace fails (the message names the op); or the path analysis would not fit in memory; or
-            ``x`` is (B, T, d) for a module with ``batch_first=False`` (it would read the positions as batch rows).
+        SeqlabError: ``module`` is not callable; ``x`` is not a floating 3-D tensor (a 2-D x has no batch dim);
+            the module fails on ``x`` or returns no tensor with the positions on a dim; ``output`` names no tensor
+            element; ``layout`` is unknown, contradicts the module's ``batch_first``, or is needed (T = d and the
+            shapes cannot tell; a ``batch_first=False`` module: it would read the positions as batch rows);
+            ``sources`` are out of range; or a trace fails (the message names the op); or the path analysis would
+            not fit in memory.
     """
     x = _check_input(module, x)
-    check_positions_layout(module, x)  # a sequence-first module would read the positions as batch rows
-    T = x.shape[-2]
-    chosen = _resolve_sources(sources, T)
+    layout = check_layout(layout)
+    given = tuple(x.shape)
     with evaluation_mode(module), fixed_threads(1):
         threads = torch.get_num_threads()
         try:
             with torch.no_grad():
-                y = _first(module(x))
+                returned = module(x)
         except Exception as error:  # noqa: BLE001 - the user's module failing on its input
             raise SeqlabError(f"{type(module).__name__} fails on x of shape {tuple(x.shape)}: "
                               f"{type(error).__name__}: {error}", parameter="module") from error
-        if not isinstance(y, Tensor) or y.dim() < 2 or y.shape[-2] != T:
-            got = f"shape {tuple(y.shape)}" if isinstance(y, Tensor) else type(y).__name__
-            raise SeqlabError(f"{type(module).__name__} must return a tensor with the {T} positions on dim -2 "
-                              f"(or a tuple whose first element is one), received {got}", parameter="module")
+        select = _output_of(module, returned, output)  # which tensor is measured, said in the result
+        y = select(returned)
+        # which dims hold the positions, in x and y (a sequence-first module's own flag, else the shapes): the
+        # engine reads them on dim -2, so they are moved there; a (B, d, T) layer is never measured across channels
+        positions = find_positions(module, x, y, layout=layout, select=select, element=select.index)
+        x = x.movedim(positions.input_dim, 1).contiguous()  # (B, T, d)
+        T = x.shape[-2]
+        chosen = _resolve_sources(sources, T)
+        canonical = positions.input_dim == 1 and positions.output_dim == y.dim() - 2
+        layer = _Measured(module, positions, select)
         fast_path = has_fast_path(module)  # its fast path may skip padding: counted as it runs by default, apart
-        measured = _traced("traced pass", module, x,
+        measured = _traced("traced pass", layer, x,
                            lambda run: measure_pass(run, x, sources=chosen, work=not fast_path))
         span, paths = measured.span, measured.paths
         if fast_path:
             with torch.no_grad():
-                work = _traced("work counter", module, x, lambda run: count_multiplications(run, x))
+                work = _traced("work counter", layer, x, lambda run: count_multiplications(run, x))
         else:
             work = measured.work
-        signal = read_signal_path(module, x, output=_first)
+        if canonical:
+            signal = read_signal_path(module, x, output=select)
+        else:  # read through the dims moved, under the module's own name
+            signal = dataclasses.replace(read_signal_path(layer, x), module=type(module).__name__)
 
     def between(source: int, target: int, unit: str) -> int | None:
         return paths.row(source, unit)[target] if source in chosen else None
@@ -305,12 +424,14 @@ def profile(module: Callable[..., Any], x: Tensor, *, sources: Sequence[int] | s
         fallbacks=dict(paths.fallbacks), undefined=tuple(paths.undefined), decomposed=dict(paths.decomposed),
         derived=dict(paths.derived), exact=paths.exact, check=paths.check)
     return ProfileResult(
-        module=type(module).__name__, shape=tuple(x.shape), T=T, d_model=x.shape[-1],
+        module=type(module).__name__, shape=given, T=T, d_model=x.shape[-1],
         multiplications=work.multiplications, by_op=dict(work.by_op), unaccounted=dict(work.unaccounted),
         span_ops=span.ops, span_products=span.products, total_ops=span.total_ops,
         total_products=span.total_products, fused=dict(span.fused), path=summary,
         dtype=str(x.dtype).removeprefix("torch."), threads=threads, torch_version=torch.__version__,
-        padded_multiplications=work.padded_multiplications, signal=signal)
+        padded_multiplications=work.padded_multiplications, signal=signal, layout=positions.layout,
+        layout_found=positions.found, output_index=select.index, output_key=select.key, output_count=select.count,
+        output_shape=tuple(y.shape))
 
 
 @contextlib.contextmanager
@@ -347,7 +468,12 @@ def load_factory(spec: str) -> Callable[[int], Any]:
     called with d_model (the text read by :func:`seqlab.factory.parse_factory`).
 
     A dotted module is looked up as ``python -m`` would: the current folder first, then ``sys.path``
-    (so ``seqlab profile mymod:factory`` finds ``mymod.py`` in the folder it runs from). A file is loaded from
+    (so Where x holds its positions is found before anything is traced (:func:`~seqlab.measure.layout.find_positions`):
+a channels-first (B, d, T) layer is measured on its positions with the dims moved, a sequence-first module needs
+its (T, B, d) layout named, T = d where the shapes cannot tell needs the layout named, and a 2-D x (no batch dim)
+is refused; the result names the layout and how it was found.
+
+``seqlab profile mymod:factory`` finds ``mymod.py`` in the folder it runs from). A file is loaded from
     its path (``importlib.util.spec_from_file_location``) with its own folder first on ``sys.path`` while it
     runs, as ``python path/to/file.py`` would, so it can import the modules beside it.
 
@@ -426,3 +552,36 @@ def build_from_factory(spec: str, d_model: int) -> torch.nn.Module:
         raise SeqlabError(f"{spec}({d_model}) must return a torch.nn.Module, received {type(module).__name__}",
                           parameter="factory")
     return module
+
+
+def input_for(module: Callable[..., Any], *, batch: int, seq_len: int, d_model: int, layout: str | None = None,
+              seed: int = 0) -> Tensor:
+    """A seeded random input for ``module`` of B sequences of T positions and width d, in the module's layout.
+
+    The values are those of ``torch.randn(B, T, d)`` from a generator seeded with ``seed``, with the dims moved to
+    ``layout`` ((B, T, d) when None). When no layout is named and T ≠ d, a module that fails on (B, T, d) but runs
+    on (B, d, T) (a channels-first layer) gets (B, d, T): with d known the shapes tell the layout;
+    :func:`profile` then checks it (:func:`~seqlab.measure.layout.find_positions`). At T = d both read the same.
+
+    >>> input_for(torch.nn.Conv1d(4, 4, 1), batch=1, seq_len=6, d_model=4).shape
+    torch.Size([1, 4, 6])
+
+    Raises:
+        SeqlabError: ``layout`` is not one of :data:`~seqlab.measure.layout.LAYOUTS`.
+    """
+    layout = check_layout(layout)
+    x = torch.randn(batch, seq_len, d_model, generator=torch.Generator().manual_seed(seed))  # (B, T, d)
+    if layout is None and seq_len != d_model:
+        channels_first = x.transpose(1, 2).contiguous()  # (B, d, T)
+        return channels_first if not _runs(module, x) and _runs(module, channels_first) else x
+    return x.movedim(1, POSITIONS_DIM[layout or "btd"]).contiguous()
+
+
+def _runs(module: Callable[..., Any], x: Tensor) -> bool:
+    """Whether ``module`` runs on ``x`` (eval mode, no gradients); a failure is the answer, never raised."""
+    with evaluation_mode(module), torch.no_grad():
+        try:
+            module(x)
+        except Exception:  # noqa: BLE001 - a layout the module does not take
+            return False
+    return True
