@@ -15,5 +15,5 @@ The lesson's two machines and the layers it sets beside them:
   attention and positions).
 
 Nothing is imported here: ``import seqlab.layers`` is free, and each module is imported where it is used. The
-engine that measures these layers is :mod:`seqlab.measure`; its closed forms are in :mod:`seqlab.cost`.
+engine that measures these layers is ``seqlab.measure``; their closed forms are in ``seqlab.cost``.
 """
