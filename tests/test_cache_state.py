@@ -7,7 +7,13 @@ import pytest
 import torch
 
 from seqlab.errors import SeqlabError
-from seqlab.measure.cache_state import KINDS, MAX_DEPTH, RWKV_STATE_KINDS, CacheState, read_cache_state
+from seqlab.measure.cache_state import (
+    KINDS,
+    MAX_DEPTH,
+    RWKV_STATE_KINDS,
+    CacheState,
+    read_cache_state,
+)
 
 
 class DynamicLayer:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-
 from jacobian_oracle import dependence, traced
+
 from seqlab.measure import contraction_rules
 from seqlab.measure.distances import ITEMSIZE
 from seqlab.measure.paths import measure_paths
@@ -78,7 +78,7 @@ def test_without_zeros_every_row_reaches_every_output():
 
 def test_a_zero_made_by_the_pass_cuts_as_a_constant_one_does():
     """The mask is computed from x (a traced 0, not a constant): it still cuts the other factor's dependence."""
-    x, W, lower = tensors()
+    x, W, _ = tensors()
     mask = torch.tril(torch.ones(T, T, dtype=F64))
 
     def layer(x):
@@ -111,7 +111,7 @@ def test_the_addend_of_addmm_takes_no_product_and_beta_zero_is_not_read():
 
 
 def test_the_addend_of_addmm_reaches_where_the_product_does_not():
-    x, W, lower = tensors()
+    x, _, _ = tensors()
     shifted = torch.roll(torch.eye(T, dtype=F64), 1, dims=0)  # row j reads row j - 1 (wrapping)
     expected = tuple(tuple(0 if j == i else 1 if j == (i + 1) % T else None for j in range(T)) for i in range(T))
     check(lambda x: torch.addmm(x, shifted, x), x, expected)
@@ -125,7 +125,7 @@ def test_matrix_vector_and_dot_products():
 
 
 def test_batched_products():
-    x, W, lower = tensors()
+    x, _, lower = tensors()
     check(lambda x: torch.bmm(lower[None], x[None])[0], x, causal(1))
     # x + Lᵀ x: the addend (no product) on the diagonal, one product to every earlier output
     expected = tuple(tuple(0 if j == i else 1 if j < i else None for j in range(T)) for i in range(T))
@@ -189,7 +189,7 @@ def test_a_convolution_reads_its_dilated_window(kernel, dilation, padding):
     x, _, _ = tensors()
     g = torch.Generator().manual_seed(3)
     weight = torch.randn(d, d, kernel, generator=g, dtype=F64)
-    layer = lambda x: F.conv1d(x.T[None], weight, padding=padding, dilation=dilation)[0].T  # noqa: E731
+    layer = lambda x: F.conv1d(x.T[None], weight, padding=padding, dilation=dilation)[0].T
     out_T = layer(x).shape[0]
     taps = {o: {o - padding + dilation * k for k in range(kernel)} for o in range(out_T)}
     expected = tuple(tuple(1 if i in taps[o] else None for o in range(out_T)) for i in range(T))

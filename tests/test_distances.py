@@ -6,11 +6,25 @@ empty reduction is unreachable), and the row form by agreement with the element 
 
 from __future__ import annotations
 
-import pytest
 import torch
 
-from seqlab.measure.distances import (DTYPE, ITEMSIZE, UNITS, UNREACHABLE, align, broadcast_min, everything,
-                                      least, narrow, row_form, rows_of, seed, to_lengths, unreachable, widen)
+from seqlab.measure.distances import (
+    DTYPE,
+    ITEMSIZE,
+    UNITS,
+    UNREACHABLE,
+    align,
+    broadcast_min,
+    everything,
+    least,
+    narrow,
+    row_form,
+    rows_of,
+    seed,
+    to_lengths,
+    unreachable,
+    widen,
+)
 
 U = UNREACHABLE
 

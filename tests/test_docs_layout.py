@@ -42,7 +42,7 @@ def catalogues() -> set[str]:
 
 def tree(page: Path) -> str:
     """The page's first fenced code block: the tree of ``src/seqlab``."""
-    match = re.search(r"^```\n(.*?)^```", page.read_text(encoding="utf-8"), re.S | re.M)
+    match = re.search(r"^```\n(.*?)^```", page.read_text(encoding="utf-8"), re.DOTALL | re.MULTILINE)
     if match is None:
         raise AssertionError(f"{page.relative_to(ROOT)} has no code block with the tree of src/seqlab")
     return match.group(1)

@@ -49,9 +49,9 @@ def test_an_engine_mode_never_imports_dynamo():
 
 
 def test_every_seqlab_mode_opts_out_of_the_wrapper():
-    import seqlab.measure.path_tracer  # noqa: F401 - the engine's modes, defined at import
-    import seqlab.measure.trace  # noqa: F401
-    import seqlab.measure.traced_pass  # noqa: F401
+    import seqlab.measure.path_tracer
+    import seqlab.measure.trace
+    import seqlab.measure.traced_pass
     import seqlab.measure.work  # noqa: F401
 
     found = modes._engine_modes()
@@ -78,6 +78,6 @@ def test_shielding_wraps_each_mode_once_and_the_mode_still_works():
         w = torch.ones(2, 2)
         print(trace.measure_span(lambda x: x @ w @ w, torch.ones(3, 2)).products == 2)
     """)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "True", "True", "True"]

@@ -17,10 +17,25 @@ from torch.utils.flop_counter import flop_registry
 
 from seqlab import cost
 from seqlab.measure import ops
-from seqlab.measure.ops import (EXTRA_FORMULAS, FUSED_OPS, PYTORCH_TWINS, ProductLedger, ZeroWeightLedger,
-                                arithmetic_kind, bound_arguments, fft_multiplications, functional_twin,
-                                has_floating, is_contraction, is_movement, is_uncounted_compute, is_unknown,
-                                op_name, product_pairs, tensors_in)
+from seqlab.measure.ops import (
+    EXTRA_FORMULAS,
+    FUSED_OPS,
+    PYTORCH_TWINS,
+    ProductLedger,
+    ZeroWeightLedger,
+    arithmetic_kind,
+    bound_arguments,
+    fft_multiplications,
+    functional_twin,
+    has_floating,
+    is_contraction,
+    is_movement,
+    is_uncounted_compute,
+    is_unknown,
+    op_name,
+    product_pairs,
+    tensors_in,
+)
 
 aten = torch.ops.aten
 prims = torch.ops.prims

@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 from seqlab.errors import SeqlabError
 from seqlab.layers.attention import SelfAttention
 from seqlab.layers.recurrent import ElmanRNN
-from seqlab.measure import jacobian_rule
 from seqlab.measure.paths import measure_paths
 
 T = 6
@@ -94,33 +93,6 @@ def test_stacked_convolutions_need_depth_proportional_to_distance():
     first_reached = [min((depth + 1 for depth, p in enumerate(per_depth) if p.products[0][j] is not None),
                          default=None) for j in range(9)]
     assert first_reached == [1, 1, 2, 3, 4, None, None, None, None]  # |j - i| layers of reach 1
-
-
-def test_an_op_without_rule_or_decomposition_is_derived_from_its_jacobian():
-    """cdist has no rule and no decomposition: its dependence comes from its own Jacobian at the input. Row i of
-    cdist(x, x) reads x_i and every x_j; the diagonal distance ‖x_i − x_i‖ = 0 has derivative 0 (PyTorch's
-    convention at a zero distance), so the one op reaches every entry through the other argument."""
-    paths = measure_paths(lambda x: torch.cdist(x, x), torch.randn(4, 3))
-    assert paths.fallbacks == {} and paths.derived == {"aten._cdist_forward": 1} and paths.exact
-    assert paths.ops == ((1,) * 4,) * 4  # one op, every output from every input
-    assert paths.products == ((0,) * 4,) * 4  # an op without a rule is not taken for a product
-    one_sided = measure_paths(lambda x: torch.cdist(x, torch.ones(2, 3)), torch.randn(4, 3))
-    assert one_sided.products == tuple(tuple(0 if j == i else None for j in range(4)) for i in range(4))
-
-
-def test_a_refused_op_is_named_and_its_matrix_is_a_bound(monkeypatch):
-    """cdist with its Jacobian over the size limit: refused by name, all-to-all, and not exact (a bound)."""
-    monkeypatch.setattr(jacobian_rule, "LIMIT", 4 * 2 * 4 * 3 - 1)  # one entry short of cdist's 4x2 by 4x3
-    paths = measure_paths(lambda x: torch.cdist(x, torch.ones(2, 3)), torch.randn(4, 3))
-    assert paths.fallbacks == {"aten._cdist_forward": 1} and paths.derived == {} and not paths.exact
-    assert paths.products == ((0,) * 4,) * 4  # every output from every input: over-stated, a bound
-
-
-def test_a_piecewise_constant_op_depends_on_nothing():
-    """histc counts elements per bin: its derivative is 0 wherever it is defined, so no path goes through it."""
-    paths = measure_paths(lambda x: torch.histc(x, bins=4).reshape(4, 1) + x[:, :1], torch.randn(4, 3))
-    assert paths.derived == {"aten.histc": 1} and paths.exact
-    assert paths.products == tuple(tuple(0 if j == i else None for j in range(4)) for i in range(4))
 
 
 def test_only_some_sources():

@@ -92,7 +92,7 @@ def jacobian_blocks(layer, x, p):
 def test_exact_forward_rows_are_the_jacobians_blocks(p):
     torch.manual_seed(1)
     rnn = nn.RNN(3, 2).double()
-    layer = lambda z: rnn(z)[0]  # noqa: E731
+    layer = lambda z: rnn(z)[0]
     x = torch.randn(5, 3, dtype=F64)
     rows = forward_rows(layer, x, p, probes=None, seed=0)
     assert rows.shape == (5 * 3, 5, 1)

@@ -15,7 +15,13 @@ from torch import nn
 
 from seqlab.errors import SeqlabError
 from seqlab.measure.reach import measure_reach
-from seqlab.measure.sensitivity import CHAOTIC_ORDERS, DRAWS, PERTURBATION, Sensitivity, measure_sensitivity
+from seqlab.measure.sensitivity import (
+    CHAOTIC_ORDERS,
+    DRAWS,
+    PERTURBATION,
+    Sensitivity,
+    measure_sensitivity,
+)
 
 
 def sensitivity(reach, *perturbed, threshold=CHAOTIC_ORDERS):

@@ -13,8 +13,17 @@ import torch
 from torch import nn
 
 from seqlab.measure import switches
-from seqlab.measure.switches import (FAST_PATH, ONEDNN, SDPA_BACKENDS, SharedSwitch, evaluation_mode,
-                                     fast_paths_off, has_fast_path, one_thread, reference_kernels)
+from seqlab.measure.switches import (
+    FAST_PATH,
+    ONEDNN,
+    SDPA_BACKENDS,
+    SharedSwitch,
+    evaluation_mode,
+    fast_paths_off,
+    has_fast_path,
+    one_thread,
+    reference_kernels,
+)
 
 
 def box_switch(value="user"):
