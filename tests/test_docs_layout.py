@@ -143,8 +143,8 @@ def test_the_page_reader_sees_a_missing_module_and_a_stale_one(tmp_path):
     page = tmp_path / "layout.md"
     page.write_text(text.replace("path_tracer.py", "made_up_tracer.py"), encoding="utf-8")
     assert problems(page) == ["missing: measure/path_tracer.py (as 'path_tracer.py' in the measure/ entry)",
-                              "names what does not exist: 'made_up_tracer.py' in the measure/ entry (no such module, "
-                              "folder or name in src/seqlab/measure/)"]
+                              ("names what does not exist: 'made_up_tracer.py' in the measure/ entry (no such module, "
+                               "folder or name in src/seqlab/measure/)")]
 
 
 def test_the_page_reader_sees_a_stale_catalogue(tmp_path):
@@ -179,13 +179,19 @@ def test_every_engine_layer_and_top_level_module_has_its_test_file():
 
 def test_no_hypothesis_test_has_a_deadline():
     """No test depends on the machine's speed: the suite's Hypothesis profile (tests/conftest.py) has no deadline,
-    and no test sets one."""
+    and no ``@settings(...)`` in a test sets one other than None."""
     from hypothesis import settings
 
     assert settings.default.deadline is None
-    setting = re.compile(r"deadline\s*=\s*(?!None\b)[^,)\s]+")
-    offenders = [f"{path.name}: {match.group(0)}" for path in sorted(TESTS.glob("*.py"))
-                 for match in setting.finditer(path.read_text(encoding="utf-8"))
-                 if "settings" in path.read_text(encoding="utf-8")
-                 and re.search(r"@settings\([^)]*" + re.escape(match.group(0)), path.read_text(encoding="utf-8"))]
+    setting = re.compile(r"@settings\([^)]*?\bdeadline\s*=\s*(?!None\b)([^,)\s]+)")
+    offenders = [f"{path.name}: deadline={match.group(1)}" for path in sorted(TESTS.glob("*.py"))
+                 if path.name != Path(__file__).name  # this file's own examples of the pattern
+                 for match in setting.finditer(path.read_text(encoding="utf-8"))]
     assert not offenders, offenders
+
+
+def test_the_deadline_check_sees_a_deadline():
+    setting = re.compile(r"@settings\([^)]*?\bdeadline\s*=\s*(?!None\b)([^,)\s]+)")
+    assert setting.search("@settings(max_examples=5, deadline=200)").group(1) == "200"
+    assert setting.search("@settings(deadline=timedelta(seconds=1))") is not None
+    assert setting.search("@settings(max_examples=60, deadline=None)") is None

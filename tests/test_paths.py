@@ -141,7 +141,7 @@ def test_permuting_inputs_leaves_self_attention_paths_invariant(T, seed):
 
 # --- folded from tests/test_paths_zeros.py: Issue 35, item 1: an exact zero cuts a product whatever made it (softmax,
 
-T, D = 6, 4
+D = 4
 
 
 def _weights(seed: int = 0) -> tuple[torch.Tensor, ...]:
@@ -428,7 +428,8 @@ def test_a_zero_written_in_place_into_a_proven_factor_still_cuts(name):
 
 # --- folded from tests/test_paths_batching.py: Issue 35, item 2: every source's distances are those it has traced alo
 
-T, D = 6, 8
+#: The shipped layers' width here (the zero-cut section above uses D = 4).
+D_SHIPPED = 8
 
 
 def _g() -> torch.Generator:
@@ -436,15 +437,15 @@ def _g() -> torch.Generator:
 
 
 def _shipped() -> dict[str, tuple[object, torch.Tensor]]:
-    x = torch.randn(1, T, D, generator=torch.Generator().manual_seed(1))
+    x = torch.randn(1, T, D_SHIPPED, generator=torch.Generator().manual_seed(1))
     cases = {
-        "elman": (ElmanRNN(D, D, generator=_g()).eval(), x),
-        "self-attention": (SelfAttention(D, generator=_g()).eval(), x),
-        "causal self-attention": (SelfAttention(D, causal=True, generator=_g()).eval(), x),
+        "elman": (ElmanRNN(D_SHIPPED, D_SHIPPED, generator=_g()).eval(), x),
+        "self-attention": (SelfAttention(D_SHIPPED, generator=_g()).eval(), x),
+        "causal self-attention": (SelfAttention(D_SHIPPED, causal=True, generator=_g()).eval(), x),
     }
     for name, (mixer, row) in mixers.mixer_rows().items():
         if mixer.available():
-            cases[f"mixer {name}"] = (mixer.build(D, window=3, chunk=4, generator=_g(), **row.options), x)
+            cases[f"mixer {name}"] = (mixer.build(D_SHIPPED, window=3, chunk=4, generator=_g(), **row.options), x)
     small = torch.randn(T, 4, generator=torch.Generator().manual_seed(2))
     for layer in HAND_WRITTEN:
         cases[f"hand-written {layer.__name__}"] = (layer, small)
