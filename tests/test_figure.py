@@ -22,7 +22,7 @@ import seqlab.memory
 from seqlab.cli import app
 from seqlab.errors import SeqlabError
 from seqlab.i18n import translator
-from seqlab.layers.transformer import BOX_KEYS, Transformer, compose, shift_right, sinusoidal_encoding
+from seqlab.layers.transformer import BOX_KEYS, Transformer, shift_right
 from seqlab.render.figure import (
     MIXES_FILL,
     PLAIN_FILL,
@@ -115,29 +115,6 @@ def test_a_feed_forward_that_mixes_lights_a_fourth_box(small_model, replacement,
         result = FigureResult(4, 3, 16, 4, 0, (), measured)
         assert "Position-wise feed-forward (band ±1, of width 3 (|i − j| ≤ 1))" in lit_sentence(result, "en")
         assert "banda ±1, de anchura 3 (|i − j| ≤ 1)" in lit_sentence(result, "es")
-
-
-@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-def test_the_composed_boxes_give_the_full_forward(dtype):
-    # float32 without grad: PyTorch's encoder layer takes its fused fast path, another implementation
-    torch.manual_seed(2)
-    model = Transformer(vocabulary=20, d_model=16, heads=4, max_length=8, dtype=dtype).eval()
-    source, target_in = torch.randint(0, 20, (1, 7)), shift_right(torch.randint(0, 19, (1, 6)), 19)
-    with torch.no_grad():
-        full = model(source, target_in)  # (1, 6, 20)
-        composed, inputs = compose(model.boxes(), source, target_in)
-    assert full.shape == (1, 6, 20) and list(inputs) == list(BOX_KEYS)
-    tolerance = 1e-12 if dtype == torch.float64 else 1e-6
-    torch.testing.assert_close(composed, full, atol=tolerance, rtol=0)
-    torch.testing.assert_close(full.sum(-1), torch.ones(1, 6, dtype=dtype))  # each row a distribution
-
-
-def test_sinusoids_and_the_shift():
-    pe = sinusoidal_encoding(5, 8, torch.float64)
-    # PE(3, 2i + 1) = cos(3 / 10000^(2i/8)); i = 1: cos(3 / 10)
-    assert pe[3, 3].item() == pytest.approx(torch.cos(torch.tensor(0.3, dtype=torch.float64)).item())
-    assert sinusoidal_encoding(2, 5).shape == (2, 5)  # an odd width keeps its last sine
-    assert shift_right(torch.tensor([[7, 8, 9]]), 1).tolist() == [[1, 7, 8]]
 
 
 def test_a_given_text_gives_the_same_verdict():

@@ -112,3 +112,42 @@ def test_refuses_a_pass_that_would_not_fit_before_building_it(monkeypatch):
 def test_too_few_lengths_are_refused():
     with pytest.raises(SeqlabError, match=r"at least 3 distinct lengths, received \[8, 16\]"):
         peak_growth(lambda T: lambda: None, (8, 16, 16), lambda T: 0)
+
+
+# --- folded from tests/test_memory_peak_events.py: Issue 21: temporaries allocated inside one dispatched op, seen thr
+
+def math_sdpa(T: int):
+    q = torch.randn(1, 1, T, D, generator=torch.Generator().manual_seed(T))  # (B, heads, T, d), float32
+
+    def run():
+        with SDPA_BACKENDS.held(MATH):
+            return F.scaled_dot_product_attention(q, q, q)
+    return run
+
+
+@pytest.mark.parametrize("T", [64, 128])
+def test_math_path_temporaries_inside_one_op(T):
+    peak = measure_peak_memory(math_sdpa(T))
+    # between ops: scores (T, T) float32 + their softmax (T, T) float32 + the scaled query (T, 8) float32
+    assert peak.peak_bytes == 4 * T * T + 4 * T * T + 4 * T * D  # 34_816 at T = 64
+    # inside _safe_softmax: isneginf (T, T) bool + all (T, 1) bool + a 4-byte scalar tensor
+    assert peak.allocator_peak_bytes == peak.peak_bytes + T * T + T + 4  # 38_980 at T = 64
+    assert peak.inside_op_bytes == T * T + T + 4
+    assert peak.allocator_peak_op == "aten.scalar_tensor"  # the last allocation before the peak's frees
+    assert 0.10 < peak.inside_op_bytes / peak.allocator_peak_bytes < 0.12  # the ~11 % a dispatch mode misses
+
+
+def test_views_allocate_nothing_but_a_scalar_wrapper():
+    x = torch.zeros(100)
+    peak = measure_peak_memory(lambda: x.view(10, 10).t().add_(1))
+    # 1 wrapped as an int64 tensor (8 bytes) and cast to float32 inside add_ (4 bytes); the dispatch mode's own
+    # re-wrapping of the scalar for Python is not counted
+    assert (peak.peak_bytes, peak.allocator_peak_bytes) == (0, 12)
+
+
+def test_an_outer_profiler_leaves_the_allocator_figure_absent():
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]):
+        peak = measure_peak_memory(lambda: torch.zeros(1000))
+    assert (peak.peak_bytes, peak.allocator_peak_bytes, peak.inside_op_bytes) == (4000, None, None)

@@ -140,12 +140,12 @@ def serve_and_fetch(arguments: list[str]) -> None:
                 assert time.monotonic() < deadline, "seqlab serve did not answer within 60 s"
                 time.sleep(0.3)
         assert "seqlab" in page
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/openapi.json", timeout=5) as response:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/openapi.json", timeout=120) as response:
             schema = json.loads(response.read())
         assert schema["paths"]
     finally:
         server.terminate()
-        server.communicate(timeout=30)
+        server.communicate(timeout=120)
 
 
 @pytest.mark.parametrize("command", readme_commands())

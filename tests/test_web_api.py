@@ -742,7 +742,7 @@ def test_a_chunked_body_is_refused_from_the_bytes_received(live_url):
             sent.append(1)
             yield b"a" * 65_536
 
-    with httpx.Client(timeout=30) as http:
+    with httpx.Client(timeout=120) as http:
         try:
             response = http.post(f"{live_url}/api/order", content=chunks(),
                                  headers={"content-type": "application/json"})

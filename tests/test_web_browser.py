@@ -65,10 +65,10 @@ def base_url():
                                            log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120
     while not server.started:
         if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("the Uvicorn server did not start within 30 s")
+            pytest.fail("the Uvicorn server did not start within 120 s")
         time.sleep(0.05)
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True

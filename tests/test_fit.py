@@ -1,4 +1,5 @@
-"""Growth judged by the big-O's own model: y ≈ a + b·f(T) with a closed form's lower-order terms (seqlab.fit).
+"""seqlab.fit: growth judged by the big-O's own model, y ≈ a + b·f(T) with a closed form's lower-order terms
+(formerly tests/test_fit_forms.py), and the power-law / logarithm fit of :func:`fit_growth`.
 
 Every exact series of a form is chosen as that form at any sizes (so an exact count is never marked against its
 own form); a series of another form is not; the criterion's three constants are tested at their boundaries.
@@ -13,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seqlab import fit
-from seqlab.fit import choose_form, fit_forms, fit_growth, judge_form
+from seqlab.errors import SeqlabError
+from seqlab.fit import choose_form, fit_forms, fit_growth, judge_form, two_point_fit
 from seqlab.studies.table1_results import CONSTANT, LINEAR, LOGARITHMIC, QUADRATIC
 
 #: A series of each form, with the lower-order terms closed forms have, and which Growth names it.
@@ -279,3 +281,61 @@ def test_a_count_that_wobbles_about_its_line_is_linear():
 def test_an_exact_quadratic_wins_where_its_square_is_small(d):
     """3Td² + 2T²d at T = 16, 32, 48: the T² term is under 1 % of the count at d = 4096, yet the form is exact."""
     assert fit_growth((16, 32, 48), [3 * T * d * d + 2 * T * T * d for T in (16, 32, 48)]).form == "T²"
+
+
+# --- fit_growth, two_point_fit and form_of_growth (the power law, the logarithm and the kept model) ---------------
+
+@pytest.mark.parametrize("p, c", [(0.0, 5.0), (1.0, 3.0), (2.0, 0.5), (1.5, 2.0)])
+def test_an_exact_power_law_is_fitted_exactly(p, c):
+    xs = [8, 16, 32, 64]
+    got = fit_growth(xs, [c * x ** p for x in xs])
+    assert got.model == "power" and got.exponent == pytest.approx(p, abs=1e-12)
+    assert got.prefactor == pytest.approx(c, rel=1e-12) and got.power_error == pytest.approx(0, abs=1e-12)
+
+
+def test_an_exact_logarithm_is_kept_as_a_logarithm():
+    got = fit_growth([16, 32, 64, 128], [4, 5, 6, 7])  # log2 x
+    assert got.model == "log" and got.form == "log T"
+    assert got.log_slope == pytest.approx(1 / math.log(2)) and got.log_intercept == pytest.approx(0, abs=1e-12)
+    assert got.log_error == pytest.approx(0, abs=1e-12)
+
+
+def test_the_logarithm_needs_less_than_half_the_power_laws_error(monkeypatch):
+    """The rule is log_error < LOG_PREFERENCE · power_error, strictly: at a preference of 0 it is never kept."""
+    assert fit.LOG_PREFERENCE == 0.5
+    monkeypatch.setattr(fit, "LOG_PREFERENCE", 0.0)
+    assert fit_growth([16, 32, 64, 128], [4, 5, 6, 7]).model == "power"
+
+
+def test_a_decreasing_series_is_never_a_logarithm():
+    got = fit_growth([2, 4, 8, 16], [8, 7, 6, 5])  # 9 − log2 x: exact, but falling
+    assert got.log_slope < 0 and got.model == "power"
+
+
+def test_a_logarithm_that_predicts_a_value_below_zero_has_an_infinite_error():
+    got = fit_growth([2, 4, 8, 1024], [1, 1, 1, 10_000])
+    assert got.log_error == math.inf and got.model == "power"
+
+
+@pytest.mark.parametrize("xs, ys", [([1, 2], [1, 2]), ([1, 1, 2], [1, 1, 2]), ([1, 2, 3], [1, 2]),
+                                    ([0, 1, 2], [1, 2, 3]), ([1, 2, 3], [1, 0, 3]), ([1, 2, 3], [1, None, 3])])
+def test_fit_growth_refuses_what_cannot_be_fitted(xs, ys):
+    with pytest.raises(SeqlabError, match="a growth fit needs"):
+        fit_growth(xs, ys)
+
+
+def test_two_point_fit_is_the_power_law_through_both_points():
+    got = two_point_fit([10, 40], [3, 48])  # 48 / 3 = 16 = 4²
+    assert got.exponent == pytest.approx(2.0) and got.prefactor == pytest.approx(0.03)
+    assert got.form is None and got.power_error == 0.0 and math.isnan(got.log_error)
+
+
+@pytest.mark.parametrize("model, exponent, form", [("power", 0, "1"), ("power", 1, "T"), ("power", 2.0, "T²"),
+                                                   ("log", 7, "log T"), ("power", 1.5, None), ("power", 3, None)])
+def test_form_of_growth(model, exponent, form):
+    assert fit.form_of_growth(model, exponent) == form
+
+
+def test_the_forms_and_constants():
+    assert fit.FORMS == ("1", "log T", "√T", "T", "T log T", "T^1.5", "T²")
+    assert (fit.EXACT, fit.TIE, fit.GOOD_ENOUGH, fit.LEADING_SHARE) == (1e-9, 1.5, 1e-3, 1e-6)
