@@ -181,8 +181,10 @@ def test_a_raising_measurement_is_reported_not_skipped(monkeypatch):
     monkeypatch.setattr(seqlab.measure.work, "count_multiplications", broken)
     outcome = run_check(CheckConfig(claims=("L5",), sizes=SMALL))
     (l5,) = outcome.checks
-    assert l5.verdict == FAILS and l5.error == "RuntimeError: counter unavailable" and not outcome.all_hold
+    assert l5.verdict == NOT_JUDGED and l5.error == "RuntimeError: counter unavailable" and not outcome.all_hold
     assert "could not be measured" in claim_text(l5, "en").figure
+    assert "decides nothing: not judged" in claim_text(l5, "en").condition
+    assert "no decide nada: sin decidir" in claim_text(l5, "es").condition
 
 
 def test_legend_in_both_languages():
@@ -281,7 +283,7 @@ def test_json_of_a_failed_claim(monkeypatch):
     monkeypatch.setattr(seqlab.measure.work, "count_multiplications", broken)
     document = json.loads(check_json(run_check(CheckConfig(claims=("L6",), sizes=SMALL)), "en"))
     assert not document["all_hold"] and document["claims"][0]["error"] == "RuntimeError: no counter"
-    assert document["claims"][0]["verdict"] == FAILS
+    assert document["claims"][0]["verdict"] == NOT_JUDGED  # nothing was measured: nothing is called false
 
 
 @pytest.mark.parametrize(("args", "option", "value"), [
@@ -312,3 +314,16 @@ def test_the_whole_check_document_validates_against_its_schema(result):
             jsonschema.validate(document, schema)
             assert {claim["claim"] for claim in document["claims"]} == names
             assert all((claim["holds"] is None) == (claim["verdict"] == "not_judged") for claim in document["claims"])
+
+
+def test_a_raised_measurement_is_not_judged_in_both_languages_and_fails_the_run(monkeypatch):
+    """Issue 38: a measurement that raises decided nothing (not judged, with its error), yet the run did not complete:
+    exit code 1, so CI still sees it."""
+    def broken(*args, **kwargs):
+        raise RuntimeError("no counter")
+
+    monkeypatch.setattr(seqlab.measure.work, "count_multiplications", broken)
+    outcome = run_check(CheckConfig(claims=("L5",), sizes=SMALL))
+    (l5,) = outcome.checks
+    assert (l5.verdict, outcome.not_judged, outcome.all_hold) == (NOT_JUDGED, 1, False)
+    assert claim_text(l5, "en").holds is None and claim_text(l5, "es").verdict == "sin decidir"

@@ -104,9 +104,9 @@ def claim_text(check: ClaimCheck, lang: str = "en") -> ClaimText:
     _ = translator(lang, DOMAIN)
     verdict = verdict_words(check.verdict, lang)
     if check.error is not None:
-        return ClaimText(check.claim, False, verdict, _("Claim {claim}").format(claim=check.claim),
+        return ClaimText(check.claim, None, verdict, _("Claim {claim}").format(claim=check.claim),
                          _("the measurement failed"), _("could not be measured: {error}").format(error=check.error), "",
-                         check.verdict, _("a measurement that cannot be made does not hold."))
+                         check.verdict, _("a measurement that could not be made decides nothing: not judged."))
     n = Numbers(lang)
     if check.claim == "L11":
         from seqlab.render.check_structure import l11

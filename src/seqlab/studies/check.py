@@ -12,8 +12,8 @@ restored) and the frozen results :class:`ClaimCheck` and :class:`CheckResult`.
 Each claim gets one of the verdicts :data:`~seqlab.studies.verdicts.VERDICTS`: ``holds``,
 ``holds_with_caveat`` (the measurement agrees with the claim as the lesson means it, but shows a condition
 the lesson leaves out, named in the check's ``condition``), ``not_judged`` (the measurement decided nothing)
-or ``does_not_hold``. A measurement that raises is reported with its error and does not hold: nothing is
-skipped in silence. Only L8 reads a clock; its machines are timed in interleaved rounds and every comparison
+or ``does_not_hold``. A measurement that raises decided nothing: it is ``not_judged``, reported with its error
+(nothing is skipped in silence, and nothing is called false that was never measured). Only L8 reads a clock; its machines are timed in interleaved rounds and every comparison
 is judged by :func:`seqlab.measure.rounds.decide`, so a busy machine leaves comparisons not decided (a caveat
 naming each, or ``not_judged`` when its lesson-scope comparison itself was not decided) rather than failing it. Default
 sizes run in seconds; :attr:`CheckConfig.full` takes larger ones.
@@ -70,7 +70,7 @@ class ClaimCheck:
         condition: the rule the verdict applied, its margins and the caveats that apply (structured data;
             the renderer words it).
         seconds: how long the check took.
-        error: why the measurement could not be made (then the verdict is ``"does_not_hold"``), else None.
+        error: why the measurement could not be made (then the verdict is ``"not_judged"``), else None.
     """
 
     claim: str
@@ -130,8 +130,9 @@ class CheckResult(NotebookView):
 
     @property
     def all_hold(self) -> bool:
-        """No claim checked is ``does_not_hold`` (caveats and claims not judged do not fail): the exit code is 0."""
-        return all(check.verdict != FAILS for check in self.checks)
+        """No claim checked is ``does_not_hold`` and no measurement raised (caveats and claims not judged do not fail;
+        a measurement that could not be made is not judged, but the run failed): the exit code is 0."""
+        return all(check.verdict != FAILS and check.error is None for check in self.checks)
 
 
 CHECKS: dict[str, Callable[[CheckSizes, int], Judgement]] = {
@@ -185,7 +186,7 @@ def run_check(config: CheckConfig = CheckConfig(),
 
     Returns:
         A :class:`CheckResult`; a measurement that raised is a :class:`ClaimCheck` with ``error`` set and
-        verdict ``"does_not_hold"``. Tracing and counting run on one CPU thread; L8 times on one thread and on
+        verdict ``"not_judged"``. Tracing and counting run on one CPU thread; L8 times on one thread and on
         ``config.threads`` (default: :func:`~seqlab.measure.rounds.timing_threads_default`, read before anything
         changes the threads: PyTorch's count capped by the free cores); the caller's thread count is restored
         afterwards. The global RNG is seeded by ``config.seed``
@@ -230,5 +231,5 @@ def _run_claims(claims: tuple[str, ...], sizes: CheckSizes, seed: int, checks: l
             checks.append(ClaimCheck(claim, judged.verdict, judged.values, judged.condition,
                                      time.perf_counter() - clock))
         except Exception as error:  # noqa: BLE001  reported, never skipped: no figure, no verdict
-            checks.append(ClaimCheck(claim, FAILS, {}, {"rule": "measurement_failed", "caveats": []},
+            checks.append(ClaimCheck(claim, NOT_JUDGED, {}, {"rule": "measurement_failed", "caveats": []},
                                      time.perf_counter() - clock, f"{type(error).__name__}: {error}"))
