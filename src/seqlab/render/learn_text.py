@@ -38,7 +38,8 @@ def model_label(model: str, lang: str = "en") -> str:
     >>> model_label("mlp", "es")
     'MLP (por posición)'
     """
-    return model_labels(translator(lang)).get(model, LABELS.get(model, model))
+    tl = translator(lang)
+    return model_labels(tl).get(model) or tl(LABELS.get(model, model))  # a mixer's label: its registration's
 
 
 def task_titles(tl: Callable[[str], str]) -> dict[str, str]:
