@@ -208,6 +208,9 @@ class Mixer:
         requires: third-party packages the module imports; when one is missing the mixer is unavailable.
         label: the mixer's English name (a message id: ``seqlab learn``'s model name, the docs' mixer table).
         learn: the model of ``seqlab learn``, or None when the command does not offer it.
+        equation: what it computes, in plain text (the docs' mixer table).
+        closed_form: the name of its forward's closed form in :data:`seqlab.cost.CLOSED_FORMS` (the docs' table
+            prints its formula; a test checks the class's ``multiplications`` against the count).
     """
 
     name: str
@@ -221,6 +224,13 @@ class Mixer:
     requires: tuple[str, ...] = ()
     label: str = ""
     learn: LearnModel | None = None
+    equation: str = ""
+    closed_form: str = ""
+
+    def __post_init__(self) -> None:
+        if self.closed_form and self.closed_form not in cost.CLOSED_FORMS:
+            raise SeqlabError(f"{self.name}: closed_form must name a closed form of seqlab.cost, received "
+                              f"{self.closed_form!r}", parameter="closed_form")
 
     def load(self) -> type | None:
         """The mixer's class, or None when a package of :attr:`requires` is not installed.
@@ -439,6 +449,8 @@ register(Mixer(
                              d, d, d, batch=batch)),  # q, k, v and W_o, then 2·d_k·d_v + d_k on the state
     factory=_linear_attention,
     label=N_("Linear attention"),
+    equation="y_i = φ(q_i)ᵀS_i / φ(q_i)ᵀz_i, S_i = Σ_{j≤i} φ(k_j)v_jᵀ, z_i = Σ_{j≤i} φ(k_j), φ = elu + 1",
+    closed_form="linear_attention_multiplications",
     learn=LearnModel({"form": "parallel"}, ("d_k", "d_v"), lambda d, w: 4 * d * w),  # W_q, W_k, W_v, W_o
 ))
 
@@ -456,6 +468,8 @@ register(Mixer(
     step_multiplications=lambda module: cost.diagonal_recurrence_step_multiplications(module.d_model,
                                                                                       module.d_state),
     label=N_("Diagonal recurrence"),
+    equation="h_t = a ⊙ h_{t−1} + √(1−a²) ⊙ W_B x_t, a = exp(−exp ν), y_t = W_C h_t",
+    closed_form="diagonal_recurrence_multiplications",
     learn=LearnModel({"form": "scan"}, ("d_state",), lambda d, w: 2 * d * w + w),  # W_B, W_C, the decays
 ))
 
@@ -474,6 +488,8 @@ register(Mixer(
                          step_multiplications=lambda d, batch: cost.selective_recurrence_step_multiplications(
                              d, d, batch=batch)),  # d_state = d_model: W_Δ, W_u, W_C in and W_o out
     label=N_("Selective recurrence"),
+    equation="Δ_t = softplus(W_Δx_t + δ), h_t = exp(−Δ_t ⊙ A) ⊙ h_{t−1} + Δ_t ⊙ W_u x_t, y_t = W_o(W_C x_t ⊙ h_t)",
+    closed_form="selective_recurrence_multiplications",
     learn=LearnModel({"form": "scan"}, ("d_state",), lambda d, w: 4 * d * w + 2 * w),  # W_Δ, W_u, W_C, W_o; A, δ
 ))
 
@@ -489,6 +505,8 @@ register(Mixer(
     step_multiplications=lambda module: cost.sliding_window_step_multiplications(module.d_model, module.window),
     connecting_depth=_sliding_window_depth,
     label=N_("Sliding window"),
+    equation="y_t = Σ_{t−w<j≤t} softmax_j(q_tᵀk_j / √d_k) v_j",
+    closed_form="sliding_window_multiplications",
     learn=LearnModel({"form": "banded"}, ("d_k", "d_v"), lambda d, w: 4 * d * w),  # W_q, W_k, W_v, W_o
 ))
 
@@ -510,4 +528,7 @@ register(Mixer(
     step_multiplications=lambda module: cost.mamba_block_step_multiplications(
         module.d_model, module.d_state, module.d_conv, module.d_inner // module.d_model, module.dt_rank),
     label=N_("Mamba block"),
+    equation="[u, z] = x W_in; u = SiLU(conv_k(u)); h_t = exp(Δ_t A) ⊙ h_{t−1} + (Δ_t ⊙ u_t) B_tᵀ; "
+             "y = W_out((h_t C_t + D ⊙ u_t) ⊙ SiLU(z))",
+    closed_form="mamba_block_multiplications",
 ))

@@ -60,9 +60,9 @@ from torch import Tensor, nn
 
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.layers import mixers
-from seqlab.learn import LESSON_MODELS
 from seqlab.layers.attention import SelfAttention
 from seqlab.layers.decoding import KVCacheDecoder
+from seqlab.learn import LESSON_MODELS
 
 __all__ = ["FIXED_STATE", "LABELS", "MIXER_MODELS", "MODELS", "RECURRENT", "SLIDING_WINDOW", "TaskModel",
            "output_width", "parameter_count", "sinusoidal_encoding", "width_for_budget"]
