@@ -160,6 +160,9 @@ def test_a_formula_is_registered_once_where_it_is_defined():
     with pytest.raises(SeqlabError, match="already registered"):
         ops.register_formula(torch.ops.aten.mv)(ops.dot_flop)
     assert ops.EXTRA_FORMULAS[torch.ops.aten.mv] is ops.matrix_vector_flop  # the refused one changed nothing
+    with pytest.raises(SeqlabError, match="flop_counter already has a formula"):
+        ops.register_formula(torch.ops.aten.mm)(ops.dot_flop)  # PyTorch's own: not overridden here
+    assert torch.ops.aten.mm not in ops.EXTRA_FORMULAS
 
 
 def test_a_new_formula_is_registered_and_refused_a_second_time():

@@ -81,8 +81,10 @@ def _register(packet: object, formula: Callable[..., int], *, twin: bool = False
     when ``packet`` later gets its own.
 
     Raises:
-        SeqlabError: ``packet`` already has a formula of its own here.
+        SeqlabError: ``packet`` already has a formula of its own here, or PyTorch's flop registry has one.
     """
+    if packet in flop_registry:
+        raise SeqlabError(f"torch.utils.flop_counter already has a formula for {packet}", parameter="formula")
     if packet in EXTRA_FORMULAS and packet not in _TWINS:
         if twin:
             return
@@ -112,7 +114,8 @@ def register_formula(*packets: object) -> Callable[[Callable[..., int]], Callabl
     True
 
     Raises:
-        SeqlabError: one of ``packets`` already has a formula here (a duplicate registration).
+        SeqlabError: one of ``packets`` already has a formula here (a duplicate registration), or in PyTorch's
+            flop registry (this registry is for the ops it misses).
     """
     def register(formula: Callable[..., int]) -> Callable[..., int]:
         for packet in packets:
