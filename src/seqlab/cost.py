@@ -34,8 +34,6 @@ restricted_attention_multiplications        (2r + 1) T (d_k + d_v)              
 restricted_attention_layer_multiplications  projections + banded call + W_O                      Table 1
 linear_attention_multiplications            T^2 (d_k + d_v) or T (2 d_k d_v + d_k), + proj.      Kath. 2020
 linear_attention_step_multiplications       2 d_k d_v + d_k + projections                        Kath. 2020
-retention_multiplications                   T^2 (d_k + d_v) or 2 T d_k d_v, + proj.              RetNet
-retention_step_multiplications              2 d_k d_v + projections                              RetNet
 diagonal_recurrence_multiplications         2 T d_model d_state                                  S4D, LRU
 diagonal_recurrence_step_multiplications    2 d_model d_state                                    S4D, LRU
 selective_recurrence_multiplications        4 T d_model d_state                                  Mamba
@@ -673,47 +671,6 @@ def linear_attention_step_multiplications(d_model: int, d_k: int, d_v: int, *, b
     Source: Katharopoulos et al. 2020, §3.4 ("Transformers are RNNs").
     """
     return linear_attention_multiplications(1, d_model, d_k, d_v, "recurrent", batch=batch, projections=projections)
-
-
-@closed_form("T^2 (d_k + d_v) or 2 T d_k d_v, + proj.", "RetNet")
-def retention_multiplications(T: int, d_model: int, d_k: int, d_v: int, form: str, *, batch: int = 1,
-                              projections: bool = True) -> int:
-    """Multiplications of one :class:`~seqlab.layers.retention.Retention` forward, in closed form.
-
-    Per sequence: parallel T²·(d_k + d_v) (Q Kᵀ, then the decayed scores times V); recurrent T·2·d_k·d_v (the
-    update K_nᵀ V_n and the read Q_n S_n); plus T·d_model·(2·d_k + d_v) + T·d_v·d_model for the projections unless
-    ``projections=False``. The decay (γ S, the mask D) is element-wise and not counted.
-
-    >>> retention_multiplications(64, 8, 8, 8, "recurrent", projections=False)  # 64 * 2 * 64
-    8192
-    >>> retention_multiplications(64, 8, 8, 8, "parallel", projections=False)  # 64**2 * 16
-    65536
-
-    Raises:
-        SeqlabError: a size that is not a positive integer, or an unknown form.
-
-    Source: Sun et al. 2023 (RetNet), §2.1.
-    """
-    T, d_model, d_k, d_v, batch = (require_positive_int(name, value) for name, value in
-                                   (("T", T), ("d_model", d_model), ("d_k", d_k), ("d_v", d_v), ("batch", batch)))
-    check_form(form, ("parallel", "recurrent"))
-    mixing = T * T * (d_k + d_v) if form == "parallel" else 2 * T * d_k * d_v
-    return batch * (mixing + (_mixer_projections(T, d_model, d_k, d_v) if projections else 0))
-
-
-@closed_form("2 d_k d_v + projections", "RetNet")
-def retention_step_multiplications(d_model: int, d_k: int, d_v: int, *, batch: int = 1) -> int:
-    """Multiplications of one decode step of retention: 2·d_k·d_v plus the projections, whatever the position.
-
-    >>> retention_step_multiplications(8, 8, 8)  # 2*64 + 8*24 + 64
-    384
-
-    Raises:
-        SeqlabError: a size that is not a positive integer.
-
-    Source: Sun et al. 2023 (RetNet), §2.1 (the recurrent representation).
-    """
-    return retention_multiplications(1, d_model, d_k, d_v, "recurrent", batch=batch)
 
 
 def _linear_recurrence_multiplications(projections: int, T: int, d_model: int, d_state: int, form: str,

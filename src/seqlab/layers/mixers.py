@@ -532,22 +532,3 @@ register(Mixer(
              "y = W_out((h_t C_t + D ⊙ u_t) ⊙ SiLU(z))",
     closed_form="mamba_block_multiplications",
 ))
-
-register(Mixer(
-    "retention", "seqlab.layers.retention", "Retention",
-    rows=(
-        MixerRow("retention_parallel", N_("Retention, parallel form"), {"form": "parallel"},
-                 ("O(T²·d)", _Q), ("O(1)", _C), ("O(1)", _C), ("O(T²)", _Q), ("O(d²)", _C), ("O(d²)", _C),
-                 "RetNet (Sun et al. 2023), §2.1", {"memory": lambda m: _past_width(m, 2, 2)}),
-        MixerRow("retention_recurrent", N_("Retention, recurrent form"), {"form": "recurrent"},
-                 ("O(T·d_k·d_v)", _L), ("O(T)", _L), ("O(T)", _L), ("O(T·d)", _L), ("O(d²)", _C), ("O(d²)", _C),
-                 "RetNet (Sun et al. 2023), §2.1", {"memory": lambda m: _past_width(m, 2, 2)}),
-    ),
-    decode=DecodeMachine(N_("retention"), {"form": "recurrent"}, fixed_state=True,
-                         step_multiplications=lambda d, batch: cost.retention_step_multiplications(
-                             d, d, d, batch=batch)),
-    label=N_("Retention"),
-    learn=LearnModel({"form": "parallel"}, ("d_k", "d_v"), lambda d, w: 4 * d * w),  # W_Q, W_K, W_V, W_O
-    equation="o_n = Q_n S_n, S_n = γ S_{n−1} + K_nᵀ V_n; parallel: (Q Kᵀ ⊙ D) V, D_nm = γ^(n−m) (n ≥ m)",
-    closed_form="retention_multiplications",
-))
