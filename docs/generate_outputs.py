@@ -11,6 +11,10 @@ differently).
 
 Run it after a change that alters an output (``python docs/generate_outputs.py compare table1`` writes only
 those); the test names the stale file. Nothing here is imported by the package.
+
+:data:`TABLES` are written from a registry rather than by a command: ``docs/outputs/mixers.md`` (and ``.es.md``)
+is the table of every registered mixer (:mod:`seqlab.layers.mixers`), which the mixers page includes;
+``tests/test_mixers.py`` fails when it differs from the registry (``python docs/generate_outputs.py mixers``).
 """
 
 from __future__ import annotations
@@ -113,6 +117,48 @@ OUTPUTS: dict[str, Shown] = {
 }
 
 
+#: Markdown headings of the mixer table, per language.
+MIXER_HEADINGS = {
+    "en": ("mixer", "class (`seqlab.layers.…`)", "forms", "equation", "multiplications per sequence (`seqlab.cost`)",
+           "`seqlab decode` machine", "`seqlab learn` model", "sources"),
+    "es": ("mezclador", "clase (`seqlab.layers.…`)", "formas", "ecuación",
+           "multiplicaciones por secuencia (`seqlab.cost`)", "máquina de `seqlab decode`", "modelo de `seqlab learn`",
+           "fuentes"),
+}
+
+
+def mixer_table(lang: str) -> str:
+    """The Markdown table of every registered mixer, in ``lang``: one row per mixer, from its registration.
+
+    Forms are those its rows, decode machine and learn model name; the closed form's formula is the one
+    :mod:`seqlab.cost` registers; labels go through the renderers' catalogue.
+    """
+    from seqlab import cost
+    from seqlab.i18n import translator
+    from seqlab.layers import mixers
+    from seqlab.render.decode import machine_label
+
+    tl = translator(lang)
+    formulas = {form.name: form.formula for form in cost.closed_forms()}
+    headings = MIXER_HEADINGS[lang]
+    lines = ["| " + " | ".join(headings) + " |", "|" + "---|" * len(headings)]
+    for m in mixers.mixers():
+        options = [row.options for row in m.rows] + [o.options for o in (m.decode, m.learn) if o is not None]
+        forms = ", ".join(f"`{form}`" for form in dict.fromkeys(o["form"] for o in options if "form" in o))
+        closed = f"`{m.closed_form}`: {formulas[m.closed_form]}" if m.closed_form else "—"
+        learn = "—" if m.learn is None else f"`--models {m.name}` (`{m.learn.options.get('form', '')}`)"
+        sources = "; ".join(dict.fromkeys(row.source for row in m.rows))
+        cells = (f"`{m.name}`: {tl(m.label) if m.label else m.name}", f"`{m.module.rsplit('.', 1)[-1]}.{m.class_name}`",
+                 forms or "—", m.equation or "—", closed,
+                 "—" if m.decode is None else f"`{m.name}` ({machine_label(m.name, lang)})", learn, sources)
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+#: name -> (the Markdown it holds, written from a registry); the file is docs/outputs/<name>.md.
+TABLES = {"mixers": lambda: mixer_table("en"), "mixers.es": lambda: mixer_table("es")}
+
+
 @contextmanager
 def scratch(shown: Shown):
     """A temporary working folder holding the files ``shown`` needs; the old folder is restored after."""
@@ -198,9 +244,16 @@ def figures(transcript: str) -> list[str]:
 
 
 def main(names: list[str]) -> None:
-    """Write docs/outputs/<name>.txt for every name given (every entry when none is)."""
+    """Write docs/outputs/<name>.txt (or .md, for :data:`TABLES`) for every name given (every entry when none is);
+    ``mixers`` writes both languages' mixer tables."""
     OUT.mkdir(exist_ok=True)
-    for name in names or list(OUTPUTS):
+    for name in names or [*OUTPUTS, *TABLES]:
+        if name in TABLES or f"{name}.es" in TABLES:
+            for table in (name, f"{name}.es"):
+                if table in TABLES:
+                    (OUT / f"{table}.md").write_text(TABLES[table](), encoding="utf-8")
+                    print(f"wrote docs/outputs/{table}.md")
+            continue
         (OUT / f"{name}.txt").write_text(run(OUTPUTS[name]), encoding="utf-8")
         print(f"wrote docs/outputs/{name}.txt")
 

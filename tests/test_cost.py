@@ -119,11 +119,35 @@ def test_flops_refuses_bad_counts(bad):
 
 
 def test_table_lists_every_public_function():
+    registry = {"closed_form", "closed_form_table", "closed_forms"}  # the registry's own functions
     public = {name for name, obj in inspect.getmembers(cost, inspect.isfunction)
               if obj.__module__ == cost.__name__ and not name.startswith("_")}
-    assert set(cost.CLOSED_FORMS) == public
+    assert set(cost.CLOSED_FORMS) == public - registry
+    assert [form.name for form in cost.closed_forms()] == list(cost.CLOSED_FORMS)
+    assert set(cost.CLOSED_FORMS) <= set(cost.__all__)
     for name, function in cost.CLOSED_FORMS.items():
         assert re.search(r"\(L\d|Source:", function.__doc__) or name == "flops", name  # cites its claim or source
+
+
+def test_the_docstring_table_is_the_registry():
+    """The module docstring's table is written from the registry: rerun ``closed_form_table()`` and paste it."""
+    table = cost.closed_form_table()
+    assert table in cost.__doc__, "cost.py's docstring table is stale: paste seqlab.cost.closed_form_table()"
+    rows = table.splitlines()[3:-1]
+    assert [row.split()[0] for row in rows] == list(cost.CLOSED_FORMS)
+    assert rows[0].split("  ")[0] == "recurrence_multiplications" and rows[0].endswith("L5")
+
+
+def test_a_closed_form_is_registered_once():
+    def recurrence_multiplications(T: int) -> int:  # a second function of a registered name
+        return T
+
+    shipped = cost.CLOSED_FORMS["recurrence_multiplications"]
+    with pytest.raises(SeqlabError, match="'recurrence_multiplications' is already registered"):
+        cost.closed_form("T", "L5")(recurrence_multiplications)
+    with pytest.raises(SeqlabError, match="needs its formula"):
+        cost.closed_form(" ", "L5")
+    assert cost.CLOSED_FORMS["recurrence_multiplications"] is shipped
 
 
 def _counted_flops(fn) -> int:

@@ -18,7 +18,7 @@ import torch
 import seqlab.memory
 import seqlab.studies.decode as study
 from seqlab.errors import SeqlabError
-from seqlab.measure.decode import (MACHINES, available_machines, build_decoder, measure_decode_step,
+from seqlab.measure.decode import (FIXED_STATE, MACHINES, available_machines, build_decoder, measure_decode_step,
                                    step_multiplications)
 from seqlab.measure.rounds import Rounds
 from seqlab.render.decode import decode_sentences, decode_table, machine_label
@@ -113,14 +113,19 @@ def test_counted_multiplications_equal_the_closed_forms_at_three_positions(machi
     counted = tuple(measure_decode_step(machine, t, d_model=D, time=False, decoder=decoder).multiplications
                     for t in POSITIONS)
     closed = tuple(step_multiplications(machine, t, D) for t in POSITIONS)
-    assert counted == closed == EXPECTED_MULTIPLICATIONS[machine]
+    # a mixer's machine with no hand figures here is still checked against its registered closed form
+    assert counted == closed == EXPECTED_MULTIPLICATIONS.get(machine, closed)
 
 
 @pytest.mark.parametrize("machine", ALL)
 def test_state_bytes_fixed_for_recurrences_linear_in_t_for_the_cache(machine):
     decoder = build_decoder(machine, D, capacity=max(POSITIONS))
     steps = [measure_decode_step(machine, t, d_model=D, time=False, decoder=decoder) for t in POSITIONS]
-    assert tuple(s.state_bytes for s in steps) == EXPECTED_STATE_BYTES[machine]
+    if machine in EXPECTED_STATE_BYTES:
+        assert tuple(s.state_bytes for s in steps) == EXPECTED_STATE_BYTES[machine]
+    else:  # a mixer's machine with no hand figures: fixed or not as registered (its bytes: test_mixers.py's walk)
+        sizes = [s.state_bytes for s in steps]
+        assert sizes[0] > 0 and (len(set(sizes)) == 1) == (machine in FIXED_STATE), sizes
     assert all(not s.unaccounted for s in steps)
 
 

@@ -1,7 +1,14 @@
 """The one mixer registry (seqlab.layers.mixers): a toy mixer registered here, once, appears everywhere mixers are
 listed (table1 --modern rows and names, decode machines and labels, their closed forms), and is gone after
 unregistering; a broken mixer module fails with its own ImportError, only a missing optional package reads
-"not installed"."""
+"not installed".
+
+The generic tests run over every registered mixer (``mixers.mixers()`` at collection, as PyTorch's ``@ops`` runs
+over ``op_db``), so a new registration is checked with no new test code: its forms agree in float64 and each
+form's ``step`` gives its ``forward``; counted multiplications equal its closed forms (forward and decode step);
+the decode state's bytes equal a walk of its tensors and stay fixed where the row says O(1) growth; the learn
+model's parameters equal their closed form; the docs' mixer table is the registry's.
+Tolerance: float64, atol 1e-10 (the forms regroup the same sums; outputs are of size ~1)."""
 
 from __future__ import annotations
 
@@ -16,7 +23,10 @@ from typer.testing import CliRunner
 from seqlab.cli import app
 from seqlab.errors import SeqlabError
 from seqlab.layers import mixers
+from seqlab.learn import LESSON_MODELS
+from seqlab.learn import models as learn_models
 from seqlab.measure import decode
+from seqlab.measure.work import count_multiplications
 from seqlab.render.decode import machine_label
 from seqlab.render.table1_modern import render_modern, row_name
 from seqlab.studies import table1_modern_rows
@@ -76,13 +86,16 @@ def toy():
         mixers.unregister(TOY.name)
 
 
-def test_the_shipped_mixers_and_their_rows():
-    assert [m.name for m in mixers.mixers()] == ["linear_attention", "diagonal_recurrence", "selective_recurrence",
-                                                 "sliding_window", "mamba_block"]
+def test_every_list_of_mixers_is_the_registry():
+    names = [m.name for m in mixers.mixers()]
+    assert names[:2] == ["linear_attention", "diagonal_recurrence"] and len(set(names)) == len(names)
     assert list(table1_modern_rows.ROWS)[5:] == list(mixers.mixer_rows()) == list(table1_modern_rows.modern_rows())
-    assert tuple(decode.MACHINES) == ("elman", "attention_kv_cache", "attention_static_cache", "attention_no_cache",
-                                      "linear_attention", "selective_recurrence", "mamba_block")
-    assert tuple(decode.FIXED_STATE) == ("elman", "linear_attention", "selective_recurrence", "mamba_block")
+    machines = tuple(name for name, _ in mixers.decode_machines())
+    assert tuple(decode.MACHINES) == mixers.LESSON_MACHINES + machines
+    assert tuple(decode.FIXED_STATE) == ("elman",) + tuple(name for name, m in mixers.decode_machines()
+                                                           if m.decode.fixed_state)
+    assert learn_models.MODELS == LESSON_MODELS + tuple(m.name for m in mixers.learn_models())
+    assert all(learn_models.LABELS[m.name] == m.label for m in mixers.learn_models())
 
 
 def test_a_toy_mixer_appears_everywhere_mixers_are_listed(toy):
@@ -169,3 +182,148 @@ def test_only_a_missing_required_package_reads_not_installed(tmp_path, monkeypat
         assert [row.row for row in result.rows] == ["elman"] and result.missing == ("toy_loop",)
     finally:
         mixers.unregister(TOY.name)
+
+
+# --- generic: every registered mixer ------------------------------------------------------------------------------
+
+ATOL = 1e-10
+D, WINDOW, CHUNK = 6, 3, 4  # a window and a chunk smaller than T, so that the forms differ in what they compute
+SHIPPED = mixers.mixers()  # every mixer registered when the tests are collected
+ROWS = [(m, row) for m in SHIPPED for row in m.rows]
+WITH_MACHINE = [m for m in SHIPPED if m.decode is not None]
+LEARNING = [m for m in SHIPPED if m.learn is not None]
+
+
+def _row_id(pair) -> str:
+    return pair[1].name
+
+
+def _build(m: mixers.Mixer, options, *, dtype=torch.float64, d: int = D):
+    """The mixer at width d with ``options``, weights from seed 0 (the same weights whatever the form)."""
+    return m.build(d, window=WINDOW, chunk=CHUNK, generator=torch.Generator().manual_seed(0), dtype=dtype,
+                   **options)
+
+
+def _x(T: int, batch: int = 2, dtype=torch.float64, d: int = D) -> torch.Tensor:
+    return torch.randn(batch, T, d, dtype=dtype, generator=torch.Generator().manual_seed(T))  # (B, T, d)
+
+
+def _stepped(module, x: torch.Tensor) -> tuple[torch.Tensor, tuple]:
+    """Decode x one position at a time: the outputs (B, T, d) and the state after the last."""
+    state, outputs = module.initial_state(x.shape[0], dtype=x.dtype), []
+    with torch.no_grad():
+        for t in range(x.shape[1]):
+            y, state = module.step(x[:, t], state)  # (B, d)
+            outputs.append(y)
+    return torch.stack(outputs, dim=1), state
+
+
+def _walk(state) -> int:
+    """Bytes of a state by a walk of its tensors (nested tuples and lists too): numel × element size of each."""
+    if isinstance(state, torch.Tensor):
+        return state.numel() * state.element_size()
+    return sum(_walk(part) for part in state)
+
+
+def _without_form(options) -> tuple:
+    return tuple(sorted((k, v) for k, v in options.items() if k != "form"))
+
+
+@pytest.mark.parametrize("mixer", SHIPPED, ids=lambda m: m.name)
+def test_its_forms_agree_in_float64_and_step_equals_forward(mixer):
+    """Every form of the mixer (its rows, its decode machine's, its learn model's) on one set of weights gives the
+    same outputs, and decoding step by step gives them too — at a T past the window and the chunk, not a multiple."""
+    forms = [row.options for row in mixer.rows]
+    forms += [o.options for o in (mixer.decode, mixer.learn) if o is not None]
+    x = _x(11)
+    groups: dict[tuple, list] = {}
+    for options in forms:
+        groups.setdefault(_without_form(options), []).append(options)
+    for group in groups.values():
+        reference = None
+        for options in group:
+            module = _build(mixer, options)
+            with torch.no_grad():
+                y = module(x)  # (2, 11, d)
+            assert y.shape == x.shape, (mixer.name, dict(options))
+            reference = y if reference is None else reference
+            assert torch.allclose(y, reference, rtol=0, atol=ATOL), (mixer.name, dict(options))
+            stepped, _ = _stepped(module, x)
+            assert torch.allclose(stepped, y, rtol=0, atol=ATOL), (mixer.name, dict(options), "step")
+
+
+@pytest.mark.parametrize("T", [5, 11])
+@pytest.mark.parametrize("pair", ROWS, ids=_row_id)
+def test_counted_work_of_each_row_equals_its_closed_form(pair, T):
+    mixer, row = pair
+    module = _build(mixer, row.options, dtype=torch.float32)
+    counted = count_multiplications(module, _x(T, dtype=torch.float32))
+    assert counted.complete, counted.unaccounted
+    assert counted.multiplications == module.multiplications(T, batch=2)
+    if mixer.step_multiplications is not None:  # the row's own step, batch 1 (table1's decode column)
+        state = module.initial_state(1, dtype=torch.float32)
+        step = count_multiplications(lambda x_t: module.step(x_t, state)[0], _x(1, batch=1, dtype=torch.float32)[:, 0])
+        assert step.complete and step.multiplications == mixer.step_multiplications(module)
+
+
+@pytest.mark.parametrize("pair", ROWS, ids=_row_id)
+def test_the_state_of_each_row_is_fixed_where_its_row_says_so(pair):
+    mixer, row = pair
+    module = _build(mixer, row.options)
+    sizes = [_walk(_stepped(module, _x(T))[1]) for T in (3, 9)]
+    assert (sizes[0] == sizes[1]) == (row.state[1] == "constant"), (row.name, row.state, sizes)
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("mixer", WITH_MACHINE, ids=lambda m: m.name)
+def test_its_decode_step_is_its_closed_form_and_its_state_bytes_a_walk(mixer, batch):
+    steps = []
+    for t in (2, 9):
+        prepared = decode.prepare_decode_step(mixer.name, t, d_model=D, batch=batch)
+        step = decode.count_decode_step(prepared)
+        with torch.no_grad():
+            _, after = prepared.decoder.step(prepared.x_t, prepared.state)
+        assert step.multiplications == step.closed_form == mixer.decode.step_multiplications(D, batch)
+        assert step.state_bytes == _walk(after)  # the storages counted == the tensors walked
+        steps.append(step)
+    assert (steps[0].state_bytes == steps[1].state_bytes) == mixer.decode.fixed_state
+
+
+@pytest.mark.parametrize("width", [3, 5])
+@pytest.mark.parametrize("mixer", LEARNING, ids=lambda m: m.name)
+def test_its_learn_parameters_are_their_closed_form(mixer, width):
+    module = mixer.build(8, window=learn_models.SLIDING_WINDOW, generator=torch.Generator().manual_seed(0),
+                         **mixer.learn.options, **dict.fromkeys(mixer.learn.width, width))
+    assert sum(p.numel() for p in module.parameters()) == mixer.learn.parameters(8, width)
+    net = learn_models.TaskModel(mixer.name, width, d_model=8, vocab=12, classes=4, T=6,
+                                 generator=torch.Generator().manual_seed(0))
+    assert net.parameter_count() == learn_models.parameter_count(mixer.name, width, d_model=8, vocab=12, classes=4,
+                                                                 T=6)
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_the_docs_mixer_table_is_the_registry(lang):
+    """docs/outputs/mixers.md (.es.md), which the mixers pages include, is the table written from the registry now."""
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    sys.path.insert(0, str(docs))
+    try:
+        import generate_outputs as generator
+    finally:
+        sys.path.remove(str(docs))
+    name = "mixers" if lang == "en" else "mixers.es"
+    fresh = generator.TABLES[name]()
+    assert (generator.OUT / f"{name}.md").read_text(encoding="utf-8") == fresh, \
+        f"docs/outputs/{name}.md is stale: run python docs/generate_outputs.py mixers"
+    assert [line.split("`")[1] for line in fresh.splitlines()[2:]] == [m.name for m in mixers.mixers()]
+    assert f'--8<-- "docs/outputs/{name}.md"' in (docs / lang / "mixers.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("mixer", SHIPPED, ids=lambda m: m.name)
+def test_its_closed_form_is_a_registered_one_and_the_class_uses_it(mixer):
+    from seqlab import cost
+
+    assert mixer.label and mixer.equation and mixer.closed_form in cost.CLOSED_FORMS
+    module = _build(mixer, mixer.rows[0].options)
+    assert mixer.closed_form in (type(module).multiplications.__doc__ or ""), "multiplications names its closed form"

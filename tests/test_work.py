@@ -4,6 +4,8 @@ Each expected number sits beside its hand arithmetic. One multiplication per mul
 activations, gate products and softmax are not counted (L5, L6).
 """
 
+import math
+
 import pytest
 import torch
 import torch.nn as nn
@@ -145,3 +147,35 @@ def test_contraction_written_as_broadcast_product_is_counted():
 def test_gate_products_and_scalings_are_not_counted():
     x = torch.randn(10, 8)
     assert count_multiplications(lambda a: torch.sigmoid(a) * a * 0.5, x).multiplications == 0
+
+
+# --- the formula registry (seqlab.measure.ops.register_formula) -------------------------------------------------
+
+def test_a_formula_is_registered_once_where_it_is_defined():
+    from seqlab.errors import SeqlabError
+    from seqlab.measure import ops
+
+    assert ops.EXTRA_FORMULAS[torch.ops.aten.mv] is ops.matrix_vector_flop
+    assert ops.EXTRA_FORMULAS[torch.ops.aten.addmv_] is ops.add_matrix_vector_flop  # its in-place twin, with it
+    with pytest.raises(SeqlabError, match="already registered"):
+        ops.register_formula(torch.ops.aten.mv)(ops.dot_flop)
+    assert ops.EXTRA_FORMULAS[torch.ops.aten.mv] is ops.matrix_vector_flop  # the refused one changed nothing
+    with pytest.raises(SeqlabError, match="flop_counter already has a formula"):
+        ops.register_formula(torch.ops.aten.mm)(ops.dot_flop)  # PyTorch's own: not overridden here
+    assert torch.ops.aten.mm not in ops.EXTRA_FORMULAS
+
+
+def test_a_new_formula_is_registered_and_refused_a_second_time():
+    from seqlab.errors import SeqlabError
+    from seqlab.measure import ops
+
+    @ops.register_formula(torch.ops.aten.cholesky_inverse)
+    def triple_numel_flop(self_shape, *args, out_shape=None, **kwargs):
+        return 2 * 3 * math.prod(self_shape)
+
+    try:
+        with pytest.raises(SeqlabError, match="already registered"):
+            ops.register_formula(torch.ops.aten.cholesky_inverse)(triple_numel_flop)
+        assert ops.EXTRA_FORMULAS[torch.ops.aten.cholesky_inverse] is triple_numel_flop
+    finally:
+        del ops.EXTRA_FORMULAS[torch.ops.aten.cholesky_inverse]

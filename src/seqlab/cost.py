@@ -5,55 +5,59 @@ PyTorch's convention is FLOPs, which counts a multiply-add as two: ``flops(m) = 
 Bias additions, the tanh, the softmax (exp, sum, division) and the -inf fill of a mask are
 left out everywhere; the Q, K, V projections are counted apart, by
 :func:`projection_multiplications`, and the output projection by :func:`output_projection_multiplications`.
-Each function's docstring gives its source (a lesson claim L1…L12, or the paper).
+Each function's docstring gives its source (a lesson claim L1…L12, or the paper). Each is registered where it
+is defined, ``@closed_form(formula, source)``; the table below is :func:`closed_form_table`, written from that
+registry (``tests/test_cost.py`` fails when they differ), and :data:`CLOSED_FORMS` reads the same registry.
 
-=========================================  ===================================================  ==========
-function                                   closed form                                          source
-=========================================  ===================================================  ==========
-recurrence_multiplications                 T (d_h^2 + d_h d_model)                              L5
-gated_recurrence_multiplications           G T (d_h^2 + d_h d_model), G = 1, 3, 4 gates         L5
-attention_multiplications                  T T_k (d_k + d_v)                                    L6
-scored_attention_multiplications           the call with a dot, general or additive score       L2, L6
-projection_multiplications                 T d_model (2 d_k + d_v)                              L6
-output_projection_multiplications          T d_v d_model                                        §3.2.2
-attention_layer_multiplications            projections + call + W_O                             L6
-kv_cache_step_multiplications              d_model (2 d_k + d_v) + t (d_k + d_v)                L6
-kv_cache_layer_step_multiplications        the step above + d_v d_model (W_O)                   L6, §3.2.2
-no_cache_step_multiplications              d_model d_k + t d_model (d_k + d_v) + t (d_k + d_v)  L6
-work_ratio                                 attention / recurrence                               L7
-crossover_length                           d_h (d_h + d_model) / (d_k+d_v)                      L7
-scored_crossover_length                    the same with a score                                L7
-first_length_attention_costs_more          floor(crossover) + 1                                 L7
-recurrence_sequential_steps                T                                                    L1
-attention_sequential_products              2 (Q K^T, then A V)                                  L2
-convolution_multiplications                k T d^2                                              Table 1
-restricted_attention_multiplications       (2r + 1) T (d_k + d_v)                               Table 1
-restricted_attention_layer_multiplications projections + banded call + W_O                      Table 1
-linear_attention_multiplications           T^2 (d_k + d_v) or T (2 d_k d_v + d_k), + proj.      Kath. 2020
-linear_attention_step_multiplications      2 d_k d_v + d_k + projections                        Kath. 2020
-diagonal_recurrence_multiplications        2 T d_model d_state                                  S4D, LRU
-diagonal_recurrence_step_multiplications   2 d_model d_state                                    S4D, LRU
-selective_recurrence_multiplications       4 T d_model d_state                                  Mamba
-selective_recurrence_step_multiplications  4 d_model d_state                                    Mamba
-sliding_window_multiplications             T w (d_k + d_v) + projections                        Longformer
-sliding_window_step_multiplications        w (d_k + d_v) + projections                          Longformer
-mamba_rank                                 ⌈d_model / 16⌉ (Δ's rank)                            Mamba
-mamba_block_multiplications                T (2dE + E(R + 5N) + RE + Ed) + (T + k − 1) E k      Mamba
-mamba_block_step_multiplications           2dE + E(R + 5N) + RE + Ed + E k                      Mamba
-kv_cache_bytes                             2 L H_kv d_head t b  (per batch row)                 §3.2.2
-keys_values_cache_bytes                    L (w_k + w_v) t b                                    §3.2.2
-latent_kv_cache_bytes                      L (d_c + d_R) t b  (latent attention)                DeepSeek-V2
-alibi_bias_multiplications                 H keys                                               ALiBi
-sliding_window_cache_rows                  min(t, w)                                            Mistral
-ssm_state_bytes                            L E (d_conv + N) b                                   Mamba
-rwkv_state_bytes                           L (2 d + 3 d_att) b                                  RWKV
-decoder_attention_step_multiplications     d H d_h + 2 d H_kv d_h + H d_h d + 2 H d_h keys      §3.2.2
-mlp_step_multiplications                   2 d d_ff, or 3 d d_ff gated                          §3.3
-hf_mamba_step_multiplications              mamba_block_step + E d_conv                          Mamba
-rwkv_step_multiplications                  4 d d_att + 2 d d_ff + d^2                           RWKV
-kaplan_step_multiplications                N + L t d_attn                                       Kaplan
-flops                                      2 m                                                  --
-=========================================  ===================================================  ==========
+==========================================  ===================================================  ===========
+function                                    closed form                                          source
+==========================================  ===================================================  ===========
+recurrence_multiplications                  T (d_h^2 + d_h d_model)                              L5
+attention_multiplications                   T T_k (d_k + d_v)                                    L6
+scored_attention_multiplications            the call with a dot, general or additive score       L2, L6
+scored_crossover_length                     the same with a score                                L7
+projection_multiplications                  T d_model (2 d_k + d_v)                              L6
+work_ratio                                  attention / recurrence                               L7
+crossover_length                            d_h (d_h + d_model) / (d_k+d_v)                      L7
+first_length_attention_costs_more           floor(crossover) + 1                                 L7
+recurrence_sequential_steps                 T                                                    L1
+attention_sequential_products               2 (Q K^T, then A V)                                  L2
+flops                                       2 m                                                  --
+gated_recurrence_multiplications            G T (d_h^2 + d_h d_model), G = 1, 3, 4 gates         L5
+output_projection_multiplications           T d_v d_model                                        §3.2.2
+attention_layer_multiplications             projections + call + W_O                             L6
+kv_cache_step_multiplications               d_model (2 d_k + d_v) + t (d_k + d_v)                L6
+kv_cache_layer_step_multiplications         the step above + d_v d_model (W_O)                   L6, §3.2.2
+no_cache_step_multiplications               d_model d_k + t d_model (d_k + d_v) + t (d_k + d_v)  L6
+convolution_multiplications                 k T d^2                                              Table 1
+restricted_attention_multiplications        (2r + 1) T (d_k + d_v)                               Table 1
+restricted_attention_layer_multiplications  projections + banded call + W_O                      Table 1
+linear_attention_multiplications            T^2 (d_k + d_v) or T (2 d_k d_v + d_k), + proj.      Kath. 2020
+linear_attention_step_multiplications       2 d_k d_v + d_k + projections                        Kath. 2020
+diagonal_recurrence_multiplications         2 T d_model d_state                                  S4D, LRU
+diagonal_recurrence_step_multiplications    2 d_model d_state                                    S4D, LRU
+selective_recurrence_multiplications        4 T d_model d_state                                  Mamba
+selective_recurrence_step_multiplications   4 d_model d_state                                    Mamba
+sliding_window_multiplications              T w (d_k + d_v) + projections                        Longformer
+sliding_window_step_multiplications         w (d_k + d_v) + projections                          Longformer
+mamba_rank                                  ⌈d_model / 16⌉ (Δ's rank)                            Mamba
+mamba_block_multiplications                 T (2dE + E(R + 5N) + RE + Ed) + (T + k − 1) E k      Mamba
+mamba_block_step_multiplications            2dE + E(R + 5N) + RE + Ed + E k                      Mamba
+kv_cache_bytes                              2 L H_kv d_head t b  (per batch row)                 §3.2.2
+keys_values_cache_bytes                     L (w_k + w_v) t b                                    §3.2.2
+latent_kv_cache_bytes                       L (d_c + d_R) t b  (latent attention)                DeepSeek-V2
+alibi_bias_multiplications                  H keys                                               ALiBi
+sliding_window_cache_rows                   min(t, w)                                            Mistral
+ssm_state_bytes                             L E (d_conv + N) b                                   Mamba
+mamba2_state_bytes                          L ((H P + 2 G N) d_conv + H P N) b                   Mamba-2
+rwkv_state_bytes                            L (2 d + 3 d_att) b                                  RWKV
+decoder_attention_step_multiplications      d H d_h + 2 d H_kv d_h + H d_h d + 2 H d_h keys      §3.2.2
+mlp_step_multiplications                    2 d d_ff, or 3 d d_ff gated                          §3.3
+hf_mamba_step_multiplications               mamba_block_step + E d_conv                          Mamba
+hf_mamba2_step_multiplications              d (2E + 2GN + H) + 2 (E + 2GN) d_conv + 2EN + Ed     Mamba-2
+rwkv_step_multiplications                   4 d d_att + 2 d d_ff + d^2                           RWKV
+kaplan_step_multiplications                 N + L t d_attn                                       Kaplan
+==========================================  ===================================================  ===========
 
 With every width equal to d (L7): 2 T d^2 against 2 T^2 d, ratio T/d, equal at T = d.
 The lesson's worked numbers (L9, d = 512):
@@ -70,27 +74,87 @@ round. Sizes are validated with :func:`seqlab.errors.require_positive_int`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from fractions import Fraction
+from types import MappingProxyType
+from typing import TypeVar
 
 from seqlab.errors import SeqlabError, check_form, require_positive_int
 
-__all__ = [
-    "CLOSED_FORMS",
-    "attention_multiplications",
-    "attention_sequential_products",
-    "crossover_length",
-    "first_length_attention_costs_more",
-    "flops",
-    "projection_multiplications",
-    "recurrence_multiplications",
-    "recurrence_sequential_steps",
-    "scored_attention_multiplications",
-    "scored_crossover_length",
-    "work_ratio",
-]
+_ClosedFormFunction = TypeVar("_ClosedFormFunction", bound=Callable[..., "int | Fraction | None"])
 
 
+@dataclass(frozen=True)
+class ClosedForm:
+    """One registered closed form: the function, its formula as the table prints it, its source.
+
+    Attributes:
+        name: the function's name (unique).
+        function: the pure function from integers to an ``int`` or a ``Fraction``.
+        formula: the closed form in plain text (``"T (d_h^2 + d_h d_model)"``).
+        source: a lesson claim (``"L5"``), a paper (``"Mamba"``) or ``"--"``.
+    """
+
+    name: str
+    function: Callable[..., int | Fraction | None]
+    formula: str
+    source: str
+
+
+_CLOSED_FORMS: dict[str, ClosedForm] = {}
+_FUNCTIONS: dict[str, Callable[..., int | Fraction | None]] = {}
+CLOSED_FORMS: Mapping[str, Callable[..., int | Fraction | None]] = MappingProxyType(_FUNCTIONS)
+"""Every closed form of this module as data: name -> function, in the order they are defined (read-only; filled
+by :func:`closed_form`)."""
+
+
+def closed_form(formula: str, source: str) -> Callable[[_ClosedFormFunction], _ClosedFormFunction]:
+    """Register the decorated function as a closed form (in :data:`CLOSED_FORMS` and the table above), where it
+    is defined.
+
+    >>> closed_forms()[0].name, closed_forms()[0].formula, closed_forms()[0].source
+    ('recurrence_multiplications', 'T (d_h^2 + d_h d_model)', 'L5')
+
+    Raises:
+        SeqlabError: a closed form of that name is already registered, or ``formula`` is empty.
+    """
+    if not formula.strip():
+        raise SeqlabError("a closed form needs its formula, received an empty one", parameter="formula")
+
+    def register(function: _ClosedFormFunction) -> _ClosedFormFunction:
+        name = function.__name__
+        if name in _CLOSED_FORMS:
+            raise SeqlabError(f"a closed form named {name!r} is already registered", parameter="closed_form")
+        _CLOSED_FORMS[name] = ClosedForm(name, function, formula, source)
+        _FUNCTIONS[name] = function
+        return function
+
+    return register
+
+
+def closed_forms() -> tuple[ClosedForm, ...]:
+    """Every registered closed form, in the order they are defined."""
+    return tuple(_CLOSED_FORMS.values())
+
+
+def closed_form_table() -> str:
+    """The table of the module's docstring, written from the registry (a test checks the docstring holds it).
+
+    >>> closed_form_table().splitlines()[3].split("  ")[0]
+    'recurrence_multiplications'
+    """
+    rows = [("function", "closed form", "source")] + [(c.name, c.formula, c.source) for c in closed_forms()]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    rule = "  ".join("=" * w for w in widths)
+
+    def line(row: tuple[str, str, str]) -> str:
+        return "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip()
+
+    return "\n".join([rule, line(rows[0]), rule, *map(line, rows[1:]), rule])
+
+
+@closed_form("T (d_h^2 + d_h d_model)", "L5")
 def recurrence_multiplications(T: int, d_model: int, d_h: int) -> int:
     """Multiplications of an Elman recurrence over T steps: T (d_h^2 + d_h d_model) (L5).
 
@@ -112,6 +176,7 @@ def recurrence_multiplications(T: int, d_model: int, d_h: int) -> int:
     return T * (d_h * d_h + d_h * d_model)
 
 
+@closed_form("T T_k (d_k + d_v)", "L6")
 def attention_multiplications(T: int, d_k: int, d_v: int, T_k: int | None = None) -> int:
     """Multiplications of one attention call: T T_k (d_k + d_v) (L6).
 
@@ -142,6 +207,7 @@ def attention_multiplications(T: int, d_k: int, d_v: int, T_k: int | None = None
     return T * T_k * (d_k + d_v)
 
 
+@closed_form("the call with a dot, general or additive score", "L2, L6")
 def scored_attention_multiplications(score: str, T: int, d_k: int, d_v: int, T_k: int | None = None,
                                      d_attention: int | None = None) -> int:
     """Multiplications of one attention call with the given score (L2's pluggable a(q_i, k_j)).
@@ -174,6 +240,7 @@ def scored_attention_multiplications(score: str, T: int, d_k: int, d_v: int, T_k
                       parameter="score")
 
 
+@closed_form("the same with a score", "L7")
 def scored_crossover_length(score: str, d_model: int, d_h: int, d_k: int, d_v: int,
                             d_attention: int | None = None) -> Fraction | None:
     """The T at which attention with ``score`` and the recurrence do equal work, or None if never (L7).
@@ -201,6 +268,7 @@ def scored_crossover_length(score: str, d_model: int, d_h: int, d_k: int, d_v: i
     return (c - b) / a if c > b else None
 
 
+@closed_form("T d_model (2 d_k + d_v)", "L6")
 def projection_multiplications(T: int, d_model: int, d_k: int, d_v: int) -> int:
     """Multiplications of the Q, K, V projections of T rows: T d_model (2 d_k + d_v).
 
@@ -220,6 +288,7 @@ def projection_multiplications(T: int, d_model: int, d_k: int, d_v: int) -> int:
     return T * d_model * (2 * d_k + d_v)
 
 
+@closed_form("attention / recurrence", "L7")
 def work_ratio(T: int, d_model: int, d_h: int, d_k: int, d_v: int) -> Fraction:
     """Attention work over recurrence work, exactly: T (d_k + d_v) / (d_h (d_h + d_model)) (L7).
 
@@ -237,6 +306,7 @@ def work_ratio(T: int, d_model: int, d_h: int, d_k: int, d_v: int) -> Fraction:
                     recurrence_multiplications(T, d_model, d_h))
 
 
+@closed_form("d_h (d_h + d_model) / (d_k+d_v)", "L7")
 def crossover_length(d_model: int, d_h: int, d_k: int, d_v: int) -> Fraction:
     """The T at which both counts are equal: d_h (d_h + d_model) / (d_k + d_v) (L7).
 
@@ -258,6 +328,7 @@ def crossover_length(d_model: int, d_h: int, d_k: int, d_v: int) -> Fraction:
     return Fraction(d_h * (d_h + d_model), d_k + d_v)
 
 
+@closed_form("floor(crossover) + 1", "L7")
 def first_length_attention_costs_more(d_model: int, d_h: int, d_k: int, d_v: int) -> int:
     """The smallest integer T with attention_multiplications > recurrence_multiplications (L7).
 
@@ -272,6 +343,7 @@ def first_length_attention_costs_more(d_model: int, d_h: int, d_k: int, d_v: int
     return math.floor(crossover_length(d_model, d_h, d_k, d_v)) + 1
 
 
+@closed_form("T", "L1")
 def recurrence_sequential_steps(T: int) -> int:
     """Chain depth of the recurrence: T steps that must run one after another (L1).
 
@@ -286,6 +358,7 @@ def recurrence_sequential_steps(T: int) -> int:
     return require_positive_int("T", T)
 
 
+@closed_form("2 (Q K^T, then A V)", "L2")
 def attention_sequential_products() -> int:
     """Matrix products one attention call makes in a row: Q K^T, then A V — 2, whatever T (L2).
 
@@ -297,6 +370,7 @@ def attention_sequential_products() -> int:
     return 2
 
 
+@closed_form("2 m", "--")
 def flops(multiplications: int) -> int:
     """FLOPs for a count of multiplications: 2 per multiply-add (PyTorch's convention).
 
@@ -320,6 +394,7 @@ def flops(multiplications: int) -> int:
 GATES = {"rnn": 1, "gru": 3, "lstm": 4}
 
 
+@closed_form("G T (d_h^2 + d_h d_model), G = 1, 3, 4 gates", "L5")
 def gated_recurrence_multiplications(T: int, d_model: int, d_h: int, cell: str = "rnn") -> int:
     """Multiplications of a recurrent layer over T steps: G·T(d_h² + d_h·d_model) (L5 with G gates).
 
@@ -346,6 +421,7 @@ def gated_recurrence_multiplications(T: int, d_model: int, d_h: int, cell: str =
     return GATES[cell] * recurrence_multiplications(T, d_model, d_h)
 
 
+@closed_form("T d_v d_model", "§3.2.2")
 def output_projection_multiplications(T: int, d_v: int, d_model: int) -> int:
     """Multiplications of an output projection W_O (d_model × d_v) applied to T rows: T·d_v·d_model.
 
@@ -365,6 +441,7 @@ def output_projection_multiplications(T: int, d_v: int, d_model: int) -> int:
     return T * d_v * require_positive_int("d_model", d_model)
 
 
+@closed_form("projections + call + W_O", "L6")
 def attention_layer_multiplications(T: int, d_model: int, d_k: int, d_v: int, output_projection: bool = True) -> int:
     """Multiplications of a self-attention layer: projections, the call and (by default) W_O.
 
@@ -388,6 +465,7 @@ def attention_layer_multiplications(T: int, d_model: int, d_k: int, d_v: int, ou
 
 # --- one decoding step ---------------------------------------------------------------------------------
 
+@closed_form("d_model (2 d_k + d_v) + t (d_k + d_v)", "L6")
 def kv_cache_step_multiplications(t: int, d_model: int, d_k: int, d_v: int) -> int:
     """Multiplications of the attention step generating position t with a KV cache: d_model(2d_k + d_v) + t(d_k + d_v).
 
@@ -410,6 +488,7 @@ def kv_cache_step_multiplications(t: int, d_model: int, d_k: int, d_v: int) -> i
     return projection_multiplications(1, d_model, d_k, d_v) + attention_multiplications(1, d_k, d_v, T_k=t)
 
 
+@closed_form("the step above + d_v d_model (W_O)", "L6, §3.2.2")
 def kv_cache_layer_step_multiplications(t: int, d_model: int, d_k: int, d_v: int) -> int:
     """The KV-cache step of a whole attention layer: :func:`kv_cache_step_multiplications` + d_v·d_model for W_O.
 
@@ -431,6 +510,7 @@ def kv_cache_layer_step_multiplications(t: int, d_model: int, d_k: int, d_v: int
     return kv_cache_step_multiplications(t, d_model, d_k, d_v) + d_v * d_model  # validated by the call before
 
 
+@closed_form("d_model d_k + t d_model (d_k + d_v) + t (d_k + d_v)", "L6")
 def no_cache_step_multiplications(t: int, d_model: int, d_k: int, d_v: int) -> int:
     """Multiplications of the attention step at position t without a cache.
 
@@ -455,6 +535,7 @@ def no_cache_step_multiplications(t: int, d_model: int, d_k: int, d_v: int) -> i
 
 # --- the paper's other rows: convolution and restricted attention ----------------------------------------
 
+@closed_form("k T d^2", "Table 1")
 def convolution_multiplications(T: int, d: int, kernel: int) -> int:
     """Multiplications of one 'same' convolution layer d → d of width k over T positions: k·T·d².
 
@@ -475,6 +556,7 @@ def convolution_multiplications(T: int, d: int, kernel: int) -> int:
     return require_positive_int("kernel", kernel) * require_positive_int("T", T) * require_positive_int("d", d) ** 2
 
 
+@closed_form("(2r + 1) T (d_k + d_v)", "Table 1")
 def restricted_attention_multiplications(T: int, window: int, d_k: int, d_v: int) -> int:
     """Multiplications of one banded attention call: (2r + 1)·T·(d_k + d_v).
 
@@ -496,6 +578,7 @@ def restricted_attention_multiplications(T: int, window: int, d_k: int, d_v: int
     return slots * require_positive_int("T", T) * (require_positive_int("d_k", d_k) + require_positive_int("d_v", d_v))
 
 
+@closed_form("projections + banded call + W_O", "Table 1")
 def restricted_attention_layer_multiplications(T: int, window: int, d_model: int, d_k: int, d_v: int,
                                                output_projection: bool = True) -> int:
     """Multiplications of a restricted self-attention layer: Q, K, V, the banded call and (by default) W_O.
@@ -533,6 +616,7 @@ def _mixer_projections(T: int, d_model: int, d_k: int, d_v: int) -> int:
     return projection_multiplications(T, d_model, d_k, d_v) + output_projection_multiplications(T, d_v, d_model)
 
 
+@closed_form("T^2 (d_k + d_v) or T (2 d_k d_v + d_k), + proj.", "Kath. 2020")
 def linear_attention_multiplications(T: int, d_model: int, d_k: int, d_v: int, form: str, chunk_size: int = 16, *,
                                      causal: bool = True, batch: int = 1, projections: bool = True) -> int:
     """Multiplications of one :class:`~seqlab.layers.linear_attention.LinearAttention` forward, in closed form.
@@ -568,6 +652,7 @@ def linear_attention_multiplications(T: int, d_model: int, d_k: int, d_v: int, f
     return batch * (mixing + (_mixer_projections(T, d_model, d_k, d_v) if projections else 0))
 
 
+@closed_form("2 d_k d_v + d_k + projections", "Kath. 2020")
 def linear_attention_step_multiplications(d_model: int, d_k: int, d_v: int, *, batch: int = 1,
                                           projections: bool = True) -> int:
     """Multiplications of one decode step of linear attention: 2·d_k·d_v + d_k, plus projections.
@@ -597,6 +682,7 @@ def _linear_recurrence_multiplications(projections: int, T: int, d_model: int, d
     return batch * projections * T * d_model * d_state
 
 
+@closed_form("2 T d_model d_state", "S4D, LRU")
 def diagonal_recurrence_multiplications(T: int, d_model: int, d_state: int, form: str = "loop", *,
                                         batch: int = 1) -> int:
     """Multiplications of one diagonal linear recurrence forward: 2·T·d_model·d_state per sequence, both forms.
@@ -617,6 +703,7 @@ def diagonal_recurrence_multiplications(T: int, d_model: int, d_state: int, form
     return _linear_recurrence_multiplications(2, T, d_model, d_state, form, batch)
 
 
+@closed_form("2 d_model d_state", "S4D, LRU")
 def diagonal_recurrence_step_multiplications(d_model: int, d_state: int, *, batch: int = 1) -> int:
     """Multiplications of one decode step of the diagonal recurrence: 2·d_model·d_state, whatever the position.
 
@@ -631,6 +718,7 @@ def diagonal_recurrence_step_multiplications(d_model: int, d_state: int, *, batc
     return diagonal_recurrence_multiplications(1, d_model, d_state, batch=batch)
 
 
+@closed_form("4 T d_model d_state", "Mamba")
 def selective_recurrence_multiplications(T: int, d_model: int, d_state: int, form: str = "loop", *,
                                          batch: int = 1) -> int:
     """Multiplications of one selective recurrence forward: 4·T·d_model·d_state (W_Δ, W_u, W_C, W_o).
@@ -649,6 +737,7 @@ def selective_recurrence_multiplications(T: int, d_model: int, d_state: int, for
     return _linear_recurrence_multiplications(4, T, d_model, d_state, form, batch)
 
 
+@closed_form("4 d_model d_state", "Mamba")
 def selective_recurrence_step_multiplications(d_model: int, d_state: int, *, batch: int = 1) -> int:
     """Multiplications of one decode step of the selective recurrence: 4·d_model·d_state, whatever the position.
 
@@ -663,6 +752,7 @@ def selective_recurrence_step_multiplications(d_model: int, d_state: int, *, bat
     return selective_recurrence_multiplications(1, d_model, d_state, batch=batch)
 
 
+@closed_form("T w (d_k + d_v) + projections", "Longformer")
 def sliding_window_multiplications(T: int, d_model: int, window: int, form: str, *, d_k: int | None = None,
                                    d_v: int | None = None, batch: int = 1, projections: bool = True) -> int:
     """Multiplications of one sliding-window attention call: T·w·(d_k + d_v) banded, T²·(d_k + d_v) masked.
@@ -692,6 +782,7 @@ def sliding_window_multiplications(T: int, d_model: int, window: int, form: str,
     return batch * (mixing + (_mixer_projections(T, d_model, d_k, d_v) if projections else 0))
 
 
+@closed_form("w (d_k + d_v) + projections", "Longformer")
 def sliding_window_step_multiplications(d_model: int, window: int, *, d_k: int | None = None, d_v: int | None = None,
                                         batch: int = 1, projections: bool = True) -> int:
     """Multiplications of one decode step of sliding-window attention: w·(d_k + d_v) plus the projections.
@@ -710,6 +801,7 @@ def sliding_window_step_multiplications(d_model: int, window: int, *, d_k: int |
                                           projections=projections)
 
 
+@closed_form("⌈d_model / 16⌉ (Δ's rank)", "Mamba")
 def mamba_rank(d_model: int) -> int:
     """Δ's rank in a Mamba block when none is given: ⌈d_model / 16⌉ (Gu & Dao 2023, §3.6; the reference code's
     ``"auto"``).
@@ -730,6 +822,7 @@ def _mamba_sizes(d_model: int, d_state: int, d_conv: int, expand: int, dt_rank: 
     return d_model, d_state, d_conv, expand * d_model, rank, batch
 
 
+@closed_form("T (2dE + E(R + 5N) + RE + Ed) + (T + k − 1) E k", "Mamba")
 def mamba_block_multiplications(T: int, d_model: int, d_state: int = 16, d_conv: int = 4, expand: int = 2,
                                 dt_rank: int | None = None, *, batch: int = 1) -> int:
     """Multiplications of one Mamba block over T positions (batch B), E = expand·d_model channels, N states each.
@@ -761,6 +854,7 @@ def _decay_outer_product(rows: int, channel_states: int) -> int:
     return rows * channel_states if rows > 1 else 0
 
 
+@closed_form("2dE + E(R + 5N) + RE + Ed + E k", "Mamba")
 def mamba_block_step_multiplications(d_model: int, d_state: int = 16, d_conv: int = 4, expand: int = 2,
                                      dt_rank: int | None = None, *, batch: int = 1) -> int:
     """Multiplications of one decode step of a Mamba block, whatever the position: the block's per-position
@@ -788,6 +882,7 @@ def mamba_block_step_multiplications(d_model: int, d_state: int = 16, d_conv: in
 # d_ff the feed-forward width, E the SSM's inner width, N its state size, b bytes per element, t the position.
 
 
+@closed_form("2 L H_kv d_head t b  (per batch row)", "§3.2.2")
 def kv_cache_bytes(t: int, layers: int, kv_heads: int, head_dim: int, element_bytes: int, *, batch: int = 1) -> int:
     """Bytes of a key/value cache holding t positions: keys and values, (B, H_kv, t, d_h) each, in every layer.
 
@@ -808,6 +903,7 @@ def kv_cache_bytes(t: int, layers: int, kv_heads: int, head_dim: int, element_by
     return 2 * layers * kv_heads * head_dim * t * element_bytes * batch
 
 
+@closed_form("L (w_k + w_v) t b", "§3.2.2")
 def keys_values_cache_bytes(t: int, layers: int, key_width: int, value_width: int, element_bytes: int, *,
                             batch: int = 1) -> int:
     """Bytes of a key/value cache whose keys and values differ in width: L · (w_k + w_v) · t · b · B.
@@ -831,6 +927,7 @@ def keys_values_cache_bytes(t: int, layers: int, key_width: int, value_width: in
     return layers * (key_width + value_width) * t * element_bytes * batch
 
 
+@closed_form("L (d_c + d_R) t b  (latent attention)", "DeepSeek-V2")
 def latent_kv_cache_bytes(t: int, layers: int, latent_rank: int, rope_dim: int, element_bytes: int, *,
                           batch: int = 1) -> int:
     """Bytes of a multi-head latent attention (MLA) cache: per position and layer the compressed key/value latent
@@ -853,6 +950,7 @@ def latent_kv_cache_bytes(t: int, layers: int, latent_rank: int, rope_dim: int, 
     return layers * (latent_rank + rope_dim) * t * element_bytes * batch
 
 
+@closed_form("H keys", "ALiBi")
 def alibi_bias_multiplications(heads: int, keys: int) -> int:
     """Multiplications of building ALiBi's bias for one new token: each head's slope times each key's position,
     an outer product of H slopes and the positions of the keys: H · keys.
@@ -870,6 +968,7 @@ def alibi_bias_multiplications(heads: int, keys: int) -> int:
     return heads * keys
 
 
+@closed_form("min(t, w)", "Mistral")
 def sliding_window_cache_rows(t: int, window: int) -> int:
     """Positions whose keys a sliding-window cache holds in memory after the step at position t: min(t, w).
 
@@ -891,6 +990,7 @@ def sliding_window_cache_rows(t: int, window: int) -> int:
     return min(t, window)
 
 
+@closed_form("L E (d_conv + N) b", "Mamba")
 def ssm_state_bytes(layers: int, d_inner: int, d_state: int, d_conv: int, element_bytes: int, *,
                     batch: int = 1) -> int:
     """Bytes of a Mamba state whatever t: per layer a convolution window (B, E, d_conv) and an SSM state (B, E, N).
@@ -912,6 +1012,7 @@ def ssm_state_bytes(layers: int, d_inner: int, d_state: int, d_conv: int, elemen
     return layers * d_inner * (d_conv + d_state) * element_bytes * batch
 
 
+@closed_form("L ((H P + 2 G N) d_conv + H P N) b", "Mamba-2")
 def mamba2_state_bytes(layers: int, heads: int, head_dim: int, groups: int, d_state: int, d_conv: int,
                        element_bytes: int, *, batch: int = 1) -> int:
     """Bytes of a Mamba-2 state whatever t: per layer a convolution window over x, B and C, (B, E + 2·G·N, d_conv),
@@ -936,6 +1037,7 @@ def mamba2_state_bytes(layers: int, heads: int, head_dim: int, groups: int, d_st
     return layers * ((inner + 2 * groups * d_state) * d_conv + inner * d_state) * element_bytes * batch
 
 
+@closed_form("L (2 d + 3 d_att) b", "RWKV")
 def rwkv_state_bytes(layers: int, d_model: int, d_attention: int, element_bytes: int, *, batch: int = 1) -> int:
     """Bytes of an RWKV-4 state whatever t: per layer two token-shift inputs (time mix and channel mix, d each) and
     the WKV numerator, denominator and running maximum (d_att each).
@@ -956,6 +1058,7 @@ def rwkv_state_bytes(layers: int, d_model: int, d_attention: int, element_bytes:
     return layers * (2 * d_model + 3 * d_attention) * element_bytes * batch
 
 
+@closed_form("d H d_h + 2 d H_kv d_h + H d_h d + 2 H d_h keys", "§3.2.2")
 def decoder_attention_step_multiplications(keys: int, d_model: int, heads: int, kv_heads: int, head_dim: int) -> int:
     """Multiplications of one attention layer's decode step over ``keys`` cached keys (the new one included).
 
@@ -977,6 +1080,7 @@ def decoder_attention_step_multiplications(keys: int, d_model: int, heads: int, 
     return d_model * width + 2 * d_model * kv_width + width * d_model + 2 * width * keys
 
 
+@closed_form("2 d d_ff, or 3 d d_ff gated", "§3.3")
 def mlp_step_multiplications(d_model: int, d_ff: int, gated: bool) -> int:
     """Multiplications of one position through a feed-forward block: 2·d·d_ff, or 3·d·d_ff with a gate (SwiGLU).
 
@@ -993,6 +1097,7 @@ def mlp_step_multiplications(d_model: int, d_ff: int, gated: bool) -> int:
     return (3 if gated else 2) * d_model * d_ff
 
 
+@closed_form("mamba_block_step + E d_conv", "Mamba")
 def hf_mamba_step_multiplications(d_model: int, d_inner: int, d_state: int, d_conv: int, dt_rank: int) -> int:
     """Multiplications of one decode step of a transformers Mamba mixer (its PyTorch path, batch 1).
 
@@ -1016,6 +1121,7 @@ def hf_mamba_step_multiplications(d_model: int, d_inner: int, d_state: int, d_co
         + d_inner * d_conv
 
 
+@closed_form("d (2E + 2GN + H) + 2 (E + 2GN) d_conv + 2EN + Ed", "Mamba-2")
 def hf_mamba2_step_multiplications(d_model: int, heads: int, head_dim: int, groups: int, d_state: int,
                                    d_conv: int) -> int:
     """Multiplications of one decode step of a transformers Mamba-2 mixer (its PyTorch path, batch 1).
@@ -1042,6 +1148,7 @@ def hf_mamba2_step_multiplications(d_model: int, heads: int, head_dim: int, grou
             + inner * d_model)
 
 
+@closed_form("4 d d_att + 2 d d_ff + d^2", "RWKV")
 def rwkv_step_multiplications(d_model: int, d_attention: int, d_ff: int) -> int:
     """Multiplications of one RWKV-4 layer's decode step: time mix (key, value, receptance d·d_att each, output
     d_att·d) and channel mix (key d·d_ff, value d_ff·d, receptance d·d); the WKV update is element-wise.
@@ -1061,6 +1168,7 @@ def rwkv_step_multiplications(d_model: int, d_attention: int, d_ff: int) -> int:
     return 4 * d_model * d_attention + 2 * d_model * d_ff + d_model * d_model
 
 
+@closed_form("N + L t d_attn", "Kaplan")
 def kaplan_step_multiplications(non_embedding_parameters: int, layers: int, t: int, d_attention: int) -> int:
     """Kaplan et al.'s forward cost per token in multiplications: N + L·t·d_attn (their 2N + 2·n_layer·n_ctx·d_attn
     FLOPs, halved).
@@ -1082,22 +1190,6 @@ def kaplan_step_multiplications(non_embedding_parameters: int, layers: int, t: i
     return non_embedding_parameters + layers * t * d_attention
 
 
-CLOSED_FORMS: dict[str, Callable[..., int | Fraction | None]] = {
-    function.__name__: function for function in (
-        recurrence_multiplications, attention_multiplications, scored_attention_multiplications,
-        scored_crossover_length, projection_multiplications, work_ratio, crossover_length,
-        first_length_attention_costs_more, recurrence_sequential_steps, attention_sequential_products, flops,
-        gated_recurrence_multiplications, output_projection_multiplications, attention_layer_multiplications,
-        kv_cache_step_multiplications, kv_cache_layer_step_multiplications, no_cache_step_multiplications,
-        convolution_multiplications,
-        restricted_attention_multiplications, restricted_attention_layer_multiplications,
-        linear_attention_multiplications,
-        linear_attention_step_multiplications, diagonal_recurrence_multiplications,
-        diagonal_recurrence_step_multiplications, selective_recurrence_multiplications,
-        selective_recurrence_step_multiplications, sliding_window_multiplications,
-        sliding_window_step_multiplications, mamba_rank, mamba_block_multiplications,
-        mamba_block_step_multiplications, kv_cache_bytes, sliding_window_cache_rows, ssm_state_bytes,
-        rwkv_state_bytes, mamba2_state_bytes, decoder_attention_step_multiplications, mlp_step_multiplications,
-        hf_mamba_step_multiplications, hf_mamba2_step_multiplications, rwkv_step_multiplications,
-        kaplan_step_multiplications, keys_values_cache_bytes, latent_kv_cache_bytes, alibi_bias_multiplications)}
-"""The table above as data: name -> closed-form function (every public formula of this module)."""
+__all__ = ["CLOSED_FORMS", "GATES", "LINEAR_ATTENTION_FORMS", "RECURRENCE_FORMS", "SLIDING_WINDOW_FORMS",
+           "ClosedForm", "closed_form", "closed_form_table", "closed_forms"]
+__all__ += list(CLOSED_FORMS)  # every registered closed form is public

@@ -17,7 +17,6 @@ from seqlab.cli.options import (LANG_HELP, bad_parameter, input_checkpoint, inte
                                 output_file)
 from seqlab.cli.threads import DecodeThreadsOption
 from seqlab.errors import SeqlabError
-from seqlab.layers.mixers import machine_names  # torch-free: the machines --help lists
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"positions": "'--positions'", "d_model": "'--d-model'", "machine": "'--machines'",
@@ -48,7 +47,7 @@ def decode(
         help="Every width: d_model = d_h = d_k = d_v (default 256; --quick: 64).")] = None,
     machines: Annotated[Optional[str], typer.Option(
         "--machines", metavar="NAME,...",
-        help=f"Which machines: {', '.join(machine_names())} (default: all).")] = None,
+        help="Which machines: {machines} (default: all).")] = None,  # filled from the registry
     batch: Annotated[int, typer.Option("--batch", parser=integer_at_least(1), metavar="INTEGER",
                                        help="Sequences generated side by side.")] = 1,
     time: Annotated[bool, typer.Option("--time/--no-time", help="Time each step (median ± IQR), or count only."

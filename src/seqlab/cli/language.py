@@ -227,18 +227,49 @@ def commands(command: Any) -> Iterator[Any]:
         yield from commands(subcommand)
 
 
+def help_fields() -> dict[str, str]:
+    """The placeholders a help text may hold, read from the registries (torch-free): ``{machines}`` (every machine
+    of ``seqlab decode``), ``{models}`` (every model of ``seqlab learn``), so that no help lists them by hand.
+
+    >>> help_fields()["machines"].split(", ")[0]
+    'elman'
+    """
+    from seqlab.layers.mixers import learn_models, machine_names
+    from seqlab.learn import LESSON_MODELS
+
+    return {"machines": ", ".join(machine_names()),
+            "models": ", ".join((*LESSON_MODELS, *(m.name for m in learn_models())))}
+
+
+def filled_help(text: str) -> str:
+    """``text`` with the placeholders of :func:`help_fields` filled (a text with none, or other braces, as it is).
+
+    >>> filled_help("Which: {models}.").startswith("Which: elman, lstm")
+    True
+    """
+    if "{" not in text:
+        return text
+    try:
+        names = {field for _, field, _, _ in string.Formatter().parse(text) if field}
+    except ValueError:
+        return text
+    fields = help_fields()
+    return text.format(**{name: fields[name] for name in names}) if names and names <= fields.keys() else text
+
+
 def localise(command: Any, lang: str) -> None:
-    """Prepare Typer's fresh click objects for a run in ``lang``: help texts translated, local formatter.
+    """Prepare Typer's fresh click objects for a run in ``lang``: help texts translated (their placeholders filled
+    by :func:`filled_help`), local formatter.
 
     A help text missing from the catalogue stays in English (a test lists any such text).
     """
     for each in commands(command):
         each.context_class = LocalContext
+    translate = (lambda text: text) if lang == "en" else catalogue(lang, HELP_DOMAIN).gettext
+    for owner, attribute, text in list(help_texts(command)):
+        setattr(owner, attribute, filled_help(translate(text)))
     if lang == "en":
         return
-    translate = catalogue(lang, HELP_DOMAIN).gettext
-    for owner, attribute, text in list(help_texts(command)):
-        setattr(owner, attribute, translate(text))
     for each in commands(command):
         for attribute in ("options_metavar", "subcommand_metavar"):
             if getattr(each, attribute, None) in METAVARS:

@@ -71,10 +71,8 @@ def learn(
                                         "steps and learning rates; the output lists what it cut.")] = False,
     tasks: Annotated[Optional[str], typer.Option("--tasks", help="Comma-separated: recall, order, position, mqar "
                                                  "(default all four).")] = None,
-    models: Annotated[Optional[str], typer.Option("--models", help="Comma-separated: elman, lstm, gru, attention, "
-                                                  "attention-pe, mlp, linear_attention, diagonal_recurrence, "
-                                                  "selective_recurrence, sliding_window (default: each task's "
-                                                  "own).")] = None,
+    models: Annotated[Optional[str], typer.Option("--models", help="Comma-separated: {models} (default: each task's "
+                                                  "own).")] = None,  # {models}: filled from the registry
     lengths: Annotated[Optional[str], typer.Option("--lengths", help="Comma-separated lengths T for every task "
                                                    "(default: each task's own).")] = None,
     seeds: Annotated[Optional[int], typer.Option("--seeds", parser=integer_at_least(1, 10), metavar="INTEGER",

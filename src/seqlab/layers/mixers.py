@@ -21,10 +21,18 @@ third-party package the mixer names in :attr:`Mixer.requires` that is not instal
 The English labels are message ids (``N_`` marks them for extraction): row names of the ``table1_modern``
 catalogue, machine names of the ``decode`` catalogue; each renderer translates them.
 
->>> [m.name for m in mixers()]
-['linear_attention', 'diagonal_recurrence', 'selective_recurrence', 'sliding_window', 'mamba_block']
->>> [name for name, _ in decode_machines()]
-['linear_attention', 'selective_recurrence', 'mamba_block']
+* ``seqlab learn`` offers it as a model when it has a :class:`LearnModel` (:mod:`seqlab.learn.models`);
+* the docs' mixer table (``docs/outputs/mixers.md``, written by ``docs/generate_outputs.py``) lists it, and the
+  generic tests of ``tests/test_mixers.py`` check it: its forms agree in float64, ``step`` equals ``forward``,
+  counted work equals its closed forms, its learn parameters equal their closed form, and the decode state's
+  bytes equal a walk of the state's tensors. ``docs/en/contributing.md`` gives the steps.
+
+Nothing lists the mixers by hand: every list reads :func:`mixers` (registration order).
+
+>>> mixers()[0].name, mixer("linear_attention").label
+('linear_attention', 'Linear attention')
+>>> machine_names()[:len(LESSON_MACHINES)] == LESSON_MACHINES
+True
 """
 
 from __future__ import annotations
@@ -39,8 +47,9 @@ from seqlab import cost
 from seqlab.errors import SeqlabError
 from seqlab.fit import Steps
 
-__all__ = ["COLUMNS", "EVERY_LENGTH", "GROWTHS", "LESSON_MACHINES", "DecodeMachine", "Mixer", "MixerRow", "Regime",
-           "decode_machines", "machine_names", "mixer", "mixer_rows", "mixers", "register", "unregister"]
+__all__ = ["COLUMNS", "EVERY_LENGTH", "GROWTHS", "LESSON_MACHINES", "DecodeMachine", "LearnModel", "Mixer", "MixerRow",
+           "Regime", "decode_machines", "learn_models", "machine_names", "mixer", "mixer_rows", "mixers", "register",
+           "unregister"]
 
 #: The growths a big-O may name (:data:`seqlab.studies.table1_results.CONSTANT` …).
 GROWTHS = ("constant", "linear", "quadratic", "logarithmic")
@@ -156,6 +165,26 @@ class DecodeMachine:
         object.__setattr__(self, "options", _frozen(self.options))
 
 
+@dataclass(frozen=True)
+class LearnModel:
+    """The mixer as a model of ``seqlab learn``: one layer of it between a token embedding and a readout.
+
+    Attributes:
+        options: keyword arguments of the class for training (e.g. ``{"form": "scan"}``: its fastest equal form on a
+            CPU).
+        width: the keywords that learn's ``width`` sets (``("d_k", "d_v")``, ``("d_state",)``).
+        parameters: (d_model, width) -> the layer's parameters, in closed form (learn fits widths to a parameter
+            budget with it; a generic test counts them on the built module).
+    """
+
+    options: Mapping[str, Any]
+    width: tuple[str, ...]
+    parameters: Callable[[int, int], int]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", _frozen(self.options))
+
+
 def _width_first(cls: type, d_model: int, *, window: int | None, chunk: int | None, **kwargs: Any) -> Any:
     return cls(d_model, **kwargs)
 
@@ -177,6 +206,11 @@ class Mixer:
         connecting_depth: (T, window) -> layers of the stack that connects all T positions, when one layer
             does not (None: one layer does).
         requires: third-party packages the module imports; when one is missing the mixer is unavailable.
+        label: the mixer's English name (a message id: ``seqlab learn``'s model name, the docs' mixer table).
+        learn: the model of ``seqlab learn``, or None when the command does not offer it.
+        equation: what it computes, in plain text (the docs' mixer table).
+        closed_form: the name of its forward's closed form in :data:`seqlab.cost.CLOSED_FORMS` (the docs' table
+            prints its formula; a test checks the class's ``multiplications`` against the count).
     """
 
     name: str
@@ -188,6 +222,15 @@ class Mixer:
     step_multiplications: Callable[[Any], int] | None = None
     connecting_depth: Callable[[int, int], int] | None = None
     requires: tuple[str, ...] = ()
+    label: str = ""
+    learn: LearnModel | None = None
+    equation: str = ""
+    closed_form: str = ""
+
+    def __post_init__(self) -> None:
+        if self.closed_form and self.closed_form not in cost.CLOSED_FORMS:
+            raise SeqlabError(f"{self.name}: closed_form must name a closed form of seqlab.cost, received "
+                              f"{self.closed_form!r}", parameter="closed_form")
 
     def load(self) -> type | None:
         """The mixer's class, or None when a package of :attr:`requires` is not installed.
@@ -279,6 +322,15 @@ def mixer_rows() -> dict[str, tuple[Mixer, MixerRow]]:
     return {row.name: (m, row) for m in _REGISTRY.values() for row in m.rows}
 
 
+def learn_models() -> tuple[Mixer, ...]:
+    """Every mixer with a :class:`LearnModel` (the models ``seqlab learn`` offers), in registration order.
+
+    >>> learn_models()[0].name, dict(learn_models()[0].learn.options)
+    ('linear_attention', {'form': 'parallel'})
+    """
+    return tuple(m for m in _REGISTRY.values() if m.learn is not None)
+
+
 def decode_machines() -> tuple[tuple[str, Mixer], ...]:
     """(machine name, mixer) for every mixer with a :class:`DecodeMachine`, in registration order."""
     return tuple((m.name, m) for m in _REGISTRY.values() if m.decode is not None)
@@ -291,8 +343,10 @@ LESSON_MACHINES = ("elman", "attention_kv_cache", "attention_static_cache", "att
 def machine_names(fixed_state_only: bool = False) -> tuple[str, ...]:
     """Every machine of ``seqlab decode``: the lesson's, then each mixer's decode machine (torch-free).
 
-    >>> machine_names(), machine_names(fixed_state_only=True)[0]
-    (('elman', 'attention_kv_cache', 'attention_static_cache', 'attention_no_cache', 'linear_attention', 'selective_recurrence', 'mamba_block'), 'elman')
+    >>> machine_names()[len(LESSON_MACHINES):] == tuple(name for name, _ in decode_machines())
+    True
+    >>> machine_names(fixed_state_only=True)[0]
+    'elman'
     """
     lesson = ("elman",) if fixed_state_only else LESSON_MACHINES
     return lesson + tuple(name for name, m in decode_machines() if m.decode.fixed_state or not fixed_state_only)
@@ -394,6 +448,10 @@ register(Mixer(
                          step_multiplications=lambda d, batch: cost.linear_attention_step_multiplications(
                              d, d, d, batch=batch)),  # q, k, v and W_o, then 2·d_k·d_v + d_k on the state
     factory=_linear_attention,
+    label=N_("Linear attention"),
+    equation="y_i = φ(q_i)ᵀS_i / φ(q_i)ᵀz_i, S_i = Σ_{j≤i} φ(k_j)v_jᵀ, z_i = Σ_{j≤i} φ(k_j), φ = elu + 1",
+    closed_form="linear_attention_multiplications",
+    learn=LearnModel({"form": "parallel"}, ("d_k", "d_v"), lambda d, w: 4 * d * w),  # W_q, W_k, W_v, W_o
 ))
 
 register(Mixer(
@@ -409,6 +467,10 @@ register(Mixer(
     ),
     step_multiplications=lambda module: cost.diagonal_recurrence_step_multiplications(module.d_model,
                                                                                       module.d_state),
+    label=N_("Diagonal recurrence"),
+    equation="h_t = a ⊙ h_{t−1} + √(1−a²) ⊙ W_B x_t, a = exp(−exp ν), y_t = W_C h_t",
+    closed_form="diagonal_recurrence_multiplications",
+    learn=LearnModel({"form": "scan"}, ("d_state",), lambda d, w: 2 * d * w + w),  # W_B, W_C, the decays
 ))
 
 register(Mixer(
@@ -425,6 +487,10 @@ register(Mixer(
     decode=DecodeMachine(N_("selective recurrence"), fixed_state=True,
                          step_multiplications=lambda d, batch: cost.selective_recurrence_step_multiplications(
                              d, d, batch=batch)),  # d_state = d_model: W_Δ, W_u, W_C in and W_o out
+    label=N_("Selective recurrence"),
+    equation="Δ_t = softplus(W_Δx_t + δ), h_t = exp(−Δ_t ⊙ A) ⊙ h_{t−1} + Δ_t ⊙ W_u x_t, y_t = W_o(W_C x_t ⊙ h_t)",
+    closed_form="selective_recurrence_multiplications",
+    learn=LearnModel({"form": "scan"}, ("d_state",), lambda d, w: 4 * d * w + 2 * w),  # W_Δ, W_u, W_C, W_o; A, δ
 ))
 
 register(Mixer(
@@ -438,6 +504,10 @@ register(Mixer(
     factory=_sliding_window,
     step_multiplications=lambda module: cost.sliding_window_step_multiplications(module.d_model, module.window),
     connecting_depth=_sliding_window_depth,
+    label=N_("Sliding window"),
+    equation="y_t = Σ_{t−w<j≤t} softmax_j(q_tᵀk_j / √d_k) v_j",
+    closed_form="sliding_window_multiplications",
+    learn=LearnModel({"form": "banded"}, ("d_k", "d_v"), lambda d, w: 4 * d * w),  # W_q, W_k, W_v, W_o
 ))
 
 register(Mixer(
@@ -457,4 +527,8 @@ register(Mixer(
                              d, batch=batch)),  # N = 16, k = 4, E = 2d, R = ⌈d/16⌉: the paper's defaults
     step_multiplications=lambda module: cost.mamba_block_step_multiplications(
         module.d_model, module.d_state, module.d_conv, module.d_inner // module.d_model, module.dt_rank),
+    label=N_("Mamba block"),
+    equation="[u, z] = x W_in; u = SiLU(conv_k(u)); h_t = exp(Δ_t A) ⊙ h_{t−1} + (Δ_t ⊙ u_t) B_tᵀ; "
+             "y = W_out((h_t C_t + D ⊙ u_t) ⊙ SiLU(z))",
+    closed_form="mamba_block_multiplications",
 ))

@@ -8,3 +8,7 @@ picks each model's learning rate on a validation split and summarises the seeds.
 or as Ray tasks, keeping each in a results file as it ends; :mod:`seqlab.studies.learn` plans the
 whole sweep and runs it. Nothing is imported here, so ``import seqlab.learn`` does not import torch.
 """
+
+#: The lesson's models of ``seqlab learn`` (torch-free; :data:`seqlab.learn.models.MODELS` adds every mixer that
+#: learns, from :mod:`seqlab.layers.mixers`).
+LESSON_MODELS = ("elman", "lstm", "gru", "attention", "attention-pe", "mlp")

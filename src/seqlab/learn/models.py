@@ -14,10 +14,11 @@ lesson's tasks, and at **every position** for a per-position task (mqar), where 
 * ``mlp`` — the concatenated MLP of block 3 lesson 1 (L10): the T embeddings side by side, one
   hidden layer tanh(W [x_1; ...; x_T] + b), so each position has a weight block of its own (last
   position only: it reads all T positions at once);
-* the modern mixers of :mod:`seqlab.layers.mixers` (:data:`MIXER_MODELS`), each mapping d_model back to
-  d_model, ``width`` setting the size of what it carries: ``linear_attention`` (d_k = d_v = width, a
-  d_k × d_v state; parallel form), ``diagonal_recurrence`` and ``selective_recurrence`` (d_state =
-  width; parallel scan), ``sliding_window`` (d_k = d_v = width, a window of :data:`SLIDING_WINDOW`).
+* the modern mixers of :mod:`seqlab.layers.mixers` (:data:`MIXER_MODELS`: every registered mixer with a
+  :class:`~seqlab.layers.mixers.LearnModel`), each mapping d_model back to d_model, in the form its registration
+  names, ``width`` setting the size of what it carries (the keywords its registration names: d_k = d_v = width
+  for linear attention, a d_k × d_v state, and for the sliding window, a window of :data:`SLIDING_WINDOW`;
+  d_state = width for the diagonal and selective recurrences).
 
 ``shift`` (used by mqar) adds a token shift before the layer, x_t = e_t + W_s e_{t-1} (e_0 = 0): a
 causal convolution of width 2, the short convolution that Zoology's and Based's models put before
@@ -58,20 +59,21 @@ import torch
 from torch import Tensor, nn
 
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.layers import mixers
 from seqlab.layers.attention import SelfAttention
 from seqlab.layers.decoding import KVCacheDecoder
+from seqlab.learn import LESSON_MODELS
 
 __all__ = ["FIXED_STATE", "LABELS", "MIXER_MODELS", "MODELS", "RECURRENT", "SLIDING_WINDOW", "TaskModel",
            "output_width", "parameter_count", "sinusoidal_encoding", "width_for_budget"]
 
-#: The modern mixers usable here: names of :mod:`seqlab.layers.mixers`.
-MIXER_MODELS = ("linear_attention", "diagonal_recurrence", "selective_recurrence", "sliding_window")
-MODELS = ("elman", "lstm", "gru", "attention", "attention-pe", "mlp") + MIXER_MODELS
-#: Names shown in tables (the renderer translates them).
+#: The modern mixers usable here: the registered mixers that have a learn model (:mod:`seqlab.layers.mixers`).
+MIXER_MODELS = tuple(m.name for m in mixers.learn_models())
+MODELS = LESSON_MODELS + MIXER_MODELS
+#: Names shown in tables (the renderer translates them): the lesson's models', then each mixer's label.
 LABELS = {"elman": "Elman RNN", "lstm": "LSTM", "gru": "GRU", "attention": "Attention",
-          "attention-pe": "Attention + PE", "mlp": "MLP (per position)", "linear_attention": "Linear attention",
-          "diagonal_recurrence": "Diagonal recurrence", "selective_recurrence": "Selective recurrence",
-          "sliding_window": "Sliding window"}
+          "attention-pe": "Attention + PE", "mlp": "MLP (per position)",
+          **{m.name: m.label or m.name for m in mixers.learn_models()}}
 #: Gate blocks of W_xh and W_hh: h_t has 1 (Elman), the LSTM 4 (i, f, g, o), the GRU 3 (r, z, n).
 GATES = {"elman": 1, "lstm": 4, "gru": 3}
 RECURRENT = tuple(GATES)
@@ -79,11 +81,6 @@ RECURRENT = tuple(GATES)
 FIXED_STATE = RECURRENT + MIXER_MODELS
 #: The sliding window's width w (its query's own position included).
 SLIDING_WINDOW = 8
-#: Each mixer's form for training (the fastest of its equal forms on a CPU) and the keywords ``width`` sets.
-_MIXER_FORMS = {"linear_attention": {"form": "parallel"}, "diagonal_recurrence": {"form": "scan"},
-                "selective_recurrence": {"form": "scan"}, "sliding_window": {"form": "banded"}}
-_MIXER_WIDTH = {"linear_attention": ("d_k", "d_v"), "diagonal_recurrence": ("d_state",),
-                "selective_recurrence": ("d_state",), "sliding_window": ("d_k", "d_v")}
 EMBEDDING_STD = 0.1
 _MAX_WIDTH = 4096
 
@@ -135,9 +132,10 @@ def parameter_count(model: str, width: int, *, d_model: int, vocab: int, classes
 
     Layers (torch keeps two bias vectors in each recurrent gate): Elman w·d + w² + 2w; LSTM 4× that;
     GRU 3× that; attention 3·d·w (bias-free W_q, W_k, W_v; the encoding has no parameters);
-    MLP T·d·w + w; linear attention and the sliding window 4·d·w (W_q, W_k, W_v and W_o); the
-    diagonal recurrence 2·d·w + w (W_B, W_C, the decays); the selective recurrence 4·d·w + 2w (W_Δ,
-    W_u, W_C, W_o, A and δ). The readout reads o = :func:`output_width` values.
+    MLP T·d·w + w; a mixer the closed form of its :class:`~seqlab.layers.mixers.LearnModel` (linear attention
+    and the sliding window 4·d·w: W_q, W_k, W_v and W_o; the diagonal recurrence 2·d·w + w: W_B, W_C, the
+    decays; the selective recurrence 4·d·w + 2w: W_Δ, W_u, W_C, W_o, A and δ). The readout reads
+    o = :func:`output_width` values.
 
     >>> parameter_count("elman", 29, d_model=16, vocab=24, classes=8, T=64)  # 384 + 1,363 + 240
     1987
@@ -159,12 +157,8 @@ def parameter_count(model: str, width: int, *, d_model: int, vocab: int, classes
         layer = GATES[model] * (w * d + w * w + 2 * w)
     elif model == "mlp":
         layer = T * d * w + w
-    elif model in ("linear_attention", "sliding_window"):
-        layer = 4 * d * w
-    elif model == "diagonal_recurrence":
-        layer = 2 * d * w + w
-    elif model == "selective_recurrence":
-        layer = 4 * d * w + 2 * w
+    elif model in MIXER_MODELS:
+        layer = mixers.mixer(model).learn.parameters(d, w)
     else:
         layer = 3 * d * w
     out = output_width(model, w, d)
@@ -276,11 +270,9 @@ class TaskModel(nn.Module):
             self.layer = nn.Linear(T * d_model, width, device="meta").to_empty(device="cpu")
             _fill_uniform(self.layer, T * d_model, generator)
         elif model in MIXER_MODELS:
-            from seqlab.layers import mixers
-
-            sizes = dict.fromkeys(_MIXER_WIDTH[model], width)
+            learn = mixers.mixer(model).learn
             self.layer = mixers.mixer(model).build(d_model, window=SLIDING_WINDOW, generator=generator,
-                                                   **_MIXER_FORMS[model], **sizes)
+                                                   **learn.options, **dict.fromkeys(learn.width, width))
         else:
             self.layer = SelfAttention(d_model, d_k=width, d_v=width, score="scaled_dot", causal=self.per_position,
                                        generator=generator)

@@ -69,6 +69,66 @@ def _numel(shape: Shape) -> int:
     return math.prod(shape)
 
 
+EXTRA_FORMULAS: dict[object, Callable[..., int]] = {}
+"""Formulas (FLOPs) for contraction ops that ``torch.utils.flop_counter`` has no entry for, each put here by
+:func:`register_formula` where it is defined, in-place twins (``addmm_``, ``baddbmm_``, ``addmv_``, ``addbmm_``)
+included: an in-place product multiplies as much as its out-of-place form."""
+_TWINS: set[object] = set()
+
+
+def _register(packet: object, formula: Callable[..., int], *, twin: bool = False) -> None:
+    """Put ``formula`` in :data:`EXTRA_FORMULAS` for ``packet``; a twin never replaces a formula, nor is one kept
+    when ``packet`` later gets its own.
+
+    Raises:
+        SeqlabError: ``packet`` already has a formula of its own here, or PyTorch's flop registry has one.
+    """
+    if packet in flop_registry:
+        raise SeqlabError(f"torch.utils.flop_counter already has a formula for {packet}", parameter="formula")
+    if packet in EXTRA_FORMULAS and packet not in _TWINS:
+        if twin:
+            return
+        raise SeqlabError(f"a formula for {packet} is already registered ({EXTRA_FORMULAS[packet].__name__})",
+                          parameter="formula")
+    if twin and packet in EXTRA_FORMULAS:
+        return
+    EXTRA_FORMULAS[packet] = formula
+    (_TWINS.add if twin else _TWINS.discard)(packet)
+
+
+def _in_place_twin(packet: object) -> object | None:
+    """``aten.foo_`` for ``aten.foo`` when it exists and PyTorch's flop registry has no formula for it."""
+    twin = getattr(aten, f"{getattr(packet, '__name__', '')}_", None)
+    return twin if isinstance(twin, torch._ops.OpOverloadPacket) and twin not in flop_registry else None
+
+
+def register_formula(*packets: object) -> Callable[[Callable[..., int]], Callable[..., int]]:
+    """Register the decorated FLOP formula for ``packets`` (and each one's in-place twin ``foo_``) in
+    :data:`EXTRA_FORMULAS`, where the formula is defined — as ``torch.utils.flop_counter.register_flop_formula``
+    does for PyTorch's own.
+
+    >>> @register_formula(torch.ops.aten.cholesky_inverse)
+    ... def _example_flop(self_shape, *args, out_shape=None, **kwargs):
+    ...     return 2 * _numel(self_shape)
+    >>> EXTRA_FORMULAS.pop(torch.ops.aten.cholesky_inverse) is _example_flop
+    True
+
+    Raises:
+        SeqlabError: one of ``packets`` already has a formula here (a duplicate registration), or in PyTorch's
+            flop registry (this registry is for the ops it misses).
+    """
+    def register(formula: Callable[..., int]) -> Callable[..., int]:
+        for packet in packets:
+            _register(packet, formula)
+            twin = _in_place_twin(packet)
+            if twin is not None:
+                _register(twin, formula, twin=True)
+        return formula
+
+    return register
+
+
+@register_formula(aten.mv)
 def matrix_vector_flop(matrix_shape: Shape, vector_shape: Shape, *args, out_shape=None, **kwargs) -> int:
     """FLOPs of ``mv``: a (n, m) matrix times an (m,) vector is n·m multiply-adds.
 
@@ -78,12 +138,14 @@ def matrix_vector_flop(matrix_shape: Shape, vector_shape: Shape, *args, out_shap
     return 2 * _numel(matrix_shape)
 
 
+@register_formula(aten.addmv)
 def add_matrix_vector_flop(self_shape: Shape, matrix_shape: Shape, vector_shape: Shape, *args, out_shape=None,
                            **kwargs) -> int:
     """FLOPs of ``addmv`` (bias + matrix @ vector): n·m multiply-adds, the bias add excluded."""
     return 2 * _numel(matrix_shape)
 
 
+@register_formula(aten.dot, aten.vdot)
 def dot_flop(a_shape: Shape, b_shape: Shape, *args, out_shape=None, **kwargs) -> int:
     """FLOPs of ``dot`` / ``vdot``: n multiply-adds for two (n,) vectors.
 
@@ -93,6 +155,7 @@ def dot_flop(a_shape: Shape, b_shape: Shape, *args, out_shape=None, **kwargs) ->
     return 2 * _numel(a_shape)
 
 
+@register_formula(aten.addbmm)
 def add_batched_matrix_flop(self_shape: Shape, batch1_shape: Shape, batch2_shape: Shape, *args, out_shape=None,
                             **kwargs) -> int:
     """FLOPs of ``addbmm``: (b, n, m) @ (b, m, p) summed over b is b·n·m·p multiply-adds."""
@@ -100,12 +163,15 @@ def add_batched_matrix_flop(self_shape: Shape, batch1_shape: Shape, batch2_shape
     return 2 * b * n * m * batch2_shape[-1]
 
 
+@register_formula(aten.addr)
 def add_outer_product_flop(self_shape: Shape, vec1_shape: Shape, vec2_shape: Shape, *args, out_shape=None,
                            **kwargs) -> int:
     """FLOPs of ``addr`` (a rank-1 update, BLAS ``ger``): n·m multiplications, counted as multiply-adds."""
     return 2 * _numel(vec1_shape) * _numel(vec2_shape)
 
 
+@register_formula(aten._scaled_dot_product_flash_attention_for_cpu,
+                  aten._scaled_dot_product_fused_attention_overrideable)
 def attention_kernel_flop(query_shape: Shape, key_shape: Shape, value_shape: Shape, *args, out_shape=None,
                           **kwargs) -> int:
     """FLOPs of a fused attention kernel: scores Q Kᵀ plus the mix A V (L6).
@@ -136,6 +202,7 @@ def _batch_and_length(shape: Shape) -> tuple[int, int]:
     return (_numel(shape[:-2]) if len(shape) > 2 else 1), shape[-2]
 
 
+@register_formula(aten._native_multi_head_attention)
 def native_multi_head_attention_flop(query_shape: Shape, key_shape: Shape, value_shape: Shape, embed_dim: int,
                                      *args, out_shape=None, **kwargs) -> int:
     """FLOPs of ``_native_multi_head_attention``, the ``nn.MultiheadAttention`` fast path.
@@ -151,6 +218,7 @@ def native_multi_head_attention_flop(query_shape: Shape, key_shape: Shape, value
     return 2 * _multi_head_attention_multiply_adds(batch, length_q, length_k, embed_dim)
 
 
+@register_formula(aten._transformer_encoder_layer_fwd)
 def transformer_encoder_layer_flop(src_shape: Shape, embed_dim: int, *rest, out_shape=None, **kwargs) -> int:
     """FLOPs of ``_transformer_encoder_layer_fwd``, the ``nn.TransformerEncoderLayer`` fast path.
 
@@ -171,6 +239,7 @@ def transformer_encoder_layer_flop(src_shape: Shape, embed_dim: int, *rest, out_
     return 2 * (attention + feed_forward)
 
 
+@register_formula(aten.mkldnn_rnn_layer)
 def fused_recurrent_layer_flop(input_shape: Shape, weight_input_shape: Shape, weight_hidden_shape: Shape,
                                *args, out_shape=None, **kwargs) -> int:
     """FLOPs of ``mkldnn_rnn_layer``, oneDNN's fused CPU recurrence (one layer, one direction).
@@ -187,6 +256,7 @@ def fused_recurrent_layer_flop(input_shape: Shape, weight_input_shape: Shape, we
     return 2 * positions * (_numel(weight_input_shape) + _numel(weight_hidden_shape))
 
 
+@register_formula(aten._grouped_mm)
 def grouped_matrix_flop(self_shape: Shape, mat2_shape: Shape, *args, out_shape=None, **kwargs) -> int:
     """FLOPs of ``_grouped_mm`` (the expert products of token-routed mixture-of-experts layers, G groups).
 
@@ -204,6 +274,7 @@ def grouped_matrix_flop(self_shape: Shape, mat2_shape: Shape, *args, out_shape=N
     return 2 * _numel(out_shape) * self_shape[-1]
 
 
+@register_formula(aten.linear)
 def linear_flop(input_shape: Shape, weight_shape: Shape, *args, out_shape=None, **kwargs) -> int:
     """FLOPs of ``linear`` when it reaches the counter whole (on nested tensors; a dense ``linear`` arrives as
     ``addmm``): every input row (…, d_in) times W (d_out, d_in) is d_in·d_out multiply-adds, bias excluded.
@@ -214,6 +285,7 @@ def linear_flop(input_shape: Shape, weight_shape: Shape, *args, out_shape=None, 
     return 2 * _numel(input_shape[:-1]) * _numel(weight_shape)
 
 
+@register_formula(aten.matmul)
 def matmul_flop(a_shape: Shape, b_shape: Shape, *args, out_shape=None, **kwargs) -> int:
     """FLOPs of ``matmul`` when it reaches the counter whole (on nested tensors): (…, n, k) @ (…, k, m) is
     n·k·m multiply-adds per broadcast batch; a 1-D factor counts as one row (a) or one column (b).
@@ -227,6 +299,7 @@ def matmul_flop(a_shape: Shape, b_shape: Shape, *args, out_shape=None, **kwargs)
     return 2 * _numel(batch) * a[-2] * a[-1] * b[-1]
 
 
+@register_formula(aten.linalg_solve_triangular)
 def triangular_solve_flop(self_shape: Shape, b_shape: Shape, *args, out_shape=None, **kwargs) -> int:
     """FLOPs of ``linalg_solve_triangular`` (A X = B, A (…, n, n) triangular, B (…, n, p); or X A = B with
     ``left=False``): substitution takes n(n − 1)/2 multiply-adds per right-hand side, the n divisions by the
@@ -243,18 +316,6 @@ def triangular_solve_flop(self_shape: Shape, b_shape: Shape, *args, out_shape=No
     return 2 * batch * n * (n - 1) // 2 * right_hand_sides
 
 
-def quantized_linear_flop(input_shape: Shape, *args, out_shape=None, **kwargs) -> int:
-    """FLOPs of a quantised linear (``quantized.linear_dynamic`` of ``torch.ao.quantization.quantize_dynamic``, and
-    every ``quantized.linear*`` kernel): the contraction it is, int8 or not — each output element (…, d_out) takes
-    d_in multiply-adds, so numel(out)·d_in; its fused bias and activation excluded, as for ``addmm``. The weight is
-    packed (no shape of its own); the input's last dim and the output's shape say it all.
-
-    >>> quantized_linear_flop((1, 5, 8), None, out_shape=(1, 5, 16)) // 2  # 5 * 8 * 16
-    640
-    """
-    return 2 * _numel(out_shape) * input_shape[-1]
-
-
 def _quantized_linear_packets() -> tuple[torch._ops.OpOverloadPacket, ...]:
     """Every ``quantized::linear*`` kernel registered with PyTorch's dispatcher (those that pack and unpack weights
     compute nothing)."""
@@ -267,6 +328,20 @@ def _quantized_linear_packets() -> tuple[torch._ops.OpOverloadPacket, ...]:
 QUANTIZED_LINEAR = frozenset(_quantized_linear_packets())
 """The quantised linear kernels: contractions (:func:`quantized_linear_flop`), with a float twin for the path rules
 (:func:`float_twin`)."""
+
+
+@register_formula(*QUANTIZED_LINEAR)
+def quantized_linear_flop(input_shape: Shape, *args, out_shape=None, **kwargs) -> int:
+    """FLOPs of a quantised linear (``quantized.linear_dynamic`` of ``torch.ao.quantization.quantize_dynamic``, and
+    every ``quantized.linear*`` kernel): the contraction it is, int8 or not — each output element (…, d_out) takes
+    d_in multiply-adds, so numel(out)·d_in; its fused bias and activation excluded, as for ``addmm``. The weight is
+    packed (no shape of its own); the input's last dim and the output's shape say it all.
+
+    >>> quantized_linear_flop((1, 5, 8), None, out_shape=(1, 5, 16)) // 2  # 5 * 8 * 16
+    640
+    """
+    return 2 * _numel(out_shape) * input_shape[-1]
+
 
 def fft_multiplications(length: int, *, real: bool) -> int:
     """Multiplications of one discrete Fourier transform of ``length`` points by a radix-2 FFT (Cooley–Tukey).
@@ -294,6 +369,7 @@ def _transforms(signal: Shape, dim: Sequence[int], real_last: bool) -> int:
                for i, d in enumerate(dims))
 
 
+@register_formula(aten._fft_r2c)
 def fft_r2c_flop(self_shape: Shape, dim: Sequence[int], *args, out_shape=None, **kwargs) -> int:
     """FLOPs (2 per multiplication of :func:`fft_multiplications`) of ``_fft_r2c`` (``rfft``, ``rfftn``): the real
     input's n points along the last transformed dim, complex along the others.
@@ -304,6 +380,7 @@ def fft_r2c_flop(self_shape: Shape, dim: Sequence[int], *args, out_shape=None, *
     return 2 * _transforms(self_shape, dim, real_last=True)
 
 
+@register_formula(aten._fft_c2r)
 def fft_c2r_flop(self_shape: Shape, dim: Sequence[int], *args, out_shape=None, **kwargs) -> int:
     """FLOPs of ``_fft_c2r`` (``irfft``): as :func:`fft_r2c_flop`, on the real output's n points.
 
@@ -313,6 +390,7 @@ def fft_c2r_flop(self_shape: Shape, dim: Sequence[int], *args, out_shape=None, *
     return 2 * _transforms(out_shape, dim, real_last=True)
 
 
+@register_formula(aten._fft_c2c)
 def fft_c2c_flop(self_shape: Shape, dim: Sequence[int], *args, out_shape=None, **kwargs) -> int:
     """FLOPs of ``_fft_c2c`` (``fft``, ``ifft``, ``fftn``): complex transforms along every dim of ``dim``.
 
@@ -322,48 +400,19 @@ def fft_c2c_flop(self_shape: Shape, dim: Sequence[int], *args, out_shape=None, *
     return 2 * _transforms(self_shape, dim, real_last=False)
 
 
-EXTRA_FORMULAS: dict[object, Callable[..., int]] = {  # noqa: RUF012 - completed below with in-place twins
-    aten.mv: matrix_vector_flop,
-    aten.addmv: add_matrix_vector_flop,
-    aten.dot: dot_flop,
-    aten.vdot: dot_flop,
-    aten.addbmm: add_batched_matrix_flop,
-    aten.addr: add_outer_product_flop,
-    aten._scaled_dot_product_flash_attention_for_cpu: attention_kernel_flop,
-    aten._scaled_dot_product_fused_attention_overrideable: attention_kernel_flop,
-    aten._native_multi_head_attention: native_multi_head_attention_flop,
-    aten._transformer_encoder_layer_fwd: transformer_encoder_layer_flop,
-    aten.mkldnn_rnn_layer: fused_recurrent_layer_flop,
-    aten.linear: linear_flop,
-    aten.matmul: matmul_flop,
-    aten._grouped_mm: grouped_matrix_flop,
-    aten.linalg_solve_triangular: triangular_solve_flop,
-    **dict.fromkeys(QUANTIZED_LINEAR, quantized_linear_flop),
-    aten._fft_r2c: fft_r2c_flop,
-    aten._fft_c2c: fft_c2c_flop,
-    aten._fft_c2r: fft_c2r_flop,
-}
-"""Formulas (FLOPs) for contraction ops that ``torch.utils.flop_counter`` has no entry for, in-place twins
-(``addmm_``, ``baddbmm_``, ``addmv_``, ``addbmm_``) included: an in-place product multiplies as much as its
-out-of-place form."""
+def _register_pytorch_twins() -> frozenset[object]:
+    """Give every in-place twin ``foo_`` of an op of PyTorch's flop registry the formula of ``foo`` (unwrapped: a
+    custom mapping is shape-wrapped by ``FlopCounterMode`` itself); returns those twins."""
+    twins = set()
+    for packet, formula in flop_registry.items():
+        twin = _in_place_twin(packet) if isinstance(packet, torch._ops.OpOverloadPacket) else None
+        if twin is not None and twin not in EXTRA_FORMULAS:
+            _register(twin, getattr(formula, "__wrapped__", formula), twin=True)
+            twins.add(twin)
+    return frozenset(twins)
 
 
-def _add_in_place_twins(formulas: dict[object, Callable[..., int]]) -> frozenset[object]:
-    """Give every in-place twin ``foo_`` of a counted op ``foo`` the formula of ``foo`` (unwrapped: a
-    custom mapping is shape-wrapped by ``FlopCounterMode`` itself); returns the twins of PyTorch's ops."""
-    pytorch = {packet: getattr(formula, "__wrapped__", formula) for packet, formula in flop_registry.items()
-               if isinstance(packet, torch._ops.OpOverloadPacket)}
-    from_pytorch = set()
-    for packet, formula in {**pytorch, **formulas}.items():
-        twin = getattr(aten, f"{packet.__name__}_", None)
-        if isinstance(twin, torch._ops.OpOverloadPacket) and twin not in flop_registry and twin not in formulas:
-            formulas[twin] = formula
-            if packet in pytorch:
-                from_pytorch.add(twin)
-    return frozenset(from_pytorch)
-
-
-PYTORCH_TWINS = _add_in_place_twins(EXTRA_FORMULAS)
+PYTORCH_TWINS = _register_pytorch_twins()
 """In-place twins in :data:`EXTRA_FORMULAS` whose formula is PyTorch's own (``addmm_``, ``baddbmm_``)."""
 
 FUSED_OPS = frozenset({

@@ -25,11 +25,11 @@ DOMAIN = "seqlab"
 
 
 def model_labels(tl: Callable[[str], str]) -> dict[str, str]:
-    """Every model's name, translated by ``tl``."""
-    return {"elman": tl("Elman RNN"), "lstm": tl("LSTM"), "gru": tl("GRU"), "attention": tl("Attention"),
-            "attention-pe": tl("Attention + PE"), "mlp": tl("MLP (per position)"),
-            "linear_attention": tl("Linear attention"), "diagonal_recurrence": tl("Diagonal recurrence"),
-            "selective_recurrence": tl("Selective recurrence"), "sliding_window": tl("Sliding window")}
+    """Every model's name, translated by ``tl``: the lesson's, then each mixer's registered label
+    (:data:`seqlab.learn.models.LABELS`, marked for translation where :mod:`seqlab.layers.mixers` registers it)."""
+    lesson = {"elman": tl("Elman RNN"), "lstm": tl("LSTM"), "gru": tl("GRU"), "attention": tl("Attention"),
+              "attention-pe": tl("Attention + PE"), "mlp": tl("MLP (per position)")}
+    return {**lesson, **{model: tl(label) for model, label in LABELS.items() if model not in lesson}}
 
 
 def model_label(model: str, lang: str = "en") -> str:
@@ -38,7 +38,7 @@ def model_label(model: str, lang: str = "en") -> str:
     >>> model_label("mlp", "es")
     'MLP (por posición)'
     """
-    return model_labels(translator(lang)).get(model, LABELS.get(model, model))
+    return model_labels(translator(lang)).get(model, model)
 
 
 def task_titles(tl: Callable[[str], str]) -> dict[str, str]:

@@ -50,7 +50,7 @@ from pathlib import Path
 import torch
 
 from seqlab.errors import SeqlabError, require_positive_int
-from seqlab.learn.models import MODELS, width_for_budget
+from seqlab.learn.models import MIXER_MODELS, MODELS, width_for_budget
 from seqlab.learn.selection import LEARNT, NEAR_CHANCE, Cell, near_chance, summarise
 from seqlab.learn.sweep import Backend, Local, ResultsFile, run_key, run_sweep
 from seqlab.learn.tasks import TASKS, check_pairs, min_length
@@ -67,8 +67,7 @@ TASK_MODELS = {
     "recall": ("elman", "lstm", "gru", "attention", "attention-pe"),
     "order": ("elman", "lstm", "gru", "attention", "attention-pe"),
     "position": ("mlp", "elman", "lstm", "gru", "attention", "attention-pe"),
-    "mqar": ("attention", "linear_attention", "selective_recurrence", "diagonal_recurrence", "sliding_window", "lstm",
-             "gru"),
+    "mqar": ("attention", *MIXER_MODELS, "lstm", "gru"),  # every mixer learn offers (seqlab.layers.mixers)
 }
 #: The mqar models with ``--quick`` (the other tasks keep theirs).
 QUICK_MQAR_MODELS = ("attention", "linear_attention")
