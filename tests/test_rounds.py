@@ -10,7 +10,9 @@ import torch
 
 from seqlab.errors import SeqlabError
 from seqlab.measure.rounds import (
+    CLOCKS_DISAGREE,
     MIN_ROUNDS,
+    WARM_CALLS,
     Rounds,
     classify,
     decide,
@@ -23,19 +25,28 @@ QUIET = MachineLoad(0.0, 2, False)
 
 
 class FakeMachine:
-    """A clock and machines that take the seconds a schedule gives them (call by call)."""
+    """A clock and machines that take the seconds a schedule gives them (call by call).
+
+    ``cpu`` is this process's CPU clock: it advances by a call's own cost; ``stolen`` seconds (another process on the
+    core) advance the wall clock alone."""
 
     def __init__(self) -> None:
         self.now = 0.0
+        self.cpu_now = 0.0
         self.log: list[str] = []
 
     def clock(self) -> float:
         return self.now
 
-    def machine(self, name: str, seconds):
+    def cpu(self) -> float:
+        return self.cpu_now
+
+    def machine(self, name: str, seconds, stolen=0.0):
         def call():
             self.log.append(name)
-            self.now += seconds() if callable(seconds) else seconds
+            cost = seconds() if callable(seconds) else seconds
+            self.now += cost + (stolen() if callable(stolen) else stolen)
+            self.cpu_now += cost
         return call
 
 
@@ -44,7 +55,7 @@ def test_rounds_time_every_machine_in_rotated_order() -> None:
     functions = {name: fake.machine(name, 0.001) for name in ("a", "b", "c")}
     r = measure_rounds(functions, rounds=4, block_seconds=0.005, threads=1, load=QUIET, clock=fake.clock)
     assert r.rounds == 4 and r.calls == {"a": 5, "b": 5, "c": 5}
-    timed = fake.log[6:]  # first call and one warm-up call each
+    timed = fake.log[3 * (1 + WARM_CALLS):]  # the first call and the warm-up calls of each
     blocks = [timed[i] for i in range(0, len(timed), 5)]
     assert blocks == ["a", "b", "c", "b", "c", "a", "c", "a", "b", "a", "b", "c"]
     assert all(t == pytest.approx(0.001) for times in r.per_round.values() for t in times)
@@ -172,3 +183,55 @@ def test_a_name_not_timed_is_named() -> None:
                load=QUIET)
     with pytest.raises(SeqlabError, match="'b'"):
         decide(r, "a", "b", 1.2)
+
+
+# --- bursts: the wall clock alone must not name a winner the CPU clock contradicts (issue 38) -------------------
+
+def _bursty(p: float, seed: int):
+    """Seconds another process steals from one call: 1.5–5 times its cost with probability p."""
+    rng = random.Random(seed)
+    return lambda: 0.001 * rng.uniform(0.5, 4.0) if rng.random() < p else 0.0
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_bursts_on_single_calls_never_name_a_winner_between_equal_machines(seed) -> None:
+    """Two machines of equal cost; other work steals wall time from a third of one machine's calls, warm-up
+    included. The CPU clock sees equal machines, so no winner is named (the wall clock alone named one in some)."""
+    fake = FakeMachine()
+    functions = {"a": fake.machine("a", 0.001, _bursty(0.35, seed)), "b": fake.machine("b", 0.001)}
+    r = measure_rounds(functions, threads=1, block_seconds=0.004, load=QUIET, clock=fake.clock, cpu_clock=fake.cpu)
+    decision = decide(r, "a", "b", 1.2)
+    assert decision.faster is None
+    if classify(r.per_round["a"], r.per_round["b"], 1.2) in ("a_first", "b_first"):
+        assert decision.reason == CLOCKS_DISAGREE
+
+
+def test_a_real_lead_is_still_decided_under_bursts() -> None:
+    """The rule can still decide: b costs half of a, and bursts hit both; both clocks name b."""
+    fake = FakeMachine()
+    functions = {"a": fake.machine("a", 0.002, _bursty(0.1, 1)), "b": fake.machine("b", 0.001, _bursty(0.1, 2))}
+    r = measure_rounds(functions, threads=1, block_seconds=0.01, load=QUIET, clock=fake.clock, cpu_clock=fake.cpu)
+    assert decide(r, "a", "b", 1.2).outcome == "b_first"
+
+
+def test_the_clocks_disagree_when_the_wall_lead_is_stolen_time() -> None:
+    """Patched measurement: a wall-clock lead of ×2 that the CPU clock reads as a tie is not judged."""
+    wall = {"a": (2.0,) * 7, "b": (1.0,) * 7}
+    r = Rounds(per_round=wall, calls={"a": 1, "b": 1}, first_call_s={"a": 1.0, "b": 1.0}, threads=1, device="cpu",
+               load=None, cpu_per_round={"a": (1.0,) * 7, "b": (1.0,) * 7})
+    d = decide(r, "a", "b", 1.2)
+    assert (d.outcome, d.reason) == ("not_judged", CLOCKS_DISAGREE)
+    agreeing = Rounds(**{**r.__dict__, "cpu_per_round": {"a": (2.0,) * 7, "b": (1.0,) * 7}})
+    assert (decide(agreeing, "a", "b", 1.2).outcome, decide(agreeing, "a", "b", 1.2).reason) == ("b_first", None)
+    # thread counts compared: more threads spend more CPU to finish sooner, so the wall clock alone decides
+    threads = Rounds(**{**r.__dict__, "threads_of": {"a": 1, "b": 2}})
+    assert decide(threads, "a", "b", 1.2).outcome == "b_first"
+
+
+def test_a_burst_during_warm_up_leaves_blocks_of_comparable_length() -> None:
+    """The calls per block come from the fastest warm-up call: a burst on one warm-up call changes nothing."""
+    fake = FakeMachine()
+    stolen = iter([0.0, 0.5] + [0.0] * 1000)  # the first warm-up call of "a" meets a 0.5 s burst
+    functions = {"a": fake.machine("a", 0.001, lambda: next(stolen)), "b": fake.machine("b", 0.001)}
+    r = measure_rounds(functions, threads=1, block_seconds=0.01, load=QUIET, clock=fake.clock, cpu_clock=fake.cpu)
+    assert r.calls == {"a": 10, "b": 10}

@@ -17,9 +17,22 @@ and not judged with fewer than :data:`MIN_ROUNDS` rounds.
 
 Other work on the computer only ever *adds* time to a block, so each machine's quickest round is its least
 disturbed one; asking both readings to agree keeps a burst that hit most of one machine's blocks from deciding.
-On a simulated machine where 30 % of blocks are slowed 1.5–5×, two equally fast machines are called different
-in 6 of 20,000 runs of 7 rounds (the quartiles alone: 330); two runs can then give opposite verdicts only if the
-machine itself changed between them. Everything a front end says about who is faster
+Two more rules keep a burst from deciding (issue 38):
+
+* **Blocks of comparable length.** Calls per block come from the *fastest* warm-up call, each timed alone (a burst
+  only slows a call down), so a burst during one machine's warm-up no longer leaves it one call per block, a
+  thousand times shorter than the others' and exposed to every hiccup.
+* **Two clocks.** Beside the wall clock each block reads this process's CPU time; other processes taking the cores
+  add wall time, not CPU time. On the CPU, between two machines timed on the same thread count, a winner by the
+  wall clock must be the winner by the CPU clock too (the same rule on the CPU seconds); otherwise the comparison
+  is ``not_judged`` with the reason ``clocks_disagree``. (Thread counts are compared by wall time alone: more
+  threads spend more CPU time to finish sooner.)
+
+False calls, two equally fast machines called different, measured by ``benchmarks/false_calls.py`` (20,000
+simulated runs of 7 rounds through :func:`measure_rounds` and :func:`decide`, bursts that slow 1.5–5×): with 30 % of
+blocks slowed, 833 by the quartiles alone, 280 by the wall clock's rule, 0 with the two clocks; with 30 % of single
+calls slowed (warm-up included), 249, 188 and 0 (:data:`FALSE_CALLS`). Two runs can then give opposite verdicts only if the machine
+itself changed between them. Everything a front end says about who is faster
 (``compare``, ``check`` L8, ``bench``, ``decode``, the web lab's panels) goes through :func:`decide`.
 
 :func:`timing_threads_default` is the thread count a timing uses when the user gives none: PyTorch's count, but
@@ -38,14 +51,22 @@ from dataclasses import dataclass
 import torch
 
 from seqlab.errors import SeqlabError, require_positive_int
-from seqlab.measure.timing import WARMUP_CALLS, MachineLoad, Timing, is_noisy, machine_load
+from seqlab.measure.timing import MachineLoad, Timing, is_noisy, machine_load
 
 #: Rounds of a comparison by default: seven ratios give quartiles worth the name (see the module docstring).
 DEFAULT_ROUNDS = 7
 #: Fewest rounds that can decide anything: quartiles of three ratios are their extremes' neighbours.
 MIN_ROUNDS = 3
+#: Warm-up calls per machine, each timed alone: the fastest sets the calls per block (a burst only slows a call).
+WARM_CALLS = 3
 #: The decisions :func:`decide` can give.
 OUTCOMES = ("a_first", "b_first", "tie", "not_judged")
+#: Why a comparison was not judged when it was not for its spread: the wall clock named a winner the CPU clock did not.
+CLOCKS_DISAGREE = "clocks_disagree"
+#: Measured false calls per 20,000 runs (``benchmarks/false_calls.py``, 2026-12-06): burst kind -> (quartiles alone,
+#: the wall clock's rule, the two clocks' rule). "blocks": 30 % of blocks slowed 1.5–5×; "calls": 30 % of single
+#: calls slowed 1.5–5×, warm-up calls too.
+FALSE_CALLS = {"blocks": (833, 280, 0), "calls": (249, 188, 0)}
 
 
 @dataclass(frozen=True)
@@ -59,6 +80,9 @@ class Rounds:
         threads: intra-op CPU threads while timing.
         device: ``"cpu"`` or ``"cuda"``.
         load: the machine's load read before the first clock.
+        cpu_per_round: name -> this process's CPU seconds per call in the same blocks (None: not read).
+        threads_of: name -> the threads it ran on, where a measurement holds several counts (:func:`on_threads`);
+            None: every name ran on ``threads``.
     """
 
     per_round: dict[str, tuple[float, ...]]
@@ -67,6 +91,8 @@ class Rounds:
     threads: int
     device: str
     load: MachineLoad | None
+    cpu_per_round: dict[str, tuple[float, ...]] | None = None
+    threads_of: dict[str, int] | None = None
 
     @property
     def rounds(self) -> int:
@@ -86,7 +112,12 @@ class Rounds:
         return Timing(label=name, samples=samples, median_s=median_s, iqr_s=iqr_s,
                       first_call_s=self.first_call_s[name], runs=self.calls[name] * len(samples),
                       threads=self.threads, device=self.device, noisy=is_noisy(median_s, iqr_s, len(samples)),
-                      min_run_time=sum(samples) * self.calls[name], load=self.load)
+                      min_run_time=sum(samples) * self.calls[name], load=self.load,
+                      cpu_samples=None if self.cpu_per_round is None else self.cpu_per_round.get(name))
+
+    def threads_for(self, name: str) -> int:
+        """The intra-op threads ``name`` ran on."""
+        return (self.threads_of or {}).get(name, self.threads)
 
     def ratios(self, a: str, b: str) -> tuple[float, ...]:
         """time_a / time_b in each round (> 1: ``b`` finished first in that round).
@@ -111,6 +142,7 @@ class Decision:
         low, high: the lower and upper quartiles of the per-round ratios.
         margin: the factor a lead must clear (> 1).
         rounds: ratios behind the decision.
+        reason: :data:`CLOCKS_DISAGREE` when the wall clock's winner was not the CPU clock's, else None.
     """
 
     a: str
@@ -121,6 +153,7 @@ class Decision:
     high: float
     margin: float
     rounds: int
+    reason: str | None = None
 
     @property
     def decided(self) -> bool:
@@ -202,7 +235,8 @@ def decide(rounds: Rounds, a: str, b: str, margin: float) -> Decision:
         margin: the factor a lead must clear (> 1), e.g. 1.2.
 
     Returns:
-        A :class:`Decision`; ``outcome == "not_judged"`` when the spread of the ratios straddles the margin.
+        A :class:`Decision`; ``outcome == "not_judged"`` when the spread of the ratios straddles the margin, or when
+        the CPU clock does not name the wall clock's winner (``reason`` :data:`CLOCKS_DISAGREE`).
 
     Raises:
         SeqlabError: a name not timed, or a margin not > 1.
@@ -211,9 +245,23 @@ def decide(rounds: Rounds, a: str, b: str, margin: float) -> Decision:
     """
     ratios = rounds.ratios(a, b)
     outcome = classify(rounds.per_round[a], rounds.per_round[b], margin)
+    reason = None
+    if outcome in ("a_first", "b_first") and not _clocks_agree(rounds, a, b, outcome, margin):
+        outcome, reason = "not_judged", CLOCKS_DISAGREE
     low, high = _quartiles(ratios)
     return Decision(a=a, b=b, outcome=outcome, ratio=_median(ratios), low=low, high=high, margin=float(margin),
-                    rounds=len(ratios))
+                    rounds=len(ratios), reason=reason)
+
+
+def _clocks_agree(rounds: Rounds, a: str, b: str, outcome: str, margin: float) -> bool:
+    """Whether the CPU clock names the wall clock's winner too (see the module docstring). True where it cannot
+    speak: no CPU times read (an accelerator, rounds built by hand) or two thread counts compared."""
+    cpu = rounds.cpu_per_round
+    if cpu is None or a not in cpu or b not in cpu or rounds.threads_for(a) != rounds.threads_for(b):
+        return True
+    if any(not t > 0 for t in (*cpu[a], *cpu[b])):
+        return False  # a block too short for the CPU clock to see: nothing confirms the wall clock
+    return classify(cpu[a], cpu[b], margin) == outcome
 
 
 def _sync(device: str) -> None:
@@ -221,14 +269,17 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _block(function: Callable[[], object], calls: int, device: str, clock: Callable[[], float]) -> float:
-    """Seconds per call of one block of ``calls`` calls."""
+def _block(function: Callable[[], object], calls: int, device: str, clock: Callable[[], float],
+           cpu_clock: Callable[[], float] | None = None) -> tuple[float, float | None]:
+    """(wall seconds, CPU seconds or None) per call of one block of ``calls`` calls."""
     _sync(device)
+    cpu_start = cpu_clock() if cpu_clock is not None else None
     start = clock()
     for _ in range(calls):
         function()
     _sync(device)
-    return (clock() - start) / calls
+    wall = (clock() - start) / calls
+    return wall, (None if cpu_clock is None else (cpu_clock() - cpu_start) / calls)
 
 
 def timed_name(name: str, threads: int) -> str:
@@ -257,6 +308,7 @@ def on_threads(function: Callable[[], object], threads: int) -> Callable[[], obj
             torch.set_num_threads(threads)
         return function()
 
+    call.seqlab_threads = threads  # read by measure_rounds: the CPU clock compares equal thread counts only
     return call
 
 
@@ -269,13 +321,15 @@ def measure_rounds(
     device: str = "cpu",
     load: MachineLoad | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    cpu_clock: Callable[[], float] | None = None,
 ) -> Rounds:
     """Time several machines in interleaved rounds (forward only, under ``no_grad``).
 
-    Steps: fix the threads; per machine, time its first call alone, run :data:`WARMUP_CALLS` untimed calls and
-    choose calls per block so that one block lasts about ``block_seconds`` (from the warm-up's time, at least
-    one call); then ``rounds`` times, each machine times one block, the order rotated by one every round so no
-    machine always runs right after another.
+    Steps: fix the threads; per machine, time its first call alone, then :data:`WARM_CALLS` calls each alone, and
+    choose calls per block so that one block lasts about ``block_seconds`` at the *fastest* of them (a burst only
+    slows a call, so every machine's blocks last about as long; at least one call); then ``rounds`` times, each
+    machine times one block, the order rotated by one every round so no machine always runs right after another.
+    Each block reads the wall clock and, on the CPU, this process's CPU clock (:func:`decide` asks both).
 
     >>> import torch
     >>> a = torch.ones(32, 32)
@@ -291,6 +345,8 @@ def measure_rounds(
         device: ``"cpu"`` or ``"cuda"`` (synchronised around every clock reading).
         load: the load to record; None reads :func:`~seqlab.measure.timing.machine_load` before the first call.
         clock: the clock, seconds (a test passes a fake one; the real one is ``time.perf_counter``).
+        cpu_clock: this process's CPU clock, seconds; None: ``time.process_time`` with the real wall clock on the
+            CPU, no CPU reading with a clock of the caller's or on an accelerator (a test passes both fakes).
 
     Returns:
         :class:`Rounds`.
@@ -319,23 +375,33 @@ def measure_rounds(
     load = machine_load() if load is None else load
     n_threads = timing_threads_default(load) if threads is None else require_positive_int("threads", threads)
     names = list(functions)
+    if cpu_clock is None and device == "cpu" and clock is time.perf_counter:
+        cpu_clock = time.process_time
+    if device != "cpu":
+        cpu_clock = None  # an accelerator's work is not this process's CPU time
     previous = torch.get_num_threads()
     torch.set_num_threads(n_threads)
     try:
         with torch.no_grad():
             first, calls = {}, {}
             for name in names:
-                first[name] = _block(functions[name], 1, device, clock)
-                warm = _block(functions[name], WARMUP_CALLS, device, clock)
-                calls[name] = max(1, int(block_seconds / warm)) if warm > 0 else 1
+                first[name] = _block(functions[name], 1, device, clock)[0]
+                fastest = min(_block(functions[name], 1, device, clock)[0] for _ in range(WARM_CALLS))
+                calls[name] = max(1, round(block_seconds / fastest)) if fastest > 0 else 1
             per_round: dict[str, list[float]] = {name: [] for name in names}
+            cpu_round: dict[str, list[float]] = {name: [] for name in names}
             for k in range(rounds):
                 for name in names[k % len(names):] + names[:k % len(names)]:
-                    per_round[name].append(_block(functions[name], calls[name], device, clock))
+                    wall, cpu = _block(functions[name], calls[name], device, clock, cpu_clock)
+                    per_round[name].append(wall)
+                    cpu_round[name].append(cpu)
     finally:
         torch.set_num_threads(previous)
+    threads_of = {name: getattr(function, "seqlab_threads", n_threads) for name, function in functions.items()}
     return Rounds(per_round={name: tuple(times) for name, times in per_round.items()}, calls=calls,
-                  first_call_s=first, threads=n_threads, device=device, load=load)
+                  first_call_s=first, threads=n_threads, device=device, load=load,
+                  cpu_per_round=None if cpu_clock is None else {name: tuple(t) for name, t in cpu_round.items()},
+                  threads_of=threads_of)
 
 
 def timing_threads_default(load: MachineLoad | None = None) -> int:

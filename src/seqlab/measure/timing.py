@@ -137,6 +137,9 @@ class Timing:
         min_run_time: seconds of timed blocks asked for.
         load: the machine's load when the timing began (:func:`machine_load`); None for a Timing built
             by hand. ``load.busy`` calls for the busy-machine caveat beside the time.
+        cpu_samples: this process's CPU seconds per call in the same blocks (``time.process_time``), beside the wall
+            clock's ``samples``: a burst of other work adds wall time, not CPU time (None where not read: an accelerator,
+            or a timing built from elsewhere).
     """
 
     label: str
@@ -150,6 +153,7 @@ class Timing:
     noisy: bool
     min_run_time: float
     load: MachineLoad | None = None
+    cpu_samples: tuple[float, ...] | None = None
 
 
 def is_noisy(median_s: float, iqr_s: float, blocks: int) -> bool:

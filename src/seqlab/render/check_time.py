@@ -38,6 +38,8 @@ def _reason(_, entry: dict, n, margin: str) -> str:
         return _("its threads were not judged")
     words = {"straddles": _("{spread} over {rounds} rounds, across the ×{m} margin"),
              "quickest_disagree": _("{spread} over {rounds} rounds, but the quickest rounds disagree"),
+             "clocks_disagree": _("{spread} over {rounds} rounds by the wall clock, a winner the CPU clock did not "
+                                  "confirm"),
              "few_rounds": _("only {rounds} rounds, too few to decide")}[entry["reason"]]
     return words.format(spread=_spread(n, entry), rounds=n(entry["rounds"]), m=margin)
 

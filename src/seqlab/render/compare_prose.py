@@ -184,6 +184,7 @@ def _faster(decision: Decision, rec: Timing, att: Timing, f: Formatter, words: d
         reason = undecided_reason(decision)
         why = {"straddles": f._("across the ×{margin} margin"),
                "quickest_disagree": f._("the quickest rounds disagree"),
+               "clocks_disagree": f._("the wall clock's winner is not the CPU clock's: other work took the cores"),
                "few_rounds": f._("too few rounds to decide")}[reason].format(margin=f.number(decision.margin))
     return words[key].format(threads=_threads(f, rec.threads), rec=format_seconds(rec.median_s, f.lang),
                              att=format_seconds(att.median_s, f.lang), ratio=f.number(decision.lead),

@@ -380,10 +380,12 @@ def pair_rounds(points: tuple[BenchPoint, ...], machines: tuple[str, ...]) -> Ro
         raise SeqlabError(f"machines timed in one set of rounds share rounds, threads and device; received "
                           f"{sorted(counts)} rounds and {sorted(conditions)}")
     (threads, device), = conditions
+    cpu = {k: t.cpu_samples for k, t in timings.items()}
     return Rounds(per_round={k: t.samples for k, t in timings.items()},
                   calls={k: max(1, t.runs // len(t.samples)) for k, t in timings.items()},
                   first_call_s={k: t.first_call_s for k, t in timings.items()}, threads=threads, device=device,
-                  load=next(iter(timings.values())).load)
+                  load=next(iter(timings.values())).load,
+                  cpu_per_round=None if any(v is None for v in cpu.values()) else cpu)
 
 
 def crossovers(points: tuple[BenchPoint, ...], calibrations: tuple[Calibration, ...], spans: tuple[SpanFit, ...],

@@ -113,7 +113,8 @@ def _speedup_rounds(measured, a: str, b: str, machine: int):
 
 def undecided_reason(decision) -> str:
     """Why a :class:`~seqlab.measure.rounds.Decision` was not judged: ``"few_rounds"`` (fewer than
-    :data:`~seqlab.measure.rounds.MIN_ROUNDS`), ``"quickest_disagree"`` (the quartiles clear the margin, or sit
+    :data:`~seqlab.measure.rounds.MIN_ROUNDS`), ``"clocks_disagree"`` (the wall clock named a winner the CPU clock
+    did not, :data:`~seqlab.measure.rounds.CLOCKS_DISAGREE`), ``"quickest_disagree"`` (the quartiles clear the margin, or sit
     inside it, but the quickest rounds do not agree) or ``"straddles"`` (the quartiles of the per-round ratios
     straddle the margin).
 
@@ -127,12 +128,14 @@ def undecided_reason(decision) -> str:
         SeqlabError: ``decision`` was decided (it needs no reason).
     """
     from seqlab.errors import SeqlabError
-    from seqlab.measure.rounds import MIN_ROUNDS
+    from seqlab.measure.rounds import CLOCKS_DISAGREE, MIN_ROUNDS
 
     if decision.decided:
         raise SeqlabError(f"the decision {decision.a} / {decision.b} was decided ({decision.outcome})")
     if decision.rounds < MIN_ROUNDS:
         return "few_rounds"
+    if getattr(decision, "reason", None) == CLOCKS_DISAGREE:
+        return CLOCKS_DISAGREE  # the wall clock named a winner the CPU clock did not
     m = decision.margin
     clear = decision.low > m or decision.high < 1 / m or (decision.low >= 1 / m and decision.high <= m)
     return "quickest_disagree" if clear else "straddles"
