@@ -175,9 +175,9 @@ def test_l8_names_the_scope_where_attention_stops_finishing_first(monkeypatch):
 # --- (d) exactly at the margin -------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("sdpa_one_thread", "expected_class", "verdict_"), [
-    (4.0 * MARGIN, "tie", CAVEAT),  # the recurrence ×1.2 ahead exactly: on the margin is not beyond it
+    (4.0 * MARGIN, "tie", NOT_JUDGED),  # the recurrence ×1.2 ahead exactly: a tie at the lesson's scope shows nothing
     (4.0 * MARGIN * 1.01, "recurrence_first", FAILS),  # just beyond it: the recurrence first
-    (4.0 / MARGIN, "tie", CAVEAT),  # attention ×1.2 ahead exactly: still a tie
+    (4.0 / MARGIN, "tie", NOT_JUDGED),  # attention ×1.2 ahead exactly: still a tie
     (4.0 / MARGIN / 1.01, "attention_first", HOLDS),
 ])
 def test_l8_ratios_at_the_margin_are_ties(monkeypatch, sdpa_one_thread, expected_class, verdict_):
@@ -189,7 +189,9 @@ def test_l8_ratios_at_the_margin_are_ties(monkeypatch, sdpa_one_thread, expected
     assert judged.verdict == verdict_
     if expected_class == "tie":
         assert judged.condition["ties"] == [[1, "sdpa"]] and "tie_scopes" in judged.condition["caveats"]
+        assert judged.condition["unjudged_halves"] == ["finishes_first"]
         assert "Caveat: a tie, within ×1.2 either way: the SDPA call on 1 thread (×" in words(judged)
+        assert "Not judged: whether attention finishes first at the lesson's own scope" in words(judged)
 
 
 def test_l8_speed_ups_exactly_at_the_margin_are_a_tie(monkeypatch):
@@ -197,7 +199,8 @@ def test_l8_speed_ups_exactly_at_the_margin_are_a_tie(monkeypatch):
     flat = {(name, t): (1.0,) * 7 for name in ("sdpa", "recurrence") for t in (1, 2)}
     fake_rounds(monkeypatch, {**PLAIN, "sdpa": (1.0, 1.0 / MARGIN)}, flat)
     judged = l8()
-    assert judged.values["scaling"] == "tie" and judged.verdict == CAVEAT
+    assert judged.values["scaling"] == "tie" and judged.verdict == NOT_JUDGED
+    assert judged.condition["unjudged_halves"] == ["spreads_over_processors"]
     assert judged.values["advantage"]["ratio"] == pytest.approx(MARGIN)
     assert "does not exceed the recurrence's (×1.00) by the margin" in words(judged)
 
@@ -217,7 +220,7 @@ def test_l8_scaling_not_decided_is_named(monkeypatch):
                  ("recurrence", 1): (1.0,) * 7, ("recurrence", 2): (1.0,) * 7})
     judged = l8()
     assert judged.values["scaling"] == "not_judged" and "scaling_not_judged" in judged.condition["caveats"]
-    assert judged.verdict == CAVEAT
+    assert judged.verdict == NOT_JUDGED and judged.condition["unjudged_halves"] == ["spreads_over_processors"]
     assert "was not decided: their per-round ratio spread ×0.900–1.45 over 7 rounds." in words(judged)
 
 
@@ -226,7 +229,7 @@ def test_l8_busy_threads_are_not_judged_and_only_then_read_as_only(monkeypatch):
     read as "only" because it was decided below the margin."""
     fake_rounds(monkeypatch, {**PLAIN, "control": (2.0, 2.0), "recurrence": (4.0, 1.0), "sdpa": (1.0, 0.9)})
     judged = l8()
-    assert judged.verdict == CAVEAT and judged.values["scaling"] == "busy"
+    assert judged.verdict == NOT_JUDGED and judged.values["scaling"] == "busy"
     assert judged.condition["undecided"] == [[2, scope] for scope in claims_time.SCOPES]
     assert judged.values["classes"][2] == dict.fromkeys(claims_time.SCOPES, "busy")
     text = words(judged)
@@ -237,17 +240,19 @@ def test_l8_busy_threads_are_not_judged_and_only_then_read_as_only(monkeypatch):
 def test_l8_a_control_not_decided_is_never_read_as_only(monkeypatch):
     fake_rounds(monkeypatch, PLAIN, {("control", 2): tuple(2 / r for r in STRADDLE), ("control", 1): FLAT})
     judged = l8()
-    assert judged.values["scaling"] == "control_not_judged" and judged.verdict == CAVEAT
+    assert judged.values["scaling"] == "control_not_judged" and judged.verdict == NOT_JUDGED
     text = words(judged)
     assert "the speed-up of a plain matrix product on 2 threads (×1.30, ×0.900–1.45 over 7 rounds) was not decided" \
         in text
     assert "only ×" not in text  # a speed-up not decided is never read as "only"
 
 
-def test_l8_on_one_thread_scaling_is_a_caveat(monkeypatch):
+def test_l8_on_one_thread_the_spread_over_processors_is_not_judged(monkeypatch):
+    """Issue 38: L8's second half (the work spreads over processors) was measured in no run on one thread."""
     fake_rounds(monkeypatch, PLAIN)
     judged = l8(replace(SIZES, threads=1))
-    assert judged.verdict == CAVEAT and judged.condition["caveats"] == ["scaling_one_thread"]
+    assert judged.verdict == NOT_JUDGED and judged.condition["caveats"] == ["scaling_one_thread"]
+    assert judged.condition["unjudged_halves"] == ["spreads_over_processors"]
     assert judged.values["threads"] == (1,)
 
 

@@ -98,6 +98,12 @@ def _caveats(_, v, c, n) -> list[str]:
     if "scaling_one_thread" in c["caveats"]:
         sentences.append(_("Caveat: L8 timed on 1 thread only (--threads, or the cores the machine's load leaves "
                            "free), so spreading over processors was not measured."))
+    halves = {"finishes_first": _("whether attention finishes first at the lesson's own scope (the SDPA call against "
+                                  "nn.RNN on 1 thread) was not decided"),
+              "spreads_over_processors": _("whether its work spreads over processors was not measured in this run")}
+    unjudged = [halves[half] for half in c.get("unjudged_halves", ())]
+    if unjudged:
+        sentences.append(_("Not judged: {halves}.").format(halves="; ".join(unjudged)))
     return sentences
 
 
@@ -123,8 +129,9 @@ def l8(_, v, c, n):
           "the ratio of the quickest rounds both pass ×{m}; within ×{m} either way it is a tie; otherwise it is not "
           "decided. Attention spreads over processors when its per-round thread speed-up exceeds the recurrence's by "
           "×{m}; the threads are judged only if a plain matrix product is decided faster on them. The recurrence "
-          "finishing first at the SDPA call on 1 thread, or scaling better, fails the claim; that comparison not "
-          "decided leaves the claim not judged.").format(rounds=n(c["rounds"]), m=n.short(c["speed_margin"])),
+          "finishing first at the SDPA call on 1 thread, or scaling better, fails the claim; the claim holds only "
+          "when attention is decided first at that call and its spread over processors was measured and decided, "
+          "and is not judged otherwise.").format(rounds=n(c["rounds"]), m=n.short(c["speed_margin"])),
         *_caveats(_, v, c, n)])
     return (_("Attention's larger work spreads over processors and finishes before the recurrence's T waits"),
             _("Wall time of nn.RNN against attention at T = {T}, d = {d} (work ×{work}) at four scopes: the SDPA call, "

@@ -28,11 +28,13 @@ Verdict:
 * does not hold — decided beyond the margin, the recurrence finishes first at the lesson's own scope (SDPA
   alone) on one thread, or its thread speed-up exceeds attention's (the recurrence, not attention, is the one
   spread over processors);
-* not judged — the lesson's own comparison (SDPA alone against the recurrence, on one thread) is not decided:
-  the other scopes cannot stand in for it;
-* holds with a caveat — attention stops finishing first at some scope (named: the first one, in the order
-  above, on each thread count), a comparison is a tie or not decided (each one named), the scaling is not
-  decided for attention, or the machine times on one thread (no scaling to measure);
+* not judged — either half of the claim was not judged in this run (:func:`unjudged_halves`, named in the
+  condition): attention was not decided first at the lesson's own scope (SDPA alone against the recurrence, on
+  one thread: a tie or an undecided comparison, which the other scopes cannot stand in for), or the spread over
+  processors was not measured (one thread, busy threads, a speed-up not decided or tied);
+* holds with a caveat — both halves judged, and attention stops finishing first at some other scope (named: the
+  first one, in the order above, on each thread count), or another comparison is a tie or not decided (each one
+  named);
 * holds — every comparison it rests on is decided: attention finishes first at every scope on both thread
   counts, and its thread speed-up exceeds the recurrence's by the margin.
 
@@ -222,11 +224,32 @@ def check_l8(sizes: CheckSizes, seed: int) -> Judgement:
               "timings": timings, "comparisons": judged, "ratios": {t: {s: judged[t][s]["ratio"] for s in SCOPES}
                                                                     for t in thread_counts},
               "classes": classes, "stops": stops, "speedups": speedups, "advantage": advantage, "scaling": scaling}
+    unjudged = unjudged_halves(classes[1]["sdpa"], scaling)
     condition = {"rule": "interleaved_rounds_matched_scopes_and_threads", "speed_margin": SPEED_MARGIN,
                  "rounds": ROUNDS, "min_rounds": MIN_ROUNDS, "undecided": undecided, "ties": ties,
-                 "caveats": caveats}
-    decided = classes[1]["sdpa"] != "not_judged"
-    return Judgement(verdict_of(contradicted, caveats, decided), values, condition)
+                 "caveats": caveats, "unjudged_halves": unjudged}
+    return Judgement(verdict_of(contradicted, caveats, decided=not unjudged), values, condition)
+
+
+#: L8's two halves: attention finishes first at the lesson's scope; its work spreads over processors.
+HALVES = ("finishes_first", "spreads_over_processors")
+
+
+def unjudged_halves(lesson_scope: str, scaling: str) -> list[str]:
+    """The halves of L8 (:data:`HALVES`) this run could not judge: attention was not *decided* first at the lesson's
+    own scope (SDPA alone against the recurrence, one thread: a tie or an undecided comparison shows nothing), or
+    its spread over processors was not measured (one thread, busy threads, a speed-up not decided or tied). The
+    claim holds only with both halves judged; a half contradicted fails it (see the module docstring).
+
+    >>> unjudged_halves("attention_first", "attention_scales"), unjudged_halves("tie", "one_thread")
+    ([], ['finishes_first', 'spreads_over_processors'])
+    """
+    halves = []
+    if lesson_scope not in ("attention_first", "recurrence_first"):
+        halves.append("finishes_first")
+    if scaling not in ("attention_scales", "recurrence_scales"):
+        halves.append("spreads_over_processors")
+    return halves
 
 
 def _timing_values(measured, name: str, threads: int) -> dict:
