@@ -23,6 +23,7 @@ from seqlab.render.machine_load import busy_caveat
 from seqlab.measure.decode import CACHE_MACHINES
 from seqlab.measure.rounds import Decision
 from seqlab.studies.decode import DecodeResult, Win
+from seqlab.render.tables import FittedTable
 
 DOMAIN = "seqlab"
 #: Marks a time whose IQR exceeds a tenth of its median (:attr:`seqlab.measure.timing.Timing.noisy`).
@@ -65,7 +66,7 @@ def decode_table(result: DecodeResult, lang: str = "en") -> Table:
     tr = translator(lang)
     config = result.config
     title = tr("Cost of one new token at position t, d_model = {d}").format(d=format_integer(config.d_model, lang))
-    table = Table(title=title, caption=_caption(result, lang), title_justify="left", caption_justify="left")
+    table = FittedTable(title=title, caption=_caption(result, lang), title_justify="left", caption_justify="left")
     for header in (tr("machine"), "t", tr("multiplications\n(counted)"), tr("closed\nform"),
                    tr("time per token\nmedian ± IQR"), tr("state\n(bytes)")):
         table.add_column(header, justify="left" if header == tr("machine") else "right")

@@ -92,20 +92,85 @@ class FittedTable(Table):
         part.droppable = ()
         return part
 
+    #: The most lines a cell's line may wrap to at 80 columns before the table is stacked (issue 37, item 4).
+    MOST_LINES = 2
+
+    @staticmethod
+    def paragraph_lines(console: Console, cell: Any, width: int, column: Column) -> int:
+        """The most physical lines any one line of ``cell`` (a paragraph: its text between newlines) takes at
+        content ``width`` in ``column``: a cell written on two lines that each fit reads as 1, not 2.
+        Renderables other than text count their rendered lines."""
+        if isinstance(cell, str):
+            cell = console.render_str(cell, highlight=False)
+        if not isinstance(cell, Text):
+            options = console.options.update(width=max(width, 1), no_wrap=column.no_wrap, overflow=column.overflow)
+            return len(console.render_lines(cell, options, pad=False))
+        return max((len(part.wrap(console, max(width, 1), justify=column.justify, overflow=column.overflow,
+                                  no_wrap=column.no_wrap)) for part in cell.split("\n")), default=1)
+
+    def _width_for(self, console: Console, column: Column, bounds: tuple[int, int], most: int) -> int:
+        """The least content width in ``bounds`` at which no line of the column's cells (header included)
+        wraps to more than ``most`` lines (the natural width, where every line fits whole, at worst)."""
+        least, natural = bounds
+        if column.no_wrap:
+            return natural
+        cells = (column.header, *column._cells)
+        low, high = least, natural
+        while low < high:
+            middle = (low + high) // 2
+            if all(self.paragraph_lines(console, cell, middle, column) <= most for cell in cells):
+                high = middle
+            else:
+                low = middle + 1
+        return low
+
+    def _records(self, console: Console) -> Table:
+        """This table as one column of records: each row's name, then each other cell on its own line, indented,
+        after its column's heading (the heading is left out when there is one other column: a name and its
+        value). Every line then has the whole width, so no line of a cell wraps to more than two lines unless it
+        is over twice the width long."""
+        def text(cell: Any) -> Text:
+            return console.render_str(cell, highlight=False) if isinstance(cell, str) else \
+                cell if isinstance(cell, Text) else Text(str(cell))
+
+        records = Table(title=self.title, caption=self.caption, title_justify=self.title_justify,
+                        caption_justify=self.caption_justify, title_style=self.title_style,
+                        caption_style=self.caption_style, show_header=False, show_lines=len(self.columns) > 2, box=self.box,
+                        pad_edge=False, expand=False)
+        records.add_column(overflow="fold")
+        names = self.columns[0]._cells
+        for row, name in enumerate(names):
+            lines = [text(name).copy()]
+            lines[0].stylize("bold")
+            for column in self.columns[1:]:
+                value = text(column._cells[row])
+                if len(self.columns) > 2:
+                    heading = " ".join(text(column.header).plain.split())
+                    value = Text.assemble(f"{heading}: ", value)
+                lines += [Text.assemble("  ", part) for part in value.split("\n")]
+            records.add_row(Text("\n").join(lines))
+        return records
+
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = options.max_width if self.width is None else min(self.width, options.max_width)
-        bounds = [self._bounds(column) for column in self.columns]
-        if sum(natural for _, natural in bounds) + self._overhead(len(self.columns), self.pad_edge) <= width:
+        natural_bounds = [self._bounds(column) for column in self.columns]
+        if sum(natural for _, natural in natural_bounds) + self._overhead(len(self.columns), self.pad_edge) <= width:
             yield from super().__rich_console__(console, options)
             return
+        # first choice: every column at the width where no cell wraps to more than MOST_LINES lines
+        bounds = [(self._width_for(console, column, bound, self.MOST_LINES), bound[1])
+                  for column, bound in zip(self.columns, natural_bounds)]
         chosen, pad_edge, room = self._layout(width, bounds)
-        if room < 0 and len(self.columns) > 2:  # too wide even at least widths: the name column and a few others
+        if room < 0 and len(self.columns) > 2:  # stacked: the name column and as many others as fit in each part
             chunks = self._chunks(width, bounds)
             if len(chunks) > 1:
                 for number, chunk in enumerate(chunks):
                     yield from self._part([0, *chunk], number == 0, number == len(chunks) - 1) \
                         .__rich_console__(console, options)
                 return
+        if room < 0:  # too wide even stacked: one record per row, each value under its row's name
+            yield from Table.__rich_console__(self._records(console), console, options)
+            return
         widths = {index: bounds[index][0] for index in chosen}
         # the name column first (a name on one line reads best), then who needs least to fit whole
         for index in sorted(chosen, key=lambda i: (i != 0, bounds[i][1] - bounds[i][0])):
