@@ -40,9 +40,11 @@ class FittedTable(Table):
     True
     """
 
-    def __init__(self, *headers: str | Column, droppable: Iterable[int] = (), **options: Any) -> None:
+    def __init__(self, *headers: str | Column, droppable: Iterable[int] = (), notes: Iterable[int] = (),
+                 **options: Any) -> None:
         super().__init__(*headers, **options)
         self.droppable = tuple(droppable)
+        self.notes = tuple(notes)
 
     @staticmethod
     def _texts(column: Column) -> list[str]:
@@ -124,6 +126,35 @@ class FittedTable(Table):
                 low = middle + 1
         return low
 
+    def _keyed(self, console: Console) -> tuple[FittedTable, list[Any]]:
+        """This table with each cell of the ``notes`` columns replaced by a key (a, b, …; one key per distinct
+        text, dashes and blanks kept), and the legend that gives each key's text, one line per key."""
+        keys: dict[str, str] = {}
+        keyed = copy.copy(self)
+        keyed.notes = ()
+        keyed.caption = None
+        keyed.columns = []
+        for index, column in enumerate(self.columns):
+            if index in self.notes:
+                cells = []
+                for cell in column._cells:
+                    text = cell.plain if isinstance(cell, Text) else str(cell)
+                    if text.strip() in ("", "—"):
+                        cells.append(cell)
+                        continue
+                    key = keys.setdefault(text, _key(len(keys)))
+                    cells.append(key)
+                column = dataclasses.replace(column, _cells=cells, justify="center")
+            keyed.columns.append(column)
+        legend: list[Any] = [Table.grid(padding=(0, 2, 0, 0))]
+        legend[0].add_column(style="bold", no_wrap=True)
+        legend[0].add_column()
+        for text, key in keys.items():
+            legend[0].add_row(key, text)
+        if self.caption:
+            legend.append(self.caption)
+        return keyed, legend
+
     def _records(self, console: Console) -> Table:
         """This table as one column of records: each row's name, then each other cell on its own line, indented,
         after its column's heading (the heading is left out when there is one other column: a name and its
@@ -161,9 +192,15 @@ class FittedTable(Table):
         bounds = [(self._width_for(console, column, bound, self.MOST_LINES), bound[1])
                   for column, bound in zip(self.columns, natural_bounds)]
         chosen, pad_edge, room = self._layout(width, bounds)
+        if room < 0 and self.notes:  # then the note columns as keys, their texts in a legend below
+            keyed, legend = self._keyed(console)
+            yield from keyed.__rich_console__(console, options)
+            for part in legend:
+                yield from console.render(part, options)
+            return
         if room < 0 and len(self.columns) > 2:  # stacked: the name column and as many others as fit in each part
             chunks = self._chunks(width, bounds)
-            if len(chunks) > 1:
+            if len(chunks) > 1 and all(len(chunk) > 1 for chunk in chunks[:-1]):  # parts that still compare
                 for number, chunk in enumerate(chunks):
                     yield from self._part([0, *chunk], number == 0, number == len(chunks) - 1) \
                         .__rich_console__(console, options)
@@ -182,3 +219,17 @@ class FittedTable(Table):
         fitted.columns = [dataclasses.replace(self.columns[index], width=widths[index], _index=position)
                           for position, index in enumerate(chosen)]
         yield from Table.__rich_console__(fitted, console, options)
+
+
+def _key(number: int) -> str:
+    """The ``number``-th key of a legend: a, b, …, z, aa, ab, …
+
+    >>> [_key(0), _key(25), _key(26)]
+    ['a', 'z', 'aa']
+    """
+    letters = ""
+    number += 1
+    while number:
+        number, rest = divmod(number - 1, 26)
+        letters = chr(ord("a") + rest) + letters
+    return letters
