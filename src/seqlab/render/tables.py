@@ -19,24 +19,34 @@ from rich.text import Text
 
 
 class FittedTable(Table):
-    """A Rich table laid out for the width it is printed at, so that its no-wrap columns are never cut.
+    """A Rich table laid out for the width it is printed at, so that no cell is cut and no line of a cell
+    wraps to more than :attr:`MOST_LINES` (two) lines (issue 16, item 6; issue 37, item 4).
 
-    Where the natural layout is too wide (a pipe or an 80-column terminal), Rich would shrink every
-    column, names included (``attention.se…``). Instead, the columns get explicit widths: each no-wrap
-    column its longest cell, each other column at least its longest word (so words wrap, never break),
-    the room left going first to the name column (the first), then to the columns that need least to
-    fit whole. If even that is too wide, the edge padding goes, then the columns listed in
-    ``droppable`` (indices; the least needed ones); if it still is, the table is stacked: printed as
-    several tables one under the other, each with the first (name) column and as many of the others
-    as fit, in their order, so no name or heading is cut.
+    Where the natural layout fits, it is Rich's. Otherwise, in this order, the first that fits is printed:
+
+    1. one box, each column at the least width where no line of its cells (heading included) takes more
+       than two lines (each line of a cell, its text between newlines, counted on its own), the room left
+       going first to the name column (the first), then to the columns that need least to fit whole; the
+       edge padding goes, then the columns listed in ``droppable`` (indices; the least needed ones), if
+       that makes it fit;
+    2. where columns are listed in ``notes`` (indices; long texts shared by rows, such as who counted),
+       their cells as keys (a, b, …) with the texts in a legend under the table;
+    3. stacked: several tables one under the other, each with the first (name) column and as many of the
+       others as fit, in their order, when every part but the last holds at least two of them (so a part
+       still compares);
+    4. records: one block per row, the row's name and under it each other cell after its column's heading,
+       every line with the whole width.
+
+    Nothing is cut with an ellipsis: a no-wrap column keeps its longest cell, other columns at least their
+    longest word.
 
     >>> table = FittedTable("Name", "Note")
     >>> table.columns[0].no_wrap = True
     >>> table.add_row("attention.self.query", "a projection, one row at a time")
     >>> import io
-    >>> console = Console(width=40, file=io.StringIO(), color_system=None)
+    >>> console = Console(width=44, file=io.StringIO(), color_system=None)
     >>> console.print(table)
-    >>> "│ attention.self.query │" in console.file.getvalue()
+    >>> "│ attention.self.query │ a projection, one │" in console.file.getvalue()
     True
     """
 
