@@ -297,3 +297,82 @@ def test_every_command_reads_at_80_columns(command, index, lang, factory_file, r
     assert_reads_at_80(cells, text)
     if command not in ("check", "quiz"):
         assert cells, f"{command} laid out no table"
+
+
+# --- Figures and the report's page ------------------------------------------------------------------------
+
+def test_the_figure_check_catches_a_legend_over_lines_and_a_label_over_the_title():
+    from seqlab.render.figures import crowded_texts, new_figure, tidy_texts
+
+    def crowded():
+        figure = new_figure(figsize=(4.0, 2.6), layout="constrained")
+        ax = figure.subplots()
+        for slope in (1, 2):
+            ax.plot([0, 1, 2, 3], [slope * x for x in range(4)], label=f"a machine of slope {slope}")
+        ax.legend(loc="center")
+        ax.set_ylabel("seconds per new token (median, IQR bars), measured at each position")
+        figure.suptitle("A title long enough to run past both edges of a figure this narrow, in any language")
+        return figure
+
+    found = crowded_texts(crowded())
+    assert any(item.startswith("legend over the line") for item in found), found
+    assert any(item.startswith(("past the edge", "overlap")) for item in found), found
+    figure = crowded()
+    figure.axes[0].get_legend().remove()
+    figure.legend(loc="outside lower center")
+    assert crowded_texts(tidy_texts(figure)) == []  # wrapped to their room, the legend under the panel
+
+
+@pytest.fixture(scope="module")
+def bench_plot_result():
+    from seqlab.studies.bench import BenchConfig, run_bench
+
+    return run_bench(BenchConfig(lengths=(4, 8, 16), d_models=(8,), threads=(1,), min_run_time=0.001, min_samples=1,
+                                 matmul_size=32, chain_links=4))
+
+
+@pytest.fixture(scope="module")
+def decode_plot_result():
+    from seqlab.studies.decode import DecodeConfig, run_decode
+
+    return run_decode(DecodeConfig(positions=(1, 4, 16), d_model=4, time=True, span_lengths=(4, 8)))
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_bench_and_decode_figures_have_every_word_clear(bench_plot_result, decode_plot_result, lang):
+    """The issue's two figures: bench's title was cut under its legend, decode's legend covered its lines and
+    its y label ran into its title (Spanish labels are the longer)."""
+    from seqlab.render.bench import plot_bench
+    from seqlab.render.decode import decode_figure
+    from seqlab.render.figures import crowded_texts
+    from seqlab.render.print_size import legible
+
+    for figure in (plot_bench(bench_plot_result, lang), decode_figure(decode_plot_result, lang)):
+        assert crowded_texts(figure) == []
+        assert figure.legends and not any(ax.get_legend() for ax in figure.axes)  # legends outside the panels
+    # as the report prints them: every text raised to the print size, then wrapped again to its room
+    from seqlab.render.figures import tidy_texts
+
+    for figure in (plot_bench(bench_plot_result, lang), decode_figure(decode_plot_result, lang)):
+        assert crowded_texts(tidy_texts(legible(figure), legends=False)) == []
+
+
+@pytest.mark.parametrize(("text", "spans"), [
+    ("1.710,0 / 80 bytes", ["1.710,0 / 80"]),
+    ("1,710.0 / 80 bytes", ["1,710.0 / 80"]),
+    ("reach 1,05e-12 at T = 20, 0,0461 at T = 40", ["1,05e-12", "20", "0,0461", "40"]),
+    ("12,774,968,623,104 bytes; 2.50 times", ["12,774,968,623,104", "2.50"]),
+])
+def test_the_page_keeps_each_number_on_one_line(text, spans):
+    from seqlab.render.report import nobreak
+
+    html = str(nobreak(text))
+    assert re.findall(r'<span class="nb">(.*?)</span>', html) == spans
+    assert re.sub(r"<[^>]+>", "", html) == text  # only spans added, nothing else changed
+
+
+def test_the_page_styles_the_no_break_spans():
+    from seqlab.render.report import TEMPLATE
+
+    assert ".nb { white-space: nowrap; }" in TEMPLATE
+    assert TEMPLATE.count("| nobreak") >= 8  # cells, headings, captions, sentences, claims
