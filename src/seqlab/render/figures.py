@@ -1,11 +1,15 @@
 """Figures for every command: a matplotlib Figure drawn off-screen, saved as PNG and SVG.
 
 matplotlib is imported here, inside the functions, so ``import seqlab`` and the tables never need it;
-the Agg canvas draws without a screen and without pyplot's global state.
+the Agg canvas draws without a screen and without pyplot's global state. :func:`tidy_texts` wraps a
+figure's long titles and labels to the room its layout left them (and puts several panels' legends under the
+panels); :func:`crowded_texts` lists what still is not clear in a drawn figure (texts past the edge,
+overlapping texts, a legend over a line): the tests hold every figure to an empty list (issue 37, item 4).
 """
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +162,7 @@ def crowded_texts(figure: Any) -> list[str]:
                 points = ax.transData.transform(line.get_xydata())
                 # the vertices and points along each segment between them (display pixels)
                 samples = [(x0 + (x1 - x0) * k / 16, y0 + (y1 - y0) * k / 16)
-                           for (x0, y0), (x1, y1) in zip(points[:-1], points[1:]) for k in range(16)]
+                           for (x0, y0), (x1, y1) in itertools.pairwise(points) for k in range(16)]
                 samples += [tuple(point) for point in points[-1:]]
                 clip = ax.get_window_extent(renderer)  # only what the axes show
                 inside = [(x, y) for x, y in samples if frame.contains(x, y) and clip.contains(x, y)]

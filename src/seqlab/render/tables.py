@@ -2,7 +2,9 @@
 
 Shared by every renderer whose first column is a name a reader must see whole (Table 1's layer types,
 compare's measurements, bench's lengths, Figure 1's box titles, the pretrained model's module paths):
-at 80 columns the names wrap between words or the table is stacked, never cut (issue 16, item 6).
+at 80 columns the names wrap between words or the table is stacked, never cut (issue 16, item 6), and no
+line of a cell wraps to more than two lines: the columns are sized for it, or long shared notes become keys
+with a legend, or the table is stacked in parts, or shown as one record per row (issue 37, item 4).
 """
 
 from __future__ import annotations
