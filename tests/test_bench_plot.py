@@ -36,7 +36,9 @@ def test_every_panel_has_its_own_tick_labels(figure):
 
 def test_legends_stand_outside_every_panel(figure):
     assert all(ax.get_legend() is None for ax in figure.axes)
-    assert len(figure.legends) == 2  # one per row, each series named once
+    assert len(figure.legends) == 1  # one under the panels, for both rows (issue 37): each series named once
+    labels = [text.get_text() for text in figure.legends[0].get_texts()]
+    assert len(labels) == len(set(labels)) and "time, measured" in labels and "nn.RNN" in labels
     renderer = figure.canvas.get_renderer()
     for legend in figure.legends:
         box = legend.get_window_extent(renderer)

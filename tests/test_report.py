@@ -40,10 +40,15 @@ def page(result, tmp_path_factory) -> Path:
     return write_report(result, tmp_path_factory.mktemp("report") / "report.html", "en")
 
 
+def unspanned(html: str) -> str:
+    """The page without the no-break spans that hold each number on one line (issue 37)."""
+    return re.sub(r'<span class="nb">(.*?)</span>', r"\1", html)
+
+
 def sections_of(html: str) -> dict[str, str]:
-    """Section id -> its HTML."""
+    """Section id -> its HTML (numbers without their no-break spans)."""
     pattern = r'<section id="(\w+)" class="report-section">(.*?)</section>'
-    return dict(re.findall(pattern, html, flags=re.DOTALL))
+    return dict(re.findall(pattern, unspanned(html), flags=re.DOTALL))
 
 
 # --- The page --------------------------------------------------------------------------------------------
@@ -60,7 +65,7 @@ def test_every_section_is_there_with_its_plot(page):
 
 
 def test_the_figures_are_the_results(result, page):
-    html = page.read_text(encoding="utf-8")
+    html = unspanned(page.read_text(encoding="utf-8"))
     compare = result.compare
     assert f"{compare.recurrence.closed_form:,}" in html  # 48 * (32² + 32·32) = 98,304
     assert compare.recurrence.closed_form == 48 * (32**2 + 32 * 32) == 98_304
@@ -170,6 +175,30 @@ def test_the_pdf_keeps_rows_claims_and_plots_whole(page):
     split = [(element.tag, sorted(pages)) for element, pages in pages_of.items() if len(pages) > 1]
     assert len(document.pages) > 1 and split == [] and too_wide == []
     assert sum(1 for element in pages_of if "claim" in (element.get("class") or "")) == 4
+
+
+def test_the_pdf_never_splits_a_number_across_lines(page):
+    """Laid out by WeasyPrint (issue 37: "1.710.0 / 80" broke across lines): the text of every no-break span
+    (a number, with its separators, exponent or "/ n") lies on one line of the PDF, and the page has such
+    spans in its tables, sentences and claims."""
+    weasyprint = pytest.importorskip("weasyprint", reason="WeasyPrint is not installed")
+
+    def boxes(box):
+        yield box
+        for child in getattr(box, "children", None) or []:
+            yield from boxes(child)
+
+    document = weasyprint.HTML(filename=str(page)).render()
+    lines_of: dict = {}
+    for number, sheet in enumerate(document.pages):
+        for box in boxes(sheet._page_box):
+            element = getattr(box, "element", None)
+            if type(box).__name__ == "TextBox" and element is not None and element.tag == "span" \
+                    and "nb" in (element.get("class") or "").split():
+                lines_of.setdefault(element, set()).add((number, round(box.position_y, 1)))
+    assert len(lines_of) > 100
+    split = [element.text for element, lines in lines_of.items() if len(lines) > 1]
+    assert split == []
 
 
 def test_the_page_has_print_rules_and_scrolling_tables(page):
@@ -398,12 +427,12 @@ def test_the_report_says_when_the_machine_was_busy_and_only_then(result):
 
     assert result.load is not None and result.bench.load == result.load  # read once, before the first part
     busy = _with_load(result, MachineLoad(5.0, 2, True))  # os.getloadavg()[0] = 5 on 2 CPUs
-    html = render_report(busy, "en")
+    html = unspanned(render_report(busy, "en"))
     meta = re.search(r'<p class="meta">(.*?)</p>', html, flags=re.DOTALL).group(1)
     sentence = busy_caveat(MachineLoad(5.0, 2, True), "en")  # the one busy-machine sentence, everywhere
     assert sentence.startswith("The machine was busy: its load average was 5.00 on 2 CPUs")
     assert meta.endswith(sentence) and sentence in sections_of(html)["bench"]
-    assert busy_caveat(MachineLoad(5.0, 2, True), "es") in render_report(busy, "es")
+    assert busy_caveat(MachineLoad(5.0, 2, True), "es") in unspanned(render_report(busy, "es"))
     quiet = render_report(_with_load(result, MachineLoad(0.2, 2, False)), "en")
     assert "The machine was busy" not in quiet and "load average was" not in quiet
 
@@ -430,7 +459,7 @@ def test_the_load_is_read_before_the_first_part_and_reaches_the_page(result, mon
     monkeypatch.setattr(check_study, "run_check", lambda *args: result.check)
     run = run_report(synthetic_tokens(48, lang="en"), "synthetic (48 tokens)", ReportConfig.quick())
     assert run.load.busy is busy and run.bench.load == run.load and run.load.load_1min == load_1min
-    html = render_report(run, "es")
+    html = unspanned(render_report(run, "es"))
     meta = re.search(r'<p class="meta">(.*?)</p>', html, flags=re.DOTALL).group(1)
     assert ("La máquina estaba ocupada: su carga media era 4,00 con 2 CPU" in meta) is busy
     assert ("La máquina estaba ocupada: su carga media era 4,00 con 2 CPU" in sections_of(html)["bench"]) is busy

@@ -32,7 +32,7 @@ from seqlab.measure.timing import MachineLoad, busiest
 from seqlab.render.compare import MIN_BLOCKS, timed_blocks, timing_quality
 from seqlab.render.labels import machine_label
 from seqlab.render.machine_load import busy_caveat
-from seqlab.render.figures import new_figure, save_png_svg
+from seqlab.render.figures import new_figure, save_png_svg, tidy_texts
 from seqlab.render.json_output import to_json
 from seqlab.studies.bench import MACHINES, PAIRS, BenchResult, Crossover, LengthDecision, ThreadScaling
 from seqlab.render.tables import FittedTable
@@ -386,8 +386,8 @@ def plot_bench(result: BenchResult, lang: str = "en"):
     """A matplotlib Figure: time vs T per thread setting (log axes), and recurrence / attention vs T with d/T.
 
     Every panel has its own tick labels; each machine has its own colour and marker, the model is drawn
-    thin and dotted with hollow markers over the measurement, so no line hides another; one legend per
-    row stands outside the panels, to their right.
+    thin and dotted with hollow markers over the measurement, so no line hides another; one legend for
+    both rows stands under the panels, and long titles and labels are wrapped to their room (tidy_texts).
 
     Raises:
         SeqlabError: matplotlib is not installed.
@@ -440,12 +440,16 @@ def plot_bench(result: BenchResult, lang: str = "en"):
                       rotation=45)
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.tick_params(labelbottom=True, labelleft=True)
-    for row, place in zip(axes, ("outside right upper", "outside right lower")):  # the same series in each column
-        figure.legend(*row[0].get_legend_handles_labels(), loc=place, fontsize="small")
+    handles, labels = [], []  # the same series in each column: one legend under the panels, for both rows
+    for row in axes:
+        for handle, label in zip(*row[0].get_legend_handles_labels()):
+            handles.append(handle)
+            labels.append(label)
+    figure.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 3), fontsize="small")
     figure.suptitle(tr("{name}, PyTorch {torch}, float32, batch {batch}; timed on {threads}, one column each").format(
         name=result.device_name, torch=result.torch_version, batch=format_integer(result.batch, lang),
         threads=_threads_list(result.threads, lang)))
-    return figure
+    return tidy_texts(figure)
 
 
 def write_plots(result: BenchResult, base: str | Path, lang: str = "en") -> tuple[Path, Path]:

@@ -75,7 +75,8 @@ def scopes_table(scopes: tuple[Scope, ...], heads: int | None, lang: str = "en")
     """
     _ = translator(lang)
     heads = heads_text(heads, lang)
-    table = FittedTable(title=_("Work at three scopes (multiplications = multiply-adds)"), title_justify="left")
+    table = FittedTable(title=_("Work at three scopes (multiplications = multiply-adds)"), title_justify="left",
+                        notes=(4,))  # who counted: keys with a legend below where the full texts do not fit
     for header in (_("Scope"), _("Machine (what was counted)"), _("Closed form"), _("Counted"), _("Counted by")):
         table.add_column(header)
     for scope in scopes:

@@ -23,6 +23,7 @@ from seqlab.render.machine_load import busy_caveat
 from seqlab.measure.decode import CACHE_MACHINES
 from seqlab.measure.rounds import Decision
 from seqlab.studies.decode import DecodeResult, Win
+from seqlab.render.tables import FittedTable
 
 DOMAIN = "seqlab"
 #: Marks a time whose IQR exceeds a tenth of its median (:attr:`seqlab.measure.timing.Timing.noisy`).
@@ -65,7 +66,7 @@ def decode_table(result: DecodeResult, lang: str = "en") -> Table:
     tr = translator(lang)
     config = result.config
     title = tr("Cost of one new token at position t, d_model = {d}").format(d=format_integer(config.d_model, lang))
-    table = Table(title=title, caption=_caption(result, lang), title_justify="left", caption_justify="left")
+    table = FittedTable(title=title, caption=_caption(result, lang), title_justify="left", caption_justify="left")
     for header in (tr("machine"), "t", tr("multiplications\n(counted)"), tr("closed\nform"),
                    tr("time per token\nmedian ± IQR"), tr("state\n(bytes)")):
         table.add_column(header, justify="left" if header == tr("machine") else "right")
@@ -340,7 +341,7 @@ def plot_decode(result: DecodeResult, path: str | Path, lang: str = "en") -> Pat
 
 def decode_figure(result: DecodeResult, lang: str = "en"):
     """The three panels as a matplotlib Figure (Agg canvas)."""
-    from seqlab.render.figures import new_figure
+    from seqlab.render.figures import new_figure, tidy_texts
 
     tr = translator(lang)
     config = result.config
@@ -362,10 +363,11 @@ def decode_figure(result: DecodeResult, lang: str = "en"):
         ax.set_xticks(config.positions, [format_integer(t, lang) for t in config.positions])
         ax.xaxis.set_minor_formatter("")
         ax.grid(True, which="both", alpha=0.3)
-    figure.axes[0].legend(fontsize="small")
+    handles, labels = figure.axes[0].get_legend_handles_labels()  # under the panels, never over a line
+    figure.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 3), fontsize="small")
     figure.suptitle(tr("Generating one token at position t, d_model = {d}").format(d=format_integer(config.d_model,
                                                                                                       lang)))
-    return figure
+    return tidy_texts(figure)
 
 
 def report_texts(lang: str = "en") -> tuple[str, str, str]:

@@ -15,6 +15,7 @@ from seqlab.i18n import format_integer, translator
 from seqlab.render.decode import NOISY_MARK, time_cell  # one time cell and noisy mark in both decode tables
 from seqlab.render.machine_load import busy_caveat
 from seqlab.studies.decode_model import Growth, ModelDecodeResult, ModelStep
+from seqlab.render.tables import FittedTable
 
 DOMAIN = "seqlab"
 
@@ -63,7 +64,7 @@ def model_decode_table(result: ModelDecodeResult, lang: str = "en") -> Table:
     facts = result.model
     title = tr("One new token of {name} ({architecture}, {parameters} parameters), per position t").format(
         name=facts.name, architecture=facts.architecture, parameters=format_integer(facts.parameters, lang))
-    table = Table(title=title, caption=_caption(result, lang), title_justify="left", caption_justify="left")
+    table = FittedTable(title=title, caption=_caption(result, lang), title_justify="left", caption_justify="left")
     kaplan = any(step.kaplan is not None for step in result.steps)  # columns with a figure in some row only
     timed = result.config.time
     headers = [tr("cache"), "t", tr("multiplications\n(counted)"), tr("closed\nform")]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,7 +62,7 @@ th { background: #f3f5f7; } caption { text-align: left; padding: 0.3rem 0; }
 caption.title { font-weight: bold; caption-side: top; } .table-caption { color: #555; font-size: 0.85rem; }
 figure { margin: 1rem 0; } img { max-width: 100%; height: auto; box-sizing: border-box; } figure img { border: 1px solid #eee; }
 figcaption { color: #555; font-size: 0.85rem; }
-.table-wrap { max-width: 100%; overflow: auto; } #learn td { white-space: pre-line; } main, section, p, li { overflow-wrap: anywhere; }
+.nb { white-space: nowrap; } .table-wrap { max-width: 100%; overflow: auto; } #learn td { white-space: pre-line; } main, section, p, li { overflow-wrap: anywhere; }
 ol.claims { list-style: none; padding-left: 0; } ol.claims li { margin: 0.9rem 0; padding-left: 0.8rem;
        border-left: 4px solid #2da44e; } ol.claims li.fails { border-left-color: #cf222e; }
 ol.claims li.caveat { border-left-color: #9a6700; } .caveat .verdict { color: #9a6700; }
@@ -92,16 +93,16 @@ ol.claims li.unjudged { border-left-color: #6e7781; } .unjudged .verdict { color
 {% for s in sections %}
 <section id="{{ s.key }}" class="report-section">
 <h2>{{ s.heading }}</h2>
-{% for line in s.intro %}<p>{{ line }}</p>{% endfor %}
+{% for line in s.intro %}<p>{{ line | nobreak }}</p>{% endfor %}
 {% for t in s.tables %}
 <div class="table-wrap"><table>
 {% if t.title %}<caption class="title">{{ t.title }}</caption>{% endif %}
-<thead><tr>{% for h in t.headers %}<th>{{ h | join("<br>"|safe) }}</th>{% endfor %}</tr></thead>
-<tbody>{% for row in t.rows %}<tr>{% for cell in row %}<td>{{ cell }}</td>{% endfor %}</tr>{% endfor %}</tbody>
+<thead><tr>{% for h in t.headers %}<th>{{ h | map("nobreak") | join("<br>"|safe) }}</th>{% endfor %}</tr></thead>
+<tbody>{% for row in t.rows %}<tr>{% for cell in row %}<td>{{ cell | nobreak }}</td>{% endfor %}</tr>{% endfor %}</tbody>
 </table></div>
-{% if t.caption %}<p class="table-caption">{{ t.caption }}</p>{% endif %}
+{% if t.caption %}<p class="table-caption">{{ t.caption | nobreak }}</p>{% endif %}
 {% endfor %}
-{% for line in s.sentences %}<p>{{ line }}</p>{% endfor %}
+{% for line in s.sentences %}<p>{{ line | nobreak }}</p>{% endfor %}
 {% for p in s.plots %}
 <figure class="plot"><img src="data:image/png;base64,{{ p.png }}" alt="{{ p.caption }}"{% if p.width %} width="{{ p.width }}"{% endif %}>
 <figcaption>{{ p.caption }}</figcaption></figure>
@@ -111,11 +112,11 @@ ol.claims li.unjudged { border-left-color: #6e7781; } .unjudged .verdict { color
 {% for c in s.claims %}
 <li class="claim {{ {'holds': 'holds', 'holds_with_caveat': 'caveat', 'not_judged': 'unjudged'}.get(c.verdict_key, 'fails') }}">
 <div class="claim-line"><span class="verdict">{{ {'holds': '✓', 'holds_with_caveat': '~', 'not_judged': '?'}.get(c.verdict_key, '✗') }} {{ c.claim }} {{ c.verdict }}</span>:
-{{ c.statement }}</div>
-<div class="claim-line">{{ labels.measured }} {{ c.measured }}</div>
-<div class="claim-line">{{ labels.figure }} {{ c.figure }}</div>
-<div class="claim-line">{{ labels.condition }} {{ c.condition }}</div>
-{% if c.note %}<div class="claim-line note">{{ labels.note }} {{ c.note }}</div>{% endif %}</li>
+{{ c.statement | nobreak }}</div>
+<div class="claim-line">{{ labels.measured }} {{ c.measured | nobreak }}</div>
+<div class="claim-line">{{ labels.figure }} {{ c.figure | nobreak }}</div>
+<div class="claim-line">{{ labels.condition }} {{ c.condition | nobreak }}</div>
+{% if c.note %}<div class="claim-line note">{{ labels.note }} {{ c.note | nobreak }}</div>{% endif %}</li>
 {% endfor %}
 </ol>
 <p class="summary">{{ s.summary }}</p>
@@ -150,6 +151,30 @@ class Section:
     plots: list[Plot] = field(default_factory=list)
     claims: list[Any] = field(default_factory=list)
     summary: str = ""
+
+
+#: A number as the texts write it: digits with thousands separators and a decimal part in either language
+#: (1,710.0; 1.710,0; 12 345), an exponent (1.05e-12, T^-1.05), a sign, a unit sign or a ratio's "/ 80"
+#: after it: the parts a line must never split (issue 37: "1.710.0 / 80" broke across lines in the PDF).
+NUMBER = re.compile(r"[-−+]?\d+(?:[.,\u202f\u00a0 ]\d{3}(?!\d))*(?:[.,]\d+)?(?:[eE][-−+]?\d+)?(?:\s?[%×])?"
+                    r"(?:\s?/\s?\d+(?:[.,]\d+)?)?")
+
+
+def nobreak(value: Any) -> Any:
+    """``value`` escaped for HTML, each number in it inside ``<span class="nb">`` (CSS ``white-space:
+    nowrap``), so that a line breaks around a number, never inside it, on screen and in the PDF.
+
+    >>> str(nobreak("1.710,0 / 80 bytes & 2e-3"))
+    '<span class="nb">1.710,0 / 80</span> bytes &amp; <span class="nb">2e-3</span>'
+    """
+    import markupsafe
+
+    text = str(markupsafe.escape(_plain(value)))
+    # the entity &amp; and others hold no digits; &#34; and &#39; do: leave entities whole
+    parts = re.split(r"(&#?\w+;)", text)
+    out = [part if part.startswith("&") and part.endswith(";") else
+           NUMBER.sub(lambda m: f'<span class="nb">{m.group(0)}</span>', part) for part in parts]
+    return markupsafe.Markup("".join(out))
 
 
 def _plain(value: Any) -> str:
@@ -229,7 +254,9 @@ def _table1_png(result: ReportResult, lang: str) -> str:
 
 def _plot(figure: Any, caption: str) -> Plot:
     """An embedded plot whose fonts print at :data:`MIN_PRINT_PT` or more, shown at its drawn size."""
-    return Plot(png_base64(legible(figure)), caption, css_width(figure.get_figwidth()))
+    from seqlab.render.figures import tidy_texts
+
+    return Plot(png_base64(tidy_texts(legible(figure), legends=False)), caption, css_width(figure.get_figwidth()))
 
 
 def sections(result: ReportResult, lang: str = "en") -> list[Section]:
@@ -346,6 +373,7 @@ def render_report(result: ReportResult, lang: str = "en") -> str:
     threads = result.compare.threads
     parts = ", ".join(f"{name} {format_seconds(seconds, lang)}" for name, seconds in result.seconds.items())
     environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    environment.filters["nobreak"] = nobreak
     return environment.from_string(TEMPLATE).render(
         lang=lang,
         margin=PAGE_MARGIN_MM,

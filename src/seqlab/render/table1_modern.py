@@ -183,7 +183,8 @@ def sources_table(result: ModernResult, lang: str = "en") -> Table:
     table.add_column(tr("Source"))
     table.add_column(tr("Big-O applies from"))
     for row in result.rows:
-        table.add_row(row_name(row.row, result, lang), row.source, regimes_text(row, lang))
+        # one regime a line: a list of several never wraps as one long line (issue 37, item 4)
+        table.add_row(row_name(row.row, result, lang), row.source, regimes_text(row, lang).replace("; ", ";\n"))
     return table
 
 
