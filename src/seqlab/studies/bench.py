@@ -18,7 +18,7 @@ burst of other work on a shared computer meets all of them alike; each point is 
 per-round times). The thread settings are 1 and ``auto`` by default: torch's thread count capped by the
 cores the machine's load leaves free (:func:`seqlab.measure.rounds.timing_threads_default`); ``all`` is
 torch's count as it is. Who finished first at each length is *decided* from the per-round ratios
-(:func:`seqlab.measure.rounds.decide`, margin :data:`~seqlab.studies.bench_model.MARGIN`), or not judged; the
+(:func:`seqlab.measure.rounds.decide`, margin :data:`~seqlab.measure.rounds.MARGIN`), or not judged; the
 measured crossover is read from those decisions only (:func:`~seqlab.studies.bench_model.measured_crossover`).
 
 Beside the clock sits a **work–span model**, one per machine and thread setting:

@@ -16,7 +16,7 @@ the chosen positions t (:func:`seqlab.measure.decode.measure_decode_step`):
 From those measurements it decides, with margins, which machine wins each criterion at each position
 (:class:`Win`: the fewest multiplications; the least time — the machine of least median whose
 :func:`~seqlab.measure.rounds.decide` against *every* other machine is decided in its favour by
-:data:`TIME_MARGIN`, else not judged; the smallest state), what a cache saves in time
+:data:`~seqlab.measure.rounds.MARGIN`, else not judged; the smallest state), what a cache saves in time
 (:attr:`DecodeResult.cache_times`, decisions as well), how each state grows with t (:class:`Growth`), and the
 asymmetry (:class:`Asymmetry`, for the machines run): the span of causal attention's parallel forward does not
 grow with T, while generating T tokens with a KV cache, each output fed back as the next input, takes a number of
@@ -41,7 +41,7 @@ from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.measure.decode import (CACHE_MACHINES, DecodeStep, available_machines, build_decoder, check_machine,
                                    count_decode_step, estimate_decode_bytes, generation_span, prepare_decode_step,
                                    training_span)
-from seqlab.measure.rounds import DEFAULT_ROUNDS, MIN_ROUNDS, Decision, Rounds, decide, measure_rounds
+from seqlab.measure.rounds import DEFAULT_ROUNDS, MARGIN, MIN_ROUNDS, Decision, Rounds, decide, measure_rounds
 from seqlab.measure.timing import MachineLoad, machine_load
 from seqlab.memory import MemoryEstimate, require_fits
 from seqlab.studies.notebook_view import NotebookView
@@ -53,9 +53,6 @@ QUICK_D_MODEL = 64
 #: The largest position accepted: a fixed-state machine runs t-1 small steps to reach it (2**20 took over five
 #: minutes on a 2-core machine with no output; 2**16 is sixteen times fewer steps).
 MAX_POSITION = 1 << 16
-#: A machine is the fastest at a position only when :func:`~seqlab.measure.rounds.decide` with this margin says it
-#: finished first against every other machine timed there (the per-round ratios' quartiles and quickest rounds).
-TIME_MARGIN = 1.2
 #: A state grows linearly when bytes(t2)/bytes(t1) is within this fraction of (t2/t1) (the last position's row).
 LINEAR_TOLERANCE = 0.1
 #: Generation grows like T when span(T2)/span(T1) is at least this share of T2/T1.
@@ -117,7 +114,7 @@ class Win:
         leader: the machine best by the figure (times: the least median over the rounds), named or not.
         ratio: runner-up's figure over the leader's (counts and bytes, >= 1); times: the runner-up's
             ``Decision.ratio`` (the median over rounds of runner-up time / leader time).
-        margin: the lead needed (1 for exact counts: strictly fewer; :data:`TIME_MARGIN` for times).
+        margin: the lead needed (1 for exact counts: strictly fewer; :data:`~seqlab.measure.rounds.MARGIN` for times).
         decisions: times only: :func:`~seqlab.measure.rounds.decide` of every other machine timed (``a``)
             against the leader (``b``), in the config's order (``"b_first"``: the leader finished first); empty
             for counts and bytes.
@@ -335,7 +332,7 @@ def decide_wins(steps: tuple[DecodeStep, ...], positions: tuple[int, ...], machi
 _BLOCKING_ORDER = {"not_judged": 0, "a_first": 1, "tie": 2}
 
 
-def fastest(position: TimedPosition, machines: tuple[str, ...], margin: float = TIME_MARGIN) -> Win:
+def fastest(position: TimedPosition, machines: tuple[str, ...], margin: float = MARGIN) -> Win:
     """The fastest machine at one position, or None: the least median, decided against *every* other machine.
 
     leader = the machine of least median over its rounds; it is named only when
@@ -426,7 +423,7 @@ def measure_asymmetry(lengths: tuple[int, int], d_model: int, seed: int = 0,
 
 
 def cache_decisions(position: TimedPosition, machines: tuple[str, ...],
-                    margin: float = TIME_MARGIN) -> tuple[Decision, ...]:
+                    margin: float = MARGIN) -> tuple[Decision, ...]:
     """What a cache saves in time at one position, as decisions (:attr:`DecodeResult.cache_times`).
 
     ``decide(rounds, "attention_no_cache", cache)`` for each cache machine run, then
