@@ -8,6 +8,7 @@ import typer
 
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
 from seqlab.errors import SeqlabError
+from seqlab.seeds import MAX_SEED
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"factory": "'FACTORY'", "module": "'FACTORY'", "d_model": "'--d-model'", "x": "'--seq-len'",
@@ -28,7 +29,7 @@ def profile(
                                          help="Width of the input, passed to the factory.")] = 128,
     batch: Annotated[int, typer.Option("--batch", parser=integer_at_least(1, 4096), metavar="INTEGER",
                                        help="Batch size B of the input.")] = 1,
-    seed: Annotated[int, typer.Option("--seed", parser=integer_at_least(0), metavar="INTEGER",
+    seed: Annotated[int, typer.Option("--seed", parser=integer_at_least(0, MAX_SEED), metavar="INTEGER",
                                       help="Seed of the random input and of the factory's weights.")] = 0,
     all_sources: Annotated[bool, typer.Option("--all-sources", help="Measure paths from every position, not "
                                               "only the two ends (memory grows with T).")] = False,
