@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from seqlab.cli.options import LANG_HELP, bad_parameter, float_between, input_text, integer_at_least, language
+from seqlab.cli.output import show_result
 from seqlab.cli.progress import progress_bar
 from seqlab.cli.threads import ThreadsOption
 from seqlab.errors import SeqlabError
@@ -101,13 +102,4 @@ def compare(
             result = run_compare(token_sequence, source, config, step)
     except SeqlabError as error:
         raise bad_parameter(error, options, size_options) from None
-    if as_json:
-        from seqlab.render.json_output import to_json
-
-        typer.echo(to_json(result))
-        return
-    from rich.console import Console
-
-    from seqlab.render.compare import render_compare
-
-    Console().print(render_compare(result, lang, detailed))
+    show_result(result, lang, as_json, "seqlab.render.compare:render_compare", detailed)

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
+from seqlab.cli.output import show_result
 from seqlab.errors import SeqlabError
 from seqlab.seeds import MAX_SEED
 
@@ -57,13 +58,4 @@ def profile(
         result = measure_profile(module, x, sources="all" if all_sources else None)
     except SeqlabError as error:
         raise bad_parameter(error, OPTIONS, "'FACTORY'") from None
-    if as_json:
-        from seqlab.render.json_output import to_json
-
-        typer.echo(to_json(result))
-        return
-    from rich.console import Console
-
-    from seqlab.render.table1 import profile_table
-
-    Console().print(profile_table(result, lang))
+    show_result(result, lang, as_json, "seqlab.render.table1:profile_table")

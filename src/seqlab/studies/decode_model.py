@@ -51,7 +51,7 @@ import torch
 from seqlab import cost
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.fit import GROWTHS, MIN_POSITIONS, classify_growth, sum_of_growths  # noqa: F401  (GROWTHS re-exported)
-from seqlab.layers.pretrained import DTYPES, first_line, load_decoder, offline_and_quiet  # noqa: F401  (DTYPES re-exported)
+from seqlab.layers.pretrained import DTYPES, first_line, load_decoder, offline_and_quiet  # noqa: F401  (DTYPES)
 from seqlab.measure.cache_state import RWKV_STATE_KINDS, CacheState, read_cache_state
 from seqlab.measure.timing import MachineLoad, Timing, machine_load
 from seqlab.memory import MemoryEstimate, require_fits
@@ -496,7 +496,8 @@ def _parts(figure: str, positions: tuple[int, ...], steps: list[ModelStep], meas
 
 
 def _named_by_parts(whole: Growth, parts: list[Growth]) -> Growth:
-    """A whole the rule can only call ``other`` named by the sum of its parts' growths (:func:`seqlab.fit.sum_of_growths`)."""
+    """A whole the rule can only call ``other`` named by the sum of its parts' growths
+    (:func:`seqlab.fit.sum_of_growths`)."""
     if len(parts) < 2:
         return whole
     kind = sum_of_growths([g.kind for g in parts]) if whole.kind == "other" else whole.kind
@@ -508,7 +509,8 @@ def _named_by_parts(whole: Growth, parts: list[Growth]) -> Growth:
 
 def _growths(positions: tuple[int, ...], steps: list[ModelStep], prefix: str) -> list[Growth]:
     """The growth of the multiplications, the whole state, each kind of state and each kind of layer's work,
-    measured and from the closed forms; a whole that only a sum can name is named by its parts' (:func:`seqlab.fit.sum_of_growths`)."""
+    measured and from the closed forms; a whole that only a sum can name is named by its parts'
+    (:func:`seqlab.fit.sum_of_growths`)."""
     states = _parts(f"{prefix}bytes", positions, steps, lambda s: s.state.by_kind, lambda s: s.closed_bytes)
     works = _parts(f"{prefix}multiplications", positions, steps, lambda s: s.work_by_kind,
                    lambda s: s.closed_work_by_kind)
