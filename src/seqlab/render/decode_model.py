@@ -45,7 +45,7 @@ def layer_label(kind: str, lang: str = "en") -> str:
 
 
 def growth_label(kind: str, lang: str = "en") -> str:
-    """A growth name of :data:`~seqlab.studies.decode_model.GROWTHS` (or a sum of them) for readers.
+    """A growth name of :data:`~seqlab.fit.GROWTHS` (or a sum of them) for readers.
 
     >>> growth_label("constant + linear", "es"), growth_label("linear + capped", "es")
     ('constante + lineal', 'lineal + con tope')
