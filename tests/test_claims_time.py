@@ -23,7 +23,7 @@ from seqlab.studies.check import CAVEAT, CHECKS, FAILS, HOLDS, NOT_JUDGED, Check
 
 SIZES = CheckSizes(time_length=16, time_width=4, time_batch=2, threads=2, min_run_time=0.001)
 QUIET = MachineLoad(0.0, 2, False)
-MARGIN = claims_time.SPEED_MARGIN
+MARGIN = seqlab.measure.rounds.MARGIN
 
 #: Seconds per call (1 thread, 2 threads) of each timed machine in a world where the lesson holds plainly:
 #: SDPA ×4 and ×8 ahead, the layer at batch 2 ×1.25 and ×2.5, the control and SDPA twice as fast on 2 threads.

@@ -17,7 +17,7 @@ from seqlab.measure.rounds import Rounds, decide, measure_rounds
 from seqlab.measure.timing import MachineLoad
 from seqlab.render import compare_prose as prose
 from seqlab.render.compare_format import Formatter
-from seqlab.studies.claims_time import SPEED_MARGIN
+from seqlab.measure.rounds import MARGIN as SPEED_MARGIN
 from seqlab.studies.compare import CompareConfig, run_compare
 from seqlab.studies.compare_times import ROUNDS
 from seqlab.text import synthetic_tokens

@@ -316,7 +316,7 @@ def test_the_static_cache_holds_its_capacity_from_the_first_token():
     # multiplications counted equal the growing cache's and the closed form: 3*8**2 + 2*t*8 = 256, 320
     assert [s.multiplications for s in static] == [s.closed_form for s in static] == [256, 320]
     assert [s.multiplications for s in static] == [result.step("attention_kv_cache", t).multiplications for t in (4, 8)]
-    assert {g.machine: g.kind for g in result.growth}["attention_static_cache"] == "fixed"
+    assert {g.machine: g.kind for g in result.growth}["attention_static_cache"] == "constant"  # seqlab.fit.growth_kind
     assert ("holds its capacity from the first token, so its bytes are constant in t and equal to the growing "
             "cache's at t = 8 plus 8 bytes (its row count).") in _caption(result)
 

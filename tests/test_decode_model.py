@@ -49,10 +49,10 @@ EXPECTED = {"gpt2": ("linear", "constant + linear"), "llama_gqa": ("linear", "co
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
     """Folder of each family's tiny checkpoint (random weights, seeded)."""
-    from seqlab.layers.pretrained import _offline_and_quiet
+    from seqlab.layers.pretrained import offline_and_quiet
 
     folders = {}
-    with _offline_and_quiet():  # no progress bar, no notes on stderr
+    with offline_and_quiet():  # no progress bar, no notes on stderr
         for name, make in CONFIGS.items():
             torch.manual_seed(0)
             model = transformers.AutoModelForCausalLM.from_config(make())
@@ -312,10 +312,10 @@ def test_work_that_would_not_fit_is_refused_before_the_prefill(checkpoints, monk
 
 def test_weights_that_would_not_fit_are_refused_before_loading(checkpoints, monkeypatch):
     import seqlab.memory
-    from seqlab.studies import decode_model
+    from seqlab.layers import pretrained
 
     # read from the file's header: every weight once (GPT-2's output layer is tied to the token embedding)
-    assert decode_model._stored_elements(checkpoints["gpt2"]) == load_causal_lm(checkpoints["gpt2"])[1].parameters
+    assert pretrained._stored_elements(checkpoints["gpt2"]) == load_causal_lm(checkpoints["gpt2"])[1].parameters
     load_causal_lm.cache_clear()
     monkeypatch.setattr(seqlab.memory, "available_memory_bytes", lambda: 1000)
     with pytest.raises(SeqlabError, match=r"loading gpt2.* would need about .*float32 weights"):
@@ -357,12 +357,12 @@ def test_plot_and_notebook_view(checkpoints, tmp_path, results):
 def test_a_family_known_only_by_its_layer_types_gets_the_bytes_closed_form(tmp_path):
     """Gemma 3 is not one of the families with a work closed form here, but its config lists its layers'
     attention (sliding, full): the cache's bytes have their closed form from the config, its work has none."""
-    from seqlab.layers.pretrained import _offline_and_quiet
+    from seqlab.layers.pretrained import offline_and_quiet
 
     config = transformers.Gemma3TextConfig(**ATTENTION, num_key_value_heads=2, head_dim=8, sliding_window=8,
                                            layer_types=["sliding_attention", "full_attention"])
     torch.manual_seed(0)
-    with _offline_and_quiet():
+    with offline_and_quiet():
         transformers.AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path / "gemma3")
     result = run_model_decode(ModelDecodeConfig(str(tmp_path / "gemma3"), positions=POSITIONS, time=False))
     # one full layer: 2 · 2 kv heads · 8 · t · 4 bytes; one sliding layer (w = 8): the same over min(t, 8) rows
@@ -418,11 +418,11 @@ MORE_BYTES = {
 
 @pytest.fixture(scope="module")
 def more_results():
-    from seqlab.layers.pretrained import _offline_and_quiet
+    from seqlab.layers.pretrained import offline_and_quiet
     from seqlab.studies.decode_model import model_facts
 
     out = {}
-    with _offline_and_quiet():
+    with offline_and_quiet():
         for name, make in MORE.items():
             config = make()
             config._attn_implementation = "eager"
@@ -494,14 +494,14 @@ def test_a_cache_of_repeated_heads_is_named_with_its_ratio():
     form × H/H_kv, and the sentence says so. Falcon's newer layout (grouped keys) now caches its own 2 heads, equal
     to the closed form; the repeated cache is that result's bytes doubled."""
     from dataclasses import replace
-    from seqlab.layers.pretrained import _offline_and_quiet
+    from seqlab.layers.pretrained import offline_and_quiet
     from seqlab.render.decode_model import difference_sentences
     from seqlab.studies.decode_model import model_facts
 
     config = transformers.FalconConfig(vocab_size=V, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                        new_decoder_architecture=True, num_kv_heads=2)
     config._attn_implementation = "eager"
-    with _offline_and_quiet():
+    with offline_and_quiet():
         model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
         result = run_model_decode(ModelDecodeConfig("falcon", positions=POSITIONS, time=False, span_lengths=None),
                                   loaded=(model, model_facts(model, "falcon")))
@@ -519,13 +519,13 @@ def test_a_cache_of_repeated_heads_is_named_with_its_ratio():
 def test_an_expert_family_gets_bytes_from_its_cache_layers_and_no_work_closed_form():
     """Mixtral: a router picks experts per token (no work closed form); its config does not list its layers'
     kinds, so the bytes' closed form takes them from the cache's layer classes, and the output says so."""
-    from seqlab.layers.pretrained import _offline_and_quiet
+    from seqlab.layers.pretrained import offline_and_quiet
     from seqlab.render.decode_model import difference_sentences
     from seqlab.studies.decode_model import model_facts
 
     config = transformers.MixtralConfig(**ATTENTION, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2)
     config._attn_implementation = "eager"
-    with _offline_and_quiet():
+    with offline_and_quiet():
         model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
         result = run_model_decode(ModelDecodeConfig("mixtral", positions=POSITIONS, time=False, span_lengths=None),
                                   loaded=(model, model_facts(model, "mixtral")))

@@ -63,19 +63,19 @@ def tiny_config(model_type: str, **changes):
 
 
 def build(config, dtype=torch.float32):
-    from seqlab.layers.pretrained import _offline_and_quiet
+    from seqlab.layers.pretrained import offline_and_quiet
 
     config._attn_implementation = "eager"
-    with _offline_and_quiet():
+    with offline_and_quiet():
         torch.manual_seed(0)
         return transformers.AutoModelForCausalLM.from_config(config, dtype=dtype).eval()
 
 
 def measure(name: str, config, dtype=torch.float32):
-    from seqlab.layers.pretrained import _offline_and_quiet
+    from seqlab.layers.pretrained import offline_and_quiet
 
     model = build(config, dtype)
-    with _offline_and_quiet():
+    with offline_and_quiet():
         result = run_model_decode(ModelDecodeConfig(name, positions=POSITIONS, time=False, span_lengths=None),
                                   loaded=(model, model_facts(model, name)))
     return model, result
@@ -274,10 +274,10 @@ def test_bfloat16_checkpoint_bytes_at_its_dtype(tmp_path, name):
     from typer.testing import CliRunner
 
     from seqlab.cli import app
-    from seqlab.layers.pretrained import _offline_and_quiet
+    from seqlab.layers.pretrained import offline_and_quiet
 
     config = tiny_config(name)
-    with _offline_and_quiet():
+    with offline_and_quiet():
         torch.manual_seed(0)
         transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16).save_pretrained(tmp_path / name)
     own = run_model_decode(ModelDecodeConfig(str(tmp_path / name), positions=POSITIONS, time=False,

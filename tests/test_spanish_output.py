@@ -90,10 +90,10 @@ def english_in(text: str, names: frozenset[str] = frozenset()) -> Counter:
 def tiny_checkpoint(folder: Path) -> str:
     """A tiny Jamba (attention and Mamba layers, random weights) saved in ``folder`` as any checkpoint is."""
     pytest.importorskip("transformers")
-    from seqlab.layers.pretrained import _offline_and_quiet
+    from seqlab.layers.pretrained import offline_and_quiet
     from seqlab.layers.tiny_lms import build_tiny_lm
 
-    with _offline_and_quiet():  # no progress bar on stderr
+    with offline_and_quiet():  # no progress bar on stderr
         build_tiny_lm("jamba_hybrid").save_pretrained(folder)
     return str(folder)
 

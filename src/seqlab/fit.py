@@ -1,6 +1,6 @@
 """Growth fits: how a measured quantity grows with T (Table 1's columns), judged by the big-O's own model.
 
-Two readings of one series:
+Readings of one series:
 
 * **the form** (the verdict's): :func:`fit_forms` fits y ≈ a + b·f(T) by least squares for each candidate
   :data:`FORMS` — 1, log T, √T, T, T log T, T^1.5, T² (the half powers give a series half an order off a
@@ -14,6 +14,9 @@ Two readings of one series:
   separate the two (mismatch), or the lengths cannot tell them apart (not separated: never a mismatch).
 * **the exponent** (shown beside it): y ≈ c·x^p and y ≈ a + b·ln x, the log kept only when clearly
   better (:data:`LOG_PREFERENCE`); informative, never the verdict (3Td² + 2T²d reads as T^1.83 at small T).
+* **the kind** of exact counts (:func:`growth_kind`, the one rule every study names a growth by — a decoding
+  state, a step's multiplications): constant, linear, constant + linear, capped or other, from the exact line
+  through the counts; :func:`grows_like_length` says whether a span grows like T between two lengths.
 
 Numbers in, a frozen :class:`Fit` out.
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from seqlab.errors import SeqlabError
 
@@ -385,3 +389,108 @@ def judge_form(xs: Sequence[int], ys: Sequence[float], expected: str, steps: Ste
     if any(choose_form(fit_forms(xs, probe, steps)).form == chosen.form for probe in _probes(own, expected, xs, steps)):
         return FormVerdict(NOT_SEPARATED, chosen.form, chosen.form)
     return FormVerdict(MISMATCH, chosen.form)
+
+
+# --- the kind of growth of exact counts: the one rule every study names a growth by ---------------------------
+
+#: What :func:`growth_kind` calls a growth (a sum of parts is named by its parts': ``linear + capped``,
+#: :func:`sum_of_growths`).
+GROWTHS = ("constant", "linear", "constant + linear", "capped", "other")
+#: Fewest distinct positions :func:`classify_growth` names a growth and its form from (two points fit any line).
+MIN_POSITIONS = 3
+#: A span grows like T between T1 and T2 when span(T2)/span(T1) is at least this share of T2/T1
+#: (:func:`grows_like_length`).
+GROWTH_SHARE = 0.9
+
+
+def _exact_line(ts: Sequence[int], ys: Sequence[int]) -> tuple[Fraction, Fraction] | None:
+    """(slope, intercept) of the line through the first two points when every point lies on it, else None."""
+    slope = Fraction(ys[1] - ys[0], ts[1] - ts[0])
+    intercept = ys[0] - slope * ts[0]
+    return (slope, intercept) if all(y == intercept + slope * t for t, y in zip(ts, ys)) else None
+
+
+def growth_kind(ts: Sequence[int], ys: Sequence[int]) -> str:
+    """How exact counts ys grow with increasing positions ts, one of :data:`GROWTHS`.
+
+    constant (all equal); linear (an exact line through 0: y = b·t, b > 0); constant + linear (an exact line with
+    a positive intercept: a fixed part plus a growing one); capped (grows, then the last two are equal: a window);
+    other. Exact integers, no tolerance: a count either lies on the line or it does not. Two positions decide
+    every kind but capped.
+
+    >>> growth_kind((4, 8), (256, 512)), growth_kind((4, 8), (256, 320)), growth_kind((4, 8), (16, 64))
+    ('linear', 'constant + linear', 'other')
+    >>> growth_kind((4, 8, 16), (64, 64, 64)), growth_kind((4, 8, 16), (4, 7, 7))
+    ('constant', 'capped')
+
+    Args:
+        ts: at least 2 distinct positions, increasing. ys: one count at each (bytes, multiplications...).
+
+    Raises:
+        SeqlabError: fewer than 2 distinct positions, or not one value per position.
+    """
+    if len(set(ts)) < 2 or len(ts) != len(ys):
+        raise SeqlabError(f"a growth needs at least 2 distinct positions with one value each, received {list(ts)} "
+                          f"and {list(ys)}")
+    if len(set(ys)) == 1:
+        return "constant"
+    line = _exact_line(ts, ys)
+    if line is not None and line[0] > 0 and line[1] >= 0:
+        return "linear" if line[1] == 0 else "constant + linear"
+    if all(a <= b for a, b in zip(ys, ys[1:])) and ys[-1] == ys[-2] and ys[0] < ys[-1]:
+        return "capped"
+    return "other"
+
+
+def classify_growth(ts: tuple[int, ...], ys: tuple[int, ...]) -> tuple[str, str | None, Fraction | None,
+                                                                         Fraction | None, int | None]:
+    """Name how ys grows with ts (:func:`growth_kind`), with its fitted form: (kind, form, slope, intercept, cap).
+
+    The form is :func:`choose_form`'s over a + b·f(T), None for a capped series; slope and intercept are the exact
+    line's (0 and the value for a constant), None when there is none; cap is the value a capped series stops at.
+
+    >>> classify_growth((4, 8, 16), (64, 128, 256))[0], classify_growth((4, 8, 16), (4, 7, 7))[0]
+    ('linear', 'capped')
+    >>> classify_growth((4, 8, 16), (100, 100, 100))[0], classify_growth((4, 8, 16), (104, 108, 116))[0]
+    ('constant', 'constant + linear')
+
+    Raises:
+        SeqlabError: fewer than :data:`MIN_POSITIONS` distinct positions, or a value that is not > 0.
+    """
+    if len(set(ts)) < MIN_POSITIONS or len(ts) != len(ys):
+        raise SeqlabError(f"a growth needs at least {MIN_POSITIONS} distinct positions with one value each, "
+                          f"received {list(ts)} and {list(ys)}")
+    kind = growth_kind(ts, ys)
+    if kind == "capped":
+        return kind, None, None, None, ys[-1]
+    form = choose_form(fit_forms(ts, ys)).form
+    if kind == "constant":
+        return kind, form, Fraction(0), Fraction(ys[0]), None
+    if kind == "other":
+        return kind, form, None, None, None
+    slope, intercept = _exact_line(ts, ys)
+    return kind, form, slope, intercept, None
+
+
+def sum_of_growths(kinds: Sequence[str | None]) -> str | None:
+    """The growth of a sum of parts, named by its parts' growths: ``constant + linear`` (a hybrid's attention
+    cache beside its fixed Mamba state), ``linear + capped`` (full and sliding-window layers); None when a part
+    is unnamed (``other``) or unknown.
+
+    >>> sum_of_growths(["linear", "capped"]), sum_of_growths(["constant", "other"])
+    ('linear + capped', None)
+    """
+    if any(kind is None or kind == "other" for kind in kinds):
+        return None
+    parts = {part for kind in kinds for part in kind.split(" + ")}
+    return " + ".join(part for part in ("constant", "linear", "capped") if part in parts)
+
+
+def grows_like_length(lengths: tuple[int, int], values: tuple[int, int]) -> bool:
+    """A span grows like T from T1 to T2: value(T2)/value(T1) >= :data:`GROWTH_SHARE` · T2/T1 (value(T1) > 0).
+
+    >>> grows_like_length((8, 16), (24, 48)), grows_like_length((8, 16), (24, 30))
+    (True, False)
+    """
+    (T1, T2), (v1, v2) = lengths, values
+    return v1 > 0 and Fraction(v2, v1) >= GROWTH_SHARE * Fraction(T2, T1)

@@ -8,6 +8,8 @@ twin is a faithful translation. Data flows one way: bytes → ``Text`` → ``Tok
 One seed scheme for every front end: seed N gives the input vectors ``embed(tokens, d_model, seed=N)`` and the
 weights of each layer a study builds from ``seeded_generator(N, role)`` (its own stream per role), so
 ``seqlab compare --seed N`` and the web lab's seed N build the same machines on the same vectors.
+Inputs a study draws directly are seeded by :func:`seqlab.seeds.input_seed`; the range of a seed is
+:data:`seqlab.seeds.MAX_SEED`.
 
 Shape letters: T positions (tokens), d_model embedding width.
 """

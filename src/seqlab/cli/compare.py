@@ -7,9 +7,11 @@ from typing import Annotated, Optional
 import typer
 
 from seqlab.cli.options import LANG_HELP, bad_parameter, float_between, input_text, integer_at_least, language
+from seqlab.cli.output import show_result
 from seqlab.cli.progress import progress_bar
 from seqlab.cli.threads import ThreadsOption
 from seqlab.errors import SeqlabError
+from seqlab.seeds import MAX_SEED
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"d_model": "'--d-model'", "d_h": "'--d-h'", "d_k": "'--d-k'", "d_v": "'--d-v'", "score": "'--score'",
@@ -50,7 +52,7 @@ def compare(
     spectral_radius: Annotated[Optional[float], typer.Option("--spectral-radius", parser=float_between(1e-3, 1e3),
                                                              metavar="FLOAT", help="Rescale W_hh to this "
                                                              "spectral radius, in [0.001, 1000].")] = None,
-    seed: Annotated[int, typer.Option(parser=integer_at_least(0, 2**32 - 1), metavar="INTEGER",
+    seed: Annotated[int, typer.Option(parser=integer_at_least(0, MAX_SEED), metavar="INTEGER",
                                       help="Seed for the embedding, weights and permutations.")] = 0,
     probes: Annotated[int, typer.Option(parser=integer_at_least(1, 4096), metavar="INTEGER",
                                         help="Random probes of the reach estimate.")] = 8,
@@ -100,13 +102,4 @@ def compare(
             result = run_compare(token_sequence, source, config, step)
     except SeqlabError as error:
         raise bad_parameter(error, options, size_options) from None
-    if as_json:
-        from seqlab.render.json_output import to_json
-
-        typer.echo(to_json(result))
-        return
-    from rich.console import Console
-
-    from seqlab.render.compare import render_compare
-
-    Console().print(render_compare(result, lang, detailed))
+    show_result(result, lang, as_json, "seqlab.render.compare:render_compare", detailed)

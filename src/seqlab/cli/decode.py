@@ -15,6 +15,7 @@ import typer
 
 from seqlab.cli.options import (LANG_HELP, bad_parameter, input_checkpoint, integer_at_least, integer_list, language,
                                 output_file)
+from seqlab.cli.output import show_result
 from seqlab.cli.threads import DecodeThreadsOption
 from seqlab.errors import SeqlabError
 
@@ -102,20 +103,5 @@ def decode(
         result = run_decode(config)
     except SeqlabError as error:
         raise bad_parameter(error, OPTIONS, "'--positions' / '--d-model'") from None
-    if plot_path is not None:
-        from seqlab.render.decode import plot_decode
-
-        try:
-            plot_decode(result, plot_path, lang)
-        except OSError as error:
-            raise typer.BadParameter(f"cannot write {str(plot_path)!r}: {error}", param_hint="'--plot'") from None
-    if as_json:
-        from seqlab.render.json_output import to_json
-
-        typer.echo(to_json(result))
-        return
-    from rich.console import Console
-
-    from seqlab.render.decode import render_decode
-
-    Console().print(render_decode(result, lang))
+    show_result(result, lang, as_json, "seqlab.render.decode:render_decode", plot="seqlab.render.decode:plot_decode",
+                plot_path=plot_path)

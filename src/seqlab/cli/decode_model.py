@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
-
 from seqlab.cli.options import bad_parameter, integer_list
+from seqlab.cli.output import show_result
 from seqlab.errors import SeqlabError
 
 OPTIONS = {"model": "'--model'", "positions": "'--positions'", "threads": "'--threads'", "dtype": "'--dtype'"}
@@ -34,20 +33,5 @@ def decode_model(model: str, positions: str | None, time: bool, quick: bool, as_
         result = run_model_decode(config)
     except SeqlabError as error:
         raise bad_parameter(error, OPTIONS, "'--model'") from None
-    if plot is not None:
-        from seqlab.render.decode_model import model_decode_figure
-
-        try:
-            model_decode_figure(result, lang).savefig(plot)
-        except OSError as error:
-            raise typer.BadParameter(f"cannot write {str(plot)!r}: {error}", param_hint="'--plot'") from None
-    if as_json:
-        from seqlab.render.json_output import to_json
-
-        typer.echo(to_json(result))
-        return
-    from rich.console import Console
-
-    from seqlab.render.decode_model import render_model_decode
-
-    Console().print(render_model_decode(result, lang))
+    show_result(result, lang, as_json, "seqlab.render.decode_model:render_model_decode",
+                plot="seqlab.render.decode_model:plot_model_decode", plot_path=plot)

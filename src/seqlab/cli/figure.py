@@ -17,6 +17,7 @@ from seqlab.cli.options import (LANG_HELP, bad_parameter, integer_at_least, inte
                                 writable_folder)
 from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
+from seqlab.seeds import MAX_SEED
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"T_source": "'--length'", "T_target": "'--length'", "d_model": "'--d-model'", "heads": "'--heads'",
@@ -24,7 +25,7 @@ OPTIONS = {"T_source": "'--length'", "T_target": "'--length'", "d_model": "'--d-
 #: File names written into --out.
 STEM, JSON_NAME = "figure1", "figure1.json"
 #: Bounds of the options (those of :mod:`seqlab.studies.figure`, kept here so ``--help`` imports no torch).
-MAX_D_MODEL, MAX_SEED = 4096, 2**32 - 1
+MAX_D_MODEL = 4096
 
 
 def _given(ctx: typer.Context, name: str) -> bool:

@@ -26,6 +26,7 @@ from seqlab.cli.options import input_checkpoint, input_text, integer_or_text, ou
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
 from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
+from seqlab.seeds import MAX_SEED
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"layer": "'--layer'", "head": "'--head'", "max_tokens": "'--max-tokens'",
@@ -164,7 +165,7 @@ def model(
                                       "created if missing.")] = Path("."),
     as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON (no heat map).")] = False,
     lang: Annotated[Optional[str], typer.Option("--lang", help=LANG_HELP)] = None,
-    seed: Annotated[int, typer.Option(parser=integer_at_least(0, 2**32 - 1), metavar="INTEGER",
+    seed: Annotated[int, typer.Option(parser=integer_at_least(0, MAX_SEED), metavar="INTEGER",
                                       help="Seed of the permutation and of the Jacobian probes, 0 to "
                                            "4294967295.")] = 0,
 ) -> None:

@@ -7,7 +7,9 @@ from typing import Annotated, Optional
 import typer
 
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
+from seqlab.cli.output import show_result
 from seqlab.errors import SeqlabError
+from seqlab.seeds import MAX_SEED
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"factory": "'FACTORY'", "module": "'FACTORY'", "d_model": "'--d-model'", "x": "'--seq-len'",
@@ -28,7 +30,7 @@ def profile(
                                          help="Width of the input, passed to the factory.")] = 128,
     batch: Annotated[int, typer.Option("--batch", parser=integer_at_least(1, 4096), metavar="INTEGER",
                                        help="Batch size B of the input.")] = 1,
-    seed: Annotated[int, typer.Option("--seed", parser=integer_at_least(0), metavar="INTEGER",
+    seed: Annotated[int, typer.Option("--seed", parser=integer_at_least(0, MAX_SEED), metavar="INTEGER",
                                       help="Seed of the random input and of the factory's weights.")] = 0,
     all_sources: Annotated[bool, typer.Option("--all-sources", help="Measure paths from every position, not "
                                               "only the two ends (memory grows with T).")] = False,
@@ -68,13 +70,4 @@ def profile(
         result = measure_profile(module, x, sources="all" if all_sources else None, layout=layout, output=chosen)
     except SeqlabError as error:
         raise bad_parameter(error, OPTIONS, "'FACTORY'") from None
-    if as_json:
-        from seqlab.render.json_output import to_json
-
-        typer.echo(to_json(result))
-        return
-    from rich.console import Console
-
-    from seqlab.render.table1 import profile_table
-
-    Console().print(profile_table(result, lang))
+    show_result(result, lang, as_json, "seqlab.render.table1:profile_table")

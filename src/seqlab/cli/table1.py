@@ -9,6 +9,7 @@ import typer
 
 from seqlab.cli.options import (LANG_HELP, _gettext, bad_parameter, integer_at_least, integer_list, language,
                                 output_file_or_folder)
+from seqlab.cli.output import show_result
 from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
 
@@ -99,20 +100,5 @@ def table1(
             result = run_table1(config, progress=step)
     except SeqlabError as error:
         raise bad_parameter(error, OPTIONS, "'--lengths' / '--d-model'") from None
-    if stem is not None:
-        from seqlab.render.table1 import plot_table1
-
-        try:
-            plot_table1(result, stem, lang)
-        except OSError as error:
-            raise typer.BadParameter(f"cannot write {str(stem)!r}: {error}", param_hint="'--plot'") from None
-    if as_json:
-        from seqlab.render.json_output import to_json
-
-        typer.echo(to_json(result))
-        return
-    from rich.console import Console
-
-    from seqlab.render.table1 import render_table1
-
-    Console().print(render_table1(result, lang))
+    show_result(result, lang, as_json, "seqlab.render.table1:render_table1", plot="seqlab.render.table1:plot_table1",
+                plot_path=stem)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from seqlab.cli.options import bad_parameter, integer_list, language
+from seqlab.cli.output import show_result
 from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
 
@@ -43,13 +44,4 @@ def run_modern_command(lengths: str | None, long_lengths: str | None, d_model: s
             result = study.run_modern(config, progress=step)
     except SeqlabError as error:
         raise bad_parameter(error, OPTIONS, "'--lengths' / '--long-lengths' / '--d-model'") from None
-    if as_json:
-        from seqlab.render.json_output import to_json
-
-        typer.echo(to_json(result))
-        return
-    from rich.console import Console
-
-    from seqlab.render.table1_modern import render_modern
-
-    Console().print(render_modern(result, lang))
+    show_result(result, lang, as_json, "seqlab.render.table1_modern:render_modern")

@@ -15,6 +15,11 @@ tokens, and says how many pieces the whole text had. :func:`pad` puts several wi
 right-padded batch with its attention mask (1 = a real token, 0 = padding). Where the position
 information sits and how it is switched off is :mod:`seqlab.layers.anatomy`'s job.
 
+A causal LM (a decoder fed token ids, ``seqlab decode --model``) is read the same way by :func:`load_decoder`:
+the same config reading (:func:`read_config`), its own dtype or one of :data:`DTYPES`, refused before its weights
+are read when they would not fit in memory (their sizes read from the files' headers), and refused when the
+weights stored are not those its config describes.
+
 Shapes: B sequences, T positions (special tokens included), d_model, H heads.
 """
 
@@ -32,6 +37,7 @@ import torch
 
 from seqlab.errors import SeqlabError
 from seqlab.layers.anatomy import without_positions  # noqa: F401  (re-exported: the switch of L10)
+from seqlab.memory import MemoryEstimate, require_fits
 
 #: The bundled model's name where it is published.
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -98,9 +104,10 @@ def checkpoint_folder(path: str | os.PathLike | None = None, *, tokenizer: bool 
 
 
 @contextlib.contextmanager
-def _offline_and_quiet() -> Iterator[None]:
+def offline_and_quiet() -> Iterator[None]:
     """While transformers reads the folder: no network (``HF_HUB_OFFLINE=1`` as well as
-    ``local_files_only``) and no progress bar on stderr; both settings are restored afterwards."""
+    ``local_files_only``) and no progress bar or notes on stderr; every setting is restored afterwards (the
+    library never prints)."""
     from transformers.utils import logging as hf_logging
 
     saved_offline = os.environ.get("HF_HUB_OFFLINE")
@@ -121,9 +128,34 @@ def _offline_and_quiet() -> Iterator[None]:
             os.environ["HF_HUB_OFFLINE"] = saved_offline
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
+    """The first line of what ``error`` says (its class name when it says nothing): a one-line refusal's cause.
+
+    >>> first_line(ValueError("bad header\\nat byte 8")), first_line(KeyError())
+    ('bad header', 'KeyError')
+    """
     text = str(error).strip().splitlines()
     return text[0] if text else type(error).__name__
+
+
+def read_config(folder: str) -> Any:
+    """The transformers config of a checkpoint folder (its ``config.json``), read offline: the one reading of a
+    checkpoint's config, for an encoder (:func:`model_config`) and a causal LM (:func:`load_decoder`) alike.
+
+    Args:
+        folder: a checkpoint folder, already checked by :func:`checkpoint_folder`.
+
+    Raises:
+        SeqlabError: transformers cannot read it (one line, parameter ``"model"``).
+    """
+    from transformers import AutoConfig
+
+    try:
+        with offline_and_quiet():
+            return AutoConfig.from_pretrained(folder, local_files_only=True)
+    except Exception as error:  # noqa: BLE001  (any failure to read it is the same one-line refusal)
+        raise SeqlabError(f"{folder!r} cannot be read as a Hugging Face model: {first_line(error)}",
+                          parameter="model") from None
 
 
 @dataclass(frozen=True)
@@ -148,14 +180,7 @@ class ModelConfig:
 
 @functools.lru_cache(maxsize=8)
 def _config(folder: str, bundled: bool) -> ModelConfig:
-    from transformers import AutoConfig
-
-    try:
-        with _offline_and_quiet():
-            config = AutoConfig.from_pretrained(folder, local_files_only=True)
-    except Exception as error:  # noqa: BLE001  (any failure to read it is the same one-line refusal)
-        raise SeqlabError(f"{folder!r} cannot be read as a Hugging Face model: {_first_line(error)}",
-                          parameter="model") from None
+    config = read_config(folder)
     architecture = (getattr(config, "architectures", None) or [type(config).__name__.removesuffix("Config")])[0]
     if getattr(config, "is_encoder_decoder", False):
         raise SeqlabError(f"{folder!r} holds an encoder–decoder model ({architecture}, model type "
@@ -225,12 +250,12 @@ def _load(folder: str, bundled: bool, dtype: torch.dtype) -> Encoder:
 
     config = _config(folder, bundled)
     try:
-        with _offline_and_quiet():
+        with offline_and_quiet():
             model = _model_class(config).from_pretrained(folder, attn_implementation="eager", dtype=dtype,
                                                          local_files_only=True)
             tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     except Exception as error:  # noqa: BLE001
-        raise SeqlabError(f"{folder!r} cannot be loaded as a {config.architecture}: {_first_line(error)}",
+        raise SeqlabError(f"{folder!r} cannot be loaded as a {config.architecture}: {first_line(error)}",
                           parameter="model") from None
     model.eval()
     model.requires_grad_(False)  # the measurements differentiate inputs, never weights
@@ -433,3 +458,117 @@ def pad(windows: Sequence[EncodedText], pad_id: int = 0) -> tuple[torch.Tensor, 
         ids[row, :len(window)] = torch.tensor(window.ids)
         mask[row, :len(window)] = 1
     return ids, mask
+
+
+# --- a causal LM (a decoder that writes token by token), for ``seqlab decode --model`` ------------------------------
+
+#: The dtypes a causal LM is loaded in (``--dtype``): the model's weights and therefore its cache.
+DTYPES = ("float32", "bfloat16", "float16", "float64")
+
+
+def checkpoint_dtype(config: Any, dtype: str | None = None) -> torch.dtype:
+    """The dtype to load a checkpoint in: ``dtype`` when given (one of :data:`DTYPES`), else the checkpoint's own
+    (its config's ``dtype``, older ``torch_dtype``), float32 when it names none or names one outside :data:`DTYPES`.
+
+    >>> from transformers import LlamaConfig
+    >>> checkpoint_dtype(LlamaConfig(dtype="bfloat16")), checkpoint_dtype(LlamaConfig(), "float16")
+    (torch.bfloat16, torch.float16)
+
+    Raises:
+        SeqlabError: ``dtype`` not one of :data:`DTYPES` (parameter ``"dtype"``).
+    """
+    if dtype is not None:
+        if dtype not in DTYPES:
+            raise SeqlabError(f"dtype must be one of {', '.join(DTYPES)}; received {dtype!r}", parameter="dtype")
+        return getattr(torch, dtype)
+    for name in ("dtype", "torch_dtype"):
+        own = getattr(config, name, None)
+        own = str(own).removeprefix("torch.") if own is not None else None
+        if own in DTYPES:
+            return getattr(torch, own)
+    return torch.float32
+
+
+def _stored_elements(folder: str) -> int:
+    """Weight elements of a checkpoint read from its files' headers, nothing loaded: every tensor's shape in the
+    ``.safetensors`` files; a ``.bin`` file (a pickle, unreadable without loading) counts its bytes, one per
+    element at least as many as it holds in fp8, so never fewer than it holds."""
+    import math
+
+    from safetensors import safe_open
+
+    total = 0
+    for path in Path(folder).iterdir():
+        if path.suffix == ".safetensors":
+            with safe_open(str(path), "pt") as handle:
+                total += sum(math.prod(handle.get_slice(key).get_shape()) for key in handle.keys())
+        elif path.suffix == ".bin":
+            total += path.stat().st_size
+    return total
+
+
+def _require_weights_match(folder: str, architecture: str, info: dict) -> None:
+    """Refuse a checkpoint whose stored weights are not the model its config describes (transformers would
+    otherwise fill the missing ones with random numbers and carry on), naming how many and the first few."""
+    missing = sorted(info.get("missing_keys") or ())
+    mismatched = sorted(str(item[0]) if isinstance(item, (tuple, list)) else str(item)
+                        for item in info.get("mismatched_keys") or ())
+    if missing or mismatched:
+        names = ", ".join((missing + mismatched)[:3])
+        raise SeqlabError(f"{folder!r}: its weights do not match its config ({architecture}): {len(missing)} "
+                          f"missing and {len(mismatched)} of another shape (first: {names}); expected the weights "
+                          "saved with this config", parameter="model")
+
+
+def load_decoder(folder: str | os.PathLike, dtype: str | None = None) -> tuple[Any, str]:
+    """A local checkpoint as a causal LM, offline, in eval mode, eager attention, in ``dtype`` (None: the
+    checkpoint's own, :func:`checkpoint_dtype`), its weights frozen.
+
+    Args:
+        folder: a checkpoint folder (``config.json`` and weights; no tokenizer needed: a decoder is fed token ids).
+        dtype: one of :data:`DTYPES`, or None.
+
+    Returns:
+        (the transformers model, the architecture its config saved: ``LlamaForCausalLM``...).
+
+    Raises:
+        SeqlabError: the folder is missing or has no config or weights, its model type has no causal-LM class,
+            ``dtype`` is not one of :data:`DTYPES`, its weights would not fit in memory in that dtype (checked from
+            the files' headers before reading them), its weights are not those its config describes, or it cannot
+            be loaded (one line, parameter ``"model"``).
+    """
+    from transformers import AutoModelForCausalLM
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    folder = checkpoint_folder(folder, tokenizer=False)
+    config = read_config(folder)
+    saved = list(getattr(config, "architectures", None) or [])
+    architecture = (saved or [type(config).__name__])[0]
+    causal = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(config.model_type)
+    causal_names = set(causal) if isinstance(causal, (list, tuple)) else {causal}
+    if (causal is None or getattr(config, "is_encoder_decoder", False)
+            or (saved and not causal_names & set(saved))):  # e.g. a BertModel saved: an encoder, not its LM head
+        raise SeqlabError(f"{folder!r} holds a {architecture} (model type {config.model_type!r}), which is not a "
+                          "causal language model; expected a decoder that writes token by token (GPT-2, Llama, "
+                          "Mamba, RWKV...)", parameter="model")
+    try:
+        stored = _stored_elements(folder)
+    except Exception as error:  # noqa: BLE001  (a truncated or foreign .safetensors file: the same refusal)
+        raise SeqlabError(f"{folder!r} has a weights file that cannot be read: {first_line(error)}",
+                          parameter="model") from None
+    chosen = checkpoint_dtype(config, dtype)
+    name = str(chosen).removeprefix("torch.")
+    require_fits(MemoryEstimate(chosen.itemsize * stored, f"{name} weights"),
+                 f"loading {Path(folder).name} in {name}")  # before the weights are read
+    try:
+        with offline_and_quiet():
+            model, info = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager",
+                                                               dtype=chosen, local_files_only=True,
+                                                               output_loading_info=True)
+    except Exception as error:  # noqa: BLE001
+        raise SeqlabError(f"{folder!r} cannot be loaded as a causal LM ({architecture}): {first_line(error)}",
+                          parameter="model") from None
+    _require_weights_match(folder, architecture, info)
+    model.eval()
+    model.requires_grad_(False)
+    return model, architecture

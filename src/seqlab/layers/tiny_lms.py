@@ -102,13 +102,13 @@ def build_tiny_lm(family: str, seed: int = 0) -> Any:
     """
     import torch
 
-    from seqlab.layers.pretrained import _offline_and_quiet
+    from seqlab.layers.pretrained import offline_and_quiet
 
     config = tiny_config(family)
     config._attn_implementation = "eager"
     from transformers import AutoModelForCausalLM
 
-    with _offline_and_quiet(), torch.random.fork_rng(devices=[]):
+    with offline_and_quiet(), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.eval()

@@ -37,6 +37,7 @@ from seqlab.layers import mixers
 from seqlab.layers.decoding import state_bytes
 from seqlab.measure.timing import MachineLoad, Timing, measure_time
 from seqlab.memory import MemoryEstimate
+from seqlab.seeds import input_seed
 
 #: The lesson's machines (:mod:`seqlab.layers.decoding`), always present, before the mixers' machines.
 LESSON_MACHINES = mixers.LESSON_MACHINES
@@ -291,7 +292,7 @@ def prepare_decode_step(machine: str, t: int, *, d_model: int, batch: int = 1, d
     t, batch = require_positive_int("t", t), require_positive_int("batch", batch)
     if decoder is None:
         decoder = build_decoder(machine, d_model, seed=seed, dtype=dtype, capacity=t)
-    generator = torch.Generator().manual_seed(seed + t)
+    generator = torch.Generator().manual_seed(input_seed(seed, t))
     # Preparing the state runs t - 1 small steps: on one thread, as the engine counts and traces (a second OpenMP
     # thread waiting for a busy core made each tanh of a few hundred numbers ~100× slower on a loaded machine).
     with one_thread():

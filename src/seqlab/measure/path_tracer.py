@@ -53,6 +53,7 @@ from torch import Tensor
 from seqlab.errors import SeqlabError
 from seqlab.measure import jacobian_rule
 from seqlab.measure import path_rules as rules
+from seqlab.measure.dispatch import OWN_RULE, passed_on
 from seqlab.measure.distance_store import DistanceStore
 from seqlab.measure.distances import _ROW_FORM, DTYPE, UNITS, narrow, widen
 from seqlab.measure.modes import EngineMode
@@ -60,14 +61,11 @@ from seqlab.measure.ops import (
     CREATION_NAMES,
     ProductLedger,
     decomposition_of,
-    defers_to_subclass,
     float_twin,
     is_contraction,
-    is_higher_order,
     is_movement,
     kept_decisions,
     op_name,
-    run_higher_order,
     tensors_in,
 )
 
@@ -182,10 +180,9 @@ class PathTracer(EngineMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if defers_to_subclass(types):  # a jagged nested tensor, a wrapper: its dense parts come back here
-            return NotImplemented
-        if is_higher_order(func):
-            return run_higher_order(self, func, args, kwargs)
+        answer = passed_on(self, func, types, args, kwargs)
+        if answer is not OWN_RULE:
+            return answer
         prepared = self.prepare(func, args, kwargs)
         out = func(*args, **kwargs)
         self.record(func, args, kwargs, out, prepared)

@@ -67,6 +67,9 @@ CLOCKS_DISAGREE = "clocks_disagree"
 #: the wall clock's rule, the two clocks' rule). "blocks": 30 % of blocks slowed 1.5–5×; "calls": 30 % of single
 #: calls slowed 1.5–5×, warm-up calls too.
 FALSE_CALLS = {"blocks": (833, 280, 0), "calls": (249, 188, 0)}
+#: The one time-win margin of every front end (``compare``, ``check`` L8, ``bench``, ``decode``, the web lab): a
+#: machine finishes first only when its lead clears 1.2 — a fifth faster, well past the spread of a quiet machine.
+MARGIN = 1.2
 
 
 @dataclass(frozen=True)
@@ -232,7 +235,7 @@ def decide(rounds: Rounds, a: str, b: str, margin: float) -> Decision:
 
     Args:
         rounds: the interleaved measurement (:func:`measure_rounds`). a, b: two names timed in it.
-        margin: the factor a lead must clear (> 1), e.g. 1.2.
+        margin: the factor a lead must clear (> 1); every front end passes :data:`MARGIN`.
 
     Returns:
         A :class:`Decision`; ``outcome == "not_judged"`` when the spread of the ratios straddles the margin, or when

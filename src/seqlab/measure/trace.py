@@ -52,17 +52,15 @@ from typing import Any
 
 import torch
 
+from seqlab.measure.dispatch import OWN_RULE, passed_on
 from seqlab.measure.modes import EngineMode
 from seqlab.measure.ops import (
     FUSED_OPS,
     ProductLedger,
-    defers_to_subclass,
     is_contraction,
-    is_higher_order,
     is_movement,
     kept_decisions,
     op_name,
-    run_higher_order,
     tensors_in,
 )
 from seqlab.measure.switches import one_thread, reference_kernels
@@ -267,10 +265,9 @@ class _SpanTracer(EngineMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if defers_to_subclass(types):  # a jagged nested tensor, a wrapper: its dense parts come back here
-            return NotImplemented
-        if is_higher_order(func):
-            return run_higher_order(self, func, args, kwargs)
+        answer = passed_on(self, func, types, args, kwargs)
+        if answer is not OWN_RULE:
+            return answer
         out = func(*args, **kwargs)
         self.record(func, args, kwargs, out)
         return out

@@ -45,8 +45,8 @@ import torch
 from torch import Tensor
 
 from seqlab.measure.distances import _ROW_FORM
+from seqlab.measure.dispatch import OWN_RULE, passed_on
 from seqlab.measure.modes import EngineMode
-from seqlab.measure.ops import defers_to_subclass, is_higher_order, run_higher_order
 from seqlab.measure.path_tracer import PathTracer
 from seqlab.measure.paths import BATCH_BYTES, PathMatrix, check_sources, checked, path_batches, path_matrices
 from seqlab.measure.switches import collector_paused, eager_higher_order, one_thread, reference_kernels
@@ -105,10 +105,9 @@ class TracedPass(EngineMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if defers_to_subclass(types):  # a jagged nested tensor, a wrapper: its dense parts come back here
-            return NotImplemented
-        if is_higher_order(func):  # FlexAttention, cond, while_loop: their eager parts come back here
-            return run_higher_order(self, func, args, kwargs)
+        answer = passed_on(self, func, types, args, kwargs)
+        if answer is not OWN_RULE:
+            return answer
         counting, span, paths = self.counting, self.span, self.paths
         out = NotImplemented
         if counting is not None:

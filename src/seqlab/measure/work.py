@@ -107,6 +107,7 @@ from torch.utils._pytree import tree_leaves, tree_map
 from torch.utils.flop_counter import FlopCounterMode, _FlopCounterMode, flop_registry, shape_wrapper
 from torch.utils.module_tracker import ModuleTracker
 
+from seqlab.measure.dispatch import OWN_RULE, passed_on
 from seqlab.measure.modes import EngineMode, shield_from_dynamo
 from seqlab.measure.ops import (
     ADDEND_OPS,
@@ -117,13 +118,10 @@ from seqlab.measure.ops import (
     arithmetic_kind,
     bound_arguments,
     decomposition_of,
-    defers_to_subclass,
     has_floating,
-    is_higher_order,
     is_unknown,
     kept_decisions,
     op_name,
-    run_higher_order,
     tensors_in,
 )
 from seqlab.measure.switches import eager_higher_order, one_thread
@@ -475,10 +473,9 @@ class _NestedDispatch(_FlopCounterMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if defers_to_subclass(types):  # a jagged nested tensor, a wrapper: its dense parts come back here
-            return NotImplemented
-        if is_higher_order(func):  # FlexAttention, cond, while_loop: their parts come back here
-            return run_higher_order(self, func, args, kwargs)
+        answer = passed_on(self, func, types, args, kwargs)
+        if answer is not OWN_RULE:
+            return answer
         plan = plan_of(func) if isinstance(func, torch._ops.OpOverload) else None
         if plan is None or plan.metadata:
             return super().__torch_dispatch__(func, types, args, kwargs)  # higher-order ops, nested sizes

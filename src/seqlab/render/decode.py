@@ -185,10 +185,10 @@ def _win_text(tr: Callable[[str], str], criterion: str, win: Win) -> str:
 def work_growth_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
     """Whose multiplications per new token stay fixed and whose grow with t (and by how much)."""
     tr = translator(lang)
-    fixed = [machine_label(g.machine, lang) for g in result.work_growth if g.kind == "fixed"]
+    fixed = [machine_label(g.machine, lang) for g in result.work_growth if g.kind == "constant"]
     grows = [tr("{machine} ×{ratio}").format(machine=machine_label(g.machine, lang),
                                              ratio=format_number(float(g.ratio), lang))
-             for g in result.work_growth if g.kind != "fixed"]
+             for g in result.work_growth if g.kind != "constant"]
     lines = []
     if fixed:
         lines.append(tr("Multiplications per new token fixed whatever t: {machines}.").format(
@@ -204,12 +204,12 @@ def work_growth_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
 def growth_sentences(result: DecodeResult, lang: str = "en") -> list[str]:
     """How each machine's state grows with t: fixed, in step with t, or otherwise."""
     tr = translator(lang)
-    fixed = [machine_label(g.machine, lang) for g in result.growth if g.kind == "fixed"]
+    fixed = [machine_label(g.machine, lang) for g in result.growth if g.kind == "constant"]
     lines = []
     if fixed:
         lines.append(tr("Fixed state whatever t: {machines}.").format(machines=", ".join(fixed)))
     for g in result.growth:
-        if g.kind == "fixed":
+        if g.kind == "constant":
             continue
         text = (tr("{machine}: the state grows in step with t, {first} to {last} bytes (×{ratio} for ×{positions} "
                    "positions).") if g.kind == "linear" else

@@ -7,6 +7,8 @@ Sentences go through the gettext domain ``seqlab`` (``locale/es/LC_MESSAGES/seql
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -44,7 +46,7 @@ def layer_label(kind: str, lang: str = "en") -> str:
 
 
 def growth_label(kind: str, lang: str = "en") -> str:
-    """A growth name of :data:`~seqlab.studies.decode_model.GROWTHS` (or a sum of them) for readers.
+    """A growth name of :data:`~seqlab.fit.GROWTHS` (or a sum of them) for readers.
 
     >>> growth_label("constant + linear", "es"), growth_label("linear + capped", "es")
     ('constante + lineal', 'lineal + con tope')
@@ -299,6 +301,12 @@ def render_model_decode(result: ModelDecodeResult, lang: str = "en") -> Group:
     parts += [Text(line) for line in growth_sentences(result, lang)]
     parts += [Text(line) for line in difference_sentences(result, lang)]
     return Group(*parts)
+
+
+def plot_model_decode(result: ModelDecodeResult, path: str | Path, lang: str = "en") -> Path:
+    """:func:`model_decode_figure` written to ``path`` (its format from the suffix: .png or .svg)."""
+    model_decode_figure(result, lang).savefig(path)
+    return Path(path)
 
 
 def model_decode_figure(result: ModelDecodeResult, lang: str = "en"):

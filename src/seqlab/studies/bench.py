@@ -18,7 +18,7 @@ burst of other work on a shared computer meets all of them alike; each point is 
 per-round times). The thread settings are 1 and ``auto`` by default: torch's thread count capped by the
 cores the machine's load leaves free (:func:`seqlab.measure.rounds.timing_threads_default`); ``all`` is
 torch's count as it is. Who finished first at each length is *decided* from the per-round ratios
-(:func:`seqlab.measure.rounds.decide`, margin :data:`~seqlab.studies.bench_model.MARGIN`), or not judged; the
+(:func:`seqlab.measure.rounds.decide`, margin :data:`~seqlab.measure.rounds.MARGIN`), or not judged; the
 measured crossover is read from those decisions only (:func:`~seqlab.studies.bench_model.measured_crossover`).
 
 Beside the clock sits a **work–span model**, one per machine and thread setting:
@@ -62,7 +62,7 @@ import torch.nn.functional as F
 from seqlab.measure.rounds import MIN_ROUNDS, Rounds, decide, measure_rounds, on_threads, timed_name
 from seqlab.measure.timing import MachineLoad, machine_load
 from seqlab.studies.bench_config import (  # noqa: F401  (re-exported: what to sweep and its checks)
-    DEFAULT_LENGTHS, DEVICES, MAX_BATCH, MAX_LENGTH, MAX_WIDTH, QUICK_LENGTHS, BenchConfig, BenchPlan,
+    DEFAULT_LENGTHS, DEVICES, MAX_BATCH, MAX_LENGTH, MAX_WIDTH, QUICK_LENGTHS, BenchConfig, BenchPlan, Sweep,
     check_bench_config, estimate_bench_bytes,
 )
 from seqlab.studies.bench_model import (  # noqa: F401  (re-exported: the result types and the model)
@@ -95,15 +95,10 @@ class WorkCheck:
 
 
 @dataclass(frozen=True)
-class BenchResult:
-    """Every sample of a sweep, the model's constants and the crossovers it implies."""
+class BenchResult(Sweep):
+    """Every sample of a sweep (what it covered: the :class:`~seqlab.studies.bench_config.Sweep` fields), the
+    model's constants and the crossovers it implies."""
 
-    lengths: tuple[int, ...]
-    d_models: tuple[int, ...]
-    threads: tuple[int, ...]
-    machines: tuple[str, ...]
-    batch: int
-    device: str
     device_name: str
     dtype: str
     torch_version: str

@@ -68,8 +68,13 @@ class BenchConfig:
 
 
 @dataclass(frozen=True)
-class BenchPlan:
-    """A validated :class:`BenchConfig`: sorted unique lengths and widths, thread counts resolved."""
+class Sweep:
+    """What a sweep covers, as validated: the fields a :class:`BenchPlan` and a result of it share.
+
+    Attributes:
+        lengths, d_models: sorted unique sequence lengths T and widths d. threads: resolved thread counts.
+        machines: the machines timed. batch: B. device: ``"cpu"`` or ``"cuda"``.
+    """
 
     lengths: tuple[int, ...]
     d_models: tuple[int, ...]
@@ -77,6 +82,12 @@ class BenchPlan:
     machines: tuple[str, ...]
     batch: int
     device: str
+
+
+@dataclass(frozen=True)
+class BenchPlan(Sweep):
+    """A validated :class:`BenchConfig`: sorted unique lengths and widths, thread counts resolved."""
+
     matmul_size: int
 
 

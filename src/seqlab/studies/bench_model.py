@@ -7,7 +7,7 @@ predicted — beside where it starts doing more work (T = d).
 
 The **measured** crossover is read from decisions, never from medians alone. At every length the two machines
 of a pair were timed in the same interleaved rounds (:func:`seqlab.measure.rounds.measure_rounds`), and
-:func:`seqlab.measure.rounds.decide` says who finished first by :data:`MARGIN` — or that it cannot say. The
+:func:`seqlab.measure.rounds.decide` says who finished first by :data:`~seqlab.measure.rounds.MARGIN` — or that it cannot say. The
 crossover is then (:func:`measured_crossover`):
 
 * ``"within"`` (a, b): attention first at a, the recurrence first at b > a *and at the longest length*, no
@@ -32,12 +32,9 @@ from typing import Literal
 
 from seqlab import cost
 from seqlab.errors import SeqlabError, require_positive_int
-from seqlab.measure.rounds import Decision, Rounds, decide
+from seqlab.measure.rounds import MARGIN, Decision, Rounds, decide
 from seqlab.measure.timing import Timing
 
-#: Who finishes first counts only when it wins by this factor in the per-round ratios
-#: (:func:`seqlab.measure.rounds.decide`): 1.2, a fifth faster, well past the spread of a quiet machine.
-MARGIN = 1.2
 #: What :func:`measured_crossover` can say.
 WHERE = ("within", "below", "beyond", "not_judged")
 #: Why a measured crossover was not judged (:attr:`Crossover.reason`).
@@ -166,7 +163,7 @@ class ThreadScaling:
     Attributes:
         machine, d_model, T: what was timed. few, many: the two thread counts.
         decision: :func:`seqlab.measure.rounds.decide` with ``a`` the machine on ``few`` threads and ``b`` on
-            ``many``: ``"b_first"`` the extra threads made it faster by :data:`MARGIN`, ``"a_first"`` slower,
+            ``many``: ``"b_first"`` the extra threads made it faster by :data:`~seqlab.measure.rounds.MARGIN`, ``"a_first"`` slower,
             ``"tie"`` neither by the margin, ``"not_judged"`` the rounds straddle the margin. ``ratio`` is the
             time on ``few`` over the time on ``many`` (median over rounds).
     """
@@ -212,7 +209,7 @@ class Crossover:
             for ``"within"``, else None.
         predicted_T: the same crossing in the work–span model, a model (0.0: slower at every T; None: never slower).
         decisions: who finished first at every length timed, in order of T.
-        margin: the factor a lead had to clear (:data:`MARGIN`).
+        margin: the factor a lead had to clear (:data:`~seqlab.measure.rounds.MARGIN`).
         reason: for ``"not_judged"``, one of :data:`REASONS`; else None.
         predicted_noisy: the model's calibration timings (matmul, chain) were noisy: its constants are rough.
     """

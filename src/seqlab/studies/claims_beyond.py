@@ -51,6 +51,7 @@ from seqlab.measure import decode, memory_peak
 from seqlab.measure.paths import measure_paths
 from seqlab.measure.signal_path import measure_signal_path
 from seqlab.measure.trace import measure_span
+from seqlab.seeds import input_seed
 from seqlab.studies import decode_model
 from seqlab.studies.claims import CheckSizes
 from seqlab.studies.verdicts import Judgement, verdict_of
@@ -116,7 +117,7 @@ def _sdpa_peaks(backends: tuple[bool, bool, bool, bool], seed: int) -> list:
 
     peaks = []
     for T in MEMORY_LENGTHS:
-        q = torch.randn(1, 1, T, MEMORY_WIDTH, generator=torch.Generator().manual_seed(seed + T))  # (B, H, T, d)
+        q = torch.randn(1, 1, T, MEMORY_WIDTH, generator=torch.Generator().manual_seed(input_seed(seed, T)))  # (B, H, T, d)
 
         def run(q=q):
             with SDPA_BACKENDS.held(backends):
@@ -185,7 +186,7 @@ def check_b4(sizes: CheckSizes, seed: int) -> Judgement:
 
     series: dict[str, dict[str, list]] = {form: {"path": [], "factors": [], "reach": []} for form in ("loop", "scan")}
     for T in SIGNAL_LENGTHS:
-        x = torch.randn(1, T, SIGNAL_WIDTH, generator=torch.Generator().manual_seed(seed + T))  # (1, T, d)
+        x = torch.randn(1, T, SIGNAL_WIDTH, generator=torch.Generator().manual_seed(input_seed(seed, T)))  # (1, T, d)
         for form, out in series.items():
             layer = DiagonalRecurrence(SIGNAL_WIDTH, form=form, generator=torch.Generator().manual_seed(seed)).eval()
             signal = measure_signal_path(layer, x)

@@ -16,8 +16,8 @@ scope                  attention                                                
 =====================  ============================================================  =====================
 
 Every comparison is judged by the one rule :func:`seqlab.measure.rounds.decide` with margin
-:data:`SPEED_MARGIN`: who finishes first at a scope from the per-round ratios recurrence / attention (> 1:
-attention first); a machine's thread speed-up from its per-round t_1 / t_n; who scales better from the
+:data:`~seqlab.measure.rounds.MARGIN` (a ratio of times, or of speed-ups, decides only beyond it, either way):
+who finishes first at a scope from the per-round ratios recurrence / attention (> 1: attention first); a machine's thread speed-up from its per-round t_1 / t_n; who scales better from the
 per-round ratio of the two speed-ups (:func:`_speedup_rounds`). Each is decided one way, a tie (within the
 margin), or not judged (the per-round ratios straddle the margin, or the quickest rounds disagree). The
 control, one (n, n) @ (n, n) product, must be decided faster on the machine's threads; otherwise those
@@ -46,16 +46,14 @@ from __future__ import annotations
 from fractions import Fraction
 
 from seqlab import cost
+from seqlab.measure.rounds import DEFAULT_ROUNDS, MARGIN
 from seqlab.studies.claims import CheckSizes, claim_generator
 from seqlab.studies.verdicts import Judgement, verdict_of
 
 #: The four scopes, from the lesson's to the whole layer at batch B.
 SCOPES = ("sdpa", "sdpa_projections", "layer", "layer_batch")
-#: A ratio of times (or of speed-ups) decides only beyond this factor, either way (``check`` L8 and ``compare``).
-SPEED_MARGIN = 1.2
-#: Interleaved rounds of L8's measurement: seven per-round ratios give quartiles worth the name (equal to
-#: seqlab.measure.rounds.DEFAULT_ROUNDS, held equal by a test; that module is imported only when L8 runs).
-ROUNDS = 7
+#: Interleaved rounds of L8's measurement: those of every interleaved comparison.
+ROUNDS = DEFAULT_ROUNDS
 #: The control: one (n, n) @ (n, n) product, which any free core speeds up; if it does not get faster on the
 #: machine's threads, those threads are busy and no thread comparison is judged.
 CONTROL_SIZE = 384
@@ -167,7 +165,7 @@ def _compare(measured, thread_counts: tuple[int, ...], threads_work: bool) -> di
         judged[threads] = {}
         for scope in SCOPES:
             rec = "recurrence_batch" if scope == "layer_batch" else "recurrence"
-            d = decide(measured, timed_name(rec, threads), timed_name(scope, threads), SPEED_MARGIN)
+            d = decide(measured, timed_name(rec, threads), timed_name(scope, threads), MARGIN)
             entry = _judged(d)
             entry["class"] = "busy" if threads > 1 and not threads_work else _SCOPE_CLASS[d.outcome]
             if not d.decided:
@@ -190,7 +188,7 @@ def check_l8(sizes: CheckSizes, seed: int) -> Judgement:
     if machine == 1:
         speedups, control, advantage, scaling, threads_work = {}, None, None, "one_thread", True
     else:
-        speedups = {name: _judged(decide(measured, timed_name(name, 1), timed_name(name, machine), SPEED_MARGIN))
+        speedups = {name: _judged(decide(measured, timed_name(name, 1), timed_name(name, machine), MARGIN))
                     for name in names}
         control = speedups["control"]
         threads_work = control["outcome"] == "b_first"  # the plain product sped up beyond the margin
@@ -199,7 +197,7 @@ def check_l8(sizes: CheckSizes, seed: int) -> Judgement:
             scaling = "busy" if control["outcome"] != "not_judged" else "control_not_judged"
         else:
             decision = decide(_speedup_rounds(measured, "sdpa", "recurrence", machine), "sdpa", "recurrence",
-                              SPEED_MARGIN)
+                              MARGIN)
             advantage = _judged(decision)
             scaling = _SCALING_CLASS[decision.outcome]
             if not decision.decided:
@@ -225,7 +223,7 @@ def check_l8(sizes: CheckSizes, seed: int) -> Judgement:
                                                                     for t in thread_counts},
               "classes": classes, "stops": stops, "speedups": speedups, "advantage": advantage, "scaling": scaling}
     unjudged = unjudged_halves(classes[1]["sdpa"], scaling)
-    condition = {"rule": "interleaved_rounds_matched_scopes_and_threads", "speed_margin": SPEED_MARGIN,
+    condition = {"rule": "interleaved_rounds_matched_scopes_and_threads", "speed_margin": MARGIN,
                  "rounds": ROUNDS, "min_rounds": MIN_ROUNDS, "undecided": undecided, "ties": ties,
                  "caveats": caveats, "unjudged_halves": unjudged}
     return Judgement(verdict_of(contradicted, caveats, decided=not unjudged), values, condition)

@@ -187,7 +187,7 @@ class CompareResult(NotebookView):
         sensitivity: the recurrence's reach under 1e-7 perturbations of W_hh (None unless ρ > 1).
         load: the machine's load when the timings began (None when not timed).
         time_decisions: who finishes first, from the interleaved rounds (:func:`seqlab.measure.rounds.decide`,
-            margin :data:`~seqlab.studies.claims_time.SPEED_MARGIN`): nn.RNN against SDPA, then against the layer
+            margin :data:`~seqlab.measure.rounds.MARGIN`): nn.RNN against SDPA, then against the layer
             (``a`` is always ``"nn.RNN"``; empty when not timed).
     """
 

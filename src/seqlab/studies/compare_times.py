@@ -6,7 +6,7 @@ its work counts: ``nn.RNN`` against SDPA (the call alone, the lesson's scope) an
 ``nn.MultiheadAttention`` with H heads (the layer), plus ``nn.LSTM`` and ``nn.GRU`` (and the explicit machines
 when asked). All of them are timed in one :func:`seqlab.measure.rounds.measure_rounds` — every round one block
 of each, the order rotating — so the ratio nn.RNN / attention is taken round by round between blocks that met
-the same machine, and :func:`seqlab.measure.rounds.decide` with :data:`~seqlab.studies.claims_time.SPEED_MARGIN`
+the same machine, and :func:`seqlab.measure.rounds.decide` with :data:`~seqlab.measure.rounds.MARGIN`
 (the margin of ``check`` L8) says who finishes first, that they tie, or that it is not judged. Each time
 carries its median and IQR over the rounds (:class:`seqlab.measure.timing.Timing`), its thread count and the
 machine's load read before the first clock (:class:`seqlab.measure.timing.MachineLoad`).
@@ -23,7 +23,6 @@ import torch
 
 from seqlab.measure import rounds as rounds_module
 from seqlab.measure.timing import machine_load
-from seqlab.studies.claims_time import SPEED_MARGIN
 from seqlab.studies.compare_scopes import Modules
 
 if TYPE_CHECKING:
@@ -92,7 +91,7 @@ def time_modules(result: CompareResult, modules: Modules, x: torch.Tensor, min_r
     att = replace(att, time_library=timing(SDPA), time_layer=None if layer is None else timing(layer),
                   time_explicit=timing("Attention (explicit)"))
     gated = tuple(replace(g, time_library=timing(f"nn.{g.cell.upper()}")) for g in result.gated)
-    decisions = tuple(rounds_module.decide(measured, RNN, name, SPEED_MARGIN)
+    decisions = tuple(rounds_module.decide(measured, RNN, name, rounds_module.MARGIN)
                       for name in (SDPA, layer) if name is not None and name in measured.per_round)
     return replace(result, recurrence=rec, attention=att, gated=gated, load=load, threads=measured.threads,
                    time_decisions=decisions)

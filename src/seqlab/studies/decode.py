@@ -16,7 +16,7 @@ the chosen positions t (:func:`seqlab.measure.decode.measure_decode_step`):
 From those measurements it decides, with margins, which machine wins each criterion at each position
 (:class:`Win`: the fewest multiplications; the least time — the machine of least median whose
 :func:`~seqlab.measure.rounds.decide` against *every* other machine is decided in its favour by
-:data:`TIME_MARGIN`, else not judged; the smallest state), what a cache saves in time
+:data:`~seqlab.measure.rounds.MARGIN`, else not judged; the smallest state), what a cache saves in time
 (:attr:`DecodeResult.cache_times`, decisions as well), how each state grows with t (:class:`Growth`), and the
 asymmetry (:class:`Asymmetry`, for the machines run): the span of causal attention's parallel forward does not
 grow with T, while generating T tokens with a KV cache, each output fed back as the next input, takes a number of
@@ -38,10 +38,11 @@ from fractions import Fraction
 import torch
 
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.fit import grows_like_length, growth_kind
 from seqlab.measure.decode import (CACHE_MACHINES, DecodeStep, available_machines, build_decoder, check_machine,
                                    count_decode_step, estimate_decode_bytes, generation_span, prepare_decode_step,
                                    training_span)
-from seqlab.measure.rounds import DEFAULT_ROUNDS, MIN_ROUNDS, Decision, Rounds, decide, measure_rounds
+from seqlab.measure.rounds import DEFAULT_ROUNDS, MARGIN, MIN_ROUNDS, Decision, Rounds, decide, measure_rounds
 from seqlab.measure.timing import MachineLoad, machine_load
 from seqlab.memory import MemoryEstimate, require_fits
 from seqlab.studies.notebook_view import NotebookView
@@ -53,13 +54,6 @@ QUICK_D_MODEL = 64
 #: The largest position accepted: a fixed-state machine runs t-1 small steps to reach it (2**20 took over five
 #: minutes on a 2-core machine with no output; 2**16 is sixteen times fewer steps).
 MAX_POSITION = 1 << 16
-#: A machine is the fastest at a position only when :func:`~seqlab.measure.rounds.decide` with this margin says it
-#: finished first against every other machine timed there (the per-round ratios' quartiles and quickest rounds).
-TIME_MARGIN = 1.2
-#: A state grows linearly when bytes(t2)/bytes(t1) is within this fraction of (t2/t1) (the last position's row).
-LINEAR_TOLERANCE = 0.1
-#: Generation grows like T when span(T2)/span(T1) is at least this share of T2/T1.
-GROWTH_SHARE = 0.9
 CRITERIA = ("work", "time", "state")
 
 
@@ -117,7 +111,7 @@ class Win:
         leader: the machine best by the figure (times: the least median over the rounds), named or not.
         ratio: runner-up's figure over the leader's (counts and bytes, >= 1); times: the runner-up's
             ``Decision.ratio`` (the median over rounds of runner-up time / leader time).
-        margin: the lead needed (1 for exact counts: strictly fewer; :data:`TIME_MARGIN` for times).
+        margin: the lead needed (1 for exact counts: strictly fewer; :data:`~seqlab.measure.rounds.MARGIN` for times).
         decisions: times only: :func:`~seqlab.measure.rounds.decide` of every other machine timed (``a``)
             against the leader (``b``), in the config's order (``"b_first"``: the leader finished first); empty
             for counts and bytes.
@@ -163,8 +157,8 @@ class Growth:
         first_bytes, last_bytes: the figure at the first and the last position (bytes, or multiplications for
             :attr:`DecodeResult.work_growth`).
         ratio: last_bytes / first_bytes, against ``positions_ratio`` = t_last / t_first.
-        kind: ``"fixed"`` (equal bytes), ``"linear"`` (ratio within :data:`LINEAR_TOLERANCE` of the
-            positions' ratio) or ``"other"``.
+        kind: how the figure grows over every position of the machine, one of :data:`seqlab.fit.GROWTHS`
+            (:func:`seqlab.fit.growth_kind`: ``"constant"``, ``"linear"`` in step with t...).
     """
 
     machine: str
@@ -187,7 +181,8 @@ class Asymmetry:
         generation: generating T tokens with ``cache``, each output fed back as the next input.
         recurrence: generating T tokens with the Elman RNN, or None when the run has no Elman RNN.
         training_constant: the training span is the same at both T.
-        generation_grows: generation(T2)/generation(T1) >= :data:`GROWTH_SHARE` · T2/T1.
+        generation_grows: generation(T2)/generation(T1) >= :data:`seqlab.fit.GROWTH_SHARE` · T2/T1
+            (:func:`seqlab.fit.grows_like_length`).
         cache: the machine that generated (one of :data:`~seqlab.measure.decode.CACHE_MACHINES`).
     """
 
@@ -212,9 +207,8 @@ def asymmetry_of(lengths: tuple[int, int], training: tuple[int, int], generation
     >>> asymmetry_of((8, 16), (3, 3), (24, 48), (8, 16)).holds, asymmetry_of((8, 16), (3, 3), (24, 30), None).holds
     (True, False)
     """
-    (t1, t2), (g1, g2) = lengths, generation
-    grows = g1 > 0 and Fraction(g2, g1) >= GROWTH_SHARE * Fraction(t2, t1)
-    return Asymmetry(lengths, training, generation, recurrence, training[0] == training[1], grows, cache)
+    return Asymmetry(lengths, training, generation, recurrence, training[0] == training[1],
+                     grows_like_length(lengths, generation), cache)
 
 
 @dataclass(frozen=True)
@@ -335,7 +329,7 @@ def decide_wins(steps: tuple[DecodeStep, ...], positions: tuple[int, ...], machi
 _BLOCKING_ORDER = {"not_judged": 0, "a_first": 1, "tie": 2}
 
 
-def fastest(position: TimedPosition, machines: tuple[str, ...], margin: float = TIME_MARGIN) -> Win:
+def fastest(position: TimedPosition, machines: tuple[str, ...], margin: float = MARGIN) -> Win:
     """The fastest machine at one position, or None: the least median, decided against *every* other machine.
 
     leader = the machine of least median over its rounds; it is named only when
@@ -380,8 +374,8 @@ def fastest(position: TimedPosition, machines: tuple[str, ...], margin: float = 
 
 def state_growth(steps: tuple[DecodeStep, ...], machines: tuple[str, ...],
                  figure: str = "state_bytes") -> tuple[Growth, ...]:
-    """Each machine's state bytes (or another ``figure`` of its steps) at its first and last position, classified
-    fixed / linear / other.
+    """Each machine's state bytes (or another ``figure`` of its steps) at its first and last position, and how the
+    figure grows over all its positions (:func:`seqlab.fit.growth_kind`: constant, linear, ...).
 
     >>> from seqlab.measure.decode import DecodeStep
     >>> steps = (DecodeStep("x", 16, 8, 1, 0, 0, 1024), DecodeStep("x", 256, 8, 1, 0, 0, 16384))
@@ -395,9 +389,8 @@ def state_growth(steps: tuple[DecodeStep, ...], machines: tuple[str, ...],
             continue
         first, last = own[0], own[-1]
         a, b = getattr(first, figure), getattr(last, figure)
-        ratio, positions_ratio = Fraction(b, a), Fraction(last.t, first.t)
-        kind = "fixed" if a == b else "linear" if abs(ratio / positions_ratio - 1) <= LINEAR_TOLERANCE else "other"
-        growth.append(Growth(machine, a, b, ratio, positions_ratio, kind))
+        kind = growth_kind(tuple(s.t for s in own), tuple(getattr(s, figure) for s in own))
+        growth.append(Growth(machine, a, b, Fraction(b, a), Fraction(last.t, first.t), kind))
     return tuple(growth)
 
 
@@ -426,7 +419,7 @@ def measure_asymmetry(lengths: tuple[int, int], d_model: int, seed: int = 0,
 
 
 def cache_decisions(position: TimedPosition, machines: tuple[str, ...],
-                    margin: float = TIME_MARGIN) -> tuple[Decision, ...]:
+                    margin: float = MARGIN) -> tuple[Decision, ...]:
     """What a cache saves in time at one position, as decisions (:attr:`DecodeResult.cache_times`).
 
     ``decide(rounds, "attention_no_cache", cache)`` for each cache machine run, then

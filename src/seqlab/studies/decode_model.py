@@ -16,14 +16,16 @@ RWKV). Per new token (:class:`ModelStep`):
   median ± IQR, threads stated (1 by default). A timed call is the step and the restoring of the cache to its
   t − 1 positions (a few attribute assignments), so every call writes the same token t.
 
-Then, at two lengths T, the span (ops in a row, :func:`seqlab.measure.trace.measure_span`) of the prefill over T
-given tokens against that of writing T tokens one by one, each output fed back (:class:`ModelSpan`): attention's
-prefill chain does not grow with T, a recurrence's scan adds a few ops per position, and generation grows like T
-for every family.
+Then, at two lengths T, the span of the prefill against that of generation
+(:mod:`seqlab.studies.decode_model_span`, :class:`~seqlab.studies.decode_model_span.ModelSpan`).
 
-The growth of each figure with t is then measured and named (:func:`classify_growth`): constant, linear,
-constant + linear (a fixed part plus a growing one: a hybrid's state, an attention step's work), capped (grows,
-then stops: a sliding window), or other; the same rule applied to the closed forms names the growth expected.
+The growth of each figure with t is then measured and named by the one growth rule (:func:`seqlab.fit.growth_kind`,
+:func:`seqlab.fit.classify_growth`): constant, linear, constant + linear (a fixed part plus a growing one: a
+hybrid's state, an attention step's work), capped (grows, then stops: a sliding window), or other; the same rule
+applied to the closed forms names the growth expected.
+
+The checkpoint is read by :func:`seqlab.layers.pretrained.load_decoder` (its config through the same reading as an
+encoder's); :class:`ModelFacts` is what this study reads from the loaded model.
 
 Eager attention, ``eval()``, the checkpoint's own dtype (or ``--dtype``), batch 1, ids drawn from a seeded
 generator. Everything that can be refused is refused before the prefill (:func:`check_model_decode`): a folder
@@ -48,28 +50,20 @@ import torch
 
 from seqlab import cost
 from seqlab.errors import SeqlabError, require_positive_int
-from seqlab.fit import choose_form, fit_forms
+from seqlab.fit import GROWTHS, MIN_POSITIONS, classify_growth, sum_of_growths  # noqa: F401  (GROWTHS re-exported)
+from seqlab.layers.pretrained import DTYPES, first_line, load_decoder, offline_and_quiet  # noqa: F401  (DTYPES)
 from seqlab.measure.cache_state import RWKV_STATE_KINDS, CacheState, read_cache_state
 from seqlab.measure.timing import MachineLoad, Timing, machine_load
 from seqlab.memory import MemoryEstimate, require_fits
 from seqlab.studies.decode_model_forms import (EMPTY_KINDS, KV_KINDS, attention_width, cache_layer_kinds,
                                                closed_state_bytes, closed_step_by_kind, closed_step_multiplications,
-                                               config_integer, config_value, decoder_config, head_counts,
-                                               layer_configs, layer_kinds, max_positions,
-                                               work_by_kind)
+                                               config_integer, config_value, decoder_config, head_counts, layer_configs,
+                                               layer_kinds, max_positions, work_by_kind)
+from seqlab.studies.decode_model_span import ModelSpan, measure_model_span
 from seqlab.studies.notebook_view import NotebookView
 
 DEFAULT_POSITIONS = (16, 64, 256)
 QUICK_POSITIONS = (8, 16, 32)
-#: Fewest positions: a growth is named from three (two points fit any line).
-MIN_POSITIONS = 3
-#: Growth names :func:`classify_growth` gives (a state of several kinds is also named by the sum of its parts':
-#: ``linear + capped``, ``constant + linear + capped``...).
-GROWTHS = ("constant", "linear", "constant + linear", "capped", "other")
-#: Generation grows like T when span(T2)/span(T1) is at least this share of T2/T1.
-GROWTH_SHARE = 0.9
-#: The dtypes ``--dtype`` accepts: the model's weights and therefore its cache (its bytes per element).
-DTYPES = ("float32", "bfloat16", "float16", "float64")
 
 
 @dataclass(frozen=True)
@@ -225,30 +219,6 @@ class Growth:
 
 
 @dataclass(frozen=True)
-class ModelSpan:
-    """Ops in a row (span) of the prefill against generation, traced on the model at two lengths T.
-
-    Attributes:
-        lengths: (T1, T2).
-        prefill_ops, prefill_products: one forward pass over T given tokens: the longest chain of dependent ops,
-            and of matrix products along it (:func:`seqlab.measure.trace.measure_span`).
-        generation_ops, generation_products: writing T tokens from one, each step's most likely token fed back
-            (``argmax`` of the logits, through the cache).
-        prefill_constant: the prefill's ops in a row are the same at both T (attention reads all positions at
-            once; a recurrence's scan adds a few ops per position).
-        generation_grows: generation's ops in a row grow at least :data:`GROWTH_SHARE` · T2/T1 times.
-    """
-
-    lengths: tuple[int, int]
-    prefill_ops: tuple[int, int]
-    prefill_products: tuple[int, int]
-    generation_ops: tuple[int, int]
-    generation_products: tuple[int, int]
-    prefill_constant: bool
-    generation_grows: bool
-
-
-@dataclass(frozen=True)
 class ModelDecodeResult(NotebookView):
     """Every step measured, and the growth of each figure (in a notebook: an HTML table and a figure).
 
@@ -330,39 +300,6 @@ def kaplan_gap_terms(config: Any, facts: ModelFacts, t: int, keys: int, counted:
     return terms if counted - kaplan == gap else None
 
 
-# --- Growth ---------------------------------------------------------------------------------------------------
-
-def classify_growth(ts: tuple[int, ...], ys: tuple[int, ...]) -> tuple[str, str | None, Fraction | None,
-                                                                         Fraction | None, int | None]:
-    """Name how ys grows with ts: (kind, fitted form, slope, intercept, cap).
-
-    constant (all equal); linear (an exact line through 0: y = b·t); constant + linear (an exact line with a
-    positive intercept: a fixed part plus a growing one); capped (grows, then the last two are equal); other.
-    The form is fit.py's (:func:`seqlab.fit.choose_form` over a + b·f(T)), None for a capped series.
-
-    >>> classify_growth((4, 8, 16), (64, 128, 256))[0], classify_growth((4, 8, 16), (4, 7, 7))[0]
-    ('linear', 'capped')
-    >>> classify_growth((4, 8, 16), (100, 100, 100))[0], classify_growth((4, 8, 16), (104, 108, 116))[0]
-    ('constant', 'constant + linear')
-
-    Raises:
-        SeqlabError: fewer than 3 distinct positions, or a value that is not > 0.
-    """
-    if len(set(ts)) < MIN_POSITIONS or len(ts) != len(ys):
-        raise SeqlabError(f"a growth needs at least {MIN_POSITIONS} distinct positions with one value each, "
-                          f"received {list(ts)} and {list(ys)}")
-    if len(set(ys)) == 1:
-        return "constant", choose_form(fit_forms(ts, ys)).form, Fraction(0), Fraction(ys[0]), None
-    slope = Fraction(ys[1] - ys[0], ts[1] - ts[0])
-    intercept = ys[0] - slope * ts[0]
-    if all(y == intercept + slope * t for t, y in zip(ts, ys)) and slope > 0 and intercept >= 0:
-        kind = "linear" if intercept == 0 else "constant + linear"
-        return kind, choose_form(fit_forms(ts, ys)).form, slope, intercept, None
-    if all(a <= b for a, b in zip(ys, ys[1:])) and ys[-1] == ys[-2] and ys[0] < ys[-1]:
-        return "capped", None, None, None, ys[-1]
-    return "other", choose_form(fit_forms(ts, ys)).form, None, None, None
-
-
 def _growth(figure: str, ts: tuple[int, ...], values: tuple[int, ...], expected: tuple[int, ...] | None) -> Growth:
     kind, form, slope, intercept, cap = classify_growth(ts, values)
     return Growth(figure, values, kind, form, slope, intercept, cap,
@@ -371,114 +308,17 @@ def _growth(figure: str, ts: tuple[int, ...], values: tuple[int, ...], expected:
 
 # --- Loading and checking ----------------------------------------------------------------------------------------
 
-def _stored_elements(folder: str) -> int:
-    """Weight elements of a checkpoint read from its files' headers, nothing loaded: every tensor's shape in the
-    ``.safetensors`` files; a ``.bin`` file (a pickle, unreadable without loading) counts its bytes, one per
-    element at least as many as it holds in fp8, so never fewer than it holds."""
-    import math
-    from pathlib import Path
-
-    from safetensors import safe_open
-
-    total = 0
-    for path in Path(folder).iterdir():
-        if path.suffix == ".safetensors":
-            with safe_open(str(path), "pt") as handle:
-                total += sum(math.prod(handle.get_slice(key).get_shape()) for key in handle.keys())
-        elif path.suffix == ".bin":
-            total += path.stat().st_size
-    return total
-
-
-def _require_weights_match(folder: str, architecture: str, info: dict) -> None:
-    """Refuse a checkpoint whose stored weights are not the model its config describes (transformers would
-    otherwise fill the missing ones with random numbers and carry on), naming how many and the first few."""
-    missing = sorted(info.get("missing_keys") or ())
-    mismatched = sorted(str(item[0]) if isinstance(item, (tuple, list)) else str(item)
-                        for item in info.get("mismatched_keys") or ())
-    if missing or mismatched:
-        names = ", ".join((missing + mismatched)[:3])
-        raise SeqlabError(f"{folder!r}: its weights do not match its config ({architecture}): {len(missing)} "
-                          f"missing and {len(mismatched)} of another shape (first: {names}); expected the weights "
-                          "saved with this config", parameter="model")
-
-
-def checkpoint_dtype(config: Any, dtype: str | None = None) -> torch.dtype:
-    """The dtype to load a checkpoint in: ``dtype`` when given (one of :data:`DTYPES`), else the checkpoint's own
-    (its config's ``dtype``, older ``torch_dtype``), float32 when it names none or names one outside :data:`DTYPES`.
-
-    >>> from transformers import LlamaConfig
-    >>> checkpoint_dtype(LlamaConfig(dtype="bfloat16")), checkpoint_dtype(LlamaConfig(), "float16")
-    (torch.bfloat16, torch.float16)
-
-    Raises:
-        SeqlabError: ``dtype`` not one of :data:`DTYPES` (parameter ``"dtype"``).
-    """
-    if dtype is not None:
-        if dtype not in DTYPES:
-            raise SeqlabError(f"dtype must be one of {', '.join(DTYPES)}; received {dtype!r}", parameter="dtype")
-        return getattr(torch, dtype)
-    for name in ("dtype", "torch_dtype"):
-        own = config_value(config, name)
-        own = str(own).removeprefix("torch.") if own is not None else None
-        if own in DTYPES:
-            return getattr(torch, own)
-    return torch.float32
-
-
 @functools.lru_cache(maxsize=2)
 def load_causal_lm(folder: str, dtype: str | None = None) -> tuple[Any, ModelFacts]:
-    """A local checkpoint as a causal LM, offline, in eval mode, eager attention, in ``dtype`` (None: the
-    checkpoint's own, :func:`checkpoint_dtype`), cached per folder and dtype.
+    """A local checkpoint as a causal LM (:func:`seqlab.layers.pretrained.load_decoder`: offline, eval mode, eager
+    attention, in ``dtype`` or the checkpoint's own) and its :class:`ModelFacts`, cached per folder and dtype.
 
     Raises:
-        SeqlabError: the folder is missing or has no config or weights, its model type has no causal-LM class,
-            ``dtype`` is not one of :data:`DTYPES`, its weights would not fit in memory in that dtype (checked from
-            the files' headers before reading them), or it cannot be loaded (one line, parameter ``"model"``).
+        SeqlabError: see :func:`seqlab.layers.pretrained.load_decoder`.
     """
     from pathlib import Path
 
-    from transformers import AutoConfig, AutoModelForCausalLM
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
-
-    from seqlab.layers.pretrained import _first_line, _offline_and_quiet, checkpoint_folder
-
-    folder = checkpoint_folder(folder, tokenizer=False)
-    try:
-        with _offline_and_quiet():
-            config = AutoConfig.from_pretrained(folder, local_files_only=True)
-    except Exception as error:  # noqa: BLE001  (any failure to read it is the same one-line refusal)
-        raise SeqlabError(f"{folder!r} cannot be read as a Hugging Face model: {_first_line(error)}",
-                          parameter="model") from None
-    saved = list(getattr(config, "architectures", None) or [])
-    architecture = (saved or [type(config).__name__])[0]
-    causal = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(config.model_type)
-    causal_names = set(causal) if isinstance(causal, (list, tuple)) else {causal}
-    if (causal is None or getattr(config, "is_encoder_decoder", False)
-            or (saved and not causal_names & set(saved))):  # e.g. a BertModel saved: an encoder, not its LM head
-        raise SeqlabError(f"{folder!r} holds a {architecture} (model type {config.model_type!r}), which is not a "
-                          "causal language model; expected a decoder that writes token by token (GPT-2, Llama, "
-                          "Mamba, RWKV...)", parameter="model")
-    try:
-        stored = _stored_elements(folder)
-    except Exception as error:  # noqa: BLE001  (a truncated or foreign .safetensors file: the same refusal)
-        raise SeqlabError(f"{folder!r} has a weights file that cannot be read: {_first_line(error)}",
-                          parameter="model") from None
-    chosen = checkpoint_dtype(config, dtype)
-    name = str(chosen).removeprefix("torch.")
-    require_fits(MemoryEstimate(chosen.itemsize * stored, f"{name} weights"),
-                 f"loading {Path(folder).name} in {name}")  # before the weights are read
-    try:
-        with _offline_and_quiet():
-            model, info = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager",
-                                                               dtype=chosen, local_files_only=True,
-                                                               output_loading_info=True)
-    except Exception as error:  # noqa: BLE001
-        raise SeqlabError(f"{folder!r} cannot be loaded as a causal LM ({architecture}): {_first_line(error)}",
-                          parameter="model") from None
-    _require_weights_match(folder, architecture, info)
-    model.eval()
-    model.requires_grad_(False)
+    model, architecture = load_decoder(folder, dtype)
     return model, model_facts(model, Path(folder).name, architecture)
 
 
@@ -642,53 +482,6 @@ def _prefill(model: Any, facts: ModelFacts, t: int, seed: int,
     return {facts.cache_argument: past}, ids[:, -1:]
 
 
-def measure_model_span(model: Any, facts: ModelFacts, lengths: tuple[int, int], seed: int = 0) -> ModelSpan:
-    """Trace the prefill over T tokens and the generation of T tokens at both lengths (ops and products in a row).
-
-    Args:
-        model: from :func:`load_causal_lm`. facts: its :class:`ModelFacts`. lengths: (T1, T2). seed: the ids.
-
-    Returns:
-        A :class:`ModelSpan`.
-
-    Raises:
-        SeqlabError: a length that is not an integer >= 2, or beyond the model's maximum positions.
-    """
-    from seqlab.measure.trace import measure_span
-
-    for T in lengths:
-        require_positive_int("span_lengths", T, facts.max_positions)
-    spans = []
-    for T in lengths:
-        ids = torch.randint(0, facts.vocabulary, (1, T), generator=torch.Generator().manual_seed(seed))  # (1, T)
-
-        def generate(T: int = T, ids: torch.Tensor = ids) -> None:
-            token, past = ids[:, :1], {}  # (1, 1)
-            for _ in range(T):
-                out = model(token, use_cache=True, logits_to_keep=1, **past)
-                past = {facts.cache_argument: out.get(facts.cache_argument)}
-                token = out.logits[:, -1:].argmax(-1)  # (1, 1): the output fed back
-
-        prefill = measure_span(lambda ids=ids: model(ids, use_cache=False, logits_to_keep=1))
-        spans.append((prefill, measure_span(generate)))
-    (p1, g1), (p2, g2) = spans
-    T1, T2 = lengths
-    grows = g1.ops > 0 and Fraction(g2.ops, g1.ops) >= GROWTH_SHARE * Fraction(T2, T1)
-    return ModelSpan(lengths=(T1, T2), prefill_ops=(p1.ops, p2.ops), prefill_products=(p1.products, p2.products),
-                     generation_ops=(g1.ops, g2.ops), generation_products=(g1.products, g2.products),
-                     prefill_constant=p1.ops == p2.ops, generation_grows=grows)
-
-
-def _sum_of(kinds: list[str | None]) -> str | None:
-    """The growth of a sum of parts, named by its parts' growths: ``constant + linear`` (a hybrid's attention
-    cache beside its fixed Mamba state), ``linear + capped`` (full and sliding-window layers); None when a part
-    is unnamed (``other``) or unknown."""
-    if any(kind is None or kind == "other" for kind in kinds):
-        return None
-    parts = {part for kind in kinds for part in kind.split(" + ")}
-    return " + ".join(part for part in ("constant", "linear", "capped") if part in parts)
-
-
 def _parts(figure: str, positions: tuple[int, ...], steps: list[ModelStep], measured: Callable,
            closed: Callable) -> list[Growth]:
     """One growth per part (kind of state, or of layer): ``figure:<part>``."""
@@ -703,19 +496,21 @@ def _parts(figure: str, positions: tuple[int, ...], steps: list[ModelStep], meas
 
 
 def _named_by_parts(whole: Growth, parts: list[Growth]) -> Growth:
-    """A whole the rule can only call ``other`` named by the sum of its parts' growths (:func:`_sum_of`)."""
+    """A whole the rule can only call ``other`` named by the sum of its parts' growths
+    (:func:`seqlab.fit.sum_of_growths`)."""
     if len(parts) < 2:
         return whole
-    kind = _sum_of([g.kind for g in parts]) if whole.kind == "other" else whole.kind
+    kind = sum_of_growths([g.kind for g in parts]) if whole.kind == "other" else whole.kind
     expected = whole.expected
     if expected == "other":
-        expected = _sum_of([g.expected for g in parts]) or expected
+        expected = sum_of_growths([g.expected for g in parts]) or expected
     return replace(whole, kind=kind or whole.kind, expected=expected)
 
 
 def _growths(positions: tuple[int, ...], steps: list[ModelStep], prefix: str) -> list[Growth]:
     """The growth of the multiplications, the whole state, each kind of state and each kind of layer's work,
-    measured and from the closed forms; a whole that only a sum can name is named by its parts' (:func:`_sum_of`)."""
+    measured and from the closed forms; a whole that only a sum can name is named by its parts'
+    (:func:`seqlab.fit.sum_of_growths`)."""
     states = _parts(f"{prefix}bytes", positions, steps, lambda s: s.state.by_kind, lambda s: s.closed_bytes)
     works = _parts(f"{prefix}multiplications", positions, steps, lambda s: s.work_by_kind,
                    lambda s: s.closed_work_by_kind)
@@ -751,9 +546,7 @@ def run_model_decode(config: ModelDecodeConfig, progress: Callable[[int, int, st
     from seqlab.measure.rounds import measure_rounds
     from seqlab.measure.work import count_multiplications
 
-    from seqlab.layers.pretrained import _offline_and_quiet
-
-    with _offline_and_quiet():  # transformers' notes on fallback kernels go unprinted: the library never prints
+    with offline_and_quiet():  # transformers' notes on fallback kernels go unprinted: the library never prints
         return _run(config, progress, count_multiplications, measure_rounds, transformers.__version__, loaded)
 
 
@@ -782,9 +575,7 @@ def _run(config: ModelDecodeConfig, progress: Callable[[int, int, str], None] | 
         except Exception as error:  # the family's own code refuses a static cache: named, not measured
             if kind != "static" or isinstance(error, SeqlabError):
                 raise
-            from seqlab.layers.pretrained import _first_line
-
-            static_refused = f"{type(error).__name__}: {_first_line(error)}"
+            static_refused = f"{type(error).__name__}: {first_line(error)}"
             continue
         state = _read(facts, kwargs[facts.cache_argument])
         _restore(saved)

@@ -40,6 +40,7 @@ from seqlab.measure.mixing import (
 )
 from seqlab.memory import FLOAT64_BYTES, MemoryEstimate, require_fits
 from seqlab.text import Text, Tokens, builtin_text, embed, tokenize
+from seqlab.seeds import MAX_SEED
 
 DOMAIN = "seqlab"  # the gettext catalogue that holds the N_-marked titles and lessons
 
@@ -49,7 +50,6 @@ DEFAULT_HEADS = 8
 MIN_LENGTH = 2  # one position cannot show whether a box reads another one
 MAX_LENGTH = 256
 MAX_D_MODEL = 4096
-MAX_SEED = 2**32 - 1  # torch.manual_seed takes larger ones, but every command keeps seeds to 32 bits
 
 
 def N_(message: str) -> str:

@@ -70,6 +70,7 @@ from seqlab.fit import (MATCH, MISMATCH, NOT_SEPARATED, Fit, Steps, fit_growth, 
 from seqlab.measure.trace import measure_span
 from seqlab.measure.work import WorkCount, count_multiplications
 from seqlab.memory import FLOAT32_BYTES, MemoryEstimate, require_fits
+from seqlab.seeds import input_seed
 from seqlab.studies.table1_results import (CONSTANT, DEFAULT_D_MODEL, DEFAULT_KERNEL, DEFAULT_LENGTHS, DEFAULT_WINDOW,
                                            LAYER_TYPES, LINEAR, LOGARITHMIC, MAX_LENGTH, MAX_WIDTH, PAPER, QUADRATIC,
                                            QUICK_D_MODEL, QUICK_LENGTHS, TOLERANCE, Cell, Growth, LayerRow, PaperRow,
@@ -188,7 +189,7 @@ def measure_sample(layer: str, T: int, d: int, kernel: int = DEFAULT_KERNEL, win
         SeqlabError: an unknown layer type or a bad size.
     """
     built = _build(layer, T, d, kernel, window, seed)
-    x = torch.randn(1, T, d, generator=torch.Generator().manual_seed(seed + 1))  # (1, T, d)
+    x = torch.randn(1, T, d, generator=torch.Generator().manual_seed(input_seed(seed, T)))  # (1, T, d)
     with torch.no_grad():
         work = built.work(x)
     span = measure_span(built.layer, x)

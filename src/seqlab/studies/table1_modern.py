@@ -60,6 +60,7 @@ from seqlab.measure.signal_path import declared_factors, measure_signal_path
 from seqlab.measure.timing import fixed_threads
 from seqlab.measure.traced_pass import measure_pass
 from seqlab.memory import MemoryEstimate, require_fits
+from seqlab.seeds import input_seed
 from seqlab.studies import table1
 from seqlab.studies.notebook_view import NotebookView
 from seqlab.studies.table1_modern_rows import ROWS, Machine, build_machine, row_available
@@ -301,7 +302,7 @@ def check_modern_size(config: ModernConfig) -> ModernConfig:
 # --- measuring one row ---------------------------------------------------------------------------------
 
 def _input(T: int, d: int, seed: int) -> torch.Tensor:
-    return torch.randn(1, T, d, generator=torch.Generator().manual_seed(seed + T))  # (1, T, d)
+    return torch.randn(1, T, d, generator=torch.Generator().manual_seed(input_seed(seed, T)))  # (1, T, d)
 
 
 def _short(row: str, machine: Machine, T: int, config: ModernConfig) -> ShortSample:
@@ -349,7 +350,7 @@ def _decode(machine: Machine, t: int, config: ModernConfig) -> tuple[int | None,
     from seqlab.layers.decoding import state_bytes
     from seqlab.measure.work import count_multiplications
 
-    generator = torch.Generator().manual_seed(config.seed + t)
+    generator = torch.Generator().manual_seed(input_seed(config.seed, t))
     state = decode.prepared_state(machine.decoder, t, 1, generator, torch.float32)
     x_t = torch.randn(1, config.d_model, generator=generator)  # (1, d)
     with torch.no_grad():

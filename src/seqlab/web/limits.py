@@ -26,6 +26,7 @@ from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
+from seqlab.web.asgi import HttpMiddleware, ResponseWatch
 from seqlab.web.messages import N_, FieldName, Phrase, printable, tr
 from seqlab.web.validation import MAX_BODY_BYTES, BodyTooLarge, body_too_large_detail, endpoint_params, error_body
 
@@ -130,7 +131,7 @@ class BodyStalled(Exception):
         self.whole = whole
 
 
-class BodyLimit:
+class BodyLimit(HttpMiddleware):
     """Pure ASGI middleware: refuse a request body over ``limit`` bytes (422), counting what ``receive`` returns,
     and a body whose next piece does not come within ``timeout_s`` (408).
 
@@ -140,21 +141,17 @@ class BodyLimit:
     """
 
     def __init__(self, app, limit: int = MAX_BODY_BYTES, timeout_s: float = BODY_TIMEOUT_S) -> None:
-        self.app = app
+        super().__init__(app)
         self.limit = limit
         self.timeout_s = timeout_s
 
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope, receive, send) -> None:
         declared = next((value for key, value in scope.get("headers", []) if key == b"content-length"), b"")
         if declared.isdigit() and int(declared) > self.limit:
             await _answer(scope, receive, send, 422, body_too_large_detail(int(declared), _lang(scope), True))
             return
         received = 0
         body_done = False
-        started = False
         loop = asyncio.get_running_loop()
         last = loop.time()
         whole_by = last + self.timeout_s  # the whole body, from the end of the head
@@ -176,20 +173,15 @@ class BodyLimit:
                     raise BodyTooLarge(received)
             return message
 
-        async def watching_send(message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
+        watch = ResponseWatch(send)
         try:
-            await self.app(scope, counting_receive, watching_send)
+            await self.app(scope, counting_receive, watch)
         except BodyTooLarge as error:  # read outside a route (FastAPI's routes answer it through the handler)
-            if started:
+            if watch.started:
                 raise
             await _answer(scope, receive, send, 422, body_too_large_detail(error.received, _lang(scope), False))
         except BodyStalled as stalled:
-            if started:
+            if watch.started:
                 raise
             _ = tr(_lang(scope))
             if stalled.whole:
@@ -323,19 +315,13 @@ def content_type_problem(types: list[bytes], has_body: bool) -> Phrase | None:
                      "Content-Type {content_type}"), {"content_type": printable(value, 80)})
 
 
-class JsonGuard:
+class JsonGuard(HttpMiddleware):
     """Pure ASGI middleware: refuse (422) a request with a body whose ``Content-Type`` is missing, not
     ``application/json`` or sent twice (:func:`content_type_problem`); read a JSON request body whole (it is at
     most :data:`MAX_BODY_BYTES`), refuse it with 422 when :func:`body_problem` finds something, else replay it
     to the app unchanged."""
 
-    def __init__(self, app) -> None:
-        self.app = app
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope, receive, send) -> None:
         raw = scope.get("headers", [])
         types = [value for key, value in raw if key == b"content-type"]
         if scope.get("method") in BODY_METHODS:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ipaddress
 
+from seqlab.web.asgi import HttpMiddleware
 from seqlab.web.messages import printable, tr
 
 DOMAIN = "web"
@@ -128,16 +129,10 @@ class HostAllowList:
         await response(scope, receive, send)
 
 
-class SecurityHeaders:
+class SecurityHeaders(HttpMiddleware):
     """Pure ASGI middleware: :data:`HEADERS` on every response, ``Cache-Control: no-store`` on ``/api``."""
 
-    def __init__(self, app) -> None:
-        self.app = app
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope, receive, send) -> None:
         api = scope.get("path", "").startswith("/api/")
 
         async def with_headers(message) -> None:

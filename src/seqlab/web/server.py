@@ -23,6 +23,7 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from seqlab.web.asgi import HttpMiddleware, ResponseWatch
 from seqlab.web.budget import RETRY_AFTER_S
 from seqlab.web.messages import N_, Phrase
 
@@ -139,31 +140,18 @@ class LabServer(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
-class AnswerCancelled:
+class AnswerCancelled(HttpMiddleware):
     """Pure ASGI middleware, the last resort of a shutdown: a request whose task is cancelled before it answered
     (Uvicorn's shutdown grace ran out) gets 503 "the lab is shutting down" instead of Uvicorn's 500 and traceback."""
 
-    def __init__(self, app) -> None:
-        self.app = app
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = False
-
-        async def watching_send(message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
+    async def handle(self, scope, receive, send) -> None:
         import asyncio
 
+        watch = ResponseWatch(send)
         try:
-            await self.app(scope, receive, watching_send)
+            await self.app(scope, receive, watch)
         except asyncio.CancelledError:
-            if started:
+            if watch.started:
                 raise
             from fastapi.responses import JSONResponse
 

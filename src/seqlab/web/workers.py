@@ -355,10 +355,14 @@ class WorkerPool:
         if not worker.alive():
             raise LabError(Phrase(N_("the measuring process stopped unexpectedly; try again")), status=503)
 
-    def _finish(self, worker: Worker) -> tuple[bool, Any, bool]:
+    def _finish(self, worker: Worker, work: Work | None, started: float, limit: float) -> tuple[bool, Any, bool]:
+        """The finished job's answer off the pipe, its run time recorded (:meth:`_record`): (ok, payload, whether
+        the worker is kept: within :attr:`recycle_bytes` and :attr:`max_jobs`). The caller releases the worker, then
+        returns the payload or raises it (:func:`_answer`)."""
         ok, payload, used = worker.connection.recv()
         worker.jobs += 1
         self.jobs_done += 1
+        self._record(work, started, limit, complete=True)
         keep = (used is None or used <= self.recycle_bytes) and worker.jobs < self.max_jobs
         return ok, payload, keep
 
@@ -398,13 +402,10 @@ class WorkerPool:
                 self._check_recording(worker, deadline, limit, work, started)
                 if worker.connection.poll(0.05):
                     break
-            ok, payload, keep = self._finish(worker)
-            self._record(work, started, limit, complete=True)
+            ok, payload, keep = self._finish(worker, work, started, limit)
         finally:
             self._release(worker, keep)
-        if not ok:
-            raise payload
-        return payload
+        return _answer(ok, payload)
 
     def _check_recording(self, worker, deadline, limit, work: Work | None, started: float) -> None:
         """:meth:`_check`; a job stopped for taking its whole limit (at least) is first recorded, so that the next
@@ -459,13 +460,10 @@ class WorkerPool:
                     raise ClientGone()
                 await asyncio.sleep(pause)
                 pause = min(0.05, pause * 2)
-            ok, payload, keep = self._finish(worker)
-            self._record(work, started, limit, complete=True)
+            ok, payload, keep = self._finish(worker, work, started, limit)
         finally:
             self._release(worker, keep)
-        if not ok:
-            raise payload
-        return payload
+        return _answer(ok, payload)
 
     def _acquire_idle(self) -> Worker | None:
         """A free slot with an idle worker alive now, taken without waiting and without starting a process (this
@@ -490,6 +488,13 @@ class WorkerPool:
             worker.stop(kill=False)
         for worker in working:
             worker.stop()
+
+
+def _answer(ok: bool, payload: Any) -> Any:
+    """A job's payload when it succeeded; what it raised in the worker, raised here, when it did not."""
+    if not ok:
+        raise payload
+    return payload
 
 
 def _overran(error: LabError) -> bool:

@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 from seqlab import cost
 from seqlab.errors import SeqlabError
 from seqlab.memory import FLOAT32_BYTES, MemoryEstimate
+from seqlab.seeds import MAX_SEED
 from seqlab.web.budget import MIB, Work, require_within_budget
 from seqlab.web.messages import N_, Phrase
 from seqlab.web.cache import ResultCache
@@ -42,7 +43,6 @@ _results = ResultCache(64)
 MAX_T = 96
 MAX_WIDTH = 64
 MAX_RADIUS = 8.0
-MAX_SEED = 2**31 - 1
 
 
 class Span(BaseModel):

@@ -124,7 +124,7 @@ def measure_decoding(d_model: int, largest: int, timed: bool, lang: str) -> Deco
     for machine in result.config.machines:
         steps = [result.step(machine, t) for t in result.config.positions]
         machines.append(Machine(
-            key=machine, label=machine_label(machine, lang), fixed_state=growth.get(machine) == "fixed",
+            key=machine, label=machine_label(machine, lang), fixed_state=growth.get(machine) == "constant",
             steps=[Step(t=s.t, multiplications=s.multiplications, closed_form=s.closed_form,
                         state_bytes=s.state_bytes, median_s=s.timing.median_s if s.timing else None,
                         iqr_s=s.timing.iqr_s if s.timing else None, time_text=time_cell(s, lang)) for s in steps]))

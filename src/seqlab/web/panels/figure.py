@@ -19,6 +19,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
 from seqlab.errors import SeqlabError
+from seqlab.seeds import MAX_SEED
 from seqlab.web.panels.figure_check import MAX_WIDTH, check, figure_work
 from seqlab.web.cache import ResultCache
 from seqlab.web.workers import pool_of
@@ -30,7 +31,6 @@ _results = ResultCache(32)
 
 MAX_LENGTH = 32
 MAX_HEADS = 16
-MAX_SEED = 2**31 - 1
 
 
 class BandView(BaseModel):

@@ -26,6 +26,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from seqlab.memory import FLOAT64_BYTES, MemoryEstimate
+from seqlab.seeds import MAX_SEED
 from seqlab.web.budget import Work, require_within_budget
 from seqlab.web.messages import N_, FieldName, LabError, Phrase
 from seqlab.web.cache import ResultCache
@@ -42,7 +43,6 @@ _results = ResultCache(128)
 MAX_CHARACTERS = 300
 MAX_WORDS = 40
 MAX_WIDTH = 64
-MAX_SEED = 2**31 - 1
 #: Output numbers shown per row (the first few of d).
 SHOWN = 4
 

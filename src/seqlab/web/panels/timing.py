@@ -4,7 +4,7 @@ A short live sweep runs through :func:`seqlab.studies.bench.run_bench` — ``nn.
 together in interleaved rounds at the ``auto`` thread count (torch's threads capped by the cores the load
 leaves free, :func:`seqlab.measure.rounds.timing_threads_default`), lengths doubling from 64, a tight timing
 cap. At every length the panel shows who finished first by the margin
-(:data:`seqlab.studies.bench_model.MARGIN`, :func:`seqlab.measure.rounds.decide`) or "not judged", and states
+(:data:`seqlab.measure.rounds.MARGIN`, :func:`seqlab.measure.rounds.decide`) or "not judged", and states
 the time crossover only where those decisions bracket it (else it is "not judged", with the reason); the
 work–span model's crossing is shown as the model's, never as a measurement. Its answer goes to whoever ran it
 (``origin: "this_request"``); the server keeps the latest sweep and shows it to later visitors as what it is,

@@ -10,7 +10,6 @@
   const results = [$("chain-svg"), $("spans"), $("paths-recurrence"), $("paths-attention"), $("reach-chart"),
                    $("reach-summary")];
   const COLORS = { recurrence: "#c0392b", attention: "#1f6fb2" };
-  let sequence = 0;
 
   /** The depth chart, laid out for the width it is shown at (at least 340 units), so its text stays
    * readable on a phone instead of shrinking with a fixed viewBox. */
@@ -109,28 +108,22 @@
 
   let last = null;
 
-  async function update() {
-    const mine = ++sequence;
-    Lab.status(statusNode, t("loading"));
-    const query = new URLSearchParams({ T: inputs.T.value, d_model: inputs.d.value,
-                                        spectral_radius: inputs.radius.value, lang: Lab.lang });
-    try {
-      const data = await Lab.getJSON(`/api/chain?${query}`, { onBusy: (error) => Lab.showError(statusNode, error) });
-      if (mine !== sequence) return;
-      Lab.status(statusNode, "");
+  const { run: update } = Lab.requests({
+    statusNode, results,
+    ask: () => {
+      const query = new URLSearchParams({ T: inputs.T.value, d_model: inputs.d.value,
+                                          spectral_radius: inputs.radius.value, lang: Lab.lang });
+      return Lab.getJSON(`/api/chain?${query}`, { onBusy: (error) => Lab.showError(statusNode, error) });
+    },
+    show: (data) => {
       last = data;
       drawDepths(data);
       spans(data);
       pathGrid("recurrence", data);
       pathGrid("attention", data);
       reach(data);
-      Lab.stale(results, false);
-    } catch (error) {
-      if (mine !== sequence) return;
-      Lab.showError(statusNode, error);
-      Lab.stale(results, true);
-    }
-  }
+    },
+  });
   const later = Lab.debounce(update, 150);
   const outputs = { T: (v) => Lab.fmtInt(v), d: (v) => Lab.fmtInt(v), radius: (v) => Lab.fmtNum(Number(v)) };
   const names = { T: "T", d: "d", radius: "radius" };

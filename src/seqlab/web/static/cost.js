@@ -10,7 +10,6 @@
   const statusNode = $("cost-status");
   const results = [$("crossover-label"), $("cost-chart"), $("at-T"), $("at-T-title"), $("span-method"), $("worked"),
                    $("scopes"), $("scopes-verdict"), $("scopes-method")];
-  let sequence = 0;
 
   function parameters() {
     const query = new URLSearchParams({ T: sliders.T.value, lang: Lab.lang });
@@ -139,30 +138,22 @@
     window.Plotly.react("cost-chart", traces, layout, Lab.plotConfig);
   }
 
-  async function update() {
-    const mine = ++sequence;
-    Lab.status(statusNode, t("loading"));
-    try {
-      const data = await Lab.getJSON(`/api/cost?${parameters()}`);
-      if (mine !== sequence) return;
-      Lab.status(statusNode, "");
+  const { run: update, drop } = Lab.requests({
+    statusNode, results,
+    ask: () => Lab.getJSON(`/api/cost?${parameters()}`),
+    show: (data) => {
       $("crossover-label").textContent = crossoverText(data);
       renderAtT(data);
       renderWorked(data);
       renderScopes(data);
       renderChart(data);
-      Lab.stale(results, false);
-    } catch (error) {
-      if (mine !== sequence) return;
-      Lab.showError(statusNode, error);
-      Lab.stale(results, true);
-    }
-  }
+    },
+  });
   const later = Lab.debounce(update, 120);
 
   /** An input the server would refuse: say so, grey out the old results, ask nothing. */
   function invalid(input) {
-    sequence += 1;  // an answer still on its way is for older values
+    drop();  // an answer still on its way is for older values
     Lab.status(statusNode, t("badWidth", { name: input.id, min: input.min, max: Lab.fmtInt(Number(input.max)) }),
                "error");
     Lab.stale(results, true);

@@ -10,7 +10,6 @@
   const results = [$("decode-chart"), $("decode-caveat-box"), $("decode-sentences"), $("decode-table"), $("decode-caption")];
   const COLORS = ["#c0392b", "#1f6fb2", "#7d3c98", "#1e8449", "#b9770e"];
   const DASHES = ["solid", "dash", "dot", "dashdot", "longdash"];  // curves that coincide stay visible
-  let sequence = 0;
   let last = null;
 
   const largest = () => 2 ** Number(inputs.positions.value);
@@ -72,26 +71,20 @@
     }, Lab.plotConfig);
   }
 
-  async function update() {
-    const mine = ++sequence;
-    Lab.status(statusNode, t("loading"));
-    const query = new URLSearchParams({ d_model: inputs.d.value, positions: largest(),
-                                        time: inputs.timed.checked ? "true" : "false", lang: Lab.lang });
-    try {
-      const data = await Lab.getJSON(`/api/decode?${query}`, { onBusy: (error) => Lab.showError(statusNode, error) });
-      if (mine !== sequence) return;
-      Lab.status(statusNode, "");
+  const { run: update } = Lab.requests({
+    statusNode, results,
+    ask: () => {
+      const query = new URLSearchParams({ d_model: inputs.d.value, positions: largest(),
+                                          time: inputs.timed.checked ? "true" : "false", lang: Lab.lang });
+      return Lab.getJSON(`/api/decode?${query}`, { onBusy: (error) => Lab.showError(statusNode, error) });
+    },
+    show: (data) => {
       last = data;
       renderTable(data);
       renderSentences(data);
       renderChart(data);
-      Lab.stale(results, false);
-    } catch (error) {
-      if (mine !== sequence) return;
-      Lab.showError(statusNode, error);
-      Lab.stale(results, true);
-    }
-  }
+    },
+  });
   const later = Lab.debounce(update, 250);
   const show = () => {
     Lab.showValue(inputs.positions, Lab.fmtInt(largest()));  // the slider moves an exponent: say the position

@@ -9,7 +9,6 @@
   const inputs = { family: $("model-family"), positions: $("model-positions") };
   const statusNode = $("model-status");
   const results = [$("model-table"), $("model-growth"), $("model-sentences"), $("model-caption")];
-  let sequence = 0;
 
   /** The counted figure, or '=' where it equals its closed form (the closed form shown where it differs). */
   function against(value, closed) {
@@ -39,24 +38,15 @@
       match: match ? t("allMatch") : t("someDiffer") });
   }
 
-  async function update() {
-    const mine = ++sequence;
-    Lab.status(statusNode, t("loading"));
-    const query = new URLSearchParams({ family: inputs.family.value, positions: inputs.positions.value,
-                                        lang: Lab.lang });
-    try {
-      const data = await Lab.getJSON(`/api/decode/model?${query}`,
-                                     { onBusy: (error) => Lab.showError(statusNode, error) });
-      if (mine !== sequence) return;
-      Lab.status(statusNode, "");
-      render(data);
-      Lab.stale(results, false);
-    } catch (error) {
-      if (mine !== sequence) return;
-      Lab.showError(statusNode, error);
-      Lab.stale(results, true);
-    }
-  }
+  const { run: update } = Lab.requests({
+    statusNode, results,
+    ask: () => {
+      const query = new URLSearchParams({ family: inputs.family.value, positions: inputs.positions.value,
+                                          lang: Lab.lang });
+      return Lab.getJSON(`/api/decode/model?${query}`, { onBusy: (error) => Lab.showError(statusNode, error) });
+    },
+    show: render,
+  });
   const later = Lab.debounce(update, 250);
   const show = () => Lab.showValue(inputs.positions, Lab.fmtInt(inputs.positions.value));
   inputs.family.value = Lab.initial("model", inputs.family.value);

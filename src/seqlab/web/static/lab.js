@@ -134,6 +134,30 @@ const Lab = (() => {
     }
   }
 
+  /** A panel's requests, each answer shown only while it is the latest: ``ask()`` fetches (a promise of the
+   * data), ``show(data)`` draws it. The status says "Computing…", then nothing or the error; the ``results``
+   * nodes are greyed out while they are stale. Returns ``{ run, drop }``: ``run()`` asks now, ``drop()`` forgets
+   * an answer still on its way (its inputs changed to values the server would refuse). */
+  function requests({ statusNode, results, ask, show }) {
+    let sequence = 0;
+    async function run() {
+      const mine = ++sequence;
+      status(statusNode, t("loading"));
+      try {
+        const data = await ask();
+        if (mine !== sequence) return;
+        status(statusNode, "");
+        show(data);
+        stale(results, false);
+      } catch (error) {
+        if (mine !== sequence) return;
+        showError(statusNode, error);
+        stale(results, true);
+      }
+    }
+    return { run, drop: () => { sequence += 1; } };
+  }
+
   /** The page's query string: the state a language switch carries (see keepState). */
   const query = new URLSearchParams(window.location.search);
   function initial(name, fallback) { return query.has(name) ? query.get(name) : fallback; }
@@ -210,6 +234,6 @@ const Lab = (() => {
   const plotConfig = { displaylogo: false, displayModeBar: false, responsive: true };
   const separators = lang === "es" ? ",." : ".,";
 
-  return { lang, t, has, getJSON, postJSON, debounce, fmtInt, fmtNum, showValue, status, showError, stale, initial,
-           keepState, element, svg, table, innerWidth, plotlyReady, plotConfig, separators };
+  return { lang, t, has, getJSON, postJSON, debounce, fmtInt, fmtNum, showValue, status, showError, stale, requests,
+           initial, keepState, element, svg, table, innerWidth, plotlyReady, plotConfig, separators };
 })();

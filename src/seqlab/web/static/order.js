@@ -51,29 +51,25 @@
     return section;
   }
 
-  let sequence = 0;
+  const { run, drop } = Lab.requests({
+    statusNode, results: [resultNode],
+    ask: () => Lab.postJSON("/api/order", { sentence: $("sentence").value, reordered: $("reordered").value }),
+    show: (data) => {
+      if (data.identity) Lab.status(statusNode, t("identity"));
+      const note = Lab.element("p", { class: "note" }, t("shown", { shown: data.shown, d: data.d_model }));
+      resultNode.replaceChildren(machineTable("attention", data), machineTable("recurrence", data), note);
+    },
+  });
 
-  async function compare() {
-    const mine = ++sequence;
+  function compare() {
     const sentence = $("sentence").value, reordered = $("reordered").value;
     if (!sameWords(words(sentence), words(reordered))) {
+      drop();  // an answer still on its way is for other sentences
       Lab.status(statusNode, t("mismatch", { words: words(sentence).join(" ") }), "error");
       Lab.stale([resultNode], true);  // the rows below are for other sentences
       return;
     }
-    Lab.status(statusNode, t("loading"));
-    try {
-      const data = await Lab.postJSON("/api/order", { sentence, reordered });
-      if (mine !== sequence) return;
-      Lab.status(statusNode, data.identity ? t("identity") : "");
-      const note = Lab.element("p", { class: "note" }, t("shown", { shown: data.shown, d: data.d_model }));
-      resultNode.replaceChildren(machineTable("attention", data), machineTable("recurrence", data), note);
-      Lab.stale([resultNode], false);
-    } catch (error) {
-      if (mine !== sequence) return;
-      Lab.showError(statusNode, error);
-      Lab.stale([resultNode], true);
-    }
+    run();
   }
 
   function shuffle() {
