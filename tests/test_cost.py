@@ -122,10 +122,11 @@ def test_table_lists_every_public_function():
     registry = {"closed_form", "closed_form_table", "closed_forms"}  # the registry's own functions
     public = {name for name, obj in inspect.getmembers(cost, inspect.isfunction)
               if obj.__module__ == cost.__name__ and not name.startswith("_")}
-    assert set(cost.CLOSED_FORMS) == public - registry
+    own = {form.name: form.function for form in cost.closed_forms(cost.__name__)}
+    assert set(own) == public - registry
     assert [form.name for form in cost.closed_forms()] == list(cost.CLOSED_FORMS)
-    assert set(cost.CLOSED_FORMS) <= set(cost.__all__)
-    for name, function in cost.CLOSED_FORMS.items():
+    assert set(own) <= set(cost.__all__)
+    for name, function in cost.CLOSED_FORMS.items():  # this module's and those of mixers' modules alike
         assert re.search(r"\(L\d|Source:", function.__doc__) or name == "flops", name  # cites its claim or source
 
 
@@ -134,7 +135,7 @@ def test_the_docstring_table_is_the_registry():
     table = cost.closed_form_table()
     assert table in cost.__doc__, "cost.py's docstring table is stale: paste seqlab.cost.closed_form_table()"
     rows = table.splitlines()[3:-1]
-    assert [row.split()[0] for row in rows] == list(cost.CLOSED_FORMS)
+    assert [row.split()[0] for row in rows] == [form.name for form in cost.closed_forms(cost.__name__)]
     assert rows[0].split("  ")[0] == "recurrence_multiplications" and rows[0].endswith("L5")
 
 
@@ -171,3 +172,21 @@ def test_closed_form_matches_counted_attention(T_q, T_k, d_k, d_v):
     q, k, v = torch.randn(T_q, d_k), torch.randn(T_k, d_k), torch.randn(T_k, d_v)
     counted = _counted_flops(lambda: Attention("scaled_dot")(q, k, v))
     assert counted == cost.flops(cost.attention_multiplications(T_q, d_k, d_v, T_k=T_k))
+
+
+def test_a_closed_form_defined_in_another_module_joins_the_registry_not_this_docstring(monkeypatch):
+    """A mixer's closed form may live beside its layer (contributing.md): it is registered and listed by
+    closed_forms(), while cost.py's docstring table keeps this module's own."""
+    monkeypatch.setattr(cost, "_CLOSED_FORMS", dict(cost._CLOSED_FORMS))
+    monkeypatch.setattr(cost, "_FUNCTIONS", dict(cost._FUNCTIONS))
+
+    def elsewhere_multiplications(T: int) -> int:
+        return 3 * T
+
+    elsewhere_multiplications.__module__ = "seqlab.layers.elsewhere"
+    cost.closed_form("3 T", "test")(elsewhere_multiplications)
+    assert cost.closed_forms("seqlab.layers.elsewhere")[0].function(5) == 15
+    assert "elsewhere_multiplications" not in cost.closed_form_table()
+    assert "elsewhere_multiplications" in cost.closed_form_table(None)
+    with pytest.raises(SeqlabError, match="already registered"):
+        cost.closed_form("3 T", "test")(elsewhere_multiplications)

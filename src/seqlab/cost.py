@@ -105,8 +105,8 @@ class ClosedForm:
 _CLOSED_FORMS: dict[str, ClosedForm] = {}
 _FUNCTIONS: dict[str, Callable[..., int | Fraction | None]] = {}
 CLOSED_FORMS: Mapping[str, Callable[..., int | Fraction | None]] = MappingProxyType(_FUNCTIONS)
-"""Every closed form of this module as data: name -> function, in the order they are defined (read-only; filled
-by :func:`closed_form`)."""
+"""Every registered closed form as data: name -> function, in the order they are registered (read-only; filled by
+:func:`closed_form`): this module's, and those a mixer's module defines beside its layer once it is imported."""
 
 
 def closed_form(formula: str, source: str) -> Callable[[_ClosedFormFunction], _ClosedFormFunction]:
@@ -133,18 +133,23 @@ def closed_form(formula: str, source: str) -> Callable[[_ClosedFormFunction], _C
     return register
 
 
-def closed_forms() -> tuple[ClosedForm, ...]:
-    """Every registered closed form, in the order they are defined."""
-    return tuple(_CLOSED_FORMS.values())
+def closed_forms(module: str | None = None) -> tuple[ClosedForm, ...]:
+    """Every registered closed form, in the order they are registered; with ``module``, those defined in it.
+
+    A mixer's closed forms may live in the mixer's own module (``docs/en/contributing.md``): they join the registry
+    when that module is imported, as every mixer is by :mod:`seqlab.layers.mixers`.
+    """
+    return tuple(c for c in _CLOSED_FORMS.values() if module is None or c.function.__module__ == module)
 
 
-def closed_form_table() -> str:
-    """The table of the module's docstring, written from the registry (a test checks the docstring holds it).
+def closed_form_table(module: str | None = __name__) -> str:
+    """The table of a module's closed forms (by default this one's: its docstring holds it, a test checks it),
+    written from the registry; ``module=None`` tables every registered one.
 
     >>> closed_form_table().splitlines()[3].split("  ")[0]
     'recurrence_multiplications'
     """
-    rows = [("function", "closed form", "source")] + [(c.name, c.formula, c.source) for c in closed_forms()]
+    rows = [("function", "closed form", "source")] + [(c.name, c.formula, c.source) for c in closed_forms(module)]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     rule = "  ".join("=" * w for w in widths)
 
