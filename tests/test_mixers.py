@@ -327,3 +327,29 @@ def test_its_closed_form_is_a_registered_one_and_the_class_uses_it(mixer):
     assert mixer.label and mixer.equation and mixer.closed_form in cost.CLOSED_FORMS
     module = _build(mixer, mixer.rows[0].options)
     assert mixer.closed_form in (type(module).multiplications.__doc__ or ""), "multiplications names its closed form"
+
+
+def test_a_closed_form_defined_beside_its_layer_registers_when_the_mixer_is_registered(tmp_path, monkeypatch):
+    """contributing.md: a mixer's closed form lives in its own module; registering the mixer imports that module,
+    which registers the form, and a name that no module registers is refused at registration."""
+    import sys
+
+    from seqlab import cost
+    from seqlab.errors import SeqlabError
+
+    (tmp_path / "beside_mixer.py").write_text(
+        "from seqlab.cost import closed_form\n"
+        "@closed_form('7 T', 'test')\n"
+        "def beside_multiplications(T):\n"
+        "    return 7 * T\n"
+        "class Beside:\n"
+        "    pass\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(cost, "_CLOSED_FORMS", dict(cost._CLOSED_FORMS))
+    monkeypatch.setattr(cost, "_FUNCTIONS", dict(cost._FUNCTIONS))
+    monkeypatch.setattr(cost, "CLOSED_FORMS", __import__("types").MappingProxyType(cost._FUNCTIONS))
+    monkeypatch.delitem(sys.modules, "beside_mixer", raising=False)
+    entry = mixers.Mixer("beside", "beside_mixer", "Beside", rows=(), closed_form="beside_multiplications")
+    assert cost.CLOSED_FORMS[entry.closed_form](3) == 21
+    with pytest.raises(SeqlabError, match="must name a registered closed form"):
+        mixers.Mixer("beside", "beside_mixer", "Beside", rows=(), closed_form="nowhere_multiplications")

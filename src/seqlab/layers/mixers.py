@@ -209,7 +209,8 @@ class Mixer:
         label: the mixer's English name (a message id: ``seqlab learn``'s model name, the docs' mixer table).
         learn: the model of ``seqlab learn``, or None when the command does not offer it.
         equation: what it computes, in plain text (the docs' mixer table).
-        closed_form: the name of its forward's closed form in :data:`seqlab.cost.CLOSED_FORMS` (the docs' table
+        closed_form: the name of its forward's closed form in :data:`seqlab.cost.CLOSED_FORMS`, defined in
+            ``seqlab.cost`` or beside the layer in its own module (imported to register it) (the docs' table
             prints its formula; a test checks the class's ``multiplications`` against the count).
     """
 
@@ -228,9 +229,11 @@ class Mixer:
     closed_form: str = ""
 
     def __post_init__(self) -> None:
-        if self.closed_form and self.closed_form not in cost.CLOSED_FORMS:
-            raise SeqlabError(f"{self.name}: closed_form must name a closed form of seqlab.cost, received "
-                              f"{self.closed_form!r}", parameter="closed_form")
+        if self.closed_form and self.closed_form not in cost.CLOSED_FORMS and self.load() is not None \
+                and self.closed_form not in cost.CLOSED_FORMS:  # one defined beside the layer registers on import
+            raise SeqlabError(f"{self.name}: closed_form must name a registered closed form (seqlab.cost's, or one "
+                              f"its module {self.module} defines), received {self.closed_form!r}",
+                              parameter="closed_form")
 
     def load(self) -> type | None:
         """The mixer's class, or None when a package of :attr:`requires` is not installed.
