@@ -19,8 +19,6 @@ from fractions import Fraction
 from functools import lru_cache
 from importlib import resources
 
-from seqlab.errors import SeqlabError
-
 LANGUAGES = ("en", "es")
 DOMAIN = "seqlab"
 #: The gettext domains, one per front end: renderers (terminal, report, notebook), the command line, the web lab.
@@ -28,7 +26,10 @@ DOMAINS = ("seqlab", "cli", "web")
 
 
 def N_(message: str) -> str:
-    """Mark ``message`` for the catalogue where it is defined; it is translated where it is shown.
+    """Mark ``message`` as a message id (gettext's ``N_``): extracted for the catalogues, returned unchanged and
+    translated where it is shown. The one marker of seqlab: renderers' labels, the web lab's sentences and every
+    :class:`~seqlab.errors.SeqlabError` template use it (a test extracts every marked id and requires its Spanish
+    entry).
 
     >>> N_("not run")
     'not run'
@@ -55,8 +56,11 @@ def check_language(lang: str) -> str:
     Raises:
         SeqlabError: any other value; the message lists the languages.
     """
+    from seqlab.errors import SeqlabError
+
     if lang not in LANGUAGES:
-        raise SeqlabError(f"language must be one of {', '.join(LANGUAGES)}; received {lang!r}")
+        raise SeqlabError(N_("language must be one of {languages}; received {lang!r}"), languages=", ".join(LANGUAGES),
+                          lang=lang, parameter="lang")
     return lang
 
 
@@ -77,7 +81,10 @@ def catalogue(lang: str, domain: str = DOMAIN) -> gettext.NullTranslations:
     try:
         return gettext.translation(domain, localedir=str(localedir), languages=[lang])
     except OSError as error:
-        raise SeqlabError(f"the {lang!r} catalogue {domain!r} is missing from {localedir}: {error}") from error
+        from seqlab.errors import SeqlabError
+
+        raise SeqlabError(N_("the {lang!r} catalogue {domain!r} is missing from {localedir}: {error}"), lang=lang,
+                          domain=domain, localedir=localedir, error=error) from error
 
 
 def translator(lang: str, domain: str = DOMAIN) -> Callable[[str], str]:
@@ -187,7 +194,9 @@ def format_seconds(seconds: float, lang: str = "en") -> str:
     """
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
             or seconds < 0:
-        raise SeqlabError(f"seconds must be a finite number >= 0, received {seconds!r}")
+        from seqlab.errors import SeqlabError
+
+        raise SeqlabError(N_("seconds must be a finite number >= 0, received {seconds!r}"), seconds=seconds)
     if seconds == 0:
         return "0 s"
     rounded = float(f"{seconds:.3g}")
