@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 
 GIB = 1024**3
 
@@ -123,8 +124,9 @@ def require_fits(estimate: MemoryEstimate, what: str, available: int | None = No
     """
     available = available_memory_bytes() if available is None else available
     if estimate.total_bytes > share * available:
-        raise SeqlabError(
-            f"{what} would need about {readable_bytes(estimate.total_bytes)} (mostly {estimate.largest}); this machine "
-            f"has {readable_bytes(available)} available, of which seqlab uses at most {share:.0%} "
-            f"({estimate.total_bytes:,} bytes against {int(available):,})"
-        )
+        raise SeqlabError(N_("{what} would need about {readable_bytes} (mostly {largest}); this machine has "
+                             "{readable_bytes2} available, of which seqlab uses at most {share:.0%} ({total_bytes:,} "
+                             "bytes against {available:,})"), what=what,
+                          readable_bytes=readable_bytes(estimate.total_bytes), largest=estimate.largest,
+                          readable_bytes2=readable_bytes(available), share=share, total_bytes=estimate.total_bytes,
+                          available=int(available))

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import typer
 
-from seqlab.cli.options import bad_parameter, integer_list
+from seqlab.cli.options import bad_parameter, integer_list, worded
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 
 OPTIONS = {"model": "'--model'", "positions": "'--positions'", "threads": "'--threads'", "dtype": "'--dtype'"}
 
@@ -40,7 +41,8 @@ def decode_model(model: str, positions: str | None, time: bool, quick: bool, as_
         try:
             model_decode_figure(result, lang).savefig(plot)
         except OSError as error:
-            raise typer.BadParameter(f"cannot write {str(plot)!r}: {error}", param_hint="'--plot'") from None
+            raise typer.BadParameter(worded(N_("cannot write {plot!r}: {error}"), plot=str(plot), error=error),
+                                     param_hint="'--plot'") from None
     if as_json:
         from seqlab.render.json_output import to_json
 

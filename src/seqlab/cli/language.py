@@ -10,9 +10,11 @@ for that run only:
   puts the original back on the way out; :mod:`gettext`'s process-wide state (``textdomain``,
   ``install``) is never touched;
 - the click copy Typer carries writes English text ("Usage: ", "Invalid value for …", "No such
-  option: …"): :func:`translate_message` reads such a message against the English templates of
-  :data:`USAGE_MESSAGES` and words it again from the catalogue, and :class:`LocalFormatter` writes
-  the usage line and the help option's text.
+  option: …") with no gettext call: :func:`translate_message` reads such a message against the English
+  templates of :data:`USAGE_MESSAGES` and words it again from the catalogue, and :class:`LocalFormatter`
+  writes the usage line and the help option's text. seqlab's own errors are never read back: the library
+  words them in the run's language (:meth:`seqlab.errors.SeqlabError.localized`) and the option parsers of
+  :mod:`seqlab.cli.options` add the option's name.
 
 The run's language is also kept in a context variable, so the option parsers of
 :mod:`seqlab.cli.options` word their errors in it (catalogue ``cli``). :func:`localise` puts each
@@ -34,7 +36,6 @@ from typing import Any
 
 from typer import _click  # the click copy Typer 0.2x builds its commands on
 
-from seqlab.cli.error_texts import ERROR_MESSAGES, ERRORS_DOMAIN
 from seqlab.i18n import LANGUAGES, catalogue, default_language
 
 #: The command line's catalogue: the click layer's own messages (usage errors, help headings; ids: their English
@@ -156,20 +157,11 @@ def read_as(message: str, lang: str, templates: Sequence[str], domain: str) -> s
     return message
 
 
-def translate_error(message: str, lang: str) -> str:
-    """``message`` in ``lang`` if it reads as one of :data:`seqlab.cli.error_texts.ERROR_MESSAGES`, else as it is.
-
-    >>> translate_error("give either --text or --tokens, not both", "es")
-    'da --text o --tokens, no los dos'
-    >>> translate_error("text file '/x' does not exist; expected a UTF-8 text file or '-' for stdin", "es")
-    "el archivo de texto '/x' no existe; se esperaba un archivo de texto UTF-8 o '-' para la entrada estándar"
-    """
-    return read_as(message, lang, ERROR_MESSAGES, ERRORS_DOMAIN)
-
-
 def translate_message(message: str, lang: str) -> str:
-    """An English usage message of Typer's click copy, or a listed option error
-    (:data:`seqlab.cli.error_texts.ERROR_MESSAGES`), worded again in ``lang``; unknown ones stay as they are.
+    """An English usage message of Typer's click copy worded again in ``lang``; unknown ones stay as they are.
+
+    Only the click layer's own words are read here; the ``{message}`` inside an option error comes from seqlab
+    already in the run's language (:meth:`seqlab.errors.SeqlabError.localized`, :func:`seqlab.cli.options.bad_parameter`).
 
     >>> translate_message("Invalid value for '--tokens': Value 'x' is not a valid int.", "es")
     "Valor no válido para '--tokens': El valor 'x' no es un int válido."
@@ -178,11 +170,7 @@ def translate_message(message: str, lang: str) -> str:
     """
     if lang == "en":
         return message
-    for templates, domain in ((USAGE_MESSAGES, CLICK_DOMAIN), (ERROR_MESSAGES, ERRORS_DOMAIN)):
-        worded = read_as(message, lang, templates, domain)
-        if worded != message:
-            return worded
-    return message
+    return read_as(message, lang, USAGE_MESSAGES, CLICK_DOMAIN)
 
 
 class LocalFormatter(_click.HelpFormatter):

@@ -7,10 +7,19 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli.options import (LANG_HELP, _gettext, bad_parameter, integer_at_least, integer_list, language,
-                                output_file_or_folder)
+from seqlab.cli.options import (
+    LANG_HELP,
+    _gettext,
+    bad_parameter,
+    integer_at_least,
+    integer_list,
+    language,
+    output_file_or_folder,
+    worded,
+)
 from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"lengths": "'--lengths'", "T": "'--lengths'", "d_model": "'--d-model'", "kernel": "'--kernel'",
@@ -82,8 +91,15 @@ def table1(
         run_modern_command(lengths, long_lengths, d_model, kernel, window, chunk, quick, as_json, plot, lang)
         return
     _refuse_modern_only(long_lengths, chunk)
-    from seqlab.studies.table1 import (DEFAULT_D_MODEL, DEFAULT_LENGTHS, QUICK_D_MODEL, QUICK_LENGTHS, Table1Config,
-                                       check_table1_size, run_table1)
+    from seqlab.studies.table1 import (
+        DEFAULT_D_MODEL,
+        DEFAULT_LENGTHS,
+        QUICK_D_MODEL,
+        QUICK_LENGTHS,
+        Table1Config,
+        check_table1_size,
+        run_table1,
+    )
 
     lang = language(lang)
     parsed_lengths = integer_list(lengths, 2, "'--lengths'") if lengths is not None else \
@@ -104,7 +120,8 @@ def table1(
         try:
             plot_table1(result, stem, lang)
         except OSError as error:
-            raise typer.BadParameter(f"cannot write {str(stem)!r}: {error}", param_hint="'--plot'") from None
+            raise typer.BadParameter(worded(N_("cannot write {stem!r}: {error}"), stem=str(stem), error=error),
+                                     param_hint="'--plot'") from None
     if as_json:
         from seqlab.render.json_output import to_json
 

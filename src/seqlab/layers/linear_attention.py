@@ -33,6 +33,7 @@ from torch import Tensor
 
 from seqlab.cost import LINEAR_ATTENTION_FORMS, linear_attention_multiplications, linear_attention_step_multiplications
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.layers.mixer_common import check_form, check_sequence, check_step, linear, quadratic_bytes
 from seqlab.layers.transition import BACKWARD, apply_transition
 from seqlab.memory import MemoryEstimate, require_fits
@@ -192,7 +193,7 @@ class LinearAttention(torch.nn.Module):
             SeqlabError: the layer is not causal, or x_t / state do not have the shapes above.
         """
         if not self.causal:
-            raise SeqlabError("step decodes causally; this layer was built with causal=False")
+            raise SeqlabError(N_("step decodes causally; this layer was built with causal=False"))
         B = x_t.shape[0] if isinstance(x_t, Tensor) and x_t.dim() == 2 else 0
         check_step(self, x_t, self.d_model, state, [(B, self.d_k, self.d_v), (B, self.d_k)])
         q, k, v = feature_map(self.q_proj(x_t)), feature_map(self.k_proj(x_t)), self.v_proj(x_t)  # (B, d_k|d_v)

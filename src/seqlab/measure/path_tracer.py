@@ -51,6 +51,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 from seqlab.measure import jacobian_rule
 from seqlab.measure import path_rules as rules
 from seqlab.measure.distance_store import DistanceStore
@@ -371,9 +372,10 @@ def _check_strided(func: torch._ops.OpOverload, tensors: list[Tensor]) -> None:
     """
     for tensor in tensors:
         if tensor.layout != torch.strided:
-            raise SeqlabError(f"the path tracer follows dense (strided) tensors only; {op_name(func)} met a tensor "
-                              f"of layout {str(tensor.layout).removeprefix('torch.')}: pass dense tensors "
-                              "(Tensor.to_dense())", parameter="layer")
+            raise SeqlabError(N_("the path tracer follows dense (strided) tensors only; {op_name} met a tensor of "
+                                 "layout {removeprefix}: pass dense tensors (Tensor.to_dense())"),
+                              op_name=op_name(func), removeprefix=str(tensor.layout).removeprefix('torch.'),
+                              parameter="layer")
 
 
 @functools.cache

@@ -44,6 +44,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from seqlab import cost
+from seqlab.i18n import N_
 from seqlab.studies.claims import CheckSizes, claim_generator
 from seqlab.studies.verdicts import Judgement, verdict_of
 
@@ -130,7 +131,8 @@ def undecided_reason(decision) -> str:
     from seqlab.measure.rounds import MIN_ROUNDS
 
     if decision.decided:
-        raise SeqlabError(f"the decision {decision.a} / {decision.b} was decided ({decision.outcome})")
+        raise SeqlabError(N_("the decision {a} / {b} was decided ({outcome})"), a=decision.a, b=decision.b,
+                          outcome=decision.outcome)
     if decision.rounds < MIN_ROUNDS:
         return "few_rounds"
     m = decision.margin

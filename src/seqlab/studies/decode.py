@@ -38,6 +38,7 @@ from fractions import Fraction
 import torch
 
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.measure.decode import (CACHE_MACHINES, DecodeStep, available_machines, build_decoder, check_machine,
                                    count_decode_step, estimate_decode_bytes, generation_span, prepare_decode_step,
                                    training_span)
@@ -274,17 +275,17 @@ def check_decode_config(config: DecodeConfig) -> DecodeConfig:
             (the message says how much it would need).
     """
     if not config.positions:
-        raise SeqlabError("positions must name at least one position t >= 1, received none", parameter="positions")
+        raise SeqlabError(N_("positions must name at least one position t >= 1, received none"), parameter="positions")
     for t in config.positions:
         require_positive_int("positions", t, MAX_POSITION)
     require_positive_int("d_model", config.d_model)
     require_positive_int("batch", config.batch)
     require_positive_int("threads", config.threads)
     if require_positive_int("rounds", config.rounds) < MIN_ROUNDS:
-        raise SeqlabError(f"rounds must be at least {MIN_ROUNDS} to decide who is faster, received {config.rounds}",
-                          parameter="rounds")
+        raise SeqlabError(N_("rounds must be at least {min_rounds} to decide who is faster, received {rounds}"),
+                          min_rounds=MIN_ROUNDS, rounds=config.rounds, parameter="rounds")
     if not config.machines:
-        raise SeqlabError("machines must name at least one machine, received none", parameter="machine")
+        raise SeqlabError(N_("machines must name at least one machine, received none"), parameter="machine")
     for machine in config.machines:
         check_machine(machine)
     for T in config.span_lengths:
@@ -365,7 +366,7 @@ def fastest(position: TimedPosition, machines: tuple[str, ...], margin: float = 
     rounds = position.rounds
     names = [m for m in machines if m in rounds.per_round]
     if len(names) < 2:
-        raise SeqlabError(f"a fastest machine needs at least two machines timed, received {names}")
+        raise SeqlabError(N_("a fastest machine needs at least two machines timed, received {names}"), names=names)
     medians = {m: statistics.median(rounds.per_round[m]) for m in names}
     leader = min(names, key=lambda m: medians[m])  # the first in order among equal medians
     decisions = tuple(decide(rounds, m, leader, margin) for m in names if m != leader)

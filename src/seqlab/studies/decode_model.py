@@ -48,6 +48,7 @@ import torch
 
 from seqlab import cost
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.fit import choose_form, fit_forms
 from seqlab.measure.cache_state import RWKV_STATE_KINDS, CacheState, read_cache_state
 from seqlab.measure.timing import MachineLoad, Timing, machine_load
@@ -349,8 +350,8 @@ def classify_growth(ts: tuple[int, ...], ys: tuple[int, ...]) -> tuple[str, str 
         SeqlabError: fewer than 3 distinct positions, or a value that is not > 0.
     """
     if len(set(ts)) < MIN_POSITIONS or len(ts) != len(ys):
-        raise SeqlabError(f"a growth needs at least {MIN_POSITIONS} distinct positions with one value each, "
-                          f"received {list(ts)} and {list(ys)}")
+        raise SeqlabError(N_("a growth needs at least {min_positions} distinct positions with one value each, "
+                             "received {ts} and {ys}"), min_positions=MIN_POSITIONS, ts=list(ts), ys=list(ys))
     if len(set(ys)) == 1:
         return "constant", choose_form(fit_forms(ts, ys)).form, Fraction(0), Fraction(ys[0]), None
     slope = Fraction(ys[1] - ys[0], ts[1] - ts[0])
@@ -398,9 +399,10 @@ def _require_weights_match(folder: str, architecture: str, info: dict) -> None:
                         for item in info.get("mismatched_keys") or ())
     if missing or mismatched:
         names = ", ".join((missing + mismatched)[:3])
-        raise SeqlabError(f"{folder!r}: its weights do not match its config ({architecture}): {len(missing)} "
-                          f"missing and {len(mismatched)} of another shape (first: {names}); expected the weights "
-                          "saved with this config", parameter="model")
+        raise SeqlabError(N_("{folder!r}: its weights do not match its config ({architecture}): {missing_count} "
+                             "missing and {mismatched_count} of another shape (first: {names}); expected the weights "
+                             "saved with this config"), folder=folder, architecture=architecture,
+                          missing_count=len(missing), mismatched_count=len(mismatched), names=names, parameter="model")
 
 
 def checkpoint_dtype(config: Any, dtype: str | None = None) -> torch.dtype:
@@ -416,7 +418,8 @@ def checkpoint_dtype(config: Any, dtype: str | None = None) -> torch.dtype:
     """
     if dtype is not None:
         if dtype not in DTYPES:
-            raise SeqlabError(f"dtype must be one of {', '.join(DTYPES)}; received {dtype!r}", parameter="dtype")
+            raise SeqlabError(N_("dtype must be one of {dtypes}; received {dtype!r}"), dtypes=', '.join(DTYPES),
+                              dtype=dtype, parameter="dtype")
         return getattr(torch, dtype)
     for name in ("dtype", "torch_dtype"):
         own = config_value(config, name)
@@ -448,22 +451,23 @@ def load_causal_lm(folder: str, dtype: str | None = None) -> tuple[Any, ModelFac
         with _offline_and_quiet():
             config = AutoConfig.from_pretrained(folder, local_files_only=True)
     except Exception as error:  # noqa: BLE001  (any failure to read it is the same one-line refusal)
-        raise SeqlabError(f"{folder!r} cannot be read as a Hugging Face model: {_first_line(error)}",
-                          parameter="model") from None
+        raise SeqlabError(N_("{folder!r} cannot be read as a Hugging Face model: {first_line}"), folder=folder,
+                          first_line=_first_line(error), parameter="model") from None
     saved = list(getattr(config, "architectures", None) or [])
     architecture = (saved or [type(config).__name__])[0]
     causal = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(config.model_type)
     causal_names = set(causal) if isinstance(causal, (list, tuple)) else {causal}
     if (causal is None or getattr(config, "is_encoder_decoder", False)
             or (saved and not causal_names & set(saved))):  # e.g. a BertModel saved: an encoder, not its LM head
-        raise SeqlabError(f"{folder!r} holds a {architecture} (model type {config.model_type!r}), which is not a "
-                          "causal language model; expected a decoder that writes token by token (GPT-2, Llama, "
-                          "Mamba, RWKV...)", parameter="model")
+        raise SeqlabError(N_("{folder!r} holds a {architecture} (model type {model_type!r}), which is not a causal "
+                             "language model; expected a decoder that writes token by token (GPT-2, Llama, Mamba, "
+                             "RWKV...)"), folder=folder, architecture=architecture, model_type=config.model_type,
+                          parameter="model")
     try:
         stored = _stored_elements(folder)
     except Exception as error:  # noqa: BLE001  (a truncated or foreign .safetensors file: the same refusal)
-        raise SeqlabError(f"{folder!r} has a weights file that cannot be read: {_first_line(error)}",
-                          parameter="model") from None
+        raise SeqlabError(N_("{folder!r} has a weights file that cannot be read: {first_line}"), folder=folder,
+                          first_line=_first_line(error), parameter="model") from None
     chosen = checkpoint_dtype(config, dtype)
     name = str(chosen).removeprefix("torch.")
     require_fits(MemoryEstimate(chosen.itemsize * stored, f"{name} weights"),
@@ -474,7 +478,8 @@ def load_causal_lm(folder: str, dtype: str | None = None) -> tuple[Any, ModelFac
                                                                dtype=chosen, local_files_only=True,
                                                                output_loading_info=True)
     except Exception as error:  # noqa: BLE001
-        raise SeqlabError(f"{folder!r} cannot be loaded as a causal LM ({architecture}): {_first_line(error)}",
+        raise SeqlabError(N_("{folder!r} cannot be loaded as a causal LM ({architecture}): {first_line}"),
+                          folder=folder, architecture=architecture, first_line=_first_line(error),
                           parameter="model") from None
     _require_weights_match(folder, architecture, info)
     model.eval()
@@ -572,21 +577,22 @@ def check_model_decode(config: ModelDecodeConfig,
             positions = tuple(sorted({max(2, limit // 4), max(3, limit // 2), limit}))
     for t in positions:
         if isinstance(t, bool) or not isinstance(t, int) or t < 2:
-            raise SeqlabError(f"positions must be integers >= 2 (the prefill reads t - 1 >= 1 tokens), received "
-                              f"{t!r}", parameter="positions")
+            raise SeqlabError(N_("positions must be integers >= 2 (the prefill reads t - 1 >= 1 tokens), received "
+                                 "{t!r}"), t=t, parameter="positions")
         if limit is not None and t > limit:
-            raise SeqlabError(f"position {t} is beyond what {facts.name} reads: at most {limit} positions "
-                              "(max_position_embeddings)", parameter="positions")
+            raise SeqlabError(N_("position {t} is beyond what {name} reads: at most {limit} positions "
+                                 "(max_position_embeddings)"), t=t, name=facts.name, limit=limit, parameter="positions")
     positions = tuple(sorted(set(positions)))
     if len(positions) < MIN_POSITIONS:
-        raise SeqlabError(f"positions must name at least {MIN_POSITIONS} distinct positions to name a growth, "
-                          f"received {list(positions)}", parameter="positions")
+        raise SeqlabError(N_("positions must name at least {min_positions} distinct positions to name a growth, "
+                             "received {positions}"), min_positions=MIN_POSITIONS, positions=list(positions),
+                          parameter="positions")
     require_positive_int("rounds", config.rounds)
     require_positive_int("threads", config.threads)
     if config.span_lengths is not None:
         if len(config.span_lengths) != 2 or len(set(config.span_lengths)) != 2:
-            raise SeqlabError(f"span_lengths must be two different lengths, received {config.span_lengths!r}",
-                              parameter="span_lengths")
+            raise SeqlabError(N_("span_lengths must be two different lengths, received {span_lengths!r}"),
+                              span_lengths=config.span_lengths, parameter="span_lengths")
         for T in config.span_lengths:
             require_positive_int("span_lengths", T, limit)
     require_fits(estimate_model_decode_bytes(model, facts, positions),
@@ -636,9 +642,10 @@ def _prefill(model: Any, facts: ModelFacts, t: int, seed: int,
     past = out.get(facts.cache_argument)
     if past is None:
         found = ", ".join(k for k in out.keys() if k != "logits") or "nothing but logits"
-        raise SeqlabError(f"seqlab cannot read this model's cache: {facts.architecture}'s forward pass returned "
-                          f"{type(out).__name__} with {found}; expected a {facts.cache_argument!r} object",
-                          parameter="model")
+        raise SeqlabError(N_("seqlab cannot read this model's cache: {architecture}'s forward pass returned "
+                             "{out_class} with {found}; expected a {cache_argument!r} object"),
+                          architecture=facts.architecture, out_class=type(out).__name__, found=found,
+                          cache_argument=facts.cache_argument, parameter="model")
     return {facts.cache_argument: past}, ids[:, -1:]
 
 

@@ -50,6 +50,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.measure.layout import check_positions_layout
 from seqlab.measure.modes import EngineMode
 from seqlab.measure.ops import op_name
@@ -186,7 +187,8 @@ def _traced(stage: str, module: Callable[..., Any], x: Tensor, measure: Callable
         if error.parameter != "layer":
             raise
         # the engine refused something inside the module (a sparse tensor): the module is at fault, and named
-        raise SeqlabError(f"the {stage} cannot trace {type(module).__name__}: {error}", parameter="module") from error
+        raise SeqlabError(N_("the {stage} cannot trace {module_class}: {error}"), stage=stage,
+                          module_class=type(module).__name__, error=error, parameter="module") from error
     except Exception as error:  # noqa: BLE001 - any failure inside a trace is reported with its op
         name = type(module).__name__
         if recorder.current is not None:
@@ -195,18 +197,19 @@ def _traced(stage: str, module: Callable[..., Any], x: Tensor, measure: Callable
             where = f"failed after op {recorder.last}"
         else:
             where = "failed before any op ran"
-        raise SeqlabError(f"the {stage} cannot trace {name}: {where} ({type(error).__name__}: {error})",
+        raise SeqlabError(N_("the {stage} cannot trace {name}: {where} ({error_class}: {error})"), stage=stage,
+                          name=name, where=where, error_class=type(error).__name__, error=error,
                           parameter="module") from error
 
 
 def _check_input(module: object, x: object) -> Tensor:
     if not callable(module):
-        raise SeqlabError(f"module must be a torch.nn.Module (or callable) taking x (B, T, d), received "
-                          f"{type(module).__name__}", parameter="module")
+        raise SeqlabError(N_("module must be a torch.nn.Module (or callable) taking x (B, T, d), received "
+                             "{module_class}"), module_class=type(module).__name__, parameter="module")
     if not isinstance(x, Tensor) or x.dim() not in (2, 3) or not x.is_floating_point() or x.shape[-2] < 1:
         got = f"{x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, Tensor) else type(x).__name__
-        raise SeqlabError(f"x must be a floating tensor of shape (B, T, d) or (T, d) with T >= 1, received {got}",
-                          parameter="x")
+        raise SeqlabError(N_("x must be a floating tensor of shape (B, T, d) or (T, d) with T >= 1, received {got}"),
+                          got=got, parameter="x")
     return x
 
 
@@ -217,8 +220,8 @@ def _resolve_sources(sources: Sequence[int] | str | None, T: int) -> tuple[int, 
         return tuple(range(T))
     if isinstance(sources, str) or not isinstance(sources, Sequence) or not sources or any(
             isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < T for s in sources):
-        raise SeqlabError(f"sources must be 'all' or positions in [0, {T - 1}], received {sources!r}",
-                          parameter="sources")
+        raise SeqlabError(N_("sources must be 'all' or positions in [0, {value}], received {sources!r}"), value=T - 1,
+                          sources=sources, parameter="sources")
     return tuple(dict.fromkeys(sources))
 
 
@@ -256,12 +259,14 @@ def profile(module: Callable[..., Any], x: Tensor, *, sources: Sequence[int] | s
             with torch.no_grad():
                 y = _first(module(x))
         except Exception as error:  # noqa: BLE001 - the user's module failing on its input
-            raise SeqlabError(f"{type(module).__name__} fails on x of shape {tuple(x.shape)}: "
-                              f"{type(error).__name__}: {error}", parameter="module") from error
+            raise SeqlabError(N_("{module_class} fails on x of shape {shape}: {error_class}: {error}"),
+                              module_class=type(module).__name__, shape=tuple(x.shape),
+                              error_class=type(error).__name__, error=error, parameter="module") from error
         if not isinstance(y, Tensor) or y.dim() < 2 or y.shape[-2] != T:
             got = f"shape {tuple(y.shape)}" if isinstance(y, Tensor) else type(y).__name__
-            raise SeqlabError(f"{type(module).__name__} must return a tensor with the {T} positions on dim -2 "
-                              f"(or a tuple whose first element is one), received {got}", parameter="module")
+            raise SeqlabError(N_("{module_class} must return a tensor with the {T} positions on dim -2 (or a tuple "
+                                 "whose first element is one), received {got}"), module_class=type(module).__name__,
+                              T=T, got=got, parameter="module")
         fast_path = has_fast_path(module)  # its fast path may skip padding: counted as it runs by default, apart
         measured = _traced("traced pass", module, x,
                            lambda run: measure_pass(run, x, sources=chosen, work=not fast_path))
@@ -347,15 +352,18 @@ def load_factory(spec: str) -> Callable[[int], Any]:
             with current_folder_importable():
                 imported = importlib.import_module(module_name)
     except Exception as error:  # noqa: BLE001 - ImportError, or whatever the imported module raises
-        raise SeqlabError(f"cannot import {module_name!r} from {spec!r}: {type(error).__name__}: {error}",
+        raise SeqlabError(N_("cannot import {module_name!r} from {spec!r}: {error_class}: {error}"),
+                          module_name=module_name, spec=spec, error_class=type(error).__name__, error=error,
                           parameter="factory") from error
     factory: Any = imported
     for part in attribute.split("."):
         if not hasattr(factory, part):
-            raise SeqlabError(f"{module_name!r} has no attribute {attribute!r} (from {spec!r})", parameter="factory")
+            raise SeqlabError(N_("{module_name!r} has no attribute {attribute!r} (from {spec!r})"),
+                              module_name=module_name, attribute=attribute, spec=spec, parameter="factory")
         factory = getattr(factory, part)
     if not callable(factory):
-        raise SeqlabError(f"{spec!r} is a {type(factory).__name__}, not a callable factory", parameter="factory")
+        raise SeqlabError(N_("{spec!r} is a {factory_class}, not a callable factory"), spec=spec,
+                          factory_class=type(factory).__name__, parameter="factory")
     return factory
 
 
@@ -399,8 +407,9 @@ def build_from_factory(spec: str, d_model: int) -> torch.nn.Module:
         with current_folder_importable():
             module = factory(d_model)
     except Exception as error:  # noqa: BLE001 - the user's factory failing
-        raise SeqlabError(f"{spec}({d_model}) failed: {type(error).__name__}: {error}", parameter="factory") from error
+        raise SeqlabError(N_("{spec}({d_model}) failed: {error_class}: {error}"), spec=spec, d_model=d_model,
+                          error_class=type(error).__name__, error=error, parameter="factory") from error
     if not isinstance(module, torch.nn.Module):
-        raise SeqlabError(f"{spec}({d_model}) must return a torch.nn.Module, received {type(module).__name__}",
-                          parameter="factory")
+        raise SeqlabError(N_("{spec}({d_model}) must return a torch.nn.Module, received {module_class}"), spec=spec,
+                          d_model=d_model, module_class=type(module).__name__, parameter="factory")
     return module

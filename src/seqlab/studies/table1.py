@@ -58,6 +58,7 @@ from torch import Tensor
 
 from seqlab import cost
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.layers import convolution, restricted
 from seqlab.layers.attention import SelfAttention
 from seqlab.layers.convolution import ConvolutionStack
@@ -102,7 +103,8 @@ def closed_form_work(layer: str, T: int, d: int, kernel: int, window: int) -> in
         "restricted": lambda: cost.restricted_attention_multiplications(T, window, d, d),
     }
     if layer not in forms:
-        raise SeqlabError(f"layer must be one of {', '.join(LAYER_TYPES)}; received {layer!r}", parameter="layer")
+        raise SeqlabError(N_("layer must be one of {layer_types}; received {layer!r}"),
+                          layer_types=', '.join(LAYER_TYPES), layer=layer, parameter="layer")
     return forms[layer]()
 
 
@@ -146,7 +148,8 @@ def _build(layer: str, T: int, d: int, kernel: int, window: int, seed: int) -> _
         stack = RestrictedAttentionStack.connecting(T, d, window, generator=generator).eval()
         return _Built(lambda x: count_multiplications(one.attend, *one.project(x)), lambda x: one(x)[0],
                       stack.forward_all, stack.depth)
-    raise SeqlabError(f"layer must be one of {', '.join(LAYER_TYPES)}; received {layer!r}", parameter="layer")
+    raise SeqlabError(N_("layer must be one of {layer_types}; received {layer!r}"), layer_types=', '.join(LAYER_TYPES),
+                      layer=layer, parameter="layer")
 
 
 def _least_over_depths(per_depth: Sequence[PathMatrix], source: int, target: int, unit: str
@@ -213,7 +216,8 @@ def _row(layer: str, d: int, samples: tuple[Sample, ...]) -> LayerRow:
     lengths = [s.T for s in samples]
     for sample in samples:
         if sample.path_ops is None:
-            raise SeqlabError(f"the {layer} stack never connected positions 0 and {sample.T - 1} at T = {sample.T}")
+            raise SeqlabError(N_("the {layer} stack never connected positions 0 and {value} at T = {T}"), layer=layer,
+                              value=sample.T - 1, T=sample.T)
     return LayerRow(
         layer=layer, d_model=d, samples=samples,
         work=_cell(paper.complexity, paper.work, lengths, [s.multiplications for s in samples]),
@@ -320,8 +324,8 @@ def run_table1(config: Table1Config | None = None, *, layers: Sequence[str] = LA
     config = check_table1_size(config or Table1Config())
     unknown = [layer for layer in layers if layer not in LAYER_TYPES]
     if unknown or not layers:
-        raise SeqlabError(f"layers must be among {', '.join(LAYER_TYPES)}; received {list(layers)}",
-                          parameter="layer")
+        raise SeqlabError(N_("layers must be among {layer_types}; received {layers}"),
+                          layer_types=', '.join(LAYER_TYPES), layers=list(layers), parameter="layer")
     rows: list[LayerRow] = []
     total = len(config.d_models) * len(layers)
     with fixed_threads(1):
