@@ -12,20 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli import (
-    bench,
-    check,
-    compare,
-    decode,
-    figure,
-    learn,
-    model,
-    profile,
-    quiz,
-    report,
-    serve,
-    table1,
-)
+from seqlab.cli import bench, check, compare, decode, figure, learn, model, profile, quiz, report, serve, table1
 from seqlab.cli.group import SeqlabGroup, print_version
 from seqlab.cli.options import LANG_HELP, language
 

@@ -12,17 +12,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli.options import (
-    LANG_HELP,
-    bad_parameter,
-    integer_at_least,
-    language,
-    output_file,
-    output_folder,
-    positive_float,
-    worded,
-    writable_folder,
-)
+from seqlab.cli.options import (LANG_HELP, bad_parameter, integer_at_least, language, output_file, output_folder,
+                                positive_float, writable_folder)
+from seqlab.cli.options import worded
 from seqlab.errors import SeqlabError
 from seqlab.i18n import N_
 

@@ -6,15 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli.options import (
-    LANG_HELP,
-    bad_parameter,
-    float_between,
-    input_text,
-    integer_at_least,
-    language,
-    worded,
-)
+from seqlab.cli.options import LANG_HELP, bad_parameter, float_between, input_text, integer_at_least, language
+from seqlab.cli.options import worded
 from seqlab.cli.progress import progress_bar
 from seqlab.cli.threads import ThreadsOption
 from seqlab.errors import SeqlabError

@@ -13,16 +13,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli.options import (
-    LANG_HELP,
-    bad_parameter,
-    input_checkpoint,
-    integer_at_least,
-    integer_list,
-    language,
-    output_file,
-    worded,
-)
+from seqlab.cli.options import (LANG_HELP, bad_parameter, input_checkpoint, integer_at_least, integer_list, language,
+                                output_file)
+from seqlab.cli.options import worded
 from seqlab.cli.threads import DecodeThreadsOption
 from seqlab.errors import SeqlabError
 from seqlab.i18n import N_

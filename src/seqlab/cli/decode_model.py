@@ -12,7 +12,8 @@ from pathlib import Path
 
 import typer
 
-from seqlab.cli.options import bad_parameter, integer_list, worded
+from seqlab.cli.options import bad_parameter, integer_list
+from seqlab.cli.options import worded
 from seqlab.errors import SeqlabError
 from seqlab.i18n import N_
 

@@ -13,16 +13,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli.options import (
-    LANG_HELP,
-    bad_parameter,
-    integer_at_least,
-    integer_or_text,
-    language,
-    output_folder,
-    worded,
-    writable_folder,
-)
+from seqlab.cli.options import (LANG_HELP, bad_parameter, integer_at_least, integer_or_text, language, output_folder,
+                                writable_folder)
+from seqlab.cli.options import worded
 from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
 from seqlab.i18n import N_

@@ -17,16 +17,8 @@ from typer import _click
 from typer._click.exceptions import ClickException, UsageError
 from typer.core import TyperGroup
 
-from seqlab.cli.language import (
-    CLICK_DOMAIN,
-    argument_language,
-    catalogue,
-    cli_language,
-    current_language,
-    first_paragraph,
-    localise,
-    translate_message,
-)
+from seqlab.cli.language import (CLICK_DOMAIN, argument_language, catalogue, cli_language, current_language,
+                                 first_paragraph, localise, translate_message)
 from seqlab.i18n import default_language
 
 

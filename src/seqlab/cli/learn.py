@@ -21,14 +21,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli.options import (
-    LANG_HELP,
-    bad_parameter,
-    integer_at_least,
-    language,
-    output_file,
-    worded,
-)
+from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language, output_file
+from seqlab.cli.options import worded
 from seqlab.errors import SeqlabError
 from seqlab.i18n import N_
 from seqlab.learn.sweep import JOBS_PER_CPU, max_jobs

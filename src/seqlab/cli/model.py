@@ -22,18 +22,9 @@ from typing import Annotated, Optional
 import typer
 
 from seqlab.cli.extras import require_extra
-from seqlab.cli.options import (
-    LANG_HELP,
-    bad_parameter,
-    input_checkpoint,
-    input_text,
-    integer_at_least,
-    integer_or_text,
-    language,
-    output_folder,
-    worded,
-    writable_folder,
-)
+from seqlab.cli.options import input_checkpoint, input_text, integer_or_text, output_folder, writable_folder
+from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
+from seqlab.cli.options import worded
 from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
 from seqlab.i18n import N_

@@ -17,13 +17,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import typer
-from typer._click.globals import (
-    get_current_context,  # typer vendors click: no click package
-)
+from typer._click.globals import get_current_context  # typer vendors click: no click package
 
 from seqlab.cli.language import current_language
 from seqlab.errors import Message, SeqlabError
-from seqlab.i18n import N_, translator
+from seqlab.i18n import translator
+from seqlab.i18n import N_
 
 DOMAIN = "cli"
 LANG_HELP = "Language of the output: en or es (default: from the environment's locale)."

@@ -29,13 +29,7 @@ def progress_bar() -> Iterator[Progress]:
     ...     step(1, 2, "attention")
     """
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     _ = catalogue(current_language(), DOMAIN).gettext
     console = Console(stderr=True)

@@ -23,17 +23,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli.options import (
-    LANG_HELP,
-    bad_parameter,
-    input_text,
-    integer_at_least,
-    language,
-    output_file,
-    worded,
-)
+from seqlab.cli.options import LANG_HELP, bad_parameter, input_text, integer_at_least, language, output_file
+from seqlab.cli.options import worded
 from seqlab.errors import SeqlabError
-from seqlab.i18n import N_, format_integer, translator
+from seqlab.i18n import format_integer, translator
+from seqlab.i18n import N_
 
 # The --quick limits live here, not in the study, so that `seqlab --help` does not import torch.
 #: The widest compare section a --quick preview takes: at 256 the built-in text's compare runs in about 2 s

@@ -23,7 +23,8 @@ from typing import Annotated, Optional
 import typer
 
 from seqlab.cli.extras import require_extra
-from seqlab.cli.options import LANG_HELP, integer_at_least, language, worded
+from seqlab.cli.options import LANG_HELP, integer_at_least, language
+from seqlab.cli.options import worded
 from seqlab.i18n import N_
 
 

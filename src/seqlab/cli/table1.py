@@ -7,16 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli.options import (
-    LANG_HELP,
-    _gettext,
-    bad_parameter,
-    integer_at_least,
-    integer_list,
-    language,
-    output_file_or_folder,
-    worded,
-)
+from seqlab.cli.options import (LANG_HELP, _gettext, bad_parameter, integer_at_least, integer_list, language,
+                                output_file_or_folder)
+from seqlab.cli.options import worded
 from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
 from seqlab.i18n import N_

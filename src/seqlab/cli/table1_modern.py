@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from seqlab.cli.options import bad_parameter, integer_list, language, worded
+from seqlab.cli.options import bad_parameter, integer_list, language
+from seqlab.cli.options import worded
 from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
 from seqlab.i18n import N_
