@@ -59,7 +59,7 @@ def _check_address(host: str, port: int) -> None:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind((host, port))
     except OSError as error:  # the port is taken, or the address is not this computer's
-        raise typer.BadParameter(worded(N_("cannot listen on {host}:{port}: {value}"), host=host, port=port,
+        raise typer.BadParameter(worded(N_("cannot listen on {host}:{port}: {value}"), host=host, port=str(port),
                                         value=error.strerror or error), param_hint="'--host' / '--port'") from None
 
 
