@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from seqlab.errors import SeqlabError
+from seqlab.errors import Message, SeqlabError
 from seqlab.i18n import N_
 
 __all__ = ["FactorySpec", "parse_factory"]
@@ -62,7 +62,7 @@ def parse_factory(spec: str) -> FactorySpec:
     if not _names_a_file(module):
         return FactorySpec(module, attribute, None)
     path = Path(module).expanduser()
-    expected = "expected module.path:factory or path/to/file.py:factory"
+    expected = Message(N_("expected module.path:factory or path/to/file.py:factory"))
     if not path.exists():
         raise SeqlabError(N_("the factory file {module!r} does not exist (from {spec!r}); {expected}"), module=module,
                           spec=spec, expected=expected, parameter="factory")

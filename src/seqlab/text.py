@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
 from seqlab.i18n import N_
 
 MAX_TEXT_BYTES = 8 * 1024 * 1024  # largest text read_text accepts: 8 MiB
@@ -125,7 +125,7 @@ def read_text(path: str, stdin: typing.TextIO | typing.BinaryIO | None = None) -
     """
     path = os.fspath(path)
     if path == "-":
-        label, source = "standard input ('-')", "stdin"
+        label, source = Message(N_("standard input ('-')")), "stdin"
         stream = sys.stdin.buffer if stdin is None else stdin
         try:
             data = getattr(stream, "buffer", stream).read(MAX_TEXT_BYTES + 1)
@@ -134,7 +134,7 @@ def read_text(path: str, stdin: typing.TextIO | typing.BinaryIO | None = None) -
         if isinstance(data, str):
             data = data.encode("utf-8", errors="surrogatepass")
     else:
-        label, source = f"text file {path!r}", path
+        label, source = Message(N_("text file {path!r}"), path=path), path
         if not os.path.exists(path):
             raise SeqlabError(N_("{label} does not exist; expected a UTF-8 text file or '-' for stdin"), label=label)
         if os.path.isdir(path):
@@ -152,7 +152,7 @@ def read_text(path: str, stdin: typing.TextIO | typing.BinaryIO | None = None) -
     return Text(source=source, content=_decode(data, label))
 
 
-def _decode(data: bytes, label: str) -> str:
+def _decode(data: bytes, label: str | Message) -> str:
     """Check raw bytes and decode them as UTF-8 text; ``label`` names the input in messages."""
     if len(data) > MAX_TEXT_BYTES:
         raise SeqlabError(N_("{label} is more than {max_text_bytes} bytes; expected at most {max_text_bytes} bytes"),

@@ -33,7 +33,7 @@ import math
 import torch
 from torch import Tensor
 
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
 from seqlab.i18n import N_
 from seqlab.layers.transition import FORWARD, apply_transition
 
@@ -139,7 +139,8 @@ class Attention(torch.nn.Module):
         return ", ".join(parts)
 
     def _check(self, query: object, key: object, value: object) -> None:
-        received = (f"received query {_shape(query)}, key {_shape(key)}, value {_shape(value)}")
+        received = (Message(N_("received query {shape}, key {shape2}, value {shape3}"), shape=_shape(query),
+                            shape2=_shape(key), shape3=_shape(value)))
         if not all(isinstance(t, Tensor) for t in (query, key, value)):
             raise SeqlabError(N_("query, key and value must be torch.Tensors; {received}"), received=received)
         if query.dim() not in (2, 3) or key.dim() != query.dim() or value.dim() != query.dim():
@@ -222,8 +223,8 @@ def _check_mask(mask: object, score_shape: torch.Size) -> Tensor:
     blocked = ~allowed.any(dim=-1)  # (…, T_q)
     if bool(blocked.any()):
         index = tuple(int(i) for i in blocked.nonzero()[0])
-        where = (f"query row {index[-1]}" if len(index) == 1
-                 else f"query row {index[-1]} of batch index {index[:-1]}")
+        where = (Message(N_("query row {index}"), index=index[-1]) if len(index) == 1
+                 else Message(N_("query row {index} of batch index {index2}"), index=index[-1], index2=index[:-1]))
         raise SeqlabError(N_("the mask blocks every key for {where}; each row needs at least one True to avoid a 0/0 "
                              "softmax"), where=where)
     return allowed

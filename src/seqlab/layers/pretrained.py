@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from seqlab.errors import SeqlabError
+from seqlab.errors import Message, SeqlabError
 from seqlab.i18n import N_
 from seqlab.layers.anatomy import without_positions  # noqa: F401  (re-exported: the switch of L10)
 
@@ -86,15 +86,15 @@ def checkpoint_folder(path: str | os.PathLike | None = None, *, tokenizer: bool 
         raise SeqlabError(N_("reading a checkpoint needs transformers, which is not installed; install it with "
                              "`{install}`"), install=INSTALL) from None
     folder = Path(path)
-    expected = ("expected a local Hugging Face checkpoint folder (config.json, weights, tokenizer)" if tokenizer
-                else "expected a local Hugging Face checkpoint folder (config.json, weights)")
+    expected = (Message(N_("expected a local Hugging Face checkpoint folder (config.json, weights, tokenizer)"))
+                if tokenizer else Message(N_("expected a local Hugging Face checkpoint folder (config.json, weights)")))
     if not folder.is_dir():
         raise SeqlabError(N_("{path!r} is not a folder; {expected}"), path=str(path), expected=expected,
                           parameter="model")
     wanted = (("config.json", ()), ("weights", WEIGHTS)) + ((("tokenizer", TOKENIZER),) if tokenizer else ())
     for label, names in wanted:
         if not any((folder / name).is_file() for name in names or (label,)):
-            which = f" ({', '.join(names)})" if names else ""
+            which = Message(N_(" ({names})"), names=', '.join(names)) if names else ""
             raise SeqlabError(N_("{path!r} has no {label}{which}; {expected}"), path=str(path), label=label,
                               which=which, expected=expected, parameter="model")
     return str(folder.resolve())

@@ -24,7 +24,7 @@ import math
 import torch
 from torch import Tensor
 
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
 from seqlab.i18n import N_
 from seqlab.layers.transition import BACKWARD, apply_transition
 
@@ -163,7 +163,7 @@ class ElmanRNN(torch.nn.Module):
         return f"d_model={self.d_model}, d_h={self.d_h}, bias={self.bias_h is not None}"
 
     def _check_input(self, x: object) -> Tensor:
-        expected = f"(T, {self.d_model}) or (B, T, {self.d_model})"
+        expected = Message(N_("(T, {d_model}) or (B, T, {d_model})"), d_model=self.d_model)
         if not isinstance(x, Tensor):
             raise SeqlabError(N_("x must be a torch.Tensor of shape {expected}, received {x_class}"), expected=expected,
                               x_class=type(x).__name__)

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
 from seqlab.i18n import N_
 
 __all__ = ["DISTRACTORS", "IGNORE", "KEYS", "MQAR_FILLER", "MQAR_KEYS", "MQAR_VALUES", "QUERY_MARK", "SPLITS",
@@ -250,7 +250,7 @@ def make_batch(task: str, n: int, T: int, generator: torch.Generator,
     require_positive_int("n", n)
     least = min_length(task, pairs)
     if isinstance(T, bool) or not isinstance(T, int) or T < least:
-        extra = f" at {pairs} pairs" if task == "mqar" else ""
+        extra = Message(N_(" at {pairs} pairs"), pairs=pairs) if task == "mqar" else ""
         raise SeqlabError(N_("the {task} task needs T >= {least}{extra}, received {T!r}"), task=task, least=least,
                           extra=extra, T=T, parameter="T")
     if task == "mqar":

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from seqlab.errors import SeqlabError
+from seqlab.errors import Message, SeqlabError
 from seqlab.i18n import N_
 from seqlab.studies.claims import (LESSON_ANSWERS, SENTENCES, CheckSizes, check_l1, check_l2, check_l10, check_l11,
                                    check_l12)
@@ -154,7 +154,8 @@ def parse_claims(claims: Sequence[str] | str) -> tuple[str, ...]:
             whole value received, the item at fault and the accepted form.
     """
     parts = claims.split(",") if isinstance(claims, str) else list(claims)
-    accepted = "claims among L1–L12 (or B1–B5, beyond the lesson) separated by commas (such as L1,L8 or 1,8)"
+    accepted = Message(N_("claims among L1–L12 (or B1–B5, beyond the lesson) separated by commas (such as L1,L8 or "
+                          "1,8)"))
     whole = claims if isinstance(claims, str) else ",".join(map(str, parts))
     if not whole.strip():
         raise SeqlabError(N_("expected {accepted}, received {whole!r}"), accepted=accepted, whole=whole,
@@ -167,7 +168,7 @@ def parse_claims(claims: Sequence[str] | str) -> tuple[str, ...]:
                               whole=whole, parameter="claims")
         name = text if text[:1] in ("L", "B") else f"L{text}"
         if name not in CHECKS:
-            which = f", in which {str(part).strip()!r} is not one" if len(parts) > 1 else ""
+            which = Message(N_(", in which {part!r} is not one"), part=str(part).strip()) if len(parts) > 1 else ""
             raise SeqlabError(N_("expected {accepted}, received {whole!r}{which}"), accepted=accepted, whole=whole,
                               which=which, parameter="claims")
         wanted.add(name)

@@ -26,7 +26,7 @@ from fractions import Fraction
 import torch
 
 from seqlab import cost
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
 from seqlab.i18n import N_
 from seqlab.layers.attention import SCORES, SelfAttention
 from seqlab.layers.recurrent import ElmanRNN, spectral_radius
@@ -224,7 +224,7 @@ def check_compare_size(T: int, config: CompareConfig) -> None:
     probes = _probes(config, max(d_h, d_v), T) or max(d_h, d_v)
     estimate = estimate_compare_bytes(T, d_model, d_h, d_k, d_v, probes,
                                       score_width=d_k if config.score == "additive" else 0, gated_width=d_h)
-    require_fits(estimate, f"T = {T} at d_model = {d_model}")
+    require_fits(estimate, Message(N_("T = {T} at d_model = {d_model}"), T=T, d_model=d_model))
 
 
 def _build(config: CompareConfig) -> tuple[ElmanRNN, SelfAttention]:

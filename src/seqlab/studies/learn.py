@@ -49,7 +49,7 @@ from pathlib import Path
 
 import torch
 
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
 from seqlab.i18n import N_
 from seqlab.learn.models import MODELS, width_for_budget
 from seqlab.learn.selection import LEARNT, NEAR_CHANCE, Cell, near_chance, summarise
@@ -264,7 +264,8 @@ def check_learn_config(config: LearnConfig) -> LearnPlan:
                                      "received {T}"), max_length=MAX_LENGTH, T=T, parameter="T")
             least = min_length(task, pair_counts[task][-1])
             if T < least:
-                extra = f" at {pair_counts[task][-1]} pairs" if TASKS[task].per_position else ""
+                extra = Message(N_(" at {pairs} pairs"), pairs=pair_counts[task][-1]) if TASKS[task].per_position \
+                    else ""
                 raise SeqlabError(N_("the {task} task needs T >= {least}{extra}, received {T}"), task=task, least=least,
                                   extra=extra, T=T, parameter="T")
         lengths[task] = tuple(sorted(set(given)))

@@ -49,7 +49,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
 from seqlab.i18n import N_
 from seqlab.measure.layout import check_positions_layout
 from seqlab.measure.modes import EngineMode
@@ -192,11 +192,11 @@ def _traced(stage: str, module: Callable[..., Any], x: Tensor, measure: Callable
     except Exception as error:  # noqa: BLE001 - any failure inside a trace is reported with its op
         name = type(module).__name__
         if recorder.current is not None:
-            where = f"op {recorder.current} failed"
+            where = Message(N_("op {current} failed"), current=recorder.current)
         elif recorder.last is not None:
-            where = f"failed after op {recorder.last}"
+            where = Message(N_("failed after op {last}"), last=recorder.last)
         else:
-            where = "failed before any op ran"
+            where = Message(N_("failed before any op ran"))
         raise SeqlabError(N_("the {stage} cannot trace {name}: {where} ({error_class}: {error})"), stage=stage,
                           name=name, where=where, error_class=type(error).__name__, error=error,
                           parameter="module") from error
@@ -207,7 +207,8 @@ def _check_input(module: object, x: object) -> Tensor:
         raise SeqlabError(N_("module must be a torch.nn.Module (or callable) taking x (B, T, d), received "
                              "{module_class}"), module_class=type(module).__name__, parameter="module")
     if not isinstance(x, Tensor) or x.dim() not in (2, 3) or not x.is_floating_point() or x.shape[-2] < 1:
-        got = f"{x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, Tensor) else type(x).__name__
+        got = Message(N_("{dtype} tensor of shape {shape}"), dtype=x.dtype, shape=tuple(x.shape)) \
+            if isinstance(x, Tensor) else type(x).__name__
         raise SeqlabError(N_("x must be a floating tensor of shape (B, T, d) or (T, d) with T >= 1, received {got}"),
                           got=got, parameter="x")
     return x
@@ -263,17 +264,17 @@ def profile(module: Callable[..., Any], x: Tensor, *, sources: Sequence[int] | s
                               module_class=type(module).__name__, shape=tuple(x.shape),
                               error_class=type(error).__name__, error=error, parameter="module") from error
         if not isinstance(y, Tensor) or y.dim() < 2 or y.shape[-2] != T:
-            got = f"shape {tuple(y.shape)}" if isinstance(y, Tensor) else type(y).__name__
+            got = Message(N_("shape {shape}"), shape=tuple(y.shape)) if isinstance(y, Tensor) else type(y).__name__
             raise SeqlabError(N_("{module_class} must return a tensor with the {T} positions on dim -2 (or a tuple "
                                  "whose first element is one), received {got}"), module_class=type(module).__name__,
                               T=T, got=got, parameter="module")
         fast_path = has_fast_path(module)  # its fast path may skip padding: counted as it runs by default, apart
-        measured = _traced("traced pass", module, x,
+        measured = _traced(Message(N_("traced pass")), module, x,
                            lambda run: measure_pass(run, x, sources=chosen, work=not fast_path))
         span, paths = measured.span, measured.paths
         if fast_path:
             with torch.no_grad():
-                work = _traced("work counter", module, x, lambda run: count_multiplications(run, x))
+                work = _traced(Message(N_("work counter")), module, x, lambda run: count_multiplications(run, x))
         else:
             work = measured.work
         signal = read_signal_path(module, x, output=_first)

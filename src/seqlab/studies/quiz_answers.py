@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from seqlab.errors import SeqlabError
+from seqlab.errors import Message, SeqlabError
 from seqlab.i18n import N_, check_language
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ def parse_choice(question_: Question, answer: object) -> tuple[str, ...]:
     else:
         parts = []
     accepted = ", ".join(keys)
-    wanted = "one letter" if question_.kind == "single" else "letters"
+    wanted = Message(N_("one letter")) if question_.kind == "single" else Message(N_("letters"))
     if not parts or any(p not in keys for p in parts):
         raise SeqlabError(N_("expected {wanted} among {accepted}, received {answer!r}"), wanted=wanted,
                           accepted=accepted, answer=answer, parameter="answer")
