@@ -144,8 +144,8 @@ class Attention(torch.nn.Module):
         if not all(isinstance(t, Tensor) for t in (query, key, value)):
             raise SeqlabError(N_("query, key and value must be torch.Tensors; {received}"), received=received)
         if query.dim() not in (2, 3) or key.dim() != query.dim() or value.dim() != query.dim():
-            raise SeqlabError("query, key, value must all be (T, d) or all be (B, T, d); "
-                              + received)
+            raise SeqlabError(N_("query, key, value must all be (T, d) or all be (B, T, d); {received}"),
+                              received=received)
         if query.dim() == 3 and not query.shape[0] == key.shape[0] == value.shape[0]:
             raise SeqlabError(N_("query, key and value must share the batch size B; {received}"), received=received)
         if key.shape[-2] != value.shape[-2] or key.shape[-2] == 0 or query.shape[-2] == 0:

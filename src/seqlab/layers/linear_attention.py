@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from seqlab.cost import LINEAR_ATTENTION_FORMS, linear_attention_multiplications, linear_attention_step_multiplications
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
 from seqlab.i18n import N_
 from seqlab.layers.mixer_common import check_form, check_sequence, check_step, linear, quadratic_bytes
 from seqlab.layers.transition import BACKWARD, apply_transition
@@ -117,8 +117,8 @@ class LinearAttention(torch.nn.Module):
     def _parallel(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
         B, T = q.shape[:2]
         if q.device.type != "meta":  # meta tensors (count_on_meta) allocate nothing
-            require_fits(MemoryEstimate(quadratic_bytes(B, T, q.dtype, maps=2), "the (B, T, T) map"),
-                         f"parallel linear attention at B = {B}, T = {T}")
+            require_fits(MemoryEstimate(quadratic_bytes(B, T, q.dtype, maps=2), Message(N_("the (B, T, T) map"))),
+                         Message(N_("parallel linear attention at B = {B}, T = {T}"), B=B, T=T))
         A = q @ k.transpose(-2, -1)  # (B, T, T): φ(q_i)ᵀφ(k_j), T²·d_k
         if self.causal:
             A = A.tril()  # (B, T, T): j <= i only

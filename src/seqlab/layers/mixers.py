@@ -38,6 +38,7 @@ from typing import Any
 from seqlab import cost
 from seqlab.errors import SeqlabError
 from seqlab.fit import Steps
+from seqlab.i18n import N_
 
 __all__ = ["COLUMNS", "EVERY_LENGTH", "GROWTHS", "LESSON_MACHINES", "DecodeMachine", "Mixer", "MixerRow", "Regime",
            "decode_machines", "machine_names", "mixer", "mixer_rows", "mixers", "register", "unregister"]
@@ -46,9 +47,6 @@ __all__ = ["COLUMNS", "EVERY_LENGTH", "GROWTHS", "LESSON_MACHINES", "DecodeMachi
 GROWTHS = ("constant", "linear", "quadratic", "logarithmic")
 
 
-def N_(message: str) -> str:
-    """Mark ``message`` as a message id, translated later by the renderer that shows it."""
-    return message
 
 
 def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -320,7 +320,7 @@ def _backend_kind(description: dict) -> str:
     return f"byte-level {kind}" if byte_level else kind
 
 
-def tokenizer_fault(encoder: Encoder) -> str | None:
+def tokenizer_fault(encoder: Encoder) -> Message | None:
     """Why the tokenizer itself gives no pieces, or None when it tokenizes its own vocabulary.
 
     A tokenizer that gives no id for any word of its own vocabulary is at fault, not the text: ``transformers``
@@ -329,7 +329,8 @@ def tokenizer_fault(encoder: Encoder) -> str | None:
     nothing for every text. The message names the class, what was saved and what was built.
 
     Returns:
-        One sentence naming the tokenizer (class, the saved and the built model), or None.
+        One sentence naming the tokenizer (class, the saved and the built model), as a :class:`~seqlab.errors.Message`
+        to raise in any language, or None.
     """
     import json
 
@@ -344,12 +345,18 @@ def tokenizer_fault(encoder: Encoder) -> str | None:
     built = _backend_kind(json.loads(backend.to_str())) if backend is not None else type(tokenizer).__name__
     saved = _saved(Path(encoder.folder) / "tokenizer.json")
     named = (_saved(Path(encoder.folder) / "tokenizer_config.json") or {}).get("tokenizer_class")
-    found = (f"its tokenizer.json holds a {_backend_kind(saved)} tokenizer, which transformers rebuilt as a {built}"
-             + (f" for the class tokenizer_config.json names ({named})" if named else "")
-             if saved is not None and _backend_kind(saved) != built else f"its {built} model reads none of them")
-    return (f"the tokenizer of {encoder.config.name} ({type(tokenizer).__name__}) gives no pieces even for words of "
-            f"its own vocabulary ({', '.join(repr(w) for w in words[:3])}): {found}; expected a tokenizer that "
-            "reads its own vocabulary (saved with its own class, e.g. PreTrainedTokenizerFast)")
+    if saved is not None and _backend_kind(saved) != built:
+        found = (Message(N_("its tokenizer.json holds a {saved} tokenizer, which transformers rebuilt as a {built} for "
+                            "the class tokenizer_config.json names ({named})"), saved=_backend_kind(saved), built=built,
+                         named=named) if named else
+                 Message(N_("its tokenizer.json holds a {saved} tokenizer, which transformers rebuilt as a {built}"),
+                         saved=_backend_kind(saved), built=built))
+    else:
+        found = Message(N_("its {built} model reads none of them"), built=built)
+    return Message(N_("the tokenizer of {name} ({tokenizer_class}) gives no pieces even for words of its own vocabulary "
+                      "({words}): {found}; expected a tokenizer that reads its own vocabulary (saved with its own "
+                      "class, e.g. PreTrainedTokenizerFast)"), name=encoder.config.name,
+                   tokenizer_class=type(tokenizer).__name__, words=", ".join(repr(w) for w in words[:3]), found=found)
 
 
 def _saved(path: Path) -> dict | None:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from seqlab.errors import SeqlabError
+from seqlab.errors import Message, SeqlabError
 from seqlab.i18n import N_
 
 #: The kinds of state, in the order reports list them.
@@ -148,8 +148,10 @@ def read_cache_state(cache: object, kinds: tuple[str, ...] | None = None) -> Cac
     """
     if kinds is not None:
         if not isinstance(cache, (list, tuple)) or len(cache) != len(kinds):
-            raise SeqlabError(f"expected a list of {len(kinds)} state tensors, received {type(cache).__name__}"
-                              + (f" of {len(cache)}" if isinstance(cache, (list, tuple)) else ""), parameter="model")
+            raise SeqlabError(N_("expected a list of {count} state tensors, received {cache_class}{length}"),
+                              count=len(kinds), cache_class=type(cache).__name__,
+                              length=Message(N_(" of {count}"), count=len(cache)) if isinstance(cache, (list, tuple))
+                              else "", parameter="model")
         found = [(f"[{i}]", kind, item) for i, (item, kind) in enumerate(zip(cache, kinds))]
     else:
         found = list(_walk(cache, None, cache, type(cache).__name__, 0, set()))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
 from seqlab.i18n import N_
 from seqlab.measure.rounds import DEFAULT_ROUNDS, timing_threads_default
 from seqlab.measure.timing import MachineLoad
@@ -164,9 +164,10 @@ def check_bench_config(config: BenchConfig, load: MachineLoad | None = None) -> 
     estimate = estimate_bench_bytes(T, d, batch, machines)
     available = torch.cuda.mem_get_info()[0] if config.device == "cuda" else available_memory_bytes()
     try:
-        require_fits(estimate, f"T = {T} at d_model = {d}, batch {batch}", available)
+        require_fits(estimate, Message(N_("T = {T} at d_model = {d_model}, batch {batch}"), T=T, d_model=d, batch=batch),
+                     available)
     except SeqlabError as error:  # blame the batch when one sequence would fit, else the larger term
         single = estimate_bench_bytes(T, d, 1, machines).total_bytes <= 0.8 * available
         parameter = "batch" if single else "d_model" if estimate.largest.startswith("weights") else "T"
-        raise SeqlabError(str(error), parameter=parameter) from None
+        raise SeqlabError.wrapping(error, parameter=parameter) from None
     return BenchPlan(lengths, d_models, threads, machines, batch, config.device, matmul_size)

@@ -37,7 +37,7 @@ from fractions import Fraction
 
 import torch
 
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
 from seqlab.i18n import N_
 from seqlab.measure.decode import (CACHE_MACHINES, DecodeStep, available_machines, build_decoder, check_machine,
                                    count_decode_step, estimate_decode_bytes, generation_span, prepare_decode_step,
@@ -294,7 +294,8 @@ def check_decode_config(config: DecodeConfig) -> DecodeConfig:
     estimates = [estimate_decode_bytes(m, largest, config.d_model, config.batch) for m in config.machines]
     biggest = max(estimates, key=lambda e: e.total_bytes)
     require_fits(MemoryEstimate(biggest.total_bytes, biggest.largest),
-                 f"a decoding step at t = {largest} with d_model = {config.d_model} and batch {config.batch}")
+                 Message(N_("a decoding step at t = {t} with d_model = {d_model} and batch {batch}"), t=largest,
+                         d_model=config.d_model, batch=config.batch))
     return replace(config, positions=tuple(sorted(set(config.positions))),
                    machines=tuple(dict.fromkeys(config.machines)))  # a machine named twice is measured once
 

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.layers.transformer import BOX_KEYS, ENCODER, Transformer, compose, shift_right
 from seqlab.measure.dependence import judge
 from seqlab.measure.mixing import (
@@ -52,13 +53,6 @@ MAX_D_MODEL = 4096
 MAX_SEED = 2**32 - 1  # torch.manual_seed takes larger ones, but every command keeps seeds to 32 bits
 
 
-def N_(message: str) -> str:
-    """Mark an English message id for the ``seqlab`` catalogue without translating it (gettext's ``N_``).
-
-    >>> N_("Add & norm")
-    'Add & norm'
-    """
-    return message
 
 
 @dataclass(frozen=True)
@@ -276,8 +270,8 @@ def estimate_figure_bytes(T_source: int, T_target: int, d_model: int, heads: int
     d_ff, V = 4 * d_model, T_source + T_target + 1
     maps = probes * T * T * (4 * heads * T + 3 * d_ff + 10 * d_model + V) * FLOAT64_BYTES
     weights = 3 * (3 * 4 * d_model**2 + 2 * 2 * d_model * d_ff + V * d_model) * FLOAT64_BYTES
-    largest = f"the batched backward over {probes * T} probe vectors" if maps >= weights else \
-        f"the weights of width {d_model}"
+    largest = Message(N_("the batched backward over {count} probe vectors"), count=probes * T) if maps >= weights \
+        else Message(N_("the weights of width {width}"), width=d_model)
     return MemoryEstimate(total_bytes=maps + weights, largest=largest)
 
 
@@ -310,7 +304,7 @@ def check_figure_arguments(T_source: int, T_target: int, d_model: int, heads: in
         raise SeqlabError(N_("seed must be an integer in [0, {max_seed}], received {seed!r}"), max_seed=MAX_SEED,
                           seed=seed, parameter="seed")
     require_fits(estimate_figure_bytes(T_source, T_target, d_model, heads),
-                 f"S = {T_source}, T = {T_target} at d_model = {d_model}")
+                 Message(N_("S = {S}, T = {T} at d_model = {d_model}"), S=T_source, T=T_target, d_model=d_model))
 
 
 def figure_tokens(T_source: int, T_target: int, text: str | Text | None = None) -> tuple[Tokens, Tokens]:

@@ -57,7 +57,7 @@ import torch
 from torch import Tensor
 
 from seqlab import cost
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
 from seqlab.i18n import N_
 from seqlab.layers import convolution, restricted
 from seqlab.layers.attention import SelfAttention
@@ -270,7 +270,7 @@ def estimate_table1_bytes(config: Table1Config) -> MemoryEstimate:
     chunk, plus 256 MiB for the interpreter's working set.
 
     >>> estimate = estimate_table1_bytes(Table1Config())
-    >>> round(estimate.gib, 1), estimate.largest
+    >>> round(estimate.gib, 1), str(estimate.largest)
     (0.6, 'the path analysis of the restricted stack at T = 256, d = 64')
     """
     from seqlab.measure.distance_store import estimate_path_bytes
@@ -284,7 +284,8 @@ def estimate_table1_bytes(config: Table1Config) -> MemoryEstimate:
                                            value_bytes=FLOAT32_BYTES, product=product)
                 nbytes = _FIXED_BYTES + held.total
                 if nbytes > worst:
-                    worst, largest = nbytes, f"the path analysis of the {layer} stack at T = {T}, d = {d}"
+                    worst, largest = nbytes, Message(N_("the path analysis of the {layer} stack at T = {T}, d = {d}"),
+                                                     layer=layer, T=T, d=d)
     return MemoryEstimate(total_bytes=worst, largest=largest)
 
 
@@ -298,7 +299,8 @@ def check_table1_size(config: Table1Config) -> Table1Config:
         SeqlabError: a bad size (see :meth:`Table1Config.validated`) or too little memory.
     """
     config = config.validated()
-    require_fits(estimate_table1_bytes(config), f"T up to {max(config.lengths)} at d_model = {max(config.d_models)}")
+    require_fits(estimate_table1_bytes(config), Message(N_("T up to {T} at d_model = {d_model}"), T=max(config.lengths),
+                                                        d_model=max(config.d_models)))
     return config
 
 

@@ -51,7 +51,7 @@ from typing import Literal
 
 import torch
 
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
 from seqlab.i18n import N_
 from seqlab.fit import MATCH, MISMATCH, Fit, fit_growth, form_of_growth, judge_form
 from seqlab.layers.mixers import Regime
@@ -294,8 +294,8 @@ def check_modern_size(config: ModernConfig) -> ModernConfig:
     config = config.validated()
     require_positive_int("d_model", config.d_model, MAX_WIDTH)
     T = max(config.long_lengths)
-    require_fits(MemoryEstimate(_pass_bytes(T, config.d_model), f"the forward pass at T = {T}"),
-                 f"T up to {T} at d_model = {config.d_model}")
+    require_fits(MemoryEstimate(_pass_bytes(T, config.d_model), Message(N_("the forward pass at T = {T}"), T=T)),
+                 Message(N_("T up to {T} at d_model = {d_model}"), T=T, d_model=config.d_model))
     table1.check_table1_size(Table1Config(config.lengths, (config.d_model,), config.kernel, config.window))
     return config
 

@@ -16,14 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seqlab.errors import SeqlabError
-from seqlab.i18n import LANGUAGES, format_integer, format_number, translator
+from seqlab.i18n import LANGUAGES, N_, format_integer, format_number, translator
 
 DOMAIN = "web"
 
 
-def N_(message: str) -> str:
-    """Mark a message for the ``web`` catalogue; it is translated later, in the request's language."""
-    return message
 
 
 #: Request fields whose name is a word (translated); symbols such as T or d_model stay as they are.
