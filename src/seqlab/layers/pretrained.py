@@ -91,7 +91,8 @@ def checkpoint_folder(path: str | os.PathLike | None = None, *, tokenizer: bool 
     if not folder.is_dir():
         raise SeqlabError(N_("{path!r} is not a folder; {expected}"), path=str(path), expected=expected,
                           parameter="model")
-    wanted = (("config.json", ()), ("weights", WEIGHTS)) + ((("tokenizer", TOKENIZER),) if tokenizer else ())
+    wanted = (("config.json", ()), (Message(N_("weights")), WEIGHTS)) + \
+        (((Message(N_("tokenizer")), TOKENIZER),) if tokenizer else ())
     for label, names in wanted:
         if not any((folder / name).is_file() for name in names or (label,)):
             which = Message(N_(" ({names})"), names=', '.join(names)) if names else ""
