@@ -21,7 +21,7 @@ from babel.messages.pofile import read_po
 import seqlab
 from seqlab.cli import app
 from seqlab.cli.language import (HELP_DOMAIN, USAGE_MESSAGES, argument_language, catalogue, cli_language,
-                                 first_paragraph, help_texts, translate_message)
+                                 click_message, first_paragraph, help_texts)
 
 MESSAGES = Path(str(resources.files("seqlab"))) / "locale" / "es" / "LC_MESSAGES"
 ENGLISH = {"LANGUAGE": None, "LC_ALL": None, "LC_MESSAGES": None, "LANG": "en_US.UTF-8", "COLUMNS": "80",
@@ -101,12 +101,42 @@ def test_every_usage_message_has_a_spanish_wording():
         assert catalogue("es", "cli").gettext(msgid) != msgid, msgid
 
 
-def test_translate_message_reads_the_english_template():
-    assert translate_message("Invalid value for '--seed': expected an integer in [0, 9], received 12", "es") == \
-        "Valor no válido para '--seed': expected an integer in [0, 9], received 12"  # inner text is a parser's
-    assert translate_message("Invalid value: Value 'x' is not a valid int.", "es") == \
-        "Valor no válido: El valor 'x' no es un int válido."
-    assert translate_message("something else entirely", "es") == "something else entirely"
+#: Usage errors of every kind click raises: a bad value, an unknown option (with and without close ones), a missing
+#: value, a value given to a flag, extra arguments, a missing argument, an unknown command.
+CLICK_ERRORS = (["compare", "--tokens", "x"], ["bench", "--machines", "zzz"], ["compare", "--bogus"],
+                ["compare", "--to"], ["compare", "--tokens"], ["table1", "--lengths"], ["compare", "--no-time=3"],
+                ["compare", "extra", "more"], ["quiz", "extra"], ["profile"], ["comapre"])
+
+
+@pytest.mark.parametrize("args", CLICK_ERRORS)
+def test_click_message_words_what_click_says_from_what_the_error_carries(args):
+    """Two routes agree in English: click's own format_message and click_message, which reads no text; in Spanish
+    click_message gives the catalogue's sentence."""
+    import typer
+    import typer.main
+
+    group = typer.main.get_command(app)
+    with pytest.raises(typer.TyperException) as raised:
+        with cli_language("en"):
+            group.main(args=args, standalone_mode=False)
+    assert click_message(raised.value, "en", args, group) == raised.value.format_message()
+    spanish = click_message(raised.value, "es", args, group)
+    assert spanish != raised.value.format_message() or args == ["comapre"]  # Typer's own gettext words: by catalogue
+
+
+def test_a_refused_value_is_worded_from_its_validation_error_not_its_text():
+    """A value Typer's validation refuses is named from the validation error's type and input."""
+    import typer
+    from pydantic import TypeAdapter, ValidationError
+
+    for annotation, value, spanish in ((int, "x", "El valor 'x' no es un int válido."),
+                                       (float, "y", "El valor 'y' no es un float válido.")):
+        try:
+            TypeAdapter(annotation).validate_python(value)
+        except ValidationError as cause:
+            error = typer.BadParameter("ignored English text", param_hint="'--seed'")
+            error.__cause__ = cause
+        assert click_message(error, "es") == f"Valor no válido para '--seed': {spanish}"
 
 
 @pytest.mark.parametrize(("args", "expected"), [

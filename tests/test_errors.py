@@ -168,11 +168,16 @@ def test_every_refusal_is_written_as_a_marked_message_id():
 
 # --- Nothing reads an English message back ---------------------------------------------------------------------
 
-def test_no_template_reads_a_library_message_back():
+def test_no_template_reads_a_message_back():
+    """Neither the library's refusals nor click's usage errors are read back: no template module, no regular
+    expression in the command line's language module, no private Typer import (its click copy)."""
     assert not (PACKAGE / "cli" / "error_texts.py").exists()
+    language = (PACKAGE / "cli" / "language.py").read_text(encoding="utf-8")
+    assert "import re" not in language and "re.compile" not in language and "translate_message" not in language
     for path in sorted(PACKAGE.rglob("*.py")):
         source = path.read_text(encoding="utf-8")
         assert "ERROR_MESSAGES" not in source and "translate_error" not in source, path
+        assert "typer._click" not in source and "from typer import _click" not in source, path
         tree = ast.parse(source)
         for node in ast.walk(tree):  # no regular expression applied to an exception's text
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import typer
-from typer._click.globals import get_current_context  # typer vendors click: no click package
 
 from seqlab.cli.language import current_language
 from seqlab.errors import Message, SeqlabError
@@ -131,8 +130,8 @@ def bad_parameter(error: SeqlabError, options: dict[str, str], fallback: str) ->
 
 
 def language(lang: str | None) -> str:
-    """Resolve ``--lang``: the command's if given (any case, ``ES`` too), else ``seqlab --lang`` before the
-    command name, else the environment's.
+    """Resolve ``--lang``: the command's if given (any case, ``ES`` too), else the run's (``seqlab --lang`` before
+    the command name, read once per run by :class:`seqlab.cli.group.SeqlabGroup`), else the environment's.
 
     >>> language("ES"), language("en")
     ('es', 'en')
@@ -140,13 +139,10 @@ def language(lang: str | None) -> str:
     Raises:
         typer.BadParameter: an unknown language (exit 2).
     """
-    from seqlab.i18n import LANGUAGES, default_language
+    from seqlab.i18n import LANGUAGES
 
     if lang is None:
-        context = get_current_context(silent=True)
-        lang = context.find_root().params.get("lang") if context is not None else None
-    if lang is None:
-        return default_language()
+        return current_language()
     if lang.strip().lower() not in LANGUAGES:
         _ = _gettext()
         message = _("language must be one of {languages}; received {text!r}")
