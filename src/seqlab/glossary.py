@@ -121,7 +121,7 @@ USTED_FORMS: tuple[str, ...] = (
 #: options' metavariables), and technical terms used untranslated in Spanish. Lower case; a word written with
 #: a digit, an underscore, a dot inside or a capital inside (``d_model``, ``nn.RNN``, ``ElmanRNN``) is a name.
 ALLOWED_ENGLISH: frozenset[str] = frozenset("""
-s ms µs ns kib mib gib b kb mb gb flop flops cpu cuda gpu meta float double int bytes
+s ms µs ns kib mib gib b kb mb gb flop flops cpu cuda gpu meta float double int str bytes
 pytorch torch seqlab typer click rich babel matplotlib weasyprint plotly pango jinja uvicorn fastapi
 hugging face transformers transformer bert minilm sentence gpt tiktoken adam autograd jacobian
 nn sdpa lstm gru rnn mlp elman elmanrnn bahdanau luong vaswani mamba gu dao blelloch softmax tanh sigmoid relu gelu

@@ -134,6 +134,10 @@ class LabError(SeqlabError):
         #: ``keep_previous_result``), or None.
         self.details = dict(details) if details else None
 
+    def localized(self, lang: str) -> str:
+        """The refusal in ``lang``: its :class:`Phrase` rendered for that language."""
+        return self.phrase.render(lang)
+
     def __reduce__(self):  # crosses process boundaries (worker results) intact
         return (LabError, (self.phrase, self.parameter, self.status, self.details))
 
