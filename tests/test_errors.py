@@ -225,3 +225,27 @@ def test_the_heads_that_do_not_divide_d_model_are_refused_in_spanish():
         assert error.value.localized("es") == \
             f"heads debe dividir a d_model; se recibió d_model = {d_model} y heads = {heads}"
         assert str(error.value) == f"heads must divide d_model, received d_model = {d_model} and heads = {heads}"
+
+
+# --- The language chosen once per call -----------------------------------------------------------------------------
+
+def test_the_language_chosen_for_a_call_words_refusals_without_passing_it():
+    from seqlab.i18n import use_language
+
+    error = SeqlabError(N_("{name} must be an integer >= 1, received {value}"), name="T", value=0)
+    with use_language("es"):
+        assert error.localized() == "T debe ser un entero >= 1; se recibió 0"
+        with use_language("en"):  # re-entrant: the inner call's language, then the outer one's again
+            assert error.localized() == "T must be an integer >= 1, received 0"
+        assert error.localized() == "T debe ser un entero >= 1; se recibió 0"
+    assert error.localized() == str(error)  # outside any call: English
+
+
+def test_a_command_line_run_chooses_its_language_once():
+    from seqlab.cli.language import cli_language
+    from seqlab.i18n import chosen_language
+
+    for lang in ("es", "en"):
+        with cli_language(lang):
+            assert chosen_language() == lang
+    assert chosen_language() is None

@@ -149,9 +149,12 @@ class Message:
         self.template = template
         self.fields = {name: keep(value) for name, value in fields.items()}
 
-    def localized(self, lang: str) -> str:
-        """The sentence in ``lang``: the catalogue's translation of the id, formatted with the fields."""
-        return format_message(self.template, self.fields, lang)
+    def localized(self, lang: str | None = None) -> str:
+        """The sentence in ``lang`` (default: the language chosen for the call, else English): the catalogue's
+        translation of the id, formatted with the fields."""
+        from seqlab.i18n import current_language
+
+        return format_message(self.template, self.fields, lang or current_language())
 
     def __str__(self) -> str:
         return self.localized("en")
@@ -232,12 +235,15 @@ class SeqlabError(ValueError):
         self.parameter = parameter
         super().__init__(format_message(self.template, self.fields, "en"))
 
-    def localized(self, lang: str) -> str:
-        """The message in ``lang`` (one of :data:`seqlab.i18n.LANGUAGES`): the catalogue's translation of its id,
-        formatted with its fields; English is ``str(self)``."""
-        return format_message(self.template, self.fields, lang)
+    def localized(self, lang: str | None = None) -> str:
+        """The message in ``lang`` (one of :data:`seqlab.i18n.LANGUAGES`; default: the language chosen for the call,
+        :func:`seqlab.i18n.use_language`, else English): the catalogue's translation of its id, formatted with its
+        fields; English is ``str(self)``."""
+        from seqlab.i18n import current_language
 
-    def message(self, lang: str) -> str:
+        return format_message(self.template, self.fields, lang or current_language())
+
+    def message(self, lang: str | None = None) -> str:
         """Alias of :meth:`localized`."""
         return self.localized(lang)
 

@@ -14,7 +14,9 @@ import gettext
 import math
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from fractions import Fraction
 from functools import lru_cache
 from importlib import resources
@@ -35,6 +37,42 @@ def N_(message: str) -> str:
     'not run'
     """
     return message
+
+
+#: The language chosen for the call in progress (a CLI run, a web request), or None: see :func:`use_language`.
+_CHOSEN: ContextVar[str | None] = ContextVar("seqlab_language", default=None)
+
+
+@contextmanager
+def use_language(lang: str) -> Iterator[None]:
+    """Choose ``lang`` once for the call inside the block (a context variable: per thread and per task, restored on
+    the way out, re-entrant); messages worded without a language (:meth:`seqlab.errors.SeqlabError.localized`)
+    use it.
+
+    >>> with use_language("es"):
+    ...     chosen_language(), current_language()
+    ('es', 'es')
+    >>> chosen_language(), current_language()
+    (None, 'en')
+
+    Raises:
+        SeqlabError: ``lang`` is not one of :data:`LANGUAGES`.
+    """
+    token = _CHOSEN.set(check_language(lang))
+    try:
+        yield
+    finally:
+        _CHOSEN.reset(token)
+
+
+def chosen_language() -> str | None:
+    """The language chosen with :func:`use_language` for the call in progress, or None outside any."""
+    return _CHOSEN.get()
+
+
+def current_language() -> str:
+    """The language of the call in progress: the one chosen with :func:`use_language`, else English."""
+    return _CHOSEN.get() or "en"
 
 
 def default_language() -> str:

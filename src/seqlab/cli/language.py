@@ -18,7 +18,8 @@ for that run only:
   the run's language (:meth:`seqlab.errors.SeqlabError.localized`) and :mod:`seqlab.cli.options` adds the
   option's name.
 
-The run's language is also kept in a context variable, so the option parsers of
+The run's language is chosen once per run (:func:`seqlab.i18n.use_language`, a context variable), so the
+library's refusals (:meth:`seqlab.errors.SeqlabError.localized`) and the option parsers of
 :mod:`seqlab.cli.options` word their errors in it (catalogue ``cli``). :func:`localise` puts each
 command's and option's help through the same ``cli`` catalogue (message ids: the English help). It
 edits the click objects Typer builds afresh on every run, never the functions' docstrings.
@@ -30,13 +31,12 @@ import importlib
 import inspect
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Any
 
 import typer
 import typer.core
 
-from seqlab.i18n import LANGUAGES, N_, catalogue, default_language
+from seqlab.i18n import LANGUAGES, N_, catalogue, chosen_language, default_language, use_language
 
 #: The command line's catalogue: the click layer's own messages (usage errors, help headings; ids: their English
 #: text) and the commands' and options' help texts (ids: the English help, docstrings cleaned).
@@ -63,9 +63,6 @@ USAGE_MESSAGES = (
     N_("Value {value} is not a valid {label}."),
     N_("{value} is not one of {choices}."),
 )
-
-_LANGUAGE: ContextVar[str | None] = ContextVar("seqlab_cli_language", default=None)
-
 
 def argument_language(args: Sequence[str]) -> str | None:
     """The value of the first valid ``--lang X`` / ``--lang=X`` among ``args``, lower-cased; None if none.
@@ -98,7 +95,7 @@ def current_language() -> str:
     ...     current_language()
     'es'
     """
-    return _LANGUAGE.get() or default_language()
+    return chosen_language() or default_language()
 
 
 @contextmanager
@@ -112,21 +109,20 @@ def cli_language(lang: str) -> Iterator[None]:
     >>> typer.core._("Commands")
     'Commands'
     """
-    token = _LANGUAGE.set(lang)
     switched: list[tuple[object, str, object]] = []
-    try:
-        if lang != "en":
-            translations = catalogue(lang, CLICK_DOMAIN)
-            for name in GETTEXT_MODULES:
-                module = importlib.import_module(name)
-                if hasattr(module, "_"):
-                    switched.append((module, "_", module._))
-                    module._ = translations.gettext
-        yield
-    finally:
-        for module, attribute, original in reversed(switched):
-            setattr(module, attribute, original)
-        _LANGUAGE.reset(token)
+    with use_language(lang):
+        try:
+            if lang != "en":
+                translations = catalogue(lang, CLICK_DOMAIN)
+                for name in GETTEXT_MODULES:
+                    module = importlib.import_module(name)
+                    if hasattr(module, "_"):
+                        switched.append((module, "_", module._))
+                        module._ = translations.gettext
+            yield
+        finally:
+            for module, attribute, original in reversed(switched):
+                setattr(module, attribute, original)
 
 
 def _hint(error: Any) -> str | None:
