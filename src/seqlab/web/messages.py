@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from seqlab.errors import SeqlabError
+from seqlab.errors import Message, SeqlabError
 from seqlab.i18n import LANGUAGES, N_, format_integer, format_number, translator
 
 DOMAIN = "web"
@@ -107,6 +107,8 @@ def render_value(value: Any, lang: str) -> str:
     """
     if isinstance(value, (Phrase, FieldName)):
         return value.render(lang)
+    if isinstance(value, (Message, SeqlabError)):  # a library message or refusal: worded where it was written
+        return printable(value.localized(lang))
     if isinstance(value, int) and not isinstance(value, bool):
         return format_integer(value, lang) if abs(value) < 10**30 else str(value)
     if isinstance(value, float):
