@@ -26,7 +26,7 @@ from seqlab.cli.options import input_checkpoint, input_text, integer_or_text, ou
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
 from seqlab.cli.options import worded
 from seqlab.cli.progress import progress_bar
-from seqlab.errors import SeqlabError
+from seqlab.errors import Message, SeqlabError
 from seqlab.i18n import N_
 
 #: Which option each library parameter comes from, to point an error at the right one.
@@ -64,11 +64,11 @@ def _check(layer: int | str, head: int | str, max_tokens: int | str | None, mixi
             raise bad_parameter(error, {}, "'--model'") from None
         typer.echo(f"Error: {error.localized(language(None))}", err=True)  # not a usage error: the environment lacks a package
         raise typer.Exit(1) from None
-    _in_range("--layer", layer, 1, config.layers, f"the model has {config.layers} layers")
-    _in_range("--head", head, 1, config.heads, f"the model has {config.heads} heads")
+    _in_range("--layer", layer, 1, config.layers, Message(N_("the model has {count} layers"), count=config.layers))
+    _in_range("--head", head, 1, config.heads, Message(N_("the model has {count} heads"), count=config.heads))
     if max_tokens is not None:
         _in_range("--max-tokens", max_tokens, MIN_TOKENS, config.max_positions,
-                  f"the model reads at most {config.max_positions} positions")
+                  Message(N_("the model reads at most {count} positions"), count=config.max_positions))
     try:  # the library's own check, which the lines above make pass
         check_model_options(layer, head, max_tokens, mixing_tokens, model)
     except SeqlabError as error:
@@ -80,8 +80,8 @@ def _size_error(label: str, size: int | None) -> typer.BadParameter:
     from seqlab.text import MAX_TEXT_BYTES
 
     limit = MAX_TEXT_BYTES / MIB
-    shown = f"{size / MIB:.1f} MiB" if size is not None and round(size / MIB, 1) > limit else \
-        f"more than {limit:g} MiB"
+    shown = Message(N_("{size:.1f} MiB"), size=size / MIB) if size is not None and round(size / MIB, 1) > limit \
+        else Message(N_("more than {limit:g} MiB"), limit=limit)
     return typer.BadParameter(worded(N_("{label} is {shown}; expected at most {limit:g} MiB (only the first "
                                         "--max-tokens positions are measured: the text's beginning is enough)"),
                                      label=label, shown=shown, limit=limit), param_hint="'FILE'")
@@ -105,10 +105,10 @@ def _read(file: Optional[str], lang: str):
             if isinstance(data, str):
                 data = data.encode("utf-8", errors="surrogatepass")
             if len(data) > MAX_TEXT_BYTES:
-                raise _size_error("standard input ('-')", None)
+                raise _size_error(Message(N_("standard input ('-')")), None)
             return read_text("-", stdin=io.BytesIO(data))
         if os.path.isfile(file) and os.stat(file).st_size > MAX_TEXT_BYTES:
-            raise _size_error(f"text file {file!r}", os.stat(file).st_size)
+            raise _size_error(Message(N_("text file {path!r}"), path=file), os.stat(file).st_size)
         return read_text(file)
     except SeqlabError as error:
         raise bad_parameter(error, {}, "'FILE'") from None
