@@ -6,6 +6,11 @@ the command line itself (option help, usage errors, Click's own messages) and ``
 are built from the ``.po`` files with Babel (``pybabel compile -d src/seqlab/locale -D <domain>``; a test checks
 every compiled file is current). :func:`translator` is the one way in; the terms the catalogues use come from
 :mod:`seqlab.glossary`. Numbers are formatted per language with Babel.
+
+:func:`N_` is the one marker of a message id translated later (a renderer's label, a web sentence, every
+:class:`~seqlab.errors.SeqlabError`'s template). The language of a call is chosen once
+(:func:`use_language`, a context variable set by the command line per run; English by default), so a refusal is
+worded in it without a ``lang`` passed down (:meth:`seqlab.errors.SeqlabError.localized`).
 """
 
 from __future__ import annotations
