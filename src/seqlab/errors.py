@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import string
 from collections.abc import Mapping
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
 from seqlab.i18n import N_
 
 #: Field values kept as they are; anything else is kept as its ``str``/``repr`` (:class:`Shown`).
-PLAIN = (str, int, float, Fraction, bool, type(None))
+PLAIN = (str, int, float, Fraction, Decimal, complex, bool, type(None))
 
 
 class Shown:
@@ -113,7 +114,7 @@ def render_field(value: Any, conversion: str | None, spec: str, lang: str) -> st
         from seqlab.i18n import format_integer
 
         return format_integer(value, lang)
-    if isinstance(value, float) and (spec == "" or spec[-1:] in ("f", "g", "e", "G", "%")):
+    if isinstance(value, (float, Decimal)) and (spec == "" or spec[-1:] in ("f", "g", "e", "G", "%")):
         return _localized_float(value, spec, lang)
     if isinstance(value, (list, tuple)) and spec == "":
         items = [render_field(item, None, "", lang) for item in value]
@@ -123,7 +124,7 @@ def render_field(value: Any, conversion: str | None, spec: str, lang: str) -> st
     return format(value, spec)
 
 
-def _localized_float(value: float, spec: str, lang: str) -> str:
+def _localized_float(value: float | Decimal, spec: str, lang: str) -> str:
     """``format(value, spec)`` with the language's decimal and group separators (Babel's symbols)."""
     from babel.numbers import get_decimal_symbol, get_group_symbol
 

@@ -107,9 +107,9 @@ def with_spectral_radius(weight: Tensor, radius: float) -> Tensor:
                              "every eigenvalue is 0"), current=current)
     scaled = (w64 * (radius / current)).to(weight.dtype)
     if not torch.isfinite(scaled).all() or not scaled.any():
-        raise SeqlabError(N_("spectral radius {radius:g} does not fit in {removeprefix}: the rescaled weights "
+        raise SeqlabError(N_("spectral radius {radius:g} does not fit in {dtype_name}: the rescaled weights "
                              "overflow or underflow to 0"), radius=radius,
-                          removeprefix=str(weight.dtype).removeprefix('torch.'), parameter="spectral_radius")
+                          dtype_name=str(weight.dtype).removeprefix('torch.'), parameter="spectral_radius")
     return scaled
 
 

@@ -140,9 +140,9 @@ def _prepare(a: object, b: object, dim: int, initial: object) -> tuple[Tensor, T
     a, b = a.movedim(dim, 0), b.movedim(dim, 0)  # (T, …)
     if initial is not None:
         if not isinstance(initial, Tensor) or initial.dtype != b.dtype:
-            raise SeqlabError(N_("initial must be a {dtype} tensor of shape {shape}, received {getattr}"),
+            raise SeqlabError(N_("initial must be a {dtype} tensor of shape {shape}, received {received}"),
                               dtype=b.dtype, shape=tuple(b.shape[1:]),
-                              getattr=getattr(initial, 'dtype', type(initial).__name__))
+                              received=getattr(initial, 'dtype', type(initial).__name__))
         try:
             first = a[:1] * initial.unsqueeze(0) + b[:1]  # (1, …): h_1 = a_1 ⊙ h_0 + b_1
         except RuntimeError:

@@ -373,8 +373,8 @@ def _check_strided(func: torch._ops.OpOverload, tensors: list[Tensor]) -> None:
     for tensor in tensors:
         if tensor.layout != torch.strided:
             raise SeqlabError(N_("the path tracer follows dense (strided) tensors only; {op_name} met a tensor of "
-                                 "layout {removeprefix}: pass dense tensors (Tensor.to_dense())"),
-                              op_name=op_name(func), removeprefix=str(tensor.layout).removeprefix('torch.'),
+                                 "layout {layout}: pass dense tensors (Tensor.to_dense())"),
+                              op_name=op_name(func), layout=str(tensor.layout).removeprefix('torch.'),
                               parameter="layer")
 
 

@@ -242,7 +242,7 @@ def _lengths(tracer: PathTracer, y: Any, sources: int) -> tuple[tuple, tuple, tu
     """Path lengths (products, ops) to one output, and its NaN positions."""
     if not isinstance(y, Tensor) or y.dim() < 2:
         raise SeqlabError(N_("an output must be a tensor with its positions on dim -2, (T_out, d_out) or (B, T_out, "
-                             "d_out), received {getattr}"), getattr=getattr(y, 'shape', type(y)))
+                             "d_out), received {received}"), received=getattr(y, 'shape', type(y)))
     d = tracer.store(y)
     undefined = _nan_positions(y)
     halves = (None, None) if d is None else (d[:sources], d[sources:])

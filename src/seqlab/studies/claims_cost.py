@@ -56,7 +56,7 @@ def _count(function, *args, meta: bool = False, **kwargs):
         counter = work.count_on_meta if meta else work.count_multiplications
         counted = counter(function, *args, **kwargs)
     if counted.unaccounted:
-        raise SeqlabError(N_("ops with no multiplication count ran: {dict}"), dict=dict(counted.unaccounted))
+        raise SeqlabError(N_("ops with no multiplication count ran: {ops}"), ops=dict(counted.unaccounted))
     return counted
 
 

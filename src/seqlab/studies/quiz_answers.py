@@ -24,7 +24,7 @@ _SEPARATORS = re.compile(r"[\s,;/+&]+")
 
 #: How each language writes numbers: (decimal mark, thousands separator), and its name in the messages.
 _NUMBER_MARKS = {"en": (".", ","), "es": (",", ".")}
-_LANGUAGE_NAMES = {"en": "English", "es": "Spanish"}
+_LANGUAGE_NAMES = {"en": N_("English"), "es": N_("Spanish")}
 
 
 def parse_number(answer: object, lang: str = "en") -> int:
@@ -76,10 +76,10 @@ def parse_number(answer: object, lang: str = "en") -> int:
                 if ambiguous:  # "1.000" in English: 1 here, a thousand where "." groups thousands
                     grouped = text.replace(decimal_mark, "")
                     raise SeqlabError(N_("expected a whole number T >= 1, received {answer!r}: in {language_names} "
-                                         "it could be {normalize:f} or {grouped}; write it without separators"),
-                                      answer=answer, language_names=_LANGUAGE_NAMES[lang],
-                                      normalize=Decimal(text.replace(decimal_mark, '.')).normalize(),
-                                      grouped=int(grouped), parameter="answer")
+                                         "it could be {number:f} or {grouped}; write it without separators"),
+                                      answer=answer, language_names=Message(_LANGUAGE_NAMES[lang]),
+                                      number=Decimal(text.replace(decimal_mark, '.')).normalize(),
+                                      grouped=str(int(grouped)), parameter="answer")  # as typed, ungrouped
                 from babel.numbers import NumberFormatError, parse_decimal
 
                 try:
