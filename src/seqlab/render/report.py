@@ -40,8 +40,8 @@ class PdfUnavailable(SeqlabError):
     """WeasyPrint cannot be imported; ``detail`` says why (the words around it are the caller's to translate)."""
 
     def __init__(self, detail: str) -> None:
-        super().__init__(f"WeasyPrint is not available ({detail}); pip install weasyprint (it needs the Pango "
-                         "library) to get a PDF")
+        super().__init__(N_("WeasyPrint is not available ({detail}); pip install weasyprint (it needs the Pango "
+                            "library) to get a PDF"), detail=detail)
         self.detail = detail
 
 TEMPLATE = """<!DOCTYPE html>
