@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
-from seqlab.errors import SeqlabError
+from seqlab.errors import Message, SeqlabError
 from seqlab.i18n import N_
 
 #: Names of learned position tables, by architecture family.
@@ -138,7 +138,8 @@ def find_position_switch(model: torch.nn.Module) -> PositionSwitch:
     raise SeqlabError(N_("cannot switch the positions off in {model_class}{value}: it has no learned position table "
                          "({learned_names}) and no rotary embedding; seqlab model reads BERT-like, GPT-2-like and "
                          "rotary (LLaMA, GPT-NeoX) models"), model_class=type(model).__name__,
-                      value=f' (model type {kind!r})' if kind else '', learned_names=', '.join(LEARNED_NAMES),
+                      value=Message(N_(" (model type {kind!r})"), kind=kind) if kind else "",
+                      learned_names=", ".join(LEARNED_NAMES),
                       parameter="model")
 
 
