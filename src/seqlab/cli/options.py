@@ -20,8 +20,7 @@ import typer
 
 from seqlab.cli.language import current_language
 from seqlab.errors import Message, SeqlabError
-from seqlab.i18n import translator
-from seqlab.i18n import N_
+from seqlab.i18n import N_, translator
 
 DOMAIN = "cli"
 LANG_HELP = "Language of the output: en or es (default: from the environment's locale)."
