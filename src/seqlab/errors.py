@@ -42,7 +42,7 @@ class Shown:
     '3.5j 3.5j   3.5j'
     """
 
-    __slots__ = ("text", "representation")
+    __slots__ = ("representation", "text")
 
     def __init__(self, value: object) -> None:
         self.text = str(value)
@@ -144,7 +144,7 @@ class Message:
     'attention maps of 12000 bytes'
     """
 
-    __slots__ = ("template", "fields")
+    __slots__ = ("fields", "template")
 
     def __init__(self, template: str, /, **fields: Any) -> None:
         self.template = template

@@ -49,7 +49,7 @@ def readable_bytes(count: int | float) -> str:
     return str(readable_size(count))
 
 
-def readable_size(count: int | float) -> Message:
+def readable_size(count: float) -> Message:
     """:func:`readable_bytes` as a message, so that its number takes each language's format ("3,0 GiB" in Spanish).
 
     >>> str(readable_size(3 * GIB)), readable_size(3 * GIB).localized("es"), str(readable_size(8))
