@@ -4,7 +4,7 @@ The catalogue checks read every ``src/seqlab/locale/es/LC_MESSAGES/<domain>.po``
 front end, :data:`seqlab.i18n.DOMAINS`: ``seqlab`` for the renderers, ``cli`` for the command line, ``web``),
 compile it in memory and compare it with the committed ``.mo``; every ``_("…")`` literal in a module must be a
 msgid of the domain its ``translator`` names, and every msgid must be used: by a literal, or, in ``cli``, as a
-help text, a Typer message or an error template the command line reads back.
+help text or a Typer message.
 """
 
 from __future__ import annotations
@@ -92,14 +92,13 @@ def command_line_messages() -> set[str]:
     import typer.main
 
     from seqlab.cli import app
-    from seqlab.cli.error_texts import ERROR_MESSAGES
     from seqlab.cli.language import METAVARS, USAGE_MESSAGES, help_texts
 
     typer_words = {message for _, message, _, _ in
                    extract_from_file("python", typer.core.__file__, keywords={"_": None})}
     helps = {text for _owner, _attribute, text in help_texts(typer.main.get_command(app))}
     help_option = {"Show this message and exit."}  # the --help option's own text, from Typer's click copy
-    return helps | typer_words | help_option | set(METAVARS) | set(USAGE_MESSAGES) | set(ERROR_MESSAGES)
+    return helps | typer_words | help_option | set(METAVARS) | set(USAGE_MESSAGES)
 
 
 @pytest.mark.parametrize("domain", DOMAINS_ON_DISK)

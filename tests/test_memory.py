@@ -15,13 +15,13 @@ def test_estimate_by_hand():
     # activations: 10 * (4 + 4 + 2*4 + 2*4) * (12*4 + 4*8*2) = 10 * 24 * 112 = 26_880
     # weights: 3 * (4 + 8) * (4*(4+4) + 4*(2*4+4) + 4*4) = 36 * (32 + 48 + 16) = 3_456
     assert estimate.total_bytes == 8_800 + 26_880 + 3_456 == 39_136
-    assert estimate.largest == "activations of 10 positions"
+    assert str(estimate.largest) == "activations of 10 positions"
     assert estimate.gib == 39_136 / 2**30
 
 
 def test_maps_dominate_at_large_T():
     estimate = estimate_compare_bytes(100_000, 512, 512, 512, 512, probes=8)
-    assert estimate.largest == "attention maps of 100000×100000"
+    assert str(estimate.largest) == "attention maps of 100000×100000"
     # maps alone: 10**10 * (24 + 32*9) = 3.12e12 bytes
     assert estimate.total_bytes > 100_000**2 * 312
 

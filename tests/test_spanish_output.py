@@ -34,7 +34,7 @@ CLI_ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIB
 LESSON_WORDS = frozenset("""
 a al de del el en es la las lo los no o se si su un una y e u con por para
 real terminal error diagonal base control general final total normal local original global
-factor decide causal bit perro muerde cartero has panel vector ideas divisor residual byte
+factor decide causal bit perro muerde cartero has panel vector ideas divisor residual byte matrices
 """.split())
 #: The paper's title, a name in any language.
 TITLE = "Attention Is All You Need"

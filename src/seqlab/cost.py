@@ -81,6 +81,7 @@ from types import MappingProxyType
 from typing import TypeVar
 
 from seqlab.errors import SeqlabError, check_form, require_positive_int
+from seqlab.i18n import N_
 
 _ClosedFormFunction = TypeVar("_ClosedFormFunction", bound=Callable[..., "int | Fraction | None"])
 
@@ -241,7 +242,7 @@ def scored_attention_multiplications(score: str, T: int, d_k: int, d_v: int, T_k
         T = require_positive_int("T", T)
         d_k, d_v = require_positive_int("d_k", d_k), require_positive_int("d_v", d_v)
         return (T + T_k) * d_a * d_k + T * T_k * d_a + T * T_k * d_v
-    raise SeqlabError(f"score must be one of dot, scaled_dot, general, additive; received {score!r}",
+    raise SeqlabError(N_("score must be one of dot, scaled_dot, general, additive; received {score!r}"), score=score,
                       parameter="score")
 
 
@@ -386,9 +387,11 @@ def flops(multiplications: int) -> int:
         SeqlabError: ``multiplications`` is not an integer >= 0 (0 is a valid count).
     """
     if isinstance(multiplications, bool) or not isinstance(multiplications, int):
-        raise SeqlabError(f"multiplications must be an integer >= 0, received {multiplications!r}")
+        raise SeqlabError(N_("multiplications must be an integer >= 0, received {multiplications!r}"),
+                          multiplications=multiplications)
     if multiplications < 0:
-        raise SeqlabError(f"multiplications must be an integer >= 0, received {multiplications}")
+        raise SeqlabError(N_("multiplications must be an integer >= 0, received {multiplications}"),
+                          multiplications=multiplications)
     return 2 * multiplications
 
 
@@ -422,7 +425,8 @@ def gated_recurrence_multiplications(T: int, d_model: int, d_h: int, cell: str =
     Source: lesson claim L5, with PyTorch's gate layout (``torch.nn.LSTM`` / ``torch.nn.GRU``).
     """
     if cell not in GATES:
-        raise SeqlabError(f"cell must be one of {', '.join(GATES)}; received {cell!r}", parameter="cell")
+        raise SeqlabError(N_("cell must be one of {gates}; received {cell!r}"), gates=', '.join(GATES), cell=cell,
+                          parameter="cell")
     return GATES[cell] * recurrence_multiplications(T, d_model, d_h)
 
 
@@ -928,7 +932,8 @@ def keys_values_cache_bytes(t: int, layers: int, key_width: int, value_width: in
         require_positive_int(name, value)
     for name, value in (("key_width", key_width), ("value_width", value_width)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise SeqlabError(f"{name} must be an integer >= 0, received {value!r}", parameter=name)
+            raise SeqlabError(N_("{name} must be an integer >= 0, received {value!r}"), name=name, value=value,
+                              parameter=name)
     return layers * (key_width + value_width) * t * element_bytes * batch
 
 
@@ -1121,7 +1126,8 @@ def hf_mamba_step_multiplications(d_model: int, d_inner: int, d_state: int, d_co
     require_positive_int("d_inner", d_inner)
     require_positive_int("d_conv", d_conv)
     if d_inner % d_model:
-        raise SeqlabError(f"d_inner must be a multiple of d_model, received {d_inner} and {d_model}")
+        raise SeqlabError(N_("d_inner must be a multiple of d_model, received {d_inner} and {d_model}"),
+                          d_inner=d_inner, d_model=d_model)
     return mamba_block_step_multiplications(d_model, d_state, d_conv, d_inner // d_model, dt_rank) \
         + d_inner * d_conv
 

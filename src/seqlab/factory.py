@@ -12,7 +12,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from seqlab.errors import SeqlabError
+from seqlab.errors import Message, SeqlabError
+from seqlab.i18n import N_
 
 __all__ = ["FactorySpec", "parse_factory"]
 
@@ -56,19 +57,19 @@ def parse_factory(spec: str) -> FactorySpec:
     """
     module, sep, attribute = spec.rpartition(":") if isinstance(spec, str) else ("", "", "")
     if not sep or not module or not attribute or not all(part.isidentifier() for part in attribute.split(".")):
-        raise SeqlabError(f"expected module.path:factory or path/to/file.py:factory, received {spec!r}",
+        raise SeqlabError(N_("expected module.path:factory or path/to/file.py:factory, received {spec!r}"), spec=spec,
                           parameter="factory")
     if not _names_a_file(module):
         return FactorySpec(module, attribute, None)
     path = Path(module).expanduser()
-    expected = "expected module.path:factory or path/to/file.py:factory"
+    expected = Message(N_("expected module.path:factory or path/to/file.py:factory"))
     if not path.exists():
-        raise SeqlabError(f"the factory file {module!r} does not exist (from {spec!r}); {expected}",
-                          parameter="factory")
+        raise SeqlabError(N_("the factory file {module!r} does not exist (from {spec!r}); {expected}"), module=module,
+                          spec=spec, expected=expected, parameter="factory")
     if not path.is_file() or path.suffix != ".py":
-        raise SeqlabError(f"the factory file {module!r} is not a Python file (from {spec!r}); {expected}",
-                          parameter="factory")
+        raise SeqlabError(N_("the factory file {module!r} is not a Python file (from {spec!r}); {expected}"),
+                          module=module, spec=spec, expected=expected, parameter="factory")
     if not os.access(path, os.R_OK):
-        raise SeqlabError(f"the factory file {module!r} cannot be read: {os.strerror(errno.EACCES)} (from {spec!r})",
-                          parameter="factory")
+        raise SeqlabError(N_("the factory file {module!r} cannot be read: {strerror} (from {spec!r})"), module=module,
+                          strerror=os.strerror(errno.EACCES), spec=spec, parameter="factory")
     return FactorySpec(module, attribute, path)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 
 #: The logarithm is kept only when its error is below this share of the power law's.
 LOG_PREFERENCE = 0.5
@@ -92,10 +93,11 @@ def fit_growth(xs: Sequence[int], ys: Sequence[float], steps: Steps | None = Non
         SeqlabError: fewer than 3 points, lengths differ, repeated or non-positive x, or y ≤ 0.
     """
     if len(xs) != len(ys) or len(set(xs)) < 3:
-        raise SeqlabError(f"a growth fit needs at least 3 distinct sizes with one value each, received "
-                          f"{list(xs)} and {list(ys)}")
+        raise SeqlabError(N_("a growth fit needs at least 3 distinct sizes with one value each, received {xs} and "
+                             "{ys}"), xs=list(xs), ys=list(ys))
     if any(x <= 0 for x in xs) or any(y is None or not y > 0 for y in ys):
-        raise SeqlabError(f"a growth fit needs positive sizes and values, received {list(xs)} and {list(ys)}")
+        raise SeqlabError(N_("a growth fit needs positive sizes and values, received {xs} and {ys}"), xs=list(xs),
+                          ys=list(ys))
     log_x = [math.log(x) for x in xs]
     log_y = [math.log(y) for y in ys]
     intercept, exponent = _least_squares(log_x, log_y)
@@ -176,8 +178,8 @@ class Steps:
 
     def __post_init__(self) -> None:
         if self.form not in FORMS:
-            raise SeqlabError(f"steps must belong to one of the forms {', '.join(FORMS)}, received {self.form!r}",
-                              parameter="steps")
+            raise SeqlabError(N_("steps must belong to one of the forms {forms}, received {form!r}"),
+                              forms=', '.join(FORMS), form=self.form, parameter="steps")
 
 
 @dataclass(frozen=True)
@@ -254,10 +256,11 @@ def fit_forms(xs: Sequence[int], ys: Sequence[float], steps: Steps | None = None
         SeqlabError: as :func:`fit_growth`.
     """
     if len(xs) != len(ys) or len(set(xs)) < 3:
-        raise SeqlabError(f"a growth fit needs at least 3 distinct sizes with one value each, received "
-                          f"{list(xs)} and {list(ys)}")
+        raise SeqlabError(N_("a growth fit needs at least 3 distinct sizes with one value each, received {xs} and "
+                             "{ys}"), xs=list(xs), ys=list(ys))
     if any(x <= 0 for x in xs) or any(y is None or not y > 0 for y in ys):
-        raise SeqlabError(f"a growth fit needs positive sizes and values, received {list(xs)} and {list(ys)}")
+        raise SeqlabError(N_("a growth fit needs positive sizes and values, received {xs} and {ys}"), xs=list(xs),
+                          ys=list(ys))
     values: Mapping[str, Callable[[int], float]] = _TERM_VALUES
     if steps is not None:
         values = {**_TERM_VALUES, steps.name: lambda T: float(steps.values(T))}
@@ -371,8 +374,8 @@ def judge_form(xs: Sequence[int], ys: Sequence[float], expected: str, steps: Ste
         SeqlabError: an unknown form, or as :func:`fit_forms`.
     """
     if expected not in FORMS:
-        raise SeqlabError(f"expected must be one of the forms {', '.join(FORMS)}, received {expected!r}",
-                          parameter="expected")
+        raise SeqlabError(N_("expected must be one of the forms {forms}, received {expected!r}"),
+                          forms=', '.join(FORMS), expected=expected, parameter="expected")
     fits = fit_forms(xs, ys, steps)
     chosen = choose_form(fits)
     own = next((f for f in fits if f.form == expected), None)

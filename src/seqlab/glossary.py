@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from seqlab.errors import SeqlabError
-from seqlab.i18n import check_language
+from seqlab.i18n import N_, check_language
 
 __all__ = ["ALLOWED_ENGLISH", "NOTATION", "TERMS", "USTED_FORMS", "Term", "rows", "term"]
 
@@ -121,7 +121,7 @@ USTED_FORMS: tuple[str, ...] = (
 #: options' metavariables), and technical terms used untranslated in Spanish. Lower case; a word written with
 #: a digit, an underscore, a dot inside or a capital inside (``d_model``, ``nn.RNN``, ``ElmanRNN``) is a name.
 ALLOWED_ENGLISH: frozenset[str] = frozenset("""
-s ms µs ns kib mib gib b kb mb gb flop flops cpu cuda gpu meta float double int bytes
+s ms µs ns kib mib gib b kb mb gb flop flops cpu cuda gpu meta float double int str bytes
 pytorch torch seqlab typer click rich babel matplotlib weasyprint plotly pango jinja uvicorn fastapi
 hugging face transformers transformer bert minilm sentence gpt tiktoken adam autograd jacobian
 nn sdpa lstm gru rnn mlp elman elmanrnn bahdanau luong vaswani mamba gu dao blelloch softmax tanh sigmoid relu gelu
@@ -147,7 +147,8 @@ def term(term_id: str, lang: str) -> str:
     for entry in TERMS:
         if entry.id == term_id:
             return entry.es if lang == "es" else entry.en
-    raise SeqlabError(f"expected a glossary term id ({', '.join(t.id for t in TERMS)}), received {term_id!r}")
+    raise SeqlabError(N_("expected a glossary term id ({terms}), received {term_id!r}"),
+                      terms=', '.join(t.id for t in TERMS), term_id=term_id)
 
 
 def rows(lang: str = "en") -> list[tuple[str, str, str]]:

@@ -6,6 +6,11 @@ the command line itself (option help, usage errors, Click's own messages) and ``
 are built from the ``.po`` files with Babel (``pybabel compile -d src/seqlab/locale -D <domain>``; a test checks
 every compiled file is current). :func:`translator` is the one way in; the terms the catalogues use come from
 :mod:`seqlab.glossary`. Numbers are formatted per language with Babel.
+
+:func:`N_` is the one marker of a message id translated later (a renderer's label, a web sentence, every
+:class:`~seqlab.errors.SeqlabError`'s template). The language of a call is chosen once
+(:func:`use_language`, a context variable set by the command line per run; English by default), so a refusal is
+worded in it without a ``lang`` passed down (:meth:`seqlab.errors.SeqlabError.localized`).
 """
 
 from __future__ import annotations
@@ -14,12 +19,12 @@ import gettext
 import math
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from fractions import Fraction
 from functools import lru_cache
 from importlib import resources
-
-from seqlab.errors import SeqlabError
 
 LANGUAGES = ("en", "es")
 DOMAIN = "seqlab"
@@ -28,12 +33,51 @@ DOMAINS = ("seqlab", "cli", "web")
 
 
 def N_(message: str) -> str:
-    """Mark ``message`` for the catalogue where it is defined; it is translated where it is shown.
+    """Mark ``message`` as a message id (gettext's ``N_``): extracted for the catalogues, returned unchanged and
+    translated where it is shown. The one marker of seqlab: renderers' labels, the web lab's sentences and every
+    :class:`~seqlab.errors.SeqlabError` template use it (a test extracts every marked id and requires its Spanish
+    entry).
 
     >>> N_("not run")
     'not run'
     """
     return message
+
+
+#: The language chosen for the call in progress (a CLI run, a web request), or None: see :func:`use_language`.
+_CHOSEN: ContextVar[str | None] = ContextVar("seqlab_language", default=None)
+
+
+@contextmanager
+def use_language(lang: str) -> Iterator[None]:
+    """Choose ``lang`` once for the call inside the block (a context variable: per thread and per task, restored on
+    the way out, re-entrant); messages worded without a language (:meth:`seqlab.errors.SeqlabError.localized`)
+    use it.
+
+    >>> with use_language("es"):
+    ...     chosen_language(), current_language()
+    ('es', 'es')
+    >>> chosen_language(), current_language()
+    (None, 'en')
+
+    Raises:
+        SeqlabError: ``lang`` is not one of :data:`LANGUAGES`.
+    """
+    token = _CHOSEN.set(check_language(lang))
+    try:
+        yield
+    finally:
+        _CHOSEN.reset(token)
+
+
+def chosen_language() -> str | None:
+    """The language chosen with :func:`use_language` for the call in progress, or None outside any."""
+    return _CHOSEN.get()
+
+
+def current_language() -> str:
+    """The language of the call in progress: the one chosen with :func:`use_language`, else English."""
+    return _CHOSEN.get() or "en"
 
 
 def default_language() -> str:
@@ -55,8 +99,11 @@ def check_language(lang: str) -> str:
     Raises:
         SeqlabError: any other value; the message lists the languages.
     """
+    from seqlab.errors import SeqlabError
+
     if lang not in LANGUAGES:
-        raise SeqlabError(f"language must be one of {', '.join(LANGUAGES)}; received {lang!r}")
+        raise SeqlabError(N_("language must be one of {languages}; received {lang!r}"), languages=", ".join(LANGUAGES),
+                          lang=lang, parameter="lang")
     return lang
 
 
@@ -77,7 +124,10 @@ def catalogue(lang: str, domain: str = DOMAIN) -> gettext.NullTranslations:
     try:
         return gettext.translation(domain, localedir=str(localedir), languages=[lang])
     except OSError as error:
-        raise SeqlabError(f"the {lang!r} catalogue {domain!r} is missing from {localedir}: {error}") from error
+        from seqlab.errors import SeqlabError
+
+        raise SeqlabError(N_("the {lang!r} catalogue {domain!r} is missing from {localedir}: {error}"), lang=lang,
+                          domain=domain, localedir=localedir, error=error) from error
 
 
 def translator(lang: str, domain: str = DOMAIN) -> Callable[[str], str]:
@@ -187,7 +237,9 @@ def format_seconds(seconds: float, lang: str = "en") -> str:
     """
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
             or seconds < 0:
-        raise SeqlabError(f"seconds must be a finite number >= 0, received {seconds!r}")
+        from seqlab.errors import SeqlabError
+
+        raise SeqlabError(N_("seconds must be a finite number >= 0, received {seconds!r}"), seconds=seconds)
     if seconds == 0:
         return "0 s"
     rounded = float(f"{seconds:.3g}")

@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from seqlab.errors import SeqlabError
+from seqlab.errors import Message, SeqlabError
+from seqlab.i18n import N_
 
 GIB = 1024**3
 
@@ -45,11 +46,20 @@ def readable_bytes(count: int | float) -> str:
     >>> readable_bytes(3_120_147_456_056_623_104)  # T = 10**8 at d_model = 512: compare's attention maps
     '2.7 EiB'
     """
+    return str(readable_size(count))
+
+
+def readable_size(count: float) -> Message:
+    """:func:`readable_bytes` as a message, so that its number takes each language's format ("3,0 GiB" in Spanish).
+
+    >>> str(readable_size(3 * GIB)), readable_size(3 * GIB).localized("es"), str(readable_size(8))
+    ('3.0 GiB', '3,0 GiB', '8 B')
+    """
     units = (("EiB", 1024**6), ("PiB", 1024**5), ("TiB", 1024**4), ("GiB", GIB), ("MiB", 1024**2), ("KiB", 1024))
     for unit, size in units:
         if count >= size:
-            return f"{count / size:.1f} {unit}"
-    return f"{int(count)} B"
+            return Message(N_("{amount:.1f} {unit}"), amount=count / size, unit=unit)
+    return Message(N_("{amount} {unit}"), amount=int(count), unit="B")
 
 
 def available_memory_bytes() -> int:
@@ -93,12 +103,12 @@ def estimate_compare_bytes(T: int, d_model: int, d_h: int, d_k: int, d_v: int, p
     )
     gated = T * 12 * gated_width * FLOAT64_BYTES * batched
     terms = {
-        f"attention maps of {T}×{T}": maps,
-        f"activations of {T} positions": activations,
-        f"weights of width {max(d_model, d_h, d_k, d_v)}": weights,
+        Message(N_("attention maps of {T}×{T}"), T=T): maps,
+        Message(N_("activations of {T} positions"), T=T): activations,
+        Message(N_("weights of width {width}"), width=max(d_model, d_h, d_k, d_v)): weights,
     }
     if gated_width:
-        terms[f"LSTM states of {T} positions"] = gated
+        terms[Message(N_("LSTM states of {T} positions"), T=T)] = gated
     largest = max(terms, key=terms.__getitem__)
     return MemoryEstimate(total_bytes=maps + activations + weights + gated, largest=largest)
 
@@ -123,8 +133,9 @@ def require_fits(estimate: MemoryEstimate, what: str, available: int | None = No
     """
     available = available_memory_bytes() if available is None else available
     if estimate.total_bytes > share * available:
-        raise SeqlabError(
-            f"{what} would need about {readable_bytes(estimate.total_bytes)} (mostly {estimate.largest}); this machine "
-            f"has {readable_bytes(available)} available, of which seqlab uses at most {share:.0%} "
-            f"({estimate.total_bytes:,} bytes against {int(available):,})"
-        )
+        raise SeqlabError(N_("{what} would need about {readable_bytes} (mostly {largest}); this machine has "
+                             "{readable_bytes2} available, of which seqlab uses at most {share:.0%} ({total_bytes:,} "
+                             "bytes against {available:,})"), what=what,
+                          readable_bytes=readable_size(estimate.total_bytes), largest=estimate.largest,
+                          readable_bytes2=readable_size(available), share=share, total_bytes=estimate.total_bytes,
+                          available=int(available))

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
+from seqlab.i18n import N_
 
 MAX_TEXT_BYTES = 8 * 1024 * 1024  # largest text read_text accepts: 8 MiB
 LANGUAGES = ("es", "en")
@@ -66,8 +67,8 @@ class Tokens:
 
     def __post_init__(self) -> None:
         if len(self.ids) != len(self.pieces):
-            raise SeqlabError(f"Tokens needs one piece per id, received {len(self.ids)} ids "
-                              f"and {len(self.pieces)} pieces")
+            raise SeqlabError(N_("Tokens needs one piece per id, received {ids_count} ids and {pieces_count} pieces"),
+                              ids_count=len(self.ids), pieces_count=len(self.pieces))
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -95,7 +96,8 @@ def builtin_text(lang: str = "es") -> Text:
     Source: L1 (a text of 800 tokens needs 800 steps in a row).
     """
     if lang not in LANGUAGES:
-        raise SeqlabError(f"lang must be one of {', '.join(map(repr, LANGUAGES))}, received {lang!r}")
+        raise SeqlabError(N_("lang must be one of {map}, received {lang!r}"), map=', '.join(map(repr, LANGUAGES)),
+                          lang=lang)
     path = importlib.resources.files("seqlab").joinpath(f"data/builtin-{lang}.txt")
     return Text(source=f"built-in ({lang})", content=path.read_text(encoding="utf-8"))
 
@@ -125,58 +127,59 @@ def read_text(path: str, stdin: typing.TextIO | typing.BinaryIO | None = None) -
     """
     path = os.fspath(path)
     if path == "-":
-        label, source = "standard input ('-')", "stdin"
+        label, source = Message(N_("standard input ('-')")), "stdin"
         stream = sys.stdin.buffer if stdin is None else stdin
         try:
             data = getattr(stream, "buffer", stream).read(MAX_TEXT_BYTES + 1)
         except (OSError, UnicodeDecodeError) as exc:
-            raise SeqlabError(f"cannot read {label}: {exc}; expected UTF-8 text") from exc
+            raise SeqlabError(N_("cannot read {label}: {exc}; expected UTF-8 text"), label=label, exc=exc) from exc
         if isinstance(data, str):
             data = data.encode("utf-8", errors="surrogatepass")
     else:
-        label, source = f"text file {path!r}", path
+        label, source = Message(N_("text file {path!r}"), path=path), path
         if not os.path.exists(path):
-            raise SeqlabError(f"{label} does not exist; expected a UTF-8 text file or '-' for stdin")
+            raise SeqlabError(N_("{label} does not exist; expected a UTF-8 text file or '-' for stdin"), label=label)
         if os.path.isdir(path):
-            raise SeqlabError(f"{label} is a directory; expected a UTF-8 text file")
+            raise SeqlabError(N_("{label} is a directory; expected a UTF-8 text file"), label=label)
         try:
             size = os.stat(path).st_size
             if size > MAX_TEXT_BYTES:
-                raise SeqlabError(f"{label} is {size} bytes; expected at most {MAX_TEXT_BYTES} bytes")
+                raise SeqlabError(N_("{label} is {size} bytes; expected at most {max_text_bytes} bytes"), label=label,
+                                  size=size, max_text_bytes=MAX_TEXT_BYTES)
             with open(path, "rb") as handle:
                 data = handle.read(MAX_TEXT_BYTES + 1)
         except OSError as exc:
-            raise SeqlabError(f"cannot read {label}: {exc.strerror or exc}; expected a readable "
-                              "UTF-8 text file") from exc
+            raise SeqlabError(N_("cannot read {label}: {value}; expected a readable UTF-8 text file"), label=label,
+                              value=exc.strerror or exc) from exc
     return Text(source=source, content=_decode(data, label))
 
 
-def _decode(data: bytes, label: str) -> str:
+def _decode(data: bytes, label: str | Message) -> str:
     """Check raw bytes and decode them as UTF-8 text; ``label`` names the input in messages."""
     if len(data) > MAX_TEXT_BYTES:
-        raise SeqlabError(f"{label} is more than {MAX_TEXT_BYTES} bytes; expected at most "
-                          f"{MAX_TEXT_BYTES} bytes")
+        raise SeqlabError(N_("{label} is more than {max_text_bytes} bytes; expected at most {max_text_bytes} bytes"),
+                          label=label, max_text_bytes=MAX_TEXT_BYTES)
     skipped = len(_BOM) if data.startswith(_BOM) else 0
     data = data[skipped:]
     if not data:
-        raise SeqlabError(f"{label} is empty; expected some UTF-8 text")
+        raise SeqlabError(N_("{label} is empty; expected some UTF-8 text"), label=label)
     nul = data.find(b"\x00")
     if nul >= 0:
-        raise SeqlabError(f"{label} looks binary: NUL byte at offset {nul + skipped}; "
-                          "expected UTF-8 text")
+        raise SeqlabError(N_("{label} looks binary: NUL byte at offset {value}; expected UTF-8 text"), label=label,
+                          value=nul + skipped)
     try:
         content = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         bad = data[exc.start]
-        raise SeqlabError(f"{label} is not valid UTF-8: byte 0x{bad:02x} at offset "
-                          f"{exc.start + skipped}; expected UTF-8 text") from None
+        raise SeqlabError(N_("{label} is not valid UTF-8: byte 0x{bad:02x} at offset {value}; expected UTF-8 text"),
+                          label=label, bad=bad, value=exc.start + skipped) from None
     share = len(_CONTROL.findall(content)) / len(content)
     if share > _MAX_CONTROL_SHARE:
-        raise SeqlabError(f"{label} looks binary: {share:.0%} control characters; expected "
-                          f"UTF-8 text with at most {_MAX_CONTROL_SHARE:.0%}")
+        raise SeqlabError(N_("{label} looks binary: {share:.0%} control characters; expected UTF-8 text with at most "
+                             "{max_control_share:.0%}"), label=label, share=share, max_control_share=_MAX_CONTROL_SHARE)
     if not content.strip():
-        raise SeqlabError(f"{label} contains only whitespace ({len(content)} characters); "
-                          "expected some text")
+        raise SeqlabError(N_("{label} contains only whitespace ({content_count} characters); expected some text"),
+                          label=label, content_count=len(content))
     return content.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -229,7 +232,7 @@ def tokenize(text: str, tokenizer: str = "o200k_base") -> Tokens:
             no tokens at all.
     """
     if not isinstance(text, str):
-        raise SeqlabError(f"text must be a str, received {type(text).__name__}")
+        raise SeqlabError(N_("text must be a str, received {text_class}"), text_class=type(text).__name__)
     if tokenizer == "words":
         vocab: dict[str, int] = {}
         pieces = tuple(_WORDS.findall(text))
@@ -240,16 +243,16 @@ def tokenize(text: str, tokenizer: str = "o200k_base") -> Tokens:
             ids = tuple(i for chunk in _chunks(text) for i in enc.encode_ordinary(chunk))
             raw = enc.decode_tokens_bytes(list(ids))
         except Exception as exc:  # ImportError, a missing data file, an encoder limit …
-            raise SeqlabError(f"tokenizer 'o200k_base' failed ({type(exc).__name__}: {exc}); "
-                              "install bpe-openai or use tokenizer 'words'") from exc
+            raise SeqlabError(N_("tokenizer 'o200k_base' failed ({exc_class}: {exc}); install bpe-openai or use "
+                                 "tokenizer 'words'"), exc_class=type(exc).__name__, exc=exc) from exc
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         pieces = tuple(decoder.decode(b) for b in raw)
     else:
-        raise SeqlabError(f"tokenizer must be one of {', '.join(map(repr, TOKENIZERS))}, "
-                          f"received {tokenizer!r}")
+        raise SeqlabError(N_("tokenizer must be one of {map}, received {tokenizer!r}"),
+                          map=', '.join(map(repr, TOKENIZERS)), tokenizer=tokenizer)
     if not ids:
-        raise SeqlabError(f"text of {len(text)} characters gives no tokens with tokenizer "
-                          f"{tokenizer!r}; expected at least one token")
+        raise SeqlabError(N_("text of {text_count} characters gives no tokens with tokenizer {tokenizer!r}; expected "
+                             "at least one token"), text_count=len(text), tokenizer=tokenizer)
     return Tokens(ids=ids, pieces=pieces, tokenizer=tokenizer)
 
 
@@ -322,11 +325,11 @@ def embed(tokens: Tokens, d_model: int, seed: int = 0,
     """
     require_positive_int("d_model", d_model)
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise SeqlabError(f"seed must be an integer, received {seed!r}")
+        raise SeqlabError(N_("seed must be an integer, received {seed!r}"), seed=seed)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise SeqlabError(f"dtype must be a floating-point torch dtype, received {dtype!r}")
+        raise SeqlabError(N_("dtype must be a floating-point torch dtype, received {dtype!r}"), dtype=dtype)
     if len(tokens) == 0:
-        raise SeqlabError("embed needs at least one token, received 0")
+        raise SeqlabError(N_("embed needs at least one token, received 0"))
     ids = torch.tensor(tokens.ids, dtype=torch.int64)  # (T,)
     unique, inverse = torch.unique(ids, return_inverse=True)  # (U,), (T,)
     mixed_seed = _splitmix64(seed & _MASK64)
@@ -351,15 +354,16 @@ def stream_seed(seed: int, role: str | int) -> int:
         SeqlabError: ``seed`` not an integer, or ``role`` neither a name of :data:`SEED_STREAMS` nor an integer.
     """
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise SeqlabError(f"seed must be an integer, received {seed!r}")
+        raise SeqlabError(N_("seed must be an integer, received {seed!r}"), seed=seed)
     if isinstance(role, str):
         if role not in SEED_STREAMS:
-            raise SeqlabError(f"role must be one of {', '.join(SEED_STREAMS)} or a stream number, received {role!r}")
+            raise SeqlabError(N_("role must be one of {seed_streams} or a stream number, received {role!r}"),
+                              seed_streams=', '.join(SEED_STREAMS), role=role)
         stream = SEED_STREAMS[role]
     elif isinstance(role, int) and not isinstance(role, bool):
         stream = role
     else:
-        raise SeqlabError(f"role must be a name or a stream number, received {role!r}")
+        raise SeqlabError(N_("role must be a name or a stream number, received {role!r}"), role=role)
     return (seed * _SEED_STEP + stream) % 2**63
 
 

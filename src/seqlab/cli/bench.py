@@ -14,7 +14,9 @@ import typer
 
 from seqlab.cli.options import (LANG_HELP, bad_parameter, integer_at_least, language, output_file, output_folder,
                                 positive_float, writable_folder)
+from seqlab.cli.options import worded
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"T": "'--lengths'", "d_model": "'--d-model'", "batch": "'--batch'", "threads": "'--threads'",
@@ -24,7 +26,8 @@ OPTIONS = {"T": "'--lengths'", "d_model": "'--d-model'", "batch": "'--batch'", "
 def _tokens(text: str, option: str) -> list[str]:
     tokens = [token.strip() for token in text.split(",")]
     if not text.strip() or any(not token for token in tokens):
-        raise typer.BadParameter(f"expected a comma-separated list, received {text!r}", param_hint=option)
+        raise typer.BadParameter(worded(N_("expected a comma-separated list, received {text!r}"), text=text),
+                                 param_hint=option)
     return tokens
 
 
@@ -40,10 +43,12 @@ def _integers(texts: list[str], option: str, words: tuple[str, ...] = ()) -> tup
                 value = int(token, 10)
             except ValueError:
                 accepted = " or ".join(("an integer >= 1", *words))
-                raise typer.BadParameter(f"expected {accepted}, received {token!r} in {text!r}",
+                raise typer.BadParameter(worded(N_("expected {accepted}, received {token!r} in {text!r}"),
+                                                accepted=accepted, token=token, text=text),
                                          param_hint=option) from None
             if value < 1:
-                raise typer.BadParameter(f"expected integers >= 1, received {token} in {text!r}", param_hint=option)
+                raise typer.BadParameter(worded(N_("expected integers >= 1, received {token} in {text!r}"), token=token,
+                                                text=text), param_hint=option)
             values.append(value)
     return tuple(values)
 
@@ -56,8 +61,8 @@ def _machines(text: str) -> tuple[str, ...]:
         return tuple(MACHINES)
     for token in tokens:
         if token not in MACHINES:
-            raise typer.BadParameter(f"expected machines among {', '.join(MACHINES)} or all, received {token!r}",
-                                     param_hint="'--machines'")
+            raise typer.BadParameter(worded(N_("expected machines among {machines} or all, received {token!r}"),
+                                            machines=', '.join(MACHINES), token=token), param_hint="'--machines'")
     return tuple(tokens)
 
 
@@ -106,7 +111,8 @@ def bench(
     from seqlab.studies.bench import DEVICES, BenchConfig, check_bench_config
 
     if device not in DEVICES:
-        raise typer.BadParameter(f"expected one of {', '.join(DEVICES)}, received {device!r}", param_hint="'--device'")
+        raise typer.BadParameter(worded(N_("expected one of {devices}, received {device!r}"),
+                                        devices=', '.join(DEVICES), device=device), param_hint="'--device'")
     changes["machines"] = _machines(machines)
     if min_run_time is not None:
         changes["min_run_time"] = min_run_time
@@ -121,7 +127,7 @@ def bench(
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            raise typer.BadParameter("plots need matplotlib (pip install matplotlib)",
+            raise typer.BadParameter(worded(N_("plots need matplotlib (pip install matplotlib)")),
                                      param_hint="'--plot'" if plot is not None else "'--out'") from None
     result = _run(config, lang)
     _emit(result, lang, as_json, csv_path, plot, out)
@@ -130,7 +136,13 @@ def bench(
 def _run(config, lang: str):
     """Run the sweep under a Rich progress bar on stderr (shown only on a terminal)."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     from seqlab.i18n import translator
     from seqlab.studies.bench import run_bench

@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqlab.cli.options import LANG_HELP, language
+from seqlab.cli.options import LANG_HELP, bad_parameter, language
 from seqlab.cli.threads import ThreadsOption
 from seqlab.errors import SeqlabError
 
@@ -50,7 +50,7 @@ def check(
     try:
         claims = parse_claims(only) if only is not None else CLAIMS + BEYOND
     except SeqlabError as error:
-        raise typer.BadParameter(str(error), param_hint="'--only'") from None
+        raise bad_parameter(error, {}, "'--only'") from None
     result = _run(CheckConfig(claims=claims, full=full, threads=threads))
     if as_json:
         from seqlab.render.check import check_json

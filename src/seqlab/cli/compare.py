@@ -12,6 +12,8 @@ from seqlab.cli.progress import progress_bar
 from seqlab.cli.threads import ThreadsOption
 from seqlab.errors import SeqlabError
 from seqlab.seeds import MAX_SEED
+from seqlab.cli.options import worded
+from seqlab.i18n import N_
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"d_model": "'--d-model'", "d_h": "'--d-h'", "d_k": "'--d-k'", "d_v": "'--d-v'", "score": "'--score'",
@@ -70,16 +72,24 @@ def compare(
     threads: ThreadsOption = None,
 ) -> None:
     """Recurrence, attention, LSTM and GRU on a text: work at three scopes, span, path, reach, order and time."""
-    from seqlab.studies.compare import SCORES, CompareConfig, check_compare_size, run_compare
+    from seqlab.studies.compare import (
+        SCORES,
+        CompareConfig,
+        check_compare_size,
+        run_compare,
+    )
     from seqlab.text import TOKENIZERS
 
     lang = language(lang)
     if text is not None and tokens is not None:
-        raise typer.BadParameter("give either --text or --tokens, not both", param_hint="'--text' / '--tokens'")
+        raise typer.BadParameter(worded(N_("give either --text or --tokens, not both")),
+                                 param_hint="'--text' / '--tokens'")
     if score not in SCORES:
-        raise typer.BadParameter(f"expected one of {', '.join(SCORES)}; received {score!r}", param_hint="'--score'")
+        raise typer.BadParameter(worded(N_("expected one of {scores}; received {score!r}"), scores=', '.join(SCORES),
+                                        score=score), param_hint="'--score'")
     if tokenizer not in TOKENIZERS:
-        raise typer.BadParameter(f"expected one of {', '.join(TOKENIZERS)}; received {tokenizer!r}",
+        raise typer.BadParameter(worded(N_("expected one of {tokenizers}; received {tokenizer!r}"),
+                                        tokenizers=', '.join(TOKENIZERS), tokenizer=tokenizer),
                                  param_hint="'--tokenizer'")
     config = CompareConfig(d_model=d_model, d_h=d_h, d_k=d_k, d_v=d_v, score=score, seed=seed,
                            spectral_radius=spectral_radius, probes=probes, exact_reach=exact_reach,

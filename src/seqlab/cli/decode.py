@@ -18,6 +18,9 @@ from seqlab.cli.options import (LANG_HELP, bad_parameter, input_checkpoint, inte
 from seqlab.cli.output import show_result
 from seqlab.cli.threads import DecodeThreadsOption
 from seqlab.errors import SeqlabError
+from seqlab.cli.options import worded
+from seqlab.i18n import N_
+from seqlab.layers.mixers import machine_names  # torch-free: the machines --help lists
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"positions": "'--positions'", "d_model": "'--d-model'", "machine": "'--machines'",
@@ -29,8 +32,8 @@ def _plot_path(path: Path) -> Path:
     """``--plot FILE.png`` or ``FILE.svg`` (its folder checked as it was parsed,
     :func:`~seqlab.cli.options.check_output`)."""
     if path.suffix.lower() not in PLOT_SUFFIXES:
-        raise typer.BadParameter(f"expected a file name ending in .png or .svg, received {str(path)!r}",
-                                 param_hint="'--plot'")
+        raise typer.BadParameter(worded(N_("expected a file name ending in .png or .svg, received {path!r}"),
+                                        path=str(path)), param_hint="'--plot'")
     return path
 
 
@@ -81,11 +84,11 @@ def decode(
         given = [name for name, value in (("--d-model", d_model), ("--machines", machines), ("--batch", batch != 1))
                  if value]
         if given:
-            raise typer.BadParameter(f"{', '.join(given)} apply to seqlab's own machines, not to --model",
-                                     param_hint="'--model'")
+            raise typer.BadParameter(worded(N_("{given} apply to seqlab's own machines, not to --model"),
+                                            given=', '.join(given)), param_hint="'--model'")
         return decode_model(model, positions, time, quick, as_json, lang, threads, plot_path, dtype)
     if dtype is not None:
-        raise typer.BadParameter("--dtype applies to --model only", param_hint="'--dtype'")
+        raise typer.BadParameter(worded(N_("--dtype applies to --model only")), param_hint="'--dtype'")
     changes: dict[str, object] = {"batch": batch, "time": time}
     if threads is not None:
         changes["threads"] = threads

@@ -12,7 +12,9 @@ from pathlib import Path
 
 from seqlab.cli.options import bad_parameter, integer_list
 from seqlab.cli.output import show_result
+from seqlab.cli.options import worded
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 
 OPTIONS = {"model": "'--model'", "positions": "'--positions'", "threads": "'--threads'", "dtype": "'--dtype'"}
 

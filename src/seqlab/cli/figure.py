@@ -15,9 +15,11 @@ import typer
 
 from seqlab.cli.options import (LANG_HELP, bad_parameter, integer_at_least, integer_or_text, language, output_folder,
                                 writable_folder)
+from seqlab.cli.options import worded
 from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
 from seqlab.seeds import MAX_SEED
+from seqlab.i18n import N_
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"T_source": "'--length'", "T_target": "'--length'", "d_model": "'--d-model'", "heads": "'--heads'",
@@ -47,11 +49,12 @@ def _check_heads(ctx: typer.Context, d_model: int, heads: int | str) -> None:
     heads_given, d_model_given = (_given(ctx, name) for name in ("heads", "d_model"))
     if not heads_given:
         largest = MAX_D_MODEL // heads * heads
-        raise typer.BadParameter(f"expected a multiple of --heads ({heads}, its default) in [{heads}, {largest}], "
-                                 f"received {d_model}", param_hint="'--d-model'")
+        raise typer.BadParameter(worded(N_("expected a multiple of --heads ({heads}, its default) in [{heads}, "
+                                           "{largest}], received {d_model}"), heads=heads, largest=largest,
+                                        d_model=d_model), param_hint="'--d-model'")
     hint = "'--heads' / '--d-model'" if d_model_given else "'--heads'"
-    raise typer.BadParameter(f"expected an integer in [1, {d_model}] that divides --d-model ({d_model}), "
-                             f"received {shown}", param_hint=hint)
+    raise typer.BadParameter(worded(N_("expected an integer in [1, {d_model}] that divides --d-model ({d_model}), "
+                                       "received {shown}"), d_model=d_model, shown=shown), param_hint=hint)
 
 
 def figure(
@@ -103,8 +106,8 @@ def _emit(result, out: Path, lang: str, as_json: bool) -> None:
         written = (*write_figure(result, out / STEM, lang), out / JSON_NAME)
         (out / JSON_NAME).write_text(text + "\n", encoding="utf-8")
     except OSError as error:  # the folder was writable a moment ago: a full disk, or it changed meanwhile
-        raise typer.BadParameter(f"cannot write in {str(out)!r}: {error.strerror or error}",
-                                 param_hint="'--out'") from None
+        raise typer.BadParameter(worded(N_("cannot write in {out!r}: {value}"), out=str(out),
+                                        value=error.strerror or error), param_hint="'--out'") from None
     if as_json:  # stdout and stderr hold nothing but the JSON, so the mixed stream parses too
         typer.echo(text)
         return

@@ -13,18 +13,19 @@ from collections.abc import Sequence
 from typing import Any
 
 import typer
-from typer import _click
-from typer._click.exceptions import ClickException, UsageError
 from typer.core import TyperGroup
 
 from seqlab.cli.extras import missing_extra_exit
 from seqlab.cli.language import (CLICK_DOMAIN, argument_language, catalogue, cli_language, current_language,
                                  first_paragraph, localise, translate_message)
+from seqlab.cli.language import (CLICK_DOMAIN, argument_language, catalogue, cli_language, click_message,
+                                 current_language, first_paragraph, localise)
 from seqlab.i18n import default_language
 
 
-def show_error(error: ClickException, lang: str) -> None:
-    """Write ``error`` to standard error as click does (usage, help hint, ``Error: …``), in ``lang``."""
+def show_error(error: typer.TyperException, lang: str, args: Sequence[str] = (), root: Any = None) -> None:
+    """Write ``error`` to standard error as click does (usage, help hint, ``Error: …``), in ``lang``; ``args`` and
+    ``root`` (the run's arguments and group) let :func:`seqlab.cli.language.click_message` name what it needs."""
     translate = catalogue(lang, CLICK_DOMAIN).gettext
     context = getattr(error, "ctx", None)
     if context is not None:
@@ -33,7 +34,7 @@ def show_error(error: ClickException, lang: str) -> None:
             hint = translate("Try '{command} {option}' for help.").format(
                 command=context.command_path, option=context.help_option_names[0]) + "\n"
         typer.echo(f"{context.get_usage()}\n{hint}", err=True, color=context.color)
-    message = translate_message(error.format_message(), lang)
+    message = click_message(error, lang, args, root)
     typer.echo(translate("Error: {message}").format(message=message), err=True,
                color=context.color if context is not None else None)
 
@@ -55,10 +56,10 @@ class SeqlabGroup(TyperGroup):
             try:
                 result = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
                                       standalone_mode=False, **extra)
-            except ClickException as error:
+            except typer.TyperException as error:  # click's ClickException and its usage errors
                 if not standalone_mode:
                     raise
-                show_error(error, lang)
+                show_error(error, lang, args, self)
                 sys.exit(error.exit_code)
             except ModuleNotFoundError as error:  # an option's path that needs an extra this install lacks
                 if not standalone_mode:
@@ -77,7 +78,7 @@ class SeqlabGroup(TyperGroup):
             return result
         sys.exit(result if isinstance(result, int) and not isinstance(result, bool) else 0)
 
-    def format_commands(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+    def format_commands(self, ctx: typer.Context, formatter: Any) -> None:
         """Each command with its whole first paragraph (click cuts it to one line with "…")."""
         rows = []
         for name in self.list_commands(ctx):
@@ -88,11 +89,11 @@ class SeqlabGroup(TyperGroup):
             with formatter.section(catalogue(current_language(), CLICK_DOMAIN).gettext("Commands")):
                 formatter.write_dl(rows)
 
-    def resolve_command(self, ctx: _click.Context, args: list[str]) -> Any:
+    def resolve_command(self, ctx: typer.Context, args: list[str]) -> Any:
         """The command named first in ``args``; an unknown name gets its close matches, in the run's language."""
         try:
             return self._click_resolve_command(ctx, args)
-        except UsageError as error:
+        except typer.TyperException as error:  # click's UsageError: no such command
             from difflib import get_close_matches
 
             matches = sorted(get_close_matches(args[0], list(self.commands))) if args else []

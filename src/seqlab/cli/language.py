@@ -9,12 +9,17 @@ for that run only:
   "No such command …"): :func:`cli_language` gives that module the ``cli`` catalogue's gettext and
   puts the original back on the way out; :mod:`gettext`'s process-wide state (``textdomain``,
   ``install``) is never touched;
-- the click copy Typer carries writes English text ("Usage: ", "Invalid value for …", "No such
-  option: …"): :func:`translate_message` reads such a message against the English templates of
-  :data:`USAGE_MESSAGES` and words it again from the catalogue, and :class:`LocalFormatter` writes
-  the usage line and the help option's text.
+- the click copy Typer carries writes its usage errors in English with no gettext call ("Invalid value
+  for …", "No such option: …"): :func:`click_message` words each error again from what click's exception
+  classes carry publicly (``param``, ``param_hint``, ``param_type``, ``option_name``, ``possibilities``, the
+  validation error a bad value raised, the command's own parameters) with the catalogue's sentences
+  (:data:`USAGE_MESSAGES`), as click's ``format_message`` would, and :class:`LocalFormatter` writes the usage
+  line and the help option's text. No message is read back: seqlab's own errors are worded by the library in
+  the run's language (:meth:`seqlab.errors.SeqlabError.localized`) and :mod:`seqlab.cli.options` adds the
+  option's name.
 
-The run's language is also kept in a context variable, so the option parsers of
+The run's language is chosen once per run (:func:`seqlab.i18n.use_language`, a context variable), so the
+library's refusals (:meth:`seqlab.errors.SeqlabError.localized`) and the option parsers of
 :mod:`seqlab.cli.options` word their errors in it (catalogue ``cli``). :func:`localise` puts each
 command's and option's help through the same ``cli`` catalogue (message ids: the English help). It
 edits the click objects Typer builds afresh on every run, never the functions' docstrings.
@@ -24,18 +29,14 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import re
-import string
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
-from functools import lru_cache
 from typing import Any
 
-from typer import _click  # the click copy Typer 0.2x builds its commands on
+import typer
+import typer.core
 
-from seqlab.cli.error_texts import ERROR_MESSAGES, ERRORS_DOMAIN
-from seqlab.i18n import LANGUAGES, catalogue, default_language
+from seqlab.i18n import LANGUAGES, N_, catalogue, chosen_language, default_language, use_language
 
 #: The command line's catalogue: the click layer's own messages (usage errors, help headings; ids: their English
 #: text) and the commands' and options' help texts (ids: the English help, docstrings cleaned).
@@ -45,25 +46,23 @@ HELP_DOMAIN = CLICK_DOMAIN
 METAVARS = ("[OPTIONS]", "COMMAND [ARGS]...")
 #: Modules that bind gettext's ``_`` at import and word part of the help and the errors.
 GETTEXT_MODULES = ("typer.core",)
-#: English usage messages of Typer's click copy, most specific first; ``{message}`` is read again.
+#: The click layer's usage errors, as :func:`click_message` words them (message ids of the ``cli`` catalogue,
+#: click's own English sentences).
 USAGE_MESSAGES = (
-    "Invalid value for {param_hint}: {message}",
-    "Invalid value: {message}",
-    "Missing argument {param_hint}.",
-    "Missing option {param_hint}.",
-    "Missing parameter {param_hint}.",
-    "No such option: {name} (Possible options: {possibilities})",
-    "No such option: {name}",
-    "Got unexpected extra argument(s) ({args})",
-    "Option {name} requires an argument.",
-    "Option {name} requires {nargs} arguments.",
-    "Option {name} does not take a value.",
-    "Value {value} is not a valid {label}.",
-    "{value} is not one of {choices}.",
+    N_("Invalid value for {param_hint}: {message}"),
+    N_("Invalid value: {message}"),
+    N_("Missing argument {param_hint}."),
+    N_("Missing option {param_hint}."),
+    N_("Missing parameter {param_hint}."),
+    N_("No such option: {name} (Possible options: {possibilities})"),
+    N_("No such option: {name}"),
+    N_("Got unexpected extra argument(s) ({args})"),
+    N_("Option {name} requires an argument."),
+    N_("Option {name} requires {nargs} arguments."),
+    N_("Option {name} does not take a value."),
+    N_("Value {value} is not a valid {label}."),
+    N_("{value} is not one of {choices}."),
 )
-
-_LANGUAGE: ContextVar[str | None] = ContextVar("seqlab_cli_language", default=None)
-
 
 def argument_language(args: Sequence[str]) -> str | None:
     """The value of the first valid ``--lang X`` / ``--lang=X`` among ``args``, lower-cased; None if none.
@@ -96,7 +95,7 @@ def current_language() -> str:
     ...     current_language()
     'es'
     """
-    return _LANGUAGE.get() or default_language()
+    return chosen_language() or default_language()
 
 
 @contextmanager
@@ -110,82 +109,122 @@ def cli_language(lang: str) -> Iterator[None]:
     >>> typer.core._("Commands")
     'Commands'
     """
-    token = _LANGUAGE.set(lang)
     switched: list[tuple[object, str, object]] = []
+    with use_language(lang):
+        try:
+            if lang != "en":
+                translations = catalogue(lang, CLICK_DOMAIN)
+                for name in GETTEXT_MODULES:
+                    module = importlib.import_module(name)
+                    if hasattr(module, "_"):
+                        switched.append((module, "_", module._))
+                        module._ = translations.gettext
+            yield
+        finally:
+            for module, attribute, original in reversed(switched):
+                setattr(module, attribute, original)
+
+
+def _hint(error: Any) -> str | None:
+    """The parameter an error points at, as click writes it (``'--tokens'``, ``'--text' / '--tokens'``)."""
+    hint = getattr(error, "param_hint", None)
+    param = getattr(error, "param", None)
+    if hint is None and param is not None:
+        hint = param.get_error_hint()
+    if hint is not None and not isinstance(hint, str):
+        hint = " / ".join(repr(each) for each in hint)
+    return hint
+
+
+def _value_message(error: Any, words: Any) -> str:
+    """The inner text of a bad value: seqlab's own (already in the run's language), or, when Typer's validation
+    refused the value, its first validation error worded from the catalogue (type and input, never its text)."""
+    cause = error.__cause__
+    errors = getattr(cause, "errors", None)
+    if not callable(errors):
+        return error.message
+    first = (errors() or [{}])[0]
+    kind, value = str(first.get("type", "")), first.get("input")
+    expected = (first.get("ctx") or {}).get("expected")
+    if expected is not None:
+        return words(N_("{value} is not one of {choices}.")).format(value=repr(value), choices=expected)
+    label = kind.split("_")[0] if kind else "value"
+    return words(N_("Value {value} is not a valid {label}.")).format(value=repr(value), label=label)
+
+
+def _extra_arguments(context: Any, args: Sequence[str]) -> list[str]:
+    """The arguments ``context``'s command left over when the run's ``args`` are parsed again, resiliently
+    (click's extra-argument error carries no list of them)."""
+    name = context.info_name
+    if name not in args:
+        return []
     try:
-        if lang != "en":
-            translations = catalogue(lang, CLICK_DOMAIN)
-            for name in GETTEXT_MODULES:
-                module = importlib.import_module(name)
-                if hasattr(module, "_"):
-                    switched.append((module, "_", module._))
-                    module._ = translations.gettext
-        yield
-    finally:
-        for module, attribute, original in reversed(switched):
-            setattr(module, attribute, original)
-        _LANGUAGE.reset(token)
+        again = context.command.make_context(name, list(args)[list(args).index(name) + 1:], parent=context.parent,
+                                             resilient_parsing=True)
+    except (typer.TyperException, typer.Exit, typer.Abort):
+        return []
+    return list(again.args)
 
 
-@lru_cache(maxsize=None)
-def _template(msgid: str) -> re.Pattern[str]:
-    """The regular expression that reads a message written from ``msgid``: one group per field."""
-    parts = []
-    for literal, field, _spec, _conversion in string.Formatter().parse(msgid):
-        parts.append(re.escape(literal))
-        if field is not None:
-            parts.append(f"(?P<{field}>.+?)")
-    return re.compile("^" + "".join(parts) + "$", re.S)
+def _command_params(error: Any, root: Any, args: Sequence[str]) -> list[Any]:
+    """The parameters of the command an error arose in: its context's, else (the parser raises some errors with no
+    context) those of the first of ``args`` that names one of ``root``'s commands."""
+    context = getattr(error, "ctx", None)
+    if context is not None:
+        return list(context.command.params)
+    commands = getattr(root, "commands", {})
+    name = next((each for each in args if each in commands), None)
+    return list(commands[name].params) if name is not None else list(getattr(root, "params", ()))
 
 
-def read_as(message: str, lang: str, templates: Sequence[str], domain: str) -> str:
-    """``message`` worded again in ``lang`` from the first of ``templates`` it reads as, else as it is.
+def click_message(error: Any, lang: str, args: Sequence[str] = (), root: Any = None) -> str:
+    """A usage error of Typer's click copy worded in ``lang`` from what its exception carries, as click's
+    ``format_message`` does in English; ``args`` are the run's arguments and ``root`` its command group (to name
+    extra arguments and find an option the parser names without a context).
 
-    A ``{message}`` field is itself read again (:func:`translate_message`).
-
-    >>> read_as("Missing argument 'FACTORY'.", "es", USAGE_MESSAGES, CLICK_DOMAIN)
-    "Falta el argumento 'FACTORY'."
+    >>> import typer
+    >>> click_message(typer.BadParameter("se esperaba un entero >= 2; se recibió 'x'", param_hint="'--tokens'"), "es")
+    "Valor no válido para '--tokens': se esperaba un entero >= 2; se recibió 'x'"
+    >>> click_message(typer.BadParameter("expected an integer >= 2, received 'x'"), "en")
+    "Invalid value: expected an integer >= 2, received 'x'"
     """
-    for msgid in templates:
-        match = _template(msgid).match(message)
-        if match:
-            fields = match.groupdict()
-            if "message" in fields:
-                fields["message"] = translate_message(fields["message"], lang)
-            return catalogue(lang, domain).gettext(msgid).format(**fields)
-    return message
+    words = catalogue(lang, CLICK_DOMAIN).gettext
+    context = getattr(error, "ctx", None)
+    if hasattr(error, "param_type"):  # a missing argument or option (click's MissingParameter)
+        param = getattr(error, "param", None)
+        kind = error.param_type or (param.param_type_name if param is not None else "parameter")
+        msgid = {"argument": N_("Missing argument {param_hint}."),
+                 "option": N_("Missing option {param_hint}.")}.get(kind, N_("Missing parameter {param_hint}."))
+        return words(msgid).format(param_hint=_hint(error) or "")
+    if hasattr(error, "possibilities"):  # an option the command does not have (click's NoSuchOption)
+        if error.possibilities:
+            return words(N_("No such option: {name} (Possible options: {possibilities})")).format(
+                name=error.option_name, possibilities=", ".join(sorted(error.possibilities)))
+        return words(N_("No such option: {name}")).format(name=error.option_name)
+    if hasattr(error, "option_name"):  # an option given the wrong number of values (click's BadOptionUsage)
+        options = [p for p in _command_params(error, root, args)
+                   if error.option_name in (*getattr(p, "opts", ()), *getattr(p, "secondary_opts", ()))]
+        option = options[0] if options else None
+        if option is not None and getattr(option, "is_flag", False):
+            return words(N_("Option {name} does not take a value.")).format(name=repr(error.option_name))
+        if option is not None and option.nargs > 1:
+            return words(N_("Option {name} requires {nargs} arguments.")).format(name=repr(error.option_name),
+                                                                                nargs=option.nargs)
+        return words(N_("Option {name} requires an argument.")).format(name=repr(error.option_name))
+    if hasattr(error, "param_hint"):  # a bad value (click's BadParameter)
+        hint = _hint(error)
+        message = _value_message(error, words)
+        if hint is None:
+            return words(N_("Invalid value: {message}")).format(message=message)
+        return words(N_("Invalid value for {param_hint}: {message}")).format(param_hint=hint, message=message)
+    if context is not None and not isinstance(context.command, typer.core.TyperGroup):
+        extra = _extra_arguments(context, args)
+        if extra:
+            return words(N_("Got unexpected extra argument(s) ({args})")).format(args=" ".join(extra))
+    return error.format_message()  # Typer's own gettext-worded messages ("No such command …"), already in lang
 
 
-def translate_error(message: str, lang: str) -> str:
-    """``message`` in ``lang`` if it reads as one of :data:`seqlab.cli.error_texts.ERROR_MESSAGES`, else as it is.
-
-    >>> translate_error("give either --text or --tokens, not both", "es")
-    'da --text o --tokens, no los dos'
-    >>> translate_error("text file '/x' does not exist; expected a UTF-8 text file or '-' for stdin", "es")
-    "el archivo de texto '/x' no existe; se esperaba un archivo de texto UTF-8 o '-' para la entrada estándar"
-    """
-    return read_as(message, lang, ERROR_MESSAGES, ERRORS_DOMAIN)
-
-
-def translate_message(message: str, lang: str) -> str:
-    """An English usage message of Typer's click copy, or a listed option error
-    (:data:`seqlab.cli.error_texts.ERROR_MESSAGES`), worded again in ``lang``; unknown ones stay as they are.
-
-    >>> translate_message("Invalid value for '--tokens': Value 'x' is not a valid int.", "es")
-    "Valor no válido para '--tokens': El valor 'x' no es un int válido."
-    >>> translate_message("No such option: --bogus", "es"), translate_message("No such option: --bogus", "en")
-    ('No existe la opción --bogus', 'No such option: --bogus')
-    """
-    if lang == "en":
-        return message
-    for templates, domain in ((USAGE_MESSAGES, CLICK_DOMAIN), (ERROR_MESSAGES, ERRORS_DOMAIN)):
-        worded = read_as(message, lang, templates, domain)
-        if worded != message:
-            return worded
-    return message
-
-
-class LocalFormatter(_click.HelpFormatter):
+class LocalFormatter(typer.Context.formatter_class):
     """Click's help formatter, writing "Usage:" and the help option's text in the run's language."""
 
     def write_usage(self, prog: str, args: str = "", prefix: str | None = None) -> None:
@@ -200,7 +239,7 @@ class LocalFormatter(_click.HelpFormatter):
         super().write_dl([(term, translate(text) if text else text) for term, text in rows], *args, **kwargs)
 
 
-class LocalContext(_click.Context):
+class LocalContext(typer.Context):
     """Click's context, formatting help and usage with :class:`LocalFormatter`."""
 
     formatter_class = LocalFormatter

@@ -22,7 +22,9 @@ from typing import Annotated, Optional
 import typer
 
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language, output_file
+from seqlab.cli.options import worded
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 from seqlab.learn.sweep import JOBS_PER_CPU, max_jobs
 
 #: Which option each library parameter comes from, to point an error at the right one.
@@ -36,7 +38,8 @@ INTERRUPTED = 130
 def _tokens(text: str, option: str) -> tuple[str, ...]:
     tokens = tuple(token.strip() for token in text.split(","))
     if not text.strip() or any(not token for token in tokens):
-        raise typer.BadParameter(f"expected a comma-separated list, received {text!r}", param_hint=option)
+        raise typer.BadParameter(worded(N_("expected a comma-separated list, received {text!r}"), text=text),
+                                 param_hint=option)
     return tokens
 
 
@@ -46,10 +49,11 @@ def _lengths(text: str, option: str = "'--lengths'") -> tuple[int, ...]:
         try:
             value = int(token, 10)
         except ValueError:
-            raise typer.BadParameter(f"expected integers >= 1, received {token!r} in {text!r}",
-                                     param_hint=option) from None
+            raise typer.BadParameter(worded(N_("expected integers >= 1, received {token!r} in {text!r}"), token=token,
+                                            text=text), param_hint=option) from None
         if value < 1:
-            raise typer.BadParameter(f"expected integers >= 1, received {token} in {text!r}", param_hint=option)
+            raise typer.BadParameter(worded(N_("expected integers >= 1, received {token} in {text!r}"), token=token,
+                                            text=text), param_hint=option)
         values.append(value)
     return tuple(values)
 
@@ -60,8 +64,8 @@ def _rates(text: str) -> tuple[float, ...]:
         try:
             value = float(token)
         except ValueError:
-            raise typer.BadParameter(f"expected learning rates in (0, 1], received {token!r} in {text!r}",
-                                     param_hint="'--rates'") from None
+            raise typer.BadParameter(worded(N_("expected learning rates in (0, 1], received {token!r} in {text!r}"),
+                                            token=token, text=text), param_hint="'--rates'") from None
         values.append(value)
     return tuple(values)
 
@@ -127,20 +131,21 @@ def learn(
     except SeqlabError as error:
         raise bad_parameter(error, OPTIONS, "'--lengths'") from None
     if ray is not None and jobs is not None:
-        raise typer.BadParameter("give either --jobs or --ray, not both", param_hint="'--ray'")
+        raise typer.BadParameter(worded(N_("give either --jobs or --ray, not both")), param_hint="'--ray'")
     if ray is not None:
         from seqlab.cli.extras import require_extra
 
         require_extra("learn --ray", "cluster", lang)
         if not ray.strip():
-            raise typer.BadParameter(f"expected auto or a Ray cluster's address, received {ray!r}",
+            raise typer.BadParameter(worded(N_("expected auto or a Ray cluster's address, received {ray!r}"), ray=ray),
                                      param_hint="'--ray'")
     backend = Ray(ray) if ray is not None else Local(1 if jobs is None else jobs)
     if plot is not None:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            raise typer.BadParameter("plots need matplotlib (pip install matplotlib)", param_hint="'--plot'") from None
+            raise typer.BadParameter(worded(N_("plots need matplotlib (pip install matplotlib)")),
+                                     param_hint="'--plot'") from None
     store = None
     if results is not None:
         try:
@@ -188,8 +193,14 @@ def _run(config, lang: str, backend, store, quiet: bool):
     """Price what is left of the sweep (stderr), then run it under a Rich progress bar on stderr (shown only
     on a terminal, and not under ``--json``): runs done and the time left, estimated from the runs done."""
     from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from seqlab.i18n import translator
     from seqlab.learn.sweep import run_key

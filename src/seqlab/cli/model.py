@@ -24,9 +24,12 @@ import typer
 from seqlab.cli.extras import require_extra
 from seqlab.cli.options import input_checkpoint, input_text, integer_or_text, output_folder, writable_folder
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
+from seqlab.cli.options import worded
 from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
 from seqlab.seeds import MAX_SEED
+from seqlab.errors import Message, SeqlabError
+from seqlab.i18n import N_
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"layer": "'--layer'", "head": "'--head'", "max_tokens": "'--max-tokens'",
@@ -46,8 +49,8 @@ def _in_range(option: str, value: int | str, low: int, high: int, why: str) -> N
     if isinstance(value, int) and low <= value <= high:
         return
     shown = value if isinstance(value, int) else repr(value)
-    raise typer.BadParameter(f"expected an integer in [{low}, {high}] ({why}), received {shown}",
-                             param_hint=f"'{option}'")
+    raise typer.BadParameter(worded(N_("expected an integer in [{low}, {high}] ({why}), received {shown}"), low=low,
+                                    high=high, why=why, shown=shown), param_hint=f"'{option}'")
 
 
 def _check(layer: int | str, head: int | str, max_tokens: int | str | None, mixing_tokens: int,
@@ -60,14 +63,14 @@ def _check(layer: int | str, head: int | str, max_tokens: int | str | None, mixi
         config = model_config(model)
     except SeqlabError as error:
         if error.parameter == "model":
-            raise typer.BadParameter(str(error), param_hint="'--model'") from None
-        typer.echo(f"Error: {error}", err=True)  # not a usage error: the environment lacks a package
+            raise bad_parameter(error, {}, "'--model'") from None
+        typer.echo(f"Error: {error.localized(language(None))}", err=True)  # not a usage error: the environment lacks a package
         raise typer.Exit(1) from None
-    _in_range("--layer", layer, 1, config.layers, f"the model has {config.layers} layers")
-    _in_range("--head", head, 1, config.heads, f"the model has {config.heads} heads")
+    _in_range("--layer", layer, 1, config.layers, Message(N_("the model has {count} layers"), count=config.layers))
+    _in_range("--head", head, 1, config.heads, Message(N_("the model has {count} heads"), count=config.heads))
     if max_tokens is not None:
         _in_range("--max-tokens", max_tokens, MIN_TOKENS, config.max_positions,
-                  f"the model reads at most {config.max_positions} positions")
+                  Message(N_("the model reads at most {count} positions"), count=config.max_positions))
     try:  # the library's own check, which the lines above make pass
         check_model_options(layer, head, max_tokens, mixing_tokens, model)
     except SeqlabError as error:
@@ -79,10 +82,11 @@ def _size_error(label: str, size: int | None) -> typer.BadParameter:
     from seqlab.text import MAX_TEXT_BYTES
 
     limit = MAX_TEXT_BYTES / MIB
-    shown = f"{size / MIB:.1f} MiB" if size is not None and round(size / MIB, 1) > limit else \
-        f"more than {limit:g} MiB"
-    return typer.BadParameter(f"{label} is {shown}; expected at most {limit:g} MiB (only the first --max-tokens "
-                              f"positions are measured: the text's beginning is enough)", param_hint="'FILE'")
+    shown = Message(N_("{size:.1f} MiB"), size=size / MIB) if size is not None and round(size / MIB, 1) > limit \
+        else Message(N_("more than {limit:g} MiB"), limit=limit)
+    return typer.BadParameter(worded(N_("{label} is {shown}; expected at most {limit:g} MiB (only the first "
+                                        "--max-tokens positions are measured: the text's beginning is enough)"),
+                                     label=label, shown=shown, limit=limit), param_hint="'FILE'")
 
 
 def _read(file: Optional[str], lang: str):
@@ -98,26 +102,29 @@ def _read(file: Optional[str], lang: str):
             try:  # read here, once, to know its size; read_text then checks the bytes
                 data = getattr(sys.stdin, "buffer", sys.stdin).read(MAX_TEXT_BYTES + 1)
             except (OSError, UnicodeDecodeError) as error:
-                raise SeqlabError(f"cannot read standard input ('-'): {error}; expected UTF-8 text") from None
+                raise SeqlabError(N_("cannot read standard input ('-'): {error}; expected UTF-8 text"),
+                                  error=error) from None
             if isinstance(data, str):
                 data = data.encode("utf-8", errors="surrogatepass")
             if len(data) > MAX_TEXT_BYTES:
-                raise _size_error("standard input ('-')", None)
+                raise _size_error(Message(N_("standard input ('-')")), None)
             return read_text("-", stdin=io.BytesIO(data))
         if os.path.isfile(file) and os.stat(file).st_size > MAX_TEXT_BYTES:
-            raise _size_error(f"text file {file!r}", os.stat(file).st_size)
+            raise _size_error(Message(N_("text file {path!r}"), path=file), os.stat(file).st_size)
         return read_text(file)
     except SeqlabError as error:
-        raise typer.BadParameter(str(error), param_hint="'FILE'") from None
+        raise bad_parameter(error, {}, "'FILE'") from None
 
 
 def _sequences(file: Optional[str], texts: list[str], lines: bool, lang: str) -> tuple[str, list[str]]:
     """(source, the texts of the batch): ``--text`` values, or FILE / stdin / the built-in text, whole or by line."""
     if texts and file is not None:
-        raise typer.BadParameter(f"give FILE ({file!r}) or --text, not both", param_hint="'--text'")
+        raise typer.BadParameter(worded(N_("give FILE ({file!r}) or --text, not both"), file=file),
+                                 param_hint="'--text'")
     if texts:
         if len(texts) > MAX_SEQUENCES:
-            raise typer.BadParameter(f"expected 1 to {MAX_SEQUENCES} texts, received {len(texts)}",
+            raise typer.BadParameter(worded(N_("expected 1 to {max_sequences} texts, received {texts_count}"),
+                                            max_sequences=MAX_SEQUENCES, texts_count=len(texts)),
                                      param_hint="'--text'")
         return "--text", list(texts)
     text = _read(file, lang)
@@ -125,8 +132,9 @@ def _sequences(file: Optional[str], texts: list[str], lines: bool, lang: str) ->
         return text.source, [text.content]
     found = [line for line in text.content.splitlines() if line.strip()]
     if not 1 <= len(found) <= MAX_SEQUENCES:
-        raise typer.BadParameter(f"{text.source} has {len(found)} non-empty lines; expected 1 to {MAX_SEQUENCES} "
-                                 "with --lines", param_hint="'--lines'")
+        raise typer.BadParameter(worded(N_("{source} has {found_count} non-empty lines; expected 1 to "
+                                           "{max_sequences} with --lines"), source=text.source, found_count=len(found),
+                                        max_sequences=MAX_SEQUENCES), param_hint="'--lines'")
     return text.source, found
 
 
@@ -197,6 +205,6 @@ def model(
     try:
         figures = write_attention_plot(result, folder, lang)
     except OSError as error:  # the folder was writable a moment ago: a full disk, or it changed meanwhile
-        raise typer.BadParameter(f"cannot write in {str(folder)!r}: {error.strerror or error}",
-                                 param_hint="'--out'") from None
+        raise typer.BadParameter(worded(N_("cannot write in {folder!r}: {value}"), folder=str(folder),
+                                        value=error.strerror or error), param_hint="'--out'") from None
     Console().print(render_model(result, lang, figures))

@@ -17,11 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import typer
-from typer._click.globals import get_current_context  # typer vendors click: no click package
 
 from seqlab.cli.language import current_language
-from seqlab.errors import SeqlabError
-from seqlab.i18n import translator
+from seqlab.errors import Message, SeqlabError
+from seqlab.i18n import N_, translator
 
 DOMAIN = "cli"
 LANG_HELP = "Language of the output: en or es (default: from the environment's locale)."
@@ -30,6 +29,16 @@ LANG_HELP = "Language of the output: en or es (default: from the environment's l
 def _gettext() -> Callable[[str], str]:
     """The ``cli`` catalogue's gettext in the run's language."""
     return translator(current_language(), DOMAIN)
+
+
+def worded(template: str, /, **fields: object) -> str:
+    """A message of the command line's own, in the run's language: ``template`` (an id marked with
+    :func:`seqlab.i18n.N_`) from the catalogue, its fields rendered by kind (:class:`seqlab.errors.Message`).
+
+    >>> worded(N_("give either --text or --tokens, not both"))
+    'give either --text or --tokens, not both'
+    """
+    return Message(template, **fields).localized(current_language())
 
 
 def integer_at_least(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
@@ -69,8 +78,8 @@ def integer_list(text: str, minimum: int, option: str) -> tuple[int, ...]:
     except ValueError:
         values = ()
     if not values or any(value < minimum for value in values):
-        raise typer.BadParameter(f"expected integers >= {minimum} separated by commas, received {text!r}",
-                                 param_hint=option)
+        raise typer.BadParameter(worded(N_("expected integers >= {minimum} separated by commas, received {text!r}"),
+                                        minimum=minimum, text=text), param_hint=option)
     return values
 
 
@@ -112,14 +121,16 @@ def positive_float(text: str) -> float:
 
 
 def bad_parameter(error: SeqlabError, options: dict[str, str], fallback: str) -> typer.BadParameter:
-    """The usage error for ``error``, pointing at ``options[error.parameter]`` or at ``fallback``."""
+    """The usage error for ``error`` in the run's language (:meth:`SeqlabError.localized`), pointing at
+    ``options[error.parameter]`` or at ``fallback``: the library words the message, the command line adds its
+    option's name (as click adds the parameter hint at the boundary)."""
     option = options.get(error.parameter or "", fallback)
-    return typer.BadParameter(str(error), param_hint=option)
+    return typer.BadParameter(error.localized(current_language()), param_hint=option)
 
 
 def language(lang: str | None) -> str:
-    """Resolve ``--lang``: the command's if given (any case, ``ES`` too), else ``seqlab --lang`` before the
-    command name, else the environment's.
+    """Resolve ``--lang``: the command's if given (any case, ``ES`` too), else the run's (``seqlab --lang`` before
+    the command name, read once per run by :class:`seqlab.cli.group.SeqlabGroup`), else the environment's.
 
     >>> language("ES"), language("en")
     ('es', 'en')
@@ -127,13 +138,10 @@ def language(lang: str | None) -> str:
     Raises:
         typer.BadParameter: an unknown language (exit 2).
     """
-    from seqlab.i18n import LANGUAGES, default_language
+    from seqlab.i18n import LANGUAGES
 
     if lang is None:
-        context = get_current_context(silent=True)
-        lang = context.find_root().params.get("lang") if context is not None else None
-    if lang is None:
-        return default_language()
+        return current_language()
     if lang.strip().lower() not in LANGUAGES:
         _ = _gettext()
         message = _("language must be one of {languages}; received {text!r}")
@@ -172,7 +180,8 @@ def check_output(path: Path | None, option: str, kind: str = "file") -> Path | N
         SeqlabError: ``kind`` is not one of :data:`OUTPUT_KINDS`.
     """
     if kind not in OUTPUT_KINDS:
-        raise SeqlabError(f"expected kind among {', '.join(OUTPUT_KINDS)}, received {kind!r}")
+        raise SeqlabError(N_("expected kind among {output_kinds}, received {kind!r}"),
+                          output_kinds=', '.join(OUTPUT_KINDS), kind=kind)
     if path is None:
         return None
     _ = _gettext()
@@ -243,7 +252,7 @@ def check_input(path: str | None, option: str, kind: str = "text") -> str | None
         SeqlabError: ``kind`` is neither ``text`` nor ``checkpoint``.
     """
     if kind not in ("text", "checkpoint"):
-        raise SeqlabError(f"expected kind text or checkpoint, received {kind!r}")
+        raise SeqlabError(N_("expected kind text or checkpoint, received {kind!r}"), kind=kind)
     if path is None or (kind == "text" and path == "-"):
         return path
     _ = _gettext()

@@ -14,6 +14,9 @@ from pathlib import Path
 
 import typer
 
+from seqlab.cli.options import worded
+from seqlab.i18n import N_
+
 __all__ = ["show_result"]
 
 
@@ -40,7 +43,8 @@ def show_result(result: object, lang: str, as_json: bool, table: str, *extra: ob
         try:
             _named(plot)(result, plot_path, lang)
         except OSError as error:
-            raise typer.BadParameter(f"cannot write {str(plot_path)!r}: {error}", param_hint="'--plot'") from None
+            raise typer.BadParameter(worded(N_("cannot write {plot_path!r}: {error}"), plot_path=str(plot_path),
+                                            error=error), param_hint="'--plot'") from None
     if as_json:
         from seqlab.render.json_output import to_json
 

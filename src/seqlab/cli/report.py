@@ -24,8 +24,10 @@ from typing import Annotated, Optional
 import typer
 
 from seqlab.cli.options import LANG_HELP, bad_parameter, input_text, integer_at_least, language, output_file
+from seqlab.cli.options import worded
 from seqlab.errors import SeqlabError
 from seqlab.i18n import format_integer, translator
+from seqlab.i18n import N_
 
 # The --quick limits live here, not in the study, so that `seqlab --help` does not import torch.
 #: The widest compare section a --quick preview takes: at 256 the built-in text's compare runs in about 2 s
@@ -56,13 +58,15 @@ def _check_out(out: Path, pdf: bool) -> None:
     """Refuse, before any measuring, an --out that is a folder, does not end in .html/.htm, lies in a missing
     folder or one that takes no file, or whose page or PDF cannot be written over (exit 2)."""
     if out.suffix.lower() not in HTML_SUFFIXES:
-        raise typer.BadParameter(f"expected a file name ending in .html or .htm (the PDF is written beside it, "
-                                 f"with .pdf), received {str(out)!r}", param_hint="'--out'")
+        raise typer.BadParameter(worded(N_("expected a file name ending in .html or .htm (the PDF is written beside "
+                                           "it, with .pdf), received {out!r}"), out=str(out)), param_hint="'--out'")
     for path in (out, out.with_suffix(".pdf")) if pdf else (out,):
         if path.is_dir():
-            raise typer.BadParameter(f"cannot write {str(path)!r}: it is a folder", param_hint="'--out'")
+            raise typer.BadParameter(worded(N_("cannot write {path!r}: it is a folder"), path=str(path)),
+                                     param_hint="'--out'")
         if path.exists() and not os.access(path, os.W_OK):
-            raise typer.BadParameter(f"cannot write {str(path)!r}: Permission denied", param_hint="'--out'")
+            raise typer.BadParameter(worded(N_("cannot write {path!r}: Permission denied"), path=str(path)),
+                                     param_hint="'--out'")
 
 
 def _fit_text(tokens, config, max_tokens: Optional[int], quick: bool, lang: str):
@@ -72,8 +76,9 @@ def _fit_text(tokens, config, max_tokens: Optional[int], quick: bool, lang: str)
     from seqlab.studies.report import first_tokens, largest_fitting_length
 
     if quick and max_tokens is not None and max_tokens > QUICK_MAX_TOKENS:
-        raise typer.BadParameter(f"expected an integer in [2, {QUICK_MAX_TOKENS}] under --quick (a preview in "
-                                 f"seconds), received {max_tokens}; leave out --quick to compare more tokens",
+        raise typer.BadParameter(worded(N_("expected an integer in [2, {quick_max_tokens}] under --quick (a preview "
+                                           "in seconds), received {max_tokens}; leave out --quick to compare more "
+                                           "tokens"), quick_max_tokens=QUICK_MAX_TOKENS, max_tokens=max_tokens),
                                  param_hint="'--max-tokens'")
     limit = max_tokens if max_tokens is not None else QUICK_MAX_TOKENS if quick else None
     if limit is not None and len(tokens) > limit:
@@ -89,8 +94,9 @@ def _fit_text(tokens, config, max_tokens: Optional[int], quick: bool, lang: str)
         fitting = largest_fitting_length(config, len(tokens) - 1) if len(tokens) > 2 else None
         if fitting is None:
             raise bad_parameter(error, OPTIONS, "'--text' / '--d-model'") from None
-        raise typer.BadParameter(f"{error}; --max-tokens {fitting} keeps the first {fitting} tokens, the most "
-                                 "that fit", param_hint="'--text'") from None
+        raise typer.BadParameter(worded(N_("{error}; --max-tokens {fitting} keeps the first {fitting} tokens, the "
+                                           "most that fit"), error=error, fitting=fitting),
+                                 param_hint="'--text'") from None
     return tokens
 
 
@@ -128,8 +134,9 @@ def report(
     tl = translator(lang)
     _check_out(out, pdf)
     if quick and d_model is not None and d_model > QUICK_MAX_D_MODEL:
-        raise typer.BadParameter(f"expected an integer in [1, {QUICK_MAX_D_MODEL}] under --quick (a preview in "
-                                 f"seconds), received {d_model}; leave out --quick to measure at that width",
+        raise typer.BadParameter(worded(N_("expected an integer in [1, {quick_max_d_model}] under --quick (a preview "
+                                           "in seconds), received {d_model}; leave out --quick to measure at that "
+                                           "width"), quick_max_d_model=QUICK_MAX_D_MODEL, d_model=d_model),
                                  param_hint="'--d-model'")
     tokens, source = _text(text, lang)
     config = ReportConfig.quick() if quick else ReportConfig()
@@ -148,7 +155,8 @@ def report(
     try:
         path = write_report(result, out, lang)
     except OSError as error:
-        raise typer.BadParameter(f"cannot write {str(out)!r}: {error.strerror or error}", param_hint="'--out'") \
+        raise typer.BadParameter(worded(N_("cannot write {out!r}: {value}"), out=str(out),
+                                        value=error.strerror or error), param_hint="'--out'") \
             from None
     typer.echo(tl("Wrote {path} ({size} KiB, {held} of {total} claims hold).").format(
         path=path, size=round(path.stat().st_size / 1024), held=result.check.held, total=len(result.check.checks)))
@@ -183,7 +191,8 @@ def _write_pdf(path: Path, tl) -> None:
             detail=error.detail, registry=registry, clone=clone), err=True)
         return
     except OSError as error:
-        raise typer.BadParameter(f"cannot write {str(path.with_suffix('.pdf'))!r}: {error.strerror or error}",
+        raise typer.BadParameter(worded(N_("cannot write {with_suffix!r}: {value}"),
+                                        with_suffix=str(path.with_suffix('.pdf')), value=error.strerror or error),
                                  param_hint="'--out'") from None
     typer.echo(tl("Wrote {path} ({size} KiB).").format(path=written, size=round(written.stat().st_size / 1024)))
 

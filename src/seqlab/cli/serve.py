@@ -24,6 +24,8 @@ import typer
 
 from seqlab.cli.extras import require_extra
 from seqlab.cli.options import LANG_HELP, integer_at_least, language
+from seqlab.cli.options import worded
+from seqlab.i18n import N_
 
 
 def _open_when_ready(url: str, host: str, port: int, timeout_s: float = 20.0) -> None:
@@ -57,8 +59,8 @@ def _check_address(host: str, port: int) -> None:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind((host, port))
     except OSError as error:  # the port is taken, or the address is not this computer's
-        raise typer.BadParameter(f"cannot listen on {host}:{port}: {error.strerror or error}",
-                                 param_hint="'--host' / '--port'") from None
+        raise typer.BadParameter(worded(N_("cannot listen on {host}:{port}: {value}"), host=host, port=str(port),
+                                        value=error.strerror or error), param_hint="'--host' / '--port'") from None
 
 
 def _is_loopback(host: str) -> bool:
@@ -92,8 +94,8 @@ def serve(
     lang = language(lang)
     require_extra("serve", "web", lang)  # without seqlab[web]: one line naming the extra, exit 2
     from seqlab.i18n import translator
-    from seqlab.web.app import create_app
     from seqlab.web import server as lab_server
+    from seqlab.web.app import create_app
 
     _ = translator(lang, "web")
     _check_address(host, port)

@@ -10,8 +10,10 @@ import typer
 from seqlab.cli.options import (LANG_HELP, _gettext, bad_parameter, integer_at_least, integer_list, language,
                                 output_file_or_folder)
 from seqlab.cli.output import show_result
+from seqlab.cli.options import worded
 from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"lengths": "'--lengths'", "T": "'--lengths'", "d_model": "'--d-model'", "kernel": "'--kernel'",

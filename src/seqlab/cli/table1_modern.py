@@ -6,8 +6,10 @@ import typer
 
 from seqlab.cli.options import bad_parameter, integer_list, language
 from seqlab.cli.output import show_result
+from seqlab.cli.options import worded
 from seqlab.cli.progress import progress_bar
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 
 #: Which option each library parameter comes from, to point an error at the right one.
 OPTIONS = {"lengths": "'--lengths' / '--long-lengths'", "T": "'--lengths' / '--long-lengths'",
@@ -26,7 +28,7 @@ def run_modern_command(lengths: str | None, long_lengths: str | None, d_model: s
 
     lang = language(lang)
     if plot is not None:
-        raise typer.BadParameter("--plot draws the paper's table only; run it without --modern",
+        raise typer.BadParameter(worded(N_("--plot draws the paper's table only; run it without --modern")),
                                  param_hint="'--plot'")
     short = integer_list(lengths, 2, "'--lengths'") if lengths is not None else \
         (study.QUICK_SHORT_LENGTHS if quick else study.DEFAULT_SHORT_LENGTHS)
@@ -35,7 +37,8 @@ def run_modern_command(lengths: str | None, long_lengths: str | None, d_model: s
     widths = integer_list(d_model, 1, "'--d-model'") if d_model is not None else \
         ((study.QUICK_D_MODEL if quick else study.DEFAULT_D_MODEL),)
     if len(set(widths)) != 1:
-        raise typer.BadParameter(f"--modern measures one width; received {d_model!r}", param_hint="'--d-model'")
+        raise typer.BadParameter(worded(N_("--modern measures one width; received {d_model!r}"), d_model=d_model),
+                                 param_hint="'--d-model'")
     config = study.ModernConfig(lengths=short, long_lengths=long, d_model=widths[0], kernel=kernel, window=window,
                                 **({} if chunk is None else {"chunk": chunk}))
     try:

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import torch
 
-from seqlab.errors import SeqlabError
+from seqlab.errors import Message, SeqlabError
+from seqlab.i18n import N_
 
 #: Names of learned position tables, by architecture family.
 LEARNED_NAMES = ("position_embeddings", "wpe", "embed_positions")
@@ -62,8 +63,8 @@ def layer_stack(model: torch.nn.Module, layers: int) -> str:
     found = [name for name, module in model.named_modules()
              if isinstance(module, torch.nn.ModuleList) and len(module) == layers]
     if not found:
-        raise SeqlabError(f"found no list of {layers} layers in {type(model).__name__}; expected a Transformer "
-                          "encoder or decoder", parameter="model")
+        raise SeqlabError(N_("found no list of {layers} layers in {model_class}; expected a Transformer encoder or "
+                             "decoder"), layers=layers, model_class=type(model).__name__, parameter="model")
     return found[0]
 
 
@@ -114,7 +115,8 @@ def attention_module(model: torch.nn.Module, layers: int, layer: int) -> str:
     inner = [name for name, module in block.named_modules()
              if _is_attention(module) and not any(_is_attention(m) for m in list(module.modules())[1:])]
     if not inner:
-        raise SeqlabError(f"layer {layer} of {type(model).__name__} holds no attention module", parameter="model")
+        raise SeqlabError(N_("layer {layer} of {model_class} holds no attention module"), layer=layer,
+                          model_class=type(model).__name__, parameter="model")
     return f"{prefix}.{inner[0]}" if inner[0] else prefix
 
 
@@ -133,10 +135,12 @@ def find_position_switch(model: torch.nn.Module) -> PositionSwitch:
         return PositionSwitch(LEARNED, learned)
     config = getattr(model, "config", None)
     kind = getattr(config, "model_type", None)
-    raise SeqlabError(f"cannot switch the positions off in {type(model).__name__}"
-                      f"{f' (model type {kind!r})' if kind else ''}: it has no learned position table "
-                      f"({', '.join(LEARNED_NAMES)}) and no rotary embedding; seqlab model reads BERT-like, "
-                      "GPT-2-like and rotary (LLaMA, GPT-NeoX) models", parameter="model")
+    raise SeqlabError(N_("cannot switch the positions off in {model_class}{value}: it has no learned position table "
+                         "({learned_names}) and no rotary embedding; seqlab model reads BERT-like, GPT-2-like and "
+                         "rotary (LLaMA, GPT-NeoX) models"), model_class=type(model).__name__,
+                      value=Message(N_(" (model type {kind!r})"), kind=kind) if kind else "",
+                      learned_names=", ".join(LEARNED_NAMES),
+                      parameter="model")
 
 
 def _zeros(_module, _args, output):

@@ -33,7 +33,8 @@ import math
 import torch
 from torch import Tensor
 
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.layers.transition import FORWARD, apply_transition
 
 __all__ = ["SCORES", "Attention", "SelfAttention", "causal_mask"]
@@ -101,22 +102,24 @@ class Attention(torch.nn.Module):
                  dtype: torch.dtype = torch.float32) -> None:
         super().__init__()
         if score not in SCORES:
-            raise SeqlabError(f"score must be one of {', '.join(SCORES)}; received {score!r}")
+            raise SeqlabError(N_("score must be one of {scores}; received {score!r}"), scores=', '.join(SCORES),
+                              score=score)
         self.score = score
         self.d_k = None if d_k is None else require_positive_int("d_k", d_k)
         if d_attention is not None and score != "additive":
-            raise SeqlabError(f"d_attention only applies to the additive score, "
-                              f"received d_attention={d_attention!r} with score {score!r}")
+            raise SeqlabError(N_("d_attention only applies to the additive score, received "
+                                 "d_attention={d_attention!r} with score {score!r}"), d_attention=d_attention,
+                              score=score)
         if score in _DOT_SCORES:
             self.d_q = None if d_q is None else require_positive_int("d_q", d_q)
             if self.d_q is not None and self.d_k is not None and self.d_q != self.d_k:
-                raise SeqlabError(f"the {score} score needs d_q == d_k, "
-                                  f"received d_q={self.d_q}, d_k={self.d_k}")
+                raise SeqlabError(N_("the {score} score needs d_q == d_k, received d_q={d_q}, d_k={d_k}"), score=score,
+                                  d_q=self.d_q, d_k=self.d_k)
             self.d_q = self.d_q if self.d_q is not None else self.d_k
             self.d_attention = None
             return
         if d_k is None:
-            raise SeqlabError(f"the {score} score has learned weights and needs d_k, received None")
+            raise SeqlabError(N_("the {score} score has learned weights and needs d_k, received None"), score=score)
         self.d_q = self.d_k if d_q is None else require_positive_int("d_q", d_q)
         if score == "general":
             self.d_attention = None
@@ -136,28 +139,29 @@ class Attention(torch.nn.Module):
         return ", ".join(parts)
 
     def _check(self, query: object, key: object, value: object) -> None:
-        received = (f"received query {_shape(query)}, key {_shape(key)}, value {_shape(value)}")
+        received = (Message(N_("received query {shape}, key {shape2}, value {shape3}"), shape=_shape(query),
+                            shape2=_shape(key), shape3=_shape(value)))
         if not all(isinstance(t, Tensor) for t in (query, key, value)):
-            raise SeqlabError(f"query, key and value must be torch.Tensors; {received}")
+            raise SeqlabError(N_("query, key and value must be torch.Tensors; {received}"), received=received)
         if query.dim() not in (2, 3) or key.dim() != query.dim() or value.dim() != query.dim():
-            raise SeqlabError("query, key, value must all be (T, d) or all be (B, T, d); "
-                              + received)
+            raise SeqlabError(N_("query, key, value must all be (T, d) or all be (B, T, d); {received}"),
+                              received=received)
         if query.dim() == 3 and not query.shape[0] == key.shape[0] == value.shape[0]:
-            raise SeqlabError(f"query, key and value must share the batch size B; {received}")
+            raise SeqlabError(N_("query, key and value must share the batch size B; {received}"), received=received)
         if key.shape[-2] != value.shape[-2] or key.shape[-2] == 0 or query.shape[-2] == 0:
-            raise SeqlabError(f"key and value need the same T_k >= 1 and T_q >= 1; {received}")
+            raise SeqlabError(N_("key and value need the same T_k >= 1 and T_q >= 1; {received}"), received=received)
         if self.score in _DOT_SCORES:  # one width for both, from the constructor or the keys
             d_k = d_q = next(d for d in (self.d_k, self.d_q, key.shape[-1]) if d is not None)
         else:
             d_q, d_k = self.d_q, self.d_k
         if query.shape[-1] != d_q or key.shape[-1] != d_k:
-            raise SeqlabError(f"the {self.score} score expects query width d_q={d_q} and key "
-                              f"width d_k={d_k}; {received}")
+            raise SeqlabError(N_("the {score} score expects query width d_q={d_q} and key width d_k={d_k}; {received}"),
+                              score=self.score, d_q=d_q, d_k=d_k, received=received)
         dtypes = {query.dtype, key.dtype, value.dtype}
         dtypes.update(p.dtype for p in self.parameters())
         if len(dtypes) != 1 or not query.is_floating_point():
-            raise SeqlabError(f"query, key, value (and the score weights) must share one floating "
-                              f"dtype, received {sorted(str(d) for d in dtypes)}")
+            raise SeqlabError(N_("query, key, value (and the score weights) must share one floating dtype, received "
+                                 "{dtypes}"), dtypes=sorted(str(d) for d in dtypes))
 
     def scores(self, query: Tensor, key: Tensor) -> Tensor:
         """The raw scores e (…, T_q, T_k), before any mask or softmax."""
@@ -213,16 +217,16 @@ def _check_mask(mask: object, score_shape: torch.Size) -> Tensor:
     except RuntimeError:
         broadcast = None
     if broadcast != score_shape:
-        raise SeqlabError(f"mask of shape {tuple(mask.shape)} does not broadcast to the score "
-                          f"shape {tuple(score_shape)} (…, T_q, T_k)")
+        raise SeqlabError(N_("mask of shape {shape} does not broadcast to the score shape {score_shape} (…, T_q, T_k)"),
+                          shape=tuple(mask.shape), score_shape=tuple(score_shape))
     allowed = mask.expand(score_shape)  # (…, T_q, T_k)
     blocked = ~allowed.any(dim=-1)  # (…, T_q)
     if bool(blocked.any()):
         index = tuple(int(i) for i in blocked.nonzero()[0])
-        where = (f"query row {index[-1]}" if len(index) == 1
-                 else f"query row {index[-1]} of batch index {index[:-1]}")
-        raise SeqlabError(f"the mask blocks every key for {where}; "
-                          f"each row needs at least one True to avoid a 0/0 softmax")
+        where = (Message(N_("query row {index}"), index=index[-1]) if len(index) == 1
+                 else Message(N_("query row {index} of batch index {index2}"), index=index[-1], index2=index[:-1]))
+        raise SeqlabError(N_("the mask blocks every key for {where}; each row needs at least one True to avoid a 0/0 "
+                             "softmax"), where=where)
     return allowed
 
 
@@ -280,8 +284,8 @@ class SelfAttention(torch.nn.Module):
             SeqlabError: ``x`` is not (T, d_model) or (B, T, d_model).
         """
         if not isinstance(x, Tensor) or x.dim() not in (2, 3) or x.shape[-1] != self.d_model:
-            raise SeqlabError(f"x must have shape (T, {self.d_model}) or (B, T, {self.d_model}), "
-                              f"received {_shape(x)}")
+            raise SeqlabError(N_("x must have shape (T, {d_model}) or (B, T, {d_model}), received {shape}"),
+                              d_model=self.d_model, shape=_shape(x))
         return self.q_proj(x), self.k_proj(x), self.v_proj(x)
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
@@ -296,13 +300,13 @@ class SelfAttention(torch.nn.Module):
                 try:
                     mask = mask & causal  # (…, T, T)
                 except RuntimeError as err:
-                    raise SeqlabError(f"mask of shape {tuple(mask.shape)} does not broadcast "
-                                      f"with the causal mask {(x.shape[-2],) * 2}") from err
+                    raise SeqlabError(N_("mask of shape {shape} does not broadcast with the causal mask {value}"),
+                                      shape=tuple(mask.shape), value=(x.shape[-2],) * 2) from err
         return self.attention(q, k, v, mask)
 
 
 def _check_mask_dtype(mask: object) -> Tensor:
     if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
         what = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
-        raise SeqlabError(f"mask must be a bool tensor (True = may attend), received {what}")
+        raise SeqlabError(N_("mask must be a bool tensor (True = may attend), received {what}"), what=what)
     return mask

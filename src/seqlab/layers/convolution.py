@@ -38,7 +38,8 @@ import torch
 from torch import Tensor
 
 from seqlab.cost import convolution_multiplications  # the closed form, re-exported: seqlab.cost holds it
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
+from seqlab.i18n import N_
 
 __all__ = ["ConvolutionStack", "convolution_multiplications", "dilation_base", "layers_to_connect", "reach"]
 
@@ -47,8 +48,8 @@ def _check_kernel(kernel: object) -> int:
     """Odd kernel width >= 3 (symmetric 'same' padding needs an odd width)."""
     kernel = require_positive_int("kernel", kernel)
     if kernel < 3 or kernel % 2 == 0:
-        raise SeqlabError(f"kernel must be an odd integer >= 3 for symmetric padding, received {kernel}",
-                          parameter="kernel")
+        raise SeqlabError(N_("kernel must be an odd integer >= 3 for symmetric padding, received {kernel}"),
+                          kernel=kernel, parameter="kernel")
     return kernel
 
 
@@ -164,10 +165,11 @@ class ConvolutionStack(torch.nn.Module):
         return f"d_model={self.d_model}, kernel={self.kernel}, layers={self.depth}, dilated={self.dilated}"
 
     def _check(self, x: object) -> Tensor:
-        expected = f"(T, {self.d_model}) or (B, T, {self.d_model})"
+        expected = Message(N_("(T, {d_model}) or (B, T, {d_model})"), d_model=self.d_model)
         if not isinstance(x, Tensor) or x.dim() not in (2, 3) or x.shape[-1] != self.d_model or x.shape[-2] == 0:
             got = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
-            raise SeqlabError(f"x must have shape {expected} with T >= 1, received {got}")
+            raise SeqlabError(N_("x must have shape {expected} with T >= 1, received {got}"), expected=expected,
+                              got=got)
         return x
 
     def forward_all(self, x: Tensor) -> list[Tensor]:

@@ -40,6 +40,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.layers.attention import SelfAttention
 from seqlab.layers.recurrent import ElmanRNN
 
@@ -70,9 +71,10 @@ def state_bytes(state: tuple[Tensor, ...]) -> int:
 def _check_step_input(x_t: object, d_model: int, dtype: torch.dtype) -> Tensor:
     if not isinstance(x_t, Tensor) or x_t.dim() != 2 or x_t.shape[-1] != d_model:
         shape = tuple(x_t.shape) if isinstance(x_t, Tensor) else type(x_t).__name__
-        raise SeqlabError(f"x_t must have shape (B, {d_model}), received {shape}")
+        raise SeqlabError(N_("x_t must have shape (B, {d_model}), received {shape}"), d_model=d_model, shape=shape)
     if x_t.dtype != dtype:
-        raise SeqlabError(f"x_t must have dtype {dtype} like the weights, received {x_t.dtype}")
+        raise SeqlabError(N_("x_t must have dtype {dtype} like the weights, received {dtype2}"), dtype=dtype,
+                          dtype2=x_t.dtype)
     return x_t
 
 
@@ -97,7 +99,7 @@ class ElmanDecoder(torch.nn.Module):
     def __init__(self, rnn: ElmanRNN) -> None:
         super().__init__()
         if not isinstance(rnn, ElmanRNN):
-            raise SeqlabError(f"rnn must be a seqlab ElmanRNN, received {type(rnn).__name__}")
+            raise SeqlabError(N_("rnn must be a seqlab ElmanRNN, received {rnn_class}"), rnn_class=type(rnn).__name__)
         self.rnn = rnn
         self.d_model, self.d_out = rnn.d_model, rnn.d_h
 
@@ -132,10 +134,11 @@ class _AttentionDecoder(torch.nn.Module):
     def __init__(self, attention: SelfAttention) -> None:
         super().__init__()
         if not isinstance(attention, SelfAttention):
-            raise SeqlabError(f"attention must be a seqlab SelfAttention, received {type(attention).__name__}")
+            raise SeqlabError(N_("attention must be a seqlab SelfAttention, received {attention_class}"),
+                              attention_class=type(attention).__name__)
         if not attention.causal:
-            raise SeqlabError("decoding needs a causal SelfAttention (causal=True): a token being generated "
-                              "cannot read later ones, received causal=False")
+            raise SeqlabError(N_("decoding needs a causal SelfAttention (causal=True): a token being generated "
+                                 "cannot read later ones, received causal=False"))
         self.attention = attention
         self.d_model, self.d_out = attention.d_model, attention.d_v
 
@@ -211,7 +214,8 @@ class KVCacheDecoder(_AttentionDecoder):
         keys, values, length = state  # (B, capacity, d_k), (B, capacity, d_v), ()
         t = int(length) + 1
         if t > self.capacity:
-            raise SeqlabError(f"the cache holds {self.capacity} rows (capacity), received token {t}")
+            raise SeqlabError(N_("the cache holds {capacity} rows (capacity), received token {t}"),
+                              capacity=self.capacity, t=t)
         keys[:, t - 1] = k[:, 0]  # row t written in place
         values[:, t - 1] = v[:, 0]
         return self._attend(q, keys[:, :t], values[:, :t]), (keys, values, length + 1)
@@ -227,7 +231,8 @@ class KVCacheDecoder(_AttentionDecoder):
             return keys, values
         rows = prefix.shape[1]
         if rows >= self.capacity:
-            raise SeqlabError(f"the cache holds {self.capacity} rows (capacity), received a prefix of {rows}")
+            raise SeqlabError(N_("the cache holds {capacity} rows (capacity), received a prefix of {rows}"),
+                              capacity=self.capacity, rows=rows)
         state = self.initial_state(prefix.shape[0], dtype=prefix.dtype, device=prefix.device)
         state[0][:, :rows], state[1][:, :rows] = keys, values
         return state[0], state[1], torch.tensor(rows, dtype=torch.int64, device=prefix.device)

@@ -32,7 +32,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from seqlab.cost import LINEAR_ATTENTION_FORMS, linear_attention_multiplications, linear_attention_step_multiplications
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.layers.mixer_common import check_form, check_sequence, check_step, linear, quadratic_bytes
 from seqlab.layers.transition import BACKWARD, apply_transition
 from seqlab.memory import MemoryEstimate, require_fits
@@ -116,8 +117,8 @@ class LinearAttention(torch.nn.Module):
     def _parallel(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
         B, T = q.shape[:2]
         if q.device.type != "meta":  # meta tensors (count_on_meta) allocate nothing
-            require_fits(MemoryEstimate(quadratic_bytes(B, T, q.dtype, maps=2), "the (B, T, T) map"),
-                         f"parallel linear attention at B = {B}, T = {T}")
+            require_fits(MemoryEstimate(quadratic_bytes(B, T, q.dtype, maps=2), Message(N_("the (B, T, T) map"))),
+                         Message(N_("parallel linear attention at B = {B}, T = {T}"), B=B, T=T))
         A = q @ k.transpose(-2, -1)  # (B, T, T): φ(q_i)ᵀφ(k_j), T²·d_k
         if self.causal:
             A = A.tril()  # (B, T, T): j <= i only
@@ -192,7 +193,7 @@ class LinearAttention(torch.nn.Module):
             SeqlabError: the layer is not causal, or x_t / state do not have the shapes above.
         """
         if not self.causal:
-            raise SeqlabError("step decodes causally; this layer was built with causal=False")
+            raise SeqlabError(N_("step decodes causally; this layer was built with causal=False"))
         B = x_t.shape[0] if isinstance(x_t, Tensor) and x_t.dim() == 2 else 0
         check_step(self, x_t, self.d_model, state, [(B, self.d_k, self.d_v), (B, self.d_k)])
         q, k, v = feature_map(self.q_proj(x_t)), feature_map(self.k_proj(x_t)), self.v_proj(x_t)  # (B, d_k|d_v)

@@ -37,6 +37,7 @@ from seqlab.cost import (RECURRENCE_FORMS, diagonal_recurrence_multiplications, 
                          diagonal_recurrence_step_multiplications, selective_recurrence_multiplications,
                          selective_recurrence_step_multiplications)
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.layers.mixer_common import check_form, check_sequence, check_step, linear
 from seqlab.layers.scan import SCAN_METHODS, associative_scan, sequential_scan
 from seqlab.layers.transition import FORWARD, apply_transition
@@ -141,7 +142,8 @@ class DiagonalRecurrence(_LinearRecurrence):
                  generator: torch.Generator | None = None, dtype: torch.dtype = torch.float32) -> None:
         super().__init__(d_model, d_state, form, scan_method)
         if not 0 < a_min <= a_max < 1:
-            raise SeqlabError(f"the decays need 0 < a_min <= a_max < 1, received a_min={a_min}, a_max={a_max}")
+            raise SeqlabError(N_("the decays need 0 < a_min <= a_max < 1, received a_min={a_min}, a_max={a_max}"),
+                              a_min=a_min, a_max=a_max)
         decay = torch.empty(self.d_state, dtype=dtype).uniform_(a_min, a_max, generator=generator)  # (d_state,)
         self.nu_log = torch.nn.Parameter(torch.log(-torch.log(decay)))  # a = exp(-exp(ν)), ν = log(-log a)
         self.in_proj = linear(self.d_model, self.d_state, generator, dtype)  # W_B

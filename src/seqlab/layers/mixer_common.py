@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError, check_form  # check_form: shared with seqlab.cost's mixer closed forms
+from seqlab.i18n import N_
 
 __all__ = ["check_form", "check_sequence", "check_step", "linear", "quadratic_bytes"]
 
@@ -46,9 +47,11 @@ def check_sequence(module: torch.nn.Module, x: object, d_model: int) -> Tensor:
     """
     if not isinstance(x, Tensor) or x.dim() != 3 or x.shape[-1] != d_model or x.shape[1] == 0:
         shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
-        raise SeqlabError(f"x must have shape (B, T, {d_model}) with T >= 1, received {shape}")
+        raise SeqlabError(N_("x must have shape (B, T, {d_model}) with T >= 1, received {shape}"), d_model=d_model,
+                          shape=shape)
     if x.dtype != _dtype_of(module):
-        raise SeqlabError(f"x must have the mixer's dtype {_dtype_of(module)}, received {x.dtype}")
+        raise SeqlabError(N_("x must have the mixer's dtype {dtype_of}, received {dtype}"), dtype_of=_dtype_of(module),
+                          dtype=x.dtype)
     return x
 
 
@@ -59,14 +62,15 @@ def check_step(module: torch.nn.Module, x_t: object, d_model: int, state: object
     """
     if not isinstance(x_t, Tensor) or x_t.dim() != 2 or x_t.shape[-1] != d_model:
         shape = tuple(x_t.shape) if isinstance(x_t, Tensor) else type(x_t).__name__
-        raise SeqlabError(f"x_t must have shape (B, {d_model}), received {shape}")
+        raise SeqlabError(N_("x_t must have shape (B, {d_model}), received {shape}"), d_model=d_model, shape=shape)
     if x_t.dtype != _dtype_of(module):
-        raise SeqlabError(f"x_t must have the mixer's dtype {_dtype_of(module)}, received {x_t.dtype}")
+        raise SeqlabError(N_("x_t must have the mixer's dtype {dtype_of}, received {dtype}"),
+                          dtype_of=_dtype_of(module), dtype=x_t.dtype)
     received = [tuple(s.shape) if isinstance(s, Tensor) else type(s).__name__ for s in state] \
         if isinstance(state, tuple) else type(state).__name__
     if received != shapes:
-        raise SeqlabError(f"state must be a tuple of tensors shaped {shapes} (from initial_state), "
-                          f"received {received}")
+        raise SeqlabError(N_("state must be a tuple of tensors shaped {shapes} (from initial_state), received "
+                             "{received}"), shapes=shapes, received=received)
 
 
 def quadratic_bytes(batch: int, T: int, dtype: torch.dtype, maps: int = 3) -> int:

@@ -46,6 +46,7 @@ from typing import Any
 from seqlab import cost
 from seqlab.errors import SeqlabError
 from seqlab.fit import Steps
+from seqlab.i18n import N_
 
 __all__ = ["COLUMNS", "EVERY_LENGTH", "GROWTHS", "LESSON_MACHINES", "DecodeMachine", "LearnModel", "Mixer", "MixerRow",
            "Regime", "decode_machines", "learn_models", "machine_names", "mixer", "mixer_rows", "mixers", "register",
@@ -55,9 +56,6 @@ __all__ = ["COLUMNS", "EVERY_LENGTH", "GROWTHS", "LESSON_MACHINES", "DecodeMachi
 GROWTHS = ("constant", "linear", "quadratic", "logarithmic")
 
 
-def N_(message: str) -> str:
-    """Mark ``message`` as a message id, translated later by the renderer that shows it."""
-    return message
 
 
 def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -135,13 +133,14 @@ class MixerRow:
         object.__setattr__(self, "regimes", _frozen(self.regimes))
         unknown = sorted(set(self.regimes) - set(COLUMNS))
         if unknown:
-            raise SeqlabError(f"{self.name}: regimes are for the columns {', '.join(COLUMNS)}, received {unknown}",
-                              parameter="regimes")
+            raise SeqlabError(N_("{name}: regimes are for the columns {columns}, received {unknown}"), name=self.name,
+                              columns=', '.join(COLUMNS), unknown=unknown, parameter="regimes")
         for column in COLUMNS:
             growth = getattr(self, column)[1]
             if growth not in GROWTHS:
-                raise SeqlabError(f"{self.name}: the {column} growth must be one of {', '.join(GROWTHS)}, "
-                                  f"received {growth!r}", parameter=column)
+                raise SeqlabError(N_("{name}: the {column} growth must be one of {growths}, received {growth!r}"),
+                                  name=self.name, column=column, growths=', '.join(GROWTHS), growth=growth,
+                                  parameter=column)
 
 
 @dataclass(frozen=True)
@@ -264,8 +263,8 @@ class Mixer:
         """
         cls = self.load()
         if cls is None:
-            raise SeqlabError(f"the mixer {self.name!r} needs {', '.join(self.requires)}, which is not installed here",
-                              parameter="mixer")
+            raise SeqlabError(N_("the mixer {name!r} needs {requires}, which is not installed here"), name=self.name,
+                              requires=', '.join(self.requires), parameter="mixer")
         return self.factory(cls, d_model, window=window, chunk=chunk, generator=generator, **options).eval()
 
 
@@ -281,7 +280,8 @@ def register(new: Mixer) -> Mixer:
     taken_rows = {row.name for m in _REGISTRY.values() for row in m.rows}
     clash = [row.name for row in new.rows if row.name in taken_rows]
     if new.name in _REGISTRY or clash:
-        raise SeqlabError(f"a mixer named {new.name!r} or a row {clash} is already registered", parameter="mixer")
+        raise SeqlabError(N_("a mixer named {name!r} or a row {clash} is already registered"), name=new.name,
+                          clash=clash, parameter="mixer")
     _REGISTRY[new.name] = new
     return new
 
@@ -293,7 +293,8 @@ def unregister(name: str) -> Mixer:
         SeqlabError: no mixer of that name is registered.
     """
     if name not in _REGISTRY:
-        raise SeqlabError(f"no mixer named {name!r}; registered: {', '.join(_REGISTRY)}", parameter="mixer")
+        raise SeqlabError(N_("no mixer named {name!r}; registered: {registry}"), name=name,
+                          registry=', '.join(_REGISTRY), parameter="mixer")
     return _REGISTRY.pop(name)
 
 
@@ -312,7 +313,8 @@ def mixer(name: str) -> Mixer:
         SeqlabError: no mixer of that name is registered.
     """
     if name not in _REGISTRY:
-        raise SeqlabError(f"no mixer named {name!r}; registered: {', '.join(_REGISTRY)}", parameter="mixer")
+        raise SeqlabError(N_("no mixer named {name!r}; registered: {registry}"), name=name,
+                          registry=', '.join(_REGISTRY), parameter="mixer")
     return _REGISTRY[name]
 
 

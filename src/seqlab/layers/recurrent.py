@@ -24,7 +24,8 @@ import math
 import torch
 from torch import Tensor
 
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.layers.transition import BACKWARD, apply_transition
 
 __all__ = ["ElmanRNN", "spectral_radius", "with_spectral_radius"]
@@ -38,12 +39,13 @@ def _uniform(shape: tuple[int, ...], bound: float, generator: torch.Generator | 
 
 def _check_square(weight: object) -> Tensor:
     if not isinstance(weight, Tensor):
-        raise SeqlabError(f"weight must be a torch.Tensor, received {type(weight).__name__}")
+        raise SeqlabError(N_("weight must be a torch.Tensor, received {weight_class}"),
+                          weight_class=type(weight).__name__)
     if weight.dim() != 2 or weight.shape[0] != weight.shape[1] or weight.shape[0] == 0:
-        raise SeqlabError(f"weight must be a non-empty square matrix (n, n), "
-                          f"received shape {tuple(weight.shape)}")
+        raise SeqlabError(N_("weight must be a non-empty square matrix (n, n), received shape {shape}"),
+                          shape=tuple(weight.shape))
     if not weight.is_floating_point():
-        raise SeqlabError(f"weight must be a real floating tensor, received dtype {weight.dtype}")
+        raise SeqlabError(N_("weight must be a real floating tensor, received dtype {dtype}"), dtype=weight.dtype)
     return weight
 
 
@@ -94,19 +96,20 @@ def with_spectral_radius(weight: Tensor, radius: float) -> Tensor:
             spectral radius is (numerically) 0, e.g. the zero matrix, which no scaling can fix.
     """
     if isinstance(radius, bool) or not isinstance(radius, (int, float)):
-        raise SeqlabError(f"radius must be a finite number > 0, received {radius!r}")
+        raise SeqlabError(N_("radius must be a finite number > 0, received {radius!r}"), radius=radius)
     if not math.isfinite(radius) or radius <= 0:
-        raise SeqlabError(f"radius must be a finite number > 0, received {radius}")
+        raise SeqlabError(N_("radius must be a finite number > 0, received {radius}"), radius=radius)
     current = spectral_radius(weight)
     w64 = weight.detach().to(torch.float64)  # (n, n)
     floor = w64.shape[0] * torch.finfo(torch.float64).eps * float(torch.linalg.matrix_norm(w64))
     if current == 0.0 or current <= floor:
-        raise SeqlabError(f"cannot rescale a matrix whose spectral radius is 0 "
-                          f"(received radius {current:.3g}); every eigenvalue is 0")
+        raise SeqlabError(N_("cannot rescale a matrix whose spectral radius is 0 (received radius {current:.3g}); "
+                             "every eigenvalue is 0"), current=current)
     scaled = (w64 * (radius / current)).to(weight.dtype)
     if not torch.isfinite(scaled).all() or not scaled.any():
-        raise SeqlabError(f"spectral radius {radius:g} does not fit in {str(weight.dtype).removeprefix('torch.')}: "
-                          f"the rescaled weights overflow or underflow to 0", parameter="spectral_radius")
+        raise SeqlabError(N_("spectral radius {radius:g} does not fit in {dtype_name}: the rescaled weights "
+                             "overflow or underflow to 0"), radius=radius,
+                          dtype_name=str(weight.dtype).removeprefix('torch.'), parameter="spectral_radius")
     return scaled
 
 
@@ -147,7 +150,7 @@ class ElmanRNN(torch.nn.Module):
         self.d_model = require_positive_int("d_model", d_model)
         self.d_h = require_positive_int("d_h", d_h)
         if not dtype.is_floating_point:
-            raise SeqlabError(f"dtype must be a floating dtype, received {dtype}")
+            raise SeqlabError(N_("dtype must be a floating dtype, received {dtype}"), dtype=dtype)
         bound = 1.0 / math.sqrt(d_h)
         self.weight_xh = torch.nn.Parameter(_uniform((d_h, d_model), bound, generator, dtype))
         self.weight_hh = torch.nn.Parameter(_uniform((d_h, d_h), bound, generator, dtype))
@@ -160,16 +163,16 @@ class ElmanRNN(torch.nn.Module):
         return f"d_model={self.d_model}, d_h={self.d_h}, bias={self.bias_h is not None}"
 
     def _check_input(self, x: object) -> Tensor:
-        expected = f"(T, {self.d_model}) or (B, T, {self.d_model})"
+        expected = Message(N_("(T, {d_model}) or (B, T, {d_model})"), d_model=self.d_model)
         if not isinstance(x, Tensor):
-            raise SeqlabError(f"x must be a torch.Tensor of shape {expected}, "
-                              f"received {type(x).__name__}")
+            raise SeqlabError(N_("x must be a torch.Tensor of shape {expected}, received {x_class}"), expected=expected,
+                              x_class=type(x).__name__)
         if x.dim() not in (2, 3) or x.shape[-1] != self.d_model or x.shape[-2] == 0:
-            raise SeqlabError(f"x must have shape {expected} with T >= 1, "
-                              f"received shape {tuple(x.shape)}")
+            raise SeqlabError(N_("x must have shape {expected} with T >= 1, received shape {shape}"), expected=expected,
+                              shape=tuple(x.shape))
         if x.dtype != self.weight_hh.dtype:
-            raise SeqlabError(f"x must have dtype {self.weight_hh.dtype} like the weights, "
-                              f"received {x.dtype}")
+            raise SeqlabError(N_("x must have dtype {dtype} like the weights, received {dtype2}"),
+                              dtype=self.weight_hh.dtype, dtype2=x.dtype)
         return x
 
     def forward(self, x: Tensor) -> Tensor:
@@ -217,12 +220,13 @@ class ElmanRNN(torch.nn.Module):
                 directions or a ReLU nonlinearity.
         """
         if not isinstance(rnn, torch.nn.RNN):
-            raise SeqlabError(f"from_torch expects a torch.nn.RNN, received {type(rnn).__name__}")
+            raise SeqlabError(N_("from_torch expects a torch.nn.RNN, received {rnn_class}"),
+                              rnn_class=type(rnn).__name__)
         if rnn.num_layers != 1 or rnn.bidirectional or rnn.nonlinearity != "tanh":
-            raise SeqlabError(
-                "from_torch expects num_layers=1, bidirectional=False, nonlinearity='tanh', "
-                f"received num_layers={rnn.num_layers}, bidirectional={rnn.bidirectional}, "
-                f"nonlinearity={rnn.nonlinearity!r}")
+            raise SeqlabError(N_("from_torch expects num_layers=1, bidirectional=False, nonlinearity='tanh', "
+                                 "received num_layers={num_layers}, bidirectional={bidirectional}, "
+                                 "nonlinearity={nonlinearity!r}"), num_layers=rnn.num_layers,
+                              bidirectional=rnn.bidirectional, nonlinearity=rnn.nonlinearity)
         w_ih = rnn.weight_ih_l0.detach()  # (d_h, d_model)
         w_hh = rnn.weight_hh_l0.detach()  # (d_h, d_h)
         meta = torch.device("meta")

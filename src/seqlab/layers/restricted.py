@@ -30,6 +30,7 @@ from torch import Tensor
 
 from seqlab.cost import restricted_attention_multiplications  # the closed form, re-exported: seqlab.cost holds it
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.layers.attention import SelfAttention
 from seqlab.layers.transition import apply_transition
 
@@ -116,8 +117,8 @@ class RestrictedSelfAttention(SelfAttention):
         if not all(isinstance(t, Tensor) for t in (q, k, v)) or not (q.shape[:-1] == k.shape[:-1] == v.shape[:-1]) \
                 or (q.shape[-1], k.shape[-1], v.shape[-1]) != (self.d_k, self.d_k, self.d_v):
             shapes = [tuple(t.shape) if isinstance(t, Tensor) else type(t).__name__ for t in (q, k, v)]
-            raise SeqlabError(f"q, k, v must be (…, T, {self.d_k}), (…, T, {self.d_k}), (…, T, {self.d_v}); "
-                              f"received {shapes}")
+            raise SeqlabError(N_("q, k, v must be (…, T, {d_k}), (…, T, {d_k}), (…, T, {d_v}); received {shapes}"),
+                              d_k=self.d_k, d_v=self.d_v, shapes=shapes)
         r, T = self.window, q.shape[-2]
         keys = _windows(k, r)  # (…, T, d_k, W)
         values = _windows(v, r).transpose(-2, -1)  # (…, T, W, d_v)
@@ -135,8 +136,8 @@ class RestrictedSelfAttention(SelfAttention):
             SeqlabError: x has the wrong shape, or a mask is given (the band is the mask).
         """
         if mask is not None:
-            raise SeqlabError("restricted self-attention takes no mask (its window is the mask), "
-                              f"received a {type(mask).__name__}")
+            raise SeqlabError(N_("restricted self-attention takes no mask (its window is the mask), received a "
+                                 "{mask_class}"), mask_class=type(mask).__name__)
         return self.attend(*self.project(x))
 
 

@@ -33,6 +33,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.i18n import N_
 
 __all__ = ["SCAN_METHODS", "associative_scan", "scan_path_steps", "scan_products", "scan_rounds", "sequential_scan"]
 
@@ -52,7 +53,7 @@ def scan_rounds(T: int, method: str = "hillis_steele") -> int:
         SeqlabError: T is not an integer >= 1 or the method is unknown.
     """
     if isinstance(T, bool) or not isinstance(T, int) or T < 1:
-        raise SeqlabError(f"T must be an integer >= 1, received {T!r}", parameter="T")
+        raise SeqlabError(N_("T must be an integer >= 1, received {T!r}"), T=T, parameter="T")
     _check_method(method)
     return (T - 1).bit_length()
 
@@ -77,7 +78,8 @@ def scan_path_steps(T: int, reach: int = 1) -> int:
     """
     T, reach = require_positive_int("T", T), require_positive_int("reach", reach)
     if reach >= T:
-        raise SeqlabError(f"reach must be below T, received reach={reach}, T={T}", parameter="reach")
+        raise SeqlabError(N_("reach must be below T, received reach={reach}, T={T}"), reach=reach, T=T,
+                          parameter="reach")
     return (T - 1).bit_length() + min(bin(T - 1 - s).count("1") for s in range(reach))
 
 
@@ -112,38 +114,43 @@ def scan_products(T: int, method: str = "hillis_steele") -> int:
 
 def _check_method(method: object) -> None:
     if method not in SCAN_METHODS:
-        raise SeqlabError(f"method must be one of {', '.join(SCAN_METHODS)}; received {method!r}",
-                          parameter="method")
+        raise SeqlabError(N_("method must be one of {scan_methods}; received {method!r}"),
+                          scan_methods=', '.join(SCAN_METHODS), method=method, parameter="method")
 
 
 def _prepare(a: object, b: object, dim: int, initial: object) -> tuple[Tensor, Tensor]:
     """(a, b) with T moved to dim 0, a expanded to b's shape and h_0 folded into b_1; refuse bad input."""
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
-        raise SeqlabError(f"a and b must be tensors, received {type(a).__name__} and {type(b).__name__}")
+        raise SeqlabError(N_("a and b must be tensors, received {a_class} and {b_class}"), a_class=type(a).__name__,
+                          b_class=type(b).__name__)
     if not b.is_floating_point() or a.dtype != b.dtype:
-        raise SeqlabError(f"a and b must share one floating dtype, received {a.dtype} and {b.dtype}")
+        raise SeqlabError(N_("a and b must share one floating dtype, received {dtype} and {dtype2}"), dtype=a.dtype,
+                          dtype2=b.dtype)
     if b.dim() == 0 or not -b.dim() <= dim < b.dim():
-        raise SeqlabError(f"dim must be in [{-b.dim()}, {b.dim() - 1}] for b of shape {tuple(b.shape)}, "
-                          f"received {dim}", parameter="dim")
+        raise SeqlabError(N_("dim must be in [{value}, {value2}] for b of shape {shape}, received {dim}"),
+                          value=-b.dim(), value2=b.dim() - 1, shape=tuple(b.shape), dim=dim, parameter="dim")
     try:
         a = a.expand_as(b)  # a view: a constant decay broadcasts over positions and batch
     except RuntimeError:
-        raise SeqlabError(f"a of shape {tuple(a.shape)} does not broadcast to b's shape {tuple(b.shape)}") from None
+        raise SeqlabError(N_("a of shape {shape} does not broadcast to b's shape {shape2}"), shape=tuple(a.shape),
+                          shape2=tuple(b.shape)) from None
     if b.shape[dim] == 0:
-        raise SeqlabError(f"the scanned dimension {dim} must hold at least one position, received b of shape "
-                          f"{tuple(b.shape)}")
+        raise SeqlabError(N_("the scanned dimension {dim} must hold at least one position, received b of shape "
+                             "{shape}"), dim=dim, shape=tuple(b.shape))
     a, b = a.movedim(dim, 0), b.movedim(dim, 0)  # (T, …)
     if initial is not None:
         if not isinstance(initial, Tensor) or initial.dtype != b.dtype:
-            raise SeqlabError(f"initial must be a {b.dtype} tensor of shape {tuple(b.shape[1:])}, "
-                              f"received {getattr(initial, 'dtype', type(initial).__name__)}")
+            raise SeqlabError(N_("initial must be a {dtype} tensor of shape {shape}, received {received}"),
+                              dtype=b.dtype, shape=tuple(b.shape[1:]),
+                              received=getattr(initial, 'dtype', type(initial).__name__))
         try:
             first = a[:1] * initial.unsqueeze(0) + b[:1]  # (1, …): h_1 = a_1 ⊙ h_0 + b_1
         except RuntimeError:
-            raise SeqlabError(f"initial of shape {tuple(initial.shape)} does not broadcast to "
-                              f"{tuple(b.shape[1:])}") from None
+            raise SeqlabError(N_("initial of shape {shape} does not broadcast to {shape2}"), shape=tuple(initial.shape),
+                              shape2=tuple(b.shape[1:])) from None
         if first.shape != b[:1].shape:
-            raise SeqlabError(f"initial of shape {tuple(initial.shape)} does not broadcast to {tuple(b.shape[1:])}")
+            raise SeqlabError(N_("initial of shape {shape} does not broadcast to {shape2}"), shape=tuple(initial.shape),
+                              shape2=tuple(b.shape[1:]))
         b = torch.cat([first, b[1:]])  # (T, …)
     return a, b
 

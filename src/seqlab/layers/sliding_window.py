@@ -32,7 +32,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from seqlab.cost import SLIDING_WINDOW_FORMS, sliding_window_multiplications, sliding_window_step_multiplications
-from seqlab.errors import require_positive_int
+from seqlab.errors import Message, require_positive_int
+from seqlab.i18n import N_
 from seqlab.layers.mixer_common import check_form, check_sequence, check_step, linear, quadratic_bytes
 from seqlab.layers.transition import BACKWARD, apply_transition
 from seqlab.memory import MemoryEstimate, require_fits
@@ -130,8 +131,8 @@ class SlidingWindowAttention(torch.nn.Module):
     def _masked(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
         B, T = q.shape[:2]
         if q.device.type != "meta":  # meta tensors (count_on_meta) allocate nothing
-            require_fits(MemoryEstimate(quadratic_bytes(B, T, q.dtype), "the (B, T, T) scores"),
-                         f"masked sliding-window attention at B = {B}, T = {T}")
+            require_fits(MemoryEstimate(quadratic_bytes(B, T, q.dtype), Message(N_("the (B, T, T) scores"))),
+                         Message(N_("masked sliding-window attention at B = {B}, T = {T}"), B=B, T=T))
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)  # (B, T, T): T²·d_k
         scores = torch.where(_band(T, self.window, q.device), scores, float("-inf"))  # (B, T, T)
         return torch.softmax(scores, dim=-1) @ v  # (B, T, d_v): T²·d_v

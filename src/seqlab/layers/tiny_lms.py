@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 
 #: Vocabulary, width and largest position of every tiny model.
 VOCABULARY = 64
@@ -72,13 +73,13 @@ def tiny_config(family: str) -> Any:
         SeqlabError: an unknown family (parameter ``"family"``), or transformers missing (the ``[model]`` extra).
     """
     if family not in TINY_FAMILIES:
-        raise SeqlabError(f"family must be one of {', '.join(TINY_FAMILIES)}; received {family!r}",
-                          parameter="family")
+        raise SeqlabError(N_("family must be one of {tiny_families}; received {family!r}"),
+                          tiny_families=', '.join(TINY_FAMILIES), family=family, parameter="family")
     try:
         import transformers
     except ImportError:
-        raise SeqlabError("the tiny models need transformers, which is not installed; install it with "
-                          "`pip install \"seqlab[model]\"`", parameter="family") from None
+        raise SeqlabError(N_("the tiny models need transformers, which is not installed; install it with `pip "
+                             "install \"seqlab[model]\"`"), parameter="family") from None
     return TINY_FAMILIES[family](transformers)
 
 

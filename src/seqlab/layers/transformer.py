@@ -33,6 +33,7 @@ import torch
 from torch import Tensor, nn
 
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.i18n import N_
 
 __all__ = ["BOX_KEYS", "ENCODER", "DECODER", "Transformer", "compose", "shift_right", "sinusoidal_encoding"]
 
@@ -195,10 +196,11 @@ class Transformer(nn.Module):
         require_positive_int("heads", heads)
         require_positive_int("max_length", max_length)
         if vocabulary < 2:
-            raise SeqlabError(f"vocabulary must be an integer >= 2, received {vocabulary}", parameter="vocabulary")
+            raise SeqlabError(N_("vocabulary must be an integer >= 2, received {vocabulary}"), vocabulary=vocabulary,
+                              parameter="vocabulary")
         if d_model % heads:
-            raise SeqlabError(f"heads must divide d_model, received d_model = {d_model} and heads = {heads}",
-                              parameter="heads")
+            raise SeqlabError(N_("heads must divide d_model, received d_model = {d_model} and heads = {heads}"),
+                              d_model=d_model, heads=heads, parameter="heads")
         d_ff = 4 * d_model if d_ff is None else require_positive_int("d_ff", d_ff)
         options = dict(dim_feedforward=d_ff, dropout=0.0, batch_first=True, norm_first=False, dtype=dtype)
         self.embedding = nn.Embedding(vocabulary, d_model, dtype=dtype)
@@ -264,7 +266,7 @@ def compose(boxes: dict[str, nn.Module], source: Tensor, target_in: Tensor
     """
     missing = [key for key in BOX_KEYS if key not in boxes]
     if missing:
-        raise SeqlabError(f"compose needs all fifteen boxes, missing {missing}")
+        raise SeqlabError(N_("compose needs all fifteen boxes, missing {missing}"), missing=missing)
     inputs: dict[str, dict[str, Tensor]] = {}
 
     def run(key: str, **arguments: Tensor) -> Tensor:

@@ -60,6 +60,7 @@ from torch import Tensor, nn
 
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.layers import mixers
+from seqlab.i18n import N_
 from seqlab.layers.attention import SelfAttention
 from seqlab.layers.decoding import KVCacheDecoder
 from seqlab.learn import LESSON_MODELS
@@ -113,7 +114,8 @@ def sinusoidal_encoding(T: int, d_model: int) -> Tensor:
 
 def _check_model(model: str) -> str:
     if model not in MODELS:
-        raise SeqlabError(f"model must be one of {', '.join(MODELS)}; received {model!r}", parameter="models")
+        raise SeqlabError(N_("model must be one of {models}; received {model!r}"), models=', '.join(MODELS),
+                          model=model, parameter="models")
     return model
 
 
@@ -239,8 +241,8 @@ class TaskModel(nn.Module):
         super().__init__()
         parameter_count(model, width, d_model=d_model, vocab=vocab, classes=classes, T=T)  # validates
         if model == "mlp" and per_position:
-            raise SeqlabError("the per-position MLP reads all T positions at once and cannot answer at each "
-                              "position causally; received model 'mlp' for a per-position task", parameter="models")
+            raise SeqlabError(N_("the per-position MLP reads all T positions at once and cannot answer at each "
+                                 "position causally; received model 'mlp' for a per-position task"), parameter="models")
         self.model, self.width, self.T = model, width, T
         self.d_model, self.per_position, self.shift = d_model, bool(per_position), bool(shift)
         self.embedding = nn.Embedding(vocab, d_model, device="meta").to_empty(device="cpu")
@@ -283,7 +285,8 @@ class TaskModel(nn.Module):
     def inputs(self, tokens: Tensor) -> Tensor:
         """The layer's input rows x_t: embedding (+ encoding) (+ shift), (B, T) -> (B, T, d_model)."""
         if tokens.dim() != 2 or tokens.shape[1] != self.T:
-            raise SeqlabError(f"tokens must have shape (B, {self.T}), received {tuple(tokens.shape)}")
+            raise SeqlabError(N_("tokens must have shape (B, {T}), received {shape}"), T=self.T,
+                              shape=tuple(tokens.shape))
         e = self.embedding(tokens)  # (B, T, d_model)
         if self.shift_proj is not None:
             previous = nn.functional.pad(e[:, :-1], (0, 0, 1, 0))  # (B, T, d_model): e_{t-1}, e_0 = 0

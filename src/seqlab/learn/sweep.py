@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 
 __all__ = ["FORMAT", "JOBS_PER_CPU", "Local", "Ray", "ResultsFile", "Sweep", "check_backend", "fingerprint",
            "max_jobs", "run_key", "run_sweep"]
@@ -99,15 +100,16 @@ def check_backend(backend: object) -> Backend:
     if isinstance(backend, Local):
         jobs, most = backend.jobs, max_jobs()
         if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= most:
-            raise SeqlabError(f"jobs must be an integer in [1, {most}] ({JOBS_PER_CPU} per CPU), received {jobs!r}",
-                              parameter="jobs")
+            raise SeqlabError(N_("jobs must be an integer in [1, {most}] ({jobs_per_cpu} per CPU), received {jobs!r}"),
+                              most=most, jobs_per_cpu=JOBS_PER_CPU, jobs=jobs, parameter="jobs")
         return backend
     if isinstance(backend, Ray):
         if not isinstance(backend.address, str) or not backend.address.strip():
-            raise SeqlabError(f"the Ray address must be 'auto' or a cluster's address, received {backend.address!r}",
-                              parameter="ray")
+            raise SeqlabError(N_("the Ray address must be 'auto' or a cluster's address, received {address!r}"),
+                              address=backend.address, parameter="ray")
         return backend
-    raise SeqlabError(f"backend must be Local(jobs) or Ray(address), received {backend!r}", parameter="jobs")
+    raise SeqlabError(N_("backend must be Local(jobs) or Ray(address), received {backend!r}"), backend=backend,
+                      parameter="jobs")
 
 
 def run_key(item: object) -> str:
@@ -196,12 +198,13 @@ class ResultsFile:
         path = Path(path)
         about = json.loads(_canonical(about))  # tuples -> lists, as they read back
         if not path.parent.is_dir():
-            raise SeqlabError(f"the folder of the results file {str(path)!r} does not exist", parameter="results")
+            raise SeqlabError(N_("the folder of the results file {path!r} does not exist"), path=str(path),
+                              parameter="results")
         try:
             data = path.read_bytes() if path.exists() else b""
         except OSError as error:
-            raise SeqlabError(f"cannot read the results file {str(path)!r}: {error.strerror}",
-                              parameter="results") from None
+            raise SeqlabError(N_("cannot read the results file {path!r}: {strerror}"), path=str(path),
+                              strerror=error.strerror, parameter="results") from None
         lines = data.split(b"\n")
         complete, cut = lines[:-1], lines[-1]  # the text after the last newline: empty, or a line cut short
         if not complete:  # new, empty, or killed while its header was written
@@ -216,8 +219,9 @@ class ResultsFile:
                 if number == len(complete) and not cut:  # a damaged last line: drop it, redo its run
                     dropped = 1
                     break
-                raise SeqlabError(f"line {number} of the results file {str(path)!r} is not a run record; the file is "
-                                  "damaged (give another file or remove it)", parameter="results")
+                raise SeqlabError(N_("line {number} of the results file {path!r} is not a run record; the file is "
+                                     "damaged (give another file or remove it)"), number=number, path=str(path),
+                                  parameter="results")
             done[_canonical(record["run"])] = record["result"]
             good += len(line) + 1
         if dropped:
@@ -227,8 +231,8 @@ class ResultsFile:
                     file.flush()
                     os.fsync(file.fileno())
             except OSError as error:
-                raise SeqlabError(f"cannot write the results file {str(path)!r}: {error.strerror}",
-                                  parameter="results") from None
+                raise SeqlabError(N_("cannot write the results file {path!r}: {strerror}"), path=str(path),
+                                  strerror=error.strerror, parameter="results") from None
         return cls(path, about, done, dropped)
 
     @classmethod
@@ -240,8 +244,8 @@ class ResultsFile:
                 file.flush()
                 os.fsync(file.fileno())
         except OSError as error:
-            raise SeqlabError(f"cannot write the results file {str(path)!r}: {error.strerror}",
-                              parameter="results") from None
+            raise SeqlabError(N_("cannot write the results file {path!r}: {strerror}"), path=str(path),
+                              strerror=error.strerror, parameter="results") from None
         return cls(path, about, {}, 0)
 
     @staticmethod
@@ -251,13 +255,15 @@ class ResultsFile:
         except ValueError:
             header = None
         if not isinstance(header, dict) or header.get("seqlab_sweep") != FORMAT or "about" not in header:
-            raise SeqlabError(f"{str(path)!r} is not a seqlab results file (its first line is not a seqlab_sweep "
-                              f"{FORMAT} header); give another file or remove it", parameter="results")
+            raise SeqlabError(N_("{path!r} is not a seqlab results file (its first line is not a seqlab_sweep "
+                                 "{format} header); give another file or remove it"), path=str(path), format=FORMAT,
+                              parameter="results")
         if header.get("fingerprint") != fingerprint(about):
             field, there, here = _difference(header["about"], about) or ("fingerprint", header.get("fingerprint"),
                                                                          fingerprint(about))
-            raise SeqlabError(f"the results file {str(path)!r} holds another sweep's runs ({field}: {_short(there)} "
-                              f"there, {_short(here)} here); give another file or remove it", parameter="results")
+            raise SeqlabError(N_("the results file {path!r} holds another sweep's runs ({field}: {short} there, "
+                                 "{short2} here); give another file or remove it"), path=str(path), field=field,
+                              short=_short(there), short2=_short(here), parameter="results")
 
     def append(self, item: object, result: object) -> None:
         """Write one finished run (two dataclasses) as a line, flush it and fsync it.
@@ -269,8 +275,8 @@ class ResultsFile:
             try:
                 self._file = open(self.path, "a", encoding="utf-8")
             except OSError as error:
-                raise SeqlabError(f"cannot write the results file {str(self.path)!r}: {error.strerror}",
-                                  parameter="results") from None
+                raise SeqlabError(N_("cannot write the results file {path!r}: {strerror}"), path=str(self.path),
+                                  strerror=error.strerror, parameter="results") from None
         self._file.write(_canonical({"run": dataclasses.asdict(item), "result": dataclasses.asdict(result)}) + "\n")
         self._file.flush()
         os.fsync(self._file.fileno())
@@ -428,8 +434,8 @@ def _pool(todo: list[P], execute: Callable[[P], R], jobs: int, threads: int) -> 
             try:
                 result = future.result()
             except concurrent.futures.process.BrokenProcessPool:
-                raise SeqlabError("a worker process stopped in the middle of a run (killed, or out of memory); the "
-                                  "runs finished before it are kept", parameter="jobs") from None
+                raise SeqlabError(N_("a worker process stopped in the middle of a run (killed, or out of memory); "
+                                     "the runs finished before it are kept"), parameter="jobs") from None
             yield futures[future], result
         finished = True
 
@@ -476,16 +482,16 @@ def _ray(todo: list[P], execute: Callable[[P], R], address: str) -> _Runs[P, R]:
     try:
         import ray
     except ImportError:
-        raise SeqlabError("the Ray backend needs the cluster extra (pip install \"seqlab[cluster]\")",
+        raise SeqlabError(N_("the Ray backend needs the cluster extra (pip install \"seqlab[cluster]\")"),
                           parameter="ray") from None
     started = not ray.is_initialized()
     if started:
         try:
             ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
         except (ConnectionError, ValueError, RuntimeError) as error:
-            raise SeqlabError(f"cannot reach a Ray cluster at {address!r}: {_ray_reason(error)}; start one (ray start "
-                              "--head) and give its address with --ray ADDRESS, or run on this machine with --ray local",
-                              parameter="ray") from None
+            raise SeqlabError(N_("cannot reach a Ray cluster at {address!r}: {ray_reason}; start one (ray start "
+                                 "--head) and give its address with --ray ADDRESS, or run on this machine with --ray "
+                                 "local"), address=address, ray_reason=_ray_reason(error), parameter="ray") from None
     task = ray.remote(num_cpus=1, max_retries=0)(_call)
     function = ray.put(execute)
     pending = {task.remote(function, item): item for item in todo}

@@ -47,7 +47,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
+from seqlab.i18n import N_
 
 __all__ = ["DISTRACTORS", "IGNORE", "KEYS", "MQAR_FILLER", "MQAR_KEYS", "MQAR_VALUES", "QUERY_MARK", "SPLITS",
            "TASKS", "TaskSpec", "check_pairs", "make_batch", "min_length", "training_positions",
@@ -123,7 +124,8 @@ def min_length(task: str, pairs: int | None = None) -> int:
         SeqlabError: unknown task, or mqar without a valid number of pairs.
     """
     if task not in TASKS:
-        raise SeqlabError(f"task must be one of {', '.join(TASKS)}; received {task!r}", parameter="tasks")
+        raise SeqlabError(N_("task must be one of {tasks}; received {task!r}"), tasks=', '.join(TASKS), task=task,
+                          parameter="tasks")
     if task == "mqar":
         return 3 * check_pairs(pairs)
     return TASKS[task].min_length
@@ -240,14 +242,17 @@ def make_batch(task: str, n: int, T: int, generator: torch.Generator,
         SeqlabError: unknown task or split, n, T or pairs out of range.
     """
     if task not in TASKS:
-        raise SeqlabError(f"task must be one of {', '.join(TASKS)}; received {task!r}", parameter="tasks")
+        raise SeqlabError(N_("task must be one of {tasks}; received {task!r}"), tasks=', '.join(TASKS), task=task,
+                          parameter="tasks")
     if split not in SPLITS:
-        raise SeqlabError(f"split must be one of {', '.join(SPLITS)}; received {split!r}")
+        raise SeqlabError(N_("split must be one of {splits}; received {split!r}"), splits=', '.join(SPLITS),
+                          split=split)
     require_positive_int("n", n)
     least = min_length(task, pairs)
     if isinstance(T, bool) or not isinstance(T, int) or T < least:
-        extra = f" at {pairs} pairs" if task == "mqar" else ""
-        raise SeqlabError(f"the {task} task needs T >= {least}{extra}, received {T!r}", parameter="T")
+        extra = Message(N_(" at {pairs} pairs"), pairs=pairs) if task == "mqar" else ""
+        raise SeqlabError(N_("the {task} task needs T >= {least}{extra}, received {T!r}"), task=task, least=least,
+                          extra=extra, T=T, parameter="T")
     if task == "mqar":
         return _mqar(n, T, pairs, generator)
     if task == "recall":
@@ -257,5 +262,5 @@ def make_batch(task: str, n: int, T: int, generator: torch.Generator,
     if split == "train":
         return _order(n, T, generator)
     if n % 2:
-        raise SeqlabError(f"the order task's test set comes in swapped twins and needs an even n, received {n}")
+        raise SeqlabError(N_("the order task's test set comes in swapped twins and needs an even n, received {n}"), n=n)
     return _swapped_twins(*_order(n // 2, T, generator))

@@ -41,6 +41,7 @@ import torch
 import torch.nn.functional as F
 
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.layers.decoding import state_bytes
 from seqlab.layers.recurrent import spectral_radius
 from seqlab.learn.models import TaskModel, width_for_budget
@@ -92,17 +93,19 @@ class TrainSettings:
         for name in ("steps", "batch", "patience", "test_size", "validation_size", "d_model", "budget"):
             require_positive_int(name, getattr(self, name))
         if self.test_size % 2:
-            raise SeqlabError(f"test_size must be even (the order task's twins), received {self.test_size}",
-                              parameter="test_size")
+            raise SeqlabError(N_("test_size must be even (the order task's twins), received {test_size}"),
+                              test_size=self.test_size, parameter="test_size")
         for name in ("lr", "clip"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
                     or value <= 0:
-                raise SeqlabError(f"{name} must be a finite number > 0, received {value!r}", parameter=name)
+                raise SeqlabError(N_("{name} must be a finite number > 0, received {value!r}"), name=name, value=value,
+                                  parameter=name)
         for name, top in (("warmup", 1.0), ("weight_decay", 1.0)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < top:
-                raise SeqlabError(f"{name} must be a number in [0, {top:g}), received {value!r}", parameter=name)
+                raise SeqlabError(N_("{name} must be a number in [0, {top:g}), received {value!r}"), name=name, top=top,
+                                  value=value, parameter=name)
         return self
 
 
@@ -274,7 +277,7 @@ def train_run(task: str, model: str, T: int, seed: int, settings: TrainSettings 
     """
     pairs, width = _check_sizes(task, pairs, width)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise SeqlabError(f"seed must be an integer >= 0, received {seed!r}", parameter="seeds")
+        raise SeqlabError(N_("seed must be an integer >= 0, received {seed!r}"), seed=seed, parameter="seeds")
     settings.check()
     start = time.perf_counter()
     net = _build(task, model, T, seed, settings, pairs, width)
@@ -314,12 +317,13 @@ def train_run(task: str, model: str, T: int, seed: int, settings: TrainSettings 
 def _check_sizes(task: str, pairs: object, width: object) -> tuple[int | None, int | None]:
     """(pairs, width) checked: pairs required for mqar and refused elsewhere; width None or an integer >= 1."""
     if task not in TASKS:
-        raise SeqlabError(f"task must be one of {', '.join(TASKS)}; received {task!r}", parameter="tasks")
+        raise SeqlabError(N_("task must be one of {tasks}; received {task!r}"), tasks=', '.join(TASKS), task=task,
+                          parameter="tasks")
     if TASKS[task].per_position:
         pairs = check_pairs(pairs)
     elif pairs is not None:
-        raise SeqlabError(f"pairs is for the mqar task only; received pairs={pairs!r} for {task!r}",
-                          parameter="pairs")
+        raise SeqlabError(N_("pairs is for the mqar task only; received pairs={pairs!r} for {task!r}"), pairs=pairs,
+                          task=task, parameter="pairs")
     return pairs, None if width is None else require_positive_int("width", width)
 
 

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from seqlab.errors import SeqlabError
+from seqlab.errors import Message, SeqlabError
+from seqlab.i18n import N_
 
 #: The kinds of state, in the order reports list them.
 KINDS = ("attention_kv", "sliding_window_kv", "convolution", "recurrent")
@@ -147,8 +148,10 @@ def read_cache_state(cache: object, kinds: tuple[str, ...] | None = None) -> Cac
     """
     if kinds is not None:
         if not isinstance(cache, (list, tuple)) or len(cache) != len(kinds):
-            raise SeqlabError(f"expected a list of {len(kinds)} state tensors, received {type(cache).__name__}"
-                              + (f" of {len(cache)}" if isinstance(cache, (list, tuple)) else ""), parameter="model")
+            raise SeqlabError(N_("expected a list of {count} state tensors, received {cache_class}{length}"),
+                              count=len(kinds), cache_class=type(cache).__name__,
+                              length=Message(N_(" of {count}"), count=len(cache)) if isinstance(cache, (list, tuple))
+                              else "", parameter="model")
         found = [(f"[{i}]", kind, item) for i, (item, kind) in enumerate(zip(cache, kinds))]
     else:
         found = list(_walk(cache, None, cache, type(cache).__name__, 0, set()))
@@ -184,12 +187,13 @@ def read_cache_state(cache: object, kinds: tuple[str, ...] | None = None) -> Cac
         by_kind[kind] = by_kind.get(kind, 0) + storage.nbytes()
     what = _describe(cache)
     if unknown:
-        raise SeqlabError(f"seqlab cannot read this model's cache: it found {what} holding tensors it cannot "
-                          f"assign to attention keys/values, a convolution window or a recurrent state "
-                          f"({', '.join(unknown[:3])}{', …' if len(unknown) > 3 else ''})", parameter="model")
+        raise SeqlabError(N_("seqlab cannot read this model's cache: it found {what} holding tensors it cannot "
+                             "assign to attention keys/values, a convolution window or a recurrent state "
+                             "({unknown}{value})"), what=what, unknown=', '.join(unknown[:3]),
+                          value=', …' if len(unknown) > 3 else '', parameter="model")
     if not by_kind:
-        raise SeqlabError(f"seqlab cannot read this model's cache: it found {what} with no floating-point tensor "
-                          "reachable from it; expected keys/values, conv_states or recurrent_states",
+        raise SeqlabError(N_("seqlab cannot read this model's cache: it found {what} with no floating-point tensor "
+                             "reachable from it; expected keys/values, conv_states or recurrent_states"), what=what,
                           parameter="model")
     return CacheState(by_kind={k: by_kind[k] for k in KINDS if k in by_kind}, bookkeeping_bytes=bookkeeping,
                       visible_bytes=visible,

@@ -33,6 +33,7 @@ import torch
 
 from seqlab import cost
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.layers import mixers
 from seqlab.layers.decoding import state_bytes
 from seqlab.measure.timing import MachineLoad, Timing, measure_time
@@ -109,12 +110,12 @@ def check_machine(machine: str) -> str:
             installed. A mixer whose own module fails to import raises that ImportError.
     """
     if machine not in MACHINES:
-        raise SeqlabError(f"machine must be one of {', '.join(MACHINES)}; received {machine!r}",
-                          parameter="machine")
+        raise SeqlabError(N_("machine must be one of {machines}; received {machine!r}"), machines=', '.join(MACHINES),
+                          machine=machine, parameter="machine")
     if machine not in LESSON_MACHINES and not mixers.mixer(machine).available():
         spec = mixers.mixer(machine)
-        raise SeqlabError(f"the machine {machine!r} needs {', '.join(spec.requires)}, which is not installed",
-                          parameter="machine")
+        raise SeqlabError(N_("the machine {machine!r} needs {requires}, which is not installed"), machine=machine,
+                          requires=', '.join(spec.requires), parameter="machine")
     return machine
 
 
@@ -160,8 +161,8 @@ def build_decoder(machine: str, d_model: int, *, seed: int = 0, dtype: torch.dty
         attention = SelfAttention(d_model, causal=True, generator=generator, dtype=dtype)
         if machine == "attention_static_cache":
             if capacity is None:
-                raise SeqlabError("the static KV cache needs a capacity (the largest position it generates), "
-                                  "received None", parameter="capacity")
+                raise SeqlabError(N_("the static KV cache needs a capacity (the largest position it generates), "
+                                     "received None"), parameter="capacity")
             return KVCacheDecoder(attention, capacity=capacity).eval()
         return (KVCacheDecoder if machine == "attention_kv_cache" else NoCacheDecoder)(attention).eval()
     mixer = mixers.mixer(machine)
@@ -382,8 +383,8 @@ def generate(decoder: Any, first: torch.Tensor, steps: int) -> torch.Tensor:
     steps = require_positive_int("steps", steps)
     d_out = getattr(decoder, "d_out", decoder.d_model)  # the mixers map d_model back to d_model
     if d_out != decoder.d_model:
-        raise SeqlabError(f"feeding outputs back needs d_out == d_model, received {d_out} and "
-                          f"{decoder.d_model}")
+        raise SeqlabError(N_("feeding outputs back needs d_out == d_model, received {d_out} and {d_model}"),
+                          d_out=d_out, d_model=decoder.d_model)
     state = decoder.initial_state(first.shape[0], dtype=first.dtype)
     x_t, outputs = first, []
     for _ in range(steps):

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import torch
 
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 
 #: Width of the rounding band in units of eps(dtype) times the block's scale (see :func:`band`).
 ROUNDING_ULPS = 64
@@ -58,9 +59,9 @@ def band(scale: float, dtype: torch.dtype) -> float:
         SeqlabError: ``dtype`` is not a floating dtype, or ``scale`` is negative or not finite.
     """
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise SeqlabError(f"dtype must be a floating torch dtype, received {dtype!r}")
+        raise SeqlabError(N_("dtype must be a floating torch dtype, received {dtype!r}"), dtype=dtype)
     if not (math.isfinite(scale) and scale >= 0.0):
-        raise SeqlabError(f"scale must be a finite number >= 0, received {scale!r}")
+        raise SeqlabError(N_("scale must be a finite number >= 0, received {scale!r}"), scale=scale)
     return ROUNDING_ULPS * float(torch.finfo(dtype).eps) * scale
 
 
@@ -115,7 +116,7 @@ def judge(strength: Sequence[Sequence[float]], dtype: torch.dtype) -> Dependence
     values = [float(v) for row in strength for v in row]
     if any(v < 0.0 or math.isinf(v) for v in values):
         bad = next(v for v in values if v < 0.0 or math.isinf(v))
-        raise SeqlabError(f"strengths must be finite numbers >= 0 or NaN, received {bad!r}")
+        raise SeqlabError(N_("strengths must be finite numbers >= 0 or NaN, received {bad!r}"), bad=bad)
     scale = max((v for v in values if not math.isnan(v)), default=0.0)
     width = band(scale, dtype)
     undefined = tuple(tuple(math.isnan(float(v)) for v in row) for row in strength)

@@ -33,6 +33,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.measure.contraction_rules import CHUNK_ELEMENTS
 from seqlab.measure.distances import DTYPE, ITEMSIZE, UNITS, UNREACHABLE, least, rows_of
 from seqlab.memory import GIB
@@ -96,7 +97,7 @@ def estimate_path_bytes(elements: int, sources: int, *, value_bytes: int = 0,
     require_positive_int("elements", elements)
     require_positive_int("sources", sources)
     if isinstance(value_bytes, bool) or not isinstance(value_bytes, int) or value_bytes < 0:
-        raise SeqlabError(f"value_bytes must be an integer >= 0, received {value_bytes!r}")
+        raise SeqlabError(N_("value_bytes must be an integer >= 0, received {value_bytes!r}"), value_bytes=value_bytes)
     rows = len(UNITS) * sources
     temporary = 0
     if product is not None:
@@ -364,6 +365,6 @@ class DistanceStore:
     def _charge(self, nbytes: int) -> None:
         self.used_bytes += nbytes
         if self.used_bytes > self.budget_bytes:
-            raise SeqlabError(
-                f"path analysis needs more than {self.budget_bytes / GIB:.1f} GiB here (half the memory "
-                f"available) for {self.per_unit} source positions; measure fewer sources or a smaller T or d")
+            raise SeqlabError(N_("path analysis needs more than {value:.1f} GiB here (half the memory available) for "
+                                 "{per_unit} source positions; measure fewer sources or a smaller T or d"),
+                              value=self.budget_bytes / GIB, per_unit=self.per_unit)

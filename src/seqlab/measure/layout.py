@@ -23,6 +23,7 @@ import torch
 from torch import Tensor, nn
 
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 
 
 def batch_first_of(layer: object) -> bool | None:
@@ -52,9 +53,9 @@ def check_positions_layout(layer: object, x: Tensor) -> None:
         SeqlabError: ``x`` is 3-D and the module has ``batch_first=False``; the message says what to pass instead.
     """
     if isinstance(x, Tensor) and x.dim() == 3 and batch_first_of(layer) is False:
-        raise SeqlabError(f"{type(layer).__name__} has batch_first=False: it reads x {tuple(x.shape)} as (T, B, d), "
-                          "but the positions here are on dim -2; pass x as (T, d) or a batch_first module",
-                          parameter="module")
+        raise SeqlabError(N_("{layer_class} has batch_first=False: it reads x {shape} as (T, B, d), but the "
+                             "positions here are on dim -2; pass x as (T, d) or a batch_first module"),
+                          layer_class=type(layer).__name__, shape=tuple(x.shape), parameter="module")
 
 
 #: The input layouts ``profile`` measures, by name: where batch (B), positions (T) and width (d) sit in x.

@@ -52,6 +52,7 @@ import torch
 
 from seqlab.errors import SeqlabError
 from seqlab.fit import Fit, fit_growth
+from seqlab.i18n import N_
 from seqlab.measure.modes import EngineMode
 from seqlab.measure.ops import op_name
 from seqlab.memory import MemoryEstimate, require_fits
@@ -381,8 +382,8 @@ def peak_growth(make: Callable[[int], Callable[[], Any]], lengths: Iterable[int]
     """
     lengths = tuple(sorted(set(lengths)))
     if len(lengths) < 3:
-        raise SeqlabError(f"a peak growth needs at least 3 distinct lengths, received {list(lengths)}",
-                          parameter="lengths")
+        raise SeqlabError(N_("a peak growth needs at least 3 distinct lengths, received {lengths}"),
+                          lengths=list(lengths), parameter="lengths")
     for T in lengths:
         require_fits(MemoryEstimate(estimate(T), f"the pass at T = {T}"), f"T = {T}")
     peaks = tuple(measure_peak_memory(make(T)) for T in lengths)

@@ -48,6 +48,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.measure.dependence import Dependence, judge
 
 #: Probes per output row for float inputs; any k >= 1 finds every nonzero block with probability 1.
@@ -161,7 +162,7 @@ def stacked_band(bands: Sequence[Band]) -> Band | None:
         SeqlabError: no bands.
     """
     if not bands:
-        raise SeqlabError("stacked_band needs at least one band, received none")
+        raise SeqlabError(N_("stacked_band needs at least one band, received none"))
     sums = {0}
     for band in bands:
         sums = {total + offset for total in sums for offset in band.offsets}
@@ -333,14 +334,15 @@ def _first_tensor(out: object) -> Tensor:
     value = out[0] if isinstance(out, (tuple, list)) else out
     if not isinstance(value, Tensor) or value.dim() < 2:
         got = tuple(value.shape) if isinstance(value, Tensor) else type(value).__name__
-        raise SeqlabError(f"block must return a batch-first tensor (1, T_out, ...), received {got}")
+        raise SeqlabError(N_("block must return a batch-first tensor (1, T_out, ...), received {got}"), got=got)
     return value
 
 
 def _rows_flat(y: Tensor) -> Tensor:
     """(1, T_out, ...) -> (T_out, features)."""
     if y.shape[0] != 1:
-        raise SeqlabError(f"dependency matrices are measured on one sequence (batch 1), received batch {y.shape[0]}")
+        raise SeqlabError(N_("dependency matrices are measured on one sequence (batch 1), received batch {shape}"),
+                          shape=y.shape[0])
     return y[0].reshape(y.shape[1], -1)
 
 
@@ -478,17 +480,20 @@ def dependency_matrix(block: Callable[..., object], inputs: Mapping[str, Tensor]
     False
     """
     if name not in inputs:
-        raise SeqlabError(f"input {name!r} is not among the block's inputs {sorted(inputs)}")
+        raise SeqlabError(N_("input {name!r} is not among the block's inputs {inputs}"), name=name,
+                          inputs=sorted(inputs))
     require_positive_int("probes", probes)
     tensor = inputs[name]
     if tensor.dim() < 2 or tensor.shape[0] != 1:
-        raise SeqlabError(f"input {name!r} must be batch-first with batch 1, received shape {tuple(tensor.shape)}")
+        raise SeqlabError(N_("input {name!r} must be batch-first with batch 1, received shape {shape}"), name=name,
+                          shape=tuple(tensor.shape))
     if tensor.is_floating_point():
         with torch.enable_grad():  # a caller's no_grad would make every strength 0
             strength, method, dtype = _jacobian_strength(block, inputs, name, probes, seed)
     else:
         if vocabulary is None or vocabulary < 2:
-            raise SeqlabError(f"integer input {name!r} needs vocabulary >= 2 token ids, received {vocabulary}")
+            raise SeqlabError(N_("integer input {name!r} needs vocabulary >= 2 token ids, received {vocabulary}"),
+                              name=name, vocabulary=vocabulary)
         strength, dtype = _replacement_strength(block, inputs, name, vocabulary)
         method = "token-replacement"
     return DependencyMatrix(name, strength, method, other_sequence, dtype)
@@ -522,7 +527,7 @@ def measure_receptive_fields(block: Callable[..., object], inputs: Mapping[str, 
     with torch.no_grad():
         count = len(outputs(block(**inputs)))
     if count == 0:
-        raise SeqlabError("outputs selected no tensor to measure the receptive field of")
+        raise SeqlabError(N_("outputs selected no tensor to measure the receptive field of"))
     fields = []
     for depth in range(1, count + 1):
         matrix = dependency_matrix(lambda **kw: outputs(block(**kw))[depth - 1], inputs, name, probes=probes,

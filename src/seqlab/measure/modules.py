@@ -34,6 +34,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 from seqlab.measure.dependence import judge
 from seqlab.measure.switches import fast_paths_off
 from seqlab.measure.mixing import (
@@ -102,7 +103,8 @@ def _submodule(model: torch.nn.Module, name: str) -> torch.nn.Module:
     try:
         return model.get_submodule(name)
     except AttributeError:
-        raise SeqlabError(f"{name!r} is not a submodule of {type(model).__name__}") from None
+        raise SeqlabError(N_("{name!r} is not a submodule of {model_class}"), name=name,
+                          model_class=type(model).__name__) from None
 
 
 def _embeds(module: torch.nn.Module) -> bool:
@@ -238,7 +240,7 @@ def measure_recorded(module: torch.nn.Module, call: RecordedCall, T: int, *, nam
     """
     sequences = _sequence_inputs(module, call, T)
     if not sequences:
-        raise SeqlabError(f"module {name} received no sequence input of {T} positions")
+        raise SeqlabError(N_("module {name} received no sequence input of {T} positions"), name=name, T=T)
     block = _block(module, call, {label: slot for label, (slot, _) in sequences.items()})
     inputs = {label: tensor for label, (_, tensor) in sequences.items()}
     matrices = [dependency_matrix(block, inputs, label, probes=probes, seed=seed,
@@ -280,14 +282,14 @@ def measure_submodules(model: torch.nn.Module, inputs: Tensor | Mapping[str, Ten
             positions.
     """
     if model.training:
-        raise SeqlabError(f"{type(model).__name__} must be in eval mode (dropout changes rows between calls), "
-                          "received one in training mode")
+        raise SeqlabError(N_("{model_class} must be in eval mode (dropout changes rows between calls), received one "
+                             "in training mode"), model_class=type(model).__name__)
     call = {} if isinstance(inputs, Tensor) else dict(inputs)
     first = inputs if isinstance(inputs, Tensor) else next(
         (value for value in call.values() if isinstance(value, Tensor)), None)
     if first is None or first.dim() < 2 or first.shape[0] != 1 or first.shape[1] < 2:
         got = tuple(first.shape) if first is not None else "no tensor"
-        raise SeqlabError(f"inputs must be batch-first with shape (1, T, ...) and T >= 2, received {got}")
+        raise SeqlabError(N_("inputs must be batch-first with shape (1, T, ...) and T >= 2, received {got}"), got=got)
     T = first.shape[1]
     chosen = list(names) if names is not None else [
         name for name, module in model.named_modules() if name and not isinstance(module, torch.nn.Dropout)]
@@ -300,6 +302,7 @@ def measure_submodules(model: torch.nn.Module, inputs: Tensor | Mapping[str, Ten
         chosen = [name for name in chosen if name in calls]
     missing = [name for name in chosen if name not in calls]
     if missing:
-        raise SeqlabError(f"submodules {missing} were not called by the forward pass of {type(model).__name__}")
+        raise SeqlabError(N_("submodules {missing} were not called by the forward pass of {model_class}"),
+                          missing=missing, model_class=type(model).__name__)
     return tuple(measure_recorded(model.get_submodule(name), calls[name], T, name=name, vocabulary=vocabulary,
                                   probes=probes, seed=seed) for name in chosen)

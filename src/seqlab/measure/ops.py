@@ -58,6 +58,7 @@ import torch
 from torch.utils.flop_counter import flop_registry
 
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 from seqlab.measure.modes import shield_from_dynamo
 
 aten = torch.ops.aten
@@ -597,8 +598,8 @@ def run_higher_order(mode: torch.utils._python_dispatch.TorchDispatchMode, func:
 def _run_eagerly(mode, func: torch._ops.HigherOrderOperator, args: tuple, kwargs: dict) -> object:
     kernel = func.py_kernels.get(torch._C.DispatchKey.CompositeExplicitAutograd)
     if kernel is None:
-        raise SeqlabError(f"the higher-order op {func.name()} has no eager implementation to trace; run the module "
-                          "without it (outside torch.compile)", parameter="layer")
+        raise SeqlabError(N_("the higher-order op {name} has no eager implementation to trace; run the module "
+                             "without it (outside torch.compile)"), name=func.name(), parameter="layer")
     if not _refuses_modes(kernel):
         with mode:
             return kernel(*args, **kwargs)
@@ -614,8 +615,8 @@ def _run_eagerly(mode, func: torch._ops.HigherOrderOperator, args: tuple, kwargs
 
     out = kernel(*(under(a) if callable(a) and not isinstance(a, torch.Tensor) else a for a in args), **kwargs)
     if any(id(t) not in made for t in tensors_in(out if isinstance(out, (list, tuple)) else (out,))):
-        raise SeqlabError(f"the higher-order op {func.name()} computes outside the functions it was given, where no "
-                          "trace sees it; run the module without it", parameter="layer")
+        raise SeqlabError(N_("the higher-order op {name} computes outside the functions it was given, where no trace "
+                             "sees it; run the module without it"), name=func.name(), parameter="layer")
     return out
 
 

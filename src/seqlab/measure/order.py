@@ -51,6 +51,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 
 #: Rounding allowance per unit of eps, see :func:`tolerance`.
 TOLERANCE_ULPS = 64
@@ -106,16 +107,15 @@ class OrderResult:
     def equivariant(self) -> bool | None:
         """Rows permuted: the output rows moved the same way and nothing else changed (None: cannot tell)."""
         if self.kind != _ROWS:
-            raise SeqlabError(f"equivariant applies to kind 'rows', received kind {self.kind!r}")
+            raise SeqlabError(N_("equivariant applies to kind 'rows', received kind {kind!r}"), kind=self.kind)
         return self.holds
 
     @property
     def invariant(self) -> bool | None:
         """(k, v) pairs permuted: every output stayed the same (None: cannot tell)."""
         if self.kind != _PAIRS:
-            raise SeqlabError(
-                f"invariant applies to kind {_PAIRS!r}, received kind {self.kind!r}"
-            )
+            raise SeqlabError(N_("invariant applies to kind {pairs!r}, received kind {kind!r}"), pairs=_PAIRS,
+                              kind=self.kind)
         return self.holds
 
 
@@ -134,7 +134,8 @@ def holds_of(said: str) -> bool | None:
         return False
     if said.startswith(CANNOT_TELL):
         return None
-    raise SeqlabError(f"expected an order verdict ({HOLDS!r}, {FAILS!r} or '{CANNOT_TELL}<dtype>'), received {said!r}")
+    raise SeqlabError(N_("expected an order verdict ({holds!r}, {fails!r} or '{cannot_tell}<dtype>'), received "
+                         "{said!r}"), holds=HOLDS, fails=FAILS, cannot_tell=CANNOT_TELL, said=said)
 
 
 def tolerance(max_abs_output: float, n: int, dtype: torch.dtype) -> float:
@@ -168,10 +169,10 @@ def _permutation(n: int, seed: int) -> Tensor:
 
 def _check_common(name: str, t: object, seed: object) -> Tensor:
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise SeqlabError(f"seed must be an integer, received {seed!r}")
+        raise SeqlabError(N_("seed must be an integer, received {seed!r}"), seed=seed)
     if not isinstance(t, Tensor) or t.dim() != 2:
         got = f"{t.dim()}-dim tensor" if isinstance(t, Tensor) else type(t).__name__
-        raise SeqlabError(f"{name} must be a 2-dim tensor, received {got}")
+        raise SeqlabError(N_("{name} must be a 2-dim tensor, received {got}"), name=name, got=got)
     return t
 
 
@@ -179,11 +180,12 @@ def _output(out: object, rows: int, who: str) -> Tensor:
     y = out[0] if isinstance(out, tuple) else out
     if not isinstance(y, Tensor) or y.dim() < 1 or y.shape[0] != rows:
         got = tuple(y.shape) if isinstance(y, Tensor) else type(y).__name__
-        raise SeqlabError(f"{who} must return a tensor with {rows} rows, received {got}")
+        raise SeqlabError(N_("{who} must return a tensor with {rows} rows, received {got}"), who=who, rows=rows,
+                          got=got)
     if not y.dtype.is_floating_point:
-        raise SeqlabError(f"{who} must return a floating tensor, received {y.dtype}")
+        raise SeqlabError(N_("{who} must return a floating tensor, received {dtype}"), who=who, dtype=y.dtype)
     if not bool(torch.isfinite(y).all()):
-        raise SeqlabError(f"{who} returned non-finite values; order cannot be judged")
+        raise SeqlabError(N_("{who} returned non-finite values; order cannot be judged"), who=who)
     return y
 
 
@@ -208,7 +210,7 @@ def _twin(function: Callable[..., object], reference: Callable[..., object] | No
         try:
             return function(*args, **kwargs)
         except Exception as error:  # noqa: BLE001  whatever it raises on float64 inputs, it does not take them
-            raise SeqlabError(f"the callable does not run on float64 inputs: {error}") from error
+            raise SeqlabError(N_("the callable does not run on float64 inputs: {error}"), error=error) from error
     return on_float64
 
 
@@ -288,22 +290,25 @@ def _aligned(aligned: Mapping[str, tuple[Tensor, int]] | None, T: int) -> dict[s
     if aligned is None:
         return {}
     if not isinstance(aligned, Mapping):
-        raise SeqlabError(f"aligned must map keyword names to (tensor, dim) pairs, received {type(aligned).__name__}")
+        raise SeqlabError(N_("aligned must map keyword names to (tensor, dim) pairs, received {aligned_class}"),
+                          aligned_class=type(aligned).__name__)
     checked = {}
     for name, pair in aligned.items():
         if not isinstance(name, str) or not name.isidentifier():
-            raise SeqlabError(f"aligned keys must be keyword names, received {name!r}")
+            raise SeqlabError(N_("aligned keys must be keyword names, received {name!r}"), name=name)
         if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], Tensor)
                 and isinstance(pair[1], int) and not isinstance(pair[1], bool)):
-            raise SeqlabError(f"aligned[{name!r}] must be a (tensor, dim) pair, received {pair!r:.80}")
+            raise SeqlabError(N_("aligned[{name!r}] must be a (tensor, dim) pair, received {pair!r:.80}"), name=name,
+                              pair=pair)
         tensor, dim = pair
         if not -tensor.dim() <= dim < tensor.dim():
-            raise SeqlabError(f"aligned[{name!r}]: dim must be in [{-tensor.dim()}, {tensor.dim() - 1}] for its "
-                              f"{tensor.dim()}-dim tensor, received {dim}")
+            raise SeqlabError(N_("aligned[{name!r}]: dim must be in [{value}, {value2}] for its {dim}-dim tensor, "
+                                 "received {dim2}"), name=name, value=-tensor.dim(), value2=tensor.dim() - 1,
+                              dim=tensor.dim(), dim2=dim)
         dim %= tensor.dim()
         if tensor.shape[dim] != T:
-            raise SeqlabError(f"aligned[{name!r}] must have T = {T} entries along dim {dim} (the rows of x), "
-                              f"received shape {tuple(tensor.shape)}")
+            raise SeqlabError(N_("aligned[{name!r}] must have T = {T} entries along dim {dim} (the rows of x), "
+                                 "received shape {shape}"), name=name, T=T, dim=dim, shape=tuple(tensor.shape))
         checked[name] = (tensor, dim)
     return checked
 
@@ -355,7 +360,7 @@ def measure_order(layer: Callable[..., Tensor], x: Tensor, *, seed: int = 0,
     _check_common("x", x, seed)
     T = x.shape[0]
     if T < 2:
-        raise SeqlabError(f"x must have T >= 2 rows to permute, received T = {T}")
+        raise SeqlabError(N_("x must have T >= 2 rows to permute, received T = {T}"), T=T)
     side = _aligned(aligned, T)
     perm = _permutation(T, seed)
 
@@ -374,10 +379,8 @@ def measure_order(layer: Callable[..., Tensor], x: Tensor, *, seed: int = 0,
         rows, kwargs = inputs(x, True)
         y_perm = _output(layer(rows, **kwargs), T, "layer")  # (T, ...)
     if y_perm.shape != y.shape:
-        raise SeqlabError(
-            f"layer output shape changed under permutation: {tuple(y.shape)} vs "
-            f"{tuple(y_perm.shape)}"
-        )
+        raise SeqlabError(N_("layer output shape changed under permutation: {shape} vs {shape2}"), shape=tuple(y.shape),
+                          shape2=tuple(y_perm.shape))
     change = y_perm - y[perm.to(y.device)]  # (T, ...)
 
     def run(twin: Callable[..., Tensor]) -> tuple[Tensor, Tensor]:
@@ -434,11 +437,10 @@ def measure_key_value_order(
     _check_common("v", v, seed)
     T_k = k.shape[0]
     if v.shape[0] != T_k:
-        raise SeqlabError(
-            f"k and v must have the same number of rows, received {T_k} and {v.shape[0]}"
-        )
+        raise SeqlabError(N_("k and v must have the same number of rows, received {T_k} and {shape}"), T_k=T_k,
+                          shape=v.shape[0])
     if T_k < 2:
-        raise SeqlabError(f"k and v must have T_k >= 2 rows to permute, received T_k = {T_k}")
+        raise SeqlabError(N_("k and v must have T_k >= 2 rows to permute, received T_k = {T_k}"), T_k=T_k)
     perm = _permutation(T_k, seed)
     with torch.no_grad():
         out = _output(attend(q, k, v), q.shape[0], "attend")  # (T_q, d_v)
@@ -446,10 +448,8 @@ def measure_key_value_order(
             attend(q, k[perm.to(k.device)], v[perm.to(v.device)]), q.shape[0], "attend"
         )  # (T_q, d_v)
     if out_perm.shape != out.shape:
-        raise SeqlabError(
-            f"attend output shape changed under permutation: {tuple(out.shape)} vs "
-            f"{tuple(out_perm.shape)}"
-        )
+        raise SeqlabError(N_("attend output shape changed under permutation: {shape} vs {shape2}"),
+                          shape=tuple(out.shape), shape2=tuple(out_perm.shape))
     def run(twin: Callable[[Tensor, Tensor, Tensor], Tensor]) -> tuple[Tensor, Tensor]:
         q64, k64, v64 = (t.to(torch.float64) for t in (q, k, v))
         out64 = _output(twin(q64, k64, v64), q.shape[0], "reference")  # (T_q, d_v)

@@ -51,6 +51,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 from seqlab.measure import jacobian_rule
 from seqlab.measure import path_rules as rules
 from seqlab.measure.dispatch import OWN_RULE, passed_on
@@ -368,9 +369,10 @@ def _check_strided(func: torch._ops.OpOverload, tensors: list[Tensor]) -> None:
     """
     for tensor in tensors:
         if tensor.layout != torch.strided:
-            raise SeqlabError(f"the path tracer follows dense (strided) tensors only; {op_name(func)} met a tensor "
-                              f"of layout {str(tensor.layout).removeprefix('torch.')}: pass dense tensors "
-                              "(Tensor.to_dense())", parameter="layer")
+            raise SeqlabError(N_("the path tracer follows dense (strided) tensors only; {op_name} met a tensor of "
+                                 "layout {layout}: pass dense tensors (Tensor.to_dense())"),
+                              op_name=op_name(func), layout=str(tensor.layout).removeprefix('torch.'),
+                              parameter="layer")
 
 
 @functools.cache

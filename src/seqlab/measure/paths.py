@@ -61,6 +61,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 from seqlab.measure import perturbation
 from seqlab.measure.distances import seed, to_lengths
 from seqlab.measure.layout import check_positions_layout
@@ -151,7 +152,7 @@ class PathMatrix:
             SeqlabError: ``unit`` is not ``"products"`` or ``"ops"``.
         """
         if unit not in UNITS:
-            raise SeqlabError(f"unit must be one of {', '.join(UNITS)}; received {unit!r}")
+            raise SeqlabError(N_("unit must be one of {units}; received {unit!r}"), units=', '.join(UNITS), unit=unit)
         values = [v for row in getattr(self, unit) for v in row if v is not None]
         return max(values) if values else None
 
@@ -240,8 +241,8 @@ def path_batches(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[in
 def _lengths(tracer: PathTracer, y: Any, sources: int) -> tuple[tuple, tuple, tuple[int, ...]]:
     """Path lengths (products, ops) to one output, and its NaN positions."""
     if not isinstance(y, Tensor) or y.dim() < 2:
-        raise SeqlabError(f"an output must be a tensor with its positions on dim -2, (T_out, d_out) or "
-                          f"(B, T_out, d_out), received {getattr(y, 'shape', type(y))}")
+        raise SeqlabError(N_("an output must be a tensor with its positions on dim -2, (T_out, d_out) or (B, T_out, "
+                             "d_out), received {received}"), received=getattr(y, 'shape', type(y)))
     d = tracer.store(y)
     undefined = _nan_positions(y)
     halves = (None, None) if d is None else (d[:sources], d[sources:])
@@ -321,12 +322,13 @@ def check_sources(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[i
     """
     if not isinstance(x, Tensor) or x.dim() < 2:
         got = getattr(x, "shape", type(x))
-        raise SeqlabError(f"x must have shape (T, d), (B, T, d) or (..., T, d), received {got}")
+        raise SeqlabError(N_("x must have shape (T, d), (B, T, d) or (..., T, d), received {got}"), got=got)
     check_positions_layout(layer, x)
     T = x.shape[-2]
     sources = tuple(range(T)) if sources is None else tuple(sources)
     if not sources or any(not isinstance(s, int) or not 0 <= s < T for s in sources):
-        raise SeqlabError(f"sources must be positions in [0, {T - 1}], received {sources!r}")
+        raise SeqlabError(N_("sources must be positions in [0, {value}], received {sources!r}"), value=T - 1,
+                          sources=sources)
     return sources
 
 

@@ -40,6 +40,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.measure.dependence import judge
 from seqlab.measure.reach_guards import batch_dim, check_layout, forward_rows
 from seqlab.measure.reach_state import StateReach, run_from_state, state_reach, state_tuple, vjp_many
@@ -140,10 +141,8 @@ class Reach:
             if n > 0.0 and math.isfinite(n)
         ]
         if len(points) < 2:
-            raise SeqlabError(
-                "decay_per_step needs at least 2 nonzero norms at i <= position "
-                f"{self.position}, received {len(points)}"
-            )
+            raise SeqlabError(N_("decay_per_step needs at least 2 nonzero norms at i <= position {position}, "
+                                 "received {points_count}"), position=self.position, points_count=len(points))
         mean_d = sum(d for d, _ in points) / len(points)
         mean_l = sum(l for _, l in points) / len(points)
         s_dd = sum((d - mean_d) ** 2 for d, _ in points)
@@ -221,9 +220,10 @@ def _checked_output(y: object, x: Tensor, leading: tuple[int, ...]) -> Tensor:
     """The layer's output if it has shape leading + (d_out,) and x's dtype, else SeqlabError."""
     if not isinstance(y, Tensor) or y.dim() != len(leading) + 1 or tuple(y.shape[:-1]) != leading:
         got = tuple(y.shape) if isinstance(y, Tensor) else type(y).__name__
-        raise SeqlabError(f"layer must return shape {leading} + (d_out,), received {got}")
+        raise SeqlabError(N_("layer must return shape {leading} + (d_out,), received {got}"), leading=leading, got=got)
     if y.dtype != x.dtype:
-        raise SeqlabError(f"layer returned {y.dtype} for {x.dtype} input; cast the layer to {x.dtype} first")
+        raise SeqlabError(N_("layer returned {dtype} for {dtype2} input; cast the layer to {dtype2} first"),
+                          dtype=y.dtype, dtype2=x.dtype)
     return y
 
 
@@ -353,22 +353,24 @@ def measure_reach(
     """
     if not isinstance(x, Tensor) or x.dim() != 2:
         got = f"{x.dim()}-dim tensor" if isinstance(x, Tensor) else type(x).__name__
-        raise SeqlabError(f"x must be a 2-dim tensor of shape (T, d_in), received {got}")
+        raise SeqlabError(N_("x must be a 2-dim tensor of shape (T, d_in), received {got}"), got=got)
     T = x.shape[0]
     if T < 2:
-        raise SeqlabError(f"x must have T >= 2 positions, received T = {T}")
+        raise SeqlabError(N_("x must have T >= 2 positions, received T = {T}"), T=T)
     if isinstance(position, bool) or not isinstance(position, int) or not -T <= position < T:
-        raise SeqlabError(f"position must be an integer in [{-T}, {T - 1}], received {position!r}")
+        raise SeqlabError(N_("position must be an integer in [{value}, {value2}], received {position!r}"), value=-T,
+                          value2=T - 1, position=position)
     if probes is not None:
         require_positive_int("probes", probes)
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise SeqlabError(f"seed must be an integer, received {seed!r}")
+        raise SeqlabError(N_("seed must be an integer, received {seed!r}"), seed=seed)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise SeqlabError(f"dtype must be a floating torch dtype, received {dtype!r}")
+        raise SeqlabError(N_("dtype must be a floating torch dtype, received {dtype!r}"), dtype=dtype)
     p = position % T
     if initial_state is not None:
         if batched:
-            raise SeqlabError("initial_state runs the layer once from that state; it cannot be combined with batched")
+            raise SeqlabError(N_("initial_state runs the layer once from that state; it cannot be combined with "
+                                 "batched"))
         return _reach_from_state(layer, x, p, state_tuple(initial_state), probes, seed, dtype)
 
     with torch.enable_grad():

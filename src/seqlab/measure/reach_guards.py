@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 from seqlab.measure.layout import batch_first_of
 
 
@@ -52,11 +53,11 @@ def check_layout(layer: Callable[[Tensor], Tensor], y_first: Tensor, alone: Tens
     per_position = difference.amax(dim=-1) if difference.numel() else torch.zeros(alone.shape[0])  # (T,)
     gap = min(float(per_position[:2].max()), float(per_position[-2:].max()))
     if not bool((first.isnan() == alone.isnan()).all()) or not gap <= allowed:
-        raise SeqlabError(
-            f"batched=True needs a layer that maps (R, T, d_in) to (R, T, d_out) row by row, but "
-            f"{type(layer).__name__}'s output on x replicated along dim {batch_dim(layer)} differs from its "
-            f"output on x alone by {gap:.3g} (allowed {allowed:.3g}); a sequence-first module behind a "
-            "wrapper? Pass batched=False, or the module itself so that its batch_first is read")
+        raise SeqlabError(N_("batched=True needs a layer that maps (R, T, d_in) to (R, T, d_out) row by row, but "
+                             "{layer_class}'s output on x replicated along dim {batch_dim} differs from its output "
+                             "on x alone by {gap:.3g} (allowed {allowed:.3g}); a sequence-first module behind a "
+                             "wrapper? Pass batched=False, or the module itself so that its batch_first is read"),
+                          layer_class=type(layer).__name__, batch_dim=batch_dim(layer), gap=gap, allowed=allowed)
 
 
 def forward_rows(layer: Callable[[Tensor], Tensor], x: Tensor, p: int, probes: int | None,

@@ -34,6 +34,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 
 
 @dataclass(frozen=True)
@@ -70,8 +71,9 @@ class StateReach:
             SeqlabError: a name that is not among :attr:`final_names` or :attr:`names`.
         """
         if final not in self.final_names or initial not in self.names:
-            raise SeqlabError(f"expected a final state in {self.final_names} and an initial state in {self.names}, "
-                              f"received {final!r} and {initial!r}")
+            raise SeqlabError(N_("expected a final state in {final_names} and an initial state in {names}, received "
+                                 "{final!r} and {initial!r}"), final_names=self.final_names, names=self.names,
+                              final=final, initial=initial)
         return self.final[self.final_names.index(final)][self.names.index(initial)]
 
 
@@ -83,11 +85,11 @@ def state_tuple(initial_state: object) -> tuple[Tensor, ...]:
     """
     states = (initial_state,) if isinstance(initial_state, Tensor) else initial_state
     if not (isinstance(states, (tuple, list)) and states and all(isinstance(s, Tensor) for s in states)):
-        raise SeqlabError("initial_state must be a tensor or a tuple of tensors (h0, or (h0, c0)), "
-                          f"received {type(initial_state).__name__}")
+        raise SeqlabError(N_("initial_state must be a tensor or a tuple of tensors (h0, or (h0, c0)), received "
+                             "{initial_state_class}"), initial_state_class=type(initial_state).__name__)
     if not any(s.is_floating_point() for s in states):
-        raise SeqlabError("initial_state has no floating tensor to differentiate, received dtypes "
-                          f"{[str(s.dtype) for s in states]}")
+        raise SeqlabError(N_("initial_state has no floating tensor to differentiate, received dtypes {states}"),
+                          states=[str(s.dtype) for s in states])
     return tuple(states)
 
 
@@ -120,12 +122,12 @@ def run_from_state(layer: Callable, x: Tensor, states: tuple[Tensor, ...]) -> tu
         return torch.stack(ys), tuple(state)  # (T, d_out)
     out = layer(x, states[0] if len(states) == 1 else states)
     if not (isinstance(out, tuple) and len(out) == 2):
-        raise SeqlabError(f"a layer given initial_state must return (y, h_n) or (y, (h_n, c_n)), received "
-                          f"{type(out).__name__}")
+        raise SeqlabError(N_("a layer given initial_state must return (y, h_n) or (y, (h_n, c_n)), received "
+                             "{out_class}"), out_class=type(out).__name__)
     y, final = out
     final = final if isinstance(final, tuple) else (final,)
     if not all(isinstance(f, Tensor) for f in final):
-        raise SeqlabError("the final state must be a tensor or a tuple of tensors")
+        raise SeqlabError(N_("the final state must be a tensor or a tuple of tensors"))
     return y, tuple(final)
 
 

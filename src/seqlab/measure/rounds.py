@@ -52,6 +52,8 @@ import torch
 
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.measure.timing import MachineLoad, Timing, is_noisy, machine_load
+from seqlab.i18n import N_
+from seqlab.measure.timing import WARMUP_CALLS, MachineLoad, Timing, is_noisy, machine_load
 
 #: Rounds of a comparison by default: seven ratios give quartiles worth the name (see the module docstring).
 DEFAULT_ROUNDS = 7
@@ -109,7 +111,8 @@ class Rounds:
             SeqlabError: ``name`` was not timed.
         """
         if name not in self.per_round:
-            raise SeqlabError(f"no machine named {name!r} was timed; timed: {', '.join(self.per_round)}")
+            raise SeqlabError(N_("no machine named {name!r} was timed; timed: {per_round}"), name=name,
+                              per_round=', '.join(self.per_round))
         samples = self.per_round[name]
         median_s, iqr_s = _median(samples), _iqr(samples)
         return Timing(label=name, samples=samples, median_s=median_s, iqr_s=iqr_s,
@@ -130,7 +133,8 @@ class Rounds:
         """
         for name in (a, b):
             if name not in self.per_round:
-                raise SeqlabError(f"no machine named {name!r} was timed; timed: {', '.join(self.per_round)}")
+                raise SeqlabError(N_("no machine named {name!r} was timed; timed: {per_round}"), name=name,
+                                  per_round=', '.join(self.per_round))
         return tuple(x / y for x, y in zip(self.per_round[a], self.per_round[b]))
 
 
@@ -212,11 +216,13 @@ def classify(times_a: tuple[float, ...], times_b: tuple[float, ...], margin: flo
     interquartile reading of torch.utils.benchmark's ``Measurement``, the quickest round timeit's advice.
     """
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin) or margin <= 1:
-        raise SeqlabError(f"margin must be a finite number > 1, received {margin!r}")
+        raise SeqlabError(N_("margin must be a finite number > 1, received {margin!r}"), margin=margin)
     if len(times_a) != len(times_b):
-        raise SeqlabError(f"both machines need the same rounds, received {len(times_a)} and {len(times_b)}")
+        raise SeqlabError(N_("both machines need the same rounds, received {times_a_count} and {times_b_count}"),
+                          times_a_count=len(times_a), times_b_count=len(times_b))
     if any(not math.isfinite(t) or t <= 0 for t in (*times_a, *times_b)):
-        raise SeqlabError(f"every time must be finite and > 0 seconds, received {times_a!r} and {times_b!r}")
+        raise SeqlabError(N_("every time must be finite and > 0 seconds, received {times_a!r} and {times_b!r}"),
+                          times_a=times_a, times_b=times_b)
     if len(times_a) < MIN_ROUNDS:
         return "not_judged"
     low, high = _quartiles(tuple(x / y for x, y in zip(times_a, times_b)))
@@ -362,19 +368,20 @@ def measure_rounds(
     (each round meets every machine in the same state of the computer).
     """
     if not functions:
-        raise SeqlabError("functions must name at least one callable to time")
+        raise SeqlabError(N_("functions must name at least one callable to time"))
     for name, function in functions.items():
         if not callable(function):
-            raise SeqlabError(f"functions[{name!r}] must be callable with no arguments, "
-                              f"received {type(function).__name__}")
+            raise SeqlabError(N_("functions[{name!r}] must be callable with no arguments, received {function_class}"),
+                              name=name, function_class=type(function).__name__)
     rounds = require_positive_int("rounds", rounds)
     if (isinstance(block_seconds, bool) or not isinstance(block_seconds, (int, float))
             or not math.isfinite(block_seconds) or block_seconds <= 0):
-        raise SeqlabError(f"block_seconds must be a finite number > 0 seconds, received {block_seconds!r}")
+        raise SeqlabError(N_("block_seconds must be a finite number > 0 seconds, received {block_seconds!r}"),
+                          block_seconds=block_seconds)
     if device not in ("cpu", "cuda"):
-        raise SeqlabError(f"device must be one of ('cpu', 'cuda'), received {device!r}")
+        raise SeqlabError(N_("device must be one of ('cpu', 'cuda'), received {device!r}"), device=device)
     if device == "cuda" and not torch.cuda.is_available():
-        raise SeqlabError("device 'cuda' requested but no CUDA device is present")
+        raise SeqlabError(N_("device 'cuda' requested but no CUDA device is present"))
     load = machine_load() if load is None else load
     n_threads = timing_threads_default(load) if threads is None else require_positive_int("threads", threads)
     names = list(functions)

@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.measure.reach import measure_reach
 
 #: Relative size of each weight perturbation: far below float32's resolution (1.2e-7 relative).
@@ -111,9 +112,11 @@ def measure_sensitivity(layer: torch.nn.Module, weight: str, x: Tensor, *, reach
     """
     parameters = dict(layer.named_parameters())
     if weight not in parameters:
-        raise SeqlabError(f"weight must be one of {', '.join(parameters)}; received {weight!r}", parameter="weight")
+        raise SeqlabError(N_("weight must be one of {parameters}; received {weight!r}"),
+                          parameters=', '.join(parameters), weight=weight, parameter="weight")
     if isinstance(relative, bool) or not isinstance(relative, (int, float)) or not 0 < relative < math.inf:
-        raise SeqlabError(f"relative must be a finite number > 0; received {relative!r}", parameter="relative")
+        raise SeqlabError(N_("relative must be a finite number > 0; received {relative!r}"), relative=relative,
+                          parameter="relative")
     require_positive_int("draws", draws)
     base = copy.deepcopy(layer).double()  # float64: the reach may be 1e-250
     x64 = x.detach().double()

@@ -82,6 +82,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.layers.transition import BACKWARD, FORWARD, Scaling, declares_transition
 
 __all__ = ["ABSENT", "PROBES", "REACH_REASONS", "REASONS", "RESIDUAL", "SCALES", "TOLERANCE", "SignalPath", "SignalReading",
@@ -198,15 +199,15 @@ def _check_input(x: object) -> Tensor:
     if not isinstance(x, Tensor) or x.dim() not in (2, 3) or (x.dim() == 3 and x.shape[0] != 1) \
             or x.shape[-2] == 0 or not x.is_floating_point():
         shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
-        raise SeqlabError(f"x must be a floating tensor of shape (T, d_in) or (1, T, d_in) with T >= 1, "
-                          f"received {shape}", parameter="x")
+        raise SeqlabError(N_("x must be a floating tensor of shape (T, d_in) or (1, T, d_in) with T >= 1, received "
+                             "{shape}"), shape=shape, parameter="x")
     return x
 
 
 def _position(name: str, value: object, T: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not -T <= value < T:
-        raise SeqlabError(f"{name} must be a position in [{-T}, {T - 1}] for T = {T}, received {value!r}",
-                          parameter=name)
+        raise SeqlabError(N_("{name} must be a position in [{value}, {value2}] for T = {T}, received {value3!r}"),
+                          name=name, value=-T, value2=T - 1, T=T, value3=value, parameter=name)
     return value % T
 
 
@@ -326,16 +327,18 @@ def _forward(copy64: torch.nn.Module, declaring: list[torch.nn.Module], scaling:
     except SeqlabError:
         raise
     except Exception as error:  # noqa: BLE001 - the module failing on its float64 copy is named, not raised raw
-        raise SeqlabError(f"{type(copy64).__name__} fails on its float64 copy: {type(error).__name__}: {error}",
+        raise SeqlabError(N_("{copy64_class} fails on its float64 copy: {error_class}: {error}"),
+                          copy64_class=type(copy64).__name__, error_class=type(error).__name__, error=error,
                           parameter="module") from error
     if not isinstance(y, Tensor) or y.dim() != x.dim() or y.shape[:-1] != x.shape[:-1]:
         shape = tuple(y.shape) if isinstance(y, Tensor) else type(y).__name__
-        raise SeqlabError(f"the output must have the input's positions, shape {tuple(x.shape[:-1])} + (d_out,); "
-                          f"received {shape} (pass output= to pick the tensor)", parameter="output")
+        raise SeqlabError(N_("the output must have the input's positions, shape {shape} + (d_out,); received "
+                             "{shape2} (pass output= to pick the tensor)"), shape=tuple(x.shape[:-1]), shape2=shape,
+                          parameter="output")
     unused = [type(m).__name__ for m in declaring if id(m) not in scaling.applied_by]
     if unused:
-        raise SeqlabError(f"{', '.join(unused)} declares a transition factor that this forward never applied; "
-                          f"its signal path is not measured", parameter="module")
+        raise SeqlabError(N_("{unused} declares a transition factor that this forward never applied; its signal path "
+                             "is not measured"), unused=', '.join(unused), parameter="module")
     return y
 
 
@@ -434,13 +437,15 @@ def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, 
             cannot be copied to float64 or fails there; a bad x, position, output, scale or probe count.
     """
     if not isinstance(module, torch.nn.Module):
-        raise SeqlabError(f"module must be a torch.nn.Module, received {type(module).__name__}", parameter="module")
+        raise SeqlabError(N_("module must be a torch.nn.Module, received {module_class}"),
+                          module_class=type(module).__name__, parameter="module")
     if not declared_factors(module):
-        raise SeqlabError(f"{type(module).__name__} declares no transition factor (see seqlab.layers.transition), "
-                          f"so its signal path is not measured", parameter="module")
+        raise SeqlabError(N_("{module_class} declares no transition factor (see seqlab.layers.transition), so its "
+                             "signal path is not measured"), module_class=type(module).__name__, parameter="module")
     if not scales or any(isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or s <= 0
                          or s == 1 for s in scales):
-        raise SeqlabError(f"scales must be finite numbers > 0 other than 1, received {scales!r}", parameter="scales")
+        raise SeqlabError(N_("scales must be finite numbers > 0 other than 1, received {scales!r}"), scales=scales,
+                          parameter="scales")
     if probes is not None:
         require_positive_int("probes", probes)
     x = _check_input(x)
@@ -449,8 +454,9 @@ def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, 
     try:
         copy64 = copy.deepcopy(module).to(torch.float64).eval()
     except Exception as error:  # noqa: BLE001 - a module that cannot be copied has no reading, named
-        raise SeqlabError(f"{type(module).__name__} cannot be copied to float64 for the measurement: "
-                          f"{type(error).__name__}: {error}", parameter="module") from error
+        raise SeqlabError(N_("{module_class} cannot be copied to float64 for the measurement: {error_class}: {error}"),
+                          module_class=type(module).__name__, error_class=type(error).__name__, error=error,
+                          parameter="module") from error
     for parameter in copy64.parameters():
         parameter.requires_grad_(False)  # only ∂y/∂x is pulled back: no weight gradients
     declaring = _declaring(copy64)

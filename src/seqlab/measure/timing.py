@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import torch
 
 from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.i18n import N_
 
 #: A result whose IQR exceeds this fraction of the median is flagged noisy (:func:`is_noisy`): torch's
 #: ``_IQR_WARN_THRESHOLD`` ("this could indicate system fluctuation", torch/utils/benchmark/utils/common.py).
@@ -231,9 +232,9 @@ def measure_time(
     from torch.utils.benchmark import Timer
 
     if not callable(fn):
-        raise SeqlabError(f"fn must be callable with no arguments, received {type(fn).__name__}")
+        raise SeqlabError(N_("fn must be callable with no arguments, received {fn_class}"), fn_class=type(fn).__name__)
     if not isinstance(label, str):
-        raise SeqlabError(f"label must be a string, received {label!r}")
+        raise SeqlabError(N_("label must be a string, received {label!r}"), label=label)
     if threads is not None:
         require_positive_int("threads", threads)
     if (
@@ -242,13 +243,12 @@ def measure_time(
         or not math.isfinite(min_run_time)
         or min_run_time <= 0
     ):
-        raise SeqlabError(
-            f"min_run_time must be a finite number > 0 seconds, received {min_run_time!r}"
-        )
+        raise SeqlabError(N_("min_run_time must be a finite number > 0 seconds, received {min_run_time!r}"),
+                          min_run_time=min_run_time)
     if device not in _DEVICES:
-        raise SeqlabError(f"device must be one of {_DEVICES}, received {device!r}")
+        raise SeqlabError(N_("device must be one of {devices}, received {device!r}"), devices=_DEVICES, device=device)
     if device == "cuda" and not torch.cuda.is_available():
-        raise SeqlabError("device 'cuda' requested but no CUDA device is present")
+        raise SeqlabError(N_("device 'cuda' requested but no CUDA device is present"))
 
     load = machine_load() if load is None else load
     n_threads = threads or torch.get_num_threads()

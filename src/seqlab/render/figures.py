@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 
 
 def new_figure(**options: Any) -> Any:
@@ -26,7 +27,7 @@ def new_figure(**options: Any) -> Any:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as error:
-        raise SeqlabError(f"plots need matplotlib (pip install matplotlib): {error}") from None
+        raise SeqlabError(N_("plots need matplotlib (pip install matplotlib): {error}"), error=error) from None
     figure = Figure(**options)
     FigureCanvasAgg(figure)
     return figure

@@ -26,7 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from seqlab.errors import SeqlabError
-from seqlab.i18n import check_language, default_language, translator
+from seqlab.i18n import N_, check_language, default_language, translator
 
 DOMAIN = "seqlab"
 
@@ -135,7 +135,8 @@ def check_table(result: Any, lang: str = "en") -> Group:
 def _view(result: Any, which: int) -> Callable[[Any, str], Any]:
     name = type(result).__name__
     if name not in VIEWS:
-        raise SeqlabError(f"no notebook view for {name}; expected one of {', '.join(sorted(VIEWS))}")
+        raise SeqlabError(N_("no notebook view for {name}; expected one of {views}"), name=name,
+                          views=', '.join(sorted(VIEWS)))
     module, function = VIEWS[name][which].split(":")
     return getattr(importlib.import_module(module), function)
 

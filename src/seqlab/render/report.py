@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from seqlab.errors import SeqlabError
-from seqlab.i18n import format_integer, format_seconds, format_source, plural_translator, translator
+from seqlab.i18n import N_, format_integer, format_seconds, format_source, plural_translator, translator
 from seqlab.render.print_size import (  # noqa: F401  (re-exported: the printed page's sizes)
     MIN_PRINT_PT, PAGE_MARGIN_MM, PRINT_WIDTH_IN, css_width, legible, legible_defaults, min_font_pt, print_scale,
 )
@@ -41,8 +41,8 @@ class PdfUnavailable(SeqlabError):
     """WeasyPrint cannot be imported; ``detail`` says why (the words around it are the caller's to translate)."""
 
     def __init__(self, detail: str) -> None:
-        super().__init__(f"WeasyPrint is not available ({detail}); pip install weasyprint (it needs the Pango "
-                         "library) to get a PDF")
+        super().__init__(N_("WeasyPrint is not available ({detail}); pip install weasyprint (it needs the Pango "
+                            "library) to get a PDF"), detail=detail)
         self.detail = detail
 
 TEMPLATE = """<!DOCTYPE html>
@@ -326,7 +326,7 @@ def learn_section(result: ReportResult, lang: str = "en") -> Section:
 
     learn = result.learn
     if learn is None:
-        raise SeqlabError("this report has no learn section: it was run without --learn (ReportConfig.learn None)")
+        raise SeqlabError(N_("this report has no learn section: it was run without --learn (ReportConfig.learn None)"))
     _ = translator(lang, DOMAIN)
     settings = learn.config.settings
     section = Section("learn", _("What tiny models learn, trained on this machine"))

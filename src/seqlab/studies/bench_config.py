@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.measure.rounds import DEFAULT_ROUNDS, timing_threads_default
 from seqlab.measure.timing import MachineLoad
 from seqlab.memory import FLOAT32_BYTES, MemoryEstimate, available_memory_bytes, require_fits
@@ -111,10 +112,11 @@ def estimate_bench_bytes(T: int, d: int, batch: int, machines: tuple[str, ...]) 
 
 def _positive_ints(name: str, values: object, maximum: int) -> tuple[int, ...]:
     if isinstance(values, (int, str)) or not hasattr(values, "__iter__"):
-        raise SeqlabError(f"{name} must be a sequence of integers, received {values!r}", parameter=name)
+        raise SeqlabError(N_("{name} must be a sequence of integers, received {values!r}"), name=name, values=values,
+                          parameter=name)
     checked = tuple(require_positive_int(name, v, maximum) for v in values)
     if not checked:
-        raise SeqlabError(f"{name} must hold at least one integer, received none", parameter=name)
+        raise SeqlabError(N_("{name} must hold at least one integer, received none"), name=name, parameter=name)
     return tuple(sorted(set(checked)))
 
 
@@ -122,8 +124,8 @@ def _threads(settings: object, load: MachineLoad | None) -> tuple[int, ...]:
     available = torch.get_num_threads()
     maximum = max(os.cpu_count() or 1, available)
     if isinstance(settings, (int, str)) or not settings:
-        raise SeqlabError(f"threads must be a sequence of integers, 'all' or 'auto', received {settings!r}",
-                          parameter="threads")
+        raise SeqlabError(N_("threads must be a sequence of integers, 'all' or 'auto', received {settings!r}"),
+                          settings=settings, parameter="threads")
     words = {"all": available}
     if "auto" in settings:
         words["auto"] = timing_threads_default(load)
@@ -153,18 +155,18 @@ def check_bench_config(config: BenchConfig, load: MachineLoad | None = None) -> 
     batch = require_positive_int("batch", config.batch, MAX_BATCH)
     threads = _threads(config.threads, load)
     if isinstance(config.machines, str) or not config.machines:
-        raise SeqlabError(f"machines must name at least one of {', '.join(MACHINES)}, received {config.machines!r}",
-                          parameter="machines")
+        raise SeqlabError(N_("machines must name at least one of {machines}, received {machines2!r}"),
+                          machines=', '.join(MACHINES), machines2=config.machines, parameter="machines")
     machines = tuple(k for k in MACHINES if k in {_machine(m).key for m in config.machines})
     if config.device not in DEVICES:
-        raise SeqlabError(f"device must be one of {', '.join(DEVICES)}, received {config.device!r}",
-                          parameter="device")
+        raise SeqlabError(N_("device must be one of {devices}, received {device!r}"), devices=', '.join(DEVICES),
+                          device=config.device, parameter="device")
     if config.device == "cuda" and not torch.cuda.is_available():
-        raise SeqlabError("device 'cuda' requested but no CUDA device is present", parameter="device")
+        raise SeqlabError(N_("device 'cuda' requested but no CUDA device is present"), parameter="device")
     run_time = config.min_run_time
     if isinstance(run_time, bool) or not isinstance(run_time, (int, float)) or not 0 < run_time <= 60:
-        raise SeqlabError(f"min_run_time must be a number of seconds in (0, 60], received {run_time!r}",
-                          parameter="min_run_time")
+        raise SeqlabError(N_("min_run_time must be a number of seconds in (0, 60], received {run_time!r}"),
+                          run_time=run_time, parameter="min_run_time")
     require_positive_int("min_samples", config.min_samples, 1000)
     require_positive_int("rounds", config.rounds, MAX_ROUNDS)
     default_size = 4096 if config.device == "cuda" else 1024
@@ -173,9 +175,10 @@ def check_bench_config(config: BenchConfig, load: MachineLoad | None = None) -> 
     estimate = estimate_bench_bytes(T, d, batch, machines)
     available = torch.cuda.mem_get_info()[0] if config.device == "cuda" else available_memory_bytes()
     try:
-        require_fits(estimate, f"T = {T} at d_model = {d}, batch {batch}", available)
+        require_fits(estimate, Message(N_("T = {T} at d_model = {d_model}, batch {batch}"), T=T, d_model=d, batch=batch),
+                     available)
     except SeqlabError as error:  # blame the batch when one sequence would fit, else the larger term
         single = estimate_bench_bytes(T, d, 1, machines).total_bytes <= 0.8 * available
         parameter = "batch" if single else "d_model" if estimate.largest.startswith("weights") else "T"
-        raise SeqlabError(str(error), parameter=parameter) from None
+        raise SeqlabError.wrapping(error, parameter=parameter) from None
     return BenchPlan(lengths, d_models, threads, machines, batch, config.device, matmul_size)

@@ -33,6 +33,8 @@ from typing import Literal
 from seqlab import cost
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.measure.rounds import MARGIN, Decision, Rounds, decide
+from seqlab.i18n import N_
+from seqlab.measure.rounds import Decision, Rounds, decide
 from seqlab.measure.timing import Timing
 
 #: What :func:`measured_crossover` can say.
@@ -82,7 +84,8 @@ def multiplications(machine: str, T: int, d: int, batch: int = 1) -> int:
 
 def _machine(key: str) -> Machine:
     if key not in MACHINES:
-        raise SeqlabError(f"machine must be one of {', '.join(MACHINES)}; received {key!r}", parameter="machines")
+        raise SeqlabError(N_("machine must be one of {machines}; received {key!r}"), machines=', '.join(MACHINES),
+                          key=key, parameter="machines")
     return MACHINES[key]
 
 
@@ -334,9 +337,10 @@ def measured_crossover(decisions: tuple[LengthDecision, ...]) -> tuple[str, floa
         SeqlabError: no decisions, or lengths not increasing.
     """
     if not decisions:
-        raise SeqlabError("measured_crossover needs a decision at one length at least, received none")
+        raise SeqlabError(N_("measured_crossover needs a decision at one length at least, received none"))
     if any(x.T >= y.T for x, y in zip(decisions, decisions[1:])):
-        raise SeqlabError(f"decisions must be in increasing T, received {[d.T for d in decisions]}")
+        raise SeqlabError(N_("decisions must be in increasing T, received {decisions}"),
+                          decisions=[d.T for d in decisions])
     attention = [d for d in decisions if d.first == "attention"]
     recurrence = [d for d in decisions if d.first == "recurrence"]
     if not attention and not recurrence:
@@ -369,13 +373,14 @@ def pair_rounds(points: tuple[BenchPoint, ...], machines: tuple[str, ...]) -> Ro
     for key in machines:
         found = [p for p in points if p.machine == key]
         if len(found) != 1:
-            raise SeqlabError(f"one point of {key!r} expected, received {len(found)}")
+            raise SeqlabError(N_("one point of {key!r} expected, received {found_count}"), key=key,
+                              found_count=len(found))
         timings[key] = found[0].timing
     counts = {len(t.samples) for t in timings.values()}
     conditions = {(t.threads, t.device) for t in timings.values()}
     if len(counts) != 1 or len(conditions) != 1:
-        raise SeqlabError(f"machines timed in one set of rounds share rounds, threads and device; received "
-                          f"{sorted(counts)} rounds and {sorted(conditions)}")
+        raise SeqlabError(N_("machines timed in one set of rounds share rounds, threads and device; received "
+                             "{counts} rounds and {conditions}"), counts=sorted(counts), conditions=sorted(conditions))
     (threads, device), = conditions
     cpu = {k: t.cpu_samples for k, t in timings.items()}
     return Rounds(per_round={k: t.samples for k, t in timings.items()},

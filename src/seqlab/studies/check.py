@@ -26,7 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from seqlab.errors import SeqlabError
+from seqlab.errors import Message, SeqlabError
+from seqlab.i18n import N_
 from seqlab.studies.claims import (LESSON_ANSWERS, SENTENCES, CheckSizes, check_l1, check_l2, check_l10, check_l11,
                                    check_l12)
 from seqlab.studies.claims_cost import check_l5, check_l6, check_l7, check_l9
@@ -154,20 +155,23 @@ def parse_claims(claims: Sequence[str] | str) -> tuple[str, ...]:
             whole value received, the item at fault and the accepted form.
     """
     parts = claims.split(",") if isinstance(claims, str) else list(claims)
-    accepted = "claims among L1–L12 (or B1–B5, beyond the lesson) separated by commas (such as L1,L8 or 1,8)"
+    accepted = Message(N_("claims among L1–L12 (or B1–B5, beyond the lesson) separated by commas (such as L1,L8 or "
+                          "1,8)"))
     whole = claims if isinstance(claims, str) else ",".join(map(str, parts))
     if not whole.strip():
-        raise SeqlabError(f"expected {accepted}, received {whole!r}", parameter="claims")
+        raise SeqlabError(N_("expected {accepted}, received {whole!r}"), accepted=accepted, whole=whole,
+                          parameter="claims")
     wanted = set()
     for part in parts:
         text = str(part).strip().upper()
         if not text:
-            raise SeqlabError(f"expected {accepted}, received {whole!r}, which has an empty item",
-                              parameter="claims")
+            raise SeqlabError(N_("expected {accepted}, received {whole!r}, which has an empty item"), accepted=accepted,
+                              whole=whole, parameter="claims")
         name = text if text[:1] in ("L", "B") else f"L{text}"
         if name not in CHECKS:
-            which = f", in which {str(part).strip()!r} is not one" if len(parts) > 1 else ""
-            raise SeqlabError(f"expected {accepted}, received {whole!r}{which}", parameter="claims")
+            which = Message(N_(", in which {part!r} is not one"), part=str(part).strip()) if len(parts) > 1 else ""
+            raise SeqlabError(N_("expected {accepted}, received {whole!r}{which}"), accepted=accepted, whole=whole,
+                              which=which, parameter="claims")
         wanted.add(name)
     return tuple(claim for claim in CLAIMS + BEYOND if claim in wanted)
 

@@ -37,6 +37,7 @@ from fractions import Fraction
 
 from seqlab import cost, scopes
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 from seqlab.studies.claims import CheckSizes, claim_generator, span_products
 from seqlab.studies.verdicts import Judgement, verdict_of
 
@@ -55,7 +56,7 @@ def _count(function, *args, meta: bool = False, **kwargs):
         counter = work.count_on_meta if meta else work.count_multiplications
         counted = counter(function, *args, **kwargs)
     if counted.unaccounted:
-        raise SeqlabError(f"ops with no multiplication count ran: {dict(counted.unaccounted)}")
+        raise SeqlabError(N_("ops with no multiplication count ran: {ops}"), ops=dict(counted.unaccounted))
     return counted
 
 

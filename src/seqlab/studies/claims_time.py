@@ -47,6 +47,7 @@ from fractions import Fraction
 
 from seqlab import cost
 from seqlab.measure.rounds import DEFAULT_ROUNDS, MARGIN
+from seqlab.i18n import N_
 from seqlab.studies.claims import CheckSizes, claim_generator
 from seqlab.studies.verdicts import Judgement, verdict_of
 
@@ -131,7 +132,8 @@ def undecided_reason(decision) -> str:
     from seqlab.measure.rounds import CLOCKS_DISAGREE, MIN_ROUNDS
 
     if decision.decided:
-        raise SeqlabError(f"the decision {decision.a} / {decision.b} was decided ({decision.outcome})")
+        raise SeqlabError(N_("the decision {a} / {b} was decided ({outcome})"), a=decision.a, b=decision.b,
+                          outcome=decision.outcome)
     if decision.rounds < MIN_ROUNDS:
         return "few_rounds"
     if getattr(decision, "reason", None) == CLOCKS_DISAGREE:

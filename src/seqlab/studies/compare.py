@@ -26,7 +26,8 @@ from fractions import Fraction
 import torch
 
 from seqlab import cost
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.layers.attention import SCORES, SelfAttention
 from seqlab.layers.recurrent import ElmanRNN, spectral_radius
 from seqlab.measure.order import OrderResult, measure_key_value_order, measure_order
@@ -226,13 +227,14 @@ def check_compare_size(T: int, config: CompareConfig) -> None:
     probes = _probes(config, max(d_h, d_v), T) or max(d_h, d_v)
     estimate = estimate_compare_bytes(T, d_model, d_h, d_k, d_v, probes,
                                       score_width=d_k if config.score == "additive" else 0, gated_width=d_h)
-    require_fits(estimate, f"T = {T} at d_model = {d_model}")
+    require_fits(estimate, Message(N_("T = {T} at d_model = {d_model}"), T=T, d_model=d_model))
 
 
 def _build(config: CompareConfig) -> tuple[ElmanRNN, SelfAttention]:
     d_model, d_h, d_k, d_v = config.widths()
     if config.score not in SCORES:
-        raise SeqlabError(f"score must be one of {', '.join(SCORES)}; received {config.score!r}", parameter="score")
+        raise SeqlabError(N_("score must be one of {scores}; received {score!r}"), scores=', '.join(SCORES),
+                          score=config.score, parameter="score")
     recurrence = ElmanRNN(d_model, d_h, generator=seeded_generator(config.seed, "recurrence")).eval()
     if config.spectral_radius is not None:
         recurrence.set_spectral_radius(config.spectral_radius)
@@ -352,7 +354,8 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
     """
     T = len(tokens)
     if T < 2:
-        raise SeqlabError(f"compare needs a text of at least 2 tokens; {source} has {T}", parameter="T")
+        raise SeqlabError(N_("compare needs a text of at least 2 tokens; {source} has {T}"), source=source, T=T,
+                          parameter="T")
     check_compare_size(T, config)
     if config.threads is not None:  # refused before anything is traced, not after
         require_positive_int("threads", config.threads)

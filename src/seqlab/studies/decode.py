@@ -39,6 +39,8 @@ import torch
 
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.fit import grows_like_length, growth_kind
+from seqlab.errors import Message, SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.measure.decode import (CACHE_MACHINES, DecodeStep, available_machines, build_decoder, check_machine,
                                    count_decode_step, estimate_decode_bytes, generation_span, prepare_decode_step,
                                    training_span)
@@ -268,17 +270,17 @@ def check_decode_config(config: DecodeConfig) -> DecodeConfig:
             (the message says how much it would need).
     """
     if not config.positions:
-        raise SeqlabError("positions must name at least one position t >= 1, received none", parameter="positions")
+        raise SeqlabError(N_("positions must name at least one position t >= 1, received none"), parameter="positions")
     for t in config.positions:
         require_positive_int("positions", t, MAX_POSITION)
     require_positive_int("d_model", config.d_model)
     require_positive_int("batch", config.batch)
     require_positive_int("threads", config.threads)
     if require_positive_int("rounds", config.rounds) < MIN_ROUNDS:
-        raise SeqlabError(f"rounds must be at least {MIN_ROUNDS} to decide who is faster, received {config.rounds}",
-                          parameter="rounds")
+        raise SeqlabError(N_("rounds must be at least {min_rounds} to decide who is faster, received {rounds}"),
+                          min_rounds=MIN_ROUNDS, rounds=config.rounds, parameter="rounds")
     if not config.machines:
-        raise SeqlabError("machines must name at least one machine, received none", parameter="machine")
+        raise SeqlabError(N_("machines must name at least one machine, received none"), parameter="machine")
     for machine in config.machines:
         check_machine(machine)
     for T in config.span_lengths:
@@ -287,7 +289,8 @@ def check_decode_config(config: DecodeConfig) -> DecodeConfig:
     estimates = [estimate_decode_bytes(m, largest, config.d_model, config.batch) for m in config.machines]
     biggest = max(estimates, key=lambda e: e.total_bytes)
     require_fits(MemoryEstimate(biggest.total_bytes, biggest.largest),
-                 f"a decoding step at t = {largest} with d_model = {config.d_model} and batch {config.batch}")
+                 Message(N_("a decoding step at t = {t} with d_model = {d_model} and batch {batch}"), t=largest,
+                         d_model=config.d_model, batch=config.batch))
     return replace(config, positions=tuple(sorted(set(config.positions))),
                    machines=tuple(dict.fromkeys(config.machines)))  # a machine named twice is measured once
 
@@ -359,7 +362,7 @@ def fastest(position: TimedPosition, machines: tuple[str, ...], margin: float = 
     rounds = position.rounds
     names = [m for m in machines if m in rounds.per_round]
     if len(names) < 2:
-        raise SeqlabError(f"a fastest machine needs at least two machines timed, received {names}")
+        raise SeqlabError(N_("a fastest machine needs at least two machines timed, received {names}"), names=names)
     medians = {m: statistics.median(rounds.per_round[m]) for m in names}
     leader = min(names, key=lambda m: medians[m])  # the first in order among equal medians
     decisions = tuple(decide(rounds, m, leader, margin) for m in names if m != leader)

@@ -52,6 +52,8 @@ from seqlab import cost
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.fit import GROWTHS, MIN_POSITIONS, classify_growth, sum_of_growths  # noqa: F401  (GROWTHS re-exported)
 from seqlab.layers.pretrained import DTYPES, first_line, load_decoder, offline_and_quiet  # noqa: F401  (DTYPES)
+from seqlab.i18n import N_
+from seqlab.fit import choose_form, fit_forms
 from seqlab.measure.cache_state import RWKV_STATE_KINDS, CacheState, read_cache_state
 from seqlab.measure.timing import MachineLoad, Timing, machine_load
 from seqlab.memory import MemoryEstimate, require_fits
@@ -412,21 +414,22 @@ def check_model_decode(config: ModelDecodeConfig,
             positions = tuple(sorted({max(2, limit // 4), max(3, limit // 2), limit}))
     for t in positions:
         if isinstance(t, bool) or not isinstance(t, int) or t < 2:
-            raise SeqlabError(f"positions must be integers >= 2 (the prefill reads t - 1 >= 1 tokens), received "
-                              f"{t!r}", parameter="positions")
+            raise SeqlabError(N_("positions must be integers >= 2 (the prefill reads t - 1 >= 1 tokens), received "
+                                 "{t!r}"), t=t, parameter="positions")
         if limit is not None and t > limit:
-            raise SeqlabError(f"position {t} is beyond what {facts.name} reads: at most {limit} positions "
-                              "(max_position_embeddings)", parameter="positions")
+            raise SeqlabError(N_("position {t} is beyond what {name} reads: at most {limit} positions "
+                                 "(max_position_embeddings)"), t=t, name=facts.name, limit=limit, parameter="positions")
     positions = tuple(sorted(set(positions)))
     if len(positions) < MIN_POSITIONS:
-        raise SeqlabError(f"positions must name at least {MIN_POSITIONS} distinct positions to name a growth, "
-                          f"received {list(positions)}", parameter="positions")
+        raise SeqlabError(N_("positions must name at least {min_positions} distinct positions to name a growth, "
+                             "received {positions}"), min_positions=MIN_POSITIONS, positions=list(positions),
+                          parameter="positions")
     require_positive_int("rounds", config.rounds)
     require_positive_int("threads", config.threads)
     if config.span_lengths is not None:
         if len(config.span_lengths) != 2 or len(set(config.span_lengths)) != 2:
-            raise SeqlabError(f"span_lengths must be two different lengths, received {config.span_lengths!r}",
-                              parameter="span_lengths")
+            raise SeqlabError(N_("span_lengths must be two different lengths, received {span_lengths!r}"),
+                              span_lengths=config.span_lengths, parameter="span_lengths")
         for T in config.span_lengths:
             require_positive_int("span_lengths", T, limit)
     require_fits(estimate_model_decode_bytes(model, facts, positions),
@@ -476,9 +479,10 @@ def _prefill(model: Any, facts: ModelFacts, t: int, seed: int,
     past = out.get(facts.cache_argument)
     if past is None:
         found = ", ".join(k for k in out.keys() if k != "logits") or "nothing but logits"
-        raise SeqlabError(f"seqlab cannot read this model's cache: {facts.architecture}'s forward pass returned "
-                          f"{type(out).__name__} with {found}; expected a {facts.cache_argument!r} object",
-                          parameter="model")
+        raise SeqlabError(N_("seqlab cannot read this model's cache: {architecture}'s forward pass returned "
+                             "{out_class} with {found}; expected a {cache_argument!r} object"),
+                          architecture=facts.architecture, out_class=type(out).__name__, found=found,
+                          cache_argument=facts.cache_argument, parameter="model")
     return {facts.cache_argument: past}, ids[:, -1:]
 
 

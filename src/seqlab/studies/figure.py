@@ -32,7 +32,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.layers.transformer import BOX_KEYS, ENCODER, Transformer, compose, shift_right
 from seqlab.measure.dependence import judge
 from seqlab.measure.mixing import (
@@ -52,13 +53,6 @@ MAX_LENGTH = 256
 MAX_D_MODEL = 4096
 
 
-def N_(message: str) -> str:
-    """Mark an English message id for the ``seqlab`` catalogue without translating it (gettext's ``N_``).
-
-    >>> N_("Add & norm")
-    'Add & norm'
-    """
-    return message
 
 
 @dataclass(frozen=True)
@@ -214,7 +208,8 @@ def _own_union(dependencies: tuple[Dependency, ...]) -> tuple[tuple[bool, ...], 
     if not own:
         return None
     if len(shapes) > 1:
-        raise SeqlabError(f"inputs of one sequence must give matrices of one shape, received {sorted(shapes)}")
+        raise SeqlabError(N_("inputs of one sequence must give matrices of one shape, received {shapes}"),
+                          shapes=sorted(shapes))
     judged = [judge(d.strength, torch.float64).depends for d in own]  # the one rule; the figure runs in float64
     return tuple(tuple(any(m[j][i] for m in judged) for i in range(len(own[0].strength[0])))
                  for j in range(len(own[0].strength)))
@@ -275,8 +270,8 @@ def estimate_figure_bytes(T_source: int, T_target: int, d_model: int, heads: int
     d_ff, V = 4 * d_model, T_source + T_target + 1
     maps = probes * T * T * (4 * heads * T + 3 * d_ff + 10 * d_model + V) * FLOAT64_BYTES
     weights = 3 * (3 * 4 * d_model**2 + 2 * 2 * d_model * d_ff + V * d_model) * FLOAT64_BYTES
-    largest = f"the batched backward over {probes * T} probe vectors" if maps >= weights else \
-        f"the weights of width {d_model}"
+    largest = Message(N_("the batched backward over {count} probe vectors"), count=probes * T) if maps >= weights \
+        else Message(N_("the weights of width {width}"), width=d_model)
     return MemoryEstimate(total_bytes=maps + weights, largest=largest)
 
 
@@ -295,19 +290,21 @@ def check_figure_arguments(T_source: int, T_target: int, d_model: int, heads: in
     """
     for name, value in (("T_source", T_source), ("T_target", T_target)):
         if isinstance(value, bool) or not isinstance(value, int) or not MIN_LENGTH <= value <= MAX_LENGTH:
-            raise SeqlabError(f"{name} must be an integer in [{MIN_LENGTH}, {MAX_LENGTH}], received {value!r}",
-                              parameter=name)
+            raise SeqlabError(N_("{name} must be an integer in [{min_length}, {max_length}], received {value!r}"),
+                              name=name, min_length=MIN_LENGTH, max_length=MAX_LENGTH, value=value, parameter=name)
     require_positive_int("d_model", d_model, MAX_D_MODEL)
     if isinstance(heads, bool) or not isinstance(heads, int) or not 1 <= heads <= d_model:
-        raise SeqlabError(f"heads must be an integer in [1, {d_model}] dividing d_model = {d_model}, received "
-                          f"{heads!r}", parameter="heads")
+        raise SeqlabError(N_("heads must be an integer in [1, {d_model}] dividing d_model = {d_model}, received "
+                             "{heads!r}"), d_model=d_model, heads=heads, parameter="heads")
     if d_model % heads:
-        raise SeqlabError(f"heads must divide d_model, received d_model = {d_model} and heads = {heads}; expected "
-                          f"a divisor of {d_model} in [1, {d_model}]", parameter="heads")
+        raise SeqlabError(N_("heads must divide d_model, received d_model = {d_model} and heads = {heads}; expected "
+                             "a divisor of {d_model} in [1, {d_model}]"), d_model=d_model, heads=heads,
+                          parameter="heads")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise SeqlabError(f"seed must be an integer in [0, {MAX_SEED}], received {seed!r}", parameter="seed")
+        raise SeqlabError(N_("seed must be an integer in [0, {max_seed}], received {seed!r}"), max_seed=MAX_SEED,
+                          seed=seed, parameter="seed")
     require_fits(estimate_figure_bytes(T_source, T_target, d_model, heads),
-                 f"S = {T_source}, T = {T_target} at d_model = {d_model}")
+                 Message(N_("S = {S}, T = {T} at d_model = {d_model}"), S=T_source, T=T_target, d_model=d_model))
 
 
 def figure_tokens(T_source: int, T_target: int, text: str | Text | None = None) -> tuple[Tokens, Tokens]:
@@ -325,8 +322,8 @@ def figure_tokens(T_source: int, T_target: int, text: str | Text | None = None) 
         return _cut(source, 0, T_source), _cut(target, 0, T_target)
     tokens = tokenize(text.content if isinstance(text, Text) else text)
     if len(tokens) < T_source + T_target:
-        raise SeqlabError(f"the text gives {len(tokens)} tokens, expected at least T_source + T_target = "
-                          f"{T_source + T_target}", parameter="text")
+        raise SeqlabError(N_("the text gives {tokens_count} tokens, expected at least T_source + T_target = {value}"),
+                          tokens_count=len(tokens), value=T_source + T_target, parameter="text")
     return _cut(tokens, 0, T_source), _cut(tokens, T_source, T_target)
 
 

@@ -51,6 +51,9 @@ import torch
 
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.learn.models import MIXER_MODELS, MODELS, width_for_budget
+from seqlab.errors import Message, SeqlabError, require_positive_int
+from seqlab.i18n import N_
+from seqlab.learn.models import MODELS, width_for_budget
 from seqlab.learn.selection import LEARNT, NEAR_CHANCE, Cell, near_chance, summarise
 from seqlab.learn.sweep import Backend, Local, ResultsFile, run_key, run_sweep
 from seqlab.learn.tasks import TASKS, check_pairs, min_length
@@ -171,11 +174,12 @@ class LearnPlan:
 
 def _names(values: object, valid: tuple[str, ...], what: str) -> tuple[str, ...]:
     if isinstance(values, str) or not isinstance(values, (tuple, list)) or not values:
-        raise SeqlabError(f"{what} must be a non-empty list of names among {', '.join(valid)}; received {values!r}",
-                          parameter=what)
+        raise SeqlabError(N_("{what} must be a non-empty list of names among {valid}; received {values!r}"), what=what,
+                          valid=', '.join(valid), values=values, parameter=what)
     for name in values:
         if name not in valid:
-            raise SeqlabError(f"{what} must be among {', '.join(valid)}; received {name!r}", parameter=what)
+            raise SeqlabError(N_("{what} must be among {valid}; received {name!r}"), what=what, valid=', '.join(valid),
+                              name=name, parameter=what)
     return tuple(dict.fromkeys(values))
 
 
@@ -196,18 +200,19 @@ def estimate_learn_bytes(T: int, batch: int, width: int, d_model: int) -> Memory
 
 def _rates(rates: object) -> tuple[float, ...]:
     if isinstance(rates, (str, bytes)) or not isinstance(rates, (tuple, list)) or not 1 <= len(rates) <= MAX_RATES:
-        raise SeqlabError(f"rates must be a list of 1 to {MAX_RATES} learning rates, received {rates!r}",
-                          parameter="rates")
+        raise SeqlabError(N_("rates must be a list of 1 to {max_rates} learning rates, received {rates!r}"),
+                          max_rates=MAX_RATES, rates=rates, parameter="rates")
     for rate in rates:
         if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate) \
                 or not 0 < rate <= 1:
-            raise SeqlabError(f"rates must be numbers in (0, 1], received {rate!r}", parameter="rates")
+            raise SeqlabError(N_("rates must be numbers in (0, 1], received {rate!r}"), rate=rate, parameter="rates")
     return tuple(dict.fromkeys(float(r) for r in rates))
 
 
 def _sizes(values: object, what: str, check: Callable[[object], int]) -> tuple[int, ...]:
     if isinstance(values, (str, bytes, int)) or not isinstance(values, (tuple, list)) or not values:
-        raise SeqlabError(f"{what} must be a non-empty list of integers, received {values!r}", parameter=what)
+        raise SeqlabError(N_("{what} must be a non-empty list of integers, received {values!r}"), what=what,
+                          values=values, parameter=what)
     return tuple(sorted({check(v) for v in values}))
 
 
@@ -225,7 +230,8 @@ def check_learn_config(config: LearnConfig) -> LearnPlan:
     """
     tasks = _names(config.tasks, tuple(TASKS), "tasks")
     if config.preset not in PRESETS:
-        raise SeqlabError(f"preset must be one of {', '.join(PRESETS)}; received {config.preset!r}")
+        raise SeqlabError(N_("preset must be one of {presets}; received {preset!r}"), presets=', '.join(PRESETS),
+                          preset=config.preset)
     require_positive_int("seeds", config.seeds, MAX_SEEDS)
     require_positive_int("threads", config.threads)
     settings = config.settings.check()
@@ -235,8 +241,8 @@ def check_learn_config(config: LearnConfig) -> LearnPlan:
     models = {task: defaults_models[task] if config.models is None else _names(config.models, MODELS, "models")
               for task in tasks}
     if "mqar" in models and "mlp" in models["mqar"]:
-        raise SeqlabError("models must not include mlp for the mqar task: the per-position MLP reads all T "
-                          "positions at once and cannot answer at each position causally; received 'mlp'",
+        raise SeqlabError(N_("models must not include mlp for the mqar task: the per-position MLP reads all T "
+                             "positions at once and cannot answer at each position causally; received 'mlp'"),
                           parameter="models")
     given_pairs = (QUICK_PAIRS if quick else MQAR_PAIRS) if config.pairs is None else config.pairs
     pair_counts = {task: _sizes(given_pairs, "pairs", check_pairs) if TASKS[task].per_position else (None,)
@@ -250,16 +256,19 @@ def check_learn_config(config: LearnConfig) -> LearnPlan:
     for task in tasks:
         given = defaults[task] if config.lengths is None else config.lengths
         if isinstance(given, (str, int)) or not given:
-            raise SeqlabError(f"lengths must be a non-empty list of integers, received {given!r}", parameter="T")
+            raise SeqlabError(N_("lengths must be a non-empty list of integers, received {given!r}"), given=given,
+                              parameter="T")
         for T in given:
             require_positive_int("T", T)
             if T > MAX_LENGTH:
-                raise SeqlabError(f"lengths must be at most {MAX_LENGTH} (longer runs take hours on a CPU), "
-                                  f"received {T}", parameter="T")
+                raise SeqlabError(N_("lengths must be at most {max_length} (longer runs take hours on a CPU), "
+                                     "received {T}"), max_length=MAX_LENGTH, T=T, parameter="T")
             least = min_length(task, pair_counts[task][-1])
             if T < least:
-                extra = f" at {pair_counts[task][-1]} pairs" if TASKS[task].per_position else ""
-                raise SeqlabError(f"the {task} task needs T >= {least}{extra}, received {T}", parameter="T")
+                extra = Message(N_(" at {pairs} pairs"), pairs=pair_counts[task][-1]) if TASKS[task].per_position \
+                    else ""
+                raise SeqlabError(N_("the {task} task needs T >= {least}{extra}, received {T}"), task=task, least=least,
+                                  extra=extra, T=T, parameter="T")
         lengths[task] = tuple(sorted(set(given)))
     for task in tasks:
         spec, T = TASKS[task], lengths[task][-1]

@@ -38,6 +38,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 from seqlab.layers.anatomy import attention_module, find_position_switch
 from seqlab.layers.pretrained import (
     MIN_TOKENS,
@@ -213,7 +214,7 @@ def measure_attention(encoder: Encoder, ids: Tensor, layer: int, head: int, *, m
     _check_range("layer", layer, config.layers)
     _check_range("head", head, config.heads)
     if ids.dim() != 2 or ids.shape[1] < 2:
-        raise SeqlabError(f"ids must have shape (B, T) with T >= 2, received {tuple(ids.shape)}")
+        raise SeqlabError(N_("ids must have shape (B, T) with T >= 2, received {shape}"), shape=tuple(ids.shape))
     mask = torch.ones_like(ids) if mask is None else mask
     T = int(mask[0].sum())  # real positions of the first sequence
     name = attention_module(encoder.model, config.layers, layer)
@@ -266,8 +267,8 @@ def working_precision(attention: AttentionMap, dtype: torch.dtype) -> torch.dtyp
 
 def _check_range(name: str, value: object, count: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= count:
-        raise SeqlabError(f"{name} must be an integer in [1, {count}] (the model has {count} {name}s), "
-                          f"received {value!r}", parameter=name)
+        raise SeqlabError(N_("{name} must be an integer in [1, {count}] (the model has {count} {name}s), received "
+                             "{value!r}"), name=name, count=count, value=value, parameter=name)
     return value
 
 
@@ -292,23 +293,26 @@ def check_model_options(layer: int, head: int, max_tokens: int | None, mixing_to
     _check_range("head", head, config.heads)
     if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
                                    or not MIN_TOKENS <= max_tokens <= config.max_positions):
-        raise SeqlabError(f"max_tokens must be an integer in [{MIN_TOKENS}, {config.max_positions}] (the model "
-                          f"reads at most {config.max_positions} positions), received {max_tokens!r}",
-                          parameter="max_tokens")
+        raise SeqlabError(N_("max_tokens must be an integer in [{min_tokens}, {max_positions}] (the model reads at "
+                             "most {max_positions} positions), received {max_tokens!r}"), min_tokens=MIN_TOKENS,
+                          max_positions=config.max_positions, max_tokens=max_tokens, parameter="max_tokens")
     if (isinstance(mixing_tokens, bool) or not isinstance(mixing_tokens, int)
             or not MIN_MIXING_TOKENS <= mixing_tokens <= MAX_MIXING_TOKENS):
-        raise SeqlabError(f"mixing_tokens must be an integer in [{MIN_MIXING_TOKENS}, {MAX_MIXING_TOKENS}], "
-                          f"received {mixing_tokens!r}", parameter="mixing_tokens")
+        raise SeqlabError(N_("mixing_tokens must be an integer in [{min_mixing_tokens}, {max_mixing_tokens}], "
+                             "received {mixing_tokens!r}"), min_mixing_tokens=MIN_MIXING_TOKENS,
+                          max_mixing_tokens=MAX_MIXING_TOKENS, mixing_tokens=mixing_tokens, parameter="mixing_tokens")
 
 
 def _windows(encoder: Encoder, texts: Sequence[str], max_tokens: int | None) -> list[EncodedText]:
     if not texts or len(texts) > MAX_SEQUENCES:
-        raise SeqlabError(f"expected 1 to {MAX_SEQUENCES} texts, received {len(texts)}", parameter="text")
+        raise SeqlabError(N_("expected 1 to {max_sequences} texts, received {texts_count}"),
+                          max_sequences=MAX_SEQUENCES, texts_count=len(texts), parameter="text")
     windows = [encode(encoder, text, max_tokens) for text in texts]
     short = [number for number, window in enumerate(windows, 1) if len(window) < 2]
     if short:
-        raise SeqlabError(f"text {short[0]} gives {len(windows[short[0] - 1])} position for {encoder.config.name}; "
-                          "expected at least 2 (two words, say)", parameter="text")
+        raise SeqlabError(N_("text {short} gives {windows_count} position for {name}; expected at least 2 (two "
+                             "words, say)"), short=short[0], windows_count=len(windows[short[0] - 1]),
+                          name=encoder.config.name, parameter="text")
     return windows
 
 
@@ -342,7 +346,7 @@ def inspect_model(text: str | Sequence[str], *, source: str = "text", model: str
             be switched off (``"model"``), or a missing package (the message gives the install command).
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise SeqlabError(f"seed must be an integer >= 0, received {seed!r}", parameter="seed")
+        raise SeqlabError(N_("seed must be an integer >= 0, received {seed!r}"), seed=seed, parameter="seed")
     check_model_options(layer, head, max_tokens, mixing_tokens, model)
     import transformers
 

@@ -27,6 +27,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 from seqlab.layers.anatomy import contains_attention, modules_of_interest
 from seqlab.layers.pretrained import Encoder
 from seqlab.measure.dependence import judge
@@ -184,14 +185,15 @@ def measure_mixing(encoder: Encoder, ids: Tensor, mask: Tensor | None = None, *,
             positions.
     """
     if ids.dim() != 2 or ids.shape[1] < 2:
-        raise SeqlabError(f"ids must have shape (B, T) with T >= 2, received {tuple(ids.shape)}")
+        raise SeqlabError(N_("ids must have shape (B, T) with T >= 2, received {shape}"), shape=tuple(ids.shape))
     mask = torch.ones_like(ids) if mask is None else mask
     if mask.shape != ids.shape:
-        raise SeqlabError(f"mask must have the shape of ids {tuple(ids.shape)}, received {tuple(mask.shape)}")
+        raise SeqlabError(N_("mask must have the shape of ids {shape}, received {shape2}"), shape=tuple(ids.shape),
+                          shape2=tuple(mask.shape))
     B, T = ids.shape
     sizes = [real_positions(mask, b) for b in range(B)]
     if min(sizes) < 2:
-        raise SeqlabError(f"every sequence needs at least 2 positions to show mixing, received {sizes}",
+        raise SeqlabError(N_("every sequence needs at least 2 positions to show mixing, received {sizes}"), sizes=sizes,
                           parameter="text")
     model = encoder.model
     chosen = [(name, layer) for name, layer in modules_of_interest(model, encoder.config.layers)

@@ -28,6 +28,7 @@ import torch
 from torch import Tensor
 
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 from seqlab.layers.anatomy import without_positions
 from seqlab.layers.pretrained import Encoder, load_encoder
 from seqlab.measure.order import OrderResult, _Rerun, holds_of, measure_order, tolerance, verdict
@@ -181,13 +182,14 @@ def measure_model_order(encoder: Encoder, ids: Tensor, mask: Tensor | None = Non
             positions, or a model whose positions cannot be switched off.
     """
     if ids.dim() != 2 or ids.shape[1] < 2:
-        raise SeqlabError(f"ids must have shape (B, T) with T >= 2, received {tuple(ids.shape)}")
+        raise SeqlabError(N_("ids must have shape (B, T) with T >= 2, received {shape}"), shape=tuple(ids.shape))
     mask = torch.ones_like(ids) if mask is None else mask
     if mask.shape != ids.shape:
-        raise SeqlabError(f"mask must have the shape of ids {tuple(ids.shape)}, received {tuple(mask.shape)}")
+        raise SeqlabError(N_("mask must have the shape of ids {shape}, received {shape2}"), shape=tuple(ids.shape),
+                          shape2=tuple(mask.shape))
     sizes = [real_positions(mask, b) for b in range(ids.shape[0])]
     if min(sizes) < 2:
-        raise SeqlabError(f"every sequence needs at least 2 positions to shuffle, received {sizes}",
+        raise SeqlabError(N_("every sequence needs at least 2 positions to shuffle, received {sizes}"), sizes=sizes,
                           parameter="text")
     below = encoder.dtype != "float64"
     twin = load_encoder(torch.float64, None if encoder.config.bundled else encoder.folder) if below else None

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 
 __all__ = ["NotebookView", "connect"]
 
@@ -32,7 +33,7 @@ def connect(html: Callable[[Any, str | None], str], figure: Callable[[Any, str |
 
 def _renderer(kind: str) -> Callable[[Any, str | None], Any]:
     if kind not in _RENDERERS:
-        raise SeqlabError("no notebook renderer is connected (seqlab/__init__ connects seqlab.render.notebook)")
+        raise SeqlabError(N_("no notebook renderer is connected (seqlab/__init__ connects seqlab.render.notebook)"))
     return _RENDERERS[kind]
 
 

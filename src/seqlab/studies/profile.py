@@ -56,8 +56,10 @@ from typing import Any, NoReturn
 import torch
 from torch import Tensor
 
-from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.measure.layout import POSITIONS_DIM, Positions, check_layout, find_positions
+from seqlab.errors import Message, SeqlabError, require_positive_int
+from seqlab.i18n import N_
+from seqlab.measure.layout import check_positions_layout
 from seqlab.measure.modes import EngineMode
 from seqlab.measure.ops import op_name
 from seqlab.measure.perturbation import PerturbationCheck
@@ -294,12 +296,13 @@ def _named(stage: str, module: Callable[..., Any], measure: Callable[[Callable[.
     except Exception as error:  # noqa: BLE001 - any failure inside a trace is reported with its op
         name = getattr(module, "measured_name", type(module).__name__)
         if recorder.current is not None:
-            where = f"op {recorder.current} failed"
+            where = Message(N_("op {current} failed"), current=recorder.current)
         elif recorder.last is not None:
-            where = f"failed after op {recorder.last}"
+            where = Message(N_("failed after op {last}"), last=recorder.last)
         else:
-            where = "failed before any op ran"
-        raise SeqlabError(f"the {stage} cannot trace {name}: {where} ({type(error).__name__}: {error})",
+            where = Message(N_("failed before any op ran"))
+        raise SeqlabError(N_("the {stage} cannot trace {name}: {where} ({error_class}: {error})"), stage=stage,
+                          name=name, where=where, error_class=type(error).__name__, error=error,
                           parameter="module") from error
 
 
@@ -308,21 +311,24 @@ def _refused(stage: str, module: Callable[..., Any], error: SeqlabError) -> NoRe
     ``layer``), a SeqlabError that names the module and the stage."""
     if error.parameter != "layer":
         raise error
-    name = getattr(module, "measured_name", type(module).__name__)
-    raise SeqlabError(f"the {stage} cannot trace {name}: {error}", parameter="module") from error
+    raise SeqlabError(N_("the {stage} cannot trace {module_class}: {error}"), stage=stage,
+                      module_class=getattr(module, "measured_name", type(module).__name__), error=error,
+                      parameter="module") from error
 
 
 def _check_input(module: object, x: object) -> Tensor:
     if not callable(module):
-        raise SeqlabError(f"module must be a torch.nn.Module (or callable) taking x (B, T, d), received "
-                          f"{type(module).__name__}", parameter="module")
+        raise SeqlabError(N_("module must be a torch.nn.Module (or callable) taking x (B, T, d), received "
+                             "{module_class}"), module_class=type(module).__name__, parameter="module")
     if isinstance(x, Tensor) and x.dim() == 2:  # no batch dim: which of its two dims are positions is a guess
-        raise SeqlabError(f"x of shape {tuple(x.shape)} has no batch dim: profile takes x (B, T, d) (or (B, d, T), "
-                          "(T, B, d) with the layout named); add one with x.unsqueeze(0)", parameter="x")
-    if not isinstance(x, Tensor) or x.dim() != 3 or not x.is_floating_point() or 0 in x.shape:
-        got = f"{x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, Tensor) else type(x).__name__
-        raise SeqlabError(f"x must be a floating tensor of shape (B, T, d) with B, T, d >= 1, received {got}",
+        raise SeqlabError(N_("x of shape {shape} has no batch dim: profile takes x (B, T, d) (or (B, d, T), (T, B, d) "
+                             "with the layout named); add one with x.unsqueeze(0)"), shape=tuple(x.shape),
                           parameter="x")
+    if not isinstance(x, Tensor) or x.dim() != 3 or not x.is_floating_point() or 0 in x.shape:
+        got = Message(N_("{dtype} tensor of shape {shape}"), dtype=x.dtype, shape=tuple(x.shape)) \
+            if isinstance(x, Tensor) else type(x).__name__
+        raise SeqlabError(N_("x must be a floating tensor of shape (B, T, d) with B, T, d >= 1, received {got}"),
+                          got=got, parameter="x")
     return x
 
 
@@ -333,8 +339,8 @@ def _resolve_sources(sources: Sequence[int] | str | None, T: int) -> tuple[int, 
         return tuple(range(T))
     if isinstance(sources, str) or not isinstance(sources, Sequence) or not sources or any(
             isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < T for s in sources):
-        raise SeqlabError(f"sources must be 'all' or positions in [0, {T - 1}], received {sources!r}",
-                          parameter="sources")
+        raise SeqlabError(N_("sources must be 'all' or positions in [0, {value}], received {sources!r}"), value=T - 1,
+                          sources=sources, parameter="sources")
     return tuple(dict.fromkeys(sources))
 
 
@@ -388,8 +394,9 @@ def profile(module: Callable[..., Any], x: Tensor, *, sources: Sequence[int] | s
             with torch.no_grad():
                 returned = module(x)
         except Exception as error:  # noqa: BLE001 - the user's module failing on its input
-            raise SeqlabError(f"{type(module).__name__} fails on x of shape {tuple(x.shape)}: "
-                              f"{type(error).__name__}: {error}", parameter="module") from error
+            raise SeqlabError(N_("{module_class} fails on x of shape {shape}: {error_class}: {error}"),
+                              module_class=type(module).__name__, shape=tuple(x.shape),
+                              error_class=type(error).__name__, error=error, parameter="module") from error
         select = _output_of(module, returned, output)  # which tensor is measured, said in the result
         y = select(returned)
         # which dims hold the positions, in x and y (a sequence-first module's own flag, else the shapes): the
@@ -401,12 +408,12 @@ def profile(module: Callable[..., Any], x: Tensor, *, sources: Sequence[int] | s
         canonical = positions.input_dim == 1 and positions.output_dim == y.dim() - 2
         layer = _Measured(module, positions, select)
         fast_path = has_fast_path(module)  # its fast path may skip padding: counted as it runs by default, apart
-        measured = _traced("traced pass", layer, x,
+        measured = _traced(Message(N_("traced pass")), layer, x,
                            lambda run: measure_pass(run, x, sources=chosen, work=not fast_path))
         span, paths = measured.span, measured.paths
         if fast_path:
             with torch.no_grad():
-                work = _traced("work counter", layer, x, lambda run: count_multiplications(run, x))
+                work = _traced(Message(N_("work counter")), layer, x, lambda run: count_multiplications(run, x))
         else:
             work = measured.work
         if canonical:
@@ -495,15 +502,18 @@ is refused; the result names the layout and how it was found.
             with current_folder_importable():
                 imported = importlib.import_module(module_name)
     except Exception as error:  # noqa: BLE001 - ImportError, or whatever the imported module raises
-        raise SeqlabError(f"cannot import {module_name!r} from {spec!r}: {type(error).__name__}: {error}",
+        raise SeqlabError(N_("cannot import {module_name!r} from {spec!r}: {error_class}: {error}"),
+                          module_name=module_name, spec=spec, error_class=type(error).__name__, error=error,
                           parameter="factory") from error
     factory: Any = imported
     for part in attribute.split("."):
         if not hasattr(factory, part):
-            raise SeqlabError(f"{module_name!r} has no attribute {attribute!r} (from {spec!r})", parameter="factory")
+            raise SeqlabError(N_("{module_name!r} has no attribute {attribute!r} (from {spec!r})"),
+                              module_name=module_name, attribute=attribute, spec=spec, parameter="factory")
         factory = getattr(factory, part)
     if not callable(factory):
-        raise SeqlabError(f"{spec!r} is a {type(factory).__name__}, not a callable factory", parameter="factory")
+        raise SeqlabError(N_("{spec!r} is a {factory_class}, not a callable factory"), spec=spec,
+                          factory_class=type(factory).__name__, parameter="factory")
     return factory
 
 
@@ -547,10 +557,11 @@ def build_from_factory(spec: str, d_model: int) -> torch.nn.Module:
         with current_folder_importable():
             module = factory(d_model)
     except Exception as error:  # noqa: BLE001 - the user's factory failing
-        raise SeqlabError(f"{spec}({d_model}) failed: {type(error).__name__}: {error}", parameter="factory") from error
+        raise SeqlabError(N_("{spec}({d_model}) failed: {error_class}: {error}"), spec=spec, d_model=d_model,
+                          error_class=type(error).__name__, error=error, parameter="factory") from error
     if not isinstance(module, torch.nn.Module):
-        raise SeqlabError(f"{spec}({d_model}) must return a torch.nn.Module, received {type(module).__name__}",
-                          parameter="factory")
+        raise SeqlabError(N_("{spec}({d_model}) must return a torch.nn.Module, received {module_class}"), spec=spec,
+                          d_model=d_model, module_class=type(module).__name__, parameter="factory")
     return module
 
 

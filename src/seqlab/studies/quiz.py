@@ -31,6 +31,7 @@ from functools import cache
 
 from seqlab import cost
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 from seqlab.i18n import check_language, format_fraction, format_integer, format_number, plural_translator, translator
 from seqlab.studies.quiz_answers import parse_choice, parse_number
 from seqlab.studies.quiz_facts import FACT_WIDTH, LENGTHS, WIDTH, QuizFacts, measure_facts
@@ -294,7 +295,8 @@ def question(key: str, lang: str = "en", facts: QuizFacts | None = None) -> Ques
     for q in questions(lang) if facts is None else build_questions(facts, lang):
         if q.key == key:
             return q
-    raise SeqlabError(f"question must be one of {', '.join(KEYS)}; received {key!r}", parameter="key")
+    raise SeqlabError(N_("question must be one of {keys}; received {key!r}"), keys=', '.join(KEYS), key=key,
+                      parameter="key")
 
 
 

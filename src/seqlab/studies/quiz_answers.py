@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from seqlab.errors import SeqlabError
-from seqlab.i18n import check_language
+from seqlab.errors import Message, SeqlabError
+from seqlab.i18n import N_, check_language
 
 if TYPE_CHECKING:
     from seqlab.studies.quiz import Question
@@ -24,7 +24,7 @@ _SEPARATORS = re.compile(r"[\s,;/+&]+")
 
 #: How each language writes numbers: (decimal mark, thousands separator), and its name in the messages.
 _NUMBER_MARKS = {"en": (".", ","), "es": (",", ".")}
-_LANGUAGE_NAMES = {"en": "English", "es": "Spanish"}
+_LANGUAGE_NAMES = {"en": N_("English"), "es": N_("Spanish")}
 
 
 def parse_number(answer: object, lang: str = "en") -> int:
@@ -50,7 +50,7 @@ def parse_number(answer: object, lang: str = "en") -> int:
     from decimal import Decimal, InvalidOperation
 
     def refuse() -> SeqlabError:
-        return SeqlabError(f"expected a whole number T >= 1, received {answer!r}", parameter="answer")
+        return SeqlabError(N_("expected a whole number T >= 1, received {answer!r}"), answer=answer, parameter="answer")
 
     lang = check_language(lang)
     if isinstance(answer, bool) or not isinstance(answer, (int, float, str)):
@@ -75,10 +75,11 @@ def parse_number(answer: object, lang: str = "en") -> int:
                 ambiguous = re.fullmatch(rf"[+-]?\d{{1,3}}{re.escape(decimal_mark)}\d{{3}}", text)
                 if ambiguous:  # "1.000" in English: 1 here, a thousand where "." groups thousands
                     grouped = text.replace(decimal_mark, "")
-                    raise SeqlabError(
-                        f"expected a whole number T >= 1, received {answer!r}: in {_LANGUAGE_NAMES[lang]} it could "
-                        f"be {Decimal(text.replace(decimal_mark, '.')).normalize():f} or {int(grouped)}; write it "
-                        f"without separators", parameter="answer")
+                    raise SeqlabError(N_("expected a whole number T >= 1, received {answer!r}: in {language_names} "
+                                         "it could be {number:f} or {grouped}; write it without separators"),
+                                      answer=answer, language_names=Message(_LANGUAGE_NAMES[lang]),
+                                      number=Decimal(text.replace(decimal_mark, '.')).normalize(),
+                                      grouped=str(int(grouped)), parameter="answer")  # as typed, ungrouped
                 from babel.numbers import NumberFormatError, parse_decimal
 
                 try:
@@ -111,10 +112,12 @@ def parse_choice(question_: Question, answer: object) -> tuple[str, ...]:
     else:
         parts = []
     accepted = ", ".join(keys)
-    wanted = "one letter" if question_.kind == "single" else "letters"
+    wanted = Message(N_("one letter")) if question_.kind == "single" else Message(N_("letters"))
     if not parts or any(p not in keys for p in parts):
-        raise SeqlabError(f"expected {wanted} among {accepted}, received {answer!r}", parameter="answer")
+        raise SeqlabError(N_("expected {wanted} among {accepted}, received {answer!r}"), wanted=wanted,
+                          accepted=accepted, answer=answer, parameter="answer")
     chosen = tuple(sorted(set(parts)))
     if question_.kind == "single" and len(chosen) != 1:
-        raise SeqlabError(f"expected one letter among {accepted}, received {answer!r}", parameter="answer")
+        raise SeqlabError(N_("expected one letter among {accepted}, received {answer!r}"), accepted=accepted,
+                          answer=answer, parameter="answer")
     return chosen

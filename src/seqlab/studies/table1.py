@@ -57,7 +57,8 @@ import torch
 from torch import Tensor
 
 from seqlab import cost
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.layers import convolution, restricted
 from seqlab.layers.attention import SelfAttention
 from seqlab.layers.convolution import ConvolutionStack
@@ -104,7 +105,8 @@ def closed_form_work(layer: str, T: int, d: int, kernel: int, window: int) -> in
         "restricted": lambda: cost.restricted_attention_multiplications(T, window, d, d),
     }
     if layer not in forms:
-        raise SeqlabError(f"layer must be one of {', '.join(LAYER_TYPES)}; received {layer!r}", parameter="layer")
+        raise SeqlabError(N_("layer must be one of {layer_types}; received {layer!r}"),
+                          layer_types=', '.join(LAYER_TYPES), layer=layer, parameter="layer")
     return forms[layer]()
 
 
@@ -148,7 +150,8 @@ def _build(layer: str, T: int, d: int, kernel: int, window: int, seed: int) -> _
         stack = RestrictedAttentionStack.connecting(T, d, window, generator=generator).eval()
         return _Built(lambda x: count_multiplications(one.attend, *one.project(x)), lambda x: one(x)[0],
                       stack.forward_all, stack.depth)
-    raise SeqlabError(f"layer must be one of {', '.join(LAYER_TYPES)}; received {layer!r}", parameter="layer")
+    raise SeqlabError(N_("layer must be one of {layer_types}; received {layer!r}"), layer_types=', '.join(LAYER_TYPES),
+                      layer=layer, parameter="layer")
 
 
 def _least_over_depths(per_depth: Sequence[PathMatrix], source: int, target: int, unit: str
@@ -252,7 +255,8 @@ def _row(layer: str, d: int, samples: tuple[Sample, ...], kernel: int = DEFAULT_
     lengths = [s.T for s in samples]
     for sample in samples:
         if sample.path_ops is None:
-            raise SeqlabError(f"the {layer} stack never connected positions 0 and {sample.T - 1} at T = {sample.T}")
+            raise SeqlabError(N_("the {layer} stack never connected positions 0 and {value} at T = {T}"), layer=layer,
+                              value=sample.T - 1, T=sample.T)
     return LayerRow(
         layer=layer, d_model=d, samples=samples,
         work=_cell(paper.complexity, paper.work, lengths, [s.multiplications for s in samples]),
@@ -306,7 +310,7 @@ def estimate_table1_bytes(config: Table1Config) -> MemoryEstimate:
     chunk, plus 256 MiB for the interpreter's working set.
 
     >>> estimate = estimate_table1_bytes(Table1Config())
-    >>> round(estimate.gib, 1), estimate.largest
+    >>> round(estimate.gib, 1), str(estimate.largest)
     (0.6, 'the path analysis of the restricted stack at T = 256, d = 64')
     """
     from seqlab.measure.distance_store import estimate_path_bytes
@@ -320,7 +324,8 @@ def estimate_table1_bytes(config: Table1Config) -> MemoryEstimate:
                                            value_bytes=FLOAT32_BYTES, product=product)
                 nbytes = _FIXED_BYTES + held.total
                 if nbytes > worst:
-                    worst, largest = nbytes, f"the path analysis of the {layer} stack at T = {T}, d = {d}"
+                    worst, largest = nbytes, Message(N_("the path analysis of the {layer} stack at T = {T}, d = {d}"),
+                                                     layer=layer, T=T, d=d)
     return MemoryEstimate(total_bytes=worst, largest=largest)
 
 
@@ -334,7 +339,8 @@ def check_table1_size(config: Table1Config) -> Table1Config:
         SeqlabError: a bad size (see :meth:`Table1Config.validated`) or too little memory.
     """
     config = config.validated()
-    require_fits(estimate_table1_bytes(config), f"T up to {max(config.lengths)} at d_model = {max(config.d_models)}")
+    require_fits(estimate_table1_bytes(config), Message(N_("T up to {T} at d_model = {d_model}"), T=max(config.lengths),
+                                                        d_model=max(config.d_models)))
     return config
 
 
@@ -360,8 +366,8 @@ def run_table1(config: Table1Config | None = None, *, layers: Sequence[str] = LA
     config = check_table1_size(config or Table1Config())
     unknown = [layer for layer in layers if layer not in LAYER_TYPES]
     if unknown or not layers:
-        raise SeqlabError(f"layers must be among {', '.join(LAYER_TYPES)}; received {list(layers)}",
-                          parameter="layer")
+        raise SeqlabError(N_("layers must be among {layer_types}; received {layers}"),
+                          layer_types=', '.join(LAYER_TYPES), layers=list(layers), parameter="layer")
     rows: list[LayerRow] = []
     total = len(config.d_models) * len(layers)
     with fixed_threads(1):

@@ -51,7 +51,8 @@ from typing import Literal
 
 import torch
 
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, require_positive_int
+from seqlab.i18n import N_
 from seqlab.fit import MATCH, MISMATCH, Fit, fit_growth, form_of_growth, judge_form
 from seqlab.layers.mixers import Regime
 from seqlab.measure import memory_peak
@@ -112,7 +113,8 @@ class ModernConfig:
         rows = tuple(ROWS) if self.rows is None else tuple(self.rows)
         unknown = [row for row in rows if row not in ROWS]
         if unknown or not rows:
-            raise SeqlabError(f"rows must be among {', '.join(ROWS)}; received {list(rows)}", parameter="rows")
+            raise SeqlabError(N_("rows must be among {rows}; received {rows2}"), rows=', '.join(ROWS), rows2=list(rows),
+                              parameter="rows")
         return replace(self, lengths=short.lengths, long_lengths=long.lengths, d_model=short.d_models[0],
                        rows=tuple(row for row in ROWS if row in rows))
 
@@ -293,8 +295,8 @@ def check_modern_size(config: ModernConfig) -> ModernConfig:
     config = config.validated()
     require_positive_int("d_model", config.d_model, MAX_WIDTH)
     T = max(config.long_lengths)
-    require_fits(MemoryEstimate(_pass_bytes(T, config.d_model), f"the forward pass at T = {T}"),
-                 f"T up to {T} at d_model = {config.d_model}")
+    require_fits(MemoryEstimate(_pass_bytes(T, config.d_model), Message(N_("the forward pass at T = {T}"), T=T)),
+                 Message(N_("T up to {T} at d_model = {d_model}"), T=T, d_model=config.d_model))
     table1.check_table1_size(Table1Config(config.lengths, (config.d_model,), config.kernel, config.window))
     return config
 
@@ -422,7 +424,8 @@ def measure_row(row: str, config: ModernConfig, step: Callable[[str], None] | No
 
     short = tuple(measured(_short(row, machine, T, config), f"{row} · T = {T}") for T in config.lengths)
     if machine.regime("path").start is not None and any(s.path_ops is None for s in short):
-        raise SeqlabError(f"the {row} row never connected positions 1 and T at T = {config.lengths}")
+        raise SeqlabError(N_("the {row} row never connected positions 1 and T at T = {lengths}"), row=row,
+                          lengths=config.lengths)
     long = tuple(measured(_long(machine, T, config), f"{row} · T = {T}") for T in config.long_lengths)
     lengths, long_lengths = config.lengths, config.long_lengths
     return ModernRow(

@@ -268,7 +268,8 @@ def build_machine(row: str, d: int, *, kernel: int, window: int, chunk: int, see
     from seqlab.measure.decode import build_decoder
 
     if row not in ROWS:
-        raise SeqlabError(f"row must be one of {', '.join(ROWS)}; received {row!r}", parameter="row")
+        raise SeqlabError(N_("row must be one of {rows}; received {row!r}"), rows=', '.join(ROWS), row=row,
+                          parameter="row")
     generator = torch.Generator().manual_seed(seed)
     if row == "elman":
         decoder = build_decoder("elman", d, seed=seed)
@@ -295,8 +296,8 @@ def build_machine(row: str, d: int, *, kernel: int, window: int, chunk: int, see
 def _build_mixer(row: str, d: int, *, window: int, chunk: int, generator: torch.Generator) -> Machine:
     mixer, spec = mixers.mixer_rows()[row]
     if not mixer.available():
-        raise SeqlabError(f"the row {row!r} needs {', '.join(mixer.requires)}, which is not installed here",
-                          parameter="row")
+        raise SeqlabError(N_("the row {row!r} needs {requires}, which is not installed here"), row=row,
+                          requires=', '.join(mixer.requires), parameter="row")
     sizes = {"window": window, "chunk": chunk}
     module = mixer.build(d, generator=generator, **sizes, **spec.options)
     machine = mixer.name if mixer.decode is not None else None

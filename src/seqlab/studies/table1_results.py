@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.fit import MATCH, NOT_SEPARATED, Fit, form_of_growth
+from seqlab.fit import Fit, form_of_growth
+from seqlab.i18n import N_
 from seqlab.layers import convolution
 from seqlab.studies.notebook_view import NotebookView
 
@@ -194,25 +196,25 @@ class Table1Config:
                 [1, MAX_WIDTH], an even or too small kernel, a window < 1.
         """
         if isinstance(self.lengths, (str, bytes)) or not isinstance(self.lengths, Sequence):
-            raise SeqlabError(f"lengths must be a sequence of integers, received {self.lengths!r}",
+            raise SeqlabError(N_("lengths must be a sequence of integers, received {lengths!r}"), lengths=self.lengths,
                               parameter="lengths")
         for T in self.lengths:
             require_positive_int("T", T, MAX_LENGTH)
             if T < 2:
-                raise SeqlabError(f"every length must be an integer in [2, {MAX_LENGTH}], received {T}",
-                                  parameter="lengths")
+                raise SeqlabError(N_("every length must be an integer in [2, {max_length}], received {T}"),
+                                  max_length=MAX_LENGTH, T=T, parameter="lengths")
         lengths = tuple(sorted(set(self.lengths)))
         if len(lengths) < 3:
-            raise SeqlabError(f"lengths must hold at least 3 distinct values to fit a growth, received "
-                              f"{list(self.lengths)}", parameter="lengths")
+            raise SeqlabError(N_("lengths must hold at least 3 distinct values to fit a growth, received {lengths}"),
+                              lengths=list(self.lengths), parameter="lengths")
         if isinstance(self.d_models, (str, bytes)) or not isinstance(self.d_models, Sequence) or not self.d_models:
-            raise SeqlabError(f"d_models must be a non-empty sequence of integers, received {self.d_models!r}",
-                              parameter="d_model")
+            raise SeqlabError(N_("d_models must be a non-empty sequence of integers, received {d_models!r}"),
+                              d_models=self.d_models, parameter="d_model")
         d_models = tuple(sorted({require_positive_int("d_model", d, MAX_WIDTH) for d in self.d_models}))
         convolution.dilation_base(self.kernel)  # odd, >= 3
         require_positive_int("window", self.window)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise SeqlabError(f"seed must be an integer >= 0, received {self.seed!r}", parameter="seed")
+            raise SeqlabError(N_("seed must be an integer >= 0, received {seed!r}"), seed=self.seed, parameter="seed")
         return Table1Config(lengths, d_models, self.kernel, self.window, self.seed)
 
 

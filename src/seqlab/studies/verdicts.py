@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 
 HOLDS = "holds"
 CAVEAT = "holds_with_caveat"
@@ -52,7 +53,8 @@ class Judgement:
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
-            raise SeqlabError(f"verdict must be one of {', '.join(VERDICTS)}; received {self.verdict!r}")
+            raise SeqlabError(N_("verdict must be one of {verdicts}; received {verdict!r}"),
+                              verdicts=', '.join(VERDICTS), verdict=self.verdict)
 
 
 def verdict_of(contradicted: bool, caveats: Sequence[str] = (), decided: bool = True) -> str:
@@ -104,10 +106,10 @@ def loglog_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
     """
     points = [(float(x), float(y)) for x, y in zip(xs, ys)]
     if len(points) < 2 or any(not (math.isfinite(v) and v > 0) for point in points for v in point):
-        raise SeqlabError(f"expected two or more points with finite values > 0, received {points!r}")
+        raise SeqlabError(N_("expected two or more points with finite values > 0, received {points!r}"), points=points)
     lx, ly = [math.log(x) for x, _ in points], [math.log(y) for _, y in points]
     mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
     sxx = sum((x - mx) ** 2 for x in lx)
     if sxx == 0:
-        raise SeqlabError(f"expected at least two different x, received {list(xs)!r}")
+        raise SeqlabError(N_("expected at least two different x, received {xs!r}"), xs=list(xs))
     return sum((x - mx) * (y - my) for x, y in zip(lx, ly)) / sxx

@@ -15,15 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from seqlab.errors import SeqlabError
-from seqlab.i18n import LANGUAGES, format_integer, format_number, translator
+from seqlab.errors import Message, SeqlabError
+from seqlab.i18n import LANGUAGES, N_, format_integer, format_number, translator
 
 DOMAIN = "web"
 
 
-def N_(message: str) -> str:
-    """Mark a message for the ``web`` catalogue; it is translated later, in the request's language."""
-    return message
 
 
 #: Request fields whose name is a word (translated); symbols such as T or d_model stay as they are.
@@ -110,6 +107,8 @@ def render_value(value: Any, lang: str) -> str:
     """
     if isinstance(value, (Phrase, FieldName)):
         return value.render(lang)
+    if isinstance(value, (Message, SeqlabError)):  # a library message or refusal: worded where it was written
+        return printable(value.localized(lang))
     if isinstance(value, int) and not isinstance(value, bool):
         return format_integer(value, lang) if abs(value) < 10**30 else str(value)
     if isinstance(value, float):
@@ -136,6 +135,10 @@ class LabError(SeqlabError):
         #: JSON fields added to the error body beside ``detail`` and ``message`` (e.g. ``estimate``,
         #: ``keep_previous_result``), or None.
         self.details = dict(details) if details else None
+
+    def localized(self, lang: str) -> str:
+        """The refusal in ``lang``: its :class:`Phrase` rendered for that language."""
+        return self.phrase.render(lang)
 
     def __reduce__(self):  # crosses process boundaries (worker results) intact
         return (LabError, (self.phrase, self.parameter, self.status, self.details))

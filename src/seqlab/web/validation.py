@@ -288,13 +288,14 @@ def validation_detail(request: Request, exc: RequestValidationError) -> list[dic
 
 def seqlab_error_detail(request: Request, exc) -> list[dict[str, Any]]:
     """A refusal of the lab (:class:`~seqlab.web.messages.LabError`) in the request's language, pointing at the
-    field it names. A library refusal that no check of the lab caught first keeps its English words, said so."""
+    field it names. A library refusal that no check of the lab caught first is worded in the request's language
+    where the library raised it (:meth:`seqlab.errors.SeqlabError.localized`), said so."""
     loc = ["query" if request.method in ("GET", "HEAD") else "body"] + ([exc.parameter] if exc.parameter else [])
     lang = request_lang(request)
     if isinstance(exc, LabError):
         return [{"loc": loc, "msg": exc.phrase.render(lang), "type": "value_error"}]
     _ = tr(lang)
-    message = _("these values cannot be measured: {reason}").format(reason=printable(str(exc)))
+    message = _("these values cannot be measured: {reason}").format(reason=printable(exc.localized(lang)))
     return [{"loc": loc, "msg": message, "type": "value_error"}]
 
 
