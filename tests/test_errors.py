@@ -200,7 +200,7 @@ def test_no_template_reads_a_message_back():
 @pytest.mark.parametrize(("args", "spanish", "english"), [
     (["profile", "math:nope", "--seq-len", "4", "--d-model", "4"],
      "'math' no tiene el atributo 'nope' (en 'math:nope')", "'math' has no attribute 'nope' (from 'math:nope')"),
-    (["profile", "torch.nn:Identity", "--seq-len", "4", "--d-model", "4"],
+    (["profile", "torch.nn:Identity", "--seq-len", "6", "--d-model", "4"],  # T ≠ d: no layout to name
      None, None),
     (["compare", "--d-model", "4096", "--tokens", "200000", "--no-time"],
      "T = 200.000 con d_model = 4.096 necesitaría unos", "T = 200000 at d_model = 4096 would need about"),

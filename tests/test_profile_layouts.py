@@ -26,7 +26,6 @@ from torch import nn
 from typer.testing import CliRunner
 
 from seqlab.cli import app
-from seqlab.cli.language import translate_error
 from seqlab.errors import SeqlabError
 from seqlab.render.json_output import to_json
 from seqlab.render.table1 import profile_table
@@ -215,7 +214,7 @@ def test_output_refusals_word_for_word(lang):
     for call, (english, spanish) in zip(calls, words.items()):
         error = refusal(call)
         assert error.parameter == "output"
-        assert translate_error(str(error), lang) == (english if lang == "en" else spanish)
+        assert error.localized(lang) == (english if lang == "en" else spanish)
 
 
 # --- Kind 2: the positions dim ---------------------------------------------------------------------------------
@@ -283,7 +282,7 @@ def test_t_equal_d_without_weights_needs_the_layout_named(module):
               "with either dim longer; name the layout: btd for (B, T, d) or bdt for (B, d, T)"
     error = refusal(lambda: profile(module, x_of(1, 6, 6)))
     assert str(error) == message and error.parameter == "layout"
-    assert translate_error(message, "es") == (
+    assert error.localized("es") == (
         "no se puede saber qué dimensión de x (1, 6, 6) guarda las posiciones: T = d y "
         f"{type(module).__name__} funciona alargando cualquiera de las dos; nombra la disposición: btd para "
         "(B, T, d) o bdt para (B, d, T)")
@@ -342,7 +341,7 @@ def test_a_sequence_first_module_is_measured_with_its_layout_named(make):
     error = refusal(lambda: profile(module, x_of(1, 5, 4)))
     assert str(error) == f"{name} has batch_first=False: it reads x (1, 5, 4) as (T, B, d), but the positions here " \
                          "are on dim 1; pass x as (T, B, d) and name the layout tbd, or a batch_first module"
-    assert translate_error(str(error), "es") == (
+    assert error.localized("es") == (
         f"{name} tiene batch_first=False: lee x (1, 5, 4) como (T, B, d), pero aquí las posiciones están en la "
         "dimensión 1; pasa x como (T, B, d) nombrando la disposición tbd, o un módulo batch_first")
     x = x_of(1, 5, 4)  # (B, T, d)
@@ -365,11 +364,11 @@ def test_a_layout_that_contradicts_batch_first_is_refused():
     error = refusal(lambda: profile(nn.RNN(4, 4, batch_first=True), x_of(5, 1, 4), layout="tbd"))
     assert str(error) == "RNN has batch_first=True: it reads x (5, 1, 4) as (B, T, d), not as (T, B, d); name the " \
                          "layout btd"
-    assert translate_error(str(error), "es") == "RNN tiene batch_first=True: lee x (5, 1, 4) como (B, T, d), no como " \
+    assert error.localized("es") == "RNN tiene batch_first=True: lee x (5, 1, 4) como (B, T, d), no como " \
                                                 "(T, B, d); nombra la disposición btd"
     error = refusal(lambda: profile(nn.Linear(4, 4), x_of(1, 5, 4), layout="tb"))
     assert str(error) == "layout must be one of btd, bdt, tbd; received 'tb'"
-    assert translate_error(str(error), "es") == "la disposición debe ser una de btd, bdt, tbd; se recibió 'tb'"
+    assert error.localized("es") == "la disposición debe ser una de btd, bdt, tbd; se recibió 'tb'"
 
 
 # --- Kind 3: a 2-D input ------------------------------------------------------------------------------------------
@@ -381,7 +380,7 @@ def test_a_2d_input_is_refused_in_one_line(make):
     message = "x of shape (5, 4) has no batch dim: profile takes x (B, T, d) (or (B, d, T), (T, B, d) with the " \
               "layout named); add one with x.unsqueeze(0)"
     assert str(error) == message and error.parameter == "x"
-    assert translate_error(message, "es") == (
+    assert error.localized("es") == (
         "x de forma (5, 4) no tiene dimensión de lote: profile toma x (B, T, d) (o (B, d, T), (T, B, d) nombrando "
         "la disposición); añade una con x.unsqueeze(0)")
 

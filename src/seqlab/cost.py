@@ -121,12 +121,13 @@ def closed_form(formula: str, source: str) -> Callable[[_ClosedFormFunction], _C
         SeqlabError: a closed form of that name is already registered, or ``formula`` is empty.
     """
     if not formula.strip():
-        raise SeqlabError("a closed form needs its formula, received an empty one", parameter="formula")
+        raise SeqlabError(N_("a closed form needs its formula, received an empty one"), parameter="formula")
 
     def register(function: _ClosedFormFunction) -> _ClosedFormFunction:
         name = function.__name__
         if name in _CLOSED_FORMS:
-            raise SeqlabError(f"a closed form named {name!r} is already registered", parameter="closed_form")
+            raise SeqlabError(N_("a closed form named {name!r} is already registered"), name=name,
+                              parameter="closed_form")
         _CLOSED_FORMS[name] = ClosedForm(name, function, formula, source)
         _FUNCTIONS[name] = function
         return function

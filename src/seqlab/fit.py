@@ -433,8 +433,8 @@ def growth_kind(ts: Sequence[int], ys: Sequence[int]) -> str:
         SeqlabError: fewer than 2 distinct positions, or not one value per position.
     """
     if len(set(ts)) < 2 or len(ts) != len(ys):
-        raise SeqlabError(f"a growth needs at least 2 distinct positions with one value each, received {list(ts)} "
-                          f"and {list(ys)}")
+        raise SeqlabError(N_("a growth needs at least {min_positions} distinct positions with one value each, "
+                             "received {ts} and {ys}"), min_positions=2, ts=list(ts), ys=list(ys))
     if len(set(ys)) == 1:
         return "constant"
     line = _exact_line(ts, ys)
@@ -461,8 +461,8 @@ def classify_growth(ts: tuple[int, ...], ys: tuple[int, ...]) -> tuple[str, str 
         SeqlabError: fewer than :data:`MIN_POSITIONS` distinct positions, or a value that is not > 0.
     """
     if len(set(ts)) < MIN_POSITIONS or len(ts) != len(ys):
-        raise SeqlabError(f"a growth needs at least {MIN_POSITIONS} distinct positions with one value each, "
-                          f"received {list(ts)} and {list(ys)}")
+        raise SeqlabError(N_("a growth needs at least {min_positions} distinct positions with one value each, "
+                             "received {ts} and {ys}"), min_positions=MIN_POSITIONS, ts=list(ts), ys=list(ys))
     kind = growth_kind(ts, ys)
     if kind == "capped":
         return kind, None, None, None, ys[-1]

@@ -16,8 +16,6 @@ import typer
 from typer.core import TyperGroup
 
 from seqlab.cli.extras import missing_extra_exit
-from seqlab.cli.language import (CLICK_DOMAIN, argument_language, catalogue, cli_language, current_language,
-                                 first_paragraph, localise, translate_message)
 from seqlab.cli.language import (CLICK_DOMAIN, argument_language, catalogue, cli_language, click_message,
                                  current_language, first_paragraph, localise)
 from seqlab.i18n import default_language

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import string
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any

@@ -230,9 +230,9 @@ class Mixer:
     def __post_init__(self) -> None:
         if self.closed_form and self.closed_form not in cost.CLOSED_FORMS and self.load() is not None \
                 and self.closed_form not in cost.CLOSED_FORMS:  # one defined beside the layer registers on import
-            raise SeqlabError(f"{self.name}: closed_form must name a registered closed form (seqlab.cost's, or one "
-                              f"its module {self.module} defines), received {self.closed_form!r}",
-                              parameter="closed_form")
+            raise SeqlabError(N_("{name}: closed_form must name a registered closed form (seqlab.cost's, or one its "
+                                 "module {module} defines), received {closed_form!r}"), name=self.name,
+                              module=self.module, closed_form=self.closed_form, parameter="closed_form")
 
     def load(self) -> type | None:
         """The mixer's class, or None when a package of :attr:`requires` is not installed.

@@ -493,7 +493,8 @@ def checkpoint_dtype(config: Any, dtype: str | None = None) -> torch.dtype:
     """
     if dtype is not None:
         if dtype not in DTYPES:
-            raise SeqlabError(f"dtype must be one of {', '.join(DTYPES)}; received {dtype!r}", parameter="dtype")
+            raise SeqlabError(N_("dtype must be one of {dtypes}; received {dtype!r}"), dtypes=', '.join(DTYPES),
+                              dtype=dtype, parameter="dtype")
         return getattr(torch, dtype)
     for name in ("dtype", "torch_dtype"):
         own = getattr(config, name, None)
@@ -529,9 +530,10 @@ def _require_weights_match(folder: str, architecture: str, info: dict) -> None:
                         for item in info.get("mismatched_keys") or ())
     if missing or mismatched:
         names = ", ".join((missing + mismatched)[:3])
-        raise SeqlabError(f"{folder!r}: its weights do not match its config ({architecture}): {len(missing)} "
-                          f"missing and {len(mismatched)} of another shape (first: {names}); expected the weights "
-                          "saved with this config", parameter="model")
+        raise SeqlabError(N_("{folder!r}: its weights do not match its config ({architecture}): {missing_count} "
+                             "missing and {mismatched_count} of another shape (first: {names}); expected the weights "
+                             "saved with this config"), folder=folder, architecture=architecture,
+                          missing_count=len(missing), mismatched_count=len(mismatched), names=names, parameter="model")
 
 
 def load_decoder(folder: str | os.PathLike, dtype: str | None = None) -> tuple[Any, str]:
@@ -562,14 +564,15 @@ def load_decoder(folder: str | os.PathLike, dtype: str | None = None) -> tuple[A
     causal_names = set(causal) if isinstance(causal, (list, tuple)) else {causal}
     if (causal is None or getattr(config, "is_encoder_decoder", False)
             or (saved and not causal_names & set(saved))):  # e.g. a BertModel saved: an encoder, not its LM head
-        raise SeqlabError(f"{folder!r} holds a {architecture} (model type {config.model_type!r}), which is not a "
-                          "causal language model; expected a decoder that writes token by token (GPT-2, Llama, "
-                          "Mamba, RWKV...)", parameter="model")
+        raise SeqlabError(N_("{folder!r} holds a {architecture} (model type {model_type!r}), which is not a causal "
+                             "language model; expected a decoder that writes token by token (GPT-2, Llama, Mamba, "
+                             "RWKV...)"), folder=folder, architecture=architecture, model_type=config.model_type,
+                          parameter="model")
     try:
         stored = _stored_elements(folder)
     except Exception as error:  # noqa: BLE001  (a truncated or foreign .safetensors file: the same refusal)
-        raise SeqlabError(f"{folder!r} has a weights file that cannot be read: {first_line(error)}",
-                          parameter="model") from None
+        raise SeqlabError(N_("{folder!r} has a weights file that cannot be read: {first_line}"), folder=folder,
+                          first_line=first_line(error), parameter="model") from None
     chosen = checkpoint_dtype(config, dtype)
     name = str(chosen).removeprefix("torch.")
     require_fits(MemoryEstimate(chosen.itemsize * stored, f"{name} weights"),
@@ -580,7 +583,8 @@ def load_decoder(folder: str | os.PathLike, dtype: str | None = None) -> tuple[A
                                                                dtype=chosen, local_files_only=True,
                                                                output_loading_info=True)
     except Exception as error:  # noqa: BLE001
-        raise SeqlabError(f"{folder!r} cannot be loaded as a causal LM ({architecture}): {first_line(error)}",
+        raise SeqlabError(N_("{folder!r} cannot be loaded as a causal LM ({architecture}): {first_line}"),
+                          folder=folder, architecture=architecture, first_line=first_line(error),
                           parameter="model") from None
     _require_weights_match(folder, architecture, info)
     model.eval()

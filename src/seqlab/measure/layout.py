@@ -96,7 +96,8 @@ def check_layout(layout: object) -> str | None:
     if layout is None:
         return None
     if not isinstance(layout, str) or layout.strip().lower() not in LAYOUTS:
-        raise SeqlabError(f"layout must be one of {', '.join(LAYOUTS)}; received {layout!r}", parameter="layout")
+        raise SeqlabError(N_("layout must be one of {layouts}; received {layout!r}"), layouts=", ".join(LAYOUTS),
+                          layout=layout, parameter="layout")
     return layout.strip().lower()
 
 
@@ -160,12 +161,13 @@ def find_positions(module: Callable[[Tensor], Any], x: Tensor, y: Tensor, *, lay
         _no_positions(name, shape[POSITIONS_DIM[layout or ("btd" if flag is not False else "tbd")]], -2, y, element)
     if layout is not None and flag is not None and (layout == "tbd") == flag:
         reads = "(B, T, d)" if flag else "(T, B, d)"
-        raise SeqlabError(f"{name} has batch_first={flag}: it reads x {shape} as {reads}, not as {LAYOUTS[layout]}; "
-                          f"name the layout {'btd' if flag else 'tbd'}", parameter="layout")
+        raise SeqlabError(N_("{module_class} has batch_first={flag}: it reads x {shape} as {reads}, not as "
+                             "{layout}; name the layout {name}"), module_class=name, flag=flag, shape=shape,
+                          reads=reads, layout=LAYOUTS[layout], name="btd" if flag else "tbd", parameter="layout")
     if layout is None and flag is False:
-        raise SeqlabError(f"{name} has batch_first=False: it reads x {shape} as (T, B, d), but the positions here "
-                          "are on dim 1; pass x as (T, B, d) and name the layout tbd, or a batch_first module",
-                          parameter="module")
+        raise SeqlabError(N_("{module_class} has batch_first=False: it reads x {shape} as (T, B, d), but the "
+                             "positions here are on dim 1; pass x as (T, B, d) and name the layout tbd, or a "
+                             "batch_first module"), module_class=name, shape=shape, parameter="module")
     if layout is not None:
         found = "named"
         followed = _grown(module, x, POSITIONS_DIM[layout], y, select)
@@ -179,12 +181,12 @@ def find_positions(module: Callable[[Tensor], Any], x: Tensor, y: Tensor, *, lay
             found, layout = "as_given", "btd"
         else:
             if by_shape:
-                raise SeqlabError(f"cannot tell which dim of x {shape} holds the positions: T = d and {name} runs "
-                                  "with either dim longer; name the layout: btd for (B, T, d) or bdt for (B, d, T)",
-                                  parameter="layout")
-            raise SeqlabError(f"cannot tell which dim of x {shape} holds the positions: T = d and {name} runs with "
-                              "neither dim longer; name the layout: btd for (B, T, d) or bdt for (B, d, T)",
-                              parameter="layout")
+                raise SeqlabError(N_("cannot tell which dim of x {shape} holds the positions: T = d and "
+                                     "{module_class} runs with either dim longer; name the layout: btd for (B, T, d) "
+                                     "or bdt for (B, d, T)"), shape=shape, module_class=name, parameter="layout")
+            raise SeqlabError(N_("cannot tell which dim of x {shape} holds the positions: T = d and {module_class} "
+                                 "runs with neither dim longer; name the layout: btd for (B, T, d) or bdt for "
+                                 "(B, d, T)"), shape=shape, module_class=name, parameter="layout")
         followed = grown[POSITIONS_DIM[layout]]
     T = shape[POSITIONS_DIM[layout]]
     own = y.dim() - 1 if layout == "bdt" else max(y.dim() - 2, 0)
@@ -200,7 +202,9 @@ def find_positions(module: Callable[[Tensor], Any], x: Tensor, y: Tensor, *, lay
 def _no_positions(name: str, T: int, dim: int, y: Tensor, element: int | None) -> None:
     """Refuse an output measured that holds no positions (a pooled tensor, a last state)."""
     if element is not None:
-        raise SeqlabError(f"output {element} of {name} has no dim of the {T} positions, received shape "
-                          f"{tuple(y.shape)}; choose another with output", parameter="output")
-    raise SeqlabError(f"{name} must return a tensor with the {T} positions on dim {dim} "
-                      f"(or a tuple whose first element is one), received shape {tuple(y.shape)}", parameter="module")
+        raise SeqlabError(N_("output {index} of {module_class} has no dim of the {T} positions, received shape "
+                             "{shape}; choose another with output"), index=element, module_class=name, T=T,
+                          shape=tuple(y.shape), parameter="output")
+    raise SeqlabError(N_("{module_class} must return a tensor with the {T} positions on dim {dim} (or a tuple whose "
+                         "first element is one), received shape {shape}"), module_class=name, T=T, dim=dim,
+                      shape=tuple(y.shape), parameter="module")

@@ -85,12 +85,13 @@ def _register(packet: object, formula: Callable[..., int], *, twin: bool = False
         SeqlabError: ``packet`` already has a formula of its own here, or PyTorch's flop registry has one.
     """
     if packet in flop_registry:
-        raise SeqlabError(f"torch.utils.flop_counter already has a formula for {packet}", parameter="formula")
+        raise SeqlabError(N_("torch.utils.flop_counter already has a formula for {op}"), op=str(packet),
+                          parameter="formula")
     if packet in EXTRA_FORMULAS and packet not in _TWINS:
         if twin:
             return
-        raise SeqlabError(f"a formula for {packet} is already registered ({EXTRA_FORMULAS[packet].__name__})",
-                          parameter="formula")
+        raise SeqlabError(N_("a formula for {op} is already registered ({formula})"), op=str(packet),
+                          formula=EXTRA_FORMULAS[packet].__name__, parameter="formula")
     if twin and packet in EXTRA_FORMULAS:
         return
     EXTRA_FORMULAS[packet] = formula

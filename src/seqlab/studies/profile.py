@@ -217,8 +217,8 @@ def _output_of(module: object, returned: object, output: int | str | None) -> _O
     name = type(module).__name__
     if isinstance(returned, Tensor):
         if output not in (None, 0):
-            raise SeqlabError(f"output {output!r} names an element, but {name} returns one tensor; leave output out",
-                              parameter="output")
+            raise SeqlabError(N_("output {output!r} names an element, but {module_class} returns one tensor; leave "
+                                 "output out"), output=output, module_class=name, parameter="output")
         return _Output(None, None, None)
     if isinstance(returned, Mapping):
         keys = [str(key) for key in returned]
@@ -226,21 +226,23 @@ def _output_of(module: object, returned: object, output: int | str | None) -> _O
     elif isinstance(returned, (tuple, list)):
         keys, index = None, output
     else:
-        raise SeqlabError(f"{name} must return a tensor, or a tuple, list or mapping of them; received "
-                          f"{type(returned).__name__}", parameter="module")
+        raise SeqlabError(N_("{module_class} must return a tensor, or a tuple, list or mapping of them; received "
+                             "{kind}"), module_class=name, kind=type(returned).__name__, parameter="module")
     count = len(returned)
     index = 0 if index is None else index
     if (isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count) and keys:
-        raise SeqlabError(f"output must be an index in [0, {count - 1}] or a key ({', '.join(keys)}) of what {name} "
-                          f"returns; received {output!r}", parameter="output")
+        raise SeqlabError(N_("output must be an index in [0, {last}] or a key ({keys}) of what {module_class} "
+                             "returns; received {output!r}"), last=count - 1, keys=", ".join(keys), module_class=name,
+                          output=output, parameter="output")
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
-        raise SeqlabError(f"output must be an index in [0, {count - 1}] of what {name} returns; received {output!r}",
-                          parameter="output")
+        raise SeqlabError(N_("output must be an index in [0, {last}] of what {module_class} returns; received "
+                             "{output!r}"), last=count - 1, module_class=name, output=output, parameter="output")
     chosen = _Output(index, keys[index] if keys else None, count)
     element = chosen(returned)
     if not isinstance(element, Tensor):
-        raise SeqlabError(f"output {index} of {name} is a {type(element).__name__}, not a tensor; choose another "
-                          "with output", parameter="output")
+        raise SeqlabError(N_("output {index} of {module_class} is a {kind}, not a tensor; choose another with "
+                             "output"), index=index, module_class=name, kind=type(element).__name__,
+                          parameter="output")
     return chosen
 
 
