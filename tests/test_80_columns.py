@@ -197,10 +197,10 @@ def factory_file(tmp_path_factory) -> str:
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory) -> str:
     transformers = pytest.importorskip("transformers")
-    from seqlab.layers.pretrained import _offline_and_quiet
+    from seqlab.layers.pretrained import offline_and_quiet
 
     folder = tmp_path_factory.mktemp("gpt2")
-    with _offline_and_quiet():
+    with offline_and_quiet():
         torch.manual_seed(0)
         config = transformers.GPT2Config(vocab_size=64, n_positions=64, n_embd=32, n_layer=2, n_head=4,
                                          bos_token_id=0, eos_token_id=1, pad_token_id=1)

@@ -28,7 +28,7 @@ from seqlab.errors import SeqlabError
 FAILING = ("does not hold", "does_not_hold", "mismatch")
 UNSETTLED = "cannot tell"
 #: Verdict strings that say the measurement decided nothing (as "cannot tell" does).
-UNDECIDED = ("not_judged",)
+UNDECIDED = ("not_judged", "not_separated")
 #: Booleans of a verdict class that are not a verdict, with the reason.
 NOT_VERDICTS = {"ClaimCheck.beyond_lesson": "which list the claim belongs to (B1–B3 or L1–L12)",
                 "ClaimCheck.judged": "whether the measurement decided the claim (True for does_not_hold too)",
@@ -141,8 +141,19 @@ def _modern_cells():
                          other="1" if verdict == "not_judged" else None)
 
 
+def _table1_cells():
+    from seqlab.fit import MATCH, MISMATCH, NOT_SEPARATED, fit_growth
+    from seqlab.studies.table1_results import LINEAR, Cell
+
+    fit = fit_growth([8, 16, 32], [8, 16, 32])
+    for verdict in (MATCH, MISMATCH, NOT_SEPARATED):
+        yield Cell(paper="O(n)", expected=LINEAR, fit=fit, verdict=verdict,
+                   other="1" if verdict == NOT_SEPARATED else None)
+
+
 FACTORIES = {
     "seqlab.studies.table1_modern:ModernCell": _modern_cells,
+    "seqlab.studies.table1_results:Cell": _table1_cells,
     "seqlab.measure.order:OrderResult": _order_results,
     "seqlab.studies.model_order:LayerOrder": _layer_orders,
     "seqlab.studies.check:ClaimCheck": _claim_checks,

@@ -31,10 +31,10 @@ tensors go much faster that way. If the trace fails inside PyTorch or the engine
 error names the ATen op that was running (or the last one that ran), so you know what to rewrite or
 report: the trace that failed runs once more under a recorder of ops, so a trace that succeeds pays nothing for it.
 
-Where x holds its positions is found before anything is traced (:func:`~seqlab.measure.layout.find_positions`):
-a channels-first (B, d, T) layer is measured on its positions with the dims moved, a sequence-first module needs
-its (T, B, d) layout named, T = d where the shapes cannot tell needs the layout named, and a 2-D x (no batch dim)
-is refused; the result names the layout and how it was found.
+Where x holds its positions is found before anything is traced, by
+:func:`~seqlab.measure.layout.find_positions`. A channels-first (B, d, T) layer is measured on its positions with
+the dims moved; a sequence-first module needs its (T, B, d) layout named, and so does T = d where the shapes cannot
+tell; a 2-D x (no batch dim) is refused. The result names the layout and how it was found.
 
 ``seqlab profile mymod:factory`` finds ``mymod.py`` in the current folder, as ``python -m`` would
 (:func:`current_folder_importable`).
@@ -477,10 +477,10 @@ def load_factory(spec: str) -> Callable[[int], Any]:
     called with d_model (the text read by :func:`seqlab.factory.parse_factory`).
 
     A dotted module is looked up as ``python -m`` would: the current folder first, then ``sys.path``
-    (so Where x holds its positions is found before anything is traced (:func:`~seqlab.measure.layout.find_positions`):
-a channels-first (B, d, T) layer is measured on its positions with the dims moved, a sequence-first module needs
-its (T, B, d) layout named, T = d where the shapes cannot tell needs the layout named, and a 2-D x (no batch dim)
-is refused; the result names the layout and how it was found.
+    (so Where x holds its positions is found before anything is traced, by
+:func:`~seqlab.measure.layout.find_positions`. A channels-first (B, d, T) layer is measured on its positions with
+the dims moved; a sequence-first module needs its (T, B, d) layout named, and so does T = d where the shapes cannot
+tell; a 2-D x (no batch dim) is refused. The result names the layout and how it was found.
 
 ``seqlab profile mymod:factory`` finds ``mymod.py`` in the folder it runs from). A file is loaded from
     its path (``importlib.util.spec_from_file_location``) with its own folder first on ``sys.path`` while it

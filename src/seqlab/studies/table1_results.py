@@ -124,7 +124,7 @@ class Cell:
     Attributes:
         paper: the paper's entry as printed; expected: the growth it means.
         fit: the measured series' fit (:func:`seqlab.fit.fit_growth`, with ``steps`` as one more variant).
-        matches: the verdict is :data:`~seqlab.fit.MATCH`.
+        matches: the verdict is :data:`~seqlab.fit.MATCH` (None when not separated: nothing was decided).
         verdict: :data:`~seqlab.fit.MATCH`, :data:`~seqlab.fit.MISMATCH`, or :data:`~seqlab.fit.NOT_SEPARATED`
             when these lengths cannot tell the paper's form from ``other`` (:func:`seqlab.fit.judge_form`): never a
             mismatch for an exact count of the paper's form.
@@ -138,10 +138,10 @@ class Cell:
     verdict: str = MATCH
     other: str | None = None
     steps: str | None = None
-    matches: bool = field(init=False)
+    matches: bool | None = field(init=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "matches", self.verdict == MATCH)  # one source: the verdict
+    def __post_init__(self) -> None:  # one source, the verdict: None where the lengths decided nothing
+        object.__setattr__(self, "matches", None if self.verdict == NOT_SEPARATED else self.verdict == MATCH)
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,7 @@ class LayerRow:
     @property
     def matches(self) -> bool:
         """All three cells match the paper."""
-        return self.work.matches and self.span.matches and self.path.matches
+        return all(cell.matches is True for cell in (self.work, self.span, self.path))
 
 
 @dataclass(frozen=True)
@@ -250,7 +250,7 @@ class Table1Result(NotebookView):
     @property
     def matched(self) -> int:
         """Cells (three per row, plus the width fits) that match the paper."""
-        cells = [c.matches for row in self.rows for c in (row.work, row.span, row.path)]
+        cells = [c.matches is True for row in self.rows for c in (row.work, row.span, row.path)]
         return sum(cells) + sum(w.matches for w in self.width_fits)
 
     @property
