@@ -304,3 +304,19 @@ def test_check_form():
     assert error.value.parameter == "form"
     with pytest.raises(SeqlabError):
         check_form(None, ("loop",))
+
+
+def test_no_label_is_read_back_from_its_english():
+    """Labels kept as English data (a text's source, a machine's label) carry the message they are shown as
+    (Worded): no module reads them back with a regular expression (issue 36)."""
+    for module in ("i18n.py", "render/labels.py"):
+        text = (PACKAGE / module).read_text(encoding="utf-8")
+        assert "re.fullmatch" not in text and "re.compile" not in text and "re.match" not in text, module
+    from seqlab.errors import Worded
+    from seqlab.studies.bench_model import MACHINES
+    from seqlab.text import builtin_text, synthetic_source
+
+    worded = [builtin_text("es").source, synthetic_source(3), MACHINES["loop"].label, MACHINES["attention"].label]
+    assert all(isinstance(label, Worded) for label in worded)
+    assert [label.localized("es") for label in worded] == ["el texto incluido (es)", "texto sintético (3 tokens)",
+                                                           "ElmanRNN, bucle", "Atención, explícita"]

@@ -106,7 +106,7 @@ def outputs(tmp_path_factory) -> dict[str, str]:
     from seqlab.cli import app
     from seqlab.render.report import render_report
     from seqlab.studies.report import ReportConfig, run_report
-    from seqlab.text import synthetic_tokens
+    from seqlab.text import synthetic_source, synthetic_tokens
 
     sys.path.insert(0, str(TESTS))  # profile imports its factory from example_layers, beside this file
     try:
@@ -126,7 +126,7 @@ def outputs(tmp_path_factory) -> dict[str, str]:
     learn = LearnConfig.quick(tasks=("position", "mqar"), models=("attention", "linear_attention"), lengths=(12,),
                               pairs=(1, 2), widths=(8,), seeds=1, rates=(1e-2,),
                               settings=TrainSettings(steps=3, test_size=8, validation_size=8))  # its section too
-    page = render_report(run_report(synthetic_tokens(48, lang="es"), "synthetic (48 tokens)",
+    page = render_report(run_report(synthetic_tokens(48, lang="es"), synthetic_source(48),
                                     ReportConfig.quick(learn=learn)), "es")
     body = re.sub(r"<(script|style)\b.*?</\1>", " ", page, flags=re.S)
     printed["report"] = re.sub(r"<[^>]+>", " ", body)
@@ -177,9 +177,9 @@ def test_attention_operations_in_a_row_say_what_they_count(outputs, small_result
     from seqlab.render.compare import _call_span
     from seqlab.render.compare_format import Formatter
     from seqlab.studies.compare import CompareConfig, run_compare
-    from seqlab.text import synthetic_tokens
+    from seqlab.text import synthetic_source, synthetic_tokens
 
-    dot = run_compare(synthetic_tokens(8), "synthetic (8 tokens)", CompareConfig(d_model=4, time=False, score="dot"))
+    dot = run_compare(synthetic_tokens(8), synthetic_source(8), CompareConfig(d_model=4, time=False, score="dot"))
     assert _call_span(dot, Formatter("en")) == "3 (the call: Q Kᵀ, softmax, A V)"  # L2: three in a row
     assert _call_span(small_result, Formatter("es")) == "4 (la llamada: Q Kᵀ, ÷√d_k, softmax, A V)"  # scaled_dot
     assert "4 (la llamada:" in " ".join(outputs["compare"].split())  # what compare prints (the cell wraps)

@@ -177,6 +177,39 @@ def _restore_message(template: str, fields: Mapping[str, Any]) -> Message:
     return Message(template, **fields)
 
 
+class Worded(str):
+    """A label kept as data, in English as the JSON and the tests read it, that carries the message it is shown as:
+    a renderer words it in any language from its message id and fields, never by reading the English back.
+
+    >>> label = Worded("ElmanRNN loop", Message(N_("{name}, loop"), name="ElmanRNN"))
+    >>> label == "ElmanRNN loop", label.localized("en")
+    (True, 'ElmanRNN, loop')
+    """
+
+    def __new__(cls, text: str, message: Message) -> Worded:
+        worded = super().__new__(cls, text)
+        worded.message = message
+        return worded
+
+    def localized(self, lang: str | None = None) -> str:
+        """The label shown in ``lang`` (default: the language chosen for the call, else English)."""
+        return self.message.localized(lang)
+
+    def __reduce__(self):
+        return (Worded, (str(self), self.message))
+
+
+def shown(label: object, lang: str | None = None) -> str:
+    """How a label reads in ``lang``: a :class:`Worded` label's own message, any other (a path, a module's name)
+    as it is.
+
+    >>> shown("nn.RNN", "es"), shown(Worded("built-in (es)", Message(N_("the built-in text ({language})"),
+    ...                                                                language="es")), "es")
+    ('nn.RNN', 'el texto incluido (es)')
+    """
+    return label.localized(lang) if isinstance(label, Worded) else str(label)
+
+
 def translated_template(template: str, lang: str) -> str:
     """The catalogue's translation of ``template`` in ``lang``: the first domain of :data:`seqlab.i18n.DOMAINS`
     that holds it (library messages live in ``seqlab``, the command line's in ``cli``, the web lab's in ``web``);

@@ -18,7 +18,6 @@ from __future__ import annotations
 import gettext
 import math
 import os
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -161,20 +160,17 @@ def plural_translator(lang: str, domain: str = DOMAIN) -> Callable[[str, str, in
 
 
 def format_source(source: str, lang: str) -> str:
-    """Where a text came from, in ``lang``: a built-in or synthetic text is named in words, a path or ``stdin`` as is.
+    """Where a text came from, in ``lang``: a built-in or synthetic text in words (its label carries its message:
+    :class:`seqlab.errors.Worded`), a path or ``stdin`` as is.
 
-    >>> format_source("built-in (es)", "es"), format_source("built-in (en)", "en"), format_source("a.txt", "es")
-    ('el texto incluido (es)', 'the built-in text (en)', 'a.txt')
-    >>> format_source("synthetic (12 tokens)", "es")
-    'texto sintético (12 tokens)'
+    >>> from seqlab.errors import Message, Worded
+    >>> synthetic = Worded("synthetic (12 tokens)", Message(N_("synthetic text ({count} tokens)"), count=12))
+    >>> format_source(synthetic, "es"), format_source("a.txt", "es")
+    ('texto sintético (12 tokens)', 'a.txt')
     """
-    _ = translator(lang)
-    if source.startswith("built-in (") and source.endswith(")"):
-        return _("the built-in text ({language})").format(language=source[len("built-in ("):-1])
-    synthetic = re.fullmatch(r"synthetic \((\d+) tokens\)", source)
-    if synthetic:
-        return _("synthetic text ({count} tokens)").format(count=format_integer(int(synthetic.group(1)), lang))
-    return source
+    from seqlab.errors import shown
+
+    return shown(source, lang)
 
 
 def format_integer(value: int, lang: str) -> str:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from seqlab.errors import Message, SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, Worded, require_positive_int
 from seqlab.i18n import N_
 
 MAX_TEXT_BYTES = 8 * 1024 * 1024  # largest text read_text accepts: 8 MiB
@@ -99,7 +99,8 @@ def builtin_text(lang: str = "es") -> Text:
         raise SeqlabError(N_("lang must be one of {map}, received {lang!r}"), map=', '.join(map(repr, LANGUAGES)),
                           lang=lang)
     path = importlib.resources.files("seqlab").joinpath(f"data/builtin-{lang}.txt")
-    return Text(source=f"built-in ({lang})", content=path.read_text(encoding="utf-8"))
+    source = Worded(f"built-in ({lang})", Message(N_("the built-in text ({language})"), language=lang))
+    return Text(source=source, content=path.read_text(encoding="utf-8"))
 
 
 def read_text(path: str, stdin: typing.TextIO | typing.BinaryIO | None = None) -> Text:
@@ -259,6 +260,17 @@ def tokenize(text: str, tokenizer: str = "o200k_base") -> Tokens:
 @functools.lru_cache(maxsize=None)
 def _builtin_tokens(tokenizer: str, lang: str = "es") -> Tokens:
     return tokenize(builtin_text(lang).content, tokenizer)
+
+
+def synthetic_source(count: int) -> Worded:
+    """The source label of a synthetic text of ``count`` tokens: ``"synthetic (N tokens)"`` as data, worded in the
+    output language where it is shown (:func:`seqlab.i18n.format_source`).
+
+    >>> label = synthetic_source(12)
+    >>> label, label.localized("es")
+    ('synthetic (12 tokens)', 'texto sintético (12 tokens)')
+    """
+    return Worded(f"synthetic ({count} tokens)", Message(N_("synthetic text ({count} tokens)"), count=count))
 
 
 def synthetic_tokens(length: int, tokenizer: str = "o200k_base", lang: str = "es") -> Tokens:

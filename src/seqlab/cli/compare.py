@@ -22,12 +22,12 @@ OPTIONS = {"d_model": "'--d-model'", "d_h": "'--d-h'", "d_k": "'--d-k'", "d_v": 
 
 def _tokens(text: Optional[str], tokens: Optional[int], tokenizer: str, lang: str):
     """Resolve --text / --tokens into (Tokens, source label); each failure names its option."""
-    from seqlab.text import builtin_text, read_text, synthetic_tokens, tokenize
+    from seqlab.text import builtin_text, read_text, synthetic_source, synthetic_tokens, tokenize
 
     option = "'--tokens'" if tokens is not None else "'--text'"
     try:
         if tokens is not None:  # one input whatever the output language: the same command, the same figures
-            return synthetic_tokens(tokens, tokenizer), f"synthetic ({tokens} tokens)"
+            return synthetic_tokens(tokens, tokenizer), synthetic_source(tokens)
         source = builtin_text(lang) if text is None else read_text(text)
         return tokenize(source.content, tokenizer), source.source
     except SeqlabError as error:

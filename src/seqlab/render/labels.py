@@ -1,44 +1,30 @@
-"""Machine labels in the output language: the studies name what they ran in English, the renderers translate.
+"""Machine labels in the output language: the studies name what they ran in English, the renderers word them.
 
-A study's label is data (it is also written to JSON as it is): a module name (``nn.RNN``, ``SDPA``) is a name
-and stays; a label that adds how it ran (``ElmanRNN, loop``, ``Attention (explicit)``,
-``nn.MultiheadAttention, 8 heads``; seqlab's own ``Attention`` is a word, not a name) is worded again from the
-``seqlab`` catalogue, with the glossary's terms.
+A study's label is data (it is also written to JSON as it is): a module name (``nn.RNN``, ``SDPA``) is a name and
+stays; a label that adds how it ran (``ElmanRNN, loop``, ``Attention (explicit)``, ``nn.MultiheadAttention, 8
+heads``) is a :class:`~seqlab.errors.Worded` label, written where the study names it with the message it is shown
+as, so it is worded from the ``seqlab`` catalogue without reading its English back.
 """
 
 from __future__ import annotations
 
-import re
-
-from seqlab.i18n import format_integer, plural_translator, translator
+from seqlab.errors import shown
 
 __all__ = ["machine_label"]
 
-#: "<name>, <how>" or "<name> (<how>)" or "<name> <how>" for the ways of running a label may add.
-_LABEL = re.compile(r"^(?P<name>.+?)(?:, | \(| )(?P<how>loop|explicit|(?P<heads>\d+) heads)\)?$")
-
 
 def machine_label(label: str, lang: str = "en") -> str:
-    """``label`` in ``lang``: the module's name as it is, the way it ran translated.
+    """``label`` in ``lang``: a :class:`~seqlab.errors.Worded` label by its message, a module's name as it is.
 
-    >>> machine_label("ElmanRNN loop", "es"), machine_label("Attention (explicit)", "es")
-    ('ElmanRNN, bucle', 'Atención, explícita')
-    >>> machine_label("nn.MultiheadAttention, 8 heads", "es"), machine_label("nn.RNN", "es")
-    ('nn.MultiheadAttention, 8 cabezas', 'nn.RNN')
-    >>> machine_label("ElmanRNN loop", "en")
-    'ElmanRNN, loop'
+    >>> from seqlab.errors import Message, Worded
+    >>> from seqlab.i18n import N_
+    >>> loop = Worded("ElmanRNN loop", Message(N_("{name}, loop"), name="ElmanRNN"))
+    >>> machine_label(loop, "es"), machine_label(loop, "en"), machine_label("nn.RNN", "es")
+    ('ElmanRNN, bucle', 'ElmanRNN, loop', 'nn.RNN')
 
     Raises:
         SeqlabError: ``lang`` is not en or es.
     """
-    _, ngettext = translator(lang), plural_translator(lang)
-    match = _LABEL.match(label)
-    if match is None:
-        return label
-    name, how = match.group("name"), match.group("how")
-    if name == "Attention":  # seqlab's own attention, written out (not a library module's name)
-        name = _("Attention")
-    if match.group("heads"):
-        count = int(match.group("heads"))
-        return f"{name}, " + ngettext("{count} head", "{count} heads", count).format(count=format_integer(count, lang))
-    return (_("{name}, loop") if how == "loop" else _("{name}, explicit")).format(name=name)
+    from seqlab.i18n import check_language
+
+    return shown(label, check_language(lang))

@@ -31,7 +31,7 @@ from fractions import Fraction
 from typing import Literal
 
 from seqlab import cost
-from seqlab.errors import SeqlabError, require_positive_int
+from seqlab.errors import Message, SeqlabError, Worded, require_positive_int
 from seqlab.measure.rounds import MARGIN, Decision, Rounds, decide
 from seqlab.i18n import N_
 from seqlab.measure.rounds import Decision, Rounds, decide
@@ -55,11 +55,12 @@ class Machine:
 
 MACHINES: dict[str, Machine] = {m.key: m for m in (
     Machine("rnn", "nn.RNN", "recurrence"),
-    Machine("loop", "ElmanRNN loop", "recurrence"),
+    Machine("loop", Worded("ElmanRNN loop", Message(N_("{name}, loop"), name="ElmanRNN")), "recurrence"),
     Machine("lstm", "nn.LSTM", "recurrence", cell="lstm"),
     Machine("gru", "nn.GRU", "recurrence", cell="gru"),
     Machine("sdpa", "SDPA", "attention"),
-    Machine("attention", "Attention (explicit)", "attention"),
+    Machine("attention", Worded("Attention (explicit)", Message(N_("{name}, explicit"), name=Message(N_("Attention")))),
+            "attention"),
 )}
 #: The (recurrence, attention) pairs whose crossovers are reported: the fastest of each, the explicit pair.
 PAIRS = (("rnn", "sdpa"), ("loop", "attention"))

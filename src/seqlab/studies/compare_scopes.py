@@ -29,12 +29,17 @@ import torch
 import torch.nn.functional as F
 
 from seqlab import cost, scopes
+from seqlab.errors import Message, Worded
+from seqlab.i18n import N_
 from seqlab.measure.work import WorkCount, count_multiplications, count_on_meta
 
 #: Heads of the multi-head layer when d_model allows (the paper's H = 8).
 HEADS = 8
 #: The scopes, in the order shown.
 SCOPES = scopes.SCOPES
+
+#: seqlab's own attention call, written out (a word, not a library module's name), as the work tables name it.
+_EXPLICIT_ATTENTION = Worded("Attention, explicit", Message(N_("{name}, explicit"), name=Message(N_("Attention"))))
 
 
 @dataclass(frozen=True)
@@ -284,7 +289,8 @@ def measure_scopes(modules: Modules, x: torch.Tensor, score: str, counted_elman:
     d_model, d_h, d_k, d_v = widths
     T, batch = x.shape[0], x[None]  # (1, T, d_model)
     rnn_closed = cost.recurrence_multiplications(T, d_model, d_h)
-    recurrence = scope_count("rnn", "ElmanRNN, loop", rnn_closed, counted_elman)
+    recurrence = scope_count("rnn", Worded("ElmanRNN, loop", Message(N_("{name}, loop"), name="ElmanRNN")), rnn_closed,
+                             counted_elman)
     gated_closed = {cell: cost.gated_recurrence_multiplications(T, d_model, d_h, cell) for cell in modules.gated}
     gated_cpu = {cell: count_multiplications(module, batch) for cell, module in modules.gated.items()}
     # outside the kernels' scope a gated layer is counted by PyTorch's formulas: on the CPU when its kernel
@@ -296,7 +302,7 @@ def measure_scopes(modules: Modules, x: torch.Tensor, score: str, counted_elman:
                         for (cell, module), counted in zip(modules.gated.items(), gated_cpu.values()))
     independent = {entry.machine: entry for entry in gated_layer}
     call_closed = cost.scored_attention_multiplications(score, T, d_k, d_v)
-    lesson = Scope("lesson", recurrence, scope_count("attention", "Attention, explicit", call_closed,
+    lesson = Scope("lesson", recurrence, scope_count("attention", _EXPLICIT_ATTENTION, call_closed,
                                                      counted_call), gated_layer,
                    _crossover(lambda t: cost.scored_attention_multiplications(score, t, d_k, d_v),
                               lambda t: cost.recurrence_multiplications(t, d_model, d_h)))
@@ -310,11 +316,15 @@ def measure_scopes(modules: Modules, x: torch.Tensor, score: str, counted_elman:
     heads_layer, heads_kernel = (), None
     if modules.heads is not None:
         heads_meta = count_on_meta(modules.heads, batch)
-        label = f"nn.MultiheadAttention, {modules.heads.heads} heads"
+        heads = modules.heads.heads
+        label = Worded(f"nn.MultiheadAttention, {heads} heads", Message(
+            N_("{name}, 1 head") if heads == 1 else N_("{name}, {count} heads"), name="nn.MultiheadAttention",
+            count=heads))
         heads_layer = (scope_count("attention_heads", label, layer_closed(T), heads_meta),)
         heads_kernel = scope_count("attention_heads", label, layer_closed(T),
                                    count_multiplications(modules.heads, batch), heads_meta)
-    layer = Scope("layer", recurrence, scope_count("attention", "SelfAttention + W_O, explicit",
+    layer = Scope("layer", recurrence, scope_count("attention", Worded("SelfAttention + W_O, explicit", Message(
+        N_("{name}, explicit"), name="SelfAttention + W_O")),
                                                    layer_closed(T), explicit_layer),
                   heads_layer + gated_layer,
                   _crossover(layer_closed, lambda t: cost.recurrence_multiplications(t, d_model, d_h)))
