@@ -69,6 +69,16 @@ def _least_squares(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, flo
     return mean_y - slope * mean_x, slope
 
 
+def _check_series(xs: Sequence[int], ys: Sequence[float]) -> None:
+    """Refuse a series no growth can be fitted to (the rule of :func:`fit_growth` and :func:`fit_forms`)."""
+    if len(xs) != len(ys) or len(set(xs)) < 3:
+        raise SeqlabError(N_("a growth fit needs at least 3 distinct sizes with one value each, received {xs} and "
+                             "{ys}"), xs=list(xs), ys=list(ys))
+    if any(x <= 0 for x in xs) or any(y is None or not y > 0 for y in ys):
+        raise SeqlabError(N_("a growth fit needs positive sizes and values, received {xs} and {ys}"), xs=list(xs),
+                          ys=list(ys))
+
+
 def fit_growth(xs: Sequence[int], ys: Sequence[float], steps: Steps | None = None) -> Fit:
     """Fit y ≈ c·x^p and y ≈ a + b·ln x; keep the logarithm only if its error is under half the power law's.
 
@@ -92,12 +102,7 @@ def fit_growth(xs: Sequence[int], ys: Sequence[float], steps: Steps | None = Non
     Raises:
         SeqlabError: fewer than 3 points, lengths differ, repeated or non-positive x, or y ≤ 0.
     """
-    if len(xs) != len(ys) or len(set(xs)) < 3:
-        raise SeqlabError(N_("a growth fit needs at least 3 distinct sizes with one value each, received {xs} and "
-                             "{ys}"), xs=list(xs), ys=list(ys))
-    if any(x <= 0 for x in xs) or any(y is None or not y > 0 for y in ys):
-        raise SeqlabError(N_("a growth fit needs positive sizes and values, received {xs} and {ys}"), xs=list(xs),
-                          ys=list(ys))
+    _check_series(xs, ys)
     log_x = [math.log(x) for x in xs]
     log_y = [math.log(y) for y in ys]
     intercept, exponent = _least_squares(log_x, log_y)
@@ -255,12 +260,7 @@ def fit_forms(xs: Sequence[int], ys: Sequence[float], steps: Steps | None = None
     Raises:
         SeqlabError: as :func:`fit_growth`.
     """
-    if len(xs) != len(ys) or len(set(xs)) < 3:
-        raise SeqlabError(N_("a growth fit needs at least 3 distinct sizes with one value each, received {xs} and "
-                             "{ys}"), xs=list(xs), ys=list(ys))
-    if any(x <= 0 for x in xs) or any(y is None or not y > 0 for y in ys):
-        raise SeqlabError(N_("a growth fit needs positive sizes and values, received {xs} and {ys}"), xs=list(xs),
-                          ys=list(ys))
+    _check_series(xs, ys)
     values: Mapping[str, Callable[[int], float]] = _TERM_VALUES
     if steps is not None:
         values = {**_TERM_VALUES, steps.name: lambda T: float(steps.values(T))}

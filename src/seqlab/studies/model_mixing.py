@@ -158,6 +158,22 @@ def _joined(name: str, layer: int, model: torch.nn.Module, measured: list[Submod
         positions=tuple(len(m.strength) for m in measured), band=first.band if len(kinds) == 1 else None)
 
 
+
+def checked_mask(ids: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """The attention mask of token ids (B, T) (all ones when None), after refusing ids that are not (B, T) with
+    T >= 2 or a mask of another shape.
+
+    Raises:
+        SeqlabError: as said.
+    """
+    if ids.dim() != 2 or ids.shape[1] < 2:
+        raise SeqlabError(N_("ids must have shape (B, T) with T >= 2, received {shape}"), shape=tuple(ids.shape))
+    mask = torch.ones_like(ids) if mask is None else mask
+    if mask.shape != ids.shape:
+        raise SeqlabError(N_("mask must have the shape of ids {shape}, received {shape2}"), shape=tuple(ids.shape),
+                          shape2=tuple(mask.shape))
+    return mask
+
 def measure_mixing(encoder: Encoder, ids: Tensor, mask: Tensor | None = None, *, seed: int = 0,
                    names: Sequence[str] | None = None) -> tuple[tuple[ModuleMixing, ...], tuple[str, ...]]:
     """Classify every module of the embeddings and of every layer by measurement, padding left out (L11).
@@ -184,12 +200,7 @@ def measure_mixing(encoder: Encoder, ids: Tensor, mask: Tensor | None = None, *,
         SeqlabError: ``ids`` not (B, T_m), a mask of another shape, or a sequence with fewer than 2 real
             positions.
     """
-    if ids.dim() != 2 or ids.shape[1] < 2:
-        raise SeqlabError(N_("ids must have shape (B, T) with T >= 2, received {shape}"), shape=tuple(ids.shape))
-    mask = torch.ones_like(ids) if mask is None else mask
-    if mask.shape != ids.shape:
-        raise SeqlabError(N_("mask must have the shape of ids {shape}, received {shape2}"), shape=tuple(ids.shape),
-                          shape2=tuple(mask.shape))
+    mask = checked_mask(ids, mask)
     B, T = ids.shape
     sizes = [real_positions(mask, b) for b in range(B)]
     if min(sizes) < 2:

@@ -32,7 +32,7 @@ from seqlab.i18n import N_
 from seqlab.layers.anatomy import without_positions
 from seqlab.layers.pretrained import Encoder, load_encoder
 from seqlab.measure.order import OrderResult, _Rerun, holds_of, measure_order, tolerance, verdict
-from seqlab.studies.model_mixing import real_positions
+from seqlab.studies.model_mixing import checked_mask, real_positions
 
 
 @dataclass(frozen=True)
@@ -181,12 +181,7 @@ def measure_model_order(encoder: Encoder, ids: Tensor, mask: Tensor | None = Non
         SeqlabError: ``ids`` not of shape (B, T), a mask of another shape, a sequence with fewer than 2 real
             positions, or a model whose positions cannot be switched off.
     """
-    if ids.dim() != 2 or ids.shape[1] < 2:
-        raise SeqlabError(N_("ids must have shape (B, T) with T >= 2, received {shape}"), shape=tuple(ids.shape))
-    mask = torch.ones_like(ids) if mask is None else mask
-    if mask.shape != ids.shape:
-        raise SeqlabError(N_("mask must have the shape of ids {shape}, received {shape2}"), shape=tuple(ids.shape),
-                          shape2=tuple(mask.shape))
+    mask = checked_mask(ids, mask)
     sizes = [real_positions(mask, b) for b in range(ids.shape[0])]
     if min(sizes) < 2:
         raise SeqlabError(N_("every sequence needs at least 2 positions to shuffle, received {sizes}"), sizes=sizes,
