@@ -21,6 +21,8 @@ studies never import :mod:`seqlab.render`, which imports them.
 from importlib import import_module
 from typing import Any
 
+from seqlab import errors as _errors  # noqa: F401  (first: it registers the exception seqlab.i18n raises)
+
 __version__ = "0.1.0"
 
 #: Public name -> "module:function", imported on first use.

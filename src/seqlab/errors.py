@@ -28,7 +28,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from seqlab.i18n import N_
+from seqlab.i18n import N_, refuse_with
 
 #: Field values kept as they are; anything else is kept as its ``str``/``repr`` (:class:`Shown`).
 PLAIN = (str, int, float, Fraction, Decimal, complex, bool, type(None))
@@ -288,6 +288,9 @@ class SeqlabError(ValueError):
 
     def __reduce__(self):  # crosses process boundaries (worker results) with its id and fields
         return (_restore_error, (type(self), self.template, self.parameter, self.fields, self.__dict__))
+
+
+refuse_with(SeqlabError)  # seqlab.i18n raises it on bad input without importing this module
 
 
 def _restore_error(kind: type, template: str, parameter: str | None, fields: Mapping[str, Any],

@@ -31,6 +31,22 @@ DOMAIN = "seqlab"
 DOMAINS = ("seqlab", "cli", "web")
 
 
+#: The exception this module raises on bad input: seqlab.errors.SeqlabError, which that module registers here as
+#: it loads (:func:`refuse_with`). seqlab.errors sits above this module (it words its messages through these
+#: catalogues), so this module imports nothing of seqlab's and no import cycle forms; the package imports
+#: seqlab.errors first of all (seqlab/__init__.py), so the registration is in place before any call.
+_REFUSAL: list[type[Exception]] = []
+
+
+def refuse_with(error_class: type[Exception]) -> None:
+    """Register the exception class this module raises on bad input (called once, by :mod:`seqlab.errors`)."""
+    _REFUSAL[:] = [error_class]
+
+
+def _refusal() -> type[Exception]:
+    return _REFUSAL[0]  # registered by seqlab.errors, which the package loads first
+
+
 def N_(message: str) -> str:
     """Mark ``message`` as a message id (gettext's ``N_``): extracted for the catalogues, returned unchanged and
     translated where it is shown. The one marker of seqlab: renderers' labels, the web lab's sentences and every
@@ -98,10 +114,8 @@ def check_language(lang: str) -> str:
     Raises:
         SeqlabError: any other value; the message lists the languages.
     """
-    from seqlab.errors import SeqlabError
-
     if lang not in LANGUAGES:
-        raise SeqlabError(N_("language must be one of {languages}; received {lang!r}"), languages=", ".join(LANGUAGES),
+        raise _refusal()(N_("language must be one of {languages}; received {lang!r}"), languages=", ".join(LANGUAGES),
                           lang=lang, parameter="lang")
     return lang
 
@@ -123,9 +137,7 @@ def catalogue(lang: str, domain: str = DOMAIN) -> gettext.NullTranslations:
     try:
         return gettext.translation(domain, localedir=str(localedir), languages=[lang])
     except OSError as error:
-        from seqlab.errors import SeqlabError
-
-        raise SeqlabError(N_("the {lang!r} catalogue {domain!r} is missing from {localedir}: {error}"), lang=lang,
+            raise _refusal()(N_("the {lang!r} catalogue {domain!r} is missing from {localedir}: {error}"), lang=lang,
                           domain=domain, localedir=localedir, error=error) from error
 
 
@@ -168,9 +180,8 @@ def format_source(source: str, lang: str) -> str:
     >>> format_source(synthetic, "es"), format_source("a.txt", "es")
     ('texto sintético (12 tokens)', 'a.txt')
     """
-    from seqlab.errors import shown
-
-    return shown(source, lang)
+    localized = getattr(source, "localized", None)  # a Worded label words itself (seqlab.errors sits above us)
+    return localized(lang) if localized is not None else source
 
 
 def format_integer(value: int, lang: str) -> str:
@@ -233,9 +244,7 @@ def format_seconds(seconds: float, lang: str = "en") -> str:
     """
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
             or seconds < 0:
-        from seqlab.errors import SeqlabError
-
-        raise SeqlabError(N_("seconds must be a finite number >= 0, received {seconds!r}"), seconds=seconds)
+            raise _refusal()(N_("seconds must be a finite number >= 0, received {seconds!r}"), seconds=seconds)
     if seconds == 0:
         return "0 s"
     rounded = float(f"{seconds:.3g}")
