@@ -355,7 +355,7 @@ def test_cli_ctrl_c_on_workers_exits_130_without_a_traceback_and_keeps_the_runs(
             os.killpg(process.pid, signal.SIGKILL)
     kept = len(record_lines(path))
     assert process.returncode == 130 and 1 <= kept < 4, err
-    assert "Traceback" not in err and f"Interrupted: kept {kept} of 4 runs." in err
+    assert "Traceback" not in err and f"Interrupted: kept {kept} of 4 runs." in err, err
     assert f"The finished runs are in {path}: the same command resumes the sweep." in err
     assert len(json.loads(out)["runs"]) == kept and json.loads(out)["partial"] is True
     for _ in range(100):  # every worker (and the resource tracker) gone with its parent
