@@ -172,21 +172,22 @@ def learn(
 @contextmanager
 def _terminate_as_interrupt() -> Iterator[None]:
     """While the sweep runs, SIGTERM (``timeout``, ``kill``, a job scheduler) stops it as Ctrl-C does: the finished
-    runs are kept, the workers shut down, the partial tables print and the command says how to resume. The
-    handler it replaced is put back on exit; off the main thread (where Python allows no handler) nothing changes.
+    runs are kept, the workers shut down, the partial tables print and the command says how to resume. Both signals
+    wait for a run being recorded to be written and counted (:func:`seqlab.learn.sweep.interrupt_now_or_later`), so
+    the runs the command says it kept are the runs the results file holds. The handlers it replaced are put back on
+    exit; off the main thread (where Python allows no handler) nothing changes.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    from seqlab.learn.sweep import interrupt_now_or_later
 
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = {number: signal.signal(number, interrupt_now_or_later) for number in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def _run(config, lang: str, backend, store, quiet: bool):

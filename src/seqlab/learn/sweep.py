@@ -310,6 +310,45 @@ def _record(line: bytes) -> dict[str, Any] | None:
     return record
 
 
+class _Deferral:
+    """Whether a run is being recorded (its line written and the run counted: one step that an interrupt must not
+    split), and whether an interrupt came meanwhile. Read and written by the main thread only: Python runs signal
+    handlers there, and the sweep records there."""
+
+    depth = 0
+    pending = False
+
+
+_DEFERRAL = _Deferral()
+
+
+class _Recording:
+    """Hold a Ctrl-C or SIGTERM (:func:`interrupt_now_or_later`) until the run being recorded is both written and
+    counted, then stop as it asked: the runs the file keeps are the runs the command says it kept."""
+
+    def __enter__(self) -> None:
+        _DEFERRAL.depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        _DEFERRAL.depth -= 1
+        if _DEFERRAL.depth == 0 and _DEFERRAL.pending and exc[0] is None:
+            _DEFERRAL.pending = False
+            raise KeyboardInterrupt
+
+
+def interrupt_now_or_later(signum: int | None = None, frame: object = None) -> None:
+    """A signal handler for the command line while a sweep runs: raise KeyboardInterrupt now, or, while a run is
+    being recorded, as soon as it is (see :class:`_Recording`).
+
+    Raises:
+        KeyboardInterrupt: now, unless a run is being recorded.
+    """
+    if _DEFERRAL.depth:
+        _DEFERRAL.pending = True
+        return
+    raise KeyboardInterrupt
+
+
 @dataclass(frozen=True)
 class Sweep(Generic[R]):
     """What :func:`run_sweep` returns.
@@ -369,9 +408,10 @@ def run_sweep(items: Sequence[P], execute: Callable[[P], R], backend: Backend = 
     resumed = len(finished)
 
     def finish(item: P, result: R) -> None:
-        if record is not None:
-            record(item, result)
-        finished[run_key(item)] = result
+        with _Recording():  # written and counted together, whatever interrupt comes between
+            if record is not None:
+                record(item, result)
+            finished[run_key(item)] = result
 
     try:
         if isinstance(backend, Local) and backend.jobs == 1:
