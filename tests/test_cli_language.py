@@ -82,7 +82,7 @@ def test_lang_on_the_line_beats_the_locale(runner):
      "Error: Option '--d-model' requires an argument."),
     (("compare", "extra"), "Error: Sobran argumentos que no se esperaban (extra)",
      "Error: Got unexpected extra argument(s) (extra)"),
-    (("profile",), "Error: Falta el argumento 'FACTORY'.", "Error: Missing argument 'FACTORY'."),
+    (("profile",), "Error: Falta el argumento 'FÁBRICA'.", "Error: Missing argument 'FACTORY'."),
     (("comapre",), "Error: No existe el comando 'comapre'. ¿Quería decir 'compare'?",
      "Error: No such command 'comapre'. Did you mean 'compare'?"),
     (("--lang", "fr", "compare"), "el idioma debe ser uno de en, es; se recibió 'fr'",

@@ -30,11 +30,15 @@ from seqlab.i18n import DOMAINS
 TESTS = Path(__file__).resolve().parent
 MESSAGES = Path(str(resources.files("seqlab"))) / "locale" / "es" / "LC_MESSAGES"
 CLI_ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
+#: The same, with standard error taken for a terminal (Rich reads ``TTY_COMPATIBLE``): the progress bars draw.
+TERMINAL_ENV = {**CLI_ENV, "TTY_COMPATIBLE": "1"}
+#: Rich's control sequences (styles, cursor moves): a terminal's, not words.
+CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 #: Spanish words spelled like an English word of the messages (not English in a Spanish sentence).
 LESSON_WORDS = frozenset("""
 a al de del el en es la las lo los no o se si su un una y e u con por para
 real terminal error diagonal base control general final total normal local original global
-factor decide causal bit perro muerde cartero has panel vector ideas divisor residual byte matrices
+factor decide causal bit perro muerde cartero has panel vector ideas divisor residual byte matrices extra
 """.split())
 #: The paper's title, a name in any language.
 TITLE = "Attention Is All You Need"
@@ -82,9 +86,26 @@ def english_in(text: str, names: frozenset[str] = frozenset()) -> Counter:
         if NAME.search(token.strip("()[]{}«»,;:¿?¡!'\"")):
             continue
         for word in WORD.findall(token):
-            if len(word) > 1 and word.lower() in ENGLISH and word not in names:
+            if len(word) > 1 and word.lower() in ENGLISH and word not in names and word.lower() not in names:
                 found[word.lower()] += 1
     return found
+
+
+#: A number written the English way: a decimal point (``0.5``) or groups of three after commas (``12,774,968``);
+#: part of a name (``figure1.json``, ``2.13.0+cpu``, ``127.0.0.1``) is not a number.
+ENGLISH_NUMBER = re.compile(r"(?<![\w.,+\-^])(\d{1,3}(?:,\d{3}){2,}|\d+\.\d+)(?![\w.,+])")
+#: Spanish groups of three after points (``26.214.400``, what Babel writes for ``es``).
+SPANISH_GROUPS = re.compile(r"\d{1,3}(?:\.\d{3})+")
+
+
+def english_numbers(text: str) -> list[str]:
+    """The numbers of ``text`` written in the English format.
+
+    >>> english_numbers("0,5 s, 26.214.400 bytes, 2.13.0+cpu, 12,774,968 B, 1.5× y figure1.json (§3.2–3.4)")
+    ['12,774,968', '1.5']
+    """
+    text = " ".join(token for token in text.split() if "§" not in token)  # a paper's section (§3.2–3.4): a name
+    return [number for number in ENGLISH_NUMBER.findall(text) if not SPANISH_GROUPS.fullmatch(number)]
 
 
 def tiny_checkpoint(folder: Path) -> str:
@@ -114,10 +135,10 @@ def outputs(tmp_path_factory) -> dict[str, str]:
         checkpoint = tiny_checkpoint(tmp_path_factory.mktemp("tiny-jamba"))
         for name, args in COMMANDS.items():
             args = [arg.format(checkpoint=checkpoint) for arg in args]
-            result = CliRunner().invoke(app, ["--lang", "es", *args], env=CLI_ENV,
+            result = CliRunner().invoke(app, ["--lang", "es", *args], env=CLI_ENV if name == "quiz" else TERMINAL_ENV,
                                         input="?\n" * 20 if name == "quiz" else None)
             assert result.exit_code in ((0, 130) if name == "quiz" else (0,)), (name, result.output)
-            printed[name] = result.output
+            printed[name] = CONTROL.sub("", result.output).replace("\r", "\n")  # each frame of a bar, a line
     finally:
         sys.path.remove(str(TESTS))
     from seqlab.learn.training import TrainSettings
@@ -129,7 +150,8 @@ def outputs(tmp_path_factory) -> dict[str, str]:
     page = render_report(run_report(synthetic_tokens(48, lang="es"), synthetic_source(48),
                                     ReportConfig.quick(learn=learn)), "es")
     body = re.sub(r"<(script|style)\b.*?</\1>", " ", page, flags=re.S)
-    printed["report"] = re.sub(r"<[^>]+>", " ", body)
+    inline = re.sub(r"</?(span|sup|sub|b|i|em|strong|code|a|abbr|var|small)\b[^>]*>", "", body)  # inside a word
+    printed["report"] = re.sub(r"<[^>]+>", " ", inline)
     return printed
 
 
@@ -154,6 +176,84 @@ def test_no_english_in_the_spanish_output(outputs, name):
     found = english_in(outputs[name], names)
     lines = [line.strip() for line in outputs[name].splitlines() if english_in(line, names)]
     assert found == Counter(), f"{name} --lang es prints English {dict(found)}:\n" + "\n".join(lines[:15])
+    numbers = [line.strip() for line in outputs[name].splitlines() if english_numbers(line)]
+    assert numbers == [], f"{name} --lang es writes numbers the English way:\n" + "\n".join(numbers[:15])
+
+
+def typed_values(command) -> frozenset[str]:
+    """The words a user types as values of ``command``'s options (``all``, ``auto``, ``btd``, a task, a machine):
+    read from its placeholders, defaults and choices, and from the registries its help lists (names, not English)."""
+    from seqlab.cli.language import help_fields
+    from seqlab.learn.tasks import TASKS
+    from seqlab.measure.layout import LAYOUTS
+
+    from seqlab.studies.bench_model import MACHINES
+
+    texts = [*help_fields().values(), *TASKS, *LAYOUTS, *MACHINES]
+    for param in command.params:
+        texts += [str(param.metavar or ""), str(param.default), *map(str, param.type_descriptor.choices or ()),
+                  *param.opts, *getattr(param, "secondary_opts", ())]
+    return frozenset(word.lower() for text in texts for word in WORD.findall(text))
+
+
+def test_no_english_in_any_commands_spanish_help():
+    """``seqlab CMD --help --lang es`` for every command: placeholders (``ENTERO``, ``ARCHIVO``) and sentences in
+    Spanish; the values a user types stay as they are typed."""
+    import typer
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+
+    group = typer.main.get_command(app)
+    leaks = {}
+    for name, command in group.commands.items():
+        result = CliRunner().invoke(app, ["--lang", "es", name, "--help"], env=CLI_ENV)
+        assert result.exit_code == 0, (name, result.output)
+        names = typed_values(command)
+        text = re.sub(r"-\n\s*", "-", result.output)  # a name cut at its hyphen by the help's wrap: one name
+        found = english_in(text, names)
+        if found:
+            leaks[name] = [line.strip() for line in text.splitlines() if english_in(line, names)]
+    assert leaks == {}
+
+
+def numeric_options(command) -> list[str]:
+    """``command``'s options that take a number (an ``int`` or ``float``, optional or not)."""
+    import typing
+
+    kinds = []
+    for param in command.params:
+        annotation = param.type_descriptor.annotation
+        types = set(typing.get_args(annotation)) - {type(None)} or {annotation}
+        if param.param_type_name == "option" and not param.is_flag and types <= {int, float}:
+            kinds.append(param.opts[0])
+    return kinds
+
+
+def test_every_refusal_of_a_bad_number_is_spanish():
+    """Every numeric option of every command, given a word and a negative number with ``--lang es``: exit 2 and a
+    refusal with no English word (the usage line's placeholders included), whether click or seqlab refuses it."""
+    import typer
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+
+    group = typer.main.get_command(app)
+    small = {args[0]: args[1:] for args in COMMANDS.values()}
+    leaks, tried = {}, 0
+    for name, command in group.commands.items():
+        for option in numeric_options(command):
+            base = list(small.get(name, []))
+            if option in base:  # the bad value replaces the small one
+                at = base.index(option)
+                del base[at:at + 2]
+            for bad in ("abc", "-7"):
+                result = CliRunner().invoke(app, ["--lang", "es", name, *base, option, bad], env=CLI_ENV)
+                tried += 1
+                found = english_in(result.output, typed_values(command))
+                if result.exit_code != 2 or found:
+                    leaks[(name, option, bad)] = (result.exit_code, dict(found), result.output.strip()[-300:])
+    assert tried > 50 and leaks == {}  # 37 numeric options today
 
 
 def test_no_english_in_the_web_labs_spanish():
@@ -167,7 +267,7 @@ def test_no_english_in_the_web_labs_spanish():
 def test_one_notation_for_the_gated_bypass_in_every_command(outputs):
     """The GRU's bypass is PyTorch's z_t ⊙ h_{t−1} wherever a command writes it (never (1 − z) ⊙ h_{t−1})."""
     text = " ".join(" ".join(output.split()) for output in outputs.values())
-    factors = set(re.findall(r"(\S+) ⊙ h_\{t−1\}", text))
+    factors = set(re.findall(r"([^\s│]+) ⊙ h_\{t−1\}", text))  # a factor cut from it by a cell's wrap: not one
     assert factors and factors <= {"z_t", "a_t"}, factors  # a_t: the linear recurrences' own decay
     assert NOTATION["gru_bypass"] in text and NOTATION["lstm_bypass"] in text
 

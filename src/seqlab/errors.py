@@ -68,13 +68,13 @@ def _restore_shown(text: str, representation: str) -> Shown:
 
 
 def keep(value: object) -> object:
-    """A field's value as the message keeps it: numbers, text, messages and errors as they are; a list or tuple
+    """A field's value as the message keeps it: numbers, text, labels, messages and errors as they are; a list or tuple
     item by item; anything else as its text (:class:`Shown`).
 
     >>> keep(3), keep((1, 2)), type(keep(object())).__name__
     (3, (1, 2), 'Shown')
     """
-    if isinstance(value, (Message, SeqlabError, Shown)) or type(value) in PLAIN:
+    if isinstance(value, (Message, SeqlabError, Shown, Worded)) or type(value) in PLAIN:
         return value
     if type(value) in (list, tuple):
         return type(value)(keep(item) for item in value)
@@ -108,6 +108,8 @@ def render_field(value: Any, conversion: str | None, spec: str, lang: str) -> st
     """
     if isinstance(value, (Message, SeqlabError)):
         return format(value.localized(lang), spec) if conversion is None else repr(value.localized(lang))
+    if isinstance(value, Worded) and lang != "en" and conversion is None:  # a label: its own wording
+        return format(value.localized(lang), spec)
     if lang == "en" or conversion is not None or isinstance(value, bool):
         return string.Formatter().format_field(string.Formatter().convert_field(value, conversion), spec)
     if isinstance(value, int) and spec in ("", "d", ","):

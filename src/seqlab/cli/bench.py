@@ -144,6 +144,7 @@ def _run(config, lang: str):
         TimeElapsedColumn,
     )
 
+    from seqlab.errors import shown
     from seqlab.i18n import translator
     from seqlab.studies.bench import run_bench
 
@@ -155,7 +156,7 @@ def _run(config, lang: str):
         task = bar.add_task(measuring, total=None)
         try:
             return run_bench(config, lambda done, total, what: bar.update(
-                task, completed=done, total=total, description=f"{measuring}: {what}"))
+                task, completed=done, total=total, description=f"{measuring}: {shown(what, lang)}"))
         except SeqlabError as error:
             raise bad_parameter(error, OPTIONS, "'--lengths'") from None
 

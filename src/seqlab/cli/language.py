@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import itertools
 import string
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -314,6 +315,36 @@ def localise(command: Any, lang: str) -> None:
         for attribute in ("options_metavar", "subcommand_metavar"):
             if getattr(each, attribute, None) in METAVARS:
                 setattr(each, attribute, translate(getattr(each, attribute)))
+        for param in getattr(each, "params", ()):
+            localise_metavar(param, translate)
+
+
+#: The words a parameter's placeholder is written with (``--seq-len INTEGER``, ``FILE <str>``): each is worded
+#: through the ``cli`` catalogue wherever it stands in a placeholder (``auto|ADDRESS``, ``NAME,…``).
+METAVAR_WORDS = (N_("INTEGER"), N_("FLOAT"), N_("TEXT"), N_("PATH"), N_("FILE"), N_("DIR"), N_("NAME"),
+                 N_("SECONDS"), N_("ADDRESS"), N_("FACTORY"), N_("INDEX"), N_("KEY"), N_("DTYPE"),
+                 N_("str"), N_("int"), N_("float"), N_("path"), N_("bool"))
+
+
+def metavar_in(text: str, translate: Any) -> str:
+    """A placeholder with each of its :data:`METAVAR_WORDS` worded by ``translate`` (other words, the values a
+    user types such as ``auto`` or ``btd``, stay as they are).
+
+    >>> metavar_in("auto|ADDRESS", {"ADDRESS": "DIRECCIÓN"}.get)
+    'auto|DIRECCIÓN'
+    """
+    runs = ("".join(run) for _, run in itertools.groupby(text, key=lambda char: char.isascii() and char.isalpha()))
+    return "".join((translate(run) or run) if run in METAVAR_WORDS else run for run in runs)
+
+
+def localise_metavar(param: Any, translate: Any) -> None:
+    """Word ``param``'s placeholder (its ``metavar``, and the ``<type>`` Typer shows beside it) with
+    :func:`metavar_in`, on this run's fresh click object only."""
+    if isinstance(getattr(param, "metavar", None), str):
+        param.metavar = metavar_in(param.metavar, translate)
+    shown_type = getattr(param, "display_type", None)
+    if callable(shown_type):
+        param.display_type = lambda *args, _shown=shown_type, **kwargs: metavar_in(_shown(*args, **kwargs), translate)
 
 
 def first_paragraph(text: str | None) -> str:

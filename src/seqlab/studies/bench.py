@@ -59,6 +59,8 @@ from datetime import datetime, timezone
 import torch
 import torch.nn.functional as F
 
+from seqlab.errors import Message, Worded
+from seqlab.i18n import N_
 from seqlab.measure.rounds import MIN_ROUNDS, Rounds, decide, measure_rounds, on_threads, timed_name
 from seqlab.measure.timing import MachineLoad, machine_load
 from seqlab.studies.bench_config import (  # noqa: F401  (re-exported: what to sweep and its checks)
@@ -288,20 +290,21 @@ def run_bench(config: BenchConfig = BenchConfig(),
     total = len(plan.machines) + len(plan.threads) * (1 + len(plan.d_models) * len(plan.lengths) * len(plan.machines))
     done = 0
 
-    def step(what: str) -> None:
+    def step(template: str, **fields) -> None:  # what is being measured, worded in any language (errors.Worded)
         nonlocal done
+        what = Worded(template.format(**fields), Message(template, **fields))
         done += 1
         if progress is not None:
             progress(done, total, what)
 
     spans = fit_spans(plan.machines)
     for key in plan.machines:
-        step(f"span · {MACHINES[key].label}")
+        step(N_("span · {machine}"), machine=MACHINES[key].label)
     calibrations = []
     for threads in plan.threads:
         calibrations.append(measure_calibration(plan.device, threads, plan.matmul_size, config.chain_links,
                                                 config.min_run_time, config.rounds, load))
-        step(f"calibration · threads = {threads}")
+        step(N_("calibration · threads = {threads}"), threads=threads)
     span_of, cal_of = {s.machine: s for s in spans}, {c.threads: c for c in calibrations}
     generator = torch.Generator().manual_seed(config.seed)
     points, checks, last, scalings = [], [], {}, []
@@ -329,7 +332,8 @@ def run_bench(config: BenchConfig = BenchConfig(),
                     last[(key, n, d)] = (T, timing.median_s)
                     predicted, bound = predict(work, span, cal_of[n])
                     points.append(BenchPoint(key, n, d, T, work, span, timing, predicted, bound))
-                    step(f"{MACHINES[key].label} · T = {T} · d = {d} · threads = {n}")
+                    step(N_("{machine} · T = {T} · d = {d} · threads = {threads}"), machine=MACHINES[key].label, T=T, d=d,
+                         threads=n)
             if few != many:
                 scalings += [ThreadScaling(key, d, T, few, many, decide(timed, timed_name(key, few),
                                                                        timed_name(key, many), MARGIN))
