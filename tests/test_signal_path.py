@@ -622,3 +622,43 @@ def test_which_counts_are_declared_at_a_mark_and_which_are_measured() -> None:
     assert measure_signal_path(SelfAttention(D, generator=_gen()), _x(5), output=lambda out: out[0]).marked == ()
     assert measure_signal_path(ElmanRNN(D, 3, generator=_gen()), _x(5)).marked == ("W_hh",)
     assert measure_signal_path(LinearAttention(D, generator=_gen()), _x(5)).marked == ("α_ji",)
+
+
+# --- the reach's directions pulled back batched or one pass per row: the same numbers ------------------------------
+
+@pytest.mark.parametrize(("module", "output", "probes"), [
+    (ElmanRNN(D, 6, generator=_gen()), None, None),
+    (ElmanRNN(D, 6, generator=_gen()), None, 5),
+    (SelfAttention(D, generator=_gen()), lambda out: out[0], None),
+    (SelectiveRecurrence(D, generator=_gen()), None, None),
+])
+def test_batched_and_row_by_row_directions_read_the_same(monkeypatch, module, output, probes) -> None:
+    from seqlab.measure import signal_path
+
+    x = _x(40)
+    monkeypatch.setattr(signal_path, "SMALL_BYTES", 2**40)  # every forward's tensors count as small: batched
+    monkeypatch.setattr(signal_path, "BATCH_BYTES", 2**40)
+    batched = measure_signal_path(module, x, output=output, probes=probes)
+    monkeypatch.setattr(signal_path, "SMALL_BYTES", 0)  # none does: one backward pass per row
+    one_by_one = measure_signal_path(module, x, output=output, probes=probes)
+    assert batched == one_by_one
+    assert batched.factors == {"ElmanRNN": 39, "SelfAttention": 1, "SelectiveRecurrence": 39}[type(module).__name__]
+
+
+def test_a_backward_that_cannot_be_batched_is_pulled_back_row_by_row(monkeypatch) -> None:
+    from seqlab.measure import signal_path
+
+    rnn, x = ElmanRNN(D, 6, generator=_gen()), _x(30)
+    plain = measure_signal_path(rnn, x)  # exact reach: 6 directions
+    grad = torch.autograd.grad
+    refused = []
+
+    def no_batching(*args, **kwargs):
+        if kwargs.get("is_grads_batched"):
+            refused.append(1)
+            raise RuntimeError("Batching rule not implemented")
+        return grad(*args, **kwargs)
+
+    monkeypatch.setattr(signal_path.torch.autograd, "grad", no_batching)
+    monkeypatch.setattr(signal_path, "SMALL_BYTES", 2**40)
+    assert measure_signal_path(rnn, x) == plain and refused  # tried batched, refused, then row by row
