@@ -662,3 +662,17 @@ def test_a_backward_that_cannot_be_batched_is_pulled_back_row_by_row(monkeypatch
     monkeypatch.setattr(signal_path.torch.autograd, "grad", no_batching)
     monkeypatch.setattr(signal_path, "SMALL_BYTES", 2**40)
     assert measure_signal_path(rnn, x) == plain and refused  # tried batched, refused, then row by row
+
+
+def test_a_forward_that_refuses_the_counting_hooks_runs_again_without_them(monkeypatch) -> None:
+    from seqlab.measure import signal_path
+
+    rnn, x = ElmanRNN(D, 6, generator=_gen()), _x(12)
+    plain = measure_signal_path(rnn, x)
+
+    def refuse(self, t: torch.Tensor) -> torch.Tensor:  # as torch.func refuses saved-tensor hooks
+        raise RuntimeError("saved tensor hooks are not supported here")
+
+    monkeypatch.setattr(signal_path._Saved, "pack", refuse)
+    again = measure_signal_path(rnn, x)
+    assert again == plain and (again.factors, again.probes) == (11, None)

@@ -23,7 +23,11 @@ recorded forward and two backward passes, plus one forward per scale where a fac
 whole-block reading it replaces took 3·d backward passes: about 3,000× a forward at T = 100, d = 512). Measured at
 T = 1000, d = 512, one thread, CPU time: about 6–8× a float32 forward of the Elman RNN, about 11× of SelfAttention
 (two forwards). The floor of any float64 reading by reverse mode: the float64 forward alone is 1.5× the float32 one,
-recording its graph 1.8×, each backward pass 1.5–2×. k is a property of the function, not of the code that
+recording its graph 1.8–1.9×, each backward pass 1.5–2×. Why not fewer passes: the two directions (s = 1 and s) as two
+rows of one batched backward cost what two passes cost at d = 512 (a float64 matrix of 2 rows times W_hh takes 2× the
+time of one row there: the arithmetic, not the per-op overhead, is the cost), and a forward-mode reading (Jv instead of
+uᵀJ) has the same arithmetic; a derivative in float64 cannot reach profile's bar of 4× a forward for all its readings
+(issue 34). k is a property of the function, not of the code that
 computes it: the loop and the scan of one layer give the same k, while their graph paths differ. A factor scaled
 in the forward (decays, attention's weights) is a measurement of the function (y homogeneous of degree k in it); a
 factor marked on a product in the backward (the Elman recurrence's W_hh·h_{t-1}, a weighted sum Σ α v) counts the
@@ -62,7 +66,12 @@ also holds a declaring module is not seen by this check (its routes still show w
 
 A module that declares no factor (``torch.nn.RNN``, a Hugging Face module, a user's module) is refused by name:
 its signal path is absent, never guessed. The reach ‖J_ji(1)‖_F (:mod:`seqlab.measure.reach`'s norm) is reported
-beside k: exact with ``probes=None`` (d_out more backward passes), else estimated from R Gaussian probes. The module
+beside k: exact with ``probes=None`` (d_out more directions pulled back), else estimated from R Gaussian probes.
+These directions replay the recorded rescalings and read no value, so they run as rows of batched backward passes
+(``is_grads_batched``) where the recorded forward's tensors are small on average (:data:`SMALL_BYTES`: a recurrence's
+steps, whose cost is per-op overhead that the rows share: the exact reach of an Elman RNN 2–3× faster at d = 64–128),
+one pass per row where they are large (attention's T × T weights, where batching was 1.5–2× slower); the numbers
+are the same either way. The module
 is copied to float64 for the measurement, in eval mode; the caller's module and the default forward (scale None)
 are left as they were.
 
@@ -86,8 +95,8 @@ from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.i18n import N_
 from seqlab.layers.transition import BACKWARD, FORWARD, Scaling, declares_transition
 
-__all__ = ["ABSENT", "BATCH_BYTES", "PROBES", "SMALL_BYTES", "REACH_REASONS", "REASONS", "RESIDUAL", "SCALES", "TOLERANCE", "SignalPath", "SignalReading",
-           "declared_factors", "measure_signal_path", "read_signal_path"]
+__all__ = ["ABSENT", "BATCH_BYTES", "PROBES", "REACH_REASONS", "REASONS", "RESIDUAL", "SCALES", "SMALL_BYTES", "TOLERANCE",
+           "SignalPath", "SignalReading", "declared_factors", "measure_signal_path", "read_signal_path"]
 
 #: The scales s at which J(s) is compared with J(1): close to 1, so s^k stays in float64's range for k up to
 #: about 14,000 and a factor scaled in the forward moves the states by at most 1.05^T; no rational power of 2, so
@@ -347,6 +356,21 @@ def _forward(copy64: torch.nn.Module, declaring: list[torch.nn.Module], scaling:
     return y
 
 
+def _recorded_forward(copy64: torch.nn.Module, declaring: list[torch.nn.Module], scaling: Scaling, x: Tensor,
+                      output: Callable[[object], Tensor] | None, saved: _Saved | None) -> Tensor:
+    """The forward at s = 1, with ``saved`` counting what it keeps for the backward (None: not counted). A forward
+    that fails under the counting hooks (``torch.func`` inside a module refuses saved-tensor hooks) runs again
+    without them: the count only chooses how the reach's directions run."""
+    if saved is None:
+        return _forward(copy64, declaring, scaling, x, 1.0, output)
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack):
+            return _forward(copy64, declaring, scaling, x, 1.0, output)
+    except SeqlabError:
+        saved.count = saved.bytes = 0  # one pass per direction
+        return _forward(copy64, declaring, scaling, x, 1.0, output)
+
+
 @dataclass(frozen=True)
 class _Pulled:
     """uᵀJ at x_source as read after the marks' rescalings (d_in): the true uᵀJ times 2^E, E the rescalings' exponents
@@ -391,7 +415,10 @@ class _Saved:
         self._seen: set[tuple[int, int]] = set()
 
     def pack(self, t: Tensor) -> Tensor:
-        key = (t.data_ptr(), t.numel())
+        try:
+            key = (t.data_ptr(), t.numel())
+        except RuntimeError:  # a tensor without storage (a wrapper subclass): counted by identity
+            key = (id(t), -1)
         if key not in self._seen:
             self._seen.add(key)
             self.bytes += t.numel() * t.element_size()
@@ -493,9 +520,9 @@ def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, 
             e.g. ``lambda out: out[0]`` for a module returning (outputs, weights)).
         scales: the s ≠ 1 compared with s = 1 (one backward pass each, and one forward each when a factor is
             scaled in the forward); tolerance, residual: the acceptance rule (see the module docstring).
-        probes: None (default): the count from one seeded Gaussian probe, the reach exact (d_out more backward
-            passes at s = 1); R >= 1: the count from the first of R seeded Gaussian output directions, the reach
-            estimated from all R (R backward passes in all at s = 1).
+        probes: None (default): the count from one seeded Gaussian probe, the reach exact (d_out more directions
+            pulled back at s = 1, batched where the forward's tensors are small); R >= 1: the count from the first
+            of R seeded Gaussian output directions, the reach estimated from all R (R directions in all at s = 1).
 
     Returns:
         A :class:`SignalPath`; ``factors`` is None, with the reason, when J(s) is not read as one power of s times
@@ -550,8 +577,7 @@ def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, 
         with torch.enable_grad():
             watch, saved = _Watch(copy64), _Saved()
             try:
-                with torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack):
-                    y = _forward(copy64, declaring, scaling, x64, 1.0, output)
+                y = _recorded_forward(copy64, declaring, scaling, x64, output, saved if probes != 1 else None)
             finally:
                 watch.remove()
             undeclared, unchecked = watch.verdicts(T)
