@@ -67,11 +67,12 @@ also holds a declaring module is not seen by this check (its routes still show w
 A module that declares no factor (``torch.nn.RNN``, a Hugging Face module, a user's module) is refused by name:
 its signal path is absent, never guessed. The reach ‖J_ji(1)‖_F (:mod:`seqlab.measure.reach`'s norm) is reported
 beside k: exact with ``probes=None`` (d_out more directions pulled back), else estimated from R Gaussian probes.
-These directions replay the recorded rescalings and read no value, so they run as rows of batched backward passes
-(``is_grads_batched``) where the recorded forward's tensors are small on average (:data:`SMALL_BYTES`: a recurrence's
-steps, whose cost is per-op overhead that the rows share: the exact reach of an Elman RNN 2–3× faster at d = 64–128),
-one pass per row where they are large (attention's T × T weights, where batching was 1.5–2× slower); the numbers
-are the same either way. The module
+These directions replay the recorded rescalings and read no value, so they can run as rows of batched backward
+passes (``is_grads_batched``): tried where the recorded forward's tensors are small on average (:data:`SMALL_BYTES`: a
+recurrence's steps, whose cost is per-op overhead that the rows share; the exact reach of an Elman RNN 2–3× faster at
+d = 64–128) and kept while a batch costs less CPU time per row than the lone first row; one pass per row where the
+tensors are large (attention's T × T weights, where batching was 1.5–2× slower) or a batch was not cheaper. The
+numbers are the same either way. The module
 is copied to float64 for the measurement, in eval mode; the caller's module and the default forward (scale None)
 are left as they were.
 
@@ -84,6 +85,7 @@ from __future__ import annotations
 
 import copy
 import math
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -440,36 +442,51 @@ class _Saved:
 
 def _pull_rows(y_j: Tensor, x: Tensor, source: int, rows: Tensor, scaling: Scaling,
                replay: dict[int, int], step: int) -> list[_Pulled]:
-    """uᵀ ∂y_j/∂x_source for every row u of ``rows`` (R, d_out) at s = 1, the recorded rescalings replayed: one
-    batched backward pass (``is_grads_batched``) per ``step`` rows, rows in order, else one pass per row.
+    """uᵀ ∂y_j/∂x_source for every row u of ``rows`` (R, d_out) at s = 1, the recorded rescalings replayed, in order:
+    ``step`` rows per batched backward pass (``is_grads_batched``) while that is cheaper per row, else one pass per row.
 
-    Batched where the backward is many small ops (a recurrence's steps at a small width: about 3× faster for the
-    exact reach of an Elman RNN at d = 64–128, T = 300–744), one pass per row where its tensors are large (attention's
-    T × T weights: there the batched backward sweeps the memory R times wider and is 1.5–2× slower); the same
-    numbers either way. A replay reads no value (no decision is taken), so the marks' backward runs under the
-    batching; an op whose backward cannot be batched is pulled back row by row.
+    The first row is pulled back alone, the next ``step`` rows together; batching goes on only while a batched pass
+    costs less CPU time per row than the lone one (a recurrence's small steps: 2–3× faster for the exact reach of an
+    Elman RNN at d = 64–128, T = 300–744; the loop of a Mamba block's scan was slower batched, and is pulled back row
+    by row after one chunk). ``step`` = 1 (large saved tensors, :meth:`_Saved.rows`) never batches. The numbers are
+    the same either way (tests force both routes). A replay reads no value (no decision is taken), so the marks'
+    backward runs under the batching; an op whose backward cannot be batched is pulled back row by row.
     """
-    if step == 1:
+    if step == 1 or rows.shape[0] < 2:
         return [_pull(y_j, x, source, u, scaling, 1.0, replay) for u in rows]
-    parts: list[_Pulled] = []
-    for start in range(0, rows.shape[0], step):
-        chunk = rows[start:start + step]  # (r, d_out)
-        scaling.start(1.0, replay)
-        try:
-            with warnings.catch_warnings():
-                # vmap falls back to a slow loop (with this warning) for ops without a batching rule: still right
-                warnings.filterwarnings("ignore", message=".*performance drop.*")
-                (grad,) = torch.autograd.grad(y_j, x, chunk, retain_graph=True, allow_unused=True,
-                                              is_grads_batched=True)
-        except RuntimeError:  # an op whose backward cannot be batched at all
+    start = time.process_time()
+    parts = [_pull(y_j, x, source, rows[0], scaling, 1.0, replay)]
+    alone = time.process_time() - start  # CPU seconds of one row's pass
+    batched, i = True, 1
+    while i < rows.shape[0]:
+        chunk = rows[i:i + step]  # (r, d_out)
+        i += chunk.shape[0]
+        start = time.process_time()
+        got = _pull_batch(y_j, x, source, chunk, scaling, replay) if batched else None
+        if got is None:
+            batched = False
             parts.extend(_pull(y_j, x, source, u, scaling, 1.0, replay) for u in chunk)
-            continue
-        if grad is None:
-            parts.extend(_Pulled(torch.zeros(x.shape[-1], dtype=x.dtype)) for _ in chunk)
-            continue
-        g = grad[..., source, :].reshape(chunk.shape[0], -1)  # (r, d_in)
-        parts.extend(_Pulled(row.detach().clone()) for row in g)
+        else:
+            parts.extend(got)
+            batched = time.process_time() - start < alone * chunk.shape[0]
     return parts
+
+
+def _pull_batch(y_j: Tensor, x: Tensor, source: int, chunk: Tensor, scaling: Scaling,
+                replay: dict[int, int]) -> list[_Pulled] | None:
+    """The rows of ``chunk`` (r, d_out) pulled back in one batched backward pass; None when it cannot be batched."""
+    scaling.start(1.0, replay)
+    try:
+        with warnings.catch_warnings():
+            # vmap falls back to a slow loop (with this warning) for ops without a batching rule: still right
+            warnings.filterwarnings("ignore", message=".*performance drop.*")
+            (grad,) = torch.autograd.grad(y_j, x, chunk, retain_graph=True, allow_unused=True, is_grads_batched=True)
+    except RuntimeError:  # an op whose backward cannot be batched at all
+        return None
+    if grad is None:
+        return [_Pulled(torch.zeros(x.shape[-1], dtype=x.dtype)) for _ in chunk]
+    g = grad[..., source, :].reshape(chunk.shape[0], -1)  # (r, d_in)
+    return [_Pulled(row.detach().clone()) for row in g]
 
 
 def _structurally_unreached(module: torch.nn.Module, x: Tensor, output: Callable[[object], Tensor] | None,
