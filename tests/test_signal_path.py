@@ -622,3 +622,105 @@ def test_which_counts_are_declared_at_a_mark_and_which_are_measured() -> None:
     assert measure_signal_path(SelfAttention(D, generator=_gen()), _x(5), output=lambda out: out[0]).marked == ()
     assert measure_signal_path(ElmanRNN(D, 3, generator=_gen()), _x(5)).marked == ("W_hh",)
     assert measure_signal_path(LinearAttention(D, generator=_gen()), _x(5)).marked == ("α_ji",)
+
+
+# --- the reach's directions pulled back batched or one pass per row: the same numbers ------------------------------
+
+class _Clock:
+    """A CPU clock for ``signal_path.time``: each call reads the next of ``readings``, then one more second a call."""
+
+    def __init__(self, *readings: float) -> None:
+        self.readings, self.now = list(readings), 0.0
+
+    def process_time(self) -> float:
+        self.now = self.readings.pop(0) if self.readings else self.now + 1.0
+        return self.now
+
+
+class _Counted:
+    """Counts the backward passes ``torch.autograd.grad`` runs: batched and one row each."""
+
+    def __init__(self, monkeypatch) -> None:
+        from seqlab.measure import signal_path
+
+        self.batched = self.single = 0
+        self.grad = torch.autograd.grad
+        monkeypatch.setattr(signal_path.torch.autograd, "grad", self)
+
+    def __call__(self, *args, **kwargs):
+        if kwargs.get("is_grads_batched"):
+            self.batched += 1
+        else:
+            self.single += 1
+        return self.grad(*args, **kwargs)
+
+
+@pytest.mark.parametrize(("module", "output", "probes", "factors"), [
+    (ElmanRNN(D, 6, generator=_gen()), None, None, 39),
+    (ElmanRNN(D, 6, generator=_gen()), None, 5, 39),
+    (SelfAttention(D, generator=_gen()), lambda out: out[0], None, 1),
+    (SelectiveRecurrence(D, generator=_gen()), None, None, 39),
+    (LinearAttention(D, generator=_gen()), None, None, 1),
+    (MambaBlock(D, d_state=2, generator=_gen()), None, None, None),
+])
+def test_batched_and_row_by_row_directions_read_the_same(monkeypatch, module, output, probes, factors) -> None:
+    from seqlab.measure import signal_path
+
+    x = _x(40)
+    monkeypatch.setattr(signal_path, "SMALL_BYTES", 2**40)  # every forward's tensors count as small
+    monkeypatch.setattr(signal_path, "BATCH_BYTES", 2**40)  # one chunk holds every row
+    monkeypatch.setattr(signal_path, "time", _Clock())  # each pass takes one second: a batch is cheaper per row
+    counted = _Counted(monkeypatch)
+    batched = measure_signal_path(module, x, output=output, probes=probes)
+    assert counted.batched == 1  # the directions after the first, in one batched pass
+    monkeypatch.setattr(signal_path, "SMALL_BYTES", 0)  # no forward's tensors count as small: one pass per row
+    one_by_one = measure_signal_path(module, x, output=output, probes=probes)
+    assert counted.batched == 1
+    assert batched == one_by_one and batched.factors == factors
+
+
+def test_a_batch_slower_per_row_than_one_pass_turns_batching_off(monkeypatch) -> None:
+    from seqlab.measure import signal_path
+
+    rnn, x = ElmanRNN(D, 6, generator=_gen()), _x(20)
+    plain = measure_signal_path(rnn, x)  # exact reach: 6 directions
+    monkeypatch.setattr(signal_path._Saved, "rows", lambda self: 2)  # two rows per batched pass
+    # the lone first row takes 1 s (0 → 1); the first batch of 2 rows 3 s (1 → 4), more than 2 × 1 s: batching stops
+    monkeypatch.setattr(signal_path, "time", _Clock(0.0, 1.0, 1.0, 4.0))
+    counted = _Counted(monkeypatch)
+    assert measure_signal_path(rnn, x) == plain
+    # base and scaled passes 2, then the directions: 1 alone + 2 in one batched pass + the last 3 alone
+    assert (counted.batched, counted.single) == (1, 2 + 1 + 3)
+
+
+def test_a_backward_that_cannot_be_batched_is_pulled_back_row_by_row(monkeypatch) -> None:
+    from seqlab.measure import signal_path
+
+    rnn, x = ElmanRNN(D, 6, generator=_gen()), _x(30)
+    plain = measure_signal_path(rnn, x)  # exact reach: 6 directions
+    grad = torch.autograd.grad
+    refused = []
+
+    def no_batching(*args, **kwargs):
+        if kwargs.get("is_grads_batched"):
+            refused.append(1)
+            raise RuntimeError("Batching rule not implemented")
+        return grad(*args, **kwargs)
+
+    monkeypatch.setattr(signal_path.torch.autograd, "grad", no_batching)
+    monkeypatch.setattr(signal_path, "SMALL_BYTES", 2**40)
+    assert measure_signal_path(rnn, x) == plain and refused  # tried batched, refused, then row by row
+
+
+def test_a_forward_that_refuses_the_counting_hooks_runs_again_without_them(monkeypatch) -> None:
+    from seqlab.measure import signal_path
+
+    rnn, x = ElmanRNN(D, 6, generator=_gen()), _x(12)
+    plain = measure_signal_path(rnn, x)
+
+    def refuse(self, t: torch.Tensor) -> torch.Tensor:  # as torch.func refuses saved-tensor hooks
+        raise RuntimeError("saved tensor hooks are not supported here")
+
+    monkeypatch.setattr(signal_path._Saved, "pack", refuse)
+    again = measure_signal_path(rnn, x)
+    assert again == plain and (again.factors, again.probes) == (11, None)

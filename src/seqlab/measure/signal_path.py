@@ -23,7 +23,11 @@ recorded forward and two backward passes, plus one forward per scale where a fac
 whole-block reading it replaces took 3·d backward passes: about 3,000× a forward at T = 100, d = 512). Measured at
 T = 1000, d = 512, one thread, CPU time: about 6–8× a float32 forward of the Elman RNN, about 11× of SelfAttention
 (two forwards). The floor of any float64 reading by reverse mode: the float64 forward alone is 1.5× the float32 one,
-recording its graph 1.8×, each backward pass 1.5–2×. k is a property of the function, not of the code that
+recording its graph 1.8–1.9×, each backward pass 1.5–2×. Why not fewer passes: the two directions (s = 1 and s) as two
+rows of one batched backward cost what two passes cost at d = 512 (a float64 matrix of 2 rows times W_hh takes 2× the
+time of one row there: the arithmetic, not the per-op overhead, is the cost), and a forward-mode reading (Jv instead of
+uᵀJ) has the same arithmetic; a derivative in float64 cannot reach profile's bar of 4× a forward for all its readings
+(issue 34). k is a property of the function, not of the code that
 computes it: the loop and the scan of one layer give the same k, while their graph paths differ. A factor scaled
 in the forward (decays, attention's weights) is a measurement of the function (y homogeneous of degree k in it); a
 factor marked on a product in the backward (the Elman recurrence's W_hh·h_{t-1}, a weighted sum Σ α v) counts the
@@ -62,7 +66,13 @@ also holds a declaring module is not seen by this check (its routes still show w
 
 A module that declares no factor (``torch.nn.RNN``, a Hugging Face module, a user's module) is refused by name:
 its signal path is absent, never guessed. The reach ‖J_ji(1)‖_F (:mod:`seqlab.measure.reach`'s norm) is reported
-beside k: exact with ``probes=None`` (d_out more backward passes), else estimated from R Gaussian probes. The module
+beside k: exact with ``probes=None`` (d_out more directions pulled back), else estimated from R Gaussian probes.
+These directions replay the recorded rescalings and read no value, so they can run as rows of batched backward
+passes (``is_grads_batched``): tried where the recorded forward's tensors are small on average (:data:`SMALL_BYTES`: a
+recurrence's steps, whose cost is per-op overhead that the rows share; the exact reach of an Elman RNN 2–3× faster at
+d = 64–128) and kept while a batch costs less CPU time per row than the lone first row; one pass per row where the
+tensors are large (attention's T × T weights, where batching was 1.5–2× slower) or a batch was not cheaper. The
+numbers are the same either way. The module
 is copied to float64 for the measurement, in eval mode; the caller's module and the default forward (scale None)
 are left as they were.
 
@@ -75,6 +85,8 @@ from __future__ import annotations
 
 import copy
 import math
+import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -85,8 +97,8 @@ from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.i18n import N_
 from seqlab.layers.transition import BACKWARD, FORWARD, Scaling, declares_transition
 
-__all__ = ["ABSENT", "PROBES", "REACH_REASONS", "REASONS", "RESIDUAL", "SCALES", "TOLERANCE", "SignalPath", "SignalReading",
-           "declared_factors", "measure_signal_path", "read_signal_path"]
+__all__ = ["ABSENT", "BATCH_BYTES", "PROBES", "REACH_REASONS", "REASONS", "RESIDUAL", "SCALES", "SMALL_BYTES", "TOLERANCE",
+           "SignalPath", "SignalReading", "declared_factors", "measure_signal_path", "read_signal_path"]
 
 #: The scales s at which J(s) is compared with J(1): close to 1, so s^k stays in float64's range for k up to
 #: about 14,000 and a factor scaled in the forward moves the states by at most 1.05^T; no rational power of 2, so
@@ -96,6 +108,10 @@ SCALES = (1.05,)
 TOLERANCE = 1e-6
 #: Largest ‖uᵀJ(s) − s^k uᵀJ(1)‖ / ‖s^k uᵀJ(1)‖ accepted (float64 rounding of a long product is about T·2⁻⁵²).
 RESIDUAL = 1e-9
+#: Bytes the rows of one batched backward of the reach's directions may span (rows × what the forward saved).
+BATCH_BYTES = 16 * 2**20
+#: Largest mean size of the tensors a forward saved for which its reach's directions are pulled back batched.
+SMALL_BYTES = 2**13
 #: Gaussian probes of :func:`read_signal_path` (the count needs one; the reach is estimated from them).
 PROBES = 1
 #: Why a pair is not measured (see the module docstring): routes with different factor counts; no dependence by
@@ -342,6 +358,21 @@ def _forward(copy64: torch.nn.Module, declaring: list[torch.nn.Module], scaling:
     return y
 
 
+def _recorded_forward(copy64: torch.nn.Module, declaring: list[torch.nn.Module], scaling: Scaling, x: Tensor,
+                      output: Callable[[object], Tensor] | None, saved: _Saved | None) -> Tensor:
+    """The forward at s = 1, with ``saved`` counting what it keeps for the backward (None: not counted). A forward
+    that fails under the counting hooks (``torch.func`` inside a module refuses saved-tensor hooks) runs again
+    without them: the count only chooses how the reach's directions run."""
+    if saved is None:
+        return _forward(copy64, declaring, scaling, x, 1.0, output)
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack):
+            return _forward(copy64, declaring, scaling, x, 1.0, output)
+    except SeqlabError:
+        saved.count = saved.bytes = 0  # one pass per direction
+        return _forward(copy64, declaring, scaling, x, 1.0, output)
+
+
 @dataclass(frozen=True)
 class _Pulled:
     """uᵀJ at x_source as read after the marks' rescalings (d_in): the true uᵀJ times 2^E, E the rescalings' exponents
@@ -374,6 +405,88 @@ def _pull(y_j: Tensor, x: Tensor, source: int, u: Tensor, scaling: Scaling, s: f
     (grad,) = torch.autograd.grad(y_j, x, u, retain_graph=True, allow_unused=True)
     g = torch.zeros(x.shape[-1], dtype=x.dtype) if grad is None else grad[..., source, :].reshape(-1)
     return _Pulled(g.detach())
+
+
+class _Saved:
+    """The distinct tensors the recorded forward saved for its backward (each storage counted once): their count and
+    bytes (a ``saved_tensors_hooks`` pair that keeps every tensor as it is)."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.count = 0
+        self._seen: set[tuple[int, int]] = set()
+
+    def pack(self, t: Tensor) -> Tensor:
+        try:
+            key = (t.data_ptr(), t.numel())
+        except RuntimeError:  # a tensor without storage (a wrapper subclass): counted by identity
+            key = (id(t), -1)
+        if key not in self._seen:
+            self._seen.add(key)
+            self.bytes += t.numel() * t.element_size()
+            self.count += 1
+        return t
+
+    @staticmethod
+    def unpack(t: Tensor) -> Tensor:
+        return t
+
+    def rows(self) -> int:
+        """Rows per batched backward: 1 (one pass per row) unless the saved tensors are small on average (at most
+        :data:`SMALL_BYTES`: a backward of many small ops, whose cost is per-op overhead that the rows share), then as
+        many as keep :data:`BATCH_BYTES` above the rows' copies of the saved tensors."""
+        if not self.count or self.bytes / self.count > SMALL_BYTES:
+            return 1
+        return max(1, BATCH_BYTES // max(self.bytes, 1))
+
+
+def _pull_rows(y_j: Tensor, x: Tensor, source: int, rows: Tensor, scaling: Scaling,
+               replay: dict[int, int], step: int) -> list[_Pulled]:
+    """uᵀ ∂y_j/∂x_source for every row u of ``rows`` (R, d_out) at s = 1, the recorded rescalings replayed, in order:
+    ``step`` rows per batched backward pass (``is_grads_batched``) while that is cheaper per row, else one pass per row.
+
+    The first row is pulled back alone, the next ``step`` rows together; batching goes on only while a batched pass
+    costs less CPU time per row than the lone one (a recurrence's small steps: 2–3× faster for the exact reach of an
+    Elman RNN at d = 64–128, T = 300–744; the loop of a Mamba block's scan was slower batched, and is pulled back row
+    by row after one chunk). ``step`` = 1 (large saved tensors, :meth:`_Saved.rows`) never batches. The numbers are
+    the same either way (tests force both routes). A replay reads no value (no decision is taken), so the marks'
+    backward runs under the batching; an op whose backward cannot be batched is pulled back row by row.
+    """
+    if step == 1 or rows.shape[0] < 2:
+        return [_pull(y_j, x, source, u, scaling, 1.0, replay) for u in rows]
+    start = time.process_time()
+    parts = [_pull(y_j, x, source, rows[0], scaling, 1.0, replay)]
+    alone = time.process_time() - start  # CPU seconds of one row's pass
+    batched, i = True, 1
+    while i < rows.shape[0]:
+        chunk = rows[i:i + step]  # (r, d_out)
+        i += chunk.shape[0]
+        start = time.process_time()
+        got = _pull_batch(y_j, x, source, chunk, scaling, replay) if batched else None
+        if got is None:
+            batched = False
+            parts.extend(_pull(y_j, x, source, u, scaling, 1.0, replay) for u in chunk)
+        else:
+            parts.extend(got)
+            batched = time.process_time() - start < alone * chunk.shape[0]
+    return parts
+
+
+def _pull_batch(y_j: Tensor, x: Tensor, source: int, chunk: Tensor, scaling: Scaling,
+                replay: dict[int, int]) -> list[_Pulled] | None:
+    """The rows of ``chunk`` (r, d_out) pulled back in one batched backward pass; None when it cannot be batched."""
+    scaling.start(1.0, replay)
+    try:
+        with warnings.catch_warnings():
+            # vmap falls back to a slow loop (with this warning) for ops without a batching rule: still right
+            warnings.filterwarnings("ignore", message=".*performance drop.*")
+            (grad,) = torch.autograd.grad(y_j, x, chunk, retain_graph=True, allow_unused=True, is_grads_batched=True)
+    except RuntimeError:  # an op whose backward cannot be batched at all
+        return None
+    if grad is None:
+        return [_Pulled(torch.zeros(x.shape[-1], dtype=x.dtype)) for _ in chunk]
+    g = grad[..., source, :].reshape(chunk.shape[0], -1)  # (r, d_in)
+    return [_Pulled(row.detach().clone()) for row in g]
 
 
 def _structurally_unreached(module: torch.nn.Module, x: Tensor, output: Callable[[object], Tensor] | None,
@@ -424,9 +537,9 @@ def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, 
             e.g. ``lambda out: out[0]`` for a module returning (outputs, weights)).
         scales: the s ≠ 1 compared with s = 1 (one backward pass each, and one forward each when a factor is
             scaled in the forward); tolerance, residual: the acceptance rule (see the module docstring).
-        probes: None (default): the count from one seeded Gaussian probe, the reach exact (d_out more backward
-            passes at s = 1); R >= 1: the count from the first of R seeded Gaussian output directions, the reach
-            estimated from all R (R backward passes in all at s = 1).
+        probes: None (default): the count from one seeded Gaussian probe, the reach exact (d_out more directions
+            pulled back at s = 1, batched where the forward's tensors are small); R >= 1: the count from the first
+            of R seeded Gaussian output directions, the reach estimated from all R (R directions in all at s = 1).
 
     Returns:
         A :class:`SignalPath`; ``factors`` is None, with the reason, when J(s) is not read as one power of s times
@@ -479,9 +592,9 @@ def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, 
         m.transition_scale = scaling
     try:
         with torch.enable_grad():
-            watch = _Watch(copy64)
+            watch, saved = _Watch(copy64), _Saved()
             try:
-                y = _forward(copy64, declaring, scaling, x64, 1.0, output)
+                y = _recorded_forward(copy64, declaring, scaling, x64, output, saved if probes != 1 else None)
             finally:
                 watch.remove()
             undeclared, unchecked = watch.verdicts(T)
@@ -496,12 +609,12 @@ def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, 
             else:
                 base = _pull(y_j, x64, source, count_u, scaling, 1.0)  # decides where to rescale
                 decisions = dict(scaling.decisions)
-                if probes is None:
-                    directions = list(torch.eye(d_out, dtype=torch.float64))  # every output direction: exact
-                    reach_parts = [_pull(y_j, x64, source, u, scaling, 1.0, decisions) for u in directions]
+                if probes is None:  # every output direction: exact
+                    reach_parts = _pull_rows(y_j, x64, source, torch.eye(d_out, dtype=torch.float64), scaling,
+                                             decisions, saved.rows())
                 else:
                     extra = torch.randn(probes - 1, d_out, dtype=torch.float64, generator=generator)
-                    reach_parts = [base] + [_pull(y_j, x64, source, u, scaling, 1.0, decisions) for u in extra]
+                    reach_parts = [base] + _pull_rows(y_j, x64, source, extra, scaling, decisions, saved.rows())
                 shadow = 1 if decisions else 0  # one more factor 2 at each rescaled mark
                 for s in scales:  # the same decisions replayed: uᵀJ(s) = s^k uᵀJ(1) mark for mark
                     pulled_scaled.append(_pull(_scaled_output(s), x64, source, count_u, scaling, s, decisions,
