@@ -25,6 +25,7 @@ from seqlab.cli import app
 from seqlab.i18n import N_
 from seqlab.studies import quiz_facts
 from seqlab.studies.quiz import measure_facts, measure_in_background, prompts
+from test_spanish_output import english_in
 
 CLI_ENV = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
 #: Generous bound on any wait for another thread (seconds): reached only when something is broken.
@@ -107,6 +108,8 @@ def test_question_1_is_on_screen_while_the_facts_are_measured(held, monkeypatch,
     assert result.output.count(NOTE[lang]) == 1  # once, before the first grade; the others find the facts ready
     assert result.output.index(NOTE[lang]) < result.output.index("✓")
     assert ("Score: 4 of 4." if lang == "en" else "Puntuación: 4 de 4.") in result.output
+    if lang == "es":  # the note, the feedback on every option and the score: all Spanish
+        assert english_in(result.output) == {}
 
 
 def test_facts_ready_before_the_answer_mean_no_note(held, monkeypatch):
@@ -184,6 +187,8 @@ def test_a_measurement_that_raises_is_one_error_line(monkeypatch, lang, error, l
     assert result.exit_code == 1, result.output
     errors = [text for text in result.output.splitlines() if text.startswith("Error:")]
     assert errors == [line] and "Traceback" not in result.output and "frame 3" not in result.output
+    if lang == "es":
+        assert english_in(result.output) == {}
     assert result.output.rstrip().endswith(line)  # nothing graded, no score: the quiz stops there
 
 
