@@ -1,10 +1,12 @@
-"""The lesson's four self-check questions as data, with their answers recomputed and a grader (L12).
+"""The lesson's four self-check questions, their answers decided by measurements, and a grader (L12).
 
-Each :class:`Question` has a key (``q1`` … ``q4``), a kind (``single``: one letter, ``numeric``: a
-whole number, ``multiple``: every true letter), a prompt, a hint, options that each say why they are
-right or wrong, and an overall explanation. The right answers are not typed in: :func:`measure_facts`
-recomputes them on tiny layers (float64, seeded, a few hundred milliseconds) and every ``correct`` flag
-follows from a figure:
+Data flows one way: a :class:`~seqlab.studies.quiz_prompts.Prompt` (what is asked: key, kind, text, hint, the
+lettered options' labels, from :mod:`seqlab.studies.quiz_prompts`, with no measured figure) and the
+:class:`~seqlab.studies.quiz_facts.QuizFacts` (measured by :func:`measure_facts`) give a :class:`Ruling` (what the
+facts decide: a :class:`Verdict` per option, right or not and why, and the overall explanation); the prompt and
+its ruling make the graded :class:`Question`, and :func:`grade` marks an answer against it. Kinds: ``single``
+(one letter), ``numeric`` (a whole number), ``multiple`` (every true letter). The right answers are not typed in:
+every ``correct`` flag follows from a figure:
 
 * q1 (L1) — span (:mod:`seqlab.measure.trace`) at two lengths of the Elman loop, of its W_xh x_t half
   done as one product, of a row softmax and of the token lookup: only the chain of states grows with T;
@@ -16,33 +18,34 @@ follows from a figure:
   self-attention at two lengths, and the gradient's reach back to position 1
   (:mod:`seqlab.measure.reach`).
 
-:func:`questions` returns the four in English or Spanish (gettext domain ``seqlab``);
-:func:`grade` marks an answer and explains every option. For a numeric question the options are the
+:func:`prompts` gives the questions as asked, at once and without PyTorch; :func:`build_questions` joins them with
+measured facts and :func:`questions` with :func:`measure_facts`'s (cached), in English or Spanish (gettext domain
+``seqlab``); :func:`grade` marks an answer and explains every option. For a numeric question the options are the
 right value and common slips (2d, d/2, d², one past the crossing), each with its explanation; they are
-feedback, not choices to show. The measuring lives in :mod:`seqlab.studies.quiz_facts` and the reading
-of answers in :mod:`seqlab.studies.quiz_answers`; their public names are importable from here too.
+feedback, not choices to show. :func:`measure_in_background` starts the measurement in a thread and returns a
+:class:`~concurrent.futures.Future`, so a front end asks while it measures; :func:`parse_answer` reads an answer
+before the facts are known. The measuring lives in :mod:`seqlab.studies.quiz_facts`, the texts asked in
+:mod:`seqlab.studies.quiz_prompts` and the reading of answers in :mod:`seqlab.studies.quiz_answers`; their public
+names are importable from here too.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
 
 from seqlab import cost
-from seqlab.errors import SeqlabError
-from seqlab.i18n import N_
 from seqlab.i18n import check_language, format_fraction, format_integer, format_number, plural_translator, translator
-from seqlab.studies.quiz_answers import parse_choice, parse_number
-from seqlab.studies.quiz_facts import FACT_WIDTH, LENGTHS, WIDTH, QuizFacts, measure_facts
+from seqlab.studies.quiz_answers import parse_answer, parse_choice, parse_number
+from seqlab.studies.quiz_facts import FACT_WIDTH, LENGTHS, WIDTH, QuizFacts, measure_facts, measure_in_background
+from seqlab.studies.quiz_prompts import DOMAIN, KEYS, KINDS, Choice, Prompt, prompt, prompts
 
-__all__ = ["DOMAIN", "FACT_WIDTH", "KEYS", "KINDS", "LENGTHS", "WIDTH", "Grade", "Option", "OptionFeedback",
-           "Question", "QuizFacts", "build_questions", "grade", "measure_facts", "parse_choice", "parse_number",
-           "question", "questions"]
-
-DOMAIN = "seqlab"
-KEYS = ("q1", "q2", "q3", "q4")
-KINDS = ("single", "numeric", "multiple")
+__all__ = ["DOMAIN", "FACT_WIDTH", "KEYS", "KINDS", "LENGTHS", "WIDTH", "Choice", "Grade", "Option", "OptionFeedback",
+           "Prompt", "Question", "QuizFacts", "Ruling", "Verdict", "build_questions", "grade", "measure_facts",
+           "measure_in_background", "parse_answer", "parse_choice", "parse_number", "pose", "prompt", "prompts",
+           "question", "questions", "rule"]
 
 
 @dataclass(frozen=True)
@@ -58,8 +61,9 @@ class Option:
 
 @dataclass(frozen=True)
 class Question:
-    """A self-check question (L12). ``answer`` is the right answer as a reader would type it
-    (``"c"``, ``"512"``, ``"a, b, c"``); ``claims`` are the lesson claims it checks."""
+    """A self-check question (L12), graded: its :class:`~seqlab.studies.quiz_prompts.Prompt` joined with what the
+    facts decide. ``answer`` is the right answer as a reader would type it (``"c"``, ``"512"``, ``"a, b, c"``);
+    ``claims`` are the lesson claims it checks."""
 
     key: str
     kind: str
@@ -69,6 +73,26 @@ class Question:
     explanation: str
     answer: str
     claims: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the facts decide about one option: its key (a letter, or a value for numeric questions), whether it
+    is right, and why (the explanation carries the figures measured)."""
+
+    key: str
+    correct: bool
+    explanation: str
+
+
+@dataclass(frozen=True)
+class Ruling:
+    """What the facts decide about one question: a :class:`Verdict` per option (lettered: one per choice of its
+    prompt; numeric: the right value, then the common slips) and the explanation shown after any answer."""
+
+    key: str
+    verdicts: tuple[Verdict, ...]
+    explanation: str
 
 
 @dataclass(frozen=True)
@@ -95,6 +119,16 @@ class Grade:
     explanation: str
 
 
+#: How each question is ruled from the facts, by key: ``(gettext, facts, lang) -> Ruling``.
+_RULES: dict[str, Callable[..., Ruling]] = {}
+
+
+def _rules(key: str) -> Callable[[Callable[..., Ruling]], Callable[..., Ruling]]:
+    """Register the function that rules question ``key`` (a test checks one per key of the prompts)."""
+    def register(function: Callable[..., Ruling]) -> Callable[..., Ruling]:
+        _RULES[key] = function
+        return function
+    return register
 
 
 def _grows_with_T(pair: tuple[int, int], lengths: tuple[int, int]) -> bool:
@@ -102,47 +136,43 @@ def _grows_with_T(pair: tuple[int, int], lengths: tuple[int, int]) -> bool:
     return tuple(pair) == tuple(lengths)
 
 
-def _q1(_, f: QuizFacts, lang: str) -> Question:
+@_rules("q1")
+def _q1(_, f: QuizFacts, lang: str) -> Ruling:
     T1, T2 = (format_integer(T, lang) for T in f.lengths)
     ngettext = plural_translator(lang)  # the chains are measured: "1 op", "0 compute ops"
     token, inputs, softmax = (format_integer(span[0], lang) for span in (f.token_span, f.input_span, f.softmax_span))
-    options = (
-        Option("a", _("Splitting the text into tokens"), _grows_with_T(f.token_span, f.lengths),
-               _("The question hands you the tokens ready-made, and the step that follows, looking up each token's "
-                 "row, is a gather with no chain: measured, {ops} in a row at T = {T1} and {b} at "
-                 "T = {T2}.").format(
-                   ops=ngettext("{count} compute op", "{count} compute ops", f.token_span[0]).format(count=token),
-                   b=f.token_span[1], T1=T1, T2=T2)),
-        Option("b", _("The products W_xh x_t, one per token"), _grows_with_T(f.input_span, f.lengths),
-               _("Each W_xh x_t reads only its own token, so all T fit in one matrix product: measured, that "
-                 "half is a chain of {products} at T = {T1} and {b} at T = {T2}.").format(
-                   products=ngettext("{count} product", "{count} products", f.input_span[0]).format(count=inputs),
-                   b=f.input_span[1], T1=T1, T2=T2)),
-        Option("c", _("The states h_t, each waiting for h_{t-1}"), _grows_with_T(f.recurrence_span, f.lengths),
-               _("h_t cannot start until h_{{t-1}} is done, and that one waits for h_{{t-2}}: measured, the loop is "
-                 "a chain of {a} products at T = {T1} and {b} at T = {T2}, one per position.").format(
-                   a=f.recurrence_span[0], b=f.recurrence_span[1], T1=T1, T2=T2)),
-        Option("d", _("A softmax over the positions"), _grows_with_T(f.softmax_span, f.lengths),
-               _("The recurrence has no softmax, and attention's normalises each row by itself without waiting "
-                 "for the others: measured, a row softmax is a chain of {ops} at T = {T1} and {b} at "
-                 "T = {T2}.").format(
-                   ops=ngettext("{count} op", "{count} ops", f.softmax_span[0]).format(count=softmax),
-                   b=f.softmax_span[1], T1=T1, T2=T2)),
+    verdicts = (
+        Verdict("a", _grows_with_T(f.token_span, f.lengths),
+                _("The question hands you the tokens ready-made, and the step that follows, looking up each token's "
+                  "row, is a gather with no chain: measured, {ops} in a row at T = {T1} and {b} at "
+                  "T = {T2}.").format(
+                    ops=ngettext("{count} compute op", "{count} compute ops", f.token_span[0]).format(count=token),
+                    b=f.token_span[1], T1=T1, T2=T2)),
+        Verdict("b", _grows_with_T(f.input_span, f.lengths),
+                _("Each W_xh x_t reads only its own token, so all T fit in one matrix product: measured, that "
+                  "half is a chain of {products} at T = {T1} and {b} at T = {T2}.").format(
+                    products=ngettext("{count} product", "{count} products", f.input_span[0]).format(count=inputs),
+                    b=f.input_span[1], T1=T1, T2=T2)),
+        Verdict("c", _grows_with_T(f.recurrence_span, f.lengths),
+                _("h_t cannot start until h_{{t-1}} is done, and that one waits for h_{{t-2}}: measured, the loop is "
+                  "a chain of {a} products at T = {T1} and {b} at T = {T2}, one per position.").format(
+                    a=f.recurrence_span[0], b=f.recurrence_span[1], T1=T1, T2=T2)),
+        Verdict("d", _grows_with_T(f.softmax_span, f.lengths),
+                _("The recurrence has no softmax, and attention's normalises each row by itself without waiting "
+                  "for the others: measured, a row softmax is a chain of {ops} at T = {T1} and {b} at "
+                  "T = {T2}.").format(
+                    ops=ngettext("{count} op", "{count} ops", f.softmax_span[0]).format(count=softmax),
+                    b=f.softmax_span[1], T1=T1, T2=T2)),
     )
-    return Question(
-        "q1", "single",
-        _("You have as many processors as you want and the text is already tokenised. In an Elman "
-          "recurrence, what still takes T steps that cannot overlap?"),
-        _("Look at h_t = tanh(W_hh h_{t-1} + W_xh x_t + b). Which of the two terms needs the result of the "
-          "previous step?"),
-        options,
+    return Ruling(
+        "q1", verdicts,
         _("Only W_hh h_{t-1} waits: each state needs the one before it, so the states form a chain T long that "
           "no number of processors shortens. The W_xh x_t half spreads over processors like any matrix "
-          "product."),
-        "", ("L1",))
+          "product."))
 
 
-def _q2(_, f: QuizFacts, lang: str) -> Question:
+@_rules("q2")
+def _q2(_, f: QuizFacts, lang: str) -> Ruling:
     d = WIDTH
     crossing = f.crossover
 
@@ -164,104 +194,118 @@ def _q2(_, f: QuizFacts, lang: str) -> Question:
         return {"attention": format_integer(cost.attention_multiplications(T, d, d), lang),
                 "recurrence": format_integer(cost.recurrence_multiplications(T, d, d), lang)}
 
-    right = Option(str(int(crossing)), format_integer(int(crossing), lang), True,
-                   _("At T = {value} both machines do {count} multiplications; one position later attention does "
-                     "more.").format(value=format_integer(int(crossing), lang),
-                                     count=format_integer(f.crossover_count, lang)))
-    options = (right,) + tuple(
-        Option(str(value), format_integer(value, lang), Fraction(value) == crossing,
-               text.format(value=format_integer(value, lang), ratio=at(value), **counts(value)))
+    right = Verdict(str(int(crossing)), True,
+                    _("At T = {value} both machines do {count} multiplications; one position later attention does "
+                      "more.").format(value=format_integer(int(crossing), lang),
+                                      count=format_integer(f.crossover_count, lang)))
+    verdicts = (right,) + tuple(
+        Verdict(str(value), Fraction(value) == crossing,
+                text.format(value=format_integer(value, lang), ratio=at(value), **counts(value)))
         for value, text in slips if Fraction(value) != crossing)  # a slip that is the crossing is the right option
-    return Question(
-        "q2", "numeric",
-        _("Take d_h = d_model = d_k = d_v = {d}. At which length T do the two counts meet, so that from there "
-          "on attention's grid costs more multiplications than the recurrence?").format(d=d),
-        _("Write both counts with one width d: the recurrence does T(d² + d·d), attention T²(d + d). Divide one "
-          "by the other."),
-        options,
+    return Ruling(
+        "q2", verdicts,
         _("With one width d the recurrence does 2Td² multiplications and attention 2T²d, so attention does T/d "
           "times as many: the counts meet at T = d = {value}, and past it attention is the expensive one.").format(
-            value=format_integer(int(crossing), lang)),
-        right.key, ("L7", "L9"))
+            value=format_integer(int(crossing), lang)))
 
 
-def _q3(_, f: QuizFacts, lang: str) -> Question:
+@_rules("q3")
+def _q3(_, f: QuizFacts, lang: str) -> Ruling:
     equivariant = f.shuffled_change <= f.shuffled_tolerance
-    options = (
-        Option("a", _("The same outputs, in the original order"), f.unshuffled_change <= f.shuffled_tolerance,
-               _("Each output row belongs to its query, so moving the queries moves their outputs: measured, the "
-                 "shuffled call differs from the original outputs by up to {change}.").format(
-                   change=format_number(f.unshuffled_change, lang))),
-        Option("b", _("The same output rows, shuffled the same way"), equivariant,
-               _("Measured on a self-attention layer: shuffling the input rows and shuffling the output rows give "
-                 "outputs that differ by at most {change}, within rounding ({tolerance}).").format(
-                   change=format_number(f.shuffled_change, lang), tolerance=format_number(f.shuffled_tolerance, lang))),
-        Option("c", _("Different numbers: the new order changes the scores"), not equivariant,
-               _("A score e_ij = a(q_i, k_j) reads two vectors and no position, and the mix is a sum, which does "
-                 "not care about the order of its terms.")),
-        Option("d", _("An error: the call needs the positions in order"), f.shuffled_call_raised,
-               _("Nothing in the call reads a position number, so it takes the rows in any order without "
-                 "complaint; the measurement above ran it on shuffled rows.")),
+    verdicts = (
+        Verdict("a", f.unshuffled_change <= f.shuffled_tolerance,
+                _("Each output row belongs to its query, so moving the queries moves their outputs: measured, the "
+                  "shuffled call differs from the original outputs by up to {change}.").format(
+                    change=format_number(f.unshuffled_change, lang))),
+        Verdict("b", equivariant,
+                _("Measured on a self-attention layer: shuffling the input rows and shuffling the output rows give "
+                  "outputs that differ by at most {change}, within rounding ({tolerance}).").format(
+                    change=format_number(f.shuffled_change, lang), tolerance=format_number(f.shuffled_tolerance, lang))),
+        Verdict("c", not equivariant,
+                _("A score e_ij = a(q_i, k_j) reads two vectors and no position, and the mix is a sum, which does "
+                  "not care about the order of its terms.")),
+        Verdict("d", f.shuffled_call_raised,
+                _("Nothing in the call reads a position number, so it takes the rows in any order without "
+                  "complaint; the measurement above ran it on shuffled rows.")),
     )
-    return Question(
-        "q3", "single",
-        _("You give the attention call the same rows as before, in another order. What comes out?"),
-        _("In e_ij = a(q_i, k_j), do i and j enter the arithmetic, or do they only pick which vectors go in?"),
-        options,
+    return Ruling(
+        "q3", verdicts,
         _("The indices only pick vectors and the mix is a sum, so attention sees a set of rows, not a sequence: "
           "the outputs come out shuffled exactly as the inputs were. 'el perro muerde al cartero' and 'al "
           "cartero muerde el perro' reach it as the same vectors; positional encoding, later, adds where each "
-          "row was."),
-        "", ("L10",))
+          "row was."))
 
 
-def _q4(_, f: QuizFacts, lang: str) -> Question:
+@_rules("q4")
+def _q4(_, f: QuizFacts, lang: str) -> Ruling:
     T1, T2 = (format_integer(T, lang) for T in f.lengths)
     steps = tuple(p - 1 for p in f.recurrence_path)  # W_xh once, then W_hh at every later step
     flat = f.attention_path[0] == f.attention_path[1]
-    options = (
-        Option("a", _("In the recurrence it crosses T-1 products by W_hh"),
-               steps == tuple(T - 1 for T in f.lengths),
-               _("Measured on the Elman loop: x_1 reaches h_T after {a} products at T = {T1} and {b} at T = {T2}, "
-                 "one by W_xh and the rest by W_hh.").format(a=f.recurrence_path[0], b=f.recurrence_path[1],
-                                                            T1=T1, T2=T2)),
-        Option("b", _("In attention it carries a single weight, α_T1, however large T is"), flat,
-               _("Measured on self-attention: position 1 reaches position T in {a} products at T = {T1} and {b} "
-                 "at T = {T2}, the value projection and then the weighted sum, whatever lies between.").format(
-                   a=f.attention_path[0], b=f.attention_path[1], T1=T1, T2=T2)),
-        Option("c", _("The repeated product by one matrix behind vanishing gradients is gone from that path"),
-               flat and max(f.attention_path) < min(f.lengths) - 1,
-               _("No W_hh sits on attention's path and its length does not grow with T, so nothing is multiplied "
-                 "over and over on the way.")),
-        Option("d", _("The backward path still has length T-1, because gradients go back step by step"),
-               f.attention_path[1] == f.lengths[1] - 1,
-               _("The gradient goes back along the path the signal came forward on, just as short: measured by "
-                 "autograd at T = {T}, it reaches position 1 with {ratio} times the strength it has at position "
-                 "T itself.").format(T=T2, ratio=format_number(f.attention_reach_ratio, lang))),
+    verdicts = (
+        Verdict("a", steps == tuple(T - 1 for T in f.lengths),
+                _("Measured on the Elman loop: x_1 reaches h_T after {a} products at T = {T1} and {b} at T = {T2}, "
+                  "one by W_xh and the rest by W_hh.").format(a=f.recurrence_path[0], b=f.recurrence_path[1],
+                                                             T1=T1, T2=T2)),
+        Verdict("b", flat,
+                _("Measured on self-attention: position 1 reaches position T in {a} products at T = {T1} and {b} "
+                  "at T = {T2}, the value projection and then the weighted sum, whatever lies between.").format(
+                    a=f.attention_path[0], b=f.attention_path[1], T1=T1, T2=T2)),
+        Verdict("c", flat and max(f.attention_path) < min(f.lengths) - 1,
+                _("No W_hh sits on attention's path and its length does not grow with T, so nothing is multiplied "
+                  "over and over on the way.")),
+        Verdict("d", f.attention_path[1] == f.lengths[1] - 1,
+                _("The gradient goes back along the path the signal came forward on, just as short: measured by "
+                  "autograd at T = {T}, it reaches position 1 with {ratio} times the strength it has at position "
+                  "T itself.").format(T=T2, ratio=format_number(f.attention_reach_ratio, lang))),
     )
-    return Question(
-        "q4", "multiple",
-        _("About the path from position 1 to position T, which statements are true? Give every true letter."),
-        _("Follow x_1 forward. In the recurrence, through how many states does it pass before h_T? In attention, "
-          "what multiplies v_1 inside c_T?"),
-        options,
+    return Ruling(
+        "q4", verdicts,
         _("The recurrence carries position 1 through every state in between, T-1 products by the same W_hh, "
           "and that repetition shrinks or blows up the gradient. Attention adds α_T1 v_1 straight into c_T: one "
-          "weight whatever T is, and the gradient returns along that same short path."),
-        "", ("L3", "L4"))
+          "weight whatever T is, and the gradient returns along that same short path."))
 
 
-def _with_answer(question_: Question) -> Question:
-    """Fill in ``answer`` for lettered questions from the options' measured ``correct`` flags."""
-    if question_.kind == "numeric":
-        return question_
-    return replace(question_, answer=", ".join(option.key for option in question_.options if option.correct))
+def rule(prompt_: Prompt, facts: QuizFacts, lang: str = "en") -> Ruling:
+    """What ``facts`` decide about the question ``prompt_`` asks, in ``lang``: a verdict per option and the
+    explanation (the figures in them are the measured ones, formatted the language's way).
+
+    >>> ruling = rule(prompt("q1"), measure_facts())
+    >>> [(v.key, v.correct) for v in ruling.verdicts]
+    [('a', False), ('b', False), ('c', True), ('d', False)]
+
+    Raises:
+        SeqlabError: ``lang`` is not ``en`` or ``es``.
+    """
+    return _RULES[prompt_.key](translator(check_language(lang), DOMAIN), facts, lang)
+
+
+def pose(prompt_: Prompt, ruling: Ruling, lang: str = "en") -> Question:
+    """The graded question: ``prompt_`` (what is asked) joined with ``ruling`` (what the facts decide).
+
+    A lettered question's options are its choices, in order, each with its verdict; a numeric question's are the
+    ruling's values, written the language's way. ``answer`` lists the keys of every right option (``"a, b, c"``).
+
+    >>> q = pose(prompt("q2"), rule(prompt("q2"), measure_facts()))
+    >>> q.answer, [o.text for o in q.options][:2]
+    ('512', ['512', '1,024'])
+    """
+    if prompt_.kind == "numeric":
+        options = tuple(Option(v.key, format_integer(int(v.key), lang), v.correct, v.explanation)
+                        for v in ruling.verdicts)
+    else:
+        verdicts = {v.key: v for v in ruling.verdicts}
+        options = tuple(Option(c.key, c.text, verdicts[c.key].correct, verdicts[c.key].explanation)
+                        for c in prompt_.options)
+    answer = ", ".join(option.key for option in options if option.correct)
+    return Question(prompt_.key, prompt_.kind, prompt_.text, prompt_.hint, options, ruling.explanation, answer,
+                    prompt_.claims)
 
 
 def build_questions(facts: QuizFacts, lang: str = "en") -> tuple[Question, ...]:
     """The four questions in ``lang`` with every ``correct`` flag and answer computed from ``facts`` (uncached;
-    ``seqlab check`` judges L12 with it, so a patched fact reaches the answer).
+    ``seqlab check`` judges L12 with it, so a patched fact reaches the answer): each prompt posed with its ruling.
 
+    >>> from dataclasses import replace
     >>> facts = measure_facts()
     >>> [q.answer for q in build_questions(replace(facts, recurrence_span=(1, 1), input_span=facts.lengths))][:1]
     ['b']
@@ -269,8 +313,7 @@ def build_questions(facts: QuizFacts, lang: str = "en") -> tuple[Question, ...]:
     Raises:
         SeqlabError: ``lang`` is not ``en`` or ``es``.
     """
-    _ = translator(check_language(lang), DOMAIN)
-    return tuple(_with_answer(build(_, facts, lang)) for build in (_q1, _q2, _q3, _q4))
+    return tuple(pose(p, rule(p, facts, lang), lang) for p in prompts(lang))
 
 
 @cache
@@ -287,18 +330,16 @@ def questions(lang: str = "en") -> tuple[Question, ...]:
 
 
 def question(key: str, lang: str = "en", facts: QuizFacts | None = None) -> Question:
-    """One question by key (``q1`` … ``q4``), from ``facts`` when given (else :func:`measure_facts`'s).
+    """One question by key (``q1`` … ``q4``), from ``facts`` when given (else :func:`measure_facts`'s). An unknown
+    key or language is refused before anything is measured.
 
     Raises:
         SeqlabError: an unknown key (the message lists the keys) or language.
     """
-    for q in questions(lang) if facts is None else build_questions(facts, lang):
-        if q.key == key:
-            return q
-    raise SeqlabError(N_("question must be one of {keys}; received {key!r}"), keys=', '.join(KEYS), key=key,
-                      parameter="key")
-
-
+    asked = prompt(key, lang)
+    if facts is None:
+        return next(q for q in questions(lang) if q.key == asked.key)
+    return pose(asked, rule(asked, facts, lang), lang)
 
 
 def grade(key: str, answer: object, lang: str = "en", facts: QuizFacts | None = None) -> Grade:

@@ -1,8 +1,10 @@
 """Reading a reader's answer to a self-check question: a whole number or option letters (L12).
 
 :func:`parse_number` reads a number the way the answer's language writes it (decimal mark, thousands
-separator), exactly and refusing ambiguous text; :func:`parse_choice` reads option letters.
-:func:`seqlab.studies.quiz.grade` uses both; errors name the value received.
+separator), exactly and refusing ambiguous text; :func:`parse_choice` reads option letters;
+:func:`parse_answer` reads either, as the question's kind asks. They need only what is asked (a
+:class:`~seqlab.studies.quiz_prompts.Prompt` will do: no measured fact), so a front end can tell an unreadable
+answer at once; :func:`seqlab.studies.quiz.grade` uses them too; errors name the value received.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from seqlab.i18n import N_, check_language
 
 if TYPE_CHECKING:
     from seqlab.studies.quiz import Question
+    from seqlab.studies.quiz_prompts import Prompt
 
 
 _SEPARATORS = re.compile(r"[\s,;/+&]+")
@@ -93,9 +96,26 @@ def parse_number(answer: object, lang: str = "en") -> int:
     return int(value)
 
 
-def parse_choice(question_: Question, answer: object) -> tuple[str, ...]:
+def parse_answer(question_: Prompt | Question, answer: object, lang: str = "en") -> int | tuple[str, ...]:
+    """Read ``answer`` as the question's kind asks: a whole number (:func:`parse_number`, in ``lang``'s way of
+    writing numbers) for ``numeric``, option letters (:func:`parse_choice`) otherwise. Needs no measured fact.
+
+    >>> from seqlab.studies.quiz_prompts import prompt
+    >>> parse_answer(prompt("q2", "es"), "1.024", "es"), parse_answer(prompt("q4"), "c a")
+    (1024, ('a', 'c'))
+
+    Raises:
+        SeqlabError: an answer that cannot be read; the message shows it.
+    """
+    if question_.kind == "numeric":
+        return parse_number(answer, lang)
+    return parse_choice(question_, answer)
+
+
+def parse_choice(question_: Prompt | Question, answer: object) -> tuple[str, ...]:
     """The option letters in ``answer``: ``"b"``, ``" B "``, ``"b)"``; for ``multiple`` also ``"a, c"``,
-    ``"ac"``, ``"a c"`` or an iterable of letters. Sorted and without repeats.
+    ``"ac"``, ``"a c"`` or an iterable of letters. Sorted and without repeats. ``question_`` is a question as asked
+    (:class:`~seqlab.studies.quiz_prompts.Prompt`) or graded: only its kind and option keys are read.
 
     Raises:
         SeqlabError: empty, an unknown letter, or more than one letter for a single-choice question; the

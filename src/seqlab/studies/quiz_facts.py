@@ -1,7 +1,9 @@
 """The figures the self-check answers rest on, measured on tiny seeded float64 layers (L12).
 
-:func:`measure_facts` runs the lesson's measurements once (cached, a few hundred milliseconds) and
-returns a :class:`QuizFacts`; :mod:`seqlab.studies.quiz` turns each figure into a ``correct`` flag:
+:func:`measure_facts` runs the lesson's measurements once (cached, a few hundred milliseconds once PyTorch is
+imported) and returns a :class:`QuizFacts`; :func:`measure_in_background` runs it in a thread of its own and
+returns a :class:`~concurrent.futures.Future` at once, so the questions can be asked while it measures (importing
+this module imports no PyTorch). :mod:`seqlab.studies.quiz` turns each figure into a ``correct`` flag:
 
 * q1 (L1) — span (:mod:`seqlab.measure.trace`) at two lengths of the Elman loop, of its W_xh x_t half
   done as one product, of a row softmax, and of the lookup that turns tokens into rows;
@@ -15,11 +17,15 @@ returns a :class:`QuizFacts`; :mod:`seqlab.studies.quiz` turns each figure into 
 from __future__ import annotations
 
 import math
+import threading
+from concurrent.futures import Future
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
 from seqlab import cost
+from seqlab.errors import SeqlabError
+from seqlab.i18n import N_
 
 #: The width of question 2 (the paper's d_model) and the two lengths the measurements run at.
 WIDTH = 512
@@ -124,3 +130,41 @@ def measure_facts(seed: int = 0) -> QuizFacts:
         shuffled_call_raised=raised,
         recurrence_path=tuple(rnn_paths), attention_path=tuple(att_paths),
         attention_reach_ratio=reach.first / reach.norms[-1])
+
+
+def measure_in_background(seed: int = 0) -> Future[QuizFacts]:
+    """Start :func:`measure_facts` in a daemon thread and return its future at once (the facts, or the error).
+
+    The thread does what :func:`measure_facts` does and nothing else: its traces hold PyTorch's process-wide
+    switches through :mod:`seqlab.measure.switches` (given back on the way out, whatever other threads hold), its
+    thread count and grad mode are its own thread's, and it leaves the garbage collector alone (only the main
+    thread pauses it). A daemon thread: a reader who leaves early does not wait for the measurement to end.
+
+    >>> measure_in_background().result().crossover  # the same cached facts as measure_facts()
+    Fraction(512, 1)
+
+    Returns:
+        A :class:`~concurrent.futures.Future` whose ``result()`` is the :class:`QuizFacts`, or raises
+        :class:`~seqlab.errors.SeqlabError`: the measurement's own, or one naming any other exception it raised
+        (its type and first line), so a front end shows one line instead of a traceback.
+    """
+    future: Future[QuizFacts] = Future()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            facts = measure_facts(seed)
+        except SeqlabError as error:
+            future.set_exception(error)
+        except BaseException as error:  # noqa: BLE001  any failure of the measurement is reported, as one line
+            cause = (str(error).strip().splitlines() or [""])[0]
+            wrapped = SeqlabError(N_("could not measure the figures the answers rest on: {error}"),
+                                  error=f"{type(error).__name__}: {cause}" if cause else type(error).__name__)
+            wrapped.__cause__ = error
+            future.set_exception(wrapped)
+        else:
+            future.set_result(facts)
+
+    threading.Thread(target=run, name="seqlab-quiz-facts", daemon=True).start()
+    return future
