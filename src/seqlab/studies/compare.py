@@ -9,9 +9,13 @@ tests of L10 and wall time. Beside them: work at three scopes with independent c
 (:mod:`seqlab.studies.compare_scopes`), ``nn.LSTM`` and ``nn.GRU`` (:mod:`seqlab.studies.compare_gated`),
 attention's reach at T/2 and T, and for a spectral radius above 1 the reach's spread under 1e-7 weight
 perturbations (:mod:`seqlab.measure.sensitivity`). Returns a frozen :class:`CompareResult`; rendering is
-:mod:`seqlab.render.compare`'s job. Tracing and autograd run on one thread (on a shared machine idle
-threads spin on busy cores); only the timings use more: ``threads``, by default PyTorch's count capped by the
-free cores, all machines in one set of interleaved rounds (:mod:`seqlab.studies.compare_times`).
+:mod:`seqlab.render.compare`'s job. Tracing and autograd run on one CPU thread each (on a shared machine idle
+threads spin on busy cores): the traces and counts on the caller's thread, and beside them, on one reach thread, the
+float64 work that calls no module hook (the recurrence's, the LSTM's and the GRU's reach, the spectral radius;
+:func:`~seqlab.studies.compare_gated.reach_thread`). Each machine is traced once per input: one pass gives its work,
+span and path (:func:`~seqlab.measure.traced_pass.measure_pass`). Only the timings use more threads: ``threads``, by
+default PyTorch's count capped by the free cores, all machines in one set of interleaved rounds
+(:mod:`seqlab.studies.compare_times`).
 
 Shapes: T tokens, d_model token width, d_h hidden width, d_k query/key width, d_v value width.
 """
