@@ -197,7 +197,7 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _packaged(lang: str, tokenizer: str) -> tuple[str, int, Tokens] | None:
     """(the built-in text's SHA-256, its length, its tokens) as packaged, or None when no file ships them."""
     try:
