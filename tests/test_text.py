@@ -342,3 +342,28 @@ def test_stream_seed_refuses(seed, role, match):
 
     with pytest.raises(SeqlabError, match=match):
         stream_seed(seed, role)
+
+
+# --- packaged tokens of the built-in texts ----------------------------------------------------------
+
+@pytest.mark.parametrize("lang", text_module.LANGUAGES)
+def test_packaged_builtin_tokens_are_the_tokenizers(lang):
+    # two routes: the file shipped in the package and bpe_openai run now on the same text
+    content = builtin_text(lang).content
+    packaged = text_module._packaged_tokens(content, "o200k_base")
+    live = text_module._tokenize(content, "o200k_base")
+    assert packaged is not None and packaged == live
+    assert len(packaged) == {"en": 744, "es": 835}[lang]
+    assert text_module.packaged_document(lang) == text_module._packaged_document_on_disk(lang)
+
+
+def test_packaged_tokens_serve_only_their_own_text(monkeypatch):
+    def no_tokenizer():
+        raise AssertionError("the tokenizer was loaded")
+
+    monkeypatch.setattr(text_module, "_o200k", no_tokenizer)
+    content = builtin_text("en").content
+    assert len(tokenize(content)) == 744  # no tokenizer needed
+    edited = content[:-2] + "?\n"  # same length, another text: tokenized live
+    assert len(edited) == len(content) and text_module._packaged_tokens(edited, "o200k_base") is None
+    assert text_module._packaged_tokens(content, "words") is None

@@ -1,5 +1,8 @@
 """Text in: the built-in texts, reading a file or standard input, tokens, a seeded embedding, and the seed scheme.
 
+The built-in texts' o200k_base tokens ship with the package (made by the tokenizer, checked against it by the tests),
+so the README's first command needs no tokenizer load.
+
 Everything seqlab measures starts from a text of T tokens turned into T vectors x_1 … x_T, the
 inputs of the recurrence (L1: one step per token, 800 tokens → 800 steps in a row) and of attention
 (L2). The built-in Spanish text is about 800 o200k_base tokens, the size the lesson uses; its English
@@ -18,7 +21,9 @@ from __future__ import annotations
 
 import codecs
 import functools
+import hashlib
 import importlib.resources
+import json
 import os
 import re
 import sys
@@ -184,6 +189,65 @@ def _decode(data: bytes, label: str | Message) -> str:
     return content.replace("\r\n", "\n").replace("\r", "\n")
 
 
+#: Tokenizers whose tokens of the built-in texts ship with the package (``data/builtin-<lang>.<tokenizer>.json``).
+PACKAGED_TOKENIZERS = ("o200k_base",)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@functools.cache
+def _packaged(lang: str, tokenizer: str) -> tuple[str, int, Tokens] | None:
+    """(the built-in text's SHA-256, its length, its tokens) as packaged, or None when no file ships them."""
+    try:
+        document = _packaged_document_on_disk(lang, tokenizer)
+    except (OSError, ValueError):
+        return None
+    tokens = Tokens(ids=tuple(document["ids"]), pieces=tuple(document["pieces"]), tokenizer=tokenizer)
+    return document["text_sha256"], document["text_length"], tokens
+
+
+def _packaged_tokens(text: str, tokenizer: str) -> Tokens | None:
+    """The tokens of ``text`` read from the package when it is a built-in text whose tokens ship with it (the
+    same ids and pieces as the tokenizer gives: tests/test_text.py checks them against it), else None.
+
+    Loading ``bpe_openai`` costs about 1.8 s (it reads every encoding it knows at import); the first command of the
+    README reads the built-in text, so its tokens come from a packaged file of a few kilobytes. A packaged file is
+    used only when the text's SHA-256 is the one it was made from: an edited built-in text is tokenized live.
+    """
+    if tokenizer not in PACKAGED_TOKENIZERS:
+        return None
+    for lang in LANGUAGES:
+        packaged = _packaged(lang, tokenizer)
+        if packaged is not None and packaged[1] == len(text) and packaged[0] == _sha256(text):
+            return packaged[2]
+    return None
+
+
+def _packaged_document_on_disk(lang: str, tokenizer: str = "o200k_base") -> dict[str, typing.Any]:
+    """What ``data/builtin-<lang>.<tokenizer>.json`` holds, as read (for the test that compares it to the tokenizer)."""
+    path = importlib.resources.files("seqlab").joinpath(f"data/builtin-{lang}.{tokenizer}.json")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def packaged_document(lang: str, tokenizer: str = "o200k_base") -> dict[str, typing.Any]:
+    """The packaged form of the built-in text's tokens, made by the tokenizer itself (what
+    ``data/builtin-<lang>.<tokenizer>.json`` holds; regenerate it with this function when a built-in text changes).
+
+    >>> document = packaged_document("es")
+    >>> len(document["ids"]), document["text_length"]  # the Spanish text: 835 tokens
+    (835, 3178)
+
+    Raises:
+        SeqlabError: as :func:`builtin_text` and :func:`tokenize`.
+    """
+    content = builtin_text(lang).content
+    tokens = _tokenize(content, tokenizer)
+    return {"text_sha256": _sha256(content), "text_length": len(content), "tokenizer": tokenizer,
+            "ids": list(tokens.ids), "pieces": list(tokens.pieces)}
+
+
 @functools.lru_cache(maxsize=1)
 def _o200k() -> typing.Any:
     with warnings.catch_warnings():  # bpe_openai 0.1.x loads its data with a deprecated call
@@ -214,7 +278,8 @@ def tokenize(text: str, tokenizer: str = "o200k_base") -> Tokens:
     text each token completes, so ``"".join(pieces) == text`` (a character split over two tokens
     sits in the piece of the token that ends it). ``"words"`` needs nothing: runs of letters or
     digits and single punctuation marks, ids by first appearance (0, 1, 2, …), so a repeated word
-    repeats its id (case matters); whitespace is dropped.
+    repeats its id (case matters); whitespace is dropped. The built-in texts' o200k_base tokens ship with the
+    package (``data/builtin-<lang>.o200k_base.json``, the tokenizer's own output): reading them needs no tokenizer.
 
     >>> tokenize("la luz, la luz", "words").ids
     (0, 1, 2, 0, 1)
@@ -234,6 +299,12 @@ def tokenize(text: str, tokenizer: str = "o200k_base") -> Tokens:
     """
     if not isinstance(text, str):
         raise SeqlabError(N_("text must be a str, received {text_class}"), text_class=type(text).__name__)
+    packaged = _packaged_tokens(text, tokenizer)
+    return packaged if packaged is not None else _tokenize(text, tokenizer)
+
+
+def _tokenize(text: str, tokenizer: str) -> Tokens:
+    """:func:`tokenize` by the tokenizer itself (never the packaged tokens)."""
     if tokenizer == "words":
         vocab: dict[str, int] = {}
         pieces = tuple(_WORDS.findall(text))

@@ -9,9 +9,13 @@ tests of L10 and wall time. Beside them: work at three scopes with independent c
 (:mod:`seqlab.studies.compare_scopes`), ``nn.LSTM`` and ``nn.GRU`` (:mod:`seqlab.studies.compare_gated`),
 attention's reach at T/2 and T, and for a spectral radius above 1 the reach's spread under 1e-7 weight
 perturbations (:mod:`seqlab.measure.sensitivity`). Returns a frozen :class:`CompareResult`; rendering is
-:mod:`seqlab.render.compare`'s job. Tracing and autograd run on one thread (on a shared machine idle
-threads spin on busy cores); only the timings use more: ``threads``, by default PyTorch's count capped by the
-free cores, all machines in one set of interleaved rounds (:mod:`seqlab.studies.compare_times`).
+:mod:`seqlab.render.compare`'s job. Tracing and autograd run on one CPU thread each (on a shared machine idle
+threads spin on busy cores): the traces and counts on the caller's thread, and beside them, on one reach thread, the
+float64 work that calls no module hook (the recurrence's, the LSTM's and the GRU's reach, the spectral radius;
+:func:`~seqlab.studies.compare_gated.reach_thread`). Each machine is traced once per input: one pass gives its work,
+span and path (:func:`~seqlab.measure.traced_pass.measure_pass`). Only the timings use more threads: ``threads``, by
+default PyTorch's count capped by the free cores, all machines in one set of interleaved rounds
+(:mod:`seqlab.studies.compare_times`).
 
 Shapes: T tokens, d_model token width, d_h hidden width, d_k query/key width, d_v value width.
 """
@@ -261,14 +265,40 @@ def _reach(layer: torch.nn.Module, x: torch.Tensor, d_out: int, config: CompareC
     return measure_reach(lambda rows: _first(layer64(rows)), x.double(), probes=probes, seed=seed, batched=True)
 
 
-def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig, reach: Reach | None = None
-                        ) -> MachineMeasurements:  # reach: from _reach (None: measured here)
+def _reach_by_forward(layer64: ElmanRNN, x: torch.Tensor, d_out: int, config: CompareConfig) -> Reach:
+    """:func:`_reach` through a float64 copy the caller made (``copy.deepcopy(layer).double()``), called through
+    ``forward``: the same calls, so the same bits, and no global module hook fires (a counter's module tracker on
+    another thread sees nothing of it), so it may run on the reach thread. For a layer whose ``forward`` calls no
+    submodule (the Elman RNN)."""
+    probes, seed = _probes(config, d_out, x.shape[0]), config.seed
+    return measure_reach(lambda rows: _first(layer64.forward(rows)), x.double(), probes=probes, seed=seed,
+                         batched=True)
+
+
+def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig,
+                        reach: Reach | Callable[[], Reach] | None = None,
+                        library: torch.nn.RNN | None = None) -> MachineMeasurements:
+    """Everything but the times of the Elman RNN on x (T, d_model): one traced pass on x gives work, span and the
+    path from x_1; one more, span only, on the first T // 2 tokens.
+
+    Args:
+        reach: the reach (from :func:`_reach`), or a thunk that gives it (a ``Future``'s ``result``), read after
+            everything else; None: measured here.
+        library: ``nn.RNN`` with the loop's weights (from :func:`seqlab.studies.compare_scopes.build_modules`);
+            None: made here.
+    """
     T, d_model = x.shape
-    library = rnn.to_torch(batch_first=True).eval()
+    library = library if library is not None else rnn.to_torch(batch_first=True).eval()
     traced = measure_pass(rnn, x, sources=(0,))  # work, span and the path from x_1: one traced pass
     with torch.no_grad():
         counted_library = count_multiplications(library, x.unsqueeze(0))  # (1, T, d_model)
         order = measure_order(rnn, x, seed=config.seed)  # an nn.Module: the engine reruns a float64 copy
+    span_half = measure_pass(rnn, x[: T // 2], work=False).span
+    signal = read_signal_path(rnn, x, probes=_probes(config, rnn.d_h, T))
+    if reach is None:
+        reach = _reach(rnn, x, rnn.d_h, config)
+    elif callable(reach):
+        reach = reach()
     return MachineMeasurements(
         closed_form=cost.recurrence_multiplications(T, d_model, rnn.d_h),
         counted=traced.work,
@@ -276,26 +306,34 @@ def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig, r
         projections_closed_form=0,
         projections_counted=None,
         span=traced.span,
-        span_half=measure_pass(rnn, x[: T // 2], work=False).span,
+        span_half=span_half,
         path=traced.paths,
-        reach=reach if reach is not None else _reach(rnn, x, rnn.d_h, config),
+        reach=reach,
         order=order,
         key_value_order=None,
         time_library=None,
         time_explicit=None,
-        signal=read_signal_path(rnn, x, probes=_probes(config, rnn.d_h, T)),
+        signal=signal,
     )
 
 
 def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareConfig,
-                       reaches: tuple[Reach, Reach | None, Reach | None] | None = None) -> MachineMeasurements:
+                       reaches: tuple[Reach, Reach | None, Reach | None] | None = None,
+                       q_k_v: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None) -> MachineMeasurements:
+    """Everything but the times of self-attention on x (T, d_model).
+
+    Args:
+        reaches: the reaches at T, T/2 and T/4 (from :func:`~seqlab.studies.compare_reach.query_row_reaches`);
+            None: measured here.
+        q_k_v: ``layer.project(x)`` under ``no_grad`` when the caller has it; None: projected here.
+    """
     T = x.shape[0]
     reach, reach_half, reach_quarter = reaches or query_row_reaches(layer, x, lambda n: _probes(config, layer.d_v, n),
                                                                     config.seed)
     library = library_attention(config.score)
     with torch.no_grad():
         projections = count_multiplications(layer.project, x)
-        q, k, v = layer.project(x)  # (T, d_k), (T, d_k), (T, d_v)
+        q, k, v = q_k_v if q_k_v is not None else layer.project(x)  # (T, d_k), (T, d_k), (T, d_v)
     # the call on Q, K, V: the scope of the work count and of the span (projections add one product in front)
     call = TracedPass(work=True, span=True).run(layer.attention, q, k, v)
     with torch.no_grad():
@@ -368,27 +406,33 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
         step(0, 4, "recurrence")
         gated_modules = {cell: build_gated(cell, d_model, d_h, seeded_generator(config.seed, cell))
                          for cell in (CELLS if config.gated else ())}
-        # this thread's reaches first (no two overlap: catch_warnings is process-wide), the gated ones beside the rest
-        rec_reach = _reach(recurrence, x, recurrence.d_h, config)
+        modules = build_modules(recurrence, attention, gated_modules, config.score,
+                                seeded_generator(config.seed, "output"), seeded_generator(config.seed, "heads"))
+        with torch.no_grad():
+            q_k_v = attention.project(x)  # (T, d_k), (T, d_k), (T, d_v): counted, traced and timed from here
+        # Two threads, one CPU thread each. This one traces and counts (Python-bound); the reach thread takes the
+        # float64 work that calls no module hook (BLAS-bound): the recurrence's reach, the gated reaches, the
+        # spectral radius. Attention's reaches call its projections' modules, so they run here, first, before
+        # the reach thread starts: no two reaches overlap (measure_reach's catch_warnings is process-wide).
         att_reaches = query_row_reaches(attention, x, lambda n: _probes(config, d_v, n), config.seed)
         with reach_thread() as pool:
+            rec_reach = pool.submit(on_one_thread, _reach_by_forward, copy.deepcopy(recurrence).double(), x, d_h,
+                                    config)
             reaches = {cell: pool.submit(on_one_thread, gated_reach, copy.deepcopy(module), x,
                                          seed=stream_seed(config.seed, cell), probes=probes)
                        for cell, module in gated_modules.items()}
-            rec = _measure_recurrence(recurrence, x, config, reach=rec_reach)
+            radius_future = pool.submit(on_one_thread, spectral_radius, recurrence.weight_hh.detach().clone())
+            rec = _measure_recurrence(recurrence, x, config, reach=rec_reach.result, library=modules.rnn)
             step(1, 4, "attention")
-            att = _measure_attention(attention, x, config, reaches=att_reaches)
+            att = _measure_attention(attention, x, config, reaches=att_reaches, q_k_v=q_k_v)
             step(2, 4, "scopes, LSTM and GRU")
-            modules = build_modules(recurrence, attention, gated_modules, config.score,
-                                    seeded_generator(config.seed, "output"), seeded_generator(config.seed, "heads"))
             with torch.no_grad():
-                q_k_v = attention.project(x)
                 scopes = measure_scopes(modules, x, config.score, rec.counted, att.counted, rec.counted_library,
                                         att.counted_library, (d_model, d_h, d_k, d_v), q_k_v)
-            radius = spectral_radius(recurrence.weight_hh.detach())
             gated = tuple(measure_gated(cell, module, x, seed=stream_seed(config.seed, cell), probes=probes,
                                         path_width=config.path_width, reach=reaches[cell].result)
                           for cell, module in gated_modules.items())
+            radius = radius_future.result()
         sensitivity = measure_sensitivity(
             recurrence, "weight_hh", x, reach=rec.reach.first, draws=config.sensitivity_draws, seed=config.seed,
             probes=probes, probe_seed=config.seed) if radius > 1 and config.sensitivity_draws > 0 else None
@@ -416,6 +460,6 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
     )
     step(3, 4, "time")
     if config.time:
-        result = time_modules(result, modules, x, config.min_run_time, config.time_explicit, config.threads)
+        result = time_modules(result, modules, x, config.min_run_time, config.time_explicit, config.threads, q_k_v)
     step(4, 4, "done")
     return result

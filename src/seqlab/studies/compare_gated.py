@@ -170,7 +170,8 @@ def measure_gated(cell: str, module: torch.nn.RNNBase, x: torch.Tensor, *, seed:
 
 
 def reach_thread() -> ThreadPoolExecutor:
-    """One worker thread for the gated reaches of ``seqlab compare``, joined when the ``with`` block ends.
+    """One worker thread for the float64 work of ``seqlab compare`` that calls no module hook (the recurrence's, the
+    LSTM's and the GRU's reach, the spectral radius), joined when the ``with`` block ends.
 
     What it runs touches no state this thread reads: the modules are copied before they are handed over,
     the copies are called through ``forward`` (no global module hook fires, so a counter's module tracker on

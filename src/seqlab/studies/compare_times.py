@@ -44,7 +44,8 @@ def layer_name(heads: int) -> str:
 
 
 def time_modules(result: CompareResult, modules: Modules, x: torch.Tensor, min_run_time: float = 0.2,
-                 explicit: bool = False, threads: int | None = None) -> CompareResult:
+                 explicit: bool = False, threads: int | None = None,
+                 q_k_v: tuple[torch.Tensor, ...] | None = None) -> CompareResult:
     """``result`` with the wall time of every library module, and of the explicit machines when ``explicit``, and
     the decisions nn.RNN against SDPA and against the layer.
 
@@ -58,6 +59,7 @@ def time_modules(result: CompareResult, modules: Modules, x: torch.Tensor, min_r
         min_run_time: seconds of timed blocks per machine. explicit: also time the explicit machines.
         threads: intra-op CPU threads of the timings (None: :func:`~seqlab.measure.rounds.timing_threads_default`,
             PyTorch's count capped by the cores the load leaves free).
+        q_k_v: ``modules.attention.project(x)`` when the caller has it (None: projected here).
 
     Returns:
         A copy of ``result`` with its ``time_*`` fields, ``time_decisions``, ``threads`` (the timings') and
@@ -66,8 +68,10 @@ def time_modules(result: CompareResult, modules: Modules, x: torch.Tensor, min_r
     load = machine_load()  # once, before the first clock: the study's own timing must not read as load
     batch = x[None]  # (1, T, d_model)
     rec, att = result.recurrence, result.attention
-    with torch.no_grad():
-        q, k, v = (t[None, None] for t in modules.attention.project(x))  # (1, 1, T, ·)
+    if q_k_v is None:
+        with torch.no_grad():
+            q_k_v = modules.attention.project(x)  # (T, d_k), (T, d_k), (T, d_v)
+    q, k, v = (t[None, None] for t in q_k_v)  # (1, 1, T, ·)
     functions = {RNN: lambda: modules.rnn(batch)}
     if explicit:
         functions["ElmanRNN (loop)"] = lambda: modules.elman(x)
