@@ -219,6 +219,8 @@ def check_path(path: Path | str, option: str, room: int = 0) -> None:
 def check_output(path: Path | None, option: str, kind: str = "file") -> Path | None:
     """The one check of every path a command writes to, made while the command line is parsed, before any work.
 
+    The path itself first meets :func:`check_path` (a name the system can take, with room for the suffix a writer
+    adds), and whatever the file system still refuses (``OSError``) is one usage error naming the option.
     Nothing is created here (a folder named by ``--out`` is made by :func:`writable_folder` when the command
     writes): a file's folder must exist, and so must the folder above an ``--out`` folder that is missing, so a
     mistyped path is refused instead of making folders at the root. Where the folder that takes the file exists, a
