@@ -2,7 +2,7 @@
 
 Each command runs in a pseudo-terminal of its own (pexpect), as a person runs it: its progress bar drawn, its
 worker processes in its process group. Once it has started working (its progress bar up, the lab's address
-printed, or a few seconds into its start for ``decode``, which draws no bar) the test waits a moment drawn
+printed, or PyTorch loaded for ``decode``, which draws no bar) the test waits a moment drawn
 from a seeded generator, then either types Ctrl+C (``\\x03`` written to the terminal: the line discipline sends
 SIGINT to the whole foreground process group) or sends SIGTERM to the command alone. It then reads the terminal
 to the end (every process holding it gone) and asserts: exit 130 (SIGINT) or 143 (SIGTERM), no ``Traceback``
@@ -105,12 +105,24 @@ def screen(text: str) -> tuple[list[str], int]:
     return lines, row
 
 
+def _wait_for_torch(child) -> None:
+    """Wait until the command has mapped PyTorch's library (its body imports torch to measure), or its end."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline and child.isalive():
+        try:
+            if "libtorch" in Path(f"/proc/{child.pid}/maps").read_text(errors="replace"):
+                return
+        except OSError:
+            return
+        _drain(child)
+
+
 def _drain(child) -> None:
     """Read what the command has written so far, so that the interrupt's mark falls after it."""
     while True:
         try:
             child.read_nonblocking(65536, timeout=0.2)
-        except pexpect.TIMEOUT:
+        except (pexpect.TIMEOUT, pexpect.EOF):
             return
 
 
@@ -130,8 +142,8 @@ def test_an_interrupt_at_a_random_moment_ends_in_one_line(tmp_path, command, how
     try:
         if started is not None:
             child.expect_exact(started, timeout=WAIT_S)
-        else:
-            time.sleep(4)  # decode draws no bar: a few seconds into its start, it is importing or measuring
+        else:  # decode draws no bar: it works once its body has loaded PyTorch
+            _wait_for_torch(child)
         time.sleep(moment)
         _drain(child)
         assert child.isalive(), f"{command} ended before it was interrupted:\n{log.getvalue()}"

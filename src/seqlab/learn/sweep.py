@@ -10,7 +10,8 @@ Backends (issue 25, item 5):
 * :class:`Local` ``(jobs=1)``: in this process, one run after another.
 * :class:`Local` ``(jobs=N)``, N > 1: :class:`concurrent.futures.ProcessPoolExecutor` with N workers started
   by ``spawn`` (torch and ``fork`` do not mix); each worker ignores SIGINT from its start
-  (:mod:`seqlab.processes`: the parent handles Ctrl-C and stops it) and sets torch to ``threads`` intra-op threads before the first run.
+  (:mod:`seqlab.processes`: the parent handles Ctrl-C and stops it) and sets torch to ``threads`` intra-op
+  threads before the first run.
 * :class:`Ray` ``(address)``: Ray remote tasks, one CPU each, on the cluster at ``address`` (``"auto"``: the
   cluster this machine belongs to), or on the Ray this process has already initialised.
 
