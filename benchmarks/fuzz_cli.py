@@ -3,7 +3,8 @@
 The vectors are the test suite's (``tests/cli_fuzz.py``: every option of every command, read from the click
 commands; paths too long, undecodable or impossible; hostile numbers and names), drawn by Hypothesis from a fixed
 seed, ``--examples`` per command, and run in this process with Typer's ``CliRunner``, each bounded by
-``cli_fuzz.HANG_S`` seconds. ``serve`` never starts its server; with ``--stub-work`` (the default) ``report``,
+``cli_fuzz.HANG_S`` seconds, through one command group built once (Typer builds one per run, the most of a
+refusal's cost). ``serve`` never starts its server; with ``--stub-work`` (the default) ``report``,
 ``model`` and ``figure`` also stop where their work begins, as in the suite; ``--real-work`` runs them to the end.
 
 Prints the settings, how many vectors ran per command with their exit statuses, and every failing vector (a
@@ -52,6 +53,11 @@ def main() -> int:
         port = probe.getsockname()[1]
     print(f"seed {args.seed}, {args.examples} vectors per command, stubbed work: {sorted(work) or 'none'}, "
           f"each bounded by {cli_fuzz.HANG_S} s; files in {tmp}", flush=True)
+    import typer
+
+    from seqlab.cli import app
+
+    group = typer.main.get_command(app)  # built once and reused: Typer's build is most of a refusal's cost
     total, failures, clock = 0, [], time.process_time()
     for name in names:
         statuses: Counter = Counter()
@@ -62,7 +68,7 @@ def main() -> int:
         @given(vector=cli_fuzz.vectors(name, tmp, port))
         def fuzz(vector: list[str]) -> None:
             with cli_fuzz.stubbed(work):
-                result = cli_fuzz.run(vector)
+                result = cli_fuzz.run(vector, group)
             why = cli_fuzz.judge(result)
             statuses["fail" if why else result.exit_code] += 1
             if why:
