@@ -173,3 +173,68 @@ def test_the_screen_model_reads_a_transient_bar_and_an_echoed_ctrl_c():
     lines, row = screen(text)
     assert lines == ["Estimated", "Interrupted; nothing was left half-written.", ""] and row == 2
     assert screen("a\r\n^C")[0] == ["a", "^C"]
+
+
+# --- The one handler, in this process -------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("number", "status", "lang", "line"), [
+    (signal.SIGINT, 130, "en", "Interrupted; nothing was left half-written."),
+    (signal.SIGTERM, 143, "es", "Interrumpido; nada quedó a medio escribir."),
+])
+def test_a_signal_in_a_commands_work_ends_it_in_one_line(runner, monkeypatch, number, status, lang, line):
+    """A real signal sent to this process while ``compare`` measures: the handler of every command turns it into
+    one line in the run's language and 128 + the signal's number."""
+    from conftest import CLI_ENV
+
+    import seqlab.studies.compare as study
+    from seqlab.cli import app
+
+    def measure(*args, **kwargs):
+        os.kill(os.getpid(), number)
+        time.sleep(5)  # the handler raises before this ends
+        raise AssertionError("the signal was not handled")
+
+    monkeypatch.setattr(study, "run_compare", measure)
+    before = {each: signal.getsignal(each) for each in (signal.SIGINT, signal.SIGTERM)}
+    result = runner.invoke(app, ["compare", "--tokens", "4", "--d-model", "2", "--no-time", "--lang", lang],
+                           env=CLI_ENV)
+    assert result.exit_code == status and result.output.splitlines() == [line], result.output
+    assert {each: signal.getsignal(each) for each in before} == before  # the handlers given back
+
+
+def test_a_signal_while_a_file_is_written_waits_for_the_file():
+    """:func:`held`: the signal is noted, the step ends, then the interrupt is raised with the signal's number."""
+    from seqlab.cli import interrupts
+
+    steps = []
+    with interrupts.handled():
+        with pytest.raises(interrupts.Interrupted) as stopped:
+            with interrupts.held():
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.2)
+                steps.append("written")
+        assert steps == ["written"] and stopped.value.signum == signal.SIGTERM and interrupts.exit_code() == 143
+
+
+def test_raised_by_hands_the_signal_to_the_loops_own_rule():
+    from seqlab.cli import interrupts
+
+    seen = []
+    with interrupts.handled(), interrupts.raised_by(lambda number, frame: seen.append(number)):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)
+        assert seen == [signal.SIGINT] and interrupts.received() == signal.SIGINT and interrupts.exit_code() == 130
+    assert interrupts.received() is None
+
+
+def test_finish_prints_what_was_kept_and_ignores_a_second_signal(capsys):
+    from seqlab.cli import interrupts
+    from seqlab.errors import Message
+    from seqlab.i18n import N_
+
+    with interrupts.handled():
+        kept = interrupts.Interrupted(kept=Message(N_("Interrupted: stopped after {answered} of {total} questions; "
+                                                      "{right} right."), answered=1, total=4, right=1))
+        assert interrupts.finish(kept, "es") == 130
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # a second Ctrl+C cuts nothing now
+    assert capsys.readouterr().err == "Interrumpido: se paró tras 1 de 4 preguntas; 1 acertadas.\n"
