@@ -38,7 +38,7 @@ WAIT_S = 180
 MOST_DELAY_S = 1.5
 #: Rich hides the cursor while a progress bar draws, and shows it again when the bar stops.
 HIDE, SHOW = "\x1b[?25l", "\x1b[?25h"
-LAB = "seqlab lab"
+LAB = "http://127.0.0.1:"  # the lab's address, in either language's start line
 
 
 def _free_port() -> int:
@@ -118,10 +118,12 @@ def _wait_for_torch(child) -> None:
 
 
 def _drain(child) -> None:
-    """Read what the command has written so far, so that the interrupt's mark falls after it."""
-    while True:
+    """Read what the command has written so far (for at most half a second: a progress bar never stops writing),
+    so that the interrupt's mark falls after it."""
+    until = time.monotonic() + 0.5
+    while time.monotonic() < until:
         try:
-            child.read_nonblocking(65536, timeout=0.2)
+            child.read_nonblocking(65536, timeout=0.05)
         except (pexpect.TIMEOUT, pexpect.EOF):
             return
 
@@ -238,3 +240,24 @@ def test_finish_prints_what_was_kept_and_ignores_a_second_signal(capsys):
         assert interrupts.finish(kept, "es") == 130
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # a second Ctrl+C cuts nothing now
     assert capsys.readouterr().err == "Interrumpido: se paró tras 1 de 4 preguntas; 1 acertadas.\n"
+
+
+def test_an_error_that_follows_an_interrupt_ends_the_run_as_interrupted(runner, monkeypatch):
+    """A signal cuts an import in half and the next import of that module fails (seen once: numpy's "cannot load
+    module more than once per process" after SIGTERM landed inside ``import torch``): the run still ends as
+    interrupted, one line and 143, not with the error's traceback."""
+    from conftest import CLI_ENV
+
+    import seqlab.studies.compare as study
+    from seqlab.cli import app, interrupts
+
+    def measure(*args, **kwargs):
+        with interrupts.raised_by(lambda number, frame: None):  # the signal noted, swallowed where it landed
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)
+        raise ImportError("cannot load module more than once per process")
+
+    monkeypatch.setattr(study, "run_compare", measure)
+    result = runner.invoke(app, ["compare", "--tokens", "4", "--d-model", "2", "--no-time", "--lang", "en"],
+                           env=CLI_ENV)
+    assert result.exit_code == 143 and result.output.splitlines() == ["Interrupted; nothing was left half-written."]

@@ -85,12 +85,19 @@ class SeqlabGroup(TyperGroup):
         sys.exit(result if isinstance(result, int) and not isinstance(result, bool) else 0)
 
     def invoke(self, ctx: typer.Context) -> Any:
-        """Parse and run the command; an interrupt (Ctrl+C, SIGTERM) that ends it is carried past Typer, which
-        would make it a bare exit 130, to :meth:`main` (:func:`seqlab.cli.interrupts.finish`)."""
+        """Parse and run the command; an interrupt (Ctrl+C, SIGTERM) that ends it, or an error that follows one, is
+        carried past Typer, which would make it a bare exit 130, to :meth:`main`
+        (:func:`seqlab.cli.interrupts.finish`)."""
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt as interrupt:
             raise interrupts.Stop(interrupt) from None
+        except Exception as error:
+            # An error that follows a Ctrl+C or SIGTERM is the interrupt's doing (an import it cut in half, a
+            # pipe it closed): the run ends as interrupted, with its one line.
+            if interrupts.received() is None or isinstance(error, (typer.Exit, typer.Abort, typer.TyperException)):
+                raise
+            raise interrupts.Stop(error) from None
 
     def format_commands(self, ctx: typer.Context, formatter: Any) -> None:
         """Each command with its whole first paragraph (click cuts it to one line with "…")."""
