@@ -265,7 +265,7 @@ def test_cli_end_of_input_after_three_scores_the_three():
     assert "Puntuación: 1 de 1 respondidas (4 preguntas)." in run_quiz("c\n", "--lang", "es").output
 
 
-def test_cli_ctrl_c_prints_the_score_so_far_and_exits_130(monkeypatch):
+def test_cli_ctrl_c_prints_the_score_so_far_in_one_line_and_exits_130(monkeypatch):
     from rich.prompt import Prompt
 
     answers = iter(["c", "1024"])
@@ -280,8 +280,8 @@ def test_cli_ctrl_c_prints_the_score_so_far_and_exits_130(monkeypatch):
     result = run_quiz("", "--lang", "en")
     assert result.exit_code == 130, result.output
     lines = result.output.splitlines()
-    assert "Interrupted: stopped after 2 of 4 questions." in lines and "Traceback" not in result.output
-    assert lines[-1] == "Score: 1 of 2 answered (4 questions)."
+    assert lines[-1] == "Interrupted: stopped after 2 of 4 questions; 1 right." and "Traceback" not in result.output
+    assert "Score:" not in result.output  # one line after the interrupt (seqlab.cli.interrupts)
 
 
 def test_cli_empty_answer_asks_again_with_a_hint():

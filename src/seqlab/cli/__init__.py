@@ -43,8 +43,14 @@ def root(
 
 
 def main() -> None:
-    """Console-script entry point (``seqlab``)."""
-    app()
+    """Console-script entry point (``seqlab``). Once the command has ended, the interpreter's own clean-up runs
+    with Ctrl+C and SIGTERM ignored (:func:`seqlab.cli.interrupts.ignore_at_exit`)."""
+    from seqlab.cli.interrupts import ignore_at_exit
+
+    try:
+        app()
+    finally:
+        ignore_at_exit()
 
 
 # Explicit registration, in the order ``seqlab --help`` lists the commands. The command modules

@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from seqlab.cli import interrupts
 from seqlab.cli.options import (LANG_HELP, bad_parameter, integer_at_least, language, output_file, output_folder,
                                 positive_float, writable_folder)
 from seqlab.cli.options import worded
@@ -130,7 +131,8 @@ def bench(
             raise typer.BadParameter(worded(N_("plots need matplotlib (pip install matplotlib)")),
                                      param_hint="'--plot'" if plot is not None else "'--out'") from None
     result = _run(config, lang)
-    _emit(result, lang, as_json, csv_path, plot, out)
+    with interrupts.held():  # every file written whole, or an interrupt waits for it (seqlab.cli.interrupts)
+        _emit(result, lang, as_json, csv_path, plot, out)
 
 
 def _run(config, lang: str):

@@ -13,6 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from seqlab.cli import interrupts
 from seqlab.cli.options import (LANG_HELP, bad_parameter, integer_at_least, integer_or_text, language, output_folder,
                                 writable_folder)
 from seqlab.cli.options import worded
@@ -89,7 +90,8 @@ def figure(
     with progress_bar() as step:  # the bar only on a terminal (cli.progress)
         result = measure_figure(T_source=length, T_target=length, d_model=d_model, heads=heads, seed=seed,
                                 progress=step)
-    _emit(result, out, lang, as_json)
+    with interrupts.held():  # every file written whole, or an interrupt waits for it (seqlab.cli.interrupts)
+        _emit(result, out, lang, as_json)
 
 
 def _emit(result, out: Path, lang: str, as_json: bool) -> None:

@@ -3,7 +3,9 @@
 :class:`SeqlabGroup` is the click group Typer builds for :data:`seqlab.cli.app`. Before anything is
 parsed it settles the run's language (``--lang`` anywhere on the line, else the locale) and runs the
 whole parse, help and error path inside :func:`seqlab.cli.language.cli_language`; a usage error is
-shown by :func:`show_error` in that language (exit 2, as click does), ``--help`` is written in it.
+shown by :func:`show_error` in that language (exit 2, as click does), ``--help`` is written in it. Every command
+runs inside :func:`seqlab.cli.interrupts.handled`: Ctrl+C and SIGTERM end it with one line, the terminal's cursor
+shown, and exit 130 or 143.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from seqlab.cli import interrupts
 from seqlab.cli.extras import missing_extra_exit
 from seqlab.cli.language import (CLICK_DOMAIN, argument_language, catalogue, cli_language, click_message,
                                  current_language, first_paragraph, localise)
@@ -45,12 +48,13 @@ class SeqlabGroup(TyperGroup):
         """Run the command line in the language ``--lang`` or the locale asks for (see the module).
 
         The exit codes are click's: 0 done (or ``--help``), 2 a usage error, a command's own
-        ``typer.Exit`` code, 1 aborted.
+        ``typer.Exit`` code, 1 aborted; and 130 after Ctrl+C, 143 after SIGTERM, with one line
+        (:mod:`seqlab.cli.interrupts`).
         """
         args = list(sys.argv[1:] if args is None else args)
         lang = argument_language(args) or default_language()
         localise(self, lang)
-        with cli_language(lang):
+        with cli_language(lang), interrupts.handled():
             try:
                 result = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
                                       standalone_mode=False, **extra)
@@ -72,9 +76,28 @@ class SeqlabGroup(TyperGroup):
                     raise
                 typer.echo(catalogue(lang, CLICK_DOMAIN).gettext("Aborted!"), err=True)
                 sys.exit(1)
+            except interrupts.Stop as stop:  # Ctrl+C or SIGTERM: one line, the cursor shown, 130 or 143
+                if not standalone_mode:
+                    raise stop.interrupt from None
+                sys.exit(interrupts.finish(stop.interrupt, current_language()))
         if not standalone_mode:
             return result
         sys.exit(result if isinstance(result, int) and not isinstance(result, bool) else 0)
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        """Parse and run the command; an interrupt (Ctrl+C, SIGTERM) that ends it, or an error that follows one, is
+        carried past Typer, which would make it a bare exit 130, to :meth:`main`
+        (:func:`seqlab.cli.interrupts.finish`)."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as interrupt:
+            raise interrupts.Stop(interrupt) from None
+        except Exception as error:
+            # An error that follows a Ctrl+C or SIGTERM is the interrupt's doing (an import it cut in half, a
+            # pipe it closed): the run ends as interrupted, with its one line.
+            if interrupts.received() is None or isinstance(error, (typer.Exit, typer.Abort, typer.TyperException)):
+                raise
+            raise interrupts.Stop(error) from None
 
     def format_commands(self, ctx: typer.Context, formatter: Any) -> None:
         """Each command with its whole first paragraph (click cuts it to one line with "…")."""

@@ -6,24 +6,22 @@ and length) and printed on stderr before it starts; a Rich progress bar on stder
 left, estimated from the runs done) follows the runs when stderr is a terminal, and stays off under
 ``--json``. ``--jobs N`` runs N local worker processes, ``--ray auto|ADDRESS`` Ray tasks on a cluster
 (the ``cluster`` extra); ``--results FILE`` keeps every finished run in FILE and, when FILE already holds
-runs of the same sweep, resumes it (:mod:`seqlab.learn.sweep`). Ctrl-C stops the sweep, prints what
-finished and exits 130.
+runs of the same sweep, resumes it (:mod:`seqlab.learn.sweep`). Ctrl-C (exit 130) or SIGTERM (exit 143) stops
+the sweep with one line (:mod:`seqlab.cli.interrupts`): how many runs finished, and where ``--results`` keeps them
+for the same command to resume; a run being recorded is first written and counted.
 """
 
 from __future__ import annotations
 
-import signal
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from seqlab.cli import interrupts
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language, output_file
 from seqlab.cli.options import worded
-from seqlab.errors import SeqlabError
+from seqlab.errors import Message, SeqlabError
 from seqlab.i18n import N_
 from seqlab.learn.sweep import JOBS_PER_CPU, max_jobs
 
@@ -31,8 +29,6 @@ from seqlab.learn.sweep import JOBS_PER_CPU, max_jobs
 OPTIONS = {"tasks": "'--tasks'", "models": "'--models'", "T": "'--lengths'", "seeds": "'--seeds'",
            "rates": "'--rates'", "results": "'--results'", "jobs": "'--jobs'", "ray": "'--ray'",
            "pairs": "'--pairs'", "widths": "'--widths'"}
-#: Exit status after Ctrl-C (128 + SIGINT), as shells report it.
-INTERRUPTED = 130
 
 
 def _tokens(text: str, option: str) -> tuple[str, ...]:
@@ -152,42 +148,29 @@ def learn(
             store = open_learn_results(config, results)
         except SeqlabError as error:
             raise bad_parameter(error, OPTIONS, "'--results'") from None
+    from seqlab.learn.sweep import interrupt_now_or_later
+
     try:
-        with _terminate_as_interrupt():
+        # Ctrl-C and SIGTERM alike wait for a run being recorded to be written and counted, so the runs the
+        # command says it kept are the runs the results file holds.
+        with interrupts.raised_by(interrupt_now_or_later):
             result = _run(config, lang, backend, store, quiet=as_json)
     finally:
         if store is not None:
             store.close()
-    _emit(result, lang, as_json, plot)
     if result.partial:
-        if store is not None:
-            from seqlab.i18n import translator
-
-            tl = translator(lang)
-            typer.echo(tl("The finished runs are in {path}: the same command resumes the sweep.").format(
-                path=store.path), err=True)
-        raise typer.Exit(INTERRUPTED)
+        raise interrupts.Interrupted(kept=_kept(result, store))
+    with interrupts.held():  # tables and plots written whole, or an interrupt waits for them
+        _emit(result, lang, as_json, plot)
 
 
-@contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """While the sweep runs, SIGTERM (``timeout``, ``kill``, a job scheduler) stops it as Ctrl-C does: the finished
-    runs are kept, the workers shut down, the partial tables print and the command says how to resume. Both signals
-    wait for a run being recorded to be written and counted (:func:`seqlab.learn.sweep.interrupt_now_or_later`), so
-    the runs the command says it kept are the runs the results file holds. The handlers it replaced are put back on
-    exit; off the main thread (where Python allows no handler) nothing changes.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    from seqlab.learn.sweep import interrupt_now_or_later
-
-    previous = {number: signal.signal(number, interrupt_now_or_later) for number in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+def _kept(result, store) -> Message:
+    """The one line of an interrupted sweep: how many runs finished, and where they are kept (``--results``)."""
+    if store is not None:
+        return Message(N_("Interrupted: kept {done} of {planned} runs in {path}; the same command resumes the "
+                          "sweep."), done=len(result.runs), planned=result.planned, path=str(store.path))
+    return Message(N_("Interrupted after {done} of {planned} runs, which are not kept (--results FILE keeps "
+                      "each run as it ends)."), done=len(result.runs), planned=result.planned)
 
 
 def _run(config, lang: str, backend, store, quiet: bool):
@@ -216,11 +199,7 @@ def _run(config, lang: str, backend, store, quiet: bool):
         if done:
             typer.echo(tl("Resuming from {path}: {done} of {planned} runs already done.").format(
                 path=store.path, done=done, planned=len(planned)), err=True)
-    try:
-        estimate = estimate_learn(config, skip=frozenset() if store is None else frozenset(store.done))
-    except KeyboardInterrupt:
-        typer.echo(tl("Interrupted before training started."), err=True)
-        raise typer.Exit(INTERRUPTED) from None
+    estimate = estimate_learn(config, skip=frozenset() if store is None else frozenset(store.done))
     if estimate.runs:
         typer.echo(tl("Estimated time: at most {time} for {runs} runs (per-step cost measured now, every run to "
                       "its step limit); runs that learn the task stop earlier.").format(
@@ -244,7 +223,7 @@ def _run(config, lang: str, backend, store, quiet: bool):
 
 
 def _emit(result, lang: str, as_json: bool, plot: Optional[Path]) -> None:
-    """Print the tables (or JSON) on stdout; write the plot; name files and interruptions on stderr."""
+    """Print the tables (or JSON) on stdout; write the plot; name the files on stderr."""
     from rich.console import Console
 
     from seqlab.i18n import translator
@@ -258,6 +237,3 @@ def _emit(result, lang: str, as_json: bool, plot: Optional[Path]) -> None:
     if plot is not None and result.runs:
         for path in write_plots(result, plot, lang):
             typer.echo(tl("Wrote {path}").format(path=path), err=True)
-    if result.partial:
-        typer.echo(tl("Interrupted: kept {done} of {planned} runs.").format(done=len(result.runs),
-                                                                          planned=result.planned), err=True)

@@ -21,6 +21,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from seqlab.cli import interrupts
 from seqlab.cli.extras import require_extra
 from seqlab.cli.options import input_checkpoint, input_text, integer_or_text, output_folder, writable_folder
 from seqlab.cli.options import LANG_HELP, bad_parameter, integer_at_least, language
@@ -203,7 +204,8 @@ def model(
     from seqlab.render.model import render_model, write_attention_plot
 
     try:
-        figures = write_attention_plot(result, folder, lang)
+        with interrupts.held():  # the figures written whole, or an interrupt waits for them
+            figures = write_attention_plot(result, folder, lang)
     except OSError as error:  # the folder was writable a moment ago: a full disk, or it changed meanwhile
         raise typer.BadParameter(worded(N_("cannot write in {folder!r}: {value}"), folder=str(folder),
                                         value=error.strerror or error), param_hint="'--out'") from None

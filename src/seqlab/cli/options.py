@@ -151,11 +151,76 @@ def language(lang: str | None) -> str:
 
 #: What an output path option names: a file to write, a folder to write files into, or either (``table1 --plot``).
 OUTPUT_KINDS = ("file", "folder", "file or folder")
+#: Bytes a writer may add to a file's name (``PATH`` becomes ``PATH.png`` and ``PATH.svg``, ``.html`` ``.pdf``).
+SUFFIX_ROOM = len(".svg")
+#: Bytes kept free past a folder's path for the names of the files a command writes inside (``bench.json``…).
+FOLDER_ROOM = 64
+#: What the system allows where it cannot say (POSIX's common NAME_MAX and PATH_MAX).
+NAME_MAX, PATH_MAX = 255, 4096
+
+
+def _system_limit(path: Path, name: str, default: int) -> int:
+    """``os.pathconf(folder, name)`` of the nearest existing folder above ``path``, else ``default``."""
+    for folder in (path, *path.parents):
+        try:
+            if folder.is_dir():
+                value = os.pathconf(folder, name)
+                return value if value and value > 0 else default
+        except (OSError, ValueError):
+            continue
+    return default
+
+
+def check_path(path: Path | str, option: str, room: int = 0) -> None:
+    """The rule every path a user gives meets before any work, read or write: it can be written as a file
+    name on this system (no lone surrogate that the file system's encoding refuses, no NUL), no name in it is
+    longer than the system allows (``NAME_MAX``, with ``room`` bytes kept for a suffix), and the whole path is
+    not (``PATH_MAX``). Nothing is read or created here.
+
+    >>> check_path(Path("plot.png"), "'--plot'")
+    >>> try:
+    ...     check_path(Path("x" * 300 + ".png"), "'--plot'")
+    ... except typer.BadParameter as error:
+    ...     print(error.format_message())
+    Invalid value for '--plot': cannot use 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…': File name too long
+
+    Args:
+        path: as given. option: the option as the error names it, quoted. room: bytes a writer adds to the last
+            name (:data:`SUFFIX_ROOM`) or past the path (:data:`FOLDER_ROOM`).
+
+    Raises:
+        typer.BadParameter: one line, in the run's language (exit 2).
+    """
+    _ = _gettext()
+    text = os.fspath(path)
+    shown = repr(text if len(text) <= 60 else text[:30] + "…")
+    try:
+        raw = os.fsencode(text)
+    except UnicodeError as error:
+        raise typer.BadParameter(_("{path} cannot be a file name on this system: {reason}").format(
+            path=shown, reason=error.reason), param_hint=option) from None
+    if b"\0" in raw:
+        raise typer.BadParameter(_("{path} cannot be a file name on this system: {reason}").format(
+            path=shown, reason="NUL"), param_hint=option)
+    path = Path(text)
+    names = [os.fsencode(part) for part in path.parts if part not in ("/", "")]
+    longest = _system_limit(path, "PC_NAME_MAX", NAME_MAX)
+    whole = _system_limit(path, "PC_PATH_MAX", PATH_MAX)
+    too_long = any(len(name) > longest for name in names) or (bool(names) and len(names[-1]) + room > longest)
+    try:
+        full = len(os.fsencode(os.path.abspath(text)))
+    except (OSError, ValueError):  # the working folder is gone: judge the path as given
+        full = len(raw)
+    if too_long or full + room >= whole:
+        raise typer.BadParameter(_("cannot use {path}: {reason}").format(
+            path=shown, reason=os.strerror(errno.ENAMETOOLONG)), param_hint=option)
 
 
 def check_output(path: Path | None, option: str, kind: str = "file") -> Path | None:
     """The one check of every path a command writes to, made while the command line is parsed, before any work.
 
+    The path itself first meets :func:`check_path` (a name the system can take, with room for the suffix a writer
+    adds), and whatever the file system still refuses (``OSError``) is one usage error naming the option.
     Nothing is created here (a folder named by ``--out`` is made by :func:`writable_folder` when the command
     writes): a file's folder must exist, and so must the folder above an ``--out`` folder that is missing, so a
     mistyped path is refused instead of making folders at the root. Where the folder that takes the file exists, a
@@ -184,6 +249,17 @@ def check_output(path: Path | None, option: str, kind: str = "file") -> Path | N
                           output_kinds=', '.join(OUTPUT_KINDS), kind=kind)
     if path is None:
         return None
+    check_path(path, option, FOLDER_ROOM if kind != "file" else SUFFIX_ROOM)
+    try:
+        return _writable(path, option, kind)
+    except OSError as error:  # whatever the system still refuses (a loop of links, a name it will not take)
+        _ = _gettext()
+        raise typer.BadParameter(_("cannot write {path}: {reason}").format(
+            path=repr(str(path)), reason=error.strerror or error), param_hint=option) from None
+
+
+def _writable(path: Path, option: str, kind: str) -> Path:
+    """:func:`check_output`'s checks of the file system, once the path itself is known to be usable."""
     _ = _gettext()
     if kind == "file" and path.is_dir():
         raise typer.BadParameter(_("expected a file name, received the folder {path!r}").format(path=str(path)),
@@ -255,6 +331,7 @@ def check_input(path: str | None, option: str, kind: str = "text") -> str | None
         raise SeqlabError(N_("expected kind text or checkpoint, received {kind!r}"), kind=kind)
     if path is None or (kind == "text" and path == "-"):
         return path
+    check_path(path, option)
     _ = _gettext()
     if kind == "checkpoint":
         if not os.path.isdir(path):

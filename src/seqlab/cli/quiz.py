@@ -12,8 +12,9 @@ the reader reads. Hints and unreadable answers need no facts; grading the first 
 are not ready yet, with a one-line note. A measurement that failed is one ``Error:`` line and exit code 1.
 
 End of input stops the quiz early and still prints the score over the questions answered (exit code 0);
-Ctrl-C does the same on a new line and exits with 130, the shell's code for an interrupt, also while waiting for
-the facts (the background thread does not hold the exit).
+Ctrl-C (or SIGTERM) ends it with one line, the score over the questions answered, and exits 130 (143), as every
+command does (:mod:`seqlab.cli.interrupts`), also while waiting for the facts (the background thread does not
+hold the exit).
 """
 
 from __future__ import annotations
@@ -23,13 +24,12 @@ from typing import Annotated, Optional
 
 import typer
 
+from seqlab.cli import interrupts
 from seqlab.cli.options import LANG_HELP, language
-from seqlab.errors import SeqlabError
-from seqlab.i18n import translator
+from seqlab.errors import Message, SeqlabError
+from seqlab.i18n import N_, translator
 
 RIGHT, WRONG = "✓", "✗"
-#: Exit code after Ctrl-C (128 + SIGINT), as shells report an interrupted command.
-INTERRUPTED = 130
 #: Joins words that must stay on one line when wrapped (turned back into spaces when printed).
 GLUE = "\xa0"
 #: How often, in seconds, waiting for the facts wakes up: Ctrl-C is seen at once on every platform.
@@ -179,12 +179,10 @@ def quiz(
             answered += 1
             right += result.correct
             _show_grade(console, p, result, lang)
-    except KeyboardInterrupt:  # Ctrl-C: end the prompt's line, then the score so far
-        console.print()
-        console.print(Text(_("Interrupted: stopped after {answered} of {total} questions.").format(
-            answered=answered, total=len(asked)), style="yellow"))
-        _score(console, right, answered, len(asked), lang)
-        raise typer.Exit(INTERRUPTED) from None
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: one line with the score so far
+        raise interrupts.Interrupted(kept=Message(N_("Interrupted: stopped after {answered} of {total} questions; "
+                                                     "{right} right."), answered=answered, total=len(asked),
+                                                  right=right)) from None
     _score(console, right, answered, len(asked), lang)
 
 

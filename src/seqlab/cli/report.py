@@ -23,6 +23,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from seqlab.cli import interrupts
 from seqlab.cli.options import LANG_HELP, bad_parameter, input_text, integer_at_least, language, output_file
 from seqlab.cli.options import worded
 from seqlab.errors import SeqlabError
@@ -153,7 +154,8 @@ def report(
     from seqlab.render.report import write_report
 
     try:
-        path = write_report(result, out, lang)
+        with interrupts.held():  # the page written whole, or an interrupt waits for it (seqlab.cli.interrupts)
+            path = write_report(result, out, lang)
     except OSError as error:
         raise typer.BadParameter(worded(N_("cannot write {out!r}: {value}"), out=str(out),
                                         value=error.strerror or error), param_hint="'--out'") \
@@ -183,7 +185,8 @@ def _write_pdf(path: Path, tl) -> None:
     from seqlab.render.report import PdfUnavailable, write_pdf
 
     try:
-        written = write_pdf(path, path.with_suffix(".pdf"))
+        with interrupts.held():
+            written = write_pdf(path, path.with_suffix(".pdf"))
     except PdfUnavailable as error:
         registry, clone = install_commands("pdf")
         typer.echo(tl("No PDF written: WeasyPrint is not available ({detail}); install the pdf extra with {registry} "

@@ -61,6 +61,9 @@ def _check_address(host: str, port: int) -> None:
     except OSError as error:  # the port is taken, or the address is not this computer's
         raise typer.BadParameter(worded(N_("cannot listen on {host}:{port}: {value}"), host=host, port=str(port),
                                         value=error.strerror or error), param_hint="'--host' / '--port'") from None
+    except (UnicodeError, ValueError) as error:  # a name no resolver can take: a label over 63 letters, a NUL
+        raise typer.BadParameter(worded(N_("cannot listen on {host}:{port}: {value}"), host=host, port=str(port),
+                                        value=error), param_hint="'--host' / '--port'") from None
 
 
 def _is_loopback(host: str) -> bool:

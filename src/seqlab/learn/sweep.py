@@ -9,8 +9,9 @@ Backends (issue 25, item 5):
 
 * :class:`Local` ``(jobs=1)``: in this process, one run after another.
 * :class:`Local` ``(jobs=N)``, N > 1: :class:`concurrent.futures.ProcessPoolExecutor` with N workers started
-  by ``spawn`` (torch and ``fork`` do not mix); each worker ignores SIGINT (the parent handles Ctrl-C) and
-  sets torch to ``threads`` intra-op threads before the first run.
+  by ``spawn`` (torch and ``fork`` do not mix); each worker ignores SIGINT from its start
+  (:mod:`seqlab.processes`: the parent handles Ctrl-C and stops it) and sets torch to ``threads`` intra-op
+  threads before the first run.
 * :class:`Ray` ``(address)``: Ray remote tasks, one CPU each, on the cluster at ``address`` (``"auto"``: the
   cluster this machine belongs to), or on the Ray this process has already initialised.
 
@@ -34,7 +35,6 @@ import hashlib
 import json
 import multiprocessing
 import os
-import signal
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +42,7 @@ from typing import Any, Generic, TypeVar
 
 from seqlab.errors import SeqlabError
 from seqlab.i18n import N_
+from seqlab.processes import ignore_interrupts, started_quietly
 
 __all__ = ["FORMAT", "JOBS_PER_CPU", "Local", "Ray", "ResultsFile", "Sweep", "check_backend", "fingerprint",
            "max_jobs", "run_key", "run_sweep"]
@@ -441,8 +442,9 @@ def run_sweep(items: Sequence[P], execute: Callable[[P], R], backend: Backend = 
 # --- Local worker processes ---------------------------------------------------------------------------
 
 def _worker_start(threads: int) -> None:
-    """Each worker: leave Ctrl-C to the parent, and fix torch's threads before the first run."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """Each worker: leave Ctrl-C to the parent (it was born with SIGINT blocked, :func:`_pool`), and fix torch's
+    threads before the first run."""
+    ignore_interrupts()
     import torch
 
     torch.set_num_threads(threads)
@@ -465,7 +467,8 @@ def _pool(todo: list[P], execute: Callable[[P], R], jobs: int, threads: int) -> 
     executor = concurrent.futures.ProcessPoolExecutor(max_workers=min(jobs, max(len(todo), 1)),
                                                       mp_context=multiprocessing.get_context("spawn"),
                                                       initializer=_worker_start, initargs=(threads,))
-    futures = {executor.submit(execute, item): item for item in todo}
+    with started_quietly():  # workers start with SIGINT blocked: a Ctrl+C while they start up reaches none
+        futures = {executor.submit(execute, item): item for item in todo}
     finished = False
 
     def results() -> Iterator[tuple[P, R]]:
@@ -502,7 +505,8 @@ def _pool(todo: list[P], execute: Callable[[P], R], jobs: int, threads: int) -> 
 # --- Ray ----------------------------------------------------------------------------------------------
 
 def _call(execute: Callable[[P], R], item: P) -> R:
-    """A Ray task: one run."""
+    """A Ray task: one run, in a worker that leaves the terminal's Ctrl+C to the driver (which cancels it)."""
+    ignore_interrupts()
     return execute(item)
 
 
@@ -527,7 +531,8 @@ def _ray(todo: list[P], execute: Callable[[P], R], address: str) -> _Runs[P, R]:
     started = not ray.is_initialized()
     if started:
         try:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+            with started_quietly():  # a local cluster's processes are this driver's children: deaf to its Ctrl+C
+                ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
         except (ConnectionError, ValueError, RuntimeError) as error:
             raise SeqlabError(N_("cannot reach a Ray cluster at {address!r}: {ray_reason}; start one (ray start "
                                  "--head) and give its address with --ray ADDRESS, or run on this machine with --ray "

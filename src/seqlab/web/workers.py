@@ -53,6 +53,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from seqlab.processes import started_quietly
 from seqlab.web.budget import RETRY_AFTER_S, LabBusy, RunTimes, Work, require_within_time
 from seqlab.web.messages import N_, LabError, Phrase
 
@@ -104,10 +105,14 @@ def _serve(connection, preload: tuple[str, ...] = ("torch",)) -> None:
     """A worker's loop: receive ``(function, args)``, send back ``(ok, result or error, resident bytes)``.
 
     ``preload``: modules imported before the first job (PyTorch by default: the first answer is not slowed). The
-    process first lowers its priority by :data:`WORKER_NICENESS`.
+    process first leaves Ctrl+C to the server (:func:`seqlab.processes.ignore_interrupts`: the server stops it)
+    and lowers its priority by :data:`WORKER_NICENESS`.
     """
     import importlib
 
+    from seqlab.processes import ignore_interrupts
+
+    ignore_interrupts()  # the terminal's Ctrl+C reaches the whole group: the server stops this worker
     try:  # measurements yield the CPU to the server's event loop: pages stay quick while a worker computes
         os.nice(WORKER_NICENESS)
     except OSError:
@@ -140,7 +145,8 @@ class Worker:
             main = sys.modules.get("__main__")
             sys.modules["__main__"] = types.ModuleType("__main__")
             try:
-                self.process.start()
+                with started_quietly():  # born deaf to the terminal's Ctrl+C (seqlab.processes)
+                    self.process.start()
             finally:
                 sys.modules["__main__"] = main
         self._child = child  # kept open: under spawn the child copies it from this process while it starts
