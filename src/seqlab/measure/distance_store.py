@@ -179,6 +179,8 @@ class DistanceStore:
         self.scalar_bytes: dict[int, int] = {}  # per storage: bytes of the scalar one distance stands for
         self.zero_free: dict[int, bool] = {}  # per storage: proven to hold no exact 0 (see :meth:`holds_no_zeros`)
         self._proofs: dict[int, tuple[bool, int]] = {}  # a rule's proof for an output, and the writes that take it
+        #: a movement's id mapping per op and signature, decided once per pass (:func:`~seqlab.measure.path_rules.movement`)
+        self.moved_ids: dict[tuple, object] = {}
 
     def __call__(self, tensor: Tensor) -> Tensor | None:
         key = tensor.untyped_storage().data_ptr()
