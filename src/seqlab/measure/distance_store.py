@@ -187,7 +187,10 @@ class DistanceStore:
         storage = self.by_storage.get(key)
         if storage is None:
             return None
-        if tensor.is_complex() or self.scalar_bytes.get(key, _scalar_bytes(tensor)) != _scalar_bytes(tensor):
+        if tensor.is_complex():
+            return self._read_scalars(key, tensor)
+        size = tensor.element_size()  # a real scalar's bytes (complex: above)
+        if self.scalar_bytes.get(key, size) != size:
             return self._read_scalars(key, tensor)
         if key in self.features:
             rows = self._rows_view(key, storage, tensor)
@@ -347,7 +350,7 @@ class DistanceStore:
             _layout(tensor, features) is not None
 
     def _fact(self, name: str, tensor: Tensor, compute) -> tuple[Tensor, bool]:
-        key = (name, tensor.untyped_storage().data_ptr(), tensor._version, tuple(tensor.shape), tensor.stride(),
+        key = (name, tensor.untyped_storage().data_ptr(), tensor._version, tensor.shape, tensor.stride(),
                tensor.storage_offset())
         fact = self.facts.get(key)
         if fact is None:
