@@ -7,6 +7,10 @@ exactly 0 above its diagonal, does not let later positions reach earlier rows, a
 weight 0 / Σ whose Σ depends on other keys). A convolution reads every input channel of its group over the
 dilated window around each output position.
 
+The masked (min, +) product that a 0 calls for costs S·n·k·p; it runs only on the columns (rows) of the other factor
+that hold a 0 — a mask, a fill, a padded block —, every other entry taking the plain row (column) minimum, which is the
+same number there (issue 34, item 3): one stray 0 costs one column, not the whole product.
+
 Distances are int32 with :data:`~seqlab.measure.distances.UNREACHABLE` for "no path" (see
 :mod:`seqlab.measure.distances`). Shapes: S rows (sources × units), then the tensor's own shape.
 """

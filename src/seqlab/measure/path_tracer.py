@@ -33,7 +33,9 @@ tensor) computes through its dense parts, which come back to the tracer.
 Per-op cost (issue 17): what kind an op is (view, movement, product, reduction, element-wise, other) is
 decided once per op (``functools.cache``), arguments are bound by a schema read once per op, tensors are
 found without a pytree walk, and whether a constant holds an exact 0 or an infinity is computed once per
-storage, view and version (a recurrence reads the same weight at every step).
+storage, view and version (a recurrence reads the same weight at every step). Where a movement op sends each element
+(its id map, :func:`~seqlab.measure.path_rules.movement`) depends on the op, the shapes and the other arguments
+alone: it is worked out once per signature in a pass and kept by the store (issue 34, item 2).
 
 Tensor identity: distances are kept per storage, keyed by the storage's data pointer. Every storage
 written (or cached) during the trace is held alive in :attr:`PathTracer.alive` until the trace ends, so a

@@ -6,7 +6,9 @@ fast path...). The formulas it lacks come from :data:`seqlab.measure.ops.EXTRA_F
 records every op that really ran (the counting mode reports each op it runs; a decomposed op's parts come
 back to it one by one), so an op whose multiplications nobody can count is *named* in
 :attr:`WorkCount.unaccounted` rather than silently counted as 0. Per-op cost (issue 17): one dispatch mode,
-not two; an op that would not decompose runs at once; formulas get shapes without a pytree walk.
+not two; an op that would not decompose runs at once; formulas get shapes without a pytree walk. A count that a
+shape formula gives, and the census's arithmetic, depend on the op, the shapes and dtypes and the other arguments
+alone: they are worked out once per such signature in a pass and kept (issue 34, item 2).
 
 Which ops are accounted for (issue 21): an op with a formula is counted; an op on no floating-point data
 (integer ``isin`` inside ``generate()``, ``bincount``, integer ``floor_divide``, boolean masks) multiplies
