@@ -588,8 +588,16 @@ def _id_mapping(key: tuple, kept: dict | None, mapping: Callable[[], Any]) -> An
         return mapping()
     found = kept.get(key, _UNSET)
     if found is _UNSET:
-        found = kept[key] = mapping()
+        found = mapping()
+        if found is None or sum(m.numel() for m in found[0] if m is not None) <= KEPT_IDS:
+            kept[key] = found  # a large map (a whole sequence moved once) is not kept: its bytes would stay
     return found
+
+
+#: The most output elements whose id map a pass keeps per op signature (a recurrence's per-step chunks and stacks:
+#: thousands); a map of a whole sequence's tensor is worked out again instead, so the pass holds no more than the
+#: distances that :func:`~seqlab.measure.distance_store.estimate_path_bytes` counts (1 MiB of int64 ids at most each).
+KEPT_IDS = 2**17
 
 
 def movement_key(func, args: tuple, kwargs: dict, outs: list[Tensor]) -> tuple | None:
