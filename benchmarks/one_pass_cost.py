@@ -84,6 +84,10 @@ def layers(d: int) -> dict[str, Callable[[torch.Tensor], torch.Tensor]]:
 
 def minilm() -> Callable[[torch.Tensor], torch.Tensor] | None:
     """all-MiniLM-L6-v2's encoder layers (the ``model`` extra), or None when not installed."""
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if root not in sys.path:  # run as a script, the repository root is not on the path: benchmarks.* would not import
+        sys.path.insert(0, root)
     try:
         from benchmarks.minilm_factory import make_minilm
     except ImportError:
