@@ -8,6 +8,8 @@ and 512, its longest), this times in CPU seconds (``time.process_time``, one thr
 * ``nothing`` — the same under a ``TorchDispatchMode`` that only runs each op, fused kernels off as in the traced
   pass (the floor of any per-op tracer on the same ops);
 * ``one pass`` — :func:`seqlab.measure.traced_pass.measure_pass`: work, span and the paths from the two ends;
+* ``check apart`` — the same pass with ``check=False``: the tracer alone, without the perturbation check of the path
+  matrix (printed beside the one pass, to show where its time goes);
 * ``three passes`` — :func:`~seqlab.measure.work.count_multiplications`, :func:`~seqlab.measure.trace.measure_span`
   and :func:`~seqlab.measure.paths.measure_paths` one after another (what the engine did before issue 34);
 
@@ -82,6 +84,10 @@ def layers(d: int) -> dict[str, Callable[[torch.Tensor], torch.Tensor]]:
 
 def minilm() -> Callable[[torch.Tensor], torch.Tensor] | None:
     """all-MiniLM-L6-v2's encoder layers (the ``model`` extra), or None when not installed."""
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if root not in sys.path:  # run as a script, the repository root is not on the path: benchmarks.* would not import
+        sys.path.insert(0, root)
     try:
         from benchmarks.minilm_factory import make_minilm
     except ImportError:
@@ -109,13 +115,16 @@ def candidates(layer, x: torch.Tensor, three: bool) -> dict[str, Callable[[], ob
     def one_pass():
         measure_pass(layer, x, sources=ends)
 
+    def unchecked():  # the same pass, its perturbation check apart: what the tracer itself costs
+        measure_pass(layer, x, sources=ends, check=False)
+
     def three_passes():
         with torch.no_grad():
             count_multiplications(layer, x)
         measure_span(layer, x)
         measure_paths(layer, x, sources=ends)
 
-    chosen = {"forward": forward, "nothing": nothing, "one pass": one_pass}
+    chosen = {"forward": forward, "nothing": nothing, "one pass": one_pass, "check apart": unchecked}
     if three:
         chosen["three passes"] = three_passes
     return chosen
@@ -142,6 +151,9 @@ def report(name: str, T: int, d: int, medians: dict[str, float]) -> None:
     verdict_forward = ("meets" if on_forward <= bar else "MISSES") if T >= 512 else "(bar set at the long size)"
     three = medians.get("three passes")
     extra = f"; three passes {three / forward:5.1f}× fwd" if three is not None else ""
+    unchecked = medians.get("check apart")
+    if unchecked is not None:
+        extra = f"; check apart {unchecked / forward:5.2f}× fwd, {unchecked / nothing:4.2f}× nothing" + extra
     print(f"{name:28s} T={T:5d} d={d:4d}  fwd {forward * 1e3:8.1f} ms  nothing {nothing / forward:4.2f}×  "
           f"one pass {on_forward:5.2f}× fwd ({verdict_forward} ≤ {bar:g}×), {one / nothing:4.2f}× nothing "
           f"({verdict_nothing} ≤ {BAR_NOTHING:g}×){extra}; load {os.getloadavg()[0]:.1f}", flush=True)

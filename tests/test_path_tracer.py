@@ -111,3 +111,20 @@ def test_used_bytes_count_the_distances_held():
     x = torch.ones(3, 2)
     tracer, _ = traced(lambda x: x * 2, x)
     assert tracer.used_bytes >= 2 * 2 * 6 * 4  # the input's and the output's (2 units · 6 elements · 4 bytes) at least
+
+
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_the_masked_product_runs_only_where_a_zero_sits(batch) -> None:
+    """min over k of d[…, i, k] where the other factor's [k, j] is not 0, computed on the columns holding a 0 alone
+    (issue 34, item 3), equals the masked (min, +) product over every column."""
+    from seqlab.measure import contraction_rules as rules
+    generator = torch.Generator().manual_seed(0)
+    d = torch.randint(0, 9, (4, *batch, 5, 6), generator=generator, dtype=DTYPE)  # (S, …, n, k)
+    d[torch.rand(d.shape, generator=generator) < 0.2] = UNREACHABLE
+    zeros = torch.zeros(*batch, 6, 7, dtype=torch.bool)  # (…, k, p): zeros in columns 1 and 4 only
+    zeros[..., 0, 1] = zeros[..., 2, 1] = zeros[..., 5, 4] = True
+    zeros[..., :, 4] |= torch.rand(*batch, 6, generator=generator) < 0.5
+    masked = rules._masked_where_zero(d, zeros)
+    assert torch.equal(masked, rules._min_plus(d, ~zeros))
+    every = torch.ones_like(zeros)  # a factor that is 0 everywhere: nothing passes
+    assert bool((rules._masked_where_zero(d, every) == UNREACHABLE).all())

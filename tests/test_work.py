@@ -179,3 +179,22 @@ def test_a_new_formula_is_registered_and_refused_a_second_time():
         assert ops.EXTRA_FORMULAS[torch.ops.aten.cholesky_inverse] is triple_numel_flop
     finally:
         del ops.EXTRA_FORMULAS[torch.ops.aten.cholesky_inverse]
+
+
+def test_a_count_kept_per_signature_tells_shapes_and_scalars_apart() -> None:
+    """The census is decided once per (op, shapes, dtypes, other arguments) and kept (issue 34): calls of one op on
+    two shapes, and addmm with beta = 1 and beta = 0, each get their own count."""
+    a, b, w = torch.randn(2, 3), torch.randn(5, 3), torch.randn(3, 4)
+    bias = torch.randn(4)
+
+    def run() -> None:
+        for _ in range(2):
+            a @ w  # 2 * 3 * 4 = 24 multiplications
+            b @ w  # 5 * 3 * 4 = 60
+        torch.addmm(bias, a, w)  # 24, + 2 * 4 = 8 FLOPs for the addend
+        torch.addmm(bias, a, w, beta=0)  # 24, the addend not read
+
+    work = count_multiplications(run)
+    assert work.multiplications == 2 * (24 + 60) + 24 + 24  # 216
+    # FLOPs: 2 per multiply-add, and the one addend of beta = 1 (2 * 4 = 8)
+    assert work.arithmetic_flops == 2 * 216 + 8

@@ -7,6 +7,10 @@ exactly 0 above its diagonal, does not let later positions reach earlier rows, a
 weight 0 / Σ whose Σ depends on other keys). A convolution reads every input channel of its group over the
 dilated window around each output position.
 
+The masked (min, +) product that a 0 calls for costs S·n·k·p; it runs only on the columns (rows) of the other factor
+that hold a 0 — a mask, a fill, a padded block —, every other entry taking the plain row (column) minimum, which is the
+same number there (issue 34, item 3): one stray 0 costs one column, not the whole product.
+
 Distances are int32 with :data:`~seqlab.measure.distances.UNREACHABLE` for "no path" (see
 :mod:`seqlab.measure.distances`). Shapes: S rows (sources × units), then the tensor's own shape.
 """
@@ -201,10 +205,30 @@ def _matrix_product(left: Tensor, right: Tensor, read: Read, out: Tensor | None 
                              _free(right, d_right, any_right, d_left, read))
     if not any_left and not any_right:
         return _rows(d_left), _columns(d_right)
-    from_left = None if d_left is None else _min_plus(d_left, _allowed(zero_right, right))
-    from_right = None if d_right is None else _min_plus(
-        d_right.transpose(-2, -1), _allowed(zero_left, left).transpose(-2, -1)).transpose(-2, -1)
+    from_left = _rows(d_left) if not any_right else _masked_where_zero(d_left, zero_right)
+    from_right = _columns(d_right) if not any_left else None if d_right is None else _masked_where_zero(
+        d_right.transpose(-2, -1), zero_left.transpose(-2, -1)).transpose(-2, -1)
     return from_left, from_right
+
+
+def _masked_where_zero(d: Distance, zeros: Tensor) -> Distance:
+    """min over k of d[s, …, i, k] where the other factor's [k, j] is not exactly 0: (S, …, n, k), (…, k, p) ->
+    (S, …, n, p), the masked (min, +) product run only on the columns j where a 0 sits (issue 34, item 3).
+
+    A column of the other factor with no 0 (in any batch) lets every term through: its entry is the row minimum
+    of d, the plain rule's, so the masked product over the few columns a mask or a fill zeroes gives the same
+    tensor as over all of them, at their cost alone."""
+    if d is None:
+        return None
+    p = zeros.shape[-1]
+    columns = zeros.reshape(-1, p).any(dim=0).nonzero().squeeze(-1)  # (m,): columns holding a 0
+    if columns.numel() == p:
+        return _min_plus(d, ~zeros)
+    masked = _min_plus(d, ~zeros.index_select(-1, columns))  # (S, …, n, m)
+    plain = least(d, -1, keepdim=True)  # (S, …, n, 1)
+    result = plain.expand(*masked.shape[:-1], p).clone(memory_format=torch.contiguous_format)
+    result.index_copy_(-1, columns, masked)
+    return result
 
 
 def _free(factor: Tensor, d: Distance, found: bool, d_other: Distance, read: Read) -> bool:
@@ -213,11 +237,6 @@ def _free(factor: Tensor, d: Distance, found: bool, d_other: Distance, read: Rea
     if d is None:
         return not read.constant_zeros(factor)[1]
     return read.holds_no_zeros(factor) or (d_other is not None and not found)
-
-
-def _allowed(zeros: Tensor | None, factor: Tensor) -> Tensor:
-    """The terms a factor lets through: everywhere but its exact zeros."""
-    return torch.ones(factor.shape, dtype=torch.bool) if zeros is None else ~zeros
 
 
 def _min_plus(d: Tensor, allowed: Tensor) -> Tensor:

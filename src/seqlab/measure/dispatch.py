@@ -16,6 +16,8 @@ tracer (:mod:`seqlab.measure.path_tracer`), the counting mode (:mod:`seqlab.meas
 
 from __future__ import annotations
 
+import torch
+
 from seqlab.measure.ops import defers_to_subclass, is_higher_order, run_higher_order
 
 __all__ = ["OWN_RULE", "passed_on"]
@@ -49,8 +51,17 @@ def passed_on(mode, func, types, args: tuple, kwargs: dict) -> object:
         SeqlabError: a higher-order op with no eager implementation (see
             :func:`~seqlab.measure.ops.run_higher_order`).
     """
-    if defers_to_subclass(types):  # a jagged nested tensor, a wrapper: its dense parts come back here
+    types = types if type(types) is tuple else tuple(types)
+    defers = _DEFERS.get(types)
+    if defers is None:  # decided once per tuple of argument types (a plain tensor's tuple is met at every op)
+        defers = _DEFERS[types] = defers_to_subclass(types)
+    if defers:  # a jagged nested tensor, a wrapper: its dense parts come back here
         return NotImplemented
-    if is_higher_order(func):  # FlexAttention, cond, while_loop: their eager parts come back here
-        return run_higher_order(mode, func, args, kwargs)
+    if type(func) is not _OVERLOAD and is_higher_order(func):  # FlexAttention, cond, while_loop: their parts
+        return run_higher_order(mode, func, args, kwargs)  # come back here
     return OWN_RULE
+
+
+_OVERLOAD = torch._ops.OpOverload
+#: tuple of argument types -> whether one of them dispatches itself (types live as long as the process)
+_DEFERS: dict[tuple, bool] = {}

@@ -179,13 +179,18 @@ class DistanceStore:
         self.scalar_bytes: dict[int, int] = {}  # per storage: bytes of the scalar one distance stands for
         self.zero_free: dict[int, bool] = {}  # per storage: proven to hold no exact 0 (see :meth:`holds_no_zeros`)
         self._proofs: dict[int, tuple[bool, int]] = {}  # a rule's proof for an output, and the writes that take it
+        #: a movement's id mapping per op and signature, decided once per pass (:func:`~seqlab.measure.path_rules.movement`)
+        self.moved_ids: dict[tuple, object] = {}
 
     def __call__(self, tensor: Tensor) -> Tensor | None:
         key = tensor.untyped_storage().data_ptr()
         storage = self.by_storage.get(key)
         if storage is None:
             return None
-        if tensor.is_complex() or self.scalar_bytes.get(key, _scalar_bytes(tensor)) != _scalar_bytes(tensor):
+        if tensor.is_complex():
+            return self._read_scalars(key, tensor)
+        size = tensor.element_size()  # a real scalar's bytes (complex: above)
+        if self.scalar_bytes.get(key, size) != size:
             return self._read_scalars(key, tensor)
         if key in self.features:
             rows = self._rows_view(key, storage, tensor)
@@ -345,7 +350,7 @@ class DistanceStore:
             _layout(tensor, features) is not None
 
     def _fact(self, name: str, tensor: Tensor, compute) -> tuple[Tensor, bool]:
-        key = (name, tensor.untyped_storage().data_ptr(), tensor._version, tuple(tensor.shape), tensor.stride(),
+        key = (name, tensor.untyped_storage().data_ptr(), tensor._version, tensor.shape, tensor.stride(),
                tensor.storage_offset())
         fact = self.facts.get(key)
         if fact is None:

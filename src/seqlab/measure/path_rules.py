@@ -442,20 +442,24 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
     rows = [narrow(d) if d is not None else None for d in distances]
     # the outputs hold no exact 0 when no input does and the op writes no constant (id 0) of its own
     inputs_free = all(zero_free(leaves[i], d, read) for i, d in zip(slots, distances, strict=True))
+    kept = getattr(read, "moved_ids", None)  # the store keeps the id mappings of this pass
+    key = None if kept is None else movement_key(func, args, kwargs, outs)
     if all(leaves[i].dim() and (d is None or r is not None) for i, d, r in zip(slots, distances, rows, strict=True)):
-        moved = _move_rows(func, leaves, slots, rows, rebuild, outs, sources, read if inputs_free else None)
+        moved = _move_rows(func, leaves, slots, rows, rebuild, outs, sources, read if inputs_free else None, key,
+                           kept)
         if moved is not None:
             return moved
-    return _move_elements(func, leaves, slots, distances, rebuild, outs, sources, read if inputs_free else None)
+    return _move_elements(func, leaves, slots, distances, rebuild, outs, sources, read if inputs_free else None, key,
+                          kept)
 
 
-def _prove_by_ids(read, moved: list[Tensor], outs: list[Tensor]) -> None:
+def _prove_by_ids(read, indices: list[Tensor | None], constants: list[bool], outs: list[Tensor]) -> None:
     """Each floating output is zero-free when every element holds an input's id (none holds 0, a constant)."""
     if read is None:
         return
-    for m, out in zip(moved, outs, strict=True):
-        if m.is_floating_point():
-            read.prove_zero_free(out, not bool((m == 0).any()))
+    for m, constant, out in zip(indices, constants, outs, strict=True):
+        if m is not None:
+            read.prove_zero_free(out, not constant)
 
 
 def _scalar_fill_as_constant(func, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -488,29 +492,40 @@ def _id_values(moved: list[Tensor]) -> list[Tensor]:
 
 
 def _move_rows(func, leaves: list[Any], slots: list[int], rows: list[Distance], rebuild, outs: list[Tensor],
-               sources: int, prover=None) -> list[Distance] | None:
+               sources: int, prover=None, key: tuple | None = None, kept: dict | None = None) -> list[Distance] | None:
     """Position level: every input's distances are uniform along its features, so each element gets the id of
     its row (ids repeat along the last dim). Where every output row copies from one input row (all its ids
     equal: a stack, a cat or a slice along the positions) that row's distance holds for all its features;
-    None otherwise (the caller then moves single elements)."""
-    leaves = list(leaves)
-    offset, flat = 1, [unreachable(sources, (1,))]  # id 0: a constant
+    None otherwise (the caller then moves single elements). ``key``, ``kept``: see :func:`_id_mapping`."""
+
+    def mapping() -> tuple[list[Tensor | None], list[bool]] | None:
+        ids = list(leaves)
+        offset = 1
+        for i in slots:
+            shape = ids[i].shape
+            ids[i] = _ids(offset, (*shape[:-1], 1), ids[i]).expand(shape).contiguous()
+            offset += shape[:-1].numel()
+        moved = _run_on_ids(func, ids, rebuild, outs)
+        moved = None if moved is None else _id_values(moved)
+        if moved is None or any(m.is_floating_point() and (not m.dim() or not bool((m == m[..., :1]).all()))
+                                for m in moved):
+            return None
+        return ([m[..., 0].reshape(-1).long() if m.is_floating_point() else None for m in moved],
+                [m.is_floating_point() and bool((m == 0).any()) for m in moved])
+
+    found = _id_mapping(("rows", key), kept, mapping)
+    if found is None:
+        return None
+    indices, constants = found
+    _prove_by_ids(prover, indices, constants, outs)
+    flat = [unreachable(sources, (1,))]  # id 0: a constant
     for i, r in zip(slots, rows, strict=True):
-        shape = leaves[i].shape
-        count = shape[:-1].numel()
-        leaves[i] = _ids(offset, (*shape[:-1], 1), leaves[i]).expand(shape).contiguous()
+        count = leaves[i].shape[:-1].numel()
         # an empty input (a slice past a head's last feature) moves no element: its rows read as constants
         flat.append(unreachable(sources, (count,)) if r is None or not r.numel() else r.reshape(sources, count))
-        offset += count
-    moved = _run_on_ids(func, leaves, rebuild, outs)
-    moved = None if moved is None else _id_values(moved)
-    if moved is None or any(m.is_floating_point() and (not m.dim() or not bool((m == m[..., :1]).all()))
-                            for m in moved):
-        return None
-    _prove_by_ids(prover, moved, outs)
     table = torch.cat(flat, dim=1)  # (S, 1 + all input rows)
-    return [align(table.index_select(1, m[..., 0].reshape(-1).long()).reshape(sources, *o.shape[:-1], 1),
-                  o.shape) if m.is_floating_point() else None for m, o in zip(moved, outs, strict=True)]
+    return [align(table.index_select(1, m).reshape(sources, *o.shape[:-1], 1), o.shape) if m is not None else None
+            for m, o in zip(indices, outs, strict=True)]
 
 
 def _run_on_ids(func, leaves: list[Any], rebuild, outs: list[Tensor]) -> list[Tensor] | None:
@@ -529,22 +544,81 @@ def _run_on_ids(func, leaves: list[Any], rebuild, outs: list[Tensor]) -> list[Te
 
 
 def _move_elements(func, leaves: list[Any], slots: list[int], distances: list[Distance], rebuild,
-                   outs: list[Tensor], sources: int, prover=None) -> list[Distance] | None:
-    """Element level: each element gets its own id; the output's distances are gathered by id."""
-    offset, flat = 1, [unreachable(sources, (1,))]  # id 0: a constant
+                   outs: list[Tensor], sources: int, prover=None, key: tuple | None = None,
+                   kept: dict | None = None) -> list[Distance] | None:
+    """Element level: each element gets its own id; the output's distances are gathered by id. ``key``,
+    ``kept``: see :func:`_id_mapping`."""
+
+    def mapping() -> tuple[list[Tensor | None], list[bool]] | None:
+        ids = list(leaves)
+        offset = 1
+        for i in slots:
+            ids[i] = _ids(offset, ids[i].shape, ids[i])
+            offset += ids[i].numel()
+        moved = _run_on_ids(func, ids, rebuild, outs)
+        if moved is None:
+            return None
+        moved = _id_values(moved)
+        return ([m.reshape(-1).long() if m.is_floating_point() else None for m in moved],
+                [m.is_floating_point() and bool((m == 0).any()) for m in moved])
+
+    found = _id_mapping(("elements", key), kept, mapping)
+    if found is None:
+        return None
+    indices, constants = found
+    _prove_by_ids(prover, indices, constants, outs)
+    flat = [unreachable(sources, (1,))]  # id 0: a constant
     for i, d in zip(slots, distances, strict=True):
         size = leaves[i].numel()
-        leaves[i] = _ids(offset, leaves[i].shape, leaves[i])
         flat.append(unreachable(sources, (size,)) if d is None else d.reshape(sources, size))
-        offset += size
-    moved = _run_on_ids(func, leaves, rebuild, outs)
-    if moved is None:
-        return None
-    moved = _id_values(moved)
-    _prove_by_ids(prover, moved, outs)
     table = torch.cat(flat, dim=1)  # (S, 1 + all input elements)
-    return [table.index_select(1, m.reshape(-1).long()).reshape(sources, *o.shape) if m.is_floating_point() else None
-            for m, o in zip(moved, outs, strict=True)]
+    return [table.index_select(1, m).reshape(sources, *o.shape) if m is not None else None
+            for m, o in zip(indices, outs, strict=True)]
+
+
+_UNSET = object()
+
+
+def _id_mapping(key: tuple, kept: dict | None, mapping: Callable[[], Any]) -> Any:
+    """Where each output element of a movement takes its id from (per output: the flat ids, None for a non-floating
+    output; whether any element holds a constant), from ``mapping()`` — or from ``kept`` under ``key``, where a call of
+    the same op on the same shapes, dtypes and other arguments put it (:func:`movement_key`): the ids an op moves
+    depend on nothing else, so they are decided once per op kind and signature (issue 34, item 2)."""
+    if kept is None or key[1] is None:
+        return mapping()
+    found = kept.get(key, _UNSET)
+    if found is _UNSET:
+        found = mapping()
+        if found is None or sum(m.numel() for m in found[0] if m is not None) <= KEPT_IDS:
+            kept[key] = found  # a large map (a whole sequence moved once) is not kept: its bytes would stay
+    return found
+
+
+#: The most output elements whose id map a pass keeps per op signature (a recurrence's per-step chunks and stacks:
+#: thousands); a map of a whole sequence's tensor is worked out again instead, so the pass holds no more than the
+#: distances that :func:`~seqlab.measure.distance_store.estimate_path_bytes` counts (1 MiB of int64 ids at most each).
+KEPT_IDS = 2**17
+
+
+def movement_key(func, args: tuple, kwargs: dict, outs: list[Tensor]) -> tuple | None:
+    """The signature under which a movement's id mapping is kept: the op, each floating tensor's shape and dtype, the
+    other arguments' values, the outputs' shapes; None when a tensor argument is an index or a mask (its values
+    decide where elements go) or an argument cannot be a key."""
+    def signature(value):
+        if isinstance(value, Tensor):
+            if not _carries_data(value) or value.is_nested or value.layout != torch.strided:
+                raise TypeError("values decide")
+            return value.shape, value.dtype
+        if isinstance(value, (list, tuple)):
+            return type(value), tuple(signature(v) for v in value)
+        return value
+    try:
+        key = (id(func), signature(args), tuple((name, signature(v)) for name, v in kwargs.items()),
+               tuple(o.shape for o in outs))
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def flat_arguments(args: tuple, kwargs: dict) -> tuple[list[Any], Callable[[list[Any]], tuple[tuple, dict]]]:

@@ -33,7 +33,9 @@ tensor) computes through its dense parts, which come back to the tracer.
 Per-op cost (issue 17): what kind an op is (view, movement, product, reduction, element-wise, other) is
 decided once per op (``functools.cache``), arguments are bound by a schema read once per op, tensors are
 found without a pytree walk, and whether a constant holds an exact 0 or an infinity is computed once per
-storage, view and version (a recurrence reads the same weight at every step).
+storage, view and version (a recurrence reads the same weight at every step). Where a movement op sends each element
+(its id map, :func:`~seqlab.measure.path_rules.movement`) depends on the op, the shapes and the other arguments
+alone: it is worked out once per signature in a pass and kept by the store (issue 34, item 2).
 
 Tensor identity: distances are kept per storage, keyed by the storage's data pointer. Every storage
 written (or cached) during the trace is held alive in :attr:`PathTracer.alive` until the trace ends, so a
@@ -206,19 +208,21 @@ class PathTracer(EngineMode):
             early = self._without_rule(functional, args, kwargs, None, refuse=False)
             if draws is not None:
                 torch.set_rng_state(draws)
-        _check_strided(func, [*tensors_in(args), *tensors_in(kwargs.values())])
+        _check_strided(func, tensors_in(args))
+        if kwargs:
+            _check_strided(func, tensors_in(kwargs.values()))
         return kind, early, draws
 
     def record(self, func, args: tuple, kwargs: dict, out: Any, prepared: tuple) -> None:
         """Write the distances of what an op returned (``out``), by its rule (see :meth:`prepare`)."""
         kind, early, draws = prepared
         replay = None if draws is None else (draws, torch.get_rng_state())
-        _check_strided(func, _outputs(out))
+        outs = _outputs(out)
+        _check_strided(func, outs)
         if kind == VIEW:
-            if _aliases(out, args):
+            if _aliases(outs, args):
                 return  # shares its base's storage: read through its own strides
             kind = MOVEMENT  # a view op that copied (reshape of a transposed tensor inside a decomposition)
-        outs = _outputs(out)
         if not outs:
             return
         if kind == CONSTANT:
@@ -360,7 +364,7 @@ def _plan(func: torch._ops.OpOverload) -> tuple[int, bool, bool, torch._ops.OpOv
     return plan
 
 
-def _check_strided(func: torch._ops.OpOverload, tensors: list[Tensor]) -> None:
+def _check_strided(func: torch._ops.OpOverload, tensors) -> None:
     """Refuse an op on a sparse (or other non-strided) tensor: the distance store keeps one entry per stored
     element of a dense tensor, and a sparse tensor's elements are not where its strides say.
 
@@ -387,10 +391,10 @@ def _functional_form(func: torch._ops.OpOverload) -> torch._ops.OpOverload | Non
     return None if packet is None else getattr(packet, func._overloadname, None)
 
 
-def _aliases(out, args) -> bool:
-    """Whether every output of a view op shares the storage of one of its tensor arguments."""
+def _aliases(outs: list[Tensor], args) -> bool:
+    """Whether every output of a view op (``outs``: its tensors) shares the storage of one of its tensor arguments."""
     inputs = {t.untyped_storage().data_ptr() for t in tensors_in(args)}
-    return all(t.untyped_storage().data_ptr() in inputs for t in _outputs(out))
+    return all(t.untyped_storage().data_ptr() in inputs for t in outs)
 
 
 def _outputs(out) -> list[Tensor]:

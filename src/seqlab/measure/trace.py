@@ -193,12 +193,6 @@ def _mutated(func: torch._ops.OpOverload) -> tuple[tuple[int, str], ...]:
                  if argument.alias_info is not None and argument.alias_info.is_write)
 
 
-def _written_arguments(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> list[Any]:
-    """Arguments the op writes in place, returned or not (``add_`` returns its input; ``_foreach_add_`` and
-    a training ``native_batch_norm``'s running statistics are written without being returned)."""
-    return [args[i] if i < len(args) else kwargs.get(name) for i, name in _mutated(func)]
-
-
 _tensors = tensors_in
 #: The ops a :class:`~seqlab.measure.ops.ProductLedger` pairs: element-wise products, and the sums that contract them.
 _LEDGER_PRODUCTS = frozenset({torch.ops.aten.mul, torch.ops.aten.mul_})
@@ -281,9 +275,10 @@ class _SpanTracer(EngineMode):
             kind = _KINDS[id(func)] = _kind(func)
         if kind is None:  # a view: same storage, same writers, nothing to record
             return
-        step_ops, step_products, name, fused = kind
+        step_ops, step_products, name, fused, mutated, paired = kind
         inputs = [*_tensors(args), *_tensors(kwargs.values())]
-        step_products = step_products or self._contracts(func, args, kwargs, out)
+        if paired and not step_products:  # decided per op: only mul and sum meet the ledger
+            step_products = self._contracts(func, args, kwargs, out)
         if step_ops:
             self.total_ops += 1
             self.total_products += step_products
@@ -291,13 +286,15 @@ class _SpanTracer(EngineMode):
             if fused:
                 self.fused[name] += 1
         ops = products = 0
+        depths = self.depth_of_storage
         for tensor in inputs:
-            stored = self.depth_of_storage.get(self._key(tensor))
+            stored = depths.get(self._key(tensor))
             if stored is not None:
                 depth = stored.read(tensor)
                 ops, products = max(ops, depth.ops), max(products, depth.products)
         depth = _Depth(ops + step_ops, products + step_products)
-        for tensor in _tensors((out, *_written_arguments(func, args, kwargs))):
+        written = (out, *(args[i] if i < len(args) else kwargs.get(n) for i, n in mutated)) if mutated else (out,)
+        for tensor in _tensors(written):
             self._write(tensor, depth)
         self.span.ops = max(self.span.ops, depth.ops)
         self.span.products = max(self.span.products, depth.products)
@@ -308,19 +305,21 @@ class _SpanTracer(EngineMode):
                     total_products=self.total_products, fused=dict(self.fused), op_counts=dict(self.op_counts))
 
 
-_KINDS: dict[int, tuple[int, int, str, bool] | None] = kept_decisions({})  # id of the op (lives as long as the process)
+_KINDS: dict[int, tuple | None] = kept_decisions({})  # id of the op (lives as long as the process)
 _UNKNOWN = object()
 
 
-def _kind(func: torch._ops.OpOverload) -> tuple[int, int, str, bool] | None:
+def _kind(func: torch._ops.OpOverload) -> tuple[int, int, str, bool, tuple[tuple[int, str], ...], bool] | None:
     """What one op adds to a chain, decided once per op (the tracer asks for every op it sees): None for a view
-    (nothing to record); else (ops, products, name, fused): 0 and 0 for movement, 1 op (and 1 product for a
-    contraction) for compute."""
+    (nothing to record); else (ops, products, name, fused, written arguments, paired): 0 and 0 for movement, 1 op
+    (and 1 product for a contraction) for compute; the (position, name) of each argument it writes
+    (:func:`_mutated`); whether a :class:`~seqlab.measure.ops.ProductLedger` pairs it (``mul``, ``sum``)."""
     if func.is_view:
         return None
+    paired = func.overloadpacket in _LEDGER_PRODUCTS or func.overloadpacket in _LEDGER_SUMS
     if is_movement(func):  # in-place views (``transpose_``) included: recorded, at no cost
-        return 0, 0, op_name(func), False
-    return 1, int(is_contraction(func)), op_name(func), func.overloadpacket in FUSED_OPS
+        return 0, 0, op_name(func), False, _mutated(func), paired
+    return 1, int(is_contraction(func)), op_name(func), func.overloadpacket in FUSED_OPS, _mutated(func), paired
 
 
 def measure_span(function: Callable[..., Any], *args: Any, expand_fused: bool = True, **kwargs: Any) -> Span:

@@ -6,7 +6,9 @@ fast path...). The formulas it lacks come from :data:`seqlab.measure.ops.EXTRA_F
 records every op that really ran (the counting mode reports each op it runs; a decomposed op's parts come
 back to it one by one), so an op whose multiplications nobody can count is *named* in
 :attr:`WorkCount.unaccounted` rather than silently counted as 0. Per-op cost (issue 17): one dispatch mode,
-not two; an op that would not decompose runs at once; formulas get shapes without a pytree walk.
+not two; an op that would not decompose runs at once; formulas get shapes without a pytree walk. A count that a
+shape formula gives, and the census's arithmetic, depend on the op, the shapes and dtypes and the other arguments
+alone: they are worked out once per such signature in a pass and kept (issue 34, item 2).
 
 Which ops are accounted for (issue 21): an op with a formula is counted; an op on no floating-point data
 (integer ``isin`` inside ``generate()``, ``bincount``, integer ``floor_divide``, boolean masks) multiplies
@@ -255,9 +257,10 @@ class _OpCensus:
         self.paused = False  # while the counter reads nested sizes: its own ops are not the user's
 
     def record(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: object, flop: int | None,
-               plan: _Plan | None = None) -> None:
+               plan: _Plan | None = None, arithmetic: tuple[bool, int, str | None] | None = None) -> None:
         """One op ran: ``flop`` is what its formula charged (None without a formula); ``plan``: the op's
-        decisions (:func:`plan_of`), looked up when not given."""
+        decisions (:func:`plan_of`), looked up when not given; ``arithmetic``: (floating, FLOPs, uncosted name) of
+        this call when already known (:meth:`arithmetic_of`, kept per argument signature), else computed here."""
         if self.paused:
             return
         plan = plan or plan_of(func)
@@ -266,15 +269,23 @@ class _OpCensus:
             self.masked += self.zero_weights.observe(func, args, kwargs, out)
         if plan.free:
             return  # movement and selections: nothing to count in either unit (the common case, kept cheap)
-        floating = (isinstance(out, torch.Tensor) and (out.is_floating_point() or out.is_complex())) or \
-            has_floating((args, kwargs.values(), out))  # a float result settles it without a walk
+        floating, flops, unseen = arithmetic or self.arithmetic_of(func, args, kwargs, out, flop)
         if plan.unknown and floating:
             self.unaccounted[plan.name] += 1
-        flops, unseen = op_arithmetic(func, args, kwargs, out, flop, floating)
         if flops:
             self.arithmetic[plan.name] += flops
         if unseen:
             self.arithmetic_unaccounted[unseen] += 1
+
+    @staticmethod
+    def arithmetic_of(func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: object,
+                      flop: int | None) -> tuple[bool, int, str | None]:
+        """(whether the call touches floating data, its FLOPs in the all-arithmetic unit, the op's name when its cost
+        is not stated): what :meth:`record` adds, from shapes, dtypes and non-tensor arguments alone."""
+        floating = (isinstance(out, torch.Tensor) and (out.is_floating_point() or out.is_complex())) or \
+            has_floating((args, kwargs.values(), out))  # a float result settles it without a walk
+        flops, unseen = op_arithmetic(func, args, kwargs, out, flop, floating)
+        return floating, flops, unseen
 
     def snapshot(self) -> tuple:
         return tuple(Counter(c) for c in (self.calls, self.unaccounted, self.decomposed, self.arithmetic,
@@ -385,6 +396,31 @@ class _NestedCounter(FlopCounterMode):
         self.padded_extra = 0  # FLOPs the padded bound adds to the per-sequence count
         self.nested_seen = False
         self.products = ProductLedger()  # element-wise products a later sum may make contractions
+        self._formulas: dict[int, Callable | None] = {}  # id of the op -> its formula in this counter's registry
+        #: (op, argument signature) -> (formula's FLOPs, census arithmetic): decided once per op kind and shapes
+        self.by_signature: dict[tuple, tuple[int | None, tuple[bool, int, str | None]]] = {}
+
+    def formula_of(self, func: torch._ops.OpOverload) -> Callable | None:
+        """The op's FLOP formula in this counter's registry, or None; looked up once per op (an op packet's hash is
+        a Python call)."""
+        key = id(func)
+        if key not in self._formulas:
+            self._formulas[key] = self.flop_registry.get(func.overloadpacket)
+        return self._formulas[key]
+
+    def signature_key(self, func: torch._ops.OpOverload, formula: Callable | None, args: tuple, kwargs: dict,
+                      out: object) -> tuple | None:
+        """The key under which one call's count is kept (:attr:`by_signature`): the op and the shapes and dtypes of
+        its tensors with its other arguments, or None where the count may depend on more than that (a formula
+        that reads the tensors themselves, a nested tensor, an argument that cannot be a key)."""
+        if formula is not None and getattr(formula, "__code__", None) is not _SHAPE_WRAPPED:
+            return None
+        try:
+            key = (id(func), _signature(args), _signature(kwargs.values()), tuple(kwargs), _signature((out,)))
+            hash(key)
+        except TypeError:
+            return None
+        return key
 
     def __enter__(self) -> _NestedCounter:
         # FlopCounterMode.__enter__, with the dispatch mode below: the one place PyTorch's internals are used
@@ -490,16 +526,26 @@ class _NestedDispatch(_FlopCounterMode):
         """Charge one op that ran (``out`` its result): its formula's FLOPs to the modules running now, an
         outer product's multiplications, and the census of both units (``plan``: :func:`plan_of`)."""
         counter = self.counter
-        flop = None
+        flop = arithmetic = None
         if not plan.free:
             packet = func.overloadpacket
-            if packet in counter.flop_registry:
+            formula = counter.formula_of(func)
+            key = counter.signature_key(func, formula, args, kwargs, out)
+            known = None if key is None else counter.by_signature.get(key)
+            if known is not None:  # the same op on the same shapes: its formula's count and census, kept
+                flop, arithmetic = known
+                if formula is not None:
+                    counter.charge(packet, flop)
+            elif formula is not None:
                 before = counter.flop_counts["Global"][packet]
                 counter._count_flops(packet, out, args, kwargs)
                 flop = counter.flop_counts["Global"][packet] - before
-            elif plan.paired and not counter.census.paused:
+            if plan.paired and formula is None and not counter.census.paused:
                 counter.charge_products(func, args, kwargs, out)
-        counter.census.record(func, args, kwargs, out, flop, plan)
+            if known is None and key is not None:
+                arithmetic = counter.census.arithmetic_of(func, args, kwargs, out, flop)
+                counter.by_signature[key] = (flop, arithmetic)
+        counter.census.record(func, args, kwargs, out, flop, plan, arithmetic)
 
     def before(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, mode: TorchDispatchMode,
                plan: _Plan) -> object:
@@ -658,6 +704,21 @@ def _shapes(values) -> list:
     (``shape_wrapper``) passes on, without a pytree walk per op."""
     return [value.shape if isinstance(value, torch.Tensor) else
             type(value)(_shapes(value)) if isinstance(value, (list, tuple)) else value for value in values]
+
+
+def _signature(values) -> tuple:
+    """Each tensor as (shape, dtype), lists as tuples, other values as they are: what a count can depend on.
+
+    Raises:
+        TypeError: a nested tensor (no sizes to key by).
+    """
+    return tuple((value.shape, value.dtype) if isinstance(value, torch.Tensor) and not value.is_nested else
+                 _signature(value) if isinstance(value, (list, tuple)) else
+                 _refuse_nested() if isinstance(value, torch.Tensor) else value for value in values)
+
+
+def _refuse_nested():
+    raise TypeError("a nested tensor has no shape")
 
 
 def _padded(shapes: list[torch.Size]) -> torch.Size:
