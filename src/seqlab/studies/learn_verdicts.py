@@ -20,18 +20,20 @@ cell's chosen rate):
   attention's reach in the same seed; otherwise ``reach_does_not_separate``. (The reach of a trained
   recurrence with ρ > 1 varies between CPUs, so this verdict can differ between machines; the
   accuracy verdict above does not, by its margins.)
-* bypass (L3), for the LSTM and the GRU: ``bypass_learns`` at the longest T where the gated model's
-  mean is >= LEARNT and at least FAR_BELOW above the Elman RNN's; else, at the longest T where the
-  Elman RNN's mean is near chance, ``bypass_budget`` when the gated model is near chance too and **no**
-  seed stopped early (every run used its whole step budget: the budget, not the model, is what this
-  shows), otherwise ``bypass_partial``; else no bypass sentence.
+* bypass (L3), for the LSTM and the GRU: ``bypass_learns`` at the longest T where **every** seed of the
+  gated model is >= LEARNT and its lowest seed is at least FAR_BELOW above the Elman RNN's highest; else,
+  at the longest T where every seed of the Elman RNN is near chance, ``bypass_budget`` when every seed of
+  the gated model is near chance too and **no** seed stopped early (every run used its whole step budget:
+  the budget, not the model, is what this shows), otherwise ``bypass_partial``; else no bypass sentence.
 * ``order`` (L10): ``order_holds`` when attention without encoding is near chance in every seed and
   with the encoding above it in every seed; otherwise ``order_not``.
 * ``position`` (L10): ``position_holds`` when the per-position MLP is near chance in every seed and the
   best weight-sharing model (by mean) >= LEARNT in every seed; otherwise ``position_not``.
 
-Known results beyond the lesson, each either shown or said to be **not reproduced at this budget**
-(``known_not_reproduced``, with ``figures["result"]`` naming which, and the budget it had):
+Known results beyond the lesson, each either shown, said to be **not reproduced at this budget**
+(``known_not_reproduced``, with ``figures["result"]`` naming which, and the budget it had), or, when the run has
+none of the cells it needs (``--quick`` trains recall without T = 64; an interrupted sweep), said **not run**
+(``known_not_run``, with the lengths and pair counts the run had): none is left out silently.
 
 * ``gated_recall`` — the LSTM and the GRU recall the first token at T = :data:`GATED_T` (the problem
   the LSTM was built for, Hochreiter & Schmidhuber 1997): ``gated_recalls`` when every seed is >= LEARNT.
@@ -71,7 +73,7 @@ KNOWN_RESULTS = ("gated_recall", "attention_mqar", "state_limits")
 KINDS = ("recall_every_seed", "recall_on_average", "recall_no_contrast", "reach_explains", "reach_does_not_separate",
          "bypass_learns", "bypass_budget", "bypass_partial", "order_holds", "order_not", "position_holds",
          "position_not", "gated_recalls", "mqar_attention_recalls", "mqar_state_limits", "mqar_state_no_drop",
-         "known_not_reproduced")
+         "known_not_reproduced", "known_not_run")
 
 
 @dataclass(frozen=True)
@@ -152,16 +154,17 @@ def _bound(cell: Cell) -> float:
 
 
 def _bypass_kind(elman: Cell, gated: Cell) -> str:
-    if gated.learnt_task and gated.mean >= elman.mean + FAR_BELOW:
+    """Every seed decides: the gated model's lowest seed against LEARNT and the Elman RNN's highest seed."""
+    if gated.every_seed_learnt and gated.low - elman.high >= FAR_BELOW:
         return "bypass_learns"
-    if gated.near_chance and gated.learnt == 0:
+    if gated.every_seed_near_chance and gated.learnt == 0:
         return "bypass_budget"
     return "bypass_partial"
 
 
 def _bypass(result: LearnResult) -> list[Finding]:
-    """Per gated model: the longest T where it learns far above the Elman RNN; else the longest T where the
-    Elman RNN is near chance (the gated model then near chance too, or in between)."""
+    """Per gated model: the longest T where it learns far above the Elman RNN in every seed; else the longest T
+    where the Elman RNN is near chance in every seed (the gated model then near chance too, or in between)."""
     findings = []
     for model in GATED:
         pairs = {T: (e, g) for T in result.lengths.get("recall", ())
@@ -169,7 +172,7 @@ def _bypass(result: LearnResult) -> list[Finding]:
                  and (g := result.cell("recall", model, T)) is not None}
         kinds = {T: _bypass_kind(e, g) for T, (e, g) in pairs.items()}
         learns = [T for T in pairs if kinds[T] == "bypass_learns"]
-        failing = [T for T, (e, _) in pairs.items() if e.near_chance]
+        failing = [T for T, (e, _) in pairs.items() if e.every_seed_near_chance]
         if not learns and not failing:
             continue
         T = max(learns) if learns else max(failing)
@@ -294,6 +297,31 @@ def _mqar(result: LearnResult) -> list[Finding]:
     return attention + _mqar_state(result, width)
 
 
+def _not_run(result: LearnResult, task: str, findings: list[Finding]) -> list[Finding]:
+    """The known results of ``task`` that got no finding, shown or not reproduced: each said not run (``known_not_run``).
+
+    A known result needs cells this run may not have (``--quick`` trains recall without T = :data:`GATED_T`; an
+    interrupted sweep may not reach it; ``--models`` may leave attention out). ``figures["result"]`` names it and
+    the figures say what the run had instead: the task's lengths, and for mqar the pair counts at its longest T.
+    """
+    mine = {"recall": ("gated_recall",), "mqar": ("attention_mqar", "state_limits")}.get(task, ())
+    told = {f.figures.get("result") for f in findings if f.kind == "known_not_reproduced"}
+    told |= {"gated_recall" for f in findings if f.kind == "gated_recalls"}
+    told |= {"attention_mqar" for f in findings if f.kind == "mqar_attention_recalls"}
+    told |= {"state_limits" for f in findings if f.kind in ("mqar_state_limits", "mqar_state_no_drop")}
+    done = sorted({c.T for c in result.cells(task)})
+    longest = max(done, default=None)
+    pair_counts = tuple(sorted({c.pairs for c in result.cells(task) if c.T == longest and c.pairs is not None}))
+    missing = []
+    for name in mine:
+        if name in told:
+            continue
+        T = GATED_T if name == "gated_recall" else (longest or 0)
+        missing.append(Finding("known_not_run", task, T, None,
+                               {"result": name, "lengths": tuple(done), "pair_counts": pair_counts}))
+    return missing
+
+
 def learn_findings(result: LearnResult) -> tuple[Finding, ...]:
     """Every verdict the result allows, task by task (recall with its reach and bypass, order, position).
 
@@ -306,5 +334,6 @@ def learn_findings(result: LearnResult) -> tuple[Finding, ...]:
               "position": _position, "mqar": _mqar}
     findings: list[Finding] = []
     for task in result.lengths:
-        findings += makers[task](result)
+        found = makers[task](result)
+        findings += found + _not_run(result, task, found)
     return tuple(findings)
