@@ -441,3 +441,22 @@ def test_mqar_attention_at_one_length_says_what_its_cache_holds_there():
     assert "recalls the queried values at T = 64 with every number of pairs (2, 8) tested" in text
     assert "Its state, the KV cache, holds 16,448 B at T = 64 and grows with T." in text  # 4·(16 + 2·64·32)
     assert "guarda 16.448 B con T = 64" in _sentences(one, "es")
+
+
+def test_quick_mqar_sizes_say_they_cannot_show_the_state_limit():
+    """At --quick's own mqar sizes a state limit not shown is said out of reach, not "not reproduced"; the same
+    figures at the full run's sizes read "not reproduced"; a quick run that does show it shows it."""
+    flat = _mqar_result({("linear_attention", 8, 64, 8, 1): {"accuracy": 0.65}})  # no fall in every seed
+    quick = dataclasses.replace(flat, config=LearnConfig.quick(tasks=("mqar",), rates=(1e-2,)))
+    found = [(f.kind, f.figures.get("result")) for f in learn_findings(quick) if f.model is None]
+    assert found == [("known_not_run", "state_limits_quick")]
+    text = _sentences(quick)
+    assert "Known result out of reach of --quick: a mixer of fixed state should lose accuracy" in text
+    assert "(2 and 8 pairs, at most 2,000 steps) are too small to show it" in text
+    assert "no mixer of fixed state here loses" not in text
+    assert "Resultado conocido fuera del alcance de --quick" in _sentences(quick, "es")
+    assert [(f.kind, f.figures.get("result")) for f in learn_findings(flat) if f.model is None] == \
+        [("known_not_reproduced", "state_limits")]
+    shown = dataclasses.replace(_mqar_result(), config=quick.config)
+    assert ("mqar_state_limits", "linear_attention", None) in _findings(shown)
+    assert not [f for f in learn_findings(shown) if f.kind == "known_not_run"]

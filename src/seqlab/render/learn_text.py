@@ -257,6 +257,11 @@ def _not_run_templates(tl: Callable[[str], str]) -> dict[str, str]:
             "Known result not run: a mixer of fixed state should lose accuracy as the pairs outgrow its state "
             "(Zoology), which needs a mixer of fixed state and attention at two numbers of pairs or more at one T; "
             "this run has mqar at T = {lengths} with pairs {pair_counts} at the longest."),
+        "state_limits_quick": tl(
+            "Known result out of reach of --quick: a mixer of fixed state should lose accuracy as the pairs outgrow "
+            "its state (Zoology), but these sizes ({pairs_low} and {pairs_high} pairs, at most {steps} steps) are "
+            "too small to show it: measured at them, the mixer does not yet recall even the fewest pairs; run "
+            "seqlab learn without --quick to test it."),
     }
 
 
