@@ -20,8 +20,11 @@ from seqlab.learn.training import Run, TrainSettings
 from seqlab.render.learn import learn_json, learn_sentences, learn_table, render_learn, write_plots
 from seqlab.render.learn_text import finding_sentence, rate_text
 from seqlab.studies.learn import LearnConfig, LearnResult, quick_cuts, run_learn
-from seqlab.learn.selection import LEARNT
-from seqlab.studies.learn_verdicts import FAR_BELOW, REACH_MARGIN, learn_findings
+from seqlab.studies.learn_verdicts import learn_findings
+
+#: The thresholds as the docs state them, written here by hand (never imported: a test that reads the constant it
+#: checks follows any change of it, and a mutated threshold would pass).
+LEARNT, FAR_BELOW, REACH_MARGIN, NEAR_CHANCE = 0.9, 0.3, 1e-3, 0.15
 
 
 def _run(task, model, T, seed, accuracy, rho=None, reach=None, *, lr=1e-2, validation=None, learnt=None) -> Run:
@@ -460,3 +463,77 @@ def test_quick_mqar_sizes_say_they_cannot_show_the_state_limit():
     shown = dataclasses.replace(_mqar_result(), config=quick.config)
     assert ("mqar_state_limits", "linear_attention", None) in _findings(shown)
     assert not [f for f in learn_findings(shown) if f.kind == "known_not_run"]
+
+
+
+# --- Boundaries: each threshold with the measurement exactly at it and one float either side (issue 38) --------
+
+def _edge(high: float, gap: float) -> float:
+    """The largest x with high − x >= gap in floats (x at the boundary of a "gap below" rule)."""
+    x = high - gap
+    while high - x < gap:
+        x = math.nextafter(x, -math.inf)
+    while high - math.nextafter(x, math.inf) >= gap:
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+@pytest.mark.parametrize("step", [0, -1, 1])
+def test_recall_on_average_boundary_elman_mean_against_attentions_lowest_seed(step):
+    """Attention's lowest seed 0.98; both Elman seeds (so its mean) exactly FAR_BELOW under it, or one float
+    either side: "on average" at and below the boundary, no contrast above it."""
+    edge = _edge(0.98, FAR_BELOW)  # 0.68 give or take a float
+    x = {0: edge, -1: math.nextafter(edge, -math.inf), 1: math.nextafter(edge, math.inf)}[step]
+    result = _result({("recall", "elman", 64, s): {"accuracy": x} for s in (0, 1)})
+    assert _kinds(result)[("recall", None)] == ("recall_no_contrast" if step > 0 else "recall_on_average")
+
+
+@pytest.mark.parametrize("step", [0, -1, 1])
+def test_mqar_state_fall_boundary_lowest_few_against_highest_many(step):
+    """Linear attention's lowest seed at 2 pairs (0.8) against its highest at 8 pairs: exactly 0.3, ± one float."""
+    edge = _edge(0.8, FAR_BELOW)
+    high = {0: edge, -1: math.nextafter(edge, -math.inf), 1: math.nextafter(edge, math.inf)}[step]
+    result = _mqar_result({("linear_attention", 8, 64, 8, 1): {"accuracy": high},
+                           ("linear_attention", 8, 64, 8, 0): {"accuracy": min(high, 0.25)}})
+    kinds = {(f.kind, f.model) for f in learn_findings(result)}
+    assert (("mqar_state_limits", "linear_attention") in kinds) == (step <= 0)
+
+
+@pytest.mark.parametrize("factor, kind", [(1.0, "reach_explains"), (1.0 + 1e-12, "reach_does_not_separate")])
+def test_reach_margin_boundary(factor, kind):
+    """The Elman RNN's reach exactly 1e-3 of attention's (7.0), and a hair above."""
+    result = _result({("recall", "elman", 64, 1): {"reach": REACH_MARGIN * 7.0 * factor}})
+    assert next(f for f in learn_findings(result) if f.model == "elman").kind == kind
+
+
+@pytest.mark.parametrize("mean, learnt", [(0.9, True), (math.nextafter(0.9, 0.0), False)])
+def test_a_cell_learnt_on_average_boundary(mean, learnt):
+    cell, = summarise([_run("order", "attention", 8, 0, mean)], 1200)
+    assert cell.learnt_task is learnt and cell.every_seed_learnt is learnt
+
+
+@pytest.mark.parametrize("chance", [0.125, 0.5])
+def test_near_chance_boundary(chance):
+    bound = chance + NEAR_CHANCE * (1.0 - chance)  # 0.25625 for recall, 0.575 for two classes
+    assert near_chance(bound, chance) and not near_chance(math.nextafter(bound, 1.0), chance)
+    assert near_chance(math.nextafter(bound, 0.0), chance)
+
+
+@pytest.mark.parametrize("below, tied", [(1e-9, True), (1e-9 * (1 + 1e-5), False)])
+def test_a_validation_tie_boundary(below, tied):
+    """Mean validation accuracies 1e-9 apart are a tie (the lower loss wins); a hair further apart are not."""
+    best, other = 0.5, 0.5 - below
+    runs = [dataclasses.replace(_run("recall", "gru", 32, 0, 1.0, lr=1e-2), validation_accuracy=best,
+                                validation_loss=0.02),
+            dataclasses.replace(_run("recall", "gru", 32, 0, 1.0, lr=1e-3), validation_accuracy=other,
+                                validation_loss=0.01)]
+    assert choose_rate(runs)[0] == (1e-3 if tied else 1e-2)
+
+
+def test_mqar_with_one_pair_count_has_no_state_verdict():
+    """One number of pairs at the longest T: no fall can be read; the state limit is said not run, with the pairs."""
+    runs = tuple(r for r in _mqar_result().runs if r.pairs == 2)
+    result = dataclasses.replace(_mqar_result(), runs=runs, summary=summarise(runs, 2000))
+    found = [(f.kind, f.figures.get("result")) for f in learn_findings(result)]
+    assert not [k for k, _ in found if k.startswith("mqar_state")]
+    assert ("known_not_run", "state_limits") in found
