@@ -210,7 +210,9 @@ def test_bypass_learnt_boundary_at_every_seed(low, side):
 @pytest.mark.parametrize("step", ["at", "below", "above"])
 def test_bypass_margin_boundary_lowest_gated_over_highest_elman(step):
     """GRU seeds 1.0 and 0.98: its lowest minus the Elman RNN's highest against FAR_BELOW = 0.3, the Elman RNN's
-    highest seed set so that the difference is exactly 0.3 in floats, one float less, one float more."""
+    highest seed at the last float that keeps the difference >= 0.3, one float less, one float more. (No two
+    accuracies in [0.5, 1] differ by exactly 0.3 in floats — their difference is a multiple of 2⁻⁵³, 0.3 is not — so
+    ">=" and ">" cannot differ for a gated model that recalls: an equivalent mutant.)"""
     gru_low = 0.98
     edge = gru_low - FAR_BELOW
     while gru_low - edge < FAR_BELOW:  # the largest Elman accuracy with gru_low - elman >= FAR_BELOW exactly
@@ -490,10 +492,13 @@ def test_recall_on_average_boundary_elman_mean_against_attentions_lowest_seed(st
 
 @pytest.mark.parametrize("step", [0, -1, 1])
 def test_mqar_state_fall_boundary_lowest_few_against_highest_many(step):
-    """Linear attention's lowest seed at 2 pairs (0.8) against its highest at 8 pairs: exactly 0.3, ± one float."""
-    edge = _edge(0.8, FAR_BELOW)
+    """Linear attention's lowest seed at 2 pairs (0.75) against its highest at 8 pairs: exactly 0.3 (0.75 − 0.3 is
+    a float whose difference from 0.75 is 0.3 exactly, so ">=" and ">" differ here), ± one float."""
+    edge = _edge(0.75, FAR_BELOW)
+    assert 0.75 - edge == FAR_BELOW  # exactly at the boundary, not just past it
     high = {0: edge, -1: math.nextafter(edge, -math.inf), 1: math.nextafter(edge, math.inf)}[step]
-    result = _mqar_result({("linear_attention", 8, 64, 8, 1): {"accuracy": high},
+    result = _mqar_result({("linear_attention", 8, 64, 2, 1): {"accuracy": 0.75},
+                           ("linear_attention", 8, 64, 8, 1): {"accuracy": high},
                            ("linear_attention", 8, 64, 8, 0): {"accuracy": min(high, 0.25)}})
     kinds = {(f.kind, f.model) for f in learn_findings(result)}
     assert (("mqar_state_limits", "linear_attention") in kinds) == (step <= 0)
@@ -519,10 +524,11 @@ def test_near_chance_boundary(chance):
     assert near_chance(math.nextafter(bound, 0.0), chance)
 
 
-@pytest.mark.parametrize("below, tied", [(1e-9, True), (1e-9 * (1 + 1e-5), False)])
-def test_a_validation_tie_boundary(below, tied):
-    """Mean validation accuracies 1e-9 apart are a tie (the lower loss wins); a hair further apart are not."""
-    best, other = 0.5, 0.5 - below
+@pytest.mark.parametrize("step, tied", [(0, True), (-1, False), (1, True)])
+def test_a_validation_tie_boundary(step, tied):
+    """Mean validation accuracies 1e-9 apart are a tie (the lower loss wins); one float further apart are not."""
+    best, other = 0.5, 0.5 - 1e-9
+    other = {0: other, -1: math.nextafter(other, -math.inf), 1: math.nextafter(other, math.inf)}[step]
     runs = [dataclasses.replace(_run("recall", "gru", 32, 0, 1.0, lr=1e-2), validation_accuracy=best,
                                 validation_loss=0.02),
             dataclasses.replace(_run("recall", "gru", 32, 0, 1.0, lr=1e-3), validation_accuracy=other,
