@@ -40,9 +40,11 @@ def test_a_trend_reads_only_values_above_zero():
 
 def test_a_slope_needs_two_points_above_zero_at_two_lengths():
     assert loglog_slope([1, 2], [1, 2]) == pytest.approx(1.0)
-    for xs, ys in (([1], [1]), ([1, 2], [1, 0.0]), ([0.0, 2], [1, 2]), ([2, 2], [1, 2])):
-        with pytest.raises(SeqlabError):
+    for xs, ys in (([1], [1]), ([1, 2], [1, 0.0]), ([0.0, 2], [1, 2])):
+        with pytest.raises(SeqlabError, match="two or more points with finite values > 0"):
             loglog_slope(xs, ys)
+    with pytest.raises(SeqlabError, match="at least two different x"):
+        loglog_slope([2, 2], [1, 2])
 
 
 # --- decode: counts and bytes win when strictly fewer; times need a decision -----------------------------------
