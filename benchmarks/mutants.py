@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EPSILON = 1e-6
 #: The modules of the verdict rules and the tests that cover each (a pytest selection, run with -x).
 MODULES: dict[str, list[str]] = {
-    "rounds": ["seqlab/measure/rounds.py", "tests/test_rounds.py"],
+    "rounds": ["seqlab/measure/rounds.py", "tests/test_rounds.py", "tests/test_verdict_boundaries.py"],
     "timing": ["seqlab/measure/timing.py", "tests/test_timing.py"],
     "fit": ["seqlab/fit.py", "tests/test_fit.py", "-k",
             "not table1_modern and not issues_example and not window_of_one and not regime_follows"],

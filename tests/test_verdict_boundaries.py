@@ -8,6 +8,7 @@ it. ``benchmarks/mutants.py`` reports which single-point changes of these rules 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 
@@ -110,3 +111,71 @@ def test_a_growth_needs_two_positions():
     one = (DecodeStep("x", 16, 8, 1, 0, 0, 1024),)
     two = one + (DecodeStep("x", 256, 8, 1, 0, 0, 16384),)
     assert state_growth(one, ("x",)) == () and state_growth(two, ("x",))[0].kind == "linear"
+
+
+# --- rounds: a lead must clear ×1.2 in the quartiles and the quickest rounds; 3 rounds at least ----------------
+
+def _classify(a: float, b: float, rounds: int = 5, margin: float | None = None) -> str:
+    from seqlab.measure.rounds import MARGIN, classify
+
+    return classify((a,) * rounds, (b,) * rounds, MARGIN if margin is None else margin)
+
+
+@pytest.mark.parametrize("a, outcome", [(1.2, "tie"), (math.nextafter(1.2, 2.0), "b_first"),
+                                        (math.nextafter(1.2, 0.0), "tie")])
+def test_b_first_needs_a_ratio_above_the_margin(a, outcome):
+    """a's time over b's (1.0) exactly 1.2: a tie, at the margin; one float above: b finished first. The default
+    margin is MARGIN, 1.2 as documented (written here by hand)."""
+    assert _classify(a, 1.0) == outcome
+
+
+@pytest.mark.parametrize("b, outcome", [(1.2, "tie"), (math.nextafter(1.2, 2.0), "a_first"),
+                                        (math.nextafter(1.2, 0.0), "tie")])
+def test_a_first_needs_a_ratio_below_one_over_the_margin(b, outcome):
+    """1.0 / 1.2 is exactly the threshold 1 / margin: a tie; a b one float slower: a finished first."""
+    assert _classify(1.0, b) == outcome
+
+
+@pytest.mark.parametrize("rounds, outcome", [(2, "not_judged"), (3, "a_first")])
+def test_three_rounds_decide_two_do_not(rounds, outcome):
+    assert _classify(1.0, 2.0, rounds) == outcome
+
+
+@pytest.mark.parametrize("margin, refused", [(1.0, True), (math.nextafter(1.0, 2.0), False)])
+def test_a_margin_must_exceed_one(margin, refused):
+    if refused:
+        with pytest.raises(SeqlabError, match="margin must be a finite number > 1"):
+            _classify(1.0, 2.0, margin=margin)
+    else:
+        assert _classify(1.0, 2.0, margin=margin) == "a_first"
+
+
+@pytest.mark.parametrize("seconds, refused", [(0.0, True), (5e-324, False)])
+def test_a_time_must_be_above_zero(seconds, refused):
+    from seqlab.measure.rounds import classify
+
+    if refused:
+        with pytest.raises(SeqlabError, match="every time must be finite and > 0"):
+            classify((seconds, 1.0, 1.0), (1.0,) * 3, 1.2)
+    else:
+        assert classify((seconds, 1.0, 1.0), (1.0,) * 3, 1.2) in ("a_first", "not_judged", "tie")
+
+
+@pytest.mark.parametrize("ratio, lead", [(2.0, 2.0), (0.5, 2.0), (1.0, 1.0)])
+def test_the_lead_is_at_least_one(ratio, lead):
+    from seqlab.measure.rounds import Decision
+
+    decision = Decision(a="a", b="b", outcome="tie", ratio=ratio, low=ratio, high=ratio, margin=1.2, rounds=5)
+    assert decision.lead == lead
+
+
+def test_the_cpu_clock_must_see_every_block():
+    """A CPU time of 0 (a block shorter than the CPU clock's tick) confirms nothing: the wall clock's winner is
+    not named; a CPU time just above 0 that agrees names it."""
+    from seqlab.measure.rounds import decide
+
+    wall = {"a": (1.0,) * 5, "b": (2.0,) * 5}
+    seen = Rounds(wall, {}, {}, 1, "cpu", None, cpu_per_round={"a": (1.0,) * 5, "b": (2.0,) * 5})
+    unseen = Rounds(wall, {}, {}, 1, "cpu", None, cpu_per_round={"a": (0.0,) * 5, "b": (2.0,) * 5})
+    assert decide(seen, "a", "b", 1.2).outcome == "a_first"
+    assert decide(unseen, "a", "b", 1.2).outcome == "not_judged"
