@@ -161,7 +161,7 @@ def test_a_time_must_be_above_zero(seconds, refused):
         assert classify((seconds, 1.0, 1.0), (1.0,) * 3, 1.2) in ("a_first", "not_judged", "tie")
 
 
-@pytest.mark.parametrize("ratio, lead", [(2.0, 2.0), (0.5, 2.0), (1.0, 1.0)])
+@pytest.mark.parametrize("ratio, lead", [(2.0, 2.0), (0.5, 2.0), (1.0, 1.0), (1.5, 1.5)])
 def test_the_lead_is_at_least_one(ratio, lead):
     from seqlab.measure.rounds import Decision
 
@@ -179,3 +179,37 @@ def test_the_cpu_clock_must_see_every_block():
     unseen = Rounds(wall, {}, {}, 1, "cpu", None, cpu_per_round={"a": (0.0,) * 5, "b": (2.0,) * 5})
     assert decide(seen, "a", "b", 1.2).outcome == "a_first"
     assert decide(unseen, "a", "b", 1.2).outcome == "not_judged"
+
+
+@pytest.mark.parametrize("a, b, original", [
+    ((1.2,) * 4 + (1.2,), (1.0,) * 4 + (0.9,), "tie"),  # quartile exactly 1.2, quickest rounds above it
+    ((1.2,) + (1.5,) * 4, (1.0,) * 5, "not_judged"),  # quickest rounds exactly 1.2, quartile above it
+    ((0.8,) + (1.0,) * 4, (1.2,) * 5, "tie"),  # upper quartile exactly 1/1.2, quickest rounds below it
+    ((1.0,) * 5, (1.2,) + (2.0,) * 4, "not_judged"),  # quickest rounds exactly 1/1.2, upper quartile below it
+])
+def test_each_half_of_a_lead_is_strict_at_the_margin(a, b, original):
+    """A lead needs both the quartile and the quickest rounds past the margin, each strictly: one of them exactly at
+    1.2 (or 1/1.2) and the other past it decides nothing."""
+    from seqlab.measure.rounds import classify
+
+    assert classify(a, b, 1.2) == original
+
+
+def test_the_quartiles_of_one_and_of_two_rounds():
+    """One round: its ratio is both quartiles; two rounds: the inclusive quartiles between them."""
+    from seqlab.measure.rounds import decide
+
+    one = decide(Rounds({"a": (2.0,), "b": (1.0,)}, {}, {}, 1, "cpu", None), "a", "b", 1.2)
+    assert (one.low, one.high, one.outcome) == (2.0, 2.0, "not_judged")
+    two = decide(Rounds({"a": (1.0, 2.0), "b": (1.0, 1.0)}, {}, {}, 1, "cpu", None), "a", "b", 1.2)
+    assert (two.low, two.high) == (1.25, 1.75)
+
+
+def test_a_clock_that_does_not_move_times_one_call_per_block():
+    """A warm-up measured at 0 s (a clock too coarse for one call) gives one call per block, not a division by 0."""
+    from seqlab.measure.rounds import measure_rounds
+    from seqlab.measure.timing import MachineLoad
+
+    rounds = measure_rounds({"a": lambda: None, "b": lambda: None}, rounds=3, clock=lambda: 0.0,
+                            load=MachineLoad(0.0, 2, False), threads=1)
+    assert rounds.calls == {"a": 1, "b": 1}
