@@ -16,7 +16,9 @@ input can see, such as ``x < 0`` ↔ ``x <= 0`` where x is a positive count); th
 
     PYTHONPATH=src python benchmarks/mutants.py [--modules fit rounds ...] [--timeout 120] [--out FILE]
 
-Costs: one pytest session per mutant, seconds each (a survivor runs its whole test selection).
+Costs: one pytest session per mutant, 10–60 s each on a shared 2-core machine (a survivor runs its whole test
+selection). Measured on 2026-12-06 (benchmarks/results/mutants-2026-12-06.txt): over learn_verdicts, selection,
+verdicts, decode and rounds, main's tests let 66 of 90 mutants live; this branch's 2 of 91, both equivalent.
 """
 
 from __future__ import annotations
