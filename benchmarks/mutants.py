@@ -82,7 +82,7 @@ def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _changes(value: int | float) -> list[int | float]:
+def _changes(value: float) -> list[float]:
     return [value + 1, value - 1] if isinstance(value, int) else [value * (1 + EPSILON), value * (1 - EPSILON)]
 
 
@@ -132,7 +132,7 @@ class _Timeout(Exception):
     pass
 
 
-def _alarm(signum, frame):  # noqa: ARG001
+def _alarm(signum, frame):
     raise _Timeout()
 
 
@@ -148,8 +148,7 @@ class _FirstFailure:
 
 
 def _fresh_seqlab() -> None:
-    for name in [m for m in sys.modules if m == "seqlab" or m.startswith("seqlab.") or m == "conftest"
-                 or m.startswith("tests.") or m.startswith("test_")]:
+    for name in [m for m in sys.modules if m in ("seqlab", "conftest") or m.startswith(("seqlab.", "tests.", "test_"))]:
         del sys.modules[name]
 
 

@@ -15,9 +15,15 @@ import pytest
 from seqlab.errors import SeqlabError
 from seqlab.measure.decode import DecodeStep
 from seqlab.measure.rounds import Rounds
-from seqlab.studies.decode import DecodeConfig, TimedPosition, check_decode_config, decide_wins, fastest, state_growth
+from seqlab.studies.decode import (
+    DecodeConfig,
+    TimedPosition,
+    check_decode_config,
+    decide_wins,
+    fastest,
+    state_growth,
+)
 from seqlab.studies.verdicts import loglog_slope, power_trend
-
 
 # --- verdicts.py: a trend needs 3 lengths spanning ×4 -------------------------------------------------------------
 
