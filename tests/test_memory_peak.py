@@ -135,6 +135,11 @@ def test_math_path_temporaries_inside_one_op(T):
     assert peak.inside_op_bytes == T * T + T + 4
     assert peak.allocator_peak_op == "aten.scalar_tensor"  # the last allocation before the peak's frees
     assert 0.10 < peak.inside_op_bytes / peak.allocator_peak_bytes < 0.12  # the ~11 % a dispatch mode misses
+    # what the allocator's peak holds, named: the scores, the weights and the T×T mask the dispatch mode misses
+    assert peak.allocator_largest[:3] == (("aten.bmm", 4 * T * T), ("aten._softmax", 4 * T * T),
+                                          ("aten.isneginf", T * T))
+    # the figure to print is the allocator's, not a bound
+    assert (peak.held_bytes, peak.held_is_bound) == (peak.allocator_peak_bytes, False)
 
 
 def test_views_allocate_nothing_but_a_scalar_wrapper():
@@ -151,3 +156,4 @@ def test_an_outer_profiler_leaves_the_allocator_figure_absent():
     with profile(activities=[ProfilerActivity.CPU]):
         peak = measure_peak_memory(lambda: torch.zeros(1000))
     assert (peak.peak_bytes, peak.allocator_peak_bytes, peak.inside_op_bytes) == (4000, None, None)
+    assert (peak.held_bytes, peak.held_is_bound, peak.allocator_largest) == (4000, True, ())  # a named bound

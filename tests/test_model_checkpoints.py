@@ -179,7 +179,8 @@ def test_the_kind_and_its_sentence_follow_the_measured_patterns(decoder_result):
              if m.mixes and m.layer == 2 else m for m in result.modules]
     shown = dataclasses.replace(result, modules=tuple(wrong))
     (said,) = [s for s in model_sentences(shown, "en") if "L11" in s]
-    assert shown.kind == "mixed" and said.startswith("Not as the lesson says (L11)")
+    assert shown.kind == "mixed" and said.startswith("Not one pattern (L11)")
+    assert "do not all mix the same way: causal; all-to-all" in said and " or " not in said  # the patterns found
     # the decoder's order sentence holds only while shuffling changes its last layer with the positions off
     off = result.order_without_positions
     assert not off.depths[-1].holds and off.depths[0].holds  # the embeddings only move; the mask tells order
@@ -434,3 +435,52 @@ def test_a_tokenizer_rebuilt_as_byte_level_bpe_is_blamed_not_the_text(cli, check
     with pytest.raises(SeqlabError, match="the text .3 characters. gives no word pieces") as blank:
         encode(load_encoder(torch.float64, checkpoints["gpt2"]), "   ")
     assert blank.value.parameter == "text"
+
+
+# --- Patterns named with their parameters (issue 38, item 10) ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def window_of_3(tmp_path_factory):
+    """``seqlab model`` on a tiny Mistral saved with ``sliding_window=3`` (built from its config class)."""
+    folder = tmp_path_factory.mktemp("mistral-window-3")
+    _mistral(3).save_pretrained(folder)
+    _tokenizer(False).save_pretrained(folder)
+    return inspect_model(LONG, model=str(folder), mixing_tokens=5)
+
+
+def test_a_sliding_window_checkpoint_names_its_band_and_width(window_of_3):
+    """Every mixing module reads the causal band of width 3, measured: the kind is "band", the Figure-1 sentence
+    names the band and its width (no either-or), and the order sentence says the mask tells the order."""
+    from seqlab.measure.mixing import Band
+
+    result = window_of_3
+    assert result.kind == "band" and result.band == Band(2, 0) and result.band.width == 3
+    (said,) = [s for s in model_sentences(result, "en") if "L11" in s]
+    assert said.startswith("As the lesson says (L11)") and "each reads the same causal band of width 3 " \
+        "(j − 3 < i ≤ j), the window its attention is restricted to" in said
+    assert " or " not in said
+    (order,) = [s for s in model_sentences(result, "en") if "L10" in s]
+    assert order.startswith("As the lesson says of a masked attention (L10)") and "causal band of width 3" in order
+    (es,) = [s for s in model_sentences(result, "es") if "L11" in s]
+    assert "cada uno lee la misma banda causal de anchura 3 (j − 3 < i ≤ j)" in es
+
+
+def test_the_band_sentence_follows_the_measured_band(window_of_3):
+    """Patch the measurement: one module reading a band of width 4 -> no single band, both named with their widths;
+    every module per row -> nothing mixes; a mixing module without attention -> counted and said."""
+    from seqlab.measure.mixing import Band
+
+    result = window_of_3
+    wider = [dataclasses.replace(m, band=Band(3, 0)) if m.mixes and m.layer == 2 else m for m in result.modules]
+    shown = dataclasses.replace(result, modules=tuple(wider))
+    (said,) = [s for s in model_sentences(shown, "en") if "L11" in s]
+    assert shown.kind == "mixed" and shown.band is None
+    assert said.startswith("Not one pattern (L11)") and "causal band of width 3 (j − 3 < i ≤ j); causal band of " \
+        "width 4 (j − 4 < i ≤ j)" in said
+    still = [dataclasses.replace(m, mixes=False, pattern="per-row", patterns=("per-row",), band=None)
+             for m in result.modules]
+    (said,) = [s for s in model_sentences(dataclasses.replace(result, modules=tuple(still)), "en") if "L11" in s]
+    assert said.startswith("Not as the lesson says (L11): none of the 27 modules measured mixes positions")
+    stray = [dataclasses.replace(m, contains_attention=False) if m.name == "layers.0" else m for m in result.modules]
+    (said,) = [s for s in model_sentences(dataclasses.replace(result, modules=tuple(stray)), "en") if "L11" in s]
+    assert "1 mix positions without containing an attention and 0 contain an attention" in said

@@ -3,7 +3,12 @@
 Unit: **multiplications**, the lesson's unit; one multiply-add counts as one multiplication.
 PyTorch's convention is FLOPs, which counts a multiply-add as two: ``flops(m) = 2 * m``.
 Bias additions, the tanh, the softmax (exp, sum, division) and the -inf fill of a mask are
-left out everywhere; the Q, K, V projections are counted apart, by
+left out everywhere, and so is every element-wise product inside a step (a gate, a decay): one rule for every
+count, :mod:`seqlab.measure.work`'s — an outer product is counted (one multiplication per output element: Mamba's
+(Δ_t ⊙ u_t) ⊗ B_t), and so is a product summed over a dimension (a contraction: a depthwise convolution over its
+window, E·k in a Mamba step). A state's bytes are the storage it keeps alive, not the rows it will read: a sliding
+window keeps w rows (:func:`sliding_window_cache_rows`), though the next token reads w − 1 (docs: engine.md, "One
+convention per count"). The Q, K, V projections are counted apart, by
 :func:`projection_multiplications`, and the output projection by :func:`output_projection_multiplications`.
 Each function's docstring gives its source (a lesson claim L1…L12, or the paper). Each is registered where it
 is defined, ``@closed_form(formula, source)``; the table below is :func:`closed_form_table`, written from that

@@ -187,7 +187,10 @@ def step_multiplications(machine: str, t: int, d_model: int, batch: int = 1) -> 
     Scope: each machine's own layer. Linear attention's includes its output projection W_o; seqlab's
     :class:`~seqlab.layers.attention.SelfAttention` (both attention decoders) has none.
 
-    All times ``batch``. Biases, tanh, softmax and the 1/sqrt(d) scaling are not multiplications here.
+    All times ``batch``. Biases, tanh, softmax and the 1/sqrt(d) scaling are not multiplications here. The one
+    convention of every count (:mod:`seqlab.cost`; docs: engine.md, "One convention per count"): element-wise
+    products inside a step are left out, outer products and products summed over a window (a depthwise
+    convolution) are counted.
 
     >>> step_multiplications("attention_kv_cache", 16, 256)  # 3 * 256**2 + 2 * 16 * 256
     204800

@@ -91,8 +91,14 @@ class PeakMemory:
         allocator_peak_bytes: the most bytes held at once by memory allocated during the pass, temporaries
             inside an op included, from the allocator's events (bytes; >= ``peak_bytes``); None when another
             profiler was running.
-        allocator_peak_op: the innermost op running when ``allocator_peak_bytes`` was reached
-            (``"aten.isneginf"`` inside SDPA's math path); ``""`` for an allocation outside any op.
+        allocator_peak_op: the innermost op running when ``allocator_peak_bytes`` was reached: the op of the
+            allocation that tipped the count, which may be a small one (``"aten.scalar_tensor"`` inside SDPA's
+            math path, allocated while the T×T mask of ``aten.isneginf`` is live); ``""`` for an allocation
+            outside any op. What the peak *holds* is :attr:`allocator_largest`.
+        allocator_largest: the :data:`LARGEST` largest allocations live at ``allocator_peak_bytes``, as
+            (innermost op that allocated it, bytes), largest first: on SDPA's math path the scores
+            (``aten.bmm``), the weights (``aten._safe_softmax``) and the T×T boolean of ``aten.isneginf`` that
+            ``peak_bytes`` does not see.
     """
 
     peak_bytes: int
@@ -105,6 +111,19 @@ class PeakMemory:
     unseen: dict[str, int]
     allocator_peak_bytes: int | None = None
     allocator_peak_op: str = ""
+    allocator_largest: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def held_bytes(self) -> int:
+        """The pass's peak as a figure to print: the allocator's (every allocation, temporaries inside an op
+        included) when its events were taken, else ``peak_bytes``, a lower bound (see :attr:`held_is_bound`)."""
+        return self.peak_bytes if self.allocator_peak_bytes is None else self.allocator_peak_bytes
+
+    @property
+    def held_is_bound(self) -> bool:
+        """True when :attr:`held_bytes` is only a lower bound: no allocator events (another profiler running),
+        so what ops allocate and free inside themselves is unseen."""
+        return self.allocator_peak_bytes is None
 
     @property
     def inside_op_bytes(self) -> int | None:
@@ -273,7 +292,7 @@ def measure_peak_memory(function: Callable[..., Any], *args: Any, **kwargs: Any)
                       allocations=tracker.allocations, external_bytes=sum(tracker.external.values()),
                       largest=largest, peak_op=tracker.peak_op, unseen=dict(tracker.unseen),
                       allocator_peak_bytes=events.peak if events.taken else None,
-                      allocator_peak_op=events.peak_op)
+                      allocator_peak_op=events.peak_op, allocator_largest=events.largest)
 
 
 #: PyTorch's profiler scope around a call into a Python dispatch mode.
@@ -290,6 +309,7 @@ class _AllocatorPeak:
         self.taken = False
         self.peak = 0
         self.peak_op = ""
+        self.largest: tuple[tuple[str, int], ...] = ()
 
     def read(self, profiler: Any) -> None:
         """Replay the allocation events in time order: + size on an allocation, - its size when that pointer
@@ -303,23 +323,32 @@ class _AllocatorPeak:
             if event.typed[0] == _EventType.Allocation:
                 events.append(event)
         events.sort(key=lambda e: (e.start_time_ns, e.extra_fields.id))
-        live: dict[tuple, int] = {}
-        current = 0
-        for event in events:
-            if event.parent is not None and event.parent.name == _DISPATCH_MODE_SCOPE:
-                continue  # scalars wrapped for the dispatch mode's Python call: the measurement's own bytes
+        events = [e for e in events if e.parent is None or e.parent.name != _DISPATCH_MODE_SCOPE]  # the
+        # dispatch mode's own scalars, wrapped for its Python call, are the measurement's bytes, not the pass's
+        peak_at = self._replay(events, len(events), find=True)
+        live = self._replay(events, peak_at + 1, find=False)  # again, up to the peak: what it holds
+        self.largest = tuple(sorted(((op, size) for size, op in live.values()), key=lambda p: -p[1]))[:LARGEST]
+        self.taken = True
+
+    def _replay(self, events: list, stop: int, *, find: bool) -> Any:
+        """+ size on an allocation, − its size on that pointer's free, over ``events[:stop]``. ``find``: sets
+        ``peak`` and ``peak_op`` and returns the index of the peak's event (−1: no allocation); else returns the
+        blocks live after ``events[:stop]`` ({(device, pointer): (bytes, innermost op)})."""
+        live: dict[tuple, tuple[int, str]] = {}
+        current, peak_at = 0, -1
+        for index, event in enumerate(events[:stop]):
             fields = event.extra_fields
             key = (str(fields.device), fields.ptr)
             if fields.alloc_size > 0:
-                stale = live.pop(key, 0)  # a pointer allocated again without its free seen
+                stale = live.pop(key, (0, ""))[0]  # a pointer allocated again without its free seen
                 current += fields.alloc_size - stale
-                live[key] = fields.alloc_size
-                if current > self.peak:
-                    self.peak = current
-                    self.peak_op = event.parent.name.replace("::", ".") if event.parent is not None else ""
+                op = event.parent.name.replace("::", ".") if event.parent is not None else ""
+                live[key] = (fields.alloc_size, op)
+                if find and current > self.peak:
+                    self.peak, self.peak_op, peak_at = current, op, index
             else:
-                current -= live.pop(key, 0)
-        self.taken = True
+                current -= live.pop(key, (0, ""))[0]
+        return peak_at if find else live
 
 
 @contextlib.contextmanager

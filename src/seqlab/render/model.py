@@ -230,8 +230,25 @@ def _mixing_sentence(result: ModelResult, lang: str) -> str:
                   "positions are exactly those that contain an attention, and each mixes causally (row i reads rows "
                   "1 to i only), as masked self-attention does; the other {rest} act on one row at a "
                   "time.").format(**values)
-    return tr("Not as the lesson says (L11): the modules that mix positions are not exactly those that contain an "
-              "attention, or they do not all mix the same way (all-to-all or causal); see the table.").format(**values)
+    if attention_only and mixing and result.kind == BAND:
+        return tr("As the lesson says (L11): of the {total} modules measured, the {mixing} that mix positions are "
+                  "exactly those that contain an attention, and each reads the same {band}, the window its attention "
+                  "is restricted to; the other {rest} act on one row at a time.").format(
+            band=band_text(result.band, lang), **values)
+    if not mixing:
+        return tr("Not as the lesson says (L11): none of the {total} modules measured mixes positions, not even those "
+                  "that contain an attention; see the table.").format(**values)
+    if not attention_only:
+        values.update(without=format_integer(sum(m.mixes and not m.contains_attention for m in result.modules), lang),
+                      idle=format_integer(sum(m.contains_attention and not m.mixes for m in result.modules), lang))
+        return tr("Not as the lesson says (L11): of the {total} modules measured, {without} mix positions without "
+                  "containing an attention and {idle} contain an attention but act on one row at a time; see the "
+                  "table.").format(**values)
+    ways = list(dict.fromkeys(pattern_name(p, lang, m.band if p == BAND else None)
+                              for m in mixing for p in (m.patterns or (m.pattern,))))
+    return tr("Not one pattern (L11): the {mixing} modules that mix positions are exactly those that contain an "
+              "attention, but they do not all mix the same way: {ways}; see the table.").format(
+        ways="; ".join(ways), **values)
 
 
 def _closest_depth(check: OrderCheck):
@@ -261,7 +278,8 @@ def _order_sentence(result: ModelResult, lang: str) -> str:
                   "rounding and the float64 rerun does not settle it, so this run does not show that shuffling only "
                   "moves the rows.").format(dtype=result.dtype, depth=_depth_name(unsettled[0].depth, lang),
                                             change=format_number(unsettled[0].max_abs_change, lang))
-    if result.kind != "causal" and all(row.holds is True for row in off.depths) and on.depths[last].holds is False:
+    if result.kind not in ("causal", BAND) and all(row.holds is True for row in off.depths) \
+            and on.depths[last].holds is False:
         return tr("As the lesson says (L10): with the positions off ({how}), shuffling the tokens only shuffled "
                   "every layer's output rows, each depth within its own rounding tolerance (closest to it: {depth}, "
                   "max |Δ| = {off} against a tolerance of {tol}); with them on, the output of layer {layer} changed "
@@ -272,6 +290,13 @@ def _order_sentence(result: ModelResult, lang: str) -> str:
         return tr("As the lesson says of a decoder (L10): even with the positions off ({how}), shuffling the tokens "
                   "changed the output of {depth} by up to {off} against a tolerance of {tol}: row i reads rows 1 to i "
                   "only, so the causal mask itself tells the model the order; with the positions on, layer {layer} "
+                  "changed by up to {on}.").format(**values)
+    if result.kind == BAND and off.depths[last].holds is False and on.depths[last].holds is False:
+        values.update(depth=_depth_name(last, lang), off=format_number(off.depths[last].max_abs_change, lang),
+                      tol=format_number(off.depths[last].tolerance, lang), band=band_text(result.band, lang))
+        return tr("As the lesson says of a masked attention (L10): even with the positions off ({how}), shuffling the "
+                  "tokens changed the output of {depth} by up to {off} against a tolerance of {tol}: each row reads "
+                  "only a {band}, so the mask itself tells the model the order; with the positions on, layer {layer} "
                   "changed by up to {on}.").format(**values)
     return tr("Not as the lesson says (L10): with the positions off ({how}), {depth} changed by {off} against a "
               "tolerance of {tol} there (the largest change for its tolerance); with them on, layer {layer} changed "

@@ -49,7 +49,7 @@ from seqlab.layers.pretrained import (
     model_config,
     pad,
 )
-from seqlab.measure.mixing import dependency_matrix
+from seqlab.measure.mixing import BAND, Band, dependency_matrix
 from seqlab.measure.modules import record_inputs
 from seqlab.studies.model_mixing import ModuleMixing, measure_mixing, row_call  # noqa: F401  (re-exported)
 from seqlab.studies.model_order import LayerOrder, OrderCheck, measure_model_order  # noqa: F401  (re-exported)
@@ -166,12 +166,25 @@ class ModelResult:
         return torch.finfo(getattr(torch, self.softmax_dtype)).eps > torch.finfo(getattr(torch, self.dtype)).eps
 
     @property
+    def band(self) -> Band | None:
+        """The band every mixing module reads, measured, when they all read the same one (a sliding window of w:
+        a causal band of width w), else None."""
+        mixing = [m for m in self.modules if m.mixes]
+        bands = {m.band for m in mixing}
+        if mixing and all(m.pattern == BAND for m in mixing) and len(bands) == 1:
+            return bands.pop()
+        return None
+
+    @property
     def kind(self) -> str:
         """The model's kind, measured: ``"all-to-all"`` (an encoder) or ``"causal"`` (a decoder) when every
-        mixing module of every sequence has that pattern; ``"none"`` when nothing mixes; else ``"mixed"``."""
+        mixing module of every sequence has that pattern; ``"band"`` when every one reads the same band
+        (:attr:`band`: its width read from the measurement); ``"none"`` when nothing mixes; else ``"mixed"``."""
         patterns = {pattern for m in self.modules if m.mixes for pattern in (m.patterns or (m.pattern,))}
         if not patterns:
             return "none"
+        if self.band is not None:
+            return BAND
         return patterns.pop() if len(patterns) == 1 and patterns <= {"all-to-all", "causal"} else "mixed"
 
     @property
