@@ -122,6 +122,18 @@ def test_a_forged_host_gets_400_and_nothing_runs():
         assert allowed.get("/").status_code == 200
 
 
+@pytest.mark.parametrize("header", ["127.0.0.1:abc", "localhost:evil", "[::1]evil.example", "localhost:8000:1",
+                                    "localhost evil", "[::1", "127.0.0.1:123456", "[localhost]:8000"])
+def test_a_host_with_a_bad_port_or_trailing_text_is_refused_like_a_foreign_host(header):
+    app = create_app("en", host="127.0.0.1")
+    with TestClient(app) as client:
+        response = client.get("/api/cost", params={"T": 5}, headers={"Host": header})
+        assert response.status_code == 400
+        assert response.json()["detail"][0]["type"] == "host_not_allowed"
+        assert client.get("/api/cost", params={"T": 5}, headers={"Host": "[0:0:0:0:0:0:0:1]:8000"}).status_code == 200
+        assert client.get("/api/cost", params={"T": 5}, headers={"Host": "LOCALHOST:8000"}).status_code == 200
+
+
 def asgi_get(app, path: str, query: bytes = b"", accept: bytes = b"text/html") -> tuple[int, str]:
     """One GET through the ASGI interface with ``path`` exactly as a raw request line carries it (an HTTP client
     would read ``//evil.example/x`` as another host)."""
