@@ -114,6 +114,9 @@ def band_view(band: dict | None) -> dict | None:
 def measure(T_source: int, T_target: int, d_model: int, heads: int, seed: int, lang: str) -> FigureResponse:
     """Measure Figure 1 with :func:`seqlab.studies.figure.measure_figure` and translate its labels (in a worker).
 
+    The tokens are the built-in story in the page's language, cut in two (source, then target), so that a page
+    shows no words of the other language (:func:`seqlab.studies.figure.figure_tokens` with ``text``).
+
     >>> r = measure(4, 3, 8, 2, 0, "en")
     >>> r.available, len(r.boxes), r.lit[0]
     (True, 15, 'encoder.self_attention')
@@ -127,10 +130,13 @@ def measure(T_source: int, T_target: int, d_model: int, heads: int, seed: int, l
         return FigureResponse(available=False, reason=f"seqlab.studies.figure is not available ({error})")
     from seqlab.render.json_output import to_jsonable
 
+    from seqlab.text import builtin_text
+
     figure.check_figure_arguments(T_source, T_target, d_model, heads, seed)
+    story = builtin_text(lang)
     data = to_jsonable(figure.measure_figure(T_source=T_source, T_target=T_target, d_model=d_model, heads=heads,
-                                             seed=seed))
-    source, target = figure.figure_tokens(T_source, T_target)
+                                             seed=seed, text=story))
+    source, target = figure.figure_tokens(T_source, T_target, story)
     translate = _translate(lang)
     for box in data["boxes"]:
         box["title"], box["lesson"] = translate(box["title"]), translate(box["lesson"])

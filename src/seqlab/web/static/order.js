@@ -53,7 +53,8 @@
 
   const { run, drop } = Lab.requests({
     statusNode, results: [resultNode],
-    ask: () => Lab.postJSON("/api/order", { sentence: $("sentence").value, reordered: $("reordered").value }),
+    ask: (options) => Lab.postJSON("/api/order", { sentence: $("sentence").value, reordered: $("reordered").value },
+                                   options),
     show: (data) => {
       if (data.identity) Lab.status(statusNode, t("identity"));
       const note = Lab.element("p", { class: "note" }, t("shown", { shown: data.shown, d: data.d_model }));

@@ -69,7 +69,8 @@
         return;
       }
       try {
-        const graded = await Lab.postJSON(`/api/quiz/${question.key}?lang=${Lab.lang}`, { answer });
+        const graded = await Lab.postJSON(`/api/quiz/${question.key}?lang=${Lab.lang}`, { answer },
+                                          Lab.patient(result));
         result.className = "result";
         result.replaceChildren(feedback(graded, question.kind === "numeric"));
       } catch (error) {
@@ -83,7 +84,7 @@
     return fieldset;
   }
 
-  Lab.getJSON(`/api/quiz?lang=${Lab.lang}`).then((data) => {
+  Lab.getJSON(`/api/quiz?lang=${Lab.lang}`, Lab.patient(statusNode)).then((data) => {
     if (!data.available) {
       Lab.status(statusNode, t("unavailable", { reason: data.reason }), "unavailable");
       return;
