@@ -16,12 +16,14 @@ import importlib
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from seqlab.errors import SeqlabError
 from seqlab.seeds import MAX_SEED
 from seqlab.web.panels.figure_check import MAX_WIDTH, check, figure_work
 from seqlab.web.cache import ResultCache
+from seqlab.web.messages import N_
+from seqlab.web.validation import lab_error
 from seqlab.web.workers import pool_of
 
 router = APIRouter()
@@ -29,8 +31,22 @@ router = APIRouter()
 LIMIT_S = 90.0
 _results = ResultCache(32)
 
-MAX_LENGTH = 32
-MAX_HEADS = 16
+#: Longest source and target: with :data:`~seqlab.web.panels.figure_check.MAX_WIDTH` and 16 heads the largest
+#: request still fits one request's memory budget (tests/test_web_api.py checks it), so no size the schema
+#: allows is refused.
+MAX_LENGTH = 16
+#: The head counts accepted: each divides every accepted d_model (a multiple of the largest), so that
+#: "heads divides d_model", a rule across two fields that JSON Schema cannot state, holds by construction.
+HEADS = (1, 2, 4, 8, 16)
+MAX_HEADS = HEADS[-1]
+
+
+def _one_of_heads(value: int) -> int:
+    """``value`` if it is one of :data:`HEADS`, else the lab's refusal naming them."""
+    if value not in HEADS:
+        raise lab_error(N_("heads must be one of {values}, received {received}"),
+                        values=", ".join(map(str, HEADS)), received=value)
+    return value
 
 
 class BandView(BaseModel):
@@ -153,8 +169,11 @@ async def figure_panel(
     request: Request,
     T_source: Annotated[int, Query(ge=2, le=MAX_LENGTH, description="source tokens S")] = 8,
     T_target: Annotated[int, Query(ge=2, le=MAX_LENGTH, description="target tokens T")] = 8,
-    d_model: Annotated[int, Query(ge=1, le=MAX_WIDTH, description="row width, a multiple of heads")] = 512,
-    heads: Annotated[int, Query(ge=1, le=MAX_HEADS, description="attention heads h")] = 8,
+    d_model: Annotated[int, Query(ge=MAX_HEADS, le=MAX_WIDTH, multiple_of=MAX_HEADS,
+                                  description="row width, a multiple of 16 (so every accepted heads divides it)")] = 512,
+    heads: Annotated[int, AfterValidator(_one_of_heads),
+                     Query(json_schema_extra={"enum": list(HEADS)},
+                           description="attention heads h: 1, 2, 4, 8 or 16")] = 8,
     seed: Annotated[int, Query(ge=0, le=MAX_SEED, description="seeds the weights and the probes")] = 0,
     lang: Annotated[Literal["en", "es"], Query(description="language of titles and lessons")] = "en",
 ) -> FigureResponse:

@@ -15,6 +15,11 @@
 
   function feedback(result, numeric) {
     const box = Lab.element("div", { class: "feedback", "data-correct": String(result.correct) });
+    if (result.understood === false) {  // not an answer of this question's kind: why, and nothing revealed
+      box.dataset.understood = "false";
+      box.appendChild(Lab.element("p", { class: "error" }, result.explanation));
+      return box;
+    }
     box.appendChild(Lab.element("p", { class: `verdict ${result.correct ? "right" : "wrong"}` },
                                 t(result.correct ? "right" : "wrong")));
     box.appendChild(Lab.element("p", {}, t("yourAnswer", { answer: result.answer, right: result.right_answer })));
