@@ -647,6 +647,10 @@ def test_the_time_panel_states_the_crossover_only_when_decided(client, monkeypat
     local = client.get("/api/time").json()["local"]
     assert (local["time_where"], local["threads"], local["rounds"], local["margin"]) == (where, 2, 7, 1.2)
     assert [row["first"] for row in local["rows"]] == firsts
+    # the noise mark goes on the value that is noisy: here SDPA's straddling rounds, never nn.RNN's steady ones
+    noisy = [(row["rnn_noisy"], row["sdpa_noisy"]) for row in local["rows"]]
+    assert noisy == [(False, False), (False, False), (False, where == "not_judged")]
+    assert [row["noisy"] for row in local["rows"]] == [a or b for a, b in noisy]
     assert local["verdict"] == verdict_en
     if where == "within":
         assert (local["time_bracket"], local["time_T_text"], local["reason"]) == ([128, 256], "152", None)
@@ -971,3 +975,25 @@ def test_no_input_makes_a_server_error(case):
     # The client waits past every panel's own time limit (60 s at most), so a slow answer on a loaded machine is
     # judged by what the lab answers, never cut short by the client's default 10 s read timeout.
     case.call_and_validate(checks=[not_a_server_error], timeout=90)
+
+
+def test_a_recorded_gpu_run_says_where_and_when_and_states_no_crossover_past_its_lengths(tmp_path):
+    """The record's machine, CPU count, CUDA and start; its model crossover stated only within the lengths it measured
+    (the recorded H200 run's 952,503 is 58 times its longest length, 16,384: not stated, said to lie past them)."""
+    from seqlab.web.panels.timing import gpu_records
+
+    source = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "gpu-nvidia-h200-2026-11-29.json"
+    if not source.is_file():
+        pytest.skip("the recorded GPU run is not in this checkout")
+    record = gpu_records("en", source.parent)
+    record = next(r for r in record if r.file == source.name)
+    assert (record.device, record.cpus, record.cuda, record.started) == ("NVIDIA H200", 16, "13.0", "2026-11-29 22:48:15")
+    assert record.predicted_T_text == {} and sorted(record.predicted_past) == ["1024", "512"]
+    assert record.longest_T == {"512": 16384, "1024": 16384}
+    data = json.loads(source.read_text(encoding="utf-8"))  # the same run with a crossing inside its lengths
+    for crossing in data["summary"]["crossovers"]:
+        if crossing["d_model"] == 512 and crossing["recurrence"] == "rnn":
+            crossing["predicted_T"] = 1000.4
+    (tmp_path / "gpu-inside.json").write_text(json.dumps(data), encoding="utf-8")
+    inside = gpu_records("es", tmp_path)[0]
+    assert inside.predicted_T_text == {"512": "1.000"} and inside.predicted_past == ["1024"]  # es: 1.000
