@@ -997,3 +997,14 @@ def test_a_recorded_gpu_run_says_where_and_when_and_states_no_crossover_past_its
     (tmp_path / "gpu-inside.json").write_text(json.dumps(data), encoding="utf-8")
     inside = gpu_records("es", tmp_path)[0]
     assert inside.predicted_T_text == {"512": "1.000"} and inside.predicted_past == ["1024"]  # es: 1.000
+
+
+def test_figure_words_are_in_the_pages_language(client):
+    """The Spanish page's tokens are the Spanish story cut in two (source, then target): no English words on it."""
+    spanish = client.get("/api/figure", params={"lang": "es", "T_source": 4, "T_target": 4, "d_model": 16,
+                                                "heads": 2}).json()
+    assert "".join(spanish["source_words"]) == "La guardiana que"  # 'La', ' guard', 'iana', ' que'
+    assert "".join(spanish["target_words"]) == " leía la luz"  # ' le', 'ía', ' la', ' luz'
+    english = client.get("/api/figure", params={"lang": "en", "T_source": 4, "T_target": 4, "d_model": 16,
+                                                "heads": 2}).json()
+    assert "".join(english["source_words"] + english["target_words"]) == "The keeper who read the light\n\nOn"
