@@ -84,7 +84,10 @@ const Lab = (() => {
    * (backoff), as long as `wanted()` says the answer is still wanted, up to `retries` times (no limit by default);
    * meanwhile `onBusy(text)` is told each second that the lab is busy and when it will be asked again. Past the
    * retries (or once not wanted) the busy error is thrown. */
-  async function send(url, init, { timeoutMs = 60000, retries = Infinity, onBusy = null, wanted = () => true } = {}) {
+  // The default time limit is past every panel's own limit in the server (at most 90 s, the figure's) plus the wait
+  // for a worker and its start: the server ends a measurement that runs too long and says so; the page must not
+  // abort first (at 60 s it dropped the decode panel's answer, whose limit is 60 s, on a loaded machine).
+  async function send(url, init, { timeoutMs = 180000, retries = Infinity, onBusy = null, wanted = () => true } = {}) {
     return inTurn(async () => {
       if (!wanted()) throw new Error("replaced by a newer request");  // its turn came too late: nobody reads it
       for (let attempt = 0; ; attempt += 1) {
