@@ -22,7 +22,7 @@ done
 
 # /api/time/run times the machine for seconds per call: a few examples only.
 "$PYTHON" -m schemathesis.cli run "http://127.0.0.1:$PORT/openapi.json" \
-    --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
+    --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,positive_data_acceptance,negative_data_rejection \
     --phases examples,coverage,fuzzing --max-examples "$MAX_EXAMPLES" --seed 0 --workers 1 \
     --exclude-path /api/time/run --request-timeout 120 --suppress-health-check too_slow,filter_too_much
 "$PYTHON" -m schemathesis.cli run "http://127.0.0.1:$PORT/openapi.json" \

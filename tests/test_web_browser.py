@@ -359,6 +359,10 @@ def test_switching_language_keeps_what_was_set(page, base_url):
     _ready(page, "cost")
     page.fill("#d", "256")
     page.fill("#T", "50")
+    # the answers asked for have arrived (a call still in flight when the link is followed is aborted: not an error
+    # of the page, but one the fixture would count)
+    wait_until(page, "document.querySelector('#cost-status').textContent === '' && "
+                     "document.querySelector('#crossover-label').textContent.includes('T = 256')")
     page.click("#lang-es")
     page.wait_for_selector("html[lang=es]")
     _ready(page, "cost")

@@ -384,14 +384,15 @@ def test_a_refused_estimate_reaches_the_client_with_its_fields():
     app = create_app("en")
     app.state.pool = WorkerPool(size=1, wait_s=0.2, preload=())
     try:
-        small = bench_work(64, 64)
-        app.state.pool.run_times.record(small, 2.0)  # the smallest sweep took 2 s here
+        small = bench_work(512, 1024)  # within MAX_SCALE_UP of the sweep asked for: its seconds scale
+        assert small.units * 4 >= bench_work(512, 2048).units
+        app.state.pool.run_times.record(small, 40.0)  # the sweep to 1024 took 40 s here
         client = TestClient(app, base_url="http://127.0.0.1")
         response = client.post("/api/time/run?lang=es", json={"d_model": 512, "max_T": 2048})
         assert response.status_code == 422, response.text
         body = response.json()
-        expected = 2.0 * bench_work(512, 2048).units / small.units
-        assert body["estimate"] == {"seconds": round(expected, 1), "limit_s": 60, "from_run_s": 2.0}
+        expected = 40.0 * bench_work(512, 2048).units / small.units
+        assert body["estimate"] == {"seconds": round(expected, 1), "limit_s": 60, "from_run_s": 40.0}
         assert body["keep_previous_result"] is True and body["detail"][0]["loc"] == ["body", "max_T"]
         shown = f"{round(expected):,}".replace(",", ".")
         assert body["message"].startswith(f"T = 2.048 con d_model = 512 tardaría unos {shown} s en este ordenador")

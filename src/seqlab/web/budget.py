@@ -138,6 +138,10 @@ class RunTime:
 
 #: Seconds a recorded run counts for estimates (the machine's load changes; an old overrun must not refuse forever).
 RUN_MEMORY_S = 600.0
+#: How far a finished run is scaled up: a run's seconds hold a fixed part (a worker's first imports, the set-up)
+#: that a linear scale multiplies too, so a run 57 times smaller refused a chain that runs in seconds. Past this
+#: factor a finished run says nothing; a stopped run (an overrun) of fewer units still proves a larger one too long.
+MAX_SCALE_UP = 4.0
 
 
 class RunTimes:
@@ -148,6 +152,8 @@ class RunTimes:
     >>> times.estimate("bench", 400)  # 4 times the units of the nearest run: 4 times its seconds
     RunEstimate(seconds=48.0, units=100.0, run_seconds=12.0, complete=True)
     >>> times.estimate("chain", 1) is None  # no run of that kind yet
+    True
+    >>> times.estimate("bench", 5000) is None  # 50 times a finished run: its fixed part would be scaled too
     True
     """
 
@@ -166,11 +172,15 @@ class RunTimes:
 
     def estimate(self, kind: str, units: float) -> RunEstimate | None:
         """Seconds a run of ``units`` would take, scaled from the recorded run of ``kind`` nearest in units (the
-        latest among equals); None before any run of that kind in the last :attr:`max_age_s` seconds."""
+        latest among equals), from finished runs at most :data:`MAX_SCALE_UP` times smaller or stopped runs of fewer
+        units; None when no such run of that kind lies in the last :attr:`max_age_s` seconds."""
         now = time.monotonic()
         with self._lock:
             runs = [run for run in self._runs.get(kind, ()) if now - run.at <= self.max_age_s]
-        if not runs or units <= 0:
+        if units <= 0:
+            return None
+        runs = [run for run in runs if run.units * MAX_SCALE_UP >= units or (not run.complete and run.units <= units)]
+        if not runs:
             return None
         nearest = min(reversed(runs), key=lambda run: abs(math.log(units / run.units)))
         return RunEstimate(nearest.seconds * units / nearest.units, nearest.units, nearest.seconds, nearest.complete)
@@ -215,7 +225,7 @@ def require_within_time(work: Work, limit_s: float, times: RunTimes) -> None:
         return  # an overrun's estimate is a lower bound: reaching the limit is passing it
     from fractions import Fraction
 
-    share = Fraction(found.units / work.units).limit_denominator(20)
+    share = Fraction(found.units / work.units).limit_denominator(1000)
     share_text = f"{share.numerator}/{share.denominator}" if share.denominator > 1 else f"{share.numerator}"
     values = {"what": work.what, "estimate": _seconds(found.seconds), "limit": _seconds(limit_s),
               "took": _seconds(found.run_seconds), "share": share_text}

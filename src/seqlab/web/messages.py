@@ -42,21 +42,31 @@ def tr(lang: str):
 
 
 def printable(text: str, limit: int | None = None) -> str:
-    """``text`` with lone surrogates and control characters written as escapes: always valid UTF-8.
+    """``text`` with lone surrogates, control characters and invisible ones (format characters such as a soft
+    hyphen or a zero-width space, line and paragraph separators) written as escapes: always valid UTF-8, and a word
+    made of invisible characters never reads as an empty one.
 
     >>> printable("a\\ud800b\\x00"), printable("añ€")
     ('a\\\\ud800b\\\\x00', 'añ€')
+    >>> printable("\\u200b"), printable("\\xad")
+    ('\\\\u200b', '\\\\u00ad')
     """
+    import unicodedata
+
     out = []
     for char in text if limit is None else text[:limit]:
         code = ord(char)
-        if 0xD800 <= code <= 0xDFFF:
-            out.append(f"\\u{code:04x}")
-        elif code < 0x20 or code == 0x7F:
+        if code < 0x20 or code == 0x7F:
             out.append(f"\\x{code:02x}")
+        elif 0xD800 <= code <= 0xDFFF or unicodedata.category(char) in INVISIBLE:
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
         else:
             out.append(char)
     return "".join(out)
+
+
+#: Unicode categories shown as escapes by :func:`printable`: format characters, line and paragraph separators.
+INVISIBLE = frozenset({"Cf", "Zl", "Zp"})
 
 
 @dataclass(frozen=True)

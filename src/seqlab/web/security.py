@@ -22,6 +22,7 @@ neither header (curl, scripts, tests) are served.
 from __future__ import annotations
 
 import ipaddress
+import re
 
 from seqlab.web.asgi import HttpMiddleware
 from seqlab.web.messages import printable, tr
@@ -44,18 +45,40 @@ HEADERS = {
 }
 
 
-def host_name(header: str) -> str:
-    """The name in a ``Host`` header: port removed, IPv6 brackets removed, lower case, no trailing dot.
+#: A ``Host`` header as RFC 9110 §7.2 allows it: a registered name or IPv4 address, or an IPv6 literal in brackets,
+#: then an optional ``:`` and a port of digits only. Anything else (``127.0.0.1:abc``, ``localhost:evil``,
+#: ``[::1]evil.example``, spaces, a second colon) names no host of this lab.
+HOST_HEADER = re.compile(r"(?:(?P<name>[a-z0-9._~!$&'()*+,;=%-]+)|\[(?P<ipv6>[0-9a-f:.]+)\])(?::(?P<port>[0-9]{0,5}))?")
+
+
+def host_name(header: str) -> str | None:
+    """The name in a ``Host`` header: port removed, IPv6 brackets removed, lower case, no trailing dot; None when
+    the header is not a host and an optional numeric port (:data:`HOST_HEADER`), so that it matches no name.
 
     >>> host_name("LocalHost:8000"), host_name("[::1]:8000"), host_name("127.0.0.1"), host_name("evil.example.")
     ('localhost', '::1', '127.0.0.1', 'evil.example')
+    >>> host_name("127.0.0.1:abc"), host_name("localhost:evil"), host_name("[::1]evil.example"), host_name("::1")
+    (None, None, None, None)
     """
-    header = header.strip().lower()
-    if header.startswith("["):
-        return header[1:header.find("]")] if "]" in header else header
-    if header.count(":") == 1:
-        header = header.split(":")[0]
-    return header.rstrip(".")
+    match = HOST_HEADER.fullmatch(header.strip().lower())
+    if match is None:
+        return None
+    if match["ipv6"] is not None:
+        try:
+            ipaddress.IPv6Address(match["ipv6"])
+        except ValueError:
+            return None
+        return str(ipaddress.IPv6Address(match["ipv6"]))
+    return match["name"].rstrip(".") or None
+
+
+def _given_name(name: str) -> str | None:
+    """A name given on the command line (``--host``, ``--allow-host``): a bare IPv6 address as it is, else as a
+    ``Host`` header would carry it (:func:`host_name`)."""
+    try:
+        return str(ipaddress.IPv6Address(name.strip().strip("[]")))
+    except ValueError:
+        return host_name(name)
 
 
 def allowed_names(host: str | None = None, extra: tuple[str, ...] = ()) -> frozenset[str]:
@@ -66,14 +89,14 @@ def allowed_names(host: str | None = None, extra: tuple[str, ...] = ()) -> froze
     >>> sorted(allowed_names("0.0.0.0", ("lab.local",)))
     ['127.0.0.1', '::1', 'lab.local', 'localhost']
     """
-    names = set(LOOPBACK_NAMES) | {host_name(name) for name in extra}
+    names = set(LOOPBACK_NAMES) | {_given_name(name) for name in extra} - {None}
     if host:
-        name = host_name(host)
+        name = _given_name(host)
         try:
             every = ipaddress.ip_address(name).is_unspecified
         except ValueError:
             every = False
-        if not every:
+        if name and not every:
             names.add(name)
     return frozenset(names)
 
@@ -102,8 +125,9 @@ class HostAllowList:
             await self.app(scope, receive, send)
             return
         header = next((value for key, value in scope.get("headers", []) if key == b"host"), b"")
-        name = host_name(header.decode("latin-1"))
-        if name in self.names:
+        raw = header.decode("latin-1")
+        name = host_name(raw)
+        if name is not None and name in self.names:
             await self.app(scope, receive, send)
             return
         if scope["type"] == "websocket":
@@ -115,7 +139,7 @@ class HostAllowList:
 
         lang = _scope_lang(scope)
         _ = tr(lang)
-        shown = printable(name, 80)
+        shown = printable(name if name is not None else raw.strip(), 80)
         if shown:
             message = _("Host {host} is not a name of this lab; it answers to {names}. To let other computers open "
                         "it under this name, start it with seqlab serve --allow-host {host}").format(

@@ -44,6 +44,9 @@ EXPECTED_BY_CODE = {
     "list_type": N_("a list"),
     **dict.fromkeys(("dict_type", "model_type", "model_attributes_type"), N_("a JSON object")),
 }
+#: The pattern of a text field that must hold at least one word: a character that is not a space (Python's
+#: ``str.isspace``, which the ``words`` tokenizer follows, counts U+001C–U+001F as spaces; Unicode does not).
+NOT_BLANK = r"[^\s\x1c-\x1f]"
 #: The 503 of a busy lab, and the refusal of an oversized body.
 BUSY = N_("the lab is busy measuring another request; try again in a few seconds")
 TOO_LARGE = N_("request body must be at most {most} bytes; received more than {received}")
@@ -111,7 +114,8 @@ def describe(annotation: Any, metadata: list[Any], lang: str = "en") -> str:
     """
     _ = tr(lang)
     bounds = {name: getattr(item, name) for item in metadata
-              for name in ("ge", "gt", "le", "lt", "max_length", "min_length") if getattr(item, name, None) is not None}
+              for name in ("ge", "gt", "le", "lt", "max_length", "min_length", "multiple_of")
+              if getattr(item, name, None) is not None}
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):  # Optional[X]: describe X
         kept = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
         return describe(kept[0], metadata, lang) if len(kept) == 1 else ""
@@ -124,6 +128,9 @@ def describe(annotation: Any, metadata: list[Any], lang: str = "en") -> str:
                 else _number(bounds["lt"]) + ")" if "lt" in bounds else None)
         if low and high:
             interval = f"{low}, {high}"
+            if "multiple_of" in bounds:
+                return _("a multiple of {step} in {interval}").format(step=_number(bounds["multiple_of"]),
+                                                                      interval=interval)
             return (_("an integer in {interval}") if annotation is int else _("a number in {interval}")).format(
                 interval=interval)
         return _("an integer") if annotation is int else _("a number")
@@ -241,6 +248,9 @@ def sentence(error: dict[str, Any], fields: Fields, lang: str = "en", content_ty
                      "Content-Type {content_type}").format(content_type=printable(content_type, 80) or _("(none)"))
         return _("request body must be a JSON object; received {received}").format(received=shown(value, lang))
     where = field_place(loc, lang)
+    if kind == "string_pattern_mismatch" and ctx.get("pattern") == NOT_BLANK:
+        return _("{where} must hold at least one word (a character that is not a space); received {received}").format(
+            where=where, received=shown(value, lang, plain=place in ("query", "path")))
     if kind == "missing":
         return _("{where} is required").format(where=where)
     if kind == "extra_forbidden":

@@ -43,6 +43,10 @@ _results = ResultCache(64)
 MAX_T = 96
 MAX_WIDTH = 64
 MAX_RADIUS = 8.0
+#: Smallest spectral radius accepted: far below any the lesson uses (the page's slider starts at 0.1), and far
+#: above the radii whose rescaled float32 weights underflow (about 1e-30 at the widths accepted), which the
+#: library refuses; the schema states it, so no radius it allows is refused.
+MIN_RADIUS = 1e-3
 
 
 class Span(BaseModel):
@@ -184,7 +188,8 @@ async def chain_panel(
     request: Request,
     T: Annotated[int, Query(ge=2, le=MAX_T, description="positions (words of the built-in text)")] = 12,
     d_model: Annotated[int, Query(ge=2, le=MAX_WIDTH, description="every width")] = 16,
-    spectral_radius: Annotated[float, Query(gt=0, le=MAX_RADIUS, description="spectral radius of W_hh")] = 0.9,
+    spectral_radius: Annotated[float, Query(ge=MIN_RADIUS, le=MAX_RADIUS,
+                                            description="spectral radius of W_hh")] = 0.9,
     seed: Annotated[int, Query(ge=0, le=MAX_SEED, description="seeds the embedding and the weights")] = 0,
     lang: Annotated[Literal["en", "es"], Query(description="which built-in text gives the words")] = "en",
 ) -> ChainResponse:

@@ -16,12 +16,14 @@ import importlib
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from seqlab.errors import SeqlabError
 from seqlab.seeds import MAX_SEED
 from seqlab.web.panels.figure_check import MAX_WIDTH, check, figure_work
 from seqlab.web.cache import ResultCache
+from seqlab.web.messages import N_
+from seqlab.web.validation import lab_error
 from seqlab.web.workers import pool_of
 
 router = APIRouter()
@@ -29,8 +31,22 @@ router = APIRouter()
 LIMIT_S = 90.0
 _results = ResultCache(32)
 
-MAX_LENGTH = 32
-MAX_HEADS = 16
+#: Longest source and target: with :data:`~seqlab.web.panels.figure_check.MAX_WIDTH` and 16 heads the largest
+#: request still fits one request's memory budget (tests/test_web_api.py checks it), so no size the schema
+#: allows is refused.
+MAX_LENGTH = 16
+#: The head counts accepted: each divides every accepted d_model (a multiple of the largest), so that
+#: "heads divides d_model", a rule across two fields that JSON Schema cannot state, holds by construction.
+HEADS = (1, 2, 4, 8, 16)
+MAX_HEADS = HEADS[-1]
+
+
+def _one_of_heads(value: int) -> int:
+    """``value`` if it is one of :data:`HEADS`, else the lab's refusal naming them."""
+    if value not in HEADS:
+        raise lab_error(N_("heads must be one of {values}, received {received}"),
+                        values=", ".join(map(str, HEADS)), received=value)
+    return value
 
 
 class BandView(BaseModel):
@@ -114,6 +130,9 @@ def band_view(band: dict | None) -> dict | None:
 def measure(T_source: int, T_target: int, d_model: int, heads: int, seed: int, lang: str) -> FigureResponse:
     """Measure Figure 1 with :func:`seqlab.studies.figure.measure_figure` and translate its labels (in a worker).
 
+    The tokens are the built-in story in the page's language, cut in two (source, then target), so that a page
+    shows no words of the other language (:func:`seqlab.studies.figure.figure_tokens` with ``text``).
+
     >>> r = measure(4, 3, 8, 2, 0, "en")
     >>> r.available, len(r.boxes), r.lit[0]
     (True, 15, 'encoder.self_attention')
@@ -127,10 +146,13 @@ def measure(T_source: int, T_target: int, d_model: int, heads: int, seed: int, l
         return FigureResponse(available=False, reason=f"seqlab.studies.figure is not available ({error})")
     from seqlab.render.json_output import to_jsonable
 
+    from seqlab.text import builtin_text
+
     figure.check_figure_arguments(T_source, T_target, d_model, heads, seed)
+    story = builtin_text(lang)
     data = to_jsonable(figure.measure_figure(T_source=T_source, T_target=T_target, d_model=d_model, heads=heads,
-                                             seed=seed))
-    source, target = figure.figure_tokens(T_source, T_target)
+                                             seed=seed, text=story))
+    source, target = figure.figure_tokens(T_source, T_target, story)
     translate = _translate(lang)
     for box in data["boxes"]:
         box["title"], box["lesson"] = translate(box["title"]), translate(box["lesson"])
@@ -147,8 +169,11 @@ async def figure_panel(
     request: Request,
     T_source: Annotated[int, Query(ge=2, le=MAX_LENGTH, description="source tokens S")] = 8,
     T_target: Annotated[int, Query(ge=2, le=MAX_LENGTH, description="target tokens T")] = 8,
-    d_model: Annotated[int, Query(ge=1, le=MAX_WIDTH, description="row width, a multiple of heads")] = 512,
-    heads: Annotated[int, Query(ge=1, le=MAX_HEADS, description="attention heads h")] = 8,
+    d_model: Annotated[int, Query(ge=MAX_HEADS, le=MAX_WIDTH, multiple_of=MAX_HEADS,
+                                  description="row width, a multiple of 16 (so every accepted heads divides it)")] = 512,
+    heads: Annotated[int, AfterValidator(_one_of_heads),
+                     Query(json_schema_extra={"enum": list(HEADS)},
+                           description="attention heads h: 1, 2, 4, 8 or 16")] = 8,
     seed: Annotated[int, Query(ge=0, le=MAX_SEED, description="seeds the weights and the probes")] = 0,
     lang: Annotated[Literal["en", "es"], Query(description="language of titles and lessons")] = "en",
 ) -> FigureResponse:

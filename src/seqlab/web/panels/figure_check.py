@@ -14,15 +14,15 @@ from seqlab.web.messages import N_, LabError, Phrase
 
 DOMAIN = "web"
 #: Widest d_model the panel accepts (its query declaration says the same).
-MAX_WIDTH = 1024
+MAX_WIDTH = 512
 
 
 def widest_fitting(T_source: int, T_target: int, heads: int, estimate) -> int | None:
     """The largest d_model (a multiple of ``heads``, at most :data:`MAX_WIDTH`) whose estimate fits one request.
 
     >>> from seqlab.studies.figure import estimate_figure_bytes
-    >>> widest_fitting(32, 32, 16, estimate_figure_bytes), widest_fitting(8, 8, 8, estimate_figure_bytes)
-    (368, 608)
+    >>> widest_fitting(32, 32, 16, estimate_figure_bytes), widest_fitting(16, 16, 16, estimate_figure_bytes)
+    (368, 512)
     """
     low, high = 0, MAX_WIDTH // heads  # multiples of heads: low fits (or is 0), high + 1 does not exist
     while low < high:

@@ -9,6 +9,11 @@ x' = x[π]. Both machines run on x and on x' in float64:
 * self-attention is permutation-equivariant: f(x[π]) = f(x)[π], every number the same up to rounding;
 * the recurrence reads in order, so f(x[π]) and f(x)[π] differ.
 
+Every request the schema allows is answered (a schema-driven client never meets a refusal): a sentence is 1 to 300
+characters holding at least one word (:data:`~seqlab.web.validation.NOT_BLANK`), so at most 300 words; and a
+reordering whose words differ from the sentence's is answered with ``same_words: false`` and the differing words,
+and no comparison (there is no π to compare by), rather than refused.
+
 The largest change max |f(x[π]) − f(x)[π]| is judged against :func:`seqlab.measure.order.tolerance`,
 the rounding allowance of the order engine. The key–value check of
 :func:`seqlab.measure.order.measure_key_value_order` (pairs shuffled together: nothing changes) is
@@ -30,7 +35,7 @@ from seqlab.seeds import MAX_SEED
 from seqlab.web.budget import Work, require_within_budget
 from seqlab.web.messages import N_, FieldName, LabError, Phrase
 from seqlab.web.cache import ResultCache
-from seqlab.web.validation import JsonInt
+from seqlab.web.validation import NOT_BLANK, JsonInt
 from seqlab.web.workers import pool_of
 
 DOMAIN = "web"
@@ -41,21 +46,24 @@ LIMIT_S = 30.0
 _results = ResultCache(128)
 
 MAX_CHARACTERS = 300
-MAX_WORDS = 40
 MAX_WIDTH = 64
 #: Output numbers shown per row (the first few of d).
 SHOWN = 4
 
 
 class OrderRequest(BaseModel):
-    """Two sentences with the same words, the width of the machines and the seed."""
+    """Two sentences, meant to hold the same words, the width of the machines and the seed."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    sentence: str = Field("el perro muerde al cartero", min_length=1, max_length=MAX_CHARACTERS,
-                          description="the sentence, at most 300 characters and 40 words")
-    reordered: str = Field("al cartero muerde el perro", min_length=1, max_length=MAX_CHARACTERS,
-                           description="the same words in another order")
+    sentence: str = Field(min_length=1, max_length=MAX_CHARACTERS, pattern=NOT_BLANK,
+                          description="the sentence: 1 to 300 characters, at least one of them not a space (each run "
+                                      "of letters or digits is a word, each other mark one)",
+                          examples=["el perro muerde al cartero"])
+    reordered: str = Field(min_length=1, max_length=MAX_CHARACTERS, pattern=NOT_BLANK,
+                           description="the same words in another order (capitals aside); other words are answered "
+                                       "with same_words false and no comparison",
+                           examples=["al cartero muerde el perro"])
     d_model: JsonInt = Field(8, ge=2, le=MAX_WIDTH, description="every width of both machines")
     seed: JsonInt = Field(0, ge=0, le=MAX_SEED, description="seeds the word vectors and the weights")
 
@@ -76,15 +84,21 @@ class OrderResponse(BaseModel):
 
     words: list[str]
     reordered_words: list[str]
-    permutation: list[int] = Field(description="reordered word r is word permutation[r] of the sentence")
+    same_words: bool = Field(True, description="both hold the same words (capitals aside); false: no comparison, "
+                                               "and ``differing`` names the words that differ")
+    differing: list[str] = Field(default_factory=list, description="words in one sentence and not the other "
+                                                                   "(lower case); empty when the words are the same")
+    permutation: list[int] = Field(description="reordered word r is word permutation[r] of the sentence; empty when "
+                                               "the words differ")
     identity: bool = Field(description="the reordered sentence has the words in the same order")
     d_model: int
     seed: int
     shown: int = Field(description="numbers shown per row")
-    recurrence: MachineOrder
-    attention: MachineOrder
-    key_value_change: float = Field(description="attention's call with (k, v) pairs shuffled: max |Δ|")
-    key_value_tolerance: float
+    recurrence: MachineOrder | None = Field(description="None when the words differ")
+    attention: MachineOrder | None = Field(description="None when the words differ")
+    key_value_change: float | None = Field(description="attention's call with (k, v) pairs shuffled: max |Δ|; None "
+                                                       "when the words differ or there is one word")
+    key_value_tolerance: float | None
 
 
 def permutation_of(words: tuple[str, ...], reordered: tuple[str, ...]) -> tuple[int, ...]:
@@ -119,10 +133,25 @@ def _split(text: str, name: str) -> tuple[str, ...]:
     from seqlab.text import tokenize
 
     pieces = tokenize(text, "words").pieces if text.strip() else ()
-    if not 2 <= len(pieces) <= MAX_WORDS:
-        raise LabError(Phrase(N_("{name} must hold between 2 and {most} words, received {count}"),
-                              {"name": FieldName(name), "most": MAX_WORDS, "count": len(pieces)}), parameter=name)
+    if not pieces:  # the schema's NOT_BLANK pattern lets none through; a direct call may
+        raise LabError(Phrase(N_("{name} must hold at least one word, received {count}"),
+                              {"name": FieldName(name), "count": 0}), parameter=name)
     return pieces
+
+
+def differing_words(words: tuple[str, ...], reordered: tuple[str, ...]) -> list[str] | None:
+    """The words (lower case) in one and not the other; [] when they differ only in how often words repeat; None
+    when both hold the same words (capitals aside).
+
+    >>> differing_words(("El", "perro"), ("el", "gato")), differing_words(("a", "a", "b"), ("a", "b", "b"))
+    (['gato', 'perro'], [])
+    >>> differing_words(("El", "perro"), ("perro", "el")) is None
+    True
+    """
+    folded, moved = [word.lower() for word in words], [word.lower() for word in reordered]
+    if sorted(folded) == sorted(moved):
+        return None
+    return sorted(set(folded) ^ set(moved))
 
 
 def _machine(layer, x, perm, shown: int) -> MachineOrder:
@@ -149,7 +178,7 @@ def measure_reordering(sentence: str, reordered: str, d: int, seed: int) -> Orde
     ([3, 4, 2, 0, 1], True, False)
 
     Raises:
-        LabError: fewer than 2 or more than 40 words, or different words in the two sentences.
+        LabError: a sentence with no word (the schema refuses it first).
     """
     import torch
 
@@ -158,6 +187,11 @@ def measure_reordering(sentence: str, reordered: str, d: int, seed: int) -> Orde
     from seqlab.web.panels.chain import build_machines
 
     words, moved = _split(sentence, "sentence"), _split(reordered, "reordered")
+    differing = differing_words(words, moved)
+    if differing is not None:  # nothing to compare by: said, not refused
+        return OrderResponse(words=list(words), reordered_words=list(moved), same_words=False, differing=differing,
+                             permutation=[], identity=False, d_model=d, seed=seed, shown=min(SHOWN, d),
+                             recurrence=None, attention=None, key_value_change=None, key_value_tolerance=None)
     perm = permutation_of(words, moved)
     T = len(words)
     tokens = tokenize(" ".join(words), "words")
@@ -169,11 +203,14 @@ def measure_reordering(sentence: str, reordered: str, d: int, seed: int) -> Orde
     attended = _machine(lambda rows: attention(rows)[0], x, index, shown)
     with torch.no_grad():
         q, k, v = attention.project(x)
-    pairs = measure_key_value_order(lambda q_, k_, v_: attention.attention(q_, k_, v_)[0], q, k, v, seed=seed)
+    # (k, v) pairs shuffled together need two rows to shuffle: one word has no such check (None, not a figure)
+    pairs = measure_key_value_order(lambda q_, k_, v_: attention.attention(q_, k_, v_)[0], q, k, v, seed=seed) \
+        if T >= 2 else None
     return OrderResponse(words=list(words), reordered_words=list(moved), permutation=list(perm),
                          identity=list(perm) == list(range(T)), d_model=d, seed=seed, shown=shown,
                          recurrence=recurrence, attention=attended,
-                         key_value_change=pairs.max_abs_change, key_value_tolerance=pairs.tolerance)
+                         key_value_change=None if pairs is None else pairs.max_abs_change,
+                         key_value_tolerance=None if pairs is None else pairs.tolerance)
 
 
 @router.post("/api/order", response_model=OrderResponse, tags=["order"],
@@ -190,8 +227,7 @@ async def order_panel(body: OrderRequest, request: Request,
     found = _results.get(key)
     if found is None:
         words, moved = _split(body.sentence, "sentence"), _split(body.reordered, "reordered")
-        permutation_of(words, moved)
-        T, d = len(words), body.d_model
+        T, d = max(len(words), len(moved)), body.d_model
         require_within_budget(MemoryEstimate(16 * T * d * FLOAT64_BYTES + 8 * d * d * FLOAT64_BYTES,
                                              Phrase(N_("activations of {count} words"), {"count": T})),
                               Phrase(N_("{count} words at d_model = {d}"), {"count": T, "d": d}), "sentence")

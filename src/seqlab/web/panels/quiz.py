@@ -4,9 +4,11 @@ Questions, hints, options and explanations come from :mod:`seqlab.studies.quiz` 
 language; so does the grading (:func:`seqlab.studies.quiz.grade`), whose right answers are recomputed
 from measurements. Those measurements (:func:`seqlab.studies.quiz.measure_facts`: traces, paths, reach)
 run once, in a worker process (:mod:`seqlab.web.workers`); the server keeps the facts and builds the
-questions and grades from them without measuring. An answer is read in the server first, every refusal a
-sentence of the ``web`` catalogue: at most :data:`MAX_ANSWER` characters, a whole number in
-[1, :data:`MAX_NUMBER`] for the numeric question, letters among the options otherwise. The question list
+questions and grades from them without measuring. The schema says an answer's shapes (text of at most
+:data:`MAX_ANSWER` characters, a JSON number, a list of at most :data:`MAX_LETTERS` short texts) and every answer
+of those shapes is graded, never refused: one that is not of the question's kind (a whole number in
+[1, :data:`MAX_NUMBER`] for the numeric question, letters among the options otherwise) is graded not right with
+``understood: false`` and a sentence of the ``web`` catalogue saying why, and reveals nothing. The question list
 leaves out which options are right: a reader learns it by answering. When the study is not installed the
 endpoints say so (``available`` false).
 """
@@ -75,8 +77,11 @@ class Answer(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    answer: str | int | float | list[Annotated[str, Field(max_length=8)]] = Field(
-        description="text of at most 64 characters, a JSON number, or a list of at most 8 letters")
+    answer: (Annotated[str, Field(max_length=MAX_ANSWER)] | int | float
+             | Annotated[list[Annotated[str, Field(max_length=8)]], Field(max_length=MAX_LETTERS)]) = Field(
+        description="text of at most 64 characters, a JSON number, or a list of at most 8 texts of at most 8 "
+                    "characters; any of these is graded (an answer that is not a whole number, or not the question's "
+                    "letters, is graded not right, with ``understood: false`` and the reason)")
 
     @field_validator("answer", mode="before")
     @classmethod
@@ -88,10 +93,7 @@ class Answer(BaseModel):
                                 count=len(value))
             return value
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            if isinstance(value, int) and abs(value) > MAX_NUMBER:
-                raise lab_error(N_("answer must be a whole number in [1, {most}], received {received}"),
-                                most=MAX_NUMBER, received=shown(value))
-            return value
+            return value  # out of range or not whole: graded not right (read_answer), never refused
         if isinstance(value, list) and all(isinstance(item, str) and len(item) <= 8 for item in value):
             if len(value) > MAX_LETTERS:
                 raise lab_error(N_("answer must list at most {most} letters, received {count}"), most=MAX_LETTERS,
@@ -126,6 +128,9 @@ class GradeResponse(BaseModel):
     right_answer: str | None = None
     feedback: list[Feedback] = Field(default_factory=list)
     explanation: str | None = None
+    understood: bool = Field(True, description="false: the answer is not of the question's kind (not a whole number "
+                                               "in range, or not its letters); ``explanation`` says why, and "
+                                               "nothing else is told")
 
 
 def _study():
@@ -248,7 +253,11 @@ async def grade_answer(key: Annotated[Key, Path(description="q1 … q4")], answe
     if quiz is None:
         return GradeResponse(available=False, reason=reason)
     facts = await facts_of(request)
-    value = read_answer(quiz.question(key, lang, facts), answer.value(), lang)
+    try:
+        value = read_answer(quiz.question(key, lang, facts), answer.value(), lang)
+    except LabError as error:  # an answer of an accepted shape is graded, never refused: not right, and why
+        return GradeResponse(available=True, key=key, correct=False, answer=shown(answer.value(), lang),
+                             explanation=error.phrase.render(lang), understood=False)
     graded = quiz.grade(key, value, lang, facts)
     return GradeResponse(available=True, key=graded.key, correct=graded.correct, answer=graded.answer,
                          right_answer=graded.right_answer, explanation=graded.explanation,

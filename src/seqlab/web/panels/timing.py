@@ -89,7 +89,9 @@ class LocalRow(BaseModel):
     time_ratio: float = Field(description="nn.RNN time / SDPA time, the medians over the interleaved rounds")
     time_ratio_text: str
     work_ratio_text: str = Field(description="attention / recurrence multiplications = T/d")
-    noisy: bool
+    noisy: bool = Field(description="either time is noisy (its spread over a tenth of its median)")
+    rnn_noisy: bool = Field(description="nn.RNN's time is noisy: its † goes on that value")
+    sdpa_noisy: bool = Field(description="SDPA's time is noisy: its † goes on that value")
     first: Literal["sdpa", "rnn", "tie", "not_judged"] = Field(
         description="who finished first at this length by the margin, decided from the per-round ratios "
                     "(seqlab.measure.rounds.decide): sdpa, rnn, tie (within the margin) or not_judged (the "
@@ -157,7 +159,17 @@ class GpuRecord(BaseModel):
     torch: str
     date: str
     points: list[GpuPoint]
-    predicted_T_text: dict[str, str] = Field(description="d_model → the model's time crossover, nn.RNN vs SDPA")
+    predicted_T_text: dict[str, str] = Field(
+        description="d_model → the model's time crossover, nn.RNN vs SDPA, only where it lies within the lengths "
+                    "the run measured (a model is not read past its data)")
+    longest_T: dict[str, int] = Field(description="d_model → the longest length the run measured")
+    predicted_past: list[str] = Field(default_factory=list,
+                                      description="d_models whose model crossover lies past the longest length "
+                                                  "measured: not stated, only said to lie past the data")
+    device: str = Field(description="where it was recorded: the device, as the record names it")
+    cpus: int | None = Field(None, description="CPU count of the recording machine, if recorded")
+    cuda: str | None = Field(None, description="CUDA version of the recording machine, if recorded")
+    started: str = Field(description="when the run began (UTC, ISO 8601), else the record's date")
     load: Load | None = Field(None, description="the recording machine's load, if the record has it")
     caveat: str | None = Field(None, description="the busy-machine caveat of the recorded run; None when quiet or "
                                                  "not recorded")
@@ -238,17 +250,41 @@ def gpu_records(lang: str, folder: Path | None = None) -> list[GpuRecord]:
             timings = {(p["machine"], p["d_model"], p["T"]): p["timing"]
                        for p in data.get("result", {}).get("points", ())}
             points = [_gpu_point(p, timings, lang) for p in data["summary"]["points"]]
-            predicted = {str(c["d_model"]): format_number(c["predicted_T"], lang)
-                         for c in data["summary"]["crossovers"]
-                         if c["recurrence"] == "rnn" and c.get("predicted_T") is not None}
+            longest = {str(d): max(p.T for p in points if p.d_model == d) for d in {p.d_model for p in points}}
+            predicted, past = {}, []
+            for c in data["summary"]["crossovers"]:
+                lengths = [p.T for p in points if p.d_model == c["d_model"]]
+                text = measured_range_text(c.get("predicted_T"), lengths, lang) if c["recurrence"] == "rnn" else None
+                if text is not None:
+                    predicted[str(c["d_model"])] = text
+                elif c["recurrence"] == "rnn" and lengths and (c.get("predicted_T") or 0) > max(lengths):
+                    past.append(str(c["d_model"]))
+            result = data.get("result", {})
             load = data.get("result", {}).get("load")
             load = None if load is None else Load(**load)
             records.append(GpuRecord(file=path.name, gpu=data["gpu"], torch=data["torch"], date=data["date"],
-                                     points=points, predicted_T_text=predicted, load=load,
+                                     points=points, predicted_T_text=predicted, longest_T=longest, predicted_past=past,
+                                     load=load,
+                                     device=result.get("device_name", data["gpu"]), cpus=result.get("cpu_count"),
+                                     cuda=data.get("cuda"),
+                                     started=str(result.get("started", data["date"])).replace("T", " ").replace(
+                                         "+00:00", ""),
                                      caveat=load_caveat(load, lang)))
         except (OSError, ValueError, KeyError, TypeError):
             continue  # a file of another shape is not a GPU record this panel can read
     return records
+
+
+def measured_range_text(predicted_T: float | None, lengths, lang: str) -> str | None:
+    """A model's crossover as text only where it lies within the lengths measured (a fitted model is not read past
+    its data: 952,503 from lengths up to 16,384 is an extrapolation, not a finding); None otherwise.
+
+    >>> measured_range_text(300.4, [64, 128, 512], "en"), measured_range_text(952502.6, [16, 16384], "en")
+    ('300', None)
+    """
+    if predicted_T is None or not lengths or not min(lengths) <= predicted_T <= max(lengths):
+        return None
+    return format_number(predicted_T, lang)
 
 
 def _gpu_point(p: dict, timings: dict, lang: str) -> GpuPoint:
@@ -331,6 +367,7 @@ def _local(result, lang: str, origin: str) -> LocalBench:
                              time_ratio=rnn.median_s / sdpa.median_s,
                              time_ratio_text=format_number(rnn.median_s / sdpa.median_s, lang),
                              work_ratio_text=format_fraction(work_ratio(T, d), lang), noisy=rnn.noisy or sdpa.noisy,
+                             rnn_noisy=bool(rnn.noisy), sdpa_noisy=bool(sdpa.noisy),
                              first=first, first_text=_first_text(first, lang)))
     load = busiest([result.load, *(p.timing for p in result.points)])
     return LocalBench(
@@ -342,7 +379,7 @@ def _local(result, lang: str, origin: str) -> LocalBench:
         time_bracket=crossing.time_bracket,
         time_T_text=None if crossing.time_T is None else format_number(crossing.time_T, lang),
         verdict=verdict_text(crossing, lang),
-        predicted_T_text=None if crossing.predicted_T is None else format_number(crossing.predicted_T, lang),
+        predicted_T_text=measured_range_text(crossing.predicted_T, result.lengths, lang),
         predicted_noisy=crossing.predicted_noisy)
 
 

@@ -94,9 +94,9 @@
     const positive = (values) => values.map((v) => (v > 0 ? v : null));
     window.Plotly.react("reach-chart", [
       { x: positions, y: positive(rnn.reach), name: t("recurrence"), mode: "lines+markers",
-        line: { color: COLORS.recurrence } },
+        ...Lab.seriesStyle("recurrence") },
       { x: positions, y: positive(att.reach), name: t("attention"), mode: "lines+markers",
-        line: { color: COLORS.attention } },
+        ...Lab.seriesStyle("attention") },
     ], {
       margin: { l: 64, r: 12, t: 36, b: 48 }, height: 320,
       legend: { orientation: "h", x: 0, xanchor: "left", y: 1, yanchor: "bottom" },
@@ -110,10 +110,10 @@
 
   const { run: update } = Lab.requests({
     statusNode, results,
-    ask: () => {
+    ask: (options) => {
       const query = new URLSearchParams({ T: inputs.T.value, d_model: inputs.d.value,
                                           spectral_radius: inputs.radius.value, lang: Lab.lang });
-      return Lab.getJSON(`/api/chain?${query}`, { onBusy: (error) => Lab.showError(statusNode, error) });
+      return Lab.getJSON(`/api/chain?${query}`, options);
     },
     show: (data) => {
       last = data;

@@ -115,8 +115,8 @@
     const c = data.curves, crossing = data.crossover.value, T = data.at_T.T;
     const last = c.T[c.T.length - 1];
     const traces = [
-      { x: c.T, y: c.recurrence, name: t("recurrence"), mode: "lines", line: { color: "#c0392b", width: 2.5 } },
-      { x: c.T, y: c.attention, name: t("attention"), mode: "lines", line: { color: "#1f6fb2", width: 2.5 } },
+      { x: c.T, y: c.recurrence, name: t("recurrence"), mode: "lines", line: { ...Lab.seriesStyle("recurrence").line, width: 2.5 } },
+      { x: c.T, y: c.attention, name: t("attention"), mode: "lines", line: { ...Lab.seriesStyle("attention").line, width: 2.5 } },
     ];
     if (crossing >= 1 && crossing <= last) {  // the meeting point only where the axis shows it (T ≥ 1)
       traces.push({ x: [crossing], y: [crossing * (data.d_h * data.d_h + data.d_h * data.d_model)], name: t("meet"),
@@ -140,7 +140,7 @@
 
   const { run: update, drop } = Lab.requests({
     statusNode, results,
-    ask: () => Lab.getJSON(`/api/cost?${parameters()}`),
+    ask: (options) => Lab.getJSON(`/api/cost?${parameters()}`, options),
     show: (data) => {
       $("crossover-label").textContent = crossoverText(data);
       renderAtT(data);

@@ -8,8 +8,6 @@
   const inputs = { positions: $("positions"), d: $("d"), timed: $("timed"), metric: $("metric") };
   const statusNode = $("decode-status");
   const results = [$("decode-chart"), $("decode-caveat-box"), $("decode-sentences"), $("decode-table"), $("decode-caption")];
-  const COLORS = ["#c0392b", "#1f6fb2", "#7d3c98", "#1e8449", "#b9770e"];
-  const DASHES = ["solid", "dash", "dot", "dashdot", "longdash"];  // curves that coincide stay visible
   let last = null;
 
   const largest = () => 2 ** Number(inputs.positions.value);
@@ -56,8 +54,7 @@
     if (metric === "median_s" && !data.timed) { Lab.status(statusNode, t("untimed")); }
     const traces = data.machines.map((m, index) => ({
       x: m.steps.map((s) => s.t), y: m.steps.map((s) => (s[metric] > 0 ? s[metric] : null)), name: m.label,
-      mode: "lines+markers", line: { color: COLORS[index % COLORS.length], dash: DASHES[index % DASHES.length] },
-      marker: { size: 7 - index },
+      mode: "lines+markers", ...Lab.seriesStyle(index),  // hue, dash and marker differ: apart in grey too
       error_y: metric === "median_s" ? { type: "data", array: m.steps.map((s) => (s.iqr_s || 0) / 2),
                                          visible: true, thickness: 1 } : undefined,
     }));
@@ -73,10 +70,10 @@
 
   const { run: update } = Lab.requests({
     statusNode, results,
-    ask: () => {
+    ask: (options) => {
       const query = new URLSearchParams({ d_model: inputs.d.value, positions: largest(),
                                           time: inputs.timed.checked ? "true" : "false", lang: Lab.lang });
-      return Lab.getJSON(`/api/decode?${query}`, { onBusy: (error) => Lab.showError(statusNode, error) });
+      return Lab.getJSON(`/api/decode?${query}`, options);
     },
     show: (data) => {
       last = data;

@@ -40,10 +40,10 @@
 
   const { run: update } = Lab.requests({
     statusNode, results,
-    ask: () => {
+    ask: (options) => {
       const query = new URLSearchParams({ family: inputs.family.value, positions: inputs.positions.value,
                                           lang: Lab.lang });
-      return Lab.getJSON(`/api/decode/model?${query}`, { onBusy: (error) => Lab.showError(statusNode, error) });
+      return Lab.getJSON(`/api/decode/model?${query}`, options);
     },
     show: render,
   });

@@ -125,8 +125,14 @@
     setupNode.textContent = t("setup", {
       source: data.T_source, target: data.T_target, d: data.d_model, seed: data.seed,
       heads: data.heads === 1 ? t("headOne") : t("headsMany", { count: Lab.fmtInt(data.heads) }),
-      words_source: data.source_words.join("").trim(), words_target: data.target_words.join("").trim(),
+      words_source: words(data.source_words), words_target: words(data.target_words),
     });
+  }
+
+  /** Tokens as the words they spell: a paragraph break as " / ", and "…" where the cut falls inside the text (a
+   * word of the next paragraph, "On", is not left to read as part of the title). */
+  function words(pieces) {
+    return `${pieces.join("").trim().replace(/\s*\n+\s*/g, " / ")}…`;
   }
 
   function focusBox(key) {
@@ -219,7 +225,7 @@
   button.addEventListener("click", () => { lit = !lit; applyHighlighter(); });
   button.textContent = t("highlighterOff");
 
-  Lab.getJSON(`/api/figure?lang=${Lab.lang}`, { onBusy: (error) => Lab.showError(statusNode, error) }).then((data) => {
+  Lab.getJSON(`/api/figure?lang=${Lab.lang}`, Lab.patient(statusNode)).then((data) => {
     if (!data.available) {
       Lab.status(statusNode, t("unavailable", { reason: data.reason }), "unavailable");
       button.disabled = true;

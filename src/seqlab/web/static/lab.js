@@ -66,25 +66,57 @@ const Lab = (() => {
     return response.json();
   }
 
-  /** GET an /api endpoint. A busy lab (503) is asked again after its Retry-After, `retries` times, telling
-   * `onBusy` meanwhile; then the busy error is thrown. */
-  async function getJSON(url, { timeoutMs = 60000, retries = 2, onBusy = null } = {}) {
-    for (let attempt = 0; ; attempt += 1) {
-      try {
-        return await call(url, { headers: { Accept: "application/json" } }, timeoutMs);
-      } catch (error) {
-        if (!error.busy || attempt >= retries) throw error;
-        if (onBusy) onBusy(error);
-        await sleep(Math.min(error.retryAfter, 10) * 1000);
-      }
-    }
+  // The page's calls go one at a time: its sections queue behind each other instead of competing for the lab's
+  // measuring worker (two sections asking at once made one of them busy, 503, on a quiet lab).
+  let line = Promise.resolve();
+  function inTurn(task) {
+    const turn = line.then(task);
+    line = turn.then(() => undefined, () => undefined);
+    return turn;
   }
 
-  async function postJSON(url, body, { timeoutMs = 60000 } = {}) {
-    return call(url, {
+  /** Seconds before asking a busy lab again: its Retry-After, growing by half each time, at most 30 s. */
+  function backoff(retryAfter, attempt) {
+    return Math.min(30, Math.max(1, retryAfter) * 1.5 ** attempt);
+  }
+
+  /** Send one call in the page's turn. A busy lab (503) is asked again after its Retry-After with a growing wait
+   * (backoff), as long as `wanted()` says the answer is still wanted, up to `retries` times (no limit by default);
+   * meanwhile `onBusy(text)` is told each second that the lab is busy and when it will be asked again. Past the
+   * retries (or once not wanted) the busy error is thrown. */
+  // The default time limit is past every panel's own limit in the server (at most 90 s, the figure's) plus the wait
+  // for a worker and its start: the server ends a measurement that runs too long and says so; the page must not
+  // abort first (at 60 s it dropped the decode panel's answer, whose limit is 60 s, on a loaded machine).
+  async function send(url, init, { timeoutMs = 180000, retries = Infinity, onBusy = null, wanted = () => true } = {}) {
+    return inTurn(async () => {
+      if (!wanted()) throw new Error("replaced by a newer request");  // its turn came too late: nobody reads it
+      for (let attempt = 0; ; attempt += 1) {
+        try {
+          return await call(url, init, timeoutMs);
+        } catch (error) {
+          if (!error.busy || attempt >= retries || !wanted()) throw error;
+          const until = Date.now() + backoff(error.retryAfter, attempt) * 1000;
+          while (Date.now() < until) {
+            if (!wanted()) throw error;
+            if (onBusy) onBusy(t("waiting", { seconds: Math.ceil((until - Date.now()) / 1000) }));
+            await sleep(Math.min(1000, until - Date.now()));
+          }
+        }
+      }
+    });
+  }
+
+  /** GET an /api endpoint in the page's turn, waiting out a busy lab (see send). */
+  async function getJSON(url, options = {}) {
+    return send(url, { headers: { Accept: "application/json" } }, options);
+  }
+
+  /** POST a JSON body to an /api endpoint in the page's turn, waiting out a busy lab (see send). */
+  async function postJSON(url, body, options = {}) {
+    return send(url, {
       method: "POST", headers: { "Content-Type": "application/json", Accept: "application/json" },
       body: JSON.stringify(body),
-    }, timeoutMs);
+    }, options);
   }
 
   function debounce(fn, ms) {
@@ -134,28 +166,36 @@ const Lab = (() => {
     }
   }
 
-  /** A panel's requests, each answer shown only while it is the latest: ``ask()`` fetches (a promise of the
-   * data), ``show(data)`` draws it. The status says "Computing…", then nothing or the error; the ``results``
-   * nodes are greyed out while they are stale. Returns ``{ run, drop }``: ``run()`` asks now, ``drop()`` forgets
-   * an answer still on its way (its inputs changed to values the server would refuse). */
+  /** A panel's requests, each answer shown only while it is the latest: ``ask(options)`` fetches (a promise of
+   * the data; it passes ``options`` on to getJSON/postJSON), ``show(data)`` draws it. The status says
+   * "Computing…", "the lab is busy; asking again in N s" while a busy lab is waited out (no click needed), then
+   * nothing or the error; the ``results`` nodes are greyed out while they are stale. A request that a newer one
+   * replaced stops waiting. Returns ``{ run, drop }``: ``run()`` asks now, ``drop()`` forgets an answer still on
+   * its way (its inputs changed to values the server would refuse). */
   function requests({ statusNode, results, ask, show }) {
     let sequence = 0;
     async function run() {
       const mine = ++sequence;
+      const wanted = () => mine === sequence;
       status(statusNode, t("loading"));
       try {
-        const data = await ask();
-        if (mine !== sequence) return;
+        const data = await ask({ wanted, onBusy: (text) => { if (wanted()) status(statusNode, text, "waiting"); } });
+        if (!wanted()) return;
         status(statusNode, "");
         show(data);
         stale(results, false);
       } catch (error) {
-        if (mine !== sequence) return;
+        if (!wanted()) return;
         showError(statusNode, error);
         stale(results, true);
       }
     }
     return { run, drop: () => { sequence += 1; } };
+  }
+
+  /** Options for a call made once when the page opens: a busy lab is waited out, said in `statusNode`. */
+  function patient(statusNode) {
+    return { onBusy: (text) => status(statusNode, text, "waiting") };
   }
 
   /** The page's query string: the state a language switch carries (see keepState). */
@@ -229,11 +269,29 @@ const Lab = (() => {
     return Math.max(0, Math.floor(node.getBoundingClientRect().width - border));
   }
 
+  // One style per series of a chart: a hue of Okabe and Ito's colour-blind-safe palette, a line dash and a marker
+  // shape, all three different from series to series, so that curves stay apart in grey and to colour-blind eyes
+  // (no two series share a hue while there are fewer than eight). Recurrence and attention keep the page's red
+  // and blue (lab.css) with their own dash and marker.
+  const PALETTE = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000"];
+  const DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "5px,2px,1px,2px"];
+  const SYMBOLS = ["circle", "square", "diamond", "triangle-up", "x", "cross", "star"];
+  const KINDS = { recurrence: { color: "#c0392b", dash: "solid", symbol: "circle" },
+                  attention: { color: "#1f6fb2", dash: "dash", symbol: "square" } };
+  /** The line and marker of series `index` (or of "recurrence" / "attention") for a Plotly trace. */
+  function seriesStyle(index) {
+    const kind = KINDS[index];
+    const color = kind ? kind.color : PALETTE[index % PALETTE.length];
+    const dash = kind ? kind.dash : DASHES[index % DASHES.length];
+    const symbol = kind ? kind.symbol : SYMBOLS[index % SYMBOLS.length];
+    return { line: { color, dash, width: 2 }, marker: { color, symbol, size: 8 } };
+  }
+
   const plotlyReady = () => typeof window.Plotly !== "undefined";
   // No mode bar: its tooltips are Plotly's English, and the charts need no zoom tools.
   const plotConfig = { displaylogo: false, displayModeBar: false, responsive: true };
   const separators = lang === "es" ? ",." : ".,";
 
-  return { lang, t, has, getJSON, postJSON, debounce, fmtInt, fmtNum, showValue, status, showError, stale, requests,
-           initial, keepState, element, svg, table, innerWidth, plotlyReady, plotConfig, separators };
+  return { lang, t, has, getJSON, postJSON, patient, debounce, fmtInt, fmtNum, showValue, status, showError, stale, requests,
+           initial, keepState, element, svg, table, innerWidth, seriesStyle, plotlyReady, plotConfig, separators };
 })();

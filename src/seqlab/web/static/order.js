@@ -44,7 +44,7 @@
         : t("changed", { change: Lab.fmtNum(m.max_abs_change) });
     }
     section.appendChild(Lab.element("p", { class: "verdict", "data-same": String(m.same_numbers) }, verdict));
-    if (machine === "attention") {
+    if (machine === "attention" && data.key_value_change !== null) {
       section.appendChild(Lab.element("p", { class: "note" }, t("pairs", {
         change: Lab.fmtNum(data.key_value_change), tolerance: Lab.fmtNum(data.key_value_tolerance) })));
     }
@@ -53,7 +53,8 @@
 
   const { run, drop } = Lab.requests({
     statusNode, results: [resultNode],
-    ask: () => Lab.postJSON("/api/order", { sentence: $("sentence").value, reordered: $("reordered").value }),
+    ask: (options) => Lab.postJSON("/api/order", { sentence: $("sentence").value, reordered: $("reordered").value },
+                                   options),
     show: (data) => {
       if (data.identity) Lab.status(statusNode, t("identity"));
       const note = Lab.element("p", { class: "note" }, t("shown", { shown: data.shown, d: data.d_model }));

@@ -15,6 +15,11 @@
 
   function feedback(result, numeric) {
     const box = Lab.element("div", { class: "feedback", "data-correct": String(result.correct) });
+    if (result.understood === false) {  // not an answer of this question's kind: why, and nothing revealed
+      box.dataset.understood = "false";
+      box.appendChild(Lab.element("p", { class: "error" }, result.explanation));
+      return box;
+    }
     box.appendChild(Lab.element("p", { class: `verdict ${result.correct ? "right" : "wrong"}` },
                                 t(result.correct ? "right" : "wrong")));
     box.appendChild(Lab.element("p", {}, t("yourAnswer", { answer: result.answer, right: result.right_answer })));
@@ -69,7 +74,8 @@
         return;
       }
       try {
-        const graded = await Lab.postJSON(`/api/quiz/${question.key}?lang=${Lab.lang}`, { answer });
+        const graded = await Lab.postJSON(`/api/quiz/${question.key}?lang=${Lab.lang}`, { answer },
+                                          Lab.patient(result));
         result.className = "result";
         result.replaceChildren(feedback(graded, question.kind === "numeric"));
       } catch (error) {
@@ -83,7 +89,7 @@
     return fieldset;
   }
 
-  Lab.getJSON(`/api/quiz?lang=${Lab.lang}`).then((data) => {
+  Lab.getJSON(`/api/quiz?lang=${Lab.lang}`, Lab.patient(statusNode)).then((data) => {
     if (!data.available) {
       Lab.status(statusNode, t("unavailable", { reason: data.reason }), "unavailable");
       return;
