@@ -402,7 +402,10 @@ def build_config(config, dtype: torch.dtype = torch.float64, seed: int = 0, devi
         warnings.simplefilter("ignore")
         torch.manual_seed(seed)
         model, errors = None, []
-        for keywords in ({"attn_implementation": "eager", "experts_implementation": "eager"},
+        # on meta, experts run as one batched product over each token's chosen experts (the same multiplications as
+        # eager routing, with shapes that need no values: eager dispatch asks nonzero() which experts were picked)
+        first = ({"attn_implementation": "eager", "experts_implementation": "batched_mm"},) if device == "meta" else ()
+        for keywords in (*first, {"attn_implementation": "eager", "experts_implementation": "eager"},
                          {"attn_implementation": "eager"}, {}):
             try:
                 model = cls._from_config(config, **keywords)
