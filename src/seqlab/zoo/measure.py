@@ -59,8 +59,9 @@ from seqlab.zoo import shrink
 __all__ = ["DECODE_POSITIONS", "KINDS", "REAL_T", "Decode", "Prefill", "RealSize", "ZooRow", "kind_of",
            "measure_config", "measure_family", "prefill_lengths", "row_from_dict"]
 
-#: The kinds of family, in the order the catalogue groups them.
-KINDS = ("full attention", "windowed", "linear", "hybrid", "mixture of experts", "encoder")
+#: The kinds of family, in the order the catalogue groups them: full attention, windowed or local attention, linear
+#: or state-space (a fixed state), hybrid (a state beside attention keys), mixture of experts, encoder.
+KINDS = ("full", "windowed", "linear", "hybrid", "moe", "encoder")
 #: Prefill lengths asked for (each rounded up to a multiple of the family's chunks: :func:`prefill_lengths`).
 PREFILL_LENGTHS = (4, 8, 16)
 #: Decode positions t (the tiny windows are 3 wide: t = 2 sees a window fill, t >= 4 a full one).
@@ -554,7 +555,7 @@ def kind_of(causal: bool | None, decode: Decode | None, experts: int | None, con
             return "hybrid", source
         if state:
             return "linear", source
-        mixer = "windowed" if "sliding_window_kv" in kinds else "full attention"
+        mixer = "windowed" if "sliding_window_kv" in kinds else "full"
     else:
         source = "config"
         words = _config_words(config) if config is not None else set()
@@ -564,8 +565,8 @@ def kind_of(causal: bool | None, decode: Decode | None, experts: int | None, con
             return "hybrid", source
         if state:
             return "linear", source
-        mixer = "windowed" if any("sliding" in w or "local" in w for w in words) else "full attention"
-    return ("mixture of experts" if experts else mixer), source
+        mixer = "windowed" if any("sliding" in w or "local" in w for w in words) else "full"
+    return ("moe" if experts else mixer), source
 
 
 # --- one row -----------------------------------------------------------------------------------------------------
