@@ -28,8 +28,8 @@ from seqlab.i18n import N_
 from seqlab.learn.sweep import Backend, Local, ResultsFile, run_sweep
 from seqlab.zoo.measure import ZooRow
 
-__all__ = ["FORMAT", "ZooConfig", "ZooPlan", "ZooResult", "check_zoo_config", "load_user_config", "measure_planned",
-           "open_zoo_results", "run_zoo", "zoo_about"]
+__all__ = ["DATASET", "FORMAT", "ZooConfig", "ZooPlan", "ZooResult", "check_zoo_config", "load_user_config",
+           "measure_planned", "open_zoo_results", "result_from_json", "run_zoo", "shipped_catalogue", "zoo_about"]
 
 #: Version of the zoo's measurement: a results file of another version is refused (its rows would differ).
 FORMAT = 1
@@ -246,3 +246,30 @@ def run_zoo(config: ZooConfig = ZooConfig(), progress: Callable[[int, int, str |
                      torch_version=torch.__version__, seconds=round(seconds, 3),
                      cpu_seconds=round(sum(r.cpu_seconds for r in fresh), 3),
                      jobs=backend.jobs if isinstance(backend, Local) else None)
+
+
+#: The shipped catalogue: ``seqlab zoo --jobs 2 --json`` over every family, run once (docs/en/zoo.md shows it).
+DATASET = "zoo.json"
+
+
+def result_from_json(document: dict[str, Any]) -> ZooResult:
+    """A :class:`ZooResult` from its ``--json`` document (the schema's ``schema_version`` dropped)."""
+    from seqlab.zoo.measure import row_from_dict
+
+    fields = {k: v for k, v in document.items() if k != "schema_version"}
+    return ZooResult(**{**fields, "rows": tuple(row_from_dict(row) for row in fields["rows"])})
+
+
+def shipped_catalogue() -> ZooResult:
+    """The catalogue shipped with seqlab (``seqlab/data/zoo.json``), measured once with the versions it names.
+
+    Raises:
+        SeqlabError: the file is missing (``parameter="families"``).
+    """
+    import json
+    from importlib import resources
+
+    path = resources.files("seqlab") / "data" / DATASET
+    if not path.is_file():
+        raise SeqlabError(N_("no shipped catalogue at {path!r}"), path=str(path), parameter="families")
+    return result_from_json(json.loads(path.read_text(encoding="utf-8")))
