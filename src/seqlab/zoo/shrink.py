@@ -14,7 +14,12 @@ composite config), eval mode, float64, ``attn_implementation="eager"`` and ``exp
 the model takes them. :func:`last_hidden` reads x (1, T, d) -> the last hidden state (1, T_out, d_out) from
 ``inputs_embeds`` (d: the input embedding's width, which may differ from the hidden width).
 
-A family that cannot be built is refused with the reason (:class:`Refused`), never skipped silently.
+:func:`shrink_config` does the same to any config object (a user's ``config.json`` read by transformers), and
+:func:`build_config` builds any config, on the meta device too (nothing allocated: a real size read from shapes
+alone, its experts run as one batched product so that no routing value is needed).
+
+A family that cannot be built is refused with the stage and the reason (:class:`Refused`, a
+:class:`~seqlab.errors.SeqlabError`), never skipped silently.
 """
 
 from __future__ import annotations
