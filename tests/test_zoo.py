@@ -179,8 +179,9 @@ def test_the_shrinker_reads_sizes_by_attribute_name():
 
 
 def test_the_kind_falls_back_to_the_config_words():
-    config = shrink.tiny_config("jamba")
-    assert measure.kind_of(True, None, None, config) == ("hybrid", "config")
+    for family in ("jamba", "zamba2"):  # attention placed by period, by a per-layer list of block types
+        assert measure.kind_of(True, None, None, shrink.tiny_config(family)) == ("hybrid", "config")
+    assert measure.kind_of(True, None, None, shrink.tiny_config("mamba2")) == ("linear", "config")
     assert measure.kind_of(True, None, 8, shrink.tiny_config("llama")) == ("moe", "config")
 
 

@@ -44,6 +44,7 @@ Shape letters: T positions of a prefill, t decode position, d the input embeddin
 from __future__ import annotations
 
 import inspect
+import re
 import time
 import warnings
 from collections.abc import Callable
@@ -526,13 +527,18 @@ def measure_real(config, missing: dict[str, str], causal: bool = True) -> RealSi
 # --- the kind ----------------------------------------------------------------------------------------------------
 
 def _config_words(config) -> set[str]:
-    """The mixers a config names: ``layer_types`` entries and the presence of a window or a state size."""
+    """The mixers a config names: ``layer_types`` entries, the presence of a window or a state size, and attention
+    layers placed by index or period."""
     values = config.to_dict()
-    words = {str(v).lower() for v in values.get("layer_types") or []}
+    words = {str(v).lower() for k, v in values.items() if isinstance(v, (list, tuple)) and re.search(r"_types?$", k)
+             for v in v if isinstance(v, str)}  # layer_types, layers_block_type, mlp_layer_types...
     if values.get("sliding_window") or values.get("attention_window") or values.get("local_attention"):
         words.add("sliding")
     if any(values.get(k) for k in ("state_size", "ssm_state_size", "mamba_d_state", "d_state")):
         words.add("mamba")
+    if any(v not in (None, [], 0, False) and re.search(r"attn_layer|attention_layer|full_attn|hybrid_layer", k)
+           for k, v in values.items()):  # attention placed among other layers by index or period (Jamba, Bamba)
+        words.add("attention")
     return words
 
 
@@ -560,7 +566,8 @@ def kind_of(causal: bool | None, decode: Decode | None, experts: int | None, con
         source = "config"
         words = _config_words(config) if config is not None else set()
         state = any(w in words for w in ("mamba", "conv", "linear_attention", "recurrent", "rwkv", "ssm"))
-        keys = any("attention" in w or "sliding" in w for w in words) or not state
+        keys = any(("attention" in w and "linear" not in w) or "sliding" in w or "hybrid" in w for w in words) \
+            or not state
         if state and keys:
             return "hybrid", source
         if state:
