@@ -197,7 +197,9 @@ def test_the_shipped_page_is_the_shipped_dataset():
     document = json.loads((root / "src" / "seqlab" / "data" / "zoo.json").read_text(encoding="utf-8"))
     assert list(jsonschema.Draft202012Validator(schema("zoo")).iter_errors(document)) == []
     catalogue = shipped_catalogue()
-    assert catalogue.planned == len(shrink.model_types()) == catalogue.measured + catalogue.refused
+    assert catalogue.planned == len(shrink.model_types())
+    assert catalogue.measured + catalogue.refused == len(catalogue.rows) <= catalogue.planned
+    assert catalogue.partial or len(catalogue.rows) == catalogue.planned  # an interrupted run says so
     sys.path.insert(0, str(root / "docs"))
     try:
         import generate_outputs
