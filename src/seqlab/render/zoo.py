@@ -187,7 +187,8 @@ def zoo_markdown(result: ZooResult, lang: str = "en") -> str:
         lines.append("")
     refused = [r for r in result.rows if r.refused is not None]
     if refused:
-        lines += [f"### {_('Refused')}", ""]
+        heading = _("Refused")
+        lines += [f"### {heading}", ""]
         lines += [f"- `{r.family}`: {r.refused}" for r in refused]
         lines.append("")
     lines.append(closing_note(result, lang))
