@@ -165,11 +165,16 @@ def zoo_table(result: ZooResult, lang: str = "en"):
     return Group(*parts)
 
 
+def _escaped(text: str) -> str:
+    """Markdown-safe text: table pipes, and brackets that a reader would take for a link (``x['a'][0]``)."""
+    return (text.replace("\\", "\\\\").replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
+            .replace("\n", " "))
+
+
 def _markdown_cell(value: str | tuple[str], lang: str) -> str:
     if isinstance(value, tuple):
-        text = translator(lang)("not measured: {reason}").format(reason=value[0])
-        return text.replace("|", "\\|").replace("\n", " ")
-    return value.replace("|", "\\|")
+        return _escaped(translator(lang)("not measured: {reason}").format(reason=value[0]))
+    return _escaped(value)
 
 
 def zoo_markdown(result: ZooResult, lang: str = "en") -> str:
@@ -189,7 +194,7 @@ def zoo_markdown(result: ZooResult, lang: str = "en") -> str:
     if refused:
         heading = _("Refused")
         lines += [f"### {heading}", ""]
-        lines += [f"- `{r.family}`: {r.refused}" for r in refused]
+        lines += [f"- `{r.family}`: {_escaped(r.refused)}" for r in refused]
         lines.append("")
     lines.append(closing_note(result, lang))
     return "\n".join(lines) + "\n"
