@@ -155,8 +155,18 @@ def mixer_table(lang: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def zoo_table(lang: str) -> str:
+    """The zoo's catalogue page body, in ``lang``: :func:`seqlab.render.zoo.zoo_markdown` of the shipped dataset
+    (``seqlab/data/zoo.json``, written by ``seqlab zoo --jobs 2 --json``)."""
+    from seqlab.render.zoo import zoo_markdown
+    from seqlab.studies.zoo import shipped_catalogue
+
+    return zoo_markdown(shipped_catalogue(), lang)
+
+
 #: name -> (the Markdown it holds, written from a registry); the file is docs/outputs/<name>.md.
-TABLES = {"mixers": lambda: mixer_table("en"), "mixers.es": lambda: mixer_table("es")}
+TABLES = {"mixers": lambda: mixer_table("en"), "mixers.es": lambda: mixer_table("es"),
+          "zoo": lambda: zoo_table("en"), "zoo.es": lambda: zoo_table("es")}
 
 
 @contextmanager

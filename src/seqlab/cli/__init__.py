@@ -13,6 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from seqlab.cli import bench, check, compare, decode, figure, learn, model, profile, quiz, report, serve, table1
+from seqlab.cli import zoo
 from seqlab.cli.group import SeqlabGroup, print_version
 from seqlab.cli.options import LANG_HELP, language
 
@@ -56,6 +57,6 @@ def main() -> None:
 # Explicit registration, in the order ``seqlab --help`` lists the commands. The command modules
 # define plain functions and never import this module, so the command line has no import cycle.
 for _command in (compare.compare, table1.table1, profile.profile, bench.bench, learn.learn, quiz.quiz,
-                 model.model, figure.figure, check.check, serve.serve, report.report, decode.decode):
+                 model.model, figure.figure, check.check, serve.serve, report.report, decode.decode, zoo.zoo):
     app.command()(_command)
 del _command

@@ -23,13 +23,13 @@ from typing import Any
 #: or retyped), together with its schema's ``schema_version`` constant.
 SCHEMA_VERSIONS: dict[str, int] = {"bench": 2, "check": 1, "compare": 1, "decode": 2, "decode_model": 2,
                                    "figure": 1, "learn": 1,
-                                   "model": 1, "profile": 1, "table1": 1, "table1_modern": 2}
+                                   "model": 1, "profile": 1, "table1": 1, "table1_modern": 2, "zoo": 1}
 
 #: Result class name -> the document :func:`to_json` makes of it.
 DOCUMENTS: dict[str, str] = {"BenchResult": "bench", "CompareResult": "compare", "DecodeResult": "decode",
                              "ModelDecodeResult": "decode_model",
                              "FigureResult": "figure", "ModernResult": "table1_modern",
-                             "ProfileResult": "profile", "Table1Result": "table1"}
+                             "ProfileResult": "profile", "Table1Result": "table1", "ZooResult": "zoo"}
 
 
 def to_jsonable(value: Any) -> Any:

@@ -39,6 +39,7 @@ DOCUMENT_TYPES: dict[str, str] = {
     "profile": "seqlab.studies.profile:ProfileResult",
     "table1": "seqlab.studies.table1_results:Table1Result",
     "table1_modern": "seqlab.studies.table1_modern:ModernResult",
+    "zoo": "seqlab.studies.zoo:ZooResult",
 }
 
 _REAL = {"anyOf": [{"type": "number"}, {"enum": ["inf", "-inf", "nan"]}]}
