@@ -49,6 +49,7 @@ CHEAP: dict[str, list[str]] = {
     "serve": ["--port", "{port}"],
     "report": ["--quick", "--no-pdf", "--out", "{tmp}/report.html"],
     "decode": ["--quick", "--positions", "2", "--d-model", "2", "--no-time", "--machines", "elman"],
+    "zoo": ["--families", "gpt2"],
 }
 #: Per command: options and flags whose valid values make a run long (workers, timing, training, a browser):
 #: they are given only hostile values, or never (flags).
@@ -65,6 +66,7 @@ COSTLY: dict[str, frozenset[str]] = {
     "serve": frozenset({"--open"}),
     "report": frozenset({"--learn", "--pdf"}),
     "decode": frozenset({"--time", "--model"}),
+    "zoo": frozenset({"--jobs", "--ray", "--config", "--families"}),
 }
 #: Per command, for the suite's short run: where its work begins (``module:function``), replaced by a stub that
 #: raises :class:`Reached` — every check before it runs for real, the minutes after it do not. ``serve``'s

@@ -219,6 +219,14 @@ def _learn(lang: str):
     return render_learn(result, lang)
 
 
+def _shipped_zoo(lang: str):
+    """The whole shipped catalogue (every family of every kind), as ``seqlab zoo`` shows it."""
+    from seqlab.render.zoo import zoo_table
+    from seqlab.studies.zoo import shipped_catalogue
+
+    return zoo_table(shipped_catalogue(), lang)
+
+
 def _lines_only(*args: str) -> Callable[[str], tuple[str, list[Cell]]]:
     """A command that prints lines, not tables: it must lay out no table at all."""
     run = _cli(*args)
@@ -258,6 +266,7 @@ def _cases(factory_file: str, checkpoint: Callable[[], str]) -> dict[str, list[C
         "quiz": [_quiz_first_question],
         "model": [lambda lang: _cli("model", "--max-tokens", "16", "--mixing-tokens", "4")(lang)],
         "figure": [_cli("figure", "--length", "3", "--d-model", "4", "--heads", "2")],
+        "zoo": [_cli("zoo", "--families", "gpt2,mamba"), _rendered(_shipped_zoo)],
         "check": [_lines_only("check", "--only", "L5,L6,L9"), _lines_only("check", "--list")],
         "serve": [],  # a server: it prints one line (its address) and no table; tested in test_web_*
         "report": [],  # writes HTML (and a PDF): its terminal part is one line per file written

@@ -133,16 +133,18 @@ def _legend(lang: str) -> str:
 def zoo_table(result: ZooResult, lang: str = "en"):
     """The catalogue on a terminal: one Rich table per kind, refusals, numbered notes and the closing note."""
     from rich.console import Group
-    from rich.table import Table
     from rich.text import Text
+
+    from seqlab.render.tables import FittedTable  # at 80 columns: stacked in parts or records, never a tall cell
 
     _ = translator(lang)
     notes: list[str] = []
     parts: list = [Text(_legend(lang))]
     for kind, rows in _groups(result):
-        table = Table(title=_(KIND_LABELS[kind]), title_justify="left", show_lines=False)
+        table = FittedTable(title=_(KIND_LABELS[kind]), title_justify="left", show_lines=False)
         for _key, heading in COLUMNS:
             table.add_column(_(heading), overflow="fold")
+        table.columns[0].no_wrap = True  # the family's name, whole
         for row in rows:
             texts = []
             for key, _heading in COLUMNS:
