@@ -49,7 +49,7 @@ def test_the_path_options_are_the_outputs():
     """Every output the commands write, and nothing else, is typed Path (inputs stay text: '-' is stdin)."""
     assert sorted((command, option) for command, option, _ in path_options()) == [
         ("bench", "--csv"), ("bench", "--out"), ("bench", "--plot"), ("decode", "--plot"), ("figure", "--out"),
-        ("learn", "--plot"), ("learn", "--results"), ("model", "--out"), ("report", "--out"), ("table1", "--plot")]
+        ("learn", "--plot"), ("learn", "--results"), ("model", "--out"), ("report", "--out"), ("table1", "--plot"), ("zoo", "--results")]
     for command, option, info in path_options():
         assert info.callback in OUTPUT_CALLBACKS, f"{command} {option} is not checked by check_output"
 

@@ -62,15 +62,16 @@ class _RecordingTorch:
 
 
 @pytest.mark.parametrize(("T", "d"), [(16, 8), (4096, 64)])  # 2 * 16 * 8 * 8 under the chunk; 2 * 4096 * 64 * 64 over
-def test_temporary_equals_the_masked_products_largest_allocation(monkeypatch, T: int, d: int):
-    """x @ triu(W): the constant zeros of triu(W) cut paths, so the tracer takes its chunked min-plus product."""
+def test_temporary_bounds_the_masked_products_largest_allocation(monkeypatch, T: int, d: int):
+    """x @ triu(W): the constant zeros of triu(W) cut paths, so the tracer takes its chunked min-plus product, on the
+    d − 1 columns of W that hold a zero only: the estimate (every column) bounds it, within one column's share."""
     recording = _RecordingTorch()
     monkeypatch.setattr(contraction_rules, "torch", recording)
     w = torch.triu(torch.ones(d, d))  # (d, d), exact zeros below the diagonal
     x = torch.ones(T, d)  # (T, d)
     stored_bytes(lambda rows: rows @ w, x, (0,))
     expected = estimate_path_bytes(2 * T * d, 1, product=(T, d, d)).temporary
-    assert recording.largest == expected
+    assert expected * (d - 1) // d <= recording.largest <= expected
     assert expected == {16: 2 * 16 * 8 * 8 * 4, 4096: 2**24 * 4}[T]  # 8_192 bytes; the 64 MiB chunk
 
 

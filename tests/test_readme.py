@@ -112,6 +112,7 @@ MARKERS = {
     "check": ("claims hold", "afirmaciones"),
     "report": ("Wrote", "Escrito"),
     "decode": ("Cost of one new token", "Coste de un token nuevo"),  # table1 --modern: "Table 1 extended"
+    "zoo": ("families measured", "familias medidas"),
     "--help": ("Usage: seqlab", "Uso: seqlab"),
     "--version": ("seqlab 0.",),
 }
@@ -160,9 +161,11 @@ def test_readme_command_runs(command, tmp_path, monkeypatch):
     if arguments[0] == "serve":  # a server: start it, read it, stop it
         serve_and_fetch(arguments)
         return
-    if "--model" in arguments:  # a checkpoint of one's own: build it first with the manual's own script
-        folder = arguments[arguments.index("--model") + 1]
-        subprocess.run([sys.executable, str(example_writing(folder))], cwd=tmp_path, check=True, capture_output=True)
+    for option in ("--model", "--config"):  # a checkpoint of one's own: built first with the manual's own script
+        if option in arguments:
+            folder = arguments[arguments.index(option) + 1]
+            subprocess.run([sys.executable, str(example_writing(folder))], cwd=tmp_path, check=True,
+                           capture_output=True)
     result = CliRunner().invoke(app, arguments, input="")
     if EXITS_2 in comment:  # shown failing on purpose: one Error: line, exit code 2
         assert result.exit_code == 2, result.output

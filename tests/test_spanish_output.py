@@ -188,8 +188,9 @@ def typed_values(command) -> frozenset[str]:
     from seqlab.measure.layout import LAYOUTS
 
     from seqlab.studies.bench_model import MACHINES
+    from seqlab.zoo.measure import KINDS
 
-    texts = [*help_fields().values(), *TASKS, *LAYOUTS, *MACHINES]
+    texts = [*help_fields().values(), *TASKS, *LAYOUTS, *MACHINES, *KINDS]
     for param in command.params:
         texts += [str(param.metavar or ""), str(param.default), *map(str, param.type_descriptor.choices or ()),
                   *param.opts, *getattr(param, "secondary_opts", ())]

@@ -128,7 +128,7 @@ nn sdpa lstm gru rnn mlp elman elmanrnn bahdanau luong vaswani mamba gu dao blel
 kaplan et rwkv jamba llama mistral qwen ssm zoology arora hochreiter schmidhuber
 kernel kernels scan flash eager encoder decoder feed forward dropout layernorm linear
 json csv png svg html htm pdf utf stdin utc checkpoint web token tokens max min log exp kv host unicode ray lines
-compare table profile bench learn quiz model figure check serve report decode auto
+compare table profile bench learn quiz model figure check serve report decode zoo auto
 dot scaled_dot additive general o base
 l q k v x y z c f g h i j n t d r w e a
 """.split())

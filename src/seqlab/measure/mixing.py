@@ -40,13 +40,13 @@ k probes, L layers of a stack.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
+from seqlab.measure.switches import warnings_ignored
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.i18n import N_
 from seqlab.measure.dependence import Dependence, judge
@@ -373,8 +373,7 @@ def _jacobian_strength(block: Callable[..., object], inputs: Mapping[str, Tensor
     grad_outputs[index, :, index] = probe
     grad_outputs = grad_outputs.reshape(T_out * probes, T_out, features)
     try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*performance drop.*")
+        with warnings_ignored(".*performance drop.*"):
             (g,) = torch.autograd.grad(rows, x, grad_outputs=grad_outputs, is_grads_batched=True,
                                        retain_graph=True, allow_unused=True)
     except RuntimeError:  # an op whose backward has no batching rule: one backward per vector
@@ -415,10 +414,10 @@ def _forward_strength(block: Callable[..., object], inputs: Mapping[str, Tensor]
         for _ in range(probes):
             tangent = torch.zeros_like(x)
             tangent[:, i] = torch.randn(x[:, i].shape, generator=generator, dtype=torch.float64).to(x)
-            with fwAD.dual_level(), torch.enable_grad(), warnings.catch_warnings():
-                # PyTorch's first forward-mode call imports its jvp decompositions, which script
-                # functions with the deprecated torch.jit.script: not the caller's concern
-                warnings.filterwarnings("ignore", message=".*torch.jit.script.*deprecated", category=DeprecationWarning)
+            # PyTorch's first forward-mode call imports its jvp decompositions, which script
+            # functions with the deprecated torch.jit.script: not the caller's concern
+            with fwAD.dual_level(), torch.enable_grad(), warnings_ignored(".*torch.jit.script.*deprecated",
+                                                                          DeprecationWarning):
                 dual = fwAD.make_dual(x, tangent)
                 arguments = {key: (dual if key == name else value) for key, value in inputs.items()}
                 out = fwAD.unpack_dual(_first_tensor(block(**arguments))).tangent

@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -67,6 +66,7 @@ from torch import Tensor
 
 from seqlab.i18n import N_
 from seqlab.measure.modes import EngineMode
+from seqlab.measure.switches import warnings_ignored
 
 #: A position moves when its movement exceeds this fraction of the source's largest movement (64 eps of float32:
 #: above the rounding of a float32 kernel inside a float64 model, below any dependence worth a path).
@@ -271,8 +271,7 @@ def _in_dtype(layer: Callable[[Tensor], Any], dtype: torch.dtype) -> Callable[[T
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings_ignored():
         yield
 
 

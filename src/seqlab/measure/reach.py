@@ -32,13 +32,13 @@ Shapes: T positions, d_in input width, d_out output width, k probes.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
+from seqlab.measure.switches import warnings_ignored
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.i18n import N_
 from seqlab.measure.dependence import judge
@@ -186,10 +186,9 @@ def _first_output(out: object) -> object:
 def _vjp_rows(y_p: Tensor, x: Tensor, rows: Tensor) -> tuple[Tensor, str]:
     """rows^T J for each row, J = dy_p/dx: (R, d_out) -> (R, T, d_in), and how it was run."""
     try:
-        with warnings.catch_warnings():
-            # vmap falls back to a slow loop (with this warning) for ops without a batching rule;
-            # the result is still right, so the warning is not the caller's concern.
-            warnings.filterwarnings("ignore", message=".*performance drop.*")
+        # vmap falls back to a slow loop (with this warning) for ops without a batching rule;
+        # the result is still right, so the warning is not the caller's concern.
+        with warnings_ignored(".*performance drop.*"):
             (g,) = torch.autograd.grad(
                 y_p, x, grad_outputs=rows, is_grads_batched=True,
                 retain_graph=True, allow_unused=True,

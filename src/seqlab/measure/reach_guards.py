@@ -18,12 +18,12 @@ Shapes: T positions, d_in input width, d_out output width, R copies, N tangents.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 
 import torch
 from torch import Tensor
 
+from seqlab.measure.switches import warnings_ignored
 from seqlab.errors import SeqlabError
 from seqlab.i18n import N_
 from seqlab.measure.layout import batch_first_of
@@ -80,9 +80,9 @@ def forward_rows(layer: Callable[[Tensor], Tensor], x: Tensor, p: int, probes: i
             tangents[i * probes:(i + 1) * probes, i] = torch.randn(probes, d_in, generator=generator, dtype=x.dtype)
     lengths = []
     for tangent in tangents.to(x.device):
-        with fwAD.dual_level(), torch.enable_grad(), warnings.catch_warnings():
-            # PyTorch's first forward-mode call scripts its jvp decompositions (a deprecation warning)
-            warnings.filterwarnings("ignore", message=".*torch.jit.script.*deprecated", category=DeprecationWarning)
+        # PyTorch's first forward-mode call scripts its jvp decompositions (a deprecation warning)
+        with fwAD.dual_level(), torch.enable_grad(), warnings_ignored(".*torch.jit.script.*deprecated",
+                                                                      DeprecationWarning):
             out = layer(fwAD.make_dual(x.detach(), tangent))
             out = out[0] if isinstance(out, tuple) else out
             lengths.append(fwAD.unpack_dual(out).tangent[p].detach().norm())  # ||J t||

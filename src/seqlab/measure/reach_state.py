@@ -26,13 +26,13 @@ Shapes: T positions, d_in input width, d_out output width, R backward rows, s_k 
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
+from seqlab.measure.switches import warnings_ignored
 from seqlab.errors import SeqlabError
 from seqlab.i18n import N_
 
@@ -141,8 +141,7 @@ def vjp_many(out: Tensor, inputs: Sequence[Tensor], rows: Tensor) -> tuple[list[
     if not out.requires_grad:
         return [torch.zeros((rows.shape[0], *t.shape), dtype=t.dtype, device=t.device) for t in inputs], backward
     try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*performance drop.*")
+        with warnings_ignored(".*performance drop.*"):
             grads = torch.autograd.grad(out, list(inputs), grad_outputs=rows, is_grads_batched=True,
                                         retain_graph=True, allow_unused=True)
     except RuntimeError:  # an op whose backward cannot be vmapped

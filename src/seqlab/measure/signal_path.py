@@ -86,13 +86,13 @@ from __future__ import annotations
 import copy
 import math
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
+from seqlab.measure.switches import warnings_ignored
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.i18n import N_
 from seqlab.layers.transition import BACKWARD, FORWARD, Scaling, declares_transition
@@ -477,9 +477,8 @@ def _pull_batch(y_j: Tensor, x: Tensor, source: int, chunk: Tensor, scaling: Sca
     """The rows of ``chunk`` (r, d_out) pulled back in one batched backward pass; None when it cannot be batched."""
     scaling.start(1.0, replay)
     try:
-        with warnings.catch_warnings():
-            # vmap falls back to a slow loop (with this warning) for ops without a batching rule: still right
-            warnings.filterwarnings("ignore", message=".*performance drop.*")
+        # vmap falls back to a slow loop (with this warning) for ops without a batching rule: still right
+        with warnings_ignored(".*performance drop.*"):
             (grad,) = torch.autograd.grad(y_j, x, chunk, retain_graph=True, allow_unused=True, is_grads_batched=True)
     except RuntimeError:  # an op whose backward cannot be batched at all
         return None

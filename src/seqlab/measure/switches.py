@@ -29,15 +29,18 @@ import contextlib
 import functools
 import gc
 import importlib
+import re
 import sys
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
-__all__ = ["SharedSwitch", "collector_paused", "evaluation_mode", "fast_paths_off", "one_thread", "reference_kernels"]
+__all__ = ["SharedSwitch", "collector_paused", "evaluation_mode", "fast_paths_off", "one_thread", "reference_kernels",
+           "warnings_ignored"]
 
 
 class SharedSwitch:
@@ -90,6 +93,36 @@ class SharedSwitch:
                 self._write(self._holds[-1][1] if self._holds else self._saved)
                 if not self._holds:
                     self._saved = None
+
+
+def _set_warning_filters(value: list) -> None:
+    warnings.filters[:] = value
+    mutated = getattr(warnings, "_filters_mutated", None)  # the C side's cache of the filters
+    if mutated is not None:
+        mutated()
+
+
+#: Python's warning filters: process-wide, and ``warnings.catch_warnings`` restores them by save-and-restore,
+#: so two threads that overlap leave one's filter behind (a reach on compare's reach thread beside a check on the
+#: main thread did). Measurements hold them through :func:`warnings_ignored`.
+WARNING_FILTERS = SharedSwitch("warning filters", lambda: list(warnings.filters), _set_warning_filters)
+
+
+@contextlib.contextmanager
+def warnings_ignored(message: str | None = None, category: type[Warning] = Warning) -> Iterator[None]:
+    """Ignore the warnings whose text matches ``message`` (a regular expression, case-insensitive, from the start,
+    as :func:`warnings.filterwarnings` reads it; ``None``: every warning of ``category``) for the block, in every
+    thread, and give the filters back exactly as they were once no thread holds them (:class:`SharedSwitch`).
+
+    >>> before = list(warnings.filters)
+    >>> with warnings_ignored(".*performance drop.*"):
+    ...     warnings.warn("a performance drop, as vmap says")  # ignored
+    >>> warnings.filters == before
+    True
+    """
+    entry = ("ignore", None if message is None else re.compile(message, re.I), category, None, 0)
+    with WARNING_FILTERS.held([entry, *(item for item in warnings.filters if item != entry)]):
+        yield
 
 
 def _sdpa_backends() -> tuple[bool, bool, bool, bool]:

@@ -53,8 +53,8 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torch.utils._python_dispatch import TorchDispatchMode
 
+from seqlab.measure.modes import EngineMode
 from seqlab.zoo import shrink
 
 __all__ = ["DECODE_POSITIONS", "KINDS", "REAL_T", "Decode", "Prefill", "RealSize", "ZooRow", "kind_of",
@@ -416,7 +416,7 @@ def _real_dtype(config) -> torch.dtype:
 REAL_OPS_BUDGET = 30_000
 
 
-class _OpCalls(TorchDispatchMode):
+class _OpCalls(EngineMode):  # never compiled (seqlab.measure.modes)
     """Counts the ATen calls of a function (nothing else: the cheapest mode)."""
 
     def __init__(self) -> None:

@@ -35,9 +35,9 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from seqlab.measure.modes import EngineMode
 from seqlab.errors import SeqlabError
 from seqlab.i18n import N_
 
@@ -464,7 +464,7 @@ def _on_a_copy(layer: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
     return lambda x: layer(x.clone())
 
 
-class _Dtypes(TorchDispatchMode):
+class _Dtypes(EngineMode):  # never compiled (seqlab.measure.modes)
     """Records the floating dtypes of the outputs of every op on the data path: an op with an input that requires
     grad (x or a parameter, or anything computed from them), so a position-only table computed in float32 (rotary
     angles) is not the model's precision."""
