@@ -92,9 +92,9 @@ class FieldName:
 class Phrase:
     """A sentence of the ``web`` catalogue by its msgid, with its values; rendered only for a language.
 
-    >>> Phrase("{name} must hold between 2 and {most} words, received {count}",
-    ...        {"name": FieldName("sentence"), "most": 40, "count": 1}).render("es")
-    'frase (sentence) debe tener entre 2 y 40 palabras; se recibieron 1'
+    >>> Phrase("{name} must be a whole number from {min} to {max}; the results below are for the last valid values.",
+    ...        {"name": FieldName("sentence"), "min": 2, "max": 1000}).render("es")[:55]
+    'frase (sentence) debe ser un número entero de 2 a 1.000'
     """
 
     msgid: str
