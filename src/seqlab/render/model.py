@@ -212,7 +212,24 @@ def _window_sentence(result: ModelResult, lang: str) -> str:
                          "with its attention mask; padded positions are never measured.").format(
             B=format_integer(len(result.windows), lang), T=format_integer(result.padded_T, lang),
             lengths=", ".join(format_integer(len(window), lang) for window in result.windows))
-    return said
+    return said + _keyless_sentence(result, lang)
+
+
+def _keyless_sentence(result: ModelResult, lang: str) -> str:
+    """" Queries that read no key …" naming each sequence's keyless positions (1-based), or ``""`` when none."""
+    tr = translator(lang)
+    where = []
+    for b, positions in enumerate(result.keyless, 1):
+        if positions:
+            text = _span([q + 1 for q in positions])
+            where.append((tr("position {positions} of sequence {b}") if len(positions) == 1 else
+                          tr("positions {positions} of sequence {b}")).format(positions=text,
+                                                                              b=format_integer(b, lang)))
+    if not where:
+        return ""
+    return " " + tr("Queries that read no key at all (every key masked), {where}: their attention weights are taken as "
+                    "0, PyTorch's rule for such a row (as its scaled_dot_product_attention does), so they contribute "
+                    "nothing and are never measured.").format(where="; ".join(where))
 
 
 def _mixing_sentence(result: ModelResult, lang: str) -> str:

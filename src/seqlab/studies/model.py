@@ -51,7 +51,13 @@ from seqlab.layers.pretrained import (
 )
 from seqlab.measure.mixing import BAND, Band, dependency_matrix
 from seqlab.measure.modules import record_inputs
-from seqlab.studies.model_mixing import ModuleMixing, measure_mixing, row_call  # noqa: F401  (re-exported)
+from seqlab.studies.model_mixing import (  # noqa: F401  (re-exported)
+    KeylessRows,
+    ModuleMixing,
+    keyless_positions,
+    measure_mixing,
+    row_call,
+)
 from seqlab.studies.model_order import LayerOrder, OrderCheck, measure_model_order  # noqa: F401  (re-exported)
 
 #: Default, fewest and largest number of positions the mixing Jacobians are measured on.
@@ -129,6 +135,10 @@ class ModelResult:
         position_switch: what was switched off, e.g. ``"learned: embeddings.position_embeddings"``.
         softmax_dtype: the precision the softmax measured to run in (:func:`working_precision`); the order
             verdicts are judged at it.
+        keyless: per sequence, the positions (0-based) whose query read no key in some attention of the padded
+            batch (a padded position under a sliding window, measured by
+            :func:`~seqlab.studies.model_mixing.keyless_positions`): their weights are 0, so they contribute
+            nothing (:class:`~seqlab.studies.model_mixing.KeylessRows`); empty tuples where every query read a key.
     """
 
     model: str
@@ -159,6 +169,7 @@ class ModelResult:
     model_type: str = "bert"
     position_switch: str = ""
     softmax_dtype: str = "float64"
+    keyless: tuple[tuple[int, ...], ...] = ()
 
     @property
     def softmax_below_dtype(self) -> bool:
@@ -232,7 +243,7 @@ def measure_attention(encoder: Encoder, ids: Tensor, layer: int, head: int, *, m
     T = int(mask[0].sum())  # real positions of the first sequence
     name = attention_module(encoder.model, config.layers, layer)
     module = encoder.model.get_submodule(name)
-    with record_inputs(encoder.model, [name]) as calls, torch.no_grad():
+    with KeylessRows(), record_inputs(encoder.model, [name]) as calls, torch.no_grad():
         attentions = encoder.model(input_ids=ids, attention_mask=mask, output_attentions=True).attentions
     call = row_call(calls[name], 0, ids.shape[0])
     alpha = attentions[layer - 1][0, head - 1, :T, :T].to(torch.float64)  # (T, T), real rows and columns
@@ -247,7 +258,8 @@ def measure_attention(encoder: Encoder, ids: Tensor, layer: int, head: int, *, m
             kwargs[slot] = x
         else:
             args[slot] = x
-        return module(*args, **kwargs)[0][:, T - 1:T, columns]
+        with KeylessRows():  # a padded query with no key: weights 0, never NaN (see model_mixing)
+            return module(*args, **kwargs)[0][:, T - 1:T, columns]
 
     x = call.args[0] if call.args else call.kwargs["hidden_states"]  # (1, T_pad, d_model), as received
     reach = dependency_matrix(output_row_T, {"x": x}, "x", probes=PROBES, seed=seed)  # (1, T_pad)
@@ -370,6 +382,7 @@ def inspect_model(text: str | Sequence[str], *, source: str = "text", model: str
     windows = _windows(encoder, [text] if isinstance(text, str) else list(text), max_tokens)
     ids, mask = pad(windows, encoder.pad_id)  # (B, T_max) each
     T_m = min(mixing_tokens, ids.shape[1])
+    keyless = keyless_positions(encoder, ids, mask)  # (B,) tuples: queries with every key masked
     step(1, 5, "mixing")
     modules, unmeasured = measure_mixing(encoder, ids[:, :T_m], mask[:, :T_m], seed=seed)  # each row has >= 2
     step(2, 5, "attention")
@@ -389,4 +402,4 @@ def inspect_model(text: str | Sequence[str], *, source: str = "text", model: str
         seed=seed, threads=torch.get_num_threads(), versions=(torch.__version__, transformers.__version__),
         windows=tuple(windows), padded_T=int(ids.shape[1]), unmeasured=unmeasured,
         architecture=config.architecture, model_type=config.model_type,
-        position_switch=f"{switch.kind}: {', '.join(switch.modules)}")
+        position_switch=f"{switch.kind}: {', '.join(switch.modules)}", keyless=keyless)

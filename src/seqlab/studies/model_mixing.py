@@ -10,6 +10,15 @@ a padded query row does read the real keys, and would otherwise make every atten
 Each sequence's matrix is classified on its own; a module's pattern is the one all sequences share
 (``"differs"`` when they do not).
 
+A query row whose every key is masked (a padded position under a sliding window: the window holds only padding;
+a left-padded row under a causal mask) has no weights to take: an eager softmax of a row of −inf gives NaN, and
+that NaN reaches the *real* rows of the next layer through 0 · NaN in the weighted sum α V although their weight on
+the padded key is exactly 0. The rule for the whole kind is PyTorch's own (``aten._safe_softmax``, what
+``F.scaled_dot_product_attention`` does on its math and fused paths): such a row's weights are 0, so it contributes
+nothing. :class:`KeylessRows` applies it to every softmax of the passes the model study runs on a padded batch
+(:func:`measure_mixing`, the order test, the attention map) and records the rows it met, which the report names
+(:func:`keyless_positions`); a row with at least one open key is computed as the model computes it.
+
 Modules are chosen by :func:`seqlab.layers.anatomy.modules_of_interest`: what comes before the layer
 stack (the embeddings, layer 0) and every block with its submodules; after the stack (final norm,
 pooler) nothing is measured, and a module whose call cannot be measured is named in ``unmeasured``.
@@ -20,6 +29,7 @@ Shapes: B sequences, T_m measured columns, n_b real positions of sequence b (n_b
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -32,6 +42,7 @@ from seqlab.layers.anatomy import contains_attention, modules_of_interest
 from seqlab.layers.pretrained import Encoder
 from seqlab.measure.dependence import judge
 from seqlab.measure.mixing import BAND, CAUSAL, PARTIAL, Band
+from seqlab.measure.modes import EngineMode
 from seqlab.measure.modules import RecordedCall, SubmoduleMixing, measure_recorded, record_inputs
 from seqlab.measure.switches import fast_paths_off
 
@@ -39,6 +50,67 @@ from seqlab.measure.switches import fast_paths_off
 PROBES = 2
 #: The pattern of a module whose sequences do not agree.
 DIFFERS = "differs"
+
+
+class KeylessRows(EngineMode):
+    """A softmax row whose every entry is −inf (a query with every key masked) gets weights 0, never NaN.
+
+    The rule of PyTorch's ``aten._safe_softmax`` (SDPA's math and fused kernels return 0 for such a row): every
+    ``aten._softmax`` whose input holds a row of −inf along its dim is computed by ``_safe_softmax`` instead; any
+    other softmax runs unchanged. The values are read (one ``isneginf`` per softmax) to decide it.
+
+    >>> x = torch.tensor([[0.0, 0.0], [-math.inf, -math.inf]])  # (T_q, T_k): query 2 has no key
+    >>> torch.softmax(x, dim=-1)[1].isnan().all().item()
+    True
+    >>> with KeylessRows(batch=None) as rows:
+    ...     torch.softmax(x, dim=-1).tolist(), rows.met
+    ([[0.5, 0.5], [0.0, 0.0]], 1)
+
+    Args:
+        batch: B, the batch of the pass whose keyless rows are recorded per sequence: a softmax input of shape
+            (B, ..., T_q, T_k) (softmax over the last dim) adds its keyless (sequence, query position) pairs to
+            :attr:`positions`. None: only count.
+
+    Attributes:
+        met: softmax rows found with every key masked (over every call, head and layer).
+        positions: (b, query position), 0-based, found keyless in a softmax of batch ``batch``.
+    """
+
+    def __init__(self, batch: int | None = None) -> None:
+        super().__init__()
+        self.batch = batch
+        self.met = 0
+        self.positions: set[tuple[int, int]] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.ops.aten._softmax.default and args[0].is_floating_point() and args[0].numel():
+            x, dim, half_to_float = args[0], args[1], args[2]
+            keyless = torch.isneginf(x).all(dim=dim)  # (..., T_q) when dim is the last
+            count = int(keyless.sum())
+            if count:
+                self.met += count
+                last = dim % x.dim() == x.dim() - 1
+                if self.batch is not None and last and x.dim() >= 2 and x.shape[0] == self.batch:
+                    rows = keyless.reshape(self.batch, -1, x.shape[-2]).any(dim=1)  # (B, T_q)
+                    self.positions.update((int(b), int(q)) for b, q in rows.nonzero().tolist())
+                return torch.ops.aten._safe_softmax.default(x, dim, torch.float32 if half_to_float else None)
+        return func(*args, **kwargs)
+
+
+def keyless_positions(encoder: Encoder, ids: Tensor, mask: Tensor) -> tuple[tuple[int, ...], ...]:
+    """Per sequence of a padded batch, the positions (0-based) whose query read no key in some attention.
+
+    One forward pass of the batch (ids and mask, B × T) under :class:`KeylessRows`: a right-padded sequence under a
+    causal mask has none; under a sliding window of w, a padded position more than w − 1 past the last real one
+    reads padding only.
+
+    Returns:
+        B tuples of positions, increasing (empty where every query read a key).
+    """
+    with KeylessRows(batch=ids.shape[0]) as rows, torch.no_grad(), fast_paths_off():
+        encoder.model(input_ids=ids, attention_mask=mask)
+    return tuple(tuple(sorted(q for b, q in rows.positions if b == sequence)) for sequence in range(ids.shape[0]))
 
 
 @dataclass(frozen=True)
@@ -209,7 +281,7 @@ def measure_mixing(encoder: Encoder, ids: Tensor, mask: Tensor | None = None, *,
     model = encoder.model
     chosen = [(name, layer) for name, layer in modules_of_interest(model, encoder.config.layers)
               if names is None or name in names]
-    with record_inputs(model, [name for name, _ in chosen]) as calls, torch.no_grad(), fast_paths_off():
+    with KeylessRows(), record_inputs(model, [name for name, _ in chosen]) as calls, torch.no_grad(), fast_paths_off():
         model(input_ids=ids, attention_mask=mask)
     rows, unmeasured = [], []
     for name, layer in chosen:
@@ -217,9 +289,10 @@ def measure_mixing(encoder: Encoder, ids: Tensor, mask: Tensor | None = None, *,
             continue  # never called in this forward pass: no computation to classify
         module = model.get_submodule(name)
         try:
-            measured = [crop(measure_recorded(module, row_call(calls[name], b, B), T, name=name,
-                                              vocabulary=encoder.config.vocabulary, probes=PROBES, seed=seed),
-                             sizes[b]) for b in range(B)]
+            with KeylessRows():
+                measured = [crop(measure_recorded(module, row_call(calls[name], b, B), T, name=name,
+                                                  vocabulary=encoder.config.vocabulary, probes=PROBES,
+                                                  seed=seed), sizes[b]) for b in range(B)]
         except SeqlabError as error:
             unmeasured.append(f"{name}: {error}")
             continue

@@ -10,7 +10,9 @@ own change and the depth's rounding |f(x) − f64(x)| settle a change within the
 
 A padded batch of B windows is tested one sequence at a time *inside the batch*: sequence b's n_b real
 tokens are shuffled (its padding stays where it is), the whole batch runs with its attention mask, and
-only b's n_b real rows are compared, so no padded row is ever read. The batch's verdict at a depth is
+only b's n_b real rows are compared, so no padded row is ever read. A padded query whose every key is masked
+(under a sliding window) gets weights 0 (:class:`~seqlab.studies.model_mixing.KeylessRows`), so its NaN never
+reaches a real row. The batch's verdict at a depth is
 the sequence that decides it: one that does not hold, else one that cannot tell, else the one whose
 change comes closest to its tolerance; ``LayerOrder.sequence`` says which.
 
@@ -32,7 +34,7 @@ from seqlab.i18n import N_
 from seqlab.layers.anatomy import without_positions
 from seqlab.layers.pretrained import Encoder, load_encoder
 from seqlab.measure.order import OrderResult, _Rerun, holds_of, measure_order, tolerance, verdict
-from seqlab.studies.model_mixing import checked_mask, real_positions
+from seqlab.studies.model_mixing import KeylessRows, checked_mask, real_positions
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,8 @@ def _stacker(encoder: Encoder, passes: list[tuple[Tensor, Tensor]], ids: Tensor,
     def stack(column: Tensor) -> Tensor:  # (n_b, 1) ids -> (n_b, L + 1, d_model), every depth's output
         batch = ids.clone()
         batch[b, :n] = column[:, 0].long()  # the float64 rerun hands the ids over as float64
-        hidden = encoder.model(input_ids=batch, attention_mask=mask, output_hidden_states=True).hidden_states
+        with KeylessRows():  # a padded query with no key contributes nothing (never NaN into the real rows)
+            hidden = encoder.model(input_ids=batch, attention_mask=mask, output_hidden_states=True).hidden_states
         y = torch.stack(hidden, dim=2)[b, :n]  # real rows only: a padded row is never compared
         passes.append((column[:, 0].long(), y))
         return y

@@ -1,0 +1,143 @@
+"""``seqlab model`` on a padded batch under a sliding window: a query with every key masked (issue 38).
+
+Under a window of w, a padded position more than w − 1 past a sequence's last real position reads padding only:
+every key of its query is masked. An eager softmax of a row of −inf is NaN, and the next layer's weighted sum
+α V carries it into the *real* rows (0 · NaN) although their weight on the padded key is exactly 0. The rule for
+the kind is PyTorch's ``_safe_softmax`` (:class:`~seqlab.studies.model_mixing.KeylessRows`): such a row's weights
+are 0, it contributes nothing, and the report names it. Two families of the kind, built from their transformers
+config classes with tiny random weights (Mistral and Gemma-2, ``sliding_window=3``), saved and read offline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from seqlab.layers.pretrained import encode, load_encoder, pad  # noqa: E402
+from seqlab.render.model import model_json, model_sentences  # noqa: E402
+from seqlab.studies.model import inspect_model  # noqa: E402
+from seqlab.studies.model_mixing import KeylessRows, keyless_positions  # noqa: E402
+
+WORDS = "el perro muerde al cartero la luz entra por ventana un gato".split()
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
+#: 7 and 2 word pieces: the short one is padded at positions 3–7; under a window of 3, 5–7 read padding only.
+LONG, SHORT = "el perro muerde al cartero la luz", "la luz"
+WINDOW = 3
+
+
+def _tokenizer():
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(SPECIALS + WORDS)}, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]", eos_token="[SEP]")
+
+
+def _model(family: str):
+    from transformers import Gemma2Config, Gemma2Model, MistralConfig, MistralModel
+
+    torch.manual_seed(0)
+    sizes = dict(vocab_size=len(SPECIALS) + len(WORDS), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                 num_key_value_heads=2, intermediate_size=64, max_position_embeddings=64, sliding_window=WINDOW,
+                 bos_token_id=3, eos_token_id=3, pad_token_id=None)
+    if family == "mistral":
+        return MistralModel(MistralConfig(**sizes))
+    return Gemma2Model(Gemma2Config(**sizes, head_dim=16, layer_types=["sliding_attention"] * 2))
+
+
+@pytest.fixture(scope="module", params=["mistral", "gemma2"])
+def folder(request, tmp_path_factory):
+    path = tmp_path_factory.mktemp(f"{request.param}-window-{WINDOW}")
+    _model(request.param).save_pretrained(path)
+    _tokenizer().save_pretrained(path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def batch(folder):
+    encoder = load_encoder(torch.float64, folder)
+    ids, mask = pad([encode(encoder, LONG), encode(encoder, SHORT)], encoder.pad_id)  # (2, 7) each
+    return encoder, ids, mask
+
+
+def test_safe_softmax_rule_zeroes_only_rows_without_a_key():
+    """Rows of −inf get weights 0 (PyTorch's _safe_softmax); every other row is the softmax's, bit for bit."""
+    x = torch.tensor([[[0.5, -1.0, -math.inf], [-math.inf, -math.inf, -math.inf], [2.0, 0.0, 1.0]]],
+                     dtype=torch.float64)  # (B = 1, T_q = 3, T_k = 3)
+    plain = torch.softmax(x, dim=-1)
+    assert plain[0, 1].isnan().all()
+    with KeylessRows(batch=1) as rows:
+        safe = torch.softmax(x, dim=-1)
+    assert safe[0, 1].tolist() == [0.0, 0.0, 0.0] and torch.equal(safe[0, [0, 2]], plain[0, [0, 2]])
+    assert rows.met == 1 and rows.positions == {(0, 1)}
+    with KeylessRows() as rows:  # no row without a key: nothing changed, nothing met
+        assert torch.equal(torch.softmax(x[:, [0, 2]], dim=-1), plain[:, [0, 2]])
+    assert rows.met == 0
+
+
+def test_the_kind_poisons_real_rows_and_the_rule_gives_the_sequence_alone(batch):
+    """Without the rule, the padded queries 5–7 of sequence 2 are NaN after layer 1 and its two real rows are NaN
+    after layer 2; with it, every row is finite and the real rows equal sequence 2 run alone (two routes)."""
+    encoder, ids, mask = batch
+    with torch.no_grad():
+        plain = encoder.model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
+        with KeylessRows():
+            safe = encoder.model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
+        alone = encoder.model(input_ids=ids[1:, :2], output_hidden_states=True).hidden_states
+    assert plain[1][1].isnan().any(dim=-1).tolist() == [False] * 4 + [True] * 3  # positions 5–7: padding only
+    assert plain[2][1, :2].isnan().all()  # 0 · NaN in α V: the real rows of the next layer
+    assert all(bool(h.isfinite().all()) for h in safe)
+    for depth in range(len(safe)):
+        torch.testing.assert_close(safe[depth][1, :2], alone[depth][0], rtol=0, atol=1e-12)
+        torch.testing.assert_close(safe[depth][0], plain[depth][0], rtol=0, atol=0)  # the full sequence: untouched
+    assert keyless_positions(encoder, ids, mask) == ((), (4, 5, 6))  # 0-based: positions 5–7
+
+
+@pytest.fixture(scope="module")
+def result(folder):
+    return inspect_model([LONG, SHORT], model=folder, mixing_tokens=7)
+
+
+def _floats(value):
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _floats(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _floats(item)
+    elif isinstance(value, (float, str)):
+        yield value
+
+
+def test_seqlab_model_on_the_padded_batch_prints_no_nan_and_names_the_rows(result):
+    assert result.keyless == ((), (4, 5, 6))
+    document = json.loads(model_json(result))
+    assert document["keyless"] == [[], [4, 5, 6]]
+    assert not any(v != v or v in ("nan", "NaN") for v in _floats(document) if isinstance(v, (float, str)))
+    assert all(row.max_abs_change == row.max_abs_change for check in (result.order_without_positions,
+                                                                      result.order_with_positions)
+               for row in check.depths)
+    text = " ".join(model_sentences(result, "en"))
+    assert "nan" not in text.lower().replace("nanos", "")
+    assert "Queries that read no key at all (every key masked), positions 5–7 of sequence 2: their attention " \
+           "weights are taken as 0" in text
+    assert "Consultas que no leen ninguna clave (todas sus claves enmascaradas), las posiciones 5–7 de la " \
+           "secuencia 2:" in " ".join(model_sentences(result, "es"))
+
+
+def test_the_sentence_follows_the_measured_rows(result):
+    """Patch the measurement: no keyless row -> no sentence; one in sequence 1 -> named alone, singular."""
+    none = dataclasses.replace(result, keyless=((), ()))
+    assert not any("read no key" in s for s in model_sentences(none, "en"))
+    one = " ".join(model_sentences(dataclasses.replace(result, keyless=((2,), ())), "en"))
+    assert "(every key masked), position 3 of sequence 1: their" in one and "sequence 2" not in one.split(
+        "every key masked")[1].split(".")[0]
+    es = " ".join(model_sentences(dataclasses.replace(result, keyless=((2,), (5, 6))), "es"))
+    assert "la posición 3 de la secuencia 1; las posiciones 6–7 de la secuencia 2:" in es
