@@ -15,7 +15,7 @@ graph does not connect, and a row that is never read does not move. Whether a st
 "depends" is decided by the one rule of :mod:`seqlab.measure.dependence`: above the rounding band of
 the block (64 eps of the dtype times the largest strength), so the ~1e-17 a fused kernel leaves where
 the exact derivative is 0 is reported as *rounding* beside the verdict, not as dependence. The pattern
-(per-row, causal, all-to-all, cross, band) follows from where the dependences lie. Like
+(per-row, causal, all-to-all, cross, band, blocks) follows from where the dependences lie. Like
 :mod:`seqlab.measure.reach`, the dependence is numerical: an attention weight that underflowed to
 exactly 0 cuts it. Compute in float64 to make that practically impossible.
 
@@ -30,6 +30,14 @@ output row j depends on input row i exactly when the offset i − j is one of lo
 dilation), wherever 0 ≤ i < T — so the first rows of a causal window read fewer rows, and nothing else
 breaks the rule. :func:`band_of` finds it exactly from the boolean matrix (a :class:`Band`, None when the
 matrix is not one); :func:`classify` names it ``"band"``, and keeps ``"partial"`` for what mixes in no band.
+Blocks (issue 38). Block-local attention (Reformer's local attention, a block-diagonal mask) reads *blocks*: the
+positions are cut into blocks of b consecutive rows, 0…b − 1, b…2b − 1, … (the last one shorter when b does not
+divide T), and output row j reads input row i exactly when both lie in the same block, ⌊i/b⌋ = ⌊j/b⌋ — also
+i ≤ j when the blocks are causal. :func:`blocks_of` reads b from the matrix (a :class:`Blocks`, None when it is
+not one); :func:`classify` names it ``"blocks"``. Blocks of 1 are ``"per-row"``, one block as long as T is
+``"all-to-all"`` (or ``"causal"``), and blocks of b >= 2 with T > b are never a band (row 0 reads offsets
+0…b − 1, row b − 1 reads −(b − 1)…0).
+
 A stack's *receptive field* after depth L is how many input rows each output row reads
 (:func:`receptive_field`, measured per layer by :func:`measure_receptive_fields`); the closed form beside it
 is the sum of the layers' offset sets (:func:`stacked_band`): L causal windows of w read L·(w − 1) + 1 rows.
@@ -59,10 +67,11 @@ CAUSAL = "causal"
 ALL_TO_ALL = "all-to-all"
 CROSS = "cross"
 BAND = "band"
+BLOCKS = "blocks"
 PARTIAL = "partial"
 NONE = "none"
 #: Every pattern :func:`classify` can return.
-PATTERNS = (PER_ROW, CAUSAL, ALL_TO_ALL, CROSS, BAND, PARTIAL, NONE)
+PATTERNS = (PER_ROW, CAUSAL, ALL_TO_ALL, CROSS, BAND, BLOCKS, PARTIAL, NONE)
 
 
 @dataclass(frozen=True)
@@ -141,6 +150,63 @@ def band_of(depends: Sequence[Sequence[bool]], *, undefined: Sequence[int] = ())
     if any(bool(depends[j][i]) != ((i - j) in read) for j in defined for i in range(columns)):
         return None
     return Band(-offsets[0], offsets[-1], dilation)
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """Output row j reads input row i exactly when ⌊i/size⌋ = ⌊j/size⌋ (and i ≤ j when causal).
+
+    The positions are cut into blocks of ``size`` consecutive rows from row 0; the last block is shorter when
+    ``size`` does not divide T.
+
+    >>> Blocks(4).reads(5, 7), Blocks(4).reads(3, 4), Blocks(4, causal=True).reads(5, 6)
+    (True, False, False)
+
+    Attributes:
+        size: b >= 2, the rows of a block (positions).
+        causal: inside its block, row j reads only rows i <= j.
+    """
+
+    size: int
+    causal: bool = False
+
+    def reads(self, j: int, i: int) -> bool:
+        """Whether output row j reads input row i (0-based positions)."""
+        return i // self.size == j // self.size and (not self.causal or i <= j)
+
+
+def blocks_of(depends: Sequence[Sequence[bool]], *, undefined: Sequence[int] = ()) -> Blocks | None:
+    """The blocks a square dependency matrix is, exactly, with b read from it, or None (see :class:`Blocks`).
+
+    Over its defined rows. b is read where the matrix shows it: the rows a row reads (its block, or its block up
+    to itself when causal) start at a multiple of b and, but for the last block, span b rows; every candidate is
+    then checked against every defined row. Only b >= 2 with T > b is returned: blocks of 1 are per-row and one
+    block is all-to-all or causal (:func:`classify` names those first).
+
+    >>> blocks_of([[i // 2 == j // 2 for i in range(5)] for j in range(5)])  # T = 5: blocks 0–1, 2–3, 4
+    Blocks(size=2, causal=False)
+    >>> blocks_of([[i // 3 == j // 3 and i <= j for i in range(6)] for j in range(6)])
+    Blocks(size=3, causal=True)
+    >>> blocks_of([[abs(i - j) <= 1 for i in range(4)] for j in range(4)]) is None  # a band ±1
+    True
+    """
+    rows = len(depends)
+    if rows < 3 or any(len(row) != rows for row in depends):
+        return None
+    defined = [j for j in range(rows) if j not in undefined]
+    read = {j: [i for i, value in enumerate(depends[j]) if value] for j in defined}
+    if not defined or any(not columns for columns in read.values()):
+        return None
+    candidates = {columns[0] for columns in read.values() if columns[0] > 0}  # a block's first row, k·b
+    candidates |= {len(columns) for columns in read.values()}  # a whole block (not causal), b
+    for size in sorted(candidates):
+        if not 2 <= size < rows:
+            continue
+        for causal in (False, True):
+            blocks = Blocks(size, causal)
+            if all(bool(depends[j][i]) == blocks.reads(j, i) for j in defined for i in range(rows)):
+                return blocks
+    return None
 
 
 def stacked_band(bands: Sequence[Band]) -> Band | None:
@@ -232,6 +298,11 @@ class DependencyMatrix:
         return band_of(self.depends, undefined=self.undefined_rows) if self.pattern == BAND else None
 
     @property
+    def blocks(self) -> Blocks | None:
+        """The :class:`Blocks` when :attr:`pattern` is ``"blocks"``, else None."""
+        return blocks_of(self.depends, undefined=self.undefined_rows) if self.pattern == BLOCKS else None
+
+    @property
     def mixes(self) -> bool:
         """Some output row reads an input row at another position (or any row of another sequence)."""
         return self.pattern not in (PER_ROW, NONE)
@@ -250,6 +321,8 @@ def classify(depends: tuple[tuple[bool, ...], ...], *, other_sequence: bool = Fa
     * ``"all-to-all"``: every output row depends on every input row (self-attention, L4);
     * ``"band"``: a square matrix that :func:`band_of` finds a :class:`Band` in (a sliding window, a
       convolution, dilated or not; a window as long as T is ``"causal"``);
+    * ``"blocks"``: a square matrix that :func:`blocks_of` finds :class:`Blocks` of b >= 2 in (block-local
+      attention, causal inside its blocks or not);
     * ``"partial"``: anything else that mixes (a circular convolution, padded rows that read real ones…).
 
     >>> classify(((True, False), (False, True)))
@@ -260,6 +333,8 @@ def classify(depends: tuple[tuple[bool, ...], ...], *, other_sequence: bool = Fa
     'all-to-all'
     >>> classify(((True, True, False), (False, True, True), (False, False, True)))  # reads j and j + 1
     'band'
+    >>> classify(((True, True, False), (True, True, False), (False, False, True)))  # blocks of 2
+    'blocks'
     >>> classify(((True, True, False), (False, True, False), (False, False, True)))
     'partial'
     >>> classify(((True, True, True),), other_sequence=True)
@@ -282,6 +357,8 @@ def classify(depends: tuple[tuple[bool, ...], ...], *, other_sequence: bool = Fa
         return CAUSAL
     if band_of(depends, undefined=undefined) is not None:
         return BAND
+    if blocks_of(depends, undefined=undefined) is not None:
+        return BLOCKS
     return PARTIAL
 
 

@@ -39,11 +39,14 @@ from seqlab.measure.dependence import judge
 from seqlab.measure.switches import fast_paths_off
 from seqlab.measure.mixing import (
     BAND,
+    BLOCKS,
     DEFAULT_PROBES,
     NONE,
     PER_ROW,
     Band,
+    Blocks,
     band_of,
+    blocks_of,
     classify,
     dependency_matrix,
 )
@@ -195,6 +198,14 @@ class SubmoduleMixing:
             return None
         judged = judge(self.strength, getattr(torch, self.dtype))
         return band_of(judged.depends, undefined=judged.undefined_rows)
+
+    @property
+    def blocks(self) -> Blocks | None:
+        """The :class:`~seqlab.measure.mixing.Blocks` (their size b) when :attr:`pattern` is ``"blocks"``, else None."""
+        if self.pattern != BLOCKS:
+            return None
+        judged = judge(self.strength, getattr(torch, self.dtype))
+        return blocks_of(judged.depends, undefined=judged.undefined_rows)
 
     @property
     def mixes(self) -> bool:

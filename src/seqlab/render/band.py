@@ -1,9 +1,11 @@
-"""A measured band (:class:`~seqlab.measure.mixing.Band`) in words and a formula, for every view that names a pattern.
+"""A measured band (:class:`~seqlab.measure.mixing.Band`) or blocks (:class:`~seqlab.measure.mixing.Blocks`) in words
+and a formula, for every view that names a pattern.
 
 One place for the band's name, so the model table, Figure 1 and the web lab say the same thing: its kind
 (causal, symmetric ±h, dilated), its width (input rows an interior output row reads) and the rows it reads
 as an inequality in j (output row) and i (input row), e.g. ``causal band of width 3 (j − 3 < i ≤ j)``.
-The formula is mathematics, the same in every language; the words go through the gettext domain ``seqlab``
+Blocks are said with their size b read from the measurement, e.g. ``causal blocks of 4 positions (⌊i/4⌋ = ⌊j/4⌋,
+i ≤ j)`` (:func:`blocks_text`). The formula is mathematics, the same in every language; the words go through the gettext domain ``seqlab``
 (``locale/es/LC_MESSAGES/seqlab.po``).
 """
 
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING
 from seqlab.i18n import format_integer, translator
 
 if TYPE_CHECKING:
-    from seqlab.measure.mixing import Band
+    from seqlab.measure.mixing import Band, Blocks
 
 DOMAIN = "seqlab"
 #: Up to this many offsets a dilated band lists them all; beyond, the first two and the last.
@@ -93,3 +95,35 @@ def band_text(band: Band | None, lang: str = "en") -> str:
         words = tr("band of width {width}")
     words = words.format(width=width, dilation=dilation, half=format_integer(band.lower, lang))
     return f"{words} ({band_formula(band)})"
+
+
+def blocks_formula(blocks: Blocks) -> str:
+    """The rows output row j reads in blocks of b, as a formula in i and j (language-neutral).
+
+    >>> from seqlab.measure.mixing import Blocks
+    >>> blocks_formula(Blocks(4)), blocks_formula(Blocks(2, causal=True))
+    ('⌊i/4⌋ = ⌊j/4⌋', '⌊i/2⌋ = ⌊j/2⌋, i ≤ j')
+    """
+    same = f"⌊i/{blocks.size}⌋ = ⌊j/{blocks.size}⌋"
+    return f"{same}, i ≤ j" if blocks.causal else same
+
+
+def blocks_text(blocks: Blocks | None, lang: str = "en") -> str:
+    """The blocks' name, size b (positions) and formula in ``lang``; the bare word where they are not known (None).
+
+    >>> from seqlab.measure.mixing import Blocks
+    >>> blocks_text(Blocks(4))
+    'blocks of 4 positions (⌊i/4⌋ = ⌊j/4⌋)'
+    >>> blocks_text(Blocks(3, causal=True), "es")
+    'bloques causales de 3 posiciones (⌊i/3⌋ = ⌊j/3⌋, i ≤ j)'
+    >>> blocks_text(None, "es")
+    'bloques'
+
+    Raises:
+        SeqlabError: an unknown language.
+    """
+    tr = translator(lang, DOMAIN)
+    if blocks is None:
+        return tr("blocks")
+    words = tr("causal blocks of {size} positions") if blocks.causal else tr("blocks of {size} positions")
+    return f"{words.format(size=format_integer(blocks.size, lang))} ({blocks_formula(blocks)})"

@@ -20,25 +20,31 @@ from rich.table import Table
 from rich.text import Text
 
 from seqlab.i18n import format_integer, format_number, format_source, plural_translator, translator
-from seqlab.measure.mixing import BAND, Band
-from seqlab.render.band import band_text
+from seqlab.measure.mixing import BAND, BLOCKS, Band, Blocks
+from seqlab.render.band import band_text, blocks_text
 from seqlab.render.tables import FittedTable
 from seqlab.studies.model import ModelResult, ModuleMixing, OrderCheck
+from seqlab.studies.model_mixing import DIFFERS
 
 DOMAIN = "seqlab"
 DASH = "—"
 
 
-def pattern_name(pattern: str, lang: str = "en", band: Band | None = None) -> str:
-    """A pattern of :mod:`seqlab.measure.mixing` in words; a band with its width (:func:`~seqlab.render.band.band_text`).
+def pattern_name(pattern: str, lang: str = "en", band: Band | None = None, blocks: Blocks | None = None) -> str:
+    """A pattern of :mod:`seqlab.measure.mixing` in words; a band with its width (:func:`~seqlab.render.band.band_text`),
+    blocks with their size (:func:`~seqlab.render.band.blocks_text`).
 
     >>> pattern_name("per-row", "es")
     'fila a fila'
     >>> pattern_name("band", "es", Band(2, 0))
     'banda causal de anchura 3 (j − 3 < i ≤ j)'
+    >>> pattern_name("blocks", "en", blocks=Blocks(4))
+    'blocks of 4 positions (⌊i/4⌋ = ⌊j/4⌋)'
     """
     if pattern == BAND:
         return band_text(band, lang)
+    if pattern == BLOCKS:
+        return blocks_text(blocks, lang)
     tr = translator(lang)
     names = {"per-row": tr("per row"), "all-to-all": tr("all-to-all"), "causal": tr("causal"),
              "cross": tr("cross"), "partial": tr("partial"), "none": tr("none"),
@@ -89,11 +95,11 @@ def mixing_table(result: ModelResult, lang: str = "en") -> Table:
     table.add_column(tr("Off-diagonal strength"), justify="right")
     for local, modules in groups.items():
         layers = [m.layer for m in modules]
-        patterns = {(m.pattern, m.band) for m in modules}
+        patterns = {(m.pattern, m.band, m.blocks) for m in modules}
         if len(patterns) == 1:
-            pattern = pattern_name(modules[0].pattern, lang, modules[0].band)
+            pattern = pattern_name(modules[0].pattern, lang, modules[0].band, modules[0].blocks)
         else:
-            pattern = "; ".join(f"{pattern_name(m.pattern, lang, m.band)} ({m.layer})" for m in modules)
+            pattern = "; ".join(f"{pattern_name(m.pattern, lang, m.band, m.blocks)} ({m.layer})" for m in modules)
         mixing = [m.layer for m in modules if m.mixes]
         if not mixing:
             mixes = tr("no")
@@ -252,6 +258,11 @@ def _mixing_sentence(result: ModelResult, lang: str) -> str:
                   "exactly those that contain an attention, and each reads the same {band}, the window its attention "
                   "is restricted to; the other {rest} act on one row at a time.").format(
             band=band_text(result.band, lang), **values)
+    if attention_only and mixing and result.kind == BLOCKS:
+        return tr("As the lesson says (L11): of the {total} modules measured, the {mixing} that mix positions are "
+                  "exactly those that contain an attention, and each reads the same {blocks}, the blocks its attention "
+                  "is restricted to; the other {rest} act on one row at a time.").format(
+            blocks=blocks_text(result.blocks, lang), **values)
     if not mixing:
         return tr("Not as the lesson says (L11): none of the {total} modules measured mixes positions, not even those "
                   "that contain an attention; see the table.").format(**values)
@@ -261,8 +272,8 @@ def _mixing_sentence(result: ModelResult, lang: str) -> str:
         return tr("Not as the lesson says (L11): of the {total} modules measured, {without} mix positions without "
                   "containing an attention and {idle} contain an attention but act on one row at a time; see the "
                   "table.").format(**values)
-    ways = list(dict.fromkeys(pattern_name(p, lang, m.band if p == BAND else None)
-                              for m in mixing for p in (m.patterns or (m.pattern,))))
+    ways = list(dict.fromkeys(pattern_name(m.pattern, lang, m.band, m.blocks) if m.pattern != DIFFERS else
+                              "; ".join(pattern_name(p, lang) for p in m.patterns) for m in mixing))
     return tr("Not one pattern (L11): the {mixing} modules that mix positions are exactly those that contain an "
               "attention, but they do not all mix the same way: {ways}; see the table.").format(
         ways="; ".join(ways), **values)
@@ -295,7 +306,7 @@ def _order_sentence(result: ModelResult, lang: str) -> str:
                   "rounding and the float64 rerun does not settle it, so this run does not show that shuffling only "
                   "moves the rows.").format(dtype=result.dtype, depth=_depth_name(unsettled[0].depth, lang),
                                             change=format_number(unsettled[0].max_abs_change, lang))
-    if result.kind not in ("causal", BAND) and all(row.holds is True for row in off.depths) \
+    if result.kind not in ("causal", BAND, BLOCKS) and all(row.holds is True for row in off.depths) \
             and on.depths[last].holds is False:
         return tr("As the lesson says (L10): with the positions off ({how}), shuffling the tokens only shuffled "
                   "every layer's output rows, each depth within its own rounding tolerance (closest to it: {depth}, "
@@ -308,6 +319,13 @@ def _order_sentence(result: ModelResult, lang: str) -> str:
                   "changed the output of {depth} by up to {off} against a tolerance of {tol}: row i reads rows 1 to i "
                   "only, so the causal mask itself tells the model the order; with the positions on, layer {layer} "
                   "changed by up to {on}.").format(**values)
+    if result.kind == BLOCKS and off.depths[last].holds is False and on.depths[last].holds is False:
+        values.update(depth=_depth_name(last, lang), off=format_number(off.depths[last].max_abs_change, lang),
+                      tol=format_number(off.depths[last].tolerance, lang), blocks=blocks_text(result.blocks, lang))
+        return tr("As the lesson says of a masked attention (L10): even with the positions off ({how}), shuffling the "
+                  "tokens changed the output of {depth} by up to {off} against a tolerance of {tol}: each row reads "
+                  "only its own block, in {blocks}, so the mask itself tells the model the order; with the positions "
+                  "on, layer {layer} changed by up to {on}.").format(**values)
     if result.kind == BAND and off.depths[last].holds is False and on.depths[last].holds is False:
         values.update(depth=_depth_name(last, lang), off=format_number(off.depths[last].max_abs_change, lang),
                       tol=format_number(off.depths[last].tolerance, lang), band=band_text(result.band, lang))

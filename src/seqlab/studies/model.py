@@ -49,7 +49,7 @@ from seqlab.layers.pretrained import (
     model_config,
     pad,
 )
-from seqlab.measure.mixing import BAND, Band, dependency_matrix
+from seqlab.measure.mixing import BAND, BLOCKS, Band, Blocks, dependency_matrix
 from seqlab.measure.modules import record_inputs
 from seqlab.studies.model_mixing import (  # noqa: F401  (re-exported)
     KeylessRows,
@@ -187,15 +187,30 @@ class ModelResult:
         return None
 
     @property
+    def blocks(self) -> Blocks | None:
+        """The blocks every mixing module reads, measured, when they all read the same ones (block-local attention
+        of b positions: :class:`~seqlab.measure.mixing.Blocks`, b read from the measurement), else None."""
+        mixing = [m for m in self.modules if m.mixes]
+        found = {m.blocks for m in mixing}
+        if mixing and all(m.pattern == BLOCKS for m in mixing) and len(found) == 1:
+            return found.pop()
+        return None
+
+    @property
     def kind(self) -> str:
         """The model's kind, measured: ``"all-to-all"`` (an encoder) or ``"causal"`` (a decoder) when every
-        mixing module of every sequence has that pattern; ``"band"`` when every one reads the same band
-        (:attr:`band`: its width read from the measurement); ``"none"`` when nothing mixes; else ``"mixed"``."""
-        patterns = {pattern for m in self.modules if m.mixes for pattern in (m.patterns or (m.pattern,))}
+        mixing module has that pattern over every sequence; ``"band"`` when every one reads the same band
+        (:attr:`band`: its width read from the measurement), ``"blocks"`` the same blocks (:attr:`blocks`: their
+        size); ``"none"`` when nothing mixes; else ``"mixed"``. A module's pattern over the batch is the one its
+        sequences agree on (:class:`~seqlab.studies.model_mixing.ModuleMixing`: a shorter sequence that reads as
+        the corner of the longest one agrees)."""
+        patterns = {m.pattern for m in self.modules if m.mixes}
         if not patterns:
             return "none"
         if self.band is not None:
             return BAND
+        if self.blocks is not None:
+            return BLOCKS
         return patterns.pop() if len(patterns) == 1 and patterns <= {"all-to-all", "causal"} else "mixed"
 
     @property

@@ -41,7 +41,7 @@ from seqlab.i18n import N_
 from seqlab.layers.anatomy import contains_attention, modules_of_interest
 from seqlab.layers.pretrained import Encoder
 from seqlab.measure.dependence import judge
-from seqlab.measure.mixing import BAND, CAUSAL, PARTIAL, Band
+from seqlab.measure.mixing import BAND, BLOCKS, CAUSAL, PARTIAL, Band, Blocks
 from seqlab.measure.modes import EngineMode
 from seqlab.measure.modules import RecordedCall, SubmoduleMixing, measure_recorded, record_inputs
 from seqlab.measure.switches import fast_paths_off
@@ -136,6 +136,12 @@ class ModuleMixing:
         positions: the real positions n_b each sequence was measured on (padding never counted).
         band: when ``pattern`` is ``"band"``, the :class:`~seqlab.measure.mixing.Band` every sequence shares
             (width, lower and upper extent, dilation); else None.
+        blocks: when ``pattern`` is ``"blocks"``, the :class:`~seqlab.measure.mixing.Blocks` (size b, causal
+            inside them or not) every sequence shares; else None.
+
+    Sequences agree when they have the same pattern and parameter, or when a shorter one's dependence matrix is
+    the top-left corner of the longest one's (:func:`agrees`): two positions under a window of 3 read causally,
+    as the window's first two rows do, and say nothing against it. The pattern is then the longest one's.
     """
 
     name: str
@@ -152,6 +158,7 @@ class ModuleMixing:
     patterns: tuple[str, ...] = ()
     positions: tuple[int, ...] = ()
     band: Band | None = None
+    blocks: Blocks | None = None
 
 
 def _row(value: object, b: int, B: int) -> object:
@@ -209,6 +216,11 @@ def _smallest_connected(measured: SubmoduleMixing) -> float:
         offsets = set(measured.band.offsets) - {0}
         values = [v for j, row in enumerate(measured.strength) for i, v in enumerate(row) if i - j in offsets]
         return min(values) if values else measured.min_off_diagonal
+    if pattern == BLOCKS:
+        blocks = measured.blocks
+        values = [v for j, row in enumerate(measured.strength) for i, v in enumerate(row)
+                  if i != j and blocks.reads(j, i)]
+        return min(values) if values else measured.min_off_diagonal
     if pattern == PARTIAL:
         depends = judge(measured.strength, getattr(torch, measured.dtype)).depends
         values = [v for j, row in enumerate(measured.strength) for i, v in enumerate(row) if i != j and depends[j][i]]
@@ -216,19 +228,42 @@ def _smallest_connected(measured: SubmoduleMixing) -> float:
     return measured.min_off_diagonal
 
 
+def agrees(short: SubmoduleMixing, long: SubmoduleMixing) -> bool:
+    """Whether ``short``'s measured dependence (n × n booleans) is the top-left n × n corner of ``long``'s.
+
+    Over the rows defined in both. A pattern that does not depend on where the text starts (all-to-all, causal,
+    a band, blocks from row 0) looks the same on the first n positions of a longer sequence, so a shorter sequence
+    that reads as that corner does is no evidence against the longer one's pattern, and too short to show its
+    parameter (a window wider than it, a block longer than it).
+
+    >>> causal = SubmoduleMixing("a", "Attention", ("x",), "jacobian-2", ((1.0, 0.0), (1.0, 1.0)))
+    >>> window = SubmoduleMixing("a", "Attention", ("x",), "jacobian-2",
+    ...                          ((1.0, 0.0, 0.0, 0.0), (1.0, 1.0, 0.0, 0.0), (1.0, 1.0, 1.0, 0.0), (0.0, 1.0, 1.0, 1.0)))
+    >>> causal.pattern, window.pattern, agrees(causal, window)
+    ('causal', 'band', True)
+    """
+    first, second = (judge(m.strength, getattr(torch, m.dtype)) for m in (short, long))
+    n = len(short.strength)
+    if n > len(long.strength):
+        return False
+    undefined = set(first.undefined_rows) | set(second.undefined_rows)
+    return all(first.depends[j][i] == second.depends[j][i] for j in range(n) if j not in undefined for i in range(n))
+
+
 def _joined(name: str, layer: int, model: torch.nn.Module, measured: list[SubmoduleMixing]) -> ModuleMixing:
     patterns = tuple(m.pattern for m in measured)
-    kinds = {(m.pattern, m.band) for m in measured}  # a band agrees only with the same band
-    first = measured[0]
+    longest = max(measured, key=lambda m: len(m.strength))  # the first of the longest, in batch order
+    key = (longest.pattern, longest.band, longest.blocks)  # a band agrees only with the same band
+    same = all((m.pattern, m.band, m.blocks) == key or agrees(m, longest) for m in measured)
     return ModuleMixing(
-        name=name, kind=first.kind, layer=layer, inputs=first.inputs, method=first.method,
-        pattern=patterns[0] if len(kinds) == 1 else DIFFERS, mixes=any(m.mixes for m in measured),
+        name=name, kind=longest.kind, layer=layer, inputs=longest.inputs, method=longest.method,
+        pattern=longest.pattern if same else DIFFERS, mixes=any(m.mixes for m in measured),
         contains_attention=contains_attention(model.get_submodule(name)),
         max_off_diagonal=max(m.max_off_diagonal for m in measured),
         min_off_diagonal=min(_smallest_connected(m) for m in measured),
         max_diagonal=max(m.max_diagonal for m in measured), patterns=patterns,
-        positions=tuple(len(m.strength) for m in measured), band=first.band if len(kinds) == 1 else None)
-
+        positions=tuple(len(m.strength) for m in measured), band=longest.band if same else None,
+        blocks=longest.blocks if same else None)
 
 
 def checked_mask(ids: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:

@@ -141,3 +141,71 @@ def test_the_sentence_follows_the_measured_rows(result):
         "every key masked")[1].split(".")[0]
     es = " ".join(model_sentences(dataclasses.replace(result, keyless=((2,), (5, 6))), "es"))
     assert "la posición 3 de la secuencia 1; las posiciones 6–7 de la secuencia 2:" in es
+
+
+# --- Patterns named with their parameters (issue 38, item 10) -----------------------------------------------------
+
+def test_a_sequence_too_short_to_show_the_window_agrees_with_it(result):
+    """Sequence 2 has 2 positions under a window of 3: it reads causally, as the window's first two rows do, so it
+    says nothing against the band the 7 positions of sequence 1 show; the model reads as that band, width 3."""
+    from seqlab.measure.mixing import Band
+
+    attention = [m for m in result.modules if m.mixes]
+    assert attention and all(m.patterns == ("band", "causal") and m.pattern == "band" and m.band == Band(2, 0)
+                             for m in attention)
+    assert result.kind == "band" and result.band == Band(2, 0)
+    (said,) = [s for s in model_sentences(result, "en") if "L11" in s]
+    assert "each reads the same causal band of width 3 (j − 3 < i ≤ j)" in said
+
+
+def test_agreement_is_the_corner_of_the_longest_sequence():
+    from seqlab.measure.modules import SubmoduleMixing
+    from seqlab.studies.model_mixing import agrees
+
+    def measured(T, rule):
+        return SubmoduleMixing("a", "Attention", ("x",), "jacobian-2",
+                               tuple(tuple(1.0 if rule(j, i) else 0.0 for i in range(T)) for j in range(T)))
+
+    window = measured(6, lambda j, i: j - 3 < i <= j)
+    assert agrees(measured(3, lambda j, i: i <= j), window)  # the corner of a window of 3 is causal
+    assert not agrees(measured(4, lambda j, i: i <= j), window)  # row 4 would read row 1: wider than the window
+    assert not agrees(measured(3, lambda j, i: True), window)  # reads ahead
+    blocks = measured(8, lambda j, i: i // 4 == j // 4)
+    assert agrees(measured(3, lambda j, i: True), blocks) and not agrees(measured(5, lambda j, i: True), blocks)
+
+
+def _as_blocks(result, size, *, layer=None):
+    from seqlab.measure.mixing import Blocks
+
+    return dataclasses.replace(result, modules=tuple(
+        dataclasses.replace(m, pattern="blocks", patterns=("blocks",) * len(m.positions), band=None,
+                            blocks=Blocks(size if layer is None or m.layer == layer else size - 1))
+        if m.mixes else m for m in result.modules))
+
+
+def test_blocks_are_named_with_their_size_from_the_measurement(result):
+    """Patch the measurement: every mixing module reads blocks of 4 -> kind "blocks", the L11 sentence names the size
+    in both languages; one layer's blocks of 3 -> no single pattern, both sizes named."""
+    from rich.console import Console
+
+    from seqlab.measure.mixing import Blocks
+    from seqlab.render.model import mixing_table
+
+    shown = _as_blocks(result, 4)
+    assert shown.kind == "blocks" and shown.blocks == Blocks(4) and shown.band is None
+    (said,) = [s for s in model_sentences(shown, "en") if "L11" in s]
+    assert said.startswith("As the lesson says (L11)") and "each reads the same blocks of 4 positions " \
+        "(⌊i/4⌋ = ⌊j/4⌋), the blocks its attention is restricted to" in said
+    (es,) = [s for s in model_sentences(shown, "es") if "L11" in s]
+    assert "cada uno lee los mismos bloques de 4 posiciones (⌊i/4⌋ = ⌊j/4⌋)" in es
+    (order,) = [s for s in model_sentences(shown, "en") if "L10" in s]
+    assert order.startswith("As the lesson says of a masked attention (L10)") and "each row reads only its own " \
+        "block, in blocks of 4 positions (⌊i/4⌋ = ⌊j/4⌋), so the mask itself tells the model the order" in order
+    console = Console(width=200, file=__import__("io").StringIO(), color_system=None)
+    console.print(mixing_table(shown, "en"))
+    assert "blocks of 4 positions (⌊i/4⌋ = ⌊j/4⌋)" in console.file.getvalue()
+    mixed = _as_blocks(result, 4, layer=2)
+    (said,) = [s for s in model_sentences(mixed, "en") if "L11" in s]
+    assert mixed.kind == "mixed" and mixed.blocks is None
+    assert said.startswith("Not one pattern (L11)") and "blocks of 4 positions (⌊i/4⌋ = ⌊j/4⌋)" in said \
+        and "blocks of 3 positions (⌊i/3⌋ = ⌊j/3⌋)" in said
