@@ -173,7 +173,8 @@ def modern_figure(result: Any, lang: str = "en") -> Any:
     _ = translator(lang, DOMAIN)
     panels = ((_("Work of one layer (multiplications)"), "long", lambda s: s.multiplications),
               (_("Span of one layer (ops)"), "long", lambda s: s.span_ops),
-              (_("Peak memory of one pass (bytes)"), "long", lambda s: s.peak_bytes),
+              (_("Peak memory of one pass (bytes)"), "long",
+               lambda s: s.peak_bytes if s.allocator_peak_bytes is None else s.allocator_peak_bytes),
               (_("Path from position 1 to T (ops)"), "short", lambda s: s.path_ops))
     figure = new_figure(figsize=(16, 5), layout="constrained")
     axes = figure.subplots(1, len(panels))

@@ -21,12 +21,21 @@ from seqlab.measure.signal_path import REASONS
 from seqlab.render.signal_path import reason_words
 from seqlab.render.table1 import MATCH, MISMATCH, growth
 from seqlab.render.tables import FittedTable
-from seqlab.studies.table1_modern import NOT_JUDGED, SIGNAL_ABSENT, ModernCell, ModernResult, ModernRow
+from seqlab.studies.table1_modern import (
+    NOT_JUDGED,
+    SIGNAL_ABSENT,
+    TENSOR_LOWER_BOUND,
+    ModernCell,
+    ModernResult,
+    ModernRow,
+)
 
 DOMAIN = "seqlab"
 DASH = "—"
 #: The mark of a cell not judged (beside ✓ and ✗), as ``seqlab check`` marks a claim not judged.
 UNJUDGED = "?"
+#: Marks a figure that is a lower bound (the tensors' peak where the allocator's could not be read).
+BOUND = "≥"
 
 
 def _tr(lang: str):
@@ -73,18 +82,38 @@ def modern_table(result: ModernResult, lang: str = "en") -> Table:
                   caption=caption(result, lang), caption_justify="left")
     table.add_column(tr("Row"))
     legend = tr("measured · big-O")
-    for heading in (tr("Work"), tr("Span (ops)"), tr("Path (ops)"), tr("Peak memory"), tr("Decode, per token"),
-                    tr("Decode state")):
+    for heading in (tr("Work"), tr("Span (ops)"), tr("Path (ops)"), memory_heading(result, lang),
+                    tr("Decode, per token"), tr("Decode state")):
         table.add_column(f"{heading}\n{legend}")
     previous = None
     for row in result.rows:
         if previous is not None and row.group != previous:
             table.add_section()
         previous = row.group
-        table.add_row(row_name(row.row, result, lang), *(_cell(c, lang) for c in (row.work, row.span, row.path,
-                                                                                  row.memory)),
-                      _cell(row.decode, lang, "t"), _cell(row.state, lang, "t"))
+        memory = _cell(row.memory, lang)
+        if row.memory_figure == TENSOR_LOWER_BOUND and memory != DASH:
+            memory = f"{BOUND} {memory}"
+        table.add_row(row_name(row.row, result, lang), *(_cell(c, lang) for c in (row.work, row.span, row.path)),
+                      memory, _cell(row.decode, lang, "t"), _cell(row.state, lang, "t"))
     return table
+
+
+def memory_heading(result: ModernResult, lang: str = "en", raw: bool = False) -> str:
+    """The memory column's heading, naming its figure: the allocator's peak, or a lower bound (``≥``) where some row
+    could only track the tensors ops return (:attr:`~seqlab.studies.table1_modern.ModernRow.memory_figure`).
+
+    >>> from seqlab.studies.table1_modern import ModernConfig, run_modern
+    >>> result = run_modern(ModernConfig(lengths=(2, 3, 4), long_lengths=(5, 6, 7), d_model=4, rows=("elman",)))
+    >>> memory_heading(result), memory_heading(result, "es", raw=True)
+    ('Peak memory (allocator)', 'Bytes en el pico (asignador)')
+    """
+    tr = _tr(lang)
+    bounds = sum(row.memory_figure == TENSOR_LOWER_BOUND for row in result.rows)
+    if raw:
+        return tr("Peak bytes (allocator)") if not bounds else tr("Peak bytes (allocator; ≥: tensors only, a lower "
+                                                                  "bound)")
+    return tr("Peak memory (allocator)") if not bounds else tr("Peak memory (allocator; ≥: tensors only, a lower "
+                                                               "bound)")
 
 
 def _equals(counted: int | None, formula: int | None, lang: str) -> str:
@@ -129,7 +158,8 @@ def raw_table(result: ModernResult, lang: str = "en") -> Table:
     for heading, justify in ((tr("Row"), "left"), (tr("Multiplications (whole layer)"), "right"),
                              (tr("Span: ops (products)"), "right"), (tr("Path: ops (layers)"), "right"),
                              (tr("Signal path: factors 1 → T (reach)"), "right"),
-                             (tr("Peak bytes"), "right"), (tr("Multiplications per token"), "right"),
+                             (memory_heading(result, lang, raw=True), "right"),
+                             (tr("Multiplications per token"), "right"),
                              (tr("State bytes"), "right")):
         table.add_column(heading, justify=justify)
     for row in result.rows:
@@ -138,9 +168,16 @@ def raw_table(result: ModernResult, lang: str = "en") -> Table:
         table.add_row(row_name(row.row, result, lang), _equals(s.multiplications, s.closed_form, lang),
                       f"{format_integer(s.span_ops, lang)} ({format_integer(s.span_products, lang)})", path,
                       _signal_cell(p, lang),
-                      format_integer(s.peak_bytes, lang), _equals(s.decode_multiplications, s.decode_closed_form, lang),
+                      _peak_bytes(row, s, lang), _equals(s.decode_multiplications, s.decode_closed_form, lang),
                       DASH if s.state_bytes is None else format_integer(s.state_bytes, lang))
     return table
+
+
+def _peak_bytes(row: ModernRow, sample, lang: str) -> str:
+    """The memory column's figure of one sample: the allocator's peak, or ``≥`` the tensors' peak (a lower bound)."""
+    if row.memory_figure == TENSOR_LOWER_BOUND:
+        return f"{BOUND} {format_integer(sample.peak_bytes, lang)}"
+    return format_integer(sample.allocator_peak_bytes, lang)
 
 
 def _column_names(lang: str) -> dict[str, str]:
@@ -262,9 +299,16 @@ def modern_sentences(result: ModernResult, lang: str = "en") -> list[str]:
     scope += " " + (tr("{count} counts differ from their closed form (see --json).").format(count=differing)
                     if differing else tr("Every count, of a layer and of a decode step, equals its closed form."))
     sentences.append(scope)
-    sentences.append(tr("Peak memory is the most bytes held at once by tensors the forward pass allocates, inputs and "
-                        "weights excluded, tracked op by op; attention runs its math path, which keeps the T×T scores "
-                        "and their softmax (PyTorch's fused kernel would not)."))
+    sentences.append(tr("Peak memory is the allocator's: the most bytes held at once by memory the forward pass "
+                        "allocates, temporaries inside an op included (the allocator's events, read by torch.profiler), "
+                        "inputs and weights excluded; attention runs its math path, which keeps the T×T scores and "
+                        "their softmax (PyTorch's fused kernel would not)."))
+    bound = [row for row in result.rows if row.memory_figure == TENSOR_LOWER_BOUND]
+    if bound:
+        sentences.append(tr("The allocator's events could not be taken for {rows} (another profiler was running): their "
+                            "peak memory, marked ≥, is the most bytes held by the tensors ops return, between ops, a "
+                            "lower bound that leaves out what an op allocates inside itself.").format(
+            rows=", ".join(row_name(row.row, result, lang) for row in bound)))
     rows, T = _by_name(result), result.long_lengths[-1]
     for loop, scan in (("selective_loop", "selective_scan"), ("diagonal_loop", "diagonal_scan")):
         if loop in rows and scan in rows:

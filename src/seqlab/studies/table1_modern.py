@@ -18,8 +18,11 @@ machines, the paper's other rows and the modern mixers), each at several T, fits
   the reach ‖∂y_T/∂x_1‖ (:func:`~seqlab.measure.signal_path.measure_signal_path`, float64), where the row's module
   declares its factor — the graph path says how long y_T waits, the signal path how many times the signal is
   multiplied; a parallel scan changes the first, never the second;
-* **memory** — peak bytes held by tensors the forward pass allocates, inputs and weights excluded
-  (:func:`~seqlab.measure.memory_peak.measure_peak_memory`); attention on its math path;
+* **memory** — the allocator's peak: the most bytes held at once by memory the forward pass allocates,
+  temporaries inside an op included (:attr:`~seqlab.measure.memory_peak.PeakMemory.allocator_peak_bytes`, from
+  the allocator's events), inputs and weights excluded; attention on its math path. Where those events cannot
+  be taken (another profiler running) the row's column is the peak of the tensors ops return, a lower bound,
+  and says so (:attr:`ModernRow.memory_figure`);
 * **decode cost** — multiplications of the one step that generates position t (:mod:`seqlab.measure.decode`,
   for the rows it does not name, the module's own ``step`` counted the same way), fitted against t;
 * **decode state** — bytes of the state the step hands on (keys and values for attention's KV cache).
@@ -195,10 +198,14 @@ class LongSample:
         multiplications, closed_form: counted on the whole layer, and by the row's closed form.
         unaccounted: ops the counter could not count (name -> calls).
         span_ops, span_products: longest chain of one layer, in ops and in matrix products.
-        peak_bytes: peak bytes held by tensors the pass allocated; peak_tensors: the largest live at the peak,
-            as (op, shape, bytes).
+        peak_bytes: peak bytes held by tensors the pass's ops returned, between ops (a lower bound of the pass's
+            peak: temporaries inside an op are not seen); peak_tensors: the largest live at that peak, as
+            (op, shape, bytes).
         decode_multiplications, decode_closed_form, state_bytes: the step generating position t (None when the
             row has no step API; the closed form None when its module offers none).
+        allocator_peak_bytes: the allocator's peak of the same pass, temporaries inside an op included (bytes;
+            None when its events could not be taken); allocator_largest: the largest allocations live at it, as
+            (innermost op, bytes).
     """
 
     T: int
@@ -212,11 +219,39 @@ class LongSample:
     decode_multiplications: int | None
     decode_closed_form: int | None
     state_bytes: int | None
+    allocator_peak_bytes: int | None = None
+    allocator_largest: tuple[tuple[str, int], ...] = ()
+
+
+#: What a row's memory column holds: the allocator's peak, or the tensors' peak between ops (a lower bound).
+ALLOCATOR, TENSOR_LOWER_BOUND = "allocator", "tensor_lower_bound"
+
+
+def memory_figure(samples: Sequence[LongSample]) -> str:
+    """:data:`ALLOCATOR` when every sample has the allocator's peak, else :data:`TENSOR_LOWER_BOUND` (one figure
+    for a whole column: a fit over allocator peaks and tensor peaks mixed would mean neither).
+
+    >>> sample = LongSample(8, 0, 0, {}, 0, 0, 96, (), None, None, None, allocator_peak_bytes=160)
+    >>> memory_figure([sample]), memory_figure([sample, replace(sample, allocator_peak_bytes=None)])
+    ('allocator', 'tensor_lower_bound')
+    """
+    return ALLOCATOR if all(s.allocator_peak_bytes is not None for s in samples) else TENSOR_LOWER_BOUND
+
+
+def memory_bytes(samples: Sequence[LongSample]) -> list[int]:
+    """The memory column's figure at each sample, by :func:`memory_figure` (bytes)."""
+    if memory_figure(samples) == ALLOCATOR:
+        return [s.allocator_peak_bytes for s in samples]
+    return [s.peak_bytes for s in samples]
 
 
 @dataclass(frozen=True)
 class ModernRow:
-    """One row: its raw samples and a :class:`ModernCell` per column (None: no step API)."""
+    """One row: its raw samples and a :class:`ModernCell` per column (None: no step API).
+
+    ``memory_figure`` names what the memory cell was fitted on (:func:`memory_figure`): ``"allocator"``, the
+    allocator's peaks, or ``"tensor_lower_bound"``, the tensors' peaks between ops, a lower bound.
+    """
 
     row: str
     group: str
@@ -230,6 +265,7 @@ class ModernRow:
     decode: ModernCell | None
     state: ModernCell | None
     span_products_fit: Fit
+    memory_figure: str = ALLOCATOR
 
     def cells(self) -> dict[str, ModernCell]:
         """The cells by column name (decode and state only where the row decodes), judged or not."""
@@ -370,7 +406,8 @@ def _long(machine: Machine, T: int, config: ModernConfig) -> LongSample:
     decode_count, decode_form, state = _decode(machine, T, config)
     return LongSample(T, work.multiplications, machine.closed_form(T), dict(work.unaccounted), span.ops,
                       span.products, peak.peak_bytes,
-                      tuple((t.op, t.shape, t.nbytes) for t in peak.largest[:3]), decode_count, decode_form, state)
+                      tuple((t.op, t.shape, t.nbytes) for t in peak.largest[:3]), decode_count, decode_form, state,
+                      peak.allocator_peak_bytes, tuple(peak.allocator_largest[:3]))
 
 
 def _cell(entry: tuple[str, Growth] | None, lengths: Sequence[int], values: Sequence[int | None],
@@ -433,10 +470,10 @@ def measure_row(row: str, config: ModernConfig, step: Callable[[str], None] | No
         work=_cell(spec.work, long_lengths, [s.multiplications for s in long], machine.regime("work")),
         span=_cell(spec.span, long_lengths, [s.span_ops for s in long], machine.regime("span")),
         path=_cell(spec.path, lengths, [s.path_ops for s in short], machine.regime("path")),
-        memory=_cell(spec.memory, long_lengths, [s.peak_bytes for s in long], machine.regime("memory")),
+        memory=_cell(spec.memory, long_lengths, memory_bytes(long), machine.regime("memory")),
         decode=_cell(spec.decode, long_lengths, [s.decode_multiplications for s in long], machine.regime("decode")),
         state=_cell(spec.state, long_lengths, [s.state_bytes for s in long], machine.regime("state")),
-        span_products_fit=fit_growth(long_lengths, [s.span_products for s in long]))
+        span_products_fit=fit_growth(long_lengths, [s.span_products for s in long]), memory_figure=memory_figure(long))
 
 
 def run_modern(config: ModernConfig | None = None,
