@@ -167,3 +167,14 @@ def test_reformers_local_attention_is_blocks_of_its_chunk_length(size, T, decode
     x = torch.randn(1, T, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     measured = dependency_matrix(lambda x: attention(x).hidden_states, {"x": x}, "x")
     assert measured.pattern == BLOCKS and measured.blocks == Blocks(size, causal=decoder)
+
+
+def test_a_pattern_that_fits_none_says_which_figures_it_lacks():
+    """A partial matrix (one row reads across its block edge) is named with the figures no reading could give."""
+    from seqlab.render.figure import pattern_text
+
+    depends = _matrix(8, lambda j, i: Blocks(4).reads(j, i) or (j == 4 and i == 3))
+    assert classify(depends) == PARTIAL
+    assert pattern_name(PARTIAL) == pattern_text(PARTIAL) == "partial (no band width or block size fits)"
+    assert pattern_name(PARTIAL, "es") == "parcial (no encaja ninguna anchura de banda ni tamaño de bloque)"
+    assert pattern_text(BLOCKS, "es") == "bloques"

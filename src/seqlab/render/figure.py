@@ -50,7 +50,8 @@ LEGEND_CHARACTERS = (78, 86)
 
 def _patterns(tr: Callable[[str], str]) -> dict[str, str]:
     return {"per-row": tr("per-row"), "all-to-all": tr("all-to-all"), "causal": tr("causal"),
-            "cross": tr("from the encoder"), "partial": tr("partial"), "none": tr("none")}
+            "cross": tr("from the encoder"), "partial": tr("partial (no band width or block size fits)"),
+            "blocks": tr("blocks"), "none": tr("none")}
 
 
 def pattern_text(pattern: str, lang: str = "en", band: Band | None = None) -> str:

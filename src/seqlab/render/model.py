@@ -40,6 +40,8 @@ def pattern_name(pattern: str, lang: str = "en", band: Band | None = None, block
     'banda causal de anchura 3 (j − 3 < i ≤ j)'
     >>> pattern_name("blocks", "en", blocks=Blocks(4))
     'blocks of 4 positions (⌊i/4⌋ = ⌊j/4⌋)'
+    >>> pattern_name("partial")  # fits none of the named patterns: says which figures it lacks
+    'partial (no band width or block size fits)'
     """
     if pattern == BAND:
         return band_text(band, lang)
@@ -47,7 +49,7 @@ def pattern_name(pattern: str, lang: str = "en", band: Band | None = None, block
         return blocks_text(blocks, lang)
     tr = translator(lang)
     names = {"per-row": tr("per row"), "all-to-all": tr("all-to-all"), "causal": tr("causal"),
-             "cross": tr("cross"), "partial": tr("partial"), "none": tr("none"),
+             "cross": tr("cross"), "partial": tr("partial (no band width or block size fits)"), "none": tr("none"),
              "differs": tr("differs between sequences")}
     return names.get(pattern, pattern)
 
