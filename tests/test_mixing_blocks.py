@@ -178,3 +178,18 @@ def test_a_pattern_that_fits_none_says_which_figures_it_lacks():
     assert pattern_name(PARTIAL) == pattern_text(PARTIAL) == "partial (no band width or block size fits)"
     assert pattern_name(PARTIAL, "es") == "parcial (no encaja ninguna anchura de banda ni tamaño de bloque)"
     assert pattern_text(BLOCKS, "es") == "bloques"
+
+
+def test_stacked_blocks_stay_blocks_of_the_same_size():
+    """Blocks do not grow with depth (a block reads only itself), unlike a band: two block-local layers of 3."""
+    from seqlab.measure.mixing import measure_receptive_fields
+
+    generator = torch.Generator().manual_seed(4)
+    first, second = (BlockLocalAttention(D, 3, False, generator) for _ in range(2))
+
+    def stack(x):
+        h = first(x)
+        return h, second(torch.tanh(h))
+    x = torch.randn(1, 8, D, dtype=torch.float64, generator=generator)
+    fields = measure_receptive_fields(stack, {"x": x}, "x", outputs=lambda out: out)
+    assert [(f.pattern, f.blocks, f.width) for f in fields] == [(BLOCKS, Blocks(3), 3)] * 2

@@ -372,6 +372,7 @@ class ReceptiveField:
         pattern: that output's pattern (:func:`classify`).
         band: its :class:`Band` when the pattern is ``"band"``, else None.
         undefined_rows: output rows left out (NaN).
+        blocks: its :class:`Blocks` when the pattern is ``"blocks"``, else None.
     """
 
     depth: int
@@ -379,6 +380,7 @@ class ReceptiveField:
     pattern: str
     band: Band | None = None
     undefined_rows: tuple[int, ...] = ()
+    blocks: Blocks | None = None
 
     @property
     def width(self) -> int:
@@ -404,7 +406,8 @@ def receptive_field(depends: Sequence[Sequence[bool]], *, depth: int = 1,
     return ReceptiveField(depth=depth,
                           positions=tuple(0 if j in undefined else sum(row) for j, row in enumerate(matrix)),
                           pattern=pattern, band=band_of(matrix, undefined=undefined) if pattern == BAND else None,
-                          undefined_rows=undefined)
+                          undefined_rows=undefined,
+                          blocks=blocks_of(matrix, undefined=undefined) if pattern == BLOCKS else None)
 
 
 def _first_tensor(out: object) -> Tensor:

@@ -237,7 +237,7 @@ def _keyless_sentence(result: ModelResult, lang: str) -> str:
         return ""
     return " " + tr("Queries that read no key at all (every key masked), {where}: their attention weights are taken as "
                     "0, PyTorch's rule for such a row (as its scaled_dot_product_attention does), so they contribute "
-                    "nothing and are never measured.").format(where="; ".join(where))
+                    "nothing.").format(where="; ".join(where))
 
 
 def _mixing_sentence(result: ModelResult, lang: str) -> str:
