@@ -90,6 +90,10 @@ def test_without_the_allocator_the_column_is_a_named_lower_bound(bound):
            "was running)" in said
     assert "No se pudieron tomar los eventos del asignador para RNN de Elman" in " ".join(modern_sentences(bound, "es"))
     document = json.loads(to_json(bound))
+    jsonschema = pytest.importorskip("jsonschema")
+    from seqlab.render.json_output import schema
+
+    jsonschema.Draft202012Validator(schema("table1_modern")).validate(document)  # nulls where the allocator was not read
     assert [row["memory_figure"] for row in document["rows"]] == ["tensor_lower_bound"] * 2
     assert all(sample["allocator_peak_bytes"] is None for row in document["rows"] for sample in row["long"])
 
