@@ -213,3 +213,22 @@ def test_blocks_are_named_with_their_size_from_the_measurement(result):
     assert mixed.kind == "mixed" and mixed.blocks is None
     assert said.startswith("Not one pattern (L11)") and "blocks of 4 positions (⌊i/4⌋ = ⌊j/4⌋)" in said \
         and "blocks of 3 positions (⌊i/3⌋ = ⌊j/3⌋)" in said
+
+
+def test_a_causal_reading_on_few_positions_names_the_figure_it_lacks(result):
+    """Patch the measurement: every mixing module causal on the 7 positions measured -> the reading cannot tell full
+    attention from a window of 7 or more, and says the window's width is what it lacks; measured on every position
+    the model reads (64), or read as a band (its width measured), nothing is said."""
+    causal = dataclasses.replace(result, modules=tuple(
+        dataclasses.replace(m, pattern="causal", patterns=("causal",) * len(m.positions), band=None) if m.mixes else m
+        for m in result.modules))
+    assert causal.kind == "causal" and result.max_positions == 64
+    said = [s for s in model_sentences(causal, "en") if s.startswith("Read on the first")]
+    assert said == ["Read on the first 7 positions: an attention restricted to a window or to blocks of 7 positions or "
+                    "more reads the same there, so these figures cannot tell it from full attention; the width such a "
+                    "window would have is the figure they lack (more positions, with --mixing-tokens and a longer "
+                    "text, would show it)."]
+    assert any(s.startswith("Leído en las primeras 7 posiciones:") for s in model_sentences(causal, "es"))
+    everything = dataclasses.replace(causal, mixing_tokens=64)
+    assert not any(s.startswith("Read on the first") for s in model_sentences(everything, "en"))
+    assert result.kind == "band" and not any(s.startswith("Read on the first") for s in model_sentences(result, "en"))

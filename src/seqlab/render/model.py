@@ -281,6 +281,19 @@ def _mixing_sentence(result: ModelResult, lang: str) -> str:
         ways="; ".join(ways), **values)
 
 
+def _undecided_sentence(result: ModelResult, lang: str) -> list[str]:
+    """What an all-to-all or causal reading cannot decide, with the figure it lacks: a window or blocks as wide as the
+    T_m measured positions, or wider, read the same there (empty when the model reads no more than T_m positions,
+    or the reading is a band or blocks, whose size the measurement gives)."""
+    if result.kind not in ("all-to-all", "causal") or result.mixing_tokens >= result.max_positions:
+        return []
+    tr = translator(lang)
+    return [tr("Read on the first {T} positions: an attention restricted to a window or to blocks of {T} positions or "
+               "more reads the same there, so these figures cannot tell it from full attention; the width such a window "
+               "would have is the figure they lack (more positions, with --mixing-tokens and a longer text, would "
+               "show it).").format(T=format_integer(result.mixing_tokens, lang))]
+
+
 def _closest_depth(check: OrderCheck):
     """The depth whose change comes closest to its own tolerance (largest |Δ| / tolerance)."""
     return max(check.depths, key=lambda row: row.max_abs_change / row.tolerance if row.tolerance else math.inf)
@@ -396,8 +409,8 @@ def run_line(result: ModelResult, lang: str = "en") -> str:
 def model_sentences(result: ModelResult, lang: str = "en", figures: tuple[Path, ...] = ()) -> list[str]:
     """The plain sentences of the report, with the heat map's files when there are some."""
     tr = translator(lang)
-    sentences = [_window_sentence(result, lang), _mixing_sentence(result, lang), _order_sentence(result, lang),
-                 *_attention_sentences(result, lang)]
+    sentences = [_window_sentence(result, lang), _mixing_sentence(result, lang), *_undecided_sentence(result, lang),
+                 _order_sentence(result, lang), *_attention_sentences(result, lang)]
     if result.unmeasured:
         sentences.append(tr("Not measured (named, not skipped): {modules}.").format(
             modules="; ".join(result.unmeasured)))
