@@ -7,8 +7,9 @@ attention mask, rotary cos and sin of a batch) and measured by
 :func:`seqlab.measure.modules.measure_recorded` on all T_m columns; the strength matrix is then cut to the
 sequence's own n_b real positions, so a padded position is never a source or a target of a dependency:
 a padded query row does read the real keys, and would otherwise make every attention look "partial".
-Each sequence's matrix is classified on its own; a module's pattern is the one all sequences share
-(``"differs"`` when they do not).
+Each sequence's matrix is classified on its own; a module's pattern is the one all sequences share, a shorter
+sequence that reads as the top-left corner of the longest one agreeing with it (:func:`agrees`: too short to show
+a window or a block, it says nothing against one); ``"differs"`` when they do not agree.
 
 A query row whose every key is masked (a padded position under a sliding window: the window holds only padding;
 a left-padded row under a causal mask) has no weights to take: an eager softmax of a row of −inf gives NaN, and
@@ -29,7 +30,6 @@ Shapes: B sequences, T_m measured columns, n_b real positions of sequence b (n_b
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -59,7 +59,7 @@ class KeylessRows(EngineMode):
     ``aten._softmax`` whose input holds a row of −inf along its dim is computed by ``_safe_softmax`` instead; any
     other softmax runs unchanged. The values are read (one ``isneginf`` per softmax) to decide it.
 
-    >>> x = torch.tensor([[0.0, 0.0], [-math.inf, -math.inf]])  # (T_q, T_k): query 2 has no key
+    >>> x = torch.tensor([[0.0, 0.0], [-torch.inf, -torch.inf]])  # (T_q, T_k): query 2 has no key
     >>> torch.softmax(x, dim=-1)[1].isnan().all().item()
     True
     >>> with KeylessRows(batch=None) as rows:
@@ -68,7 +68,7 @@ class KeylessRows(EngineMode):
 
     Args:
         batch: B, the batch of the pass whose keyless rows are recorded per sequence: a softmax input of shape
-            (B, ..., T_q, T_k) (softmax over the last dim) adds its keyless (sequence, query position) pairs to
+            (B, ..., T_q, T_k), at least 3-D (softmax over the last dim), adds its keyless (sequence, query position) pairs to
             :attr:`positions`. None: only count.
 
     Attributes:
@@ -91,7 +91,7 @@ class KeylessRows(EngineMode):
             if count:
                 self.met += count
                 last = dim % x.dim() == x.dim() - 1
-                if self.batch is not None and last and x.dim() >= 2 and x.shape[0] == self.batch:
+                if self.batch is not None and last and x.dim() >= 3 and x.shape[0] == self.batch:
                     rows = keyless.reshape(self.batch, -1, x.shape[-2]).any(dim=1)  # (B, T_q)
                     self.positions.update((int(b), int(q)) for b, q in rows.nonzero().tolist())
                 return torch.ops.aten._safe_softmax.default(x, dim, torch.float32 if half_to_float else None)
