@@ -80,6 +80,13 @@ def test_safe_softmax_rule_zeroes_only_rows_without_a_key():
     with KeylessRows() as rows:  # no row without a key: nothing changed, nothing met
         assert torch.equal(torch.softmax(x[:, [0, 2]], dim=-1), plain[:, [0, 2]])
     assert rows.met == 0
+    from seqlab.studies.model_mixing import keyless_rule
+
+    # the later passes of a batch take the rule where its first pass met a keyless row, and only there
+    assert type(keyless_rule(rows)).__name__ == "nullcontext"
+    with KeylessRows() as met:
+        torch.softmax(x, dim=-1)
+    assert met.met == 1 and isinstance(keyless_rule(met), KeylessRows)
 
 
 def test_the_kind_poisons_real_rows_and_the_rule_gives_the_sequence_alone(batch):

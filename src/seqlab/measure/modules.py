@@ -25,6 +25,7 @@ Shapes: B = 1, T positions, T_out output positions of a submodule, d widths.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -35,7 +36,7 @@ from torch import Tensor
 
 from seqlab.errors import SeqlabError
 from seqlab.i18n import N_
-from seqlab.measure.dependence import judge
+from seqlab.measure.dependence import Dependence, judge
 from seqlab.measure.switches import fast_paths_off
 from seqlab.measure.mixing import (
     BAND,
@@ -181,31 +182,31 @@ class SubmoduleMixing:
     strength: tuple[tuple[float, ...], ...]
     dtype: str = "float64"
 
-    @property
-    def pattern(self) -> str:
-        """Over all measured inputs together, one of :data:`seqlab.measure.mixing.PATTERNS`.
+    @functools.cached_property
+    def judged(self) -> Dependence:
+        """The strengths judged once by the one dependence rule (:func:`seqlab.measure.dependence.judge`): above the
+        block's rounding band; NaN rows undefined. Kept on the instance (the strengths never change)."""
+        return judge(self.strength, getattr(torch, self.dtype))
 
-        By the one dependence rule (:func:`seqlab.measure.dependence.judge`): above the block's rounding
-        band; NaN rows left out.
-        """
-        judged = judge(self.strength, getattr(torch, self.dtype))
-        return classify(judged.depends, undefined=judged.undefined_rows)
+    @functools.cached_property
+    def pattern(self) -> str:
+        """Over all measured inputs together, one of :data:`seqlab.measure.mixing.PATTERNS`, by :attr:`judged`
+        (NaN rows left out)."""
+        return classify(self.judged.depends, undefined=self.judged.undefined_rows)
 
     @property
     def band(self) -> Band | None:
         """The :class:`~seqlab.measure.mixing.Band` (width, extents) when :attr:`pattern` is ``"band"``, else None."""
         if self.pattern != BAND:
             return None
-        judged = judge(self.strength, getattr(torch, self.dtype))
-        return band_of(judged.depends, undefined=judged.undefined_rows)
+        return band_of(self.judged.depends, undefined=self.judged.undefined_rows)
 
     @property
     def blocks(self) -> Blocks | None:
         """The :class:`~seqlab.measure.mixing.Blocks` (their size b) when :attr:`pattern` is ``"blocks"``, else None."""
         if self.pattern != BLOCKS:
             return None
-        judged = judge(self.strength, getattr(torch, self.dtype))
-        return blocks_of(judged.depends, undefined=judged.undefined_rows)
+        return blocks_of(self.judged.depends, undefined=self.judged.undefined_rows)
 
     @property
     def mixes(self) -> bool:

@@ -55,6 +55,7 @@ from seqlab.studies.model_mixing import (  # noqa: F401  (re-exported)
     KeylessRows,
     ModuleMixing,
     keyless_positions,
+    keyless_rule,
     measure_mixing,
     row_call,
 )
@@ -258,7 +259,7 @@ def measure_attention(encoder: Encoder, ids: Tensor, layer: int, head: int, *, m
     T = int(mask[0].sum())  # real positions of the first sequence
     name = attention_module(encoder.model, config.layers, layer)
     module = encoder.model.get_submodule(name)
-    with KeylessRows(), record_inputs(encoder.model, [name]) as calls, torch.no_grad():
+    with KeylessRows() as first, record_inputs(encoder.model, [name]) as calls, torch.no_grad():
         attentions = encoder.model(input_ids=ids, attention_mask=mask, output_attentions=True).attentions
     call = row_call(calls[name], 0, ids.shape[0])
     alpha = attentions[layer - 1][0, head - 1, :T, :T].to(torch.float64)  # (T, T), real rows and columns
@@ -273,7 +274,7 @@ def measure_attention(encoder: Encoder, ids: Tensor, layer: int, head: int, *, m
             kwargs[slot] = x
         else:
             args[slot] = x
-        with KeylessRows():  # a padded query with no key: weights 0, never NaN (see model_mixing)
+        with keyless_rule(first):  # a padded query with no key: weights 0, never NaN (see model_mixing)
             return module(*args, **kwargs)[0][:, T - 1:T, columns]
 
     x = call.args[0] if call.args else call.kwargs["hidden_states"]  # (1, T_pad, d_model), as received

@@ -34,7 +34,7 @@ from seqlab.i18n import N_
 from seqlab.layers.anatomy import without_positions
 from seqlab.layers.pretrained import Encoder, load_encoder
 from seqlab.measure.order import OrderResult, _Rerun, holds_of, measure_order, tolerance, verdict
-from seqlab.studies.model_mixing import KeylessRows, checked_mask, real_positions
+from seqlab.studies.model_mixing import KeylessRows, checked_mask, keyless_rule, real_positions
 
 
 @dataclass(frozen=True)
@@ -73,14 +73,16 @@ class OrderCheck:
     sequences: tuple[OrderResult, ...] = ()
 
 
-def _stacker(encoder: Encoder, passes: list[tuple[Tensor, Tensor]], ids: Tensor, mask: Tensor, b: int):
-    """f_b: sequence b's n_b ids, as a column, -> its rows of every depth, read inside the padded batch."""
+def _stacker(encoder: Encoder, passes: list[tuple[Tensor, Tensor]], ids: Tensor, mask: Tensor, b: int,
+             first: KeylessRows):
+    """f_b: sequence b's n_b ids, as a column, -> its rows of every depth, read inside the padded batch (under the
+    keyless-row rule where the batch's first pass, ``first``, met a query without keys)."""
     n = real_positions(mask, b)
 
     def stack(column: Tensor) -> Tensor:  # (n_b, 1) ids -> (n_b, L + 1, d_model), every depth's output
         batch = ids.clone()
         batch[b, :n] = column[:, 0].long()  # the float64 rerun hands the ids over as float64
-        with KeylessRows():  # a padded query with no key contributes nothing (never NaN into the real rows)
+        with keyless_rule(first):  # a padded query with no key contributes nothing (never NaN into the real rows)
             hidden = encoder.model(input_ids=batch, attention_mask=mask, output_hidden_states=True).hidden_states
         y = torch.stack(hidden, dim=2)[b, :n]  # real rows only: a padded row is never compared
         passes.append((column[:, 0].long(), y))
@@ -136,13 +138,15 @@ def _at(result: OrderResult, working: torch.dtype | None) -> OrderResult:
 
 
 def _sequence(encoder: Encoder, twin: Encoder | None, ids: Tensor, mask: Tensor, b: int,
-              seed: int, working: torch.dtype | None = None) -> tuple[OrderResult, list[LayerOrder]]:
+              seed: int, working: torch.dtype | None = None,
+              first: KeylessRows | None = None) -> tuple[OrderResult, list[LayerOrder]]:
     """The order test of sequence b of the batch: the overall result and one row per depth."""
     passes: list[tuple[Tensor, Tensor]] = []
     passes64: list[tuple[Tensor, Tensor]] = []
-    reference = _stacker(twin, passes64, ids, mask, b) if twin is not None else None
+    first = first if first is not None else KeylessRows(met=1)  # not probed: the rule on every pass
+    reference = _stacker(twin, passes64, ids, mask, b, first) if twin is not None else None
     column = ids[b, :real_positions(mask, b)].unsqueeze(1)  # (n_b, 1)
-    overall = measure_order(_stacker(encoder, passes, ids, mask, b), column, seed=seed, reference=reference)
+    overall = measure_order(_stacker(encoder, passes, ids, mask, b, first), column, seed=seed, reference=reference)
     perm = torch.tensor(overall.permutation)
     y, y_shuffled = _pass(passes, column[:, 0]), _pass(passes, column[perm, 0])  # (n_b, L + 1, d_model) each
     pair = (_pass(passes64, column[:, 0]), _pass(passes64, column[perm, 0])) if len(passes64) == 2 else None
@@ -191,12 +195,14 @@ def measure_model_order(encoder: Encoder, ids: Tensor, mask: Tensor | None = Non
                           parameter="text")
     below = encoder.dtype != "float64"
     twin = load_encoder(torch.float64, None if encoder.config.bundled else encoder.folder) if below else None
+    with KeylessRows() as first, torch.no_grad():  # does any query of this batch read no key?
+        encoder.model(input_ids=ids, attention_mask=mask)
     with contextlib.ExitStack() as stack:
         if not positions:
             stack.enter_context(without_positions(encoder.model))
             if twin is not None:
                 stack.enter_context(without_positions(twin.model))
-        measured = [_sequence(encoder, twin, ids, mask, b, seed, working) for b in range(ids.shape[0])]
+        measured = [_sequence(encoder, twin, ids, mask, b, seed, working, first) for b in range(ids.shape[0])]
     depths = tuple(_worst([rows[depth] for _, rows in measured]) for depth in range(len(measured[0][1])))
     overall = max((result for result, _ in measured), key=lambda r: (_rank(r.verdict), r.max_abs_change / r.tolerance
                                                                     if r.tolerance else math.inf))
