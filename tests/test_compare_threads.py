@@ -4,14 +4,16 @@ module hooks)."""
 
 from __future__ import annotations
 
+import threading
 import warnings
 
 import torch
 
 from seqlab.measure.reach import measure_reach
+from seqlab.measure.work import count_multiplications
 from seqlab.studies import compare
 from seqlab.studies.compare import CompareConfig, run_compare
-from seqlab.studies.compare_gated import CELLS, build_gated, gated_reach, on_one_thread, reach_thread
+from seqlab.studies.compare_gated import CELLS, AsideWork, build_gated, gated_reach, on_one_thread, reach_thread
 from seqlab.text import seeded_generator, stream_seed, synthetic_tokens
 
 
@@ -57,3 +59,69 @@ def test_compare_keeps_its_figures_and_leaks_nothing():
         assert measured.cell == cell
         assert measured.reach == gated_reach(module, compare.embed(synthetic_tokens(24), 16, seed=config.seed),
                                              seed=stream_seed(config.seed, cell), probes=probes)
+
+
+def test_a_count_here_does_not_see_modules_called_on_another_thread():
+    entered, release = threading.Event(), threading.Event()
+
+    class Waiting(torch.nn.Module):  # inside its forward, on the other thread, while this thread counts
+        def forward(self, t):
+            entered.set()
+            release.wait(timeout=60)
+            return t * 2
+
+    counted, x = torch.nn.Linear(3, 4), torch.randn(2, 3)
+
+    def with_a_module_open_beside(rows):
+        beside = threading.Thread(target=lambda: Waiting()(torch.randn(2, requires_grad=True)))
+        beside.start()
+        entered.wait(timeout=60)
+        try:
+            return counted(rows)
+        finally:
+            release.set()
+            beside.join()
+
+    measured = count_multiplications(with_a_module_open_beside, x)
+    assert measured.multiplications == 2 * 3 * 4
+    assert dict(measured.by_module) == {"Global": 24, "Linear": 24}  # not charged to the other thread's Waiting
+
+
+def test_aside_work_gives_each_result_and_shares_only_the_shared_jobs():
+    ran = {}
+
+    def job(value):
+        ran[value] = threading.current_thread().name
+        return value * 2
+
+    with AsideWork() as aside:
+        first = aside.add(job, 1)
+        shared = [aside.add(job, value, shared=True) for value in (2, 3, 4)]
+        aside.start()
+        aside.help()  # the shared jobs the worker has not begun run here, last first
+        assert first() == 2 and [get() for get in shared] == [4, 6, 8]
+    assert ran[1] == "seqlab-reach"  # a job not shared runs on the worker only
+    assert set(ran.values()) <= {"seqlab-reach", threading.current_thread().name} and sorted(ran) == [1, 2, 3, 4]
+
+
+def test_aside_work_hands_back_a_job_error_and_cancels_what_did_not_begin():
+    def fail():
+        raise ValueError("no")
+
+    with AsideWork() as aside:
+        failed = aside.add(fail)
+        aside.start()
+        try:
+            failed()
+        except ValueError as error:
+            assert str(error) == "no"
+        else:
+            raise AssertionError("the job's error was not handed back")
+    with AsideWork() as aside:
+        never = aside.add(sum, (1, 2))
+    try:
+        never()
+    except Exception as error:  # noqa: BLE001 - a cancelled future
+        assert type(error).__name__ == "CancelledError"
+    else:
+        raise AssertionError("a job that never began gave a result")
