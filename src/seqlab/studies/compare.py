@@ -59,7 +59,7 @@ from seqlab.studies.compare_gated import (
     trace_gated,
 )
 from seqlab.studies.compare_reach import query_row_reaches
-from seqlab.studies.compare_scopes import Scope, build_modules, library_attention, measure_scopes
+from seqlab.studies.compare_scopes import Scope, build_modules, count_gated, library_attention, measure_scopes
 from seqlab.studies.compare_times import time_modules
 from seqlab.studies.notebook_view import NotebookView
 from seqlab.text import Tokens, embed, seeded_generator, stream_seed
@@ -429,21 +429,18 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
     probes = _probes(config, d_h, T)
     step = progress or (lambda done, total, what: None)
     with fixed_threads(1):
-        step(0, 4, "recurrence")
-        gated_modules = {cell: build_gated(cell, d_model, d_h, seeded_generator(config.seed, cell))
-                         for cell in (CELLS if config.gated else ())}
-        modules = build_modules(recurrence, attention, gated_modules, config.score,
-                                seeded_generator(config.seed, "output"), seeded_generator(config.seed, "heads"))
-        with torch.no_grad():
-            q_k_v = attention.project(x)  # (T, d_k), (T, d_k), (T, d_v): counted, traced and timed from here
-        # Two threads, one CPU thread each. This one traces and counts (Python-bound); beside it the aside worker
-        # takes the float64 work (BLAS-bound, mostly without the GIL), on copies of the modules: the reaches (all on
-        # the worker, in turn), the spectral radius and the signal paths, which this thread takes back once its own
-        # work is done if the worker has not begun them. The recurrent machines are traced first: attention's softmax
-        # is costed on the meta device, whose first op imports torch._dynamo, after which every dispatch mode pays
-        # Dynamo's wrapper per op.
+        # Two threads, one CPU thread each. This one builds, traces and counts (Python-bound); beside it, from the
+        # start, the aside worker takes the float64 work (BLAS-bound, mostly without the GIL) on copies of the
+        # modules: the reaches (all on the worker, in turn), the spectral radius and the signal paths, which this
+        # thread takes back once its own work is done if the worker has not begun them. The recurrent machines are
+        # traced first: attention's softmax is costed on the meta device, whose first op imports torch._dynamo,
+        # after which every dispatch mode pays Dynamo's wrapper per op.
         with AsideWork() as aside:
+            aside.start()
+            step(0, 4, "recurrence")
             rec_reach = aside.add(_reach_by_forward, copy.deepcopy(recurrence).double(), x, d_h, config)
+            gated_modules = {cell: build_gated(cell, d_model, d_h, seeded_generator(config.seed, cell))
+                             for cell in (CELLS if config.gated else ())}
             reaches = {cell: aside.add(gated_reach, copy.deepcopy(module), x, seed=stream_seed(config.seed, cell),
                                        probes=probes)
                        for cell, module in gated_modules.items()}
@@ -452,18 +449,23 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
             radius = aside.add(spectral_radius, recurrence.weight_hh.detach().clone())
             rec_signal = aside.add(_recurrence_signal, copy.deepcopy(recurrence), x, config, shared=True)
             att_signal = aside.add(_attention_signal, copy.deepcopy(attention), x, config, shared=True)
-            aside.start()
+            modules = build_modules(recurrence, attention, gated_modules, config.score,
+                                    seeded_generator(config.seed, "output"), seeded_generator(config.seed, "heads"))
+            with torch.no_grad():
+                q_k_v = attention.project(x)  # (T, d_k), (T, d_k), (T, d_v): counted, traced and timed from here
             rec_fields = _trace_recurrence(recurrence, x, config, library=modules.rnn)
             step(1, 4, "LSTM and GRU")
             gated_traces = {cell: trace_gated(cell, module, x, seed=stream_seed(config.seed, cell),
                                               path_width=config.path_width)
                             for cell, module in gated_modules.items()}
+            with torch.no_grad():  # their kernels' scope, counted before Dynamo's wrapper comes (see above)
+                gated_cpu = count_gated(gated_modules, x)
             step(2, 4, "attention and scopes")
             att_fields = _trace_attention(attention, x, config, q_k_v=q_k_v)
             with torch.no_grad():
                 scopes = measure_scopes(modules, x, config.score, rec_fields["counted"], att_fields["counted"],
                                         rec_fields["counted_library"], att_fields["counted_library"],
-                                        (d_model, d_h, d_k, d_v), q_k_v)
+                                        (d_model, d_h, d_k, d_v), q_k_v, gated_cpu)
             aside.help()
             rec = MachineMeasurements(**rec_fields, reach=rec_reach(), signal=rec_signal())
             gated = tuple(measure_gated(cell, module, x, seed=stream_seed(config.seed, cell), probes=probes,

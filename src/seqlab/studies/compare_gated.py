@@ -225,12 +225,12 @@ def on_one_thread(function, *args, **kwargs):
 class AsideWork:
     """The float64 work of ``seqlab compare`` run beside its traces: the reaches, the signal paths, the spectral radius.
 
-    Jobs are given first (:meth:`add`), then :meth:`start` runs them in that order on one worker thread (named
-    ``seqlab-reach``, one CPU thread, :func:`on_one_thread`), while the caller traces and counts (Python-bound: the
-    float64 work is BLAS-bound and mostly runs without the GIL, so the two overlap on two cores). Once the caller's
-    own work is done, :meth:`help` runs on the caller's thread the jobs added with ``shared=True`` that the worker
-    has not begun, last first, so that the two threads finish together whatever the machine. Leaving the ``with``
-    block cancels the jobs not begun and joins the worker.
+    :meth:`start` starts one worker thread (named ``seqlab-reach``, one CPU thread, as :func:`on_one_thread` sets it)
+    that runs the jobs in the order they are given (:meth:`add`, before or after the start), while the caller builds,
+    traces and counts (Python-bound: the float64 work is BLAS-bound and mostly runs without the GIL, so the two overlap
+    on two cores). Once the caller has given every job and done its own work, :meth:`help` runs on the caller's thread
+    the jobs added with ``shared=True`` that the worker has not begun, last first, so that the two threads finish
+    together whatever the machine. Leaving the ``with`` block cancels the jobs not begun and joins the worker.
 
     The figures are those of the same calls made in turn: each job gets copies of the modules it runs, every
     thread computes on one CPU thread, dispatch modes and grad mode are per thread in PyTorch, the warning filters
@@ -239,8 +239,8 @@ class AsideWork:
     reach.measure_reach` stay on the worker (``shared=False``), so no two reaches overlap.
 
     >>> with AsideWork() as aside:
-    ...     two, three = aside.add(sum, (1, 1)), aside.add(sum, (1, 2), shared=True)
     ...     aside.start()
+    ...     two, three = aside.add(sum, (1, 1)), aside.add(sum, (1, 2), shared=True)
     ...     aside.help()
     ...     two(), three()
     (2, 3)
@@ -248,25 +248,31 @@ class AsideWork:
 
     def __init__(self) -> None:
         self._jobs: deque[tuple[Future, Callable, tuple, dict, bool]] = deque()
-        self._lock = threading.Lock()
+        self._given = threading.Condition()  # guards _jobs and _closed; the worker waits on it for jobs
+        self._closed = False  # every job has been given
         self._worker: threading.Thread | None = None
 
     def add(self, function: Callable[..., Any], *args: Any, shared: bool = False,
             **kwargs: Any) -> Callable[[], Any]:
         """Queue ``function(*args, **kwargs)``; returns what gives its result (waits for it, raises its error).
-        ``shared``: the caller may run it itself in :meth:`help`."""
+        ``shared``: the caller may run it itself in :meth:`help`. After :meth:`help` it runs here, at once."""
         future: Future = Future()
-        with self._lock:
-            self._jobs.append((future, function, args, kwargs, shared))
+        job = (future, function, args, kwargs, shared)
+        with self._given:
+            if not self._closed:
+                self._jobs.append(job)
+                self._given.notify()
+                return future.result
+        self._run(job)
         return future.result
 
     def _take(self, caller: bool) -> tuple[Future, Callable, tuple, dict, bool] | None:
-        with self._lock:
-            if not self._jobs:
-                return None
+        with self._given:
             if caller:
-                return self._jobs.pop() if self._jobs[-1][4] else None
-            return self._jobs.popleft()
+                return self._jobs.pop() if self._jobs and self._jobs[-1][4] else None
+            while not self._jobs and not self._closed:
+                self._given.wait()
+            return self._jobs.popleft() if self._jobs else None
 
     @staticmethod
     def _run(job: tuple[Future, Callable, tuple, dict, bool]) -> None:
@@ -284,12 +290,18 @@ class AsideWork:
             self._run(job)
 
     def start(self) -> None:
-        """Start the worker on the jobs added so far."""
+        """Start the worker: it runs the jobs given, and waits for more until :meth:`help` or the block's end."""
         self._worker = threading.Thread(target=self._work, name="seqlab-reach", daemon=True)
         self._worker.start()
 
+    def _close(self) -> None:
+        with self._given:
+            self._closed = True
+            self._given.notify_all()
+
     def help(self) -> None:
-        """Run here, last first, the shared jobs the worker has not begun."""
+        """Every job is given: run here, last first, the shared jobs the worker has not begun."""
+        self._close()
         while (job := self._take(caller=True)) is not None:
             self._run(job)
 
@@ -297,8 +309,9 @@ class AsideWork:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        with self._lock:
+        with self._given:
             left, self._jobs = list(self._jobs), deque()
+        self._close()
         for future, *_ in left:
             future.cancel()
         if self._worker is not None:
