@@ -13,7 +13,7 @@ from seqlab.measure.reach import measure_reach
 from seqlab.measure.work import count_multiplications
 from seqlab.studies import compare
 from seqlab.studies.compare import CompareConfig, run_compare
-from seqlab.studies.compare_gated import CELLS, AsideWork, build_gated, gated_reach, on_one_thread, reach_thread
+from seqlab.studies.compare_gated import CELLS, AsideWork, build_gated, gated_reach
 from seqlab.text import seeded_generator, stream_seed, synthetic_tokens
 
 
@@ -24,8 +24,9 @@ def _x(T: int, d: int) -> torch.Tensor:
 def test_a_reach_on_the_worker_equals_the_reach_in_turn():
     module, x = build_gated("lstm", 6, 5, torch.Generator().manual_seed(1)), _x(12, 6)
     in_turn = gated_reach(module, x, seed=3, probes=4)
-    with reach_thread() as pool:
-        on_worker = pool.submit(on_one_thread, gated_reach, module, x, seed=3, probes=4).result()
+    with AsideWork() as aside:
+        aside.start()
+        on_worker = aside.add(gated_reach, module, x, seed=3, probes=4)()
     assert on_worker == in_turn  # the same calls on one CPU thread: the same bits
     # the vmapped backward measures what R replicated copies measure, to rounding
     module64 = build_gated("lstm", 6, 5, torch.Generator().manual_seed(1)).double()

@@ -28,7 +28,7 @@ import math
 import threading
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -201,42 +201,22 @@ def measure_gated(cell: str, module: torch.nn.RNNBase, x: torch.Tensor, *, seed:
                              signal=read_signal_path(module, x[None]))
 
 
-def reach_thread() -> ThreadPoolExecutor:
-    """One worker thread for the float64 work of ``seqlab compare`` that calls no module hook (the recurrence's, the
-    LSTM's and the GRU's reach, the spectral radius), joined when the ``with`` block ends.
-
-    What it runs touches no state this thread reads: the modules are copied before they are handed over,
-    the copies are called through ``forward`` (no global module hook fires, so a counter's module tracker on
-    this thread sees nothing of them), and dispatch modes, grad mode and vmap levels are per thread in
-    PyTorch. No reach runs on this thread meanwhile (``measure_reach`` enters ``warnings.catch_warnings``,
-    which is process-wide). The figures are those of the same calls made in turn: one CPU thread each.
-    """
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="seqlab-reach")
-
-
-def on_one_thread(function, *args, **kwargs):
-    """``function(*args, **kwargs)`` on a worker thread set to one CPU thread, as ``fixed_threads(1)`` sets the
-    caller (under OpenMP the count is per thread; the caller's is already 1, so the process-wide BLAS count
-    does not change). The worker ends with its pool, so its own setting is not restored."""
-    torch.set_num_threads(1)
-    return function(*args, **kwargs)
-
-
 class AsideWork:
     """The float64 work of ``seqlab compare`` run beside its traces: the reaches, the signal paths, the spectral radius.
 
-    :meth:`start` starts one worker thread (named ``seqlab-reach``, one CPU thread, as :func:`on_one_thread` sets it)
-    that runs the jobs in the order they are given (:meth:`add`, before or after the start), while the caller builds,
-    traces and counts (Python-bound: the float64 work is BLAS-bound and mostly runs without the GIL, so the two overlap
-    on two cores). Once the caller has given every job and done its own work, :meth:`help` runs on the caller's thread
-    the jobs added with ``shared=True`` that the worker has not begun, last first, so that the two threads finish
-    together whatever the machine. Leaving the ``with`` block cancels the jobs not begun and joins the worker.
+    :meth:`start` starts one worker thread (named ``seqlab-reach``, set to one CPU thread: under OpenMP the count is per
+    thread, and the caller's is already 1) that runs the jobs in the order they are given (:meth:`add`, before or after
+    the start), while the caller builds, traces and counts (Python-bound: the float64 work is BLAS-bound and mostly runs
+    without the GIL, so the two overlap on two cores). Once the caller has given every job and done its own work,
+    :meth:`help` runs on the caller's thread the jobs added with ``shared=True`` that the worker has not begun, last
+    first, so that the two threads finish together whatever the machine. Leaving the ``with`` block cancels the jobs not
+    begun and joins the worker.
 
-    The figures are those of the same calls made in turn: each job gets copies of the modules it runs, every
-    thread computes on one CPU thread, dispatch modes and grad mode are per thread in PyTorch, the warning filters
-    are held process-wide (:func:`~seqlab.measure.switches.warnings_ignored`), and a work counter's module tracker
-    sees only the thread that entered it (:mod:`seqlab.measure.work`). Jobs that call :func:`~seqlab.measure.
-    reach.measure_reach` stay on the worker (``shared=False``), so no two reaches overlap.
+    The figures are those of the same calls made in turn: each job gets copies of the modules it runs, every thread
+    computes on one CPU thread, dispatch modes and grad mode are per thread in PyTorch, the warning filters are held
+    process-wide (:func:`~seqlab.measure.switches.warnings_ignored`), and a work counter's module tracker sees only the
+    thread that entered it (:mod:`seqlab.measure.work`). Jobs that call :func:`~seqlab.measure.reach.measure_reach` stay
+    on the worker (``shared=False``), so no two reaches overlap.
 
     >>> with AsideWork() as aside:
     ...     aside.start()
