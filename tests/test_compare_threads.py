@@ -88,21 +88,33 @@ def test_a_count_here_does_not_see_modules_called_on_another_thread():
     assert dict(measured.by_module) == {"Global": 24, "Linear": 24}  # not charged to the other thread's Waiting
 
 
-def test_aside_work_gives_each_result_and_shares_only_the_shared_jobs():
+def test_aside_work_gives_each_result_once_on_either_thread():
     ran = {}
 
     def job(value):
-        ran[value] = threading.current_thread().name
+        ran.setdefault(value, []).append(threading.current_thread().name)
         return value * 2
 
     with AsideWork() as aside:
         first = aside.add(job, 1)
-        shared = [aside.add(job, value, shared=True) for value in (2, 3, 4)]
         aside.start()
-        aside.help()  # the shared jobs the worker has not begun run here, last first
-        assert first() == 2 and [get() for get in shared] == [4, 6, 8]
-    assert ran[1] == "seqlab-reach"  # a job not shared runs on the worker only
-    assert set(ran.values()) <= {"seqlab-reach", threading.current_thread().name} and sorted(ran) == [1, 2, 3, 4]
+        later = [aside.add(job, value) for value in (2, 3, 4)]  # given after the start
+        aside.help()  # the jobs the worker has not begun run here, from the last
+        assert first() == 2 and [get() for get in later] == [4, 6, 8]
+        assert aside.add(job, 5)() == 10  # given after help: run at once, here
+    assert sorted(ran) == [1, 2, 3, 4, 5] and all(len(names) == 1 for names in ran.values())
+    assert {names[0] for names in ran.values()} <= {"seqlab-reach", threading.current_thread().name}
+    assert ran[5] == [threading.current_thread().name]
+
+
+def test_aside_work_without_its_worker_runs_every_job_in_help():
+    order = []
+    with AsideWork() as aside:
+        gets = [aside.add(order.append, value) for value in (1, 2, 3)]
+        aside.help()  # no start: everything here, from the last given
+        for get in gets:
+            get()
+    assert order == [3, 2, 1]
 
 
 def test_aside_work_hands_back_a_job_error_and_cancels_what_did_not_begin():

@@ -12,12 +12,12 @@ perturbations (:mod:`seqlab.measure.sensitivity`). Returns a frozen :class:`Comp
 :mod:`seqlab.render.compare`'s job. Tracing and autograd run on one CPU thread each (on a shared machine idle
 threads spin on busy cores): the traces and counts on the caller's thread, and beside them, on one worker thread,
 the float64 work (every reach, the spectral radius, the signal paths;
-:class:`~seqlab.studies.compare_gated.AsideWork`), whose signal paths the caller takes back once its own work is
-done if the worker has not begun them. Each machine is traced once per input: one pass gives its work, span and
-path (:func:`~seqlab.measure.traced_pass.measure_pass`); the recurrent machines first, then attention, whose
-softmax is costed on the meta device, then the scopes' counts there (the first meta op imports ``torch._dynamo``,
-after which every dispatch mode pays Dynamo's wrapper per op). Only the timings use more threads: ``threads``, by
-default PyTorch's count capped by the free cores, all machines in one set of interleaved rounds
+:class:`~seqlab.studies.compare_gated.AsideWork`), the caller taking back, once its own work is done, the jobs the
+worker has not begun. Each machine is traced once per input: one pass gives its work, span and path
+(:func:`~seqlab.measure.traced_pass.measure_pass`); the recurrent machines first, then attention, whose softmax is
+costed on the meta device, then the scopes' counts there (the first meta op imports ``torch._dynamo``, after which
+every dispatch mode pays Dynamo's wrapper per op). Only the timings use more threads: ``threads``, by default
+PyTorch's count capped by the free cores, all machines in one set of interleaved rounds
 (:mod:`seqlab.studies.compare_times`).
 
 Shapes: T tokens, d_model token width, d_h hidden width, d_k query/key width, d_v value width.
@@ -59,7 +59,13 @@ from seqlab.studies.compare_gated import (
     trace_gated,
 )
 from seqlab.studies.compare_reach import query_row_reaches
-from seqlab.studies.compare_scopes import Scope, build_modules, count_gated, library_attention, measure_scopes
+from seqlab.studies.compare_scopes import (
+    Scope,
+    build_modules,
+    count_gated,
+    library_attention,
+    measure_scopes,
+)
 from seqlab.studies.compare_times import time_modules
 from seqlab.studies.notebook_view import NotebookView
 from seqlab.text import Tokens, embed, seeded_generator, stream_seed
@@ -295,10 +301,10 @@ def _trace_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig,
         counted_library = count_multiplications(library, x.unsqueeze(0))  # (1, T, d_model)
         order = measure_order(rnn, x, seed=config.seed)  # an nn.Module: the engine reruns a float64 copy
     span_half = measure_pass(rnn, x[: T // 2], work=False).span
-    return dict(closed_form=cost.recurrence_multiplications(T, d_model, rnn.d_h), counted=traced.work,
-                counted_library=counted_library, projections_closed_form=0, projections_counted=None,
-                span=traced.span, span_half=span_half, path=traced.paths, order=order, key_value_order=None,
-                time_library=None, time_explicit=None)
+    return {"closed_form": cost.recurrence_multiplications(T, d_model, rnn.d_h), "counted": traced.work,
+            "counted_library": counted_library, "projections_closed_form": 0, "projections_counted": None,
+            "span": traced.span, "span_half": span_half, "path": traced.paths, "order": order,
+            "key_value_order": None, "time_library": None, "time_explicit": None}
 
 
 def _recurrence_signal(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig) -> SignalReading:
@@ -356,20 +362,20 @@ def _trace_attention(layer: SelfAttention, x: torch.Tensor, config: CompareConfi
         heads = tuple(t[None, None] for t in (q, k, v))
         counted_library = count_multiplications(library, *heads) if library is not None else None
     half = T // 2
-    return dict(
-        closed_form=cost.scored_attention_multiplications(config.score, T, layer.d_k, layer.d_v),
-        counted=call.work,
-        counted_library=counted_library,
-        projections_closed_form=cost.projection_multiplications(T, layer.d_model, layer.d_k, layer.d_v),
-        projections_counted=projections,
-        span=call.span,
-        span_half=TracedPass(work=False, span=True).run(layer.attention, q[:half], k[:half], v[:half]).span,
-        path=measure_paths(lambda rows: layer(rows)[0], x, sources=(0,)),
-        order=order,
-        key_value_order=pairs,
-        time_library=None,
-        time_explicit=None,
-    )
+    return {
+        "closed_form": cost.scored_attention_multiplications(config.score, T, layer.d_k, layer.d_v),
+        "counted": call.work,
+        "counted_library": counted_library,
+        "projections_closed_form": cost.projection_multiplications(T, layer.d_model, layer.d_k, layer.d_v),
+        "projections_counted": projections,
+        "span": call.span,
+        "span_half": TracedPass(work=False, span=True).run(layer.attention, q[:half], k[:half], v[:half]).span,
+        "path": measure_paths(lambda rows: layer(rows)[0], x, sources=(0,)),
+        "order": order,
+        "key_value_order": pairs,
+        "time_library": None,
+        "time_explicit": None,
+    }
 
 
 def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareConfig,
@@ -431,10 +437,10 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
     with fixed_threads(1):
         # Two threads, one CPU thread each. This one builds, traces and counts (Python-bound); beside it, from the
         # start, the aside worker takes the float64 work (BLAS-bound, mostly without the GIL) on copies of the
-        # modules: the reaches (all on the worker, in turn), the spectral radius and the signal paths, which this
-        # thread takes back once its own work is done if the worker has not begun them. The recurrent machines are
-        # traced first: attention's softmax is costed on the meta device, whose first op imports torch._dynamo,
-        # after which every dispatch mode pays Dynamo's wrapper per op.
+        # modules, from the first job given: the reaches, the spectral radius, the signal paths; once its own work is
+        # done this thread takes, from the last, the jobs the worker has not begun. The recurrent machines are traced
+        # first: attention's softmax is costed on the meta device, whose first op imports torch._dynamo, after which
+        # every dispatch mode pays Dynamo's wrapper per op.
         with AsideWork() as aside:
             aside.start()
             step(0, 4, "recurrence")
@@ -447,8 +453,8 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
             att_reaches = aside.add(query_row_reaches, copy.deepcopy(attention), x, lambda n: _probes(config, d_v, n),
                                     config.seed)
             radius = aside.add(spectral_radius, recurrence.weight_hh.detach().clone())
-            rec_signal = aside.add(_recurrence_signal, copy.deepcopy(recurrence), x, config, shared=True)
-            att_signal = aside.add(_attention_signal, copy.deepcopy(attention), x, config, shared=True)
+            rec_signal = aside.add(_recurrence_signal, copy.deepcopy(recurrence), x, config)
+            att_signal = aside.add(_attention_signal, copy.deepcopy(attention), x, config)
             modules = build_modules(recurrence, attention, gated_modules, config.score,
                                     seeded_generator(config.seed, "output"), seeded_generator(config.seed, "heads"))
             with torch.no_grad():

@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 import torch
 
@@ -205,39 +205,37 @@ class AsideWork:
     """The float64 work of ``seqlab compare`` run beside its traces: the reaches, the signal paths, the spectral radius.
 
     :meth:`start` starts one worker thread (named ``seqlab-reach``, set to one CPU thread: under OpenMP the count is per
-    thread, and the caller's is already 1) that runs the jobs in the order they are given (:meth:`add`, before or after
-    the start), while the caller builds, traces and counts (Python-bound: the float64 work is BLAS-bound and mostly runs
+    thread, and the caller's is already 1) that runs the jobs from the first given (:meth:`add`, before or after the
+    start), while the caller builds, traces and counts (Python-bound: the float64 work is BLAS-bound and mostly runs
     without the GIL, so the two overlap on two cores). Once the caller has given every job and done its own work,
-    :meth:`help` runs on the caller's thread the jobs added with ``shared=True`` that the worker has not begun, last
-    first, so that the two threads finish together whatever the machine. Leaving the ``with`` block cancels the jobs not
-    begun and joins the worker.
+    :meth:`help` runs on the caller's thread the jobs the worker has not begun, from the last given, so that the two
+    threads finish together whatever the machine and whichever of them is faster. Leaving the ``with`` block cancels
+    the jobs not begun and joins the worker.
 
-    The figures are those of the same calls made in turn: each job gets copies of the modules it runs, every thread
-    computes on one CPU thread, dispatch modes and grad mode are per thread in PyTorch, the warning filters are held
-    process-wide (:func:`~seqlab.measure.switches.warnings_ignored`), and a work counter's module tracker sees only the
-    thread that entered it (:mod:`seqlab.measure.work`). Jobs that call :func:`~seqlab.measure.reach.measure_reach` stay
-    on the worker (``shared=False``), so no two reaches overlap.
+    The figures are those of the same calls made in turn, whichever thread runs them: each job gets copies of the
+    modules it runs, every thread computes on one CPU thread, dispatch modes, grad mode and vmap levels are per thread
+    in PyTorch, the warning filters are held process-wide (:func:`~seqlab.measure.switches.warnings_ignored`), and a
+    work counter's module tracker sees only the thread that entered it (:mod:`seqlab.measure.work`).
 
     >>> with AsideWork() as aside:
     ...     aside.start()
-    ...     two, three = aside.add(sum, (1, 1)), aside.add(sum, (1, 2), shared=True)
+    ...     two, three = aside.add(sum, (1, 1)), aside.add(sum, (1, 2))
     ...     aside.help()
     ...     two(), three()
     (2, 3)
     """
 
     def __init__(self) -> None:
-        self._jobs: deque[tuple[Future, Callable, tuple, dict, bool]] = deque()
+        self._jobs: deque[tuple[Future, Callable, tuple, dict]] = deque()
         self._given = threading.Condition()  # guards _jobs and _closed; the worker waits on it for jobs
         self._closed = False  # every job has been given
         self._worker: threading.Thread | None = None
 
-    def add(self, function: Callable[..., Any], *args: Any, shared: bool = False,
-            **kwargs: Any) -> Callable[[], Any]:
-        """Queue ``function(*args, **kwargs)``; returns what gives its result (waits for it, raises its error).
-        ``shared``: the caller may run it itself in :meth:`help`. After :meth:`help` it runs here, at once."""
+    def add(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[], Any]:
+        """Queue ``function(*args, **kwargs)``; returns what gives its result (waits for it, raises its error). After
+        :meth:`help` it runs here, at once."""
         future: Future = Future()
-        job = (future, function, args, kwargs, shared)
+        job = (future, function, args, kwargs)
         with self._given:
             if not self._closed:
                 self._jobs.append(job)
@@ -246,17 +244,17 @@ class AsideWork:
         self._run(job)
         return future.result
 
-    def _take(self, caller: bool) -> tuple[Future, Callable, tuple, dict, bool] | None:
+    def _take(self, caller: bool) -> tuple[Future, Callable, tuple, dict] | None:
         with self._given:
             if caller:
-                return self._jobs.pop() if self._jobs and self._jobs[-1][4] else None
+                return self._jobs.pop() if self._jobs else None
             while not self._jobs and not self._closed:
                 self._given.wait()
             return self._jobs.popleft() if self._jobs else None
 
     @staticmethod
-    def _run(job: tuple[Future, Callable, tuple, dict, bool]) -> None:
-        future, function, args, kwargs, _ = job
+    def _run(job: tuple[Future, Callable, tuple, dict]) -> None:
+        future, function, args, kwargs = job
         if not future.set_running_or_notify_cancel():
             return
         try:
@@ -280,12 +278,12 @@ class AsideWork:
             self._given.notify_all()
 
     def help(self) -> None:
-        """Every job is given: run here, last first, the shared jobs the worker has not begun."""
+        """Every job is given: run here, from the last given, the jobs the worker has not begun."""
         self._close()
         while (job := self._take(caller=True)) is not None:
             self._run(job)
 
-    def __enter__(self) -> AsideWork:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
