@@ -4,14 +4,16 @@ module hooks)."""
 
 from __future__ import annotations
 
+import threading
 import warnings
 
 import torch
 
 from seqlab.measure.reach import measure_reach
+from seqlab.measure.work import count_multiplications
 from seqlab.studies import compare
 from seqlab.studies.compare import CompareConfig, run_compare
-from seqlab.studies.compare_gated import CELLS, build_gated, gated_reach, on_one_thread, reach_thread
+from seqlab.studies.compare_gated import CELLS, AsideWork, build_gated, gated_reach
 from seqlab.text import seeded_generator, stream_seed, synthetic_tokens
 
 
@@ -22,8 +24,9 @@ def _x(T: int, d: int) -> torch.Tensor:
 def test_a_reach_on_the_worker_equals_the_reach_in_turn():
     module, x = build_gated("lstm", 6, 5, torch.Generator().manual_seed(1)), _x(12, 6)
     in_turn = gated_reach(module, x, seed=3, probes=4)
-    with reach_thread() as pool:
-        on_worker = pool.submit(on_one_thread, gated_reach, module, x, seed=3, probes=4).result()
+    with AsideWork() as aside:
+        aside.start()
+        on_worker = aside.add(gated_reach, module, x, seed=3, probes=4)()
     assert on_worker == in_turn  # the same calls on one CPU thread: the same bits
     # the vmapped backward measures what R replicated copies measure, to rounding
     module64 = build_gated("lstm", 6, 5, torch.Generator().manual_seed(1)).double()
@@ -57,3 +60,81 @@ def test_compare_keeps_its_figures_and_leaks_nothing():
         assert measured.cell == cell
         assert measured.reach == gated_reach(module, compare.embed(synthetic_tokens(24), 16, seed=config.seed),
                                              seed=stream_seed(config.seed, cell), probes=probes)
+
+
+def test_a_count_here_does_not_see_modules_called_on_another_thread():
+    entered, release = threading.Event(), threading.Event()
+
+    class Waiting(torch.nn.Module):  # inside its forward, on the other thread, while this thread counts
+        def forward(self, t):
+            entered.set()
+            release.wait(timeout=60)
+            return t * 2
+
+    counted, x = torch.nn.Linear(3, 4), torch.randn(2, 3)
+
+    def with_a_module_open_beside(rows):
+        beside = threading.Thread(target=lambda: Waiting()(torch.randn(2, requires_grad=True)))
+        beside.start()
+        entered.wait(timeout=60)
+        try:
+            return counted(rows)
+        finally:
+            release.set()
+            beside.join()
+
+    measured = count_multiplications(with_a_module_open_beside, x)
+    assert measured.multiplications == 2 * 3 * 4
+    assert dict(measured.by_module) == {"Global": 24, "Linear": 24}  # not charged to the other thread's Waiting
+
+
+def test_aside_work_gives_each_result_once_on_either_thread():
+    ran = {}
+
+    def job(value):
+        ran.setdefault(value, []).append(threading.current_thread().name)
+        return value * 2
+
+    with AsideWork() as aside:
+        first = aside.add(job, 1)
+        aside.start()
+        later = [aside.add(job, value) for value in (2, 3, 4)]  # given after the start
+        aside.help()  # the jobs the worker has not begun run here, from the last
+        assert first() == 2 and [get() for get in later] == [4, 6, 8]
+        assert aside.add(job, 5)() == 10  # given after help: run at once, here
+    assert sorted(ran) == [1, 2, 3, 4, 5] and all(len(names) == 1 for names in ran.values())
+    assert {names[0] for names in ran.values()} <= {"seqlab-reach", threading.current_thread().name}
+    assert ran[5] == [threading.current_thread().name]
+
+
+def test_aside_work_without_its_worker_runs_every_job_in_help():
+    order = []
+    with AsideWork() as aside:
+        gets = [aside.add(order.append, value) for value in (1, 2, 3)]
+        aside.help()  # no start: everything here, from the last given
+        for get in gets:
+            get()
+    assert order == [3, 2, 1]
+
+
+def test_aside_work_hands_back_a_job_error_and_cancels_what_did_not_begin():
+    def fail():
+        raise ValueError("no")
+
+    with AsideWork() as aside:
+        failed = aside.add(fail)
+        aside.start()
+        try:
+            failed()
+        except ValueError as error:
+            assert str(error) == "no"
+        else:
+            raise AssertionError("the job's error was not handed back")
+    with AsideWork() as aside:
+        never = aside.add(sum, (1, 2))
+    try:
+        never()
+    except Exception as error:  # noqa: BLE001 - a cancelled future
+        assert type(error).__name__ == "CancelledError"
+    else:
+        raise AssertionError("a job that never began gave a result")

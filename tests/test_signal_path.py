@@ -627,12 +627,13 @@ def test_which_counts_are_declared_at_a_mark_and_which_are_measured() -> None:
 # --- the reach's directions pulled back batched or one pass per row: the same numbers ------------------------------
 
 class _Clock:
-    """A CPU clock for ``signal_path.time``: each call reads the next of ``readings``, then one more second a call."""
+    """A CPU clock for ``signal_path.time`` (its ``thread_time``): each call reads the next of ``readings``, then one
+    more second a call."""
 
     def __init__(self, *readings: float) -> None:
         self.readings, self.now = list(readings), 0.0
 
-    def process_time(self) -> float:
+    def thread_time(self) -> float:
         self.now = self.readings.pop(0) if self.readings else self.now + 1.0
         return self.now
 

@@ -454,21 +454,21 @@ def _pull_rows(y_j: Tensor, x: Tensor, source: int, rows: Tensor, scaling: Scali
     """
     if step == 1 or rows.shape[0] < 2:
         return [_pull(y_j, x, source, u, scaling, 1.0, replay) for u in rows]
-    start = time.process_time()
+    start = time.thread_time()
     parts = [_pull(y_j, x, source, rows[0], scaling, 1.0, replay)]
-    alone = time.process_time() - start  # CPU seconds of one row's pass
+    alone = time.thread_time() - start  # CPU seconds of one row's pass, this thread's (another may run beside)
     batched, i = True, 1
     while i < rows.shape[0]:
         chunk = rows[i:i + step]  # (r, d_out)
         i += chunk.shape[0]
-        start = time.process_time()
+        start = time.thread_time()
         got = _pull_batch(y_j, x, source, chunk, scaling, replay) if batched else None
         if got is None:
             batched = False
             parts.extend(_pull(y_j, x, source, u, scaling, 1.0, replay) for u in chunk)
         else:
             parts.extend(got)
-            batched = time.process_time() - start < alone * chunk.shape[0]
+            batched = time.thread_time() - start < alone * chunk.shape[0]
     return parts
 
 

@@ -97,6 +97,7 @@ import contextlib
 import functools
 import math
 import sys
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -372,13 +373,20 @@ class _ModuleTracker(ModuleTracker):
     autograd can hook get its backward hooks: a tensor that requires grad with no gradient node (a view of a
     parameter made under ``no_grad``, as state-space layers slice ``A_log`` or a convolution's weight, handed to a
     submodule) crosses the module boundary unhooked instead of crashing the count. Its gradient reaches no module, so
-    nothing a backward pass could charge is lost."""
+    nothing a backward pass could charge is lost. Its hooks are process-wide, so only the thread that entered it is
+    tracked: a module called meanwhile on another thread (``seqlab compare``'s reach thread) is not this count's."""
+
+    def __enter__(self):
+        self._thread = threading.get_ident()
+        return super().__enter__()
 
     def _fw_pre_hook(self, mod, input) -> None:
-        super()._fw_pre_hook(mod, [t for t in tree_leaves(input) if _has_gradient_node(t)])
+        if threading.get_ident() == self._thread:
+            super()._fw_pre_hook(mod, [t for t in tree_leaves(input) if _has_gradient_node(t)])
 
     def _fw_post_hook(self, mod, input, output) -> None:
-        super()._fw_post_hook(mod, input, [t for t in tree_leaves(output) if _has_gradient_node(t)])
+        if threading.get_ident() == self._thread:
+            super()._fw_post_hook(mod, input, [t for t in tree_leaves(output) if _has_gradient_node(t)])
 
 
 class _NestedCounter(FlopCounterMode):

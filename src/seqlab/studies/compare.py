@@ -10,11 +10,14 @@ tests of L10 and wall time. Beside them: work at three scopes with independent c
 attention's reach at T/2 and T, and for a spectral radius above 1 the reach's spread under 1e-7 weight
 perturbations (:mod:`seqlab.measure.sensitivity`). Returns a frozen :class:`CompareResult`; rendering is
 :mod:`seqlab.render.compare`'s job. Tracing and autograd run on one CPU thread each (on a shared machine idle
-threads spin on busy cores): the traces and counts on the caller's thread, and beside them, on one reach thread, the
-float64 work that calls no module hook (the recurrence's, the LSTM's and the GRU's reach, the spectral radius;
-:func:`~seqlab.studies.compare_gated.reach_thread`). Each machine is traced once per input: one pass gives its work,
-span and path (:func:`~seqlab.measure.traced_pass.measure_pass`). Only the timings use more threads: ``threads``, by
-default PyTorch's count capped by the free cores, all machines in one set of interleaved rounds
+threads spin on busy cores): the traces and counts on the caller's thread, and beside them, on one worker thread,
+the float64 work (every reach, the spectral radius, the signal paths;
+:class:`~seqlab.studies.compare_gated.AsideWork`), the caller taking back, once its own work is done, the jobs the
+worker has not begun. Each machine is traced once per input: one pass gives its work, span and path
+(:func:`~seqlab.measure.traced_pass.measure_pass`); the recurrent machines first, then attention, whose softmax is
+costed on the meta device, then the scopes' counts there (the first meta op imports ``torch._dynamo``, after which
+every dispatch mode pays Dynamo's wrapper per op). Only the timings use more threads: ``threads``, by default
+PyTorch's count capped by the free cores, all machines in one set of interleaved rounds
 (:mod:`seqlab.studies.compare_times`).
 
 Shapes: T tokens, d_model token width, d_h hidden width, d_k query/key width, d_v value width.
@@ -48,15 +51,21 @@ from seqlab.memory import estimate_compare_bytes, require_fits
 from seqlab.studies.compare_gated import (
     CELLS,
     PATH_WIDTH,
+    AsideWork,
     GatedMeasurements,
     build_gated,
     gated_reach,
     measure_gated,
-    on_one_thread,
-    reach_thread,
+    trace_gated,
 )
 from seqlab.studies.compare_reach import query_row_reaches
-from seqlab.studies.compare_scopes import Scope, build_modules, library_attention, measure_scopes
+from seqlab.studies.compare_scopes import (
+    Scope,
+    build_modules,
+    count_gated,
+    library_attention,
+    measure_scopes,
+)
 from seqlab.studies.compare_times import time_modules
 from seqlab.studies.notebook_view import NotebookView
 from seqlab.text import Tokens, embed, seeded_generator, stream_seed
@@ -275,18 +284,16 @@ def _reach_by_forward(layer64: ElmanRNN, x: torch.Tensor, d_out: int, config: Co
                          batched=True)
 
 
-def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig,
-                        reach: Reach | Callable[[], Reach] | None = None,
-                        library: torch.nn.RNN | None = None) -> MachineMeasurements:
-    """Everything but the times of the Elman RNN on x (T, d_model): one traced pass on x gives work, span and the
-    path from x_1; one more, span only, on the first T // 2 tokens.
+def _given(value):
+    """A measurement given as a value, or as what gives it (a ``Future``'s ``result``): the value."""
+    return value() if callable(value) else value
 
-    Args:
-        reach: the reach (from :func:`_reach`), or a thunk that gives it (a ``Future``'s ``result``), read after
-            everything else; None: measured here.
-        library: ``nn.RNN`` with the loop's weights (from :func:`seqlab.studies.compare_scopes.build_modules`);
-            None: made here.
-    """
+
+def _trace_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig,
+                      library: torch.nn.RNN | None = None) -> dict:
+    """The fields of the Elman RNN's :class:`MachineMeasurements` read on this thread (all but reach, signal and
+    times): one traced pass on x (T, d_model) gives work, span and the path from x_1; one more, span only, on the
+    first T // 2 tokens; ``nn.RNN`` counted; the order test (L10)."""
     T, d_model = x.shape
     library = library if library is not None else rnn.to_torch(batch_first=True).eval()
     traced = measure_pass(rnn, x, sources=(0,))  # work, span and the path from x_1: one traced pass
@@ -294,42 +301,50 @@ def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig,
         counted_library = count_multiplications(library, x.unsqueeze(0))  # (1, T, d_model)
         order = measure_order(rnn, x, seed=config.seed)  # an nn.Module: the engine reruns a float64 copy
     span_half = measure_pass(rnn, x[: T // 2], work=False).span
-    signal = read_signal_path(rnn, x, probes=_probes(config, rnn.d_h, T))
-    if reach is None:
-        reach = _reach(rnn, x, rnn.d_h, config)
-    elif callable(reach):
-        reach = reach()
+    return {"closed_form": cost.recurrence_multiplications(T, d_model, rnn.d_h), "counted": traced.work,
+            "counted_library": counted_library, "projections_closed_form": 0, "projections_counted": None,
+            "span": traced.span, "span_half": span_half, "path": traced.paths, "order": order,
+            "key_value_order": None, "time_library": None, "time_explicit": None}
+
+
+def _recurrence_signal(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig) -> SignalReading:
+    """The Elman RNN's signal path from x_1 to y_T, with the config's probes."""
+    return read_signal_path(rnn, x, probes=_probes(config, rnn.d_h, x.shape[0]))
+
+
+def _attention_signal(layer: SelfAttention, x: torch.Tensor, config: CompareConfig) -> SignalReading:
+    """Attention's signal path from x_1 to y_T (one α_T1), with the config's probes."""
+    return read_signal_path(layer, x, output=_first, probes=_probes(config, layer.d_v, x.shape[0]))
+
+
+def _measure_recurrence(rnn: ElmanRNN, x: torch.Tensor, config: CompareConfig,
+                        reach: Reach | Callable[[], Reach] | None = None,
+                        library: torch.nn.RNN | None = None,
+                        signal: SignalReading | Callable[[], SignalReading] | None = None) -> MachineMeasurements:
+    """Everything but the times of the Elman RNN on x (T, d_model) (:func:`_trace_recurrence`, then the reach and
+    the signal path).
+
+    Args:
+        reach: the reach (from :func:`_reach`), or a thunk that gives it (a ``Future``'s ``result``), read after
+            everything else; None: measured here.
+        library: ``nn.RNN`` with the loop's weights (from :func:`seqlab.studies.compare_scopes.build_modules`);
+            None: made here.
+        signal: the signal path (from :func:`_recurrence_signal`) or a thunk that gives it; None: read here.
+    """
+    fields = _trace_recurrence(rnn, x, config, library)
     return MachineMeasurements(
-        closed_form=cost.recurrence_multiplications(T, d_model, rnn.d_h),
-        counted=traced.work,
-        counted_library=counted_library,
-        projections_closed_form=0,
-        projections_counted=None,
-        span=traced.span,
-        span_half=span_half,
-        path=traced.paths,
-        reach=reach,
-        order=order,
-        key_value_order=None,
-        time_library=None,
-        time_explicit=None,
-        signal=signal,
+        **fields,
+        signal=_recurrence_signal(rnn, x, config) if signal is None else _given(signal),
+        reach=_reach(rnn, x, rnn.d_h, config) if reach is None else _given(reach),
     )
 
 
-def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareConfig,
-                       reaches: tuple[Reach, Reach | None, Reach | None] | None = None,
-                       q_k_v: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None) -> MachineMeasurements:
-    """Everything but the times of self-attention on x (T, d_model).
-
-    Args:
-        reaches: the reaches at T, T/2 and T/4 (from :func:`~seqlab.studies.compare_reach.query_row_reaches`);
-            None: measured here.
-        q_k_v: ``layer.project(x)`` under ``no_grad`` when the caller has it; None: projected here.
-    """
+def _trace_attention(layer: SelfAttention, x: torch.Tensor, config: CompareConfig,
+                     q_k_v: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None) -> dict:
+    """The fields of self-attention's :class:`MachineMeasurements` read on this thread (all but the reaches, the
+    signal and the times), on x (T, d_model); ``q_k_v``: ``layer.project(x)`` under ``no_grad`` when the caller
+    has it (None: projected here)."""
     T = x.shape[0]
-    reach, reach_half, reach_quarter = reaches or query_row_reaches(layer, x, lambda n: _probes(config, layer.d_v, n),
-                                                                    config.seed)
     library = library_attention(config.score)
     with torch.no_grad():
         projections = count_multiplications(layer.project, x)
@@ -347,24 +362,41 @@ def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareCon
         heads = tuple(t[None, None] for t in (q, k, v))
         counted_library = count_multiplications(library, *heads) if library is not None else None
     half = T // 2
-    return MachineMeasurements(
-        closed_form=cost.scored_attention_multiplications(config.score, T, layer.d_k, layer.d_v),
-        counted=call.work,
-        counted_library=counted_library,
-        projections_closed_form=cost.projection_multiplications(T, layer.d_model, layer.d_k, layer.d_v),
-        projections_counted=projections,
-        span=call.span,
-        span_half=TracedPass(work=False, span=True).run(layer.attention, q[:half], k[:half], v[:half]).span,
-        path=measure_paths(lambda rows: layer(rows)[0], x, sources=(0,)),
-        reach=reach,
-        order=order,
-        key_value_order=pairs,
-        time_library=None,
-        time_explicit=None,
-        reach_half=reach_half,
-        reach_quarter=reach_quarter,
-        signal=read_signal_path(layer, x, output=_first, probes=_probes(config, layer.d_v, T)),
-    )
+    return {
+        "closed_form": cost.scored_attention_multiplications(config.score, T, layer.d_k, layer.d_v),
+        "counted": call.work,
+        "counted_library": counted_library,
+        "projections_closed_form": cost.projection_multiplications(T, layer.d_model, layer.d_k, layer.d_v),
+        "projections_counted": projections,
+        "span": call.span,
+        "span_half": TracedPass(work=False, span=True).run(layer.attention, q[:half], k[:half], v[:half]).span,
+        "path": measure_paths(lambda rows: layer(rows)[0], x, sources=(0,)),
+        "order": order,
+        "key_value_order": pairs,
+        "time_library": None,
+        "time_explicit": None,
+    }
+
+
+def _measure_attention(layer: SelfAttention, x: torch.Tensor, config: CompareConfig,
+                       reaches: tuple[Reach, Reach | None, Reach | None] | Callable | None = None,
+                       q_k_v: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+                       signal: SignalReading | Callable[[], SignalReading] | None = None) -> MachineMeasurements:
+    """Everything but the times of self-attention on x (T, d_model) (:func:`_trace_attention`, then the reaches and
+    the signal path).
+
+    Args:
+        reaches: the reaches at T, T/2 and T/4 (from :func:`~seqlab.studies.compare_reach.query_row_reaches`), or a
+            thunk that gives them, read after everything else; None: measured here.
+        q_k_v: ``layer.project(x)`` under ``no_grad`` when the caller has it; None: projected here.
+        signal: the signal path (from :func:`_attention_signal`) or a thunk that gives it; None: read here.
+    """
+    if reaches is None:
+        reaches = query_row_reaches(layer, x, lambda n: _probes(config, layer.d_v, n), config.seed)
+    fields = _trace_attention(layer, x, config, q_k_v)
+    reach, reach_half, reach_quarter = _given(reaches)
+    return MachineMeasurements(**fields, reach=reach, reach_half=reach_half, reach_quarter=reach_quarter,
+                               signal=_attention_signal(layer, x, config) if signal is None else _given(signal))
 
 
 def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConfig(),
@@ -403,36 +435,53 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
     probes = _probes(config, d_h, T)
     step = progress or (lambda done, total, what: None)
     with fixed_threads(1):
-        step(0, 4, "recurrence")
-        gated_modules = {cell: build_gated(cell, d_model, d_h, seeded_generator(config.seed, cell))
-                         for cell in (CELLS if config.gated else ())}
-        modules = build_modules(recurrence, attention, gated_modules, config.score,
-                                seeded_generator(config.seed, "output"), seeded_generator(config.seed, "heads"))
-        with torch.no_grad():
-            q_k_v = attention.project(x)  # (T, d_k), (T, d_k), (T, d_v): counted, traced and timed from here
-        # Two threads, one CPU thread each. This one traces and counts (Python-bound); the reach thread takes the
-        # float64 work that calls no module hook (BLAS-bound): the recurrence's reach, the gated reaches, the
-        # spectral radius. Attention's reaches call its projections' modules, so they run here, first, before
-        # the reach thread starts: no two reaches overlap (measure_reach's catch_warnings is process-wide).
-        att_reaches = query_row_reaches(attention, x, lambda n: _probes(config, d_v, n), config.seed)
-        with reach_thread() as pool:
-            rec_reach = pool.submit(on_one_thread, _reach_by_forward, copy.deepcopy(recurrence).double(), x, d_h,
-                                    config)
-            reaches = {cell: pool.submit(on_one_thread, gated_reach, copy.deepcopy(module), x,
-                                         seed=stream_seed(config.seed, cell), probes=probes)
+        # Two threads, one CPU thread each. This one builds, traces and counts (Python-bound); beside it, from the
+        # start, the aside worker takes the float64 work (BLAS-bound, mostly without the GIL) on copies of the
+        # modules, from the first job given: the reaches, the spectral radius, the signal paths; once its own work is
+        # done this thread takes, from the last, the jobs the worker has not begun. The recurrent machines are traced
+        # first: attention's softmax is costed on the meta device, whose first op imports torch._dynamo, after which
+        # every dispatch mode pays Dynamo's wrapper per op.
+        with AsideWork() as aside:
+            aside.start()
+            step(0, 4, "recurrence")
+            rec_reach = aside.add(_reach_by_forward, copy.deepcopy(recurrence).double(), x, d_h, config)
+            gated_modules = {cell: build_gated(cell, d_model, d_h, seeded_generator(config.seed, cell))
+                             for cell in (CELLS if config.gated else ())}
+            reaches = {cell: aside.add(gated_reach, copy.deepcopy(module), x, seed=stream_seed(config.seed, cell),
+                                       probes=probes)
                        for cell, module in gated_modules.items()}
-            radius_future = pool.submit(on_one_thread, spectral_radius, recurrence.weight_hh.detach().clone())
-            rec = _measure_recurrence(recurrence, x, config, reach=rec_reach.result, library=modules.rnn)
-            step(1, 4, "attention")
-            att = _measure_attention(attention, x, config, reaches=att_reaches, q_k_v=q_k_v)
-            step(2, 4, "scopes, LSTM and GRU")
+            att_reaches = aside.add(query_row_reaches, copy.deepcopy(attention), x, lambda n: _probes(config, d_v, n),
+                                    config.seed)
+            radius = aside.add(spectral_radius, recurrence.weight_hh.detach().clone())
+            rec_signal = aside.add(_recurrence_signal, copy.deepcopy(recurrence), x, config)
+            att_signal = aside.add(_attention_signal, copy.deepcopy(attention), x, config)
+            modules = build_modules(recurrence, attention, gated_modules, config.score,
+                                    seeded_generator(config.seed, "output"), seeded_generator(config.seed, "heads"))
             with torch.no_grad():
-                scopes = measure_scopes(modules, x, config.score, rec.counted, att.counted, rec.counted_library,
-                                        att.counted_library, (d_model, d_h, d_k, d_v), q_k_v)
+                q_k_v = attention.project(x)  # (T, d_k), (T, d_k), (T, d_v): counted, traced and timed from here
+            rec_fields = _trace_recurrence(recurrence, x, config, library=modules.rnn)
+            step(1, 4, "LSTM and GRU")
+            gated_traces = {cell: trace_gated(cell, module, x, seed=stream_seed(config.seed, cell),
+                                              path_width=config.path_width)
+                            for cell, module in gated_modules.items()}
+            with torch.no_grad():  # their kernels' scope, counted before Dynamo's wrapper comes (see above)
+                gated_cpu = count_gated(gated_modules, x)
+            step(2, 4, "attention and scopes")
+            att_fields = _trace_attention(attention, x, config, q_k_v=q_k_v)
+            with torch.no_grad():
+                scopes = measure_scopes(modules, x, config.score, rec_fields["counted"], att_fields["counted"],
+                                        rec_fields["counted_library"], att_fields["counted_library"],
+                                        (d_model, d_h, d_k, d_v), q_k_v, gated_cpu)
+            aside.help()
+            rec = MachineMeasurements(**rec_fields, reach=rec_reach(), signal=rec_signal())
             gated = tuple(measure_gated(cell, module, x, seed=stream_seed(config.seed, cell), probes=probes,
-                                        path_width=config.path_width, reach=reaches[cell].result)
+                                        path_width=config.path_width, reach=reaches[cell],
+                                        traced=gated_traces[cell])
                           for cell, module in gated_modules.items())
-            radius = radius_future.result()
+            reach, reach_half, reach_quarter = att_reaches()
+            att = MachineMeasurements(**att_fields, reach=reach, reach_half=reach_half, reach_quarter=reach_quarter,
+                                      signal=att_signal())
+            radius = radius()
         sensitivity = measure_sensitivity(
             recurrence, "weight_hh", x, reach=rec.reach.first, draws=config.sensitivity_draws, seed=config.seed,
             probes=probes, probe_seed=config.seed) if radius > 1 and config.sensitivity_draws > 0 else None

@@ -25,9 +25,12 @@ from __future__ import annotations
 
 import copy
 import math
+import threading
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import Any, Self
 
 import torch
 
@@ -37,7 +40,7 @@ from seqlab.measure.reach import Reach, measure_reach
 from seqlab.measure.signal_path import SignalReading, read_signal_path
 from seqlab.measure.timing import Timing
 from seqlab.measure.trace import Span
-from seqlab.measure.traced_pass import measure_pass
+from seqlab.measure.traced_pass import PassMeasurement, measure_pass
 
 #: The gated cells shown, in order.
 CELLS = ("lstm", "gru")
@@ -136,9 +139,37 @@ def gated_reach(module: torch.nn.RNNBase, x: torch.Tensor, *, seed: int, probes:
     return measure_reach(lambda rows: _first(module64.forward(rows)), x.double(), probes=probes, seed=seed)
 
 
+def trace_gated(cell: str, module: torch.nn.RNNBase, x: torch.Tensor, *, seed: int,
+                path_width: int | None = PATH_WIDTH) -> PassMeasurement:
+    """Span and path of one gated recurrence on ``x`` (T, d_model), from one traced pass of its copy at ``path_width``.
+
+    The cell's chain of ops does not depend on its widths (the same ops at every step), so the narrow copy's span is
+    the full-width module's; the path's length in products and ops does not depend on them either.
+
+    >>> lstm = build_gated("lstm", 4, 4, torch.Generator().manual_seed(0))
+    >>> traced = trace_gated("lstm", lstm, torch.randn(6, 4), seed=0)
+    >>> traced.span.products, traced.paths.row(0)  # one W_hh per step; W_ih x_1, then f_t ⊙ c_{t-1}: no product
+    (6, (1, 1, 1, 1, 1, 1))
+
+    Args:
+        cell: ``"lstm"`` or ``"gru"``; module: the layer (its widths are read, its weights are not).
+        x: (T, d_model) token vectors, read at the narrow copy's first columns.
+        seed: the seed ``module`` was built with (the narrow copy is built with it too).
+        path_width: width of the copy the pass runs on (None: full width); capped at d_model and d_h.
+
+    Returns:
+        A :class:`~seqlab.measure.traced_pass.PassMeasurement` (span and path; work not read) of the copy, whose
+        width is ``min(path_width, d_model, d_h)``.
+    """
+    d_model, d_h = module.input_size, module.hidden_size
+    widths = (d_model, d_h) if path_width is None else (min(path_width, d_model, d_h),) * 2
+    narrow = build_gated(cell, *widths, torch.Generator().manual_seed(seed))
+    return measure_pass(lambda rows: _first(narrow(rows)), x[None, :, :widths[0]], sources=(0,), work=False)
+
+
 def measure_gated(cell: str, module: torch.nn.RNNBase, x: torch.Tensor, *, seed: int, probes: int | None,
-                  path_width: int | None = PATH_WIDTH,
-                  reach: Callable[[], Reach] | None = None) -> GatedMeasurements:
+                  path_width: int | None = PATH_WIDTH, reach: Reach | Callable[[], Reach] | None = None,
+                  traced: PassMeasurement | None = None) -> GatedMeasurements:
     """Span, path and reach of one gated recurrence on the token vectors ``x`` (T, d_model); no timing.
 
     Args:
@@ -149,42 +180,117 @@ def measure_gated(cell: str, module: torch.nn.RNNBase, x: torch.Tensor, *, seed:
             the reach probes.
         probes: Hutchinson probes of the reach (None: exact).
         path_width: width of the copy the path is traced on (None: full width); capped at d_model and d_h.
-        reach: gives the reach, read after the path and span are traced (e.g. a ``Future``'s ``result`` of
+        reach: the reach, or what gives it, read after the path and span (e.g. a ``Future``'s ``result`` of
             :func:`gated_reach` run on another thread); None: :func:`gated_reach` here.
+        traced: :func:`trace_gated` of the same arguments when the caller has it (None: traced here).
 
     Returns:
         A :class:`GatedMeasurements` with ``time_library`` None (the study times apart).
     """
     d_model, d_h = module.input_size, module.hidden_size
-    widths = (d_model, d_h) if path_width is None else (min(path_width, d_model, d_h),) * 2
-    narrow = build_gated(cell, *widths, torch.Generator().manual_seed(seed))
-    # the span and the path of the narrow copy in one traced pass: the cell's chain of ops does not depend on
-    # its widths (the same ops at every step), so its span is the full-width module's
-    traced = measure_pass(lambda rows: _first(narrow(rows)), x[None, :, :widths[0]], sources=(0,), work=False)
-    path, span = traced.paths, traced.span
-    measured = reach() if reach is not None else gated_reach(module, x, seed=seed, probes=probes)
+    width = d_h if path_width is None else min(path_width, d_model, d_h)
+    if traced is None:
+        traced = trace_gated(cell, module, x, seed=seed, path_width=path_width)
+    if reach is None:
+        measured = gated_reach(module, x, seed=seed, probes=probes)
+    else:
+        measured = reach() if callable(reach) else reach
     update, bypass = BYPASS[cell]
-    return GatedMeasurements(cell=cell, update=update, bypass=bypass, span=span,
-                             path=path, path_width=widths[1], reach=measured, time_library=None,
+    return GatedMeasurements(cell=cell, update=update, bypass=bypass, span=traced.span,
+                             path=traced.paths, path_width=width, reach=measured, time_library=None,
                              signal=read_signal_path(module, x[None]))
 
 
-def reach_thread() -> ThreadPoolExecutor:
-    """One worker thread for the float64 work of ``seqlab compare`` that calls no module hook (the recurrence's, the
-    LSTM's and the GRU's reach, the spectral radius), joined when the ``with`` block ends.
+class AsideWork:
+    """The float64 work of ``seqlab compare`` run beside its traces: the reaches, the signal paths, the spectral radius.
 
-    What it runs touches no state this thread reads: the modules are copied before they are handed over,
-    the copies are called through ``forward`` (no global module hook fires, so a counter's module tracker on
-    this thread sees nothing of them), and dispatch modes, grad mode and vmap levels are per thread in
-    PyTorch. No reach runs on this thread meanwhile (``measure_reach`` enters ``warnings.catch_warnings``,
-    which is process-wide). The figures are those of the same calls made in turn: one CPU thread each.
+    :meth:`start` starts one worker thread (named ``seqlab-reach``, set to one CPU thread: under OpenMP the count is per
+    thread, and the caller's is already 1) that runs the jobs from the first given (:meth:`add`, before or after the
+    start), while the caller builds, traces and counts (Python-bound: the float64 work is BLAS-bound and mostly runs
+    without the GIL, so the two overlap on two cores). Once the caller has given every job and done its own work,
+    :meth:`help` runs on the caller's thread the jobs the worker has not begun, from the last given, so that the two
+    threads finish together whatever the machine and whichever of them is faster. Leaving the ``with`` block cancels
+    the jobs not begun and joins the worker.
+
+    The figures are those of the same calls made in turn, whichever thread runs them: each job gets copies of the
+    modules it runs, every thread computes on one CPU thread, dispatch modes, grad mode and vmap levels are per thread
+    in PyTorch, the warning filters are held process-wide (:func:`~seqlab.measure.switches.warnings_ignored`), and a
+    work counter's module tracker sees only the thread that entered it (:mod:`seqlab.measure.work`).
+
+    >>> with AsideWork() as aside:
+    ...     aside.start()
+    ...     two, three = aside.add(sum, (1, 1)), aside.add(sum, (1, 2))
+    ...     aside.help()
+    ...     two(), three()
+    (2, 3)
     """
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="seqlab-reach")
 
+    def __init__(self) -> None:
+        self._jobs: deque[tuple[Future, Callable, tuple, dict]] = deque()
+        self._given = threading.Condition()  # guards _jobs and _closed; the worker waits on it for jobs
+        self._closed = False  # every job has been given
+        self._worker: threading.Thread | None = None
 
-def on_one_thread(function, *args, **kwargs):
-    """``function(*args, **kwargs)`` on a worker thread set to one CPU thread, as ``fixed_threads(1)`` sets the
-    caller (under OpenMP the count is per thread; the caller's is already 1, so the process-wide BLAS count
-    does not change). The worker ends with its pool, so its own setting is not restored."""
-    torch.set_num_threads(1)
-    return function(*args, **kwargs)
+    def add(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[], Any]:
+        """Queue ``function(*args, **kwargs)``; returns what gives its result (waits for it, raises its error). After
+        :meth:`help` it runs here, at once."""
+        future: Future = Future()
+        job = (future, function, args, kwargs)
+        with self._given:
+            if not self._closed:
+                self._jobs.append(job)
+                self._given.notify()
+                return future.result
+        self._run(job)
+        return future.result
+
+    def _take(self, caller: bool) -> tuple[Future, Callable, tuple, dict] | None:
+        with self._given:
+            if caller:
+                return self._jobs.pop() if self._jobs else None
+            while not self._jobs and not self._closed:
+                self._given.wait()
+            return self._jobs.popleft() if self._jobs else None
+
+    @staticmethod
+    def _run(job: tuple[Future, Callable, tuple, dict]) -> None:
+        future, function, args, kwargs = job
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(function(*args, **kwargs))
+        except BaseException as error:  # noqa: BLE001 - handed to whoever reads the result
+            future.set_exception(error)
+
+    def _work(self) -> None:
+        torch.set_num_threads(1)  # this thread's count (OpenMP: per thread); the thread ends with the block
+        while (job := self._take(caller=False)) is not None:
+            self._run(job)
+
+    def start(self) -> None:
+        """Start the worker: it runs the jobs given, and waits for more until :meth:`help` or the block's end."""
+        self._worker = threading.Thread(target=self._work, name="seqlab-reach", daemon=True)
+        self._worker.start()
+
+    def _close(self) -> None:
+        with self._given:
+            self._closed = True
+            self._given.notify_all()
+
+    def help(self) -> None:
+        """Every job is given: run here, from the last given, the jobs the worker has not begun."""
+        self._close()
+        while (job := self._take(caller=True)) is not None:
+            self._run(job)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        with self._given:
+            left, self._jobs = list(self._jobs), deque()
+        self._close()
+        for future, *_ in left:
+            future.cancel()
+        if self._worker is not None:
+            self._worker.join()

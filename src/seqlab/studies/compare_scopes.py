@@ -267,9 +267,22 @@ def meta_count_by_steps(module: torch.nn.Module, batch: torch.Tensor) -> WorkCou
                    masked_multiplications=extend(first.masked_multiplications, second.masked_multiplications))
 
 
+def count_gated(gated: dict[str, torch.nn.Module], x: torch.Tensor) -> dict[str, WorkCount]:
+    """Each gated layer counted on the CPU as it runs by default (kernels scope; layer scope where it decomposes there)
+    on x (T, d_model) as one batch row.
+
+    >>> lstm = torch.nn.LSTM(3, 4, batch_first=True)
+    >>> count_gated({"lstm": lstm}, torch.randn(5, 3))["lstm"].multiplications  # 4 gates · 5 · 4 · (3 + 4)
+    560
+    """
+    batch = x[None]  # (1, T, d_model)
+    return {cell: count_multiplications(module, batch) for cell, module in gated.items()}
+
+
 def measure_scopes(modules: Modules, x: torch.Tensor, score: str, counted_elman: WorkCount,
                    counted_call: WorkCount, counted_rnn: WorkCount, counted_sdpa: WorkCount | None,
-                   widths: tuple[int, int, int, int], q_k_v: tuple[torch.Tensor, ...]) -> tuple[Scope, ...]:
+                   widths: tuple[int, int, int, int], q_k_v: tuple[torch.Tensor, ...],
+                   gated_cpu: dict[str, WorkCount] | None = None) -> tuple[Scope, ...]:
     """Count every machine at the three scopes and pair each count with its closed form.
 
     Args:
@@ -282,6 +295,7 @@ def measure_scopes(modules: Modules, x: torch.Tensor, score: str, counted_elman:
         counted_sdpa: SDPA counted on (1, 1, T, ·) Q, K, V (kernels scope), None for scores SDPA lacks.
         widths: (d_model, d_h, d_k, d_v).
         q_k_v: the projected (T, d_k), (T, d_k), (T, d_v) rows, for the SDPA count on meta.
+        gated_cpu: :func:`count_gated` of the same modules and x when the caller has it (None: counted here).
 
     Returns:
         The three :class:`Scope` rows, lesson first.
@@ -292,7 +306,7 @@ def measure_scopes(modules: Modules, x: torch.Tensor, score: str, counted_elman:
     recurrence = scope_count("rnn", Worded("ElmanRNN, loop", Message(N_("{name}, loop"), name="ElmanRNN")), rnn_closed,
                              counted_elman)
     gated_closed = {cell: cost.gated_recurrence_multiplications(T, d_model, d_h, cell) for cell in modules.gated}
-    gated_cpu = {cell: count_multiplications(module, batch) for cell, module in modules.gated.items()}
+    gated_cpu = count_gated(modules.gated, x) if gated_cpu is None else gated_cpu
     # outside the kernels' scope a gated layer is counted by PyTorch's formulas: on the CPU when its kernel
     # decomposes there (GRU), on the meta device when it is fused (oneDNN's LSTM)
     gated_layer = tuple(scope_count(cell, f"nn.{cell.upper()}", gated_closed[cell], counted)
