@@ -442,6 +442,13 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
     rows = [narrow(d) if d is not None else None for d in distances]
     # the outputs hold no exact 0 when no input does and the op writes no constant (id 0) of its own
     inputs_free = all(zero_free(leaves[i], d, read) for i, d in zip(slots, distances, strict=True))
+    if func in _SIDE_BY_SIDE:
+        moved = _side_by_side(func, leaves, rebuild, slots, distances, rows, outs, sources)
+        if moved is not None:
+            if inputs_free:  # every element copies an input's: no constant of its own
+                for out in outs:
+                    read.prove_zero_free(out, True)
+            return moved
     kept = getattr(read, "moved_ids", None)  # the store keeps the id mappings of this pass
     key = None if kept is None else movement_key(func, args, kwargs, outs)
     if all(leaves[i].dim() and (d is None or r is not None) for i, d, r in zip(slots, distances, rows, strict=True)):
@@ -451,6 +458,47 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
             return moved
     return _move_elements(func, leaves, slots, distances, rebuild, outs, sources, read if inputs_free else None, key,
                           kept)
+
+
+#: Ops that lay whole tensors side by side along one ``dim`` (``cat``, ``stack``): every output element copies one input
+#: element, none is a constant, and PyTorch defines them for any number of leading dims — so the op applied to the
+#: inputs' distances, (S, *shape) each, along the same dim one place further right (a negative dim counts from the end
+#: and stays), gives each source's distances of the output at once (issue 34, item 2). ``cat`` skips a 1-D empty
+#: input whatever the other shapes (its legacy rule), so such an input is left out here too.
+_SIDE_BY_SIDE = {aten.cat.default: "tensors", aten.stack.default: "tensors"}
+
+
+def _side_by_side(func, leaves: list[Any], rebuild, slots: list[int], distances: list[Distance],
+                  rows: list[Distance], outs: list[Tensor], sources: int) -> list[Distance] | None:
+    """``cat`` and ``stack`` run on the distances themselves (see :data:`_SIDE_BY_SIDE`): one op, where the id
+    mapping would build, move and gather an id per element. On the row form when every input has it and the dim is
+    not the last of the output (the rows stay rows); None when an argument is not a data tensor (the id route then
+    answers)."""
+    bound = arguments(func, *rebuild(leaves))
+    tensors, dim = bound["tensors"], bound["dim"]
+    if len(outs) != 1 or slots != list(range(len(tensors))) or not isinstance(dim, int) or isinstance(dim, bool):
+        return None  # a tensor in the list that is an index or a mask: the id route
+    out = outs[0]
+    stack = func is aten.stack.default
+    kept = [(leaves[i], d, r) for i, d, r in zip(slots, distances, rows, strict=True)
+            if stack or not (leaves[i].dim() == 1 and leaves[i].numel() == 0)]  # cat's legacy: 1-D empty skipped
+    if not kept:
+        return None
+    shifted = dim + 1 if dim >= 0 else dim
+    last = (dim % out.dim()) == out.dim() - 1 if out.dim() else True
+    use_rows = not last and all(d is None or r is not None for _, d, r in kept)
+    never = torch.full((), UNREACHABLE, dtype=torch.int32)
+    if use_rows:
+        parts = [never.expand(sources, *t.shape[:-1], 1) if d is None else r for t, d, r in kept]
+    else:
+        parts = [never.expand(sources, *t.shape) if d is None else d for t, d, _ in kept]
+    try:
+        moved = func(parts, shifted)
+    except (RuntimeError, IndexError):
+        return None
+    if use_rows:
+        return [align(moved, out.shape)] if moved.shape[1:-1] == out.shape[:-1] else None
+    return [moved] if moved.shape[1:] == out.shape else None
 
 
 def _prove_by_ids(read, indices: list[Tensor | None], constants: list[bool], outs: list[Tensor]) -> None:
