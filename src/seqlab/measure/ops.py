@@ -492,15 +492,21 @@ def bound_arguments(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> d
     >>> sorted(bound_arguments(torch.ops.aten.add.Tensor, (1, 2), {}))
     ['alpha', 'other', 'self']
     """
-    bound = {}
-    for index, (name, has_default, default) in enumerate(schema_arguments(func)):
-        if index < len(args):
-            bound[name] = args[index]
-        elif name in kwargs:
+    names, defaults = _binding(func)
+    bound = dict(zip(names, args))
+    for name in names[len(args):]:
+        if name in kwargs:
             bound[name] = kwargs[name]
-        elif has_default:
-            bound[name] = default
+        elif name in defaults:
+            bound[name] = defaults[name]
     return bound
+
+
+@functools.cache
+def _binding(func: torch._ops.OpOverload) -> tuple[tuple[str, ...], dict[str, object]]:
+    """The schema's argument names in order and the defaults of those that have one, read once per op."""
+    arguments = schema_arguments(func)
+    return tuple(name for name, _, _ in arguments), {name: default for name, has, default in arguments if has}
 
 
 @functools.cache

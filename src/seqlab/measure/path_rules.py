@@ -58,7 +58,7 @@ from torch import Tensor
 from seqlab.measure.contraction_rules import contraction
 from seqlab.measure.distances import UNREACHABLE, align, broadcast_min, everything, least, narrow, unreachable
 from seqlab.measure.ops import bound_arguments as arguments
-from seqlab.measure.ops import schema_arguments
+from seqlab.measure.ops import kept_decisions, schema_arguments
 from seqlab.measure.ops import tensors_in
 
 aten = torch.ops.aten
@@ -147,26 +147,30 @@ def pointwise(func, args, kwargs, out: Tensor, read: Read, step: Step, sources: 
     other operand is. Exact zeros are read only in a factor whose other factor carries distances (a constant's once
     per storage and version), so a chain of ordinary ops reads no values.
     """
-    packet = func.overloadpacket
-    name = _name(func)
-    if not carries_derivative(out) or name in _PIECEWISE_CONSTANT:
+    plan = _POINTWISE_PLANS.get(id(func))
+    if plan is None:
+        plan = _POINTWISE_PLANS[id(func)] = _pointwise_plan(func)
+    packet, piecewise, select, keeps, sum_proof, scalar_proof, product, sums, zero_output = plan
+    if piecewise or not (out.is_floating_point() or out.is_complex()):  # carries_derivative(out)
         return None
-    if packet in _MASKED_FILL or packet is aten.where:
+    if select:
         return _select(packet, arguments(func, args, kwargs), out, read, step, sources)
-    tensors = list(tensors_in(args)) + list(tensors_in(kwargs.values()))
+    tensors = [a for a in args if isinstance(a, Tensor)] if _flat(args) else list(tensors_in(args))
+    if kwargs:
+        tensors += tensors_in(kwargs.values())
     distances = [read(t) for t in tensors]
-    if name in _KEEPS_ZERO_FREE and any(d is not None for d in distances):
+    if keeps and any(d is not None for d in distances):
         free = [zero_free(t, d, read) for t, d in zip(tensors, distances, strict=True)]
-        if packet in _SUMS or name == "rsub":  # a sum is 0 only where its terms cancel, if one term is never 0
+        if sum_proof:  # a sum is 0 only where its terms cancel, if one term is never 0
             proof = any(free)
         else:  # a product, a quotient's dividend, a function that is 0 only at 0: every input zero-free
             scalars = [v for v in [*args, *kwargs.values()] if isinstance(v, (int, float, complex)) and
-                       not isinstance(v, bool)] if packet in _PRODUCTS or packet in _QUOTIENTS else []
+                       not isinstance(v, bool)] if scalar_proof else []
             proof = all(free) and all(v != 0 for v in scalars)
         read.prove_zero_free(out, proof)
-    if packet in _PRODUCTS or packet in _QUOTIENTS or name in ("addcmul", "addcdiv"):
+    if product:
         return _product_rule(func, args, kwargs, out, read, step, sources)
-    if packet in _SUMS:
+    if sums and any(d is None for d in distances):
         # a constant infinity absorbs the other operand: x + (-inf) = -inf (checked once per constant)
         infs = [read.constant_infs(t) if d is None and t.is_floating_point() else (None, False)
                 for t, d in zip(tensors, distances, strict=True)]
@@ -176,13 +180,38 @@ def pointwise(func, args, kwargs, out: Tensor, read: Read, step: Step, sources: 
     result = broadcast_min(distances, out.shape, sources)
     if result is None:
         return None
-    if name in _ZERO_OUTPUT_NO_DERIVATIVE:
+    if zero_output:
         zero = out == 0
         found = bool(zero.any())
         read.prove_zero_free(out, not found)  # read anyway: exact
         if found:
             result = torch.where(zero, UNREACHABLE, align(result, out.shape))
     return step(result)
+
+
+#: id of an element-wise op -> what :func:`pointwise` decides about it (:func:`_pointwise_plan`), once per op.
+_POINTWISE_PLANS: dict[int, tuple] = kept_decisions({})
+
+
+def _pointwise_plan(func: torch._ops.OpOverload) -> tuple:
+    """What :func:`pointwise` decides about an op once, whatever its arguments (issue 34, item 2): its packet,
+    whether it is piecewise constant, a selection (``masked_fill``, ``where``), an op that keeps inputs zero-free (and
+    whether a sum's or a product's proof applies, scalars included), a product by the product rule, a sum (a
+    constant infinity absorbs), an op whose output 0 has no derivative."""
+    packet = func.overloadpacket
+    name = _name(func)
+    products = packet in _PRODUCTS or packet in _QUOTIENTS
+    return (packet, name in _PIECEWISE_CONSTANT, packet in _MASKED_FILL or packet is aten.where,
+            name in _KEEPS_ZERO_FREE, packet in _SUMS or name == "rsub", products,
+            products or name in ("addcmul", "addcdiv"), packet in _SUMS, name in _ZERO_OUTPUT_NO_DERIVATIVE)
+
+
+def _flat(args: tuple) -> bool:
+    """Whether no argument is a list or a tuple (then the tensors are the arguments that are tensors)."""
+    for a in args:
+        if type(a) is list or type(a) is tuple:
+            return False
+    return True
 
 
 def _select(packet, bound: dict, out: Tensor, read: Read, step: Step, sources: int) -> Distance:
