@@ -56,7 +56,7 @@ import torch
 from torch import Tensor
 
 from seqlab.measure.contraction_rules import contraction
-from seqlab.measure.distances import UNREACHABLE, align, broadcast_min, everything, least, narrow, unreachable
+from seqlab.measure.distances import DTYPE, UNREACHABLE, align, broadcast_min, everything, least, narrow, unreachable
 from seqlab.measure.ops import bound_arguments as arguments
 from seqlab.measure.ops import kept_decisions, schema_arguments
 from seqlab.measure.ops import tensors_in
@@ -471,12 +471,13 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
     rows = [narrow(d) if d is not None else None for d in distances]
     # the outputs hold no exact 0 when no input does and the op writes no constant (id 0) of its own
     inputs_free = all(zero_free(leaves[i], d, read) for i, d in zip(slots, distances, strict=True))
-    if func in _SIDE_BY_SIDE:
-        moved = _side_by_side(func, leaves, rebuild, slots, distances, rows, outs, sources)
+    if func in _ALONG_DIMS:
+        moved = _along_dims(func, leaves, rebuild, slots, distances, rows, outs, sources)
         if moved is not None:
             if inputs_free:  # every element copies an input's: no constant of its own
                 for out in outs:
-                    read.prove_zero_free(out, True)
+                    if out.is_floating_point() or out.is_complex():
+                        read.prove_zero_free(out, True)
             return moved
     kept = getattr(read, "moved_ids", None)  # the store keeps the id mappings of this pass
     key = None if kept is None else movement_key(func, args, kwargs, outs)
@@ -489,45 +490,77 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
                           kept)
 
 
-#: Ops that lay whole tensors side by side along one ``dim`` (``cat``, ``stack``): every output element copies one input
-#: element, none is a constant, and PyTorch defines them for any number of leading dims — so the op applied to the
-#: inputs' distances, (S, *shape) each, along the same dim one place further right (a negative dim counts from the end
-#: and stays), gives each source's distances of the output at once (issue 34, item 2). ``cat`` skips a 1-D empty
-#: input whatever the other shapes (its legacy rule), so such an input is left out here too.
-_SIDE_BY_SIDE = {aten.cat.default: "tensors", aten.stack.default: "tensors"}
+#: Movement ops that PyTorch defines for any number of leading dims, acting along the dims their ``dim`` (``dims``)
+#: argument names, and whose every output element copies one input element (no constant of their own): the tensors
+#: laid side by side (``cat``, ``stack``), cut along one dim (the ``split`` and ``chunk`` copies, ``unbind_copy``),
+#: picked along one dim by an index (``index_select``: the index is a value, the same for every source), reversed or
+#: rotated along named dims (``flip``, ``roll`` with its dims). The op applied to the inputs' distances, (S, *shape)
+#: each, with those dims one place further right (a negative dim counts from the end and stays) gives each source's
+#: distances of the outputs at once (issue 34, item 2), where the id route builds, moves and gathers an id per element.
+#: op -> (the data argument, the dim argument, whether the dim argument is a list).
+_ALONG_DIMS = {
+    aten.cat.default: ("tensors", "dim", False),
+    aten.stack.default: ("tensors", "dim", False),
+    aten.unsafe_split.Tensor: ("self", "dim", False),
+    aten.unsafe_split_with_sizes.default: ("self", "dim", False),
+    aten.split_copy.Tensor: ("self", "dim", False),
+    aten.split_with_sizes_copy.default: ("self", "dim", False),
+    aten.unsafe_chunk.default: ("self", "dim", False),
+    aten.unbind_copy.int: ("self", "dim", False),
+    aten.index_select.default: ("self", "dim", False),
+    aten.flip.default: ("self", "dims", True),
+    aten.roll.default: ("self", "dims", True),
+}
 
 
-def _side_by_side(func, leaves: list[Any], rebuild, slots: list[int], distances: list[Distance],
-                  rows: list[Distance], outs: list[Tensor], sources: int) -> list[Distance] | None:
-    """``cat`` and ``stack`` run on the distances themselves (see :data:`_SIDE_BY_SIDE`): one op, where the id
-    mapping would build, move and gather an id per element. On the row form when every input has it and the dim is
-    not the last of the output (the rows stay rows); None when an argument is not a data tensor (the id route then
-    answers)."""
+def _along_dims(func, leaves: list[Any], rebuild, slots: list[int], distances: list[Distance],
+                rows: list[Distance], outs: list[Tensor], sources: int) -> list[Distance] | None:
+    """An op of :data:`_ALONG_DIMS` run on the distances themselves: one op. On the row form when every input has it
+    and no dim it acts along is the last (the rows stay rows). None where the id route must answer: a tensor in a
+    list that is an index or a mask, a 0-dim input, ``roll`` without dims (it rolls the flattened tensor), shapes that
+    do not come out as the op's."""
+    data_name, dim_name, many = _ALONG_DIMS[func]
     bound = arguments(func, *rebuild(leaves))
-    tensors, dim = bound["tensors"], bound["dim"]
-    if len(outs) != 1 or slots != list(range(len(tensors))) or not isinstance(dim, int) or isinstance(dim, bool):
-        return None  # a tensor in the list that is an index or a mask: the id route
-    out = outs[0]
-    stack = func is aten.stack.default
-    kept = [(leaves[i], d, r) for i, d, r in zip(slots, distances, rows, strict=True)
-            if stack or not (leaves[i].dim() == 1 and leaves[i].numel() == 0)]  # cat's legacy: 1-D empty skipped
-    if not kept:
+    data, dims = bound[data_name], bound[dim_name]
+    tensors = list(data) if isinstance(data, (list, tuple)) else [data]
+    if slots != [i for i, leaf in enumerate(leaves) if any(leaf is t for t in tensors)] or len(slots) != len(tensors):
+        return None  # every data argument a floating tensor, met once, and no other floating tensor
+    dims = list(dims) if many else [dims]
+    if not dims or not all(isinstance(k, int) and not isinstance(k, bool) for k in dims):
         return None
-    shifted = dim + 1 if dim >= 0 else dim
-    last = (dim % out.dim()) == out.dim() - 1 if out.dim() else True
-    use_rows = not last and all(d is None or r is not None for _, d, r in kept)
-    never = torch.full((), UNREACHABLE, dtype=torch.int32)
-    if use_rows:
-        parts = [never.expand(sources, *t.shape[:-1], 1) if d is None else r for t, d, r in kept]
+    if func is aten.cat.default:  # cat skips a 1-D empty input whatever the other shapes (its legacy rule)
+        present = [(t, d, r) for t, d, r in zip(tensors, distances, rows, strict=True)
+                   if not (t.dim() == 1 and t.numel() == 0)]
     else:
-        parts = [never.expand(sources, *t.shape) if d is None else d for t, d, _ in kept]
+        present = list(zip(tensors, distances, rows, strict=True))
+    if not present or any(t.dim() == 0 for t, _, _ in present):
+        return None
+    acting = present[0][0].dim() + (func is aten.stack.default)  # the dims a dim argument counts in
+    if any(not -acting <= k < acting for k in dims):
+        return None
+    use_rows = all(k % acting != acting - 1 for k in dims) and all(d is None or r is not None for _, d, r in present)
+    never = torch.full((), UNREACHABLE, dtype=DTYPE)
+    if use_rows:
+        parts = [never.expand(sources, *t.shape[:-1], 1) if d is None else r for t, d, r in present]
+    else:
+        parts = [never.expand(sources, *t.shape) if d is None else d for t, d, _ in present]
+    shifted = [k + 1 if k >= 0 else k for k in dims]
+    bound[data_name] = parts if isinstance(data, (list, tuple)) else parts[0]
+    bound[dim_name] = shifted if many else shifted[0]
     try:
-        moved = func(parts, shifted)
-    except (RuntimeError, IndexError):
+        moved = func(*bound.values())
+    except (RuntimeError, IndexError, TypeError, ValueError):
+        return None
+    moved = list(tensors_in(moved if isinstance(moved, (list, tuple)) else (moved,)))
+    if len(moved) != len(outs):
         return None
     if use_rows:
-        return [align(moved, out.shape)] if moved.shape[1:-1] == out.shape[:-1] else None
-    return [moved] if moved.shape[1:] == out.shape else None
+        if any(m.shape[1:-1] != o.shape[:-1] or m.shape[-1] != 1 for m, o in zip(moved, outs, strict=True)):
+            return None
+        return [align(m, o.shape) for m, o in zip(moved, outs, strict=True)]
+    if any(m.shape[1:] != o.shape for m, o in zip(moved, outs, strict=True)):
+        return None
+    return moved
 
 
 def _prove_by_ids(read, indices: list[Tensor | None], constants: list[bool], outs: list[Tensor]) -> None:
