@@ -529,7 +529,7 @@ def float_twin(func: torch._ops.OpOverload, args: tuple,
     >>> float_twin(torch.ops.aten.mm.default, (), {}) is None
     True
     """
-    if func.overloadpacket not in QUANTIZED_LINEAR or not args or not isinstance(args[0], torch.Tensor):
+    if not _in_packets(func, QUANTIZED_LINEAR) or not args or not isinstance(args[0], torch.Tensor):
         return None
     x, packed = args[0], args[1] if len(args) > 1 else None
     weight = packed if isinstance(packed, torch.Tensor) else None
@@ -864,6 +864,18 @@ ADDEND_OPS = frozenset({aten.addmm, aten.addmv, aten.baddbmm, aten.addbmm, aten.
 # --- element-wise products that are contractions ------------------------------------------------------------
 
 _ELEMENTWISE_PRODUCTS = frozenset({aten.mul, aten.mul_})
+#: (id of the op, id of a set of packets) -> whether the op's packet is in it: asked on every op, decided once (a
+#: packet's hash is a Python call, and so is ``overloadpacket``)
+_PACKET_MEMBERSHIP: dict[tuple[int, int], bool] = kept_decisions({})
+
+
+def _in_packets(func: torch._ops.OpOverload, packets: frozenset) -> bool:
+    """Whether ``func``'s overload packet is in ``packets`` (a module-level set, alive as long as the process)."""
+    key = (id(func), id(packets))
+    known = _PACKET_MEMBERSHIP.get(key)
+    if known is None:
+        known = _PACKET_MEMBERSHIP[key] = func.overloadpacket in packets
+    return known
 _CONTRACTING_SUMS = frozenset({aten.sum})
 
 
@@ -942,7 +954,7 @@ class ProductLedger:
     def product(self, func: torch._ops.OpOverload, args: tuple, out: object) -> int:
         """An element-wise op ran: the multiplications to count now (an outer product), 0 otherwise; a product
         whose factors share a dim is remembered for the sum that may follow."""
-        if func.overloadpacket not in _ELEMENTWISE_PRODUCTS:
+        if not _in_packets(func, _ELEMENTWISE_PRODUCTS):
             return 0
         outer, shared = product_pairs(args, out)
         if outer or shared:
@@ -955,7 +967,7 @@ class ProductLedger:
     def reduction(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> tuple[int, bool]:
         """A reduction ran: (multiplications it completes, whether it completes a contraction). (0, False) unless
         it is a sum of a remembered product over one of the product's shared dims (or an outer product)."""
-        if func.overloadpacket not in _CONTRACTING_SUMS or not args or not isinstance(args[0], torch.Tensor):
+        if not _in_packets(func, _CONTRACTING_SUMS) or not args or not isinstance(args[0], torch.Tensor):
             return 0, False
         data = args[0]
         entry = self._pending.get(id(data))
