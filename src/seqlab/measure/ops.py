@@ -991,6 +991,11 @@ _BATCHED_PRODUCTS = {aten.bmm: (0, 1), aten.mm: (0, 1), aten.baddbmm: (1, 2)}
 _SOFTMAXES = frozenset({aten._softmax, aten._safe_softmax, aten.softmax})
 
 
+#: id of an op -> (its packet, the positions of its factors in :data:`_BATCHED_PRODUCTS` or None), for
+#: :meth:`ZeroWeightLedger.observe`, asked on every op
+_OBSERVED: dict[int, tuple] = kept_decisions({})
+
+
 class ZeroWeightLedger:
     """Multiplications an attention spends on (query, key) pairs whose weight is exactly 0 (issue 35, kind 6),
     read from the values wherever attention runs as its parts: Hugging Face's eager attention (scores + a
@@ -1044,8 +1049,11 @@ class ZeroWeightLedger:
 
     def observe(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: object) -> int:
         """One op ran: the multiplications on closed pairs it reveals (0 for most ops), its result followed."""
-        packet = func.overloadpacket
-        factors = _BATCHED_PRODUCTS.get(packet)
+        known = _OBSERVED.get(id(func))
+        if known is None:  # the op's packet and its factors' positions, once per op (a packet's hash is a Python call)
+            packet = func.overloadpacket
+            known = _OBSERVED[id(func)] = (packet, _BATCHED_PRODUCTS.get(packet))
+        packet, factors = known
         if factors is not None:
             left, right = (args[i] if i < len(args) else None for i in factors)
             if not isinstance(left, torch.Tensor) or left.is_nested or getattr(right, "is_nested", False):
