@@ -185,8 +185,9 @@ def _exact_zeros(tensor: Tensor, d: Distance, read: Read) -> tuple[Tensor | None
         return read.constant_zeros(tensor)
     if read.holds_no_zeros(tensor):
         return None, False
-    zeros = tensor == 0
-    return zeros, bool(zeros.any())
+    if bool(tensor.all()):  # one reduction; the mask only where a 0 sits
+        return None, False
+    return tensor == 0, True
 
 
 def _matrix_product(left: Tensor, right: Tensor, read: Read, out: Tensor | None = None) -> tuple[Distance, Distance]:

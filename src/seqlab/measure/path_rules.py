@@ -181,11 +181,10 @@ def pointwise(func, args, kwargs, out: Tensor, read: Read, step: Step, sources: 
     if result is None:
         return None
     if zero_output:
-        zero = out == 0
-        found = bool(zero.any())
+        found = not bool(out.all())  # one reduction; the mask only where a 0 sits
         read.prove_zero_free(out, not found)  # read anyway: exact
         if found:
-            result = torch.where(zero, UNREACHABLE, align(result, out.shape))
+            result = torch.where(out == 0, UNREACHABLE, align(result, out.shape))
     return step(result)
 
 
@@ -246,10 +245,10 @@ def _zeros(value: Any, d: Distance, read: Read) -> Tensor | None:
         return torch.tensor(True) if value == 0 else None
     if d is not None and read.holds_no_zeros(value):
         return None
-    zero, found = read.constant_zeros(value) if d is None else (value == 0, None)
-    if found is None:
-        found = bool(zero.any())
-    return zero if found else None
+    if d is None:
+        zero, found = read.constant_zeros(value)
+        return zero if found else None
+    return value == 0 if not bool(value.all()) else None  # one reduction; the mask only where a 0 sits
 
 
 def _infinite(value: Any, d: Distance, read: Read) -> Tensor | None:
@@ -342,13 +341,18 @@ def reduction(func, args, kwargs, outs: list[Tensor], read: Read, step: Step, so
         # a weight exactly 0 in the dtype (exp(-inf), or an underflowing finite score) is a constant:
         # it depends on nothing and passes nothing on (its derivative is 0 too)
         weight_zero = torch.isneginf(outs[0]) if name.startswith(("_log", "log")) else outs[0] == 0
+        zero_weights = bool(weight_zero.any())
         if not name.startswith(("_log", "log")):
-            read.prove_zero_free(outs[0], not bool(weight_zero.any()))  # the weights are read anyway: exact
-        blocked = torch.isneginf(data) | weight_zero
-        # a row with a single weight left open: that weight is exactly 1 whatever its score (query) is
-        alone = (~blocked).sum(dim=dims[0], keepdim=True) == 1
-        blocked = blocked | alone.expand_as(blocked)
-        d = torch.where(blocked, UNREACHABLE, d)
+            read.prove_zero_free(outs[0], not zero_weights)  # the weights are read anyway: exact
+        masked = torch.isneginf(data)
+        # nothing to cut unless a weight is 0, a score is -inf or a row holds one weight: then no mask is built and
+        # no distance is rewritten (the common attention row: every weight open)
+        if zero_weights or data.dim() == 0 or data.shape[dims[0]] == 1 or bool(masked.any()):
+            blocked = masked | weight_zero
+            # a row with a single weight left open: that weight is exactly 1 whatever its score (query) is
+            alone = (~blocked).sum(dim=dims[0], keepdim=True) == 1
+            blocked = blocked | alone.expand_as(blocked)
+            d = torch.where(blocked, UNREACHABLE, d)
     if name == "logsumexp" and data.is_floating_point() and data.dim():
         # d logsumexp(x) / d x_i = exp(x_i − logsumexp(x)), a softmax weight: where it is exactly 0 in the dtype
         # (exp(−inf), or a score far under the row's, an additive finfo.min mask) x_i passes nothing on
