@@ -527,7 +527,8 @@ def _along_dims(func, leaves: list[Any], rebuild, slots: list[int], distances: l
     bound = arguments(func, *rebuild(leaves))
     data, dims = bound[data_name], bound[dim_name]
     tensors = list(data) if isinstance(data, (list, tuple)) else [data]
-    if slots != [i for i, leaf in enumerate(leaves) if any(leaf is t for t in tensors)] or len(slots) != len(tensors):
+    given = {id(t) for t in tensors}
+    if slots != [i for i, leaf in enumerate(leaves) if id(leaf) in given] or len(slots) != len(tensors):
         return None  # every data argument a floating tensor, met once, and no other floating tensor
     dims = list(dims) if many else [dims]
     if not dims or not all(isinstance(k, int) and not isinstance(k, bool) for k in dims):
