@@ -441,7 +441,8 @@ def _repeats(indices) -> bool:
     return places.shape[0] > 1 and torch.unique(places, dim=0).shape[0] < places.shape[0]
 
 def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -> list[Distance] | None:
-    """Ops that only move data: run the very same op on element ids, then gather the distances.
+    """Ops that only move data: run the very same op on element ids, then gather the distances — or, for an op that
+    moves elements along named dims (:data:`_ALONG_DIMS`), run it on the distances themselves.
 
     Every floating-point argument is replaced by the ids of its elements (1, 2, …, offset past the
     previous argument's; float64 holds them exactly), integer and bool arguments (indices, masks)

@@ -35,7 +35,10 @@ decided once per op (``functools.cache``), arguments are bound by a schema read 
 found without a pytree walk, and whether a constant holds an exact 0 or an infinity is computed once per
 storage, view and version (a recurrence reads the same weight at every step). Where a movement op sends each element
 (its id map, :func:`~seqlab.measure.path_rules.movement`) depends on the op, the shapes and the other arguments
-alone: it is worked out once per signature in a pass and kept by the store (issue 34, item 2).
+alone: it is worked out once per signature in a pass and kept by the store (issue 34, item 2); an op that moves
+elements along named dims and is defined for any leading dims (``cat``, ``stack``, the split copies, ``index_select``,
+``flip``, ``roll``) runs on the distances themselves, no ids at all. What the element-wise rule decides about an op
+(selection, product rule, zero-free proof, sum with infinities) is kept per op as well.
 
 Tensor identity: distances are kept per storage, keyed by the storage's data pointer. Every storage
 written (or cached) during the trace is held alive in :attr:`PathTracer.alive` until the trace ends, so a
