@@ -1,3 +1,12 @@
+"""What each reading of the one traced pass costs per ATen op on nn.RNN (issue 34, items 2 and 3; not a test).
+
+Times, in CPU seconds (``time.process_time``, one thread), interleaved round by round (median of 5): the forward pass,
+a do-nothing dispatch mode (fused kernels off, as in the pass), and the traced pass with work only, span only, both,
+the two-end paths only and all three (the perturbation check left out); prints each as a multiple of the forward and of
+the do-nothing pass, and the extra microseconds per dispatched op over the do-nothing pass.
+
+    PYTHONPATH=src python benchmarks/perop_parts.py [T d]     (default T = 1000, d = 512)
+"""
 import sys, time, torch, statistics
 from seqlab.measure.traced_pass import TracedPass, measure_pass
 from seqlab.measure.path_tracer import PathTracer
