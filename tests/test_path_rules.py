@@ -176,3 +176,90 @@ def test_inverse_transforms():
     assert is_inverse_transform(aten._fft_c2c.default, (signal, [0], 0, False), {})
     assert not is_inverse_transform(aten._fft_c2c.default, (signal, [0], 0, True), {})
     assert not is_inverse_transform(aten._fft_r2c.default, (signal.real, [0], 0, True), {})
+
+
+# --- movement along named dims, run on the distances (issue 34, item 2) ---------------------------
+
+class _AlongDims(torch.nn.Module):
+    """One movement op of ``path_rules._ALONG_DIMS`` between two element-wise steps (x: (…, T, d))."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+
+    def forward(self, inputs):
+        y = inputs * 2
+        kind, pos = self.kind, inputs.dim() - 2  # the positions, counted from the front
+        if kind == "cat":
+            moved = torch.cat([y[..., 1:, :], torch.ones_like(y[..., :1, :]), torch.empty(0, dtype=y.dtype)], pos)
+        elif kind == "stack":
+            moved = torch.stack([y, y.cumsum(pos)], -1).sum(-1)
+        elif kind == "unsafe_split":
+            moved = torch.cat(aten.unsafe_split.Tensor(y, 1, pos)[::-1], pos)
+        elif kind == "split_with_sizes_copy":
+            first, rest = aten.split_with_sizes_copy.default(y, [1, y.shape[pos] - 1], pos)
+            moved = torch.cat([rest, first], pos)
+        elif kind == "unbind_copy":
+            moved = torch.stack(aten.unbind_copy.int(y, pos)[::-1], pos)
+        elif kind == "index_select":
+            moved = torch.index_select(y, pos, torch.tensor([3, 1, 1, 0]))
+        elif kind == "flip":
+            moved = torch.flip(y, (pos, -1))
+        else:  # roll, and roll without dims (the flattened roll keeps the id route)
+            moved = torch.roll(y, (1, 2), (pos, -1)) + torch.roll(y, 5)
+        return torch.tanh(moved @ torch.ones(y.shape[-1], y.shape[-1], dtype=y.dtype))
+
+
+def _route_and_ids(monkeypatch, layer, inputs, **options):
+    """The path matrix with the along-dims route, the one by element ids, and how often the route answered."""
+    from seqlab.measure import path_rules
+    answered = []
+    along = path_rules._along_dims
+
+    def counted(*args):
+        moved = along(*args)
+        answered.append(moved is not None)
+        return moved
+
+    monkeypatch.setattr(path_rules, "_along_dims", counted)
+    routed = measure_paths(layer, inputs, check=False, **options)
+    monkeypatch.setattr(path_rules, "_ALONG_DIMS", {})
+    by_ids = measure_paths(layer, inputs, check=False, **options)
+    return routed, by_ids, sum(answered)
+
+
+def _figures(paths):
+    return paths.products, paths.ops, paths.fallbacks, paths.decomposed, paths.derived, paths.undefined
+
+
+@pytest.mark.parametrize("kind", ["cat", "stack", "unsafe_split", "split_with_sizes_copy", "unbind_copy",
+                                  "index_select", "flip", "roll"])
+@pytest.mark.parametrize("shape, positions", [((T, 3), False), ((2, T, 3), True)])
+def test_movement_along_dims_runs_on_distances_as_ids_would(monkeypatch, kind, shape, positions):
+    layer = _AlongDims(kind)
+    inputs = torch.randn(*shape, generator=torch.Generator().manual_seed(3), dtype=F64)
+    routed, by_ids, answered = _route_and_ids(monkeypatch, layer, inputs, sources=None, positions=positions)
+    assert answered >= 1
+    assert _figures(routed) == _figures(by_ids)
+    assert traced(routed) == dependence(layer, inputs)
+
+
+@pytest.mark.parametrize("module", [torch.nn.GRU, torch.nn.LSTM])
+def test_gated_recurrences_split_their_gates_on_distances(monkeypatch, module):
+    layer = module(3, 3).double()
+    inputs = torch.randn(6, 3, generator=torch.Generator().manual_seed(4), dtype=F64)
+    sequence = lambda v: layer(v)[0]  # (T, d) -> (T, d)
+    routed, by_ids, answered = _route_and_ids(monkeypatch, sequence, inputs, sources=None)
+    assert answered >= 6 + 1  # one unsafe_split per step, one stack of the steps
+    assert _figures(routed) == _figures(by_ids)
+    assert traced(routed) == dependence(sequence, inputs)
+
+
+def test_a_transformers_rotary_embedding_cats_on_distances(monkeypatch):
+    pytest.importorskip("transformers")
+    import hf_mixers
+    model = hf_mixers.build("mistral")
+    inputs = torch.randn(1, 5, hf_mixers.D_MODEL, generator=torch.Generator().manual_seed(5), dtype=F64)
+    routed, by_ids, answered = _route_and_ids(monkeypatch, hf_mixers.last_hidden(model), inputs, sources=(0, 4))
+    assert answered >= 2  # rotate_half's cat, on queries and keys
+    assert _figures(routed) == _figures(by_ids)

@@ -58,8 +58,9 @@ def contraction(func, args, kwargs, out: Tensor, read: Read, step: Step, sources
     packet = func.overloadpacket
     shape = out.shape
     addend = read(b["self"]) if packet in _ADDEND and isinstance(b["self"], Tensor) else None
-    if packet in _FACTORS:
-        left, right = _FACTORS[packet]
+    factors = _FACTORS.get(packet)
+    if factors is not None:
+        left, right = factors
         parts = list(_matrix_product(b[left], b[right], read, out))
     elif packet in (aten.mv, aten.addmv):  # M v = M @ v[:, None], column dim dropped
         parts = [None if p is None else p.squeeze(-1)
@@ -184,8 +185,9 @@ def _exact_zeros(tensor: Tensor, d: Distance, read: Read) -> tuple[Tensor | None
         return read.constant_zeros(tensor)
     if read.holds_no_zeros(tensor):
         return None, False
-    zeros = tensor == 0
-    return zeros, bool(zeros.any())
+    if bool(tensor.all()):  # one reduction; the mask only where a 0 sits
+        return None, False
+    return tensor == 0, True
 
 
 def _matrix_product(left: Tensor, right: Tensor, read: Read, out: Tensor | None = None) -> tuple[Distance, Distance]:
@@ -234,8 +236,8 @@ def _masked_where_zero(d: Distance, zeros: Tensor) -> Distance:
 def _free(factor: Tensor, d: Distance, found: bool, d_other: Distance, read: Read) -> bool:
     """Whether a factor holds no exact 0, from what :func:`_matrix_product` already knows (no new read of a traced
     factor: one that was not read and is not proven zero-free counts as holding zeros)."""
-    if d is None:
-        return not read.constant_zeros(factor)[1]
+    if d is None:  # a constant: ``found`` is already its answer where the other factor carries distances
+        return not found if d_other is not None else not read.constant_zeros(factor)[1]
     return read.holds_no_zeros(factor) or (d_other is not None and not found)
 
 

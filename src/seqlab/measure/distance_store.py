@@ -267,12 +267,10 @@ class DistanceStore:
         proof, pending = self._proofs.pop(key, (False, 1))
         if pending > 1:
             self._proofs[key] = (proof, pending - 1)
-        whole = tensor.storage_offset() == 0 and tensor.is_contiguous() and \
-            tensor.numel() * tensor.element_size() == tensor.untyped_storage().nbytes()
         if storage is not None:  # written over: the proof holds alone; written in part: with the rest's
-            self.zero_free[key] = proof and value is not None and (whole or self.zero_free.get(key, False))
+            self.zero_free[key] = proof and value is not None and (self._whole(tensor) or self.zero_free.get(key, False))
         elif value is not None:
-            self.zero_free[key] = proof and whole
+            self.zero_free[key] = proof and self._whole(tensor)
         if tensor.is_complex() or (storage is not None and self.scalar_bytes[key] != _scalar_bytes(tensor)):
             self._write_scalars(key, tensor, value)
             return
@@ -342,6 +340,12 @@ class DistanceStore:
         if value is not None:
             best = least(value.reshape(self.rows, -1), 1, keepdim=True)
             storage.copy_(torch.minimum(storage, best))
+
+    @staticmethod
+    def _whole(tensor: Tensor) -> bool:
+        """Whether ``tensor`` covers its whole storage, laid out as it (asked only where a proof depends on it)."""
+        return tensor.storage_offset() == 0 and tensor.is_contiguous() and \
+            tensor.numel() * tensor.element_size() == tensor.untyped_storage().nbytes()
 
     @staticmethod
     def _whole_rows(tensor: Tensor, features: int) -> bool:

@@ -492,15 +492,21 @@ def bound_arguments(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> d
     >>> sorted(bound_arguments(torch.ops.aten.add.Tensor, (1, 2), {}))
     ['alpha', 'other', 'self']
     """
-    bound = {}
-    for index, (name, has_default, default) in enumerate(schema_arguments(func)):
-        if index < len(args):
-            bound[name] = args[index]
-        elif name in kwargs:
+    names, defaults = _binding(func)
+    bound = dict(zip(names, args))
+    for name in names[len(args):]:
+        if name in kwargs:
             bound[name] = kwargs[name]
-        elif has_default:
-            bound[name] = default
+        elif name in defaults:
+            bound[name] = defaults[name]
     return bound
+
+
+@functools.cache
+def _binding(func: torch._ops.OpOverload) -> tuple[tuple[str, ...], dict[str, object]]:
+    """The schema's argument names in order and the defaults of those that have one, read once per op."""
+    arguments = schema_arguments(func)
+    return tuple(name for name, _, _ in arguments), {name: default for name, has, default in arguments if has}
 
 
 @functools.cache
@@ -523,7 +529,7 @@ def float_twin(func: torch._ops.OpOverload, args: tuple,
     >>> float_twin(torch.ops.aten.mm.default, (), {}) is None
     True
     """
-    if func.overloadpacket not in QUANTIZED_LINEAR or not args or not isinstance(args[0], torch.Tensor):
+    if not _in_packets(func, QUANTIZED_LINEAR) or not args or not isinstance(args[0], torch.Tensor):
         return None
     x, packed = args[0], args[1] if len(args) > 1 else None
     weight = packed if isinstance(packed, torch.Tensor) else None
@@ -858,6 +864,18 @@ ADDEND_OPS = frozenset({aten.addmm, aten.addmv, aten.baddbmm, aten.addbmm, aten.
 # --- element-wise products that are contractions ------------------------------------------------------------
 
 _ELEMENTWISE_PRODUCTS = frozenset({aten.mul, aten.mul_})
+#: (id of the op, id of a set of packets) -> whether the op's packet is in it: asked on every op, decided once (a
+#: packet's hash is a Python call, and so is ``overloadpacket``)
+_PACKET_MEMBERSHIP: dict[tuple[int, int], bool] = kept_decisions({})
+
+
+def _in_packets(func: torch._ops.OpOverload, packets: frozenset) -> bool:
+    """Whether ``func``'s overload packet is in ``packets`` (a module-level set, alive as long as the process)."""
+    key = (id(func), id(packets))
+    known = _PACKET_MEMBERSHIP.get(key)
+    if known is None:
+        known = _PACKET_MEMBERSHIP[key] = func.overloadpacket in packets
+    return known
 _CONTRACTING_SUMS = frozenset({aten.sum})
 
 
@@ -936,7 +954,7 @@ class ProductLedger:
     def product(self, func: torch._ops.OpOverload, args: tuple, out: object) -> int:
         """An element-wise op ran: the multiplications to count now (an outer product), 0 otherwise; a product
         whose factors share a dim is remembered for the sum that may follow."""
-        if func.overloadpacket not in _ELEMENTWISE_PRODUCTS:
+        if not _in_packets(func, _ELEMENTWISE_PRODUCTS):
             return 0
         outer, shared = product_pairs(args, out)
         if outer or shared:
@@ -949,7 +967,7 @@ class ProductLedger:
     def reduction(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> tuple[int, bool]:
         """A reduction ran: (multiplications it completes, whether it completes a contraction). (0, False) unless
         it is a sum of a remembered product over one of the product's shared dims (or an outer product)."""
-        if func.overloadpacket not in _CONTRACTING_SUMS or not args or not isinstance(args[0], torch.Tensor):
+        if not _in_packets(func, _CONTRACTING_SUMS) or not args or not isinstance(args[0], torch.Tensor):
             return 0, False
         data = args[0]
         entry = self._pending.get(id(data))
@@ -971,6 +989,11 @@ class ProductLedger:
 
 _BATCHED_PRODUCTS = {aten.bmm: (0, 1), aten.mm: (0, 1), aten.baddbmm: (1, 2)}
 _SOFTMAXES = frozenset({aten._softmax, aten._safe_softmax, aten.softmax})
+
+
+#: id of an op -> (its packet, the positions of its factors in :data:`_BATCHED_PRODUCTS` or None), for
+#: :meth:`ZeroWeightLedger.observe`, asked on every op
+_OBSERVED: dict[int, tuple] = kept_decisions({})
 
 
 class ZeroWeightLedger:
@@ -1026,8 +1049,11 @@ class ZeroWeightLedger:
 
     def observe(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: object) -> int:
         """One op ran: the multiplications on closed pairs it reveals (0 for most ops), its result followed."""
-        packet = func.overloadpacket
-        factors = _BATCHED_PRODUCTS.get(packet)
+        known = _OBSERVED.get(id(func))
+        if known is None:  # the op's packet and its factors' positions, once per op (a packet's hash is a Python call)
+            packet = func.overloadpacket
+            known = _OBSERVED[id(func)] = (packet, _BATCHED_PRODUCTS.get(packet))
+        packet, factors = known
         if factors is not None:
             left, right = (args[i] if i < len(args) else None for i in factors)
             if not isinstance(left, torch.Tensor) or left.is_nested or getattr(right, "is_nested", False):

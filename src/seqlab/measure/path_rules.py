@@ -56,9 +56,9 @@ import torch
 from torch import Tensor
 
 from seqlab.measure.contraction_rules import contraction
-from seqlab.measure.distances import UNREACHABLE, align, broadcast_min, everything, least, narrow, unreachable
+from seqlab.measure.distances import DTYPE, UNREACHABLE, align, broadcast_min, everything, least, narrow, unreachable
 from seqlab.measure.ops import bound_arguments as arguments
-from seqlab.measure.ops import schema_arguments
+from seqlab.measure.ops import kept_decisions, schema_arguments
 from seqlab.measure.ops import tensors_in
 
 aten = torch.ops.aten
@@ -147,26 +147,30 @@ def pointwise(func, args, kwargs, out: Tensor, read: Read, step: Step, sources: 
     other operand is. Exact zeros are read only in a factor whose other factor carries distances (a constant's once
     per storage and version), so a chain of ordinary ops reads no values.
     """
-    packet = func.overloadpacket
-    name = _name(func)
-    if not carries_derivative(out) or name in _PIECEWISE_CONSTANT:
+    plan = _POINTWISE_PLANS.get(id(func))
+    if plan is None:
+        plan = _POINTWISE_PLANS[id(func)] = _pointwise_plan(func)
+    packet, piecewise, select, keeps, sum_proof, scalar_proof, product, sums, zero_output = plan
+    if piecewise or not (out.is_floating_point() or out.is_complex()):  # carries_derivative(out)
         return None
-    if packet in _MASKED_FILL or packet is aten.where:
+    if select:
         return _select(packet, arguments(func, args, kwargs), out, read, step, sources)
-    tensors = list(tensors_in(args)) + list(tensors_in(kwargs.values()))
+    tensors = [a for a in args if isinstance(a, Tensor)] if _flat(args) else list(tensors_in(args))
+    if kwargs:
+        tensors += tensors_in(kwargs.values())
     distances = [read(t) for t in tensors]
-    if name in _KEEPS_ZERO_FREE and any(d is not None for d in distances):
+    if keeps and any(d is not None for d in distances):
         free = [zero_free(t, d, read) for t, d in zip(tensors, distances, strict=True)]
-        if packet in _SUMS or name == "rsub":  # a sum is 0 only where its terms cancel, if one term is never 0
+        if sum_proof:  # a sum is 0 only where its terms cancel, if one term is never 0
             proof = any(free)
         else:  # a product, a quotient's dividend, a function that is 0 only at 0: every input zero-free
             scalars = [v for v in [*args, *kwargs.values()] if isinstance(v, (int, float, complex)) and
-                       not isinstance(v, bool)] if packet in _PRODUCTS or packet in _QUOTIENTS else []
+                       not isinstance(v, bool)] if scalar_proof else []
             proof = all(free) and all(v != 0 for v in scalars)
         read.prove_zero_free(out, proof)
-    if packet in _PRODUCTS or packet in _QUOTIENTS or name in ("addcmul", "addcdiv"):
+    if product:
         return _product_rule(func, args, kwargs, out, read, step, sources)
-    if packet in _SUMS:
+    if sums and any(d is None for d in distances):
         # a constant infinity absorbs the other operand: x + (-inf) = -inf (checked once per constant)
         infs = [read.constant_infs(t) if d is None and t.is_floating_point() else (None, False)
                 for t, d in zip(tensors, distances, strict=True)]
@@ -176,13 +180,37 @@ def pointwise(func, args, kwargs, out: Tensor, read: Read, step: Step, sources: 
     result = broadcast_min(distances, out.shape, sources)
     if result is None:
         return None
-    if name in _ZERO_OUTPUT_NO_DERIVATIVE:
-        zero = out == 0
-        found = bool(zero.any())
+    if zero_output:
+        found = not bool(out.all())  # one reduction; the mask only where a 0 sits
         read.prove_zero_free(out, not found)  # read anyway: exact
         if found:
-            result = torch.where(zero, UNREACHABLE, align(result, out.shape))
+            result = torch.where(out == 0, UNREACHABLE, align(result, out.shape))
     return step(result)
+
+
+#: id of an element-wise op -> what :func:`pointwise` decides about it (:func:`_pointwise_plan`), once per op.
+_POINTWISE_PLANS: dict[int, tuple] = kept_decisions({})
+
+
+def _pointwise_plan(func: torch._ops.OpOverload) -> tuple:
+    """What :func:`pointwise` decides about an op once, whatever its arguments (issue 34, item 2): its packet,
+    whether it is piecewise constant, a selection (``masked_fill``, ``where``), an op that keeps inputs zero-free (and
+    whether a sum's or a product's proof applies, scalars included), a product by the product rule, a sum (a
+    constant infinity absorbs), an op whose output 0 has no derivative."""
+    packet = func.overloadpacket
+    name = _name(func)
+    products = packet in _PRODUCTS or packet in _QUOTIENTS
+    return (packet, name in _PIECEWISE_CONSTANT, packet in _MASKED_FILL or packet is aten.where,
+            name in _KEEPS_ZERO_FREE, packet in _SUMS or name == "rsub", products,
+            products or name in ("addcmul", "addcdiv"), packet in _SUMS, name in _ZERO_OUTPUT_NO_DERIVATIVE)
+
+
+def _flat(args: tuple) -> bool:
+    """Whether no argument is a list or a tuple (then the tensors are the arguments that are tensors)."""
+    for a in args:
+        if type(a) is list or type(a) is tuple:
+            return False
+    return True
 
 
 def _select(packet, bound: dict, out: Tensor, read: Read, step: Step, sources: int) -> Distance:
@@ -217,10 +245,10 @@ def _zeros(value: Any, d: Distance, read: Read) -> Tensor | None:
         return torch.tensor(True) if value == 0 else None
     if d is not None and read.holds_no_zeros(value):
         return None
-    zero, found = read.constant_zeros(value) if d is None else (value == 0, None)
-    if found is None:
-        found = bool(zero.any())
-    return zero if found else None
+    if d is None:
+        zero, found = read.constant_zeros(value)
+        return zero if found else None
+    return value == 0 if not bool(value.all()) else None  # one reduction; the mask only where a 0 sits
 
 
 def _infinite(value: Any, d: Distance, read: Read) -> Tensor | None:
@@ -313,13 +341,18 @@ def reduction(func, args, kwargs, outs: list[Tensor], read: Read, step: Step, so
         # a weight exactly 0 in the dtype (exp(-inf), or an underflowing finite score) is a constant:
         # it depends on nothing and passes nothing on (its derivative is 0 too)
         weight_zero = torch.isneginf(outs[0]) if name.startswith(("_log", "log")) else outs[0] == 0
+        zero_weights = bool(weight_zero.any())
         if not name.startswith(("_log", "log")):
-            read.prove_zero_free(outs[0], not bool(weight_zero.any()))  # the weights are read anyway: exact
-        blocked = torch.isneginf(data) | weight_zero
-        # a row with a single weight left open: that weight is exactly 1 whatever its score (query) is
-        alone = (~blocked).sum(dim=dims[0], keepdim=True) == 1
-        blocked = blocked | alone.expand_as(blocked)
-        d = torch.where(blocked, UNREACHABLE, d)
+            read.prove_zero_free(outs[0], not zero_weights)  # the weights are read anyway: exact
+        masked = torch.isneginf(data)
+        # nothing to cut unless a weight is 0, a score is -inf or a row holds one weight: then no mask is built and
+        # no distance is rewritten (the common attention row: every weight open)
+        if zero_weights or data.dim() == 0 or data.shape[dims[0]] == 1 or bool(masked.any()):
+            blocked = masked | weight_zero
+            # a row with a single weight left open: that weight is exactly 1 whatever its score (query) is
+            alone = (~blocked).sum(dim=dims[0], keepdim=True) == 1
+            blocked = blocked | alone.expand_as(blocked)
+            d = torch.where(blocked, UNREACHABLE, d)
     if name == "logsumexp" and data.is_floating_point() and data.dim():
         # d logsumexp(x) / d x_i = exp(x_i − logsumexp(x)), a softmax weight: where it is exactly 0 in the dtype
         # (exp(−inf), or a score far under the row's, an additive finfo.min mask) x_i passes nothing on
@@ -408,7 +441,8 @@ def _repeats(indices) -> bool:
     return places.shape[0] > 1 and torch.unique(places, dim=0).shape[0] < places.shape[0]
 
 def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -> list[Distance] | None:
-    """Ops that only move data: run the very same op on element ids, then gather the distances.
+    """Ops that only move data: run the very same op on element ids, then gather the distances — or, for an op that
+    moves elements along named dims (:data:`_ALONG_DIMS`), run it on the distances themselves.
 
     Every floating-point argument is replaced by the ids of its elements (1, 2, …, offset past the
     previous argument's; float64 holds them exactly), integer and bool arguments (indices, masks)
@@ -442,6 +476,14 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
     rows = [narrow(d) if d is not None else None for d in distances]
     # the outputs hold no exact 0 when no input does and the op writes no constant (id 0) of its own
     inputs_free = all(zero_free(leaves[i], d, read) for i, d in zip(slots, distances, strict=True))
+    if func in _ALONG_DIMS:
+        moved = _along_dims(func, leaves, rebuild, slots, distances, rows, outs, sources)
+        if moved is not None:
+            if inputs_free:  # every element copies an input's: no constant of its own
+                for out in outs:
+                    if out.is_floating_point() or out.is_complex():
+                        read.prove_zero_free(out, True)
+            return moved
     kept = getattr(read, "moved_ids", None)  # the store keeps the id mappings of this pass
     key = None if kept is None else movement_key(func, args, kwargs, outs)
     if all(leaves[i].dim() and (d is None or r is not None) for i, d, r in zip(slots, distances, rows, strict=True)):
@@ -451,6 +493,80 @@ def movement(func, args, kwargs, outs: list[Tensor], read: Read, sources: int) -
             return moved
     return _move_elements(func, leaves, slots, distances, rebuild, outs, sources, read if inputs_free else None, key,
                           kept)
+
+
+#: Movement ops that PyTorch defines for any number of leading dims, acting along the dims their ``dim`` (``dims``)
+#: argument names, and whose every output element copies one input element (no constant of their own): the tensors
+#: laid side by side (``cat``, ``stack``), cut along one dim (the ``split`` and ``chunk`` copies, ``unbind_copy``),
+#: picked along one dim by an index (``index_select``: the index is a value, the same for every source), reversed or
+#: rotated along named dims (``flip``, ``roll`` with its dims). The op applied to the inputs' distances, (S, *shape)
+#: each, with those dims one place further right (a negative dim counts from the end and stays) gives each source's
+#: distances of the outputs at once (issue 34, item 2), where the id route builds, moves and gathers an id per element.
+#: op -> (the data argument, the dim argument, whether the dim argument is a list).
+_ALONG_DIMS = {
+    aten.cat.default: ("tensors", "dim", False),
+    aten.stack.default: ("tensors", "dim", False),
+    aten.unsafe_split.Tensor: ("self", "dim", False),
+    aten.unsafe_split_with_sizes.default: ("self", "dim", False),
+    aten.split_copy.Tensor: ("self", "dim", False),
+    aten.split_with_sizes_copy.default: ("self", "dim", False),
+    aten.unsafe_chunk.default: ("self", "dim", False),
+    aten.unbind_copy.int: ("self", "dim", False),
+    aten.index_select.default: ("self", "dim", False),
+    aten.flip.default: ("self", "dims", True),
+    aten.roll.default: ("self", "dims", True),
+}
+
+
+def _along_dims(func, leaves: list[Any], rebuild, slots: list[int], distances: list[Distance],
+                rows: list[Distance], outs: list[Tensor], sources: int) -> list[Distance] | None:
+    """An op of :data:`_ALONG_DIMS` run on the distances themselves: one op. On the row form when every input has it
+    and no dim it acts along is the last (the rows stay rows). None where the id route must answer: a tensor in a
+    list that is an index or a mask, a 0-dim input, ``roll`` without dims (it rolls the flattened tensor), shapes that
+    do not come out as the op's."""
+    data_name, dim_name, many = _ALONG_DIMS[func]
+    bound = arguments(func, *rebuild(leaves))
+    data, dims = bound[data_name], bound[dim_name]
+    tensors = list(data) if isinstance(data, (list, tuple)) else [data]
+    given = {id(t) for t in tensors}
+    if slots != [i for i, leaf in enumerate(leaves) if id(leaf) in given] or len(slots) != len(tensors):
+        return None  # every data argument a floating tensor, met once, and no other floating tensor
+    dims = list(dims) if many else [dims]
+    if not dims or not all(isinstance(k, int) and not isinstance(k, bool) for k in dims):
+        return None
+    if func is aten.cat.default:  # cat skips a 1-D empty input whatever the other shapes (its legacy rule)
+        present = [(t, d, r) for t, d, r in zip(tensors, distances, rows, strict=True)
+                   if not (t.dim() == 1 and t.numel() == 0)]
+    else:
+        present = list(zip(tensors, distances, rows, strict=True))
+    if not present or any(t.dim() == 0 for t, _, _ in present):
+        return None
+    acting = present[0][0].dim() + (func is aten.stack.default)  # the dims a dim argument counts in
+    if any(not -acting <= k < acting for k in dims):
+        return None
+    use_rows = all(k % acting != acting - 1 for k in dims) and all(d is None or r is not None for _, d, r in present)
+    never = torch.full((), UNREACHABLE, dtype=DTYPE)
+    if use_rows:
+        parts = [never.expand(sources, *t.shape[:-1], 1) if d is None else r for t, d, r in present]
+    else:
+        parts = [never.expand(sources, *t.shape) if d is None else d for t, d, _ in present]
+    shifted = [k + 1 if k >= 0 else k for k in dims]
+    bound[data_name] = parts if isinstance(data, (list, tuple)) else parts[0]
+    bound[dim_name] = shifted if many else shifted[0]
+    try:
+        moved = func(*bound.values())
+    except (RuntimeError, IndexError, TypeError, ValueError):
+        return None
+    moved = list(tensors_in(moved if isinstance(moved, (list, tuple)) else (moved,)))
+    if len(moved) != len(outs):
+        return None
+    if use_rows:
+        if any(m.shape[1:-1] != o.shape[:-1] or m.shape[-1] != 1 for m, o in zip(moved, outs, strict=True)):
+            return None
+        return [align(m, o.shape) for m, o in zip(moved, outs, strict=True)]
+    if any(m.shape[1:] != o.shape for m, o in zip(moved, outs, strict=True)):
+        return None
+    return moved
 
 
 def _prove_by_ids(read, indices: list[Tensor | None], constants: list[bool], outs: list[Tensor]) -> None:

@@ -35,7 +35,10 @@ decided once per op (``functools.cache``), arguments are bound by a schema read 
 found without a pytree walk, and whether a constant holds an exact 0 or an infinity is computed once per
 storage, view and version (a recurrence reads the same weight at every step). Where a movement op sends each element
 (its id map, :func:`~seqlab.measure.path_rules.movement`) depends on the op, the shapes and the other arguments
-alone: it is worked out once per signature in a pass and kept by the store (issue 34, item 2).
+alone: it is worked out once per signature in a pass and kept by the store (issue 34, item 2); an op that moves
+elements along named dims and is defined for any leading dims (``cat``, ``stack``, the split copies, ``index_select``,
+``flip``, ``roll``) runs on the distances themselves, no ids at all. What the element-wise rule decides about an op
+(selection, product rule, zero-free proof, sum with infinities) is kept per op as well.
 
 Tensor identity: distances are kept per storage, keyed by the storage's data pointer. Every storage
 written (or cached) during the trace is held alive in :attr:`PathTracer.alive` until the trace ends, so a
@@ -208,7 +211,7 @@ class PathTracer(EngineMode):
             early = self._without_rule(functional, args, kwargs, None, refuse=False)
             if draws is not None:
                 torch.set_rng_state(draws)
-        _check_strided(func, tensors_in(args))
+        _check_strided(func, args if _flat_tensors(args) else tensors_in(args))
         if kwargs:
             _check_strided(func, tensors_in(kwargs.values()))
         return kind, early, draws
@@ -364,6 +367,9 @@ def _plan(func: torch._ops.OpOverload) -> tuple[int, bool, bool, torch._ops.OpOv
     return plan
 
 
+_STRIDED = torch.strided
+
+
 def _check_strided(func: torch._ops.OpOverload, tensors) -> None:
     """Refuse an op on a sparse (or other non-strided) tensor: the distance store keeps one entry per stored
     element of a dense tensor, and a sparse tensor's elements are not where its strides say.
@@ -372,7 +378,7 @@ def _check_strided(func: torch._ops.OpOverload, tensors) -> None:
         SeqlabError: the op and the layout it met.
     """
     for tensor in tensors:
-        if tensor.layout != torch.strided:
+        if isinstance(tensor, Tensor) and tensor.layout != _STRIDED:
             raise SeqlabError(N_("the path tracer follows dense (strided) tensors only; {op_name} met a tensor of "
                                  "layout {layout}: pass dense tensors (Tensor.to_dense())"),
                               op_name=op_name(func), layout=str(tensor.layout).removeprefix('torch.'),
@@ -398,7 +404,18 @@ def _aliases(outs: list[Tensor], args) -> bool:
 
 
 def _outputs(out) -> list[Tensor]:
+    if isinstance(out, Tensor):
+        return [out]  # the common case, without a walk
     return list(tensors_in(out if isinstance(out, (list, tuple)) else (out,)))
+
+
+def _flat_tensors(args: tuple) -> bool:
+    """Whether no argument is a list or a tuple: then :func:`_check_strided` may walk ``args`` itself (it looks at
+    tensors only)."""
+    for a in args:
+        if type(a) is list or type(a) is tuple:
+            return False
+    return True
 
 
 def _outputs_of(func, args, kwargs) -> list[Tensor] | None:
