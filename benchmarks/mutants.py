@@ -42,12 +42,18 @@ EPSILON = 1e-6
 #: The modules of the verdict rules and the tests that cover each (a pytest selection, run with -x).
 MODULES: dict[str, list[str]] = {
     "rounds": ["seqlab/measure/rounds.py", "tests/test_rounds.py", "tests/test_verdict_boundaries.py"],
-    "timing": ["seqlab/measure/timing.py", "tests/test_timing.py"],
-    "fit": ["seqlab/fit.py", "tests/test_fit.py", "-k",
+    "timing": ["seqlab/measure/timing.py", "tests/test_timing.py", "tests/test_timing_boundaries.py"],
+    "fit": ["seqlab/fit.py", "tests/test_fit.py", "tests/test_fit_boundaries.py", "-k",
             "not table1_modern and not issues_example and not window_of_one and not regime_follows"],
-    "claims": ["seqlab/studies/claims.py", "tests/test_check_verdicts.py"],
-    "claims_path": ["seqlab/studies/claims_path.py", "tests/test_check_verdicts.py"],
-    "claims_time": ["seqlab/studies/claims_time.py", "tests/test_claims_time.py", "tests/test_check_verdicts.py"],
+    "claims": ["seqlab/studies/claims.py", "tests/test_check_verdicts.py", "tests/test_claims_boundaries.py"],
+    "claims_path": ["seqlab/studies/claims_path.py", "tests/test_check_verdicts.py", "tests/test_claims_boundaries.py"],
+    "claims_time": ["seqlab/studies/claims_time.py", "tests/test_claims_time.py", "tests/test_check_verdicts.py",
+                    "tests/test_claims_boundaries.py"],
+    "claims_cost": ["seqlab/studies/claims_cost.py", "tests/test_check_verdicts.py", "tests/test_claims_boundaries.py"],
+    "claims_beyond": ["seqlab/studies/claims_beyond.py", "tests/test_check_beyond.py", "tests/test_check_signal_path.py",
+                      "tests/test_check_model_state.py", "tests/test_claims_boundaries.py"],
+    "check": ["seqlab/studies/check.py", "tests/test_check_verdicts.py", "tests/test_verdict_fields.py",
+              "tests/test_claims_boundaries.py"],
     "learn_verdicts": ["seqlab/studies/learn_verdicts.py", "tests/test_learn_verdicts.py", "-k",
                        "not training_keeps and not plot"],
     "selection": ["seqlab/learn/selection.py", "tests/test_learn_verdicts.py", "-k", "not training_keeps and not plot"],
@@ -56,6 +62,7 @@ MODULES: dict[str, list[str]] = {
     "signal_path": ["seqlab/measure/signal_path.py", "tests/test_signal_path.py"],
 }
 SWAP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt}
+BOOL_SWAP = {ast.And: ast.Or, ast.Or: ast.And}
 
 
 @dataclass(frozen=True)
@@ -100,6 +107,11 @@ def _points(tree: ast.Module) -> list[tuple[ast.AST, object, str]]:
             for new in _changes(value.value):
                 points.append((value, new, f"{target.id} = {value.value!r} -> {new!r}"))
     for node in ast.walk(tree):
+        if isinstance(node, ast.BoolOp):
+            text = ast.unparse(node)
+            points.append((node, ("bool",), f"{text[:90]}: {type(node.op).__name__} -> "
+                                             f"{BOOL_SWAP[type(node.op)].__name__}"))
+            continue
         if not isinstance(node, ast.Compare):
             continue
         for position, op in enumerate(node.ops):
@@ -120,7 +132,9 @@ def mutants_of(name: str, source: str) -> list[tuple[Mutant, str]]:
     for index, (node, how, text) in enumerate(_points(tree)):
         mutated = copy.deepcopy(tree)
         target = [n for n in ast.walk(mutated)][[n for n in ast.walk(tree)].index(node)]
-        if isinstance(how, tuple):
+        if how == ("bool",):
+            target.op = BOOL_SWAP[type(target.op)]()
+        elif isinstance(how, tuple):
             target.ops[how[1]] = SWAP[type(target.ops[how[1]])]()
         else:
             target.value = how
