@@ -109,8 +109,8 @@ def _points(tree: ast.Module) -> list[tuple[ast.AST, object, str]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.BoolOp):
             text = ast.unparse(node)
-            points.append((node, ("bool",), f"{text[:90]}: {type(node.op).__name__} -> "
-                                             f"{BOOL_SWAP[type(node.op)].__name__}"))
+            swapped = BOOL_SWAP[type(node.op)].__name__
+            points.append((node, ("bool",), f"{text[:90]}: {type(node.op).__name__} -> {swapped}"))
             continue
         if not isinstance(node, ast.Compare):
             continue

@@ -17,9 +17,9 @@ import torch
 import seqlab.measure.order
 import seqlab.measure.paths
 import seqlab.measure.reach
-import seqlab.studies.claims_path as claims_path
 from seqlab.render.check import claim_text
-from seqlab.studies.check import CAVEAT, CHECKS, FAILS, HOLDS, ClaimCheck, CheckSizes
+from seqlab.studies import claims_path
+from seqlab.studies.check import CAVEAT, CHECKS, FAILS, HOLDS, CheckSizes, ClaimCheck
 
 SIZES = CheckSizes(span_lengths=(8, 16), path_lengths=(8, 16), radii=(0.5, 0.8, 1.0, 1.25, 1.5, 3.0), reach_draws=1,
                    reach_lengths=(8, 16, 32), count_length=8, count_widths=(4, 6), crossover_width=8,

@@ -7,12 +7,23 @@ it. ``benchmarks/mutants.py`` reports which single-point changes of these rules 
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import pytest
 
+from seqlab import fit
 from seqlab.errors import SeqlabError
-from seqlab.fit import classify_growth, growth_kind, grows_like_length, sum_of_growths
+from seqlab.fit import (
+    choose_form,
+    classify_growth,
+    fit_forms,
+    fit_growth,
+    grows_like_length,
+    growth_kind,
+    judge_form,
+    sum_of_growths,
+)
 
 # --- growth_kind: exact integers on an exact line, no tolerance --------------------------------------------------
 
@@ -88,3 +99,131 @@ _AT = Fraction(0.9 * 2)
 ])
 def test_a_span_grows_like_t_from_nine_tenths_of_t2_over_t1(values, grows):
     assert grows_like_length((8, 16), values) is grows
+
+
+# --- fit_growth: the logarithm is kept when it rises and its error is under half the power law's ----------------
+
+
+@pytest.mark.parametrize("slope, model", [(0.5, "log"), (1 / math.log(2), "log"), (-0.5, "power")])
+def test_an_exact_logarithm_is_kept_at_any_rising_slope(slope, model):
+    """y = 10 + b·ln x exactly: kept as a logarithm at b = 0.5 (below 1 too); at b = −0.5 (falling, above −1) never."""
+    xs = [16, 32, 64, 128]
+    got = fit_growth(xs, [10 + slope * math.log(x) for x in xs])
+    assert got.model == model
+    assert got.log_slope == pytest.approx(slope, rel=1e-12) and got.log_error == pytest.approx(0, abs=1e-12)
+
+
+def test_a_logarithm_exactly_at_the_preference_is_not_kept(monkeypatch):
+    """log_error < preference · power_error, strictly: a preference at which the two sides are equal keeps the power
+    law; the next float above it keeps the logarithm."""
+    xs, ys = [16, 32, 64, 128], [4.0, 5.01, 5.99, 7.0]  # nearly log2 x: both errors above 0
+    got = fit_growth(xs, ys)
+    assert got.model == "log" and 0 < got.log_error < 0.5 * got.power_error
+    preference = got.log_error / got.power_error
+    while preference * got.power_error < got.log_error:
+        preference = math.nextafter(preference, 1.0)
+    while preference * got.power_error > got.log_error:
+        preference = math.nextafter(preference, 0.0)
+    assert preference * got.power_error == got.log_error
+    monkeypatch.setattr(fit, "LOG_PREFERENCE", preference)
+    assert fit_growth(xs, ys).model == "power"
+    monkeypatch.setattr(fit, "LOG_PREFERENCE", math.nextafter(preference, 1.0))
+    assert fit_growth(xs, ys).model == "log"
+
+
+# --- the least squares: a pivot of 1e-300 is the least one solved; the columns scaled, so any unit of y fits -------
+
+
+@pytest.mark.parametrize("entry, solved", [(1e-150, True), (math.nextafter(1e-150, 0.0) * (1 - 1e-6), False),
+                                           (1e-150 * (1 + 1e-6), True)])
+def test_the_least_pivot_solved_is_1e_300(entry, solved):
+    """One unknown, one row (entry): the pivot is entry² (1e-150² is 1e-300 exactly); below 1e-300 it is singular."""
+    assert (1e-150 * 1e-150 == 1e-300) and ((entry * entry >= 1e-300) is solved)
+    got = fit._solve([[entry]], [2 * entry])
+    assert (got is not None) is solved
+    if solved:
+        assert got[0] == pytest.approx(2.0, rel=1e-12)
+
+
+@pytest.mark.parametrize("unit", [1.0, 1e160, 1e-160])
+def test_a_fit_reads_the_same_form_in_any_unit_of_y(unit):
+    """5 + 2T in any unit: the columns are scaled before the normal equations, which would otherwise underflow
+    (1/y² at y ≈ 1e160) or overflow (T²/y² at y ≈ 1e-160)."""
+    xs = (16, 32, 64, 128)
+    fits = fit_forms(xs, [unit * (5 + 2 * T) for T in xs])
+    chosen = choose_form(fits)
+    assert chosen.form == "T" and chosen.residual <= 1e-9
+    assert [f.form for f in fits] == ["1", "log T", "√T", "T", "T log T", "T^1.5", "T²"]
+
+
+# --- fit_growth's logarithm: a prediction at or below 0 has an infinite error -------------------------------------
+
+
+@pytest.mark.parametrize("ys, predicted", [((1, 1, 7), 0.0), ((1, 1, 7.5), -1 / 12)])
+def test_a_logarithm_that_predicts_zero_or_just_below_has_an_infinite_error(ys, predicted):
+    """At x = 1, 2, 4 the line in ln x through (1, 1, 7) is 3·log₂x: it predicts 0 at x = 1 (exactly, in floats);
+    (1, 1, 7.5) predicts −1/12 there. Neither can be read in log space: the power law is kept. x = 1 is a size."""
+    got = fit_growth([1, 2, 4], list(ys))
+    assert got.log_intercept == pytest.approx(predicted, abs=1e-12) and (got.log_intercept == 0.0) == (predicted == 0)
+    assert got.log_error == math.inf and got.model == "power"
+
+
+def test_a_logarithm_that_predicts_values_below_one_is_kept():
+    """y = (log₂x)/8 at x = 16…128: 0.5 to 0.875, exact, rising: a logarithm whatever the unit."""
+    got = fit_growth([16, 32, 64, 128], [0.5, 0.625, 0.75, 0.875])
+    assert got.model == "log" and got.log_error == pytest.approx(0, abs=1e-12)
+
+
+# --- the form: exact is a residual at most EXACT; the leading term reaches LEADING_SHARE of the largest value ------
+
+
+def test_a_residual_exactly_at_the_exactness_bound_is_exact(monkeypatch):
+    """10⁶ + T: the form T fits with a residual of about 1e-16, the slower forms within 1e-3. With the bound set to
+    T's own residual, T is exact and chosen; with the bound a float below it, no form is exact and the slowest of
+    those within 1e-3 (the constant) is chosen."""
+    xs = (16, 32, 64, 128)
+    ys = [10**6 + T for T in xs]
+    own = next(f for f in fit_forms(xs, ys) if f.form == "T").residual
+    monkeypatch.setattr(fit, "EXACT", own)
+    assert choose_form(fit_forms(xs, ys)).form == "T"
+    monkeypatch.setattr(fit, "EXACT", math.nextafter(own, 0.0))
+    assert choose_form(fit_forms(xs, ys)).form == "1"
+
+
+def test_two_forms_exact_at_the_bound_are_not_separated(monkeypatch):
+    """8 + 2⌈log₂T⌉ at T = 2, 4, 6 is 10, 12, 14: affine in T too; both fits leave a residual of exactly 0. With
+    the exactness bound at 0, both are exact (at the bound): the lengths cannot separate log T from T."""
+    xs, ys = [2, 4, 6], [10, 12, 14]
+    assert {f.form: f.residual for f in fit_forms(xs, ys) if f.form in ("log T", "T")} == {"log T": 0.0, "T": 0.0}
+    monkeypatch.setattr(fit, "EXACT", 0.0)
+    assert judge_form(xs, ys, "log T") == fit.FormVerdict("not_separated", "log T", "T")
+
+
+def test_a_leading_term_exactly_at_its_share_leads(monkeypatch):
+    """(12, 14, 16) at T = 3, 6, 9 fitted by 10 + (2/3)·T: the leading term reaches (2/3)·9 = 6 of the largest
+    value 16. With the share set to exactly that, T leads; a float above it, T does not."""
+    xs, ys = [3, 6, 9], [12, 14, 16]
+    linear = next(f for f in fit_forms(xs, ys) if f.form == "T")
+    lead = linear.coefficients[-1] * 9
+    share = lead / 16
+    while share * 16 > lead:
+        share = math.nextafter(share, 0.0)
+    while share * 16 < lead:
+        share = math.nextafter(share, 1.0)
+    assert share * 16 == lead
+    monkeypatch.setattr(fit, "LEADING_SHARE", share)
+    assert next(f for f in fit_forms(xs, ys) if f.form == "T").leads
+    monkeypatch.setattr(fit, "LEADING_SHARE", math.nextafter(share, 1.0))
+    assert not next(f for f in fit_forms(xs, ys) if f.form == "T").leads
+
+
+# --- a series is monotone when every rise has one sign, 0 counting as either ----------------------------------------
+
+
+@pytest.mark.parametrize("ys, monotone", [
+    ((1, 1, 2), True), ((2, 1, 1), True), ((3, 3, 3), True),  # a flat step goes with either sign
+    ((1, 1.5, 2), True), ((2, 1.5, 1), True),  # rises and falls below 1 in size
+    ((5, 4.5, 6), False), ((1, 1.5, 1), False), ((1, 3, 2), False),
+])
+def test_a_series_is_monotone_when_its_rises_never_change_sign(ys, monotone):
+    assert fit._monotone(ys) is monotone
