@@ -227,3 +227,11 @@ def test_a_leading_term_exactly_at_its_share_leads(monkeypatch):
 ])
 def test_a_series_is_monotone_when_its_rises_never_change_sign(ys, monotone):
     assert fit._monotone(ys) is monotone
+
+
+@pytest.mark.parametrize("ys, expected", [((1, 4, 16), "log T"), ((1, 4, 16), "T log T"), ((3, 3, 3), "log T")])
+def test_lengths_from_one_judge_a_form_whose_term_is_zero_at_one(ys, expected):
+    """ln T, ⌈log₂T⌉ and T ln T are 0 at T = 1: no series a fit can read, so they are not tried as a series of the
+    expected form (they made judge_form raise 'a growth fit needs positive … values' about values no one passed)."""
+    assert judge_form([1, 2, 4], list(ys), expected).verdict in ("mismatch", "not_separated")
+    assert judge_form([1, 2, 4], [1, 4, 16], "log T") == fit.FormVerdict("mismatch", "T²")
