@@ -208,3 +208,45 @@ def test_l10_the_sentences_recurrence_change_exactly_at_the_floor_does_not_hold(
     verdict, values = l10_with(monkeypatch, tolerance=tolerance, recurrence_change=1.0)
     assert 100 * tolerance >= gap and verdict == FAILS
     assert l10_with(monkeypatch, tolerance=tolerance * (1 - 1e-9), recurrence_change=1.0)[0] == HOLDS
+
+
+# --- L8: why a comparison was not decided, at each edge of the margin -----------------------------------------------
+
+
+def reason_and_words(low: float, high: float, rounds: int = 7, margin: float = 1.2):
+    """(undecided_reason of a not-judged decision with these quartiles, its words in the L8 sentence)."""
+    from seqlab.i18n import translator
+    from seqlab.measure.rounds import Decision
+    from seqlab.render.check import Numbers
+    from seqlab.render.check_time import _reason
+    from seqlab.studies.claims_time import undecided_reason
+
+    reason = undecided_reason(Decision("recurrence", "sdpa", "not_judged", (low + high) / 2, low, high, margin, rounds))
+    entry = {"class": "not_judged", "reason": reason, "low": low, "high": high, "rounds": rounds}
+    return reason, _reason(translator("en", "seqlab"), entry, Numbers("en"), "1.2")
+
+
+@pytest.mark.parametrize("low, high, reason", [
+    (1.2, 1.5, "straddles"),  # the lower quartile exactly at the margin: not beyond it
+    (1.2 + 1e-9, 1.5, "quickest_disagree"),  # beyond it: the quartiles clear the margin
+    (0.5, 1 / 1.2, "straddles"),  # the upper quartile exactly at 1/margin
+    (0.5, 1 / 1.2 - 1e-9, "quickest_disagree"),
+    (1 / 1.2, 1.2, "quickest_disagree"),  # both inside the margin, at its two edges: a tie by the quartiles
+    (1 / 1.2 - 1e-9, 1.2, "straddles"),
+    (1 / 1.2, 1.2 + 1e-9, "straddles"),
+    (0.5, 1.0, "straddles"),  # below 1/margin to inside: straddles the lower edge
+    (1.0, 1.5, "straddles"),
+])
+def test_l8_a_comparison_clears_the_margin_or_straddles_it(low, high, reason):
+    found, words = reason_and_words(low, high)
+    assert found == reason
+    tail = "across the ×1.2 margin" if reason == "straddles" else "but the quickest rounds disagree"
+    assert words.endswith(tail) and "over 7 rounds" in words
+
+
+@pytest.mark.parametrize("rounds, reason", [(2, "few_rounds"), (3, "straddles")])
+def test_l8_three_rounds_are_enough_to_say_why(rounds, reason):
+    found, words = reason_and_words(1.0, 1.5, rounds)
+    assert found == reason
+    assert words == ("only 2 rounds, too few to decide" if rounds == 2 else
+                     "×1.00–1.50 over 3 rounds, across the ×1.2 margin")
