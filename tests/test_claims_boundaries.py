@@ -250,3 +250,31 @@ def test_l8_three_rounds_are_enough_to_say_why(rounds, reason):
     assert found == reason
     assert words == ("only 2 rounds, too few to decide" if rounds == 2 else
                      "×1.00–1.50 over 3 rounds, across the ×1.2 margin")
+
+
+# --- L7: at layer scope attention "costs more" only when counted strictly more at every T -----------------------
+
+
+@pytest.mark.parametrize("extra, verdict", [(0, HOLDS), (1, CAVEAT)])
+def test_l7_a_layer_counted_equal_to_the_recurrence_does_not_cost_more(monkeypatch, extra, verdict):
+    """nn.MultiheadAttention counted (and closed-formed) at exactly nn.RNN's count, T(d² + d²), at every T: no
+    crossover is missing, L7 holds plainly; one multiplication more at every T is "costs more": the caveat."""
+    import seqlab.measure.work
+    from seqlab import cost
+
+    real = seqlab.measure.work.count_on_meta
+
+    def equal(function, *args, **kwargs):
+        counted = real(function, *args, **kwargs)
+        if isinstance(function, torch.nn.MultiheadAttention):
+            _, T, d = args[0].shape  # (1, T, d)
+            return replace(counted, multiplications=cost.gated_recurrence_multiplications(T, d, d) + extra)
+        return counted
+
+    monkeypatch.setattr(seqlab.measure.work, "count_on_meta", equal)
+    monkeypatch.setattr(cost, "attention_layer_multiplications",
+                        lambda T, d_model, d_k, d_v: cost.gated_recurrence_multiplications(T, d_model, d_model) + extra)
+    found, condition, sentence = judged("L7")
+    assert (found, condition["caveats"], condition["layer_counts_agree"]) == \
+        (verdict, ["layer_scope_attention_costs_more"] if extra else [], True)
+    assert ("Caveat: at layer scope with equal widths attention costs more at every T" in sentence) == bool(extra)
