@@ -9,6 +9,7 @@ reports which single-point changes of these rules the tests would let through.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -278,3 +279,83 @@ def test_l7_a_layer_counted_equal_to_the_recurrence_does_not_cost_more(monkeypat
     assert (found, condition["caveats"], condition["layer_counts_agree"]) == \
         (verdict, ["layer_scope_attention_costs_more"] if extra else [], True)
     assert ("Caveat: at layer scope with equal widths attention costs more at every T" in sentence) == bool(extra)
+
+
+# --- B2: the math path's peak at least the T×T scores at every T; the fused kernel's below them at the largest T --
+
+
+def b2_with(monkeypatch, math_bytes, fused_bytes):
+    """B2 with the allocator's peaks patched: the math path's at T = 256, 512, 1024, then the fused kernel's."""
+    from seqlab.measure.memory_peak import PeakMemory
+    from seqlab.studies import claims_beyond
+
+    peaks = iter([*math_bytes, *fused_bytes])
+
+    def patched(function, *args, **kwargs):
+        value = next(peaks)
+        return PeakMemory(value, 0, value, 1, 0, (), "patched", {}, allocator_peak_bytes=value)
+
+    monkeypatch.setattr(claims_beyond.memory_peak, "measure_peak_memory", patched)
+    judgement = claims_beyond.check_b2(CheckSizes(), 0)
+    return judgement, claim_text(ClaimCheck("B2", judgement.verdict, judgement.values, judgement.condition))
+
+
+_SCORES = [256 * 256 * 4, 512 * 512 * 4, 1024 * 1024 * 4]  # one float32 T×T matrix: 262,144 … 4,194,304 bytes
+
+
+@pytest.mark.parametrize("math_bytes, verdict", [
+    (_SCORES, HOLDS),  # exactly the scores' bytes at every T: at least them
+    ([_SCORES[0], _SCORES[1] - 1, _SCORES[2]], FAILS),  # one byte short at T = 512
+    ([_SCORES[0] - 1, _SCORES[1], _SCORES[2]], FAILS),  # at the first T
+])
+def test_b2_the_math_peak_holds_at_least_the_scores_at_every_t(monkeypatch, math_bytes, verdict):
+    judgement, text = b2_with(monkeypatch, math_bytes, [1000, 2000, 4000])
+    assert (judgement.verdict, judgement.values["math_form"]) == (verdict, "T²")
+    assert text.verdict == ("holds" if verdict == HOLDS else "does not hold")
+    assert "the T×T scores alone 262,144, 1,048,576, 4,194,304 bytes" in text.figure
+
+
+@pytest.mark.parametrize("largest, verdict", [(_SCORES[2] - 1, HOLDS), (_SCORES[2], FAILS)])
+def test_b2_the_fused_peak_stays_strictly_below_the_scores(monkeypatch, largest, verdict):
+    judgement, text = b2_with(monkeypatch, _SCORES, [1000, 2000, largest])
+    assert judgement.verdict == verdict and text.verdict == ("holds" if verdict == HOLDS else "does not hold")
+
+
+# --- B4: the two reaches agree within 1e-9, relative to the loop's ------------------------------------------------
+
+
+def b4_with(monkeypatch, loop_reach, scan_reach):
+    from seqlab.studies import claims_beyond
+
+    real = claims_beyond.measure_signal_path
+    monkeypatch.setattr(claims_beyond, "measure_signal_path", lambda layer, x, **kw: replace(
+        real(layer, x, **kw), reach=loop_reach if layer.form == "loop" else scan_reach))
+    return claims_beyond.check_b4(CheckSizes(), 0)
+
+
+@pytest.mark.parametrize("relative, verdict", [(1.0000005e-9, FAILS), (0.9999995e-9, HOLDS), (0.0, HOLDS)])
+def test_b4_reaches_agree_within_one_part_in_a_billion(monkeypatch, relative, verdict):
+    """Loop reach 1.0, scan reach 1 − relative: a hair above 1e-9 apart fails, a hair below holds."""
+    judged = b4_with(monkeypatch, 1.0, 1.0 - relative)
+    assert abs(judged.values["reach_difference"] - relative) < 1e-15
+    assert (judged.verdict, judged.values["reach_equal"]) == (verdict, verdict == HOLDS)
+
+
+def test_b4_reaches_exactly_the_tolerance_apart_agree(monkeypatch):
+    """With the tolerance set to 2⁻³⁰, reaches 1 and 1 − 2⁻³⁰ differ by exactly it (a float subtraction that is
+    exact): within (<=); the next float further is not."""
+    from seqlab.studies import claims_beyond
+
+    monkeypatch.setattr(claims_beyond, "REACH_TOLERANCE", 2.0**-30)
+    judged = b4_with(monkeypatch, 1.0, 1.0 - 2.0**-30)
+    assert judged.values["reach_difference"] == 2.0**-30 and judged.verdict == HOLDS
+    assert b4_with(monkeypatch, 1.0, math.nextafter(1.0 - 2.0**-30, 0.0)).verdict == FAILS
+
+
+@pytest.mark.parametrize("loop_reach, verdict", [(0.0, FAILS), (0.5, HOLDS), (5e-324, HOLDS)])
+def test_b4_a_loop_reach_of_zero_agrees_with_nothing(monkeypatch, loop_reach, verdict):
+    """A loop reach of 0 gives no relative difference (infinite: fails); any reach above 0, even the least float
+    or one below 1, is compared."""
+    judged = b4_with(monkeypatch, loop_reach, loop_reach)
+    assert judged.verdict == verdict
+    assert judged.values["reach_difference"] == (math.inf if loop_reach == 0 else 0.0)
