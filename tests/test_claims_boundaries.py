@@ -359,3 +359,28 @@ def test_b4_a_loop_reach_of_zero_agrees_with_nothing(monkeypatch, loop_reach, ve
     judged = b4_with(monkeypatch, loop_reach, loop_reach)
     assert judged.verdict == verdict
     assert judged.values["reach_difference"] == (math.inf if loop_reach == 0 else 0.0)
+
+
+# --- check: an unknown claim is named among several, not when it is the only one; the exit code --------------------
+
+
+@pytest.mark.parametrize("claims, which", [("L13", False), ("L1,L13", True), ("L13,L1,L2", True)])
+def test_an_unknown_claim_is_named_only_among_several(claims, which):
+    from seqlab.errors import SeqlabError
+    from seqlab.studies.check import parse_claims
+
+    with pytest.raises(SeqlabError) as raised:
+        parse_claims(claims)
+    message = str(raised.value)
+    assert message.startswith("expected claims among L1–L12") and f"received {claims!r}" in message
+    assert ("in which 'L13' is not one" in message) is which
+
+
+@pytest.mark.parametrize("verdict, error, all_hold", [(HOLDS, None, True), (CAVEAT, None, True), (FAILS, None, False),
+                                                      ("not_judged", None, True), ("not_judged", "boom", False)])
+def test_the_run_fails_on_a_claim_that_does_not_hold_or_a_measurement_that_raised(verdict, error, all_hold):
+    from seqlab.studies.check import CheckResult
+
+    checks = (ClaimCheck("L1", HOLDS), ClaimCheck("L2", verdict, error=error))
+    result = CheckResult(checks=checks, full=False, seed=0, threads=1, torch_version="x", elapsed_s=0.0)
+    assert result.all_hold is all_hold
