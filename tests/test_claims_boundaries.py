@@ -384,3 +384,17 @@ def test_the_run_fails_on_a_claim_that_does_not_hold_or_a_measurement_that_raise
     checks = (ClaimCheck("L1", HOLDS), ClaimCheck("L2", verdict, error=error))
     result = CheckResult(checks=checks, full=False, seed=0, threads=1, torch_version="x", elapsed_s=0.0)
     assert result.all_hold is all_hold
+
+
+@pytest.mark.parametrize("sizes, full", [(SIZES, False), (SIZES, True), (None, False), (None, True)])
+def test_explicit_sizes_replace_those_full_picks(monkeypatch, sizes, full):
+    from dataclasses import replace as replaced
+
+    from seqlab.studies import check
+    from seqlab.studies.verdicts import Judgement
+
+    seen = []
+    monkeypatch.setitem(check.CHECKS, "L1", lambda s, seed: seen.append(s) or Judgement(HOLDS, {}, {"caveats": []}))
+    result = check.run_check(check.CheckConfig(claims=("L1",), full=full, threads=1, sizes=sizes))
+    expected = sizes if sizes is not None else CheckSizes.of(full)
+    assert seen == [replaced(expected, threads=1)] and result.checks[0].verdict == HOLDS
