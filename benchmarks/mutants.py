@@ -24,7 +24,10 @@ cannot bring a killed mutant back.
 
 Costs: one pytest session per mutant, 10–60 s each on a shared 2-core machine (a survivor runs its whole test
 selection). Measured on 2026-12-06 (benchmarks/results/mutants-2026-12-06.txt): over learn_verdicts, selection,
-verdicts, decode and rounds, main's tests let 66 of 90 mutants live; this branch's 2 of 91, both equivalent.
+verdicts, decode and rounds, main's tests let 66 of 90 mutants live; this branch's 2 of 91, both equivalent. Over
+fit, claims, claims_path, claims_time, claims_cost, claims_beyond, check, timing, rounds and verdicts, with and/or
+swaps (benchmarks/results/mutants-fit-claims-timing-2026-12-06.txt): main's tests let 85 of 271 live, the mutants
+branch's 8, each argued equivalent there (one, fit's probe bound, not proved: no separating input found).
 """
 
 from __future__ import annotations
