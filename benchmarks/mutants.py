@@ -4,6 +4,7 @@ Each mutant changes one thing in one module of the verdict rules (rounds, timing
 their selection, decode's terms, verdicts):
 
 * a comparison ``<`` ↔ ``<=`` or ``>`` ↔ ``>=`` (``ast.Compare``, every one in the module);
+* a boolean ``and`` ↔ ``or`` (``ast.BoolOp``, every one in the module);
 * a threshold constant: a module-level UPPER_CASE float ×(1 + ε) and ×(1 − ε) (ε = 1e-6), an UPPER_CASE integer
   that some comparison of the module reads ± 1, and a number written in a comparison (float ×(1 ± ε), int ± 1).
 
@@ -15,10 +16,18 @@ must pass first (the baseline). A survivor is either a missing boundary test or 
 input can see, such as ``x < 0`` ↔ ``x <= 0`` where x is a positive count); the report lists each with its line.
 
     PYTHONPATH=src python benchmarks/mutants.py [--modules fit rounds ...] [--timeout 120] [--out FILE]
+                                                [--rerun EARLIER.json]
+
+``--rerun`` runs only the mutants an earlier sweep's JSON did not find killed (and any the earlier source did not
+have), matched by module and change, not by line, so that edited docstrings do not lose them: tests only added
+cannot bring a killed mutant back.
 
 Costs: one pytest session per mutant, 10–60 s each on a shared 2-core machine (a survivor runs its whole test
 selection). Measured on 2026-12-06 (benchmarks/results/mutants-2026-12-06.txt): over learn_verdicts, selection,
-verdicts, decode and rounds, main's tests let 66 of 90 mutants live; this branch's 2 of 91, both equivalent.
+verdicts, decode and rounds, main's tests let 66 of 90 mutants live; this branch's 2 of 91, both equivalent. Over
+fit, claims, claims_path, claims_time, claims_cost, claims_beyond, check, timing, rounds and verdicts, with and/or
+swaps (benchmarks/results/mutants-fit-claims-timing-2026-12-06.txt): main's tests let 85 of 271 live, the mutants
+branch's 8, each argued equivalent there (one, fit's probe bound, not proved: no separating input found).
 """
 
 from __future__ import annotations
@@ -41,21 +50,29 @@ ROOT = Path(__file__).resolve().parents[1]
 EPSILON = 1e-6
 #: The modules of the verdict rules and the tests that cover each (a pytest selection, run with -x).
 MODULES: dict[str, list[str]] = {
-    "rounds": ["seqlab/measure/rounds.py", "tests/test_rounds.py", "tests/test_verdict_boundaries.py"],
-    "timing": ["seqlab/measure/timing.py", "tests/test_timing.py"],
-    "fit": ["seqlab/fit.py", "tests/test_fit.py", "-k",
-            "not table1_modern and not issues_example and not window_of_one and not regime_follows"],
-    "claims": ["seqlab/studies/claims.py", "tests/test_check_verdicts.py"],
-    "claims_path": ["seqlab/studies/claims_path.py", "tests/test_check_verdicts.py"],
-    "claims_time": ["seqlab/studies/claims_time.py", "tests/test_claims_time.py", "tests/test_check_verdicts.py"],
+    "rounds": ["seqlab/measure/rounds.py", "tests/test_verdict_boundaries.py", "tests/test_rounds.py"],
+    "timing": ["seqlab/measure/timing.py", "tests/test_timing_boundaries.py", "tests/test_timing.py"],
+    "fit": ["seqlab/fit.py", "tests/test_fit_boundaries.py", "tests/test_fit.py", "-k",
+           "not table1_modern and not issues_example and not window_of_one and not regime_follows"],
+    "claims": ["seqlab/studies/claims.py", "tests/test_claims_boundaries.py", "tests/test_check_verdicts.py"],
+    "claims_path": ["seqlab/studies/claims_path.py", "tests/test_claims_boundaries.py", "tests/test_check_verdicts.py"],
+    "claims_time": ["seqlab/studies/claims_time.py", "tests/test_claims_boundaries.py", "tests/test_claims_time.py",
+                   "tests/test_check_verdicts.py"],
+    "claims_cost": ["seqlab/studies/claims_cost.py", "tests/test_claims_boundaries.py", "tests/test_check_verdicts.py"],
+    "claims_beyond": ["seqlab/studies/claims_beyond.py", "tests/test_claims_boundaries.py",
+                     "tests/test_check_beyond.py", "tests/test_check_signal_path.py",
+                     "tests/test_check_model_state.py"],
+    "check": ["seqlab/studies/check.py", "tests/test_claims_boundaries.py", "tests/test_check_verdicts.py",
+             "tests/test_verdict_fields.py"],
     "learn_verdicts": ["seqlab/studies/learn_verdicts.py", "tests/test_learn_verdicts.py", "-k",
-                       "not training_keeps and not plot"],
+                      "not training_keeps and not plot"],
     "selection": ["seqlab/learn/selection.py", "tests/test_learn_verdicts.py", "-k", "not training_keeps and not plot"],
-    "decode": ["seqlab/studies/decode.py", "tests/test_decode.py", "tests/test_verdict_boundaries.py"],
-    "verdicts": ["seqlab/studies/verdicts.py", "tests/test_verdict_fields.py", "tests/test_verdict_boundaries.py"],
+    "decode": ["seqlab/studies/decode.py", "tests/test_verdict_boundaries.py", "tests/test_decode.py"],
+    "verdicts": ["seqlab/studies/verdicts.py", "tests/test_verdict_boundaries.py", "tests/test_verdict_fields.py"],
     "signal_path": ["seqlab/measure/signal_path.py", "tests/test_signal_path.py"],
 }
 SWAP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt}
+BOOL_SWAP = {ast.And: ast.Or, ast.Or: ast.And}
 
 
 @dataclass(frozen=True)
@@ -100,6 +117,11 @@ def _points(tree: ast.Module) -> list[tuple[ast.AST, object, str]]:
             for new in _changes(value.value):
                 points.append((value, new, f"{target.id} = {value.value!r} -> {new!r}"))
     for node in ast.walk(tree):
+        if isinstance(node, ast.BoolOp):
+            text = ast.unparse(node)
+            swapped = BOOL_SWAP[type(node.op)].__name__
+            points.append((node, ("bool",), f"{text[:90]}: {type(node.op).__name__} -> {swapped}"))
+            continue
         if not isinstance(node, ast.Compare):
             continue
         for position, op in enumerate(node.ops):
@@ -120,7 +142,9 @@ def mutants_of(name: str, source: str) -> list[tuple[Mutant, str]]:
     for index, (node, how, text) in enumerate(_points(tree)):
         mutated = copy.deepcopy(tree)
         target = [n for n in ast.walk(mutated)][[n for n in ast.walk(tree)].index(node)]
-        if isinstance(how, tuple):
+        if how == ("bool",):
+            target.op = BOOL_SWAP[type(target.op)]()
+        elif isinstance(how, tuple):
             target.ops[how[1]] = SWAP[type(target.ops[how[1]])]()
         else:
             target.value = how
@@ -173,8 +197,28 @@ def run_tests(selection: list[str], timeout: float) -> tuple[str, str]:
     return ("passed" if code == 0 else "failed"), plugin.failed
 
 
-def sweep(names: list[str], timeout: float) -> list[Outcome]:
-    """Copy src/, then for each module: the baseline, and every mutant."""
+def _keys(mutants: list[Mutant]) -> list[tuple[str, str, int]]:
+    """A mutant's identity across edits that move lines: (module, change, how many identical changes came before)."""
+    seen: dict[tuple[str, str], int] = {}
+    keys = []
+    for mutant in mutants:
+        seen[(mutant.module, mutant.change)] = seen.get((mutant.module, mutant.change), -1) + 1
+        keys.append((mutant.module, mutant.change, seen[(mutant.module, mutant.change)]))
+    return keys
+
+
+def _killed_before(path: Path | None) -> set[tuple[str, str, int]]:
+    """The keys (:func:`_keys`) of the mutants an earlier sweep's JSON (``--out``) found killed (or timed out)."""
+    if path is None:
+        return set()
+    earlier = json.loads(path.read_text(encoding="utf-8"))
+    mutants = [Mutant(**o["mutant"]) for o in earlier]
+    return {key for key, o in zip(_keys(mutants), earlier) if o["status"] != "survived"}
+
+
+def sweep(names: list[str], timeout: float, skip: set[tuple[str, str, int]] = frozenset()) -> list[Outcome]:
+    """Copy src/, then for each module: the baseline, and every mutant (but those whose key is in ``skip``, which
+    are reported ``killed before``: added tests cannot bring a killed mutant back)."""
     work = Path(tempfile.mkdtemp(prefix="seqlab-mutants-"))
     shutil.copytree(ROOT / "src", work / "src")
     sys.path.insert(0, str(work / "src"))
@@ -194,7 +238,11 @@ def sweep(names: list[str], timeout: float) -> list[Outcome]:
                 print(f"{name}: the baseline does not pass ({status}, {failed}); skipped", flush=True)
                 path.write_text(original, encoding="utf-8")
                 continue
-            for mutant, source in mutants_of(name, original):
+            found = mutants_of(name, original)
+            for (mutant, source), key in zip(found, _keys([m for m, _ in found])):
+                if key in skip:
+                    outcomes.append(Outcome(mutant, "killed", "(killed before)", 0.0))
+                    continue
                 path.write_text(source, encoding="utf-8")
                 start = time.perf_counter()
                 status, failed = run_tests(selection, timeout)
@@ -216,6 +264,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per mutant's test run")
     parser.add_argument("--out", type=Path, default=None, help="write the outcomes as JSON here")
     parser.add_argument("--list", action="store_true", help="list the mutants without running them")
+    parser.add_argument("--rerun", type=Path, default=None,
+                        help="an earlier --out: run only the mutants it did not find killed (and new ones)")
     args = parser.parse_args()
     if args.list:
         for name in args.modules:
@@ -223,7 +273,7 @@ def main() -> None:
             for mutant, _ in mutants_of(name, (ROOT / "src" / relative).read_text(encoding="utf-8")):
                 print(f"{name}:{mutant.line} {mutant.change}")
         return
-    outcomes = sweep(args.modules, args.timeout)
+    outcomes = sweep(args.modules, args.timeout, _killed_before(args.rerun))
     survived = [o for o in outcomes if o.status == "survived"]
     print(f"{len(outcomes)} mutants: {len(outcomes) - len(survived)} killed, {len(survived)} survived", flush=True)
     if args.out is not None:

@@ -334,15 +334,15 @@ def _monotone(ys: Sequence[float]) -> bool:
 
 
 def _probes(fit: FormFit | None, form: str, xs: Sequence[int], steps: Steps | None) -> list[list[float]]:
-    """Series of ``form`` at xs: its fit's prediction (when it leads), and each variant's leading term alone."""
+    """Series of ``form`` at xs: its fit's prediction (when it leads), and each variant's leading term alone; only
+    those above 0 at every x (a fit reads no other: ln T and ⌈log₂T⌉ are 0 at T = 1)."""
     values = {**_TERM_VALUES, **({steps.name: steps.values} if steps is not None else {})}
     probes = []
     if fit is not None and fit.leads:
-        predicted = [sum(c * values[t](x) for c, t in zip(fit.coefficients, fit.terms)) for x in xs]
-        if all(p > 0 for p in predicted):
-            probes.append(predicted)
+        probes.append([sum(c * values[t](x) for c, t in zip(fit.coefficients, fit.terms)) for x in xs])
     leading = [terms[-1] for terms in _TERMS[form]] + ([steps.name] if steps is not None and steps.form == form else [])
-    return probes + [[float(values[term](x)) for x in xs] for term in leading]
+    probes += [[float(values[term](x)) for x in xs] for term in leading]
+    return [probe for probe in probes if all(p > 0 for p in probe)]
 
 
 def judge_form(xs: Sequence[int], ys: Sequence[float], expected: str, steps: Steps | None = None) -> FormVerdict:

@@ -23,7 +23,8 @@ L9    the worked numbers at d = 512, counted at d = 512 (``nn.RNN`` on the CPU, 
 ====  =====================================================================================================
 
 Verdicts: a count that differs from its closed form (exact integers) or from the lesson's own figure does not
-hold. L7 and L9 hold *with a caveat* when, at layer scope with equal widths, attention is counted to cost
+hold. L6 holds *with a caveat* when neither the hand-written call nor SDPA on meta was counted by PyTorch's own
+formulas (``seqlab_formula_only``: no count independent of seqlab's). L7 and L9 hold *with a caveat* when, at layer scope with equal widths, attention is counted to cost
 more than the recurrence at every T measured (the lesson's crossover exists only at its own scope); they
 hold plainly only if the layer scope were measured to cross too.
 

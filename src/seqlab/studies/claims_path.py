@@ -13,13 +13,14 @@ L4    least products from x_1 to y_T through self-attention at two T (the same);
 
 Verdicts, with their margins:
 
-* L3 does not hold when the path is not T products, when a gated layer's path grows in products, when a
-  radius below 1 does not shrink the signal (factor >= 1 - :data:`GROWTH_MARGIN`, at h = 0 or with
+* L3 does not hold when the path is not T products, when a gated layer's path does not grow in ops from the
+  shorter T to the longer or grows in products (no bypass), when a radius below 1 does not shrink the signal (factor >= 1 - :data:`GROWTH_MARGIN`, at h = 0 or with
   inputs), or when inputs make the factor larger than at h = 0 by more than the margin (tanh can only
   shrink). It holds with a caveat when, with inputs, growth (factor > 1 + :data:`GROWTH_MARGIN`) needs a
   radius above :data:`ONSET_SLACK`, or never starts within the grid (tanh saturates); it holds when growth
   with inputs starts at ρ <= :data:`ONSET_SLACK`.
-* L4 does not hold when the path grows with T or the gradient does not reach position 1. It holds with a
+* L4 does not hold when the path differs between the two T, or is not shorter than T1 − 1 products (a chain's
+  length at the shorter T), or the gradient does not reach position 1 (a reach of 0 at some T). It holds with a
   caveat when the reach changes with T faster than T^±:data:`FLAT_EXPONENT` (measured: about 1/T): the
   path stays one weight long, but that weight shrinks as T grows. Otherwise it holds.
 

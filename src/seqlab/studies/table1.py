@@ -33,11 +33,17 @@ The verdicts use **ops**, the paper's unit for both columns: in matrix products 
 cell state is a path that crosses no W_hh (1 product however far), yet it still takes a few ops per
 position (L3: a bypass, not a shortcut); products are measured and reported beside.
 
-Each series is fitted against T by least squares two ways: a power law (slope of ln y on ln T: the
-exponent) and a logarithm (y ≈ a + b·ln T). The model with the smaller RMS error of ln(ŷ/y) is kept —
-the logarithm only when its error is under half the power law's, so a constant stays "n^0". A cell
-*matches* when the kept model is the paper's and, for a power, the exponent is within 0.1 of it
-(0 for O(1), 1 for n, 2 for n²).
+Each cell is judged by the big-O's own form (:func:`seqlab.fit.judge_form`): every form of
+:data:`seqlab.fit.FORMS` is fitted as a + b·f(T) with the lower-order terms a closed form has (a stacked
+layer's path also with its own whole-number term, the layers of the stack:
+``stack_steps``), and the form chosen (:func:`seqlab.fit.choose_form`) is compared
+with the paper's: the same form *matches*, another one at lengths that separate the two is a *mismatch*, and
+lengths that cannot tell them apart are *not separated*, never a mismatch. An exact count is fitted by its own
+form with no residual, so it is never marked against it. A paper's power with no form of its own falls back to
+the exponent of the power law fitted beside it (slope of ln y on ln T), within
+:data:`~seqlab.studies.table1_results.TOLERANCE` = 0.1. The power law and the logarithm (y ≈ a + b·ln T, kept
+only when its RMS error of ln(ŷ/y) is under half the power law's) are shown beside each form, and the width fit
+(work against d at the largest T) is read by that exponent.
 
 Measurements are counts, not times: they run on one CPU thread (restored afterwards), which is much
 faster for the many small tensors of a trace.
