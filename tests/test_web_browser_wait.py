@@ -6,8 +6,9 @@ opened while the lab's one measuring worker is held by another job: its two sect
 page's language, that the lab is busy and when they ask again, must never have two calls in flight at once (the
 page's calls queue behind each other rather than compete for the worker), and must both fill once the worker is
 free, with no click. The holding job ends on an event, not after a time: once the page has met the busy lab (a 503
-answered and the waiting message shown), the test lets it go. Then every page, in both languages, at 390 × 844 (a phone), once its numbers have arrived:
-its height is at most three screens per section (a section: each ``h2`` or ``fieldset`` of the page, at least one),
+answered and the waiting message shown), the test lets it go. Then every page, in both languages, at 390 × 844 (a
+phone), once its numbers have arrived: its height is at most three screens per section (a section: each ``h2`` or
+``fieldset`` of the page, at least one),
 and no table box or card is taller than three screens (tables scroll within, long lists fold in ``<details>``).
 Every wait is on an event, with a deadline of minutes; nothing waits a fixed time or depends on speed.
 """
