@@ -41,24 +41,6 @@ def test_every_command_says_how_to_keep_a_valid_run_small():
     assert set(cli_fuzz.WORK) <= set(cli_fuzz.commands()) and cli_fuzz.NEVER_RUN <= set(cli_fuzz.WORK)
 
 
-@pytest.fixture()
-def families_measured_once(monkeypatch):
-    """The zoo's row of a family measured once for all the vectors: a valid ``zoo`` vector measures the same family
-    (:data:`cli_fuzz.CHEAP`'s ``gpt2``) each time, and the fuzz judges the command's checks and rendering around
-    it, which still run on every vector; the row is the one the first vector measured."""
-    pytest.importorskip("transformers")
-    from seqlab.zoo import measure
-
-    real, rows = measure.measure_family, {}
-
-    def once(model_type: str):
-        if model_type not in rows:
-            rows[model_type] = real(model_type)
-        return rows[model_type]
-
-    monkeypatch.setattr(measure, "measure_family", once)
-
-
 @pytest.mark.parametrize("name", sorted(cli_fuzz.CHEAP))
 def test_no_argument_vector_crashes_a_command(name, fuzz_place, request):
     if name == "zoo":
