@@ -114,3 +114,26 @@ def live_url():
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(timeout=10)
+
+
+#: model type -> the zoo's row, as :func:`families_measured_once` measured it in this process (rows are frozen).
+ZOO_ROWS: dict = {}
+
+
+@pytest.fixture()
+def families_measured_once(monkeypatch):
+    """The zoo's row of each family measured once in this process for the tests that ask
+    (``seqlab.zoo.measure.measure_family`` memoised by model type, patched during the test): for tests that run the
+    zoo command many times on the same family (the CLI fuzz's vectors, one case in two languages) and judge the
+    command's checks and rendering around the row, which still run each time."""
+    pytest.importorskip("transformers")
+    from seqlab.zoo import measure
+
+    real = measure.measure_family
+
+    def once(model_type: str):
+        if model_type not in ZOO_ROWS:
+            ZOO_ROWS[model_type] = real(model_type)
+        return ZOO_ROWS[model_type]
+
+    monkeypatch.setattr(measure, "measure_family", once)

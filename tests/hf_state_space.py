@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import re
 import warnings
 
@@ -88,10 +89,13 @@ def _declares_state(model_type: str) -> bool:
     from transformers.models.auto.configuration_auto import model_type_to_module_name
 
     module = model_type_to_module_name(model_type)
-    try:
-        source = importlib.import_module(f"transformers.models.{module}.modeling_{module}").__loader__.get_source(
-            f"transformers.models.{module}.modeling_{module}")
+    name = f"transformers.models.{module}.modeling_{module}"
+    try:  # its source, read without running it (importing every family's modeling code costs seconds per process)
+        spec = importlib.util.find_spec(name)
+        source = spec.loader.get_source(name)
     except Exception:  # noqa: BLE001 - no modeling module of that name
+        return False
+    if source is None:
         return False
     return bool(_STATE_WORDS.search(source) or _STATE_OUTPUT.search(source))
 

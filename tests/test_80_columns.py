@@ -301,6 +301,8 @@ def test_every_command_reads_at_80_columns(command, index, lang, factory_file, r
     monkeypatch.chdir(tmp_path)  # figure and model write their files into the working folder
     if command == "model":
         pytest.importorskip("transformers")
+    if command == "zoo":
+        request.getfixturevalue("families_measured_once")
     case = _cases(factory_file, lambda: request.getfixturevalue("checkpoint"))[command][index]
     text, cells = case(lang)
     assert_reads_at_80(cells, text)

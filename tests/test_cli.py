@@ -294,23 +294,59 @@ def test_saturated_recurrence_renders(invoke):
 
 # --- Acceptance: a real Spanish text of about 3,000 tokens -----------------------------------------
 
-def test_acceptance_quijote_table(invoke, quijote_path):
+@pytest.fixture(scope="module")
+def quijote_outputs(quijote_path):
+    """(table in Spanish, JSON) of ``compare --text`` on the chapter at d_model = 16 without times: two CLI runs end
+    to end (options, reading, tokenizing, rendering), their measurement made once. ``run_compare`` is wrapped so
+    that the second run, asked the same tokens, source and configuration, is answered the first run's result;
+    the wrapper records each distinct measurement, and the test sees that there was one."""
+    from conftest import CLI_ENV
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+
+    real = seqlab.studies.compare.run_compare
+    measured: list[tuple] = []
+
+    def once(tokens, source, config, *args, **kwargs):
+        for seen_tokens, seen_source, seen_config, result in measured:
+            if (seen_tokens, seen_source, seen_config) == (tokens, source, config):
+                return result
+        result = real(tokens, source, config, *args, **kwargs)
+        measured.append((tokens, source, config, result))
+        return result
+
+    def invoke(*args: str) -> str:
+        return ok(CliRunner().invoke(app, ["compare", "--text", str(quijote_path), "--no-time", "--d-model", "16",
+                                           *args], env=CLI_ENV))
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(seqlab.studies.compare, "run_compare", once)
+    try:
+        table, as_json = invoke("--lang", "es"), invoke("--json")
+    finally:
+        patch.undo()
+    assert len(measured) == 1  # one measurement, read by both outputs
+    return table, as_json
+
+
+def test_acceptance_quijote_table(quijote_outputs, quijote_path):
     T = len(tokenize(read_text(str(quijote_path)).content))
     assert T > 2000
-    # d_model = 128, not the paper's 512: the same counts by the same formulas (the paper's width on a real Spanish
-    # text is test_compare's test_builtin_spanish_text_at_the_papers_width), at a sixteenth of the d² work
-    output = ok(invoke("--text", str(quijote_path), "--no-time", "--d-model", "128", "--lang", "es"))
+    # d_model = 16, not the paper's 512: the same counts by the same formulas (the paper's width on a real Spanish
+    # text is test_compare's test_builtin_spanish_text_at_the_papers_width); the measurement is shared with the JSON
+    output = quijote_outputs[0]
     assert "Recurrencia frente a atención" in output
-    assert f"T = {format_integer(T, 'es')} tokens (o200k_base); d_model = 128" in output
+    assert f"T = {format_integer(T, 'es')} tokens (o200k_base); d_model = 16" in output
     # 2 * T * d**2 and 2 * T**2 * d with every width d (L7)
-    assert scope_rows(output, "RNN de Elman: W_xh y W_hh")[0][0] == format_integer(2 * T * 128**2, "es")
-    assert scope_rows(output, "llamada de atención, sin Q, K, V")[0][0] == format_integer(2 * T**2 * 128, "es")
+    assert scope_rows(output, "RNN de Elman: W_xh y W_hh")[0][0] == format_integer(2 * T * 16**2, "es")
+    assert scope_rows(output, "llamada de atención, sin Q, K, V")[0][0] == format_integer(2 * T**2 * 16, "es")
 
 
-def test_acceptance_quijote_json(invoke, quijote_path):
+def test_acceptance_quijote_json(quijote_outputs, quijote_path):
     T = len(tokenize(read_text(str(quijote_path)).content))
     assert T > 2000
-    data = json.loads(ok(invoke("--text", str(quijote_path), "--no-time", "--d-model", "16", "--json")))
+    data = json.loads(quijote_outputs[1])
     assert data["T"] == T and data["source"] == str(quijote_path)
     assert data["recurrence"]["closed_form"] == data["recurrence"]["counted"]["multiplications"] == T * 512
     assert data["attention"]["closed_form"] == data["attention"]["counted"]["multiplications"] == T * T * 32

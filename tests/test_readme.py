@@ -149,8 +149,48 @@ def serve_and_fetch(arguments: list[str]) -> None:
         server.communicate(timeout=120)
 
 
-@pytest.mark.parametrize("command", readme_commands())
-def test_readme_command_runs(command, tmp_path, monkeypatch):
+def measurement_key(command: str) -> str:
+    """Commands with the same key ask ``compare`` the same measurement: they differ only by ``--json``, ``--lang``."""
+    return language_free(command).replace(" --json", "")
+
+
+def test_commands_asking_the_same_measurement_share_a_key():
+    assert measurement_key("seqlab compare --json") == measurement_key("seqlab compare --lang es") == "seqlab compare"
+    assert measurement_key("seqlab compare --tokens 10") != measurement_key("seqlab compare")
+
+
+#: (tokens, source, config, result) of each ``compare`` measurement the commands of this module asked for: a command
+#: that differs from an earlier one only by its output (``seqlab compare --json`` after ``seqlab compare``) runs
+#: end to end (options, text, rendering) and is answered the same measurement rather than measuring it again.
+MEASURED: list[tuple] = []
+
+
+@pytest.fixture()
+def compare_once(monkeypatch):
+    """``run_compare`` answered from :data:`MEASURED` when asked the same tokens, source and configuration."""
+    import seqlab.studies.compare
+
+    real = seqlab.studies.compare.run_compare
+
+    def once(tokens, source, config, *args, **kwargs):
+        for seen_tokens, seen_source, seen_config, result in MEASURED:
+            if (seen_tokens, seen_source, seen_config) == (tokens, source, config):
+                return result
+        result = real(tokens, source, config, *args, **kwargs)
+        MEASURED.append((tokens, source, config, result))
+        return result
+
+    monkeypatch.setattr(seqlab.studies.compare, "run_compare", once)
+
+
+#: The commands in the order shown, those sharing a measurement next to each other (so that they tend to run in
+#: the same test process).
+COMMANDS = sorted(readme_commands(), key=lambda command: [measurement_key(c) for c in readme_commands()].index(
+    measurement_key(command)))
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_readme_command_runs(command, tmp_path, monkeypatch, compare_once):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "chapter.txt").write_text(builtin_text("es").content, encoding="utf-8")
     for script in EXAMPLES.glob("*.py"):  # `cd examples && seqlab profile my_layer:...` runs from this folder

@@ -35,9 +35,41 @@ def result():
     return run_report(synthetic_tokens(48, lang="en"), "synthetic (48 tokens)", ReportConfig.quick())
 
 
+#: The real renderer, for the test that shows a page is a pure function of its result and language.
+RENDER = render_report
+
+
+@pytest.fixture(scope="module", autouse=True)
+def rendered_once():
+    """Each (result, language) page drawn once in this module (its plots cost seconds): ``render_report`` is
+    answered from a memo keyed by the result object and the language, for the tests' own calls and the command's
+    (``write_report`` reads it from its module). Results are frozen, and kept alive with their page so that no
+    other object takes their id; a result made anew (another load, a learn section) is drawn anew."""
+    import seqlab.render.report as report_render
+
+    pages: dict[tuple[int, str], tuple[object, str]] = {}
+
+    def once(result, lang: str = "en") -> str:
+        key = (id(result), lang)
+        if key not in pages:
+            pages[key] = (result, RENDER(result, lang))
+        return pages[key][1]
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(report_render, "render_report", once)
+    patch.setitem(globals(), "render_report", once)
+    yield
+    patch.undo()
+
+
 @pytest.fixture(scope="module")
 def page(result, tmp_path_factory) -> Path:
     return write_report(result, tmp_path_factory.mktemp("report") / "report.html", "en")
+
+
+def test_a_page_is_a_pure_function_of_its_result_and_language(result, page):
+    """What lets :func:`rendered_once` answer a page drawn before: drawn again, it is the same page."""
+    assert RENDER(result, "en") == page.read_text(encoding="utf-8") == render_report(result, "en")
 
 
 def unspanned(html: str) -> str:

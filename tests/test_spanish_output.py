@@ -42,12 +42,13 @@ factor decide causal bit perro muerde cartero has panel vector ideas divisor res
 """.split())
 #: The paper's title, a name in any language.
 TITLE = "Attention Is All You Need"
-#: Each command at its smallest sizes, as its own tests run it.
+#: Each command at its smallest sizes, as its own tests run it (``table1 --modern`` below ``--quick``'s lengths, where
+#: it still decides every cell and so prints the same sentences; ``decode --quick``: short timings, the same table).
 COMMANDS = {
     "help": ["--help"],
     "compare": ["compare", "--tokens", "12", "--d-model", "8"],
     "table1": ["table1", "--quick"],
-    "table1_modern": ["table1", "--quick", "--modern"],
+    "table1_modern": ["table1", "--modern", "--lengths", "8,16,32", "--long-lengths", "32,64,128", "--d-model", "8"],
     "profile": ["profile", "example_layers:make_rnn", "--seq-len", "12", "--d-model", "4"],
     "bench": ["bench", "--lengths", "8,16,32", "--d-model", "8", "--min-run-time", "0.01", "--threads", "1"],
     "learn": ["learn", "--quick", "--tasks", "position", "--models", "mlp,attention", "--lengths", "4", "--seeds", "1"],
@@ -56,7 +57,7 @@ COMMANDS = {
     "figure": ["figure", "--length", "4", "--d-model", "8", "--heads", "2"],
     "check_list": ["check", "--list"],
     "check": ["check"],
-    "decode": ["decode", "--positions", "4,8", "--d-model", "8"],
+    "decode": ["decode", "--quick", "--positions", "4,8", "--d-model", "8"],
     "decode_model": ["decode", "--model", "{checkpoint}", "--quick"],  # a tiny Jamba saved by the fixture
 }
 NAME = re.compile(r"[\d_/.²³⁴ᵀ·×⊙√∂‖]|[a-z][A-Z]|-[A-Z]|^-|^[A-Z]{2,}[a-z]")
