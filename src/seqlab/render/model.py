@@ -334,19 +334,14 @@ def _order_sentence(result: ModelResult, lang: str) -> str:
                   "changed the output of {depth} by up to {off} against a tolerance of {tol}: row i reads rows 1 to i "
                   "only, so the causal mask itself tells the model the order; with the positions on, layer {layer} "
                   "changed by up to {on}.").format(**values)
-    if result.kind == BLOCKS and off.depths[last].holds is False and on.depths[last].holds is False:
+    if result.kind in (BLOCKS, BAND) and off.depths[last].holds is False and on.depths[last].holds is False:
+        reads = (tr("only its own block, in {blocks}").format(blocks=blocks_text(result.blocks, lang))
+                 if result.kind == BLOCKS else tr("only a {band}").format(band=band_text(result.band, lang)))
         values.update(depth=_depth_name(last, lang), off=format_number(off.depths[last].max_abs_change, lang),
-                      tol=format_number(off.depths[last].tolerance, lang), blocks=blocks_text(result.blocks, lang))
+                      tol=format_number(off.depths[last].tolerance, lang), reads=reads)
         return tr("As the lesson says of a masked attention (L10): even with the positions off ({how}), shuffling the "
                   "tokens changed the output of {depth} by up to {off} against a tolerance of {tol}: each row reads "
-                  "only its own block, in {blocks}, so the mask itself tells the model the order; with the positions "
-                  "on, layer {layer} changed by up to {on}.").format(**values)
-    if result.kind == BAND and off.depths[last].holds is False and on.depths[last].holds is False:
-        values.update(depth=_depth_name(last, lang), off=format_number(off.depths[last].max_abs_change, lang),
-                      tol=format_number(off.depths[last].tolerance, lang), band=band_text(result.band, lang))
-        return tr("As the lesson says of a masked attention (L10): even with the positions off ({how}), shuffling the "
-                  "tokens changed the output of {depth} by up to {off} against a tolerance of {tol}: each row reads "
-                  "only a {band}, so the mask itself tells the model the order; with the positions on, layer {layer} "
+                  "{reads}, so the mask itself tells the model the order; with the positions on, layer {layer} "
                   "changed by up to {on}.").format(**values)
     return tr("Not as the lesson says (L10): with the positions off ({how}), {depth} changed by {off} against a "
               "tolerance of {tol} there (the largest change for its tolerance); with them on, layer {layer} changed "
