@@ -74,7 +74,8 @@ def tidy_texts(figure: Any, legends: bool = True) -> Any:
             ax.get_legend().remove()
         figure.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 3), fontsize="small")
     for _ in range(3):  # wrapping changes the layout, which changes the room: a few rounds settle it
-        figure.canvas.draw()
+        # the layout and every text's extent without rasterising (the figure is drawn once, when it is saved)
+        figure.draw_without_rendering()
         renderer = figure.canvas.get_renderer()
         changed = False
         texts = [(figure._suptitle, figure.bbox.width * 0.95, False)] if figure._suptitle is not None else []
