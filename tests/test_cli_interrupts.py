@@ -263,3 +263,27 @@ def test_an_error_that_follows_an_interrupt_ends_the_run_as_interrupted(runner, 
     result = runner.invoke(app, ["compare", "--tokens", "4", "--d-model", "2", "--no-time", "--lang", "en"],
                            env=CLI_ENV)
     assert result.exit_code == 143 and result.output.splitlines() == ["Interrupted; nothing was left half-written."]
+
+
+def test_a_signal_that_meets_an_import_which_swallows_errors_still_ends_the_run(tmp_path, monkeypatch):
+    """A library whose import swallows any error (PyTorch's C start-up treats a failed NumPy import as "no NumPy")
+    would swallow the interrupt raised inside it: the signal is held until the import has ended, then raised."""
+    from seqlab.cli import interrupts
+
+    (tmp_path / "swallowing_import.py").write_text(
+        "import os, signal, time\n"
+        "try:\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(0.2)\n"
+        "except BaseException:\n"
+        "    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "swallowing_import", raising=False)
+    with interrupts.handled():
+        with pytest.raises(interrupts.Interrupted) as raised:
+            import swallowing_import  # noqa: F401
+            deadline = time.monotonic() + 10  # a bounded wait for an event (it comes 0.05 s after the import)
+            while time.monotonic() < deadline:  # the held signal comes back once the import has ended
+                time.sleep(0.01)
+        assert raised.value.signum == signal.SIGTERM and interrupts.exit_code() == 143
+    monkeypatch.delitem(sys.modules, "swallowing_import", raising=False)

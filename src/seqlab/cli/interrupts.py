@@ -22,6 +22,7 @@ from the moment they start (:mod:`seqlab.processes`) and are stopped by their pa
 
 from __future__ import annotations
 
+import _thread
 import signal
 import sys
 import threading
@@ -80,13 +81,48 @@ class _State:
 _STATE = _State()
 
 
+#: Seconds between two looks at whether the import that a signal met has ended (:func:`_after_the_import`).
+IMPORT_RETRY_S = 0.05
+
+
+def _importing(frame: Any) -> bool:
+    """Whether the main thread is inside an import (a frame of Python's import machinery on its stack)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _after_the_import(state: _State, signum: int) -> None:
+    """Deliver ``signum`` to the main thread again shortly (``_thread.interrupt_main``, which runs the handler of
+    :data:`SIGNALS` as a signal would), while ``state`` is still the run's and the signal still pending."""
+    def again() -> None:
+        if _STATE is state and state.pending == signum:
+            _thread.interrupt_main(signum)
+
+    timer = threading.Timer(IMPORT_RETRY_S, again)
+    timer.daemon = True
+    timer.start()
+
+
 def _on_signal(signum: int, frame: Any) -> None:
     """The handler of :data:`SIGNALS`: note the signal, then raise :class:`Interrupted` now, after the step held
-    (:func:`held`), or by the rule of :func:`raised_by`."""
+    (:func:`held`), or by the rule of :func:`raised_by`.
+
+    A signal that meets an import is held until the import has ended (looked at every :data:`IMPORT_RETRY_S`):
+    an exception raised inside an import can be swallowed by the library imported (PyTorch's C start-up imports
+    NumPy and treats any error there as "no NumPy"), and the interrupt would then be lost — the command would run
+    to its end and exit 0."""
     _STATE.received = signum
     if _STATE.depth:
         _STATE.pending = signum
         return
+    if _importing(frame):
+        _STATE.pending = signum
+        _after_the_import(_STATE, signum)
+        return
+    _STATE.pending = None
     if _STATE.raiser is not None:
         _STATE.raiser(signum, frame)
         return
