@@ -137,3 +137,20 @@ def families_measured_once(monkeypatch):
         return ZOO_ROWS[model_type]
 
     monkeypatch.setattr(measure, "measure_family", once)
+
+
+def compare_answered_once(measured: list[tuple]):
+    """A stand-in for ``run_compare`` that answers from ``measured`` — (tokens, source, config, result) of each
+    measurement made so far — when asked the same tokens, source and configuration, and else measures and records:
+    two CLI runs that differ only by their output run end to end on one measurement."""
+    real = run_compare
+
+    def once(tokens, source, config, *args, **kwargs):
+        for seen_tokens, seen_source, seen_config, result in measured:
+            if (seen_tokens, seen_source, seen_config) == (tokens, source, config):
+                return result
+        result = real(tokens, source, config, *args, **kwargs)
+        measured.append((tokens, source, config, result))
+        return result
+
+    return once

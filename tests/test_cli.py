@@ -300,21 +300,13 @@ def quijote_outputs(quijote_path):
     to end (options, reading, tokenizing, rendering), their measurement made once. ``run_compare`` is wrapped so
     that the second run, asked the same tokens, source and configuration, is answered the first run's result;
     the wrapper records each distinct measurement, and the test sees that there was one."""
-    from conftest import CLI_ENV
+    from conftest import CLI_ENV, compare_answered_once
     from typer.testing import CliRunner
 
     from seqlab.cli import app
 
-    real = seqlab.studies.compare.run_compare
     measured: list[tuple] = []
-
-    def once(tokens, source, config, *args, **kwargs):
-        for seen_tokens, seen_source, seen_config, result in measured:
-            if (seen_tokens, seen_source, seen_config) == (tokens, source, config):
-                return result
-        result = real(tokens, source, config, *args, **kwargs)
-        measured.append((tokens, source, config, result))
-        return result
+    once = compare_answered_once(measured)
 
     def invoke(*args: str) -> str:
         return ok(CliRunner().invoke(app, ["compare", "--text", str(quijote_path), "--no-time", "--d-model", "16",

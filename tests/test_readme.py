@@ -170,16 +170,9 @@ def compare_once(monkeypatch):
     """``run_compare`` answered from :data:`MEASURED` when asked the same tokens, source and configuration."""
     import seqlab.studies.compare
 
-    real = seqlab.studies.compare.run_compare
+    from conftest import compare_answered_once
 
-    def once(tokens, source, config, *args, **kwargs):
-        for seen_tokens, seen_source, seen_config, result in MEASURED:
-            if (seen_tokens, seen_source, seen_config) == (tokens, source, config):
-                return result
-        result = real(tokens, source, config, *args, **kwargs)
-        MEASURED.append((tokens, source, config, result))
-        return result
-
+    once = compare_answered_once(MEASURED)
     monkeypatch.setattr(seqlab.studies.compare, "run_compare", once)
 
 
