@@ -68,11 +68,12 @@ A module that declares no factor (``torch.nn.RNN``, a Hugging Face module, a use
 its signal path is absent, never guessed. The reach ‖J_ji(1)‖_F (:mod:`seqlab.measure.reach`'s norm) is reported
 beside k: exact with ``probes=None`` (d_out more directions pulled back), else estimated from R Gaussian probes.
 These directions replay the recorded rescalings and read no value, so they can run as rows of batched backward
-passes (``is_grads_batched``): tried where the recorded forward's tensors are small on average (:data:`SMALL_BYTES`: a
-recurrence's steps, whose cost is per-op overhead that the rows share; the exact reach of an Elman RNN 2–3× faster at
-d = 64–128) and kept while a batch costs less CPU time per row than the lone first row; one pass per row where the
-tensors are large (attention's T × T weights, where batching was 1.5–2× slower) or a batch was not cheaper. The
-numbers are the same either way. The module
+passes (``is_grads_batched``): tried where the recorded forward's activations are small on average (:data:`SMALL_BYTES`:
+a recurrence's steps, whose cost is per-op overhead that the rows share; the exact reach of an Elman RNN 2–3× faster at
+d = 64–128, its 8-probe reach at T = 744, d = 512 about 1.3× faster) and kept while a batch costs less CPU time per row
+than the lone first row; one pass per row where the activations are large (attention's T × T weights, where batching
+was 1.5–2× slower) or a batch was not cheaper. The module's own parameters and buffers, which the forward saves too,
+are not counted: every row of a batch shares them, none copies them. The numbers are the same either way. The module
 is copied to float64 for the measurement, in eval mode; the caller's module and the default forward (scale None)
 are left as they were.
 
@@ -86,7 +87,7 @@ from __future__ import annotations
 import copy
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import torch
@@ -108,9 +109,10 @@ SCALES = (1.05,)
 TOLERANCE = 1e-6
 #: Largest ‖uᵀJ(s) − s^k uᵀJ(1)‖ / ‖s^k uᵀJ(1)‖ accepted (float64 rounding of a long product is about T·2⁻⁵²).
 RESIDUAL = 1e-9
-#: Bytes the rows of one batched backward of the reach's directions may span (rows × what the forward saved).
+#: Bytes the rows of one batched backward of the reach's directions may span (rows × the activations the forward saved).
 BATCH_BYTES = 16 * 2**20
-#: Largest mean size of the tensors a forward saved for which its reach's directions are pulled back batched.
+#: Largest mean size of the activations a forward saved (its module's parameters and buffers not counted) for which its
+#: reach's directions are pulled back batched.
 SMALL_BYTES = 2**13
 #: Gaussian probes of :func:`read_signal_path` (the count needs one; the reach is estimated from them).
 PROBES = 1
@@ -408,20 +410,23 @@ def _pull(y_j: Tensor, x: Tensor, source: int, u: Tensor, scaling: Scaling, s: f
 
 
 class _Saved:
-    """The distinct tensors the recorded forward saved for its backward (each storage counted once): their count and
-    bytes (a ``saved_tensors_hooks`` pair that keeps every tensor as it is)."""
+    """The distinct activations the recorded forward saved for its backward (each storage counted once): their count
+    and bytes (a ``saved_tensors_hooks`` pair that keeps every tensor as it is). Tensors in the storage of ``shared``
+    (the module's parameters and buffers, and views of them such as ``W.T``) are not counted: every row of a batched
+    backward reads the same ones, so they neither make its ops large nor grow with its rows."""
 
-    def __init__(self) -> None:
+    def __init__(self, shared: Iterable[Tensor] = ()) -> None:
         self.bytes = 0
         self.count = 0
         self._seen: set[tuple[int, int]] = set()
+        self._shared = {_storage(t) for t in shared} - {None}
 
     def pack(self, t: Tensor) -> Tensor:
         try:
             key = (t.data_ptr(), t.numel())
         except RuntimeError:  # a tensor without storage (a wrapper subclass): counted by identity
             key = (id(t), -1)
-        if key not in self._seen:
+        if key not in self._seen and _storage(t) not in self._shared:
             self._seen.add(key)
             self.bytes += t.numel() * t.element_size()
             self.count += 1
@@ -432,12 +437,20 @@ class _Saved:
         return t
 
     def rows(self) -> int:
-        """Rows per batched backward: 1 (one pass per row) unless the saved tensors are small on average (at most
+        """Rows per batched backward: 1 (one pass per row) unless the saved activations are small on average (at most
         :data:`SMALL_BYTES`: a backward of many small ops, whose cost is per-op overhead that the rows share), then as
-        many as keep :data:`BATCH_BYTES` above the rows' copies of the saved tensors."""
+        many as keep :data:`BATCH_BYTES` above the rows' copies of the saved activations."""
         if not self.count or self.bytes / self.count > SMALL_BYTES:
             return 1
         return max(1, BATCH_BYTES // max(self.bytes, 1))
+
+
+def _storage(t: Tensor) -> int | None:
+    """The address of ``t``'s storage (shared by all its views), or None for a tensor without one."""
+    try:
+        return t.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):
+        return None
 
 
 def _pull_rows(y_j: Tensor, x: Tensor, source: int, rows: Tensor, scaling: Scaling,
@@ -591,7 +604,7 @@ def measure_signal_path(module: torch.nn.Module, x: Tensor, *, source: int = 0, 
         m.transition_scale = scaling
     try:
         with torch.enable_grad():
-            watch, saved = _Watch(copy64), _Saved()
+            watch, saved = _Watch(copy64), _Saved([*copy64.parameters(), *copy64.buffers()])
             try:
                 y = _recorded_forward(copy64, declaring, scaling, x64, output, saved if probes != 1 else None)
             finally:
