@@ -13,7 +13,7 @@ from seqlab.measure.reach import measure_reach
 from seqlab.measure.work import count_multiplications
 from seqlab.studies import compare
 from seqlab.studies.compare import CompareConfig, run_compare
-from seqlab.studies.compare_gated import CELLS, AsideWork, build_gated, gated_reach
+from seqlab.studies.compare_gated import CELLS, AsideWork, IdleCores, build_gated, cpu_times, gated_reach
 from seqlab.text import seeded_generator, stream_seed, synthetic_tokens
 
 
@@ -138,3 +138,45 @@ def test_aside_work_hands_back_a_job_error_and_cancels_what_did_not_begin():
         assert type(error).__name__ == "CancelledError"
     else:
         raise AssertionError("a job that never began gave a result")
+
+
+def test_cpu_times_reads_idle_and_total_ticks_of_the_first_line():
+    text = "cpu  4 1 2 30 3 1 1 8 5 0\ncpu0 2 0 1 15 1 0 0 4 0 0\n"
+    assert cpu_times(text) == (33, 50)  # idle + iowait; user nice system idle iowait irq softirq steal (guests in user)
+    assert cpu_times("intr 12 3\n") is None and cpu_times("cpu 1 2\n") is None
+    assert cpu_times("cpu  a b c d e f g h\n") is None
+
+
+def test_idle_cores_are_the_idle_share_of_the_window_times_the_cpus():
+    readings = iter([(100, 400), (250, 700), (250, 700), None, (300, 800)])
+    idle = IdleCores(cpus=4, times=lambda: next(readings))
+    assert idle.read() == 2.0  # 150 of 300 ticks idle on 4 CPUs
+    assert idle.read() is None  # no tick passed
+    assert idle.read() is None  # no reading
+    assert idle.read() is None  # nothing to compare with after a missing reading
+
+
+def test_the_worker_starts_only_beside_an_idle_core():
+    def fixed(value):
+        return type("Idle", (), {"read": lambda self: value})()
+
+    for spare, starts in ((0.2, False), (0.5, True), (1.0, True), (None, True)):
+        ran = []
+        with AsideWork() as aside:
+            got = [aside.add(lambda value: ran.append((value, threading.current_thread().name)), v) for v in (1, 2)]
+            assert aside.start_if_idle(fixed(spare)) is starts
+            aside.help()
+            for get in got:
+                get()
+        names = {name for _, name in ran}
+        assert sorted(value for value, _ in ran) == [1, 2]
+        if not starts:  # every job ran here, in help
+            assert names == {threading.current_thread().name}
+    with AsideWork() as aside:  # asked again once started: it runs, and nothing else is started
+        aside.start()
+        worker = aside._worker
+        assert aside.start_if_idle(fixed(0.0)) is True and aside._worker is worker
+        aside.help()
+    with AsideWork() as aside:  # after help, every job runs here: no worker starts
+        aside.help()
+        assert aside.start_if_idle(fixed(2.0)) is False and aside._worker is None

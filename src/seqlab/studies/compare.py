@@ -13,7 +13,9 @@ perturbations (:mod:`seqlab.measure.sensitivity`). Returns a frozen :class:`Comp
 threads spin on busy cores): the traces and counts on the caller's thread, and beside them, on one worker thread,
 the float64 work (every reach, the spectral radius, the signal paths;
 :class:`~seqlab.studies.compare_gated.AsideWork`), the caller taking back, once its own work is done, the jobs the
-worker has not begun. Each machine is traced once per input: one pass gives its work, span and path
+worker has not begun. The worker starts only once a core stands idle beside the caller
+(:class:`~seqlab.studies.compare_gated.IdleCores`, read at each stage): on a machine whose cores other processes keep
+busy, the second thread only took turns with the first, at a higher CPU cost, and the caller does it all. Each machine is traced once per input: one pass gives its work, span and path
 (:func:`~seqlab.measure.traced_pass.measure_pass`); the recurrent machines first, then attention, whose softmax is
 costed on the meta device, then the scopes' counts there (the first meta op imports ``torch._dynamo``, after which
 every dispatch mode pays Dynamo's wrapper per op). Only the timings use more threads: ``threads``, by default
@@ -53,6 +55,7 @@ from seqlab.studies.compare_gated import (
     PATH_WIDTH,
     AsideWork,
     GatedMeasurements,
+    IdleCores,
     build_gated,
     gated_reach,
     measure_gated,
@@ -433,17 +436,25 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
     x = embed(tokens, recurrence.d_model, seed=config.seed)  # (T, d_model)
     d_model, d_h, d_k, d_v = config.widths()
     probes = _probes(config, d_h, T)
-    step = progress or (lambda done, total, what: None)
+    said = progress or (lambda done, total, what: None)
     with fixed_threads(1):
         # Two threads, one CPU thread each. This one builds, traces and counts (Python-bound); beside it, from the
         # start, the aside worker takes the float64 work (BLAS-bound, mostly without the GIL) on copies of the
         # modules, from the first job given: the reaches, the spectral radius, the signal paths; once its own work is
-        # done this thread takes, from the last, the jobs the worker has not begun. The recurrent machines are traced
+        # done this thread takes, from the last, the jobs the worker has not begun. The worker starts at the first stage
+        # that finds a core idle beside this thread (IdleCores; at once where that cannot be read): on a machine whose
+        # other processes keep every core busy it would only take turns with this thread, at a higher CPU cost, and
+        # every job then runs here, in help(). The recurrent machines are traced
         # first: attention's softmax is costed on the meta device, whose first op imports torch._dynamo, after which
         # every dispatch mode pays Dynamo's wrapper per op.
         with AsideWork() as aside:
-            aside.start()
-            step(0, 4, "recurrence")
+            idle = IdleCores()
+
+            def step(done: int, total: int, what: str) -> None:
+                aside.start_if_idle(idle)  # the worker starts at the first stage that finds a core idle beside this one
+                said(done, total, what)
+
+            said(0, 4, "recurrence")
             rec_reach = aside.add(_reach_by_forward, copy.deepcopy(recurrence).double(), x, d_h, config)
             gated_modules = {cell: build_gated(cell, d_model, d_h, seeded_generator(config.seed, cell))
                              for cell in (CELLS if config.gated else ())}
@@ -459,6 +470,7 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
                                     seeded_generator(config.seed, "output"), seeded_generator(config.seed, "heads"))
             with torch.no_grad():
                 q_k_v = attention.project(x)  # (T, d_k), (T, d_k), (T, d_v): counted, traced and timed from here
+            aside.start_if_idle(idle)  # the first window: building the machines
             rec_fields = _trace_recurrence(recurrence, x, config, library=modules.rnn)
             step(1, 4, "LSTM and GRU")
             gated_traces = {cell: trace_gated(cell, module, x, seed=stream_seed(config.seed, cell),
@@ -507,8 +519,8 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
         heads=modules.heads.heads if modules.heads is not None else None,
         sensitivity=sensitivity,
     )
-    step(3, 4, "time")
+    said(3, 4, "time")
     if config.time:
         result = time_modules(result, modules, x, config.min_run_time, config.time_explicit, config.threads, q_k_v)
-    step(4, 4, "done")
+    said(4, 4, "done")
     return result
