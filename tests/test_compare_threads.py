@@ -13,7 +13,14 @@ from seqlab.measure.reach import measure_reach
 from seqlab.measure.work import count_multiplications
 from seqlab.studies import compare
 from seqlab.studies.compare import CompareConfig, run_compare
-from seqlab.studies.compare_gated import CELLS, AsideWork, IdleCores, build_gated, cpu_times, gated_reach
+from seqlab.studies.compare_gated import (
+    CELLS,
+    AsideWork,
+    IdleCores,
+    build_gated,
+    cpu_times,
+    gated_reach,
+)
 from seqlab.text import seeded_generator, stream_seed, synthetic_tokens
 
 
@@ -161,9 +168,13 @@ def test_the_worker_starts_only_beside_an_idle_core():
         return type("Idle", (), {"read": lambda self: value})()
 
     for spare, starts in ((0.2, False), (0.5, True), (1.0, True), (None, True)):
-        ran = []
+        ran: list[tuple[int, str]] = []
+
+        def note(value, ran=ran):
+            ran.append((value, threading.current_thread().name))
+
         with AsideWork() as aside:
-            got = [aside.add(lambda value: ran.append((value, threading.current_thread().name)), v) for v in (1, 2)]
+            got = [aside.add(note, v) for v in (1, 2)]
             assert aside.start_if_idle(fixed(spare)) is starts
             aside.help()
             for get in got:

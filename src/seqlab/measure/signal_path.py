@@ -109,7 +109,8 @@ SCALES = (1.05,)
 TOLERANCE = 1e-6
 #: Largest ‖uᵀJ(s) − s^k uᵀJ(1)‖ / ‖s^k uᵀJ(1)‖ accepted (float64 rounding of a long product is about T·2⁻⁵²).
 RESIDUAL = 1e-9
-#: Bytes the rows of one batched backward of the reach's directions may span (rows × the activations the forward saved).
+#: Bytes the rows of one batched backward of the reach's directions may span (rows × the activations the forward
+#: saved).
 BATCH_BYTES = 16 * 2**20
 #: Largest mean size of the activations a forward saved (its module's parameters and buffers not counted) for which its
 #: reach's directions are pulled back batched.

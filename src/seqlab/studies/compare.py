@@ -15,7 +15,8 @@ the float64 work (every reach, the spectral radius, the signal paths;
 :class:`~seqlab.studies.compare_gated.AsideWork`), the caller taking back, once its own work is done, the jobs the
 worker has not begun. The worker starts only once a core stands idle beside the caller
 (:class:`~seqlab.studies.compare_gated.IdleCores`, read at each stage): on a machine whose cores other processes keep
-busy, the second thread only took turns with the first, at a higher CPU cost, and the caller does it all. Each machine is traced once per input: one pass gives its work, span and path
+busy, the second thread only took turns with the first, at a higher CPU cost, and the caller does it all. Each
+machine is traced once per input: one pass gives its work, span and path
 (:func:`~seqlab.measure.traced_pass.measure_pass`); the recurrent machines first, then attention, whose softmax is
 costed on the meta device, then the scopes' counts there (the first meta op imports ``torch._dynamo``, after which
 every dispatch mode pays Dynamo's wrapper per op). Only the timings use more threads: ``threads``, by default

@@ -257,8 +257,9 @@ class AsideWork:
     :meth:`start` starts one worker thread (named ``seqlab-reach``, set to one CPU thread: under OpenMP the count is per
     thread, and the caller's is already 1) that runs the jobs from the first given (:meth:`add`, before or after the
     start), while the caller builds, traces and counts (Python-bound: the float64 work is BLAS-bound and mostly runs
-    without the GIL, so the two overlap on two cores). Once the caller has given every job and done its own work,
-    :meth:`help` runs on the caller's thread the jobs the worker has not begun, from the last given, so that the two
+    without the GIL, so the two overlap on two cores; :meth:`start_if_idle` starts it only once a core stands idle
+    beside the caller). Once the caller has given every job and done its own work, :meth:`help` runs
+    on the caller's thread the jobs the worker has not begun, from the last given, so that the two
     threads finish together whatever the machine and whichever of them is faster. Leaving the ``with`` block cancels
     the jobs not begun and joins the worker.
 
