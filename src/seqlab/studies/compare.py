@@ -426,6 +426,7 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
         SeqlabError: fewer than 2 tokens, bad widths or score, a thread count that is not an integer >= 1, or
             sizes that would not fit in memory.
     """
+    idle = IdleCores()  # from here to the first stage: the first window in which a core may stand idle beside this one
     T = len(tokens)
     if T < 2:
         raise SeqlabError(N_("compare needs a text of at least 2 tokens; {source} has {T}"), source=source, T=T,
@@ -449,8 +450,6 @@ def run_compare(tokens: Tokens, source: str, config: CompareConfig = CompareConf
         # first: attention's softmax is costed on the meta device, whose first op imports torch._dynamo, after which
         # every dispatch mode pays Dynamo's wrapper per op.
         with AsideWork() as aside:
-            idle = IdleCores()
-
             def step(done: int, total: int, what: str) -> None:
                 aside.start_if_idle(idle)  # the worker starts at the first stage that finds a core idle beside this one
                 said(done, total, what)
