@@ -158,16 +158,17 @@ def test_table1_plot_prints_at_7_points_or_more(result, monkeypatch):
     from seqlab.render.report import MIN_PRINT_PT, _table1_png
 
     drawn = []
-    real = table1_render.save_png_svg
+    real = table1_render.table1_figure
 
-    def keep(figure, base):
-        paths = real(figure, base)  # drawn under the report's fonts
-        drawn.append(printed_sizes(figure))
-        return paths
+    def keep(*args):
+        figure = real(*args)  # drawn under the report's fonts
+        drawn.append(figure)
+        return figure
 
-    monkeypatch.setattr(table1_render, "save_png_svg", keep)
+    monkeypatch.setattr(table1_render, "table1_figure", keep)
     _table1_png(result, "en")
-    (sizes,) = drawn
+    (figure,) = drawn
+    sizes = printed_sizes(figure)
     assert len(sizes) > 20 and min(size for _, size in sizes) >= MIN_PRINT_PT - 1e-9, sorted(sizes, key=lambda s: s[1])[:3]
 
 

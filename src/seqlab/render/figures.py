@@ -16,6 +16,9 @@ from typing import Any
 from seqlab.errors import SeqlabError
 from seqlab.i18n import N_
 
+#: Resolution of every saved PNG (dots per inch; the SVG beside it is resolution-free).
+PNG_DPI = 120
+
 
 def new_figure(**options: Any) -> Any:
     """A matplotlib ``Figure`` with an Agg canvas (``options`` go to ``Figure``, e.g. figsize, layout).
@@ -34,7 +37,7 @@ def new_figure(**options: Any) -> Any:
 
 
 def save_png_svg(figure: Any, base: str | Path) -> tuple[Path, Path]:
-    """Save ``figure`` as ``base.png`` (120 dpi) and ``base.svg`` (no date, so reruns give the same file).
+    """Save ``figure`` as ``base.png`` (:data:`PNG_DPI`, 120 dpi) and ``base.svg`` (no date, so reruns give the same file).
 
     A ``.png`` or ``.svg`` suffix on ``base`` is dropped first.
 
@@ -46,7 +49,7 @@ def save_png_svg(figure: Any, base: str | Path) -> tuple[Path, Path]:
         base = base.with_suffix("")
     png, svg = base.with_name(base.name + ".png"), base.with_name(base.name + ".svg")
     tidy_texts(figure, legends=False)  # every saved figure: long titles and labels wrapped to their room
-    figure.savefig(png, dpi=120)
+    figure.savefig(png, dpi=PNG_DPI)
     figure.savefig(svg, metadata={"Date": None})
     return png, svg
 

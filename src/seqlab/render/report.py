@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import io
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -243,13 +242,18 @@ def reach_plot(result: ReportResult, lang: str) -> Any:
 
 
 def _table1_png(result: ReportResult, lang: str) -> str:
-    """Table 1's plot, drawn by its own renderer into a temporary file and read back, with fonts large enough
-    to stay at :data:`MIN_PRINT_PT` or more when the PDF scales its 15 inches to the page's width."""
-    from seqlab.render.table1 import plot_table1
+    """Table 1's plot as its own renderer draws it (:func:`~seqlab.render.table1.table1_figure`, texts tidied and
+    saved at :data:`~seqlab.render.figures.PNG_DPI` as ``seqlab table1 --plot`` saves it), as base64 PNG text, with
+    fonts large enough to stay at :data:`MIN_PRINT_PT` or more when the PDF scales its 15 inches to the page's width.
+    Only the PNG is drawn: the page embeds no SVG."""
+    from seqlab.render.figures import PNG_DPI, tidy_texts
+    from seqlab.render.table1 import table1_figure
 
-    with tempfile.TemporaryDirectory() as folder, legible_defaults(TABLE1_WIDTH_IN):
-        png, _svg = plot_table1(result.table1, Path(folder) / "table1", lang)
-        return base64.b64encode(png.read_bytes()).decode("ascii")
+    with legible_defaults(TABLE1_WIDTH_IN):
+        figure = tidy_texts(table1_figure(result.table1, lang), legends=False)
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", dpi=PNG_DPI, metadata={"Software": None})
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 def _plot(figure: Any, caption: str) -> Plot:
