@@ -207,13 +207,10 @@ def answered_once(real, key, memo: dict):
 MODEL_RESULTS: dict = {}
 
 
-@pytest.fixture()
-def model_measured_once(monkeypatch):
-    """``seqlab model``'s and ``decode --model``'s measurements made once per process and arguments for the tests
-    that ask (``seqlab.studies.model.inspect_model`` and ``seqlab.studies.decode_model.run_model_decode`` memoised
-    by every argument, the checkpoint by its files' bytes; patched during the test): for tests that run the same
-    command in two languages, or the same checkpoint twice, and judge what the command prints — the CLI still
-    parses, checks, and renders each time, end to end."""
+def measure_models_once(monkeypatch) -> None:
+    """Patch, through ``monkeypatch``, ``seqlab.studies.model.inspect_model`` and
+    ``seqlab.studies.decode_model.run_model_decode`` with memos by every argument (the checkpoint by its files'
+    bytes), kept for the whole process in :data:`MODEL_RESULTS`: see :func:`model_measured_once`."""
     pytest.importorskip("transformers")
     from seqlab.studies import decode_model, model
 
@@ -227,3 +224,13 @@ def model_measured_once(monkeypatch):
     monkeypatch.setattr(model, "inspect_model", answered_once(model.inspect_model, model_key, MODEL_RESULTS))
     monkeypatch.setattr(decode_model, "run_model_decode",
                         answered_once(decode_model.run_model_decode, decode_key, MODEL_RESULTS))
+
+
+@pytest.fixture()
+def model_measured_once(monkeypatch):
+    """``seqlab model``'s and ``decode --model``'s measurements made once per process and arguments for the tests
+    that ask (``seqlab.studies.model.inspect_model`` and ``seqlab.studies.decode_model.run_model_decode`` memoised
+    by every argument, the checkpoint by its files' bytes; patched during the test): for tests that run the same
+    command in two languages, or the same checkpoint twice, and judge what the command prints — the CLI still
+    parses, checks, and renders each time, end to end."""
+    measure_models_once(monkeypatch)
