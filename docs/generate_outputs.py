@@ -19,6 +19,8 @@ is the table of every registered mixer (:mod:`seqlab.layers.mixers`), which the 
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
 import re
 import shlex
@@ -44,7 +46,8 @@ class Shown:
         stdin: what is typed at its prompts (the quiz).
         copy: files of the repository copied into the scratch folder first (a factory for ``profile``).
         exit_code: the exit code it must give (2 for the refusals shown on purpose).
-        prepare: a script of the repository run in the scratch folder first (it writes a checkpoint).
+        prepare: a script of the repository whose files (a checkpoint) the scratch folder holds first (run once per
+            process: :func:`prepared`).
     """
 
     command: str
@@ -169,6 +172,17 @@ TABLES = {"mixers": lambda: mixer_table("en"), "mixers.es": lambda: mixer_table(
           "zoo": lambda: zoo_table("en"), "zoo.es": lambda: zoo_table("es")}
 
 
+@functools.lru_cache(maxsize=None)
+def prepared(script: str) -> Path:
+    """A folder holding what the repository's ``script`` writes (a checkpoint), run once per process in a fresh
+    interpreter, as a reader runs it; the folder is removed when the process exits. Each command that needs it gets
+    a copy (:func:`scratch`): the scripts are seeded, so every run would write the same files."""
+    folder = Path(tempfile.mkdtemp(prefix="seqlab-docs-prepared-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    subprocess.run([sys.executable, str(ROOT / script)], cwd=folder, check=True, capture_output=True)
+    return folder
+
+
 @contextmanager
 def scratch(shown: Shown):
     """A temporary working folder holding the files ``shown`` needs; the old folder is restored after."""
@@ -176,9 +190,9 @@ def scratch(shown: Shown):
     with tempfile.TemporaryDirectory(prefix="seqlab-docs-") as folder:
         for name in shown.copy:
             shutil.copy(ROOT / name, folder)
-        os.chdir(folder)
         if shown.prepare:
-            subprocess.run([sys.executable, str(ROOT / shown.prepare)], cwd=folder, check=True, capture_output=True)
+            shutil.copytree(prepared(shown.prepare), folder, dirs_exist_ok=True)
+        os.chdir(folder)
         try:
             yield Path(folder)
         finally:

@@ -154,3 +154,83 @@ def compare_answered_once(measured: list[tuple]):
         return result
 
     return once
+
+
+def _folder_key(path) -> object:
+    """What a checkpoint argument names, for a memo: the folder's name and the bytes of every file in it (two scratch
+    folders that hold the same checkpoint are one checkpoint), or the argument itself when it is not a folder."""
+    import hashlib
+
+    folder = Path(path) if path is not None else None
+    if folder is None or not folder.is_dir():
+        return path
+    digest = hashlib.sha256()
+    for file in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(str(file.relative_to(folder)).encode() + b"\0" + file.read_bytes() + b"\0")
+    return (str(path), digest.hexdigest())
+
+
+def answered_once(real, key, memo: dict):
+    """A stand-in for the study function ``real`` that answers from ``memo`` when ``key(**arguments)`` (every
+    argument but ``progress``, by name) was measured before in this process, and else measures and records. The
+    ``progress`` callback the caller passes is told what the measurement told it, in the same order, on a recorded
+    answer too (the CLI's bars still draw). ``key`` returning None: a call the memo does not cover, measured."""
+    import inspect
+
+    signature = inspect.signature(real)
+
+    def once(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        progress = bound.arguments.pop("progress", None)
+        found = key(**bound.arguments)
+        if found is None:
+            return real(*args, **kwargs)
+        if found not in memo:
+            steps: list[tuple] = []
+
+            def record(*step):
+                steps.append(step)
+                if progress is not None:
+                    progress(*step)
+
+            memo[found] = (real(**bound.arguments, progress=record), steps)
+        elif progress is not None:
+            for step in memo[found][1]:
+                progress(*step)
+        return memo[found][0]
+
+    return once
+
+
+#: key -> (result, progress steps) of ``seqlab model`` and ``decode --model``, measured in this process.
+MODEL_RESULTS: dict = {}
+
+
+def measure_models_once(monkeypatch) -> None:
+    """Patch, through ``monkeypatch``, ``seqlab.studies.model.inspect_model`` and
+    ``seqlab.studies.decode_model.run_model_decode`` with memos by every argument (the checkpoint by its files'
+    bytes), kept for the whole process in :data:`MODEL_RESULTS`: see :func:`model_measured_once`."""
+    pytest.importorskip("transformers")
+    from seqlab.studies import decode_model, model
+
+    def model_key(text, model=None, **options):
+        return ("model", text if isinstance(text, str) else tuple(text), _folder_key(model),
+                tuple(sorted(options.items())))
+
+    def decode_key(config, loaded=None):
+        return None if loaded is not None else ("decode", config, _folder_key(config.model))
+
+    monkeypatch.setattr(model, "inspect_model", answered_once(model.inspect_model, model_key, MODEL_RESULTS))
+    monkeypatch.setattr(decode_model, "run_model_decode",
+                        answered_once(decode_model.run_model_decode, decode_key, MODEL_RESULTS))
+
+
+@pytest.fixture()
+def model_measured_once(monkeypatch):
+    """``seqlab model``'s and ``decode --model``'s measurements made once per process and arguments for the tests
+    that ask (``seqlab.studies.model.inspect_model`` and ``seqlab.studies.decode_model.run_model_decode`` memoised
+    by every argument, the checkpoint by its files' bytes; patched during the test): for tests that run the same
+    command in two languages, or the same checkpoint twice, and judge what the command prints — the CLI still
+    parses, checks, and renders each time, end to end."""
+    measure_models_once(monkeypatch)

@@ -303,6 +303,8 @@ def test_every_command_reads_at_80_columns(command, index, lang, factory_file, r
         pytest.importorskip("transformers")
     if command == "zoo":
         request.getfixturevalue("families_measured_once")
+    if command in ("model", "decode"):
+        request.getfixturevalue("model_measured_once")  # decode --model's checkpoint in two languages: measured once
     case = _cases(factory_file, lambda: request.getfixturevalue("checkpoint"))[command][index]
     text, cells = case(lang)
     assert_reads_at_80(cells, text)

@@ -148,6 +148,22 @@ def test_the_switch_only_zeroes_the_position_vectors(encoder):
 
 # --- One attention step (L4) -------------------------------------------------------------------------------------
 
+def test_the_batchs_one_probe_and_a_pass_that_probes_itself_agree(encoder):
+    """Where no query lacks a key (one unpadded text), the attention map and both order tests take no rule from the
+    batch's probe: the same figures as when each pass probes itself (two routes)."""
+    from seqlab.studies.model import measure_attention
+    from seqlab.studies.model_mixing import keyless_probe
+
+    ids = torch.tensor([encode(encoder, "el perro muerde al cartero", 8).ids])
+    mask = torch.ones_like(ids)
+    probe = keyless_probe(encoder, ids, mask)
+    assert probe.met == 0
+    assert measure_attention(encoder, ids, 2, 3, mask=mask, probe=probe) == measure_attention(encoder, ids, 2, 3)
+    for positions in (False, True):
+        assert measure_model_order(encoder, ids, mask, positions=positions, seed=1, probe=probe) == \
+            measure_model_order(encoder, ids, positions=positions, seed=1)
+
+
 def test_alpha_is_a_row_softmax_and_alpha_T1_its_corner(result):
     a = result.attention
     alpha = torch.tensor(a.weights, dtype=torch.float64)

@@ -107,6 +107,23 @@ def test_the_kind_poisons_real_rows_and_the_rule_gives_the_sequence_alone(batch)
     assert keyless_positions(encoder, ids, mask) == ((), (4, 5, 6))  # 0-based: positions 5–7
 
 
+def test_one_probe_decides_the_rule_for_every_pass_of_the_batch(batch):
+    """The attention map and the order test read the keyless-row rule from the batch's one probe (what inspect_model
+    passes them) or probe themselves: the same figures either way (two routes), here where the probe meets
+    queries without keys (positions 5–7 of sequence 2)."""
+    from seqlab.studies.model import measure_attention, measure_model_order
+    from seqlab.studies.model_mixing import keyless_probe
+
+    encoder, ids, mask = batch
+    probe = keyless_probe(encoder, ids, mask)
+    assert probe.met > 0 and keyless_positions(encoder, ids, mask, probe=probe) == ((), (4, 5, 6))
+    assert measure_attention(encoder, ids, 2, 1, mask=mask, probe=probe) == measure_attention(encoder, ids, 2, 1,
+                                                                                                mask=mask)
+    for positions in (False, True):
+        assert measure_model_order(encoder, ids, mask, positions=positions, probe=probe) == \
+            measure_model_order(encoder, ids, mask, positions=positions)
+
+
 @pytest.fixture(scope="module")
 def result(folder):
     return inspect_model([LONG, SHORT], model=folder, mixing_tokens=7)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from babel.messages.pofile import read_po
+from conftest import measure_models_once
 
 from seqlab.glossary import ALLOWED_ENGLISH, NOTATION
 from seqlab.i18n import DOMAINS
@@ -134,12 +135,15 @@ def outputs(tmp_path_factory) -> dict[str, str]:
     try:
         printed = {}
         checkpoint = tiny_checkpoint(tmp_path_factory.mktemp("tiny-jamba"))
-        for name, args in COMMANDS.items():
-            args = [arg.format(checkpoint=checkpoint) for arg in args]
-            result = CliRunner().invoke(app, ["--lang", "es", *args], env=CLI_ENV if name == "quiz" else TERMINAL_ENV,
-                                        input="?\n" * 20 if name == "quiz" else None)
-            assert result.exit_code in ((0, 130) if name == "quiz" else (0,)), (name, result.output)
-            printed[name] = CONTROL.sub("", result.output).replace("\r", "\n")  # each frame of a bar, a line
+        with pytest.MonkeyPatch.context() as patch:
+            measure_models_once(patch)  # model's measurement shared with tests/test_80_columns.py's Spanish run
+            for name, args in COMMANDS.items():
+                args = [arg.format(checkpoint=checkpoint) for arg in args]
+                result = CliRunner().invoke(app, ["--lang", "es", *args],
+                                            env=CLI_ENV if name == "quiz" else TERMINAL_ENV,
+                                            input="?\n" * 20 if name == "quiz" else None)
+                assert result.exit_code in ((0, 130) if name == "quiz" else (0,)), (name, result.output)
+                printed[name] = CONTROL.sub("", result.output).replace("\r", "\n")  # each frame of a bar, a line
     finally:
         sys.path.remove(str(TESTS))
     from seqlab.learn.training import TrainSettings

@@ -55,6 +55,7 @@ from seqlab.studies.model_mixing import (  # noqa: F401  (re-exported)
     KeylessRows,
     ModuleMixing,
     keyless_positions,
+    keyless_probe,
     keyless_rule,
     measure_mixing,
     row_call,
@@ -229,7 +230,7 @@ def _hidden_slot(call) -> int | str:
 
 
 def measure_attention(encoder: Encoder, ids: Tensor, layer: int, head: int, *, mask: Tensor | None = None,
-                      seed: int = 0) -> AttentionMap:
+                      seed: int = 0, probe: KeylessRows | None = None) -> AttentionMap:
     """α of one layer and head on the first sequence, α_T1, and ‖∂c_T/∂x_1‖ through that module (L4).
 
     >>> encoder = load_encoder()
@@ -243,6 +244,9 @@ def measure_attention(encoder: Encoder, ids: Tensor, layer: int, head: int, *, m
         layer: 1-based, in [1, L]; head: 1-based, in [1, H].
         mask: (B, T) attention mask, 1 on real positions; None: all real.
         seed: seed of the Jacobian probes.
+        probe: the batch's :func:`~seqlab.studies.model_mixing.keyless_probe` on these ids and mask when the caller
+            made it already: the keyless-row rule is then taken only where it met a query without keys (it changes
+            nothing elsewhere); None: the pass runs under the rule and decides it itself.
 
     Returns:
         An :class:`AttentionMap` over the first sequence's n real positions (T = n).
@@ -259,8 +263,10 @@ def measure_attention(encoder: Encoder, ids: Tensor, layer: int, head: int, *, m
     T = int(mask[0].sum())  # real positions of the first sequence
     name = attention_module(encoder.model, config.layers, layer)
     module = encoder.model.get_submodule(name)
-    with KeylessRows() as first, record_inputs(encoder.model, [name]) as calls, torch.no_grad():
+    with (KeylessRows() if probe is None else keyless_rule(probe)) as rule, record_inputs(encoder.model, [name]) \
+            as calls, torch.no_grad():
         attentions = encoder.model(input_ids=ids, attention_mask=mask, output_attentions=True).attentions
+    first = probe if probe is not None else rule
     call = row_call(calls[name], 0, ids.shape[0])
     alpha = attentions[layer - 1][0, head - 1, :T, :T].to(torch.float64)  # (T, T), real rows and columns
     projected = any(child in OUTPUT_PROJECTIONS for child, _ in module.named_children())
@@ -398,15 +404,17 @@ def inspect_model(text: str | Sequence[str], *, source: str = "text", model: str
     windows = _windows(encoder, [text] if isinstance(text, str) else list(text), max_tokens)
     ids, mask = pad(windows, encoder.pad_id)  # (B, T_max) each
     T_m = min(mixing_tokens, ids.shape[1])
-    keyless = keyless_positions(encoder, ids, mask)  # (B,) tuples: queries with every key masked
+    probe = keyless_probe(encoder, ids, mask)  # one pass: does any query of the batch read no key? which?
+    keyless = keyless_positions(encoder, ids, mask, probe=probe)  # (B,) tuples: queries with every key masked
     step(1, 5, "mixing")
     modules, unmeasured = measure_mixing(encoder, ids[:, :T_m], mask[:, :T_m], seed=seed)  # each row has >= 2
     step(2, 5, "attention")
-    attention = measure_attention(encoder, ids, layer, head, mask=mask, seed=seed)
+    attention = measure_attention(encoder, ids, layer, head, mask=mask, seed=seed, probe=probe)
     working = working_precision(attention, torch.float64)
     config, first = encoder.config, windows[0]
     step(3, 5, "order")
-    orders = [measure_model_order(encoder, ids, mask, positions=on, seed=seed, working=working) for on in (False, True)]
+    orders = [measure_model_order(encoder, ids, mask, positions=on, seed=seed, working=working, probe=probe)
+              for on in (False, True)]
     step(5, 5, "done")
     return ModelResult(
         model=config.name, source=source, layers=config.layers, heads=config.heads, d_model=config.d_model,

@@ -112,18 +112,32 @@ def keyless_rule(first: KeylessRows) -> contextlib.AbstractContextManager:
     return KeylessRows() if first.met else contextlib.nullcontext()
 
 
-def keyless_positions(encoder: Encoder, ids: Tensor, mask: Tensor) -> tuple[tuple[int, ...], ...]:
+def keyless_probe(encoder: Encoder, ids: Tensor, mask: Tensor) -> KeylessRows:
+    """One forward pass of a padded batch (ids and mask, B × T, the model as trained) under :class:`KeylessRows`:
+    whether any query reads no key (``met``) and which (``positions``). Every later pass on the same ids and mask
+    takes its rule from this one probe (:func:`keyless_rule`): the answer depends on the mask and the model, not on
+    which pass asks.
+    """
+    with KeylessRows(batch=ids.shape[0]) as rows, torch.no_grad(), fast_paths_off():
+        encoder.model(input_ids=ids, attention_mask=mask)
+    return rows
+
+
+def keyless_positions(encoder: Encoder, ids: Tensor, mask: Tensor, *,
+                      probe: KeylessRows | None = None) -> tuple[tuple[int, ...], ...]:
     """Per sequence of a padded batch, the positions (0-based) whose query read no key in some attention.
 
-    One forward pass of the batch (ids and mask, B × T) under :class:`KeylessRows`: a right-padded sequence under a
-    causal mask has none; under a sliding window of w, a padded position more than w − 1 past the last real one
-    reads padding only.
+    One forward pass of the batch (ids and mask, B × T) under :class:`KeylessRows` (:func:`keyless_probe`): a
+    right-padded sequence under a causal mask has none; under a sliding window of w, a padded position more than
+    w − 1 past the last real one reads padding only.
+
+    Args:
+        probe: the batch's :func:`keyless_probe` when already made (read instead of a second pass); None: made here.
 
     Returns:
         B tuples of positions, increasing (empty where every query read a key).
     """
-    with KeylessRows(batch=ids.shape[0]) as rows, torch.no_grad(), fast_paths_off():
-        encoder.model(input_ids=ids, attention_mask=mask)
+    rows = probe if probe is not None else keyless_probe(encoder, ids, mask)
     return tuple(tuple(sorted(q for b, q in rows.positions if b == sequence)) for sequence in range(ids.shape[0]))
 
 

@@ -34,7 +34,7 @@ from seqlab.i18n import N_
 from seqlab.layers.anatomy import without_positions
 from seqlab.layers.pretrained import Encoder, load_encoder
 from seqlab.measure.order import OrderResult, _Rerun, holds_of, measure_order, tolerance, verdict
-from seqlab.studies.model_mixing import KeylessRows, checked_mask, keyless_rule, real_positions
+from seqlab.studies.model_mixing import KeylessRows, checked_mask, keyless_probe, keyless_rule, real_positions
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,8 @@ def _sequence(encoder: Encoder, twin: Encoder | None, ids: Tensor, mask: Tensor,
 
 
 def measure_model_order(encoder: Encoder, ids: Tensor, mask: Tensor | None = None, *, positions: bool,
-                        seed: int = 0, working: torch.dtype | None = None) -> OrderCheck:
+                        seed: int = 0, working: torch.dtype | None = None,
+                        probe: KeylessRows | None = None) -> OrderCheck:
     """Shuffle each sequence's tokens by a seeded π and compare every depth's output with the original, shuffled (L10).
 
     >>> from seqlab.layers.pretrained import encode
@@ -179,6 +180,8 @@ def measure_model_order(encoder: Encoder, ids: Tensor, mask: Tensor | None = Non
             GPT-NeoX's and ModernBERT's eager softmax runs in float32 inside a float64 model; see
             :func:`seqlab.studies.model.working_precision`): the tolerance is then that dtype's, and a change
             within it is "cannot tell at <dtype>" (no twin computes that softmax better). None: the dtype's.
+        probe: the batch's :func:`~seqlab.studies.model_mixing.keyless_probe` on these ids and mask (the model as
+            trained) when the caller made it already; None: this function probes (one forward pass).
 
     Returns:
         An :class:`OrderCheck`; depth 0 is the embeddings' output, depth l the output of layer l; each
@@ -195,8 +198,7 @@ def measure_model_order(encoder: Encoder, ids: Tensor, mask: Tensor | None = Non
                           parameter="text")
     below = encoder.dtype != "float64"
     twin = load_encoder(torch.float64, None if encoder.config.bundled else encoder.folder) if below else None
-    with KeylessRows() as first, torch.no_grad():  # does any query of this batch read no key?
-        encoder.model(input_ids=ids, attention_mask=mask)
+    first = probe if probe is not None else keyless_probe(encoder, ids, mask)  # does any query read no key?
     with contextlib.ExitStack() as stack:
         if not positions:
             stack.enter_context(without_positions(encoder.model))
