@@ -78,6 +78,13 @@ def test_jobs_2_gives_the_results_of_jobs_1_in_plan_order(reference, on_two_work
     assert (result.backend, result.jobs, result.resumed, result.partial) == ("local", 2, 0, False)
 
 
+def test_the_progress_callback_counts_every_run_on_workers(on_two_workers):
+    result, seen = on_two_workers
+    assert len(result.runs) == PLANNED
+    assert seen[0] == (0, PLANNED, None) and seen[-1] == (PLANNED, PLANNED, None)
+    assert [done for done, _, _ in seen[1:-1]] == list(range(1, PLANNED + 1))  # one call per finished run
+
+
 @pytest.fixture(scope="module")
 def local_ray():
     """A Ray of 2 CPUs on this machine, started for this module (the Ray backend then uses it)."""
@@ -106,13 +113,6 @@ def test_an_unreachable_ray_cluster_is_one_error(monkeypatch, local_ray):
                                           r"ADDRESS, or run on this machine with --ray local$") as error:
         run_learn(TINY, backend=Ray("auto"))
     assert error.value.parameter == "ray"
-
-
-def test_the_progress_callback_counts_every_run_on_workers(on_two_workers):
-    result, seen = on_two_workers
-    assert len(result.runs) == PLANNED
-    assert seen[0] == (0, PLANNED, None) and seen[-1] == (PLANNED, PLANNED, None)
-    assert [done for done, _, _ in seen[1:-1]] == list(range(1, PLANNED + 1))  # one call per finished run
 
 
 @pytest.mark.parametrize("jobs", [0, -1, True, 1.5, "2"])
