@@ -60,12 +60,29 @@ def record_lines(path: Path) -> list[str]:
 
 # --- Backends ---------------------------------------------------------------------------------------
 
-def test_jobs_2_gives_the_results_of_jobs_1_in_plan_order(reference):
-    result = run_learn(TINY, backend=Local(2))
+@pytest.fixture(scope="module")
+def on_two_workers() -> tuple:
+    """TINY on 2 worker processes, with every progress call it made: one pool start (the costly part, each worker
+    imports PyTorch) shared by the tests that judge the results and those that judge the progress calls of the same
+    sweep."""
+    seen = []
+    result = run_learn(TINY, lambda done, total, run: seen.append((done, total, run)), backend=Local(2))
+    return result, seen
+
+
+def test_jobs_2_gives_the_results_of_jobs_1_in_plan_order(reference, on_two_workers):
+    result, _ = on_two_workers
     assert reproducible(result.runs) == reference
     planned = check_learn_config(TINY).runs
     assert plan_order(result) == [(p.task, p.model, p.T, p.seed, p.lr) for p in planned]
     assert (result.backend, result.jobs, result.resumed, result.partial) == ("local", 2, 0, False)
+
+
+def test_the_progress_callback_counts_every_run_on_workers(on_two_workers):
+    result, seen = on_two_workers
+    assert len(result.runs) == PLANNED
+    assert seen[0] == (0, PLANNED, None) and seen[-1] == (PLANNED, PLANNED, None)
+    assert [done for done, _, _ in seen[1:-1]] == list(range(1, PLANNED + 1))  # one call per finished run
 
 
 @pytest.fixture(scope="module")
@@ -96,14 +113,6 @@ def test_an_unreachable_ray_cluster_is_one_error(monkeypatch, local_ray):
                                           r"ADDRESS, or run on this machine with --ray local$") as error:
         run_learn(TINY, backend=Ray("auto"))
     assert error.value.parameter == "ray"
-
-
-def test_the_progress_callback_counts_every_run_on_workers():
-    seen = []
-    result = run_learn(TINY, lambda done, total, run: seen.append((done, total, run)), backend=Local(2))
-    assert len(result.runs) == PLANNED
-    assert seen[0] == (0, PLANNED, None) and seen[-1] == (PLANNED, PLANNED, None)
-    assert [done for done, _, _ in seen[1:-1]] == list(range(1, PLANNED + 1))  # one call per finished run
 
 
 @pytest.mark.parametrize("jobs", [0, -1, True, 1.5, "2"])
@@ -335,10 +344,14 @@ def test_cli_jobs_2_equals_jobs_1(learn_cli):
 def test_cli_ctrl_c_on_workers_exits_130_without_a_traceback_and_keeps_the_runs(tmp_path, how, status):
     """SIGINT to the whole process group, as a terminal's Ctrl-C (exit 130), or SIGTERM to the command alone, as
     ``timeout`` or ``kill`` send it (exit 143): the parent stops with one line naming the runs kept and where, the
-    workers leave quietly, nothing goes to stdout."""
+    workers leave quietly, nothing goes to stdout.
+
+    T = 8 and 128: the interrupt follows the first run that ends (a T = 8 one, under a second), while the T = 128
+    runs (seconds each, several on a busy machine) still work, so that it lands with work left whatever the load;
+    with T = 8 and 16 every run ended within a second of the first."""
     path = tmp_path / "runs.jsonl"
     process = subprocess.Popen([sys.executable, "-m", "seqlab", "learn", "--quick", "--tasks", "recall", "--models",
-                                "elman,lstm", "--lengths", "8,16", "--seeds", "1", "--rates", "1e-2", "--jobs", "2",
+                                "elman,lstm", "--lengths", "8,128", "--seeds", "1", "--rates", "1e-2", "--jobs", "2",
                                 "--results", str(path), "--json", "--lang", "en"],
                                cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT / "src")}, start_new_session=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
