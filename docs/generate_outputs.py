@@ -239,7 +239,7 @@ TIMED_LINE = re.compile(
     r"más rápid|más lent|timed blocks|bloques cronometrados|predicted time|tiempo previsto|crossing|†|"
     r"median|mediana|interleaved rounds|rondas intercaladas|finished first|terminó antes|time crossover|cruce en tiempo")
 #: Figures inside a kept line that depend on the machine: thread counts and free memory.
-MACHINE_FIGURE = re.compile(r"\d+ (threads?|hilos?)|CPU threads: \d+|hilos de CPU: \d+|"
+MACHINE_FIGURE = re.compile(r"\d+ (threads?|hilos?)|CPU threads: \d+|hilos de CPU: \d+|\"threads\": \d+|"
                             r"[\d.,]+ [KMGT]iB available|[\d.,]+ [KMGT]iB disponibles|against [\d,]+\)|"
                             r"frente a [\d.]+\)|\(AMD [^)]*\)|\(Intel[^)]*\)")
 #: Rounding-level figures (below 1e-5: the largest change a shuffle left, an attention row's sum error), which
@@ -259,6 +259,8 @@ def figures(transcript: str) -> list[str]:
 
     >>> figures("T = 1,024: 33,536 multiplications\\nnn.RNN 78.8 ms (IQR 1 ms)\\n2 threads, 3 ops\\n")
     ['1,024', '33,536', '3']
+    >>> figures('  "threads": 2,\\n  "T": 800,')  # a JSON thread count: the machine's (PyTorch's, capped by free cores)
+    ['800,']
     """
     kept = []
     for line in transcript.splitlines():

@@ -50,6 +50,27 @@ def no_measurement_time_limits():
     pool.time_limit_scale = before
 
 
+@pytest.fixture(scope="session", autouse=True)
+def a_workers_share_of_the_cores():
+    """Under pytest-xdist each worker runs PyTorch on its share of the cores (``os.cpu_count() // workers``, at least
+    one intra-op thread), restored when the session ends. PyTorch's default is every core in every worker: two workers
+    on two cores then run four compute threads, whose OpenMP waits spin on cores the other worker needs (measured:
+    ``seqlab model`` at the docs' sizes, warm, 5.2-5.5 s of CPU at 2 threads against 1.7-1.9 s at 1, beside a second
+    worker). Tests that ask for a thread count set it themselves (``fixed_threads``), and restore it."""
+    import os
+
+    import torch
+
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    if workers < 2:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def small_config() -> CompareConfig:
     """d_model = 16 everywhere, no timing: the cheap configuration most study tests use."""
