@@ -90,8 +90,8 @@ class TracedPass(EngineMode):
             (None: no path distances).
 
     Raises:
-        Exception: whatever the traced function raises, unchanged; the path tracer's own refusals
-        (:class:`~seqlab.errors.SeqlabError`).
+        SeqlabError: the path tracer's own refusals.
+        Exception: whatever the traced function raises, unchanged.
     """
 
     supports_higher_order_operators = True  # run through their eager parts (ops.run_higher_order)
