@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import pickle
 from pathlib import Path
 
 import pytest
@@ -77,13 +78,28 @@ def test_a_sampled_family_agrees_by_two_routes(model_type):
 
 
 @pytest.fixture(scope="module")
-def rows(tmp_path_factory):
-    """Two families of every kind, measured once through the study (the results file is reused by the CLI tests)."""
+def rows(tmp_path_factory, worker_id):
+    """Two families of every kind, measured once per test run through the study (the results file is reused by the
+    CLI tests), with the rows as measured.
+
+    Once per run, not per xdist worker: a worker that meets this module's tests after another has (work-stealing
+    hands the module's last tests to whichever worker is idle at the end) waits on a lock and takes the first
+    worker's results file and its measured rows, pickled (exact: every float as it was measured), instead of
+    measuring the twelve families a second time.
+    """
+    from filelock import FileLock
+
     from seqlab.studies.zoo import ZooConfig, run_zoo
 
-    path = tmp_path_factory.mktemp("zoo") / "rows.jsonl"
-    result = run_zoo(ZooConfig(families=KIND_FAMILIES), results=path)
-    return {row.family: row for row in result.rows}, path
+    shared = tmp_path_factory.getbasetemp().parent if worker_id != "master" else tmp_path_factory.mktemp("zoo")
+    path, measured = shared / "zoo-rows.jsonl", shared / "zoo-rows.pickle"
+    with FileLock(str(shared / "zoo-rows.lock")):
+        if measured.exists():
+            return pickle.loads(measured.read_bytes()), path  # noqa: S301 - written by this run's other worker
+        result = run_zoo(ZooConfig(families=KIND_FAMILIES), results=path)
+        by_name = {row.family: row for row in result.rows}
+        measured.write_bytes(pickle.dumps(by_name))
+    return by_name, path
 
 
 #: Two families of each kind, as the zoo measures them (kind read from paths and the decode cache); of two alike,
