@@ -160,19 +160,20 @@ def families_measured_once(monkeypatch):
     monkeypatch.setattr(measure, "measure_family", once)
 
 
-def compare_answered_once(measured: list[tuple]):
-    """A stand-in for ``run_compare`` that answers from ``measured`` — (tokens, source, config, result) of each
-    measurement made so far — when asked the same tokens, source and configuration, and else measures and records:
-    two CLI runs that differ only by their output run end to end on one measurement."""
-    real = run_compare
+def compare_answered_once(memo: dict):
+    """A stand-in for ``run_compare`` that answers from ``memo`` (:func:`answered_once`) when asked the same tokens and
+    configuration in this process, and else measures and records: two CLI runs that differ only by their output run
+    end to end on one measurement.
 
-    def once(tokens, source, config, *args, **kwargs):
-        for seen_tokens, seen_source, seen_config, result in measured:
-            if (seen_tokens, seen_source, seen_config) == (tokens, source, config):
-                return result
-        result = real(tokens, source, config, *args, **kwargs)
-        measured.append((tokens, source, config, result))
-        return result
+    The text's label (``source``) is not part of the key: ``run_compare`` only names it in the result (and in the
+    refusal of a text shorter than 2 tokens, which is raised before anything is recorded), so a file holding the
+    built-in text and the built-in text itself are one measurement, each answered under its own label."""
+    import dataclasses
+
+    shared = answered_once(run_compare, lambda tokens, source, config: (tokens, config), memo)
+
+    def once(tokens, source, *args, **kwargs):
+        return dataclasses.replace(shared(tokens, source, *args, **kwargs), source=source)
 
     return once
 

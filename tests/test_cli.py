@@ -298,14 +298,14 @@ def test_saturated_recurrence_renders(invoke):
 def quijote_outputs(quijote_path):
     """(table in Spanish, JSON) of ``compare --text`` on the chapter at d_model = 16 without times: two CLI runs end
     to end (options, reading, tokenizing, rendering), their measurement made once. ``run_compare`` is wrapped so
-    that the second run, asked the same tokens, source and configuration, is answered the first run's result;
-    the wrapper records each distinct measurement, and the test sees that there was one."""
+    that the second run, asked the same tokens and configuration, is answered the first run's result; the wrapper
+    records each distinct measurement, and the test sees that there was one."""
     from conftest import CLI_ENV, compare_answered_once
     from typer.testing import CliRunner
 
     from seqlab.cli import app
 
-    measured: list[tuple] = []
+    measured: dict = {}
     once = compare_answered_once(measured)
 
     def invoke(*args: str) -> str:

@@ -149,25 +149,35 @@ def serve_and_fetch(arguments: list[str]) -> None:
         server.communicate(timeout=120)
 
 
+#: The file the commands' ``--text`` reads: this module writes into it the built-in text that ``seqlab compare`` reads
+#: without ``--lang`` (English), so that the two commands ask one measurement (a real Spanish chapter read through
+#: ``--text`` is tests/test_cli.py's acceptance test).
+CHAPTER = "chapter.txt"
+
+
 def measurement_key(command: str) -> str:
-    """Commands with the same key ask ``compare`` the same measurement: they differ only by ``--json``, ``--lang``."""
-    return language_free(command).replace(" --json", "")
+    """Commands with the same key ask ``compare`` the same measurement: they differ only by ``--json``, ``--lang``, or
+    by reading the built-in text from :data:`CHAPTER` (this module writes it there)."""
+    return language_free(command).replace(" --json", "").replace(f" --text {CHAPTER}", "")
 
 
 def test_commands_asking_the_same_measurement_share_a_key():
     assert measurement_key("seqlab compare --json") == measurement_key("seqlab compare --lang es") == "seqlab compare"
     assert measurement_key("seqlab compare --tokens 10") != measurement_key("seqlab compare")
+    assert measurement_key(f"seqlab compare --text {CHAPTER}") == measurement_key("seqlab compare")
 
 
-#: (tokens, source, config, result) of each ``compare`` measurement the commands of this module asked for: a command
-#: that differs from an earlier one only by its output (``seqlab compare --json`` after ``seqlab compare``) runs
-#: end to end (options, text, rendering) and is answered the same measurement rather than measuring it again.
-MEASURED: list[tuple] = []
+#: (tokens, config) -> (result, progress steps) of each ``compare`` measurement the commands of this module asked for:
+#: a command that differs from an earlier one only by its output (``seqlab compare --json`` after ``seqlab compare``)
+#: or by where its text comes from (``--text chapter.txt``, a file holding the built-in text) runs end to end
+#: (options, text, rendering) and is answered the same measurement, under its own text's label, rather than
+#: measuring it again.
+MEASURED: dict = {}
 
 
 @pytest.fixture()
 def compare_once(monkeypatch):
-    """``run_compare`` answered from :data:`MEASURED` when asked the same tokens, source and configuration."""
+    """``run_compare`` answered from :data:`MEASURED` when asked the same tokens and configuration."""
     import seqlab.studies.compare
 
     from conftest import compare_answered_once
@@ -185,7 +195,7 @@ COMMANDS = sorted(readme_commands(), key=lambda command: [measurement_key(c) for
 @pytest.mark.parametrize("command", COMMANDS)
 def test_readme_command_runs(command, tmp_path, monkeypatch, compare_once):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "chapter.txt").write_text(builtin_text("es").content, encoding="utf-8")
+    (tmp_path / CHAPTER).write_text(builtin_text("en").content, encoding="utf-8")
     for script in EXAMPLES.glob("*.py"):  # `cd examples && seqlab profile my_layer:...` runs from this folder
         shutil.copy(script, tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
