@@ -280,3 +280,20 @@ def test_a_layer_that_draws_with_the_traced_output_runs_each_copy_alone(p):
     reachable = [[v is not None for v in row] for row in measured.paths.products]
     assert measured.paths.check == _check_alone(layer, x, (0, T - 1), reachable)
     assert measured.paths.check.route == "finite differences"
+
+
+@pytest.mark.parametrize(("hand", "dtype"), [("function", "float32"), ("module", "float64")])
+def test_a_fading_recurrence_is_unresolved_in_any_dtype_never_unmoved(hand, dtype):
+    """An LSTM over 300 steps, x_1's signal fading by about half a decade a step: its late outputs do not move a bit.
+    Handed as a function the check runs in float32, where the signal stops moving about 4.6 decades down (so the
+    float64 fraction 1e-8 is never met) and forward mode's tangent underflows to exactly 0 below 1e-45: those pairs
+    once read as "unmoved", a dependence that does not exist. By the dtype's own fraction (fading_fraction) the source
+    fades, and its still pairs are unresolved, as in float64 (the module handed: a float64 copy)."""
+    from seqlab.measure.paths import measure_paths
+
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(8, 8, batch_first=True).eval()
+    layer = (lambda rows: lstm(rows)[0]) if hand == "function" else lstm
+    check = measure_paths(layer, torch.randn(1, 300, 8), sources=(0,)).check
+    assert check.dtype == dtype and check.missed == ()
+    assert check.unmoved == () and len(check.unresolved) > 100

@@ -23,7 +23,8 @@ is compared with what the trace says, source by source:
   cancellation). A dependence that is merely small is never called unmoved: a vanishing gradient (1e-30 after a long
   recurrence) either flips a last bit somewhere (rounding is chaotic) or is certified non-zero by forward mode. Forward
   mode costs about ten forward passes, so it is not run for a source whose signal visibly *fades* (its smallest
-  movement at a reachable output under :data:`FADING` times its largest: a long recurrence), nor can it run for code
+  movement at a reachable output under :data:`FADING` times its largest in float64, a coarser fraction in a coarser
+  dtype, :func:`fading_fraction`, where a fading tangent underflows to exactly 0: a long recurrence), nor can it run for code
   without a forward formula (NumPy inside a ``Function``): there the bit-identical reachable pairs are listed as
   :attr:`PerturbationCheck.unresolved`, no verdict.
 
@@ -76,6 +77,11 @@ CHECK = True
 #: A source's signal fades when its smallest movement at a reachable output is under this fraction of its largest:
 #: its outputs that do not move by a bit are then left unresolved rather than certified by forward mode.
 FADING = 1e-8
+#: In a check run in a dtype coarser than float64 the fraction is at least this many times the smallest movement the
+#: dtype resolves, eps^(2/3) of the largest (:func:`fading_fraction`): in float32 a fading signal stops moving a bit
+#: about 4.6 decades down, where 1e-8 is never reached, and its forward-mode tangent underflows to exactly 0 (below
+#: 1e-45, some 200 steps down an LSTM at reach 0.6 per step), which would read as "unmoved".
+RESOLVED = 100
 #: The most traced sources one check perturbs (both ends, then evenly spaced ones).
 MAX_SOURCES = 8
 #: The most suspects named.
@@ -238,7 +244,8 @@ def _check(layer, x: Tensor, sources: tuple[int, ...], select: Select, reachable
         checks = []
         for k, (r, u) in enumerate(zip(reachable, undefined, strict=True)):
             trace = [r[a] for a in rows]
-            missed, candidates, fading = _compare(movements[k], still[k], threshold, chosen, trace, u)
+            missed, candidates, fading = _compare(movements[k], still[k], threshold, chosen, trace, u,
+                                                  fading_fraction(dtype))
             checks.append((missed, candidates, fading))
         certified, route = _certify(function, select, base, made(), chosen, checks, route)
         return [PerturbationCheck(route, name, chosen, missed, unmoved, unresolved,
@@ -386,12 +393,23 @@ def _per_position(t: Tensor) -> Tensor:
     return t.reshape(t.shape[0], t.shape[1], -1).amax(dim=-1)
 
 
+def fading_fraction(dtype: torch.dtype) -> float:
+    """The fraction of a source's largest movement under which its signal fades, in a check run in ``dtype``:
+    :data:`FADING`, or :data:`RESOLVED` times the smallest movement the dtype resolves when that is larger.
+
+    >>> fading_fraction(torch.float64), round(fading_fraction(torch.float32), 5)
+    (1e-08, 0.00242)
+    """
+    return max(FADING, RESOLVED * torch.finfo(dtype).eps ** (2 / 3))
+
+
 def _compare(movement: Tensor, still: Tensor, threshold: float, sources: Sequence[int],
-             reachable: Sequence[Sequence[bool]], undefined: Sequence[int]
+             reachable: Sequence[Sequence[bool]], undefined: Sequence[int], fading_at: float = FADING
              ) -> tuple[tuple[Pair, ...], list[Pair], set[int]]:
     """Missed pairs (unreachable, moved above ``threshold`` times the source's largest movement), candidate unmoved
     pairs (reachable, not a bit changed), and the sources whose signal fades (the smallest movement of a reachable
-    pair under :data:`FADING` times the largest: a still pair there may be a signal below float64's resolution),
+    pair under ``fading_at`` times the largest, :func:`fading_fraction`: a still pair there may be a signal below the
+    dtype's resolution),
     source by source; NaN positions are not judged."""
     missed, candidates, fading = [], [], set()
     skip = set(undefined)
@@ -400,7 +418,7 @@ def _compare(movement: Tensor, still: Tensor, threshold: float, sources: Sequenc
         finite = m[~m.isnan()]
         scale = float(finite.max()) if finite.numel() else 0.0
         moving = [float(m[j]) for j, reached in enumerate(row) if reached and j not in skip and float(m[j]) > 0]
-        if moving and min(moving) < FADING * max(moving):
+        if moving and min(moving) < fading_at * max(moving):
             fading.add(sources[a])
         for j, reached in enumerate(row):
             if j in skip or bool(m[j].isnan()):
