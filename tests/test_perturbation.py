@@ -297,3 +297,17 @@ def test_a_fading_recurrence_is_unresolved_in_any_dtype_never_unmoved(hand, dtyp
     check = measure_paths(layer, torch.randn(1, 300, 8), sources=(0,)).check
     assert check.dtype == dtype and check.missed == ()
     assert check.unmoved == () and len(check.unresolved) > 100
+
+
+@pytest.mark.parametrize(("dtype", "factor", "fades"), [(torch.float32, 0.99, True), (torch.float32, 1.01, False),
+                                                        (torch.float64, 0.99, True), (torch.float64, 1.01, False)])
+def test_a_source_fades_below_its_dtypes_fraction_and_only_there(dtype, factor, fades):
+    """The verdict on patched movements at its boundary: smallest movement just under (just over) the dtype's fraction
+    of the largest. A fading source's still pair is left for no verdict; else it is a candidate for forward mode."""
+    from seqlab.measure.perturbation import _compare, fading_fraction
+
+    fraction = fading_fraction(dtype)
+    movement = torch.tensor([[1.0, factor * fraction, 0.0]], dtype=torch.float64)
+    still = torch.tensor([[False, False, True]])
+    _, candidates, fading = _compare(movement, still, 1e-3, (0,), [[True, True, True]], (), fraction)
+    assert fading == ({0} if fades else set()) and candidates == [(0, 2)]
