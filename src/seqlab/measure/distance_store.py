@@ -27,6 +27,7 @@ the chunk of the masked min-plus product): every front end that refuses a size b
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 import torch
@@ -132,6 +133,61 @@ def _row_layout(shape: tuple[int, ...], stride: tuple[int, ...], offset: int,
     return tuple(strides), offset
 
 
+@functools.lru_cache(maxsize=4096)
+def _row_read(rows: int, row_stride: int, shape: tuple[int, ...], stride: tuple[int, ...], offset: int,
+              features: int) -> tuple[tuple[int, ...], tuple[int, ...], int] | None:
+    """``as_strided`` arguments (size, stride, offset) that read a view of ``shape``/``stride``/``offset`` from a
+    position-level storage (``rows`` distance rows, ``row_stride`` apart, one distance per run of ``features``
+    elements), every feature of a run reading its one distance (stride 0); None when the view crosses runs (it
+    needs element level). Decided once per signature.
+
+    >>> _row_read(4, 6, (2, 8), (8, 1), 16, 8)  # positions 2 and 3 of a (6, 8) tensor
+    ((4, 2, 8), (6, 1, 0), 2)
+    """
+    layout = _row_layout(shape, stride, offset, features)
+    if layout is None:
+        return None
+    strides, start = layout
+    return (rows, *shape), (row_stride, *strides, *((0,) if shape else ())), start
+
+
+@functools.lru_cache(maxsize=4096)
+def _new_storage(shape: tuple[int, ...], stride: tuple[int, ...], offset: int, size: int,
+                 nbytes: int) -> tuple[bool, bool, int, int, bool]:
+    """What the store decides about a tensor written to a storage it does not hold yet, once per signature: whether
+    it covers its whole storage's elements laid out as it (then its distances are the storage's), whether it covers
+    every byte of it (then a rule's zero-free proof holds for the storage, :meth:`DistanceStore._whole`), the
+    storage's elements, the features of a position (its last dim) and whether it covers whole runs of them (so a row
+    form can hold it).
+
+    >>> _new_storage((3, 4), (4, 1), 0, 4, 48), _new_storage((3, 2), (4, 1), 0, 4, 48)
+    ((True, True, 12, 4, True), (False, False, 12, 2, True))
+    """
+    elements = nbytes // size
+    numel = math.prod(shape)
+    contiguous = numel == 0 or all(n == 1 or st == expected for n, st, expected in
+                                   zip(shape, stride, _contiguous_strides(shape), strict=True))
+    whole = offset == 0 and contiguous and numel == elements
+    proven_whole = offset == 0 and contiguous and numel * size == nbytes
+    features = shape[-1] if shape else 1
+    whole_rows = bool(shape) and features > 1 and elements % features == 0 and offset % features == 0 and \
+        _row_layout(shape, stride, offset, features) is not None
+    return whole, proven_whole, elements, features, whole_rows
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _uniform(value: Tensor) -> bool:
+    """Whether a distance is the same along its last (feature) dim by layout (as :func:`rows_of` proves it)."""
+    return value.dim() >= 2 and (value.shape[-1] == 1 or value.stride(-1) == 0)
+
+
 def _scalar_bytes(tensor: Tensor) -> int:
     """Bytes of one real scalar of the tensor: a complex element is two (its real and imaginary parts)."""
     return tensor.element_size() // (2 if tensor.is_complex() else 1)
@@ -187,15 +243,16 @@ class DistanceStore:
         storage = self.by_storage.get(key)
         if storage is None:
             return None
-        if tensor.is_complex():
-            return self._read_scalars(key, tensor)
-        size = tensor.element_size()  # a real scalar's bytes (complex: above)
-        if self.scalar_bytes.get(key, size) != size:
-            return self._read_scalars(key, tensor)
-        if key in self.features:
-            rows = self._rows_view(key, storage, tensor)
-            if rows is not None:
-                return rows if tensor.dim() == 0 else rows.unsqueeze(-1).expand(self.rows, *tensor.shape)
+        if tensor.is_complex() or self.scalar_bytes[key] != tensor.element_size():
+            return self._read_scalars(key, tensor)  # complex parts, or a view in scalars of another size
+        features = self.features.get(key)
+        if features is not None:
+            # one view of the row form, expanded along the features (stride 0), its layout decided once per
+            # signature: the very tensor ``rows.unsqueeze(-1).expand(...)`` gave, in one call
+            read = _row_read(self.rows, storage.stride(0), tuple(tensor.shape), tensor.stride(), tensor.storage_offset(),
+                             features)
+            if read is not None:
+                return storage.as_strided(*read)
             storage = self.expand(key)
         return storage.as_strided((self.rows, *tensor.shape), (storage.stride(0), *tensor.stride()),
                                   tensor.storage_offset())
@@ -267,50 +324,26 @@ class DistanceStore:
         proof, pending = self._proofs.pop(key, (False, 1))
         if pending > 1:
             self._proofs[key] = (proof, pending - 1)
-        if storage is not None:  # written over: the proof holds alone; written in part: with the rest's
-            self.zero_free[key] = proof and value is not None and (self._whole(tensor) or self.zero_free.get(key, False))
-        elif value is not None:
-            self.zero_free[key] = proof and self._whole(tensor)
-        if tensor.is_complex() or (storage is not None and self.scalar_bytes[key] != _scalar_bytes(tensor)):
+        if storage is None:
+            if value is not None and not tensor.is_complex():
+                self._write_new(key, tensor, value, proof)
+            elif value is not None:
+                self.zero_free[key] = proof and self._whole(tensor)
+                self._write_scalars(key, tensor, value)
+            return
+        # written over: the proof holds alone; written in part: with the rest's
+        self.zero_free[key] = proof and value is not None and (self._whole(tensor) or self.zero_free.get(key, False))
+        if tensor.is_complex() or self.scalar_bytes[key] != _scalar_bytes(tensor):
             self._write_scalars(key, tensor, value)
             return
-        rows = rows_of(value) if self.positions and value is not None and tensor.dim() else None
-        if storage is None:
-            if value is None:
-                return
-            elements = tensor.untyped_storage().nbytes() // tensor.element_size()
-            self.scalar_bytes[key] = tensor.element_size()
-            features = tensor.shape[-1] if tensor.dim() else 1
-            if self.positions and rows is not None and features > 1 and elements % features == 0 and \
-                    self._whole_rows(tensor, features):
-                self._charge(self.rows * (elements // features) * ITEMSIZE)
-                self.features[key] = features
-                self.alive.append(tensor)
-                if tensor.storage_offset() == 0 and tensor.numel() == elements and tensor.is_contiguous():
-                    # a copy: the row form may be a view of another storage's distances
-                    self.by_storage[key] = rows.reshape(self.rows, elements // features).clone(
-                        memory_format=torch.contiguous_format)
-                    return
-                self.by_storage[key] = torch.full((self.rows, elements // features), UNREACHABLE, dtype=DTYPE)
-                self._rows_view(key, self.by_storage[key], tensor).copy_(rows[..., 0])
-                return
-            self._charge(self.rows * elements * ITEMSIZE)
-            if tensor.storage_offset() == 0 and tensor.numel() == elements and tensor.is_contiguous():
-                # a new result laid out as its storage: kept as it is (a view or a row form: copied once)
-                fresh = value if _fresh(value) else value.clone(memory_format=torch.contiguous_format)
-                self.by_storage[key] = fresh.view(self.rows, elements)
-                self.alive.append(tensor)
-                return
-            storage = torch.full((self.rows, elements), UNREACHABLE, dtype=DTYPE)
-            self.by_storage[key] = storage
-            self.alive.append(tensor)
-        elif key in self.features:
-            if (value is None or rows is not None) and tensor.dim() and self._whole_rows(tensor, self.features[key]):
+        if key in self.features:
+            uniform = self.positions and value is not None and tensor.dim() and _uniform(value)
+            if (value is None or uniform) and tensor.dim() and self._whole_rows(tensor, self.features[key]):
                 view = self._rows_view(key, storage, tensor)
                 if value is None:
                     view.fill_(UNREACHABLE)
                 else:
-                    view.copy_(rows[..., 0].clone())  # it may read the very rows it overwrites
+                    view.copy_(value.select(-1, 0).clone())  # it may read the very rows it overwrites
                 return
             storage = self.expand(key)
         view = storage.as_strided((self.rows, *tensor.shape), (storage.stride(0), *tensor.stride()),
@@ -319,6 +352,37 @@ class DistanceStore:
             view.fill_(UNREACHABLE)
         else:
             view.copy_(value)
+
+    def _write_new(self, key: int, tensor: Tensor, value: Tensor, proof: bool) -> None:
+        """The first write to a real storage: kept at position level where ``value`` is uniform along the features
+        by layout and ``tensor`` covers whole rows, else per element. What the tensor's layout decides is decided
+        once per signature (:func:`_new_storage`)."""
+        size = tensor.element_size()
+        whole, proven_whole, elements, features, whole_rows = _new_storage(
+            tuple(tensor.shape), tensor.stride(), tensor.storage_offset(), size, tensor.untyped_storage().nbytes())
+        self.zero_free[key] = proof and proven_whole
+        self.scalar_bytes[key] = size
+        if self.positions and whole_rows and _uniform(value):
+            positions = elements // features
+            self._charge(self.rows * positions * ITEMSIZE)
+            self.features[key] = features
+            self.alive.append(tensor)
+            rows = value.select(-1, 0)
+            if whole:  # a copy: the row form may be a view of another storage's distances
+                self.by_storage[key] = rows.reshape(self.rows, positions).clone(memory_format=torch.contiguous_format)
+                return
+            self.by_storage[key] = torch.full((self.rows, positions), UNREACHABLE, dtype=DTYPE)
+            self._rows_view(key, self.by_storage[key], tensor).copy_(rows)
+            return
+        self._charge(self.rows * elements * ITEMSIZE)
+        self.alive.append(tensor)
+        if whole:  # a new result laid out as its storage: kept as it is (a view or a row form: copied once)
+            fresh = value if _fresh(value) else value.clone(memory_format=torch.contiguous_format)
+            self.by_storage[key] = fresh.view(self.rows, elements)
+            return
+        storage = self.by_storage[key] = torch.full((self.rows, elements), UNREACHABLE, dtype=DTYPE)
+        storage.as_strided((self.rows, *tensor.shape), (storage.stride(0), *tensor.stride()),
+                           tensor.storage_offset()).copy_(value)
 
     def _write_scalars(self, key: int, tensor: Tensor, value: Tensor | None) -> None:
         """A write in scalars of a complex tensor (both parts get the value's distance), or through a view of

@@ -110,6 +110,8 @@ def align(d: Tensor, shape: Sequence[int]) -> Tensor:
     own = d.shape[1:]
     if own == shape:
         return d
+    if len(own) == len(shape):  # the same rank: size-1 dims expand as they are
+        return d.expand(d.shape[0], *shape)
     padded = d.reshape(d.shape[0], *([1] * (len(shape) - len(own))), *own)
     return padded.expand(d.shape[0], *shape)
 
@@ -126,6 +128,8 @@ def broadcast_min(distances: Sequence[Tensor | None], shape: Sequence[int], sour
     present = [d for d in distances if d is not None]
     if not present:
         return None
+    if len(present) == 1 and present[0].shape[1:] == shape:
+        return present[0]  # one operand of the output's shape: its own distances (a row form stays one, by layout)
     if _ROW_FORM.get() and len(shape) and all(d.dim() >= 2 for d in present):  # every input uniform: rows
         rows = [narrow(d) for d in present]
         if all(r is not None for r in rows):
