@@ -530,8 +530,8 @@ def run_case(case: Case, level: bool | None = None, seconds: float | None = None
     """Run one case through the engine and compare it (see the module docstring).
 
     Args:
-        level: ``positions=`` for measure_paths: None (its own choice, the default: position level for more than
-            two sources, what a user gets), False (element-level distances), True (position level).
+        level: ``positions=`` for measure_paths: None (its own choice, the default: position level, what a user
+            gets), False (element-level distances), True (position level).
         seconds: stop a sample that runs longer (skipped, "over N s"; main thread only). None: no limit.
         work: compare the work counters too.
         max_input, max_output: the size bounds (default :data:`MAX_INPUT`, :data:`MAX_OUTPUT`).

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import torch
 
+from seqlab.measure import distances
 from seqlab.measure.distances import (
     DTYPE,
     ITEMSIZE,
@@ -66,7 +67,8 @@ def test_rows_of_reads_the_layout_never_the_values():
     assert rows_of(None) is None and rows_of(t([1, 2])) is None
 
 
-def test_narrow_only_inside_a_position_level_pass():
+def test_narrow_only_inside_a_position_level_pass(monkeypatch):
+    monkeypatch.setattr(distances, "ROW_FORM_MIN", 0)  # the row form however few the distances
     expanded = t([[[3], [5]]]).expand(1, 2, 4)
     assert narrow(expanded) is None
     with row_form():
@@ -75,6 +77,24 @@ def test_narrow_only_inside_a_position_level_pass():
             assert narrow(expanded) is None
         assert narrow(expanded) is not None  # restored on leaving the inner block
     assert narrow(expanded) is None
+
+
+def test_the_row_form_starts_at_its_floor_and_not_one_entry_below():
+    """A rule takes the row form for a distance of ROW_FORM_MIN entries or more, the element rules below (exact
+    either way: both give the same numbers)."""
+    floor = distances.ROW_FORM_MIN
+    at = t([[[3], [5]]]).expand(1, 2, floor // 2)  # 2 positions x floor / 2 features: floor entries
+    below = t([[[3], [5]]]).expand(1, 2, floor // 2 - 1)  # two entries fewer: under the floor
+    with row_form():
+        assert narrow(at).shape == (1, 2, 1)
+        assert narrow(below) is None
+        assert narrow(t([[[3]]]).expand(1, 1, floor - 1)) is None  # one entry below
+        assert narrow(t([[[3]]]).expand(1, 1, floor)).shape == (1, 1, 1)
+        other, other_below = (t([[[4], [2]]]).expand(1, 2, n) for n in (floor // 2, floor // 2 - 1))
+        rows = broadcast_min([at, other], (2, floor // 2), 1)
+        elements = broadcast_min([below, other_below], (2, floor // 2 - 1), 1)
+    assert rows.stride(-1) == 0 and rows[0, :, 0].tolist() == [3, 2]  # computed on the rows, widened
+    assert elements.stride(-1) == 1 and elements[0, :, 0].tolist() == [3, 2]  # computed per element
 
 
 def test_align_broadcasts_the_trailing_dims_as_views():
@@ -93,7 +113,8 @@ def test_broadcast_min():
     assert broadcast_min([b], (2,), 1).tolist() == [[3, 3]]
 
 
-def test_broadcast_min_on_the_row_form_equals_the_element_form():
+def test_broadcast_min_on_the_row_form_equals_the_element_form(monkeypatch):
+    monkeypatch.setattr(distances, "ROW_FORM_MIN", 0)  # the row form however few the distances
     a = t([[[2], [9]], [[U], [1]]]).expand(2, 2, 3)
     b = t([[[4], [4]], [[0], [U]]]).expand(2, 2, 3)
     element = broadcast_min([a, b], (2, 3), 2)

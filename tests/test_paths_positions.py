@@ -13,7 +13,7 @@ import test_paths_representation as representation
 import torch
 
 from seqlab.layers.recurrent import ElmanRNN
-from seqlab.measure import paths
+from seqlab.measure import distances, paths
 from seqlab.measure.distances import seed
 from seqlab.measure.path_tracer import PathTracer
 from seqlab.measure.paths import measure_paths, path_batches
@@ -26,13 +26,31 @@ def _g() -> torch.Generator:
 
 
 @pytest.fixture
-def positions(monkeypatch):
-    """Every pass at position level (the module default may be either)."""
+def row_form_everywhere(monkeypatch):
+    """Every uniform tensor in the row form, however few its distances (the floor at 0): the row rules are then
+    exercised at these small sizes, where the default floor would hand them the element rules."""
+    monkeypatch.setattr(distances, "ROW_FORM_MIN", 0)
+
+
+@pytest.fixture
+def positions(monkeypatch, row_form_everywhere):
+    """Every pass at position level (the module default may be either), every uniform tensor in the row form."""
     monkeypatch.setattr(paths, "POSITIONS", True)
 
 
 @pytest.mark.parametrize("name", sorted(representation.CASES))
 def test_every_shipped_layer_at_position_level_equals_the_reference(positions, name):
+    representation.test_new_tracer_equals_the_reference(name)
+
+
+@pytest.mark.parametrize("name", sorted(representation.CASES))
+def test_every_shipped_layer_per_element_and_at_the_default_floor_equals_the_reference(monkeypatch, name):
+    """The two other regimes a user can get: every distance per element (positions=False), and the default (position
+    level, the row form only for distances of at least ROW_FORM_MIN entries, the element rules below it)."""
+    monkeypatch.setattr(paths, "POSITIONS", False)
+    representation.test_new_tracer_equals_the_reference(name)
+    monkeypatch.setattr(paths, "POSITIONS", None)
+    monkeypatch.setattr(distances, "ROW_FORM_MIN", 2**8)  # a floor these small cases fall on both sides of
     representation.test_new_tracer_equals_the_reference(name)
 
 
@@ -56,7 +74,7 @@ def _per_position(tracer: PathTracer, y: torch.Tensor) -> bool:
     return y.untyped_storage().data_ptr() in tracer.store.features
 
 
-def test_an_elman_pass_holds_d_times_fewer_bytes():
+def test_an_elman_pass_holds_d_times_fewer_bytes(row_form_everywhere):
     """Every tensor of an Elman pass is a row-wise matmul, a sum, a tanh or a stack: one distance per position.
     T = 64, d = 64, sources 0 and 63: the same 447 rows of 64 elements, held as 447 distances per unit and
     source instead of 447 x 64 (7 per step, less the zero initial state and W_hh h_0: constants, which hold no
@@ -109,7 +127,7 @@ def test_each_fallback_expands_and_keeps_the_reference_answer(module):
     assert not _per_position(tracer, y)  # the output needed element level
 
 
-def test_a_view_across_positions_expands_the_storage():
+def test_a_view_across_positions_expands_the_storage(row_form_everywhere):
     tracer, _ = _traced(_Across().eval(), torch.randn(1, T, D, generator=_g()), (0,))
     assert tracer.store.expansions == 1  # h, read through its transpose
 

@@ -36,7 +36,7 @@ from torch import Tensor
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.i18n import N_
 from seqlab.measure.contraction_rules import CHUNK_ELEMENTS
-from seqlab.measure.distances import DTYPE, ITEMSIZE, UNITS, UNREACHABLE, least, rows_of
+from seqlab.measure.distances import DTYPE, ITEMSIZE, UNITS, UNREACHABLE, least
 from seqlab.memory import GIB
 
 

@@ -74,27 +74,27 @@ from seqlab.memory import GIB, available_memory_bytes
 FIRST_BATCH = 2
 #: Bytes of distances a later pass may hold (its sources: as many as fit).
 BATCH_BYTES = GIB // 4
-#: Whether passes keep distances at position level where an op proves them uniform along the features
-#: (exact either way: both forms read the same distances; about d times fewer bytes for a recurrence). None: decided
-#: per call, position level when more than :data:`FIRST_BATCH` sources are asked for. Measured (benchmarks/path_cost.py,
-#: Elman RNN, T = 128, d = 256, one thread): all 128 sources 65x a forward pass at element level against 24x at
-#: position level (T = 512: 16 passes and 252 MiB against 2 passes and 14 MiB). For the two ends the choice is a
-#: trade (2026-12-07, T = 1000, d = 512, CPU time, ``check=False``, medians of 5 interleaved rounds): position level
-#: took all-MiniLM-L6-v2 (T = 512) 685 ms against 1,007 ms, self-attention 61 against 73 ms, the selective scan 247
-#: against 288 ms, but the Elman RNN 507 against 425 ms and ``nn.LSTM`` and ``nn.GRU`` 4-5 % more: a recurrence's
-#: state is one position per step, and its row form pays a narrow, a widen and a copy per op where the d-fold
-#: saving is a few µs. Element level stays the two ends' default until the row form costs no more per op.
+#: Whether passes keep distances at position level where an op proves them uniform along the features (exact either
+#: way: both forms read the same distances). None: position level. The rules take the row form only for distances
+#: of at least :data:`~seqlab.measure.distances.ROW_FORM_MIN` entries, so a recurrence's one-position steps run the
+#: element rules while its input, attention's scores and a transformer's activations are kept per position.
+#: Measured (2026-12-07, the two ends, ``check=False``, CPU time, one thread, medians of 5–9 interleaved rounds,
+#: position level against element level): all-MiniLM-L6-v2 at T = 512 539 against 826 ms, self-attention at
+#: T = 1000, d = 512 64 against 71 ms, the selective scan 214 against 261 ms, the Elman RNN 475 against 466 ms and
+#: ``nn.LSTM`` 1,216 against 1,158 ms; before the floor every uniform tensor took the row form and the Elman RNN took
+#: 507 against 425 ms. With every source (T = 128, d = 256) the position level was already 24x a forward pass
+#: against 65x (T = 512: 2 passes and 14 MiB against 16 passes and 252 MiB).
 POSITIONS: bool | None = None
 
 
-def position_level(positions: bool | None, sources: int) -> bool:
-    """Whether a trace of ``sources`` sources keeps distances at position level.
+def position_level(positions: bool | None) -> bool:
+    """Whether a trace keeps distances at position level (``positions``, or :data:`POSITIONS` when None).
 
-    >>> position_level(None, 2), position_level(None, 128), position_level(False, 128), position_level(True, 2)
-    (False, True, False, True)
+    >>> position_level(None), position_level(False), position_level(True)
+    (True, False, True)
     """
     chosen = POSITIONS if positions is None else positions
-    return sources > FIRST_BATCH if chosen is None else bool(chosen)
+    return True if chosen is None else bool(chosen)
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,7 @@ def path_batches(layer: Callable[[Tensor], Any], x: Tensor, sources: Sequence[in
             available memory.
     """
     pending, size, budget = list(sources), FIRST_BATCH, available_memory_bytes() / 2
-    level = position_level(positions, len(pending))
+    level = position_level(positions)
     while pending:
         batch, pending = tuple(pending[:size]), pending[size:]
         tracer = PathTracer(len(batch), budget_bytes=budget, positions=level)
