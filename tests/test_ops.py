@@ -336,3 +336,23 @@ def test_no_zero_weight_no_charge():
     p = torch.softmax(s, -1)
     assert ledger.observe(aten._softmax.default, (s, -1, False), {}, p) == 0
     assert ledger.observe(aten.bmm.default, (p, q), {}, p @ q) == 0
+
+
+def test_the_zero_weight_ledger_sweeps_the_dead_and_keeps_the_living():
+    """Followed tensors are held weakly, without a callback: once the table passes its sweep size the entries of
+    tensors that died go, a living one keeps its role, and a dead tensor's id reused by another reads as unfollowed."""
+    ledger = ZeroWeightLedger()
+    q = torch.randn(1, 4, 3, generator=torch.Generator().manual_seed(2))
+    kept = torch.bmm(q, q.mT)
+    ledger.observe(aten.bmm.default, (q, q.mT), {}, kept)  # kept: scores, followed
+    for _ in range(3 * ops._SWEEP_FLOOR):  # each result dies at once
+        scores = torch.bmm(q, q.mT)
+        ledger.observe(aten.bmm.default, (q, q.mT), {}, scores)
+        del scores
+    assert len(ledger._followed) <= 2 * ops._SWEEP_FLOOR + 1  # swept, not one entry per op ever followed
+    m = kept.masked_fill(torch.ones(4, 4, dtype=torch.bool).triu(1), float("-inf"))
+    ledger.observe(aten.masked_fill.Scalar, (kept, None, None), {}, m)  # still followed: m is scores too
+    p = torch.softmax(m, -1)
+    assert ledger.observe(aten._softmax.default, (m, -1, False), {}, p) == 6 * 3
+    stranger = torch.randn(4, 4)  # never followed: its softmax closes nothing, whatever id it was given
+    assert ledger.observe(aten._softmax.default, (stranger, -1, False), {}, torch.softmax(stranger, -1)) == 0

@@ -991,6 +991,8 @@ _BATCHED_PRODUCTS = {aten.bmm: (0, 1), aten.mm: (0, 1), aten.baddbmm: (1, 2)}
 _SOFTMAXES = frozenset({aten._softmax, aten._safe_softmax, aten.softmax})
 
 
+#: Entries a :class:`ZeroWeightLedger` holds before it first sweeps those whose tensor died.
+_SWEEP_FLOOR = 1024
 #: id of an op -> (its packet, the positions of its factors in :data:`_BATCHED_PRODUCTS` or None), for
 #: :meth:`ZeroWeightLedger.observe`, asked on every op
 _OBSERVED: dict[int, tuple] = kept_decisions({})
@@ -1024,24 +1026,27 @@ class ZeroWeightLedger:
     30
     """
 
-    __slots__ = ("_followed",)
+    __slots__ = ("_followed", "_sweep_at")
 
     def __init__(self) -> None:
         self._followed: dict[int, tuple[weakref.ref, str, int]] = {}  # id -> (tensor, "scores" | "weights", E)
+        self._sweep_at = _SWEEP_FLOOR  # entries at which the dead are swept
 
     def _follow(self, tensor: object, role: str, width: int) -> None:
+        """Follow ``tensor`` in ``role``. Entries are keyed by id and hold a weak reference without a callback (one
+        shared by every holder of the tensor, no closure per op: a recurrence follows every op it runs); an entry
+        whose tensor died reads as not followed (:meth:`_role`), and the dead are swept once the table doubles."""
         if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point() or tensor.is_nested:
             return
-        key, followed = id(tensor), self._followed
-
-        def forget(reference: weakref.ref) -> None:
-            if followed.get(key, (None,))[0] is reference:
-                del followed[key]
-
+        followed = self._followed
         try:
-            followed[key] = (weakref.ref(tensor, forget), role, width)
+            followed[id(tensor)] = (weakref.ref(tensor), role, width)
         except TypeError:  # a tensor that takes no weak reference: not followed
-            pass
+            return
+        if len(followed) > self._sweep_at:
+            for key in [key for key, entry in followed.items() if entry[0]() is None]:
+                del followed[key]
+            self._sweep_at = max(_SWEEP_FLOOR, 2 * len(followed))
 
     def _role(self, tensor: object) -> tuple[str, int] | None:
         entry = self._followed.get(id(tensor))
@@ -1055,10 +1060,12 @@ class ZeroWeightLedger:
             known = _OBSERVED[id(func)] = (packet, _BATCHED_PRODUCTS.get(packet))
         packet, factors = known
         if factors is not None:
-            left, right = (args[i] if i < len(args) else None for i in factors)
+            first, second = factors
+            left = args[first] if first < len(args) else None
+            right = args[second] if second < len(args) else None
             if not isinstance(left, torch.Tensor) or left.is_nested or getattr(right, "is_nested", False):
                 return 0  # a nested batch: its mask is the nesting itself
-            if left.device.type == "meta":
+            if left.is_meta:
                 return 0  # no values to read (``count_on_meta``)
             wasted = 0
             if isinstance(right, torch.Tensor) and (self._role(left) or ("",))[0] == "weights":
@@ -1066,7 +1073,7 @@ class ZeroWeightLedger:
             if isinstance(left, torch.Tensor):
                 self._follow(out, "scores", left.shape[-1])
             return wasted
-        if not self._followed or not isinstance(out, torch.Tensor) or out.device.type == "meta":
+        if not self._followed or not isinstance(out, torch.Tensor) or out.is_meta:
             return 0
         if packet in _SOFTMAXES and args:
             role = self._role(args[0])
@@ -1075,9 +1082,10 @@ class ZeroWeightLedger:
             closed = int((torch.isneginf(args[0]) | (out == 0)).sum())
             self._follow(out, "weights", role[1])
             return closed * role[1]
+        followed = self._followed
         for tensor in tensors_in(args):
-            role = self._role(tensor)
-            if role is not None and tensor.numel() == out.numel():
-                self._follow(out, *role)  # the same elements, scaled, masked, cast or viewed
+            entry = followed.get(id(tensor))
+            if entry is not None and entry[0]() is tensor and tensor.numel() == out.numel():
+                self._follow(out, *entry[1:])  # the same elements, scaled, masked, cast or viewed
                 break
         return 0
