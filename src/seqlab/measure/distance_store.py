@@ -36,7 +36,7 @@ from torch import Tensor
 from seqlab.errors import SeqlabError, require_positive_int
 from seqlab.i18n import N_
 from seqlab.measure.contraction_rules import CHUNK_ELEMENTS
-from seqlab.measure.distances import DTYPE, ITEMSIZE, UNITS, UNREACHABLE, least
+from seqlab.measure.distances import DTYPE, ITEMSIZE, UNITS, UNREACHABLE, least, uniform
 from seqlab.memory import GIB
 
 
@@ -152,40 +152,25 @@ def _row_read(rows: int, row_stride: int, shape: tuple[int, ...], stride: tuple[
 
 
 @functools.lru_cache(maxsize=4096)
-def _new_storage(shape: tuple[int, ...], stride: tuple[int, ...], offset: int, size: int,
-                 nbytes: int) -> tuple[bool, bool, int, int, bool]:
+def _new_storage(shape: tuple[int, ...], stride: tuple[int, ...], offset: int, size: int, nbytes: int,
+                 contiguous: bool) -> tuple[bool, bool, int, int, bool]:
     """What the store decides about a tensor written to a storage it does not hold yet, once per signature: whether
     it covers its whole storage's elements laid out as it (then its distances are the storage's), whether it covers
     every byte of it (then a rule's zero-free proof holds for the storage, :meth:`DistanceStore._whole`), the
     storage's elements, the features of a position (its last dim) and whether it covers whole runs of them (so a row
     form can hold it).
 
-    >>> _new_storage((3, 4), (4, 1), 0, 4, 48), _new_storage((3, 2), (4, 1), 0, 4, 48)
+    >>> _new_storage((3, 4), (4, 1), 0, 4, 48, True), _new_storage((3, 2), (4, 1), 0, 4, 48, False)
     ((True, True, 12, 4, True), (False, False, 12, 2, True))
     """
     elements = nbytes // size
     numel = math.prod(shape)
-    contiguous = numel == 0 or all(n == 1 or st == expected for n, st, expected in
-                                   zip(shape, stride, _contiguous_strides(shape), strict=True))
     whole = offset == 0 and contiguous and numel == elements
     proven_whole = offset == 0 and contiguous and numel * size == nbytes
     features = shape[-1] if shape else 1
     whole_rows = bool(shape) and features > 1 and elements % features == 0 and offset % features == 0 and \
         _row_layout(shape, stride, offset, features) is not None
     return whole, proven_whole, elements, features, whole_rows
-
-
-def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
-
-
-def _uniform(value: Tensor) -> bool:
-    """Whether a distance is the same along its last (feature) dim by layout (as :func:`rows_of` proves it)."""
-    return value.dim() >= 2 and (value.shape[-1] == 1 or value.stride(-1) == 0)
 
 
 def _scalar_bytes(tensor: Tensor) -> int:
@@ -337,8 +322,8 @@ class DistanceStore:
             self._write_scalars(key, tensor, value)
             return
         if key in self.features:
-            uniform = self.positions and value is not None and tensor.dim() and _uniform(value)
-            if (value is None or uniform) and tensor.dim() and self._whole_rows(tensor, self.features[key]):
+            by_rows = self.positions and value is not None and tensor.dim() and uniform(value)
+            if (value is None or by_rows) and tensor.dim() and self._whole_rows(tensor, self.features[key]):
                 view = self._rows_view(key, storage, tensor)
                 if value is None:
                     view.fill_(UNREACHABLE)
@@ -359,10 +344,11 @@ class DistanceStore:
         once per signature (:func:`_new_storage`)."""
         size = tensor.element_size()
         whole, proven_whole, elements, features, whole_rows = _new_storage(
-            tuple(tensor.shape), tensor.stride(), tensor.storage_offset(), size, tensor.untyped_storage().nbytes())
+            tuple(tensor.shape), tensor.stride(), tensor.storage_offset(), size, tensor.untyped_storage().nbytes(),
+            tensor.is_contiguous())
         self.zero_free[key] = proof and proven_whole
         self.scalar_bytes[key] = size
-        if self.positions and whole_rows and _uniform(value):
+        if self.positions and whole_rows and uniform(value):
             positions = elements // features
             self._charge(self.rows * positions * ITEMSIZE)
             self.features[key] = features
