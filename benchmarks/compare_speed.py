@@ -11,6 +11,16 @@ medians (this tree / the other) is printed for wall and CPU time. Run from the r
 set-up:
 
     python benchmarks/compare_speed.py [--repeats 3] [--against ../main/src]
+
+With ``--floor`` it prints instead the floor that the 5 s goal meets with today's figures (issue 34): ``seqlab
+compare --no-time``'s float64 work (every reach, both signal paths, the spectral radius and the perturbation checks of
+its traced paths: figures its ``--json`` prints, which issue 34 asks to keep identical) run in this process on the
+built-in text, each job's CPU time read on the thread that ran it (``time.thread_time``), and the imports of the
+command (its CLI module, study and renderer) timed in fresh processes. Even with
+the two threads perfectly balanced and nothing else to do, the command cannot end before the imports plus those jobs'
+CPU time over the machine's cores; the traced passes, their float64 checks, the counts and the report come on top.
+
+    python benchmarks/compare_speed.py --floor [--repeats 3]
 """
 
 from __future__ import annotations
@@ -44,16 +54,76 @@ def one_run(command: list[str], src: Path) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def floor(repeats: int) -> None:
+    """Print the floor of ``seqlab compare --no-time`` on the built-in text (see the module's docstring)."""
+    sys.path.insert(0, str(HERE))
+    import torch
+
+    from seqlab.measure import paths
+    from seqlab.studies import compare, compare_gated
+    from seqlab.text import builtin_text, tokenize
+
+    command = "import seqlab.cli.compare, seqlab.studies.compare, seqlab.render.compare"
+    imports = statistics.median(one_run([sys.executable, "-c", command], HERE)[0] for _ in range(repeats))
+    spent: dict[str, list[float]] = {}
+    run, check = compare_gated.AsideWork._run, paths.check_paths
+
+    def timed(job):  # the job's own CPU time, on whichever thread runs it
+        name = getattr(job[1], "__name__", repr(job[1]))
+        start = time.thread_time()
+        try:
+            run(job)
+        finally:
+            spent.setdefault(name, []).append(time.thread_time() - start)
+
+    def timed_check(*args, **kwargs):  # the float64 perturbation check inside a traced pass
+        start = time.thread_time()
+        try:
+            return check(*args, **kwargs)
+        finally:
+            spent.setdefault("check_paths", []).append(time.thread_time() - start)
+
+    text = builtin_text("en")
+    tokens = tokenize(text.content, "o200k_base")
+    compare_gated.AsideWork._run = staticmethod(timed)
+    paths.check_paths = timed_check
+    try:
+        totals = []
+        for _ in range(repeats):
+            spent.clear()
+            start = time.process_time()
+            compare.run_compare(tokens, text.source, compare.CompareConfig(time=False))
+            totals.append((time.process_time() - start, {name: sum(times) for name, times in spent.items()}))
+    finally:
+        compare_gated.AsideWork._run, paths.check_paths = run, check
+    cores = os.cpu_count() or 1
+    process, jobs = min(totals, key=lambda total: sum(total[1].values()))
+    float64 = sum(jobs.values())
+    print(f"load average {os.getloadavg()[0]:.2f} on {cores} CPUs; T = {len(tokens)}, torch {torch.__version__}")
+    print(f"imports of the command (fresh process, median of {repeats}): {imports:.2f} s")
+    for name, seconds in sorted(jobs.items(), key=lambda item: -item[1]):
+        print(f"  float64 {name:32} {seconds:6.2f} s of CPU")
+    print(f"float64 work together: {float64:.2f} s of CPU, of {process:.2f} s for run_compare (least of {repeats} runs)")
+    bound = imports + float64 / cores
+    print(f"floor: {imports:.2f} s + {float64:.2f} s / {cores} cores = {bound:.2f} s against the goal of 5.0 s "
+          f"({'below' if bound < 5.0 else 'at or above'} it before any tracing, counting or report)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="runs per command and tree (default 3)")
     parser.add_argument("--against", type=Path, default=None,
                         help="another checkout's src/ to run interleaved with this one (before/after)")
     parser.add_argument("--only", default=None, help="run only the commands whose label contains this text")
+    parser.add_argument("--floor", action="store_true",
+                        help="print the floor of compare's float64 jobs against the 5 s goal, nothing else")
     arguments = parser.parse_args()
     repeats = arguments.repeats
     if repeats < 1:
         parser.error(f"--repeats must be >= 1, received {repeats}")
+    if arguments.floor:
+        floor(repeats)
+        return
     trees = {"this": HERE} | ({"against": arguments.against.resolve()} if arguments.against else {})
     load = os.getloadavg()[0]
     print(f"load average {load:.2f} on {os.cpu_count()} CPUs (wall times mean little above about 0.5 per CPU)")
