@@ -10,6 +10,10 @@ and 512, its longest), this times in CPU seconds (``time.process_time``, one thr
 * ``one pass`` — :func:`seqlab.measure.traced_pass.measure_pass`: work, span and the paths from the two ends;
 * ``check apart`` — the same pass with ``check=False``: the tracer alone, without the perturbation check of the path
   matrix (printed beside the one pass, to show where its time goes);
+* ``check alone`` — the CPU time of the perturbation check inside each ``one pass``, read directly around
+  :func:`seqlab.measure.paths.check_paths`, and the **floor** it sets: whatever the tracer costs, a pass with its check
+  costs at least the do-nothing mode plus the check, printed as a multiple of the forward and of the do-nothing mode
+  beside the bars it already exceeds;
 * ``three passes`` — :func:`~seqlab.measure.work.count_multiplications`, :func:`~seqlab.measure.trace.measure_span`
   and :func:`~seqlab.measure.paths.measure_paths` one after another (what the engine did before issue 34);
 
@@ -99,8 +103,8 @@ def minilm() -> Callable[[torch.Tensor], torch.Tensor] | None:
     return model
 
 
-def candidates(layer, x: torch.Tensor, three: bool) -> dict[str, Callable[[], object]]:
-    """The timed calls on one layer and input."""
+def candidates(layer, x: torch.Tensor, three: bool) -> tuple[dict[str, Callable[[], object]], list[float]]:
+    """The timed calls on one layer and input, and the list to which each ``one pass`` adds its check's CPU seconds."""
     T = x.shape[-2]
     ends = (0, T - 1)
 
@@ -112,8 +116,13 @@ def candidates(layer, x: torch.Tensor, three: bool) -> dict[str, Callable[[], ob
         with reference_kernels(), torch.no_grad(), Nothing():
             layer(x)
 
+    checks: list[float] = []
+
     def one_pass():
-        measure_pass(layer, x, sources=ends)
+        seconds: dict[str, float] = {}
+        with stage_timers(seconds):
+            measure_pass(layer, x, sources=ends)
+        checks.append(seconds.get("perturbation check", 0.0))
 
     def unchecked():  # the same pass, its perturbation check apart: what the tracer itself costs
         measure_pass(layer, x, sources=ends, check=False)
@@ -127,7 +136,16 @@ def candidates(layer, x: torch.Tensor, three: bool) -> dict[str, Callable[[], ob
     chosen = {"forward": forward, "nothing": nothing, "one pass": one_pass, "check apart": unchecked}
     if three:
         chosen["three passes"] = three_passes
-    return chosen
+    return chosen, checks
+
+
+def timed_layer(layer, x: torch.Tensor, three: bool, rounds: int) -> dict[str, float]:
+    """:func:`interleaved` medians of the :func:`candidates`, with ``"check alone"``: the median CPU seconds of the
+    check inside the timed ``one pass`` calls (the warm-up call apart)."""
+    calls, checks = candidates(layer, x, three)
+    medians = interleaved(calls, rounds)
+    medians["check alone"] = statistics.median(checks[1:])
+    return medians
 
 
 def interleaved(calls: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
@@ -157,6 +175,16 @@ def report(name: str, T: int, d: int, medians: dict[str, float]) -> None:
     print(f"{name:28s} T={T:5d} d={d:4d}  fwd {forward * 1e3:8.1f} ms  nothing {nothing / forward:4.2f}×  "
           f"one pass {on_forward:5.2f}× fwd ({verdict_forward} ≤ {bar:g}×), {one / nothing:4.2f}× nothing "
           f"({verdict_nothing} ≤ {BAR_NOTHING:g}×){extra}; load {os.getloadavg()[0]:.1f}", flush=True)
+    check = medians.get("check alone")
+    if check is not None:
+        floor = nothing + check
+        above = [f"{BAR_NOTHING:g}× nothing"] if floor / nothing > BAR_NOTHING else []
+        if T >= 512 and floor / forward > bar:
+            above.append(f"{bar:g}× fwd")
+        print(f"{'':28s}   check alone {check / forward:5.2f}× fwd; floor (nothing + check) {floor / forward:5.2f}× fwd, "
+              f"{floor / nothing:4.2f}× nothing: " + (f"above the bar{'s' if len(above) > 1 else ''} "
+                                                      f"{' and '.join(above)}" if above else "below the bars"),
+              flush=True)
 
 
 @contextlib.contextmanager
@@ -243,12 +271,12 @@ def main() -> None:
         for name, layer in layers(d).items():
             x = torch.randn(1, T, d)
             rounds = options.rounds if T < 512 else max(3, options.rounds // 2)
-            report(name, T, d, interleaved(candidates(layer, x, not options.no_three), rounds))
+            report(name, T, d, timed_layer(layer, x, not options.no_three, rounds))
     encoder = minilm()
     if encoder is not None:
         for T in MINILM_LENGTHS[:1] if options.quick else MINILM_LENGTHS:
             x = torch.randn(1, T, 384)
-            report("all-MiniLM-L6-v2", T, 384, interleaved(candidates(encoder, x, not options.no_three), 3))
+            report("all-MiniLM-L6-v2", T, 384, timed_layer(encoder, x, not options.no_three, 3))
     if options.no_profile:
         return
     whole(options, sizes, encoder)
