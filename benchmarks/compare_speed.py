@@ -13,9 +13,9 @@ set-up:
     python benchmarks/compare_speed.py [--repeats 3] [--against ../main/src]
 
 With ``--floor`` it prints instead the floor that the 5 s goal meets with today's figures (issue 34): ``seqlab
-compare --no-time``'s float64 work (every reach, both signal paths, the spectral radius and the perturbation checks of
-its traced paths: figures its ``--json`` prints, which issue 34 asks to keep identical) run in this process on the
-built-in text, each job's CPU time read on the thread that ran it (``time.thread_time``), and the imports of the
+compare --no-time``'s float64 work (every reach, both signal paths, the spectral radius) and the perturbation checks of
+its traced paths (float64 where compare hands the check a module) — figures its ``--json`` prints, which issue 34 asks
+to keep identical — run in this process on the built-in text, each job's CPU time read on the thread that ran it (``time.thread_time``), and the imports of the
 command (its CLI module, study and renderer) timed in fresh processes. Even with
 the two threads perfectly balanced and nothing else to do, the command cannot end before the imports plus those jobs'
 CPU time over the machine's cores; the traced passes, their float64 checks, the counts and the report come on top.
@@ -77,7 +77,7 @@ def floor(repeats: int) -> None:
         finally:
             spent.setdefault(name, []).append(time.thread_time() - start)
 
-    def timed_check(*args, **kwargs):  # the float64 perturbation check inside a traced pass
+    def timed_check(*args, **kwargs):  # the perturbation check inside a traced pass
         start = time.thread_time()
         try:
             return check(*args, **kwargs)
@@ -99,12 +99,12 @@ def floor(repeats: int) -> None:
         compare_gated.AsideWork._run, paths.check_paths = kept, check
     cores = os.cpu_count() or 1
     process, jobs = min(totals, key=lambda total: sum(total[1].values()))
-    float64 = sum(jobs.values())
+    float64 = sum(jobs.values())  # the float64 jobs and the checks
     print(f"load average {os.getloadavg()[0]:.2f} on {cores} CPUs; T = {len(tokens)}, torch {torch.__version__}")
     print(f"imports of the command (fresh process, median of {repeats}): {imports:.2f} s")
     for name, seconds in sorted(jobs.items(), key=lambda item: -item[1]):
-        print(f"  float64 {name:32} {seconds:6.2f} s of CPU")
-    print(f"float64 work together: {float64:.2f} s of CPU, of {process:.2f} s for run_compare (least of {repeats} runs)")
+        print(f"  {name:40} {seconds:6.2f} s of CPU")
+    print(f"that work together: {float64:.2f} s of CPU, of {process:.2f} s for run_compare (least of {repeats} runs)")
     bound = imports + float64 / cores
     print(f"floor: {imports:.2f} s + {float64:.2f} s / {cores} cores = {bound:.2f} s against the goal of 5.0 s "
           f"({'below' if bound < 5.0 else 'at or above'} it before any tracing, counting or report)")
@@ -117,7 +117,7 @@ def main() -> None:
                         help="another checkout's src/ to run interleaved with this one (before/after)")
     parser.add_argument("--only", default=None, help="run only the commands whose label contains this text")
     parser.add_argument("--floor", action="store_true",
-                        help="print the floor of compare's float64 jobs against the 5 s goal, nothing else")
+                        help="print the floor that compare's float64 jobs and checks set against the 5 s goal, nothing else")
     arguments = parser.parse_args()
     repeats = arguments.repeats
     if repeats < 1:
