@@ -293,8 +293,12 @@ class _SpanTracer(EngineMode):
                 depth = stored.read(tensor)
                 ops, products = max(ops, depth.ops), max(products, depth.products)
         depth = _Depth(ops + step_ops, products + step_products)
-        written = (out, *(args[i] if i < len(args) else kwargs.get(n) for i, n in mutated)) if mutated else (out,)
-        for tensor in _tensors(written):
+        if mutated:  # an in-place op returns the argument it wrote: that storage is written once
+            written = list({id(t): t for t in _tensors((out, *(args[i] if i < len(args) else kwargs.get(n)
+                                                                for i, n in mutated)))}.values())
+        else:
+            written = _tensors((out,))
+        for tensor in written:
             self._write(tensor, depth)
         self.span.ops = max(self.span.ops, depth.ops)
         self.span.products = max(self.span.products, depth.products)
